@@ -1,0 +1,38 @@
+// Exit statuses of every relaunch command (DESIGN.md section 6), and how errors reach stderr.
+
+import { InvalidInputError, InvalidTaskSpecError, RelaunchError } from '../lib/errors.ts';
+
+/** 0: job succeeded or command done; 1: job failed or was cancelled; 2: bad input or usage. */
+export const ExitStatus = { OK: 0, JOB_FAILED: 1, USAGE: 2 } as const;
+export type ExitStatus = (typeof ExitStatus)[keyof typeof ExitStatus];
+
+/** Where a command writes; tests pass buffers, the binary passes the process streams. */
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/** The process's own streams. */
+export const processIo: Io = {
+  out: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
+  err: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+};
+
+/**
+ * Maps an error to the message and exit status a user sees. Bad input is 2; anything
+ * relaunch raised on purpose is shown by its message; anything else is a bug, shown
+ * briefly (no stack trace) with status 1.
+ */
+export function reportError(io: Io, error: unknown): ExitStatus {
+  if (error instanceof InvalidTaskSpecError || error instanceof InvalidInputError) {
+    io.err(`error: ${error.message.split('\n').join('\nerror: ')}`);
+    return ExitStatus.USAGE;
+  }
+  if (error instanceof RelaunchError) {
+    io.err(`error: ${error.message}`);
+    return ExitStatus.JOB_FAILED;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  io.err(`error: ${message}`);
+  return ExitStatus.JOB_FAILED;
+}

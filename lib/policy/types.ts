@@ -1,0 +1,75 @@
+// The recovery policy's inputs and output: what happened to an attempt, and what to do next.
+
+import type { JobStatus } from '../status.ts';
+
+/** Spot or on-demand capacity. */
+export type Market = 'spot' | 'on-demand';
+
+/** The phase an attempt was in when it ended. */
+export type Phase = 'setup' | 'run';
+
+/** One node's end: its exit code, or null with the reason it is unknown. */
+export interface NodeExit {
+  readonly rank: number;
+  /** null: the code is unknown (never silently 0); `unknownReason` says why. */
+  readonly exitCode: number | null;
+  readonly unknownReason?: string;
+  /** The controller killed this node because a peer failed; its code never triggers rule 3. */
+  readonly killedByController?: boolean;
+}
+
+/** How an attempt ended. */
+export type AttemptOutcome =
+  | { readonly kind: 'EXITED'; readonly phase: Phase; readonly nodes: readonly NodeExit[] }
+  | { readonly kind: 'PREEMPTED' }
+  | { readonly kind: 'LOST'; readonly reason: string }
+  | { readonly kind: 'LAUNCH_FAILED'; readonly cause: 'NO_RESOURCE' | 'PRECHECKS'; readonly reason: string }
+  | { readonly kind: 'CANCELLED' };
+
+/** The kinds of attempt outcome, as stored and shown. */
+export type OutcomeKind = AttemptOutcome['kind'];
+
+/** What the job has used so far; persisted after every decision. */
+export interface RecoveryCounters {
+  /** n: restarts charged to max_restarts_on_errors. */
+  readonly restartsOnErrors: number;
+  /** Restarts caused by recover_on_exit_codes (capped by max_restarts_on_exit_codes). */
+  readonly restartsOnExitCodes: number;
+  /** Every relaunch, for any reason. */
+  readonly recoveryCount: number;
+  /** Preemptions in a row, reset by any other outcome. */
+  readonly consecutivePreemptions: number;
+  /** The market the next attempt uses; on-demand fallback is sticky. */
+  readonly market: Market;
+}
+
+/** The four things the controller can do after an attempt. */
+export type RecoveryAction = 'SUCCEED' | 'RESTART' | 'RECOVER' | 'FAIL';
+
+/** Which rule of the decision table matched. */
+export type PolicyRule =
+  | 'ALL_EXITED_ZERO'
+  | 'PREEMPTED_OR_LOST'
+  | 'FAIL_ON_EXIT_CODE'
+  | 'RECOVER_ON_EXIT_CODE'
+  | 'RESTART_ON_ERROR'
+  | 'ERROR_BUDGET_EXHAUSTED'
+  | 'LAUNCH_FAILED'
+  | 'CANCELLED';
+
+/** The policy's answer, with everything needed to carry it out and explain it. */
+export interface RecoveryDecision {
+  readonly action: RecoveryAction;
+  /** The job's status after this decision (RECOVERING for a relaunch). */
+  readonly status: JobStatus;
+  readonly rule: PolicyRule;
+  readonly counters: RecoveryCounters;
+  /** Whole seconds to wait before relaunching (0 when not relaunching). */
+  readonly delaySeconds: number;
+  /** The market for the next attempt. */
+  readonly market: Market;
+  /** One sentence for a person: the rule, the budget charged, what is left. */
+  readonly reason: string;
+  /** The exit code that decided, when one did. */
+  readonly decidingExitCode: number | null;
+}

@@ -1,0 +1,88 @@
+// The normalized task spec: one shape for every form a SkyPilot task file can take.
+
+/** Where to relaunch after an attempt dies. */
+export type RecoveryStrategy = 'EAGER_NEXT_REGION' | 'FAILOVER';
+
+/** Delay between relaunches: initial * factor^k seconds, capped, optionally jittered. */
+export interface RestartBackoff {
+  readonly initialSeconds: number;
+  readonly factor: number;
+  readonly maxSeconds: number;
+  /** `full`: a uniform draw in [0, delay]; `none`: the delay itself. */
+  readonly jitter: 'full' | 'none';
+}
+
+/** `resources.job_recovery`, normalized (DESIGN.md section 1). */
+export interface RecoveryPolicy {
+  readonly strategy: RecoveryStrategy;
+  /** M: restarts allowed after ordinary user-code failures. */
+  readonly maxRestartsOnErrors: number;
+  /** Exit codes that always restart; ranges expanded; sorted, unique. */
+  readonly recoverOnExitCodes: readonly number[];
+  /** Exit codes that fail the job at once; sorted, unique. */
+  readonly failOnExitCodes: readonly number[];
+  /** Cap on restarts caused by recoverOnExitCodes; null = unlimited (SkyPilot's behaviour). */
+  readonly maxRestartsOnExitCodes: number | null;
+  /** null = relaunch at once. */
+  readonly restartBackoff: RestartBackoff | null;
+  /** After this many preemptions in a row, relaunch on-demand; null = never. */
+  readonly onDemandFallbackAfter: number | null;
+}
+
+/** One accelerator choice: `A100:8` is `{ name: 'A100', count: 8 }`. */
+export interface Accelerator {
+  readonly name: string;
+  readonly count: number;
+}
+
+/** `cpus: 4+` is `{ value: 4, orMore: true }`; `cpus: 4` is `{ value: 4, orMore: false }`. */
+export interface Quantity {
+  readonly value: number;
+  readonly orMore: boolean;
+}
+
+/** The AMI: one for every region, or one per region. */
+export type ImageId =
+  | { readonly kind: 'ami'; readonly imageId: string }
+  | { readonly kind: 'per-region'; readonly byRegion: Readonly<Record<string, string>> };
+
+/** `resources`, normalized. The cloud is always AWS. */
+export interface Resources {
+  readonly cloud: 'aws';
+  readonly region: string | null;
+  readonly zone: string | null;
+  readonly instanceType: string | null;
+  readonly cpus: Quantity | null;
+  readonly memoryGb: Quantity | null;
+  /** Candidates, any one of which will do; empty when no accelerator is asked for. */
+  readonly accelerators: readonly Accelerator[];
+  readonly useSpot: boolean;
+  readonly diskSizeGb: number | null;
+  readonly imageId: ImageId | null;
+  readonly jobRecovery: RecoveryPolicy;
+}
+
+/** A task file, parsed and normalized. */
+export interface TaskSpec {
+  readonly name: string | null;
+  readonly workdir: string | null;
+  readonly numNodes: number;
+  /** Values are strings, as the job's environment holds them; a null in the file is ''. */
+  readonly envs: Readonly<Record<string, string>>;
+  readonly setup: string | null;
+  readonly run: string | null;
+  readonly resources: Resources;
+}
+
+/** Something allowed but probably a mistake, shown at submit time. */
+export interface SpecWarning {
+  readonly path: string;
+  readonly message: string;
+  readonly line?: number;
+}
+
+/** A parse that succeeded: the spec and any warnings. */
+export interface ParsedTask {
+  readonly spec: TaskSpec;
+  readonly warnings: readonly SpecWarning[];
+}
