@@ -79,3 +79,13 @@ export function formatIssue(issue: InputIssue): string {
   const line = issue.line === undefined ? '' : ` (line ${issue.line})`;
   return `${where}${issue.message}${line}`;
 }
+
+/** No zone, region or instance type had capacity within the launch retry budget. */
+export class NoCapacityError extends RelaunchError {
+  override readonly name = 'NoCapacityError';
+}
+
+/** A spec the compute cannot run at all (unknown instance type, bad image): never retried. */
+export class PrecheckError extends RelaunchError {
+  override readonly name = 'PrecheckError';
+}

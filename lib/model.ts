@@ -1,0 +1,95 @@
+// The job and attempt records: what relaunch remembers about every job, as the store holds it.
+
+import type { JobStatus } from './status.ts';
+import type { TaskSpec } from './spec/types.ts';
+import type {
+  AttemptOutcome,
+  Market,
+  Phase,
+  PolicyRule,
+  RecoveryAction,
+  RecoveryCounters,
+} from './policy/types.ts';
+
+/** A job: one task file, run until the policy says stop. */
+export interface JobRecord {
+  readonly jobId: string;
+  readonly name: string | null;
+  readonly spec: TaskSpec;
+  readonly status: JobStatus;
+  readonly counters: RecoveryCounters;
+  /** Number of the latest attempt (1-based); 0 before the first launch. */
+  readonly attemptCount: number;
+  /** The Step Functions execution (or the local run) that controls the job. */
+  readonly executionArn: string | null;
+  /** Why the job failed or was cancelled; null while it is live or when it succeeded. */
+  readonly failureReason: string | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** One instance of an attempt; node rank 0 is the head. */
+export interface InstanceRef {
+  readonly instanceId: string;
+  readonly nodeRank: number;
+  readonly privateIp: string | null;
+}
+
+/** Where an attempt was placed. */
+export interface Placement {
+  readonly region: string;
+  readonly zone: string | null;
+  readonly instanceType: string;
+}
+
+/** One node's report of one phase: exactly what the agent sent. */
+export interface NodeReport {
+  readonly nodeRank: number;
+  readonly phase: Phase;
+  readonly exitCode: number;
+  /** The last lines of the phase's output, for `status` and the console. */
+  readonly outputTail: string;
+  readonly reportedAt: string;
+}
+
+/** The policy's decision as stored on the attempt it concerns. */
+export interface StoredDecision {
+  readonly action: RecoveryAction;
+  readonly rule: PolicyRule;
+  readonly status: JobStatus;
+  readonly reason: string;
+  readonly delaySeconds: number;
+  readonly decidedAt: string;
+}
+
+/** One launch of a job, from placement to outcome and decision. */
+export interface AttemptRecord {
+  readonly jobId: string;
+  /** 1-based. */
+  readonly attempt: number;
+  readonly market: Market;
+  readonly placement: Placement | null;
+  readonly instances: readonly InstanceRef[];
+  /** The Step Functions task token of AwaitAttempt; null until the machine is waiting. */
+  readonly taskToken: string | null;
+  /** SHA-256 (hex) of the per-attempt callback secret; the secret itself is never stored. */
+  readonly secretHash: string;
+  /** Every report received, once per node and phase. */
+  readonly reports: readonly NodeReport[];
+  /** Set once, when the attempt ends; never overwritten. */
+  readonly outcome: AttemptOutcome | null;
+  readonly decision: StoredDecision | null;
+  readonly startedAt: string;
+  readonly lastHeartbeatAt: string | null;
+  readonly endedAt: string | null;
+}
+
+/** An audit row: one status change of a job. */
+export interface JobEvent {
+  readonly jobId: string;
+  readonly at: string;
+  readonly from: JobStatus | null;
+  readonly to: JobStatus;
+  readonly attempt: number | null;
+  readonly reason: string;
+}

@@ -1,0 +1,131 @@
+// Ports: the small interfaces the use cases need from the outside world, named by role.
+
+import type { AttemptOutcome, Market, RecoveryCounters } from './policy/types.ts';
+import type { TaskSpec } from './spec/types.ts';
+import type { JobStatus } from './status.ts';
+import type {
+  AttemptRecord,
+  InstanceRef,
+  JobEvent,
+  JobRecord,
+  NodeReport,
+  Placement,
+  StoredDecision,
+} from './model.ts';
+
+/** The time; injected so tests control it. */
+export interface Clock {
+  now(): Date;
+}
+
+/** A uniform draw in [0, 1); injected so backoff jitter is testable. */
+export type Random = () => number;
+
+/** A status change with its audit reason, applied only if the job is in `from`. */
+export interface StatusChange {
+  readonly from: JobStatus;
+  readonly to: JobStatus;
+  readonly reason: string;
+  readonly attempt: number | null;
+  readonly at: string;
+}
+
+/**
+ * Where jobs and attempts live. Every write that changes status is conditional on the
+ * expected current status and throws ConcurrentUpdateError when it is not; a missing job
+ * is JobNotFoundError.
+ */
+export interface JobStore {
+  /** Creates the job; throws ConcurrentUpdateError if the id exists. */
+  createJob(job: JobRecord): Promise<void>;
+  getJob(jobId: string): Promise<JobRecord>;
+  /** Newest first. */
+  listJobs(options?: { limit?: number }): Promise<JobRecord[]>;
+  /** Changes status (with its EVENT row) atomically; returns the updated job. */
+  changeStatus(jobId: string, change: StatusChange, patch?: JobPatch): Promise<JobRecord>;
+  /** Records the execution that controls the job. */
+  setExecution(jobId: string, executionArn: string): Promise<void>;
+
+  /**
+   * Starts attempt `attempt.attempt`: writes it and bumps the job's attemptCount, only if
+   * the job's attemptCount is `attempt.attempt - 1`.
+   */
+  putAttempt(attempt: AttemptRecord): Promise<void>;
+  getAttempt(jobId: string, attempt: number): Promise<AttemptRecord>;
+  /** Every attempt of a job, oldest first. */
+  listAttempts(jobId: string): Promise<AttemptRecord[]>;
+  /** Finds the attempt that owns an instance (the GSI); null when none does. */
+  findAttemptByInstance(instanceId: string): Promise<AttemptRecord | null>;
+  /** Records the placement and instances once a launch succeeded. */
+  setInstances(jobId: string, attempt: number, placement: Placement, instances: readonly InstanceRef[]): Promise<void>;
+  /** Stores the task token unless the attempt has already ended; returns the attempt as it now is. */
+  setTaskToken(jobId: string, attempt: number, taskToken: string): Promise<AttemptRecord>;
+  /**
+   * Adds a report unless that node already reported that phase or the attempt has ended.
+   * Returns `duplicate: true` (and changes nothing) for a repeat.
+   */
+  addReport(jobId: string, attempt: number, report: NodeReport): Promise<{ attempt: AttemptRecord; duplicate: boolean }>;
+  recordHeartbeat(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
+  /** Sets the outcome only if none is set yet; returns whether this call set it, and the attempt. */
+  endAttempt(jobId: string, attempt: number, outcome: AttemptOutcome, at: string): Promise<{ attempt: AttemptRecord; won: boolean }>;
+  /**
+   * The policy's decision, in one transaction: the decision on the attempt, the job's new
+   * counters and status, and the EVENT row; conditional on the job's expected status.
+   */
+  recordDecision(
+    jobId: string,
+    attempt: number,
+    decision: StoredDecision,
+    counters: RecoveryCounters,
+    change: StatusChange,
+  ): Promise<JobRecord>;
+  /** The audit trail, oldest first. */
+  listEvents(jobId: string): Promise<JobEvent[]>;
+}
+
+/** Fields that may change with a status change. */
+export interface JobPatch {
+  readonly failureReason?: string | null;
+  readonly counters?: RecoveryCounters;
+}
+
+/** What a launch asks for. */
+export interface LaunchRequest {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly spec: TaskSpec;
+  readonly market: Market;
+  /** Placements of earlier attempts, newest first, with how each ended. */
+  readonly history: readonly { readonly placement: Placement; readonly outcome: AttemptOutcome['kind'] | null }[];
+  /** The per-attempt secret the agent proves itself with. */
+  readonly callbackSecret: string;
+}
+
+/** A launch that worked. */
+export interface LaunchResult {
+  readonly placement: Placement;
+  readonly instances: readonly InstanceRef[];
+}
+
+/**
+ * Where attempts run: EC2 instances, or local processes. `launch` throws
+ * NoCapacityError when no placement had capacity, and PrecheckError for a spec the
+ * compute cannot run at all (unknown instance type, bad image); both end the job.
+ */
+export interface Compute {
+  launch(request: LaunchRequest): Promise<LaunchResult>;
+  /** Terminates the instances; idempotent; resolves once they are gone or going. */
+  release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void>;
+}
+
+/** The controller's execution: start it, and resume its waiting task. */
+export interface Workflow {
+  /** Starts the job's execution, named by the job id; returns its ARN (idempotent). */
+  start(jobId: string): Promise<string>;
+  resume(taskToken: string, output: unknown): Promise<void>;
+  /** Resumes the waiting task with an error its Catch matches by name. */
+  fail(taskToken: string, error: string, cause: string): Promise<void>;
+  heartbeat(taskToken: string): Promise<void>;
+  /** Stops an execution that is not waiting on a task (e.g. in a backoff Wait). */
+  stop(executionArn: string, error: string, cause: string): Promise<void>;
+}
