@@ -81,6 +81,8 @@ export interface AttemptRecord {
   readonly decision: StoredDecision | null;
   readonly startedAt: string;
   readonly lastHeartbeatAt: string | null;
+  /** When EC2 warned that a spot instance of this attempt will be reclaimed. */
+  readonly interruptionNoticedAt: string | null;
   readonly endedAt: string | null;
 }
 

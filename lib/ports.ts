@@ -3,6 +3,7 @@
 import type { AttemptOutcome, Market, RecoveryCounters } from './policy/types.ts';
 import type { TaskSpec } from './spec/types.ts';
 import type { JobStatus } from './status.ts';
+import type { ExecutionInput } from './workflow/contract.ts';
 import type {
   AttemptRecord,
   InstanceRef,
@@ -66,6 +67,8 @@ export interface JobStore {
    */
   addReport(jobId: string, attempt: number, report: NodeReport): Promise<{ attempt: AttemptRecord; duplicate: boolean }>;
   recordHeartbeat(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
+  /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
+  noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
   /** Sets the outcome only if none is set yet; returns whether this call set it, and the attempt. */
   endAttempt(jobId: string, attempt: number, outcome: AttemptOutcome, at: string): Promise<{ attempt: AttemptRecord; won: boolean }>;
   /**
@@ -120,8 +123,11 @@ export interface Compute {
 
 /** The controller's execution: start it, and resume its waiting task. */
 export interface Workflow {
-  /** Starts the job's execution, named by the job id; returns its ARN (idempotent). */
-  start(jobId: string): Promise<string>;
+  /**
+   * Starts an execution with this name (the job id, or the job id and attempt when
+   * continuing as new); returns its ARN. Starting the same name twice starts one.
+   */
+  start(executionName: string, input: ExecutionInput): Promise<string>;
   resume(taskToken: string, output: unknown): Promise<void>;
   /** Resumes the waiting task with an error its Catch matches by name. */
   fail(taskToken: string, error: string, cause: string): Promise<void>;
