@@ -1,0 +1,99 @@
+// The Workflow port over Step Functions: start the controller, resume or fail its waiting task.
+
+import {
+  ExecutionAlreadyExists,
+  InvalidToken,
+  SendTaskFailureCommand,
+  SendTaskHeartbeatCommand,
+  SendTaskSuccessCommand,
+  StartExecutionCommand,
+  StopExecutionCommand,
+  TaskDoesNotExist,
+  TaskTimedOut,
+  type SFNClient,
+} from '@aws-sdk/client-sfn';
+import { StaleAttemptError } from '../errors.ts';
+import type { Workflow } from '../ports.ts';
+import type { ExecutionInput } from '../workflow/contract.ts';
+
+/** What SfnWorkflow needs: its client and the controller's state machine. */
+export interface SfnWorkflowOptions {
+  readonly client: SFNClient;
+  readonly stateMachineArn: string;
+}
+
+/** Step Functions caps `error` at 256 characters and `cause` at 32,768. */
+const MAX_ERROR = 256;
+const MAX_CAUSE = 32_768;
+
+/**
+ * Step Functions as the Workflow port. Starting is idempotent by execution name, and a
+ * token whose task has ended (timed out, already resumed, execution gone) is a
+ * StaleAttemptError: the attempt it belonged to is no longer the live one.
+ */
+export class SfnWorkflow implements Workflow {
+  private readonly client: SFNClient;
+  private readonly stateMachineArn: string;
+
+  constructor(options: SfnWorkflowOptions) {
+    this.client = options.client;
+    this.stateMachineArn = options.stateMachineArn;
+  }
+
+  async start(executionName: string, input: ExecutionInput): Promise<string> {
+    try {
+      const out = await this.client.send(
+        new StartExecutionCommand({ stateMachineArn: this.stateMachineArn, name: executionName, input: JSON.stringify(input) }),
+      );
+      if (out.executionArn === undefined) throw new Error('StartExecution answered without an executionArn');
+      return out.executionArn;
+    } catch (error) {
+      // The name is taken: this job's execution was started before (a retried request).
+      if (error instanceof ExecutionAlreadyExists) return executionArnOf(this.stateMachineArn, executionName);
+      throw error;
+    }
+  }
+
+  async resume(taskToken: string, output: unknown): Promise<void> {
+    await staleOnEndedTask(() =>
+      this.client.send(new SendTaskSuccessCommand({ taskToken, output: JSON.stringify(output) })),
+    );
+  }
+
+  async fail(taskToken: string, error: string, cause: string): Promise<void> {
+    await staleOnEndedTask(() =>
+      this.client.send(
+        new SendTaskFailureCommand({ taskToken, error: error.slice(0, MAX_ERROR), cause: cause.slice(0, MAX_CAUSE) }),
+      ),
+    );
+  }
+
+  async heartbeat(taskToken: string): Promise<void> {
+    await staleOnEndedTask(() => this.client.send(new SendTaskHeartbeatCommand({ taskToken })));
+  }
+
+  async stop(executionArn: string, error: string, cause: string): Promise<void> {
+    await this.client.send(
+      new StopExecutionCommand({ executionArn, error: error.slice(0, MAX_ERROR), cause: cause.slice(0, MAX_CAUSE) }),
+    );
+  }
+}
+
+/** `arn:…:stateMachine:NAME` → `arn:…:execution:NAME:EXECUTION`, as Step Functions names it. */
+export function executionArnOf(stateMachineArn: string, executionName: string): string {
+  const marker = ':stateMachine:';
+  const at = stateMachineArn.indexOf(marker);
+  if (at < 0) throw new Error(`not a state machine ARN: ${stateMachineArn}`);
+  return `${stateMachineArn.slice(0, at)}:execution:${stateMachineArn.slice(at + marker.length)}:${executionName}`;
+}
+
+async function staleOnEndedTask(send: () => Promise<unknown>): Promise<void> {
+  try {
+    await send();
+  } catch (error) {
+    if (error instanceof TaskTimedOut || error instanceof InvalidToken || error instanceof TaskDoesNotExist) {
+      throw new StaleAttemptError(`the task this token belonged to has ended (${error.name})`, { cause: error });
+    }
+    throw error;
+  }
+}

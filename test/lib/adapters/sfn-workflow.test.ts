@@ -1,0 +1,108 @@
+import {
+  ExecutionAlreadyExists,
+  InvalidToken,
+  SendTaskFailureCommand,
+  SendTaskHeartbeatCommand,
+  SendTaskSuccessCommand,
+  SFNClient,
+  StartExecutionCommand,
+  StopExecutionCommand,
+  TaskDoesNotExist,
+  TaskTimedOut,
+} from '@aws-sdk/client-sfn';
+import { mockClient } from 'aws-sdk-client-mock';
+import 'aws-sdk-client-mock-vitest/extend';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { executionArnOf, SfnWorkflow } from '../../../lib/adapters/sfn-workflow.ts';
+import { StaleAttemptError } from '../../../lib/errors.ts';
+
+const MACHINE = 'arn:aws:states:eu-west-1:123456789012:stateMachine:relaunch-controller';
+const sfn = mockClient(SFNClient);
+const workflow = () => new SfnWorkflow({ client: new SFNClient({ region: 'eu-west-1' }), stateMachineArn: MACHINE });
+const meta = { $metadata: {} };
+
+beforeEach(() => sfn.reset());
+
+describe('SfnWorkflow.start', () => {
+  it('starts a named execution with the input as JSON and returns its ARN', async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn:exec', startDate: new Date() });
+    const arn = await workflow().start('job-1', { jobId: 'job-1', attempt: 0, attemptsInExecution: 0 });
+    expect(arn).toBe('arn:exec');
+    expect(sfn).toHaveReceivedCommandWith(StartExecutionCommand, {
+      stateMachineArn: MACHINE,
+      name: 'job-1',
+      input: JSON.stringify({ jobId: 'job-1', attempt: 0, attemptsInExecution: 0 }),
+    });
+  });
+
+  it('answers the existing execution ARN when the name was already started', async () => {
+    sfn.on(StartExecutionCommand).rejects(new ExecutionAlreadyExists({ message: 'exists', ...meta }));
+    const arn = await workflow().start('job-1', { jobId: 'job-1', attempt: 0, attemptsInExecution: 0 });
+    expect(arn).toBe('arn:aws:states:eu-west-1:123456789012:execution:relaunch-controller:job-1');
+  });
+
+  it('lets any other error through', async () => {
+    sfn.on(StartExecutionCommand).rejects(new Error('throttled'));
+    await expect(workflow().start('job-1', { jobId: 'job-1', attempt: 0, attemptsInExecution: 0 })).rejects.toThrow(
+      'throttled',
+    );
+  });
+});
+
+describe('SfnWorkflow task callbacks', () => {
+  it('resumes with the output as JSON', async () => {
+    sfn.on(SendTaskSuccessCommand).resolves({});
+    await workflow().resume('tok', { outcome: 'EXITED' });
+    expect(sfn).toHaveReceivedCommandWith(SendTaskSuccessCommand, { taskToken: 'tok', output: '{"outcome":"EXITED"}' });
+  });
+
+  it('fails the task with an error name the Catch matches, truncated to the API limits', async () => {
+    sfn.on(SendTaskFailureCommand).resolves({});
+    await workflow().fail('tok', 'JobCancelled', 'x'.repeat(40_000));
+    expect(sfn).toHaveReceivedCommandWith(SendTaskFailureCommand, { taskToken: 'tok', error: 'JobCancelled' });
+    const sent = sfn.commandCalls(SendTaskFailureCommand)[0]?.args[0].input;
+    expect(sent?.cause).toHaveLength(32_768);
+  });
+
+  it('sends heartbeats', async () => {
+    sfn.on(SendTaskHeartbeatCommand).resolves({});
+    await workflow().heartbeat('tok');
+    expect(sfn).toHaveReceivedCommandWith(SendTaskHeartbeatCommand, { taskToken: 'tok' });
+  });
+
+  it.each([
+    ['TaskTimedOut', new TaskTimedOut({ message: 'timed out', ...meta })],
+    ['InvalidToken', new InvalidToken({ message: 'bad token', ...meta })],
+    ['TaskDoesNotExist', new TaskDoesNotExist({ message: 'gone', ...meta })],
+  ])('turns %s into StaleAttemptError on every callback', async (_name, error) => {
+    sfn.on(SendTaskSuccessCommand).rejects(error);
+    sfn.on(SendTaskFailureCommand).rejects(error);
+    sfn.on(SendTaskHeartbeatCommand).rejects(error);
+    await expect(workflow().resume('tok', {})).rejects.toBeInstanceOf(StaleAttemptError);
+    await expect(workflow().fail('tok', 'JobCancelled', 'why')).rejects.toBeInstanceOf(StaleAttemptError);
+    await expect(workflow().heartbeat('tok')).rejects.toBeInstanceOf(StaleAttemptError);
+  });
+
+  it('lets an unexpected callback error through unchanged', async () => {
+    sfn.on(SendTaskSuccessCommand).rejects(new Error('network down'));
+    await expect(workflow().resume('tok', {})).rejects.toThrow('network down');
+  });
+});
+
+describe('SfnWorkflow.stop', () => {
+  it('stops the execution with an error and cause', async () => {
+    sfn.on(StopExecutionCommand).resolves({ stopDate: new Date() });
+    await workflow().stop('arn:exec', 'JobCancelled', 'cancelled by the user');
+    expect(sfn).toHaveReceivedCommandWith(StopExecutionCommand, {
+      executionArn: 'arn:exec',
+      error: 'JobCancelled',
+      cause: 'cancelled by the user',
+    });
+  });
+});
+
+describe('executionArnOf', () => {
+  it('refuses an ARN that is not a state machine', () => {
+    expect(() => executionArnOf('arn:aws:lambda:x', 'n')).toThrow('not a state machine ARN');
+  });
+});
