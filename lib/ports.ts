@@ -74,6 +74,8 @@ export interface JobStore {
   /**
    * The policy's decision, in one transaction: the decision on the attempt, the job's new
    * counters and status, and the EVENT row; conditional on the job's expected status.
+   * `patch.failureReason` (given with a FAIL) is set in the same write; when absent, the
+   * job's failure reason is left as it is.
    */
   recordDecision(
     jobId: string,
@@ -81,6 +83,7 @@ export interface JobStore {
     decision: StoredDecision,
     counters: RecoveryCounters,
     change: StatusChange,
+    patch?: Pick<JobPatch, 'failureReason'>,
   ): Promise<JobRecord>;
   /** The audit trail, oldest first. */
   listEvents(jobId: string): Promise<JobEvent[]>;
