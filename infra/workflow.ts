@@ -1,0 +1,159 @@
+// The controller's state machine, built once: the CDK construct deploys it, asl.ts renders it
+// to plain ASL for the local runtime. Names, paths and error names come from the contract.
+
+import { Duration } from 'aws-cdk-lib';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
+import type { Construct } from 'constructs';
+import { JobStatus } from '../lib/status.ts';
+import {
+  AWAIT_ERROR_PATH,
+  AWAITED_PATH,
+  FAIL_CAUSE_PATH,
+  FAIL_ERROR_PATH,
+  HEARTBEAT_TIMEOUT_SECONDS,
+  LAMBDA_TRANSIENT_ERRORS,
+  StateName,
+  WorkflowError,
+  type TaskStateName,
+} from '../lib/workflow/contract.ts';
+
+/** The Lambda behind every Task state, by state name. */
+export type ControllerTasks = Readonly<Record<TaskStateName, lambda.IFunction>>;
+
+/**
+ * The one state the contract does not name: a Choice (no handler binds to it) that skips
+ * AwaitAttempt when LaunchAttempt ended the attempt without instances.
+ */
+export const AWAIT_OR_EVALUATE = 'AwaitOrEvaluate';
+
+/** Where a Task's error lands before RecordControllerFailure; the Fail state's cause. */
+export const CONTROLLER_ERROR_PATH = '$.controllerError';
+
+/**
+ * Retry for Lambda's own transient faults (throttles, service errors): full jitter so a
+ * burst of executions does not retry in step. A throttle must never become a recovery.
+ */
+export const LAMBDA_RETRY: sfn.RetryProps = {
+  errors: [...LAMBDA_TRANSIENT_ERRORS],
+  interval: Duration.seconds(2),
+  maxAttempts: 6,
+  backoffRate: 2,
+  maxDelay: Duration.seconds(30),
+  jitterStrategy: sfn.JitterType.FULL,
+};
+
+/**
+ * Builds the controller's chain in `scope`. Per attempt (the loop):
+ *
+ *   LaunchAttempt → AwaitOrEvaluate → AwaitAttempt → EvaluateRecoveryPolicy →
+ *   ReleaseInstances → RelaunchOrFinish → [WaitBeforeRelaunch →] LaunchAttempt
+ *
+ * that is 6 transitions (7 with a backoff), 5 when the launch got no instances. Every
+ * handler returns the whole state (ResultPath unset) except AwaitAttempt, whose result
+ * (what resumed it) lands at AWAITED_PATH. Any Task's unexpected error goes to
+ * RecordControllerFailure (which marks FAILED_CONTROLLER and releases instances).
+ */
+export function buildControllerDefinition(scope: Construct, fns: ControllerTasks): sfn.IChainable {
+  const controllerFailed = sfn.Fail.jsonPath(scope, StateName.ControllerFailed, {
+    stateName: StateName.ControllerFailed,
+    error: JobStatus.FAILED_CONTROLLER,
+    causePath: `${CONTROLLER_ERROR_PATH}.Cause`,
+  });
+  // Its result is discarded so the Fail state still sees the original error.
+  const recordControllerFailure = lambdaTask(scope, StateName.RecordControllerFailure, fns, {
+    resultPath: sfn.JsonPath.DISCARD,
+  });
+  recordControllerFailure.addCatch(controllerFailed, { errors: [WorkflowError.All], resultPath: sfn.JsonPath.DISCARD });
+  recordControllerFailure.next(controllerFailed);
+
+  const handlerTask = (name: TaskStateName): tasks.LambdaInvoke => {
+    const task = lambdaTask(scope, name, fns, {});
+    task.addCatch(recordControllerFailure, { errors: [WorkflowError.All], resultPath: CONTROLLER_ERROR_PATH });
+    return task;
+  };
+
+  const launch = handlerTask(StateName.LaunchAttempt);
+  const evaluate = handlerTask(StateName.EvaluateRecoveryPolicy);
+  const release = handlerTask(StateName.ReleaseInstances);
+  const continueAsNew = handlerTask(StateName.ContinueAsNewExecution);
+
+  const awaitAttempt = tasks.LambdaInvoke.jsonPath(scope, StateName.AwaitAttempt, {
+    stateName: StateName.AwaitAttempt,
+    lambdaFunction: fns[StateName.AwaitAttempt],
+    integrationPattern: sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
+    payload: sfn.TaskInput.fromObject({
+      jobId: sfn.JsonPath.stringAt('$.jobId'),
+      attempt: sfn.JsonPath.numberAt('$.attempt'),
+      taskToken: sfn.JsonPath.taskToken,
+    }),
+    heartbeatTimeout: sfn.Timeout.duration(Duration.seconds(HEARTBEAT_TIMEOUT_SECONDS)),
+    resultPath: AWAITED_PATH,
+    retryOnServiceExceptions: false,
+  });
+  awaitAttempt.addRetry(LAMBDA_RETRY);
+  // The attempt ended without a report: lost (no heartbeat), timed out, or cancelled. The
+  // policy reads the outcome from the store; the error is kept for the console.
+  awaitAttempt.addCatch(evaluate, {
+    errors: [WorkflowError.HeartbeatTimeout, WorkflowError.Timeout, WorkflowError.JobCancelled],
+    resultPath: AWAIT_ERROR_PATH,
+  });
+  awaitAttempt.addCatch(recordControllerFailure, { errors: [WorkflowError.All], resultPath: CONTROLLER_ERROR_PATH });
+
+  const jobSucceeded = sfn.Succeed.jsonPath(scope, StateName.JobSucceeded, { stateName: StateName.JobSucceeded });
+  const jobFailed = sfn.Fail.jsonPath(scope, StateName.JobFailed, {
+    stateName: StateName.JobFailed,
+    errorPath: FAIL_ERROR_PATH,
+    causePath: FAIL_CAUSE_PATH,
+  });
+  const continued = sfn.Succeed.jsonPath(scope, StateName.ContinuedAsNewExecution, {
+    stateName: StateName.ContinuedAsNewExecution,
+  });
+  const wait = sfn.Wait.jsonPath(scope, StateName.WaitBeforeRelaunch, {
+    stateName: StateName.WaitBeforeRelaunch,
+    time: sfn.WaitTime.secondsPath('$.decision.delaySeconds'),
+  });
+
+  const action = '$.decision.action';
+  const nextStep = sfn.Choice.jsonPath(scope, StateName.NextStep, { stateName: StateName.NextStep })
+    .when(sfn.Condition.stringEquals(action, 'SUCCEED'), jobSucceeded)
+    .when(sfn.Condition.stringEquals(action, 'FAIL'), jobFailed)
+    // Far into its history the execution hands the job to a fresh one (which launches at
+    // once: a pending backoff is not carried over).
+    .when(sfn.Condition.booleanEquals('$.decision.continueAsNew', true), continueAsNew)
+    // A relaunch with no backoff skips the Wait: one transition less per attempt.
+    .when(sfn.Condition.numberGreaterThan('$.decision.delaySeconds', 0), wait)
+    .otherwise(launch);
+
+  const awaitOrEvaluate = sfn.Choice.jsonPath(scope, AWAIT_OR_EVALUATE, { stateName: AWAIT_OR_EVALUATE })
+    .when(sfn.Condition.booleanEquals('$.launched', false), evaluate)
+    .otherwise(awaitAttempt);
+
+  launch.next(awaitOrEvaluate);
+  awaitAttempt.next(evaluate);
+  evaluate.next(release);
+  release.next(nextStep);
+  wait.next(launch);
+  continueAsNew.next(continued);
+  return launch;
+}
+
+/** A Lambda task that passes the whole state in and takes the handler's answer as the state. */
+function lambdaTask(
+  scope: Construct,
+  name: TaskStateName,
+  fns: ControllerTasks,
+  options: { resultPath?: string },
+): tasks.LambdaInvoke {
+  const task = tasks.LambdaInvoke.jsonPath(scope, name, {
+    stateName: name,
+    lambdaFunction: fns[name],
+    payloadResponseOnly: true,
+    // Our own Retry below replaces CDK's default one, to add MaxDelay and jitter.
+    retryOnServiceExceptions: false,
+    ...options,
+  });
+  task.addRetry(LAMBDA_RETRY);
+  return task;
+}

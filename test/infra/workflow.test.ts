@@ -1,0 +1,210 @@
+// The controller's definition, as rendered for the local runtime: valid ASL, contract names,
+// retries and catches on every task, and a bounded number of transitions per attempt.
+
+import '../../local/polyfill.ts';
+import aslValidator from 'asl-validator';
+import { StateMachine } from 'aws-local-stepfunctions';
+import { describe, expect, it } from 'vitest';
+import { renderControllerAsl } from '../../infra/asl.ts';
+import { AWAIT_OR_EVALUATE, CONTROLLER_ERROR_PATH } from '../../infra/workflow.ts';
+import { JobStatus } from '../../lib/status.ts';
+import {
+  AWAIT_ERROR_PATH,
+  AWAITED_PATH,
+  HEARTBEAT_TIMEOUT_SECONDS,
+  LAMBDA_TRANSIENT_ERRORS,
+  StateName,
+  TASK_STATES,
+  WorkflowError,
+  type WorkflowState,
+} from '../../lib/workflow/contract.ts';
+
+process.env.CDK_VALIDATION = 'false';
+const asl = renderControllerAsl();
+type AslState = Record<string, unknown> & { Type: string };
+const states = asl.States as Record<string, AslState>;
+const state = (name: string): AslState => {
+  const found = states[name];
+  if (found === undefined) throw new Error(`no state ${name}`);
+  return found;
+};
+
+/** Every state a state can go to, by Next, Default, Choices and Catch. */
+function successors(name: string): string[] {
+  const s = state(name);
+  const out = new Set<string>();
+  if (typeof s.Next === 'string') out.add(s.Next);
+  if (typeof s.Default === 'string') out.add(s.Default);
+  for (const choice of (s.Choices as { Next: string }[] | undefined) ?? []) out.add(choice.Next);
+  for (const c of (s.Catch as { Next: string }[] | undefined) ?? []) out.add(c.Next);
+  return [...out];
+}
+
+/** Every simple cycle through `start`, as the list of states entered. */
+function loopsThrough(start: string): string[][] {
+  const loops: string[][] = [];
+  const walk = (at: string, path: string[]): void => {
+    for (const next of successors(at)) {
+      if (next === start) loops.push([...path, next]);
+      else if (!path.includes(next)) walk(next, [...path, next]);
+    }
+  };
+  walk(start, []);
+  return loops;
+}
+
+describe('the rendered controller ASL', () => {
+  it('passes asl-validator, including path and ARN checks', () => {
+    const result = aslValidator(structuredClone(asl), { checkPaths: true, checkArn: true });
+    expect(result.errorsText()).toBe('');
+    expect(result.isValid).toBe(true);
+  });
+
+  it('names every state from the contract (plus the one launch Choice) and names every contract state', () => {
+    const known = new Set<string>([...Object.values(StateName), AWAIT_OR_EVALUATE]);
+    expect(Object.keys(states).filter((name) => !known.has(name))).toEqual([]);
+    expect([...known].filter((name) => !(name in states))).toEqual([]);
+    expect(asl.StartAt).toBe(StateName.LaunchAttempt);
+  });
+
+  it('stays on JSONPath and never uses ResultPath "$" (the local engine writes it as a key)', () => {
+    const text = JSON.stringify(asl);
+    expect(text).not.toContain('JSONata');
+    expect(text).not.toMatch(/"ResultPath":"\$"/);
+  });
+
+  it('retries Lambda transient errors with backoff, a cap and full jitter on every Task', () => {
+    for (const name of TASK_STATES) {
+      expect(state(name).Retry, name).toEqual([
+        expect.objectContaining({
+          ErrorEquals: [...LAMBDA_TRANSIENT_ERRORS],
+          BackoffRate: 2,
+          MaxDelaySeconds: expect.any(Number),
+          JitterStrategy: 'FULL',
+        }),
+      ]);
+    }
+  });
+
+  it('sends any other Task error to RecordControllerFailure, which ends in ControllerFailed', () => {
+    for (const name of TASK_STATES.filter((n) => n !== StateName.RecordControllerFailure)) {
+      expect(state(name).Catch, name).toContainEqual({
+        ErrorEquals: [WorkflowError.All],
+        ResultPath: CONTROLLER_ERROR_PATH,
+        Next: StateName.RecordControllerFailure,
+      });
+    }
+    const record = state(StateName.RecordControllerFailure);
+    expect(record.Next).toBe(StateName.ControllerFailed);
+    expect(record.Catch).toEqual([expect.objectContaining({ ErrorEquals: [WorkflowError.All], Next: StateName.ControllerFailed })]);
+    expect(state(StateName.ControllerFailed)).toMatchObject({ Type: 'Fail', Error: JobStatus.FAILED_CONTROLLER });
+  });
+
+  it('parks AwaitAttempt on a task token with a heartbeat, and catches lost, timed-out and cancelled attempts', () => {
+    const awaitAttempt = state(StateName.AwaitAttempt);
+    expect(awaitAttempt).toMatchObject({
+      Resource: 'arn:aws:states:::lambda:invoke.waitForTaskToken',
+      HeartbeatSeconds: HEARTBEAT_TIMEOUT_SECONDS,
+      ResultPath: AWAITED_PATH,
+      Parameters: { Payload: { 'jobId.$': '$.jobId', 'attempt.$': '$.attempt', 'taskToken.$': '$$.Task.Token' } },
+    });
+    const catches = awaitAttempt.Catch as { ErrorEquals: string[]; Next: string; ResultPath: string }[];
+    expect(catches[0]).toEqual({
+      ErrorEquals: [WorkflowError.HeartbeatTimeout, WorkflowError.Timeout, WorkflowError.JobCancelled],
+      ResultPath: AWAIT_ERROR_PATH,
+      Next: StateName.EvaluateRecoveryPolicy,
+    });
+  });
+
+  it('makes at most 8 transitions per attempt on every loop, by walking the graph', () => {
+    const loops = loopsThrough(StateName.LaunchAttempt);
+    expect(loops.length).toBeGreaterThanOrEqual(3);
+    for (const loop of loops) expect(loop.length, loop.join(' → ')).toBeLessThanOrEqual(8);
+    expect(Math.max(...loops.map((loop) => loop.length))).toBe(7);
+    // No loop avoids LaunchAttempt: nothing spins while a job runs.
+    for (const name of Object.keys(states).filter((n) => n !== StateName.LaunchAttempt)) {
+      const loops = loopsThrough(name).filter((loop) => !loop.includes(StateName.LaunchAttempt));
+      expect(loops, name).toEqual([]);
+    }
+  });
+});
+
+describe('the rendered controller on the local engine', () => {
+  type Step = (state: WorkflowState) => WorkflowState;
+  const decide = (action: string, status: string, delaySeconds = 0): Step => (s) => ({
+    ...s,
+    decision: { action: action as 'SUCCEED', status, reason: `${action} because`, delaySeconds, continueAsNew: false },
+  });
+
+  async function run(launches: boolean[], awaits: (() => unknown)[], decisions: Step[]) {
+    let launch = 0;
+    let awaited = 0;
+    let decided = 0;
+    const seen: string[] = [];
+    const handlers = {
+      [StateName.LaunchAttempt]: async (s: WorkflowState) => ({
+        jobId: s.jobId,
+        attempt: s.attempt + 1,
+        attemptsInExecution: s.attemptsInExecution + 1,
+        launched: launches[launch++] ?? true,
+      }),
+      [StateName.AwaitAttempt]: async () => awaits[awaited++]?.(),
+      [StateName.EvaluateRecoveryPolicy]: async (s: WorkflowState) => (decisions[decided++] as Step)(s),
+      [StateName.ReleaseInstances]: async (s: WorkflowState) => s,
+      [StateName.ContinueAsNewExecution]: async (s: WorkflowState) => s,
+      [StateName.RecordControllerFailure]: async () => ({ ignored: true }),
+    };
+    const machine = new StateMachine(structuredClone(asl) as never, { validationOptions: { checkArn: false } });
+    const execution = machine.run({ jobId: 'j1', attempt: 0, attemptsInExecution: 0 } as never, {
+      overrides: { taskResourceLocalHandlers: handlers as never, waitTimeOverrides: { [StateName.WaitBeforeRelaunch]: 0 } },
+      context: { Task: { Token: 'token' } },
+    });
+    const logging = (async () => {
+      for await (const event of execution.eventLogs) if (event.type === 'StateEntered') seen.push(event.state.name);
+    })();
+    const result = await execution.result.then(
+      (output: unknown) => ({ output, error: undefined as unknown }),
+      (error: unknown) => ({ output: undefined, error }),
+    );
+    await logging.catch(() => undefined);
+    return { ...result, seen };
+  }
+
+  const cancelled = () => {
+    throw Object.assign(new Error('cancelled by the user'), { name: WorkflowError.JobCancelled });
+  };
+
+  it('relaunches after a preemption (with and without backoff) and succeeds, 6 or 7 transitions per attempt', async () => {
+    const { output, seen } = await run(
+      [true, true, true],
+      [() => ({ outcome: 'PREEMPTED' }), () => ({ outcome: 'PREEMPTED' }), () => ({ outcome: 'EXITED' })],
+      [decide('RECOVER', 'RECOVERING'), decide('RECOVER', 'RECOVERING', 1), decide('SUCCEED', 'SUCCEEDED')],
+    );
+    expect(output).toMatchObject({ attempt: 3, awaited: { outcome: 'EXITED' } });
+    // States entered from each LaunchAttempt up to the next one (the last ends in JobSucceeded).
+    const starts = seen.flatMap((name, index) => (name === StateName.LaunchAttempt ? [index] : []));
+    const perAttempt = starts.map((start, i) => (starts[i + 1] ?? seen.length - 1) - start);
+    expect(perAttempt).toEqual([6, 7, 6]);
+    expect(seen.at(-1)).toBe(StateName.JobSucceeded);
+  });
+
+  it('skips AwaitAttempt when nothing launched and fails with the decision status and reason', async () => {
+    const { error, seen } = await run([false], [], [decide('FAIL', JobStatus.FAILED_NO_RESOURCE)]);
+    expect(seen).not.toContain(StateName.AwaitAttempt);
+    expect(seen).toContain(AWAIT_OR_EVALUATE);
+    expect(String((error as { cause?: Error }).cause?.name ?? error)).toContain(JobStatus.FAILED_NO_RESOURCE);
+  });
+
+  it('routes a cancelled AwaitAttempt to the policy with the error at awaitError', async () => {
+    let evaluated: WorkflowState | undefined;
+    const { seen } = await run([true], [cancelled], [(s) => ((evaluated = s), decide('FAIL', JobStatus.CANCELLED)(s))]);
+    expect(evaluated?.awaitError).toMatchObject({ Error: WorkflowError.JobCancelled });
+    expect(seen.at(-1)).toBe(StateName.JobFailed);
+  });
+
+  it('turns a handler crash into ControllerFailed after RecordControllerFailure', async () => {
+    const { error, seen } = await run([true], [() => ({ outcome: 'EXITED' })], [() => { throw new Error('boom'); }]);
+    expect(seen.slice(-2)).toEqual([StateName.RecordControllerFailure, StateName.ControllerFailed]);
+    expect(String((error as { cause?: Error }).cause?.name ?? error)).toContain(JobStatus.FAILED_CONTROLLER);
+  });
+});
