@@ -1,0 +1,540 @@
+// The JobStore contract: one suite that every JobStore adapter must pass, given a factory
+// that makes a fresh, empty store for each test.
+
+import { beforeEach, describe, expect, it } from 'vitest';
+import { ConcurrentUpdateError, JobNotFoundError, StaleAttemptError } from '../../../lib/errors.ts';
+import type { AttemptRecord, JobRecord, NodeReport, StoredDecision } from '../../../lib/model.ts';
+import type { AttemptOutcome, RecoveryCounters } from '../../../lib/policy/types.ts';
+import type { JobStore, StatusChange } from '../../../lib/ports.ts';
+import type { TaskSpec } from '../../../lib/spec/types.ts';
+import { JobStatus } from '../../../lib/status.ts';
+
+/** Makes a fresh, empty store; called before every test. */
+export type JobStoreFactory = () => JobStore | Promise<JobStore>;
+
+const T0 = '2026-01-02T03:04:05.000Z';
+const T1 = '2026-01-02T03:04:06.000Z';
+const T2 = '2026-01-02T03:04:07.000Z';
+const T3 = '2026-01-02T03:04:08.000Z';
+
+/** A spec that exercises what a map attribute must keep: nesting, nulls, empty lists, '' and unicode. */
+export const richSpec: TaskSpec = {
+  name: 'train-ünïcødé-模型',
+  workdir: null,
+  numNodes: 2,
+  envs: { EMPTY: '', GREETING: 'héllo wörld 👋', PATHS: 'a:b:c' },
+  setup: 'pip install -r requirements.txt\n',
+  run: 'torchrun --nnodes=$SKYPILOT_NUM_NODES train.py # ✓\n',
+  resources: {
+    cloud: 'aws',
+    region: 'us-east-1',
+    zone: null,
+    instanceType: null,
+    cpus: { value: 4, orMore: true },
+    memoryGb: null,
+    accelerators: [],
+    useSpot: true,
+    diskSizeGb: 256,
+    imageId: { kind: 'per-region', byRegion: { 'us-east-1': 'ami-0123', 'eu-west-1': 'ami-0456' } },
+    jobRecovery: {
+      strategy: 'EAGER_NEXT_REGION',
+      maxRestartsOnErrors: 3,
+      recoverOnExitCodes: [29, 64, 65],
+      failOnExitCodes: [],
+      maxRestartsOnExitCodes: null,
+      restartBackoff: { initialSeconds: 1.5, factor: 2, maxSeconds: 60, jitter: 'full' },
+      onDemandFallbackAfter: null,
+    },
+  },
+};
+
+const freshCounters: RecoveryCounters = {
+  restartsOnErrors: 0,
+  restartsOnExitCodes: 0,
+  recoveryCount: 0,
+  consecutivePreemptions: 0,
+  market: 'spot',
+};
+
+function makeJob(jobId: string, overrides: Partial<JobRecord> = {}): JobRecord {
+  return {
+    jobId,
+    name: richSpec.name,
+    spec: richSpec,
+    status: JobStatus.PENDING,
+    counters: freshCounters,
+    attemptCount: 0,
+    executionArn: null,
+    failureReason: null,
+    createdAt: T0,
+    updatedAt: T0,
+    ...overrides,
+  };
+}
+
+function makeAttempt(jobId: string, attempt: number, overrides: Partial<AttemptRecord> = {}): AttemptRecord {
+  return {
+    jobId,
+    attempt,
+    market: 'spot',
+    placement: null,
+    instances: [],
+    taskToken: null,
+    secretHash: 'a'.repeat(64),
+    reports: [],
+    outcome: null,
+    decision: null,
+    startedAt: T1,
+    lastHeartbeatAt: null,
+    interruptionNoticedAt: null,
+    endedAt: null,
+    ...overrides,
+  };
+}
+
+function report(nodeRank: number, phase: 'setup' | 'run', exitCode: number, outputTail = 'done'): NodeReport {
+  return { nodeRank, phase, exitCode, outputTail, reportedAt: T2 };
+}
+
+function change(from: JobStatus, to: JobStatus, overrides: Partial<StatusChange> = {}): StatusChange {
+  return { from, to, reason: `${from} to ${to}`, attempt: null, at: T1, ...overrides };
+}
+
+const exited: AttemptOutcome = { kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 1 }] };
+const restartDecision: StoredDecision = {
+  action: 'RESTART',
+  rule: 'RESTART_ON_ERROR',
+  status: JobStatus.RECOVERING,
+  reason: 'exit code 1 is an ordinary failure; restart 1 of 3',
+  delaySeconds: 0,
+  decidedAt: T3,
+};
+const chargedCounters: RecoveryCounters = { ...freshCounters, restartsOnErrors: 1, recoveryCount: 1 };
+
+/** Runs the whole JobStore contract against stores made by `makeStore`. */
+export function describeJobStoreContract(name: string, makeStore: JobStoreFactory): void {
+  describe(`JobStore contract: ${name}`, () => {
+    let store: JobStore;
+
+    beforeEach(async () => {
+      store = await makeStore();
+    });
+
+    /** A job that is RUNNING with attempt 1 started. */
+    async function runningJobWithAttempt(jobId = 'job-1'): Promise<void> {
+      await store.createJob(makeJob(jobId));
+      await store.changeStatus(jobId, change('PENDING', 'STARTING'));
+      await store.putAttempt(makeAttempt(jobId, 1));
+      await store.changeStatus(jobId, change('STARTING', 'RUNNING', { attempt: 1 }));
+    }
+
+    describe('jobs', () => {
+      it('gives back exactly the job it was given, nested spec, nulls, empty lists and unicode included', async () => {
+        const job = makeJob('job-1', { executionArn: 'arn:aws:states:us-east-1:1:execution:m:job-1' });
+        await store.createJob(job);
+        const stored = await store.getJob('job-1');
+        expect(stored).toEqual(job);
+        expect(stored.spec.envs.EMPTY).toBe('');
+        expect(stored.spec.resources.accelerators).toEqual([]);
+        expect(stored.spec.resources.zone).toBeNull();
+      });
+
+      it('refuses a second job with the same id and keeps the first', async () => {
+        await store.createJob(makeJob('job-1'));
+        await expect(store.createJob(makeJob('job-1', { name: 'other' }))).rejects.toBeInstanceOf(
+          ConcurrentUpdateError,
+        );
+        expect((await store.getJob('job-1')).name).toBe(richSpec.name);
+      });
+
+      it('answers JobNotFoundError for a job that does not exist', async () => {
+        await expect(store.getJob('nope')).rejects.toBeInstanceOf(JobNotFoundError);
+      });
+
+      it.each<[string, (s: JobStore) => Promise<unknown>]>([
+        ['changeStatus', (s) => s.changeStatus('nope', change('PENDING', 'STARTING'))],
+        ['setExecution', (s) => s.setExecution('nope', 'arn')],
+        ['putAttempt', (s) => s.putAttempt(makeAttempt('nope', 1))],
+        ['getAttempt', (s) => s.getAttempt('nope', 1)],
+        ['listAttempts', (s) => s.listAttempts('nope')],
+        ['setTaskToken', (s) => s.setTaskToken('nope', 1, 'token')],
+        ['addReport', (s) => s.addReport('nope', 1, report(0, 'run', 0))],
+        ['endAttempt', (s) => s.endAttempt('nope', 1, exited, T2)],
+        ['recordDecision', (s) => s.recordDecision('nope', 1, restartDecision, chargedCounters, change('RUNNING', 'RECOVERING'))],
+        ['listEvents', (s) => s.listEvents('nope')],
+      ])('%s on a missing job answers JobNotFoundError', async (_name, call) => {
+        await expect(call(store)).rejects.toBeInstanceOf(JobNotFoundError);
+      });
+
+      it('lists jobs newest first, ties broken by id, and honours the limit', async () => {
+        expect(await store.listJobs()).toEqual([]);
+        await store.createJob(makeJob('job-b', { createdAt: T1, updatedAt: T1 }));
+        await store.createJob(makeJob('job-old', { createdAt: T0, updatedAt: T0 }));
+        await store.createJob(makeJob('job-new', { createdAt: T2, updatedAt: T2 }));
+        await store.createJob(makeJob('job-a', { createdAt: T1, updatedAt: T1 }));
+        const ids = (jobs: JobRecord[]) => jobs.map((j) => j.jobId);
+        expect(ids(await store.listJobs())).toEqual(['job-new', 'job-b', 'job-a', 'job-old']);
+        expect(ids(await store.listJobs({ limit: 2 }))).toEqual(['job-new', 'job-b']);
+        expect(await store.listJobs({ limit: 1 })).toEqual([makeJob('job-new', { createdAt: T2, updatedAt: T2 })]);
+      });
+
+      it('records the execution that controls the job', async () => {
+        await store.createJob(makeJob('job-1'));
+        await store.setExecution('job-1', 'arn:exec:1');
+        await store.setExecution('job-1', 'arn:exec:2');
+        expect((await store.getJob('job-1')).executionArn).toBe('arn:exec:2');
+      });
+
+      it('keeps stored state away from objects the caller passed in or got back', async () => {
+        const job = structuredClone(makeJob('job-1')) as { -readonly [K in keyof JobRecord]: JobRecord[K] };
+        await store.createJob(job);
+        job.status = JobStatus.FAILED;
+        const got = (await store.getJob('job-1')) as unknown as { status: string; spec: { envs: Record<string, string> } };
+        try {
+          got.status = 'MUTATED';
+          got.spec.envs.EMPTY = 'mutated';
+        } catch {
+          // A frozen record refuses the write, which is just as good.
+        }
+        expect(await store.getJob('job-1')).toEqual(makeJob('job-1'));
+      });
+    });
+
+    describe('status changes', () => {
+      it('writes a creation row with no `from` when the job is created', async () => {
+        await store.createJob(makeJob('job-1'));
+        expect(await store.listEvents('job-1')).toEqual([
+          { jobId: 'job-1', at: T0, from: null, to: 'PENDING', attempt: null, reason: expect.any(String) },
+        ]);
+      });
+
+      it('changes the status from the expected one, applies the patch, and writes the EVENT row', async () => {
+        await store.createJob(makeJob('job-1'));
+        const updated = await store.changeStatus(
+          'job-1',
+          change('PENDING', 'FAILED_CONTROLLER', { reason: 'could not start', at: T2 }),
+          { failureReason: 'could not start: ✗', counters: chargedCounters },
+        );
+        expect(updated).toEqual(
+          makeJob('job-1', {
+            status: JobStatus.FAILED_CONTROLLER,
+            failureReason: 'could not start: ✗',
+            counters: chargedCounters,
+            updatedAt: T2,
+          }),
+        );
+        expect(await store.getJob('job-1')).toEqual(updated);
+        expect((await store.listEvents('job-1')).at(-1)).toEqual({
+          jobId: 'job-1',
+          at: T2,
+          from: 'PENDING',
+          to: 'FAILED_CONTROLLER',
+          attempt: null,
+          reason: 'could not start',
+        });
+      });
+
+      it('leaves failureReason alone when the patch omits it and clears it when the patch says null', async () => {
+        await store.createJob(makeJob('job-1', { failureReason: 'earlier' }));
+        await store.changeStatus('job-1', change('PENDING', 'STARTING'));
+        expect((await store.getJob('job-1')).failureReason).toBe('earlier');
+        await store.changeStatus('job-1', change('STARTING', 'RUNNING'), { failureReason: null });
+        expect((await store.getJob('job-1')).failureReason).toBeNull();
+      });
+
+      it('refuses a change whose `from` is not the current status and writes nothing', async () => {
+        await store.createJob(makeJob('job-1'));
+        await expect(store.changeStatus('job-1', change('RUNNING', 'SUCCEEDED'))).rejects.toBeInstanceOf(
+          ConcurrentUpdateError,
+        );
+        expect(await store.getJob('job-1')).toEqual(makeJob('job-1'));
+        expect(await store.listEvents('job-1')).toHaveLength(1);
+      });
+
+      it('lists events oldest first, in write order when times are equal', async () => {
+        await store.createJob(makeJob('job-1'));
+        await store.changeStatus('job-1', change('PENDING', 'STARTING', { at: T1 }));
+        await store.changeStatus('job-1', change('STARTING', 'RUNNING', { at: T1, attempt: 1 }));
+        await store.changeStatus('job-1', change('RUNNING', 'CANCELLING', { at: T1 }));
+        await store.changeStatus('job-1', change('CANCELLING', 'CANCELLED', { at: T2 }));
+        const events = await store.listEvents('job-1');
+        expect(events.map((e) => [e.from, e.to, e.attempt])).toEqual([
+          [null, 'PENDING', null],
+          ['PENDING', 'STARTING', null],
+          ['STARTING', 'RUNNING', 1],
+          ['RUNNING', 'CANCELLING', null],
+          ['CANCELLING', 'CANCELLED', null],
+        ]);
+      });
+
+      it('lets exactly one of two racing changes from the same status win', async () => {
+        await store.createJob(makeJob('job-1'));
+        const results = await Promise.allSettled([
+          store.changeStatus('job-1', change('PENDING', 'STARTING')),
+          store.changeStatus('job-1', change('PENDING', 'CANCELLED')),
+        ]);
+        const won = results.filter((r) => r.status === 'fulfilled');
+        const lost = results.filter((r) => r.status === 'rejected');
+        expect(won).toHaveLength(1);
+        expect(lost).toHaveLength(1);
+        expect((lost[0] as PromiseRejectedResult).reason).toBeInstanceOf(ConcurrentUpdateError);
+        const winner = (won[0] as PromiseFulfilledResult<JobRecord>).value.status;
+        expect((await store.getJob('job-1')).status).toBe(winner);
+        expect((await store.listEvents('job-1')).map((e) => e.to)).toEqual(['PENDING', winner]);
+      });
+    });
+
+    describe('attempts', () => {
+      it('gives back exactly the attempt it was given', async () => {
+        await store.createJob(makeJob('job-1'));
+        const full = makeAttempt('job-1', 1, {
+          market: 'on-demand',
+          placement: { region: 'eu-west-1', zone: null, instanceType: 'g5.xlarge' },
+          instances: [
+            { instanceId: 'i-0aaa', nodeRank: 0, privateIp: '10.0.0.1' },
+            { instanceId: 'i-0bbb', nodeRank: 1, privateIp: null },
+          ],
+          taskToken: 'token/with+odd=chars',
+          reports: [report(0, 'run', 0, 'épilogue ✓\nlast line 🚀'), report(1, 'run', 137, '')],
+          outcome: {
+            kind: 'EXITED',
+            phase: 'run',
+            nodes: [
+              { rank: 0, exitCode: 0 },
+              { rank: 1, exitCode: null, unknownReason: 'agent never reported', killedByController: true },
+            ],
+          },
+          decision: restartDecision,
+          lastHeartbeatAt: T2,
+          interruptionNoticedAt: T2,
+          endedAt: T3,
+        });
+        await store.putAttempt(full);
+        expect(await store.getAttempt('job-1', 1)).toEqual(full);
+        expect(await store.listAttempts('job-1')).toEqual([full]);
+      });
+
+      it('starts attempts only in sequence and bumps attemptCount', async () => {
+        await store.createJob(makeJob('job-1'));
+        await expect(store.putAttempt(makeAttempt('job-1', 2))).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        await store.putAttempt(makeAttempt('job-1', 1));
+        expect((await store.getJob('job-1')).attemptCount).toBe(1);
+        await expect(store.putAttempt(makeAttempt('job-1', 1))).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        await expect(store.putAttempt(makeAttempt('job-1', 3))).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        await store.putAttempt(makeAttempt('job-1', 2, { market: 'on-demand' }));
+        expect((await store.getJob('job-1')).attemptCount).toBe(2);
+        expect((await store.listAttempts('job-1')).map((a) => [a.attempt, a.market])).toEqual([
+          [1, 'spot'],
+          [2, 'on-demand'],
+        ]);
+      });
+
+      it('lists attempts oldest first past nine (numbers, not text, order them)', async () => {
+        await store.createJob(makeJob('job-1'));
+        for (let n = 1; n <= 11; n += 1) await store.putAttempt(makeAttempt('job-1', n));
+        expect((await store.listAttempts('job-1')).map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+        expect(await store.listAttempts('job-1')).toHaveLength(11);
+      });
+
+      it('lists no attempts for a job that has none', async () => {
+        await store.createJob(makeJob('job-1'));
+        expect(await store.listAttempts('job-1')).toEqual([]);
+      });
+
+      it('answers StaleAttemptError for an attempt the job does not have', async () => {
+        await store.createJob(makeJob('job-1'));
+        await expect(store.getAttempt('job-1', 1)).rejects.toBeInstanceOf(StaleAttemptError);
+        await expect(store.addReport('job-1', 1, report(0, 'run', 0))).rejects.toBeInstanceOf(StaleAttemptError);
+        await expect(store.endAttempt('job-1', 1, exited, T2)).rejects.toBeInstanceOf(StaleAttemptError);
+      });
+
+      it('finds the attempt that owns an instance, and null for an unknown instance', async () => {
+        await store.createJob(makeJob('job-1'));
+        await store.createJob(makeJob('job-2'));
+        await store.putAttempt(makeAttempt('job-1', 1, { instances: [{ instanceId: 'i-early', nodeRank: 0, privateIp: null }] }));
+        await store.putAttempt(makeAttempt('job-2', 1));
+        await store.setInstances('job-2', 1, { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' }, [
+          { instanceId: 'i-head', nodeRank: 0, privateIp: '10.0.0.1' },
+          { instanceId: 'i-worker', nodeRank: 1, privateIp: '10.0.0.2' },
+        ]);
+        expect(await store.findAttemptByInstance('i-early')).toMatchObject({ jobId: 'job-1', attempt: 1 });
+        const found = await store.findAttemptByInstance('i-worker');
+        expect(found).toEqual(await store.getAttempt('job-2', 1));
+        expect(found?.placement).toEqual({ region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' });
+        expect(await store.findAttemptByInstance('i-nobody')).toBeNull();
+      });
+
+      it('records instances once', async () => {
+        await runningJobWithAttempt();
+        const placement = { region: 'us-east-1', zone: null, instanceType: 'm5.large' };
+        await store.setInstances('job-1', 1, placement, [{ instanceId: 'i-1', nodeRank: 0, privateIp: null }]);
+        await expect(
+          store.setInstances('job-1', 1, placement, [{ instanceId: 'i-2', nodeRank: 0, privateIp: null }]),
+        ).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        expect((await store.getAttempt('job-1', 1)).instances).toEqual([{ instanceId: 'i-1', nodeRank: 0, privateIp: null }]);
+        expect(await store.findAttemptByInstance('i-2')).toBeNull();
+      });
+
+      it('stores the task token and returns the attempt, even one that has already ended', async () => {
+        await runningJobWithAttempt();
+        expect(await store.setTaskToken('job-1', 1, 'token-1')).toEqual(makeAttempt('job-1', 1, { taskToken: 'token-1' }));
+        await store.endAttempt('job-1', 1, { kind: 'PREEMPTED' }, T2);
+        const after = await store.setTaskToken('job-1', 1, 'token-2');
+        expect(after).toMatchObject({ taskToken: 'token-2', outcome: { kind: 'PREEMPTED' }, endedAt: T2 });
+        expect(await store.getAttempt('job-1', 1)).toEqual(after);
+      });
+
+      it('records heartbeats while the attempt is live and refuses them after it ended', async () => {
+        await runningJobWithAttempt();
+        expect((await store.recordHeartbeat('job-1', 1, T2)).lastHeartbeatAt).toBe(T2);
+        await store.endAttempt('job-1', 1, exited, T3);
+        await expect(store.recordHeartbeat('job-1', 1, T3)).rejects.toBeInstanceOf(StaleAttemptError);
+        expect((await store.getAttempt('job-1', 1)).lastHeartbeatAt).toBe(T2);
+      });
+
+      it('keeps the first interruption notice, and none on an attempt that already ended', async () => {
+        await runningJobWithAttempt();
+        expect((await store.noteInterruption('job-1', 1, T1)).interruptionNoticedAt).toBe(T1);
+        expect((await store.noteInterruption('job-1', 1, T2)).interruptionNoticedAt).toBe(T1);
+        await store.putAttempt(makeAttempt('job-1', 2));
+        await store.endAttempt('job-1', 2, exited, T2);
+        expect((await store.noteInterruption('job-1', 2, T3)).interruptionNoticedAt).toBeNull();
+      });
+    });
+
+    describe('reports', () => {
+      it('stores each (node, phase) once, in arrival order, and answers a repeat as a duplicate', async () => {
+        await runningJobWithAttempt();
+        const first = await store.addReport('job-1', 1, report(0, 'setup', 0, 'setup ✓'));
+        expect(first.duplicate).toBe(false);
+        expect(first.attempt.reports).toEqual([report(0, 'setup', 0, 'setup ✓')]);
+        await store.addReport('job-1', 1, report(1, 'run', 3, 'ünïcødé tail 🚀\n'));
+        await store.addReport('job-1', 1, report(0, 'run', 0));
+
+        const repeat = await store.addReport('job-1', 1, report(1, 'run', 99, 'a different story'));
+        expect(repeat.duplicate).toBe(true);
+        const expected = [report(0, 'setup', 0, 'setup ✓'), report(1, 'run', 3, 'ünïcødé tail 🚀\n'), report(0, 'run', 0)];
+        expect(repeat.attempt.reports).toEqual(expected);
+        expect((await store.getAttempt('job-1', 1)).reports).toEqual(expected);
+      });
+
+      it('refuses a new report once the attempt has an outcome, but still answers a repeat as a duplicate', async () => {
+        await runningJobWithAttempt();
+        await store.addReport('job-1', 1, report(0, 'run', 1));
+        await store.endAttempt('job-1', 1, exited, T2);
+        await expect(store.addReport('job-1', 1, report(1, 'run', 0))).rejects.toBeInstanceOf(StaleAttemptError);
+        const repeat = await store.addReport('job-1', 1, report(0, 'run', 1));
+        expect(repeat.duplicate).toBe(true);
+        expect((await store.getAttempt('job-1', 1)).reports).toEqual([report(0, 'run', 1)]);
+      });
+    });
+
+    describe('ending an attempt', () => {
+      it('sets the outcome once; a repeat loses and sees the stored outcome', async () => {
+        await runningJobWithAttempt();
+        const first = await store.endAttempt('job-1', 1, exited, T2);
+        expect(first.won).toBe(true);
+        expect(first.attempt).toMatchObject({ outcome: exited, endedAt: T2 });
+        const second = await store.endAttempt('job-1', 1, { kind: 'LOST', reason: 'heartbeat lost' }, T3);
+        expect(second.won).toBe(false);
+        expect(second.attempt).toEqual(first.attempt);
+        expect(await store.getAttempt('job-1', 1)).toEqual(first.attempt);
+      });
+
+      it('lets exactly one of two racing ends win', async () => {
+        await runningJobWithAttempt();
+        const results = await Promise.all([
+          store.endAttempt('job-1', 1, exited, T2),
+          store.endAttempt('job-1', 1, { kind: 'PREEMPTED' }, T3),
+        ]);
+        expect(results.filter((r) => r.won)).toHaveLength(1);
+        const winner = results.find((r) => r.won);
+        const stored = await store.getAttempt('job-1', 1);
+        expect(stored).toEqual(winner?.attempt);
+        expect(results.find((r) => !r.won)?.attempt).toEqual(stored);
+      });
+    });
+
+    describe('decisions', () => {
+      async function endedAttempt(): Promise<void> {
+        await runningJobWithAttempt();
+        await store.endAttempt('job-1', 1, exited, T2);
+      }
+
+      it('stores the decision, the counters, the status and the EVENT row together', async () => {
+        await endedAttempt();
+        const transition = change('RUNNING', 'RECOVERING', { reason: restartDecision.reason, attempt: 1, at: T3 });
+        const updated = await store.recordDecision('job-1', 1, restartDecision, chargedCounters, transition);
+        expect(updated).toMatchObject({ status: 'RECOVERING', counters: chargedCounters, updatedAt: T3, attemptCount: 1 });
+        expect(await store.getJob('job-1')).toEqual(updated);
+        expect((await store.getAttempt('job-1', 1)).decision).toEqual(restartDecision);
+        expect((await store.listEvents('job-1')).at(-1)).toEqual({
+          jobId: 'job-1',
+          at: T3,
+          from: 'RUNNING',
+          to: 'RECOVERING',
+          attempt: 1,
+          reason: restartDecision.reason,
+        });
+      });
+
+      it('writes nothing when the job is not in the expected status', async () => {
+        await endedAttempt();
+        const jobBefore = await store.getJob('job-1');
+        const eventsBefore = await store.listEvents('job-1');
+        await expect(
+          store.recordDecision('job-1', 1, restartDecision, chargedCounters, change('STARTING', 'RECOVERING')),
+        ).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        expect(await store.getJob('job-1')).toEqual(jobBefore);
+        expect((await store.getAttempt('job-1', 1)).decision).toBeNull();
+        expect(await store.listEvents('job-1')).toEqual(eventsBefore);
+      });
+
+      it('writes nothing when the attempt already has a decision', async () => {
+        await endedAttempt();
+        await store.recordDecision('job-1', 1, restartDecision, chargedCounters, change('RUNNING', 'RECOVERING'));
+        await store.changeStatus('job-1', change('RECOVERING', 'STARTING'));
+        const jobBefore = await store.getJob('job-1');
+        const eventsBefore = await store.listEvents('job-1');
+        const other: StoredDecision = { ...restartDecision, action: 'FAIL', status: JobStatus.FAILED };
+        await expect(
+          store.recordDecision('job-1', 1, other, { ...chargedCounters, restartsOnErrors: 2 }, change('STARTING', 'FAILED')),
+        ).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        expect(await store.getJob('job-1')).toEqual(jobBefore);
+        expect((await store.getAttempt('job-1', 1)).decision).toEqual(restartDecision);
+        expect(await store.listEvents('job-1')).toEqual(eventsBefore);
+      });
+
+      it('writes nothing for an attempt the job does not have', async () => {
+        await endedAttempt();
+        const jobBefore = await store.getJob('job-1');
+        const eventsBefore = await store.listEvents('job-1');
+        await expect(
+          store.recordDecision('job-1', 2, restartDecision, chargedCounters, change('RUNNING', 'RECOVERING')),
+        ).rejects.toBeInstanceOf(StaleAttemptError);
+        expect(await store.getJob('job-1')).toEqual(jobBefore);
+        expect(await store.listEvents('job-1')).toEqual(eventsBefore);
+      });
+
+      it('lets exactly one of two racing decisions win', async () => {
+        await endedAttempt();
+        const results = await Promise.allSettled([
+          store.recordDecision('job-1', 1, restartDecision, chargedCounters, change('RUNNING', 'RECOVERING')),
+          store.recordDecision(
+            'job-1',
+            1,
+            { ...restartDecision, action: 'FAIL', status: JobStatus.FAILED },
+            chargedCounters,
+            change('RUNNING', 'FAILED'),
+          ),
+        ]);
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+        expect(lost.reason).toBeInstanceOf(ConcurrentUpdateError);
+        const job = await store.getJob('job-1');
+        expect((await store.getAttempt('job-1', 1)).decision?.status).toBe(job.status);
+        expect((await store.listEvents('job-1')).filter((e) => e.from === 'RUNNING')).toHaveLength(1);
+      });
+    });
+  });
+}
