@@ -150,6 +150,7 @@ export class InMemoryJobStore implements JobStore {
     decision: StoredDecision,
     counters: RecoveryCounters,
     change: StatusChange,
+    patch?: Pick<JobPatch, 'failureReason'>,
   ): Promise<JobRecord> {
     const stored = this.#stored(jobId);
     expectStatus(stored.job, change);
@@ -158,7 +159,10 @@ export class InMemoryJobStore implements JobStore {
       throw new ConcurrentUpdateError(`attempt ${attempt} of job ${jobId} already has a decision`);
     }
     this.#replaceAttempt({ ...current, decision });
-    return this.#applyChange(stored, change, { counters, failureReason: stored.job.failureReason });
+    return this.#applyChange(stored, change, {
+      counters,
+      failureReason: patch?.failureReason === undefined ? stored.job.failureReason : patch.failureReason,
+    });
   }
 
   async listEvents(jobId: string): Promise<JobEvent[]> {

@@ -478,6 +478,21 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         });
       });
 
+      it('sets the failure reason in the same write when given one, and leaves it alone otherwise', async () => {
+        await endedAttempt();
+        const fail: StoredDecision = { ...restartDecision, action: 'FAIL', rule: 'ERROR_BUDGET_EXHAUSTED', status: JobStatus.FAILED };
+        const updated = await store.recordDecision('job-1', 1, fail, chargedCounters, change('RUNNING', 'FAILED'), {
+          failureReason: 'exit code 1; no restarts left ✗',
+        });
+        expect(updated).toMatchObject({ status: 'FAILED', failureReason: 'exit code 1; no restarts left ✗' });
+        expect(await store.getJob('job-1')).toEqual(updated);
+
+        await runningJobWithAttempt('job-2');
+        await store.endAttempt('job-2', 1, exited, T2);
+        await store.recordDecision('job-2', 1, restartDecision, chargedCounters, change('RUNNING', 'RECOVERING'));
+        expect((await store.getJob('job-2')).failureReason).toBeNull();
+      });
+
       it('writes nothing when the job is not in the expected status', async () => {
         await endedAttempt();
         const jobBefore = await store.getJob('job-1');
