@@ -1,0 +1,185 @@
+// Where to launch an attempt: the ordered (region, zone, instance types) to try, per strategy.
+//
+// Pure: compute adapters call it with the regions and zones they can reach and try the
+// candidates in order, failing over on capacity errors. The instance types of one
+// candidate are alternatives for one launch (any one will do), cheapest first.
+
+import { PrecheckError } from './errors.ts';
+import { cpuInstanceTypes, gpuInstanceTypes, knownAccelerators, type InstanceTypeInfo } from './instance-types.ts';
+import type { Placement } from './model.ts';
+import type { LaunchRequest } from './ports.ts';
+import type { Quantity, Resources, TaskSpec } from './spec/types.ts';
+
+/** One place to try, with the instance types acceptable there, preferred first. */
+export interface PlacementCandidate {
+  readonly region: string;
+  /** null: the region has no zones listed, so EC2 picks one. */
+  readonly zone: string | null;
+  readonly instanceTypes: readonly string[];
+}
+
+/** What placement needs to know. */
+export interface PlacementInput {
+  readonly spec: TaskSpec;
+  /** Earlier attempts' placements, newest first, with how each ended (LaunchRequest's). */
+  readonly history: LaunchRequest['history'];
+  /** The regions relaunch may launch in, in order of preference. */
+  readonly regions: readonly string[];
+  /** The usable zones of each region, in order of preference. */
+  readonly zonesByRegion: Readonly<Record<string, readonly string[]>>;
+  /** When set, only these instance types may be launched. */
+  readonly allowedInstanceTypes?: readonly string[];
+}
+
+/**
+ * SkyPilot's default for a task that names no cpus, memory or accelerator: 8 vCPUs or
+ * more (m6i.2xlarge first).
+ */
+const DEFAULT_CPUS: Quantity = { value: 8, orMore: true };
+/**
+ * SkyPilot's default memory for a CPU-only task that does not name it: 4 GiB per vCPU or
+ * more, so `cpus: 4` gets a general-purpose m6i.xlarge rather than a 8 GiB c7i.xlarge.
+ */
+const DEFAULT_GIB_PER_VCPU = 4;
+
+/**
+ * The candidates for this attempt, in the order to try them.
+ *
+ * - `resources.region`/`zone`, when set, are the only places tried; a region or zone the
+ *   compute cannot reach is a PrecheckError.
+ * - EAGER_NEXT_REGION, after a preemption or a lost instance (`history[0]`): other regions
+ *   first, then other zones of the same region, the zone just lost last. Otherwise the
+ *   configured order.
+ * - FAILOVER, after any earlier attempt: the same zone, then the rest of its region, then
+ *   the other regions.
+ *
+ * Instance types come from `instanceTypesFor`, the same for every candidate.
+ */
+export function planPlacements(input: PlacementInput): PlacementCandidate[] {
+  const instanceTypes = instanceTypesFor(input.spec.resources, input.allowedInstanceTypes);
+  const places = allowedPlaces(input);
+  const last = input.history[0]?.placement;
+  const rank = last === undefined ? () => 0 : preference(input.spec.resources.jobRecovery.strategy, last, input.history[0]?.outcome ?? null);
+  return places
+    .map((place, index) => ({ place, index, rank: rank(place) }))
+    .sort((a, b) => a.rank - b.rank || a.index - b.index)
+    .map(({ place }) => ({ ...place, instanceTypes }));
+}
+
+type Place = Pick<PlacementCandidate, 'region' | 'zone'>;
+
+/** Lower is tried first. */
+function preference(
+  strategy: Resources['jobRecovery']['strategy'],
+  last: Placement,
+  outcome: LaunchRequest['history'][number]['outcome'],
+): (place: Place) => number {
+  const sameRegion = (place: Place): boolean => place.region === last.region;
+  const sameZone = (place: Place): boolean => sameRegion(place) && place.zone === last.zone;
+  if (strategy === 'FAILOVER') {
+    return (place) => (sameZone(place) ? 0 : sameRegion(place) ? 1 : 2);
+  }
+  if (outcome === 'PREEMPTED' || outcome === 'LOST') {
+    return (place) => (!sameRegion(place) ? 0 : !sameZone(place) ? 1 : 2);
+  }
+  return () => 0;
+}
+
+/** Every (region, zone) allowed by the configuration and the task, in configured order. */
+function allowedPlaces(input: PlacementInput): Place[] {
+  const { region: wantedRegion, zone: wantedZone } = input.spec.resources;
+  const region = wantedRegion ?? (wantedZone === null ? null : regionOfZone(wantedZone, input));
+  if (region !== null && !input.regions.includes(region)) {
+    throw new PrecheckError(`resources.region: ${region} is not one of the regions relaunch launches in (${input.regions.join(', ')})`);
+  }
+  const regions = region === null ? input.regions : [region];
+  const places = regions.flatMap((name): Place[] => {
+    const zones = input.zonesByRegion[name] ?? [];
+    return zones.length === 0 ? [{ region: name, zone: null }] : zones.map((zone) => ({ region: name, zone }));
+  });
+  if (wantedZone === null) return places;
+  const inZone = places.filter((place) => place.zone === wantedZone);
+  if (inZone.length === 0) {
+    const zones = input.zonesByRegion[region ?? ''] ?? [];
+    const known = zones.length === 0 ? 'none' : zones.join(', ');
+    throw new PrecheckError(`resources.zone: ${wantedZone} has no subnet relaunch can launch in (zones it can use: ${known})`);
+  }
+  return inZone;
+}
+
+/** The configured region a zone belongs to: the one listing it, else the one it starts with. */
+function regionOfZone(zone: string, input: PlacementInput): string {
+  const listing = input.regions.find((region) => input.zonesByRegion[region]?.includes(zone));
+  if (listing !== undefined) return listing;
+  const prefixed = input.regions.find((region) => zone.startsWith(region));
+  if (prefixed !== undefined) return prefixed;
+  throw new PrecheckError(`resources.zone: ${zone} is in none of the regions relaunch launches in (${input.regions.join(', ')})`);
+}
+
+/**
+ * The instance types that satisfy `resources`, preferred (cheapest) first:
+ *
+ * - `instance_type`, when set, and nothing else;
+ * - with accelerators: for each candidate accelerator in order, the table's types with
+ *   exactly that many of that GPU, and the asked cpus/memory;
+ * - otherwise the CPU types with the asked cpus/memory (SkyPilot's defaults: 8+ vCPUs,
+ *   4 GiB per vCPU or more).
+ *
+ * `cpus: 4` means exactly 4, `4+` at least 4 (same for memory). An unknown accelerator, no
+ * type that fits, or none left by `allowed`: PrecheckError saying what was asked.
+ */
+export function instanceTypesFor(resources: Resources, allowed?: readonly string[]): string[] {
+  const types = resources.instanceType !== null ? [resources.instanceType] : fittingTypes(resources);
+  const unique = [...new Set(types)];
+  if (allowed === undefined) return unique;
+  const permitted = unique.filter((type) => allowed.includes(type));
+  if (permitted.length === 0) {
+    throw new PrecheckError(
+      `resources: ${unique.join(', ')} ${unique.length === 1 ? 'is' : 'are'} not among the instance types relaunch may launch (${allowed.join(', ')})`,
+    );
+  }
+  return permitted;
+}
+
+function fittingTypes(resources: Resources): string[] {
+  const { cpus, memoryGb: memory, accelerators } = resources;
+  if (accelerators.length === 0) {
+    const wanted = cpus ?? (memory === null ? DEFAULT_CPUS : null);
+    const fit = cpuInstanceTypes().filter(
+      (type) =>
+        fits(type.vcpus, wanted) &&
+        (memory === null ? type.memoryGib >= type.vcpus * DEFAULT_GIB_PER_VCPU : fits(type.memoryGib, memory)),
+    );
+    if (fit.length === 0) throw new PrecheckError(`resources: no instance type has ${describeAsk(cpus, memory)}; name one with instance_type`);
+    return fit.map((type) => type.name);
+  }
+  const fit: InstanceTypeInfo[] = [];
+  for (const accelerator of accelerators) {
+    const withGpu = gpuInstanceTypes(accelerator.name);
+    if (withGpu === null) {
+      throw new PrecheckError(
+        `resources.accelerators: unknown accelerator ${accelerator.name}; relaunch knows ${knownAccelerators().join(', ')} (or name an EC2 type with instance_type)`,
+      );
+    }
+    fit.push(...withGpu.filter((type) => type.gpu?.count === accelerator.count && fits(type.vcpus, cpus) && fits(type.memoryGib, memory)));
+  }
+  if (fit.length === 0) {
+    const asked = accelerators.map((accelerator) => `${accelerator.name}:${accelerator.count}`).join(' or ');
+    const extra = cpus === null && memory === null ? '' : ` with ${describeAsk(cpus, memory)}`;
+    throw new PrecheckError(`resources.accelerators: no instance type has ${asked}${extra}; name one with instance_type`);
+  }
+  return fit.map((type) => type.name);
+}
+
+function fits(actual: number, wanted: Quantity | null): boolean {
+  if (wanted === null) return true;
+  return wanted.orMore ? actual >= wanted.value : actual === wanted.value;
+}
+
+function describeAsk(cpus: Quantity | null, memory: Quantity | null): string {
+  const parts = [
+    cpus === null ? null : `cpus ${cpus.value}${cpus.orMore ? '+' : ''}`,
+    memory === null ? null : `memory ${memory.value}${memory.orMore ? '+' : ''} GiB`,
+  ];
+  return parts.filter((part) => part !== null).join(' and ');
+}
