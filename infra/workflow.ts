@@ -61,9 +61,11 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
     error: JobStatus.FAILED_CONTROLLER,
     causePath: `${CONTROLLER_ERROR_PATH}.Cause`,
   });
-  // Its result is discarded so the Fail state still sees the original error.
+  // The recorder's reason (one readable line) replaces the raw error as the Fail cause; if
+  // the recorder itself fails, the raw error (a Lambda's JSON cause) is what remains.
   const recordControllerFailure = lambdaTask(scope, StateName.RecordControllerFailure, fns, {
-    resultPath: sfn.JsonPath.DISCARD,
+    resultSelector: { 'Error.$': '$.decision.status', 'Cause.$': '$.decision.reason' },
+    resultPath: CONTROLLER_ERROR_PATH,
   });
   recordControllerFailure.addCatch(controllerFailed, { errors: [WorkflowError.All], resultPath: sfn.JsonPath.DISCARD });
   recordControllerFailure.next(controllerFailed);
@@ -144,7 +146,7 @@ function lambdaTask(
   scope: Construct,
   name: TaskStateName,
   fns: ControllerTasks,
-  options: { resultPath?: string },
+  options: { resultPath?: string; resultSelector?: Record<string, unknown> },
 ): tasks.LambdaInvoke {
   const task = tasks.LambdaInvoke.jsonPath(scope, name, {
     stateName: name,

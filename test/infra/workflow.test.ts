@@ -152,7 +152,16 @@ describe('the rendered controller on the local engine', () => {
       [StateName.EvaluateRecoveryPolicy]: async (s: WorkflowState) => (decisions[decided++] as Step)(s),
       [StateName.ReleaseInstances]: async (s: WorkflowState) => s,
       [StateName.ContinueAsNewExecution]: async (s: WorkflowState) => s,
-      [StateName.RecordControllerFailure]: async () => ({ ignored: true }),
+      [StateName.RecordControllerFailure]: async (s: WorkflowState & { controllerError: { Error: string } }) => ({
+        ...s,
+        decision: {
+          action: 'FAIL',
+          status: JobStatus.FAILED_CONTROLLER,
+          reason: `recorded ${s.controllerError.Error}`,
+          delaySeconds: 0,
+          continueAsNew: false,
+        },
+      }),
     };
     const machine = new StateMachine(structuredClone(asl) as never, { validationOptions: { checkArn: false } });
     const execution = machine.run({ jobId: 'j1', attempt: 0, attemptsInExecution: 0 } as never, {
@@ -205,6 +214,7 @@ describe('the rendered controller on the local engine', () => {
   it('turns a handler crash into ControllerFailed after RecordControllerFailure', async () => {
     const { error, seen } = await run([true], [() => ({ outcome: 'EXITED' })], [() => { throw new Error('boom'); }]);
     expect(seen.slice(-2)).toEqual([StateName.RecordControllerFailure, StateName.ControllerFailed]);
-    expect(String((error as { cause?: Error }).cause?.name ?? error)).toContain(JobStatus.FAILED_CONTROLLER);
+    const cause = (error as { cause?: Error }).cause;
+    expect(cause).toMatchObject({ name: JobStatus.FAILED_CONTROLLER, message: 'recorded Error' });
   });
 });
