@@ -1,0 +1,82 @@
+// `relaunch simulate TASK.yaml EVENT...`: what the recovery policy would decide, with no compute.
+
+import { readFile } from 'node:fs/promises';
+import { Command, CommanderError } from 'commander';
+import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
+import { EVENT_FORMS, simulate, type SimulationResult } from '../../lib/simulate.ts';
+import { parseTaskFile } from '../../lib/spec/parse.ts';
+import { ExitStatus, reportError, type Io } from '../exit.ts';
+
+/** Options of `relaunch simulate`. */
+export interface SimulateOptions {
+  /** Print the result as one JSON object instead of a list. */
+  readonly json?: boolean;
+}
+
+/**
+ * Runs `relaunch simulate`: reads and parses the task file, replays the events through its
+ * recovery policy, prints the decisions. 0 when the simulation ran, whatever the job's final
+ * status; 2 for a bad file, a bad event or an event after the job ended.
+ */
+export async function runSimulate(file: string, events: readonly string[], options: SimulateOptions, io: Io): Promise<ExitStatus> {
+  try {
+    const { spec, warnings } = parseTaskFile(await readTaskFile(file));
+    for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
+    const result = simulate(spec, events);
+    io.out(options.json === true ? JSON.stringify(result, null, 2) : renderResult(result));
+    return ExitStatus.OK;
+  } catch (error) {
+    return reportError(io, error);
+  }
+}
+
+/**
+ * The `simulate` subcommand. A non-zero status leaves the action as a CommanderError with
+ * code `relaunch.exitStatus` (commander discards an action's return value); usage errors
+ * are CommanderErrors too, since addCommand does not pass exitOverride down.
+ */
+export function simulateCommand(io: Io): Command {
+  return new Command('simulate')
+    .description('show what the recovery policy would decide for a sequence of attempt ends, with no compute')
+    .argument('<task>', 'the task file (SkyPilot YAML)')
+    .argument('<events...>', EVENT_FORMS)
+    .option('--json', 'print one JSON object: {decisions: [...], final: {status}}')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  relaunch simulate task.yaml exit:29 preempt exit:1 exit:0\n  relaunch simulate two-nodes.yaml setup:0+1 exit:0+0 --json',
+    )
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) })
+    .action(async (file: string, events: string[], options: SimulateOptions) => {
+      const status = await runSimulate(file, events, options, io);
+      if (status !== ExitStatus.OK) throw new CommanderError(status, 'relaunch.exitStatus', `exit status ${status}`);
+    });
+}
+
+/** The file's text; a missing or unreadable file is bad input (status 2), not a crash. */
+async function readTaskFile(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const message =
+      code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory, expected a task file' : `cannot be read (${String(code)})`;
+    throw new InvalidInputError([{ path: file, message }]);
+  }
+}
+
+/** One line per event, columns aligned, then the final status. */
+function renderResult(result: SimulationResult): string {
+  const rows = result.decisions.map((decision, index) => ({ number: `${index + 1}.`, ...decision }));
+  const width = (pick: (row: (typeof rows)[number]) => string) => Math.max(...rows.map((row) => pick(row).length));
+  const numberWidth = width((row) => row.number);
+  const eventWidth = width((row) => row.event);
+  const actionWidth = width((row) => row.action);
+  const statusWidth = width((row) => row.status);
+  const lines = rows.map(
+    (row) =>
+      `${row.number.padEnd(numberWidth)} ${row.event.padEnd(eventWidth)}  → ${row.action.padEnd(actionWidth)}  ` +
+      `${row.status.padEnd(statusWidth)}  (${row.reason})`,
+  );
+  return [...lines, `final: ${result.final.status}`].join('\n');
+}

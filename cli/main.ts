@@ -1,0 +1,33 @@
+// The `relaunch` program: one commander root, one subcommand per file in cli/commands.
+
+import { Command, CommanderError } from 'commander';
+import { simulateCommand } from './commands/simulate.ts';
+import { ExitStatus, processIo, reportError, type Io } from './exit.ts';
+
+/**
+ * Runs `relaunch` with process-style argv (`[node, script, ...args]`) and resolves to the
+ * exit status. Commands end with a non-zero status by throwing a CommanderError that
+ * carries it (commander ignores an action's return value); commander's own usage errors
+ * are status 2, as DESIGN.md section 6 says.
+ */
+export async function main(argv: readonly string[], io: Io = processIo): Promise<number> {
+  const program = new Command('relaunch')
+    .description('Batch jobs on EC2 spot capacity that come back by themselves.')
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
+  program.addCommand(simulateCommand(io));
+  try {
+    await program.parseAsync([...argv]);
+    return ExitStatus.OK;
+  } catch (error) {
+    if (error instanceof CommanderError) return statusOf(error);
+    return reportError(io, error);
+  }
+}
+
+/** Help and version end well; any other commander error is a usage error. */
+function statusOf(error: CommanderError): number {
+  if (error.code === 'relaunch.exitStatus') return error.exitCode;
+  if (error.exitCode === 0) return ExitStatus.OK;
+  return ExitStatus.USAGE;
+}

@@ -1,0 +1,186 @@
+// `relaunch simulate`: output, exit status and errors, through runSimulate and the real binary.
+
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { CommanderError } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runSimulate, simulateCommand } from '../../cli/commands/simulate.ts';
+import type { Io } from '../../cli/exit.ts';
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url));
+
+const RECOVERING_TASK = `name: train
+resources:
+  use_spot: true
+  job_recovery:
+    max_restarts_on_errors: 3
+    recover_on_exit_codes: [29]
+run: python train.py
+`;
+
+const TWO_NODE_TASK = `num_nodes: 2
+resources:
+  job_recovery:
+    recover_on_exit_codes: 29
+run: torchrun train.py
+`;
+
+function bufferIo(): Io & { stdout: string[]; stderr: string[] } {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return { stdout, stderr, out: (text) => stdout.push(text), err: (text) => stderr.push(text) };
+}
+
+let dir: string;
+let task: string;
+let twoNodes: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'relaunch-simulate-'));
+  task = join(dir, 'task.yaml');
+  twoNodes = join(dir, 'two-nodes.yaml');
+  await writeFile(task, RECOVERING_TASK);
+  await writeFile(twoNodes, TWO_NODE_TASK);
+  await writeFile(join(dir, 'unknown-key.yaml'), 'run: echo hi\nreboot_on_failure: true\n');
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('runSimulate', () => {
+  it('prints one aligned line per event and the final status, and returns 0', async () => {
+    const io = bufferIo();
+    const status = await runSimulate(task, ['exit:29', 'preempt', 'exit:1', 'exit:0'], {}, io);
+    expect(status).toBe(0);
+    expect(io.stderr).toEqual([]);
+    expect(io.stdout.join('\n').split('\n')).toEqual([
+      '1. exit:29  → RESTART  RECOVERING  (exit code 29 (run) is in recover_on_exit_codes; restart 1, unlimited)',
+      '2. preempt  → RECOVER  RECOVERING  (spot preemption; recovery 2, does not count toward max_restarts_on_errors)',
+      '3. exit:1   → RESTART  RECOVERING  (exit code 1 (run); restart 1 of 3 on errors, 2 left)',
+      '4. exit:0   → SUCCEED  SUCCEEDED   (exit code 0 (run); job succeeded)',
+      'final: SUCCEEDED',
+    ]);
+  });
+
+  it('returns 0 when the simulated job fails: the command itself ran', async () => {
+    const io = bufferIo();
+    const status = await runSimulate(task, ['exit:1', 'exit:1', 'exit:1', 'exit:1'], {}, io);
+    expect(status).toBe(0);
+    expect(io.stdout.join('\n')).toMatch(/4\. exit:1 +→ FAIL +FAILED +\(exit code 1 \(run\); max_restarts_on_errors \(3\) used up\)\nfinal: FAILED$/);
+  });
+
+  it('--json prints exactly {decisions, final}', async () => {
+    const io = bufferIo();
+    const status = await runSimulate(twoNodes, ['exit:0+29', 'exit:0+0'], { json: true }, io);
+    expect(status).toBe(0);
+    expect(JSON.parse(io.stdout.join(''))).toEqual({
+      decisions: [
+        {
+          event: 'exit:0+29',
+          action: 'RESTART',
+          status: 'RECOVERING',
+          restartsOnErrors: 0,
+          recoveryCount: 1,
+          reason: 'exit code 29 on node 1 (run) is in recover_on_exit_codes; restart 1, unlimited',
+        },
+        {
+          event: 'exit:0+0',
+          action: 'SUCCEED',
+          status: 'SUCCEEDED',
+          restartsOnErrors: 0,
+          recoveryCount: 1,
+          reason: 'all 2 nodes exited 0 (run); job succeeded',
+        },
+      ],
+      final: { status: 'SUCCEEDED' },
+    });
+  });
+
+  it.each([
+    ['a bad event', () => task, ['exit:1', 'boom'], /^error: event 2: expected exit:N, .* got "boom"$/],
+    ['one code for two nodes', () => twoNodes, ['exit:1'], /^error: event 1: "exit:1" has 1 exit code, but the task has 2 nodes/],
+    ['an event after the job ended', () => task, ['exit:0', 'preempt'], /^error: event 2: "preempt" comes after the job ended with SUCCEEDED at event 1/],
+    ['a missing file', () => join(dir, 'nope.yaml'), ['exit:0'], /^error: .*nope\.yaml: no such file$/],
+    ['a directory', () => dir, ['exit:0'], /^error: .*: is a directory, expected a task file$/],
+    ['a task file with an unknown key', () => join(dir, 'unknown-key.yaml'), ['exit:0'], /^error: .*reboot_on_failure/],
+  ] as [string, () => string, string[], RegExp][])('%s is bad input: status 2, message on stderr, nothing on stdout', async (_name, file, events, message) => {
+    const io = bufferIo();
+    const status = await runSimulate(file(), events, { json: true }, io);
+    expect(status).toBe(2);
+    expect(io.stdout).toEqual([]);
+    expect(io.stderr.join('\n')).toMatch(message);
+  });
+});
+
+describe('simulateCommand', () => {
+  it('parses the task, the events and --json', async () => {
+    const io = bufferIo();
+    await simulateCommand(io).parseAsync([task, 'exit:29', 'exit:0', '--json'], { from: 'user' });
+    expect(JSON.parse(io.stdout.join('')).final).toEqual({ status: 'SUCCEEDED' });
+  });
+
+  it('leaves a non-zero status as a CommanderError carrying it', async () => {
+    const io = bufferIo();
+    const parsing = simulateCommand(io).parseAsync([task, 'nonsense'], { from: 'user' });
+    await expect(parsing).rejects.toBeInstanceOf(CommanderError);
+    await expect(parsing).rejects.toMatchObject({ exitCode: 2, code: 'relaunch.exitStatus' });
+  });
+
+  it('a missing event is a usage error, not a process exit', async () => {
+    const io = bufferIo();
+    await expect(simulateCommand(io).parseAsync([task], { from: 'user' })).rejects.toMatchObject({
+      code: 'commander.missingArgument',
+    });
+    expect(io.stderr.join('')).toMatch(/missing required argument 'events'/);
+  });
+});
+
+describe('the relaunch binary', () => {
+  it('simulate --json prints exactly the documented shape and exits 0', async () => {
+    const { stdout } = await run('node', [BIN, 'simulate', task, 'preempt', 'exit:1', 'exit:0', '--json']);
+    expect(JSON.parse(stdout)).toEqual({
+      decisions: [
+        {
+          event: 'preempt',
+          action: 'RECOVER',
+          status: 'RECOVERING',
+          restartsOnErrors: 0,
+          recoveryCount: 1,
+          reason: 'spot preemption; recovery 1, does not count toward max_restarts_on_errors',
+        },
+        {
+          event: 'exit:1',
+          action: 'RESTART',
+          status: 'RECOVERING',
+          restartsOnErrors: 1,
+          recoveryCount: 2,
+          reason: 'exit code 1 (run); restart 1 of 3 on errors, 2 left',
+        },
+        {
+          event: 'exit:0',
+          action: 'SUCCEED',
+          status: 'SUCCEEDED',
+          restartsOnErrors: 1,
+          recoveryCount: 2,
+          reason: 'exit code 0 (run); job succeeded',
+        },
+      ],
+      final: { status: 'SUCCEEDED' },
+    });
+  });
+
+  it('exits 2 with the message on stderr for a bad event', async () => {
+    const failure = await run('node', [BIN, 'simulate', task, 'exit:0', 'exit:0']).then(
+      () => null,
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    expect(failure).toMatchObject({ code: 2, stdout: '' });
+    expect(failure?.stderr).toMatch(/^error: event 2: "exit:0" comes after the job ended with SUCCEEDED at event 1/);
+  });
+});
