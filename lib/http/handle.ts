@@ -1,0 +1,145 @@
+// handleApiRequest: the REST API with no framework. Route, parse, call one use case, answer;
+// API Gateway's Lambda and `relaunch serve` both adapt their requests to this.
+
+import type { z } from 'zod';
+import { InvalidInputError, UnauthorizedError, type InputIssue } from '../errors.ts';
+import { HeartbeatBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
+import { cancelJob } from '../usecases/cancel-job.ts';
+import { heartbeat } from '../usecases/heartbeat.ts';
+import { getJob, listJobs } from '../usecases/queries.ts';
+import { reportPhase } from '../usecases/report-phase.ts';
+import { submitJob } from '../usecases/submit-job.ts';
+import type { AgentCredentials } from '../usecases/agent.ts';
+import { errorResponse, INTERNAL_ERROR_MESSAGE, json } from './responses.ts';
+import { matchRoute, type RouteName } from './routes.ts';
+import type { ApiDeps, ApiRequest, ApiResponse } from './types.ts';
+
+/**
+ * The largest body accepted, in bytes (UTF-8): a task file with a long `run` script fits
+ * many times over; an agent report is at most a few KiB.
+ */
+export const MAX_BODY_BYTES = 256 * 1024;
+
+/** `GET /jobs?limit=` is capped here. */
+const MAX_LIST_LIMIT = 1000;
+
+type Params = Readonly<Record<string, string>>;
+type RouteHandler = (request: ApiRequest, params: Params, deps: ApiDeps) => Promise<ApiResponse>;
+
+const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
+  async submitJob(request, _params, deps) {
+    const body = isJson(request) ? parseJson(request.body) : (request.body ?? '');
+    const { jobId, warnings } = await submitJob({ body }, deps);
+    return json(202, { jobId, warnings });
+  },
+  async listJobs(request, _params, deps) {
+    return json(200, await listJobs(deps, { limit: listLimit(request.path) }));
+  },
+  async getJob(_request, params, deps) {
+    return json(200, await getJob(jobIdOf(params), deps));
+  },
+  async cancelJob(_request, params, deps) {
+    const result = await cancelJob(jobIdOf(params), deps);
+    return json(result.alreadyFinished ? 200 : 202, { jobId: jobIdOf(params), ...result });
+  },
+  async heartbeat(request, params, deps) {
+    const body = parseBody(HeartbeatBodySchema, request.body);
+    await heartbeat(credentials(request, params, body.nodeRank), deps);
+    return json(200, { status: 'accepted' });
+  },
+  async reportPhase(request, params, deps) {
+    const body = parseBody(ReportBodySchema, request.body);
+    const { phase, exitCode, outputTail } = body;
+    return json(200, await reportPhase({ ...credentials(request, params, body.nodeRank), phase, exitCode, outputTail }, deps));
+  },
+};
+
+/**
+ * Answers one request. Never throws: a route's expected errors become 400/401/404/409
+ * (see `errorResponse`), an oversized body 413, an unknown path 404, a wrong method 405,
+ * and anything else a generic 500 after `deps.onUnexpectedError` saw it.
+ */
+export async function handleApiRequest(request: ApiRequest, deps: ApiDeps): Promise<ApiResponse> {
+  const match = matchRoute(request.method, request.path);
+  if (match === undefined) return json(404, { error: `no route for ${request.method.toUpperCase()} ${pathOnly(request.path)}` });
+  if ('allowed' in match) {
+    return json(405, { error: `${request.method.toUpperCase()} is not allowed here` }, { allow: match.allowed.join(', ') });
+  }
+  const size = Buffer.byteLength(request.body ?? '', 'utf8');
+  if (size > MAX_BODY_BYTES) {
+    return json(413, { error: `the body is ${size} bytes; at most ${MAX_BODY_BYTES} are accepted` });
+  }
+  try {
+    return await HANDLERS[match.route.name](request, match.params, deps);
+  } catch (error) {
+    const known = errorResponse(error);
+    if (known !== undefined) return known;
+    deps.onUnexpectedError?.(error, request);
+    return json(500, { error: INTERNAL_ERROR_MESSAGE });
+  }
+}
+
+/** Who an agent callback claims to be: the path's job and attempt, the body's node, the header's secret. */
+function credentials(request: ApiRequest, params: Params, nodeRank: number): AgentCredentials {
+  const secret = secretOfAuthorization(header(request, 'authorization'));
+  if (secret === null) throw new UnauthorizedError('the callback carries no bearer secret');
+  return { jobId: jobIdOf(params), attempt: attemptOf(params), nodeRank, secret };
+}
+
+function jobIdOf(params: Params): string {
+  return params.id ?? '';
+}
+
+function attemptOf(params: Params): number {
+  const raw = params.n ?? '';
+  if (!/^[1-9][0-9]{0,8}$/.test(raw)) {
+    throw new InvalidInputError([{ path: 'attempt', message: `expected a positive integer in the path, got "${raw}"` }]);
+  }
+  return Number(raw);
+}
+
+/** A JSON body checked against a schema; every problem becomes an issue with its path. */
+function parseBody<T>(schema: z.ZodType<T>, body: string | undefined): T {
+  const parsed = schema.safeParse(parseJson(body));
+  if (parsed.success) return parsed.data;
+  throw new InvalidInputError(parsed.error.issues.map(toIssue));
+}
+
+function parseJson(body: string | undefined): unknown {
+  if (body === undefined || body.trim() === '') {
+    throw new InvalidInputError([{ path: '', message: 'expected a JSON body, got an empty one' }]);
+  }
+  try {
+    return JSON.parse(body) as unknown;
+  } catch (error) {
+    throw new InvalidInputError([{ path: '', message: `expected a JSON body: ${(error as Error).message}` }]);
+  }
+}
+
+function toIssue(issue: z.core.$ZodIssue): InputIssue {
+  const path = issue.path.map((key, index) => (typeof key === 'number' ? `[${key}]` : `${index === 0 ? '' : '.'}${String(key)}`)).join('');
+  return { path, message: issue.message };
+}
+
+function isJson(request: ApiRequest): boolean {
+  return /^application\/([\w.+-]+\+)?json\b/i.test(header(request, 'content-type') ?? '');
+}
+
+function header(request: ApiRequest, name: string): string | undefined {
+  for (const [key, value] of Object.entries(request.headers)) if (key.toLowerCase() === name) return value;
+  return undefined;
+}
+
+function listLimit(path: string): number | undefined {
+  const query = path.includes('?') ? path.slice(path.indexOf('?') + 1) : '';
+  const raw = new URLSearchParams(query).get('limit');
+  if (raw === null) return undefined;
+  if (!/^[1-9][0-9]*$/.test(raw) || Number(raw) > MAX_LIST_LIMIT) {
+    throw new InvalidInputError([{ path: 'limit', message: `expected an integer 1-${MAX_LIST_LIMIT}, got "${raw}"` }]);
+  }
+  return Number(raw);
+}
+
+function pathOnly(path: string): string {
+  return path.split('?', 1)[0] ?? path;
+}

@@ -1,0 +1,5 @@
+// The API layer: one entry point, its request/response types, and the route table.
+export { handleApiRequest, MAX_BODY_BYTES } from './handle.ts';
+export { INTERNAL_ERROR_MESSAGE, UNAUTHORIZED_MESSAGE } from './responses.ts';
+export { matchRoute, ROUTES, type HttpMethod, type Route, type RouteAuth, type RouteName } from './routes.ts';
+export type { ApiDeps, ApiRequest, ApiResponse } from './types.ts';

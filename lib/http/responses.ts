@@ -1,0 +1,62 @@
+// Errors to HTTP answers: one table, so every surface answers the same status for the same fault.
+
+import {
+  ConcurrentUpdateError,
+  IllegalTransitionError,
+  InvalidInputError,
+  InvalidTaskSpecError,
+  JobAlreadyFinishedError,
+  JobNotFoundError,
+  StaleAttemptError,
+  UnauthorizedError,
+  type InputIssue,
+} from '../errors.ts';
+import type { ApiResponse } from './types.ts';
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
+
+/** A JSON answer. */
+export function json(statusCode: number, body: unknown, headers: Readonly<Record<string, string>> = {}): ApiResponse {
+  return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
+}
+
+/** `400 {error, issues}`: what was wrong, each issue located by path (and line). */
+export function badRequest(error: string, issues: readonly InputIssue[]): ApiResponse {
+  return json(400, { error, issues: issues.map(({ path, message, line }) => ({ path, message, ...(line === undefined ? {} : { line }) })) });
+}
+
+/** The message every 401 carries: nothing about which part of the proof failed. */
+export const UNAUTHORIZED_MESSAGE = 'the callback secret does not match this attempt';
+/** The message every 500 carries: the cause is logged, never sent. */
+export const INTERNAL_ERROR_MESSAGE = 'internal error; the request was logged';
+
+/**
+ * The answer for an error a route raised, or undefined for one no route expects (a 500,
+ * answered by the caller after reporting it).
+ *
+ * | error | status |
+ * |---|---|
+ * | InvalidTaskSpecError, InvalidInputError | 400 with issues |
+ * | UnauthorizedError | 401 |
+ * | JobNotFoundError | 404 |
+ * | StaleAttemptError, ConcurrentUpdateError, IllegalTransitionError, JobAlreadyFinishedError | 409 |
+ */
+export function errorResponse(error: unknown): ApiResponse | undefined {
+  if (error instanceof InvalidTaskSpecError) return badRequest(countIssues('the task is not valid', error.issues), error.issues);
+  if (error instanceof InvalidInputError) return badRequest(countIssues('the request is not valid', error.issues), error.issues);
+  if (error instanceof UnauthorizedError) return json(401, { error: UNAUTHORIZED_MESSAGE });
+  if (error instanceof JobNotFoundError) return json(404, { error: error.message });
+  if (
+    error instanceof StaleAttemptError ||
+    error instanceof ConcurrentUpdateError ||
+    error instanceof IllegalTransitionError ||
+    error instanceof JobAlreadyFinishedError
+  ) {
+    return json(409, { error: error.message });
+  }
+  return undefined;
+}
+
+function countIssues(what: string, issues: readonly InputIssue[]): string {
+  return `${what} (${issues.length} ${issues.length === 1 ? 'issue' : 'issues'})`;
+}

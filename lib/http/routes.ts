@@ -1,0 +1,77 @@
+// The REST routes (DESIGN.md section 6), written once: the handler dispatches on them and
+// the CDK API builds its resources and authorization from them.
+
+/** Who may call a route: the deployer's IAM principals, or an attempt's agent by its secret. */
+export type RouteAuth = 'iam' | 'agent-secret';
+
+/** The HTTP methods relaunch serves. */
+export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+
+/** One route: method, path pattern with `{param}` segments, and how it is authorized. */
+export interface Route {
+  readonly name: RouteName;
+  readonly method: HttpMethod;
+  readonly pattern: string;
+  readonly auth: RouteAuth;
+}
+
+/** Route names, for dispatch. */
+export type RouteName = 'submitJob' | 'listJobs' | 'getJob' | 'cancelJob' | 'heartbeat' | 'reportPhase';
+
+/** Every route; a path is matched against them in order. */
+export const ROUTES: readonly Route[] = [
+  { name: 'submitJob', method: 'POST', pattern: '/jobs', auth: 'iam' },
+  { name: 'listJobs', method: 'GET', pattern: '/jobs', auth: 'iam' },
+  { name: 'getJob', method: 'GET', pattern: '/jobs/{id}', auth: 'iam' },
+  { name: 'cancelJob', method: 'DELETE', pattern: '/jobs/{id}', auth: 'iam' },
+  { name: 'heartbeat', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/heartbeat', auth: 'agent-secret' },
+  { name: 'reportPhase', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/report', auth: 'agent-secret' },
+];
+
+/** A path matched to a route, with its decoded parameters. */
+export interface RouteMatch {
+  readonly route: Route;
+  readonly params: Readonly<Record<string, string>>;
+}
+
+/**
+ * Finds the route for a request. `undefined` when no pattern matches the path;
+ * `{ allowed }` when the path exists but not with this method (405, with the methods it has).
+ */
+export function matchRoute(method: string, path: string): RouteMatch | { readonly allowed: readonly HttpMethod[] } | undefined {
+  const segments = splitPath(path);
+  if (segments === undefined) return undefined;
+  const allowed: HttpMethod[] = [];
+  for (const route of ROUTES) {
+    const params = matchPattern(route.pattern, segments);
+    if (params === undefined) continue;
+    if (route.method === method.toUpperCase()) return { route, params };
+    allowed.push(route.method);
+  }
+  return allowed.length > 0 ? { allowed } : undefined;
+}
+
+/** `/jobs/abc/` → `['jobs', 'abc']`; a query string is ignored; undefined for a bad escape. */
+function splitPath(path: string): string[] | undefined {
+  const [bare = ''] = path.split('?', 1);
+  try {
+    return bare
+      .split('/')
+      .filter((segment) => segment !== '')
+      .map((segment) => decodeURIComponent(segment));
+  } catch {
+    return undefined;
+  }
+}
+
+function matchPattern(pattern: string, segments: readonly string[]): Record<string, string> | undefined {
+  const parts = pattern.split('/').filter((part) => part !== '');
+  if (parts.length !== segments.length) return undefined;
+  const params: Record<string, string> = {};
+  for (const [index, part] of parts.entries()) {
+    const segment = segments[index] as string;
+    if (part.startsWith('{') && part.endsWith('}')) params[part.slice(1, -1)] = segment;
+    else if (part !== segment) return undefined;
+  }
+  return params;
+}

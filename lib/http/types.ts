@@ -1,0 +1,30 @@
+// The API layer's own request and response: plain data, so API Gateway and a local server
+// (`relaunch serve`) can both adapt to it.
+
+import type { UseCaseDeps } from '../usecases/deps.ts';
+
+/** An HTTP request, reduced to what relaunch reads. Header names in any case. */
+export interface ApiRequest {
+  readonly method: string;
+  /** The path, e.g. `/jobs/j-1/attempts/2/report`; a query string is ignored. */
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  /** The body as text (already base64-decoded); undefined or '' when there is none. */
+  readonly body?: string | undefined;
+}
+
+/** An HTTP response: the body is JSON text (or empty). */
+export interface ApiResponse {
+  readonly statusCode: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** What the routes need: the use cases' ports, and a place to report unexpected errors. */
+export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random'> {
+  /**
+   * Called with an error no route expected, before a generic 500 is answered (the
+   * response never carries it). A Lambda logs it here.
+   */
+  readonly onUnexpectedError?: (error: unknown, request: ApiRequest) => void;
+}

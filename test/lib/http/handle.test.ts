@@ -1,0 +1,200 @@
+// The API layer over in-memory ports: routing, parsing, and the error-to-status table.
+
+import { describe, expect, it } from 'vitest';
+import { authorizationHeader } from '../../../lib/agent/protocol.ts';
+import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES, UNAUTHORIZED_MESSAGE, type ApiDeps, type ApiRequest } from '../../../lib/http/index.ts';
+import { JobStatus } from '../../../lib/status.ts';
+import { givenJob, harness, JOB_ID, launchAndAwait, initialState, tokenFor, type Harness } from '../usecases/harness.ts';
+
+const GOOD_TASK = 'name: train\nresources:\n  cpus: 2\nrun: python train.py\n';
+
+function request(method: string, path: string, init: Partial<ApiRequest> = {}): ApiRequest {
+  return { method, path, headers: {}, ...init };
+}
+
+function deps(h: Harness, onUnexpectedError?: ApiDeps['onUnexpectedError']): ApiDeps {
+  return { ...h.deps, onUnexpectedError };
+}
+
+async function call(h: Harness, req: ApiRequest) {
+  const response = await handleApiRequest(req, deps(h));
+  return { ...response, json: response.body === '' ? undefined : (JSON.parse(response.body) as Record<string, unknown>) };
+}
+
+/** A job with attempt 1 launched and awaited; the agent's secret for it. */
+async function running(h: Harness): Promise<string> {
+  await givenJob(h);
+  await launchAndAwait(h, initialState());
+  return h.compute.secretFor(JOB_ID, 1);
+}
+
+const agent = (secret: string, body: unknown, attempt = 1, kind = 'report') =>
+  request('POST', `/jobs/${JOB_ID}/attempts/${attempt}/${kind}`, {
+    headers: { Authorization: authorizationHeader(secret), 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+
+describe('POST /jobs', () => {
+  it('accepts a YAML task with 202 and the new job id, and starts its execution', async () => {
+    const h = harness();
+    const res = await call(h, request('POST', '/jobs', { body: GOOD_TASK, headers: { 'content-type': 'text/yaml' } }));
+    expect(res.statusCode).toBe(202);
+    expect(res.json).toMatchObject({ jobId: expect.stringMatching(/^j-/), warnings: [] });
+    expect(h.workflow.starts.map((s) => s.executionName)).toEqual([res.json?.jobId]);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+  });
+
+  it('accepts a JSON task when the content type says JSON', async () => {
+    const h = harness();
+    const body = JSON.stringify({ name: 'train', run: 'python train.py' });
+    const res = await call(h, request('POST', '/jobs', { body, headers: { 'Content-Type': 'application/json' } }));
+    expect(res.statusCode).toBe(202);
+  });
+
+  it('answers 400 with every issue, located by path and line, for a bad task', async () => {
+    const h = harness();
+    const res = await call(h, request('POST', '/jobs', { body: 'run: x\nresources:\n  cloud: gcp\n  bogus_key: 1\n' }));
+    expect(res.statusCode).toBe(400);
+    expect(res.json?.error).toMatch(/task is not valid/);
+    const issues = res.json?.issues as { path: string; message: string; line?: number }[];
+    expect(issues.length).toBeGreaterThanOrEqual(1);
+    expect(issues).toContainEqual(expect.objectContaining({ path: 'resources.bogus_key', line: 4 }));
+    expect(h.workflow.starts).toEqual([]);
+  });
+
+  it('answers 400 for malformed JSON, naming the body', async () => {
+    const h = harness();
+    const res = await call(h, request('POST', '/jobs', { body: '{"run":', headers: { 'content-type': 'application/json' } }));
+    expect(res.statusCode).toBe(400);
+    expect(res.json?.issues).toEqual([expect.objectContaining({ path: '', message: expect.stringMatching(/^expected a JSON body/) })]);
+  });
+
+  it('answers 413 for a body over the limit, before parsing it', async () => {
+    const h = harness();
+    const res = await call(h, request('POST', '/jobs', { body: `run: "${'x'.repeat(MAX_BODY_BYTES)}"` }));
+    expect(res.statusCode).toBe(413);
+    expect(h.workflow.starts).toEqual([]);
+  });
+});
+
+describe('reading and cancelling jobs', () => {
+  it('GET /jobs/{id} answers the job view; an unknown id is 404', async () => {
+    const h = harness();
+    await running(h);
+    const res = await call(h, request('GET', `/jobs/${JOB_ID}`));
+    expect(res.statusCode).toBe(200);
+    expect(res.json).toMatchObject({ jobId: JOB_ID, status: JobStatus.STARTING, attempts: [expect.objectContaining({ attempt: 1 })] });
+    const missing = await call(h, request('GET', '/jobs/j-nope'));
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json?.error).toContain('j-nope');
+  });
+
+  it('GET /jobs lists jobs, honours ?limit and refuses a bad one', async () => {
+    const h = harness();
+    await givenJob(h, undefined, 'j-a');
+    await givenJob(h, undefined, 'j-b');
+    expect((await call(h, request('GET', '/jobs'))).json?.jobs).toHaveLength(2);
+    expect((await call(h, request('GET', '/jobs?limit=1'))).json?.jobs).toHaveLength(1);
+    const bad = await call(h, request('GET', '/jobs?limit=0'));
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json?.issues).toEqual([expect.objectContaining({ path: 'limit' })]);
+  });
+
+  it('DELETE /jobs/{id} cancels a running job (202) and fails its waiting task; again it is a no-op', async () => {
+    const h = harness();
+    await running(h);
+    const res = await call(h, request('DELETE', `/jobs/${JOB_ID}`));
+    expect(res.statusCode).toBe(202);
+    expect(res.json).toMatchObject({ jobId: JOB_ID, status: JobStatus.CANCELLING, alreadyFinished: false });
+    expect(h.workflow.closingOf(tokenFor(1))).toMatchObject({ kind: 'fail', error: 'JobCancelled' });
+    expect((await call(h, request('DELETE', `/jobs/${JOB_ID}`))).statusCode).toBe(202);
+    expect(h.workflow.closings).toHaveLength(1);
+  });
+});
+
+describe('agent callbacks', () => {
+  it('stores a report once: the first is accepted and resumes the task, a repeat is a duplicate', async () => {
+    const h = harness();
+    const secret = await running(h);
+    const body = { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'done' };
+    await call(h, agent(secret, { ...body, phase: 'setup' }));
+    const first = await call(h, agent(secret, body));
+    expect(first).toMatchObject({ statusCode: 200, json: { status: 'accepted' } });
+    const again = await call(h, agent(secret, body));
+    expect(again).toMatchObject({ statusCode: 200, json: { status: 'duplicate' } });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
+  });
+
+  it('answers 401 with one message for a wrong, missing or unissued secret', async () => {
+    const h = harness();
+    await running(h);
+    const body = { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: '' };
+    const wrong = await call(h, agent('not-the-secret', body));
+    const unissued = await call(h, agent('not-the-secret', body, 7));
+    const missing = await call(h, { ...agent('x', body), headers: { 'content-type': 'application/json' } });
+    for (const res of [wrong, unissued, missing]) expect(res).toMatchObject({ statusCode: 401, json: { error: UNAUTHORIZED_MESSAGE } });
+    expect(h.workflow.closings).toEqual([]);
+  });
+
+  it('answers 409 to a report for an attempt that has ended with a different code', async () => {
+    const h = harness();
+    const secret = await running(h);
+    await call(h, agent(secret, { nodeRank: 0, phase: 'setup', exitCode: 3, outputTail: '' }));
+    const late = await call(h, agent(secret, { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: '' }));
+    expect(late.statusCode).toBe(409);
+  });
+
+  it('answers 400 naming each bad field of a report body, and for a bad attempt number', async () => {
+    const h = harness();
+    const secret = await running(h);
+    const res = await call(h, agent(secret, { nodeRank: -1, phase: 'teardown', exitCode: 300 }));
+    expect(res.statusCode).toBe(400);
+    const paths = (res.json?.issues as { path: string }[]).map((issue) => issue.path).sort();
+    expect(paths).toEqual(['exitCode', 'nodeRank', 'outputTail', 'phase']);
+    const badAttempt = await call(h, request('POST', `/jobs/${JOB_ID}/attempts/zero/report`, { body: '{}' }));
+    expect(badAttempt.statusCode).toBe(400);
+  });
+
+  it('passes a heartbeat to the waiting task', async () => {
+    const h = harness();
+    const secret = await running(h);
+    const res = await call(h, agent(secret, { nodeRank: 0 }, 1, 'heartbeat'));
+    expect(res.statusCode).toBe(200);
+    expect(h.workflow.heartbeats).toEqual([tokenFor(1)]);
+  });
+});
+
+describe('routing and unexpected errors', () => {
+  it.each([
+    ['GET', '/nothing', 404],
+    ['GET', '/jobs/a/b', 404],
+    ['PUT', '/jobs', 405],
+    ['GET', `/jobs/${JOB_ID}/attempts/1/report`, 405],
+  ])('%s %s answers %i', async (method, path, status) => {
+    const res = await call(harness(), request(method, path));
+    expect(res.statusCode).toBe(status);
+  });
+
+  it('says which methods a path allows on 405', async () => {
+    const res = await call(harness(), request('PATCH', '/jobs/x'));
+    expect(res.headers.allow).toBe('GET, DELETE');
+  });
+
+  it('decodes path segments, and answers 404 to a malformed escape', async () => {
+    const h = harness();
+    await givenJob(h, undefined, 'j a');
+    expect((await call(h, request('GET', '/jobs/j%20a'))).statusCode).toBe(200);
+    expect((await call(h, request('GET', '/jobs/%E0%A4%A'))).statusCode).toBe(404);
+  });
+
+  it('answers a generic 500 with no stack or message, and reports the error to the caller', async () => {
+    const h = harness();
+    const seen: unknown[] = [];
+    const broken = { ...deps(h, (error) => seen.push(error)), store: { ...h.store, getJob: () => Promise.reject(new Error('secret detail at /x.ts:1')) } };
+    const res = await handleApiRequest(request('GET', `/jobs/${JOB_ID}`), broken as ApiDeps);
+    expect(res.statusCode).toBe(500);
+    expect(JSON.parse(res.body)).toEqual({ error: INTERNAL_ERROR_MESSAGE });
+    expect(res.body).not.toContain('secret detail');
+    expect(seen).toHaveLength(1);
+  });
+});
