@@ -190,8 +190,8 @@ describe('routing and unexpected errors', () => {
   it('answers a generic 500 with no stack or message, and reports the error to the caller', async () => {
     const h = harness();
     const seen: unknown[] = [];
-    const broken = { ...deps(h, (error) => seen.push(error)), store: { ...h.store, getJob: () => Promise.reject(new Error('secret detail at /x.ts:1')) } };
-    const res = await handleApiRequest(request('GET', `/jobs/${JOB_ID}`), broken as ApiDeps);
+    h.store.getJob = () => Promise.reject(new Error('secret detail at /x.ts:1'));
+    const res = await handleApiRequest(request('GET', `/jobs/${JOB_ID}`), deps(h, (error) => seen.push(error)));
     expect(res.statusCode).toBe(500);
     expect(JSON.parse(res.body)).toEqual({ error: INTERNAL_ERROR_MESSAGE });
     expect(res.body).not.toContain('secret detail');
