@@ -1,0 +1,26 @@
+// The ports a use case may be given: each use case names the subset it needs.
+
+import type { Clock, Compute, JobStore, Random, Workflow } from '../ports.ts';
+
+/**
+ * Everything the use cases reach the world through. A Lambda and the local runtime build
+ * one of these from their adapters; a use case asks for a `Pick` of it, so its signature
+ * says exactly what I/O it can do.
+ */
+export interface UseCaseDeps {
+  readonly store: JobStore;
+  readonly compute: Compute;
+  readonly workflow: Workflow;
+  readonly clock: Clock;
+  readonly random: Random;
+}
+
+/** The current time as stored: ISO 8601, UTC. */
+export function nowIso(clock: Clock): string {
+  return clock.now().toISOString();
+}
+
+/** An error's message, whatever was thrown. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

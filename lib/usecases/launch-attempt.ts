@@ -1,0 +1,143 @@
+// LaunchAttempt: start the next attempt on the market the counters say, or end it at once.
+
+import { ConcurrentUpdateError, NoCapacityError, PrecheckError } from '../errors.ts';
+import type { AttemptRecord, JobRecord } from '../model.ts';
+import type { AttemptOutcome } from '../policy/types.ts';
+import type { JobStore, LaunchRequest } from '../ports.ts';
+import { hashSecret, newCallbackSecret } from '../secrets.ts';
+import { assertTransition, JobStatus } from '../status.ts';
+import type { WorkflowState } from '../workflow/contract.ts';
+import { nowIso, type UseCaseDeps } from './deps.ts';
+
+/**
+ * Starts attempt `state.attempt + 1`.
+ *
+ * - A job being cancelled gets the attempt written as CANCELLED with nothing launched, so
+ *   the policy ends the job through the usual path (evaluate, release, JobFailed).
+ * - Otherwise the job goes PENDING|RECOVERING -> STARTING (conditional), the attempt is
+ *   written with the hash of a fresh callback secret, and compute launches it on
+ *   `job.counters.market`, told where earlier attempts ran (newest first) so a strategy
+ *   can move on. No capacity or a failed precheck end the attempt as LAUNCH_FAILED;
+ *   the policy turns that into FAILED_NO_RESOURCE or FAILED_PRECHECKS.
+ *
+ * Any other error propagates to the machine's catch-all. Returns the state for the new
+ * attempt, without the previous attempt's decision.
+ */
+export async function launchAttempt(
+  state: WorkflowState,
+  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
+): Promise<WorkflowState> {
+  const { store, compute, clock } = deps;
+  const attempt = state.attempt + 1;
+  const next: WorkflowState = {
+    jobId: state.jobId,
+    attempt,
+    attemptsInExecution: state.attemptsInExecution + 1,
+    launched: false,
+  };
+  const claim = await claimLaunch(store, state.jobId, attempt, nowIso(clock));
+  const secret = newCallbackSecret();
+  await store.putAttempt(newAttempt(claim.job, attempt, hashSecret(secret), nowIso(clock)));
+
+  if (claim.cancelled) {
+    await store.endAttempt(state.jobId, attempt, { kind: 'CANCELLED' }, nowIso(clock));
+    return next;
+  }
+
+  const request: LaunchRequest = {
+    jobId: state.jobId,
+    attempt,
+    spec: claim.job.spec,
+    market: claim.job.counters.market,
+    history: await placementHistory(store, state.jobId, attempt),
+    callbackSecret: secret,
+  };
+  let launched;
+  try {
+    launched = await compute.launch(request);
+  } catch (error) {
+    const outcome = launchFailure(error);
+    if (outcome === null) throw error;
+    await store.endAttempt(state.jobId, attempt, outcome, nowIso(clock));
+    return next;
+  }
+  try {
+    await store.setInstances(state.jobId, attempt, launched.placement, launched.instances);
+  } catch (error) {
+    // Instances nobody can find again would outlive the job: give them back first.
+    await compute.release(state.jobId, attempt, launched.instances);
+    throw error;
+  }
+  return { ...next, launched: true };
+}
+
+/**
+ * Moves the job to STARTING, or finds it being cancelled. A cancel can land between the
+ * read and the write, so a lost race is retried once with a fresh read.
+ */
+async function claimLaunch(
+  store: JobStore,
+  jobId: string,
+  attempt: number,
+  at: string,
+): Promise<{ job: JobRecord; cancelled: boolean }> {
+  for (let tries = 1; ; tries += 1) {
+    const job = await store.getJob(jobId);
+    if (job.status === JobStatus.CANCELLING) return { job, cancelled: true };
+    if (job.attemptCount !== attempt - 1) {
+      throw new ConcurrentUpdateError(
+        `cannot launch attempt ${attempt} of ${jobId}: the job's latest attempt is ${job.attemptCount}, expected ${attempt - 1}`,
+      );
+    }
+    assertTransition(job.status, JobStatus.STARTING);
+    try {
+      const started = await store.changeStatus(jobId, {
+        from: job.status,
+        to: JobStatus.STARTING,
+        reason: `launching attempt ${attempt} (${job.counters.market})`,
+        attempt,
+        at,
+      });
+      return { job: started, cancelled: false };
+    } catch (error) {
+      if (!(error instanceof ConcurrentUpdateError) || tries >= 2) throw error;
+    }
+  }
+}
+
+function newAttempt(job: JobRecord, attempt: number, secretHash: string, at: string): AttemptRecord {
+  return {
+    jobId: job.jobId,
+    attempt,
+    market: job.counters.market,
+    placement: null,
+    instances: [],
+    taskToken: null,
+    secretHash,
+    reports: [],
+    outcome: null,
+    decision: null,
+    startedAt: at,
+    lastHeartbeatAt: null,
+    interruptionNoticedAt: null,
+    endedAt: null,
+  };
+}
+
+/** Where earlier attempts ran and how each ended, newest first; attempts never placed are left out. */
+async function placementHistory(store: JobStore, jobId: string, attempt: number): Promise<LaunchRequest['history']> {
+  const attempts = await store.listAttempts(jobId);
+  return attempts
+    .filter((earlier) => earlier.attempt < attempt)
+    .sort((a, b) => b.attempt - a.attempt)
+    .flatMap((earlier) =>
+      earlier.placement === null ? [] : [{ placement: earlier.placement, outcome: earlier.outcome?.kind ?? null }],
+    );
+}
+
+/** The outcome a launch error ends the attempt with; null for an error that is relaunch's own fault. */
+function launchFailure(error: unknown): AttemptOutcome | null {
+  if (error instanceof NoCapacityError) return { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: error.message };
+  if (error instanceof PrecheckError) return { kind: 'LAUNCH_FAILED', cause: 'PRECHECKS', reason: error.message };
+  return null;
+}

@@ -1,0 +1,86 @@
+// An agent's report of one phase on one node: store the code once, and end the attempt when decided.
+
+import { InvalidInputError, StaleAttemptError } from '../errors.ts';
+import type { NodeReport } from '../model.ts';
+import { outcomeFromReports } from '../outcome.ts';
+import type { Phase } from '../policy/types.ts';
+import { assertLiveAttempt, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
+import { nowIso, type UseCaseDeps } from './deps.ts';
+import { resumeTask } from './tasks.ts';
+
+/** `POST /jobs/{id}/attempts/{n}/report`: one node's end of one phase. */
+export interface ReportPhaseInput extends AgentCredentials {
+  readonly phase: Phase;
+  readonly exitCode: number;
+  readonly outputTail: string;
+}
+
+/** `duplicate`: the same report was already stored, and nothing changed. */
+export interface ReportPhaseResult {
+  readonly status: 'accepted' | 'duplicate';
+}
+
+/**
+ * Stores a node's report and, when the reports so far decide the attempt
+ * (`outcomeFromReports`), ends it and resumes the waiting execution.
+ *
+ * - Wrong secret: UnauthorizedError. Rank outside the job's nodes: InvalidInputError.
+ * - A repeat of a stored report (same node, phase and exit code; the agent retries on a
+ *   lost answer) is acknowledged as `duplicate` even after the attempt ended.
+ * - Otherwise an attempt that is not the latest, or has ended, is StaleAttemptError: a late
+ *   report never changes a decided attempt.
+ * - A second, different code for the same node and phase is InvalidInputError.
+ *
+ * The job goes STARTING -> RUNNING before the attempt is ended, so the policy never reads
+ * a status this call is about to change.
+ */
+export async function reportPhase(
+  input: ReportPhaseInput,
+  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>,
+): Promise<ReportPhaseResult> {
+  const { store, workflow, clock } = deps;
+  const { job, attempt } = await authorizeAgent(store, input);
+  const previous = attempt.reports.find((report) => sameSlot(report, input));
+  if (previous !== undefined && previous.exitCode === input.exitCode) return { status: 'duplicate' };
+  assertLiveAttempt(job, attempt);
+  if (previous !== undefined) throw conflicting(previous, input);
+
+  const report: NodeReport = {
+    nodeRank: input.nodeRank,
+    phase: input.phase,
+    exitCode: input.exitCode,
+    outputTail: input.outputTail,
+    reportedAt: nowIso(clock),
+  };
+  const added = await store.addReport(input.jobId, input.attempt, report);
+  if (added.duplicate) {
+    // Lost a race with a twin report, or with the attempt's end: say which.
+    const stored = added.attempt.reports.find((candidate) => sameSlot(candidate, input));
+    if (stored !== undefined && stored.exitCode === input.exitCode) return { status: 'duplicate' };
+    if (stored !== undefined) throw conflicting(stored, input);
+    throw new StaleAttemptError(`attempt ${input.attempt} of job ${input.jobId} ended before this report was stored`);
+  }
+
+  await markRunning(store, job, input.attempt, clock);
+  const outcome = outcomeFromReports(job.spec.numNodes, added.attempt.reports);
+  if (outcome !== null) {
+    const ended = await store.endAttempt(input.jobId, input.attempt, outcome, nowIso(clock));
+    if (ended.won && ended.attempt.taskToken !== null) {
+      await resumeTask(workflow, ended.attempt.taskToken, { outcome: outcome.kind });
+    }
+  }
+  return { status: 'accepted' };
+}
+
+function sameSlot(report: NodeReport, input: ReportPhaseInput): boolean {
+  return report.nodeRank === input.nodeRank && report.phase === input.phase;
+}
+
+function conflicting(stored: NodeReport, input: ReportPhaseInput): InvalidInputError {
+  return new InvalidInputError([
+    {
+      path: 'exitCode',
+      message: `node ${input.nodeRank} already reported ${input.phase} exit code ${stored.exitCode}; got ${input.exitCode}`,
+    },
+  ]);
+}

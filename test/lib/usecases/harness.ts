@@ -1,0 +1,146 @@
+// The world the use-case tests run in: an in-memory store, recording fakes, a clock tests move.
+
+import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
+import type { JobRecord } from '../../../lib/model.ts';
+import { initialCounters } from '../../../lib/policy/decide.ts';
+import type { Clock } from '../../../lib/ports.ts';
+import type { RecoveryPolicy, TaskSpec } from '../../../lib/spec/types.ts';
+import { JobStatus } from '../../../lib/status.ts';
+import type { UseCaseDeps } from '../../../lib/usecases/deps.ts';
+import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
+import { awaitAttempt } from '../../../lib/usecases/await-attempt.ts';
+import { reportPhase } from '../../../lib/usecases/report-phase.ts';
+import type { Phase } from '../../../lib/policy/types.ts';
+import type { WorkflowState } from '../../../lib/workflow/contract.ts';
+import { FakeCompute } from '../../fakes/fake-compute.ts';
+import { FakeWorkflow } from '../../fakes/fake-workflow.ts';
+
+/** A clock that stands still until a test moves it. */
+export class TestClock implements Clock {
+  #ms: number;
+  constructor(start = '2026-03-01T12:00:00.000Z') {
+    this.#ms = Date.parse(start);
+  }
+  now(): Date {
+    return new Date(this.#ms);
+  }
+  advance(seconds: number): void {
+    this.#ms += seconds * 1000;
+  }
+}
+
+/** SkyPilot's default policy: EAGER_NEXT_REGION, no restarts on errors, no exit codes. */
+export function policy(overrides: Partial<RecoveryPolicy> = {}): RecoveryPolicy {
+  return {
+    strategy: 'EAGER_NEXT_REGION',
+    maxRestartsOnErrors: 0,
+    recoverOnExitCodes: [],
+    failOnExitCodes: [],
+    maxRestartsOnExitCodes: null,
+    restartBackoff: null,
+    onDemandFallbackAfter: null,
+    ...overrides,
+  };
+}
+
+/** A small task; `useSpot` and the policy are what most tests vary. */
+export function taskSpec(options: { numNodes?: number; useSpot?: boolean; recovery?: Partial<RecoveryPolicy> } = {}): TaskSpec {
+  return {
+    name: 'train',
+    workdir: null,
+    numNodes: options.numNodes ?? 1,
+    envs: {},
+    setup: 'pip install -r requirements.txt',
+    run: 'python train.py',
+    resources: {
+      cloud: 'aws',
+      region: null,
+      zone: null,
+      instanceType: 'm5.large',
+      cpus: null,
+      memoryGb: null,
+      accelerators: [],
+      useSpot: options.useSpot ?? true,
+      diskSizeGb: null,
+      imageId: null,
+      jobRecovery: policy(options.recovery),
+    },
+  };
+}
+
+/** Everything a test needs, wired together. */
+export interface Harness {
+  readonly store: InMemoryJobStore;
+  readonly compute: FakeCompute;
+  readonly workflow: FakeWorkflow;
+  readonly clock: TestClock;
+  readonly deps: UseCaseDeps;
+}
+
+export function harness(): Harness {
+  const store = new InMemoryJobStore();
+  const compute = new FakeCompute();
+  const workflow = new FakeWorkflow();
+  const clock = new TestClock();
+  let draws = 0;
+  // A fixed sequence, so ids and jitter differ between calls but not between runs.
+  const random = (): number => ((draws += 1) * 0.137) % 1;
+  return { store, compute, workflow, clock, deps: { store, compute, workflow, clock, random } };
+}
+
+export const JOB_ID = 'j-00mm8abcd-test01';
+
+/** Stores a job as submitJob would, without going through the parser. */
+export async function givenJob(
+  h: Harness,
+  spec: TaskSpec = taskSpec(),
+  jobId = JOB_ID,
+): Promise<JobRecord> {
+  const at = h.clock.now().toISOString();
+  const job: JobRecord = {
+    jobId,
+    name: spec.name,
+    spec,
+    status: JobStatus.PENDING,
+    counters: initialCounters(spec.resources.useSpot),
+    attemptCount: 0,
+    executionArn: null,
+    failureReason: null,
+    createdAt: at,
+    updatedAt: at,
+  };
+  await h.store.createJob(job);
+  return job;
+}
+
+/** The state the execution starts with. */
+export function initialState(jobId = JOB_ID): WorkflowState {
+  return { jobId, attempt: 0, attemptsInExecution: 0 };
+}
+
+/** The token AwaitAttempt gets for an attempt, in these tests. */
+export function tokenFor(attempt: number): string {
+  return `token-${attempt}`;
+}
+
+/** LaunchAttempt then AwaitAttempt, as the machine runs them; returns the launch's state. */
+export async function launchAndAwait(h: Harness, state: WorkflowState): Promise<WorkflowState> {
+  const launched = await launchAttempt(state, h.deps);
+  await awaitAttempt({ jobId: launched.jobId, attempt: launched.attempt, taskToken: tokenFor(launched.attempt) }, h.deps);
+  return launched;
+}
+
+/** A report from node `nodeRank` of an attempt, with the secret compute handed it. */
+export async function report(
+  h: Harness,
+  attempt: number,
+  phase: Phase,
+  exitCode: number,
+  nodeRank = 0,
+  jobId = JOB_ID,
+): Promise<{ status: 'accepted' | 'duplicate' }> {
+  return reportPhase(
+    { jobId, attempt, nodeRank, phase, exitCode, outputTail: `${phase} ended with ${exitCode}`, secret: h.compute.secretFor(jobId, attempt) },
+    h.deps,
+  );
+}

@@ -1,0 +1,71 @@
+// heartbeat: proof of life for the live attempt only, passed on to the waiting task.
+
+import { describe, expect, it } from 'vitest';
+import { StaleAttemptError, UnauthorizedError } from '../../../lib/errors.ts';
+import { heartbeat } from '../../../lib/usecases/heartbeat.ts';
+import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
+import { givenJob, harness, initialState, JOB_ID, launchAndAwait, tokenFor, type Harness } from './harness.ts';
+
+function beat(h: Harness, attempt = 1, secret = h.compute.secretFor(JOB_ID, attempt)) {
+  return heartbeat({ jobId: JOB_ID, attempt, nodeRank: 0, secret }, h.deps);
+}
+
+describe('heartbeat', () => {
+  it('records the beat, moves STARTING to RUNNING, and heartbeats the waiting task', async () => {
+    const h = harness();
+    await givenJob(h);
+    await launchAndAwait(h, initialState());
+    h.clock.advance(60);
+
+    await beat(h);
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).lastHeartbeatAt).toBe(h.clock.now().toISOString());
+    expect((await h.store.getJob(JOB_ID)).status).toBe('RUNNING');
+    expect(h.workflow.heartbeats).toEqual([tokenFor(1)]);
+    await beat(h);
+    expect(h.workflow.heartbeats).toEqual([tokenFor(1), tokenFor(1)]);
+  });
+
+  it('records the beat before the machine is waiting, with no task to heartbeat', async () => {
+    const h = harness();
+    await givenJob(h);
+    await launchAttempt(initialState(), h.deps);
+    await beat(h);
+    expect((await h.store.getJob(JOB_ID)).status).toBe('RUNNING');
+    expect(h.workflow.heartbeats).toEqual([]);
+  });
+
+  it('leaves a cancelling job CANCELLING', async () => {
+    const h = harness();
+    await givenJob(h);
+    await launchAndAwait(h, initialState());
+    await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'CANCELLING', reason: 'user', attempt: 1, at: h.clock.now().toISOString() });
+    await beat(h);
+    expect((await h.store.getJob(JOB_ID)).status).toBe('CANCELLING');
+  });
+
+  it('refuses a wrong secret', async () => {
+    const h = harness();
+    await givenJob(h);
+    await launchAndAwait(h, initialState());
+    await expect(beat(h, 1, 'not the secret')).rejects.toThrow(UnauthorizedError);
+    expect((await h.store.getAttempt(JOB_ID, 1)).lastHeartbeatAt).toBeNull();
+  });
+
+  it('refuses a beat for an attempt that ended', async () => {
+    const h = harness();
+    await givenJob(h);
+    await launchAndAwait(h, initialState());
+    await h.store.endAttempt(JOB_ID, 1, { kind: 'PREEMPTED' }, h.clock.now().toISOString());
+    await expect(beat(h)).rejects.toThrow(StaleAttemptError);
+    expect(h.workflow.heartbeats).toEqual([]);
+  });
+
+  it('reports a task that already timed out as stale, so the agent stops', async () => {
+    const h = harness();
+    await givenJob(h);
+    await launchAndAwait(h, initialState());
+    await h.workflow.fail(tokenFor(1), 'States.HeartbeatTimeout', '');
+    await expect(beat(h)).rejects.toThrow(StaleAttemptError);
+  });
+});

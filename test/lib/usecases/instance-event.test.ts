@@ -1,0 +1,114 @@
+// onInstanceEvent: EC2's interruption warnings and state changes, applied once to the live attempt.
+
+import { describe, expect, it } from 'vitest';
+import { onInstanceEvent, type InstanceEvent } from '../../../lib/usecases/instance-event.ts';
+import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
+import { fakeInstanceId } from '../../fakes/fake-compute.ts';
+import { givenJob, harness, initialState, JOB_ID, launchAndAwait, report, tokenFor, type Harness } from './harness.ts';
+
+const INSTANCE = fakeInstanceId(JOB_ID, 1, 0);
+const warning: InstanceEvent = { instanceId: INSTANCE, kind: 'SPOT_INTERRUPTION_WARNING', time: '2026-03-01T12:05:00.000Z' };
+const terminated: InstanceEvent = { instanceId: INSTANCE, kind: 'STATE_CHANGE', state: 'terminated', time: '2026-03-01T12:07:00.000Z' };
+
+async function running(h: Harness) {
+  await givenJob(h);
+  await launchAndAwait(h, initialState());
+}
+
+describe('onInstanceEvent', () => {
+  it('notes an interruption warning and lets the attempt run', async () => {
+    const h = harness();
+    await running(h);
+
+    const result = await onInstanceEvent(warning, h.deps);
+
+    expect(result.action).toBe('noted');
+    const attempt = await h.store.getAttempt(JOB_ID, 1);
+    expect(attempt.interruptionNoticedAt).toBe(warning.time);
+    expect(attempt.outcome).toBeNull();
+    expect(h.workflow.closings).toEqual([]);
+  });
+
+  it('ends the attempt PREEMPTED when the instance goes after a warning, and resumes the task', async () => {
+    const h = harness();
+    await running(h);
+    await onInstanceEvent(warning, h.deps);
+
+    const result = await onInstanceEvent(terminated, h.deps);
+
+    expect(result).toEqual({ action: 'ended', reason: `attempt 1 of job ${JOB_ID} ended: preempted after a spot interruption warning` });
+    expect(await h.store.getAttempt(JOB_ID, 1)).toMatchObject({ outcome: { kind: 'PREEMPTED' }, endedAt: terminated.time });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'PREEMPTED' } }]);
+  });
+
+  it.each(['shutting-down', 'terminated', 'stopping', 'stopped'])('ends the attempt LOST when the instance is %s without a warning', async (state) => {
+    const h = harness();
+    await running(h);
+    const result = await onInstanceEvent({ ...terminated, state }, h.deps);
+    expect(result.action).toBe('ended');
+    const verb = state.startsWith('stop') ? 'stopped' : 'terminated';
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: `instance ${INSTANCE} was ${verb}` });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'LOST' } }]);
+  });
+
+  it('ignores states in which the instance is alive', async () => {
+    const h = harness();
+    await running(h);
+    expect((await onInstanceEvent({ ...terminated, state: 'running' }, h.deps)).action).toBe('ignored');
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toBeNull();
+  });
+
+  it('is idempotent: a duplicate warning or termination changes nothing', async () => {
+    const h = harness();
+    await running(h);
+    await onInstanceEvent(warning, h.deps);
+    expect((await onInstanceEvent({ ...warning, time: '2026-03-01T12:05:30.000Z' }, h.deps)).action).toBe('ignored');
+    expect((await h.store.getAttempt(JOB_ID, 1)).interruptionNoticedAt).toBe(warning.time);
+
+    await onInstanceEvent(terminated, h.deps);
+    const again = await onInstanceEvent(terminated, h.deps);
+    expect(again).toEqual({ action: 'ignored', reason: `attempt 1 of job ${JOB_ID} has already ended (PREEMPTED)` });
+    expect(h.workflow.closings).toHaveLength(1);
+  });
+
+  it('ignores an instance no attempt owns', async () => {
+    const h = harness();
+    await running(h);
+    const result = await onInstanceEvent({ ...terminated, instanceId: 'i-0123456789abcdef0' }, h.deps);
+    expect(result).toEqual({ action: 'ignored', reason: 'instance i-0123456789abcdef0 belongs to no attempt' });
+  });
+
+  it('keeps the exit code of a report that came in the two minutes after the warning', async () => {
+    const h = harness();
+    await running(h);
+    await onInstanceEvent(warning, h.deps);
+    await report(h, 1, 'run', 0);
+
+    const result = await onInstanceEvent(terminated, h.deps);
+
+    expect(result.action).toBe('ignored');
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 0 }] });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
+  });
+
+  it('ignores an event about an earlier attempt\'s instance', async () => {
+    const h = harness();
+    await running(h);
+    await h.store.endAttempt(JOB_ID, 1, { kind: 'LOST', reason: 'x' }, h.clock.now().toISOString());
+    await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'RECOVERING', reason: 't', attempt: 1, at: h.clock.now().toISOString() });
+    await launchAttempt({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1 }, h.deps);
+
+    const result = await onInstanceEvent(terminated, h.deps);
+
+    expect(result.reason).toMatch(/is stale: attempt 2 is the live one/);
+    expect((await h.store.getAttempt(JOB_ID, 2)).outcome).toBeNull();
+  });
+
+  it('ends an attempt the machine is not waiting on yet without resuming anything', async () => {
+    const h = harness();
+    await givenJob(h);
+    await launchAttempt(initialState(), h.deps);
+    expect((await onInstanceEvent(terminated, h.deps)).action).toBe('ended');
+    expect(h.workflow.closings).toEqual([]);
+  });
+});

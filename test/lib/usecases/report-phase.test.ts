@@ -1,0 +1,143 @@
+// reportPhase: every exit code stored once, stale and forged reports refused, the task resumed once.
+
+import { describe, expect, it } from 'vitest';
+import { InvalidInputError, StaleAttemptError, UnauthorizedError } from '../../../lib/errors.ts';
+import { reportPhase } from '../../../lib/usecases/report-phase.ts';
+import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
+import { givenJob, harness, initialState, JOB_ID, launchAndAwait, report, taskSpec, tokenFor, type Harness } from './harness.ts';
+
+async function running(h: Harness, numNodes = 1) {
+  await givenJob(h, taskSpec({ numNodes }));
+  return launchAndAwait(h, initialState());
+}
+
+describe('reportPhase', () => {
+  it('stores the first report, moves STARTING to RUNNING, and leaves the attempt open after setup 0', async () => {
+    const h = harness();
+    await running(h);
+
+    expect(await report(h, 1, 'setup', 0)).toEqual({ status: 'accepted' });
+
+    const attempt = await h.store.getAttempt(JOB_ID, 1);
+    expect(attempt.reports).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: 'setup ended with 0', reportedAt: h.clock.now().toISOString() },
+    ]);
+    expect(attempt.outcome).toBeNull();
+    expect((await h.store.getJob(JOB_ID)).status).toBe('RUNNING');
+    expect(h.workflow.closings).toEqual([]);
+  });
+
+  it('ends the attempt on the deciding report and resumes the waiting task with the outcome', async () => {
+    const h = harness();
+    await running(h);
+    await report(h, 1, 'setup', 0);
+
+    await report(h, 1, 'run', 29);
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 29 }] });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
+  });
+
+  it('acknowledges an exact duplicate, even after the attempt ended, and changes nothing', async () => {
+    const h = harness();
+    await running(h);
+    await report(h, 1, 'run', 0);
+    const before = await h.store.getAttempt(JOB_ID, 1);
+    h.clock.advance(5);
+
+    expect(await report(h, 1, 'run', 0)).toEqual({ status: 'duplicate' });
+
+    expect(await h.store.getAttempt(JOB_ID, 1)).toEqual(before);
+    expect(h.workflow.closings).toHaveLength(1);
+  });
+
+  it('refuses a different code for a node and phase already reported', async () => {
+    const h = harness();
+    await running(h, 2);
+    await report(h, 1, 'setup', 0, 1);
+    await expect(report(h, 1, 'setup', 1, 1)).rejects.toThrow(InvalidInputError);
+    await expect(report(h, 1, 'setup', 1, 1)).rejects.toThrow('node 1 already reported setup exit code 0; got 1');
+  });
+
+  it('refuses a new report for an attempt that already ended', async () => {
+    const h = harness();
+    await running(h);
+    await h.store.endAttempt(JOB_ID, 1, { kind: 'PREEMPTED' }, h.clock.now().toISOString());
+    await expect(report(h, 1, 'run', 0)).rejects.toThrow(StaleAttemptError);
+    expect((await h.store.getAttempt(JOB_ID, 1)).reports).toEqual([]);
+  });
+
+  it('refuses a late report from an earlier attempt: it changes nothing', async () => {
+    const h = harness();
+    await running(h);
+    await h.store.endAttempt(JOB_ID, 1, { kind: 'LOST', reason: 'gone' }, h.clock.now().toISOString());
+    await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'RECOVERING', reason: 't', attempt: 1, at: h.clock.now().toISOString() });
+    await launchAttempt({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1 }, h.deps);
+
+    await expect(report(h, 1, 'run', 0)).rejects.toThrow(/attempt 1 of job .* (is stale|has already ended)/);
+    expect((await h.store.getAttempt(JOB_ID, 1)).reports).toEqual([]);
+    expect((await h.store.getAttempt(JOB_ID, 2)).reports).toEqual([]);
+  });
+
+  it('refuses a report whose secret is wrong, or another attempt\'s', async () => {
+    const h = harness();
+    await running(h);
+    const base = { jobId: JOB_ID, attempt: 1, nodeRank: 0, phase: 'run' as const, exitCode: 0, outputTail: '' };
+    await expect(reportPhase({ ...base, secret: 'guess' }, h.deps)).rejects.toThrow(UnauthorizedError);
+    await expect(reportPhase({ ...base, attempt: 2, secret: h.compute.secretFor(JOB_ID, 1) }, h.deps)).rejects.toThrow(UnauthorizedError);
+    expect((await h.store.getAttempt(JOB_ID, 1)).reports).toEqual([]);
+    expect((await h.store.getJob(JOB_ID)).status).toBe('STARTING');
+  });
+
+  it('refuses a node rank the job does not have', async () => {
+    const h = harness();
+    await running(h, 2);
+    await expect(report(h, 1, 'run', 0, 2)).rejects.toThrow('nodeRank: expected an integer 0-1, got 2');
+    await expect(report(h, 1, 'run', 0, -1)).rejects.toThrow(InvalidInputError);
+  });
+
+  it('multi-node: partial reports leave the attempt open; the last node decides it', async () => {
+    const h = harness();
+    await running(h, 3);
+    for (const rank of [0, 1, 2]) await report(h, 1, 'setup', 0, rank);
+    await report(h, 1, 'run', 0, 2);
+    await report(h, 1, 'run', 0, 0);
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toBeNull();
+    expect(h.workflow.closings).toEqual([]);
+
+    await report(h, 1, 'run', 0, 1);
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({
+      kind: 'EXITED',
+      phase: 'run',
+      nodes: [0, 1, 2].map((rank) => ({ rank, exitCode: 0 })),
+    });
+    expect(h.workflow.closings).toHaveLength(1);
+  });
+
+  it('multi-node: one failing node decides at once; a peer\'s later report is stale', async () => {
+    const h = harness();
+    await running(h, 2);
+    await report(h, 1, 'run', 1, 1);
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toMatchObject({
+      kind: 'EXITED',
+      nodes: [{ rank: 0, exitCode: null, killedByController: true }, { rank: 1, exitCode: 1 }],
+    });
+    await expect(report(h, 1, 'run', 137, 0)).rejects.toThrow(StaleAttemptError);
+  });
+
+  it('stores the report even when the task was already resumed by someone else', async () => {
+    const h = harness();
+    await running(h);
+    await h.workflow.resume(tokenFor(1), { outcome: 'EXITED' });
+    expect(await report(h, 1, 'run', 0)).toEqual({ status: 'accepted' });
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome?.kind).toBe('EXITED');
+  });
+
+  it('a report from an unknown job is JobNotFoundError', async () => {
+    const h = harness();
+    await expect(
+      reportPhase({ jobId: 'j-nope', attempt: 1, nodeRank: 0, phase: 'run', exitCode: 0, outputTail: '', secret: 'x' }, h.deps),
+    ).rejects.toThrow('no job with id j-nope');
+  });
+});
