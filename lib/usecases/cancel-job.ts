@@ -1,0 +1,66 @@
+// Cancelling a job: mark it CANCELLING and let the machine end it where cleanup lives.
+
+import { ConcurrentUpdateError } from '../errors.ts';
+import type { JobRecord } from '../model.ts';
+import type { JobStore } from '../ports.ts';
+import { isTerminal, JobStatus } from '../status.ts';
+import { WorkflowError } from '../workflow/contract.ts';
+import { CANCELLED_BY_USER } from './await-attempt.ts';
+import { nowIso, type UseCaseDeps } from './deps.ts';
+import { failTask } from './tasks.ts';
+
+/** The job's status after the request; `alreadyFinished` when it had ended and nothing changed. */
+export interface CancelJobResult {
+  readonly status: JobStatus;
+  readonly alreadyFinished: boolean;
+}
+
+/** Tries at the status change when the machine keeps moving the job under us. */
+const MAX_CANCEL_TRIES = 3;
+
+/**
+ * Asks for a job to stop. Idempotent: cancelling again changes nothing, and a job that
+ * has already ended is answered with its status and `alreadyFinished: true`.
+ *
+ * A live job becomes CANCELLING; the machine does the rest, so cleanup (evaluate,
+ * release, the CANCELLED status) runs in one place:
+ *
+ * - AwaitAttempt waiting on the attempt's token: that task is failed with JobCancelled.
+ * - STARTING or RUNNING before the token is stored: AwaitAttempt sees CANCELLING when it
+ *   stores the token.
+ * - PENDING, or RECOVERING in the backoff Wait: the next LaunchAttempt sees CANCELLING and
+ *   ends the job without launching. Trade-off: a cancel during a long backoff takes
+ *   effect when the Wait ends. Stopping the execution instead would be immediate, but
+ *   would race a Wait that just ended and leave the cleanup to two places.
+ */
+export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>): Promise<CancelJobResult> {
+  const { store, workflow, clock } = deps;
+  const job = await markCancelling(store, jobId, nowIso(clock));
+  if (isTerminal(job.status)) return { status: job.status, alreadyFinished: true };
+  if (job.attemptCount > 0) {
+    const attempt = await store.getAttempt(jobId, job.attemptCount);
+    if (attempt.taskToken !== null && attempt.outcome === null) {
+      await failTask(workflow, attempt.taskToken, WorkflowError.JobCancelled, CANCELLED_BY_USER);
+    }
+  }
+  return { status: job.status, alreadyFinished: false };
+}
+
+/** The job CANCELLING (or already ended): retried on a fresh read when a step changed its status first. */
+async function markCancelling(store: JobStore, jobId: string, at: string): Promise<JobRecord> {
+  for (let tries = 1; ; tries += 1) {
+    const job = await store.getJob(jobId);
+    if (isTerminal(job.status) || job.status === JobStatus.CANCELLING) return job;
+    try {
+      return await store.changeStatus(jobId, {
+        from: job.status,
+        to: JobStatus.CANCELLING,
+        reason: CANCELLED_BY_USER,
+        attempt: job.attemptCount > 0 ? job.attemptCount : null,
+        at,
+      });
+    } catch (error) {
+      if (!(error instanceof ConcurrentUpdateError) || tries >= MAX_CANCEL_TRIES) throw error;
+    }
+  }
+}

@@ -1,0 +1,91 @@
+// RecordControllerFailure: relaunch's own fault ends the job, and still gives back its instances.
+
+import { ConcurrentUpdateError } from '../errors.ts';
+import type { JobStore } from '../ports.ts';
+import { isTerminal, JobStatus } from '../status.ts';
+import type { AwaitError, WorkflowState } from '../workflow/contract.ts';
+import { nowIso, type UseCaseDeps } from './deps.ts';
+
+/** The machine's state when a Task failed: the catch-all puts the error at `controllerError`. */
+export interface ControllerFailureState extends WorkflowState {
+  readonly controllerError?: AwaitError;
+}
+
+/** Long Lambda causes (stack traces) are cut here: the reason is for a person. */
+const MAX_REASON_CHARS = 500;
+
+/**
+ * Cleans up after a Task failed with an error no Catch expected:
+ *
+ * 1. the job's latest attempt (which may be newer than `state.attempt` when the launch
+ *    itself failed) has its instances released first, so none outlives the job, and is
+ *    ended LOST if still open, so late reports and events find it ended;
+ * 2. a live job becomes FAILED_CONTROLLER with the reason (one retry on a fresh read if
+ *    another writer changed it meanwhile); a job already terminal stays as it is.
+ *
+ * Returns the state with a FAIL decision whose reason names the error.
+ */
+export async function recordControllerFailure(
+  state: ControllerFailureState,
+  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
+): Promise<ControllerFailureState> {
+  const { store, compute, clock } = deps;
+  const reason = truncate(`relaunch's controller failed: ${describeError(state.controllerError)}`);
+  const job = await store.getJob(state.jobId);
+  if (job.attemptCount > 0) {
+    const attempt = await store.getAttempt(state.jobId, job.attemptCount);
+    if (attempt.instances.length > 0) await compute.release(state.jobId, attempt.attempt, attempt.instances);
+    if (attempt.outcome === null) {
+      await store.endAttempt(state.jobId, attempt.attempt, { kind: 'LOST', reason }, nowIso(clock));
+    }
+  }
+  const status = await markControllerFailed(store, state.jobId, reason, nowIso(clock));
+  return {
+    ...state,
+    decision: { action: 'FAIL', status, reason, delaySeconds: 0, continueAsNew: false },
+  };
+}
+
+/** FAILED_CONTROLLER from whatever live status the job is in; returns the job's final status. */
+async function markControllerFailed(store: JobStore, jobId: string, reason: string, at: string): Promise<JobStatus> {
+  for (let tries = 1; ; tries += 1) {
+    const job = await store.getJob(jobId);
+    if (isTerminal(job.status)) return job.status;
+    try {
+      const failed = await store.changeStatus(
+        jobId,
+        { from: job.status, to: JobStatus.FAILED_CONTROLLER, reason, attempt: job.attemptCount > 0 ? job.attemptCount : null, at },
+        { failureReason: reason },
+      );
+      return failed.status;
+    } catch (error) {
+      if (!(error instanceof ConcurrentUpdateError) || tries >= 2) throw error;
+    }
+  }
+}
+
+/**
+ * `Error: message`. A Lambda's Cause is JSON with `errorMessage` (and a stack trace
+ * nobody wants in a status line); any other Cause is used as it is.
+ */
+function describeError(error: AwaitError | undefined): string {
+  if (error === undefined) return 'no error was passed to the catch-all';
+  const message = error.Cause === undefined || error.Cause === '' ? '' : `: ${lambdaMessage(error.Cause)}`;
+  return `${error.Error}${message}`;
+}
+
+function truncate(text: string): string {
+  return text.length > MAX_REASON_CHARS ? `${text.slice(0, MAX_REASON_CHARS - 1)}…` : text;
+}
+
+function lambdaMessage(cause: string): string {
+  try {
+    const parsed: unknown = JSON.parse(cause);
+    if (typeof parsed === 'object' && parsed !== null && 'errorMessage' in parsed && typeof parsed.errorMessage === 'string') {
+      return parsed.errorMessage;
+    }
+  } catch {
+    // Not JSON: a plain message, used as it is.
+  }
+  return cause;
+}

@@ -1,0 +1,129 @@
+// EvaluateRecoveryPolicy: end the attempt if the wait ended it, apply the policy, record the decision.
+
+import { ConcurrentUpdateError, InvalidInputError } from '../errors.ts';
+import type { AttemptRecord, StoredDecision } from '../model.ts';
+import { decideRecovery } from '../policy/decide.ts';
+import type { AttemptOutcome, RecoveryDecision } from '../policy/types.ts';
+import type { Clock, JobStore } from '../ports.ts';
+import { JobStatus } from '../status.ts';
+import {
+  MAX_ATTEMPTS_PER_EXECUTION,
+  WorkflowError,
+  type AwaitError,
+  type DecisionOutput,
+  type WorkflowState,
+} from '../workflow/contract.ts';
+import { nowIso, type UseCaseDeps } from './deps.ts';
+
+/** Tries at recording a decision when other writers (heartbeat, cancel) keep changing the job. */
+const MAX_DECISION_TRIES = 3;
+
+/**
+ * Decides what the job does after the attempt in `state`, and records it.
+ *
+ * 1. An attempt with no outcome was ended by the wait itself: a heartbeat timeout or task
+ *    timeout ends it LOST (PREEMPTED if EC2 had warned of an interruption: the deadline
+ *    came first), a cancel ends it CANCELLED. If a report or event ended it meanwhile,
+ *    the stored outcome stands.
+ * 2. A job being cancelled is decided as CANCELLED whatever the attempt did: cancel wins.
+ * 3. `decideRecovery` on the job's policy and persisted counters; the decision, counters,
+ *    status (and failure reason, on FAIL) are recorded in one conditional write. A
+ *    concurrent status change (a late heartbeat's STARTING -> RUNNING, a cancel) makes it
+ *    decide again on a fresh read.
+ *
+ * Running it again for an attempt already decided returns the recorded decision. Returns
+ * the state with `decision` and without the wait's result or error.
+ */
+export async function evaluatePolicy(
+  state: WorkflowState,
+  deps: Pick<UseCaseDeps, 'store' | 'clock' | 'random'>,
+): Promise<WorkflowState> {
+  const { store, clock, random } = deps;
+  const { jobId, attempt: number } = state;
+  let attempt = await store.getAttempt(jobId, number);
+  const ended = attempt.outcome ?? (await endAwaitedAttempt(store, attempt, state.awaitError, clock));
+
+  for (let tries = 1; attempt.decision === null; tries += 1) {
+    const job = await store.getJob(jobId);
+    const outcome: AttemptOutcome = job.status === JobStatus.CANCELLING ? { kind: 'CANCELLED' } : ended;
+    const decision = decideRecovery({ policy: job.spec.resources.jobRecovery, counters: job.counters, outcome, random });
+    const at = nowIso(clock);
+    const stored = toStoredDecision(decision, at);
+    try {
+      await store.recordDecision(
+        jobId,
+        number,
+        stored,
+        decision.counters,
+        { from: job.status, to: decision.status, reason: decision.reason, attempt: number, at },
+        decision.action === 'FAIL' ? { failureReason: decision.reason } : undefined,
+      );
+      return withDecision(state, stored);
+    } catch (error) {
+      if (!(error instanceof ConcurrentUpdateError) || tries >= MAX_DECISION_TRIES) throw error;
+      attempt = await store.getAttempt(jobId, number);
+    }
+  }
+  return withDecision(state, attempt.decision);
+}
+
+/** Ends an attempt the wait gave up on; if something else ended it first, its outcome stands. */
+async function endAwaitedAttempt(
+  store: JobStore,
+  attempt: AttemptRecord,
+  awaitError: AwaitError | undefined,
+  clock: Clock,
+): Promise<AttemptOutcome> {
+  const outcome = outcomeOfAwaitError(attempt, awaitError, clock.now());
+  const ended = await store.endAttempt(attempt.jobId, attempt.attempt, outcome, nowIso(clock));
+  return ended.attempt.outcome ?? outcome;
+}
+
+function outcomeOfAwaitError(attempt: AttemptRecord, awaitError: AwaitError | undefined, now: Date): AttemptOutcome {
+  switch (awaitError?.Error) {
+    case WorkflowError.HeartbeatTimeout:
+    case WorkflowError.Timeout: {
+      if (attempt.interruptionNoticedAt !== null) return { kind: 'PREEMPTED' };
+      const since = attempt.lastHeartbeatAt ?? attempt.startedAt;
+      const seconds = Math.max(0, Math.floor((now.getTime() - Date.parse(since)) / 1000));
+      const what = attempt.lastHeartbeatAt === null ? 'no heartbeat since launch' : 'no heartbeat';
+      return { kind: 'LOST', reason: `${what} for ${seconds} s` };
+    }
+    case WorkflowError.JobCancelled:
+      return { kind: 'CANCELLED' };
+    default: {
+      const got = awaitError === undefined ? 'no outcome and no await error' : `await error ${awaitError.Error}`;
+      throw new InvalidInputError([
+        {
+          path: 'awaitError',
+          message: `attempt ${attempt.attempt} of job ${attempt.jobId} has not ended; expected a heartbeat timeout, a timeout or a cancel, got ${got}`,
+        },
+      ]);
+    }
+  }
+}
+
+function toStoredDecision(decision: RecoveryDecision, decidedAt: string): StoredDecision {
+  return {
+    action: decision.action,
+    rule: decision.rule,
+    status: decision.status,
+    reason: decision.reason,
+    delaySeconds: decision.delaySeconds,
+    decidedAt,
+  };
+}
+
+/** The state the Choice reads: the decision, and whether to continue as a new execution. */
+function withDecision(state: WorkflowState, decision: StoredDecision): WorkflowState {
+  const { awaitError: _awaitError, awaited: _awaited, ...rest } = state;
+  const relaunching = decision.action === 'RESTART' || decision.action === 'RECOVER';
+  const output: DecisionOutput = {
+    action: decision.action,
+    status: decision.status,
+    reason: decision.reason,
+    delaySeconds: decision.delaySeconds,
+    continueAsNew: relaunching && state.attemptsInExecution >= MAX_ATTEMPTS_PER_EXECUTION,
+  };
+  return { ...rest, decision: output };
+}

@@ -1,0 +1,234 @@
+// evaluatePolicy: every action, the wait's own endings, cancel winning, and a decision recorded once.
+
+import { describe, expect, it } from 'vitest';
+import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
+import { InvalidInputError } from '../../../lib/errors.ts';
+import type { JobRecord, StoredDecision } from '../../../lib/model.ts';
+import type { AttemptOutcome, RecoveryCounters } from '../../../lib/policy/types.ts';
+import type { RecoveryPolicy } from '../../../lib/spec/types.ts';
+import type { JobPatch, StatusChange } from '../../../lib/ports.ts';
+import { evaluatePolicy } from '../../../lib/usecases/evaluate-policy.ts';
+import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
+import { MAX_ATTEMPTS_PER_EXECUTION, WorkflowError, type WorkflowState } from '../../../lib/workflow/contract.ts';
+import { givenJob, harness, initialState, JOB_ID, launchAndAwait, report, taskSpec, type Harness } from './harness.ts';
+
+/** A job whose attempt 1 is running and awaited, under this policy. */
+async function attemptRunning(h: Harness, recovery: Partial<RecoveryPolicy> = {}): Promise<WorkflowState> {
+  await givenJob(h, taskSpec({ recovery }));
+  return launchAndAwait(h, initialState());
+}
+
+async function ended(h: Harness, outcome: AttemptOutcome): Promise<void> {
+  await h.store.endAttempt(JOB_ID, 1, outcome, h.clock.now().toISOString());
+}
+
+describe('evaluatePolicy', () => {
+  it.each<{ name: string; recovery: Partial<RecoveryPolicy>; phase: 'setup' | 'run'; code: number; action: string; status: string; counters: Partial<RecoveryCounters> }>([
+    { name: 'exit 0 succeeds', recovery: {}, phase: 'run', code: 0, action: 'SUCCEED', status: 'SUCCEEDED', counters: { recoveryCount: 0 } },
+    {
+      name: 'a code in recover_on_exit_codes restarts without charging the error budget',
+      recovery: { recoverOnExitCodes: [29] },
+      phase: 'run',
+      code: 29,
+      action: 'RESTART',
+      status: 'RECOVERING',
+      counters: { restartsOnErrors: 0, restartsOnExitCodes: 1, recoveryCount: 1 },
+    },
+    {
+      name: 'an error within max_restarts_on_errors restarts and charges it',
+      recovery: { maxRestartsOnErrors: 2 },
+      phase: 'run',
+      code: 1,
+      action: 'RESTART',
+      status: 'RECOVERING',
+      counters: { restartsOnErrors: 1, recoveryCount: 1 },
+    },
+    { name: 'an error with no budget fails', recovery: {}, phase: 'run', code: 1, action: 'FAIL', status: 'FAILED', counters: { restartsOnErrors: 1, recoveryCount: 0 } },
+    { name: 'a setup error with no budget fails in setup', recovery: {}, phase: 'setup', code: 2, action: 'FAIL', status: 'FAILED_SETUP', counters: { restartsOnErrors: 1 } },
+  ])('$name', async ({ recovery, phase, code, action, status, counters }) => {
+    const h = harness();
+    const state = await attemptRunning(h, recovery);
+    await report(h, 1, phase, code);
+
+    const next = await evaluatePolicy({ ...state, awaited: { outcome: 'EXITED' } }, h.deps);
+
+    expect(next.decision).toMatchObject({ action, status, delaySeconds: 0, continueAsNew: false });
+    expect(next).not.toHaveProperty('awaited');
+    const job = await h.store.getJob(JOB_ID);
+    expect(job.status).toBe(status);
+    expect(job.counters).toMatchObject(counters);
+    const attempt = await h.store.getAttempt(JOB_ID, 1);
+    expect(attempt.decision).toMatchObject({ action, status, reason: next.decision?.reason });
+    const events = await h.store.listEvents(JOB_ID);
+    expect(events.at(-1)).toMatchObject({ to: status, attempt: 1, reason: next.decision?.reason });
+  });
+
+  it('stores the reason of a FAIL as the job\'s failure reason', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    await report(h, 1, 'run', 137);
+    const next = await evaluatePolicy(state, h.deps);
+    expect(next.decision?.reason).toMatch(/137/);
+    expect((await h.store.getJob(JOB_ID)).failureReason).toBe(next.decision?.reason);
+  });
+
+  it('recovers a preempted attempt, without charging the error budget', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    await ended(h, { kind: 'PREEMPTED' });
+    const next = await evaluatePolicy(state, h.deps);
+    expect(next.decision).toMatchObject({ action: 'RECOVER', status: 'RECOVERING' });
+    expect((await h.store.getJob(JOB_ID)).counters).toMatchObject({ restartsOnErrors: 0, recoveryCount: 1, consecutivePreemptions: 1 });
+  });
+
+  it('ends an attempt that timed out on heartbeats LOST, then recovers it', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    h.clock.advance(300);
+
+    const next = await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.HeartbeatTimeout, Cause: '' } }, h.deps);
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: 'no heartbeat since launch for 300 s' });
+    expect(next.decision).toMatchObject({ action: 'RECOVER', status: 'RECOVERING' });
+    expect(next.decision?.reason).toMatch(/no heartbeat since launch for 300 s/);
+    expect(next).not.toHaveProperty('awaitError');
+  });
+
+  it('counts the silence from the last heartbeat', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    h.clock.advance(100);
+    await h.store.recordHeartbeat(JOB_ID, 1, h.clock.now().toISOString());
+    h.clock.advance(310);
+    await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.Timeout } }, h.deps);
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: 'no heartbeat for 310 s' });
+  });
+
+  it('ends a timed-out attempt PREEMPTED when EC2 had warned of an interruption', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    await h.store.noteInterruption(JOB_ID, 1, h.clock.now().toISOString());
+    await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.HeartbeatTimeout } }, h.deps);
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'PREEMPTED' });
+  });
+
+  it('keeps the outcome a report stored before the timeout was handled', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    await report(h, 1, 'run', 0);
+    const next = await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.HeartbeatTimeout } }, h.deps);
+    expect(next.decision?.action).toBe('SUCCEED');
+  });
+
+  it('ends a cancelled wait CANCELLED and the job CANCELLED', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'CANCELLING', reason: 'user', attempt: 1, at: h.clock.now().toISOString() });
+
+    const next = await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.JobCancelled, Cause: 'cancelled by the user' } }, h.deps);
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'CANCELLED' });
+    expect(next.decision).toMatchObject({ action: 'FAIL', status: 'CANCELLED' });
+    expect((await h.store.getJob(JOB_ID)).status).toBe('CANCELLED');
+  });
+
+  it('lets cancel win over an attempt that finished while the cancel was on its way', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    await report(h, 1, 'run', 0);
+    await h.store.changeStatus(JOB_ID, { from: 'RUNNING', to: 'CANCELLING', reason: 'user', attempt: 1, at: h.clock.now().toISOString() });
+    const next = await evaluatePolicy(state, h.deps);
+    expect(next.decision).toMatchObject({ action: 'FAIL', status: 'CANCELLED' });
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome?.kind).toBe('EXITED');
+  });
+
+  it('fails the job FAILED_NO_RESOURCE after a launch with no capacity', async () => {
+    const h = harness();
+    await givenJob(h);
+    const state = await launchAttempt(initialState(), h.deps);
+    await ended(h, { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: 'no capacity' });
+    const next = await evaluatePolicy(state, h.deps);
+    expect(next.decision).toMatchObject({ action: 'FAIL', status: 'FAILED_NO_RESOURCE' });
+  });
+
+  it('passes the backoff delay to the Wait', async () => {
+    const h = harness();
+    const state = await attemptRunning(h, { restartBackoff: { initialSeconds: 30, factor: 2, maxSeconds: 600, jitter: 'none' } });
+    await ended(h, { kind: 'PREEMPTED' });
+    const next = await evaluatePolicy(state, h.deps);
+    expect(next.decision?.delaySeconds).toBe(30);
+    expect((await h.store.getAttempt(JOB_ID, 1)).decision?.delaySeconds).toBe(30);
+  });
+
+  it('asks to continue as a new execution once this one has run its share of attempts', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    await ended(h, { kind: 'PREEMPTED' });
+    const next = await evaluatePolicy({ ...state, attemptsInExecution: MAX_ATTEMPTS_PER_EXECUTION }, h.deps);
+    expect(next.decision).toMatchObject({ action: 'RECOVER', continueAsNew: true });
+  });
+
+  it('never continues as new to finish a job', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    await report(h, 1, 'run', 0);
+    const next = await evaluatePolicy({ ...state, attemptsInExecution: MAX_ATTEMPTS_PER_EXECUTION }, h.deps);
+    expect(next.decision).toMatchObject({ action: 'SUCCEED', continueAsNew: false });
+  });
+
+  it('answers a re-run with the recorded decision and records nothing twice', async () => {
+    const h = harness();
+    const state = await attemptRunning(h, { maxRestartsOnErrors: 3 });
+    await report(h, 1, 'run', 1);
+    const first = await evaluatePolicy(state, h.deps);
+    const events = await h.store.listEvents(JOB_ID);
+    const counters = (await h.store.getJob(JOB_ID)).counters;
+
+    const again = await evaluatePolicy(state, h.deps);
+
+    expect(again).toEqual(first);
+    expect(await h.store.listEvents(JOB_ID)).toEqual(events);
+    expect((await h.store.getJob(JOB_ID)).counters).toEqual(counters);
+  });
+
+  it('refuses an attempt that has not ended when the wait ended without an error', async () => {
+    const h = harness();
+    const state = await attemptRunning(h);
+    await expect(evaluatePolicy(state, h.deps)).rejects.toThrow(InvalidInputError);
+    await expect(evaluatePolicy({ ...state, awaitError: { Error: 'States.TaskFailed' } }, h.deps)).rejects.toThrow(
+      /expected a heartbeat timeout, a timeout or a cancel, got await error States.TaskFailed/,
+    );
+  });
+
+  it('decides again on a fresh read when a late heartbeat moved the job to RUNNING meanwhile', async () => {
+    const h = harness();
+    const store = new HeartbeatDuringDecision();
+    await givenJob({ ...h, store });
+    const state = await launchAndAwait({ ...h, store, deps: { ...h.deps, store } }, initialState());
+    await store.endAttempt(JOB_ID, 1, { kind: 'PREEMPTED' }, h.clock.now().toISOString());
+
+    const next = await evaluatePolicy(state, { ...h.deps, store });
+
+    expect(next.decision).toMatchObject({ action: 'RECOVER', status: 'RECOVERING' });
+    expect((await store.listEvents(JOB_ID)).map((e) => e.to)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'RECOVERING']);
+  });
+});
+
+/** A store where the agent's first heartbeat lands just before the first decision is written. */
+class HeartbeatDuringDecision extends InMemoryJobStore {
+  #raced = false;
+  override async recordDecision(
+    jobId: string,
+    attempt: number,
+    decision: StoredDecision,
+    counters: RecoveryCounters,
+    change: StatusChange,
+    patch?: Pick<JobPatch, 'failureReason'>,
+  ): Promise<JobRecord> {
+    if (!this.#raced) {
+      this.#raced = true;
+      await this.changeStatus(jobId, { ...change, to: 'RUNNING', reason: 'heartbeat' });
+    }
+    return super.recordDecision(jobId, attempt, decision, counters, change, patch);
+  }
+}
