@@ -1,0 +1,98 @@
+// What the API and `relaunch run --json` show of a job: pure projections of the records.
+
+import type { AttemptRecord, JobRecord, NodeReport, Placement } from './model.ts';
+import type { Market, OutcomeKind, Phase, RecoveryAction } from './policy/types.ts';
+import type { JobStatus } from './status.ts';
+
+/** One attempt as shown: how it ended, each node's code, and what the policy decided. */
+export interface AttemptView {
+  readonly attempt: number;
+  /** null while the attempt runs. */
+  readonly outcome: OutcomeKind | null;
+  /** The phase the codes belong to; null when no node has reported. */
+  readonly phase: Phase | null;
+  /** One code per node in rank order (null: unknown or killed); [] when none was reported. */
+  readonly exitCodes: readonly (number | null)[];
+  readonly decision: RecoveryAction | null;
+  readonly reason: string | null;
+  readonly market: Market;
+  readonly placement: Placement | null;
+}
+
+/** A job with its attempts: `GET /jobs/{id}` and `relaunch run --json`. */
+export interface JobView {
+  readonly jobId: string;
+  readonly name: string | null;
+  readonly status: JobStatus;
+  readonly recoveryCount: number;
+  readonly restartsOnErrors: number;
+  readonly attempts: readonly AttemptView[];
+}
+
+/** A job in a list: `GET /jobs`. */
+export interface JobSummary {
+  readonly jobId: string;
+  readonly name: string | null;
+  readonly status: JobStatus;
+  readonly recoveryCount: number;
+  readonly restartsOnErrors: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** The job and its attempts (any order; shown oldest first) as one object. */
+export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): JobView {
+  return {
+    jobId: job.jobId,
+    name: job.name,
+    status: job.status,
+    recoveryCount: job.counters.recoveryCount,
+    restartsOnErrors: job.counters.restartsOnErrors,
+    attempts: [...attempts].sort((a, b) => a.attempt - b.attempt).map((attempt) => toAttemptView(attempt, job.spec.numNodes)),
+  };
+}
+
+/** The job as one line of a list. */
+export function toJobSummary(job: JobRecord): JobSummary {
+  return {
+    jobId: job.jobId,
+    name: job.name,
+    status: job.status,
+    recoveryCount: job.counters.recoveryCount,
+    restartsOnErrors: job.counters.restartsOnErrors,
+    createdAt: job.createdAt,
+    updatedAt: job.updatedAt,
+  };
+}
+
+function toAttemptView(attempt: AttemptRecord, numNodes: number): AttemptView {
+  const { phase, exitCodes } = codesOf(attempt, numNodes);
+  return {
+    attempt: attempt.attempt,
+    outcome: attempt.outcome?.kind ?? null,
+    phase,
+    exitCodes,
+    decision: attempt.decision?.action ?? null,
+    reason: attempt.decision?.reason ?? null,
+    market: attempt.market,
+    placement: attempt.placement,
+  };
+}
+
+/**
+ * The codes to show. An attempt that EXITED shows its outcome's codes (a killed node is
+ * null). Any other attempt (running, preempted, lost) shows what its nodes reported for
+ * the furthest phase any node reached, null for a node that has not reported that phase.
+ */
+function codesOf(attempt: AttemptRecord, numNodes: number): { phase: Phase | null; exitCodes: (number | null)[] } {
+  const { outcome } = attempt;
+  if (outcome?.kind === 'EXITED') {
+    const byRank = [...outcome.nodes].sort((a, b) => a.rank - b.rank);
+    return { phase: outcome.phase, exitCodes: byRank.map((node) => node.exitCode) };
+  }
+  if (attempt.reports.length === 0) return { phase: null, exitCodes: [] };
+  const phase: Phase = attempt.reports.some((report) => report.phase === 'run') ? 'run' : 'setup';
+  const codeOf = (rank: number): number | null =>
+    attempt.reports.find((report: NodeReport) => report.nodeRank === rank && report.phase === phase)?.exitCode ?? null;
+  return { phase, exitCodes: Array.from({ length: numNodes }, (_, rank) => codeOf(rank)) };
+}

@@ -1,0 +1,151 @@
+// toJobView, toJobSummary, and the getJob/listJobs queries that serve them.
+
+import { describe, expect, it } from 'vitest';
+import type { AttemptRecord, JobRecord, NodeReport } from '../../../lib/model.ts';
+import type { AttemptOutcome } from '../../../lib/policy/types.ts';
+import { getJob, listJobs } from '../../../lib/usecases/queries.ts';
+import { toJobSummary, toJobView } from '../../../lib/views.ts';
+import { givenJob, harness, taskSpec } from './harness.ts';
+
+const AT = '2026-03-01T12:00:00.000Z';
+
+function job(numNodes = 1): JobRecord {
+  return {
+    jobId: 'j-1',
+    name: 'train',
+    spec: taskSpec({ numNodes }),
+    status: 'RUNNING',
+    counters: { restartsOnErrors: 1, restartsOnExitCodes: 2, recoveryCount: 3, consecutivePreemptions: 0, market: 'spot' },
+    attemptCount: 1,
+    executionArn: 'arn:x',
+    failureReason: null,
+    createdAt: AT,
+    updatedAt: '2026-03-01T13:00:00.000Z',
+  };
+}
+
+function attempt(n: number, outcome: AttemptOutcome | null, reports: NodeReport[] = []): AttemptRecord {
+  return {
+    jobId: 'j-1',
+    attempt: n,
+    market: 'spot',
+    placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' },
+    instances: [],
+    taskToken: null,
+    secretHash: 'h',
+    reports,
+    outcome,
+    decision: null,
+    startedAt: AT,
+    lastHeartbeatAt: null,
+    interruptionNoticedAt: null,
+    endedAt: null,
+  };
+}
+
+const rep = (nodeRank: number, phase: 'setup' | 'run', exitCode: number): NodeReport => ({ nodeRank, phase, exitCode, outputTail: '', reportedAt: AT });
+
+describe('toJobView', () => {
+  it('shows exactly the documented fields, attempts oldest first', () => {
+    const decided: AttemptRecord = {
+      ...attempt(1, { kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 29 }] }),
+      decision: { action: 'RESTART', rule: 'RECOVER_ON_EXIT_CODE', status: 'RECOVERING', reason: 'exit code 29 is listed', delaySeconds: 0, decidedAt: AT },
+    };
+    const view = toJobView(job(), [attempt(2, null), decided]);
+    expect(view).toEqual({
+      jobId: 'j-1',
+      name: 'train',
+      status: 'RUNNING',
+      recoveryCount: 3,
+      restartsOnErrors: 1,
+      attempts: [
+        {
+          attempt: 1,
+          outcome: 'EXITED',
+          phase: 'run',
+          exitCodes: [29],
+          decision: 'RESTART',
+          reason: 'exit code 29 is listed',
+          market: 'spot',
+          placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' },
+        },
+        { attempt: 2, outcome: null, phase: null, exitCodes: [], decision: null, reason: null, market: 'spot', placement: expect.anything() },
+      ],
+    });
+  });
+
+  it.each<{ name: string; numNodes: number; outcome: AttemptOutcome | null; reports: NodeReport[]; phase: string | null; exitCodes: (number | null)[] }>([
+    {
+      name: 'an exited multi-node attempt: one code per node in rank order, null for a killed node',
+      numNodes: 3,
+      outcome: {
+        kind: 'EXITED',
+        phase: 'run',
+        nodes: [
+          { rank: 2, exitCode: 0 },
+          { rank: 0, exitCode: null, killedByController: true },
+          { rank: 1, exitCode: 1 },
+        ],
+      },
+      reports: [],
+      phase: 'run',
+      exitCodes: [null, 1, 0],
+    },
+    { name: 'a preempted attempt with no report: no codes', numNodes: 1, outcome: { kind: 'PREEMPTED' }, reports: [], phase: null, exitCodes: [] },
+    {
+      name: 'a preempted attempt whose setup had finished: the setup codes',
+      numNodes: 2,
+      outcome: { kind: 'PREEMPTED' },
+      reports: [rep(1, 'setup', 0), rep(0, 'setup', 0)],
+      phase: 'setup',
+      exitCodes: [0, 0],
+    },
+    {
+      name: 'a running attempt part-way through run: run codes so far, null for the rest',
+      numNodes: 2,
+      outcome: null,
+      reports: [rep(0, 'setup', 0), rep(1, 'setup', 0), rep(1, 'run', 0)],
+      phase: 'run',
+      exitCodes: [null, 0],
+    },
+    {
+      name: 'a cancelled launch: nothing',
+      numNodes: 1,
+      outcome: { kind: 'CANCELLED' },
+      reports: [],
+      phase: null,
+      exitCodes: [],
+    },
+  ])('$name', ({ numNodes, outcome, reports, phase, exitCodes }) => {
+    const [view] = toJobView(job(numNodes), [attempt(1, outcome, reports)]).attempts;
+    expect(view).toMatchObject({ outcome: outcome?.kind ?? null, phase, exitCodes });
+  });
+});
+
+describe('toJobSummary', () => {
+  it('shows the list fields only', () => {
+    expect(toJobSummary(job())).toEqual({
+      jobId: 'j-1',
+      name: 'train',
+      status: 'RUNNING',
+      recoveryCount: 3,
+      restartsOnErrors: 1,
+      createdAt: AT,
+      updatedAt: '2026-03-01T13:00:00.000Z',
+    });
+  });
+});
+
+describe('getJob and listJobs', () => {
+  it('read the store: one job with its attempts, and the jobs newest first', async () => {
+    const h = harness();
+    await givenJob(h, taskSpec(), 'j-older');
+    h.clock.advance(1);
+    await givenJob(h, taskSpec(), 'j-newer');
+
+    expect(await getJob('j-older', h.deps)).toMatchObject({ jobId: 'j-older', status: 'PENDING', attempts: [] });
+    expect((await listJobs(h.deps)).jobs.map((j) => j.jobId)).toEqual(['j-newer', 'j-older']);
+    expect((await listJobs(h.deps, { limit: 1 })).jobs).toHaveLength(1);
+    await expect(getJob('j-missing', h.deps)).rejects.toThrow('no job with id j-missing');
+  });
+});
