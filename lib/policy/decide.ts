@@ -144,7 +144,8 @@ function decidePreemptedOrLost(input: DecideRecoveryInput, what: string): Recove
   const { policy, counters, outcome } = input;
   const preempted = outcome.kind === 'PREEMPTED';
   const inARow = preempted ? counters.consecutivePreemptions + 1 : 0;
-  const fallBack = policy.onDemandFallbackAfter !== null && inARow >= policy.onDemandFallbackAfter;
+  // Only a preemption can trigger the fallback, even if on_demand_fallback_after were 0.
+  const fallBack = preempted && policy.onDemandFallbackAfter !== null && inARow >= policy.onDemandFallbackAfter;
   const market: Market = fallBack ? 'on-demand' : counters.market;
   const recovery = counters.recoveryCount + 1;
   const switched = market !== counters.market ? `; ${inARow} preemptions in a row; relaunching on-demand` : '';

@@ -372,6 +372,11 @@ describe('decideRecovery: on-demand fallback', () => {
     expect(decisions.at(-1)?.counters.consecutivePreemptions).toBe(20);
   });
 
+  it('a lost instance never triggers the fallback, even with a threshold of 0', () => {
+    const decision = decide(policy({ onDemandFallbackAfter: 0 }), counters(), LOST);
+    expect(decision.market).toBe('spot');
+  });
+
   it('an on-demand job is never announced as switching', () => {
     const decisions = sequence(fallbackAfter3, [PREEMPTED, PREEMPTED, PREEMPTED], false);
     expect(decisions.map((d) => d.market)).toEqual(['on-demand', 'on-demand', 'on-demand']);
