@@ -1,0 +1,77 @@
+// The jobs table, defined once: the CDK construct, the local runtime and the tests all build
+// it from these names, and DynamoJobStore reads and writes by them.
+//
+// Layout (DESIGN.md section 5), every item of a job in its own partition:
+//
+//   pk            sk                        what
+//   JOB#<id>      JOB                       the job; gsi2pk = JOBS, gsi2sk = <createdAt>#<id>
+//   JOB#<id>      ATTEMPT#<nnnn>            one attempt (4+ digits, zero-padded)
+//   JOB#<id>      INSTANCE#<instanceId>     which attempt owns an instance; gsi1pk = <instanceId>,
+//                                           gsi1sk = ATTEMPT#<nnnn>
+//   JOB#<id>      EVENT#<at>#<seq>          one status change (seq: 6+ digits, per job)
+//
+// Two indexes: InstanceIndex finds an attempt by instance id (keys only: pk and gsi1sk
+// name the attempt item); JobListIndex lists jobs newest first without a Scan. All jobs
+// share one JobListIndex partition: simple and right for the hundreds of jobs a team runs,
+// at the price of a write ceiling on that partition well above any launch rate relaunch has.
+
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+
+/** The table's key attributes, both strings. */
+export const TABLE_KEY = { partitionKey: 'pk', sortKey: 'sk' } as const;
+
+/** A global secondary index: its name, string key attributes and what it projects. */
+export interface IndexDefinition {
+  readonly indexName: string;
+  readonly partitionKey: string;
+  readonly sortKey: string;
+  /** DynamoDB's ProjectionType (and CDK's `dynamodb.ProjectionType` value). */
+  readonly projection: 'ALL' | 'KEYS_ONLY';
+}
+
+/** Finds the attempt that owns an instance id. */
+export const INSTANCE_INDEX: IndexDefinition = {
+  indexName: 'InstanceIndex',
+  partitionKey: 'gsi1pk',
+  sortKey: 'gsi1sk',
+  projection: 'KEYS_ONLY',
+};
+
+/** Lists jobs by creation time; projects whole job items so a list is one Query. */
+export const JOB_LIST_INDEX: IndexDefinition = {
+  indexName: 'JobListIndex',
+  partitionKey: 'gsi2pk',
+  sortKey: 'gsi2sk',
+  projection: 'ALL',
+};
+
+/** The JobListIndex partition every job item sits in. */
+export const JOB_LIST_PARTITION = 'JOBS';
+
+/** Every index of the table. */
+export const TABLE_INDEXES: readonly IndexDefinition[] = [INSTANCE_INDEX, JOB_LIST_INDEX];
+
+/**
+ * CreateTable's input for this table, on-demand billing, as the CDK construct declares it:
+ * for dynalite and tests (the deployed table is CloudFormation's).
+ */
+export function createTableInput(tableName: string): CreateTableCommandInput {
+  const keyAttributes = [TABLE_KEY.partitionKey, TABLE_KEY.sortKey, ...TABLE_INDEXES.flatMap((i) => [i.partitionKey, i.sortKey])];
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: keyAttributes.map((name) => ({ AttributeName: name, AttributeType: 'S' })),
+    KeySchema: [
+      { AttributeName: TABLE_KEY.partitionKey, KeyType: 'HASH' },
+      { AttributeName: TABLE_KEY.sortKey, KeyType: 'RANGE' },
+    ],
+    GlobalSecondaryIndexes: TABLE_INDEXES.map((index) => ({
+      IndexName: index.indexName,
+      KeySchema: [
+        { AttributeName: index.partitionKey, KeyType: 'HASH' },
+        { AttributeName: index.sortKey, KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: index.projection },
+    })),
+  };
+}
