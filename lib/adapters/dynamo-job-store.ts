@@ -1,0 +1,682 @@
+// DynamoJobStore: the JobStore port on one DynamoDB table (layout in dynamo-table.ts).
+//
+// Every write that changes state the controller relies on is conditional; the conditions
+// are the port's rules (expected status, attempt sequence, outcome set once, one report
+// per node and phase), so a lost race is always a refused write, never a lost update.
+// Status changes are TransactWriteItems: the job, the EVENT row and (for a decision) the
+// attempt are written together or not at all. This is the only module that knows DynamoDB
+// exceptions; it turns them into the port's errors.
+//
+// Records are stored attribute by attribute (nested values as maps and lists) so a person
+// can read them in the console; a top-level null is stored as an absent attribute, which
+// lets conditions say `attribute_not_exists(outcome)`.
+
+import {
+  ConditionalCheckFailedException,
+  GetItemCommand,
+  QueryCommand,
+  TransactionCanceledException,
+  TransactWriteItemsCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+  type QueryCommandInput,
+  type TransactWriteItem,
+} from '@aws-sdk/client-dynamodb';
+import { ConcurrentUpdateError, JobNotFoundError, StaleAttemptError } from '../errors.ts';
+import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
+import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
+import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
+import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY } from './dynamo-table.ts';
+import { JOB_CREATED_REASON } from './memory-job-store.ts';
+
+/** What a DynamoJobStore needs: a client (built by the caller) and the table's name. */
+export interface DynamoJobStoreOptions {
+  readonly client: DynamoDBClient;
+  readonly tableName: string;
+}
+
+type Item = Record<string, AttributeValue>;
+
+/** The record's field names, checked at compile time to be all of them. */
+function allFields<T>() {
+  return <const F extends readonly (keyof T)[]>(
+    fields: F & ([Exclude<keyof T, F[number]>] extends [never] ? unknown : never),
+  ): F => fields;
+}
+
+const JOB_FIELDS = allFields<JobRecord>()([
+  'jobId',
+  'name',
+  'spec',
+  'status',
+  'counters',
+  'attemptCount',
+  'executionArn',
+  'failureReason',
+  'createdAt',
+  'updatedAt',
+]);
+
+const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
+  'jobId',
+  'attempt',
+  'market',
+  'placement',
+  'instances',
+  'taskToken',
+  'secretHash',
+  'reports',
+  'outcome',
+  'decision',
+  'startedAt',
+  'lastHeartbeatAt',
+  'interruptionNoticedAt',
+  'endedAt',
+]);
+
+const EVENT_FIELDS = allFields<JobEvent>()(['jobId', 'at', 'from', 'to', 'attempt', 'reason']);
+
+/** Bookkeeping attributes that are not part of any record. */
+const EVENT_COUNT = 'eventCount';
+const REPORT_KEYS = 'reportKeys';
+
+/** A JobStore on DynamoDB. */
+export class DynamoJobStore implements JobStore {
+  readonly #client: DynamoDBClient;
+  readonly #tableName: string;
+
+  constructor(options: DynamoJobStoreOptions) {
+    this.#client = options.client;
+    this.#tableName = options.tableName;
+  }
+
+  async createJob(job: JobRecord): Promise<void> {
+    const created: JobEvent = {
+      jobId: job.jobId,
+      at: job.createdAt,
+      from: null,
+      to: job.status,
+      attempt: null,
+      reason: JOB_CREATED_REASON,
+    };
+    const reasons = await this.#transact([
+      this.#putNew({ ...jobKey(job.jobId), ...jobItem(job), [EVENT_COUNT]: num(1) }),
+      this.#putNew({ ...eventKey(job.jobId, job.createdAt, 1), ...recordItem(created) }),
+    ]);
+    if (reasons !== null) throw new ConcurrentUpdateError(`job ${job.jobId} already exists`);
+  }
+
+  async getJob(jobId: string): Promise<JobRecord> {
+    return (await this.#job(jobId)).job;
+  }
+
+  async listJobs(options?: { limit?: number }): Promise<JobRecord[]> {
+    const limit = options?.limit;
+    if (limit !== undefined && limit <= 0) return [];
+    const items = await this.#query(
+      {
+        IndexName: JOB_LIST_INDEX.indexName,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': JOB_LIST_INDEX.partitionKey },
+        ExpressionAttributeValues: { ':pk': str(JOB_LIST_PARTITION) },
+        ScanIndexForward: false,
+      },
+      limit,
+    );
+    return items.map(toJob);
+  }
+
+  async changeStatus(jobId: string, change: StatusChange, patch?: JobPatch): Promise<JobRecord> {
+    const set: Record<string, AttributeValue | null> = {};
+    if (patch?.counters !== undefined) set.counters = toAttribute(patch.counters);
+    if (patch?.failureReason !== undefined) set.failureReason = nullable(patch.failureReason);
+    await this.#writeStatusChange(jobId, change, set, []);
+    return this.getJob(jobId);
+  }
+
+  async setExecution(jobId: string, executionArn: string): Promise<void> {
+    try {
+      await this.#update(jobKey(jobId), { executionArn: str(executionArn) }, 'attribute_exists(#pk)');
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new JobNotFoundError(jobId);
+      throw error;
+    }
+  }
+
+  async putAttempt(attempt: AttemptRecord): Promise<void> {
+    const { jobId } = attempt;
+    const reportKeys = attempt.reports.map(reportKey);
+    const reasons = await this.#transact([
+      {
+        Update: {
+          TableName: this.#tableName,
+          Key: jobKey(jobId),
+          UpdateExpression: 'SET #attemptCount = :next',
+          ConditionExpression: '#attemptCount = :previous',
+          ExpressionAttributeNames: { '#attemptCount': 'attemptCount' },
+          ExpressionAttributeValues: { ':next': num(attempt.attempt), ':previous': num(attempt.attempt - 1) },
+        },
+      },
+      this.#putNew({
+        ...attemptKey(jobId, attempt.attempt),
+        ...recordItem(attempt),
+        ...(reportKeys.length > 0 ? { [REPORT_KEYS]: { SS: [...new Set(reportKeys)] } } : {}),
+      }),
+      ...this.#instancePuts(jobId, attempt.attempt, attempt.instances),
+    ]);
+    if (reasons === null) return;
+    const { job } = await this.#job(jobId);
+    throw new ConcurrentUpdateError(
+      `job ${jobId} has ${job.attemptCount} attempt(s); attempt ${attempt.attempt} cannot start`,
+    );
+  }
+
+  async getAttempt(jobId: string, attempt: number): Promise<AttemptRecord> {
+    const item = await this.#get(attemptKey(jobId, attempt));
+    if (item === undefined) return this.#missingAttempt(jobId, attempt);
+    return toAttempt(item);
+  }
+
+  async listAttempts(jobId: string): Promise<AttemptRecord[]> {
+    const attempts = (await this.#queryJobPartition(jobId, ATTEMPT_PREFIX)).map(toAttempt);
+    if (attempts.length === 0) await this.#job(jobId);
+    return attempts.sort((a, b) => a.attempt - b.attempt);
+  }
+
+  async findAttemptByInstance(instanceId: string): Promise<AttemptRecord | null> {
+    const [owner] = await this.#query(
+      {
+        IndexName: INSTANCE_INDEX.indexName,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': INSTANCE_INDEX.partitionKey },
+        ExpressionAttributeValues: { ':pk': str(instanceId) },
+      },
+      1,
+    );
+    const pk = owner?.[TABLE_KEY.partitionKey];
+    const attemptSk = owner?.[INSTANCE_INDEX.sortKey];
+    if (pk === undefined || attemptSk === undefined) return null;
+    const item = await this.#get({ [TABLE_KEY.partitionKey]: pk, [TABLE_KEY.sortKey]: attemptSk });
+    return item === undefined ? null : toAttempt(item);
+  }
+
+  async setInstances(
+    jobId: string,
+    attempt: number,
+    placement: Placement,
+    instances: readonly InstanceRef[],
+  ): Promise<void> {
+    const reasons = await this.#transact([
+      {
+        Update: {
+          TableName: this.#tableName,
+          Key: attemptKey(jobId, attempt),
+          UpdateExpression: 'SET #placement = :placement, #instances = :instances',
+          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#placement)',
+          ExpressionAttributeNames: { '#pk': TABLE_KEY.partitionKey, '#placement': 'placement', '#instances': 'instances' },
+          ExpressionAttributeValues: { ':placement': toAttribute(placement), ':instances': toAttribute(instances) },
+        },
+      },
+      ...this.#instancePuts(jobId, attempt, instances),
+    ]);
+    if (reasons === null) return;
+    await this.getAttempt(jobId, attempt);
+    throw new ConcurrentUpdateError(`attempt ${attempt} of job ${jobId} already has its instances`);
+  }
+
+  async setTaskToken(jobId: string, attempt: number, taskToken: string): Promise<AttemptRecord> {
+    return this.#updateAttempt(jobId, attempt, { taskToken: str(taskToken) }, 'attribute_exists(#pk)', (current) => {
+      throw new ConcurrentUpdateError(`attempt ${current.attempt} of job ${jobId} refused its task token`);
+    });
+  }
+
+  async addReport(
+    jobId: string,
+    attempt: number,
+    report: NodeReport,
+  ): Promise<{ attempt: AttemptRecord; duplicate: boolean }> {
+    const key = reportKey(report);
+    try {
+      const updated = await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: attemptKey(jobId, attempt),
+          UpdateExpression: 'SET #reports = list_append(#reports, :report) ADD #reportKeys :keys',
+          ConditionExpression:
+            'attribute_exists(#pk) AND attribute_not_exists(#outcome) AND NOT contains(#reportKeys, :key)',
+          ExpressionAttributeNames: {
+            '#pk': TABLE_KEY.partitionKey,
+            '#reports': 'reports',
+            '#reportKeys': REPORT_KEYS,
+            '#outcome': 'outcome',
+          },
+          ExpressionAttributeValues: {
+            ':report': { L: [toAttribute(report)] },
+            ':keys': { SS: [key] },
+            ':key': str(key),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { attempt: toAttempt(updated.Attributes ?? {}), duplicate: false };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    // Reports and outcomes are only ever added, so what is stored now says why it was refused.
+    const current = await this.getAttempt(jobId, attempt);
+    if (current.reports.some((r) => reportKey(r) === key)) return { attempt: current, duplicate: true };
+    if (current.outcome !== null) throw endedError(jobId, attempt, 'a report');
+    throw new ConcurrentUpdateError(`report ${key} for attempt ${attempt} of job ${jobId} was refused`);
+  }
+
+  async recordHeartbeat(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+    return this.#updateAttempt(
+      jobId,
+      attempt,
+      { lastHeartbeatAt: str(at) },
+      'attribute_exists(#pk) AND attribute_not_exists(#outcome)',
+      () => {
+        throw endedError(jobId, attempt, 'a heartbeat');
+      },
+    );
+  }
+
+  async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+    return this.#updateAttempt(
+      jobId,
+      attempt,
+      { interruptionNoticedAt: str(at) },
+      'attribute_exists(#pk) AND attribute_not_exists(#interruptionNoticedAt) AND attribute_not_exists(#outcome)',
+      (current) => current,
+    );
+  }
+
+  async endAttempt(
+    jobId: string,
+    attempt: number,
+    outcome: AttemptOutcome,
+    at: string,
+  ): Promise<{ attempt: AttemptRecord; won: boolean }> {
+    let won = true;
+    const stored = await this.#updateAttempt(
+      jobId,
+      attempt,
+      { outcome: toAttribute(outcome), endedAt: str(at) },
+      'attribute_exists(#pk) AND attribute_not_exists(#outcome)',
+      (current) => {
+        won = false;
+        return current;
+      },
+    );
+    return { attempt: stored, won };
+  }
+
+  async recordDecision(
+    jobId: string,
+    attempt: number,
+    decision: StoredDecision,
+    counters: RecoveryCounters,
+    change: StatusChange,
+    patch?: Pick<JobPatch, 'failureReason'>,
+  ): Promise<JobRecord> {
+    const set: Record<string, AttributeValue | null> = { counters: toAttribute(counters) };
+    if (patch?.failureReason !== undefined) set.failureReason = nullable(patch.failureReason);
+    const decide: TransactWriteItem = {
+      Update: {
+        TableName: this.#tableName,
+        Key: attemptKey(jobId, attempt),
+        UpdateExpression: 'SET #decision = :decision',
+        ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#decision)',
+        ExpressionAttributeNames: { '#pk': TABLE_KEY.partitionKey, '#decision': 'decision' },
+        ExpressionAttributeValues: { ':decision': toAttribute(decision) },
+      },
+    };
+    await this.#writeStatusChange(jobId, change, set, [decide], async () => {
+      await this.getAttempt(jobId, attempt);
+      throw new ConcurrentUpdateError(`attempt ${attempt} of job ${jobId} already has a decision`);
+    });
+    return this.getJob(jobId);
+  }
+
+  async listEvents(jobId: string): Promise<JobEvent[]> {
+    const events = (await this.#queryJobPartition(jobId, EVENT_PREFIX)).map(toEvent);
+    if (events.length === 0) await this.#job(jobId);
+    return events;
+  }
+
+  /**
+   * The job update (status, `set`, the event count) and its EVENT row, plus `also`, in one
+   * transaction conditional on the status read just before. `onAlsoRefused` explains a
+   * refusal of the first of `also`.
+   */
+  async #writeStatusChange(
+    jobId: string,
+    change: StatusChange,
+    set: Record<string, AttributeValue | null>,
+    also: readonly TransactWriteItem[],
+    onAlsoRefused?: () => Promise<never>,
+  ): Promise<void> {
+    const { job, eventCount } = await this.#job(jobId);
+    expectStatus(job, change);
+    // Event rows are numbered per job so that equal timestamps keep their write order; the
+    // count is part of the condition, so two writers can never take the same number.
+    const seq = eventCount + 1;
+    const event: JobEvent = { jobId, at: change.at, from: change.from, to: change.to, attempt: change.attempt, reason: change.reason };
+    const update = updateParts({ ...set, status: str(change.to), updatedAt: str(change.at), [EVENT_COUNT]: num(seq) });
+    const reasons = await this.#transact([
+      {
+        Update: {
+          TableName: this.#tableName,
+          Key: jobKey(jobId),
+          UpdateExpression: update.expression,
+          ConditionExpression: '#status = :from AND #eventCount = :seenCount',
+          ExpressionAttributeNames: { ...update.names, '#status': 'status', '#eventCount': EVENT_COUNT },
+          ExpressionAttributeValues: { ...update.values, ':from': str(change.from), ':seenCount': num(eventCount) },
+        },
+      },
+      ...also,
+      this.#putNew({ ...eventKey(jobId, change.at, seq), ...recordItem(event) }),
+    ]);
+    if (reasons === null) return;
+    if (reasons[0] === CONDITION_FAILED) {
+      expectStatus((await this.#job(jobId)).job, change);
+      throw new ConcurrentUpdateError(`job ${jobId} changed while it was moving from ${change.from} to ${change.to}`);
+    }
+    if (reasons[1] === CONDITION_FAILED && onAlsoRefused !== undefined) await onAlsoRefused();
+    throw new ConcurrentUpdateError(`job ${jobId}: a status change was refused (${reasons.join(', ')})`);
+  }
+
+  /**
+   * Sets attributes of an attempt under a condition and returns it as it now is; on a
+   * refusal, hands the stored attempt to `onRefused` (a missing job or attempt throws first).
+   */
+  async #updateAttempt(
+    jobId: string,
+    attempt: number,
+    set: Record<string, AttributeValue>,
+    condition: string,
+    onRefused: (current: AttemptRecord) => AttemptRecord,
+  ): Promise<AttemptRecord> {
+    try {
+      return toAttempt(await this.#update(attemptKey(jobId, attempt), set, condition));
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    return onRefused(await this.getAttempt(jobId, attempt));
+  }
+
+  /** UpdateItem SET with a condition over `#pk`, `#outcome`, `#interruptionNoticedAt`; returns ALL_NEW. */
+  async #update(key: Item, set: Record<string, AttributeValue>, condition: string): Promise<Item> {
+    const update = updateParts(set);
+    const names: Record<string, string> = { ...update.names };
+    for (const alias of condition.match(/#\w+/g) ?? []) {
+      const name = CONDITION_NAMES[alias];
+      if (name === undefined) throw new Error(`condition alias ${alias} is not in CONDITION_NAMES`);
+      names[alias] = name;
+    }
+    const result = await this.#client.send(
+      new UpdateItemCommand({
+        TableName: this.#tableName,
+        Key: key,
+        UpdateExpression: update.expression,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: update.values,
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return result.Attributes ?? {};
+  }
+
+  async #job(jobId: string): Promise<{ job: JobRecord; eventCount: number }> {
+    const item = await this.#get(jobKey(jobId));
+    if (item === undefined) throw new JobNotFoundError(jobId);
+    return { job: toJob(item), eventCount: Number(item[EVENT_COUNT]?.N ?? '0') };
+  }
+
+  async #missingAttempt(jobId: string, attempt: number): Promise<never> {
+    await this.#job(jobId);
+    throw new StaleAttemptError(`job ${jobId} has no attempt ${attempt}`);
+  }
+
+  async #get(key: Item): Promise<Item | undefined> {
+    const result = await this.#client.send(new GetItemCommand({ TableName: this.#tableName, Key: key, ConsistentRead: true }));
+    return result.Item;
+  }
+
+  async #queryJobPartition(jobId: string, prefix: string): Promise<Item[]> {
+    return this.#query({
+      KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+      ExpressionAttributeNames: { '#pk': TABLE_KEY.partitionKey, '#sk': TABLE_KEY.sortKey },
+      ExpressionAttributeValues: { ':pk': str(jobPk(jobId)), ':prefix': str(prefix) },
+      ConsistentRead: true,
+    });
+  }
+
+  /** A Query followed page by page, up to `limit` items. */
+  async #query(input: Omit<QueryCommandInput, 'TableName'>, limit?: number): Promise<Item[]> {
+    const items: Item[] = [];
+    let start: Item | undefined;
+    do {
+      const page = await this.#client.send(
+        new QueryCommand({
+          ...input,
+          TableName: this.#tableName,
+          ExclusiveStartKey: start,
+          ...(limit === undefined ? {} : { Limit: limit - items.length }),
+        }),
+      );
+      items.push(...(page.Items ?? []));
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined && (limit === undefined || items.length < limit));
+    return items;
+  }
+
+  /**
+   * Runs a transaction; null when it was applied, else each item's cancellation code
+   * (CONDITION_FAILED for a refused condition). Other failures are thrown as they are.
+   */
+  async #transact(items: readonly TransactWriteItem[]): Promise<string[] | null> {
+    try {
+      await this.#client.send(new TransactWriteItemsCommand({ TransactItems: [...items] }));
+      return null;
+    } catch (error) {
+      const reasons = error instanceof TransactionCanceledException ? (error.CancellationReasons ?? []) : [];
+      if (!reasons.some((r) => r.Code === CONDITION_FAILED)) throw error;
+      return reasons.map((r) => r.Code ?? 'None');
+    }
+  }
+
+  #putNew(item: Item): TransactWriteItem {
+    return {
+      Put: {
+        TableName: this.#tableName,
+        Item: item,
+        ConditionExpression: 'attribute_not_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': TABLE_KEY.partitionKey },
+      },
+    };
+  }
+
+  /** One item per instance, for InstanceIndex; keyed by instance so a repeat overwrites. */
+  #instancePuts(jobId: string, attempt: number, instances: readonly InstanceRef[]): TransactWriteItem[] {
+    const ids = [...new Set(instances.map((i) => i.instanceId))];
+    return ids.map((instanceId) => ({
+      Put: {
+        TableName: this.#tableName,
+        Item: {
+          [TABLE_KEY.partitionKey]: str(jobPk(jobId)),
+          [TABLE_KEY.sortKey]: str(`${INSTANCE_PREFIX}${instanceId}`),
+          [INSTANCE_INDEX.partitionKey]: str(instanceId),
+          [INSTANCE_INDEX.sortKey]: str(attemptSk(attempt)),
+        },
+      },
+    }));
+  }
+
+}
+
+const CONDITION_FAILED = 'ConditionalCheckFailed';
+const ATTEMPT_PREFIX = 'ATTEMPT#';
+const EVENT_PREFIX = 'EVENT#';
+const INSTANCE_PREFIX = 'INSTANCE#';
+
+/** Attribute names conditions may use, by alias. */
+const CONDITION_NAMES: Readonly<Record<string, string>> = {
+  '#pk': TABLE_KEY.partitionKey,
+  '#outcome': 'outcome',
+  '#interruptionNoticedAt': 'interruptionNoticedAt',
+};
+
+function jobPk(jobId: string): string {
+  return `JOB#${jobId}`;
+}
+
+function jobKey(jobId: string): Item {
+  return { [TABLE_KEY.partitionKey]: str(jobPk(jobId)), [TABLE_KEY.sortKey]: str('JOB') };
+}
+
+/** ATTEMPT#0001: zero-padded so the sort key orders attempts (listAttempts also sorts by number). */
+function attemptSk(attempt: number): string {
+  return `${ATTEMPT_PREFIX}${String(attempt).padStart(4, '0')}`;
+}
+
+function attemptKey(jobId: string, attempt: number): Item {
+  return { [TABLE_KEY.partitionKey]: str(jobPk(jobId)), [TABLE_KEY.sortKey]: str(attemptSk(attempt)) };
+}
+
+function eventKey(jobId: string, at: string, seq: number): Item {
+  return {
+    [TABLE_KEY.partitionKey]: str(jobPk(jobId)),
+    [TABLE_KEY.sortKey]: str(`${EVENT_PREFIX}${at}#${String(seq).padStart(6, '0')}`),
+  };
+}
+
+function jobItem(job: JobRecord): Item {
+  return {
+    ...recordItem(job),
+    [JOB_LIST_INDEX.partitionKey]: str(JOB_LIST_PARTITION),
+    [JOB_LIST_INDEX.sortKey]: str(`${job.createdAt}#${job.jobId}`),
+  };
+}
+
+/** What a node's report is known by: one per node and phase. */
+function reportKey(report: Pick<NodeReport, 'nodeRank' | 'phase'>): string {
+  return `${report.nodeRank}:${report.phase}`;
+}
+
+function expectStatus(job: JobRecord, change: StatusChange): void {
+  if (job.status !== change.from) {
+    throw new ConcurrentUpdateError(
+      `job ${job.jobId} is ${job.status}, not ${change.from}; cannot change it to ${change.to}`,
+    );
+  }
+}
+
+function endedError(jobId: string, attempt: number, what: string): StaleAttemptError {
+  return new StaleAttemptError(`attempt ${attempt} of job ${jobId} has already ended; ${what} changes nothing`);
+}
+
+/** `SET #a = :a, ...` for the non-null values and `REMOVE #b` for the nulls. */
+function updateParts(set: Record<string, AttributeValue | null>): {
+  expression: string;
+  names: Record<string, string>;
+  values: Record<string, AttributeValue>;
+} {
+  const names: Record<string, string> = {};
+  const values: Record<string, AttributeValue> = {};
+  const assignments: string[] = [];
+  const removals: string[] = [];
+  for (const [index, [name, value]] of Object.entries(set).entries()) {
+    names[`#u${index}`] = name;
+    if (value === null) {
+      removals.push(`#u${index}`);
+    } else {
+      values[`:u${index}`] = value;
+      assignments.push(`#u${index} = :u${index}`);
+    }
+  }
+  const parts = [
+    assignments.length > 0 ? `SET ${assignments.join(', ')}` : '',
+    removals.length > 0 ? `REMOVE ${removals.join(', ')}` : '',
+  ];
+  return { expression: parts.filter(Boolean).join(' '), names, values };
+}
+
+// Values: plain JSON data (strings, finite numbers, booleans, null, arrays, objects) to
+// DynamoDB attribute values and back, exactly. Written here rather than taken from
+// @aws-sdk/util-dynamodb, which is not published at the client's pinned version.
+
+function str(value: string): AttributeValue {
+  return { S: value };
+}
+
+function num(value: number): AttributeValue {
+  return { N: String(value) };
+}
+
+/** A top-level string that may be null: null means the attribute is removed. */
+function nullable(value: string | null): AttributeValue | null {
+  return value === null ? null : str(value);
+}
+
+function toAttribute(value: unknown, path = '$'): AttributeValue {
+  if (value === null) return { NULL: true };
+  switch (typeof value) {
+    case 'string':
+      return { S: value };
+    case 'boolean':
+      return { BOOL: value };
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`${path}: cannot store the number ${value}`);
+      return { N: String(value) };
+    case 'object': {
+      if (Array.isArray(value)) return { L: value.map((v, i) => toAttribute(v, `${path}[${i}]`)) };
+      const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+      return { M: Object.fromEntries(entries.map(([k, v]) => [k, toAttribute(v, `${path}.${k}`)])) };
+    }
+    default:
+      throw new TypeError(`${path}: cannot store a value of type ${typeof value}`);
+  }
+}
+
+function fromAttribute(attribute: AttributeValue): unknown {
+  if (attribute.S !== undefined) return attribute.S;
+  if (attribute.N !== undefined) return Number(attribute.N);
+  if (attribute.BOOL !== undefined) return attribute.BOOL;
+  if (attribute.NULL !== undefined) return null;
+  if (attribute.L !== undefined) return attribute.L.map(fromAttribute);
+  if (attribute.M !== undefined) {
+    return Object.fromEntries(Object.entries(attribute.M).map(([k, v]) => [k, fromAttribute(v)]));
+  }
+  throw new TypeError(`unexpected attribute value ${JSON.stringify(attribute)}`);
+}
+
+/** A record's fields as attributes; top-level nulls and undefineds are left out. */
+function recordItem(record: object): Item {
+  const entries = Object.entries(record).filter(([, v]) => v !== null && v !== undefined);
+  return Object.fromEntries(entries.map(([k, v]) => [k, toAttribute(v, k)]));
+}
+
+/** The named fields of an item, absent ones as null; keys and bookkeeping are left behind. */
+function fromItem<T>(item: Item, fields: readonly string[]): T {
+  const record: Record<string, unknown> = {};
+  for (const field of fields) {
+    const attribute = item[field];
+    record[field] = attribute === undefined ? null : fromAttribute(attribute);
+  }
+  return record as T;
+}
+
+function toJob(item: Item): JobRecord {
+  return fromItem<JobRecord>(item, JOB_FIELDS);
+}
+
+function toAttempt(item: Item): AttemptRecord {
+  return fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
+}
+
+function toEvent(item: Item): JobEvent {
+  return fromItem<JobEvent>(item, EVENT_FIELDS);
+}

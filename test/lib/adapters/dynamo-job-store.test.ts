@@ -1,0 +1,132 @@
+// DynamoJobStore against the JobStore contract on dynalite (a real DynamoDB API, in process),
+// plus what only the DynamoDB layout promises: the items it writes and the indexes it uses.
+
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTable, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
+import { INSTANCE_INDEX, JOB_LIST_INDEX } from '../../../lib/adapters/dynamo-table.ts';
+import { describeJobStoreContract, richSpec } from './job-store.contract.ts';
+
+let dynamo: LocalDynamo;
+let client: DynamoDBClient;
+
+beforeAll(async () => {
+  dynamo = await startDynalite();
+  client = new DynamoDBClient({
+    endpoint: dynamo.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+});
+
+afterAll(async () => {
+  client.destroy();
+  await dynamo.close();
+});
+
+/** A store on a table of its own, so every test starts empty. */
+async function freshStore(): Promise<{ store: DynamoJobStore; tableName: string }> {
+  const tableName = `jobs-${randomUUID()}`;
+  await ensureTable(client, tableName);
+  return { store: new DynamoJobStore({ client, tableName }), tableName };
+}
+
+describeJobStoreContract('DynamoJobStore on dynalite', async () => (await freshStore()).store);
+
+describe('DynamoJobStore layout', () => {
+  const job = {
+    jobId: 'job-1',
+    name: null,
+    spec: richSpec,
+    status: 'PENDING',
+    counters: { restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 0, consecutivePreemptions: 0, market: 'spot' },
+    attemptCount: 0,
+    executionArn: null,
+    failureReason: null,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-01T00:00:00.000Z',
+  } as const;
+
+  it('keeps the job under JOB#<id>/JOB with its spec as a map and the list index keys', async () => {
+    const { store, tableName } = await freshStore();
+    await store.createJob(job);
+    const { Item } = await client.send(
+      new GetItemCommand({ TableName: tableName, Key: { pk: { S: 'JOB#job-1' }, sk: { S: 'JOB' } } }),
+    );
+    expect(Item).toMatchObject({
+      status: { S: 'PENDING' },
+      [JOB_LIST_INDEX.partitionKey]: { S: 'JOBS' },
+      [JOB_LIST_INDEX.sortKey]: { S: '2026-01-01T00:00:00.000Z#job-1' },
+      spec: { M: expect.objectContaining({ envs: { M: expect.objectContaining({ EMPTY: { S: '' } }) } }) },
+    });
+  });
+
+  it('writes ATTEMPT#0001, an INSTANCE item per instance for the instance index, and EVENT rows', async () => {
+    const { store, tableName } = await freshStore();
+    await store.createJob(job);
+    await store.changeStatus('job-1', {
+      from: 'PENDING',
+      to: 'STARTING',
+      reason: 'launching',
+      attempt: 1,
+      at: '2026-01-01T00:00:01.000Z',
+    });
+    await store.putAttempt({
+      jobId: 'job-1',
+      attempt: 1,
+      market: 'spot',
+      placement: null,
+      instances: [],
+      taskToken: null,
+      secretHash: 'f'.repeat(64),
+      reports: [],
+      outcome: null,
+      decision: null,
+      startedAt: '2026-01-01T00:00:01.000Z',
+      lastHeartbeatAt: null,
+      interruptionNoticedAt: null,
+      endedAt: null,
+    });
+    await store.setInstances('job-1', 1, { region: 'us-east-1', zone: null, instanceType: 'm5.large' }, [
+      { instanceId: 'i-0123', nodeRank: 0, privateIp: null },
+    ]);
+    const { Items } = await client.send(
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': { S: 'JOB#job-1' } },
+      }),
+    );
+    expect(Items?.map((item) => item.sk?.S)).toEqual([
+      'ATTEMPT#0001',
+      'EVENT#2026-01-01T00:00:00.000Z#000001',
+      'EVENT#2026-01-01T00:00:01.000Z#000002',
+      'INSTANCE#i-0123',
+      'JOB',
+    ]);
+    const { Items: owners } = await client.send(
+      new QueryCommand({
+        TableName: tableName,
+        IndexName: INSTANCE_INDEX.indexName,
+        KeyConditionExpression: `${INSTANCE_INDEX.partitionKey} = :id`,
+        ExpressionAttributeValues: { ':id': { S: 'i-0123' } },
+      }),
+    );
+    expect(owners).toEqual([
+      { pk: { S: 'JOB#job-1' }, sk: { S: 'INSTANCE#i-0123' }, gsi1pk: { S: 'i-0123' }, gsi1sk: { S: 'ATTEMPT#0001' } },
+    ]);
+  });
+
+  it('pages through a job list longer than one DynamoDB page', async () => {
+    const { store } = await freshStore();
+    const bigSpec = { ...richSpec, setup: 'x'.repeat(200_000) };
+    for (let n = 0; n < 8; n += 1) {
+      await store.createJob({ ...job, jobId: `job-${n}`, spec: bigSpec, createdAt: `2026-01-01T00:00:0${n}.000Z` });
+    }
+    const listed = await store.listJobs();
+    expect(listed.map((j) => j.jobId)).toEqual(['job-7', 'job-6', 'job-5', 'job-4', 'job-3', 'job-2', 'job-1', 'job-0']);
+    expect((await store.listJobs({ limit: 7 })).map((j) => j.jobId)).toHaveLength(7);
+  });
+});
