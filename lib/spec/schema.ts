@@ -1,0 +1,187 @@
+// The task file's schema: which keys each section takes, and how they become a TaskSpec.
+
+import { z } from 'zod';
+import type { Resources, TaskSpec } from './types.ts';
+import { acceleratorsSchema } from './accelerators.ts';
+import { flag, fromParser, integer, isMapping, text } from './fields.ts';
+import { imageIdSchema, imageProblems } from './image-id.ts';
+import { describe, expected, expectedGot, type Problem } from './messages.ts';
+import type { Path } from './path.ts';
+import { cloudSchema, infraSchema, place, placementProblems, regionSchema, zoneSchema } from './placement.ts';
+import { cpusSchema, diskSizeSchema, memorySchema } from './quantity.ts';
+import {
+  DEFAULT_RECOVERY_POLICY,
+  JOB_RECOVERY_KEYS,
+  RESTART_BACKOFF_KEYS,
+  jobRecoverySchema,
+  recoveryProblems,
+} from './recovery.ts';
+import { unknownKeyMessage, type Section } from './unsupported.ts';
+
+/** SkyPilot's task name rule: letters and digits, joined by up to two of `.`, `_`, `-`. */
+const TASK_NAME = /^[A-Za-z0-9]+(?:[._-]{1,2}[A-Za-z0-9]+)*$/;
+/** A POSIX environment variable name. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** An EC2 instance type: family, a dot, size (`p4d.24xlarge`, `m7i-flex.large`). */
+const INSTANCE_TYPE = /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/;
+
+const nameSchema = fromParser<string>((value, report) =>
+  typeof value === 'string' && TASK_NAME.test(value)
+    ? value
+    : report(expectedGot('a name of letters and digits joined by . _ or - (such as train-llama)', value)),
+);
+
+const workdirSchema = fromParser<string>((value, report) => {
+  if (typeof value === 'string' && value !== '') return value;
+  const gitNote = isMapping(value) ? ' (a git workdir with url and ref is not supported by relaunch yet)' : '';
+  return report(`${expectedGot('a local directory path', value)}${gitNote}`);
+});
+
+/**
+ * `envs`: values become the strings the job's environment holds. Numbers are written as
+ * JavaScript writes them; booleans as `True`/`False`, as SkyPilot (Python) writes them, so
+ * scripts written for SkyPilot see the same text; a key with no value is ''.
+ */
+const envsSchema = fromParser<Readonly<Record<string, string>>>((value, report) => {
+  if (!isMapping(value)) return report(expectedGot('a mapping of environment variable names to values', value));
+  const envs: [string, string][] = [];
+  let failed = false;
+  for (const [name, given] of Object.entries(value)) {
+    const problem = (message: string) => {
+      failed = true;
+      return report(message, [name]);
+    };
+    if (!ENV_NAME.test(name)) {
+      problem(`expected an environment variable name (letters, digits and _, not starting with a digit), got ${describe(name)}`);
+    } else if (typeof given === 'string' || typeof given === 'number') {
+      envs.push([name, String(given)]);
+    } else if (typeof given === 'boolean') {
+      envs.push([name, given ? 'True' : 'False']);
+    } else if (given === null) {
+      envs.push([name, '']);
+    } else {
+      problem(expectedGot('a string, a number, true/false or nothing', given));
+    }
+  }
+  return failed ? undefined : Object.fromEntries(envs);
+});
+
+const instanceTypeSchema = fromParser<string>((value, report) =>
+  typeof value === 'string' && INSTANCE_TYPE.test(value)
+    ? value
+    : report(expectedGot('an EC2 instance type such as p4d.24xlarge', value)),
+);
+
+/** `resources`'s keys, in the file's spelling; a key with no value means the default. */
+const resourcesShape = {
+  cloud: cloudSchema.nullish(),
+  infra: infraSchema.nullish(),
+  region: regionSchema.nullish(),
+  zone: zoneSchema.nullish(),
+  instance_type: instanceTypeSchema.nullish(),
+  cpus: cpusSchema.nullish(),
+  memory: memorySchema.nullish(),
+  accelerators: acceleratorsSchema.nullish(),
+  use_spot: flag('true or false').nullish(),
+  disk_size: diskSizeSchema.nullish(),
+  image_id: imageIdSchema.nullish(),
+  job_recovery: jobRecoverySchema.nullish(),
+  /** SkyPilot's older name for job_recovery, read the same way (with a warning). */
+  spot_recovery: jobRecoverySchema.nullish(),
+};
+
+type GivenResources = z.output<z.ZodObject<typeof resourcesShape>>;
+
+function toResources(given: GivenResources): Resources {
+  const { region, zone } = place(given);
+  return {
+    cloud: 'aws',
+    region,
+    zone,
+    instanceType: given.instance_type ?? null,
+    cpus: given.cpus ?? null,
+    memoryGb: given.memory ?? null,
+    accelerators: given.accelerators ?? [],
+    useSpot: given.use_spot ?? false,
+    diskSizeGb: given.disk_size ?? null,
+    imageId: given.image_id ?? null,
+    jobRecovery: given.job_recovery ?? given.spot_recovery ?? DEFAULT_RECOVERY_POLICY,
+  };
+}
+
+const resourcesSchema = z
+  .strictObject(resourcesShape, { error: expected('a mapping of resources (cloud, cpus, accelerators, ...)') })
+  .transform(toResources);
+
+/** The task's top-level keys, in the file's spelling. */
+const taskShape = {
+  name: nameSchema.nullish(),
+  workdir: workdirSchema.nullish(),
+  num_nodes: integer('an integer >= 1', 1).nullish(),
+  envs: envsSchema.nullish(),
+  setup: text('shell commands as a string').nullish(),
+  run: text('shell commands as a string').nullish(),
+  resources: resourcesSchema.nullish(),
+};
+
+/** The keys each section accepts, for "unknown key" messages and suggestions. */
+export const SUPPORTED_KEYS: Readonly<Record<Section, readonly string[]>> = {
+  task: Object.keys(taskShape),
+  resources: Object.keys(resourcesShape),
+  job_recovery: JOB_RECOVERY_KEYS,
+  restart_backoff: RESTART_BACKOFF_KEYS,
+};
+
+/** The whole task: a mapping of the supported keys, normalized into a TaskSpec. */
+export const taskSchema = z.strictObject(taskShape).transform(
+  (given): TaskSpec => ({
+    name: given.name ?? null,
+    workdir: given.workdir ?? null,
+    numNodes: given.num_nodes ?? 1,
+    envs: given.envs ?? {},
+    setup: given.setup ?? null,
+    run: given.run ?? null,
+    resources: given.resources ?? toResources({}),
+  }),
+);
+
+/** Which section a strict mapping at this path is (only four mappings are strict). */
+function sectionAt(path: Path): Section {
+  const last = path.at(-1);
+  if (last === undefined) return 'task';
+  if (last === 'resources' || last === 'restart_backoff') return last;
+  return 'job_recovery';
+}
+
+/** A zod issue as problems: one per unrecognized key, worded by what the key is. */
+export function problemsOfIssue(issue: z.core.$ZodIssue): Problem[] {
+  const path = issue.path as Path;
+  if (issue.code !== 'unrecognized_keys') return [{ path, message: issue.message }];
+  const section = sectionAt(path);
+  return issue.keys.map((key) => ({ path: [...path, key], message: unknownKeyMessage(section, key, SUPPORTED_KEYS) }));
+}
+
+function under(prefix: Path, problems: readonly Problem[]): Problem[] {
+  return problems.map((problem) => ({ path: [...prefix, ...problem.path], message: problem.message }));
+}
+
+/**
+ * Checks across fields, run on the raw task whatever else is wrong with it, so that one
+ * pass reports everything: placement and image against region, job_recovery's lists
+ * against each other, and job_recovery against its older name.
+ */
+export function crossFieldProblems(task: Readonly<Record<string, unknown>>): Problem[] {
+  const resources = task.resources;
+  if (!isMapping(resources)) return [];
+  const problems = under(['resources'], [...placementProblems(resources), ...imageProblems(resources)]);
+  if (resources.job_recovery != null && resources.spot_recovery != null) {
+    problems.push({
+      path: ['resources', 'spot_recovery'],
+      message: 'expected job_recovery or its older name spot_recovery, got both',
+    });
+  }
+  for (const key of ['job_recovery', 'spot_recovery']) {
+    problems.push(...under(['resources', key], recoveryProblems(resources[key])));
+  }
+  return problems;
+}

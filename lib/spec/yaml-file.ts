@@ -1,0 +1,56 @@
+// Reading a task file's YAML: syntax errors with lines, one document or a pipeline, then data.
+
+import { LineCounter, isScalar, parseAllDocuments, type Document, type ParsedNode } from 'yaml';
+import { InvalidTaskSpecError, type InputIssue } from '../errors.ts';
+import { locate, type LocatedValue } from './locate.ts';
+
+/**
+ * Parse options: YAML 1.2 core schema (as SkyPilot's files need, plus the YAML 1.1
+ * booleans `locate` adds); duplicate keys are errors (PyYAML keeps the last one silently);
+ * tags like `!!binary` stay unresolved rather than become objects no field accepts.
+ */
+const OPTIONS = { prettyErrors: false, uniqueKeys: true, resolveKnownTags: false, logLevel: 'silent' } as const;
+
+/** A document with nothing in it: no content, or only comments (`# ...` then `---`). */
+function isEmpty(doc: Document.Parsed): boolean {
+  return doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null);
+}
+
+/** The hint for a syntax error on a line holding `{{`: the file is a template. */
+function templateHint(lineText: string): string {
+  return lineText.includes('{{') ? ' (the line holds a {{...}} template placeholder: render the template first)' : '';
+}
+
+/**
+ * Reads a task file's text into plain data with lines. Throws InvalidTaskSpecError for
+ * what makes the file unreadable as one task: YAML syntax errors (every one, with its
+ * line), no content at all, or several documents (a SkyPilot pipeline).
+ */
+export function readTaskYaml(text: string): LocatedValue {
+  const counter = new LineCounter();
+  const docs = parseAllDocuments(text, { ...OPTIONS, lineCounter: counter });
+  const sourceLines = text.split(/\r?\n/);
+  const syntax: InputIssue[] = docs.flatMap((doc) =>
+    doc.errors.map((error) => {
+      const { line } = counter.linePos(error.pos[0]);
+      return { path: '', message: `invalid YAML: ${error.message}${templateHint(sourceLines.slice(line - 1, line).join(''))}`, line };
+    }),
+  );
+  if (syntax.length > 0) throw new InvalidTaskSpecError(syntax);
+  const tasks = docs.filter((doc) => !isEmpty(doc));
+  const [first, second] = tasks;
+  if (first === undefined) {
+    throw new InvalidTaskSpecError([{ path: '', message: 'expected a task (a mapping with run, resources, ...), got an empty file' }]);
+  }
+  if (second !== undefined) {
+    const { line } = counter.linePos((second.contents as ParsedNode).range[0]);
+    throw new InvalidTaskSpecError([
+      {
+        path: '',
+        message: `this file holds ${tasks.length} YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet`,
+        line,
+      },
+    ]);
+  }
+  return locate(first, text, counter);
+}

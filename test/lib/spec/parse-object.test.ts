@@ -1,0 +1,113 @@
+// parseTaskObject, the API's way in: every form each field takes, and how a bad one reads (no lines).
+
+import { describe, expect, it } from 'vitest';
+import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
+import { parseTaskObject } from '../../../lib/spec/parse.ts';
+import type { Resources } from '../../../lib/spec/types.ts';
+
+/** The issues a rejected task carries, formatted; fails the test if it is accepted. */
+function issuesOf(task: unknown): string[] {
+  try {
+    parseTaskObject(task);
+  } catch (error) {
+    if (error instanceof InvalidTaskSpecError) return error.issues.map(formatIssue);
+    throw error;
+  }
+  throw new Error('expected the task to be rejected, but it was accepted');
+}
+
+function resourcesOf(resources: unknown): Resources {
+  return parseTaskObject({ run: 'true', resources }).spec.resources;
+}
+
+describe('parseTaskObject normalizes', () => {
+  it.each([
+    ['cpus as a number is exactly that many', { cpus: 2 }, (r: Resources) => r.cpus, { value: 2, orMore: false }],
+    ['cpus "1.5 +" is at least 1.5', { cpus: ' 1.5 + ' }, (r: Resources) => r.cpus, { value: 1.5, orMore: true }],
+    ['memory in TB is 1024 GB per TB', { memory: '1TB' }, (r: Resources) => r.memoryGb, { value: 1024, orMore: false }],
+    ['memory in MB is a fraction of a GB', { memory: '512MB' }, (r: Resources) => r.memoryGb, { value: 0.5, orMore: false }],
+    ['memory "16g+" is at least 16 GB', { memory: '16g+' }, (r: Resources) => r.memoryGb, { value: 16, orMore: true }],
+    ['disk_size as a number is GB', { disk_size: 256 }, (r: Resources) => r.diskSizeGb, 256],
+    ['disk_size "2TB" is 2048 GB', { disk_size: '2TB' }, (r: Resources) => r.diskSizeGb, 2048],
+    ['disk_size "100G" is 100 GB', { disk_size: '100G' }, (r: Resources) => r.diskSizeGb, 100],
+    ['a repeated accelerator candidate is kept once', { accelerators: ['A100:8', { A100: 8 }] }, (r: Resources) => r.accelerators, [{ name: 'A100', count: 8 }]],
+    ['a list item {T4: null} is one T4', { accelerators: [{ T4: null }] }, (r: Resources) => r.accelerators, [{ name: 'T4', count: 1 }]],
+    ['a set member "A100:8" keeps its count', { accelerators: { 'A100:8': null } }, (r: Resources) => r.accelerators, [{ name: 'A100', count: 8 }]],
+    ['infra AWS in capitals leaves region and zone open', { infra: 'AWS' }, (r: Resources) => [r.region, r.zone], [null, null]],
+    ['infra "*" is AWS, the only cloud', { infra: '*' }, (r: Resources) => [r.cloud, r.region], ['aws', null]],
+    ['infra "*/us-east-1" names the region', { infra: '*/us-east-1' }, (r: Resources) => [r.region, r.zone], ['us-east-1', null]],
+    ['infra "aws/*/us-east-1a" names the zone and so the region', { infra: 'aws/*/us-east-1a' }, (r: Resources) => [r.region, r.zone], ['us-east-1', 'us-east-1a']],
+    ['infra and region may both be given when they agree', { infra: 'aws/us-east-1', region: 'us-east-1', cloud: 'aws' }, (r: Resources) => r.region, 'us-east-1'],
+    ['infra and zone may both be given when they agree', { infra: 'aws/us-east-1/us-east-1a', zone: 'us-east-1a' }, (r: Resources) => r.zone, 'us-east-1a'],
+    ['a zone in the region asked for', { region: 'us-west-2', zone: 'us-west-2-lax-1a' }, (r: Resources) => [r.region, r.zone], ['us-west-2', 'us-west-2-lax-1a']],
+    ['job_recovery "none" is the default strategy', { job_recovery: 'NONE' }, (r: Resources) => r.jobRecovery.strategy, 'EAGER_NEXT_REGION'],
+    ['job_recovery strategy null is the default', { job_recovery: { strategy: null } }, (r: Resources) => r.jobRecovery.strategy, 'EAGER_NEXT_REGION'],
+    ['spot_recovery in mapping form', { spot_recovery: { strategy: 'failover', max_restarts_on_errors: 2 } }, (r: Resources) => [r.jobRecovery.strategy, r.jobRecovery.maxRestartsOnErrors], ['FAILOVER', 2]],
+    ['one range string is its codes', { job_recovery: { recover_on_exit_codes: '64-66' } }, (r: Resources) => r.jobRecovery.recoverOnExitCodes, [64, 65, 66]],
+    ['a code as a string is that code', { job_recovery: { fail_on_exit_codes: ['29', 3] } }, (r: Resources) => r.jobRecovery.failOnExitCodes, [3, 29]],
+    ['an empty code list is no codes', { job_recovery: { recover_on_exit_codes: [] } }, (r: Resources) => r.jobRecovery.recoverOnExitCodes, []],
+    ['null resources take every default', null, (r: Resources) => [r.useSpot, r.accelerators, r.jobRecovery.restartBackoff], [false, [], null]],
+    ['a key with no value takes its default', { use_spot: null, cpus: null, job_recovery: null }, (r: Resources) => [r.useSpot, r.cpus, r.jobRecovery.maxRestartsOnErrors], [false, null, 0]],
+  ])('%s', (_name, resources, pick, expected) => {
+    expect(pick(resourcesOf(resources))).toEqual(expected);
+  });
+
+  it('envs: numbers as JavaScript writes them, booleans as SkyPilot writes them, no value as empty', () => {
+    const { spec } = parseTaskObject({ run: 'env', envs: { RATE: 1.5, BIG: 1e21, ON: true, OFF: false, EMPTY: null, TEXT: 'x' } });
+    expect(spec.envs).toEqual({ RATE: '1.5', BIG: '1e+21', ON: 'True', OFF: 'False', EMPTY: '', TEXT: 'x' });
+  });
+
+  it('a task with only defaults is one node, no envs, no name, and warns that it does nothing', () => {
+    const parsed = parseTaskObject({ num_nodes: null, envs: null, name: null });
+    expect(parsed.spec).toMatchObject({ name: null, numNodes: 1, envs: {}, setup: null, run: null });
+    expect(parsed.warnings).toEqual([{ path: '', message: 'neither setup nor run is given: the job does nothing and succeeds' }]);
+  });
+
+  it('warns that 137 restarts forever when nothing caps it', () => {
+    const { warnings } = parseTaskObject({ run: 'x', resources: { job_recovery: { recover_on_exit_codes: [137] } } });
+    expect(warnings.map(formatIssue)).toEqual([
+      'resources.job_recovery.recover_on_exit_codes: 137 is SIGKILL, usually out of memory: a job killed that way every time restarts forever (max_restarts_on_exit_codes caps it)',
+    ]);
+  });
+
+  it('warns about the spot_recovery name, and points the code warnings at it', () => {
+    const { warnings } = parseTaskObject({ run: 'x', resources: { spot_recovery: { recover_on_exit_codes: 0 } } });
+    expect(warnings.map(formatIssue)).toEqual([
+      'resources.spot_recovery: deprecated: SkyPilot renamed it job_recovery; read as job_recovery',
+      'resources.spot_recovery.recover_on_exit_codes: 0 is success: a multi-node job where one node exits 0 and another fails restarts instead of failing',
+    ]);
+  });
+});
+
+describe('parseTaskObject rejects', () => {
+  const long = `a b ${'x'.repeat(100)}`;
+  it.each([
+    ['null', null, ['expected a task (a mapping with run, resources, ...), got null']],
+    ['an empty list', [], ['expected a task (a mapping with run, resources, ...), got an empty list']],
+    ['a string, even one that is YAML', 'run: x', ['expected a task (a mapping with run, resources, ...), got "run: x"']],
+    ['"yes" for use_spot: YAML 1.1 words are booleans only as plain YAML', { resources: { use_spot: 'yes' } }, ['resources.use_spot: expected true or false, got "yes"']],
+    ['a name too long to show whole', { name: long }, [`name: expected a name of letters and digits joined by . _ or - (such as train-llama), got "${long.slice(0, 60)}..."`]],
+    ['a name that is not a string', { name: 5 }, ['name: expected a name of letters and digits joined by . _ or - (such as train-llama), got 5']],
+    ['an empty workdir', { workdir: '' }, ['workdir: expected a local directory path, got ""']],
+    ['an env value that is a mapping', { envs: { A: { b: 1 } } }, ['envs.A: expected a string, a number, true/false or nothing, got a mapping']],
+    ['cpus true', { resources: { cpus: true } }, ['resources.cpus: expected a number of CPUs > 0 such as 4, or 4+ for at least 4, got true']],
+    ['cpus "0+"', { resources: { cpus: '0+' } }, ['resources.cpus: expected a number of CPUs > 0 such as 4, or 4+ for at least 4, got "0+"']],
+    ['cpus Infinity', { resources: { cpus: Infinity } }, ['resources.cpus: expected a number of CPUs > 0 such as 4, or 4+ for at least 4, got Infinity']],
+    ['memory in PB', { resources: { memory: '4 PB' } }, ['resources.memory: expected memory in GB > 0 such as 32, 32+ for at least 32, or 64GB+, got "4 PB"']],
+    ['disk_size in MB that is not whole GB', { resources: { disk_size: '100MB' } }, ['resources.disk_size: expected a whole number of GB such as 256, 1024GB or 1TB, got "100MB"']],
+    ['accelerators as a number', { resources: { accelerators: 5 } }, ['resources.accelerators: expected an accelerator such as A100:8 or L4, a mapping such as {H100: 8, H200: 8} or a list of them, got 5']],
+    ['an empty accelerator list', { resources: { accelerators: [] } }, ['resources.accelerators: expected an accelerator such as A100:8 or L4, a mapping such as {H100: 8, H200: 8} or a list of them, got an empty list']],
+    ['a bad accelerator name with a count', { resources: { accelerators: { 'bad name': 1 } } }, ['resources.accelerators["bad name"]: expected an accelerator such as A100:8 or L4, got "bad name"']],
+    ['an empty image mapping', { resources: { image_id: {} } }, ['resources.image_id: expected a mapping of region to AMI id, got an empty mapping']],
+    ['an image id that is a list', { resources: { image_id: ['ami-0123456789abcdef0'] } }, ['resources.image_id: expected an AMI id such as ami-0123456789abcdef0, or a mapping of region to AMI id, got a list']],
+    ['infra that is not a string', { resources: { infra: 5 } }, ['resources.infra: expected aws, aws/REGION or aws/REGION/ZONE, got 5']],
+    ['infra with no cloud', { resources: { infra: '/us-east-1' } }, ['resources.infra: expected aws, aws/REGION or aws/REGION/ZONE, got "/us-east-1"']],
+    ['infra with a GCP region', { resources: { infra: 'aws/us-central1' } }, ['resources.infra: expected an AWS region such as us-east-1 after aws/, got "aws/us-central1"']],
+    ['infra with a bad zone and any region', { resources: { infra: 'aws/*/central-a' } }, ['resources.infra: expected an AWS availability zone after the region, such as aws/us-east-1/us-east-1a, got "aws/*/central-a"']],
+    ['infra region with a zone key elsewhere', { resources: { infra: 'aws/us-east-1', zone: 'us-west-2a' } }, ['resources.zone: expected a zone of us-east-1, got "us-west-2a"']],
+    ['a strategy that is not a string', { resources: { job_recovery: { strategy: 5 } } }, ['resources.job_recovery.strategy: expected EAGER_NEXT_REGION, FAILOVER or none, got 5']],
+    ['a restart_backoff with an unknown key', { resources: { job_recovery: { restart_backoff: { jitter: 'full', step: 1 } } } }, ['resources.job_recovery.restart_backoff.step: unknown key']],
+  ])('%s', (_name, task, expected) => {
+    expect(issuesOf(task)).toEqual(expected);
+  });
+});

@@ -1,0 +1,36 @@
+// Wording of keys a section does not take: unsupported, misplaced, misspelt, unknown.
+
+import { describe, expect, it } from 'vitest';
+import { editDistance, unknownKeyMessage, type Section } from '../../../lib/spec/unsupported.ts';
+
+describe('editDistance', () => {
+  it.each([
+    ['kitten', 'sitting', 3],
+    ['recovery_on_exit_codes', 'recover_on_exit_codes', 1],
+    ['regoin', 'region', 1],
+    ['', 'abc', 3],
+    ['abc', '', 3],
+    ['same', 'same', 0],
+  ])('from %j to %j is %i', (a, b, distance) => {
+    expect(editDistance(a, b)).toBe(distance);
+  });
+});
+
+describe('unknownKeyMessage', () => {
+  const supported: Record<Section, readonly string[]> = {
+    task: ['abcd', 'abce', 'run'],
+    resources: ['cpus'],
+    job_recovery: [],
+    restart_backoff: [],
+  };
+
+  it.each([
+    ['a SkyPilot key relaunch does not support', 'task', 'file_mounts', 'not supported by relaunch yet (a SkyPilot key)'],
+    ['a key of another section', 'task', 'cpus', 'unknown key here, did you mean `resources.cpus`?'],
+    ['the first of equally close keys', 'task', 'abcf', 'unknown key, did you mean `abcd`?'],
+    ['a key differing only in case and dashes', 'resources', 'CPUS', 'unknown key, did you mean `cpus`?'],
+    ['a short key too far from any', 'task', 'xy', 'unknown key'],
+  ])('%s', (_name, section, key, message) => {
+    expect(unknownKeyMessage(section as Section, key, supported)).toBe(message);
+  });
+});
