@@ -1,0 +1,58 @@
+// Every fixture task file: valid ones normalize to their .json exactly, invalid ones fail with their .expected lines exactly.
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
+import { parseTaskFile } from '../../../lib/spec/parse.ts';
+
+const FIXTURES = fileURLToPath(new URL('../../fixtures/tasks/', import.meta.url));
+
+function yamlFiles(kind: 'valid' | 'invalid'): string[] {
+  return readdirSync(`${FIXTURES}${kind}`)
+    .filter((file) => file.endsWith('.yaml'))
+    .sort();
+}
+
+function read(kind: 'valid' | 'invalid', file: string): string {
+  return readFileSync(`${FIXTURES}${kind}/${file}`, 'utf8');
+}
+
+/** The error a parse throws; fails the test when it does not throw. */
+function rejection(text: string): InvalidTaskSpecError {
+  try {
+    parseTaskFile(text);
+  } catch (error) {
+    if (error instanceof InvalidTaskSpecError) return error;
+    throw error;
+  }
+  throw new Error('expected the task to be rejected, but it was accepted');
+}
+
+describe('valid task files', () => {
+  const files = yamlFiles('valid');
+
+  it('are at least ten', () => {
+    expect(files.length).toBeGreaterThanOrEqual(10);
+  });
+
+  it.each(files)('%s normalizes to exactly its .json (spec and warnings)', (file) => {
+    const expected: unknown = JSON.parse(read('valid', file.replace(/\.yaml$/, '.json')));
+    expect(parseTaskFile(read('valid', file))).toEqual(expected);
+  });
+});
+
+describe('invalid task files', () => {
+  const files = yamlFiles('invalid');
+
+  it('are at least forty', () => {
+    expect(files.length).toBeGreaterThanOrEqual(40);
+  });
+
+  it.each(files)('%s is rejected with exactly the issues in its .expected', (file) => {
+    const expected = read('invalid', file.replace(/\.yaml$/, '.expected')).trimEnd().split('\n');
+    const error = rejection(read('invalid', file));
+    expect(error.issues.map(formatIssue)).toEqual(expected);
+    expect(error.message).toBe(expected.join('\n'));
+  });
+});
