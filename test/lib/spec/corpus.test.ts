@@ -1,0 +1,190 @@
+// The real SkyPilot task files in ../shared/corpus/skypilot: each accepted or rejected by name, never a crash.
+
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
+import { parseTaskFile } from '../../../lib/spec/parse.ts';
+
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const CORPUS = path.resolve(REPO_ROOT, '../shared/corpus/skypilot');
+const PRESENT = existsSync(CORPUS);
+
+/**
+ * What relaunch makes of each file, pinned: accepted, or exactly these issues. Every
+ * rejection names what relaunch does not do: a SkyPilot key it does not support yet, a
+ * pipeline, a cloud other than AWS, a Docker or SkyPilot-catalog image, DYNAMIC_NODE_SET,
+ * a git workdir, or a Jinja template placeholder.
+ */
+const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
+  '01-managed-jobs-retry.yaml': [
+    'this file holds 2 YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet (line 12)',
+  ],
+  '02-managed-job-with-storage.yaml': [
+    'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 16)',
+  ],
+  '03-jax-fault-tolerant-job.yaml': [
+    'resources.cloud: relaunch runs on AWS only, got kubernetes (line 4)',
+    'resources.job_recovery.strategy: expected EAGER_NEXT_REGION, FAILOVER or none, got "DYNAMIC_NODE_SET" (line 6)',
+    'resources.job_recovery.min_nodes: not supported by relaunch yet (a SkyPilot key) (line 7)',
+    'workdir: expected a local directory path, got a mapping (a git workdir with url and ref is not supported by relaunch yet) (line 15)',
+  ],
+  '04-elastic-training-job-group.yaml': [
+    'this file holds 3 YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet (line 22)',
+  ],
+  '05-multi-accel-unordered-any-of.yaml': [
+    'resources.any_of: not supported by relaunch yet (a SkyPilot key) (line 6)',
+  ],
+  '06-multiple-resources-any-of.yaml': [
+    'resources.any_of: not supported by relaunch yet (a SkyPilot key) (line 4)',
+  ],
+  '07-serve-multi-accelerators-ordered.yaml': [
+    'service: not supported by relaunch yet (a SkyPilot key) (line 5)',
+    'resources.ordered: not supported by relaunch yet (a SkyPilot key) (line 14)',
+    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 17)',
+    'resources.cloud: relaunch runs on AWS only, got gcp (line 18)',
+  ],
+  '08-external-lb-llm-ordered.yaml': [
+    'service: not supported by relaunch yet (a SkyPilot key) (line 10)',
+    'resources.disk_tier: not supported by relaunch yet (a SkyPilot key) (line 37)',
+    'resources.ordered: not supported by relaunch yet (a SkyPilot key) (line 39)',
+    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 43)',
+  ],
+  '09-deepseek-r1-671b.yaml': [
+    'resources.disk_tier: not supported by relaunch yet (a SkyPilot key) (line 6)',
+    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 7)',
+    'resources.any_of: not supported by relaunch yet (a SkyPilot key) (line 8)',
+    'service: not supported by relaunch yet (a SkyPilot key) (line 43)',
+  ],
+  '10-kimi-k2.yaml': [
+    'secrets: not supported by relaunch yet (a SkyPilot key) (line 10)',
+    'resources.image_id: expected an AMI id such as ami-0123456789abcdef0, got the Docker image docker:vllm/vllm-openai:v0.10.0 (Docker images are not supported by relaunch yet) (line 14)',
+    'resources.network_tier: not supported by relaunch yet (a SkyPilot key) (line 15)',
+    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 19)',
+    'service: not supported by relaunch yet (a SkyPilot key) (line 69)',
+  ],
+  '11-gpt-oss-vllm.yaml': [
+    'resources.infra: relaunch runs on AWS only, got nebius (line 2)',
+    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 5)',
+    'service: not supported by relaunch yet (a SkyPilot key) (line 29)',
+  ],
+  '12-llama3-serve.yaml': [
+    'service: not supported by relaunch yet (a SkyPilot key) (line 60)',
+    'resources.disk_tier: not supported by relaunch yet (a SkyPilot key) (line 77)',
+    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 78)',
+  ],
+  '13-vllm-service-with-auth.yaml': [
+    'service: not supported by relaunch yet (a SkyPilot key) (line 3)',
+    'secrets: not supported by relaunch yet (a SkyPilot key) (line 16)',
+    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 22)',
+  ],
+  '14-pvc-volume.yaml': [
+    'volumes: not supported by relaunch yet (a SkyPilot key) (line 7)',
+  ],
+  '15-k8s-pod-config.yaml': [
+    'resources.cloud: relaunch runs on AWS only, got kubernetes (line 2)',
+    'config: not supported by relaunch yet (a SkyPilot key) (line 4)',
+  ],
+  '16-k8s-remote-identity-none.yaml': [
+    'config: not supported by relaunch yet (a SkyPilot key) (line 1)',
+  ],
+  '17-efa-container.yaml': [
+    'resources.image_id: expected an AMI id such as ami-0123456789abcdef0, got the Docker image docker:public.ecr.aws/hpc-cloud/nccl-tests:latest (Docker images are not supported by relaunch yet) (line 8)',
+  ],
+  '18-aws-ami-and-docker.yaml': [
+    'resources.image_id.us-east-1: expected an AMI id such as ami-0123456789abcdef0, got "skypilot:cpu-ubuntu-2004" (line 8)',
+    'resources.image_id.docker: not supported by relaunch yet (a SkyPilot key: a Docker image to run in) (line 9)',
+  ],
+  '19-gcp-per-region-images.yaml': [
+    'resources.cloud: relaunch runs on AWS only, got gcp (line 2)',
+    'resources.image_id.us-central1: expected an AWS region such as us-east-1 as the key, got "us-central1" (line 4)',
+    'resources.image_id.us-east5: expected an AWS region such as us-east-1 as the key, got "us-east5" (line 5)',
+  ],
+  '20-http-server-service.yaml': [
+    'service: not supported by relaunch yet (a SkyPilot key) (line 9)',
+    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 16)',
+  ],
+  '21-distributed-pytorch.yaml': 'accepted',
+  '22-pipeline-aws.yaml': [
+    'this file holds 5 YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet (line 4)',
+  ],
+  '23-bert-qa-train-eval.yaml': [
+    'this file holds 3 YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet (line 4)',
+  ],
+  '24-mixed-list-accelerators.yaml': 'accepted',
+  '25-vicuna-train.yaml': [
+    'resources.disk_tier: not supported by relaunch yet (a SkyPilot key) (line 7)',
+    'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 11)',
+  ],
+  '26-spot-bert-qa-legacy.yaml': [
+    'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 11)',
+  ],
+  '27-k8s-termination-hook-autostop.yaml': [
+    'resources.cloud: relaunch runs on AWS only, got kubernetes (line 5)',
+    'resources.autostop: not supported by relaunch yet (a SkyPilot key) (line 7)',
+    'resources.termination_hook: not supported by relaunch yet (a SkyPilot key) (line 10)',
+  ],
+  '28-torchtitan.yaml': 'accepted',
+  '29-autoresearch-experiment.yaml': [
+    'resources.image_id: expected an AMI id such as ami-0123456789abcdef0, got the Docker image docker:nvcr.io/nvidia/pytorch:24.07-py3 (Docker images are not supported by relaunch yet) (line 3)',
+  ],
+  '30-rclone-mount-templated.yaml': [
+    'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 1)',
+    'file_mounts["/mount_private_rclone"].name: expected a YAML value, got the template placeholder {{storage_name}} (render the template first) (line 4)',
+    'file_mounts["/mount_private_rclone"].store: expected a YAML value, got the template placeholder {{store_type}} (render the template first) (line 6)',
+  ],
+};
+
+/** What the corpus's expected.json says of a file (among other things): whether it holds several documents. */
+interface CorpusFacts {
+  readonly multi_doc: boolean;
+}
+
+/** The outcome of parsing one file: accepted, the issues, or (a bug) anything else thrown. */
+function outcomeOf(text: string): 'accepted' | string[] {
+  try {
+    parseTaskFile(text);
+    return 'accepted';
+  } catch (error) {
+    if (error instanceof InvalidTaskSpecError) return error.issues.map(formatIssue);
+    throw error;
+  }
+}
+
+describe.skipIf(!PRESENT)(`SkyPilot corpus${PRESENT ? '' : ` (skipped: ${CORPUS} is absent)`}`, () => {
+  const files = PRESENT ? readdirSync(CORPUS).filter((file) => file.endsWith('.yaml')).sort() : [];
+  const facts = PRESENT
+    ? (JSON.parse(readFileSync(path.join(CORPUS, 'expected.json'), 'utf8')) as Record<string, CorpusFacts>)
+    : {};
+  const read = (file: string) => readFileSync(path.join(CORPUS, file), 'utf8');
+
+  it('has an outcome pinned for every file, and no pin for a file that is gone', () => {
+    expect(files).toEqual(Object.keys(OUTCOMES).sort());
+  });
+
+  it.each(files)('%s: accepted or rejected exactly as pinned, never with another exception', (file) => {
+    expect(outcomeOf(read(file))).toEqual(OUTCOMES[file]);
+  });
+
+  it.each(files)('%s: a multi-document file is rejected as a pipeline and nothing else', (file) => {
+    const pipeline = /SkyPilot pipeline; relaunch does not run pipelines yet/;
+    const outcome = outcomeOf(read(file));
+    if (facts[file]?.multi_doc === true) {
+      expect(outcome).toHaveLength(1);
+      expect(outcome[0]).toMatch(pipeline);
+    } else {
+      expect(outcome === 'accepted' || outcome.every((issue) => !pipeline.test(issue))).toBe(true);
+    }
+  });
+
+  it.each(files)('%s: every key named as unsupported is a key the file really has', (file) => {
+    const text = read(file);
+    const outcome = outcomeOf(text);
+    const named = outcome === 'accepted' ? [] : outcome.filter((issue) => issue.includes(': not supported by relaunch yet'));
+    for (const issue of named) {
+      const key = issue.slice(0, issue.indexOf(': not supported')).split('.').at(-1) as string;
+      expect(text).toMatch(new RegExp(`^\\s*${key}:`, 'm'));
+    }
+  });
+});
