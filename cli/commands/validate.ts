@@ -1,0 +1,158 @@
+// `relaunch validate TASK.yaml`: the normalized task a file means, or every problem in it.
+
+import { readFile } from 'node:fs/promises';
+import { Command, CommanderError } from 'commander';
+import { formatIssue, InvalidInputError, InvalidTaskSpecError } from '../../lib/errors.ts';
+import { parseTaskFile } from '../../lib/spec/parse.ts';
+import type { Accelerator, ImageId, Quantity, RecoveryPolicy, TaskSpec } from '../../lib/spec/types.ts';
+import { ExitStatus, reportError, type Io } from '../exit.ts';
+
+/** Options of `relaunch validate`. */
+export interface ValidateOptions {
+  /** Print one JSON object on stdout, valid or not: `{ok, spec, warnings}` or `{ok, issues}`. */
+  readonly json?: boolean;
+}
+
+/**
+ * Runs `relaunch validate`: reads the file, parses it, prints the normalized task (a
+ * summary, or `{"ok":true,"spec":...,"warnings":[...]}` with --json) and returns 0; for an
+ * invalid or unreadable file prints every problem (stderr, or `{"ok":false,"issues":[...]}`
+ * on stdout with --json) and returns 2. Warnings go to stderr in human mode.
+ */
+export async function runValidate(file: string, options: ValidateOptions, io: Io): Promise<ExitStatus> {
+  const json = options.json === true;
+  try {
+    const { spec, warnings } = parseTaskFile(await readTaskFile(file));
+    if (json) {
+      io.out(JSON.stringify({ ok: true, spec, warnings }, null, 2));
+    } else {
+      for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
+      io.out(renderSpec(file, spec));
+    }
+    return ExitStatus.OK;
+  } catch (error) {
+    if (!json || !(error instanceof InvalidTaskSpecError || error instanceof InvalidInputError)) {
+      return reportError(io, error);
+    }
+    io.out(JSON.stringify({ ok: false, issues: error.issues }, null, 2));
+    return ExitStatus.USAGE;
+  }
+}
+
+/**
+ * The `validate` subcommand. A non-zero status leaves the action as a CommanderError with
+ * code `relaunch.exitStatus`, which cli/main.ts turns into the process's exit status.
+ */
+export function validateCommand(io: Io): Command {
+  return new Command('validate')
+    .description('check a task file and print the task relaunch would run, or every problem in it')
+    .argument('<task>', 'the task file (SkyPilot YAML)')
+    .option('--json', 'print one JSON object: {ok, spec, warnings} or {ok, issues}')
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) })
+    .action(async (file: string, options: ValidateOptions) => {
+      const status = await runValidate(file, options, io);
+      if (status !== ExitStatus.OK) throw new CommanderError(status, 'relaunch.exitStatus', `exit status ${status}`);
+    });
+}
+
+/** The file's text; a missing or unreadable file is bad input (status 2), named in the message. */
+async function readTaskFile(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const message =
+      code === 'ENOENT'
+        ? 'no such file'
+        : code === 'EISDIR'
+          ? 'is a directory, expected a task file'
+          : `cannot be read (${String(code)})`;
+    throw new InvalidInputError([{ path: file, message }]);
+  }
+}
+
+/** Exit codes as short runs: `[1, 2, 3, 7]` is `1-3, 7`. */
+export function codeRuns(codes: readonly number[]): string {
+  const runs: [number, number][] = [];
+  for (const code of codes) {
+    const last = runs.at(-1);
+    if (last !== undefined && last[1] === code - 1) last[1] = code;
+    else runs.push([code, code]);
+  }
+  return runs.map(([low, high]) => (low === high ? `${low}` : `${low}-${high}`)).join(', ');
+}
+
+function quantity(q: Quantity, unit = ''): string {
+  return `${q.value}${q.orMore ? '+' : ''}${unit}`;
+}
+
+function image(imageId: ImageId): string {
+  if (imageId.kind === 'ami') return imageId.imageId;
+  return Object.entries(imageId.byRegion)
+    .map(([region, ami]) => `${region} ${ami}`)
+    .join(', ');
+}
+
+function recovery(policy: RecoveryPolicy): string[] {
+  const lines = [`${policy.strategy}, max_restarts_on_errors ${policy.maxRestartsOnErrors}`];
+  if (policy.recoverOnExitCodes.length > 0) {
+    const cap = policy.maxRestartsOnExitCodes;
+    lines.push(
+      `recover_on_exit_codes ${codeRuns(policy.recoverOnExitCodes)} (${cap === null ? 'unlimited' : `at most ${cap} restarts`})`,
+    );
+  }
+  if (policy.failOnExitCodes.length > 0) lines.push(`fail_on_exit_codes ${codeRuns(policy.failOnExitCodes)}`);
+  const backoff = policy.restartBackoff;
+  if (backoff !== null) {
+    lines.push(
+      `restart_backoff ${backoff.initialSeconds} s x${backoff.factor} up to ${backoff.maxSeconds} s, ${backoff.jitter} jitter`,
+    );
+  }
+  if (policy.onDemandFallbackAfter !== null) {
+    lines.push(`on-demand after ${policy.onDemandFallbackAfter} preemptions in a row`);
+  }
+  return lines;
+}
+
+function accelerators(candidates: readonly Accelerator[]): string {
+  const names = candidates.map(({ name, count }) => `${name}:${count}`);
+  if (names.length <= 1) return names[0] ?? 'none';
+  return `any one of ${names.join(', ')}`;
+}
+
+function lineCount(script: string | null): string {
+  if (script === null) return '(none)';
+  const count = script.trimEnd().split('\n').length;
+  return count === 1 ? '1 line' : `${count} lines`;
+}
+
+/** The human summary: one labelled row per part of the task, continuation rows indented. */
+export function renderSpec(file: string, spec: TaskSpec): string {
+  const r = spec.resources;
+  const where = [r.region ?? 'any region', r.zone === null ? '' : `zone ${r.zone}`].filter(Boolean).join(', ');
+  const machine = [
+    r.instanceType,
+    r.cpus && `cpus ${quantity(r.cpus)}`,
+    r.memoryGb && `memory ${quantity(r.memoryGb, ' GB')}`,
+    r.diskSizeGb === null ? null : `disk ${r.diskSizeGb} GB`,
+  ].filter(Boolean);
+  const rows: [string, string[]][] = [
+    ['name', [spec.name ?? '(none)']],
+    ['nodes', [String(spec.numNodes)]],
+    ['cloud', [`aws, ${where}, ${r.useSpot ? 'spot' : 'on-demand'}`]],
+    ['machine', [machine.length === 0 ? 'any' : machine.join(', ')]],
+    ['accelerators', [accelerators(r.accelerators)]],
+    ['image', [r.imageId === null ? 'default' : image(r.imageId)]],
+    ['recovery', recovery(r.jobRecovery)],
+    ['workdir', [spec.workdir ?? '(none)']],
+    ['envs', [Object.keys(spec.envs).join(', ') || '(none)']],
+    ['setup', [lineCount(spec.setup)]],
+    ['run', [lineCount(spec.run)]],
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  const body = rows.flatMap(([label, values]) =>
+    values.map((value, index) => `  ${(index === 0 ? label : '').padEnd(width)}  ${value}`),
+  );
+  return [`${file}: a valid task`, ...body].join('\n');
+}

@@ -1,0 +1,207 @@
+// `relaunch validate`: the summary, --json, warnings, every error, exit statuses, and the real binary.
+
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { CommanderError } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeRuns, runValidate, validateCommand } from '../../cli/commands/validate.ts';
+import type { Io } from '../../cli/exit.ts';
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
+const VALID = fileURLToPath(new URL('../fixtures/tasks/valid/', import.meta.url));
+const INVALID = fileURLToPath(new URL('../fixtures/tasks/invalid/', import.meta.url));
+
+function bufferIo(): Io & { stdout: string[]; stderr: string[] } {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return { stdout, stderr, out: (text) => stdout.push(text), err: (text) => stderr.push(text) };
+}
+
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'relaunch-validate-'));
+  await mkdir(join(dir, 'a-directory.yaml'));
+  await writeFile(join(dir, 'unreadable.yaml'), 'run: x\n', { mode: 0o000 });
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('runValidate, human output', () => {
+  it('prints a summary of the normalized task on stdout and returns 0', async () => {
+    const io = bufferIo();
+    const file = `${VALID}multinode-torchrun-checkpoints.yaml`;
+    expect(await runValidate(file, {}, io)).toBe(0);
+    expect(io.stderr).toEqual([]);
+    expect(io.stdout.join('\n').split('\n')).toEqual([
+      `${file}: a valid task`,
+      '  name          llama-pretrain-7b',
+      '  nodes         4',
+      '  cloud         aws, any region, spot',
+      '  machine       disk 1024 GB',
+      '  accelerators  any one of H100:8, A100-80GB:8',
+      '  image         default',
+      '  recovery      FAILOVER, max_restarts_on_errors 3',
+      '                recover_on_exit_codes 29, 64-78 (unlimited)',
+      '                restart_backoff 30 s x2 up to 600 s, full jitter',
+      '  workdir       .',
+      '  envs          CHECKPOINT_DIR, GLOBAL_BATCH, RESUME',
+      '  setup         1 line',
+      '  run           7 lines',
+    ]);
+  });
+
+  it('shows every part a task can set', async () => {
+    const io = bufferIo();
+    const file = `${VALID}spot-recover-exit-codes.yaml`;
+    expect(await runValidate(file, {}, io)).toBe(0);
+    expect(io.stdout.join('\n')).toContain(
+      [
+        '  cloud         aws, us-east-1, spot',
+        '  machine       any',
+        '  accelerators  A10G:1',
+        '  image         default',
+        '  recovery      EAGER_NEXT_REGION, max_restarts_on_errors 1',
+        '                recover_on_exit_codes 75 (at most 10 restarts)',
+        '                fail_on_exit_codes 2-3',
+        '                restart_backoff 15 s x3 up to 300 s, none jitter',
+        '                on-demand after 3 preemptions in a row',
+        '  workdir       (none)',
+        '  envs          (none)',
+      ].join('\n'),
+    );
+  });
+
+  it.each([
+    ['cpu-etl-pinned-zone.yaml', ['  cloud         aws, us-east-1, zone us-east-1b, on-demand', '  machine       m7i.4xlarge, disk 256 GB', '  image         ami-0a1b2c3d4e5f60718']],
+    ['per-region-ami.yaml', ['  image         us-east-1 ami-0123456789abcdef0, us-west-2 ami-0fedcba9876543210']],
+    ['batch-inference-shards.yaml', ['  machine       cpus 8+, memory 32+ GB', '  setup         (none)']],
+    ['provision-only.yaml', ['  accelerators  none', '  run           (none)']],
+    ['minimal-run.yaml', ['  name          (none)']],
+  ])('summarizes %s', async (file, rows) => {
+    const io = bufferIo();
+    expect(await runValidate(`${VALID}${file}`, {}, io)).toBe(0);
+    for (const row of rows) expect(io.stdout.join('\n').split('\n')).toContain(row);
+  });
+
+  it('writes warnings to stderr and still returns 0', async () => {
+    const io = bufferIo();
+    expect(await runValidate(`${VALID}legacy-spot-recovery.yaml`, {}, io)).toBe(0);
+    expect(io.stderr).toEqual([
+      'warning: resources.spot_recovery: deprecated: SkyPilot renamed it job_recovery; read as job_recovery (line 8)',
+    ]);
+  });
+
+  it('writes every problem to stderr, nothing to stdout, and returns 2', async () => {
+    const io = bufferIo();
+    const file = `${INVALID}everything-wrong-at-once.yaml`;
+    expect(await runValidate(file, {}, io)).toBe(2);
+    const expected = readFileSync(file.replace(/\.yaml$/, '.expected'), 'utf8').trimEnd().split('\n');
+    expect(io.stdout).toEqual([]);
+    expect(io.stderr.join('\n').split('\n')).toEqual(expected.map((line) => `error: ${line}`));
+  });
+
+  it.each([
+    ['a missing file', 'missing.yaml', 'no such file'],
+    ['a directory', 'a-directory.yaml', 'is a directory, expected a task file'],
+  ])('names %s and returns 2', async (_name, file, message) => {
+    const io = bufferIo();
+    expect(await runValidate(join(dir, file), {}, io)).toBe(2);
+    expect(io.stderr).toEqual([`error: ${join(dir, file)}: ${message}`]);
+  });
+
+  it.skipIf(process.getuid?.() === 0)('names a file it may not read and returns 2', async () => {
+    const io = bufferIo();
+    expect(await runValidate(join(dir, 'unreadable.yaml'), {}, io)).toBe(2);
+    expect(io.stderr).toEqual([`error: ${join(dir, 'unreadable.yaml')}: cannot be read (EACCES)`]);
+  });
+});
+
+describe('runValidate --json', () => {
+  it('prints {ok: true, spec, warnings} on stdout, nothing on stderr, and returns 0', async () => {
+    const io = bufferIo();
+    const file = `${VALID}risky-exit-codes.yaml`;
+    expect(await runValidate(file, { json: true }, io)).toBe(0);
+    const expected = JSON.parse(readFileSync(file.replace(/\.yaml$/, '.json'), 'utf8')) as object;
+    expect(io.stderr).toEqual([]);
+    expect(JSON.parse(io.stdout.join(''))).toEqual({ ok: true, ...expected });
+  });
+
+  it('prints {ok: false, issues: [{path, message, line}]} on stdout and returns 2', async () => {
+    const io = bufferIo();
+    expect(await runValidate(`${INVALID}exit-code-out-of-range.yaml`, { json: true }, io)).toBe(2);
+    expect(io.stderr).toEqual([]);
+    expect(JSON.parse(io.stdout.join(''))).toEqual({
+      ok: false,
+      issues: [
+        {
+          path: 'resources.job_recovery.recover_on_exit_codes[1]',
+          message: 'expected an integer 0-255, got 300',
+          line: 7,
+        },
+      ],
+    });
+  });
+
+  it('reports an unreadable file the same way', async () => {
+    const io = bufferIo();
+    expect(await runValidate(join(dir, 'missing.yaml'), { json: true }, io)).toBe(2);
+    expect(JSON.parse(io.stdout.join(''))).toEqual({
+      ok: false,
+      issues: [{ path: join(dir, 'missing.yaml'), message: 'no such file' }],
+    });
+  });
+});
+
+describe('validateCommand', () => {
+  it('ends a valid file without error', async () => {
+    const io = bufferIo();
+    await validateCommand(io).parseAsync([`${VALID}minimal-run.yaml`, '--json'], { from: 'user' });
+    expect(JSON.parse(io.stdout.join(''))).toMatchObject({ ok: true, spec: { run: 'echo hello from relaunch' } });
+  });
+
+  it('ends an invalid file with a CommanderError carrying exit status 2', async () => {
+    const io = bufferIo();
+    const ending = validateCommand(io).parseAsync([`${INVALID}cloud-not-aws.yaml`], { from: 'user' });
+    await expect(ending).rejects.toThrow(CommanderError);
+    await expect(ending).rejects.toMatchObject({ exitCode: 2, code: 'relaunch.exitStatus' });
+    expect(io.stderr).toEqual(['error: resources.cloud: relaunch runs on AWS only, got gcp (line 3)']);
+  });
+});
+
+describe('codeRuns', () => {
+  it.each([
+    [[], ''],
+    [[29], '29'],
+    [[1, 2, 3, 7, 9, 10], '1-3, 7, 9-10'],
+  ])('writes %j as %j', (codes, text) => {
+    expect(codeRuns(codes)).toBe(text);
+  });
+});
+
+const MAIN_HAS_VALIDATE = readFileSync(MAIN, 'utf8').includes('validateCommand');
+
+describe.skipIf(!MAIN_HAS_VALIDATE)(
+  `the relaunch binary${MAIN_HAS_VALIDATE ? '' : ' (skipped: cli/main.ts does not register validateCommand yet)'}`,
+  () => {
+    it('validates a file and exits 0, and exits 2 with the errors on stderr', async () => {
+      const ok = await run('node', [BIN, 'validate', `${VALID}minimal-run.yaml`, '--json']);
+      expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true, warnings: [] });
+      const failed = await run('node', [BIN, 'validate', `${INVALID}cloud-not-aws.yaml`]).catch((error: unknown) => error);
+      expect(failed).toMatchObject({
+        code: 2,
+        stdout: '',
+        stderr: 'error: resources.cloud: relaunch runs on AWS only, got gcp (line 3)\n',
+      });
+    });
+  },
+);
