@@ -1,0 +1,51 @@
+// InstanceEvents: EC2's spot interruption warnings and instance state changes, to the
+// Lambda that ends (or marks) the attempt owning the instance.
+
+import { Duration } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import { EC2_DETAIL_TYPES, INSTANCE_GONE_STATES } from '../../functions/on-ec2-event/events.ts';
+
+/** Options of the EC2 event rules. */
+export interface InstanceEventsProps {
+  /** The Lambda that handles both events (functions/on-ec2-event). */
+  readonly handler: lambda.IFunction;
+  /**
+   * How long EventBridge keeps retrying a failed delivery. A missed termination would
+   * leave the attempt to the heartbeat timeout, so retry for a good while.
+   * @default Duration.hours(2)
+   */
+  readonly maxEventAge?: Duration;
+}
+
+/** Two rules on the default bus: interruption warnings, and instances going away. */
+export class InstanceEvents extends Construct {
+  readonly interruptionRule: events.Rule;
+  readonly stateChangeRule: events.Rule;
+
+  constructor(scope: Construct, id: string, props: InstanceEventsProps) {
+    super(scope, id);
+    const target = new targets.LambdaFunction(props.handler, {
+      retryAttempts: 10,
+      maxEventAge: props.maxEventAge ?? Duration.hours(2),
+    });
+    this.interruptionRule = new events.Rule(this, 'SpotInterruption', {
+      description: 'relaunch: a spot instance will be reclaimed in two minutes',
+      eventPattern: { source: ['aws.ec2'], detailType: [EC2_DETAIL_TYPES.interruption] },
+      targets: [target],
+    });
+    // Only the states in which an instance is gone or going: `pending` and `running` of every
+    // instance in the account would invoke the Lambda for nothing.
+    this.stateChangeRule = new events.Rule(this, 'InstanceGone', {
+      description: 'relaunch: an instance is stopping or terminating',
+      eventPattern: {
+        source: ['aws.ec2'],
+        detailType: [EC2_DETAIL_TYPES.stateChange],
+        detail: { state: [...INSTANCE_GONE_STATES] },
+      },
+      targets: [target],
+    });
+  }
+}

@@ -1,0 +1,57 @@
+// JobInstances: what a job's EC2 instances run as. The agent only talks to the API with its
+// per-attempt secret, so the role carries no policies at all.
+
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { Construct } from 'constructs';
+
+/** Where job instances live. */
+export interface JobInstancesProps {
+  /** The VPC the instances launch in (its id, from config: no lookup). */
+  readonly vpcId: string;
+  /**
+   * Managed policies to attach to the instance role, for tasks that need AWS access
+   * themselves (e.g. reading S3).
+   * @default - none: the agent needs no AWS permissions
+   */
+  readonly managedPolicies?: readonly iam.IManagedPolicy[];
+  /**
+   * Let instances in the group reach each other (a multi-node job's rendezvous). Nothing
+   * outside the group is ever admitted.
+   * @default true
+   */
+  readonly nodeToNodeTraffic?: boolean;
+}
+
+/** The instance role and profile, and a security group that admits nothing from outside itself. */
+export class JobInstances extends Construct {
+  readonly role: iam.Role;
+  readonly instanceProfile: iam.InstanceProfile;
+  readonly securityGroupId: string;
+
+  constructor(scope: Construct, id: string, props: JobInstancesProps) {
+    super(scope, id);
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
+      description: 'relaunch job instances: no permissions; the agent reports to the API with a per-attempt secret',
+      managedPolicies: [...(props.managedPolicies ?? [])],
+    });
+    this.instanceProfile = new iam.InstanceProfile(this, 'Profile', { role: this.role });
+    // L1 on purpose: the L2 wants an IVpc, and building one from an id alone needs zones we do not know offline.
+    const group = new ec2.CfnSecurityGroup(this, 'SecurityGroup', {
+      vpcId: props.vpcId,
+      groupDescription: 'relaunch job instances: no inbound from outside; outbound for the API and packages',
+      securityGroupEgress: [{ ipProtocol: '-1', cidrIp: '0.0.0.0/0', description: 'the API, package mirrors, data' }],
+    });
+    this.securityGroupId = group.attrGroupId;
+    if (props.nodeToNodeTraffic ?? true) {
+      // Nodes of a multi-node job talk to each other (torchrun, NCCL): only members of this group.
+      new ec2.CfnSecurityGroupIngress(this, 'NodeToNode', {
+        groupId: group.attrGroupId,
+        sourceSecurityGroupId: group.attrGroupId,
+        ipProtocol: '-1',
+        description: 'nodes of relaunch jobs, to each other',
+      });
+    }
+  }
+}

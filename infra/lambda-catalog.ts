@@ -1,0 +1,88 @@
+// Every relaunch Lambda: its folder under functions/, and the esbuild options its bundle
+// is built with. The CDK construct and the bundle benchmark both read this file, so the
+// benchmark measures exactly what is deployed.
+
+import { fileURLToPath } from 'node:url';
+import { StateName, type TaskStateName } from '../lib/workflow/contract.ts';
+
+/** The handler folders under functions/. */
+export const LambdaName = {
+  launchAttempt: 'launch-attempt',
+  awaitAttempt: 'await-attempt',
+  evaluatePolicy: 'evaluate-policy',
+  releaseInstances: 'release-instances',
+  recordControllerFailure: 'record-controller-failure',
+  continueAsNew: 'continue-as-new',
+  api: 'api',
+  onEc2Event: 'on-ec2-event',
+} as const;
+export type LambdaName = (typeof LambdaName)[keyof typeof LambdaName];
+
+/** All Lambdas, in a stable order. */
+export const LAMBDA_NAMES: readonly LambdaName[] = Object.values(LambdaName);
+
+/** The Lambda behind each Task state of the controller. */
+export const TASK_LAMBDAS: Readonly<Record<TaskStateName, LambdaName>> = {
+  [StateName.LaunchAttempt]: LambdaName.launchAttempt,
+  [StateName.AwaitAttempt]: LambdaName.awaitAttempt,
+  [StateName.EvaluateRecoveryPolicy]: LambdaName.evaluatePolicy,
+  [StateName.ReleaseInstances]: LambdaName.releaseInstances,
+  [StateName.RecordControllerFailure]: LambdaName.recordControllerFailure,
+  [StateName.ContinueAsNewExecution]: LambdaName.continueAsNew,
+};
+
+/** The repository root (this file is infra/lambda-catalog.ts). */
+export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** The entry file of a Lambda. */
+export function handlerEntry(name: LambdaName): string {
+  return fileURLToPath(new URL(`../functions/${name}/handler.ts`, import.meta.url));
+}
+
+/**
+ * ESM bundles need `require` for the few CommonJS modules among the dependencies; this
+ * banner provides it, as AWS recommends for ESM bundles on Lambda.
+ */
+export const ESM_REQUIRE_BANNER = "import{createRequire as __cr}from'module';const require=__cr(import.meta.url);";
+
+/**
+ * How every Lambda is bundled: minified ESM for Node 22, the AWS SDK clients bundled (so
+ * only the commands a handler uses ship, at the pinned version, not the runtime's), no
+ * source maps (they double the size; Powertools logs carry the error and stack).
+ */
+export const LAMBDA_BUNDLE = {
+  target: 'node22',
+  platform: 'node',
+  format: 'esm',
+  minify: true,
+  sourcemap: false,
+  mainFields: ['module', 'main'],
+  banner: ESM_REQUIRE_BANNER,
+  external: [] as string[],
+} as const;
+
+/** What a Lambda reaches, so the construct sets only its variables and grants only its access. */
+export interface LambdaNeeds {
+  /** The jobs table: `read` (Get/Query) or `write` (and conditional writes). */
+  readonly store: 'read' | 'write';
+  /** Starts executions or answers task tokens (STATE_MACHINE_ARN). */
+  readonly workflow: boolean;
+  /** Launches or terminates instances (COMPUTE_CONFIG). */
+  readonly compute: 'launch' | 'release' | false;
+  /** How long one invocation may take, in seconds. */
+  readonly timeoutSeconds: number;
+}
+
+/** Each Lambda's needs; a test checks these against the ports each handler really calls. */
+export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
+  // Failing over across zones and types with backoff takes a while; 5 min bounds it.
+  [LambdaName.launchAttempt]: { store: 'write', workflow: false, compute: 'launch', timeoutSeconds: 300 },
+  [LambdaName.awaitAttempt]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 30 },
+  [LambdaName.evaluatePolicy]: { store: 'write', workflow: false, compute: false, timeoutSeconds: 30 },
+  [LambdaName.releaseInstances]: { store: 'read', workflow: false, compute: 'release', timeoutSeconds: 60 },
+  [LambdaName.recordControllerFailure]: { store: 'write', workflow: false, compute: 'release', timeoutSeconds: 60 },
+  [LambdaName.continueAsNew]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 30 },
+  // API Gateway gives up after 29 s.
+  [LambdaName.api]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 29 },
+  [LambdaName.onEc2Event]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 30 },
+};

@@ -1,0 +1,99 @@
+// Relaunch: the whole service as one construct, for the bundled stack or a user's own app.
+// It wires the constructs of each concern and grants each Lambda only what it uses.
+
+import { Aws, CfnOutput } from 'aws-cdk-lib';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import { TASK_STATES } from '../lib/workflow/contract.ts';
+import type { RelaunchConfig } from './config.ts';
+import { ControllerFunctions } from './constructs/controller-functions.ts';
+import { InstanceEvents } from './constructs/instance-events.ts';
+import { JobApi } from './constructs/job-api.ts';
+import { JobInstances } from './constructs/job-instances.ts';
+import { JobTable, type JobTableProps } from './constructs/job-table.ts';
+import { JobWorkflow } from './constructs/job-workflow.ts';
+import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-catalog.ts';
+import { grantCompute, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
+import type { ControllerTasks } from './workflow.ts';
+
+/** Everything Relaunch needs: where instances run, plus optional tuning. */
+export interface RelaunchProps extends RelaunchConfig {
+  /**
+   * Options of the jobs table (retention, deletion protection, PITR window).
+   * @default - retained, deletion-protected, 35 days of PITR
+   */
+  readonly table?: JobTableProps;
+  /**
+   * What the controller's execution log records.
+   * @default sfn.LogLevel.ERROR
+   */
+  readonly workflowLogLevel?: sfn.LogLevel;
+  /**
+   * Emit the API URL and state machine ARN as stack outputs.
+   * @default true
+   */
+  readonly outputs?: boolean;
+}
+
+/** relaunch: the table, the Lambdas, the controller, the EC2 event rules and the API. */
+export class Relaunch extends Construct {
+  readonly table: JobTable;
+  readonly functions: ControllerFunctions;
+  readonly workflow: JobWorkflow;
+  readonly instances: JobInstances;
+  readonly events: InstanceEvents;
+  readonly api: JobApi;
+
+  constructor(scope: Construct, id: string, props: RelaunchProps) {
+    super(scope, id);
+    const namePrefix = props.namePrefix ?? 'relaunch';
+    const regions = props.regions ?? [Aws.REGION];
+    // Named, so the Lambdas it calls (and that call it) know its ARN without a cycle.
+    const stateMachineName = `${namePrefix}-controller`;
+    const stateMachineArn = JobWorkflow.stateMachineArn(this, stateMachineName);
+
+    this.table = new JobTable(this, 'Jobs', props.table);
+    this.instances = new JobInstances(this, 'Instances', { vpcId: props.vpcId });
+    const launchScope: LaunchScope = {
+      regions,
+      subnetIds: props.subnetIds,
+      securityGroupId: this.instances.securityGroupId,
+      instanceRoleArn: this.instances.role.roleArn,
+      allowedInstanceTypes: props.allowedInstanceTypes ?? [],
+    };
+    this.functions = new ControllerFunctions(this, 'Functions', {
+      namePrefix,
+      tableName: this.table.table.tableName,
+      stateMachineArn,
+      computeConfig: {
+        namePrefix,
+        regions,
+        subnetIds: props.subnetIds,
+        securityGroupId: launchScope.securityGroupId,
+        instanceProfileArn: this.instances.instanceProfile.instanceProfileArn,
+        allowedInstanceTypes: launchScope.allowedInstanceTypes,
+      },
+    });
+    for (const name of LAMBDA_NAMES) {
+      const fn = this.functions.functions[name];
+      const needs = LAMBDA_NEEDS[name];
+      grantTable(fn, this.table.table, needs.store);
+      if (needs.workflow) grantWorkflow(fn, stateMachineArn, JobWorkflow.executionArns(this, stateMachineName));
+      if (needs.compute !== false) grantCompute(fn, launchScope, needs.compute);
+    }
+
+    const tasks = Object.fromEntries(
+      TASK_STATES.map((state) => [state, this.functions.functions[TASK_LAMBDAS[state]]]),
+    ) as Record<string, lambda.IFunction> as ControllerTasks;
+    this.workflow = new JobWorkflow(this, 'Controller', { stateMachineName, tasks, logLevel: props.workflowLogLevel });
+    this.events = new InstanceEvents(this, 'Ec2Events', { handler: this.functions.functions[LambdaName.onEc2Event] });
+    this.api = new JobApi(this, 'Api', { handler: this.functions.functions[LambdaName.api], restApiName: namePrefix });
+    this.functions.setApiUrl(this.api.url);
+
+    if (props.outputs ?? true) {
+      new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'RELAUNCH_API_URL for the CLI' });
+      new CfnOutput(this, 'StateMachineArn', { value: this.workflow.stateMachine.stateMachineArn });
+    }
+  }
+}

@@ -1,0 +1,380 @@
+// The deployable stack, synthesized in process (no bundling, no CloudFormation validation):
+// what matters about each resource, never a whole-template snapshot.
+
+import { App, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { EC2_DETAIL_TYPES, INSTANCE_GONE_STATES } from '../../functions/on-ec2-event/events.ts';
+import { EnvVar } from '../../functions/shared/env.ts';
+import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
+import { TagKey } from '../../lib/agent/tags.ts';
+import { INSTANCE_INDEX, JOB_LIST_INDEX, TABLE_KEY } from '../../lib/adapters/dynamo-table.ts';
+import { ROUTES } from '../../lib/http/routes.ts';
+import { HEARTBEAT_TIMEOUT_SECONDS, StateName } from '../../lib/workflow/contract.ts';
+import { JobInstances } from '../../infra/constructs/job-instances.ts';
+import { Relaunch } from '../../infra/relaunch.ts';
+import { RelaunchStack } from '../../infra/relaunch-stack.ts';
+import { LAMBDA_NAMES, LAMBDA_NEEDS, type LambdaName } from '../../infra/lambda-catalog.ts';
+
+process.env.CDK_VALIDATION = 'false';
+
+const NETWORK = { vpcId: 'vpc-0123456789abcdef0', subnetIds: ['subnet-0123456789abcdef0', 'subnet-0123456789abcdef1'] };
+
+type Resource = { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
+type Statement = { Sid?: string; Action: string | string[]; Resource: unknown; Condition?: Record<string, Record<string, unknown>> };
+
+let template: Template;
+let resources: Record<string, Resource>;
+
+function synth(props: Partial<ConstructorParameters<typeof RelaunchStack>[2]['relaunch']> = {}): Template {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new RelaunchStack(app, 'Test', { relaunch: { ...NETWORK, ...props } });
+  return Template.fromStack(stack);
+}
+
+/** The logical id of a Lambda by its catalog name (the construct id is the name). */
+function functionId(name: LambdaName): string {
+  const found = Object.entries(resources).find(
+    ([id, r]) => r.Type === 'AWS::Lambda::Function' && id.startsWith(`RelaunchFunctions${name.replaceAll('-', '')}`),
+  );
+  if (found === undefined) throw new Error(`no function ${name}`);
+  return found[0];
+}
+
+/** Every statement of the policies attached to a Lambda's role. */
+function statementsOf(name: LambdaName): Statement[] {
+  const fn = resources[functionId(name)] as Resource;
+  const roleId = ((fn.Properties.Role as { 'Fn::GetAtt': string[] })['Fn::GetAtt'])[0];
+  return Object.values(resources)
+    .filter((r) => r.Type === 'AWS::IAM::Policy' && (r.Properties.Roles as { Ref: string }[]).some((role) => role.Ref === roleId))
+    .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+}
+
+const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+const withAction = (statements: Statement[], prefix: string) => statements.filter((s) => actionsOf(s).some((a) => a.startsWith(prefix)));
+
+/** A resource with CloudFormation intrinsics flattened to text: `{Ref: X}` → `<X>`. */
+function flat(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.map(flat).join(',');
+  const record = value as Record<string, unknown>;
+  if ('Fn::Join' in record) {
+    const [separator, parts] = record['Fn::Join'] as [string, unknown[]];
+    return parts.map(flat).join(separator);
+  }
+  if ('Ref' in record) return `<${String(record.Ref)}>`;
+  if ('Fn::GetAtt' in record) return `<${(record['Fn::GetAtt'] as string[]).join('.')}>`;
+  return JSON.stringify(value);
+}
+
+beforeAll(() => {
+  template = synth({ allowedInstanceTypes: ['g5.*', 'm5.large'] });
+  resources = template.toJSON().Resources as Record<string, Resource>;
+});
+
+describe('JobTable', () => {
+  it('is the single table of dynamo-table.ts: keys, both indexes, on demand', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [
+        { AttributeName: TABLE_KEY.partitionKey, KeyType: 'HASH' },
+        { AttributeName: TABLE_KEY.sortKey, KeyType: 'RANGE' },
+      ],
+      GlobalSecondaryIndexes: Match.arrayWith([
+        Match.objectLike({ IndexName: INSTANCE_INDEX.indexName, Projection: { ProjectionType: 'KEYS_ONLY' } }),
+        Match.objectLike({ IndexName: JOB_LIST_INDEX.indexName, Projection: { ProjectionType: 'ALL' } }),
+      ]),
+    });
+  });
+
+  it('keeps the data: PITR, deletion protection, RETAIN, AWS-managed encryption', () => {
+    template.hasResource('AWS::DynamoDB::Table', {
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+      Properties: Match.objectLike({
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true, RecoveryPeriodInDays: 35 },
+        DeletionProtectionEnabled: true,
+        // SSEEnabled with no key of ours: KMS with the AWS-managed aws/dynamodb key.
+        SSESpecification: { SSEEnabled: true },
+      }),
+    });
+  });
+});
+
+describe('ControllerFunctions', () => {
+  it('deploys every handler on Node 22, arm64, traced, with JSON logs', () => {
+    template.resourceCountIs('AWS::Lambda::Function', LAMBDA_NAMES.length);
+    for (const name of LAMBDA_NAMES) {
+      expect(resources[functionId(name)]?.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        TracingConfig: { Mode: 'Active' },
+        LoggingConfig: expect.objectContaining({ LogFormat: 'JSON' }),
+        Handler: 'index.handler',
+      });
+    }
+  });
+
+  it('gives each function only the variables of the ports it uses', () => {
+    for (const name of LAMBDA_NAMES) {
+      const variables = (resources[functionId(name)]?.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      const needs = LAMBDA_NEEDS[name];
+      expect(Object.hasOwn(variables, EnvVar.tableName), name).toBe(true);
+      expect(Object.hasOwn(variables, EnvVar.stateMachineArn), name).toBe(needs.workflow);
+      expect(Object.hasOwn(variables, EnvVar.computeConfig), name).toBe(needs.compute !== false);
+      expect(Object.hasOwn(variables, EnvVar.apiUrl), name).toBe(needs.compute === 'launch');
+    }
+  });
+});
+
+describe('IAM', () => {
+  const ALLOWED_STAR = new Set(['Ec2DescribeHasNoResourceScope']);
+
+  it('uses `*` only where the service has no resource scope (X-Ray, EC2 Describe)', () => {
+    for (const name of LAMBDA_NAMES) {
+      for (const statement of statementsOf(name)) {
+        if (flat(statement.Resource) !== '*') continue;
+        const xray = actionsOf(statement).every((a) => a.startsWith('xray:'));
+        expect(xray || ALLOWED_STAR.has(statement.Sid ?? ''), `${name}: ${JSON.stringify(statement)}`).toBe(true);
+      }
+    }
+  });
+
+  it('passes only the instance role, only to EC2, and only from the launching function', () => {
+    for (const name of LAMBDA_NAMES) {
+      const passRole = withAction(statementsOf(name), 'iam:');
+      if (LAMBDA_NEEDS[name].compute !== 'launch') {
+        expect(passRole, name).toEqual([]);
+        continue;
+      }
+      expect(passRole).toEqual([
+        expect.objectContaining({
+          Action: 'iam:PassRole',
+          Resource: { 'Fn::GetAtt': [expect.stringMatching(/^RelaunchInstancesRole/), 'Arn'] },
+          Condition: { StringEquals: { 'iam:PassedToService': 'ec2.amazonaws.com' } },
+        }),
+      ]);
+    }
+  });
+
+  it('launches only tagged instances of allowed types, into the given subnets and group', () => {
+    const ec2 = withAction(statementsOf('launch-attempt'), 'ec2:RunInstances');
+    const instance = ec2.find((s) => flat(s.Resource).endsWith(':instance/*'));
+    expect(instance?.Condition).toEqual({
+      StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*', 'ec2:InstanceType': ['g5.*', 'm5.large'] },
+    });
+    const network = flat(ec2.find((s) => s.Sid === 'LaunchIntoGivenNetwork')?.Resource);
+    for (const subnet of NETWORK.subnetIds) expect(network).toContain(`:subnet/${subnet}`);
+    expect(network).not.toContain('subnet/*');
+    expect(network).toMatch(/security-group\/<RelaunchInstancesSecurityGroup\w+\.GroupId>/);
+  });
+
+  it('tags only at creation, or the node-IP tags of relaunch instances', () => {
+    const tagging = withAction(statementsOf('launch-attempt'), 'ec2:CreateTags');
+    expect(tagging.map((s) => s.Condition)).toEqual([
+      { StringEquals: { 'ec2:CreateAction': ['RunInstances', 'CreateFleet'] } },
+      { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' }, 'ForAllValues:StringLike': { 'aws:TagKeys': ['relaunch:node-ips:*'] } },
+    ]);
+  });
+
+  it('terminates only instances tagged as relaunch jobs, and only from the compute functions', () => {
+    for (const name of LAMBDA_NAMES) {
+      const terminate = withAction(statementsOf(name), 'ec2:TerminateInstances');
+      if (LAMBDA_NEEDS[name].compute === false) {
+        expect(withAction(statementsOf(name), 'ec2:'), name).toEqual([]);
+        continue;
+      }
+      expect(terminate, name).toEqual([
+        expect.objectContaining({ Condition: { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' } } }),
+      ]);
+    }
+  });
+
+  it('reaches Step Functions only on the controller and its executions, only where needed', () => {
+    for (const name of LAMBDA_NAMES) {
+      const states = withAction(statementsOf(name), 'states:');
+      if (!LAMBDA_NEEDS[name].workflow) {
+        expect(states, name).toEqual([]);
+        continue;
+      }
+      const targets = states.map((s) => flat(s.Resource));
+      expect(targets, name).toEqual([
+        expect.stringMatching(/:stateMachine:relaunch-controller$/),
+        expect.stringMatching(/:execution:relaunch-controller:\*$/),
+      ]);
+      expect(actionsOf(states[0] as Statement)).toEqual(
+        expect.arrayContaining(['states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat']),
+      );
+    }
+  });
+
+  it('reaches DynamoDB only on the table and its indexes, read-only where the function only reads', () => {
+    for (const name of LAMBDA_NAMES) {
+      const dynamo = withAction(statementsOf(name), 'dynamodb:');
+      for (const statement of dynamo) expect(flat(statement.Resource), name).toMatch(/^<RelaunchJobsTable\w+\.Arn>(\/index\/\*)?$/);
+      const writes = dynamo.flatMap(actionsOf).filter((a) => /Put|Update|Delete|Batch|Scan/.test(a));
+      if (LAMBDA_NEEDS[name].store === 'read') expect(writes, name).toEqual([]);
+      expect(dynamo.flatMap(actionsOf), name).not.toContain('dynamodb:Scan');
+    }
+  });
+
+  it('lets the state machine invoke exactly the six task functions', () => {
+    const policy = Object.values(resources).find(
+      (r) => r.Type === 'AWS::IAM::Policy' && flat((r.Properties.Roles as unknown[])[0]).includes('StateMachineRole'),
+    ) as Resource;
+    const statements = (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement;
+    const invoked = new Set(
+      withAction(statements, 'lambda:InvokeFunction').flatMap((s) => (s.Resource as unknown[]).map(flat)).map((r) => r.replace(/:\*$/, '')),
+    );
+    expect(invoked.size).toBe(6);
+    for (const r of invoked) expect(r).not.toMatch(/api|onec2event/i);
+  });
+});
+
+describe('JobWorkflow', () => {
+  /** The definition, with each CloudFormation intrinsic replaced by a placeholder string. */
+  function definition(): { States: Record<string, Record<string, unknown>> } {
+    const machine = Object.values(resources).find((r) => r.Type === 'AWS::StepFunctions::StateMachine') as Resource;
+    const parts = (machine.Properties.DefinitionString as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+    return JSON.parse(parts.map((part) => (typeof part === 'string' ? part : 'placeholder')).join('')) as never;
+  }
+
+  it('is a Standard machine with X-Ray and error logs to its own log group', () => {
+    template.hasResourceProperties('AWS::StepFunctions::StateMachine', {
+      StateMachineName: 'relaunch-controller',
+      StateMachineType: 'STANDARD',
+      TracingConfiguration: { Enabled: true },
+      LoggingConfiguration: Match.objectLike({ Level: 'ERROR', IncludeExecutionData: true }),
+    });
+    template.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/vendedlogs/states/relaunch-controller' });
+  });
+
+  it('waits for the task token with a heartbeat and retries Lambda faults on every task', () => {
+    const { States } = definition();
+    expect(States[StateName.AwaitAttempt]).toMatchObject({
+      Resource: expect.stringContaining(':states:::lambda:invoke.waitForTaskToken'),
+      HeartbeatSeconds: HEARTBEAT_TIMEOUT_SECONDS,
+    });
+    const tasks = Object.entries(States).filter(([, s]) => s.Type === 'Task');
+    expect(tasks).toHaveLength(6);
+    for (const [name, state] of tasks) {
+      expect(state.Retry, name).toEqual([
+        expect.objectContaining({ ErrorEquals: expect.arrayContaining(['Lambda.TooManyRequestsException']), JitterStrategy: 'FULL' }),
+      ]);
+    }
+  });
+});
+
+describe('InstanceEvents', () => {
+  it('forwards spot interruption warnings and instances going away to on-ec2-event', () => {
+    const target = Match.arrayWith([Match.objectLike({ Arn: { 'Fn::GetAtt': [functionId('on-ec2-event'), 'Arn'] } })]);
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: { source: ['aws.ec2'], 'detail-type': [EC2_DETAIL_TYPES.interruption] },
+      Targets: target,
+    });
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.ec2'],
+        'detail-type': [EC2_DETAIL_TYPES.stateChange],
+        detail: { state: [...INSTANCE_GONE_STATES] },
+      },
+      Targets: target,
+    });
+    template.resourceCountIs('AWS::Events::Rule', 2);
+  });
+});
+
+describe('JobApi', () => {
+  /** The method of a route, found by its resource path (`/jobs/{id}`) and verb. */
+  function method(pattern: string, verb: string): Resource {
+    const last = pattern.split('/').at(-1) as string;
+    const found = Object.values(resources).find((r) => {
+      if (r.Type !== 'AWS::ApiGateway::Method' || r.Properties.HttpMethod !== verb) return false;
+      const resourceRef = (r.Properties.ResourceId as { Ref?: string }).Ref;
+      const resource = resourceRef === undefined ? undefined : resources[resourceRef];
+      // The last path part and the verb are unique among relaunch's routes.
+      return resource?.Properties.PathPart === last;
+    });
+    if (found === undefined) throw new Error(`no method ${verb} ${pattern}`);
+    return found;
+  }
+
+  it('requires IAM on the job routes and nothing but the secret on agent callbacks', () => {
+    template.resourceCountIs('AWS::ApiGateway::Method', ROUTES.length);
+    for (const route of ROUTES) {
+      const props = method(route.pattern, route.method).Properties;
+      if (route.auth === 'iam') {
+        expect(props.AuthorizationType, route.pattern).toBe('AWS_IAM');
+      } else {
+        expect(props, route.pattern).toMatchObject({
+          AuthorizationType: 'NONE',
+          RequestParameters: { 'method.request.header.Authorization': true },
+          RequestValidatorId: expect.anything(),
+          RequestModels: { 'application/json': expect.anything() },
+        });
+      }
+    }
+  });
+
+  it('validates agent bodies against the protocol schema before invoking the Lambda', () => {
+    template.hasResourceProperties('AWS::ApiGateway::RequestValidator', { ValidateRequestBody: true, ValidateRequestParameters: true });
+    template.hasResourceProperties('AWS::ApiGateway::Model', {
+      ContentType: 'application/json',
+      Schema: Match.objectLike({
+        $schema: 'http://json-schema.org/draft-04/schema#',
+        required: ['nodeRank', 'phase', 'exitCode', 'outputTail'],
+        properties: Match.objectLike({ outputTail: { type: 'string', maxLength: OUTPUT_TAIL_MAX_BYTES } }),
+      }),
+    });
+  });
+
+  it('traces and throttles the stage', () => {
+    template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      TracingEnabled: true,
+      MethodSettings: Match.arrayWith([Match.objectLike({ ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 })]),
+    });
+  });
+});
+
+describe('JobInstances', () => {
+  it('gives the instance role no permissions at all', () => {
+    const role = Object.entries(resources).find(([id]) => id.startsWith('RelaunchInstancesRole'))?.[1] as Resource;
+    expect(role.Properties.ManagedPolicyArns ?? []).toEqual([]);
+    expect(role.Properties.Policies).toBeUndefined();
+    const attached = Object.values(resources).filter(
+      (r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes('RelaunchInstancesRole'),
+    );
+    expect(attached).toEqual([]);
+  });
+
+  it('admits nothing from outside the security group', () => {
+    const group = Object.values(resources).find((r) => r.Type === 'AWS::EC2::SecurityGroup') as Resource;
+    expect(group.Properties.SecurityGroupIngress).toBeUndefined();
+    expect(group.Properties.VpcId).toBe(NETWORK.vpcId);
+    const ingress = Object.values(resources).filter((r) => r.Type === 'AWS::EC2::SecurityGroupIngress');
+    expect(ingress).toHaveLength(1);
+    expect(flat(ingress[0]?.Properties.SourceSecurityGroupId)).toBe(flat(ingress[0]?.Properties.GroupId));
+  });
+
+  it('can drop even node-to-node traffic', () => {
+    const stack = new Stack(new App(), 'Own');
+    new JobInstances(stack, 'I', { vpcId: NETWORK.vpcId, nodeToNodeTraffic: false });
+    const own = Template.fromStack(stack);
+    own.resourceCountIs('AWS::EC2::SecurityGroupIngress', 0);
+    own.resourceCountIs('AWS::EC2::SecurityGroup', 1);
+  });
+});
+
+describe('Relaunch in a user app', () => {
+  it('fits in any stack, with its own name prefix and regions', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'Theirs', { env: { account: '123456789012', region: 'eu-west-1' } });
+    new Relaunch(stack, 'Jobs', { ...NETWORK, namePrefix: 'team-a', regions: ['eu-west-1', 'eu-central-1'] });
+    const theirs = Template.fromStack(stack);
+    theirs.hasResourceProperties('AWS::StepFunctions::StateMachine', { StateMachineName: 'team-a-controller' });
+    const policies = JSON.stringify(theirs.findResources('AWS::IAM::Policy'));
+    expect(policies).toContain(':ec2:eu-central-1:');
+    expect(policies).toContain('stateMachine:team-a-controller');
+  });
+});
