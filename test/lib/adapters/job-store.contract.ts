@@ -157,7 +157,10 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         ['putAttempt', (s) => s.putAttempt(makeAttempt('nope', 1))],
         ['getAttempt', (s) => s.getAttempt('nope', 1)],
         ['listAttempts', (s) => s.listAttempts('nope')],
+        ['setInstances', (s) => s.setInstances('nope', 1, { region: 'us-east-1', zone: null, instanceType: 'm5.large' }, [])],
         ['setTaskToken', (s) => s.setTaskToken('nope', 1, 'token')],
+        ['recordHeartbeat', (s) => s.recordHeartbeat('nope', 1, T1)],
+        ['noteInterruption', (s) => s.noteInterruption('nope', 1, T1)],
         ['addReport', (s) => s.addReport('nope', 1, report(0, 'run', 0))],
         ['endAttempt', (s) => s.endAttempt('nope', 1, exited, T2)],
         ['recordDecision', (s) => s.recordDecision('nope', 1, restartDecision, chargedCounters, change('RUNNING', 'RECOVERING'))],
@@ -327,6 +330,20 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
           [1, 'spot'],
           [2, 'on-demand'],
         ]);
+      });
+
+      it('lets exactly one of two racing starts of the same attempt win', async () => {
+        await store.createJob(makeJob('job-1'));
+        const results = await Promise.allSettled([
+          store.putAttempt(makeAttempt('job-1', 1, { market: 'spot' })),
+          store.putAttempt(makeAttempt('job-1', 1, { market: 'on-demand' })),
+        ]);
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        expect((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(
+          ConcurrentUpdateError,
+        );
+        expect((await store.getJob('job-1')).attemptCount).toBe(1);
+        expect(await store.listAttempts('job-1')).toHaveLength(1);
       });
 
       it('lists attempts oldest first past nine (numbers, not text, order them)', async () => {
