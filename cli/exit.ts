@@ -1,4 +1,5 @@
 // Exit statuses of every relaunch command (DESIGN.md section 6), and how errors reach stderr.
+import { Command, CommanderError } from 'commander';
 
 import { InvalidInputError, InvalidTaskSpecError, RelaunchError } from '../lib/errors.ts';
 
@@ -35,4 +36,25 @@ export function reportError(io: Io, error: unknown): ExitStatus {
   const message = error instanceof Error ? error.message : String(error);
   io.err(`error: ${message}`);
   return ExitStatus.JOB_FAILED;
+}
+
+/** The CommanderError code that carries a command's own exit status up to `main`. */
+export const EXIT_STATUS_CODE = 'relaunch.exitStatus';
+
+/**
+ * A subcommand wired like every other: usage errors become CommanderErrors (addCommand
+ * does not pass exitOverride down) and help goes to the given streams.
+ */
+export function subcommand(name: string, io: Io): Command {
+  return new Command(name)
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
+}
+
+/**
+ * Ends an action with this status. Commander discards an action's return value, so a
+ * non-zero status travels as a CommanderError that `main` turns into the exit status.
+ */
+export function exitWith(status: number): void {
+  if (status !== ExitStatus.OK) throw new CommanderError(status, EXIT_STATUS_CODE, `exit status ${status}`);
 }

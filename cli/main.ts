@@ -2,7 +2,8 @@
 
 import { Command, CommanderError } from 'commander';
 import { simulateCommand } from './commands/simulate.ts';
-import { ExitStatus, processIo, reportError, type Io } from './exit.ts';
+import { validateCommand } from './commands/validate.ts';
+import { EXIT_STATUS_CODE, ExitStatus, processIo, reportError, type Io } from './exit.ts';
 
 /**
  * Runs `relaunch` with process-style argv (`[node, script, ...args]`) and resolves to the
@@ -15,6 +16,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
     .description('Batch jobs on EC2 spot capacity that come back by themselves.')
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
+  program.addCommand(validateCommand(io));
   program.addCommand(simulateCommand(io));
   try {
     await program.parseAsync([...argv]);
@@ -27,7 +29,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
 
 /** Help and version end well; any other commander error is a usage error. */
 function statusOf(error: CommanderError): number {
-  if (error.code === 'relaunch.exitStatus') return error.exitCode;
+  if (error.code === EXIT_STATUS_CODE) return error.exitCode;
   if (error.exitCode === 0) return ExitStatus.OK;
   return ExitStatus.USAGE;
 }

@@ -1,11 +1,11 @@
 // `relaunch simulate TASK.yaml EVENT...`: what the recovery policy would decide, with no compute.
 
-import { readFile } from 'node:fs/promises';
-import { Command, CommanderError } from 'commander';
-import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
+import type { Command } from 'commander';
+import { formatIssue } from '../../lib/errors.ts';
 import { EVENT_FORMS, simulate, type SimulationResult } from '../../lib/simulate.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
-import { ExitStatus, reportError, type Io } from '../exit.ts';
+import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+import { readTaskFile } from '../task-file.ts';
 
 /** Options of `relaunch simulate`. */
 export interface SimulateOptions {
@@ -36,7 +36,7 @@ export async function runSimulate(file: string, events: readonly string[], optio
  * are CommanderErrors too, since addCommand does not pass exitOverride down.
  */
 export function simulateCommand(io: Io): Command {
-  return new Command('simulate')
+  return subcommand('simulate', io)
     .description('show what the recovery policy would decide for a sequence of attempt ends, with no compute')
     .argument('<task>', 'the task file (SkyPilot YAML)')
     .argument('<events...>', EVENT_FORMS)
@@ -45,25 +45,12 @@ export function simulateCommand(io: Io): Command {
       'after',
       '\nExamples:\n  relaunch simulate task.yaml exit:29 preempt exit:1 exit:0\n  relaunch simulate two-nodes.yaml setup:0+1 exit:0+0 --json',
     )
-    .exitOverride()
-    .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) })
     .action(async (file: string, events: string[], options: SimulateOptions) => {
       const status = await runSimulate(file, events, options, io);
-      if (status !== ExitStatus.OK) throw new CommanderError(status, 'relaunch.exitStatus', `exit status ${status}`);
+      exitWith(status);
     });
 }
 
-/** The file's text; a missing or unreadable file is bad input (status 2), not a crash. */
-async function readTaskFile(file: string): Promise<string> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const message =
-      code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory, expected a task file' : `cannot be read (${String(code)})`;
-    throw new InvalidInputError([{ path: file, message }]);
-  }
-}
 
 /** One line per event, columns aligned, then the final status. */
 function renderResult(result: SimulationResult): string {

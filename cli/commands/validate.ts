@@ -1,11 +1,11 @@
 // `relaunch validate TASK.yaml`: the normalized task a file means, or every problem in it.
 
-import { readFile } from 'node:fs/promises';
-import { Command, CommanderError } from 'commander';
+import type { Command } from 'commander';
 import { formatIssue, InvalidInputError, InvalidTaskSpecError } from '../../lib/errors.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import type { Accelerator, ImageId, Quantity, RecoveryPolicy, TaskSpec } from '../../lib/spec/types.ts';
-import { ExitStatus, reportError, type Io } from '../exit.ts';
+import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+import { readTaskFile } from '../task-file.ts';
 
 /** Options of `relaunch validate`. */
 export interface ValidateOptions {
@@ -44,33 +44,16 @@ export async function runValidate(file: string, options: ValidateOptions, io: Io
  * code `relaunch.exitStatus`, which cli/main.ts turns into the process's exit status.
  */
 export function validateCommand(io: Io): Command {
-  return new Command('validate')
+  return subcommand('validate', io)
     .description('check a task file and print the task relaunch would run, or every problem in it')
     .argument('<task>', 'the task file (SkyPilot YAML)')
     .option('--json', 'print one JSON object: {ok, spec, warnings} or {ok, issues}')
-    .exitOverride()
-    .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) })
     .action(async (file: string, options: ValidateOptions) => {
       const status = await runValidate(file, options, io);
-      if (status !== ExitStatus.OK) throw new CommanderError(status, 'relaunch.exitStatus', `exit status ${status}`);
+      exitWith(status);
     });
 }
 
-/** The file's text; a missing or unreadable file is bad input (status 2), named in the message. */
-async function readTaskFile(file: string): Promise<string> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const message =
-      code === 'ENOENT'
-        ? 'no such file'
-        : code === 'EISDIR'
-          ? 'is a directory, expected a task file'
-          : `cannot be read (${String(code)})`;
-    throw new InvalidInputError([{ path: file, message }]);
-  }
-}
 
 /** Exit codes as short runs: `[1, 2, 3, 7]` is `1-3, 7`. */
 export function codeRuns(codes: readonly number[]): string {
