@@ -1,30 +1,36 @@
 // The deployment's settings, from CDK context (cdk.json or `-c key=value`), validated before
 // any construct is built: a bad value names its context key and says what was expected.
+// Nothing is looked up: synth needs no credentials and no network.
 
 import { z } from 'zod';
+import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
 
 /** The context keys relaunch reads. */
 export const ContextKey = {
   vpcId: 'relaunch:vpcId',
-  subnetIds: 'relaunch:subnetIds',
-  regions: 'relaunch:regions',
+  subnets: 'relaunch:subnets',
+  otherRegions: 'relaunch:otherRegions',
   allowedInstanceTypes: 'relaunch:allowedInstanceTypes',
   namePrefix: 'relaunch:namePrefix',
 } as const;
 
 /** Where job instances run and what they may be; see ContextKey for where each comes from. */
 export interface RelaunchConfig {
-  /** The VPC of the job instances' security group. No lookup: it is given. */
+  /** The VPC, in the stack's region, of the job instances' security group. */
   readonly vpcId: string;
-  /** Subnets (of that VPC) instances launch in; their zones are the candidates. */
-  readonly subnetIds: readonly string[];
   /**
-   * Regions relaunch may launch in (IAM is scoped to them).
-   * @default - the stack's own region
+   * Subnets of that VPC instances launch in, one per availability zone, in order of
+   * preference (`{ "us-east-1a": "subnet-…" }`): the zones are the launch candidates.
    */
-  readonly regions?: readonly string[];
+  readonly subnetsByZone: Readonly<Record<string, string>>;
   /**
-   * Instance types (IAM `StringLike` patterns such as `g5.*`) RunInstances may start.
+   * More regions to fail over to, each with its subnets and security groups (a stack
+   * cannot create resources in another region, so these are given).
+   * @default - the stack's region only
+   */
+  readonly otherRegions?: readonly Ec2RegionConfig[];
+  /**
+   * Exact instance types relaunch may launch (enforced in IAM and before launching).
    * @default - any type
    */
   readonly allowedInstanceTypes?: readonly string[];
@@ -35,24 +41,47 @@ export interface RelaunchConfig {
   readonly namePrefix?: string;
 }
 
-/** A list given as a JSON array (cdk.json) or a comma-separated string (`-c`). */
-const list = <T extends z.ZodType<string>>(item: T, min = 0) =>
-  z.preprocess(
-    (value) => (typeof value === 'string' ? value.split(',').map((part) => part.trim()).filter((part) => part !== '') : value),
-    z.array(item).min(min, `expected at least ${min}`),
-  );
-
-const vpcId = z.string().regex(/^vpc-[0-9a-f]{8,17}$/, 'expected a VPC id like vpc-0123456789abcdef0');
-const subnetId = z.string().regex(/^subnet-[0-9a-f]{8,17}$/, 'expected a subnet id like subnet-0123456789abcdef0');
 const region = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like us-east-1');
-const instanceType = z.string().regex(/^[a-z0-9*-]+\.[a-z0-9*-]+$/, 'expected an instance type or pattern like g5.* or m5.large');
+const zone = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d[a-z]$/, 'expected an availability zone like us-east-1a');
+const subnetId = z.string().regex(/^subnet-[0-9a-f]{8,17}$/, 'expected a subnet id like subnet-0123456789abcdef0');
+const securityGroupId = z.string().regex(/^sg-[0-9a-f]{8,17}$/, 'expected a security group id like sg-0123456789abcdef0');
+const vpcId = z.string().regex(/^vpc-[0-9a-f]{8,17}$/, 'expected a VPC id like vpc-0123456789abcdef0');
+const instanceType = z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, 'expected an instance type like m5.large');
 const namePrefix = z.string().regex(/^[a-zA-Z][a-zA-Z0-9-]{0,31}$/, 'expected 1-32 letters, digits or -, starting with a letter');
+
+/** From `-c`, a list is a comma-separated string; from cdk.json, an array. */
+const splitList = (value: unknown): unknown =>
+  typeof value === 'string' ? value.split(',').map((part) => part.trim()).filter((part) => part !== '') : value;
+
+/** From `-c`, subnets are `zone=subnet,…`; from cdk.json, an object. */
+const splitPairs = (value: unknown): unknown =>
+  typeof value === 'string' ? Object.fromEntries((splitList(value) as string[]).map((pair) => pair.split('=').map((s) => s.trim()))) : value;
+
+/** From `-c`, other regions are a JSON string. */
+const parseJson = (value: unknown): unknown => {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value;
+  }
+};
+
+const subnetsByZone = z
+  .record(zone, subnetId)
+  .refine((subnets) => Object.keys(subnets).length > 0, 'expected at least one zone with its subnet')
+  .refine((subnets) => new Set(Object.keys(subnets).map((z) => z.slice(0, -1))).size <= 1, 'expected zones of one region');
 
 const ConfigSchema = z.object({
   [ContextKey.vpcId]: vpcId,
-  [ContextKey.subnetIds]: list(subnetId, 1),
-  [ContextKey.regions]: list(region).optional(),
-  [ContextKey.allowedInstanceTypes]: list(instanceType).optional(),
+  [ContextKey.subnets]: z.preprocess(splitPairs, subnetsByZone),
+  [ContextKey.otherRegions]: z
+    .preprocess(
+      parseJson,
+      z.array(z.object({ region, subnetsByZone, securityGroupIds: z.array(securityGroupId).min(1) }).strict()),
+    )
+    .optional(),
+  [ContextKey.allowedInstanceTypes]: z.preprocess(splitList, z.array(instanceType).min(1)).optional(),
   [ContextKey.namePrefix]: namePrefix.optional(),
 });
 
@@ -68,21 +97,22 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
-      const key = String(issue.path[0]);
-      const index = issue.path.length > 1 ? `[${issue.path.slice(1).join('][')}]` : '';
-      const message = raw[key] === undefined ? 'is not set' : issue.message;
-      return `context ${key}${index}: ${message}`;
+      const [key, ...rest] = issue.path.map(String);
+      const where = rest.length > 0 ? `${key}.${rest.join('.')}` : key;
+      const message = raw[key as string] === undefined ? 'is not set' : issue.message;
+      return `context ${where}: ${message}`;
     });
     throw new Error(
       `relaunch configuration is not valid:\n  ${problems.join('\n  ')}\n` +
-        'Set each key in cdk.json "context", or pass it with -c, e.g. -c relaunch:subnetIds=subnet-aaa,subnet-bbb',
+        'Set each key in cdk.json "context", or pass it with -c, e.g. ' +
+        '-c relaunch:vpcId=vpc-… -c relaunch:subnets=us-east-1a=subnet-…,us-east-1b=subnet-…',
     );
   }
   const config = parsed.data;
   return {
     vpcId: config[ContextKey.vpcId],
-    subnetIds: config[ContextKey.subnetIds],
-    regions: config[ContextKey.regions],
+    subnetsByZone: config[ContextKey.subnets],
+    otherRegions: config[ContextKey.otherRegions],
     allowedInstanceTypes: config[ContextKey.allowedInstanceTypes],
     namePrefix: config[ContextKey.namePrefix],
   };

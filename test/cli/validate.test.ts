@@ -197,5 +197,5 @@ describe('the relaunch binary', () => {
       stdout: '',
       stderr: 'error: resources.cloud: relaunch runs on AWS only, got gcp (line 3)\n',
     });
-});
+  });
 });
