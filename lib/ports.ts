@@ -59,7 +59,10 @@ export interface JobStore {
   findAttemptByInstance(instanceId: string): Promise<AttemptRecord | null>;
   /** Records the placement and instances once a launch succeeded. */
   setInstances(jobId: string, attempt: number, placement: Placement, instances: readonly InstanceRef[]): Promise<void>;
-  /** Stores the task token unless the attempt has already ended; returns the attempt as it now is. */
+  /**
+   * Stores the task token, even on an attempt that has ended, and returns the attempt as it
+   * now is: the caller sees `outcome` and resumes the task itself when the end came first.
+   */
   setTaskToken(jobId: string, attempt: number, taskToken: string): Promise<AttemptRecord>;
   /**
    * Adds a report unless that node already reported that phase or the attempt has ended.

@@ -1,0 +1,181 @@
+// LocalWorkflow: the Workflow port over aws-local-stepfunctions, running the same ASL that
+// `cdk deploy` ships, in this process. Task tokens, heartbeats and their timeout are kept
+// here, since the engine leaves `.waitForTaskToken` and HeartbeatSeconds to its caller.
+
+import './polyfill.ts';
+import { randomUUID } from 'node:crypto';
+import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
+import { StaleAttemptError } from '../lib/errors.ts';
+import type { Workflow } from '../lib/ports.ts';
+import { WorkflowError, type ExecutionInput } from '../lib/workflow/contract.ts';
+
+type Json = Parameters<StateMachine['run']>[0];
+
+/** A local task handler: the state's input in, its result out. */
+export type LocalTaskHandler = (input: Json) => Promise<Json>;
+
+/** How one execution ended. */
+export interface LocalExecutionResult {
+  readonly status: 'SUCCEEDED' | 'FAILED' | 'ABORTED';
+  readonly output?: unknown;
+  readonly error?: string;
+  readonly cause?: string;
+  /** State transitions (StateEntered events) this execution made. */
+  readonly transitions: number;
+}
+
+interface Waiter {
+  resolve(output: Json): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+interface LocalExecution {
+  readonly arn: string;
+  readonly abort: () => void;
+  readonly done: Promise<LocalExecutionResult>;
+}
+
+/** An error whose name a Catch clause matches, as Step Functions reports it. */
+export class NamedWorkflowError extends Error {
+  constructor(
+    override readonly name: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Options of the local workflow. */
+export interface LocalWorkflowOptions {
+  readonly definition: StateMachineDefinition;
+  /** The handler of every Task state, by state name; built lazily (handlers need this workflow). */
+  readonly tasks: () => Readonly<Record<string, LocalTaskHandler>>;
+  /** A waiting task with no heartbeat for this long fails with States.HeartbeatTimeout. */
+  readonly heartbeatTimeoutMs: number;
+  /** Called with every StateEntered event, for progress and transition counts. */
+  readonly onTransition?: (executionName: string, stateName: string) => void;
+}
+
+/** Runs executions of the controller in this process. */
+export class LocalWorkflow implements Workflow {
+  private readonly machine: StateMachine;
+  private readonly executions = new Map<string, LocalExecution>();
+  private readonly waiters = new Map<string, Waiter>();
+
+  constructor(private readonly options: LocalWorkflowOptions) {
+    this.machine = new StateMachine(options.definition, { validationOptions: { checkArn: false } });
+  }
+
+  async start(executionName: string, input: ExecutionInput): Promise<string> {
+    const existing = this.executions.get(executionName);
+    if (existing !== undefined) return existing.arn;
+    const arn = `arn:relaunch:local:execution:${executionName}`;
+    const run = this.machine.run(input as unknown as Json, {
+      overrides: { taskResourceLocalHandlers: this.options.tasks() },
+      context: { Execution: { Id: arn, Name: executionName, Input: input as unknown as Json }, Task: { Token: 'local' } },
+    });
+    const done = this.follow(executionName, run);
+    this.executions.set(executionName, { arn, abort: run.abort, done });
+    return arn;
+  }
+
+  /** Resolves when the named execution ends; rejects for a name never started. */
+  async result(executionName: string): Promise<LocalExecutionResult> {
+    const execution = this.executions.get(executionName);
+    if (execution === undefined) throw new Error(`no local execution named ${executionName}`);
+    return execution.done;
+  }
+
+  /** A fresh task token that `resume`, `fail` and `heartbeat` recognise; the promise is the task's result. */
+  waitForTaskToken(): { token: string; result: Promise<Json> } {
+    const token = `local-token-${randomUUID()}`;
+    const result = new Promise<Json>((resolve, reject) => {
+      const waiter: Waiter = { resolve, reject, timer: this.heartbeatTimer(token) };
+      this.waiters.set(token, waiter);
+    });
+    return { token, result };
+  }
+
+  async resume(taskToken: string, output: unknown): Promise<void> {
+    const waiter = this.take(taskToken);
+    waiter.resolve(output as Json);
+  }
+
+  async fail(taskToken: string, error: string, cause: string): Promise<void> {
+    const waiter = this.take(taskToken);
+    waiter.reject(new NamedWorkflowError(error, cause));
+  }
+
+  async heartbeat(taskToken: string): Promise<void> {
+    const waiter = this.waiters.get(taskToken);
+    if (waiter === undefined) throw new StaleAttemptError('the task this heartbeat is for is no longer waiting');
+    clearTimeout(waiter.timer);
+    waiter.timer = this.heartbeatTimer(taskToken);
+  }
+
+  async stop(executionArn: string, _error: string, _cause: string): Promise<void> {
+    for (const execution of this.executions.values()) {
+      if (execution.arn === executionArn) execution.abort();
+    }
+  }
+
+  /** Aborts every execution and forgets every waiting task (shutdown). */
+  stopAll(): void {
+    for (const [token, waiter] of this.waiters) {
+      clearTimeout(waiter.timer);
+      this.waiters.delete(token);
+    }
+    for (const execution of this.executions.values()) execution.abort();
+  }
+
+  private take(taskToken: string): Waiter {
+    const waiter = this.waiters.get(taskToken);
+    if (waiter === undefined) throw new StaleAttemptError('the task this token belongs to is no longer waiting');
+    clearTimeout(waiter.timer);
+    this.waiters.delete(taskToken);
+    return waiter;
+  }
+
+  private heartbeatTimer(token: string): NodeJS.Timeout {
+    const ms = this.options.heartbeatTimeoutMs;
+    const timer = setTimeout(() => {
+      const waiter = this.waiters.get(token);
+      if (waiter === undefined) return;
+      this.waiters.delete(token);
+      waiter.reject(new NamedWorkflowError(WorkflowError.HeartbeatTimeout, `no heartbeat for ${Math.round(ms / 1000)} s`));
+    }, ms);
+    timer.unref();
+    return timer;
+  }
+
+  private async follow(executionName: string, run: ReturnType<StateMachine['run']>): Promise<LocalExecutionResult> {
+    let transitions = 0;
+    const counting = (async () => {
+      for await (const event of run.eventLogs) {
+        if (event.type === 'StateEntered') {
+          transitions += 1;
+          this.options.onTransition?.(executionName, event.state.name);
+        }
+      }
+    })();
+    try {
+      const output = await run.result;
+      await counting;
+      return { status: 'SUCCEEDED', output, transitions };
+    } catch (error) {
+      await counting.catch(() => undefined);
+      const { name, message } = describeFailure(error);
+      if (name === 'ExecutionAbortedError') return { status: 'ABORTED', transitions };
+      return { status: 'FAILED', error: name, cause: message, transitions };
+    }
+  }
+}
+
+/** The engine wraps a Fail state's Error/Cause in its ExecutionError; unwrap them. */
+function describeFailure(error: unknown): { name: string; message: string } {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
+  const inner = (error as { cause?: unknown }).cause;
+  if (inner instanceof Error) return { name: inner.name, message: inner.message };
+  return { name: error.name, message: error.message };
+}
