@@ -17,6 +17,9 @@ export interface AttemptView {
   readonly reason: string | null;
   readonly market: Market;
   readonly placement: Placement | null;
+  readonly startedAt: string;
+  /** null while the attempt runs. */
+  readonly endedAt: string | null;
 }
 
 /** A job with its attempts: `GET /jobs/{id}` and `relaunch run --json`. */
@@ -26,6 +29,8 @@ export interface JobView {
   readonly status: JobStatus;
   readonly recoveryCount: number;
   readonly restartsOnErrors: number;
+  /** Why the job failed or was cancelled; null otherwise. */
+  readonly failureReason: string | null;
   readonly attempts: readonly AttemptView[];
 }
 
@@ -48,6 +53,7 @@ export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): J
     status: job.status,
     recoveryCount: job.counters.recoveryCount,
     restartsOnErrors: job.counters.restartsOnErrors,
+    failureReason: job.failureReason,
     attempts: [...attempts].sort((a, b) => a.attempt - b.attempt).map((attempt) => toAttemptView(attempt, job.spec.numNodes)),
   };
 }
@@ -76,6 +82,8 @@ function toAttemptView(attempt: AttemptRecord, numNodes: number): AttemptView {
     reason: attempt.decision?.reason ?? null,
     market: attempt.market,
     placement: attempt.placement,
+    startedAt: attempt.startedAt,
+    endedAt: attempt.endedAt,
   };
 }
 

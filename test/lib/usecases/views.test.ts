@@ -46,7 +46,7 @@ function attempt(n: number, outcome: AttemptOutcome | null, reports: NodeReport[
 const rep = (nodeRank: number, phase: 'setup' | 'run', exitCode: number): NodeReport => ({ nodeRank, phase, exitCode, outputTail: '', reportedAt: AT });
 
 describe('toJobView', () => {
-  it('shows exactly the documented fields, attempts oldest first', () => {
+  it('shows the documented fields plus placement, market, times and failure reason, attempts oldest first', () => {
     const decided: AttemptRecord = {
       ...attempt(1, { kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 29 }] }),
       decision: { action: 'RESTART', rule: 'RECOVER_ON_EXIT_CODE', status: 'RECOVERING', reason: 'exit code 29 is listed', delaySeconds: 0, decidedAt: AT },
@@ -58,6 +58,7 @@ describe('toJobView', () => {
       status: 'RUNNING',
       recoveryCount: 3,
       restartsOnErrors: 1,
+      failureReason: null,
       attempts: [
         {
           attempt: 1,
@@ -68,8 +69,21 @@ describe('toJobView', () => {
           reason: 'exit code 29 is listed',
           market: 'spot',
           placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' },
+          startedAt: AT,
+          endedAt: null,
         },
-        { attempt: 2, outcome: null, phase: null, exitCodes: [], decision: null, reason: null, market: 'spot', placement: expect.anything() },
+        {
+          attempt: 2,
+          outcome: null,
+          phase: null,
+          exitCodes: [],
+          decision: null,
+          reason: null,
+          market: 'spot',
+          placement: expect.anything(),
+          startedAt: AT,
+          endedAt: null,
+        },
       ],
     });
   });
