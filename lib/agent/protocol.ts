@@ -1,0 +1,56 @@
+// The agent's callbacks: routes, bodies and answers, written once for the agent and the API.
+
+import { z } from 'zod';
+
+/** Lines of a phase's output the agent sends back (the end of it). */
+export const OUTPUT_TAIL_LINES = 50;
+/** At most this many bytes of those lines: a progress bar can make one line megabytes long. */
+export const OUTPUT_TAIL_MAX_BYTES = 8192;
+
+/** The path of an attempt's heartbeat callback. */
+export function heartbeatPath(jobId: string, attempt: number): string {
+  return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/heartbeat`;
+}
+
+/** The path of an attempt's report callback. */
+export function reportPath(jobId: string, attempt: number): string {
+  return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/report`;
+}
+
+/**
+ * The HTTP status that tells the agent its attempt is no longer the live one: it stops
+ * retrying. Every 2xx is an acknowledgement; anything else is retried with backoff.
+ */
+export const STALE_ATTEMPT_STATUS = 409;
+
+const nodeRank = z.number().int().min(0);
+
+/** `POST .../heartbeat`: the node is alive. Sent at start, then every heartbeat interval. */
+export const HeartbeatBodySchema = z.object({ nodeRank });
+export type HeartbeatBody = z.infer<typeof HeartbeatBodySchema>;
+
+/**
+ * `POST .../report`: one node's end of one phase. Every node reports `setup` (exit 0 when
+ * the task has none), then `run` unless setup failed. A report is resent until a 2xx or a
+ * 409 answers it, so the API must treat a repeat as already done.
+ */
+export const ReportBodySchema = z.object({
+  nodeRank,
+  phase: z.enum(['setup', 'run']),
+  /** The shell's code: 128+N for death by signal N. */
+  exitCode: z.number().int().min(0).max(255),
+  /** The last OUTPUT_TAIL_LINES lines of stdout and stderr, at most OUTPUT_TAIL_MAX_BYTES. */
+  outputTail: z.string().max(OUTPUT_TAIL_MAX_BYTES),
+});
+export type ReportBody = z.infer<typeof ReportBodySchema>;
+
+/** The Authorization header the agent sends: the attempt's callback secret as a bearer token. */
+export function authorizationHeader(secret: string): string {
+  return `Bearer ${secret}`;
+}
+
+/** The secret of an Authorization header, or null when it is not a bearer token. */
+export function secretOfAuthorization(header: string | undefined | null): string | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return match?.[1] ?? null;
+}

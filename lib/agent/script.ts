@@ -1,0 +1,345 @@
+// The agent: a bash script, run as an instance's user data, that runs the task on one node
+// and tells the API how each phase ended.
+//
+// What the script does, in order:
+//
+// 1. Writes setup, run and the job's environment to files under `rootDir`. Every piece of
+//    user text (scripts, env values) travels base64-encoded, so no quoting or heredoc
+//    delimiter in it can end up as agent code.
+// 2. Learns its node rank (given, or EC2's `ami-launch-index` from IMDSv2: RunInstances
+//    numbers the instances of one launch 0..n-1) and sends a first heartbeat.
+// 3. Heartbeats in the background every `heartbeatSeconds`.
+// 4. Learns every node's IP (given, or its own `local-ipv4` for one node, or the
+//    `relaunch:node-ips:*` instance tags the launcher sets once all nodes exist).
+// 5. Runs setup in the work directory, output to `setup.log`, and reports it; runs run
+//    and reports it only if setup exited 0. A report is retried with exponential backoff
+//    until a 2xx answers it; a 409 (the attempt is no longer live) skips run.
+// 6. Stops the heartbeat and runs the shutdown command (on EC2 the instance terminates).
+//
+// If the rank or the IPs never show up, the agent shuts down without reporting: the
+// controller sees a lost attempt, which never counts against the task's error budget.
+// Needs bash, curl and coreutils (all on Ubuntu AMIs); python3 escapes the output tail as
+// JSON when present, awk otherwise.
+
+import { PrecheckError } from '../errors.ts';
+import { jobEnvironment } from '../job-env.ts';
+import type { TaskSpec } from '../spec/types.ts';
+import { heartbeatPath, OUTPUT_TAIL_LINES, OUTPUT_TAIL_MAX_BYTES, reportPath } from './protocol.ts';
+import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount } from './tags.ts';
+
+/** Everything one node's agent needs to know. */
+export interface AgentScriptParams {
+  /** The API's base URL, e.g. `https://abc.execute-api.us-east-1.amazonaws.com/prod`. */
+  readonly apiUrl: string;
+  readonly jobId: string;
+  /** 1-based. */
+  readonly attempt: number;
+  /** The attempt's callback secret, sent as `Authorization: Bearer <secret>`. */
+  readonly secret: string;
+  readonly spec: TaskSpec;
+  /** Seconds between heartbeats (HEARTBEAT_INTERVAL_SECONDS on AWS); a whole number >= 1. */
+  readonly heartbeatSeconds: number;
+  /** This node's rank; omitted, the agent reads EC2's AMI launch index from IMDS. */
+  readonly nodeRank?: number;
+  /**
+   * Every node's private IP, head first; omitted, the agent reads its own IP (one node) or
+   * the `relaunch:node-ips:*` instance tags (several) from IMDS.
+   */
+  readonly nodeIps?: readonly string[];
+  /**
+   * SKYPILOT_NUM_GPUS_PER_NODE: the launched type's GPU count.
+   * @default the count of the task's first accelerator candidate, else 0
+   */
+  readonly gpusPerNode?: number;
+  /**
+   * Where the agent keeps the scripts, logs and reports. The task runs in `rootDir/workdir`
+   * when it has a workdir (relaunch does not upload its contents yet), else in `rootDir`.
+   * @default '/opt/relaunch'
+   */
+  readonly rootDir?: string;
+  /**
+   * A shell command run once the reports are acknowledged, inserted as is.
+   * @default 'shutdown -h now'
+   */
+  readonly shutdownCommand?: string;
+  /**
+   * Report retries wait `initialMs`, doubling up to `maxMs`.
+   * @default { initialMs: 1000, maxMs: 60000 }
+   */
+  readonly reportBackoff?: { readonly initialMs: number; readonly maxMs: number };
+  /** @default 'http://169.254.169.254' */
+  readonly imdsUrl?: string;
+  /**
+   * How long to wait for the rank and the IPs from IMDS before giving up.
+   * @default 600
+   */
+  readonly discoveryTimeoutSeconds?: number;
+}
+
+/** Variables that differ per node, set by the script once it knows its rank and the IPs. */
+const PER_NODE_VARIABLES = ['RELAUNCH_NODE_RANK', 'SKYPILOT_NODE_RANK', 'RELAUNCH_NODE_IPS', 'SKYPILOT_NODE_IPS'];
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * The agent script for one attempt (and one node, when `nodeRank` is given). The task's
+ * env names must be shell identifiers: anything else is a PrecheckError naming it.
+ */
+export function renderAgentScript(params: AgentScriptParams): string {
+  const { spec, jobId, attempt } = params;
+  if (!Number.isInteger(params.heartbeatSeconds) || params.heartbeatSeconds < 1) {
+    throw new RangeError(`heartbeatSeconds: expected a whole number >= 1, got ${params.heartbeatSeconds}`);
+  }
+  if (params.nodeIps !== undefined && params.nodeIps.length !== spec.numNodes) {
+    throw new RangeError(`nodeIps: expected ${spec.numNodes} addresses (one per node), got ${params.nodeIps.length}`);
+  }
+  const rootDir = (params.rootDir ?? '/opt/relaunch').replace(/\/+$/, '');
+  const apiUrl = params.apiUrl.replace(/\/+$/, '');
+  const backoff = params.reportBackoff ?? { initialMs: 1000, maxMs: 60_000 };
+  const config: Record<string, string | number> = {
+    JOB_ID: jobId,
+    ATTEMPT: attempt,
+    SECRET: params.secret,
+    NUM_NODES: spec.numNodes,
+    NODE_RANK: params.nodeRank ?? '',
+    NODE_IPS: params.nodeIps?.join('\n') ?? '',
+    HEARTBEAT_SECONDS: params.heartbeatSeconds,
+    HEARTBEAT_URL: apiUrl + heartbeatPath(jobId, attempt),
+    REPORT_URL: apiUrl + reportPath(jobId, attempt),
+    ROOT_DIR: rootDir,
+    WORK_DIR: spec.workdir === null ? rootDir : `${rootDir}/workdir`,
+    IMDS_URL: (params.imdsUrl ?? 'http://169.254.169.254').replace(/\/+$/, ''),
+    DISCOVERY_TIMEOUT_SECONDS: params.discoveryTimeoutSeconds ?? 600,
+    NODE_IPS_TAG_PREFIX,
+    NODE_IPS_TAGS: nodeIpsTagCount(spec.numNodes),
+    BACKOFF_INITIAL_MS: Math.max(1, Math.round(backoff.initialMs)),
+    BACKOFF_MAX_MS: Math.max(1, Math.round(backoff.maxMs)),
+    TAIL_LINES: OUTPUT_TAIL_LINES,
+    TAIL_BYTES: OUTPUT_TAIL_MAX_BYTES,
+    SETUP_B64: base64(spec.setup ?? ''),
+    RUN_B64: base64(spec.run ?? ''),
+    ENV_B64: base64(environmentFile(params)),
+  };
+  const assignments = Object.entries(config).map(([name, value]) => `${name}=${shellQuote(String(value))}`);
+  return [
+    '#!/bin/bash',
+    `# relaunch agent for job ${oneLine(jobId)}, attempt ${attempt}: generated by lib/agent/script.ts.`,
+    'set -uo pipefail',
+    '',
+    ...assignments,
+    '',
+    'shut_down() {',
+    `  ${params.shutdownCommand ?? 'shutdown -h now'}`,
+    '}',
+    AGENT_BODY,
+  ].join('\n');
+}
+
+/** The exports every phase sources: the task's envs, then relaunch's and SkyPilot's. */
+function environmentFile(params: AgentScriptParams): string {
+  const { spec } = params;
+  for (const name of Object.keys(spec.envs)) {
+    if (!ENV_NAME.test(name)) {
+      throw new PrecheckError(`envs.${name}: expected an environment variable name (letters, digits and _, not starting with a digit)`);
+    }
+  }
+  const environment = jobEnvironment(spec, { jobId: params.jobId, attempt: params.attempt, nodeRank: 0, nodeIps: [] });
+  if (params.gpusPerNode !== undefined) environment.SKYPILOT_NUM_GPUS_PER_NODE = String(params.gpusPerNode);
+  return Object.entries(environment)
+    .filter(([name]) => !PER_NODE_VARIABLES.includes(name))
+    .map(([name, value]) => `export ${name}=${shellQuote(value)}\n`)
+    .join('');
+}
+
+/** Single-quoted for bash: safe for any text without NUL. */
+export function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+function base64(text: string): string {
+  return Buffer.from(text, 'utf8').toString('base64');
+}
+
+function oneLine(text: string): string {
+  return text.replace(/[\r\n]/g, ' ');
+}
+
+/**
+ * The script after its settings. Plain bash, no TypeScript interpolation: it must not
+ * contain a dollar-brace or a backtick.
+ */
+const AGENT_BODY = String.raw`
+log() { printf 'relaunch-agent: %s\n' "$*" >&2; }
+
+seconds_of_ms() { printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"; }
+
+# IMDSv2: a session token first, then the metadata path.
+imds_get() {
+  local token
+  token=$(curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$IMDS_URL/latest/api/token") || return 1
+  curl -sf --max-time 5 -H "X-aws-ec2-metadata-token: $token" "$IMDS_URL/latest/meta-data/$1"
+}
+
+# This node's rank: given, or the order EC2 launched it in.
+resolve_node_rank() {
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
+  while [[ ! $NODE_RANK =~ ^[0-9]+$ ]]; do
+    if NODE_RANK=$(imds_get ami-launch-index) && [[ $NODE_RANK =~ ^[0-9]+$ ]]; then break; fi
+    NODE_RANK=''
+    if (( SECONDS >= deadline )); then return 1; fi
+    sleep 2
+  done
+}
+
+# Every node's IP, head first, one a line: given, this node's own, or the launcher's tags.
+resolve_node_ips() {
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) ips value chunk complete
+  while [ -z "$NODE_IPS" ]; do
+    if (( NUM_NODES == 1 )); then
+      if value=$(imds_get local-ipv4) && [ -n "$value" ]; then NODE_IPS=$value; break; fi
+    else
+      ips=''
+      complete=1
+      for (( chunk = 0; chunk < NODE_IPS_TAGS; chunk++ )); do
+        if value=$(imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"); then ips="$ips $value"; else complete=0; break; fi
+      done
+      set -f
+      set -- $ips
+      set +f
+      if (( complete && $# == NUM_NODES )); then NODE_IPS=$(printf '%s\n' "$@"); break; fi
+    fi
+    if (( SECONDS >= deadline )); then return 1; fi
+    sleep 2
+  done
+}
+
+heartbeat_once() {
+  curl -s -o /dev/null --max-time 10 -X POST -H "@$AUTH_HEADER_FILE" -H 'Content-Type: application/json' \
+    --data-binary "{\"nodeRank\":$NODE_RANK}" "$HEARTBEAT_URL" || true
+}
+
+heartbeat_loop() {
+  local sleeper=''
+  trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; exit 0' TERM
+  while :; do
+    sleep "$HEARTBEAT_SECONDS" &
+    sleeper=$!
+    wait "$sleeper"
+    heartbeat_once
+  done
+}
+
+stop_heartbeat() {
+  kill "$HEARTBEAT_PID" 2>/dev/null
+  wait "$HEARTBEAT_PID" 2>/dev/null
+}
+
+# stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
+# character cut in half at the start (tail -c) is dropped; other invalid UTF-8 becomes
+# U+FFFD with python3 and is passed through by awk.
+json_string() {
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -I -S -c 'import json, sys
+data = sys.stdin.buffer.read().replace(b"\0", b"").lstrip(bytes(range(0x80, 0xC0)))
+text = data.decode("utf-8", "replace")
+sys.stdout.write(json.dumps(text[:-1] if text.endswith("\n") else text))'
+  else
+    tr -d '\000' | LC_ALL=C awk '
+      BEGIN {
+        for (i = 1; i < 32; i++) escaped[sprintf("%c", i)] = sprintf("\\u%04x", i)
+        escaped["\\"] = "\\\\"
+        escaped["\""] = "\\\""
+        printf "%s", "\""
+      }
+      {
+        line = $0
+        if (NR == 1) while (length(line) > 0 && substr(line, 1, 1) >= "\200" && substr(line, 1, 1) <= "\277") line = substr(line, 2)
+        out = ""
+        n = length(line)
+        for (i = 1; i <= n; i++) {
+          c = substr(line, i, 1)
+          out = out ((c in escaped) ? escaped[c] : c)
+        }
+        if (NR > 1) printf "%s", "\\n"
+        printf "%s", out
+      }
+      END { printf "%s", "\"" }'
+  fi
+}
+
+# The end of a log as a JSON string: the last lines, at most TAIL_BYTES of them.
+output_tail() {
+  tail -n "$TAIL_LINES" "$1" 2>/dev/null | tail -c "$TAIL_BYTES" | json_string
+}
+
+# Prints the HTTP status of a JSON POST, 000 when nothing answered.
+post_json() {
+  curl -s -o /dev/null -w '%{http_code}' --max-time 30 -X POST -H "@$AUTH_HEADER_FILE" \
+    -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
+}
+
+# Sends a phase's report until it is acknowledged (0), or refused as stale (1).
+report() {
+  local phase=$1 code=$2 body="$ROOT_DIR/$1.report.json" delay=$BACKOFF_INITIAL_MS status
+  printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
+    "$NODE_RANK" "$phase" "$code" "$(output_tail "$ROOT_DIR/$phase.log")" >"$body"
+  while :; do
+    status=$(post_json "$REPORT_URL" "$body")
+    case $status in
+      2??) log "reported $phase exit code $code"; return 0 ;;
+      409) log "attempt $ATTEMPT is no longer live: the API refused the $phase report (409)"; return 1 ;;
+    esac
+    log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$delay") s"
+    sleep "$(seconds_of_ms "$delay")"
+    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
+  done
+}
+
+# Runs a phase in its own shell with the job's environment; returns its exit code.
+run_phase() {
+  (
+    . "$ROOT_DIR/env.sh" && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
+  ) >"$ROOT_DIR/$1.log" 2>&1 </dev/null
+}
+
+if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
+mkdir -p "$ROOT_DIR" "$WORK_DIR" || exit 1
+AUTH_HEADER_FILE="$ROOT_DIR/authorization"
+(umask 077 && printf 'Authorization: Bearer %s\n' "$SECRET" >"$AUTH_HEADER_FILE") || exit 1
+printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh"
+printf '%s' "$RUN_B64" | base64 -d >"$ROOT_DIR/run.sh"
+printf '%s' "$ENV_B64" | base64 -d >"$ROOT_DIR/env.sh"
+
+if ! resolve_node_rank; then
+  log "no node rank from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
+  shut_down
+  exit 1
+fi
+heartbeat_once
+heartbeat_loop </dev/null >/dev/null 2>&1 &
+HEARTBEAT_PID=$!
+
+if ! resolve_node_ips; then
+  log "no node IPs from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
+  stop_heartbeat
+  shut_down
+  exit 1
+fi
+{
+  printf 'export RELAUNCH_NODE_RANK=%q SKYPILOT_NODE_RANK=%q\n' "$NODE_RANK" "$NODE_RANK"
+  printf 'export RELAUNCH_NODE_IPS=%q SKYPILOT_NODE_IPS=%q\n' "$NODE_IPS" "$NODE_IPS"
+} >>"$ROOT_DIR/env.sh"
+
+log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
+run_phase setup
+code=$?
+if report setup "$code" && (( code == 0 )); then
+  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
+  run_phase run
+  code=$?
+  report run "$code"
+fi
+stop_heartbeat
+log "done (exit code $code); shutting down"
+shut_down
+`;

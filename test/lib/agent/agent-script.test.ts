@@ -1,0 +1,414 @@
+// The agent script, run for real with bash against a local HTTP server standing in for
+// the API (and, where the test says so, for the instance metadata service).
+
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HeartbeatBodySchema, OUTPUT_TAIL_MAX_BYTES, ReportBodySchema, type ReportBody } from '../../../lib/agent/protocol.ts';
+import { renderAgentScript, type AgentScriptParams } from '../../../lib/agent/script.ts';
+import { PrecheckError } from '../../../lib/errors.ts';
+import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
+
+const SECRET = 's3cret-for-attempt';
+const JOB_ID = 'job-7f3a';
+
+interface Received {
+  readonly method: string;
+  readonly path: string;
+  readonly authorization: string | undefined;
+  readonly body: string;
+}
+
+/** A stand-in API (and IMDS): records every request and answers per test. */
+class FakeApi {
+  readonly requests: Received[] = [];
+  /** Statuses for the next report POSTs, in order (0: drop the connection); 200 once used up. */
+  reportStatuses: number[] = [];
+  /** IMDS metadata paths (after `/latest/meta-data/`) and their values; absent is 404. */
+  metadata: Record<string, string> = {};
+  private readonly imdsToken = 'imds-token-1';
+  private server: Server | undefined;
+
+  async start(): Promise<string> {
+    this.server = createServer((request, response) => void this.handle(request, response));
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    const { port } = this.server.address() as AddressInfo;
+    return `http://127.0.0.1:${port}`;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+
+  get reports(): ReportBody[] {
+    return this.requests.filter((r) => r.path.endsWith('/report')).map((r) => ReportBodySchema.parse(JSON.parse(r.body)));
+  }
+
+  get heartbeats(): Received[] {
+    return this.requests.filter((r) => r.path.endsWith('/heartbeat'));
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const path = request.url ?? '';
+    if (path.startsWith('/latest/')) return this.imds(request, path, response);
+    this.requests.push({
+      method: request.method ?? '',
+      path,
+      authorization: request.headers.authorization,
+      body: Buffer.concat(chunks).toString('utf8'),
+    });
+    const status = path.endsWith('/report') ? (this.reportStatuses.shift() ?? 200) : 204;
+    if (status === 0) {
+      request.socket.destroy();
+      return;
+    }
+    response.writeHead(status, { 'content-type': 'application/json' }).end(status === 204 ? undefined : '{}');
+  }
+
+  /** IMDSv2: a PUT for a token, then GETs that carry it. */
+  private imds(request: IncomingMessage, path: string, response: ServerResponse): void {
+    if (path === '/latest/api/token' && request.method === 'PUT') {
+      response.writeHead(200).end(this.imdsToken);
+      return;
+    }
+    if (request.headers['x-aws-ec2-metadata-token'] !== this.imdsToken) {
+      response.writeHead(401).end();
+      return;
+    }
+    const value = this.metadata[path.replace('/latest/meta-data/', '')];
+    if (value === undefined) response.writeHead(404).end();
+    else response.writeHead(200).end(value);
+  }
+}
+
+function spec(overrides: Partial<TaskSpec> = {}, resources: Partial<Resources> = {}): TaskSpec {
+  return {
+    name: 'agent-test',
+    workdir: null,
+    numNodes: 1,
+    envs: {},
+    setup: 'echo setting up',
+    run: 'echo running',
+    resources: {
+      cloud: 'aws',
+      region: null,
+      zone: null,
+      instanceType: null,
+      cpus: null,
+      memoryGb: null,
+      accelerators: [],
+      useSpot: false,
+      diskSizeGb: null,
+      imageId: null,
+      jobRecovery: {
+        strategy: 'EAGER_NEXT_REGION',
+        maxRestartsOnErrors: 0,
+        recoverOnExitCodes: [],
+        failOnExitCodes: [],
+        maxRestartsOnExitCodes: null,
+        restartBackoff: null,
+        onDemandFallbackAfter: null,
+      },
+      ...resources,
+    },
+    ...overrides,
+  };
+}
+
+/** A run script that saves the environment it saw (NUL-separated) and its directory. */
+const DUMP_ENV = 'env -0 > "$DUMP_DIR/env"; pwd > "$DUMP_DIR/pwd"';
+
+let dir: string;
+let api: FakeApi;
+let apiUrl: string;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'relaunch-agent-'));
+  api = new FakeApi();
+  apiUrl = await api.start();
+});
+
+afterEach(async () => {
+  await api.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const AGENT_DEADLINE_MS = 15_000;
+
+/**
+ * PATH with the real python3's folder first: a version manager's shim (pyenv) takes a
+ * second per start, the agent starts python3 once per report.
+ */
+const FAST_PATH = [dirname(execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim()), process.env.PATH].join(delimiter);
+
+interface AgentRun {
+  readonly exitCode: number | null;
+  readonly stderr: string;
+  readonly shutDown: boolean;
+}
+
+/**
+ * Renders the script for this test's API and runs it with bash until it exits. A test that
+ * gives the rank gets node IPs too, unless it says otherwise; a run that outlives
+ * AGENT_DEADLINE_MS is killed, so a hang fails the test instead of leaking a process.
+ */
+async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptParams, 'spec'>, pathEnv?: string): Promise<AgentRun> {
+  const nodeIps = params.nodeRank === undefined ? undefined : Array.from({ length: params.spec.numNodes }, (_, rank) => `10.0.0.${rank + 1}`);
+  const script = renderAgentScript({
+    nodeIps,
+    apiUrl: `${apiUrl}/`,
+    jobId: JOB_ID,
+    attempt: 3,
+    secret: SECRET,
+    heartbeatSeconds: 1,
+    rootDir: join(dir, 'agent'),
+    imdsUrl: apiUrl,
+    reportBackoff: { initialMs: 10, maxMs: 40 },
+    shutdownCommand: `touch '${join(dir, 'shut-down')}'`,
+    ...params,
+  });
+  const file = join(dir, 'agent.sh');
+  writeFileSync(file, script);
+  const child = spawn('bash', [file], {
+    cwd: dir,
+    env: { PATH: pathEnv ?? FAST_PATH, HOME: dir, DUMP_DIR: dir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const deadline = setTimeout(() => child.kill('SIGKILL'), AGENT_DEADLINE_MS);
+  const exitCode = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  clearTimeout(deadline);
+  return { exitCode, stderr, shutDown: existsSync(join(dir, 'shut-down')) };
+}
+
+/** The environment the run script saved. */
+function jobEnv(): Record<string, string> {
+  const entries = readFileSync(join(dir, 'env'), 'utf8').split('\0').filter((entry) => entry !== '');
+  return Object.fromEntries(entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
+}
+
+describe('the agent script', () => {
+  it('runs setup then run, reports both as 0 with the secret, heartbeats, and shuts down', async () => {
+    const result = await runAgent({ spec: spec({ run: `echo running; ${DUMP_ENV}` }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: 'setting up' },
+      { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'running' },
+    ]);
+    const callbacks = api.requests;
+    expect(callbacks.every((request) => request.method === 'POST' && request.authorization === `Bearer ${SECRET}`)).toBe(true);
+    expect(api.requests.filter((r) => r.path.endsWith('/report')).map((r) => r.path)).toEqual([
+      `/jobs/${JOB_ID}/attempts/3/report`,
+      `/jobs/${JOB_ID}/attempts/3/report`,
+    ]);
+    expect(api.heartbeats.length).toBeGreaterThanOrEqual(1);
+    for (const beat of api.heartbeats) {
+      expect(beat.path).toBe(`/jobs/${JOB_ID}/attempts/3/heartbeat`);
+      expect(HeartbeatBodySchema.parse(JSON.parse(beat.body))).toEqual({ nodeRank: 0 });
+    }
+  });
+
+  it('gives the job its envs and the RELAUNCH_/SKYPILOT_ variables, never the secret', async () => {
+    const envs = {
+      PLAIN: 'value',
+      QUOTED: `it's "quoted" $HOME \`date\` \\ end`,
+      MULTILINE: 'line one\nline two\n',
+      EMPTY: '',
+      RELAUNCH_NODE_RANK: 'user value loses',
+    };
+    const result = await runAgent({
+      spec: spec({ numNodes: 2, envs, run: DUMP_ENV }, { accelerators: [{ name: 'A100', count: 8 }] }),
+      nodeRank: 1,
+      nodeIps: ['10.0.0.1', '10.0.0.2'],
+    });
+
+    expect(result.exitCode).toBe(0);
+    const env = jobEnv();
+    expect(env).toMatchObject({
+      ...envs,
+      RELAUNCH_JOB_ID: JOB_ID,
+      RELAUNCH_ATTEMPT: '3',
+      RELAUNCH_NODE_RANK: '1',
+      RELAUNCH_NUM_NODES: '2',
+      RELAUNCH_NODE_IPS: '10.0.0.1\n10.0.0.2',
+      SKYPILOT_TASK_ID: expect.stringContaining(JOB_ID),
+      SKYPILOT_NODE_RANK: '1',
+      SKYPILOT_NUM_NODES: '2',
+      SKYPILOT_NODE_IPS: '10.0.0.1\n10.0.0.2',
+      SKYPILOT_NUM_GPUS_PER_NODE: '8',
+    });
+    expect(Object.values(env).some((value) => value.includes(SECRET))).toBe(false);
+    expect(api.reports.map((report) => report.nodeRank)).toEqual([1, 1]);
+  });
+
+  it('uses the launched type GPU count when given, and runs in the workdir when the task has one', async () => {
+    await runAgent({ spec: spec({ workdir: '.', run: DUMP_ENV }), nodeRank: 0, gpusPerNode: 4 });
+
+    expect(jobEnv().SKYPILOT_NUM_GPUS_PER_NODE).toBe('4');
+    expect(readFileSync(join(dir, 'pwd'), 'utf8').trim()).toBe(join(dir, 'agent', 'workdir'));
+  });
+
+  it('reports a run that exits 29 with its code and output', async () => {
+    const result = await runAgent({ spec: spec({ run: 'echo about to fail >&2; exit 29' }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: 'setting up' },
+      { nodeRank: 0, phase: 'run', exitCode: 29, outputTail: 'about to fail' },
+    ]);
+  });
+
+  it('never runs or reports run when setup fails', async () => {
+    const result = await runAgent({
+      spec: spec({ setup: 'echo no disk; exit 3', run: `touch "$DUMP_DIR/run-started"` }),
+      nodeRank: 0,
+    });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 3, outputTail: 'no disk' }]);
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+
+  it('reports setup as 0 when the task has no setup', async () => {
+    await runAgent({ spec: spec({ setup: null }), nodeRank: 0 });
+
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([
+      ['setup', 0],
+      ['run', 0],
+    ]);
+  });
+
+  it('retries a report the API fails twice, then carries on', async () => {
+    api.reportStatuses = [500, 500];
+
+    const result = await runAgent({ spec: spec(), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    const setup = { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: 'setting up' };
+    expect(api.reports).toEqual([setup, setup, setup, { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'running' }]);
+    expect(result.stderr).toContain('the setup report got HTTP 500; retrying');
+  });
+
+  it('retries a report when the connection drops without an answer', async () => {
+    api.reportStatuses = [0];
+
+    const result = await runAgent({ spec: spec(), nodeRank: 0 });
+
+    expect(result.exitCode).toBe(0);
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup', 'setup', 'run']);
+    expect(result.stderr).toContain('the setup report got HTTP 000; retrying');
+  });
+
+  it('stops at a 409: the attempt is stale, so run is skipped', async () => {
+    api.reportStatuses = [409];
+
+    const result = await runAgent({ spec: spec({ run: `touch "$DUMP_DIR/run-started"` }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+
+  it('learns its rank and every node IP from instance metadata (IMDSv2)', async () => {
+    api.metadata = { 'ami-launch-index': '1', 'tags/instance/relaunch:node-ips:0': '10.1.0.7 10.1.0.8' };
+
+    const result = await runAgent({ spec: spec({ numNodes: 2, run: DUMP_ENV }) });
+
+    expect(result.exitCode).toBe(0);
+    expect(jobEnv()).toMatchObject({ RELAUNCH_NODE_RANK: '1', SKYPILOT_NODE_RANK: '1', RELAUNCH_NODE_IPS: '10.1.0.7\n10.1.0.8' });
+    expect(api.reports.map((report) => report.nodeRank)).toEqual([1, 1]);
+    expect(JSON.parse(api.heartbeats[0]?.body ?? '')).toEqual({ nodeRank: 1 });
+  });
+
+  it('a single node takes its own IP from instance metadata', async () => {
+    api.metadata = { 'ami-launch-index': '0', 'local-ipv4': '172.31.5.9' };
+
+    await runAgent({ spec: spec({ run: DUMP_ENV }) });
+
+    expect(jobEnv()).toMatchObject({ RELAUNCH_NODE_RANK: '0', RELAUNCH_NODE_IPS: '172.31.5.9', SKYPILOT_NODE_IPS: '172.31.5.9' });
+  });
+
+  it('gives up without reporting when the node IPs never appear', async () => {
+    api.metadata = { 'ami-launch-index': '0' };
+
+    const result = await runAgent({ spec: spec({ numNodes: 2 }), discoveryTimeoutSeconds: 0 });
+
+    expect(result).toMatchObject({ exitCode: 1, shutDown: true });
+    expect(result.stderr).toContain('no node IPs from instance metadata');
+    expect(api.reports).toEqual([]);
+  });
+});
+
+/** Output that JSON must escape: quotes, backslashes, control characters, and non-ASCII text. */
+const NASTY = 'say "hi" \\ back\\slash\ttab\rcarriage \u0001 bell\u0007 esc\u001b[0m é 日本語 🚀 \u007f end';
+
+/** A PATH holding only what the agent and the test job need, without python3. */
+function pathWithoutPython(): string {
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  for (const tool of ['bash', 'curl', 'base64', 'tail', 'tr', 'awk', 'sleep', 'mkdir', 'printenv', 'touch', 'env', 'printf', 'cat']) {
+    const found = (process.env.PATH ?? '')
+      .split(delimiter)
+      .map((folder) => join(folder, tool))
+      .find((candidate) => existsSync(candidate) && !candidate.includes('pyenv'));
+    if (found === undefined) throw new Error(`${tool} is not on PATH`);
+    symlinkSync(found, join(bin, tool));
+  }
+  return bin;
+}
+
+describe.each([
+  ['with python3', () => undefined],
+  ['with awk only (no python3)', pathWithoutPython],
+])('the output tail, %s', (_name, makePath) => {
+  it('arrives exactly as printed, whatever the characters', async () => {
+    writeFileSync(join(dir, 'nasty.txt'), `${NASTY}\nsecond line\n`);
+
+    await runAgent({ spec: spec({ setup: 'cat "$DUMP_DIR/nasty.txt"' }), nodeRank: 0 }, makePath());
+
+    expect(api.reports[0]?.outputTail).toBe(`${NASTY}\nsecond line`);
+  });
+
+  it('drops NUL bytes, keeps empty lines, and sends an empty tail for no output', async () => {
+    await runAgent({ spec: spec({ setup: `printf 'a\\0b\\n\\n\\nc\\n'`, run: 'true' }), nodeRank: 0 }, makePath());
+
+    expect(api.reports.map((report) => report.outputTail)).toEqual(['ab\n\n\nc', '']);
+  });
+
+  it('keeps the last 50 lines, at most 8192 bytes, never half a character', async () => {
+    const setup = 'for i in {1..60}; do echo "line $i"; done';
+    const run = "for i in {1..10000}; do printf 'é'; done; echo";
+
+    await runAgent({ spec: spec({ setup, run }), nodeRank: 0 }, makePath());
+
+    const [setupReport, runReport] = api.reports;
+    expect(setupReport?.outputTail.split('\n')).toEqual(Array.from({ length: 50 }, (_, index) => `line ${index + 11}`));
+    // 'é' is 2 bytes: the last 8192 bytes are a newline and 8191 bytes, whose first is half an 'é'.
+    expect(runReport?.outputTail).toBe('é'.repeat(4095));
+    expect(Buffer.byteLength(runReport?.outputTail ?? '')).toBeLessThanOrEqual(OUTPUT_TAIL_MAX_BYTES);
+  });
+});
+
+describe('renderAgentScript', () => {
+  it('refuses an env name bash cannot export, naming it', () => {
+    const render = () =>
+      renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secret: SECRET, heartbeatSeconds: 60, spec: spec({ envs: { 'MY-VAR': 'x' } }) });
+    expect(render).toThrow(PrecheckError);
+    expect(render).toThrow(/envs\.MY-VAR: expected an environment variable name/);
+  });
+
+  it('embeds user scripts only base64-encoded, so they cannot become agent code', () => {
+    const run = "'; echo injected; '\nEOF\n$(whoami)";
+    const script = renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secret: SECRET, heartbeatSeconds: 60, spec: spec({ run }) });
+    expect(script).not.toContain('injected');
+    expect(script).toContain(Buffer.from(run).toString('base64'));
+  });
+});
