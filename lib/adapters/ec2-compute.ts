@@ -1,0 +1,456 @@
+// The Compute port over EC2: RunInstances per (zone, instance type) until one has capacity.
+//
+// Why RunInstances and not CreateFleet: CreateFleet needs a launch template, which would
+// be created and deleted around every attempt (two more calls, and a template leaked when
+// a Lambda dies in between). RunInstances takes everything inline (user data, IMDSv2,
+// tags on instances and volumes, the spot market, the shutdown behaviour), and with
+// MinCount = MaxCount = num_nodes EC2 launches all the nodes of an attempt or none, so
+// a multi-node job never starts half-placed. Failover across instance types, zones and
+// regions is a loop over planPlacements' candidates, as SkyPilot's provisioner does.
+//
+// How nodes learn their rank and the IPs: one RunInstances call numbers its instances
+// 0..n-1 (AmiLaunchIndex, which the agent reads from instance metadata), so the rank is
+// that index. Private IPs exist only after the launch, so the launcher then tags every
+// instance with `relaunch:node-rank` and the IP list (`relaunch:node-ips:*`, see
+// lib/agent/tags.ts); the instances launch with InstanceMetadataTags enabled and the
+// agent polls its tags from IMDS. No API round trip, nothing to store first.
+//
+// Errors: capacity errors move on to the next candidate; throttling retries the same call
+// with exponential backoff; a bad AMI or instance type is a PrecheckError; anything else
+// (permissions, a missing subnet) is relaunch's own fault and propagates as is.
+
+import { gzipSync } from 'node:zlib';
+import {
+  CreateTagsCommand,
+  DescribeImagesCommand,
+  DescribeInstancesCommand,
+  RunInstancesCommand,
+  TerminateInstancesCommand,
+  type EC2Client,
+  type Instance,
+  type RunInstancesCommandInput,
+  type Tag,
+} from '@aws-sdk/client-ec2';
+import { GetParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
+import { renderAgentScript } from '../agent/script.ts';
+import { nodeIpsTags, TagKey } from '../agent/tags.ts';
+import { NoCapacityError, PrecheckError, RelaunchError } from '../errors.ts';
+import { architectureOf, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
+import type { InstanceRef, Placement } from '../model.ts';
+import { planPlacements, type PlacementCandidate } from '../placement.ts';
+import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
+import type { TaskSpec } from '../spec/types.ts';
+import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
+
+/** One region relaunch launches in: its subnets (one per zone) and security groups. */
+export interface Ec2RegionConfig {
+  readonly region: string;
+  /** A subnet per availability zone, in order of preference; the zones are these keys. */
+  readonly subnetsByZone: Readonly<Record<string, string>>;
+  /** Security groups of the subnets' VPC; they must allow HTTPS out to the API. */
+  readonly securityGroupIds: readonly string[];
+}
+
+/** The kinds of default image: CPU architecture, and NVIDIA drivers for GPU types. */
+export type ImageKind = 'x86_64' | 'arm64' | 'x86_64-gpu' | 'arm64-gpu';
+
+/**
+ * Public SSM parameters naming the current AMI of each kind: Canonical's Ubuntu 24.04, and
+ * AWS's Deep Learning Base AMI (Ubuntu 24.04, NVIDIA driver and CUDA) for GPU types.
+ */
+export const DEFAULT_IMAGE_PARAMETERS: Readonly<Record<ImageKind, string>> = {
+  x86_64: '/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id',
+  arm64: '/aws/service/canonical/ubuntu/server/24.04/stable/current/arm64/hvm/ebs-gp3/ami-id',
+  'x86_64-gpu': '/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id',
+  'arm64-gpu': '/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id',
+};
+
+/** How Ec2Compute launches. */
+export interface Ec2ComputeConfig {
+  /** The regions to launch in, in order of preference. */
+  readonly regions: readonly Ec2RegionConfig[];
+  /** The instance profile every instance gets. */
+  readonly instanceProfileArn: string;
+  /** The API the agents call back (heartbeat, report). */
+  readonly apiUrl: string;
+  /** Instances are named `<namePrefix>-<jobId>-<attempt>`. */
+  readonly namePrefix: string;
+  /** @default HEARTBEAT_INTERVAL_SECONDS */
+  readonly heartbeatSeconds?: number;
+  /**
+   * Root volume size when the task gives no `disk_size` (SkyPilot's default).
+   * @default 256
+   */
+  readonly defaultDiskSizeGb?: number;
+  /** SSM parameters for the default AMIs. @default DEFAULT_IMAGE_PARAMETERS */
+  readonly imageParameters?: Partial<Record<ImageKind, string>>;
+  /** When set, only these instance types are launched. */
+  readonly allowedInstanceTypes?: readonly string[];
+  /**
+   * Retries of a throttled call before its error propagates, waiting 0.5 s, doubling,
+   * capped at 20 s.
+   * @default 8
+   */
+  readonly throttleRetries?: number;
+  /**
+   * Checks that released instances are going (1 s apart, doubling) before release fails.
+   * @default 6
+   */
+  readonly releaseChecks?: number;
+}
+
+/** What Ec2Compute is built from. EC2 and SSM are regional, so clients come per region. */
+export interface Ec2ComputeDeps {
+  readonly ec2: (region: string) => EC2Client;
+  readonly ssm: (region: string) => SSMClient;
+  readonly config: Ec2ComputeConfig;
+  /** Waits between retries; injected so tests do not wait. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** Instances that were told to terminate and are still not shutting down. */
+export class InstancesStillRunningError extends RelaunchError {
+  override readonly name = 'InstancesStillRunningError';
+}
+
+/** EC2 user data is at most 16 KB before base64; the script goes gzipped (cloud-init inflates it). */
+const USER_DATA_MAX_BYTES = 16_384;
+
+/** Errors that mean "no capacity here": try the next type, zone or region. */
+const CAPACITY_ERRORS = new Set([
+  'InsufficientInstanceCapacity',
+  'InsufficientCapacity',
+  'InsufficientHostCapacity',
+  'InsufficientReservedInstanceCapacity',
+  'InsufficientFreeAddressesInSubnet',
+  'SpotMaxPriceTooLow',
+  'MaxSpotInstanceCountExceeded',
+  'InstanceLimitExceeded',
+  'VcpuLimitExceeded',
+  'Unsupported',
+]);
+
+/** Errors that mean "slow down": the same call is retried. */
+const THROTTLING_ERRORS = new Set([
+  'RequestLimitExceeded',
+  'Throttling',
+  'ThrottlingException',
+  'TooManyRequestsException',
+  'RequestThrottled',
+  'ServiceUnavailable',
+  'Unavailable',
+  'InternalError',
+]);
+
+/** Errors that mean the task asks for something EC2 cannot run at all. */
+function isPrecheckError(code: string): boolean {
+  return (
+    code.startsWith('InvalidAMIID.') ||
+    code === 'InvalidParameterValue' ||
+    code === 'InvalidParameterCombination' ||
+    code === 'InvalidBlockDeviceMapping'
+  );
+}
+
+const LIVE_STATES = ['pending', 'running', 'stopping', 'stopped'];
+
+interface Image {
+  readonly imageId: string;
+  readonly rootDeviceName: string;
+}
+
+type Attempted = { readonly launched: LaunchResult } | { readonly failure: string };
+
+/** EC2 as the Compute port. */
+export class Ec2Compute implements Compute {
+  private readonly deps: Ec2ComputeDeps;
+  private readonly config: Ec2ComputeConfig;
+  private readonly sleep: (ms: number) => Promise<void>;
+  /** Where the instances this object launched are, so a release right after the launch needs no search. */
+  private readonly launchedIn = new Map<string, string>();
+
+  constructor(deps: Ec2ComputeDeps) {
+    this.deps = deps;
+    this.config = deps.config;
+    this.sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  /**
+   * Tries every candidate of planPlacements in order, each instance type in turn, until a
+   * RunInstances call returns all `numNodes` instances; then tags the nodes with their
+   * rank and the IP list. NoCapacityError lists everything tried.
+   */
+  async launch(request: LaunchRequest): Promise<LaunchResult> {
+    const { spec } = request;
+    const plan = planPlacements({
+      spec,
+      history: request.history,
+      regions: this.config.regions.map((region) => region.region),
+      zonesByRegion: Object.fromEntries(this.config.regions.map((region) => [region.region, Object.keys(region.subnetsByZone)])),
+      allowedInstanceTypes: this.config.allowedInstanceTypes,
+    });
+    assertImageSomewhere(spec, plan);
+    // One image lookup per region and kind; a region without one is noted once and skipped.
+    const images = new Map<string, Promise<Image | null>>();
+    const tried: string[] = [];
+    for (const candidate of plan) {
+      for (const instanceType of candidate.instanceTypes) {
+        const key = `${candidate.region}/${imageKind(instanceType)}`;
+        const known = images.has(key);
+        if (!known) images.set(key, this.image(candidate.region, spec, instanceType));
+        const image = await images.get(key);
+        if (image === null || image === undefined) {
+          if (!known) tried.push(`${instanceType} in ${candidate.region} (no image for it there)`);
+          continue;
+        }
+        const attempted = await this.tryLaunch(request, candidate, instanceType, image);
+        if ('launched' in attempted) return attempted.launched;
+        tried.push(`${instanceType} in ${candidate.zone ?? candidate.region} (${attempted.failure})`);
+      }
+    }
+    throw new NoCapacityError(
+      `no capacity for job ${request.jobId} attempt ${request.attempt} (${request.market}, ${spec.numNodes} node${spec.numNodes === 1 ? '' : 's'}): tried ${tried.join(', ')}`,
+    );
+  }
+
+  /**
+   * Terminates the attempt's instances in every region: those this object launched, and
+   * any still live that carry the attempt's tags (so an instance from a launch whose
+   * result was lost goes too). Then checks until none is live. Instances already gone
+   * are fine; still live after the checks is InstancesStillRunningError.
+   */
+  async release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void> {
+    const checks = this.config.releaseChecks ?? 6;
+    for (const { region } of this.config.regions) {
+      const known = instances.filter((instance) => this.launchedIn.get(instance.instanceId) === region).map((i) => i.instanceId);
+      let live = [...new Set([...known, ...(await this.liveInstances(region, [tagFilter(TagKey.jobId, jobId), tagFilter(TagKey.attempt, String(attempt))]))])];
+      for (let check = 0; live.length > 0; check += 1) {
+        if (check >= checks) {
+          throw new InstancesStillRunningError(`instances of job ${jobId} attempt ${attempt} in ${region} are still running: ${live.join(', ')}`);
+        }
+        await this.terminate(region, live);
+        await this.sleep(Math.min(1000 * 2 ** check, 30_000));
+        live = await this.liveInstances(region, [{ Name: 'instance-id', Values: live }]);
+      }
+    }
+  }
+
+  private async tryLaunch(request: LaunchRequest, candidate: PlacementCandidate, instanceType: string, image: Image): Promise<Attempted> {
+    const { region } = candidate;
+    const input = this.runInstancesInput(request, candidate, instanceType, image);
+    let instances: Instance[];
+    try {
+      const response = await this.withRetries(() => this.deps.ec2(region).send(new RunInstancesCommand(input)));
+      instances = [...(response.Instances ?? [])].sort((a, b) => (a.AmiLaunchIndex ?? 0) - (b.AmiLaunchIndex ?? 0));
+    } catch (error) {
+      const code = errorCode(error);
+      if (CAPACITY_ERRORS.has(code)) return { failure: code };
+      if (isPrecheckError(code)) {
+        throw new PrecheckError(`EC2 cannot launch ${instanceType} from ${image.imageId} in ${region}: ${code}: ${errorMessage(error)}`);
+      }
+      throw error;
+    }
+    const ids = instances.flatMap((instance) => (instance.InstanceId === undefined ? [] : [instance.InstanceId]));
+    for (const id of ids) this.launchedIn.set(id, region);
+    const numNodes = request.spec.numNodes;
+    if (ids.length < numNodes) {
+      await this.terminate(region, ids);
+      return { failure: `only ${ids.length} of ${numNodes} instances launched` };
+    }
+    const nodes: InstanceRef[] = instances.map((instance, index) => ({
+      instanceId: instance.InstanceId as string,
+      nodeRank: instance.AmiLaunchIndex ?? index,
+      privateIp: instance.PrivateIpAddress ?? null,
+    }));
+    try {
+      await this.tagNodes(region, nodes);
+    } catch (error) {
+      await this.terminate(region, ids);
+      throw error;
+    }
+    const zone = candidate.zone ?? instances[0]?.Placement?.AvailabilityZone ?? null;
+    const placement: Placement = { region, zone, instanceType };
+    return { launched: { placement, instances: nodes } };
+  }
+
+  private runInstancesInput(request: LaunchRequest, candidate: PlacementCandidate, instanceType: string, image: Image): RunInstancesCommandInput {
+    const { spec } = request;
+    const network = this.config.regions.find((region) => region.region === candidate.region);
+    const tags: Tag[] = [
+      { Key: TagKey.name, Value: `${this.config.namePrefix}-${request.jobId}-${request.attempt}` },
+      { Key: TagKey.jobId, Value: request.jobId },
+      { Key: TagKey.attempt, Value: String(request.attempt) },
+    ];
+    return {
+      ImageId: image.imageId,
+      InstanceType: instanceType as RunInstancesCommandInput['InstanceType'],
+      MinCount: spec.numNodes,
+      MaxCount: spec.numNodes,
+      SubnetId: candidate.zone === null ? undefined : network?.subnetsByZone[candidate.zone],
+      SecurityGroupIds: network === undefined ? undefined : [...network.securityGroupIds],
+      IamInstanceProfile: { Arn: this.config.instanceProfileArn },
+      UserData: this.userData(request, instanceType),
+      MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 2 },
+      InstanceInitiatedShutdownBehavior: 'terminate',
+      InstanceMarketOptions:
+        request.market === 'spot'
+          ? { MarketType: 'spot', SpotOptions: { SpotInstanceType: 'one-time', InstanceInterruptionBehavior: 'terminate' } }
+          : undefined,
+      BlockDeviceMappings: [
+        {
+          DeviceName: image.rootDeviceName,
+          Ebs: { VolumeSize: spec.resources.diskSizeGb ?? this.config.defaultDiskSizeGb ?? 256, VolumeType: 'gp3', DeleteOnTermination: true },
+        },
+      ],
+      TagSpecifications: [
+        { ResourceType: 'instance', Tags: tags },
+        { ResourceType: 'volume', Tags: tags },
+      ],
+    };
+  }
+
+  /** The agent, gzipped and base64-encoded. Rank and IPs come from IMDS at boot. */
+  private userData(request: LaunchRequest, instanceType: string): string {
+    const script = renderAgentScript({
+      apiUrl: this.config.apiUrl,
+      jobId: request.jobId,
+      attempt: request.attempt,
+      secret: request.callbackSecret,
+      spec: request.spec,
+      heartbeatSeconds: this.config.heartbeatSeconds ?? HEARTBEAT_INTERVAL_SECONDS,
+      gpusPerNode: instanceTypeInfo(instanceType)?.gpu?.count ?? request.spec.resources.accelerators[0]?.count ?? 0,
+    });
+    const packed = gzipSync(script, { level: 9 });
+    if (packed.length > USER_DATA_MAX_BYTES) {
+      throw new PrecheckError(
+        `setup, run and envs are too large for EC2 user data: ${packed.length} bytes compressed, at most ${USER_DATA_MAX_BYTES}`,
+      );
+    }
+    return packed.toString('base64');
+  }
+
+  /** Tags each node with its rank and every node's IP, which its agent reads from IMDS. */
+  private async tagNodes(region: string, nodes: readonly InstanceRef[]): Promise<void> {
+    const ips = nodes.map((node) => node.privateIp);
+    if (ips.some((ip) => ip === null)) throw new Error(`EC2 returned instances without a private IP in ${region}`);
+    const ipTags = nodeIpsTags(ips as string[]);
+    for (const node of nodes) {
+      const Tags = [{ Key: TagKey.nodeRank, Value: String(node.nodeRank) }, ...ipTags];
+      await this.withRetries(() => this.deps.ec2(region).send(new CreateTagsCommand({ Resources: [node.instanceId], Tags })));
+    }
+  }
+
+  /** The task's AMI for this region (null: its per-region map has none), else the default kind's. */
+  private async image(region: string, spec: TaskSpec, instanceType: string): Promise<Image | null> {
+    const wanted = spec.resources.imageId;
+    let imageId: string | null;
+    if (wanted?.kind === 'ami') imageId = wanted.imageId;
+    else if (wanted?.kind === 'per-region') imageId = wanted.byRegion[region] ?? null;
+    else imageId = await this.defaultImageId(region, imageKind(instanceType));
+    if (imageId === null) return null;
+    return this.describeImage(region, imageId);
+  }
+
+  private async defaultImageId(region: string, kind: ImageKind): Promise<string | null> {
+    const name = this.config.imageParameters?.[kind] ?? DEFAULT_IMAGE_PARAMETERS[kind];
+    try {
+      const response = await this.withRetries(() => this.deps.ssm(region).send(new GetParameterCommand({ Name: name })));
+      return response.Parameter?.Value ?? null;
+    } catch (error) {
+      if (errorCode(error) === 'ParameterNotFound') return null;
+      throw error;
+    }
+  }
+
+  /** The AMI's root device, whose volume `disk_size` sizes. A missing AMI is a PrecheckError. */
+  private async describeImage(region: string, imageId: string): Promise<Image> {
+    try {
+      const response = await this.withRetries(() => this.deps.ec2(region).send(new DescribeImagesCommand({ ImageIds: [imageId] })));
+      const rootDeviceName = response.Images?.[0]?.RootDeviceName;
+      if (rootDeviceName === undefined) throw new PrecheckError(`resources.image_id: ${imageId} is not an AMI this account can use in ${region}`);
+      return { imageId, rootDeviceName };
+    } catch (error) {
+      const code = errorCode(error);
+      if (code.startsWith('InvalidAMIID.')) {
+        throw new PrecheckError(`resources.image_id: ${imageId} cannot be used in ${region}: ${code}: ${errorMessage(error)}`);
+      }
+      throw error;
+    }
+  }
+
+  private async liveInstances(region: string, filters: { Name: string; Values: string[] }[]): Promise<string[]> {
+    const ids: string[] = [];
+    let NextToken: string | undefined;
+    do {
+      const page = await this.withRetries(() =>
+        this.deps.ec2(region).send(
+          new DescribeInstancesCommand({ Filters: [...filters, { Name: 'instance-state-name', Values: LIVE_STATES }], NextToken }),
+        ),
+      );
+      for (const reservation of page.Reservations ?? []) {
+        for (const instance of reservation.Instances ?? []) if (instance.InstanceId !== undefined) ids.push(instance.InstanceId);
+      }
+      NextToken = page.NextToken;
+    } while (NextToken !== undefined);
+    return ids;
+  }
+
+  /** TerminateInstances; ids EC2 no longer knows are already gone, so the others are terminated one by one. */
+  private async terminate(region: string, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const send = (InstanceIds: string[]) =>
+      this.withRetries(() => this.deps.ec2(region).send(new TerminateInstancesCommand({ InstanceIds })));
+    try {
+      await send([...ids]);
+    } catch (error) {
+      if (errorCode(error) !== 'InvalidInstanceID.NotFound') throw error;
+      if (ids.length === 1) return;
+      for (const id of ids) await this.terminate(region, [id]);
+    }
+  }
+
+  /** Runs a call, retrying it with exponential backoff while AWS throttles it. */
+  private async withRetries<T>(call: () => Promise<T>): Promise<T> {
+    const retries = this.config.throttleRetries ?? 8;
+    for (let retry = 0; ; retry += 1) {
+      try {
+        return await call();
+      } catch (error) {
+        if (!THROTTLING_ERRORS.has(errorCode(error)) || retry >= retries) throw error;
+        await this.sleep(Math.min(500 * 2 ** retry, 20_000));
+      }
+    }
+  }
+}
+
+/** A per-region image map that names none of the regions the plan may use cannot run anywhere. */
+function assertImageSomewhere(spec: TaskSpec, plan: readonly PlacementCandidate[]): void {
+  const wanted = spec.resources.imageId;
+  if (wanted?.kind !== 'per-region') return;
+  const regions = [...new Set(plan.map((candidate) => candidate.region))];
+  if (regions.some((region) => wanted.byRegion[region] !== undefined)) return;
+  throw new PrecheckError(
+    `resources.image_id: names AMIs for ${Object.keys(wanted.byRegion).join(', ')}, but relaunch may launch this task only in ${regions.join(', ')}`,
+  );
+}
+
+function imageKind(instanceType: string): ImageKind {
+  const arch: Architecture = architectureOf(instanceType);
+  return hasGpus(instanceType) ? `${arch}-gpu` : arch;
+}
+
+function tagFilter(key: string, value: string): { Name: string; Values: string[] } {
+  return { Name: `tag:${key}`, Values: [value] };
+}
+
+/** The AWS error code: the SDK puts it in `name` (EC2's `Code`). */
+function errorCode(error: unknown): string {
+  if (typeof error !== 'object' || error === null) return '';
+  const { name, Code } = error as { name?: unknown; Code?: unknown };
+  if (typeof Code === 'string') return Code;
+  return typeof name === 'string' ? name : '';
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,493 @@
+// Ec2Compute against mocked EC2 and SSM: what it sends, how it fails over, and what it refuses.
+
+import { gunzipSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+import {
+  CreateTagsCommand,
+  DescribeImagesCommand,
+  DescribeInstancesCommand,
+  EC2Client,
+  EC2ServiceException,
+  RunInstancesCommand,
+  TerminateInstancesCommand,
+  type RunInstancesCommandInput,
+} from '@aws-sdk/client-ec2';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { mockClient } from 'aws-sdk-client-mock';
+import 'aws-sdk-client-mock-vitest/extend';
+import { beforeEach, describe, expect, it } from 'vitest';
+import {
+  DEFAULT_IMAGE_PARAMETERS,
+  Ec2Compute,
+  InstancesStillRunningError,
+  type Ec2ComputeConfig,
+} from '../../../lib/adapters/ec2-compute.ts';
+import { NoCapacityError, PrecheckError } from '../../../lib/errors.ts';
+import type { LaunchRequest } from '../../../lib/ports.ts';
+import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
+
+const mockEc2 = (client: EC2Client) => mockClient(client);
+const mockSsm = (client: SSMClient) => mockClient(client);
+type Ec2Mock = ReturnType<typeof mockEc2>;
+type SsmMock = ReturnType<typeof mockSsm>;
+
+const REGIONS = ['us-east-1', 'us-west-2'] as const;
+type Region = (typeof REGIONS)[number];
+
+const CONFIG: Ec2ComputeConfig = {
+  regions: [
+    { region: 'us-east-1', subnetsByZone: { 'us-east-1a': 'subnet-east-a', 'us-east-1b': 'subnet-east-b' }, securityGroupIds: ['sg-east'] },
+    { region: 'us-west-2', subnetsByZone: { 'us-west-2a': 'subnet-west-a' }, securityGroupIds: ['sg-west'] },
+  ],
+  instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/relaunch-node',
+  apiUrl: 'https://api.example.com/prod',
+  namePrefix: 'relaunch',
+};
+
+/** The AMI each region's SSM parameter names: `ami-<region>-<kind>`. */
+function amiOf(region: string, parameter: string): string {
+  const kind = Object.entries(DEFAULT_IMAGE_PARAMETERS).find(([, name]) => name === parameter)?.[0] ?? 'unknown';
+  return `ami-${region}-${kind}`;
+}
+
+function awsError(code: string, message = `${code} (from the test)`): EC2ServiceException {
+  return new EC2ServiceException({ name: code, $fault: 'client', $metadata: { httpStatusCode: 400 }, message });
+}
+
+function spec(resources: Partial<Resources> = {}, overrides: Partial<TaskSpec> = {}): TaskSpec {
+  return {
+    name: 'train',
+    workdir: null,
+    numNodes: 1,
+    envs: {},
+    setup: 'pip install -r requirements.txt',
+    run: 'python train.py',
+    resources: {
+      cloud: 'aws',
+      region: null,
+      zone: null,
+      instanceType: null,
+      cpus: null,
+      memoryGb: null,
+      accelerators: [],
+      useSpot: false,
+      diskSizeGb: null,
+      imageId: null,
+      jobRecovery: {
+        strategy: 'EAGER_NEXT_REGION',
+        maxRestartsOnErrors: 0,
+        recoverOnExitCodes: [],
+        failOnExitCodes: [],
+        maxRestartsOnExitCodes: null,
+        restartBackoff: null,
+        onDemandFallbackAfter: null,
+      },
+      ...resources,
+    },
+    ...overrides,
+  };
+}
+
+function request(taskSpec: TaskSpec, overrides: Partial<LaunchRequest> = {}): LaunchRequest {
+  return { jobId: 'job-1', attempt: 2, spec: taskSpec, market: 'on-demand', history: [], callbackSecret: 'cb-secret', ...overrides };
+}
+
+let clients: { ec2: Record<Region, EC2Client>; ssm: Record<Region, SSMClient> };
+let ec2: Record<Region, Ec2Mock>;
+let ssm: Record<Region, SsmMock>;
+let sleeps: number[];
+let launched: number;
+
+function compute(config: Partial<Ec2ComputeConfig> = {}): Ec2Compute {
+  return new Ec2Compute({
+    ec2: (region) => clients.ec2[region as Region],
+    ssm: (region) => clients.ssm[region as Region],
+    config: { ...CONFIG, ...config },
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
+  });
+}
+
+/** RunInstances succeeds: MinCount instances numbered 0..n-1 with private IPs. */
+function runSucceeds(mock: Ec2Mock, zone: string): void {
+  mock.on(RunInstancesCommand).callsFake((input: RunInstancesCommandInput) => ({
+    Instances: Array.from({ length: input.MinCount ?? 0 }, (_, index) => {
+      launched += 1;
+      return { InstanceId: `i-${launched}`, AmiLaunchIndex: index, PrivateIpAddress: `10.0.0.${launched}`, Placement: { AvailabilityZone: zone } };
+    }),
+  }));
+}
+
+beforeEach(() => {
+  sleeps = [];
+  launched = 0;
+  clients = {
+    ec2: { 'us-east-1': new EC2Client({ region: 'us-east-1' }), 'us-west-2': new EC2Client({ region: 'us-west-2' }) },
+    ssm: { 'us-east-1': new SSMClient({ region: 'us-east-1' }), 'us-west-2': new SSMClient({ region: 'us-west-2' }) },
+  };
+  ec2 = { 'us-east-1': mockEc2(clients.ec2['us-east-1']), 'us-west-2': mockEc2(clients.ec2['us-west-2']) };
+  ssm = { 'us-east-1': mockSsm(clients.ssm['us-east-1']), 'us-west-2': mockSsm(clients.ssm['us-west-2']) };
+  for (const region of REGIONS) {
+    ssm[region].on(GetParameterCommand).callsFake((input: { Name: string }) => ({ Parameter: { Value: amiOf(region, input.Name) } }));
+    ec2[region].on(DescribeImagesCommand).resolves({ Images: [{ ImageId: 'ami', RootDeviceName: '/dev/sda1' }] });
+    ec2[region].on(CreateTagsCommand).resolves({});
+    ec2[region].on(TerminateInstancesCommand).resolves({});
+    ec2[region].on(DescribeInstancesCommand).resolves({ Reservations: [] });
+    runSucceeds(ec2[region], `${region}a`);
+  }
+});
+
+function runInputs(region: Region): RunInstancesCommandInput[] {
+  return ec2[region].commandCalls(RunInstancesCommand).map((call) => call.args[0].input as RunInstancesCommandInput);
+}
+
+/** The agent script a launch sent, un-gzipped. */
+function userDataScript(input: RunInstancesCommandInput): string {
+  return gunzipSync(Buffer.from(input.UserData ?? '', 'base64')).toString('utf8');
+}
+
+/** The environment file the agent script carries, decoded. */
+function agentEnvironment(script: string): string {
+  const encoded = /^ENV_B64='([^']*)'$/m.exec(script)?.[1] ?? '';
+  return Buffer.from(encoded, 'base64').toString('utf8');
+}
+
+describe('Ec2Compute.launch: what it sends', () => {
+  it('launches on-demand with IMDSv2, terminate-on-shutdown, tags on instances and volumes, and the Ubuntu AMI from SSM', async () => {
+    const result = await compute().launch(request(spec()));
+
+    expect(ssm['us-east-1']).toHaveReceivedCommandWith(GetParameterCommand, { Name: DEFAULT_IMAGE_PARAMETERS.x86_64 });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeImagesCommand, { ImageIds: ['ami-us-east-1-x86_64'] });
+    const tags = [
+      { Key: 'Name', Value: 'relaunch-job-1-2' },
+      { Key: 'relaunch:job-id', Value: 'job-1' },
+      { Key: 'relaunch:attempt', Value: '2' },
+    ];
+    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(RunInstancesCommand, {
+      ImageId: 'ami-us-east-1-x86_64',
+      InstanceType: 'm6i.2xlarge',
+      MinCount: 1,
+      MaxCount: 1,
+      SubnetId: 'subnet-east-a',
+      SecurityGroupIds: ['sg-east'],
+      IamInstanceProfile: { Arn: CONFIG.instanceProfileArn },
+      MetadataOptions: expect.objectContaining({ HttpTokens: 'required', InstanceMetadataTags: 'enabled' }),
+      InstanceInitiatedShutdownBehavior: 'terminate',
+      BlockDeviceMappings: [{ DeviceName: '/dev/sda1', Ebs: { VolumeSize: 256, VolumeType: 'gp3', DeleteOnTermination: true } }],
+      TagSpecifications: [
+        { ResourceType: 'instance', Tags: tags },
+        { ResourceType: 'volume', Tags: tags },
+      ],
+    });
+    expect(runInputs('us-east-1')[0]?.InstanceMarketOptions).toBeUndefined();
+    expect(result).toEqual({
+      placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm6i.2xlarge' },
+      instances: [{ instanceId: 'i-1', nodeRank: 0, privateIp: '10.0.0.1' }],
+    });
+  });
+
+  it('asks for one-time spot capacity on the spot market', async () => {
+    await compute().launch(request(spec(), { market: 'spot' }));
+
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, {
+      InstanceMarketOptions: { MarketType: 'spot', SpotOptions: { SpotInstanceType: 'one-time', InstanceInterruptionBehavior: 'terminate' } },
+      InstanceInitiatedShutdownBehavior: 'terminate',
+    });
+  });
+
+  it('sends the agent as gzipped user data, with the callback secret, API and GPU count', async () => {
+    await compute().launch(request(spec({ accelerators: [{ name: 'A100', count: 8 }], diskSizeGb: 1024 })));
+
+    const [input] = runInputs('us-east-1');
+    expect(input).toMatchObject({ InstanceType: 'p4d.24xlarge', ImageId: 'ami-us-east-1-x86_64-gpu' });
+    expect(input?.BlockDeviceMappings?.[0]?.Ebs?.VolumeSize).toBe(1024);
+    const script = userDataScript(input as RunInstancesCommandInput);
+    expect(script.startsWith('#!/bin/bash\n')).toBe(true);
+    expect(script).toContain("SECRET='cb-secret'");
+    expect(script).toContain("REPORT_URL='https://api.example.com/prod/jobs/job-1/attempts/2/report'");
+    expect(agentEnvironment(script)).toContain("export SKYPILOT_NUM_GPUS_PER_NODE='8'");
+  });
+
+  it('picks the arm64 image for a Graviton type', async () => {
+    await compute().launch(request(spec({ instanceType: 'm7g.large' })));
+
+    expect(ssm['us-east-1']).toHaveReceivedCommandWith(GetParameterCommand, { Name: DEFAULT_IMAGE_PARAMETERS.arm64 });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-us-east-1-arm64', InstanceType: 'm7g.large' });
+  });
+
+  it('uses image_id as given, with no SSM lookup', async () => {
+    await compute().launch(request(spec({ imageId: { kind: 'ami', imageId: 'ami-custom' } })));
+
+    expect(ssm['us-east-1']).not.toHaveReceivedCommand(GetParameterCommand);
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeImagesCommand, { ImageIds: ['ami-custom'] });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-custom' });
+  });
+
+  it('sizes the root volume of a custom image on its own root device', async () => {
+    ec2['us-east-1'].on(DescribeImagesCommand).resolves({ Images: [{ ImageId: 'ami-al2023', RootDeviceName: '/dev/xvda' }] });
+
+    await compute().launch(request(spec({ imageId: { kind: 'ami', imageId: 'ami-al2023' }, diskSizeGb: 100 })));
+
+    expect(runInputs('us-east-1')[0]?.BlockDeviceMappings).toEqual([
+      { DeviceName: '/dev/xvda', Ebs: { VolumeSize: 100, VolumeType: 'gp3', DeleteOnTermination: true } },
+    ]);
+  });
+
+  it('skips a region the per-region image_id does not cover', async () => {
+    const result = await compute().launch(request(spec({ imageId: { kind: 'per-region', byRegion: { 'us-west-2': 'ami-west' } } })));
+
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+    expect(ec2['us-west-2']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-west', SubnetId: 'subnet-west-a', SecurityGroupIds: ['sg-west'] });
+    expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.2xlarge' });
+  });
+
+  it('skips a region whose SSM parameter for the default image does not exist, looking it up once', async () => {
+    ssm['us-east-1'].on(GetParameterCommand).rejects(awsError('ParameterNotFound'));
+
+    const result = await compute().launch(request(spec({ instanceType: 'g5.xlarge' })));
+
+    expect(ssm['us-east-1']).toHaveReceivedCommandTimes(GetParameterCommand, 1);
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+    expect(ec2['us-west-2']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-us-west-2-x86_64-gpu' });
+    expect(result.placement.region).toBe('us-west-2');
+  });
+
+  it('tags every node with its rank and every node IP, head first, for the agent to read from IMDS', async () => {
+    ec2['us-east-1'].on(RunInstancesCommand).resolves({
+      Instances: [
+        { InstanceId: 'i-b', AmiLaunchIndex: 1, PrivateIpAddress: '10.0.0.12' },
+        { InstanceId: 'i-a', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.11' },
+      ],
+    });
+
+    const result = await compute().launch(request(spec({}, { numNodes: 2 })));
+
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { MinCount: 2, MaxCount: 2 });
+    expect(result.instances).toEqual([
+      { instanceId: 'i-a', nodeRank: 0, privateIp: '10.0.0.11' },
+      { instanceId: 'i-b', nodeRank: 1, privateIp: '10.0.0.12' },
+    ]);
+    const ips = { Key: 'relaunch:node-ips:0', Value: '10.0.0.11 10.0.0.12' };
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateTagsCommand, { Resources: ['i-a'], Tags: [{ Key: 'relaunch:node-rank', Value: '0' }, ips] });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateTagsCommand, { Resources: ['i-b'], Tags: [{ Key: 'relaunch:node-rank', Value: '1' }, ips] });
+  });
+
+  it('moves to another region first after a preemption (EAGER_NEXT_REGION)', async () => {
+    const history = [{ placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm6i.2xlarge' }, outcome: 'PREEMPTED' as const }];
+
+    const result = await compute().launch(request(spec(), { history }));
+
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+    expect(result.placement.region).toBe('us-west-2');
+  });
+});
+
+describe('Ec2Compute.launch: failing over and failing', () => {
+  it('fails over across instance types within a zone, then to the next zone', async () => {
+    let calls = 0;
+    ec2['us-east-1'].on(RunInstancesCommand).callsFake(() => {
+      calls += 1;
+      if (calls <= 4) throw awsError('InsufficientInstanceCapacity');
+      return { Instances: [{ InstanceId: 'i-h200', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.1.5' }] };
+    });
+
+    const result = await compute().launch(request(spec({ accelerators: [{ name: 'H100', count: 8 }, { name: 'H200', count: 8 }] }), { market: 'spot' }));
+
+    const tried = runInputs('us-east-1').map((input) => [input.SubnetId, input.InstanceType]);
+    expect(tried).toEqual([
+      ['subnet-east-a', 'p5.48xlarge'],
+      ['subnet-east-a', 'p5e.48xlarge'],
+      ['subnet-east-a', 'p5en.48xlarge'],
+      ['subnet-east-b', 'p5.48xlarge'],
+      ['subnet-east-b', 'p5e.48xlarge'],
+    ]);
+    expect(result.placement).toEqual({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p5e.48xlarge' });
+    expect(sleeps).toEqual([]);
+  });
+
+  it.each(['InsufficientInstanceCapacity', 'SpotMaxPriceTooLow', 'MaxSpotInstanceCountExceeded', 'InsufficientCapacity', 'Unsupported', 'VcpuLimitExceeded'])(
+    'treats %s as no capacity and fails over to the next region',
+    async (code) => {
+      ec2['us-east-1'].on(RunInstancesCommand).rejects(awsError(code));
+
+      const result = await compute().launch(request(spec({ instanceType: 'm6i.large' })));
+
+      expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 2);
+      expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.large' });
+    },
+  );
+
+  it('throws NoCapacityError naming everything it tried when all candidates are exhausted', async () => {
+    for (const region of REGIONS) ec2[region].on(RunInstancesCommand).rejects(awsError('InsufficientInstanceCapacity'));
+
+    const launch = compute().launch(request(spec({ accelerators: [{ name: 'T4', count: 4 }] }), { market: 'spot' }));
+
+    await expect(launch).rejects.toThrow(NoCapacityError);
+    await expect(launch).rejects.toThrow(
+      'no capacity for job job-1 attempt 2 (spot, 1 node): tried g4dn.12xlarge in us-east-1a (InsufficientInstanceCapacity), ' +
+        'g4dn.12xlarge in us-east-1b (InsufficientInstanceCapacity), g4dn.12xlarge in us-west-2a (InsufficientInstanceCapacity)',
+    );
+  });
+
+  it('retries a throttled call with exponential backoff, never counting it as a failure', async () => {
+    let calls = 0;
+    ec2['us-east-1'].on(RunInstancesCommand).callsFake(() => {
+      calls += 1;
+      if (calls <= 3) throw awsError('RequestLimitExceeded');
+      return { Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] };
+    });
+    ssm['us-east-1'].on(GetParameterCommand).rejectsOnce(awsError('ThrottlingException')).resolves({ Parameter: { Value: 'ami-x' } });
+
+    const result = await compute().launch(request(spec()));
+
+    expect(result.placement.zone).toBe('us-east-1a');
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 4);
+    expect(sleeps).toEqual([500, 500, 1000, 2000]);
+  });
+
+  it('lets a throttle through once its retries are used up', async () => {
+    ec2['us-east-1'].on(RunInstancesCommand).rejects(awsError('RequestLimitExceeded'));
+
+    await expect(compute({ throttleRetries: 2 }).launch(request(spec()))).rejects.toThrow(/RequestLimitExceeded/);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 3);
+  });
+
+  it.each([
+    ['an unknown instance type', 'InvalidParameterValue', /EC2 cannot launch m9z.large .*InvalidParameterValue/],
+    ['a bad AMI', 'InvalidAMIID.NotFound', /InvalidAMIID.NotFound/],
+  ])('refuses %s with a PrecheckError and tries nothing else', async (_name, code, message) => {
+    ec2['us-east-1'].on(RunInstancesCommand).rejects(awsError(code));
+
+    const launch = compute().launch(request(spec({ instanceType: 'm9z.large' })));
+
+    await expect(launch).rejects.toThrow(PrecheckError);
+    await expect(launch).rejects.toThrow(message);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 1);
+    expect(ec2['us-west-2']).not.toHaveReceivedCommand(RunInstancesCommand);
+  });
+
+  it('refuses an image_id EC2 does not know before launching anything', async () => {
+    ec2['us-east-1'].on(DescribeImagesCommand).rejects(awsError('InvalidAMIID.Malformed'));
+
+    await expect(compute().launch(request(spec({ imageId: { kind: 'ami', imageId: 'ami-nope' } })))).rejects.toThrow(
+      /resources.image_id: ami-nope cannot be used in us-east-1: InvalidAMIID.Malformed/,
+    );
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+  });
+
+  it('refuses a per-region image_id that covers none of the usable regions', async () => {
+    const taskSpec = spec({ imageId: { kind: 'per-region', byRegion: { 'eu-west-1': 'ami-eu' } } });
+
+    await expect(compute().launch(request(taskSpec))).rejects.toThrow(
+      'resources.image_id: names AMIs for eu-west-1, but relaunch may launch this task only in us-east-1, us-west-2',
+    );
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+  });
+
+  it('refuses an unknown accelerator before calling AWS', async () => {
+    await expect(compute().launch(request(spec({ accelerators: [{ name: 'TPU-v5', count: 8 }] })))).rejects.toThrow(
+      /unknown accelerator TPU-v5/,
+    );
+    expect(ssm['us-east-1']).not.toHaveReceivedAnyCommand();
+    expect(ec2['us-east-1']).not.toHaveReceivedAnyCommand();
+  });
+
+  it('refuses a task too large for user data', async () => {
+    const run = `echo ${randomBytes(24_000).toString('base64')}`;
+
+    await expect(compute().launch(request(spec({}, { run })))).rejects.toThrow(/too large for EC2 user data/);
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+  });
+
+  it('terminates a partial multi-node launch and tries the next candidate', async () => {
+    ec2['us-east-1']
+      .on(RunInstancesCommand)
+      .resolvesOnce({ Instances: [{ InstanceId: 'i-lonely', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.1' }] })
+      .resolves({
+        Instances: [
+          { InstanceId: 'i-0', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.2.1' },
+          { InstanceId: 'i-1', AmiLaunchIndex: 1, PrivateIpAddress: '10.0.2.2' },
+        ],
+      });
+
+    const result = await compute().launch(request(spec({ instanceType: 'm6i.large' }, { numNodes: 2 })));
+
+    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(TerminateInstancesCommand, { InstanceIds: ['i-lonely'] });
+    expect(runInputs('us-east-1').map((input) => input.SubnetId)).toEqual(['subnet-east-a', 'subnet-east-b']);
+    expect(result.placement.zone).toBe('us-east-1b');
+    expect(result.instances.map((instance) => instance.instanceId)).toEqual(['i-0', 'i-1']);
+  });
+
+  it('terminates what it launched when tagging fails, and lets the error through', async () => {
+    ec2['us-east-1'].on(CreateTagsCommand).rejects(awsError('UnauthorizedOperation'));
+
+    await expect(compute().launch(request(spec()))).rejects.toThrow(/UnauthorizedOperation/);
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
+  });
+
+  it("lets relaunch's own configuration errors through as they are", async () => {
+    ec2['us-east-1'].on(RunInstancesCommand).rejects(awsError('InvalidSubnetID.NotFound'));
+
+    const launch = compute().launch(request(spec()));
+
+    await expect(launch).rejects.toThrow(/InvalidSubnetID.NotFound/);
+    await expect(launch).rejects.not.toThrow(NoCapacityError);
+  });
+});
+
+describe('Ec2Compute.release', () => {
+  const liveStates = { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] };
+  const attemptFilters = [{ Name: 'tag:relaunch:job-id', Values: ['job-1'] }, { Name: 'tag:relaunch:attempt', Values: ['2'] }, liveStates];
+
+  function reservations(...ids: string[]) {
+    return { Reservations: [{ Instances: ids.map((InstanceId) => ({ InstanceId })) }] };
+  }
+
+  it("finds the attempt's live instances by tag, terminates them and checks they are going", async () => {
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolvesOnce(reservations('i-1', 'i-2')).resolves({ Reservations: [] });
+
+    await compute().release('job-1', 2, [{ instanceId: 'i-1', nodeRank: 0, privateIp: null }]);
+
+    expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(DescribeInstancesCommand, 1, { Filters: attemptFilters });
+    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(TerminateInstancesCommand, { InstanceIds: ['i-1', 'i-2'] });
+    expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(DescribeInstancesCommand, 2, {
+      Filters: [{ Name: 'instance-id', Values: ['i-1', 'i-2'] }, liveStates],
+    });
+    expect(ec2['us-west-2']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+  });
+
+  it('is idempotent: instances already gone need no call', async () => {
+    await compute().release('job-1', 2, [{ instanceId: 'i-1', nodeRank: 0, privateIp: null }]);
+
+    for (const region of REGIONS) expect(ec2[region]).not.toHaveReceivedCommand(TerminateInstancesCommand);
+  });
+
+  it('terminates what it just launched even before EC2 lists it, and takes NotFound as gone', async () => {
+    const ec2Compute = compute();
+    const { instances } = await ec2Compute.launch(request(spec({ region: 'us-west-2' })));
+    ec2['us-west-2'].on(TerminateInstancesCommand).rejects(awsError('InvalidInstanceID.NotFound'));
+
+    await ec2Compute.release('job-1', 2, instances);
+
+    expect(ec2['us-west-2']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+  });
+
+  it('terminates again while an instance still shows as running, then gives up with an error', async () => {
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolves(reservations('i-stuck'));
+
+    await expect(compute({ releaseChecks: 3 }).release('job-1', 2, [])).rejects.toThrow(InstancesStillRunningError);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(TerminateInstancesCommand, 3);
+    expect(sleeps).toEqual([1000, 2000, 4000]);
+  });
+
+  it('retries a throttled terminate', async () => {
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolvesOnce(reservations('i-1')).resolves({ Reservations: [] });
+    ec2['us-east-1'].on(TerminateInstancesCommand).rejectsOnce(awsError('RequestLimitExceeded')).resolves({});
+
+    await compute().release('job-1', 2, []);
+
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(TerminateInstancesCommand, 2);
+  });
+});
