@@ -13,7 +13,7 @@ const stack = new RelaunchStack(app, 'Relaunch', { relaunch: config });
 if (/^vpc-0+$/.test(config.vpcId)) {
   Annotations.of(stack).addWarningV2(
     'relaunch:placeholder-network',
-    `${ContextKey.vpcId} and ${ContextKey.subnetIds} are cdk.json's examples: set your own before cdk deploy`,
+    `${ContextKey.vpcId} and ${ContextKey.subnets} are cdk.json's examples: set your own before cdk deploy`,
   );
 }
 app.synth();

@@ -68,7 +68,12 @@ const parseJson = (value: unknown): unknown => {
 };
 
 const subnetsByZone = z
-  .record(zone, subnetId)
+  .record(z.string(), subnetId)
+  .superRefine((subnets, ctx) => {
+    for (const key of Object.keys(subnets)) {
+      if (!zone.safeParse(key).success) ctx.addIssue({ code: 'custom', path: [key], message: 'expected an availability zone like us-east-1a' });
+    }
+  })
   .refine((subnets) => Object.keys(subnets).length > 0, 'expected at least one zone with its subnet')
   .refine((subnets) => new Set(Object.keys(subnets).map((z) => z.slice(0, -1))).size <= 1, 'expected zones of one region');
 

@@ -31,23 +31,33 @@ export function grantWorkflow(grantee: iam.IGrantable, stateMachineArn: string, 
   iam.Grant.addToPrincipal({ grantee, actions: ['states:StopExecution'], resourceArns: [executionArns] });
 }
 
+/** One region's network, as far as IAM needs it (tokens allowed, e.g. Aws.REGION). */
+export interface LaunchRegion {
+  readonly region: string;
+  readonly subnetIds: readonly string[];
+  readonly securityGroupIds: readonly string[];
+}
+
 /** Where and as what instances launch. */
 export interface LaunchScope {
-  /** Regions to launch in (tokens allowed, e.g. Aws.REGION). */
-  readonly regions: readonly string[];
-  readonly subnetIds: readonly string[];
-  readonly securityGroupId: string;
+  readonly regions: readonly LaunchRegion[];
   readonly instanceRoleArn: string;
-  /** IAM StringLike patterns of allowed instance types; empty: any. */
+  /** Exact instance types RunInstances may start; empty: any. */
   readonly allowedInstanceTypes: readonly string[];
 }
 
 const JOB_TAG_PRESENT = { [`aws:RequestTag/${TagKey.jobId}`]: '*' };
 const TAGGED_JOB_RESOURCE = { [`aws:ResourceTag/${TagKey.jobId}`]: '*' };
-const CREATE_ACTIONS = ['RunInstances', 'CreateFleet'];
+/** Tags the launcher adds after RunInstances (a node's rank and every node's IP). */
+const TAGS_AFTER_LAUNCH = [TagKey.nodeRank, `${NODE_IPS_TAG_PREFIX}*`];
 
+/** `arn:…:ec2:<region>:<account>:<resource>` in every region; images and snapshots have no account. */
 function ec2Arns(scope: LaunchScope, resource: string, account: string = Aws.ACCOUNT_ID): string[] {
-  return scope.regions.map((region) => `arn:${Aws.PARTITION}:ec2:${region}:${account}:${resource}`);
+  return scope.regions.map(({ region }) => ec2Arn(region, resource, account));
+}
+
+function ec2Arn(region: string, resource: string, account: string = Aws.ACCOUNT_ID): string {
+  return `arn:${Aws.PARTITION}:ec2:${region}:${account}:${resource}`;
 }
 
 /**
@@ -56,103 +66,84 @@ function ec2Arns(scope: LaunchScope, resource: string, account: string = Aws.ACC
  */
 export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access: 'launch' | 'release'): void {
   if (access === 'launch') grantLaunch(grantee, scope);
-  grantRelease(grantee, scope.regions);
-  grantDescribe(grantee);
+  allow(grantee, {
+    sid: 'TerminateOnlyJobInstances',
+    actions: ['ec2:TerminateInstances'],
+    resources: ec2Arns(scope, 'instance/*'),
+    conditions: { StringLike: TAGGED_JOB_RESOURCE },
+  });
+  // DescribeInstances and DescribeImages support no resource-level permissions: `*` is all they take.
+  allow(grantee, {
+    sid: 'Ec2DescribeHasNoResourceScope',
+    actions: ['ec2:DescribeInstances', 'ec2:DescribeImages'],
+    resources: ['*'],
+  });
 }
 
 /**
- * Launches instances: only tagged with `relaunch:job-id`, only of allowed types, only in the
- * given subnets and security group, only as the instance role; tags only at creation (and
- * the node-IPs tags on relaunch's own instances afterwards).
+ * Launches instances (Ec2Compute's RunInstances): only tagged with `relaunch:job-id`, only
+ * of allowed types, only in the configured subnets and security groups, only as the
+ * instance role; tags only at launch, plus the rank and node-IP tags on relaunch's own
+ * instances afterwards; the public SSM parameters naming default AMIs.
  */
 function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
-  const principal = grantee.grantPrincipal;
-  const typeCondition =
-    scope.allowedInstanceTypes.length === 0 ? {} : { 'ec2:InstanceType': [...scope.allowedInstanceTypes] };
-  const allow = (statement: iam.PolicyStatementProps) => principal.addToPrincipalPolicy(new iam.PolicyStatement(statement));
-
-  allow({
+  const typeCondition = scope.allowedInstanceTypes.length === 0 ? {} : { 'ec2:InstanceType': [...scope.allowedInstanceTypes] };
+  allow(grantee, {
     sid: 'LaunchTaggedInstances',
     actions: ['ec2:RunInstances'],
     resources: ec2Arns(scope, 'instance/*'),
     conditions: { StringLike: { ...JOB_TAG_PRESENT, ...typeCondition } },
   });
-  allow({
+  allow(grantee, {
     sid: 'LaunchTaggedVolumes',
     actions: ['ec2:RunInstances'],
     resources: ec2Arns(scope, 'volume/*'),
     conditions: { StringLike: JOB_TAG_PRESENT },
   });
-  allow({
+  allow(grantee, {
     sid: 'LaunchIntoGivenNetwork',
     actions: ['ec2:RunInstances'],
     resources: [
-      ...scope.subnetIds.map((id) => `arn:${Aws.PARTITION}:ec2:${Aws.REGION}:${Aws.ACCOUNT_ID}:subnet/${id}`),
-      `arn:${Aws.PARTITION}:ec2:${Aws.REGION}:${Aws.ACCOUNT_ID}:security-group/${scope.securityGroupId}`,
-      // A network interface is created in those subnets only (the subnet statement above).
+      ...scope.regions.flatMap(({ region, subnetIds, securityGroupIds }) => [
+        ...subnetIds.map((id) => ec2Arn(region, `subnet/${id}`)),
+        ...securityGroupIds.map((id) => ec2Arn(region, `security-group/${id}`)),
+      ]),
+      // The interface RunInstances creates, in those subnets only (the subnets above).
       ...ec2Arns(scope, 'network-interface/*'),
-      // The spot request RunInstances creates for a spot launch; the instance itself is tag-gated.
+      // The spot request of a spot launch; the instance it starts is tag-gated above.
       ...ec2Arns(scope, 'spot-instances-request/*'),
-      // Public and own AMIs and their snapshots: images have no account in their ARN.
       ...ec2Arns(scope, 'image/*', ''),
       ...ec2Arns(scope, 'snapshot/*', ''),
     ],
   });
-  allow({
+  allow(grantee, {
     sid: 'TagOnlyAtLaunch',
     actions: ['ec2:CreateTags'],
-    resources: [...ec2Arns(scope, 'instance/*'), ...ec2Arns(scope, 'volume/*'), ...ec2Arns(scope, 'spot-instances-request/*')],
-    conditions: { StringEquals: { 'ec2:CreateAction': CREATE_ACTIONS } },
+    resources: [...ec2Arns(scope, 'instance/*'), ...ec2Arns(scope, 'volume/*')],
+    conditions: { StringEquals: { 'ec2:CreateAction': ['RunInstances'] } },
   });
-  allow({
-    sid: 'TagNodeIpsOnJobInstances',
+  allow(grantee, {
+    sid: 'TagNodesOfJobInstances',
     actions: ['ec2:CreateTags'],
     resources: ec2Arns(scope, 'instance/*'),
     conditions: {
       StringLike: TAGGED_JOB_RESOURCE,
-      'ForAllValues:StringLike': { 'aws:TagKeys': [`${NODE_IPS_TAG_PREFIX}*`] },
+      'ForAllValues:StringLike': { 'aws:TagKeys': TAGS_AFTER_LAUNCH },
     },
   });
-  allow({
+  allow(grantee, {
     sid: 'PassOnlyTheInstanceRole',
     actions: ['iam:PassRole'],
     resources: [scope.instanceRoleArn],
     conditions: { StringEquals: { 'iam:PassedToService': 'ec2.amazonaws.com' } },
   });
-  allow({
+  allow(grantee, {
     sid: 'PublicAmiParameters',
-    actions: ['ssm:GetParameter', 'ssm:GetParameters'],
-    resources: scope.regions.map((region) => `arn:${Aws.PARTITION}:ssm:${region}::parameter/aws/service/*`),
+    actions: ['ssm:GetParameter'],
+    resources: scope.regions.map(({ region }) => `arn:${Aws.PARTITION}:ssm:${region}::parameter/aws/service/*`),
   });
 }
 
-/** Terminates instances, only those tagged as relaunch's. */
-function grantRelease(grantee: iam.IGrantable, regions: readonly string[]): void {
-  grantee.grantPrincipal.addToPrincipalPolicy(
-    new iam.PolicyStatement({
-      sid: 'TerminateOnlyJobInstances',
-      actions: ['ec2:TerminateInstances'],
-      resources: regions.map((region) => `arn:${Aws.PARTITION}:ec2:${region}:${Aws.ACCOUNT_ID}:instance/*`),
-      conditions: { StringLike: TAGGED_JOB_RESOURCE },
-    }),
-  );
+function allow(grantee: iam.IGrantable, statement: iam.PolicyStatementProps): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement(statement));
 }
-
-/** EC2's Describe calls support no resource-level permissions: `*` is the only resource they take. */
-function grantDescribe(grantee: iam.IGrantable): void {
-  grantee.grantPrincipal.addToPrincipalPolicy(
-    new iam.PolicyStatement({
-      sid: 'Ec2DescribeHasNoResourceScope',
-      actions: [
-        'ec2:DescribeInstances',
-        'ec2:DescribeInstanceTypes',
-        'ec2:DescribeInstanceTypeOfferings',
-        'ec2:DescribeImages',
-        'ec2:DescribeSubnets',
-        'ec2:DescribeAvailabilityZones',
-      ],
-      resources: ['*'],
-    }),
-  );
-}
-

@@ -6,6 +6,8 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { TASK_STATES } from '../lib/workflow/contract.ts';
+import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
+import type { ComputeEnvConfig } from '../functions/shared/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
 import { InstanceEvents } from './constructs/instance-events.ts';
@@ -48,32 +50,37 @@ export class Relaunch extends Construct {
   constructor(scope: Construct, id: string, props: RelaunchProps) {
     super(scope, id);
     const namePrefix = props.namePrefix ?? 'relaunch';
-    const regions = props.regions ?? [Aws.REGION];
     // Named, so the Lambdas it calls (and that call it) know its ARN without a cycle.
     const stateMachineName = `${namePrefix}-controller`;
     const stateMachineArn = JobWorkflow.stateMachineArn(this, stateMachineName);
 
     this.table = new JobTable(this, 'Jobs', props.table);
     this.instances = new JobInstances(this, 'Instances', { vpcId: props.vpcId });
+    // The stack's own region first (its security group is made here), then the others given.
+    const regions: Ec2RegionConfig[] = [
+      { region: Aws.REGION, subnetsByZone: props.subnetsByZone, securityGroupIds: [this.instances.securityGroupId] },
+      ...(props.otherRegions ?? []),
+    ];
     const launchScope: LaunchScope = {
-      regions,
-      subnetIds: props.subnetIds,
-      securityGroupId: this.instances.securityGroupId,
+      regions: regions.map(({ region, subnetsByZone, securityGroupIds }) => ({
+        region,
+        subnetIds: Object.values(subnetsByZone),
+        securityGroupIds,
+      })),
       instanceRoleArn: this.instances.role.roleArn,
       allowedInstanceTypes: props.allowedInstanceTypes ?? [],
+    };
+    const computeConfig: ComputeEnvConfig = {
+      regions,
+      instanceProfileArn: this.instances.instanceProfile.instanceProfileArn,
+      namePrefix,
+      ...(props.allowedInstanceTypes === undefined ? {} : { allowedInstanceTypes: props.allowedInstanceTypes }),
     };
     this.functions = new ControllerFunctions(this, 'Functions', {
       namePrefix,
       tableName: this.table.table.tableName,
       stateMachineArn,
-      computeConfig: {
-        namePrefix,
-        regions,
-        subnetIds: props.subnetIds,
-        securityGroupId: launchScope.securityGroupId,
-        instanceProfileArn: this.instances.instanceProfile.instanceProfileArn,
-        allowedInstanceTypes: launchScope.allowedInstanceTypes,
-      },
+      computeConfig,
     });
     for (const name of LAMBDA_NAMES) {
       const fn = this.functions.functions[name];

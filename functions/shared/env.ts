@@ -1,5 +1,7 @@
 // The Lambdas' configuration: environment variables the CDK construct sets, read when first needed.
 
+import type { Ec2ComputeConfig } from '../../lib/adapters/ec2-compute.ts';
+
 /** Every variable a relaunch Lambda may read; the CDK construct sets the ones each function needs. */
 export const EnvVar = {
   tableName: 'TABLE_NAME',
@@ -18,3 +20,9 @@ export function requireEnv(name: EnvVar, env: NodeJS.ProcessEnv = process.env): 
   }
   return value;
 }
+
+/**
+ * COMPUTE_CONFIG: Ec2Compute's configuration as the stack knows it at deploy time. The API
+ * URL comes separately (API_URL): the API is created after the functions.
+ */
+export type ComputeEnvConfig = Omit<Ec2ComputeConfig, 'apiUrl'>;

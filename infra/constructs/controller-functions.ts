@@ -7,7 +7,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { join } from 'node:path';
-import { EnvVar } from '../../functions/shared/env.ts';
+import { EnvVar, type ComputeEnvConfig } from '../../functions/shared/env.ts';
 import { handlerEntry, LAMBDA_BUNDLE, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
 
 /** Options of the Lambdas. */
@@ -19,7 +19,7 @@ export interface ControllerFunctionsProps {
   /** The controller's ARN (STATE_MACHINE_ARN), known before the machine exists. */
   readonly stateMachineArn: string;
   /** Ec2Compute's settings, as JSON in COMPUTE_CONFIG, for the functions that launch or release. */
-  readonly computeConfig: Readonly<Record<string, unknown>>;
+  readonly computeConfig: ComputeEnvConfig;
   /**
    * Memory of each function, in MB; CPU grows with it, and so does cold-start speed.
    * @default 512
@@ -42,10 +42,10 @@ export class ControllerFunctions extends Construct {
     this.functions = Object.fromEntries(entries) as Record<LambdaName, nodejs.NodejsFunction>;
   }
 
-  /** Sets a variable on the functions that use the API (the agent's callback URL), once it exists. */
+  /** Gives the compute functions the API's URL (the agents' callback address), once the API exists. */
   setApiUrl(url: string): void {
     for (const name of LAMBDA_NAMES) {
-      if (LAMBDA_NEEDS[name].compute === 'launch') this.functions[name].addEnvironment(EnvVar.apiUrl, url);
+      if (LAMBDA_NEEDS[name].compute !== false) this.functions[name].addEnvironment(EnvVar.apiUrl, url);
     }
   }
 

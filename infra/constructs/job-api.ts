@@ -64,9 +64,8 @@ export class JobApi extends Construct {
     const integration = new apigateway.LambdaIntegration(props.handler, {
       proxy: true,
       timeout: Duration.seconds(29),
-      // One invoke permission for the whole API instead of two per method.
+      // One invoke permission for the whole API instead of two per method (and no test-invoke ones).
       scopePermissionToMethod: false,
-      allowTestInvoke: false,
     });
     const validator = new apigateway.RequestValidator(this, 'AgentValidator', {
       restApi: this.api,

@@ -4,39 +4,43 @@ import { describe, expect, it } from 'vitest';
 import { configFromContext, ContextKey } from '../../infra/config.ts';
 
 const VPC = 'vpc-0123456789abcdef0';
-const SUBNET = 'subnet-0123456789abcdef0';
+const A = 'subnet-0123456789abcdef0';
+const B = 'subnet-0123456789abcdef1';
 const from = (context: Record<string, unknown>) => () => configFromContext((key) => context[key]);
+const minimal = { [ContextKey.vpcId]: VPC, [ContextKey.subnets]: { 'us-east-1a': A } };
 
 describe('configFromContext', () => {
-  it('reads lists from cdk.json arrays and from -c comma-separated strings alike', () => {
-    const viaArray = from({ [ContextKey.vpcId]: VPC, [ContextKey.subnetIds]: [SUBNET, 'subnet-0123456789abcdef1'] })();
-    const viaString = from({ [ContextKey.vpcId]: VPC, [ContextKey.subnetIds]: `${SUBNET}, subnet-0123456789abcdef1` })();
-    expect(viaString).toEqual(viaArray);
-    expect(viaArray).toMatchObject({ vpcId: VPC, subnetIds: [SUBNET, 'subnet-0123456789abcdef1'], namePrefix: undefined });
+  it('reads subnets from a cdk.json object and from a -c zone=subnet list alike', () => {
+    const viaObject = from({ ...minimal, [ContextKey.subnets]: { 'us-east-1a': A, 'us-east-1b': B } })();
+    const viaString = from({ ...minimal, [ContextKey.subnets]: `us-east-1a=${A}, us-east-1b=${B}` })();
+    expect(viaString).toEqual(viaObject);
+    expect(viaObject).toMatchObject({ vpcId: VPC, subnetsByZone: { 'us-east-1a': A, 'us-east-1b': B }, namePrefix: undefined });
   });
 
-  it('takes regions, instance-type patterns and a name prefix', () => {
+  it('takes other regions (JSON from -c), exact instance types and a name prefix', () => {
+    const other = { region: 'eu-west-1', subnetsByZone: { 'eu-west-1a': A }, securityGroupIds: ['sg-0123456789abcdef0'] };
     const config = from({
-      [ContextKey.vpcId]: VPC,
-      [ContextKey.subnetIds]: SUBNET,
-      [ContextKey.regions]: 'us-east-1,eu-west-1',
-      [ContextKey.allowedInstanceTypes]: ['g5.*', 'p4d.24xlarge'],
+      ...minimal,
+      [ContextKey.otherRegions]: JSON.stringify([other]),
+      [ContextKey.allowedInstanceTypes]: 'g5.xlarge,p4d.24xlarge',
       [ContextKey.namePrefix]: 'team-a',
     })();
-    expect(config).toMatchObject({ regions: ['us-east-1', 'eu-west-1'], allowedInstanceTypes: ['g5.*', 'p4d.24xlarge'], namePrefix: 'team-a' });
+    expect(config).toMatchObject({ otherRegions: [other], allowedInstanceTypes: ['g5.xlarge', 'p4d.24xlarge'], namePrefix: 'team-a' });
   });
 
   it('names each missing key and how to set it', () => {
-    expect(from({})).toThrow(/context relaunch:vpcId: is not set\n\s+context relaunch:subnetIds: is not set\n.*-c relaunch:subnetIds=/);
+    expect(from({})).toThrow(/context relaunch:vpcId: is not set\n\s+context relaunch:subnets: is not set\n.*-c relaunch:subnets=/);
   });
 
   it.each([
-    [{ [ContextKey.vpcId]: 'vpc-xyz', [ContextKey.subnetIds]: SUBNET }, 'context relaunch:vpcId: expected a VPC id'],
-    [{ [ContextKey.vpcId]: VPC, [ContextKey.subnetIds]: `${SUBNET},sn-1` }, 'context relaunch:subnetIds[1]: expected a subnet id'],
-    [{ [ContextKey.vpcId]: VPC, [ContextKey.subnetIds]: [] }, 'context relaunch:subnetIds: expected at least 1'],
-    [{ [ContextKey.vpcId]: VPC, [ContextKey.subnetIds]: SUBNET, [ContextKey.regions]: ['mars-1'] }, 'context relaunch:regions[0]: expected a region'],
-    [{ [ContextKey.vpcId]: VPC, [ContextKey.subnetIds]: SUBNET, [ContextKey.namePrefix]: '9lives' }, 'context relaunch:namePrefix: expected 1-32'],
-    [{ [ContextKey.vpcId]: VPC, [ContextKey.subnetIds]: SUBNET, [ContextKey.allowedInstanceTypes]: 'large' }, 'context relaunch:allowedInstanceTypes[0]: expected an instance type'],
+    [{ ...minimal, [ContextKey.vpcId]: 'vpc-xyz' }, 'context relaunch:vpcId: expected a VPC id'],
+    [{ ...minimal, [ContextKey.subnets]: `us-east-1a=sn-1` }, 'context relaunch:subnets.us-east-1a: expected a subnet id'],
+    [{ ...minimal, [ContextKey.subnets]: { 'us-east-1': A } }, 'context relaunch:subnets.us-east-1: expected an availability zone'],
+    [{ ...minimal, [ContextKey.subnets]: { 'us-east-1a': A, 'eu-west-1a': B } }, 'context relaunch:subnets: expected zones of one region'],
+    [{ ...minimal, [ContextKey.subnets]: {} }, 'context relaunch:subnets: expected at least one zone'],
+    [{ ...minimal, [ContextKey.otherRegions]: [{ region: 'mars-1', subnetsByZone: {}, securityGroupIds: [] }] }, 'context relaunch:otherRegions.0.region: expected a region'],
+    [{ ...minimal, [ContextKey.namePrefix]: '9lives' }, 'context relaunch:namePrefix: expected 1-32'],
+    [{ ...minimal, [ContextKey.allowedInstanceTypes]: 'g5.*' }, 'context relaunch:allowedInstanceTypes.0: expected an instance type'],
   ])('refuses %j with a message naming the key', (context, message) => {
     expect(from(context)).toThrow(message);
   });

@@ -18,7 +18,8 @@ import { LAMBDA_NAMES, LAMBDA_NEEDS, type LambdaName } from '../../infra/lambda-
 
 process.env.CDK_VALIDATION = 'false';
 
-const NETWORK = { vpcId: 'vpc-0123456789abcdef0', subnetIds: ['subnet-0123456789abcdef0', 'subnet-0123456789abcdef1'] };
+const SUBNETS = { 'us-east-1a': 'subnet-0123456789abcdef0', 'us-east-1b': 'subnet-0123456789abcdef1' };
+const NETWORK = { vpcId: 'vpc-0123456789abcdef0', subnetsByZone: SUBNETS };
 
 type Resource = { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
 type Statement = { Sid?: string; Action: string | string[]; Resource: unknown; Condition?: Record<string, Record<string, unknown>> };
@@ -123,7 +124,7 @@ describe('ControllerFunctions', () => {
       expect(Object.hasOwn(variables, EnvVar.tableName), name).toBe(true);
       expect(Object.hasOwn(variables, EnvVar.stateMachineArn), name).toBe(needs.workflow);
       expect(Object.hasOwn(variables, EnvVar.computeConfig), name).toBe(needs.compute !== false);
-      expect(Object.hasOwn(variables, EnvVar.apiUrl), name).toBe(needs.compute === 'launch');
+      expect(Object.hasOwn(variables, EnvVar.apiUrl), name).toBe(needs.compute !== false);
     }
   });
 });
@@ -165,7 +166,7 @@ describe('IAM', () => {
       StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*', 'ec2:InstanceType': ['g5.*', 'm5.large'] },
     });
     const network = flat(ec2.find((s) => s.Sid === 'LaunchIntoGivenNetwork')?.Resource);
-    for (const subnet of NETWORK.subnetIds) expect(network).toContain(`:subnet/${subnet}`);
+    for (const subnet of Object.values(SUBNETS)) expect(network).toContain(`:subnet/${subnet}`);
     expect(network).not.toContain('subnet/*');
     expect(network).toMatch(/security-group\/<RelaunchInstancesSecurityGroup\w+\.GroupId>/);
   });
@@ -173,8 +174,11 @@ describe('IAM', () => {
   it('tags only at creation, or the node-IP tags of relaunch instances', () => {
     const tagging = withAction(statementsOf('launch-attempt'), 'ec2:CreateTags');
     expect(tagging.map((s) => s.Condition)).toEqual([
-      { StringEquals: { 'ec2:CreateAction': ['RunInstances', 'CreateFleet'] } },
-      { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' }, 'ForAllValues:StringLike': { 'aws:TagKeys': ['relaunch:node-ips:*'] } },
+      { StringEquals: { 'ec2:CreateAction': ['RunInstances'] } },
+      {
+        StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' },
+        'ForAllValues:StringLike': { 'aws:TagKeys': [TagKey.nodeRank, 'relaunch:node-ips:*'] },
+      },
     ]);
   });
 
@@ -370,11 +374,15 @@ describe('Relaunch in a user app', () => {
   it('fits in any stack, with its own name prefix and regions', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'Theirs', { env: { account: '123456789012', region: 'eu-west-1' } });
-    new Relaunch(stack, 'Jobs', { ...NETWORK, namePrefix: 'team-a', regions: ['eu-west-1', 'eu-central-1'] });
+    const other = { region: 'eu-central-1', subnetsByZone: { 'eu-central-1a': 'subnet-0aaaaaaaaaaaaaaaa' }, securityGroupIds: ['sg-0bbbbbbbbbbbbbbbb'] };
+    new Relaunch(stack, 'Jobs', { vpcId: NETWORK.vpcId, subnetsByZone: { 'eu-west-1a': 'subnet-0cccccccccccccccc' }, namePrefix: 'team-a', otherRegions: [other] });
     const theirs = Template.fromStack(stack);
     theirs.hasResourceProperties('AWS::StepFunctions::StateMachine', { StateMachineName: 'team-a-controller' });
     const policies = JSON.stringify(theirs.findResources('AWS::IAM::Policy'));
     expect(policies).toContain(':ec2:eu-central-1:');
+    expect(policies).toContain('subnet/subnet-0aaaaaaaaaaaaaaaa');
+    expect(policies).toContain('security-group/sg-0bbbbbbbbbbbbbbbb');
+    expect(policies).toContain('subnet/subnet-0cccccccccccccccc');
     expect(policies).toContain('stateMachine:team-a-controller');
   });
 });

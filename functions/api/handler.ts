@@ -1,0 +1,43 @@
+// The REST API (API Gateway proxy integration): adapt the event, let lib/http answer.
+
+import { z } from 'zod';
+import { handleApiRequest } from '../../lib/http/handle.ts';
+import type { ApiResponse } from '../../lib/http/types.ts';
+import { clock, random, store, workflow } from '../shared/deps.ts';
+import { startInvocation, type LambdaContext } from '../shared/log.ts';
+import { parseEvent } from '../shared/parse.ts';
+
+/** The parts of API Gateway's REST proxy event the API reads. */
+const ProxyEventSchema = z.object({
+  httpMethod: z.string(),
+  path: z.string(),
+  headers: z.record(z.string(), z.string()).nullish(),
+  queryStringParameters: z.record(z.string(), z.string()).nullish(),
+  body: z.string().nullish(),
+  isBase64Encoded: z.boolean().nullish(),
+});
+
+/** One request in, one response out; never throws for a bad request (lib/http maps errors). */
+export async function handler(event: unknown, context?: LambdaContext): Promise<ApiResponse> {
+  const log = startInvocation(context);
+  const request = parseEvent(ProxyEventSchema, event, 'event');
+  const query = new URLSearchParams(request.queryStringParameters ?? {}).toString();
+  const body = request.body ?? undefined;
+  const response = await handleApiRequest(
+    {
+      method: request.httpMethod,
+      path: query === '' ? request.path : `${request.path}?${query}`,
+      headers: request.headers ?? {},
+      body: body !== undefined && request.isBase64Encoded === true ? Buffer.from(body, 'base64').toString('utf8') : body,
+    },
+    {
+      store: store(),
+      workflow: workflow(),
+      clock,
+      random,
+      onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),
+    },
+  );
+  log.info('request answered', { method: request.httpMethod, path: request.path, statusCode: response.statusCode });
+  return response;
+}

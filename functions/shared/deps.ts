@@ -1,0 +1,67 @@
+// The Lambdas' ports, built on first use from the environment and then reused across warm
+// invocations. Each is its own function so a handler's bundle holds only the SDK clients
+// it calls (esbuild drops what no handler references), and nothing runs at import time.
+
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EC2Client } from '@aws-sdk/client-ec2';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { SSMClient } from '@aws-sdk/client-ssm';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
+import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
+import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
+import type { Clock, Compute, JobStore, Random, Workflow } from '../../lib/ports.ts';
+import { EnvVar, requireEnv, type ComputeEnvConfig } from './env.ts';
+
+let cachedStore: JobStore | undefined;
+let cachedWorkflow: Workflow | undefined;
+let cachedCompute: Compute | undefined;
+
+/** The jobs table (TABLE_NAME). */
+export function store(): JobStore {
+  cachedStore ??= new DynamoJobStore({ client: new DynamoDBClient({}), tableName: requireEnv(EnvVar.tableName) });
+  return cachedStore;
+}
+
+/** The controller's state machine (STATE_MACHINE_ARN). */
+export function workflow(): Workflow {
+  cachedWorkflow ??= new SfnWorkflow({ client: new SFNClient({}), stateMachineArn: requireEnv(EnvVar.stateMachineArn) });
+  return cachedWorkflow;
+}
+
+/** EC2 in every configured region (COMPUTE_CONFIG, API_URL); one client per region, made when first used. */
+export function compute(): Compute {
+  if (cachedCompute !== undefined) return cachedCompute;
+  const config = JSON.parse(requireEnv(EnvVar.computeConfig)) as ComputeEnvConfig;
+  cachedCompute = new Ec2Compute({
+    config: { ...config, apiUrl: requireEnv(EnvVar.apiUrl) },
+    ec2: perRegion((region) => new EC2Client({ region })),
+    ssm: perRegion((region) => new SSMClient({ region })),
+  });
+  return cachedCompute;
+}
+
+/** A client per region, each made on first use. */
+function perRegion<T>(make: (region: string) => T): (region: string) => T {
+  const clients = new Map<string, T>();
+  return (region) => {
+    let client = clients.get(region);
+    if (client === undefined) {
+      client = make(region);
+      clients.set(region, client);
+    }
+    return client;
+  };
+}
+
+/** The system clock. */
+export const clock: Clock = { now: () => new Date() };
+
+/** Math.random: jitter and job ids need spread, not secrecy (secrets use node:crypto). */
+export const random: Random = Math.random;
+
+/** Forgets every built port, so a test can point the next invocation at other resources. */
+export function resetDeps(): void {
+  cachedStore = undefined;
+  cachedWorkflow = undefined;
+  cachedCompute = undefined;
+}

@@ -1,0 +1,25 @@
+// One structured JSON logger for every relaunch Lambda: constant messages, data in fields.
+
+import { Logger } from '@aws-lambda-powertools/logger';
+
+/** The Lambda context fields the handlers use (the runtime passes more). */
+export interface LambdaContext {
+  readonly functionName: string;
+  readonly awsRequestId: string;
+  readonly [key: string]: unknown;
+}
+
+let instance: Logger | undefined;
+
+/** The shared logger, made on first use; POWERTOOLS_* variables tune it. */
+export function logger(): Logger {
+  instance ??= new Logger({ serviceName: 'relaunch' });
+  return instance;
+}
+
+/** Starts one invocation's log lines: the request id and function name on each. */
+export function startInvocation(context: LambdaContext | undefined): Logger {
+  const log = logger();
+  if (context !== undefined) log.addContext(context as unknown as Parameters<Logger['addContext']>[0]);
+  return log;
+}

@@ -1,0 +1,150 @@
+// functions/api: API Gateway proxy events through lib/http to DynamoDB (dynalite) and a
+// mocked Step Functions, asserting what was stored and what was sent.
+
+import { SendTaskFailureCommand, SendTaskSuccessCommand, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import 'aws-sdk-client-mock-vitest/extend';
+import { describe, expect, it } from 'vitest';
+import { handler } from '../../functions/api/handler.ts';
+import { authorizationHeader } from '../../lib/agent/protocol.ts';
+import { JobStatus } from '../../lib/status.ts';
+import { givenAttempt, givenJob, SECRET, sfn, STATE_MACHINE_ARN, TASK_YAML, useWorld } from './world.ts';
+
+const world = useWorld();
+
+function event(httpMethod: string, path: string, options: { body?: string; headers?: Record<string, string>; base64?: boolean } = {}) {
+  const body = options.body === undefined ? null : options.base64 === true ? Buffer.from(options.body).toString('base64') : options.body;
+  return { httpMethod, path, headers: options.headers ?? null, queryStringParameters: null, body, isBase64Encoded: options.base64 ?? false };
+}
+
+async function call(e: ReturnType<typeof event>) {
+  const response = await handler(e);
+  return { statusCode: response.statusCode, json: JSON.parse(response.body) as Record<string, unknown> };
+}
+
+const report = (jobId: string, attempt: number, body: object, secret = SECRET) =>
+  event('POST', `/jobs/${jobId}/attempts/${attempt}/report`, {
+    headers: { authorization: authorizationHeader(secret), 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+
+describe('POST /jobs', () => {
+  it('stores a good task file PENDING and starts its execution, named by the job id', async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn:exec:1', startDate: new Date() });
+    const res = await call(event('POST', '/jobs', { body: TASK_YAML, headers: { 'Content-Type': 'application/yaml' }, base64: true }));
+    expect(res.statusCode).toBe(202);
+    const jobId = res.json.jobId as string;
+    expect(sfn).toHaveReceivedCommandTimes(StartExecutionCommand, 1);
+    expect(sfn).toHaveReceivedCommandWith(StartExecutionCommand, {
+      stateMachineArn: STATE_MACHINE_ARN,
+      name: jobId,
+      input: JSON.stringify({ jobId, attempt: 0, attemptsInExecution: 0 }),
+    });
+    expect(await world.store().getJob(jobId)).toMatchObject({ status: JobStatus.PENDING, executionArn: 'arn:exec:1', name: 'train' });
+  });
+
+  it('answers 400 with located issues for a bad file, storing and starting nothing', async () => {
+    const res = await call(event('POST', '/jobs', { body: 'run: x\nresources:\n  cloud: gcp\n' }));
+    expect(res.statusCode).toBe(400);
+    expect(res.json.issues).toContainEqual(expect.objectContaining({ path: 'resources.cloud', line: 3 }));
+    expect(sfn).not.toHaveReceivedCommand(StartExecutionCommand);
+    expect(await world.store().listJobs()).toEqual([]);
+  });
+
+  it('answers a generic 500 when Step Functions fails, and marks the job FAILED_CONTROLLER', async () => {
+    sfn.on(StartExecutionCommand).rejects(new Error('AccessDenied: internal detail'));
+    const res = await call(event('POST', '/jobs', { body: TASK_YAML }));
+    expect(res.statusCode).toBe(500);
+    expect(JSON.stringify(res.json)).not.toContain('internal detail');
+    const [job] = await world.store().listJobs();
+    expect(job?.status).toBe(JobStatus.FAILED_CONTROLLER);
+  });
+});
+
+describe('agent reports', () => {
+  const ok = { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '' };
+  const ran = { ...ok, phase: 'run', outputTail: 'loss 0.01' };
+
+  it('stores the exit code once and sends SendTaskSuccess once, duplicates included', async () => {
+    sfn.on(SendTaskSuccessCommand).resolves({});
+    await givenJob('j-1', JobStatus.STARTING);
+    await givenAttempt('j-1', 1, { taskToken: 'token-1' });
+    expect((await call(report('j-1', 1, ok))).json).toEqual({ status: 'accepted' });
+    expect((await call(report('j-1', 1, ran))).json).toEqual({ status: 'accepted' });
+    expect(await call(report('j-1', 1, ran))).toEqual({ statusCode: 200, json: { status: 'duplicate' } });
+    expect(sfn).toHaveReceivedCommandTimes(SendTaskSuccessCommand, 1);
+    expect(sfn).toHaveReceivedCommandWith(SendTaskSuccessCommand, { taskToken: 'token-1', output: JSON.stringify({ outcome: 'EXITED' }) });
+    const attempt = await world.store().getAttempt('j-1', 1);
+    expect(attempt.reports.map((r) => [r.phase, r.exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    expect(attempt.outcome).toMatchObject({ kind: 'EXITED', phase: 'run' });
+    expect((await world.store().getJob('j-1')).status).toBe(JobStatus.RUNNING);
+  });
+
+  it('answers 409 to a report from an attempt that is no longer the live one', async () => {
+    await givenJob('j-1', JobStatus.STARTING);
+    await givenAttempt('j-1', 1);
+    await world.store().endAttempt('j-1', 1, { kind: 'PREEMPTED' }, new Date().toISOString());
+    await givenAttempt('j-1', 2, { taskToken: 'token-2' });
+    const stale = await call(report('j-1', 1, ran));
+    expect(stale.statusCode).toBe(409);
+    expect(sfn).not.toHaveReceivedCommand(SendTaskSuccessCommand);
+    expect((await world.store().getAttempt('j-1', 1)).reports).toEqual([]);
+  });
+
+  it('answers 401 to a wrong secret and stores nothing', async () => {
+    await givenJob('j-1', JobStatus.STARTING);
+    await givenAttempt('j-1', 1, { taskToken: 'token-1' });
+    const res = await call(report('j-1', 1, ran, 'guessed'));
+    expect(res.statusCode).toBe(401);
+    expect(sfn).not.toHaveReceivedCommand(SendTaskSuccessCommand);
+    expect((await world.store().getAttempt('j-1', 1)).reports).toEqual([]);
+  });
+
+  it('stores the report but sends nothing when the token is not stored yet (AwaitAttempt will)', async () => {
+    await givenJob('j-1', JobStatus.STARTING);
+    await givenAttempt('j-1', 1);
+    await call(report('j-1', 1, { ...ok, exitCode: 2 }));
+    expect(sfn).not.toHaveReceivedCommand(SendTaskSuccessCommand);
+    expect((await world.store().getAttempt('j-1', 1)).outcome).toMatchObject({ kind: 'EXITED', phase: 'setup' });
+  });
+});
+
+describe('DELETE /jobs/{id} in each status', () => {
+  it.each([JobStatus.PENDING, JobStatus.STARTING, JobStatus.RECOVERING])(
+    'marks a %s job CANCELLING (202) without touching Step Functions: the next step ends it',
+    async (status) => {
+      await givenJob('j-1', status);
+      if (status !== JobStatus.PENDING) await givenAttempt('j-1', 1);
+      const res = await call(event('DELETE', '/jobs/j-1'));
+      expect(res).toEqual({ statusCode: 202, json: { jobId: 'j-1', status: JobStatus.CANCELLING, alreadyFinished: false } });
+      expect(sfn).not.toHaveReceivedCommand(SendTaskFailureCommand);
+      expect((await world.store().getJob('j-1')).status).toBe(JobStatus.CANCELLING);
+    },
+  );
+
+  it('fails the waiting task of a RUNNING job with JobCancelled', async () => {
+    sfn.on(SendTaskFailureCommand).resolves({});
+    await givenJob('j-1', JobStatus.RUNNING);
+    await givenAttempt('j-1', 1, { taskToken: 'token-1' });
+    expect((await call(event('DELETE', '/jobs/j-1'))).statusCode).toBe(202);
+    expect(sfn).toHaveReceivedCommandWith(SendTaskFailureCommand, { taskToken: 'token-1', error: 'JobCancelled' });
+  });
+
+  it('answers 200 and changes nothing for a finished job; 404 for an unknown one', async () => {
+    await givenJob('j-1', JobStatus.SUCCEEDED);
+    expect(await call(event('DELETE', '/jobs/j-1'))).toEqual({
+      statusCode: 200,
+      json: { jobId: 'j-1', status: JobStatus.SUCCEEDED, alreadyFinished: true },
+    });
+    expect((await call(event('DELETE', '/jobs/j-nope'))).statusCode).toBe(404);
+  });
+});
+
+describe('GET', () => {
+  it('lists jobs and shows one with its attempts', async () => {
+    await givenJob('j-1', JobStatus.STARTING);
+    await givenAttempt('j-1', 1);
+    expect((await call(event('GET', '/jobs'))).json.jobs).toEqual([expect.objectContaining({ jobId: 'j-1' })]);
+    const one = await call(event('GET', '/jobs/j-1'));
+    expect(one.json).toMatchObject({ jobId: 'j-1', status: JobStatus.STARTING, attempts: [expect.objectContaining({ attempt: 1, outcome: null })] });
+  });
+});

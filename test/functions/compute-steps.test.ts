@@ -1,0 +1,112 @@
+// The state machine's Lambdas that reach EC2 (launch, release, controller failure), built
+// from COMPUTE_CONFIG and API_URL as deployed, against dynalite and a mocked EC2/SSM.
+
+import {
+  CreateTagsCommand,
+  DescribeImagesCommand,
+  DescribeInstancesCommand,
+  EC2Client,
+  RunInstancesCommand,
+  TerminateInstancesCommand,
+} from '@aws-sdk/client-ec2';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { mockClient } from 'aws-sdk-client-mock';
+import 'aws-sdk-client-mock-vitest/extend';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { handler as launchAttempt } from '../../functions/launch-attempt/handler.ts';
+import { handler as recordControllerFailure } from '../../functions/record-controller-failure/handler.ts';
+import { handler as releaseInstances } from '../../functions/release-instances/handler.ts';
+import { EnvVar, type ComputeEnvConfig } from '../../functions/shared/env.ts';
+import { TagKey } from '../../lib/agent/tags.ts';
+import { JobStatus } from '../../lib/status.ts';
+import { givenAttempt, givenJob, instance, useWorld } from './world.ts';
+
+const world = useWorld();
+const ec2 = mockClient(EC2Client);
+const ssm = mockClient(SSMClient);
+
+const CONFIG: ComputeEnvConfig = {
+  regions: [{ region: 'us-east-1', subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' }, securityGroupIds: ['sg-0123456789abcdef0'] }],
+  instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/relaunch',
+  namePrefix: 'relaunch',
+  releaseChecks: 1,
+};
+
+beforeEach(() => {
+  ec2.reset();
+  ssm.reset();
+  process.env[EnvVar.computeConfig] = JSON.stringify(CONFIG);
+  process.env[EnvVar.apiUrl] = 'https://api.example.com/v1/';
+  ssm.on(GetParameterCommand).resolves({ Parameter: { Value: 'ami-0123456789abcdef0' } });
+  ec2.on(DescribeImagesCommand).resolves({ Images: [{ ImageId: 'ami-0123456789abcdef0', RootDeviceName: '/dev/sda1' }] });
+  ec2.on(CreateTagsCommand).resolves({});
+  ec2.on(TerminateInstancesCommand).resolves({});
+  ec2.on(DescribeInstancesCommand).resolves({ Reservations: [] });
+});
+
+describe('launch-attempt', () => {
+  it('launches tagged spot instances in the configured subnet and records them on the attempt', async () => {
+    ec2.on(RunInstancesCommand).resolves({
+      Instances: [{ InstanceId: 'i-0abc', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.5', Placement: { AvailabilityZone: 'us-east-1a' } }],
+    });
+    await givenJob('j-1');
+    const next = await launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 });
+    expect(next).toEqual({ jobId: 'j-1', attempt: 1, attemptsInExecution: 1, launched: true });
+    expect(ec2).toHaveReceivedCommandWith(RunInstancesCommand, {
+      SubnetId: 'subnet-0123456789abcdef0',
+      SecurityGroupIds: ['sg-0123456789abcdef0'],
+      IamInstanceProfile: { Arn: CONFIG.instanceProfileArn },
+      InstanceMarketOptions: expect.objectContaining({ MarketType: 'spot' }),
+    });
+    const sent = ec2.commandCalls(RunInstancesCommand)[0]?.args[0].input;
+    expect(sent?.TagSpecifications?.[0]?.Tags).toContainEqual({ Key: TagKey.jobId, Value: 'j-1' });
+    const attempt = await world.store().getAttempt('j-1', 1);
+    expect(attempt.instances).toEqual([instance('i-0abc')]);
+    expect((await world.store().findAttemptByInstance('i-0abc'))?.attempt).toBe(1);
+    expect((await world.store().getJob('j-1')).status).toBe(JobStatus.STARTING);
+  });
+
+  it('answers launched: false (no instances) when no zone has capacity', async () => {
+    ec2.on(RunInstancesCommand).rejects(Object.assign(new Error('none left'), { name: 'InsufficientInstanceCapacity' }));
+    await givenJob('j-1');
+    const next = await launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 });
+    expect(next.launched).toBe(false);
+    expect((await world.store().getAttempt('j-1', 1)).outcome).toMatchObject({ kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE' });
+  });
+
+  it('names the missing variable when the function is misconfigured', async () => {
+    delete process.env[EnvVar.apiUrl];
+    await givenJob('j-1');
+    await expect(launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 })).rejects.toThrow(/API_URL is not set/);
+  });
+});
+
+describe('release-instances', () => {
+  it('terminates the attempt instances and hands the state on unchanged', async () => {
+    await givenJob('j-1', JobStatus.RUNNING);
+    await givenAttempt('j-1', 1, { instances: [instance('i-0abc')] });
+    ec2.on(DescribeInstancesCommand).resolvesOnce({ Reservations: [{ Instances: [{ InstanceId: 'i-0abc' }] }] }).resolves({ Reservations: [] });
+    const state = { jobId: 'j-1', attempt: 1, attemptsInExecution: 1, launched: true };
+    expect(await releaseInstances(state)).toEqual(state);
+    expect(ec2).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-0abc'] });
+  });
+});
+
+describe('record-controller-failure', () => {
+  it('releases the instances, marks the job FAILED_CONTROLLER, and answers a FAIL decision with the reason', async () => {
+    await givenJob('j-1', JobStatus.RUNNING);
+    await givenAttempt('j-1', 1, { instances: [instance('i-0abc')] });
+    ec2.on(DescribeInstancesCommand).resolvesOnce({ Reservations: [{ Instances: [{ InstanceId: 'i-0abc' }] }] }).resolves({ Reservations: [] });
+    const cause = JSON.stringify({ errorType: 'Error', errorMessage: 'table missing', trace: ['at x'] });
+    const next = await recordControllerFailure({
+      jobId: 'j-1',
+      attempt: 1,
+      attemptsInExecution: 1,
+      controllerError: { Error: 'Error', Cause: cause },
+    });
+    expect(next.decision).toMatchObject({ action: 'FAIL', status: JobStatus.FAILED_CONTROLLER, reason: expect.stringContaining('table missing') });
+    expect(next.decision?.reason).not.toContain('at x');
+    expect(ec2).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-0abc'] });
+    expect((await world.store().getJob('j-1')).status).toBe(JobStatus.FAILED_CONTROLLER);
+  });
+});

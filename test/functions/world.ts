@@ -1,0 +1,129 @@
+// The world handler tests run in: dynalite behind the real DynamoJobStore (reached the way a
+// Lambda reaches DynamoDB: through the environment), and Step Functions / EC2 mocked.
+
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { resetDeps } from '../../functions/shared/deps.ts';
+import { EnvVar } from '../../functions/shared/env.ts';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
+import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/adapters/dynalite.ts';
+import type { InstanceRef, JobRecord } from '../../lib/model.ts';
+import { initialCounters } from '../../lib/policy/decide.ts';
+import { hashSecret } from '../../lib/secrets.ts';
+import { parseTaskFile } from '../../lib/spec/parse.ts';
+import { JobStatus } from '../../lib/status.ts';
+
+export const STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:relaunch-controller';
+export const SECRET = 'the-attempt-secret';
+
+/** A task file with a policy every evaluate test can steer: one restart on errors, code 29 recovers. */
+export const TASK_YAML = `name: train
+resources:
+  cpus: 2
+  use_spot: true
+  job_recovery:
+    max_restarts_on_errors: 1
+    recover_on_exit_codes: [29]
+run: python train.py
+`;
+
+export const sfn = mockClient(SFNClient);
+
+let dynamo: LocalDynamo;
+let tableCount = 0;
+let store: DynamoJobStore;
+
+/** Starts dynalite once per file; every test gets a fresh table and fresh Lambda deps. */
+export function useWorld(): { store: () => DynamoJobStore } {
+  beforeAll(async () => {
+    dynamo = await startDynalite();
+    process.env.AWS_REGION = 'us-east-1';
+    process.env.AWS_ACCESS_KEY_ID = 'test';
+    process.env.AWS_SECRET_ACCESS_KEY = 'test';
+    process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamo.endpoint;
+    process.env[EnvVar.stateMachineArn] = STATE_MACHINE_ARN;
+    process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
+  });
+  afterAll(async () => {
+    await dynamo.close();
+  });
+  beforeEach(async () => {
+    tableCount += 1;
+    const tableName = `jobs-${process.pid}-${tableCount}`;
+    process.env[EnvVar.tableName] = tableName;
+    const client = new DynamoDBClient({ endpoint: dynamo.endpoint });
+    await ensureTable(client, tableName);
+    store = new DynamoJobStore({ client, tableName });
+    resetDeps();
+    sfn.reset();
+  });
+  return { store: () => store };
+}
+
+/** Stores a job, as submitJob would, in the given status (through legal transitions). */
+export async function givenJob(jobId: string, status: JobStatus = JobStatus.PENDING): Promise<JobRecord> {
+  const spec = parseTaskFile(TASK_YAML).spec;
+  const at = new Date().toISOString();
+  await store.createJob({
+    jobId,
+    name: spec.name,
+    spec,
+    status: JobStatus.PENDING,
+    counters: initialCounters(spec.resources.useSpot),
+    attemptCount: 0,
+    executionArn: `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:${jobId}`,
+    failureReason: null,
+    createdAt: at,
+    updatedAt: at,
+  });
+  const path: JobStatus[] = {
+    [JobStatus.PENDING]: [],
+    [JobStatus.STARTING]: [JobStatus.STARTING],
+    [JobStatus.RUNNING]: [JobStatus.STARTING, JobStatus.RUNNING],
+    [JobStatus.RECOVERING]: [JobStatus.STARTING, JobStatus.RECOVERING],
+    [JobStatus.SUCCEEDED]: [JobStatus.STARTING, JobStatus.SUCCEEDED],
+  }[status as string] ?? [];
+  let from: JobStatus = JobStatus.PENDING;
+  for (const to of path) {
+    await store.changeStatus(jobId, { from, to, reason: 'test', attempt: null, at });
+    from = to;
+  }
+  return store.getJob(jobId);
+}
+
+/** Starts attempt `attempt` with the known SECRET, on these instances, optionally waiting on a token. */
+export async function givenAttempt(
+  jobId: string,
+  attempt: number,
+  options: { instances?: readonly InstanceRef[]; taskToken?: string } = {},
+): Promise<void> {
+  const at = new Date().toISOString();
+  await store.putAttempt({
+    jobId,
+    attempt,
+    market: 'spot',
+    placement: null,
+    instances: [],
+    taskToken: null,
+    secretHash: hashSecret(SECRET),
+    reports: [],
+    outcome: null,
+    decision: null,
+    startedAt: at,
+    lastHeartbeatAt: null,
+    interruptionNoticedAt: null,
+    endedAt: null,
+  });
+  const instances = options.instances ?? [];
+  if (instances.length > 0) {
+    await store.setInstances(jobId, attempt, { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' }, instances);
+  }
+  if (options.taskToken !== undefined) await store.setTaskToken(jobId, attempt, options.taskToken);
+}
+
+/** One instance, rank 0. */
+export function instance(instanceId: string): InstanceRef {
+  return { instanceId, nodeRank: 0, privateIp: '10.0.0.5' };
+}
