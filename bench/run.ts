@@ -1,0 +1,23 @@
+// `npm run bench`: runs every benchmark module, prints its table and its target checks.
+// Add a benchmark by exporting a Benchmark (bench/types.ts) and listing it here.
+
+import { availableParallelism, cpus } from 'node:os';
+import { bundlesBenchmark } from './bundles.ts';
+import type { Benchmark } from './types.ts';
+
+const BENCHMARKS: readonly Benchmark[] = [bundlesBenchmark];
+
+console.log(`machine: ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, ${process.platform}/${process.arch}`);
+let missed = 0;
+for (const benchmark of BENCHMARKS) {
+  console.log(`\n## ${benchmark.name}\n`);
+  const result = await benchmark.run();
+  for (const line of result.lines) console.log(line);
+  console.log('');
+  for (const check of result.checks) {
+    console.log(`${check.met ? 'PASS' : 'MISS'}  ${check.target}: ${check.detail}`);
+    if (!check.met) missed += 1;
+  }
+}
+console.log(`\n${missed === 0 ? 'all targets met' : `${missed} target(s) missed`}`);
+process.exitCode = missed === 0 ? 0 : 1;
