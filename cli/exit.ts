@@ -1,7 +1,7 @@
 // Exit statuses of every relaunch command (DESIGN.md section 6), and how errors reach stderr.
 import { Command, CommanderError } from 'commander';
 
-import { InvalidInputError, InvalidTaskSpecError, RelaunchError } from '../lib/errors.ts';
+import { InvalidInputError, InvalidTaskSpecError, JobNotFoundError, RelaunchError } from '../lib/errors.ts';
 
 /** 0: job succeeded or command done; 1: job failed or was cancelled; 2: bad input or usage. */
 export const ExitStatus = { OK: 0, JOB_FAILED: 1, USAGE: 2 } as const;
@@ -20,12 +20,13 @@ export const processIo: Io = {
 };
 
 /**
- * Maps an error to the message and exit status a user sees. Bad input is 2; anything
+ * Maps an error to the message and exit status a user sees. Bad input (a bad file or
+ * event, an unknown job) is 2; anything
  * relaunch raised on purpose is shown by its message; anything else is a bug, shown
  * briefly (no stack trace) with status 1.
  */
 export function reportError(io: Io, error: unknown): ExitStatus {
-  if (error instanceof InvalidTaskSpecError || error instanceof InvalidInputError) {
+  if (error instanceof InvalidTaskSpecError || error instanceof InvalidInputError || error instanceof JobNotFoundError) {
     io.err(`error: ${error.message.split('\n').join('\nerror: ')}`);
     return ExitStatus.USAGE;
   }

@@ -1,7 +1,12 @@
 // The `relaunch` program: one commander root, one subcommand per file in cli/commands.
 
 import { Command, CommanderError } from 'commander';
+import { cancelCommand } from './commands/cancel.ts';
+import { logsCommand } from './commands/logs.ts';
+import { runCommand } from './commands/run.ts';
+import { serveCommand } from './commands/serve.ts';
 import { simulateCommand } from './commands/simulate.ts';
+import { statusCommand } from './commands/status.ts';
 import { validateCommand } from './commands/validate.ts';
 import { EXIT_STATUS_CODE, ExitStatus, processIo, reportError, type Io } from './exit.ts';
 
@@ -16,8 +21,13 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
     .description('Batch jobs on EC2 spot capacity that come back by themselves.')
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
+  program.addCommand(runCommand(io));
+  program.addCommand(statusCommand(io));
+  program.addCommand(logsCommand(io));
+  program.addCommand(cancelCommand(io));
   program.addCommand(validateCommand(io));
   program.addCommand(simulateCommand(io));
+  program.addCommand(serveCommand(io));
   try {
     await program.parseAsync([...argv]);
     return ExitStatus.OK;

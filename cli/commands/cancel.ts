@@ -1,0 +1,26 @@
+// `relaunch cancel JOB`: cancel a job through the same use case as `DELETE /jobs/{id}`.
+
+import type { Command } from 'commander';
+import { openTarget, withTargetOptions, type TargetOptions } from '../context.ts';
+import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+
+/** The `cancel` subcommand. */
+export function cancelCommand(io: Io): Command {
+  return withTargetOptions(
+    subcommand('cancel', io).description('cancel a job; its instances (or processes) are released').argument('<job>', 'a job id'),
+  ).action(async (jobId: string, options: TargetOptions) => exitWith(await cancel(jobId, options, io)));
+}
+
+async function cancel(jobId: string, options: TargetOptions, io: Io): Promise<ExitStatus> {
+  const target = await openTarget(options, io).catch((error: unknown) => error as Error);
+  if (target instanceof Error) return reportError(io, target);
+  try {
+    const { status } = await target.client.cancel(jobId);
+    io.out(`${jobId}: ${status}`);
+    return ExitStatus.OK;
+  } catch (error) {
+    return reportError(io, error);
+  } finally {
+    await target.close();
+  }
+}

@@ -1,0 +1,55 @@
+// `relaunch logs JOB`: an attempt's output, from the local runtime's log files.
+
+import { existsSync, readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { InvalidInputError } from '../../lib/errors.ts';
+import { openTarget, withTargetOptions, type TargetOptions } from '../context.ts';
+import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+import { followJob } from '../follow.ts';
+import { attemptLogPath } from '../logs-files.ts';
+import { attemptList } from './run.ts';
+
+interface LogsOptions extends TargetOptions {
+  readonly attempt?: number[];
+  readonly follow?: boolean;
+}
+
+/** The `logs` subcommand. */
+export function logsCommand(io: Io): Command {
+  return withTargetOptions(
+    subcommand('logs', io)
+      .description("print a job's output (the latest attempt unless --attempt)")
+      .argument('<job>', 'a job id')
+      .option('--attempt <n>', 'the attempt (1-based)', attemptList)
+      .option('--follow', 'keep printing until the job ends'),
+  ).action(async (jobId: string, options: LogsOptions) => exitWith(await printLogs(jobId, options, io)));
+}
+
+async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<ExitStatus> {
+  const target = await openTarget(options, io).catch((error: unknown) => error as Error);
+  if (target instanceof Error) return reportError(io, target);
+  try {
+    const { dataDir } = target.client;
+    if (dataDir === null) {
+      throw new InvalidInputError([
+        { path: 'logs', message: `output is kept by the local runtime only; ${target.client.where} keeps each phase's last lines (relaunch status ${jobId} --json)` },
+      ]);
+    }
+    const job = await target.client.getJob(jobId);
+    if (options.follow === true) {
+      await followJob(target.client, jobId, io, { progress: false, output: true });
+      return ExitStatus.OK;
+    }
+    const attempt = options.attempt?.[0] ?? job.attempts.length;
+    if (attempt < 1 || attempt > job.attempts.length) {
+      throw new InvalidInputError([{ path: '--attempt', message: `expected 1-${job.attempts.length}, got ${attempt}` }]);
+    }
+    const file = attemptLogPath(dataDir, jobId, attempt);
+    io.out(existsSync(file) ? readFileSync(file, 'utf8') : `(attempt ${attempt} wrote no output)`);
+    return ExitStatus.OK;
+  } catch (error) {
+    return reportError(io, error);
+  } finally {
+    await target.close();
+  }
+}

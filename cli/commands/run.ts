@@ -1,0 +1,132 @@
+// `relaunch run TASK.yaml`: submit a job and follow it to the end (or return at once with --detach).
+
+import path from 'node:path';
+import type { Command } from 'commander';
+import { parseDocument } from 'yaml';
+import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
+import { parseTaskFile } from '../../lib/spec/parse.ts';
+import { JobStatus } from '../../lib/status.ts';
+import type { JobView } from '../../lib/views.ts';
+import { backgroundTarget, configuredApi, openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
+import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+import { followJob } from '../follow.ts';
+import { readTaskFile } from '../task-file.ts';
+
+/** Options of `relaunch run`. */
+export interface RunOptions extends TargetOptions {
+  readonly json?: boolean;
+  readonly detach?: boolean;
+  readonly env?: readonly string[];
+  readonly preemptAttempts?: readonly number[];
+}
+
+/** The `run` subcommand. */
+export function runCommand(io: Io): Command {
+  return withTargetOptions(
+    subcommand('run', io)
+      .description('run a task and bring it back per its job_recovery policy; follows the job to the end')
+      .argument('<task>', 'the task file (SkyPilot YAML)')
+      .option('--json', 'print only the final job as one JSON object')
+      .option('--detach', 'return the job id at once; the job runs in the background')
+      .option('--env <KEY=VALUE>', 'set or override an env of the task (repeatable)', collect, [])
+      .option('--preempt-attempts <list>', 'interrupt these attempts as a spot preemption would (local only), e.g. 1,3', attemptList),
+  ).action(async (file: string, options: RunOptions) => exitWith(await runTask(file, options, io)));
+}
+
+/**
+ * Validates the file here (so errors carry its line numbers), submits it, and follows the
+ * job. Exit status: 0 when it SUCCEEDED, 1 when it failed or was cancelled, 2 for bad input.
+ */
+export async function runTask(file: string, options: RunOptions, io: Io): Promise<ExitStatus> {
+  let target: Target | null = null;
+  try {
+    const envOverrides = parseEnvs(options.env ?? []);
+    const text = await readTaskFile(file);
+    const { spec, warnings } = parseTaskFile(text);
+    for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
+    const local = configuredApi(options) === null;
+    const body = local && spec.workdir !== null ? withAbsoluteWorkdir(text, path.resolve(path.dirname(file), spec.workdir)) : text;
+
+    target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io);
+    const { jobId } = await target.client.submit(body, { envOverrides, preemptAttempts: options.preemptAttempts ?? [] });
+    if (options.detach === true) {
+      io.out(options.json === true ? JSON.stringify({ jobId }) : jobId);
+      return ExitStatus.OK;
+    }
+    const view = await followUntilDone(target, jobId, options, io);
+    if (options.json === true) io.out(JSON.stringify(view, null, 2));
+    else io.out(summary(view));
+    return view.status === JobStatus.SUCCEEDED ? ExitStatus.OK : ExitStatus.JOB_FAILED;
+  } catch (error) {
+    return reportError(io, error);
+  } finally {
+    await target?.close();
+  }
+}
+
+/**
+ * Follows the job. Ctrl-C (or SIGTERM) while the job runs in this process cancels it, so
+ * no process outlives the command; when another process runs it, Ctrl-C only stops
+ * following.
+ */
+async function followUntilDone(target: Target, jobId: string, options: RunOptions, io: Io): Promise<JobView> {
+  const stop = new AbortController();
+  const onSignal = (): void => {
+    if (stop.signal.aborted) return;
+    stop.abort();
+    io.err(target.runtime === null ? `stopped following ${jobId}; it goes on (relaunch cancel ${jobId})` : `cancelling ${jobId}`);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const quiet = options.json === true;
+    const view = await followJob(target.client, jobId, io, { progress: !quiet, output: !quiet, signal: stop.signal });
+    if (!stop.signal.aborted || target.runtime === null) return view;
+    await target.client.cancel(jobId);
+    return await followJob(target.client, jobId, io, { progress: !quiet, output: false });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+function summary(view: JobView): string {
+  const reason = view.failureReason === null ? '' : `: ${view.failureReason}`;
+  return `${view.jobId} ${view.status} after ${view.attempts.length} attempt(s), ${view.recoveryCount} recovery(ies)${reason}`;
+}
+
+/** The task with its workdir made absolute, since the job may run from another folder. */
+function withAbsoluteWorkdir(text: string, workdir: string): string {
+  const doc = parseDocument(text);
+  doc.set('workdir', workdir);
+  return doc.toString();
+}
+
+/** `KEY=VALUE` pairs; a key must be a shell variable name. */
+export function parseEnvs(pairs: readonly string[]): Record<string, string> {
+  const envs: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    const key = at < 0 ? pair : pair.slice(0, at);
+    if (at < 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+      throw new InvalidInputError([{ path: '--env', message: `expected KEY=VALUE with KEY a variable name, got "${pair}"` }]);
+    }
+    envs[key] = pair.slice(at + 1);
+  }
+  return envs;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** `1,3` → [1, 3]; anything else is a usage error. */
+export function attemptList(value: string): number[] {
+  const parts = value.split(',').map((part) => part.trim());
+  if (parts.some((part) => !/^[1-9][0-9]*$/.test(part))) {
+    throw new InvalidInputError([
+      { path: '--preempt-attempts', message: `expected attempt numbers (1-based) separated by commas, got "${value}"` },
+    ]);
+  }
+  return parts.map(Number);
+}

@@ -1,0 +1,88 @@
+// `relaunch serve`: the REST API of a deployed stack, on 127.0.0.1, over the local runtime.
+
+import type { Command } from 'commander';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InvalidInputError } from '../../lib/errors.ts';
+import { isTerminal } from '../../lib/status.ts';
+import { cancelJob, listJobs } from '../../lib/usecases/index.ts';
+import type { LocalRuntime } from '../../local/runtime.ts';
+import { findLocalServer } from '../../local/server-info.ts';
+import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+
+interface ServeOptions {
+  readonly port: number;
+  readonly dataDir: string;
+  readonly exitWhenIdle?: boolean;
+}
+
+/** How long a background runtime with no live job waits before it exits. */
+const IDLE_EXIT_MS = 3_000;
+
+/** The `serve` subcommand. */
+export function serveCommand(io: Io): Command {
+  return subcommand('serve', io)
+    .description('serve the REST API (POST/GET /jobs, GET/DELETE /jobs/{id}) on 127.0.0.1 over the local runtime')
+    .option('--port <n>', 'the port (0: any free one)', port, 8080)
+    .option('--data-dir <dir>', "the local runtime's data folder", process.env.RELAUNCH_DATA_DIR ?? '.relaunch')
+    .option('--exit-when-idle', 'exit once no job is live (used by run --detach)')
+    .action(async (options: ServeOptions) => exitWith(await serve(options, io)));
+}
+
+async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
+  try {
+    const running = findLocalServer(options.dataDir);
+    if (running !== null) {
+      throw new InvalidInputError([{ path: '--data-dir', message: `${options.dataDir} is already served at ${running.url} (pid ${running.pid})` }]);
+    }
+    const { LocalRuntime } = await import('../../local/runtime.ts');
+    const { LocalApiServer } = await import('../../local/server.ts');
+    const runtime = await LocalRuntime.open({ dataDir: options.dataDir, onError: (error) => io.err(`relaunch: ${String(error)}`) });
+    const server = await LocalApiServer.start(runtime, { port: options.port, onError: (error) => io.err(`relaunch: ${String(error)}`) });
+    io.out(`relaunch API on ${server.url} (data in ${runtime.dataDir}); Ctrl-C to stop`);
+    const stop = new AbortController();
+    const onSignal = (): void => stop.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      await (options.exitWhenIdle === true ? untilIdle(runtime, stop.signal) : untilAborted(stop.signal));
+    } finally {
+      await server.close();
+      await cancelLiveJobs(runtime);
+      await runtime.close();
+    }
+    return ExitStatus.OK;
+  } catch (error) {
+    return reportError(io, error);
+  }
+}
+
+function untilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+/** Resolves when no job has been live for IDLE_EXIT_MS (or on a signal). */
+async function untilIdle(runtime: LocalRuntime, signal: AbortSignal): Promise<void> {
+  let idleSince = Date.now();
+  while (!signal.aborted) {
+    const { jobs } = await listJobs(runtime.deps);
+    if (jobs.some((job) => !isTerminal(job.status))) idleSince = Date.now();
+    else if (Date.now() - idleSince >= IDLE_EXIT_MS) return;
+    await sleep(500, undefined, { signal }).catch(() => undefined);
+  }
+}
+
+/** On shutdown, live jobs are cancelled and given a moment to end, so none is left half done. */
+async function cancelLiveJobs(runtime: LocalRuntime): Promise<void> {
+  const { jobs } = await listJobs(runtime.deps);
+  const live = jobs.filter((job) => !isTerminal(job.status));
+  await Promise.all(live.map((job) => cancelJob(job.jobId, runtime.deps).catch(() => undefined)));
+  await Promise.race([Promise.all(live.map((job) => runtime.waitForJob(job.jobId).catch(() => undefined))), sleep(5_000)]);
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!/^[0-9]+$/.test(value) || n > 65_535) {
+    throw new InvalidInputError([{ path: '--port', message: `expected a port 0-65535, got "${value}"` }]);
+  }
+  return n;
+}

@@ -1,0 +1,82 @@
+// `relaunch status [JOB]`: a table of jobs, or one job with every attempt.
+
+import type { Command } from 'commander';
+import type { AttemptView, JobSummary, JobView } from '../../lib/views.ts';
+import { openTarget, withTargetOptions, type TargetOptions } from '../context.ts';
+import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+
+interface StatusOptions extends TargetOptions {
+  readonly json?: boolean;
+}
+
+/** The `status` subcommand. */
+export function statusCommand(io: Io): Command {
+  return withTargetOptions(
+    subcommand('status', io)
+      .description('list jobs, or show one job with every attempt: outcome, exit codes, decision, reason, duration')
+      .argument('[job]', 'a job id')
+      .option('--json', 'print JSON: {jobs: [...]} or the job'),
+  ).action(async (jobId: string | undefined, options: StatusOptions) => exitWith(await showStatus(jobId, options, io)));
+}
+
+/** Prints the jobs, or the job (an unknown id is bad input: status 2). */
+export async function showStatus(jobId: string | undefined, options: StatusOptions, io: Io): Promise<ExitStatus> {
+  const target = await openTarget(options, io).catch((error: unknown) => error as Error);
+  if (target instanceof Error) return reportError(io, target);
+  try {
+    if (jobId === undefined) {
+      const jobs = await target.client.listJobs();
+      io.out(options.json === true ? JSON.stringify({ jobs }, null, 2) : jobTable(jobs));
+    } else {
+      const job = await target.client.getJob(jobId);
+      io.out(options.json === true ? JSON.stringify(job, null, 2) : jobDetail(job));
+    }
+    return ExitStatus.OK;
+  } catch (error) {
+    return reportError(io, error);
+  } finally {
+    await target.close();
+  }
+}
+
+function jobTable(jobs: readonly JobSummary[]): string {
+  if (jobs.length === 0) return 'no jobs yet (relaunch run TASK.yaml starts one)';
+  return table(
+    ['JOB', 'NAME', 'STATUS', 'RECOVERIES', 'RESTARTS ON ERRORS', 'SUBMITTED'],
+    jobs.map((job) => [job.jobId, job.name ?? '-', job.status, String(job.recoveryCount), String(job.restartsOnErrors), job.createdAt]),
+  );
+}
+
+function jobDetail(job: JobView): string {
+  const head = [
+    `job:      ${job.jobId}${job.name === null ? '' : ` (${job.name})`}`,
+    `status:   ${job.status}${job.failureReason === null ? '' : ` (${job.failureReason})`}`,
+    `recoveries: ${job.recoveryCount}, restarts on errors: ${job.restartsOnErrors}`,
+    '',
+  ];
+  const rows = job.attempts.map((attempt) => [
+    String(attempt.attempt),
+    attempt.outcome ?? 'RUNNING',
+    attempt.phase ?? '-',
+    attempt.exitCodes.length === 0 ? '-' : attempt.exitCodes.map((c) => (c === null ? '?' : String(c))).join(','),
+    attempt.decision ?? '-',
+    duration(attempt),
+    attempt.reason ?? '',
+  ]);
+  return [...head, table(['ATTEMPT', 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'REASON'], rows)].join('\n');
+}
+
+function duration(attempt: AttemptView): string {
+  const end = attempt.endedAt === null ? Date.now() : Date.parse(attempt.endedAt);
+  const seconds = Math.max(0, (end - Date.parse(attempt.startedAt)) / 1000);
+  return seconds < 60 ? `${seconds.toFixed(1)}s` : `${Math.floor(seconds / 60)}m${Math.round(seconds % 60)}s`;
+}
+
+/** Columns padded to their widest cell; the last column is not padded. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const all = [header, ...rows];
+  const widths = header.map((_, column) => Math.max(...all.map((row) => (row[column] ?? '').length)));
+  return all
+    .map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0))).join('  '))
+    .join('\n');
+}
