@@ -12,7 +12,7 @@ import { handlerEntry, LAMBDA_BUNDLE, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, typ
 
 /** Options of the Lambdas. */
 export interface ControllerFunctionsProps {
-  /** Prefix of the functions' descriptions and log group names. */
+  /** Prefix of the functions' descriptions. */
   readonly namePrefix: string;
   /** The jobs table's name (TABLE_NAME). */
   readonly tableName: string;
@@ -51,11 +51,7 @@ export class ControllerFunctions extends Construct {
 
   private lambda(name: LambdaName, props: ControllerFunctionsProps): nodejs.NodejsFunction {
     const needs = LAMBDA_NEEDS[name];
-    const environment: Record<string, string> = {
-      [EnvVar.tableName]: props.tableName,
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-      POWERTOOLS_SERVICE_NAME: props.namePrefix,
-    };
+    const environment: Record<string, string> = { [EnvVar.tableName]: props.tableName };
     if (needs.workflow) environment[EnvVar.stateMachineArn] = props.stateMachineArn;
     if (needs.compute !== false) environment[EnvVar.computeConfig] = Stack.of(this).toJsonString(props.computeConfig);
 

@@ -1,7 +1,7 @@
 // JobWorkflow: the controller, a Standard state machine (one execution per job) built by
 // buildControllerDefinition, with its logs and traces.
 
-import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { ArnFormat, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
@@ -68,8 +68,6 @@ export class JobWorkflow extends Construct {
       definitionBody: sfn.DefinitionBody.fromChainable(buildControllerDefinition(states, props.tasks)),
       tracingEnabled: true,
       logs: { destination: this.logGroup, level: props.logLevel ?? sfn.LogLevel.ERROR, includeExecutionData: true },
-      // A Standard execution may live a year; a job with many long attempts continues as new before that.
-      timeout: Duration.days(365),
     });
   }
 }
