@@ -2,7 +2,10 @@
 
 import { Logger } from '@aws-lambda-powertools/logger';
 
-/** The Lambda context fields the handlers use (the runtime passes more). */
+/**
+ * The Lambda context fields relaunch relies on (the runtime passes more). Declared here:
+ * the project has no @types/aws-lambda, which Powertools' own types refer to.
+ */
 export interface LambdaContext {
   readonly functionName: string;
   readonly awsRequestId: string;
@@ -20,6 +23,6 @@ export function logger(): Logger {
 /** Starts one invocation's log lines: the request id and function name on each. */
 export function startInvocation(context: LambdaContext | undefined): Logger {
   const log = logger();
-  if (context !== undefined) log.addContext(context as unknown as Parameters<Logger['addContext']>[0]);
+  if (context !== undefined) log.addContext(context);
   return log;
 }
