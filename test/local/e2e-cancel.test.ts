@@ -1,0 +1,98 @@
+// End to end, cancelling a job: while its process runs, and while the controller waits to
+// relaunch it. Either way the machine ends it CANCELLED and no process is left.
+
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { alive, finish, liveInGroup, statusTrail, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from './harness.ts';
+
+const open = useLocalRuntimes();
+
+describe('cancel, end to end', () => {
+  it('cancels a running job: CANCELLED, and its process group is gone', async () => {
+    const t = await open();
+    const { jobId } = await t.runtime.submit(
+      yaml`
+        run: |
+          sleep 30 &
+          sleep 30
+      `,
+    );
+    await waitUntilAwaiting(t, jobId, 1);
+    const pids = await waitFor('the job process', () => {
+      const live = t.runtime.deps.compute.liveProcessIds();
+      return live.length === 1 ? live : undefined;
+    });
+    const [leader] = pids as [number];
+    expect(alive(leader)).toBe(true);
+    await waitFor('the background sleep', () => (liveInGroup(leader).length >= 2 ? true : undefined));
+
+    expect(await t.runtime.cancel(jobId)).toBe('CANCELLING');
+    const job = await finish(t, jobId);
+
+    expect(job.result).toMatchObject({ status: 'FAILED', error: 'CANCELLED' });
+    expect(job.view).toMatchObject({ status: 'CANCELLED', failureReason: 'cancelled by the user; no restart' });
+    expect(job.view.attempts).toMatchObject([
+      { attempt: 1, outcome: 'CANCELLED', exitCodes: [], decision: 'FAIL', reason: 'cancelled by the user; no restart' },
+    ]);
+    expect(job.attempts[0]?.reports).toEqual([]);
+    expect(job.attempts[0]?.decision?.rule).toBe('CANCELLED');
+    expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'CANCELLING', 'CANCELLED']);
+    expect(job.events[3]).toMatchObject({ from: 'RUNNING', to: 'CANCELLING', reason: 'cancelled by the user', attempt: 1 });
+    // The whole group, the background sleep included, is gone.
+    expect(alive(leader)).toBe(false);
+    expect(liveInGroup(leader)).toEqual([]);
+    expect(t.runtime.deps.compute.liveProcessIds()).toEqual([]);
+    // Cancelling again changes nothing.
+    expect(await t.runtime.cancel(jobId)).toBe('CANCELLED');
+    expect(t.errors).toEqual([]);
+  });
+
+  it('cancels a job waiting out its restart backoff: CANCELLED, and no new process starts', async () => {
+    const t = await open();
+    const { jobId } = await t.runtime.submit(
+      yaml`
+        resources:
+          job_recovery:
+            recover_on_exit_codes: [29]
+            restart_backoff:
+              initial_seconds: 2
+              factor: 1
+              max_seconds: 2
+              jitter: none
+        run: |
+          echo "attempt $RELAUNCH_ATTEMPT"
+          exit 29
+      `,
+    );
+    await waitFor('the backoff wait', () => (t.transitions.some((x) => x.state === 'WaitBeforeRelaunch') ? true : undefined));
+    expect(await t.runtime.cancel(jobId)).toBe('CANCELLING');
+    const job = await finish(t, jobId);
+
+    expect(job.view).toMatchObject({ status: 'CANCELLED', recoveryCount: 1 });
+    expect(job.view.attempts).toMatchObject([
+      {
+        attempt: 1,
+        outcome: 'EXITED',
+        exitCodes: [29],
+        decision: 'RESTART',
+        reason: 'exit code 29 (run) is in recover_on_exit_codes; restart 1, unlimited; next attempt in 2 s',
+      },
+      { attempt: 2, outcome: 'CANCELLED', exitCodes: [], decision: 'FAIL', placement: null },
+    ]);
+    expect(job.attempts[0]?.decision?.delaySeconds).toBe(2);
+    expect(job.attempts[1]?.instances).toEqual([]);
+    // One launch only: the second attempt was written ended, with nothing started.
+    expect(t.launches.map((l) => l.attempt)).toEqual([1]);
+    expect(existsSync(t.runtime.deps.compute.logPath(jobId, 2))).toBe(false);
+    expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'RECOVERING', 'CANCELLING', 'CANCELLED']);
+    expect(t.transitions.map((x) => x.state).slice(-7)).toEqual([
+      'WaitBeforeRelaunch',
+      'LaunchAttempt',
+      'AwaitOrEvaluate',
+      'EvaluateRecoveryPolicy',
+      'ReleaseInstances',
+      'RelaunchOrFinish',
+      'JobFailed',
+    ]);
+  });
+});

@@ -1,0 +1,73 @@
+// A data folder outlives its runtime: a job left live by a runtime that stopped (its
+// processes died with it) is ended FAILED_CONTROLLER by the next runtime that opens it.
+
+import { describe, expect, it } from 'vitest';
+import { JOB_CREATED_REASON } from '../../lib/adapters/memory-job-store.ts';
+import { initialCounters } from '../../lib/policy/decide.ts';
+import { parseTaskFile } from '../../lib/spec/parse.ts';
+import { alive, runToEnd, statusTrail, stored, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from './harness.ts';
+
+const open = useLocalRuntimes();
+
+const ORPHAN_REASON =
+  "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended";
+
+describe('jobs left live by a runtime that stopped', () => {
+  it('are ended FAILED_CONTROLLER with the reason, and finished jobs are left alone', async () => {
+    const first = await open({ inMemory: false });
+    const done = await runToEnd(first, yaml`
+      run: echo done
+    `);
+    const { jobId } = await first.runtime.submit(yaml`
+      run: sleep 30
+    `);
+    await waitUntilAwaiting(first, jobId, 1);
+    const [pid] = await waitFor('the job process', () => {
+      const pids = first.runtime.deps.compute.liveProcessIds();
+      return pids.length === 1 ? pids : undefined;
+    });
+    await first.runtime.close();
+    expect(alive(pid as number)).toBe(false);
+
+    const second = await open({ inMemory: false, dataDir: first.dataDir });
+    const orphan = await stored(second, jobId);
+
+    expect(orphan.job).toMatchObject({ status: 'FAILED_CONTROLLER', failureReason: ORPHAN_REASON, attemptCount: 1 });
+    expect(orphan.attempts[0]?.outcome).toEqual({ kind: 'LOST', reason: ORPHAN_REASON });
+    expect(orphan.attempts[0]?.endedAt).not.toBeNull();
+    expect(statusTrail(orphan.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'FAILED_CONTROLLER']);
+    expect(orphan.events.at(-1)).toMatchObject({ from: 'RUNNING', to: 'FAILED_CONTROLLER', attempt: 1, reason: ORPHAN_REASON });
+
+    // The job that had finished is exactly as it was.
+    const after = await stored(second, done.jobId);
+    expect(after).toEqual({ job: done.job, attempts: done.attempts, events: done.events });
+    expect(after.events[0]?.reason).toBe(JOB_CREATED_REASON);
+  });
+
+  it('ends a job that never got to its first attempt, written PENDING by the runtime that stopped', async () => {
+    const first = await open({ inMemory: false });
+    const at = new Date().toISOString();
+    await first.runtime.deps.store.createJob({
+      jobId: 'j-orphan-pending',
+      name: null,
+      spec: parseTaskFile('run: echo never\n').spec,
+      status: 'PENDING',
+      counters: initialCounters(false),
+      attemptCount: 0,
+      executionArn: null,
+      failureReason: null,
+      createdAt: at,
+      updatedAt: at,
+    });
+    await first.runtime.close();
+
+    const second = await open({ inMemory: false, dataDir: first.dataDir });
+    const orphan = await stored(second, 'j-orphan-pending');
+    expect(orphan.job).toMatchObject({ status: 'FAILED_CONTROLLER', failureReason: ORPHAN_REASON, attemptCount: 0 });
+    expect(orphan.attempts).toEqual([]);
+    expect(orphan.events.map((e) => [e.from, e.to, e.attempt])).toEqual([
+      [null, 'PENDING', null],
+      ['PENDING', 'FAILED_CONTROLLER', null],
+    ]);
+  });
+});
