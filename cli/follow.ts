@@ -2,6 +2,7 @@
 
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { JobEvent } from '../lib/model.ts';
 import { isTerminal, type JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
@@ -21,37 +22,82 @@ export interface FollowOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Follows the job until it is terminal (or the signal aborts); returns its last view. */
+/**
+ * Follows the job until it is terminal (or the signal aborts); returns its last view.
+ * Where the client can read the job's audit trail, every status change is shown with its
+ * reason (each decision's reason among them), in order, attempt by attempt with the
+ * attempt's output; otherwise status changes are shown as the polls see them.
+ */
 export async function followJob(client: JobsClient, jobId: string, io: Io, options: FollowOptions): Promise<JobView> {
-  let status: JobStatus | null = null;
-  const shown = new Map<number, { started: boolean; decided: boolean }>();
-  const logs = new LogTail();
+  const printer = new Progress(client, jobId, io, options);
   for (;;) {
     const view = await client.getJob(jobId);
-    for (const attempt of view.attempts) {
-      const seen = shown.get(attempt.attempt) ?? { started: false, decided: false };
-      if (options.progress && !seen.started) io.out(`${clock()} attempt ${attempt.attempt} launched (${where(attempt)})`);
-      if (options.output && client.dataDir !== null) logs.print(attemptLogPath(client.dataDir, jobId, attempt.attempt), io);
-      if (options.progress && !seen.decided && attempt.decision !== null) io.out(`${clock()} ${describeDecision(attempt)}`);
-      shown.set(attempt.attempt, { started: true, decided: attempt.decision !== null });
-    }
-    if (options.progress && view.status !== status) io.out(`${clock()} ${jobId}: ${view.status}`);
-    status = view.status;
+    const events = client.listEvents === undefined ? null : await client.listEvents(jobId);
+    printer.show(view, events);
     if (isTerminal(view.status) || options.signal?.aborted === true) return view;
     await sleep(POLL_MS, undefined, { signal: options.signal }).catch(() => undefined);
   }
 }
 
-/** `attempt 2: exit code 29 (run) → RESTART: <reason>`. */
+/** Remembers what was shown, so each poll prints only what is new. */
+class Progress {
+  private readonly launched = new Set<number>();
+  private readonly decided = new Set<number>();
+  private eventsShown = 0;
+  private status: JobStatus | null = null;
+  private readonly logs = new LogTail();
+
+  constructor(
+    private readonly client: JobsClient,
+    private readonly jobId: string,
+    private readonly io: Io,
+    private readonly options: FollowOptions,
+  ) {}
+
+  show(view: JobView, events: readonly JobEvent[] | null): void {
+    const fresh = events === null ? [] : events.slice(this.eventsShown);
+    this.eventsShown += fresh.length;
+    const known = new Set(view.attempts.map((attempt) => attempt.attempt));
+    this.printEvents(fresh.filter((event) => event.attempt === null));
+    for (const attempt of view.attempts) {
+      const placed = attempt.placement !== null || attempt.outcome !== null;
+      if (this.options.progress && placed && !this.launched.has(attempt.attempt)) {
+        this.io.out(`${attempt.startedAt.slice(11, 19)} attempt ${attempt.attempt} ${where(attempt)}`);
+        this.launched.add(attempt.attempt);
+      }
+      if (this.options.output && this.client.dataDir !== null) {
+        this.logs.print(attemptLogPath(this.client.dataDir, this.jobId, attempt.attempt), this.io);
+      }
+      if (events === null && this.options.progress && !this.decided.has(attempt.attempt) && attempt.decision !== null) {
+        this.io.out(`${clock()} ${describeDecision(attempt)}`);
+        this.decided.add(attempt.attempt);
+      }
+      this.printEvents(fresh.filter((event) => event.attempt === attempt.attempt));
+    }
+    // A change for an attempt not written yet (the launch is under way) is shown now too.
+    this.printEvents(fresh.filter((event) => event.attempt !== null && !known.has(event.attempt)));
+    if (events === null && this.options.progress && view.status !== this.status) this.io.out(`${clock()} ${this.jobId}: ${view.status}`);
+    this.status = view.status;
+  }
+
+  private printEvents(events: readonly JobEvent[]): void {
+    if (!this.options.progress) return;
+    for (const event of events) this.io.out(`${event.at.slice(11, 19)} ${event.to.padEnd(10)} ${event.reason}`);
+  }
+}
+
+/** `attempt 2: EXITED exit 29 (run) -> RESTART: <reason>`. */
 export function describeDecision(attempt: AttemptView): string {
   const codes = attempt.exitCodes.length === 0 ? '' : ` exit ${attempt.exitCodes.map((c) => (c === null ? '?' : String(c))).join('+')}`;
   const phase = attempt.phase === null ? '' : ` (${attempt.phase})`;
   return `attempt ${attempt.attempt}: ${attempt.outcome ?? 'RUNNING'}${codes}${phase} -> ${attempt.decision ?? 'pending'}: ${attempt.reason ?? ''}`;
 }
 
+/** `launched (spot, m5.large in us-east-1a)`, or `ended before launch` when no placement was made. */
 function where(attempt: AttemptView): string {
-  const place = attempt.placement === null ? 'placing' : [attempt.placement.instanceType, attempt.placement.zone ?? attempt.placement.region].join(' in ');
-  return `${attempt.market}, ${place}`;
+  const { placement } = attempt;
+  if (placement === null) return 'ended before launch';
+  return `launched (${attempt.market}, ${placement.instanceType} in ${placement.zone ?? placement.region})`;
 }
 
 function clock(): string {

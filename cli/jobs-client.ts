@@ -13,6 +13,7 @@ import {
   RelaunchError,
   type InputIssue,
 } from '../lib/errors.ts';
+import type { JobEvent } from '../lib/model.ts';
 import type { SpecWarning } from '../lib/spec/types.ts';
 import { cancelJob, getJob, listJobs } from '../lib/usecases/index.ts';
 import type { JobSummary, JobView } from '../lib/views.ts';
@@ -28,6 +29,8 @@ export interface JobsClient {
   getJob(jobId: string): Promise<JobView>;
   listJobs(): Promise<JobSummary[]>;
   cancel(jobId: string): Promise<{ status: string }>;
+  /** The job's audit trail, oldest first, where the client can read it (not over the API). */
+  listEvents?(jobId: string): Promise<JobEvent[]>;
 }
 
 /** The runtime in this process. */
@@ -53,6 +56,10 @@ export class InProcessJobsClient implements JobsClient {
 
   cancel(jobId: string): Promise<{ status: string }> {
     return cancelJob(jobId, this.runtime.deps);
+  }
+
+  listEvents(jobId: string): Promise<JobEvent[]> {
+    return this.runtime.deps.store.listEvents(jobId);
   }
 }
 
