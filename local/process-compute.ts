@@ -157,11 +157,15 @@ export class LocalProcessCompute implements Compute {
     const call = { jobId, attempt, nodeRank: node.rank, secret };
     try {
       await sink.heartbeat(call);
+      // Released while its first heartbeat was on the way (a cancel, a shutdown): the attempt
+      // is forgotten, so a process or timer started now would have no one to stop it.
+      if (node.silenced) return;
       const beat = setInterval(() => {
         if (!node.silenced) sink.heartbeat(call).catch((error: unknown) => this.options.onError?.(error));
       }, this.options.heartbeatIntervalMs ?? 30_000);
       running.timers.add(beat as unknown as NodeJS.Timeout);
       for (const phase of phases(spec)) {
+        if (node.silenced) return;
         const script = phase === 'setup' ? spec.setup : spec.run;
         const preempt = phase === 'run' && (this.options.preemptions?.(jobId).has(attempt) ?? false);
         if (preempt) this.schedulePreemption(request, running, node);
