@@ -3,12 +3,12 @@
 // process importing the bundle, median of several runs.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
-import { handlerEntry, LAMBDA_BUNDLE, LAMBDA_NAMES, type LambdaName } from '../infra/lambda-catalog.ts';
+import { handlerEntry, LAMBDA_BUNDLE, LAMBDA_NAMES, REPO_ROOT, type LambdaName } from '../infra/lambda-catalog.ts';
 import type { BenchResult, Benchmark, TargetCheck } from './types.ts';
 
 /** Targets: a bundle under 1 MB, and its import under 150 ms. */
@@ -17,20 +17,25 @@ export const MAX_COLD_INIT_MS = 150;
 /** Fresh processes per bundle; the median is reported. */
 const RUNS = 7;
 
-/** One Lambda's numbers. */
+/** One Lambda's numbers; cold init figures are medians over the runs. */
 export interface BundleMeasurement {
   readonly name: LambdaName;
   readonly bytes: number;
   readonly buildMs: number;
-  readonly coldInitMs: number;
-  readonly coldInitRunsMs: readonly number[];
+  readonly initCpuMs: number;
+  readonly initWallMs: number;
+  readonly runs: readonly InitSample[];
 }
 
 /** Bundles one Lambda into `dir`/index.mjs with the construct's options; returns its path. */
 export async function bundleLambda(name: LambdaName, dir: string): Promise<string> {
-  const outfile = join(dir, name, 'index.mjs');
+  return bundleEntry(handlerEntry(name), join(dir, name, 'index.mjs'));
+}
+
+/** Bundles any entry with the construct's options. */
+async function bundleEntry(entry: string, outfile: string): Promise<string> {
   await esbuild.build({
-    entryPoints: [handlerEntry(name)],
+    entryPoints: [entry],
     outfile,
     bundle: true,
     platform: LAMBDA_BUNDLE.platform,
@@ -46,18 +51,28 @@ export async function bundleLambda(name: LambdaName, dir: string): Promise<strin
   return outfile;
 }
 
+/** One import of a bundle in a fresh process: wall-clock and CPU milliseconds. */
+export interface InitSample {
+  readonly wallMs: number;
+  readonly cpuMs: number;
+}
+
 /**
- * Milliseconds a fresh Node process spends importing the bundle (module load, parse and
- * top-level code: what Lambda's init phase runs before the first event). Node's own
- * start-up is excluded; it is the same for every function.
+ * What a fresh Node process spends importing the bundle (module load, parse and top-level
+ * code: what Lambda's init phase runs before the first event), as wall-clock time and as
+ * CPU time (user + system, all threads). Node's own start-up is excluded; it is the same
+ * for every function. On a shared machine the wall time mostly measures the scheduler, so
+ * the target is checked on CPU time, and both are printed.
  */
-export function coldInitMs(file: string): number {
-  const script = `const t=performance.now();await import(${JSON.stringify(pathToFileURL(file).href)});process.stdout.write(String(performance.now()-t));`;
+export function coldInit(file: string): InitSample {
+  const script =
+    `const c=process.cpuUsage(),t=performance.now();await import(${JSON.stringify(pathToFileURL(file).href)});` +
+    `const w=performance.now()-t,u=process.cpuUsage(c);process.stdout.write(JSON.stringify({wallMs:w,cpuMs:(u.user+u.system)/1000}));`;
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
     env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1' },
     encoding: 'utf8',
   });
-  return Number(out);
+  return JSON.parse(out) as InitSample;
 }
 
 function median(values: readonly number[]): number {
@@ -75,9 +90,48 @@ export async function measureBundles(runs = RUNS): Promise<BundleMeasurement[]> 
       const started = performance.now();
       const file = await bundleLambda(name, dir);
       const buildMs = performance.now() - started;
-      coldInitMs(file); // one discarded run warms the disk cache, as a deployed package is local
-      const coldInitRunsMs = Array.from({ length: runs }, () => coldInitMs(file));
-      results.push({ name, bytes: statSync(file).size, buildMs, coldInitMs: median(coldInitRunsMs), coldInitRunsMs });
+      coldInit(file); // one discarded run warms the disk cache, as a deployed package is local
+      const samples = Array.from({ length: runs }, () => coldInit(file));
+      results.push({
+        name,
+        bytes: statSync(file).size,
+        buildMs,
+        initCpuMs: median(samples.map((sample) => sample.cpuMs)),
+        initWallMs: median(samples.map((sample) => sample.wallMs)),
+        runs: samples,
+      });
+    }
+    return results;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * What each dependency costs alone, bundled the same way: where a handler's size and init
+ * time come from. Each entry keeps the import alive so nothing is shaken out.
+ */
+const DEPENDENCIES: Readonly<Record<string, string>> = {
+  'nothing (Node ESM baseline)': 'globalThis.kept = 1;',
+  zod: "import { z } from 'zod'; globalThis.kept = z.object({ a: z.string() });",
+  '@aws-lambda-powertools/logger': "import { Logger } from '@aws-lambda-powertools/logger'; globalThis.kept = Logger;",
+  '@aws-sdk/client-dynamodb': "import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb'; globalThis.kept = [DynamoDBClient, GetItemCommand];",
+  '@aws-sdk/client-sfn': "import { SFNClient, SendTaskSuccessCommand } from '@aws-sdk/client-sfn'; globalThis.kept = [SFNClient, SendTaskSuccessCommand];",
+  '@aws-sdk/client-ec2': "import { EC2Client, RunInstancesCommand } from '@aws-sdk/client-ec2'; globalThis.kept = [EC2Client, RunInstancesCommand];",
+};
+
+/** Size and CPU init of each dependency alone. */
+export async function measureDependencies(runs = RUNS): Promise<{ name: string; bytes: number; initCpuMs: number }[]> {
+  const dir = mkdtempSync(join(REPO_ROOT, '.bench-'));
+  try {
+    const results = [];
+    for (const [index, [name, code]] of Object.entries(DEPENDENCIES).entries()) {
+      const entry = join(dir, `dep${index}.ts`);
+      writeFileSync(entry, code);
+      const file = await bundleEntry(entry, join(dir, `dep${index}.mjs`));
+      coldInit(file);
+      const samples = Array.from({ length: runs }, () => coldInit(file));
+      results.push({ name, bytes: statSync(file).size, initCpuMs: median(samples.map((sample) => sample.cpuMs)) });
     }
     return results;
   } finally {
@@ -89,20 +143,32 @@ const kb = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`;
 
 /** The benchmark module bench/run.ts runs. */
 export const bundlesBenchmark: Benchmark = {
-  name: `Lambda bundles (esbuild ${esbuild.version}, minified ESM, SDK clients bundled; cold init = median of ${RUNS} fresh processes)`,
+  name: `Lambda bundles (esbuild ${esbuild.version}, minified ESM, SDK clients bundled; cold init: median of ${RUNS} fresh processes)`,
   async run(): Promise<BenchResult> {
     const measured = await measureBundles();
+    const dependencies = await measureDependencies();
     const lines = [
-      '| function | bundle | cold init (median) | runs (ms) | build |',
-      '|---|---:|---:|---|---:|',
+      '| function | bundle | cold init CPU (median) | cold init wall (median) | CPU per run (ms) | build |',
+      '|---|---:|---:|---:|---|---:|',
       ...measured.map(
         (m) =>
-          `| ${m.name} | ${kb(m.bytes)} | ${m.coldInitMs.toFixed(1)} ms | ${m.coldInitRunsMs.map((r) => r.toFixed(0)).join(' ')} | ${m.buildMs.toFixed(0)} ms |`,
+          `| ${m.name} | ${kb(m.bytes)} | ${m.initCpuMs.toFixed(0)} ms | ${m.initWallMs.toFixed(0)} ms | ` +
+          `${m.runs.map((r) => r.cpuMs.toFixed(0)).join(' ')} | ${m.buildMs.toFixed(0)} ms |`,
       ),
+      '',
+      'Where it comes from: each dependency alone, bundled the same way.',
+      '',
+      '| dependency | bundle | cold init CPU (median) |',
+      '|---|---:|---:|',
+      ...dependencies.map((d) => `| ${d.name} | ${kb(d.bytes)} | ${d.initCpuMs.toFixed(0)} ms |`),
     ];
     const checks: TargetCheck[] = measured.flatMap((m) => [
       { target: `${m.name} bundle < 1 MiB`, met: m.bytes < MAX_BUNDLE_BYTES, detail: kb(m.bytes) },
-      { target: `${m.name} cold init < ${MAX_COLD_INIT_MS} ms`, met: m.coldInitMs < MAX_COLD_INIT_MS, detail: `${m.coldInitMs.toFixed(1)} ms` },
+      {
+        target: `${m.name} cold init < ${MAX_COLD_INIT_MS} ms (CPU)`,
+        met: m.initCpuMs < MAX_COLD_INIT_MS,
+        detail: `${m.initCpuMs.toFixed(0)} ms CPU, ${m.initWallMs.toFixed(0)} ms wall`,
+      },
     ]);
     return { lines, checks };
   },

@@ -1,13 +1,16 @@
 // `npm run bench`: runs every benchmark module, prints its table and its target checks.
 // Add a benchmark by exporting a Benchmark (bench/types.ts) and listing it here.
 
-import { availableParallelism, cpus } from 'node:os';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { bundlesBenchmark } from './bundles.ts';
+import { localRuntimeBenchmark } from './local.ts';
 import type { Benchmark } from './types.ts';
 
-const BENCHMARKS: readonly Benchmark[] = [bundlesBenchmark];
+const BENCHMARKS: readonly Benchmark[] = [bundlesBenchmark, localRuntimeBenchmark];
 
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 console.log(`machine: ${availableParallelism()} CPUs (${cpus()[0]?.model ?? 'unknown'}), Node ${process.version}, ${process.platform}/${process.arch}`);
+console.log(`load average at start: ${load()}`);
 let missed = 0;
 for (const benchmark of BENCHMARKS) {
   console.log(`\n## ${benchmark.name}\n`);
@@ -19,5 +22,6 @@ for (const benchmark of BENCHMARKS) {
     if (!check.met) missed += 1;
   }
 }
+console.log(`load average at end: ${load()}`);
 console.log(`\n${missed === 0 ? 'all targets met' : `${missed} target(s) missed`}`);
 process.exitCode = missed === 0 ? 0 : 1;
