@@ -3,7 +3,7 @@
 // process importing the bundle, median of several runs.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -29,13 +29,13 @@ export interface BundleMeasurement {
 
 /** Bundles one Lambda into `dir`/index.mjs with the construct's options; returns its path. */
 export async function bundleLambda(name: LambdaName, dir: string): Promise<string> {
-  return bundleEntry(handlerEntry(name), join(dir, name, 'index.mjs'));
+  return bundleEntry({ entryPoints: [handlerEntry(name)] }, join(dir, name, 'index.mjs'));
 }
 
-/** Bundles any entry with the construct's options. */
-async function bundleEntry(entry: string, outfile: string): Promise<string> {
+/** Bundles an entry (a file, or source text) with the construct's options. */
+async function bundleEntry(entry: Pick<esbuild.BuildOptions, 'entryPoints' | 'stdin'>, outfile: string): Promise<string> {
   await esbuild.build({
-    entryPoints: [entry],
+    ...entry,
     outfile,
     bundle: true,
     platform: LAMBDA_BUNDLE.platform,
@@ -122,13 +122,12 @@ const DEPENDENCIES: Readonly<Record<string, string>> = {
 
 /** Size and CPU init of each dependency alone. */
 export async function measureDependencies(runs = RUNS): Promise<{ name: string; bytes: number; initCpuMs: number }[]> {
-  const dir = mkdtempSync(join(REPO_ROOT, '.bench-'));
+  const dir = mkdtempSync(join(tmpdir(), 'relaunch-bench-'));
   try {
     const results = [];
-    for (const [index, [name, code]] of Object.entries(DEPENDENCIES).entries()) {
-      const entry = join(dir, `dep${index}.ts`);
-      writeFileSync(entry, code);
-      const file = await bundleEntry(entry, join(dir, `dep${index}.mjs`));
+    for (const [index, [name, contents]] of Object.entries(DEPENDENCIES).entries()) {
+      // Source text resolved from the repository, so its node_modules are found.
+      const file = await bundleEntry({ stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' } }, join(dir, `dep${index}.mjs`));
       coldInit(file);
       const samples = Array.from({ length: runs }, () => coldInit(file));
       results.push({ name, bytes: statSync(file).size, initCpuMs: median(samples.map((sample) => sample.cpuMs)) });
