@@ -36,6 +36,12 @@ export interface RelaunchProps extends RelaunchConfig {
    * @default true
    */
   readonly outputs?: boolean;
+  /**
+   * Let a job's instances reach each other (multi-node jobs: torchrun, NCCL). Off, the
+   * instances' security group has no inbound rule at all.
+   * @default false
+   */
+  readonly nodeToNodeTraffic?: boolean;
 }
 
 /** relaunch: the table, the Lambdas, the controller, the EC2 event rules and the API. */
@@ -55,7 +61,7 @@ export class Relaunch extends Construct {
     const stateMachineArn = JobWorkflow.stateMachineArn(this, stateMachineName);
 
     this.table = new JobTable(this, 'Jobs', props.table);
-    this.instances = new JobInstances(this, 'Instances', { vpcId: props.vpcId });
+    this.instances = new JobInstances(this, 'Instances', { vpcId: props.vpcId, nodeToNodeTraffic: props.nodeToNodeTraffic ?? false });
     // The stack's own region first (its security group is made here), then the others given.
     const regions: Ec2RegionConfig[] = [
       { region: Aws.REGION, subnetsByZone: props.subnetsByZone, securityGroupIds: [this.instances.securityGroupId] },

@@ -22,12 +22,6 @@ import {
 /** The Lambda behind every Task state, by state name. */
 export type ControllerTasks = Readonly<Record<TaskStateName, lambda.IFunction>>;
 
-/**
- * The one state the contract does not name: a Choice (no handler binds to it) that skips
- * AwaitAttempt when LaunchAttempt ended the attempt without instances.
- */
-export const AWAIT_OR_EVALUATE = 'AwaitOrEvaluate';
-
 /** Where a Task's error lands before RecordControllerFailure; the Fail state's cause. */
 export const CONTROLLER_ERROR_PATH = '$.controllerError';
 
@@ -128,7 +122,7 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
     .when(sfn.Condition.numberGreaterThan('$.decision.delaySeconds', 0), wait)
     .otherwise(launch);
 
-  const awaitOrEvaluate = sfn.Choice.jsonPath(scope, AWAIT_OR_EVALUATE, { stateName: AWAIT_OR_EVALUATE })
+  const awaitOrEvaluate = sfn.Choice.jsonPath(scope, StateName.AwaitOrEvaluate, { stateName: StateName.AwaitOrEvaluate })
     .when(sfn.Condition.booleanEquals('$.launched', false), evaluate)
     .otherwise(awaitAttempt);
 

@@ -17,8 +17,8 @@ export interface JobInstancesProps {
   readonly managedPolicies?: readonly iam.IManagedPolicy[];
   /**
    * Let instances in the group reach each other (a multi-node job's rendezvous). Nothing
-   * outside the group is ever admitted.
-   * @default true
+   * outside the group is ever admitted either way.
+   * @default false: no inbound rule at all
    */
   readonly nodeToNodeTraffic?: boolean;
 }
@@ -44,7 +44,7 @@ export class JobInstances extends Construct {
       securityGroupEgress: [{ ipProtocol: '-1', cidrIp: '0.0.0.0/0', description: 'the API, package mirrors, data' }],
     });
     this.securityGroupId = group.attrGroupId;
-    if (props.nodeToNodeTraffic ?? true) {
+    if (props.nodeToNodeTraffic ?? false) {
       // Nodes of a multi-node job talk to each other (torchrun, NCCL): only members of this group.
       new ec2.CfnSecurityGroupIngress(this, 'NodeToNode', {
         groupId: group.attrGroupId,

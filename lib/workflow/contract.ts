@@ -7,6 +7,8 @@ import { JOB_STATUSES } from '../status.ts';
 /** State names, as the AWS console's execution history shows them. */
 export const StateName = {
   LaunchAttempt: 'LaunchAttempt',
+  /** A Choice: AwaitAttempt, unless the launch ended the attempt without instances. */
+  AwaitOrEvaluate: 'AwaitOrEvaluate',
   AwaitAttempt: 'AwaitAttempt',
   EvaluateRecoveryPolicy: 'EvaluateRecoveryPolicy',
   ReleaseInstances: 'ReleaseInstances',

@@ -6,7 +6,7 @@ import aslValidator from 'asl-validator';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
 import { renderControllerAsl } from '../../infra/asl.ts';
-import { AWAIT_OR_EVALUATE, CONTROLLER_ERROR_PATH } from '../../infra/workflow.ts';
+import { CONTROLLER_ERROR_PATH } from '../../infra/workflow.ts';
 import { JobStatus } from '../../lib/status.ts';
 import {
   AWAIT_ERROR_PATH,
@@ -61,7 +61,7 @@ describe('the rendered controller ASL', () => {
   });
 
   it('names every state from the contract (plus the one launch Choice) and names every contract state', () => {
-    const known = new Set<string>([...Object.values(StateName), AWAIT_OR_EVALUATE]);
+    const known = new Set<string>(Object.values(StateName));
     expect(Object.keys(states).filter((name) => !known.has(name))).toEqual([]);
     expect([...known].filter((name) => !(name in states))).toEqual([]);
     expect(asl.StartAt).toBe(StateName.LaunchAttempt);
@@ -200,7 +200,7 @@ describe('the rendered controller on the local engine', () => {
   it('skips AwaitAttempt when nothing launched and fails with the decision status and reason', async () => {
     const { error, seen } = await run([false], [], [decide('FAIL', JobStatus.FAILED_NO_RESOURCE)]);
     expect(seen).not.toContain(StateName.AwaitAttempt);
-    expect(seen).toContain(AWAIT_OR_EVALUATE);
+    expect(seen).toContain(StateName.AwaitOrEvaluate);
     expect(String((error as { cause?: Error }).cause?.name ?? error)).toContain(JobStatus.FAILED_NO_RESOURCE);
   });
 
