@@ -12,6 +12,7 @@ export const ContextKey = {
   otherRegions: 'relaunch:otherRegions',
   allowedInstanceTypes: 'relaunch:allowedInstanceTypes',
   namePrefix: 'relaunch:namePrefix',
+  nodeToNodeTraffic: 'relaunch:nodeToNodeTraffic',
 } as const;
 
 /** Where job instances run and what they may be; see ContextKey for where each comes from. */
@@ -39,6 +40,12 @@ export interface RelaunchConfig {
    * @default 'relaunch'
    */
   readonly namePrefix?: string;
+  /**
+   * Let a job's instances reach each other (multi-node jobs: torchrun, NCCL). Off, the
+   * instances' security group has no inbound rule at all.
+   * @default false
+   */
+  readonly nodeToNodeTraffic?: boolean;
 }
 
 const region = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like us-east-1');
@@ -88,6 +95,9 @@ const ConfigSchema = z.object({
     .optional(),
   [ContextKey.allowedInstanceTypes]: z.preprocess(splitList, z.array(instanceType).min(1)).optional(),
   [ContextKey.namePrefix]: namePrefix.optional(),
+  [ContextKey.nodeToNodeTraffic]: z
+    .preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean({ error: 'expected true or false' }))
+    .optional(),
 });
 
 /** Context is read through this, so tests can pass a plain object. */
@@ -120,5 +130,6 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
     otherRegions: config[ContextKey.otherRegions],
     allowedInstanceTypes: config[ContextKey.allowedInstanceTypes],
     namePrefix: config[ContextKey.namePrefix],
+    nodeToNodeTraffic: config[ContextKey.nodeToNodeTraffic],
   };
 }

@@ -36,12 +36,6 @@ export interface RelaunchProps extends RelaunchConfig {
    * @default true
    */
   readonly outputs?: boolean;
-  /**
-   * Let a job's instances reach each other (multi-node jobs: torchrun, NCCL). Off, the
-   * instances' security group has no inbound rule at all.
-   * @default false
-   */
-  readonly nodeToNodeTraffic?: boolean;
 }
 
 /** relaunch: the table, the Lambdas, the controller, the EC2 event rules and the API. */

@@ -28,6 +28,14 @@ describe('configFromContext', () => {
     expect(config).toMatchObject({ otherRegions: [other], allowedInstanceTypes: ['g5.xlarge', 'p4d.24xlarge'], namePrefix: 'team-a' });
   });
 
+  it.each([
+    ['true', true],
+    [true, true],
+    ['false', false],
+  ])('takes node-to-node traffic as %j', (value, expected) => {
+    expect(from({ ...minimal, [ContextKey.nodeToNodeTraffic]: value })()).toMatchObject({ nodeToNodeTraffic: expected });
+  });
+
   it('names each missing key and how to set it', () => {
     expect(from({})).toThrow(/context relaunch:vpcId: is not set\n\s+context relaunch:subnets: is not set\n.*-c relaunch:subnets=/);
   });
@@ -41,6 +49,7 @@ describe('configFromContext', () => {
     [{ ...minimal, [ContextKey.otherRegions]: [{ region: 'mars-1', subnetsByZone: {}, securityGroupIds: [] }] }, 'context relaunch:otherRegions.0.region: expected a region'],
     [{ ...minimal, [ContextKey.namePrefix]: '9lives' }, 'context relaunch:namePrefix: expected 1-32'],
     [{ ...minimal, [ContextKey.allowedInstanceTypes]: 'g5.*' }, 'context relaunch:allowedInstanceTypes.0: expected an instance type'],
+    [{ ...minimal, [ContextKey.nodeToNodeTraffic]: 'yes' }, 'context relaunch:nodeToNodeTraffic: expected true or false'],
   ])('refuses %j with a message naming the key', (context, message) => {
     expect(from(context)).toThrow(message);
   });
