@@ -2,6 +2,10 @@
 // the handler that parses them.
 
 import { z } from 'zod';
+import { INSTANCE_GONE_STATES } from '../../lib/usecases/instance-event.ts';
+
+/** The instance states that end an attempt: the EventBridge rule forwards only these. */
+export const GONE_STATE_NAMES = Object.keys(INSTANCE_GONE_STATES);
 
 /** The detail-types the InstanceEvents rule forwards. */
 export const EC2_DETAIL_TYPES = {
@@ -24,9 +28,3 @@ export const Ec2EventSchema = z.discriminatedUnion('detail-type', [
   }),
 ]);
 
-
-/**
- * The instance states that end an attempt: the EventBridge rule forwards only these. Keep
- * in step with what onInstanceEvent treats as gone (it ignores any other state).
- */
-export const INSTANCE_GONE_STATES = ['shutting-down', 'terminated', 'stopping', 'stopped'] as const;

@@ -20,13 +20,16 @@ export interface InstanceEventResult {
   readonly reason: string;
 }
 
-/** States in which the instance, and so the attempt's process on it, is gone or going. */
-const GONE_STATES: Readonly<Record<string, string>> = {
+/**
+ * States in which the instance, and so the attempt's process on it, is gone or going, and
+ * the word the reason uses for each. The EventBridge rule forwards exactly these states.
+ */
+export const INSTANCE_GONE_STATES = {
   'shutting-down': 'terminated',
   terminated: 'terminated',
   stopping: 'stopped',
   stopped: 'stopped',
-};
+} as const satisfies Readonly<Record<string, string>>;
 
 /**
  * Applies an EC2 event to the attempt that owns the instance.
@@ -53,7 +56,7 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
     return { action: 'noted', reason: `${where}: spot interruption warning for ${event.instanceId}; the attempt runs until the instance goes` };
   }
 
-  const gone = event.state === undefined ? undefined : GONE_STATES[event.state];
+  const gone = event.state === undefined ? undefined : (INSTANCE_GONE_STATES as Readonly<Record<string, string>>)[event.state];
   if (gone === undefined) return ignored(`instance ${event.instanceId} is ${event.state ?? 'in an unnamed state'}, not gone`);
   const outcome: AttemptOutcome =
     attempt.interruptionNoticedAt !== null

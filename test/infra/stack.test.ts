@@ -4,7 +4,7 @@
 import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EC2_DETAIL_TYPES, INSTANCE_GONE_STATES } from '../../functions/on-ec2-event/events.ts';
+import { EC2_DETAIL_TYPES, GONE_STATE_NAMES } from '../../functions/on-ec2-event/events.ts';
 import { EnvVar } from '../../functions/shared/env.ts';
 import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
@@ -281,7 +281,7 @@ describe('InstanceEvents', () => {
       EventPattern: {
         source: ['aws.ec2'],
         'detail-type': [EC2_DETAIL_TYPES.stateChange],
-        detail: { state: [...INSTANCE_GONE_STATES] },
+        detail: { state: [...GONE_STATE_NAMES] },
       },
       Targets: target,
     });
