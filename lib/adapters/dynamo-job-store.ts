@@ -23,12 +23,25 @@ import {
   type QueryCommandInput,
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
-import { ConcurrentUpdateError, JobNotFoundError, StaleAttemptError } from '../errors.ts';
+import { ConcurrentUpdateError, JobNotFoundError } from '../errors.ts';
 import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY } from './dynamo-table.ts';
-import { JOB_CREATED_REASON } from './memory-job-store.ts';
+import {
+  attemptOutOfSequenceError,
+  createdEvent,
+  decisionSetError,
+  endedError,
+  expectStatus,
+  hasReport,
+  instancesSetError,
+  jobExistsError,
+  listKey,
+  noAttemptError,
+  reportKey,
+  statusEvent,
+} from './job-store-rules.ts';
 
 /** What a DynamoJobStore needs: a client (built by the caller) and the table's name. */
 export interface DynamoJobStoreOptions {
@@ -92,19 +105,11 @@ export class DynamoJobStore implements JobStore {
   }
 
   async createJob(job: JobRecord): Promise<void> {
-    const created: JobEvent = {
-      jobId: job.jobId,
-      at: job.createdAt,
-      from: null,
-      to: job.status,
-      attempt: null,
-      reason: JOB_CREATED_REASON,
-    };
     const reasons = await this.#transact([
       this.#putNew({ ...jobKey(job.jobId), ...jobItem(job), [EVENT_COUNT]: num(1) }),
-      this.#putNew({ ...eventKey(job.jobId, job.createdAt, 1), ...recordItem(created) }),
+      this.#putNew({ ...eventKey(job.jobId, job.createdAt, 1), ...recordItem(createdEvent(job)) }),
     ]);
-    if (reasons !== null) throw new ConcurrentUpdateError(`job ${job.jobId} already exists`);
+    if (reasons !== null) throw jobExistsError(job.jobId);
   }
 
   async getJob(jobId: string): Promise<JobRecord> {
@@ -167,9 +172,7 @@ export class DynamoJobStore implements JobStore {
     ]);
     if (reasons === null) return;
     const { job } = await this.#job(jobId);
-    throw new ConcurrentUpdateError(
-      `job ${jobId} has ${job.attemptCount} attempt(s); attempt ${attempt.attempt} cannot start`,
-    );
+    throw attemptOutOfSequenceError(jobId, job.attemptCount, attempt.attempt);
   }
 
   async getAttempt(jobId: string, attempt: number): Promise<AttemptRecord> {
@@ -222,7 +225,7 @@ export class DynamoJobStore implements JobStore {
     ]);
     if (reasons === null) return;
     await this.getAttempt(jobId, attempt);
-    throw new ConcurrentUpdateError(`attempt ${attempt} of job ${jobId} already has its instances`);
+    throw instancesSetError(jobId, attempt);
   }
 
   async setTaskToken(jobId: string, attempt: number, taskToken: string): Promise<AttemptRecord> {
@@ -265,7 +268,7 @@ export class DynamoJobStore implements JobStore {
     }
     // Reports and outcomes are only ever added, so what is stored now says why it was refused.
     const current = await this.getAttempt(jobId, attempt);
-    if (current.reports.some((r) => reportKey(r) === key)) return { attempt: current, duplicate: true };
+    if (hasReport(current, report)) return { attempt: current, duplicate: true };
     if (current.outcome !== null) throw endedError(jobId, attempt, 'a report');
     throw new ConcurrentUpdateError(`report ${key} for attempt ${attempt} of job ${jobId} was refused`);
   }
@@ -334,7 +337,7 @@ export class DynamoJobStore implements JobStore {
     };
     await this.#writeStatusChange(jobId, change, set, [decide], async () => {
       await this.getAttempt(jobId, attempt);
-      throw new ConcurrentUpdateError(`attempt ${attempt} of job ${jobId} already has a decision`);
+      throw decisionSetError(jobId, attempt);
     });
     return this.getJob(jobId);
   }
@@ -362,7 +365,7 @@ export class DynamoJobStore implements JobStore {
     // Event rows are numbered per job so that equal timestamps keep their write order; the
     // count is part of the condition, so two writers can never take the same number.
     const seq = eventCount + 1;
-    const event: JobEvent = { jobId, at: change.at, from: change.from, to: change.to, attempt: change.attempt, reason: change.reason };
+    const event = statusEvent(jobId, change);
     const update = updateParts({ ...set, status: str(change.to), updatedAt: str(change.at), [EVENT_COUNT]: num(seq) });
     const reasons = await this.#transact([
       {
@@ -437,7 +440,7 @@ export class DynamoJobStore implements JobStore {
 
   async #missingAttempt(jobId: string, attempt: number): Promise<never> {
     await this.#job(jobId);
-    throw new StaleAttemptError(`job ${jobId} has no attempt ${attempt}`);
+    throw noAttemptError(jobId, attempt);
   }
 
   async #get(key: Item): Promise<Item | undefined> {
@@ -557,25 +560,8 @@ function jobItem(job: JobRecord): Item {
   return {
     ...recordItem(job),
     [JOB_LIST_INDEX.partitionKey]: str(JOB_LIST_PARTITION),
-    [JOB_LIST_INDEX.sortKey]: str(`${job.createdAt}#${job.jobId}`),
+    [JOB_LIST_INDEX.sortKey]: str(listKey(job)),
   };
-}
-
-/** What a node's report is known by: one per node and phase. */
-function reportKey(report: Pick<NodeReport, 'nodeRank' | 'phase'>): string {
-  return `${report.nodeRank}:${report.phase}`;
-}
-
-function expectStatus(job: JobRecord, change: StatusChange): void {
-  if (job.status !== change.from) {
-    throw new ConcurrentUpdateError(
-      `job ${job.jobId} is ${job.status}, not ${change.from}; cannot change it to ${change.to}`,
-    );
-  }
-}
-
-function endedError(jobId: string, attempt: number, what: string): StaleAttemptError {
-  return new StaleAttemptError(`attempt ${attempt} of job ${jobId} has already ended; ${what} changes nothing`);
 }
 
 /** `SET #a = :a, ...` for the non-null values and `REMOVE #b` for the nulls. */

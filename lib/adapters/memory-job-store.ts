@@ -6,13 +6,23 @@
 // Records are copied and deep-frozen on the way in, and handed out frozen, so no caller
 // can change stored state by mutating an object it passed in or got back.
 
-import { ConcurrentUpdateError, JobNotFoundError, StaleAttemptError } from '../errors.ts';
+import { JobNotFoundError } from '../errors.ts';
 import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
-
-/** The reason on the audit row written when a job is created (its `from` is null). */
-export const JOB_CREATED_REASON = 'job created';
+import {
+  attemptOutOfSequenceError,
+  createdEvent,
+  decisionSetError,
+  endedError,
+  expectStatus,
+  hasReport,
+  instancesSetError,
+  jobExistsError,
+  listKey,
+  noAttemptError,
+  statusEvent,
+} from './job-store-rules.ts';
 
 interface StoredJob {
   job: JobRecord;
@@ -26,16 +36,8 @@ export class InMemoryJobStore implements JobStore {
   readonly #instances = new Map<string, { readonly jobId: string; readonly attempt: number }>();
 
   async createJob(job: JobRecord): Promise<void> {
-    if (this.#jobs.has(job.jobId)) throw new ConcurrentUpdateError(`job ${job.jobId} already exists`);
-    const created: JobEvent = {
-      jobId: job.jobId,
-      at: job.createdAt,
-      from: null,
-      to: job.status,
-      attempt: null,
-      reason: JOB_CREATED_REASON,
-    };
-    this.#jobs.set(job.jobId, { job: frozenCopy(job), attempts: new Map(), events: [frozenCopy(created)] });
+    if (this.#jobs.has(job.jobId)) throw jobExistsError(job.jobId);
+    this.#jobs.set(job.jobId, { job: frozenCopy(job), attempts: new Map(), events: [frozenCopy(createdEvent(job))] });
   }
 
   async getJob(jobId: string): Promise<JobRecord> {
@@ -66,9 +68,7 @@ export class InMemoryJobStore implements JobStore {
   async putAttempt(attempt: AttemptRecord): Promise<void> {
     const stored = this.#stored(attempt.jobId);
     if (stored.job.attemptCount !== attempt.attempt - 1) {
-      throw new ConcurrentUpdateError(
-        `job ${attempt.jobId} has ${stored.job.attemptCount} attempt(s); attempt ${attempt.attempt} cannot start`,
-      );
+      throw attemptOutOfSequenceError(attempt.jobId, stored.job.attemptCount, attempt.attempt);
     }
     stored.attempts.set(attempt.attempt, frozenCopy(attempt));
     stored.job = frozenCopy({ ...stored.job, attemptCount: attempt.attempt });
@@ -95,9 +95,7 @@ export class InMemoryJobStore implements JobStore {
     instances: readonly InstanceRef[],
   ): Promise<void> {
     const current = this.#attempt(jobId, attempt);
-    if (current.placement !== null) {
-      throw new ConcurrentUpdateError(`attempt ${attempt} of job ${jobId} already has its instances`);
-    }
+    if (current.placement !== null) throw instancesSetError(jobId, attempt);
     this.#replaceAttempt({ ...current, placement, instances });
     this.#own(jobId, attempt, instances);
   }
@@ -114,9 +112,7 @@ export class InMemoryJobStore implements JobStore {
     const current = this.#attempt(jobId, attempt);
     // A repeat is answered as one even after the attempt ended: the agent may be retrying
     // the very report that ended it.
-    if (current.reports.some((r) => r.nodeRank === report.nodeRank && r.phase === report.phase)) {
-      return { attempt: current, duplicate: true };
-    }
+    if (hasReport(current, report)) return { attempt: current, duplicate: true };
     if (current.outcome !== null) throw endedError(jobId, attempt, 'a report');
     return { attempt: this.#replaceAttempt({ ...current, reports: [...current.reports, report] }), duplicate: false };
   }
@@ -155,9 +151,7 @@ export class InMemoryJobStore implements JobStore {
     const stored = this.#stored(jobId);
     expectStatus(stored.job, change);
     const current = this.#attempt(jobId, attempt);
-    if (current.decision !== null) {
-      throw new ConcurrentUpdateError(`attempt ${attempt} of job ${jobId} already has a decision`);
-    }
+    if (current.decision !== null) throw decisionSetError(jobId, attempt);
     this.#replaceAttempt({ ...current, decision });
     return this.#applyChange(stored, change, {
       counters,
@@ -178,7 +172,7 @@ export class InMemoryJobStore implements JobStore {
   #attempt(jobId: string, attempt: number): AttemptRecord {
     const stored = this.#stored(jobId);
     const found = stored.attempts.get(attempt);
-    if (found === undefined) throw new StaleAttemptError(`job ${jobId} has no attempt ${attempt}`);
+    if (found === undefined) throw noAttemptError(jobId, attempt);
     return found;
   }
 
@@ -193,14 +187,7 @@ export class InMemoryJobStore implements JobStore {
     change: StatusChange,
     fields: { counters: RecoveryCounters; failureReason: string | null },
   ): JobRecord {
-    const event: JobEvent = {
-      jobId: stored.job.jobId,
-      at: change.at,
-      from: change.from,
-      to: change.to,
-      attempt: change.attempt,
-      reason: change.reason,
-    };
+    const event = statusEvent(stored.job.jobId, change);
     stored.job = frozenCopy({ ...stored.job, ...fields, status: change.to, updatedAt: change.at });
     // Oldest first by time, and in write order for equal times (a frozen test clock).
     const at = stored.events.findLastIndex((e) => compareStrings(e.at, change.at) <= 0);
@@ -211,23 +198,6 @@ export class InMemoryJobStore implements JobStore {
   #own(jobId: string, attempt: number, instances: readonly InstanceRef[]): void {
     for (const instance of instances) this.#instances.set(instance.instanceId, { jobId, attempt });
   }
-}
-
-function expectStatus(job: JobRecord, change: StatusChange): void {
-  if (job.status !== change.from) {
-    throw new ConcurrentUpdateError(
-      `job ${job.jobId} is ${job.status}, not ${change.from}; cannot change it to ${change.to}`,
-    );
-  }
-}
-
-function endedError(jobId: string, attempt: number, what: string): StaleAttemptError {
-  return new StaleAttemptError(`attempt ${attempt} of job ${jobId} has already ended; ${what} changes nothing`);
-}
-
-/** The order of listJobs, the same as the DynamoDB index's sort key: creation time, then id. */
-function listKey(job: JobRecord): string {
-  return `${job.createdAt}#${job.jobId}`;
 }
 
 /** Code-unit order, as DynamoDB compares strings (for the ASCII that ids and times use). */

@@ -2,7 +2,7 @@
 // processes died with it) is ended FAILED_CONTROLLER by the next runtime that opens it.
 
 import { describe, expect, it } from 'vitest';
-import { JOB_CREATED_REASON } from '../../lib/adapters/memory-job-store.ts';
+import { JOB_CREATED_REASON } from '../../lib/adapters/job-store-rules.ts';
 import { initialCounters } from '../../lib/policy/decide.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import { alive, runToEnd, statusTrail, stored, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from './harness.ts';
