@@ -35,20 +35,7 @@ export async function submitJob(
   const parsed = typeof input.body === 'string' ? parseTaskFile(input.body) : parseTaskObject(input.body);
   const spec: TaskSpec = { ...parsed.spec, envs: { ...parsed.spec.envs, ...input.envOverrides } };
   const jobId = newJobId(clock, random);
-  const at = nowIso(clock);
-  const job: JobRecord = {
-    jobId,
-    name: spec.name,
-    spec,
-    status: JobStatus.PENDING,
-    counters: initialCounters(spec.resources.useSpot),
-    attemptCount: 0,
-    executionArn: null,
-    failureReason: null,
-    createdAt: at,
-    updatedAt: at,
-  };
-  await store.createJob(job);
+  await store.createJob(newJobRecord(jobId, spec, nowIso(clock)));
 
   let executionArn: string;
   try {
@@ -64,4 +51,23 @@ export async function submitJob(
   }
   await store.setExecution(jobId, executionArn);
   return { jobId, warnings: parsed.warnings };
+}
+
+/**
+ * A job as submitJob stores it, created at `at`: PENDING, with fresh counters for its
+ * market, no attempt and no execution yet.
+ */
+export function newJobRecord(jobId: string, spec: TaskSpec, at: string): JobRecord {
+  return {
+    jobId,
+    name: spec.name,
+    spec,
+    status: JobStatus.PENDING,
+    counters: initialCounters(spec.resources.useSpot),
+    attemptCount: 0,
+    executionArn: null,
+    failureReason: null,
+    createdAt: at,
+    updatedAt: at,
+  };
 }

@@ -10,10 +10,10 @@ import { EnvVar } from '../../functions/shared/env.ts';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/adapters/dynalite.ts';
 import type { InstanceRef, JobRecord } from '../../lib/model.ts';
-import { initialCounters } from '../../lib/policy/decide.ts';
 import { hashSecret } from '../../lib/secrets.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import { JobStatus } from '../../lib/status.ts';
+import { newJobRecord } from '../../lib/usecases/submit-job.ts';
 
 export const STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:relaunch-controller';
 export const SECRET = 'the-attempt-secret';
@@ -67,16 +67,8 @@ export async function givenJob(jobId: string, status: JobStatus = JobStatus.PEND
   const spec = parseTaskFile(TASK_YAML).spec;
   const at = new Date().toISOString();
   await store.createJob({
-    jobId,
-    name: spec.name,
-    spec,
-    status: JobStatus.PENDING,
-    counters: initialCounters(spec.resources.useSpot),
-    attemptCount: 0,
+    ...newJobRecord(jobId, spec, at),
     executionArn: `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:${jobId}`,
-    failureReason: null,
-    createdAt: at,
-    updatedAt: at,
   });
   const path: JobStatus[] = {
     [JobStatus.PENDING]: [],

@@ -2,12 +2,11 @@
 
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
 import type { JobRecord } from '../../../lib/model.ts';
-import { initialCounters } from '../../../lib/policy/decide.ts';
 import type { Clock } from '../../../lib/ports.ts';
 import type { RecoveryPolicy, TaskSpec } from '../../../lib/spec/types.ts';
-import { JobStatus } from '../../../lib/status.ts';
 import type { UseCaseDeps } from '../../../lib/usecases/deps.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
+import { newJobRecord } from '../../../lib/usecases/submit-job.ts';
 import { awaitAttempt } from '../../../lib/usecases/await-attempt.ts';
 import { reportPhase } from '../../../lib/usecases/report-phase.ts';
 import type { Phase } from '../../../lib/policy/types.ts';
@@ -96,19 +95,7 @@ export async function givenJob(
   spec: TaskSpec = taskSpec(),
   jobId = JOB_ID,
 ): Promise<JobRecord> {
-  const at = h.clock.now().toISOString();
-  const job: JobRecord = {
-    jobId,
-    name: spec.name,
-    spec,
-    status: JobStatus.PENDING,
-    counters: initialCounters(spec.resources.useSpot),
-    attemptCount: 0,
-    executionArn: null,
-    failureReason: null,
-    createdAt: at,
-    updatedAt: at,
-  };
+  const job = newJobRecord(jobId, spec, h.clock.now().toISOString());
   await h.store.createJob(job);
   return job;
 }
