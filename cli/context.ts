@@ -81,7 +81,8 @@ export async function backgroundTarget(options: TargetOptions): Promise<Target> 
   let server = findLocalServer(options.dataDir);
   if (server === null) {
     const bin = fileURLToPath(new URL('./bin.js', import.meta.url));
-    const child = spawn(process.execPath, [bin, 'serve', '--data-dir', options.dataDir, '--exit-when-idle'], {
+    // Any free port: serve's default (8080) may be taken, by another data folder's server too.
+    const child = spawn(process.execPath, [bin, 'serve', '--data-dir', options.dataDir, '--port', '0', '--exit-when-idle'], {
       detached: true,
       stdio: 'ignore',
     });

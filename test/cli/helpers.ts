@@ -1,0 +1,204 @@
+// Driving the real `relaunch` binary from tests: spawn it, wait for its output, its exit,
+// files and processes, with no fixed sleeps; every process a test starts is ended by id.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { serverInfoPath, type ServerInfo } from '../../local/server-info.ts';
+
+export const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url));
+export const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
+
+/** How a CLI process ended, with everything it wrote. */
+export interface Finished {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A running `relaunch` process. */
+export interface Cli {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when the process has exited and its streams are drained. */
+  readonly finished: Promise<Finished>;
+}
+
+/** The environment of a spawned CLI: no API URL or data folder leaks in from the shell. */
+function cliEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.RELAUNCH_API_URL;
+  delete env.RELAUNCH_DATA_DIR;
+  return env;
+}
+
+const spawned = new Set<ChildProcess>();
+
+/** Starts `node cli/bin.js ...args` in `cwd`. */
+export function startCli(args: readonly string[], options: { cwd: string }): Cli {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  spawned.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const finished = new Promise<Finished>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      spawned.delete(child);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+  return { child, stdout: () => stdout, stderr: () => stderr, finished };
+}
+
+/** Runs the CLI to its end. */
+export function runCli(args: readonly string[], options: { cwd: string }): Promise<Finished> {
+  return startCli(args, options).finished;
+}
+
+/** Kills (by pid) every CLI process the tests started that is still running (call once all tests are done). */
+export function killStrayClis(): void {
+  for (const child of spawned) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  spawned.clear();
+}
+
+/** Polls `probe` until it returns something other than undefined; fails after `timeoutMs` naming `what`. */
+export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Waits until the process has written a line matching `pattern` on stdout; fails early if it exits. */
+export function waitForOutput(cli: Cli, pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
+  let exited = false;
+  void cli.finished.then(() => (exited = true));
+  return waitFor(`stdout to match ${pattern}`, () => {
+    const match = cli.stdout().match(pattern);
+    if (match !== null) return match;
+    if (exited) throw new Error(`exited before printing ${pattern}; stdout: ${cli.stdout()} stderr: ${cli.stderr()}`);
+    return undefined;
+  }, timeoutMs);
+}
+
+/** A fresh folder (cwd and data folder of one test), removed by `removeTempDirs`. */
+const temps: string[] = [];
+export async function tempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `relaunch-${prefix}-`));
+  temps.push(dir);
+  return dir;
+}
+
+export async function removeTempDirs(): Promise<void> {
+  await Promise.all(temps.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+}
+
+/** Writes a task file into `dir` and returns its path. */
+export async function writeTask(dir: string, name: string, yaml: string): Promise<string> {
+  const file = join(dir, name);
+  await writeFile(file, yaml);
+  return file;
+}
+
+/** The pid a job wrote (`echo $$ > file`), once the file holds one. */
+export function waitForPid(file: string, timeoutMs = 30_000): Promise<number> {
+  return waitFor(`a pid in ${file}`, () => {
+    if (!existsSync(file)) return undefined;
+    const text = readFileSync(file, 'utf8').trim();
+    return /^[0-9]+$/.test(text) ? Number(text) : undefined;
+  }, timeoutMs);
+}
+
+/**
+ * True while a process (or, with a negative id, a process group) exists. A zombie (ended,
+ * not yet reaped by its parent) counts as gone: it runs nothing any more.
+ */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw error;
+  }
+  return pid < 0 || procState(pid) !== 'Z';
+}
+
+/** The process group of a live process, from /proc (Linux). */
+export function processGroupOf(pid: number): number {
+  const fields = procStat(pid);
+  if (fields === undefined) throw new Error(`no process ${pid}`);
+  return Number(fields[2]);
+}
+
+/**
+ * The processes of a group that still run (zombies aside), from /proc (Linux). Killed
+ * orphans linger as zombies until init reaps them, so `kill(-pgid, 0)` alone would say
+ * the group lives on.
+ */
+export function liveMembersOf(pgid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^[0-9]+$/.test(entry))
+    .map(Number)
+    .filter((pid) => {
+      const fields = procStat(pid);
+      return fields !== undefined && Number(fields[2]) === pgid && fields[0] !== 'Z';
+    });
+}
+
+/** Waits until no process of the group runs (a killed process takes a moment to die). */
+export function waitForGroupGone(pgid: number, timeoutMs = 10_000): Promise<true> {
+  return waitFor(`process group ${pgid} to end`, () => (liveMembersOf(pgid).length === 0 ? true : undefined), timeoutMs);
+}
+
+function procState(pid: number): string | undefined {
+  return procStat(pid)?.[0];
+}
+
+/** The fields of /proc/<pid>/stat after the command name: state, ppid, pgrp, ... */
+function procStat(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** `<dataDir>/server.json`, or undefined when no server has recorded itself. */
+export function serverInfo(dataDir: string): ServerInfo | undefined {
+  const file = serverInfoPath(dataDir);
+  if (!existsSync(file)) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as ServerInfo;
+  } catch {
+    return undefined; // being written
+  }
+}
+
+/** Ends a background server a test caused to start, by its recorded pid, if it still runs. */
+export function stopServer(info: ServerInfo | undefined): void {
+  if (info !== undefined && isAlive(info.pid)) process.kill(info.pid, 'SIGKILL');
+}
+
+/** Parses all of stdout as one JSON value (fails the test with the text when it is not). */
+export function parseStdout<T = unknown>(result: Finished): T {
+  try {
+    return JSON.parse(result.stdout) as T;
+  } catch {
+    throw new Error(`stdout is not one JSON value:\n${result.stdout}\nstderr:\n${result.stderr}`);
+  }
+}
+
+/** The timeout of a test that runs the CLI: each start loads the runtime (seconds of CPU), and tests share two cores. */
+export const SLOW = 120_000;
