@@ -37,7 +37,12 @@ async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
     const { LocalRuntime } = await import('../../local/runtime.ts');
     const { LocalApiServer } = await import('../../local/server.ts');
     const runtime = await LocalRuntime.open({ dataDir: options.dataDir, onError: (error) => io.err(`relaunch: ${String(error)}`) });
-    const server = await LocalApiServer.start(runtime, { port: options.port, onError: (error) => io.err(`relaunch: ${String(error)}`) });
+    const onError = (error: unknown): void => io.err(`relaunch: ${String(error)}`);
+    // A port in use fails here: close the runtime, whose database would keep the process alive.
+    const server = await LocalApiServer.start(runtime, { port: options.port, onError }).catch(async (error: unknown) => {
+      await runtime.close();
+      throw error;
+    });
     io.out(`relaunch API on ${server.url} (data in ${runtime.dataDir}); Ctrl-C to stop`);
     const stop = new AbortController();
     const onSignal = (): void => stop.abort();
@@ -76,7 +81,13 @@ async function cancelLiveJobs(runtime: LocalRuntime): Promise<void> {
   const { jobs } = await listJobs(runtime.deps);
   const live = jobs.filter((job) => !isTerminal(job.status));
   await Promise.all(live.map((job) => cancelJob(job.jobId, runtime.deps).catch(() => undefined)));
-  await Promise.race([Promise.all(live.map((job) => runtime.waitForJob(job.jobId).catch(() => undefined))), sleep(5_000)]);
+  // The timer is cleared once the jobs end: a pending one would keep the process up 5 s more.
+  const patience = new AbortController();
+  await Promise.race([
+    Promise.all(live.map((job) => runtime.waitForJob(job.jobId).catch(() => undefined))),
+    sleep(5_000, undefined, { signal: patience.signal }).catch(() => undefined),
+  ]);
+  patience.abort();
 }
 
 function port(value: string): number {
