@@ -7,7 +7,7 @@ import { isTerminal, type JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
 import type { JobsClient } from './jobs-client.ts';
-import { attemptLogPath } from './logs-files.ts';
+import { attemptLogPath } from '../local/paths.ts';
 
 /** How often the job is read while it runs. */
 const POLL_MS = 200;

@@ -107,6 +107,14 @@ export class LocalWorkflow implements Workflow {
     waiter.reject(new NamedWorkflowError(error, cause));
   }
 
+  /** Forgets a token that was handed out but never stored: nothing will resume it. */
+  withdraw(taskToken: string): void {
+    const waiter = this.waiters.get(taskToken);
+    if (waiter === undefined) return;
+    clearTimeout(waiter.timer);
+    this.waiters.delete(taskToken);
+  }
+
   async heartbeat(taskToken: string): Promise<void> {
     const waiter = this.waiters.get(taskToken);
     if (waiter === undefined) throw new StaleAttemptError('the task this heartbeat is for is no longer waiting');

@@ -3,15 +3,16 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { constants } from 'node:os';
 import path from 'node:path';
+import { OUTPUT_TAIL_LINES, OUTPUT_TAIL_MAX_BYTES } from '../lib/agent/protocol.ts';
 import { jobEnvironment } from '../lib/job-env.ts';
 import type { InstanceRef } from '../lib/model.ts';
 import type { Phase } from '../lib/policy/types.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../lib/ports.ts';
 import type { TaskSpec } from '../lib/spec/types.ts';
+import { attemptLogPath, jobWorkDir } from './paths.ts';
 
-/** How many output lines a report carries. */
-const OUTPUT_TAIL_LINES = 50;
 
 /** Where a local node's news goes: the use cases an EC2 agent reaches through the API. */
 export interface LocalAgentSink {
@@ -57,17 +58,20 @@ interface RunningAttempt {
   readonly timers: Set<NodeJS.Timeout>;
 }
 
-/** Signals bash reports as 128 + N; Node gives the name instead. */
-const SIGNAL_NUMBERS: Readonly<Record<string, number>> = {
-  SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGILL: 4, SIGTRAP: 5, SIGABRT: 6, SIGBUS: 7, SIGFPE: 8,
-  SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15,
-};
-
-/** The exit code a shell would show for a process that ended this way. */
+/**
+ * The exit code a shell would show for a process that ended this way: 128 + N for death
+ * by signal N (Node gives the signal's name; the OS's table gives its number).
+ */
 export function shellExitCode(code: number | null, signal: NodeJS.Signals | null): number {
   if (code !== null) return code;
-  return 128 + (signal === null ? 0 : (SIGNAL_NUMBERS[signal] ?? 0));
+  const number = signal === null ? undefined : constants.signals[signal];
+  // Node reports either a code or a signal; a signal the OS does not name cannot happen.
+  if (number === undefined) throw new Error(`process ended with neither an exit code nor a known signal (${String(signal)})`);
+  return 128 + number;
 }
+
+/** How long after bash exits its last output may still arrive. */
+const OUTPUT_SETTLE_MS = 200;
 
 /** Local attempts as process groups; instance ids are `local-<job>-<attempt>-<rank>`. */
 export class LocalProcessCompute implements Compute {
@@ -75,22 +79,12 @@ export class LocalProcessCompute implements Compute {
 
   constructor(private readonly options: LocalProcessComputeOptions) {}
 
-  /** The log file of an attempt. */
-  logPath(jobId: string, attempt: number): string {
-    return path.join(this.options.dataDir, 'logs', jobId, `attempt-${attempt}.log`);
-  }
-
-  /** The working folder of a job without a workdir: kept across attempts, like a checkpoint disk. */
-  jobDir(jobId: string): string {
-    return path.join(this.options.dataDir, 'jobs', jobId);
-  }
-
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { jobId, attempt, spec } = request;
-    const cwd = spec.workdir === null ? this.jobDir(jobId) : path.resolve(spec.workdir);
+    const cwd = spec.workdir === null ? jobWorkDir(this.options.dataDir, jobId) : path.resolve(spec.workdir);
     mkdirSync(cwd, { recursive: true });
-    mkdirSync(path.dirname(this.logPath(jobId, attempt)), { recursive: true });
-    const log = createWriteStream(this.logPath(jobId, attempt), { flags: 'a' });
+    mkdirSync(path.dirname(attemptLogPath(this.options.dataDir, jobId, attempt)), { recursive: true });
+    const log = createWriteStream(attemptLogPath(this.options.dataDir, jobId, attempt), { flags: 'a' });
     const nodes: RunningNode[] = [];
     const running: RunningAttempt = { nodes, log, timers: new Set() };
     this.attempts.set(key(jobId, attempt), running);
@@ -190,7 +184,7 @@ export class LocalProcessCompute implements Compute {
     return new Promise((resolve) => {
       const child = spawn('bash', ['-c', script], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
       node.child = child;
-      const tail = new LineTail(OUTPUT_TAIL_LINES);
+      const tail = new LineTail(OUTPUT_TAIL_LINES, OUTPUT_TAIL_MAX_BYTES);
       const prefix = numNodes > 1 ? `(node ${node.rank}) ` : '';
       const onData = (chunk: Buffer): void => {
         const text = chunk.toString('utf8');
@@ -203,7 +197,17 @@ export class LocalProcessCompute implements Compute {
         running.log.write(`${prefix}relaunch: could not start bash: ${error.message}\n`);
         resolve({ exitCode: 127, tail: error.message });
       });
-      child.on('close', (code, signal) => resolve({ exitCode: shellExitCode(code, signal), tail: tail.text() }));
+      // The phase ends when bash exits; its output is complete at 'close', which a
+      // background child still holding the pipe can put off indefinitely, so the tail
+      // waits for 'close' only briefly.
+      child.on('exit', (code, signal) => {
+        const finish = (): void => resolve({ exitCode: shellExitCode(code, signal), tail: tail.text() });
+        const late = setTimeout(finish, OUTPUT_SETTLE_MS);
+        child.once('close', () => {
+          clearTimeout(late);
+          finish();
+        });
+      });
     });
   }
 
@@ -248,14 +252,18 @@ function prefixLines(text: string, prefix: string): string {
 
 /** SIGTERM to the whole group, SIGKILL after a grace period; resolves when it is gone. */
 async function killGroup(child: ChildProcess | null, graceMs = 2_000): Promise<void> {
-  if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  signalGroup(child.pid, 'SIGTERM');
-  const timer = setTimeout(() => signalGroup(child.pid as number, 'SIGKILL'), graceMs);
-  await gone;
-  clearTimeout(timer);
-  // Anything the job left in its group (background children) goes too.
-  signalGroup(child.pid, 'SIGKILL');
+  if (child?.pid === undefined) return;
+  const pid = child.pid;
+  if (child.exitCode === null && child.signalCode === null) {
+    const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    signalGroup(pid, 'SIGTERM');
+    const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
+    await gone;
+    clearTimeout(timer);
+  }
+  // Whatever the job left in its group (background children) goes too, even when the
+  // leader had already exited.
+  signalGroup(pid, 'SIGKILL');
 }
 
 function signalGroup(pid: number, signal: NodeJS.Signals): void {
@@ -266,22 +274,33 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-/** Keeps the last N lines of a stream of text. */
+/** Keeps the last N lines of a stream of text, and at most M bytes of them. */
 class LineTail {
   private lines: string[] = [];
   private partial = '';
 
-  constructor(private readonly max: number) {}
+  constructor(
+    private readonly maxLines: number,
+    private readonly maxBytes: number,
+  ) {}
 
   push(text: string): void {
     const parts = (this.partial + text).split('\n');
-    this.partial = parts.pop() ?? '';
+    // A line with no end (a progress bar redrawn with \r) must not grow without bound.
+    this.partial = lastBytes(parts.pop() ?? '', this.maxBytes);
     this.lines.push(...parts);
-    if (this.lines.length > this.max) this.lines = this.lines.slice(-this.max);
+    if (this.lines.length > this.maxLines) this.lines = this.lines.slice(-this.maxLines);
   }
 
   text(): string {
     const all = this.partial === '' ? this.lines : [...this.lines, this.partial];
-    return all.slice(-this.max).join('\n');
+    return lastBytes(all.slice(-this.maxLines).join('\n'), this.maxBytes);
   }
+}
+
+/** The end of a string, at most `max` bytes of UTF-8 (never a broken character). */
+function lastBytes(text: string, max: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= max) return text;
+  return bytes.subarray(bytes.length - max).toString('utf8').replace(/^\uFFFD+/, '');
 }

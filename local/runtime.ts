@@ -85,6 +85,21 @@ export class LocalRuntime {
       region: 'local',
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     });
+    try {
+      return await LocalRuntime.assemble(options, dataDir, dynamo, client);
+    } catch (error) {
+      client.destroy();
+      await dynamo.close();
+      throw error;
+    }
+  }
+
+  private static async assemble(
+    options: LocalRuntimeOptions,
+    dataDir: string,
+    dynamo: LocalDynamo,
+    client: DynamoDBClient,
+  ): Promise<LocalRuntime> {
     await ensureTable(client, LOCAL_TABLE_NAME);
     const store = new DynamoJobStore({ client, tableName: LOCAL_TABLE_NAME });
     const clock = options.clock ?? systemClock;
@@ -186,7 +201,14 @@ function localTasks(deps: LocalRuntime['deps']): Record<string, LocalTaskHandler
   bound[StateName.AwaitAttempt] = async (input) => {
     const { Payload } = AwaitTaskInputSchema.parse(input);
     const { token, result } = deps.workflow.waitForTaskToken();
-    await storeToken({ ...Payload, taskToken: token });
+    try {
+      await storeToken({ ...Payload, taskToken: token });
+    } catch (error) {
+      // Nobody will resume a token that was never stored: withdraw it, so its heartbeat
+      // timer cannot fail a promise no one awaits.
+      deps.workflow.withdraw(token);
+      throw error;
+    }
     return result;
   };
   return bound;

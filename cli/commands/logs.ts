@@ -6,7 +6,7 @@ import { InvalidInputError } from '../../lib/errors.ts';
 import { openTarget, withTargetOptions, type TargetOptions } from '../context.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
-import { attemptLogPath } from '../logs-files.ts';
+import { attemptLogPath } from '../../local/paths.ts';
 import { attemptList } from './run.ts';
 
 interface LogsOptions extends TargetOptions {

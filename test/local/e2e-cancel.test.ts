@@ -2,6 +2,7 @@
 // relaunch it. Either way the machine ends it CANCELLED and no process is left.
 
 import { existsSync } from 'node:fs';
+import { attemptLogPath } from '../../local/paths.ts';
 import { describe, expect, it } from 'vitest';
 import { alive, finish, liveInGroup, statusTrail, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from './harness.ts';
 
@@ -83,7 +84,7 @@ describe('cancel, end to end', () => {
     expect(job.attempts[1]?.instances).toEqual([]);
     // One launch only: the second attempt was written ended, with nothing started.
     expect(t.launches.map((l) => l.attempt)).toEqual([1]);
-    expect(existsSync(t.runtime.deps.compute.logPath(jobId, 2))).toBe(false);
+    expect(existsSync(attemptLogPath(t.runtime.dataDir, jobId, 2))).toBe(false);
     expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'RECOVERING', 'CANCELLING', 'CANCELLED']);
     expect(t.transitions.map((x) => x.state).slice(-7)).toEqual([
       'WaitBeforeRelaunch',

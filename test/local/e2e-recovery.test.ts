@@ -2,6 +2,7 @@
 // heartbeat, a peer's failure on a multi-node job, and a late report from an old attempt.
 
 import { writeFileSync } from 'node:fs';
+import { jobWorkDir } from '../../local/paths.ts';
 import { describe, expect, it } from 'vitest';
 import { StaleAttemptError } from '../../lib/errors.ts';
 import { heartbeat, reportPhase } from '../../lib/usecases/index.ts';
@@ -121,7 +122,7 @@ describe('recovery without an exit code, end to end', () => {
     // Node 1 fails only once both nodes run, so node 0 is surely running when it does.
     await waitFor('both nodes of attempt 1', () => (t.runtime.deps.compute.liveProcessIds().length === 2 ? true : undefined));
     const pids = t.runtime.deps.compute.liveProcessIds();
-    writeFileSync(`${t.runtime.deps.compute.jobDir(jobId)}/go`, '');
+    writeFileSync(`${jobWorkDir(t.runtime.dataDir, jobId)}/go`, '');
     const job = await finish(t, jobId);
 
     expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
@@ -180,7 +181,7 @@ describe('recovery without an exit code, end to end', () => {
     await expect(reportPhase({ ...credentials, phase: 'run', exitCode: 29, outputTail: '' }, deps)).resolves.toEqual({ status: 'duplicate' });
 
     expect(await stored(t, jobId)).toEqual(before);
-    writeFileSync(`${t.runtime.deps.compute.jobDir(jobId)}/go`, '');
+    writeFileSync(`${jobWorkDir(t.runtime.dataDir, jobId)}/go`, '');
     const job = await finish(t, jobId);
     expect(job.view.attempts).toMatchObject([
       { attempt: 1, exitCodes: [29], decision: 'RESTART' },
