@@ -6,43 +6,16 @@ import { architectureOf, hasGpus } from '../../lib/instance-types.ts';
 import { instanceTypesFor, planPlacements, type PlacementInput } from '../../lib/placement.ts';
 import type { LaunchRequest } from '../../lib/ports.ts';
 import type { Accelerator, Quantity, RecoveryStrategy, Resources, TaskSpec } from '../../lib/spec/types.ts';
-
-function resources(overrides: Partial<Resources> = {}): Resources {
-  return {
-    cloud: 'aws',
-    region: null,
-    zone: null,
-    instanceType: null,
-    cpus: null,
-    memoryGb: null,
-    accelerators: [],
-    useSpot: false,
-    diskSizeGb: null,
-    imageId: null,
-    jobRecovery: {
-      strategy: 'EAGER_NEXT_REGION',
-      maxRestartsOnErrors: 0,
-      recoverOnExitCodes: [],
-      failOnExitCodes: [],
-      maxRestartsOnExitCodes: null,
-      restartBackoff: null,
-      onDemandFallbackAfter: null,
-    },
-    ...overrides,
-  };
-}
+import { resources, taskSpec } from '../fixtures/specs.ts';
 
 function spec(overrides: Partial<Resources> = {}, strategy: RecoveryStrategy = 'EAGER_NEXT_REGION'): TaskSpec {
   const base = resources(overrides);
-  return {
+  return taskSpec({
     name: 'job',
-    workdir: null,
-    numNodes: 1,
-    envs: {},
     setup: null,
     run: 'true',
     resources: { ...base, jobRecovery: { ...base.jobRecovery, strategy } },
-  };
+  });
 }
 
 const exactly = (value: number): Quantity => ({ value, orMore: false });

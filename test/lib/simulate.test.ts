@@ -4,38 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.ts';
 import type { RecoveryPolicy, TaskSpec } from '../../lib/spec/types.ts';
 import { simulate } from '../../lib/simulate.ts';
+import { recoveryPolicy, taskSpec } from '../fixtures/specs.ts';
 
 function spec(recovery: Partial<RecoveryPolicy> = {}, numNodes = 1, useSpot = true): TaskSpec {
-  return {
-    name: 'train',
-    workdir: null,
-    numNodes,
-    envs: {},
-    setup: null,
-    run: 'python train.py',
-    resources: {
-      cloud: 'aws',
-      region: null,
-      zone: null,
-      instanceType: null,
-      cpus: null,
-      memoryGb: null,
-      accelerators: [],
-      useSpot,
-      diskSizeGb: null,
-      imageId: null,
-      jobRecovery: {
-        strategy: 'EAGER_NEXT_REGION',
-        maxRestartsOnErrors: 0,
-        recoverOnExitCodes: [],
-        failOnExitCodes: [],
-        maxRestartsOnExitCodes: null,
-        restartBackoff: null,
-        onDemandFallbackAfter: null,
-        ...recovery,
-      },
-    },
-  };
+  return taskSpec({ numNodes, setup: null, resources: { useSpot, jobRecovery: recoveryPolicy(recovery) } });
 }
 
 /** The InvalidInputError's issues, or a failure when nothing (or something else) is thrown. */

@@ -25,6 +25,7 @@ import {
 import { NoCapacityError, PrecheckError } from '../../../lib/errors.ts';
 import type { LaunchRequest } from '../../../lib/ports.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
+import { taskSpec } from '../../fixtures/specs.ts';
 
 const mockEc2 = (client: EC2Client) => mockClient(client);
 const mockSsm = (client: SSMClient) => mockClient(client);
@@ -55,37 +56,7 @@ function awsError(code: string, message = `${code} (from the test)`): EC2Service
 }
 
 function spec(resources: Partial<Resources> = {}, overrides: Partial<TaskSpec> = {}): TaskSpec {
-  return {
-    name: 'train',
-    workdir: null,
-    numNodes: 1,
-    envs: {},
-    setup: 'pip install -r requirements.txt',
-    run: 'python train.py',
-    resources: {
-      cloud: 'aws',
-      region: null,
-      zone: null,
-      instanceType: null,
-      cpus: null,
-      memoryGb: null,
-      accelerators: [],
-      useSpot: false,
-      diskSizeGb: null,
-      imageId: null,
-      jobRecovery: {
-        strategy: 'EAGER_NEXT_REGION',
-        maxRestartsOnErrors: 0,
-        recoverOnExitCodes: [],
-        failOnExitCodes: [],
-        maxRestartsOnExitCodes: null,
-        restartBackoff: null,
-        onDemandFallbackAfter: null,
-      },
-      ...resources,
-    },
-    ...overrides,
-  };
+  return { ...taskSpec({ resources }), ...overrides };
 }
 
 function request(taskSpec: TaskSpec, overrides: Partial<LaunchRequest> = {}): LaunchRequest {

@@ -12,6 +12,7 @@ import { HeartbeatBodySchema, OUTPUT_TAIL_MAX_BYTES, ReportBodySchema, type Repo
 import { renderAgentScript, type AgentScriptParams } from '../../../lib/agent/script.ts';
 import { PrecheckError } from '../../../lib/errors.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
+import { taskSpec } from '../../fixtures/specs.ts';
 
 const SECRET = 's3cret-for-attempt';
 const JOB_ID = 'job-7f3a';
@@ -87,38 +88,9 @@ class FakeApi {
   }
 }
 
+/** The fixture task with phases bash can run here: each echoes what it is. */
 function spec(overrides: Partial<TaskSpec> = {}, resources: Partial<Resources> = {}): TaskSpec {
-  return {
-    name: 'agent-test',
-    workdir: null,
-    numNodes: 1,
-    envs: {},
-    setup: 'echo setting up',
-    run: 'echo running',
-    resources: {
-      cloud: 'aws',
-      region: null,
-      zone: null,
-      instanceType: null,
-      cpus: null,
-      memoryGb: null,
-      accelerators: [],
-      useSpot: false,
-      diskSizeGb: null,
-      imageId: null,
-      jobRecovery: {
-        strategy: 'EAGER_NEXT_REGION',
-        maxRestartsOnErrors: 0,
-        recoverOnExitCodes: [],
-        failOnExitCodes: [],
-        maxRestartsOnExitCodes: null,
-        restartBackoff: null,
-        onDemandFallbackAfter: null,
-      },
-      ...resources,
-    },
-    ...overrides,
-  };
+  return { ...taskSpec({ name: 'agent-test', setup: 'echo setting up', run: 'echo running', resources }), ...overrides };
 }
 
 /** A run script that saves the environment it saw (NUL-separated) and its directory. */

@@ -4,19 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { decideRecovery, initialCounters } from '../../../lib/policy/decide.ts';
 import type { AttemptOutcome, NodeExit, Phase, RecoveryCounters, RecoveryDecision } from '../../../lib/policy/types.ts';
 import type { RecoveryPolicy, RestartBackoff } from '../../../lib/spec/types.ts';
-
-function policy(overrides: Partial<RecoveryPolicy> = {}): RecoveryPolicy {
-  return {
-    strategy: 'EAGER_NEXT_REGION',
-    maxRestartsOnErrors: 0,
-    recoverOnExitCodes: [],
-    failOnExitCodes: [],
-    maxRestartsOnExitCodes: null,
-    restartBackoff: null,
-    onDemandFallbackAfter: null,
-    ...overrides,
-  };
-}
+import { recoveryPolicy } from '../../fixtures/specs.ts';
 
 function counters(overrides: Partial<RecoveryCounters> = {}): RecoveryCounters {
   return { ...initialCounters(true), ...overrides };
@@ -172,7 +160,7 @@ describe('decideRecovery: action, status, rule and counters', () => {
   ];
 
   it.each(rows)('%s', (_name, p, c, outcome, expected) => {
-    const decision = decide(policy(p), counters(c), outcome);
+    const decision = decide(recoveryPolicy(p), counters(c), outcome);
     expect({
       action: decision.action,
       status: decision.status,
@@ -225,14 +213,14 @@ describe('decideRecovery: the reason names the rule, the budget charged and what
   ] as [string, Partial<RecoveryPolicy>, Partial<RecoveryCounters>, AttemptOutcome, string][])(
     '%s',
     (_name, p, c, outcome, reason) => {
-      expect(decide(policy(p), counters(c), outcome).reason).toBe(reason);
+      expect(decide(recoveryPolicy(p), counters(c), outcome).reason).toBe(reason);
     },
   );
 });
 
 describe('decideRecovery: sequences', () => {
   it('max_restarts_on_errors: 3 gives 4 attempts for ordinary failures', () => {
-    const decisions = sequence(policy({ maxRestartsOnErrors: 3 }), Array(4).fill(exited('run', 1)));
+    const decisions = sequence(recoveryPolicy({ maxRestartsOnErrors: 3 }), Array(4).fill(exited('run', 1)));
     expect(decisions.map((d) => [d.action, d.counters.restartsOnErrors, d.counters.recoveryCount])).toEqual([
       ['RESTART', 1, 1],
       ['RESTART', 2, 2],
@@ -243,7 +231,7 @@ describe('decideRecovery: sequences', () => {
   });
 
   it('setup and run failures share one budget; the phase that exhausts it names the status', () => {
-    const decisions = sequence(policy({ maxRestartsOnErrors: 2 }), [exited('setup', 1), exited('run', 1), exited('setup', 1)]);
+    const decisions = sequence(recoveryPolicy({ maxRestartsOnErrors: 2 }), [exited('setup', 1), exited('run', 1), exited('setup', 1)]);
     expect(decisions.map((d) => [d.action, d.status, d.counters.restartsOnErrors])).toEqual([
       ['RESTART', 'RECOVERING', 1],
       ['RESTART', 'RECOVERING', 2],
@@ -252,7 +240,7 @@ describe('decideRecovery: sequences', () => {
   });
 
   it('preemptions and rule-3 restarts between failures leave the error budget alone', () => {
-    const decisions = sequence(policy({ maxRestartsOnErrors: 1, recoverOnExitCodes: [29] }), [
+    const decisions = sequence(recoveryPolicy({ maxRestartsOnErrors: 1, recoverOnExitCodes: [29] }), [
       exited('run', 1),
       PREEMPTED,
       exited('run', 29),
@@ -288,7 +276,7 @@ describe('decideRecovery: restart backoff', () => {
     ['initial 0 waits 0 even when factor^k overflows', { ...exponential, initialSeconds: 0 }, 5000, 0.5, 0],
   ] as [string, RestartBackoff, number, number, number][])('%s', (_name, backoff, k, draw, seconds) => {
     const decision = decide(
-      policy({ restartBackoff: backoff, maxRestartsOnErrors: 1 }),
+      recoveryPolicy({ restartBackoff: backoff, maxRestartsOnErrors: 1 }),
       counters({ recoveryCount: k }),
       exited('run', 1),
       () => draw,
@@ -298,20 +286,20 @@ describe('decideRecovery: restart backoff', () => {
   });
 
   it('without restart_backoff a relaunch waits 0 and the reason says nothing of waiting', () => {
-    const decision = decide(policy({ maxRestartsOnErrors: 1 }), counters({ recoveryCount: 7 }), exited('run', 1));
+    const decision = decide(recoveryPolicy({ maxRestartsOnErrors: 1 }), counters({ recoveryCount: 7 }), exited('run', 1));
     expect(decision.delaySeconds).toBe(0);
     expect(decision.reason).not.toMatch(/next attempt/);
   });
 
   it('a recovery after preemption waits too, and k counts every earlier relaunch', () => {
-    const decision = decide(policy({ restartBackoff: exponential }), counters({ recoveryCount: 2 }), PREEMPTED);
+    const decision = decide(recoveryPolicy({ restartBackoff: exponential }), counters({ recoveryCount: 2 }), PREEMPTED);
     expect(decision.delaySeconds).toBe(40);
     expect(decision.reason).toBe('spot preemption; recovery 3, does not count toward max_restarts_on_errors; next attempt in 40 s');
   });
 
   it('with full jitter the reason gives the draw and its upper bound', () => {
     const decision = decide(
-      policy({ restartBackoff: { ...exponential, jitter: 'full' }, recoverOnExitCodes: [29] }),
+      recoveryPolicy({ restartBackoff: { ...exponential, jitter: 'full' }, recoverOnExitCodes: [29] }),
       counters({ recoveryCount: 1 }),
       exited('run', 29),
       () => 0.25,
@@ -324,14 +312,14 @@ describe('decideRecovery: restart backoff', () => {
     ['FAIL', exited('run', 1)],
     ['FAIL (cancelled)', { kind: 'CANCELLED' }],
   ] as [string, AttemptOutcome][])('%s never waits', (_name, outcome) => {
-    const decision = decide(policy({ restartBackoff: exponential }), counters({ recoveryCount: 3 }), outcome);
+    const decision = decide(recoveryPolicy({ restartBackoff: exponential }), counters({ recoveryCount: 3 }), outcome);
     expect(decision.delaySeconds).toBe(0);
     expect(decision.reason).not.toMatch(/next attempt/);
   });
 });
 
 describe('decideRecovery: on-demand fallback', () => {
-  const fallbackAfter3 = policy({ onDemandFallbackAfter: 3, maxRestartsOnErrors: 5, recoverOnExitCodes: [29] });
+  const fallbackAfter3 = recoveryPolicy({ onDemandFallbackAfter: 3, maxRestartsOnErrors: 5, recoverOnExitCodes: [29] });
 
   it('after 3 preemptions in a row the next attempt is on-demand, and the reason says so', () => {
     const decisions = sequence(fallbackAfter3, [PREEMPTED, PREEMPTED, PREEMPTED]);
@@ -367,13 +355,13 @@ describe('decideRecovery: on-demand fallback', () => {
   });
 
   it('without on_demand_fallback_after a spot job stays on spot however many preemptions', () => {
-    const decisions = sequence(policy(), Array(20).fill(PREEMPTED));
+    const decisions = sequence(recoveryPolicy(), Array(20).fill(PREEMPTED));
     expect(decisions.at(-1)?.market).toBe('spot');
     expect(decisions.at(-1)?.counters.consecutivePreemptions).toBe(20);
   });
 
   it('a lost instance never triggers the fallback, even with a threshold of 0', () => {
-    const decision = decide(policy({ onDemandFallbackAfter: 0 }), counters(), LOST);
+    const decision = decide(recoveryPolicy({ onDemandFallbackAfter: 0 }), counters(), LOST);
     expect(decision.market).toBe('spot');
   });
 
@@ -399,7 +387,7 @@ describe('decideRecovery: purity', () => {
     ['a preemption that triggers the fallback', PREEMPTED],
     ['a success', exited('run', 0)],
   ] as [string, AttemptOutcome][])('%s leaves its (frozen) inputs as they were and repeats exactly', (_name, outcome) => {
-    const p = policy({
+    const p = recoveryPolicy({
       maxRestartsOnErrors: 2,
       recoverOnExitCodes: [29],
       restartBackoff: { initialSeconds: 1, factor: 2, maxSeconds: 8, jitter: 'full' },

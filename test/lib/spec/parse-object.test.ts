@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
 import { parseTaskObject } from '../../../lib/spec/parse.ts';
 import type { Resources } from '../../../lib/spec/types.ts';
+import * as fixtures from '../../fixtures/specs.ts';
 
 /** The issues a rejected task carries, formatted; fails the test if it is accepted. */
 function issuesOf(task: unknown): string[] {
@@ -55,6 +56,10 @@ describe('parseTaskObject normalizes', () => {
   it('envs: numbers as JavaScript writes them, booleans as SkyPilot writes them, no value as empty', () => {
     const { spec } = parseTaskObject({ run: 'env', envs: { RATE: 1.5, BIG: 1e21, ON: true, OFF: false, EMPTY: null, TEXT: 'x' } });
     expect(spec.envs).toEqual({ RATE: '1.5', BIG: '1e+21', ON: 'True', OFF: 'False', EMPTY: '', TEXT: 'x' });
+  });
+
+  it('a task without resources gets the defaults the test fixtures are built on', () => {
+    expect(parseTaskObject({ run: 'true' }).spec.resources).toEqual(fixtures.resources());
   });
 
   it('a task with only defaults is one node, no envs, no name, and warns that it does nothing', () => {

@@ -13,6 +13,7 @@ import type { Phase } from '../../../lib/policy/types.ts';
 import type { WorkflowState } from '../../../lib/workflow/contract.ts';
 import { FakeCompute } from '../../fakes/fake-compute.ts';
 import { FakeWorkflow } from '../../fakes/fake-workflow.ts';
+import * as fixtures from '../../fixtures/specs.ts';
 
 /** A clock that stands still until a test moves it. */
 export class TestClock implements Clock {
@@ -28,43 +29,16 @@ export class TestClock implements Clock {
   }
 }
 
-/** SkyPilot's default policy: EAGER_NEXT_REGION, no restarts on errors, no exit codes. */
-export function policy(overrides: Partial<RecoveryPolicy> = {}): RecoveryPolicy {
-  return {
-    strategy: 'EAGER_NEXT_REGION',
-    maxRestartsOnErrors: 0,
-    recoverOnExitCodes: [],
-    failOnExitCodes: [],
-    maxRestartsOnExitCodes: null,
-    restartBackoff: null,
-    onDemandFallbackAfter: null,
-    ...overrides,
-  };
-}
-
-/** A small task; `useSpot` and the policy are what most tests vary. */
+/** A small task on a spot m5.large; `useSpot` and the policy are what most tests vary. */
 export function taskSpec(options: { numNodes?: number; useSpot?: boolean; recovery?: Partial<RecoveryPolicy> } = {}): TaskSpec {
-  return {
-    name: 'train',
-    workdir: null,
+  return fixtures.taskSpec({
     numNodes: options.numNodes ?? 1,
-    envs: {},
-    setup: 'pip install -r requirements.txt',
-    run: 'python train.py',
     resources: {
-      cloud: 'aws',
-      region: null,
-      zone: null,
       instanceType: 'm5.large',
-      cpus: null,
-      memoryGb: null,
-      accelerators: [],
       useSpot: options.useSpot ?? true,
-      diskSizeGb: null,
-      imageId: null,
-      jobRecovery: policy(options.recovery),
+      jobRecovery: fixtures.recoveryPolicy(options.recovery),
     },
-  };
+  });
 }
 
 /** Everything a test needs, wired together. */
