@@ -14,6 +14,7 @@ import { hashSecret } from '../../lib/secrets.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { newJobRecord } from '../../lib/usecases/submit-job.ts';
+import { attemptRecord } from '../fixtures/records.ts';
 
 export const STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:relaunch-controller';
 export const SECRET = 'the-attempt-secret';
@@ -91,23 +92,7 @@ export async function givenAttempt(
   attempt: number,
   options: { instances?: readonly InstanceRef[]; taskToken?: string } = {},
 ): Promise<void> {
-  const at = new Date().toISOString();
-  await store.putAttempt({
-    jobId,
-    attempt,
-    market: 'spot',
-    placement: null,
-    instances: [],
-    taskToken: null,
-    secretHash: hashSecret(SECRET),
-    reports: [],
-    outcome: null,
-    decision: null,
-    startedAt: at,
-    lastHeartbeatAt: null,
-    interruptionNoticedAt: null,
-    endedAt: null,
-  });
+  await store.putAttempt(attemptRecord(jobId, attempt, new Date().toISOString(), { secretHash: hashSecret(SECRET) }));
   const instances = options.instances ?? [];
   if (instances.length > 0) {
     await store.setInstances(jobId, attempt, { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' }, instances);

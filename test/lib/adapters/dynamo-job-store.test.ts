@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX } from '../../../lib/adapters/dynamo-table.ts';
-import { describeJobStoreContract, richSpec } from './job-store.contract.ts';
+import { attemptRecord } from '../../fixtures/records.ts';
+import { describeJobStoreContract, richSpec, sampleJob as job } from './job-store.contract.ts';
 
 let dynamo: LocalDynamo;
 let client: DynamoDBClient;
@@ -36,19 +37,6 @@ async function freshStore(): Promise<{ store: DynamoJobStore; tableName: string 
 describeJobStoreContract('DynamoJobStore on dynalite', async () => (await freshStore()).store);
 
 describe('DynamoJobStore layout', () => {
-  const job = {
-    jobId: 'job-1',
-    name: null,
-    spec: richSpec,
-    status: 'PENDING',
-    counters: { restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 0, consecutivePreemptions: 0, market: 'spot' },
-    attemptCount: 0,
-    executionArn: null,
-    failureReason: null,
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: '2026-01-01T00:00:00.000Z',
-  } as const;
-
   it('keeps the job under JOB#<id>/JOB with its spec as a map and the list index keys', async () => {
     const { store, tableName } = await freshStore();
     await store.createJob(job);
@@ -73,22 +61,7 @@ describe('DynamoJobStore layout', () => {
       attempt: 1,
       at: '2026-01-01T00:00:01.000Z',
     });
-    await store.putAttempt({
-      jobId: 'job-1',
-      attempt: 1,
-      market: 'spot',
-      placement: null,
-      instances: [],
-      taskToken: null,
-      secretHash: 'f'.repeat(64),
-      reports: [],
-      outcome: null,
-      decision: null,
-      startedAt: '2026-01-01T00:00:01.000Z',
-      lastHeartbeatAt: null,
-      interruptionNoticedAt: null,
-      endedAt: null,
-    });
+    await store.putAttempt(attemptRecord('job-1', 1, '2026-01-01T00:00:01.000Z', { secretHash: 'f'.repeat(64) }));
     await store.setInstances('job-1', 1, { region: 'us-east-1', zone: null, instanceType: 'm5.large' }, [
       { instanceId: 'i-0123', nodeRank: 0, privateIp: null },
     ]);

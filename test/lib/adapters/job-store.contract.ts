@@ -8,6 +8,8 @@ import type { AttemptOutcome, RecoveryCounters } from '../../../lib/policy/types
 import type { JobStore, StatusChange } from '../../../lib/ports.ts';
 import type { TaskSpec } from '../../../lib/spec/types.ts';
 import { JobStatus } from '../../../lib/status.ts';
+import { newJobRecord } from '../../../lib/usecases/submit-job.ts';
+import { attemptRecord } from '../../fixtures/records.ts';
 
 /** Makes a fresh, empty store; called before every test. */
 export type JobStoreFactory = () => JobStore | Promise<JobStore>;
@@ -48,6 +50,9 @@ export const richSpec: TaskSpec = {
   },
 };
 
+/** Job-1 with the rich spec, unnamed, submitted 2026-01-01: for adapter tests outside the contract. */
+export const sampleJob: JobRecord = { ...newJobRecord('job-1', richSpec, '2026-01-01T00:00:00.000Z'), name: null };
+
 const freshCounters: RecoveryCounters = {
   restartsOnErrors: 0,
   restartsOnExitCodes: 0,
@@ -57,39 +62,11 @@ const freshCounters: RecoveryCounters = {
 };
 
 function makeJob(jobId: string, overrides: Partial<JobRecord> = {}): JobRecord {
-  return {
-    jobId,
-    name: richSpec.name,
-    spec: richSpec,
-    status: JobStatus.PENDING,
-    counters: freshCounters,
-    attemptCount: 0,
-    executionArn: null,
-    failureReason: null,
-    createdAt: T0,
-    updatedAt: T0,
-    ...overrides,
-  };
+  return { ...newJobRecord(jobId, richSpec, T0), ...overrides };
 }
 
 function makeAttempt(jobId: string, attempt: number, overrides: Partial<AttemptRecord> = {}): AttemptRecord {
-  return {
-    jobId,
-    attempt,
-    market: 'spot',
-    placement: null,
-    instances: [],
-    taskToken: null,
-    secretHash: 'a'.repeat(64),
-    reports: [],
-    outcome: null,
-    decision: null,
-    startedAt: T1,
-    lastHeartbeatAt: null,
-    interruptionNoticedAt: null,
-    endedAt: null,
-    ...overrides,
-  };
+  return attemptRecord(jobId, attempt, T1, overrides);
 }
 
 function report(nodeRank: number, phase: 'setup' | 'run', exitCode: number, outputTail = 'done'): NodeReport {
