@@ -28,20 +28,7 @@ import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Place
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY } from './dynamo-table.ts';
-import {
-  attemptOutOfSequenceError,
-  createdEvent,
-  decisionSetError,
-  endedError,
-  expectStatus,
-  hasReport,
-  instancesSetError,
-  jobExistsError,
-  listKey,
-  noAttemptError,
-  reportKey,
-  statusEvent,
-} from './job-store-rules.ts';
+import * as rules from './job-store-rules.ts';
 
 /** What a DynamoJobStore needs: a client (built by the caller) and the table's name. */
 export interface DynamoJobStoreOptions {
@@ -107,9 +94,9 @@ export class DynamoJobStore implements JobStore {
   async createJob(job: JobRecord): Promise<void> {
     const reasons = await this.#transact([
       this.#putNew({ ...jobKey(job.jobId), ...jobItem(job), [EVENT_COUNT]: num(1) }),
-      this.#putNew({ ...eventKey(job.jobId, job.createdAt, 1), ...recordItem(createdEvent(job)) }),
+      this.#putNew({ ...eventKey(job.jobId, job.createdAt, 1), ...recordItem(rules.createdEvent(job)) }),
     ]);
-    if (reasons !== null) throw jobExistsError(job.jobId);
+    if (reasons !== null) throw rules.jobExistsError(job.jobId);
   }
 
   async getJob(jobId: string): Promise<JobRecord> {
@@ -151,7 +138,7 @@ export class DynamoJobStore implements JobStore {
 
   async putAttempt(attempt: AttemptRecord): Promise<void> {
     const { jobId } = attempt;
-    const reportKeys = attempt.reports.map(reportKey);
+    const reportKeys = attempt.reports.map(rules.reportKey);
     const reasons = await this.#transact([
       {
         Update: {
@@ -172,7 +159,7 @@ export class DynamoJobStore implements JobStore {
     ]);
     if (reasons === null) return;
     const { job } = await this.#job(jobId);
-    throw attemptOutOfSequenceError(jobId, job.attemptCount, attempt.attempt);
+    throw rules.attemptOutOfSequenceError(jobId, job.attemptCount, attempt.attempt);
   }
 
   async getAttempt(jobId: string, attempt: number): Promise<AttemptRecord> {
@@ -225,7 +212,7 @@ export class DynamoJobStore implements JobStore {
     ]);
     if (reasons === null) return;
     await this.getAttempt(jobId, attempt);
-    throw instancesSetError(jobId, attempt);
+    throw rules.instancesSetError(jobId, attempt);
   }
 
   async setTaskToken(jobId: string, attempt: number, taskToken: string): Promise<AttemptRecord> {
@@ -239,7 +226,7 @@ export class DynamoJobStore implements JobStore {
     attempt: number,
     report: NodeReport,
   ): Promise<{ attempt: AttemptRecord; duplicate: boolean }> {
-    const key = reportKey(report);
+    const key = rules.reportKey(report);
     try {
       const updated = await this.#client.send(
         new UpdateItemCommand({
@@ -268,8 +255,8 @@ export class DynamoJobStore implements JobStore {
     }
     // Reports and outcomes are only ever added, so what is stored now says why it was refused.
     const current = await this.getAttempt(jobId, attempt);
-    if (hasReport(current, report)) return { attempt: current, duplicate: true };
-    if (current.outcome !== null) throw endedError(jobId, attempt, 'a report');
+    if (rules.hasReport(current, report)) return { attempt: current, duplicate: true };
+    if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
     throw new ConcurrentUpdateError(`report ${key} for attempt ${attempt} of job ${jobId} was refused`);
   }
 
@@ -280,7 +267,7 @@ export class DynamoJobStore implements JobStore {
       { lastHeartbeatAt: str(at) },
       'attribute_exists(#pk) AND attribute_not_exists(#outcome)',
       () => {
-        throw endedError(jobId, attempt, 'a heartbeat');
+        throw rules.endedError(jobId, attempt, 'a heartbeat');
       },
     );
   }
@@ -337,7 +324,7 @@ export class DynamoJobStore implements JobStore {
     };
     await this.#writeStatusChange(jobId, change, set, [decide], async () => {
       await this.getAttempt(jobId, attempt);
-      throw decisionSetError(jobId, attempt);
+      throw rules.decisionSetError(jobId, attempt);
     });
     return this.getJob(jobId);
   }
@@ -361,11 +348,11 @@ export class DynamoJobStore implements JobStore {
     onAlsoRefused?: () => Promise<never>,
   ): Promise<void> {
     const { job, eventCount } = await this.#job(jobId);
-    expectStatus(job, change);
+    rules.expectStatus(job, change);
     // Event rows are numbered per job so that equal timestamps keep their write order; the
     // count is part of the condition, so two writers can never take the same number.
     const seq = eventCount + 1;
-    const event = statusEvent(jobId, change);
+    const event = rules.statusEvent(jobId, change);
     const update = updateParts({ ...set, status: str(change.to), updatedAt: str(change.at), [EVENT_COUNT]: num(seq) });
     const reasons = await this.#transact([
       {
@@ -383,7 +370,7 @@ export class DynamoJobStore implements JobStore {
     ]);
     if (reasons === null) return;
     if (reasons[0] === CONDITION_FAILED) {
-      expectStatus((await this.#job(jobId)).job, change);
+      rules.expectStatus((await this.#job(jobId)).job, change);
       throw new ConcurrentUpdateError(`job ${jobId} changed while it was moving from ${change.from} to ${change.to}`);
     }
     if (reasons[1] === CONDITION_FAILED && onAlsoRefused !== undefined) await onAlsoRefused();
@@ -440,7 +427,7 @@ export class DynamoJobStore implements JobStore {
 
   async #missingAttempt(jobId: string, attempt: number): Promise<never> {
     await this.#job(jobId);
-    throw noAttemptError(jobId, attempt);
+    throw rules.noAttemptError(jobId, attempt);
   }
 
   async #get(key: Item): Promise<Item | undefined> {
@@ -560,7 +547,7 @@ function jobItem(job: JobRecord): Item {
   return {
     ...recordItem(job),
     [JOB_LIST_INDEX.partitionKey]: str(JOB_LIST_PARTITION),
-    [JOB_LIST_INDEX.sortKey]: str(listKey(job)),
+    [JOB_LIST_INDEX.sortKey]: str(rules.listKey(job)),
   };
 }
 

@@ -10,19 +10,7 @@ import { JobNotFoundError } from '../errors.ts';
 import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
-import {
-  attemptOutOfSequenceError,
-  createdEvent,
-  decisionSetError,
-  endedError,
-  expectStatus,
-  hasReport,
-  instancesSetError,
-  jobExistsError,
-  listKey,
-  noAttemptError,
-  statusEvent,
-} from './job-store-rules.ts';
+import * as rules from './job-store-rules.ts';
 
 interface StoredJob {
   job: JobRecord;
@@ -36,8 +24,8 @@ export class InMemoryJobStore implements JobStore {
   readonly #instances = new Map<string, { readonly jobId: string; readonly attempt: number }>();
 
   async createJob(job: JobRecord): Promise<void> {
-    if (this.#jobs.has(job.jobId)) throw jobExistsError(job.jobId);
-    this.#jobs.set(job.jobId, { job: frozenCopy(job), attempts: new Map(), events: [frozenCopy(createdEvent(job))] });
+    if (this.#jobs.has(job.jobId)) throw rules.jobExistsError(job.jobId);
+    this.#jobs.set(job.jobId, { job: frozenCopy(job), attempts: new Map(), events: [frozenCopy(rules.createdEvent(job))] });
   }
 
   async getJob(jobId: string): Promise<JobRecord> {
@@ -47,13 +35,13 @@ export class InMemoryJobStore implements JobStore {
   async listJobs(options?: { limit?: number }): Promise<JobRecord[]> {
     const newestFirst = [...this.#jobs.values()]
       .map((stored) => stored.job)
-      .sort((a, b) => compareStrings(listKey(b), listKey(a)));
+      .sort((a, b) => compareStrings(rules.listKey(b), rules.listKey(a)));
     return options?.limit === undefined ? newestFirst : newestFirst.slice(0, Math.max(0, options.limit));
   }
 
   async changeStatus(jobId: string, change: StatusChange, patch?: JobPatch): Promise<JobRecord> {
     const stored = this.#stored(jobId);
-    expectStatus(stored.job, change);
+    rules.expectStatus(stored.job, change);
     return this.#applyChange(stored, change, {
       counters: patch?.counters ?? stored.job.counters,
       failureReason: patch?.failureReason === undefined ? stored.job.failureReason : patch.failureReason,
@@ -68,7 +56,7 @@ export class InMemoryJobStore implements JobStore {
   async putAttempt(attempt: AttemptRecord): Promise<void> {
     const stored = this.#stored(attempt.jobId);
     if (stored.job.attemptCount !== attempt.attempt - 1) {
-      throw attemptOutOfSequenceError(attempt.jobId, stored.job.attemptCount, attempt.attempt);
+      throw rules.attemptOutOfSequenceError(attempt.jobId, stored.job.attemptCount, attempt.attempt);
     }
     stored.attempts.set(attempt.attempt, frozenCopy(attempt));
     stored.job = frozenCopy({ ...stored.job, attemptCount: attempt.attempt });
@@ -95,7 +83,7 @@ export class InMemoryJobStore implements JobStore {
     instances: readonly InstanceRef[],
   ): Promise<void> {
     const current = this.#attempt(jobId, attempt);
-    if (current.placement !== null) throw instancesSetError(jobId, attempt);
+    if (current.placement !== null) throw rules.instancesSetError(jobId, attempt);
     this.#replaceAttempt({ ...current, placement, instances });
     this.#own(jobId, attempt, instances);
   }
@@ -112,14 +100,14 @@ export class InMemoryJobStore implements JobStore {
     const current = this.#attempt(jobId, attempt);
     // A repeat is answered as one even after the attempt ended: the agent may be retrying
     // the very report that ended it.
-    if (hasReport(current, report)) return { attempt: current, duplicate: true };
-    if (current.outcome !== null) throw endedError(jobId, attempt, 'a report');
+    if (rules.hasReport(current, report)) return { attempt: current, duplicate: true };
+    if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
     return { attempt: this.#replaceAttempt({ ...current, reports: [...current.reports, report] }), duplicate: false };
   }
 
   async recordHeartbeat(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
     const current = this.#attempt(jobId, attempt);
-    if (current.outcome !== null) throw endedError(jobId, attempt, 'a heartbeat');
+    if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a heartbeat');
     return this.#replaceAttempt({ ...current, lastHeartbeatAt: at });
   }
 
@@ -149,9 +137,9 @@ export class InMemoryJobStore implements JobStore {
     patch?: Pick<JobPatch, 'failureReason'>,
   ): Promise<JobRecord> {
     const stored = this.#stored(jobId);
-    expectStatus(stored.job, change);
+    rules.expectStatus(stored.job, change);
     const current = this.#attempt(jobId, attempt);
-    if (current.decision !== null) throw decisionSetError(jobId, attempt);
+    if (current.decision !== null) throw rules.decisionSetError(jobId, attempt);
     this.#replaceAttempt({ ...current, decision });
     return this.#applyChange(stored, change, {
       counters,
@@ -172,7 +160,7 @@ export class InMemoryJobStore implements JobStore {
   #attempt(jobId: string, attempt: number): AttemptRecord {
     const stored = this.#stored(jobId);
     const found = stored.attempts.get(attempt);
-    if (found === undefined) throw noAttemptError(jobId, attempt);
+    if (found === undefined) throw rules.noAttemptError(jobId, attempt);
     return found;
   }
 
@@ -187,7 +175,7 @@ export class InMemoryJobStore implements JobStore {
     change: StatusChange,
     fields: { counters: RecoveryCounters; failureReason: string | null },
   ): JobRecord {
-    const event = statusEvent(stored.job.jobId, change);
+    const event = rules.statusEvent(stored.job.jobId, change);
     stored.job = frozenCopy({ ...stored.job, ...fields, status: change.to, updatedAt: change.at });
     // Oldest first by time, and in write order for equal times (a frozen test clock).
     const at = stored.events.findLastIndex((e) => compareStrings(e.at, change.at) <= 0);
