@@ -36,10 +36,31 @@ export interface Target {
 export function configuredApi(options: TargetOptions): string | null {
   const url = options.api ?? process.env.RELAUNCH_API_URL;
   if (url === undefined || url === '') return null;
-  if (!/^https?:\/\/[^/]+/.test(url)) {
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  if (parsed === null || !['http:', 'https:'].includes(parsed.protocol) || parsed.host === '') {
     throw new InvalidInputError([{ path: '--api', message: `expected an http(s) URL, got "${url}"` }]);
   }
   return url;
+}
+
+/** Opens the local runtime; a data folder that cannot be one is bad input, named. */
+async function openRuntime(options: TargetOptions, io: Io, runtimeOptions: Partial<LocalRuntimeOptions>): Promise<LocalRuntime> {
+  // Loaded only here: the runtime brings the CDK (to render the ASL) and dynalite, which
+  // commands answered by a running server or a remote API never need.
+  const { LocalRuntime } = await import('../local/runtime.ts');
+  try {
+    return await LocalRuntime.open({
+      dataDir: options.dataDir,
+      onError: (error) => io.err(`relaunch: ${error instanceof Error ? error.message : String(error)}`),
+      ...runtimeOptions,
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EACCES') {
+      throw new InvalidInputError([{ path: '--data-dir', message: `expected a folder relaunch can write, got "${options.dataDir}" (${code})` }]);
+    }
+    throw error;
+  }
 }
 
 /**
@@ -51,16 +72,15 @@ export async function openTarget(options: TargetOptions, io: Io, runtimeOptions:
   if (api !== null) return remote(new HttpJobsClient(api, { sign: !isLoopback(api) }));
   const server = findLocalServer(options.dataDir);
   if (server !== null) return remote(new HttpJobsClient(server.url, { dataDir: options.dataDir }));
-  // Loaded only here: the runtime brings the CDK (to render the ASL) and dynalite, which
-  // commands answered by a running server or a remote API never need.
-  const { LocalRuntime } = await import('../local/runtime.ts');
+  const runtime = await openRuntime(options, io, runtimeOptions);
   const { LocalApiServer } = await import('../local/server.ts');
-  const runtime = await LocalRuntime.open({
-    dataDir: options.dataDir,
-    onError: (error) => io.err(`relaunch: ${error instanceof Error ? error.message : String(error)}`),
-    ...runtimeOptions,
-  });
-  const apiServer = await LocalApiServer.start(runtime);
+  let apiServer: Awaited<ReturnType<typeof LocalApiServer.start>>;
+  try {
+    apiServer = await LocalApiServer.start(runtime);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   return {
     client: new InProcessJobsClient(runtime),
     runtime,

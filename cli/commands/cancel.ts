@@ -1,7 +1,7 @@
 // `relaunch cancel JOB`: cancel a job through the same use case as `DELETE /jobs/{id}`.
 
 import type { Command } from 'commander';
-import { openTarget, withTargetOptions, type TargetOptions } from '../context.ts';
+import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 
 /** The `cancel` subcommand. */
@@ -12,15 +12,15 @@ export function cancelCommand(io: Io): Command {
 }
 
 async function cancel(jobId: string, options: TargetOptions, io: Io): Promise<ExitStatus> {
-  const target = await openTarget(options, io).catch((error: unknown) => error as Error);
-  if (target instanceof Error) return reportError(io, target);
+  let target: Target | null = null;
   try {
+    target = await openTarget(options, io);
     const { status } = await target.client.cancel(jobId);
     io.out(`${jobId}: ${status}`);
     return ExitStatus.OK;
   } catch (error) {
     return reportError(io, error);
   } finally {
-    await target.close();
+    await target?.close();
   }
 }

@@ -3,14 +3,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../lib/errors.ts';
-import { openTarget, withTargetOptions, type TargetOptions } from '../context.ts';
+import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
 import { attemptLogPath } from '../../local/paths.ts';
-import { attemptList } from './run.ts';
 
 interface LogsOptions extends TargetOptions {
-  readonly attempt?: number[];
+  readonly attempt?: number;
   readonly follow?: boolean;
 }
 
@@ -20,15 +19,15 @@ export function logsCommand(io: Io): Command {
     subcommand('logs', io)
       .description("print a job's output (the latest attempt unless --attempt)")
       .argument('<job>', 'a job id')
-      .option('--attempt <n>', 'the attempt (1-based)', attemptList)
+      .option('--attempt <n>', 'the attempt (1-based)', attemptNumber)
       .option('--follow', 'keep printing until the job ends'),
   ).action(async (jobId: string, options: LogsOptions) => exitWith(await printLogs(jobId, options, io)));
 }
 
 async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<ExitStatus> {
-  const target = await openTarget(options, io).catch((error: unknown) => error as Error);
-  if (target instanceof Error) return reportError(io, target);
+  let target: Target | null = null;
   try {
+    target = await openTarget(options, io);
     const { dataDir } = target.client;
     if (dataDir === null) {
       throw new InvalidInputError([
@@ -40,7 +39,7 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
       await followJob(target.client, jobId, io, { progress: false, output: true });
       return ExitStatus.OK;
     }
-    const attempt = options.attempt?.[0] ?? job.attempts.length;
+    const attempt = options.attempt ?? job.attempts.length;
     if (attempt < 1 || attempt > job.attempts.length) {
       throw new InvalidInputError([{ path: '--attempt', message: `expected 1-${job.attempts.length}, got ${attempt}` }]);
     }
@@ -50,6 +49,14 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
   } catch (error) {
     return reportError(io, error);
   } finally {
-    await target.close();
+    await target?.close();
   }
+}
+
+/** `--attempt`: one attempt number, 1-based. */
+function attemptNumber(value: string): number {
+  if (!/^[1-9][0-9]*$/.test(value)) {
+    throw new InvalidInputError([{ path: '--attempt', message: `expected an attempt number (1-based), got "${value}"` }]);
+  }
+  return Number(value);
 }

@@ -2,7 +2,7 @@
 
 import type { Command } from 'commander';
 import type { AttemptView, JobSummary, JobView } from '../../lib/views.ts';
-import { openTarget, withTargetOptions, type TargetOptions } from '../context.ts';
+import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 
 interface StatusOptions extends TargetOptions {
@@ -21,9 +21,9 @@ export function statusCommand(io: Io): Command {
 
 /** Prints the jobs, or the job (an unknown id is bad input: status 2). */
 export async function showStatus(jobId: string | undefined, options: StatusOptions, io: Io): Promise<ExitStatus> {
-  const target = await openTarget(options, io).catch((error: unknown) => error as Error);
-  if (target instanceof Error) return reportError(io, target);
+  let target: Target | null = null;
   try {
+    target = await openTarget(options, io);
     if (jobId === undefined) {
       const jobs = await target.client.listJobs();
       io.out(options.json === true ? JSON.stringify({ jobs }, null, 2) : jobTable(jobs));
@@ -35,7 +35,7 @@ export async function showStatus(jobId: string | undefined, options: StatusOptio
   } catch (error) {
     return reportError(io, error);
   } finally {
-    await target.close();
+    await target?.close();
   }
 }
 

@@ -1,6 +1,7 @@
 // Driving the real `relaunch` binary from tests: spawn it, wait for its output, its exit,
 // files and processes, with no fixed sleeps; every process a test starts is ended by id.
 
+import type { Io } from '../../cli/exit.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -202,3 +203,10 @@ export function parseStdout<T = unknown>(result: Finished): T {
 
 /** The timeout of a test that runs the CLI: each start loads the runtime (seconds of CPU), and tests share two cores. */
 export const SLOW = 120_000;
+
+/** An Io that keeps what a command printed, for commands run in this process. */
+export function bufferIo(): Io & { stdout: string[]; stderr: string[] } {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return { stdout, stderr, out: (text) => stdout.push(text), err: (text) => stderr.push(text) };
+}

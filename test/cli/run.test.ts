@@ -7,7 +7,6 @@ import { writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Io } from '../../cli/exit.ts';
 import { main } from '../../cli/main.ts';
 import { isTerminal } from '../../lib/status.ts';
 import type { JobView } from '../../lib/views.ts';
@@ -28,6 +27,7 @@ import {
   waitForGroupGone,
   waitForPid,
   writeTask,
+  bufferIo,
 } from './helpers.ts';
 
 // Not afterEach: tests run concurrently, and each waits for its own processes to end.
@@ -312,12 +312,6 @@ describe('relaunch run --detach', { timeout: SLOW }, () => {
     }
   });
 });
-
-function bufferIo(): Io & { stdout: string[]; stderr: string[] } {
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  return { stdout, stderr, out: (text) => stdout.push(text), err: (text) => stderr.push(text) };
-}
 
 /** Listens on 127.0.0.1:port so nothing else can; null when something already does. */
 async function holdPort(port: number): Promise<net.Server | null> {

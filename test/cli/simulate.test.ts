@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { CommanderError } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSimulate, simulateCommand } from '../../cli/commands/simulate.ts';
-import type { Io } from '../../cli/exit.ts';
+import { bufferIo } from './helpers.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url));
@@ -29,12 +29,6 @@ resources:
     recover_on_exit_codes: 29
 run: torchrun train.py
 `;
-
-function bufferIo(): Io & { stdout: string[]; stderr: string[] } {
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  return { stdout, stderr, out: (text) => stdout.push(text), err: (text) => stderr.push(text) };
-}
 
 let dir: string;
 let task: string;

@@ -10,18 +10,12 @@ import { promisify } from 'node:util';
 import { CommanderError } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeRuns, runValidate, validateCommand } from '../../cli/commands/validate.ts';
-import type { Io } from '../../cli/exit.ts';
+import { bufferIo } from './helpers.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url));
 const VALID = fileURLToPath(new URL('../fixtures/tasks/valid/', import.meta.url));
 const INVALID = fileURLToPath(new URL('../fixtures/tasks/invalid/', import.meta.url));
-
-function bufferIo(): Io & { stdout: string[]; stderr: string[] } {
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  return { stdout, stderr, out: (text) => stdout.push(text), err: (text) => stderr.push(text) };
-}
 
 let dir: string;
 
