@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES, UNAUTHORIZED_MESSAGE, type ApiDeps, type ApiRequest } from '../../../lib/http/index.ts';
 import { JobStatus } from '../../../lib/status.ts';
-import { givenJob, harness, JOB_ID, launchAndAwait, initialState, tokenFor, type Harness } from '../usecases/harness.ts';
+import { givenJob, givenLaunched, harness, JOB_ID, tokenFor, type Harness } from '../usecases/harness.ts';
 
 const GOOD_TASK = 'name: train\nresources:\n  cpus: 2\nrun: python train.py\n';
 
@@ -23,8 +23,7 @@ async function call(h: Harness, req: ApiRequest) {
 
 /** A job with attempt 1 launched and awaited; the agent's secret for it. */
 async function running(h: Harness): Promise<string> {
-  await givenJob(h);
-  await launchAndAwait(h, initialState());
+  await givenLaunched(h);
   return h.compute.secretFor(JOB_ID, 1);
 }
 

@@ -10,12 +10,11 @@ import type { JobPatch, StatusChange } from '../../../lib/ports.ts';
 import { evaluatePolicy } from '../../../lib/usecases/evaluate-policy.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
 import { MAX_ATTEMPTS_PER_EXECUTION, WorkflowError, type WorkflowState } from '../../../lib/workflow/contract.ts';
-import { givenJob, harness, initialState, JOB_ID, launchAndAwait, report, taskSpec, type Harness } from './harness.ts';
+import { givenJob, givenLaunched, harness, initialState, JOB_ID, launchAndAwait, report, taskSpec, type Harness } from './harness.ts';
 
 /** A job whose attempt 1 is running and awaited, under this policy. */
 async function attemptRunning(h: Harness, recovery: Partial<RecoveryPolicy> = {}): Promise<WorkflowState> {
-  await givenJob(h, taskSpec({ recovery }));
-  return launchAndAwait(h, initialState());
+  return givenLaunched(h, taskSpec({ recovery }));
 }
 
 async function ended(h: Harness, outcome: AttemptOutcome): Promise<void> {

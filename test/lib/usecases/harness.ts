@@ -74,6 +74,20 @@ export async function givenJob(
   return job;
 }
 
+/** A job (this spec) whose attempt 1 is launched and awaited; returns the launch's state. */
+export async function givenLaunched(h: Harness, spec: TaskSpec = taskSpec()): Promise<WorkflowState> {
+  await givenJob(h, spec);
+  return launchAndAwait(h, initialState());
+}
+
+/** Attempt 1 lost and attempt 2 launched, the policy skipped: attempt 1 is now a stale one. */
+export async function givenReplacedAttempt(h: Harness): Promise<void> {
+  const at = h.clock.now().toISOString();
+  await h.store.endAttempt(JOB_ID, 1, { kind: 'LOST', reason: 'replaced by the test' }, at);
+  await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'RECOVERING', reason: 't', attempt: 1, at });
+  await launchAttempt({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1 }, h.deps);
+}
+
 /** The state the execution starts with. */
 export function initialState(jobId = JOB_ID): WorkflowState {
   return { jobId, attempt: 0, attemptsInExecution: 0 };

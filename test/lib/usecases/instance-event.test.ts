@@ -4,21 +4,16 @@ import { describe, expect, it } from 'vitest';
 import { onInstanceEvent, type InstanceEvent } from '../../../lib/usecases/instance-event.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
 import { fakeInstanceId } from '../../fakes/fake-compute.ts';
-import { givenJob, harness, initialState, JOB_ID, launchAndAwait, report, tokenFor, type Harness } from './harness.ts';
+import { givenJob, givenLaunched, givenReplacedAttempt, harness, initialState, JOB_ID, report, tokenFor } from './harness.ts';
 
 const INSTANCE = fakeInstanceId(JOB_ID, 1, 0);
 const warning: InstanceEvent = { instanceId: INSTANCE, kind: 'SPOT_INTERRUPTION_WARNING', time: '2026-03-01T12:05:00.000Z' };
 const terminated: InstanceEvent = { instanceId: INSTANCE, kind: 'STATE_CHANGE', state: 'terminated', time: '2026-03-01T12:07:00.000Z' };
 
-async function running(h: Harness) {
-  await givenJob(h);
-  await launchAndAwait(h, initialState());
-}
-
 describe('onInstanceEvent', () => {
   it('notes an interruption warning and lets the attempt run', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
 
     const result = await onInstanceEvent(warning, h.deps);
 
@@ -31,7 +26,7 @@ describe('onInstanceEvent', () => {
 
   it('ends the attempt PREEMPTED when the instance goes after a warning, and resumes the task', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     await onInstanceEvent(warning, h.deps);
 
     const result = await onInstanceEvent(terminated, h.deps);
@@ -43,7 +38,7 @@ describe('onInstanceEvent', () => {
 
   it.each(['shutting-down', 'terminated', 'stopping', 'stopped'])('ends the attempt LOST when the instance is %s without a warning', async (state) => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     const result = await onInstanceEvent({ ...terminated, state }, h.deps);
     expect(result.action).toBe('ended');
     const verb = state.startsWith('stop') ? 'stopped' : 'terminated';
@@ -53,14 +48,14 @@ describe('onInstanceEvent', () => {
 
   it('ignores states in which the instance is alive', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     expect((await onInstanceEvent({ ...terminated, state: 'running' }, h.deps)).action).toBe('ignored');
     expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toBeNull();
   });
 
   it('is idempotent: a duplicate warning or termination changes nothing', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     await onInstanceEvent(warning, h.deps);
     expect((await onInstanceEvent({ ...warning, time: '2026-03-01T12:05:30.000Z' }, h.deps)).action).toBe('ignored');
     expect((await h.store.getAttempt(JOB_ID, 1)).interruptionNoticedAt).toBe(warning.time);
@@ -73,14 +68,14 @@ describe('onInstanceEvent', () => {
 
   it('ignores an instance no attempt owns', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     const result = await onInstanceEvent({ ...terminated, instanceId: 'i-0123456789abcdef0' }, h.deps);
     expect(result).toEqual({ action: 'ignored', reason: 'instance i-0123456789abcdef0 belongs to no attempt' });
   });
 
   it('keeps the exit code of a report that came in the two minutes after the warning', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     await onInstanceEvent(warning, h.deps);
     await report(h, 1, 'run', 0);
 
@@ -93,10 +88,8 @@ describe('onInstanceEvent', () => {
 
   it('ignores an event about an earlier attempt\'s instance', async () => {
     const h = harness();
-    await running(h);
-    await h.store.endAttempt(JOB_ID, 1, { kind: 'LOST', reason: 'x' }, h.clock.now().toISOString());
-    await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'RECOVERING', reason: 't', attempt: 1, at: h.clock.now().toISOString() });
-    await launchAttempt({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1 }, h.deps);
+    await givenLaunched(h);
+    await givenReplacedAttempt(h);
 
     const result = await onInstanceEvent(terminated, h.deps);
 

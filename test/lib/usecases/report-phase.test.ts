@@ -3,18 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, StaleAttemptError, UnauthorizedError } from '../../../lib/errors.ts';
 import { reportPhase } from '../../../lib/usecases/report-phase.ts';
-import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
-import { givenJob, harness, initialState, JOB_ID, launchAndAwait, report, taskSpec, tokenFor, type Harness } from './harness.ts';
-
-async function running(h: Harness, numNodes = 1) {
-  await givenJob(h, taskSpec({ numNodes }));
-  return launchAndAwait(h, initialState());
-}
+import { givenLaunched, givenReplacedAttempt, harness, JOB_ID, report, taskSpec, tokenFor } from './harness.ts';
 
 describe('reportPhase', () => {
   it('stores the first report, moves STARTING to RUNNING, and leaves the attempt open after setup 0', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
 
     expect(await report(h, 1, 'setup', 0)).toEqual({ status: 'accepted' });
 
@@ -29,7 +23,7 @@ describe('reportPhase', () => {
 
   it('ends the attempt on the deciding report and resumes the waiting task with the outcome', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     await report(h, 1, 'setup', 0);
 
     await report(h, 1, 'run', 29);
@@ -40,7 +34,7 @@ describe('reportPhase', () => {
 
   it('acknowledges an exact duplicate, even after the attempt ended, and changes nothing', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     await report(h, 1, 'run', 0);
     const before = await h.store.getAttempt(JOB_ID, 1);
     h.clock.advance(5);
@@ -53,7 +47,7 @@ describe('reportPhase', () => {
 
   it('refuses a different code for a node and phase already reported', async () => {
     const h = harness();
-    await running(h, 2);
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
     await report(h, 1, 'setup', 0, 1);
     await expect(report(h, 1, 'setup', 1, 1)).rejects.toThrow(InvalidInputError);
     await expect(report(h, 1, 'setup', 1, 1)).rejects.toThrow('node 1 already reported setup exit code 0; got 1');
@@ -61,7 +55,7 @@ describe('reportPhase', () => {
 
   it('refuses a new report for an attempt that already ended', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     await h.store.endAttempt(JOB_ID, 1, { kind: 'PREEMPTED' }, h.clock.now().toISOString());
     await expect(report(h, 1, 'run', 0)).rejects.toThrow(StaleAttemptError);
     expect((await h.store.getAttempt(JOB_ID, 1)).reports).toEqual([]);
@@ -69,10 +63,8 @@ describe('reportPhase', () => {
 
   it('refuses a late report from an earlier attempt: it changes nothing', async () => {
     const h = harness();
-    await running(h);
-    await h.store.endAttempt(JOB_ID, 1, { kind: 'LOST', reason: 'gone' }, h.clock.now().toISOString());
-    await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'RECOVERING', reason: 't', attempt: 1, at: h.clock.now().toISOString() });
-    await launchAttempt({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1 }, h.deps);
+    await givenLaunched(h);
+    await givenReplacedAttempt(h);
 
     await expect(report(h, 1, 'run', 0)).rejects.toThrow(/attempt 1 of job .* (is stale|has already ended)/);
     expect((await h.store.getAttempt(JOB_ID, 1)).reports).toEqual([]);
@@ -81,7 +73,7 @@ describe('reportPhase', () => {
 
   it('refuses a report whose secret is wrong, or another attempt\'s', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     const base = { jobId: JOB_ID, attempt: 1, nodeRank: 0, phase: 'run' as const, exitCode: 0, outputTail: '' };
     await expect(reportPhase({ ...base, secret: 'guess' }, h.deps)).rejects.toThrow(UnauthorizedError);
     await expect(reportPhase({ ...base, attempt: 2, secret: h.compute.secretFor(JOB_ID, 1) }, h.deps)).rejects.toThrow(UnauthorizedError);
@@ -91,14 +83,14 @@ describe('reportPhase', () => {
 
   it('refuses a node rank the job does not have', async () => {
     const h = harness();
-    await running(h, 2);
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
     await expect(report(h, 1, 'run', 0, 2)).rejects.toThrow('nodeRank: expected an integer 0-1, got 2');
     await expect(report(h, 1, 'run', 0, -1)).rejects.toThrow(InvalidInputError);
   });
 
   it('multi-node: partial reports leave the attempt open; the last node decides it', async () => {
     const h = harness();
-    await running(h, 3);
+    await givenLaunched(h, taskSpec({ numNodes: 3 }));
     for (const rank of [0, 1, 2]) await report(h, 1, 'setup', 0, rank);
     await report(h, 1, 'run', 0, 2);
     await report(h, 1, 'run', 0, 0);
@@ -117,7 +109,7 @@ describe('reportPhase', () => {
 
   it('multi-node: one failing node decides at once; a peer\'s later report is stale', async () => {
     const h = harness();
-    await running(h, 2);
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
     await report(h, 1, 'run', 1, 1);
     expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toMatchObject({
       kind: 'EXITED',
@@ -128,7 +120,7 @@ describe('reportPhase', () => {
 
   it('stores the report even when the task was already resumed by someone else', async () => {
     const h = harness();
-    await running(h);
+    await givenLaunched(h);
     await h.workflow.resume(tokenFor(1), { outcome: 'EXITED' });
     expect(await report(h, 1, 'run', 0)).toEqual({ status: 'accepted' });
     expect((await h.store.getAttempt(JOB_ID, 1)).outcome?.kind).toBe('EXITED');
