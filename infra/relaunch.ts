@@ -7,7 +7,7 @@ import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { TASK_STATES } from '../lib/workflow/contract.ts';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
-import type { ComputeEnvConfig } from '../functions/shared/env.ts';
+import type { ComputeEnvConfig } from '../lib/workflow/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
 import { InstanceEvents } from './constructs/instance-events.ts';

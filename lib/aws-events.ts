@@ -2,7 +2,7 @@
 // the handler that parses them.
 
 import { z } from 'zod';
-import { INSTANCE_GONE_STATES } from '../../lib/usecases/instance-event.ts';
+import { INSTANCE_GONE_STATES } from './usecases/instance-event.ts';
 
 /** The instance states that end an attempt: the EventBridge rule forwards only these. */
 export const GONE_STATE_NAMES = Object.keys(INSTANCE_GONE_STATES);

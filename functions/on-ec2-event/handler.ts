@@ -5,7 +5,7 @@ import { onInstanceEvent, type InstanceEvent, type InstanceEventResult } from '.
 import { store, workflow } from '../shared/deps.ts';
 import { startInvocation, type LambdaContext } from '../shared/log.ts';
 import { parseEvent } from '../shared/parse.ts';
-import { EC2_DETAIL_TYPES, Ec2EventSchema } from './events.ts';
+import { EC2_DETAIL_TYPES, Ec2EventSchema } from '../../lib/aws-events.ts';
 
 /** EventBridge delivers at least once: a repeat or late event is ignored by the use case. */
 export async function handler(event: unknown, context?: LambdaContext): Promise<InstanceEventResult> {

@@ -10,7 +10,7 @@ import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
 import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
 import type { Clock, Compute, JobStore, Random, Workflow } from '../../lib/ports.ts';
-import { EnvVar, requireEnv, type ComputeEnvConfig } from './env.ts';
+import { EnvVar, requireEnv, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
 
 let cachedStore: JobStore | undefined;
 let cachedWorkflow: Workflow | undefined;

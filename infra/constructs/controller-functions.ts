@@ -7,7 +7,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { join } from 'node:path';
-import { EnvVar, type ComputeEnvConfig } from '../../functions/shared/env.ts';
+import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
 import { handlerEntry, LAMBDA_BUNDLE, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
 
 /** Options of the Lambdas. */

@@ -6,7 +6,7 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { EC2_DETAIL_TYPES, GONE_STATE_NAMES } from '../../functions/on-ec2-event/events.ts';
+import { EC2_DETAIL_TYPES, GONE_STATE_NAMES } from '../../lib/aws-events.ts';
 
 /** Options of the EC2 event rules. */
 export interface InstanceEventsProps {

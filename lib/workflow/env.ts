@@ -1,6 +1,6 @@
-// The Lambdas' configuration: environment variables the CDK construct sets, read when first needed.
+// The Lambdas' configuration, shared by the CDK construct that sets it and the functions that read it.
 
-import type { Ec2ComputeConfig } from '../../lib/adapters/ec2-compute.ts';
+import type { Ec2ComputeConfig } from '../adapters/ec2-compute.ts';
 
 /** Every variable a relaunch Lambda may read; the CDK construct sets the ones each function needs. */
 export const EnvVar = {
@@ -10,6 +10,7 @@ export const EnvVar = {
   /** JSON of the Ec2Compute settings (subnets, security group, instance profile, …). */
   computeConfig: 'COMPUTE_CONFIG',
 } as const;
+/** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
 
 /** A variable that must be set: a missing one names itself, so a misdeployed function says why. */

@@ -16,7 +16,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { handler as launchAttempt } from '../../functions/launch-attempt/handler.ts';
 import { handler as recordControllerFailure } from '../../functions/record-controller-failure/handler.ts';
 import { handler as releaseInstances } from '../../functions/release-instances/handler.ts';
-import { EnvVar, type ComputeEnvConfig } from '../../functions/shared/env.ts';
+import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { givenAttempt, givenJob, instance, useWorld } from './world.ts';

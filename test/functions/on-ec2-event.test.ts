@@ -3,7 +3,7 @@
 import { SendTaskSuccessCommand } from '@aws-sdk/client-sfn';
 import 'aws-sdk-client-mock-vitest/extend';
 import { describe, expect, it } from 'vitest';
-import { EC2_DETAIL_TYPES } from '../../functions/on-ec2-event/events.ts';
+import { EC2_DETAIL_TYPES } from '../../lib/aws-events.ts';
 import { handler } from '../../functions/on-ec2-event/handler.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { givenAttempt, givenJob, instance, sfn, useWorld } from './world.ts';

@@ -6,7 +6,7 @@ import { SFNClient } from '@aws-sdk/client-sfn';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { resetDeps } from '../../functions/shared/deps.ts';
-import { EnvVar } from '../../functions/shared/env.ts';
+import { EnvVar } from '../../lib/workflow/env.ts';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/adapters/dynalite.ts';
 import type { InstanceRef, JobRecord } from '../../lib/model.ts';
