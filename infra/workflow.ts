@@ -6,12 +6,21 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import type { Construct } from 'constructs';
+import { RecoveryAction } from '../lib/policy/types.ts';
 import { JobStatus } from '../lib/status.ts';
 import {
+  ATTEMPT_PATH,
   AWAIT_ERROR_PATH,
   AWAITED_PATH,
+  CONTINUE_AS_NEW_PATH,
+  CONTROLLER_ERROR_CAUSE_PATH,
+  CONTROLLER_ERROR_PATH,
+  DECISION_ACTION_PATH,
+  DELAY_SECONDS_PATH,
   FAIL_CAUSE_PATH,
   FAIL_ERROR_PATH,
+  JOB_ID_PATH,
+  LAUNCHED_PATH,
   HEARTBEAT_TIMEOUT_SECONDS,
   LAMBDA_TRANSIENT_ERRORS,
   StateName,
@@ -21,9 +30,6 @@ import {
 
 /** The Lambda behind every Task state, by state name. */
 export type ControllerTasks = Readonly<Record<TaskStateName, lambda.IFunction>>;
-
-/** Where a Task's error lands before RecordControllerFailure; the Fail state's cause. */
-export const CONTROLLER_ERROR_PATH = '$.controllerError';
 
 /**
  * Retry for Lambda's own transient faults (throttles, service errors): full jitter so a
@@ -53,12 +59,12 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
   const controllerFailed = sfn.Fail.jsonPath(scope, StateName.ControllerFailed, {
     stateName: StateName.ControllerFailed,
     error: JobStatus.FAILED_CONTROLLER,
-    causePath: `${CONTROLLER_ERROR_PATH}.Cause`,
+    causePath: CONTROLLER_ERROR_CAUSE_PATH,
   });
   // The recorder's reason (one readable line) replaces the raw error as the Fail cause; if
   // the recorder itself fails, the raw error (a Lambda's JSON cause) is what remains.
   const recordControllerFailure = lambdaTask(scope, StateName.RecordControllerFailure, fns, {
-    resultSelector: { 'Error.$': '$.decision.status', 'Cause.$': '$.decision.reason' },
+    resultSelector: { 'Error.$': FAIL_ERROR_PATH, 'Cause.$': FAIL_CAUSE_PATH },
     resultPath: CONTROLLER_ERROR_PATH,
   });
   recordControllerFailure.addCatch(controllerFailed, { errors: [WorkflowError.All], resultPath: sfn.JsonPath.DISCARD });
@@ -80,8 +86,8 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
     lambdaFunction: fns[StateName.AwaitAttempt],
     integrationPattern: sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
     payload: sfn.TaskInput.fromObject({
-      jobId: sfn.JsonPath.stringAt('$.jobId'),
-      attempt: sfn.JsonPath.numberAt('$.attempt'),
+      jobId: sfn.JsonPath.stringAt(JOB_ID_PATH),
+      attempt: sfn.JsonPath.numberAt(ATTEMPT_PATH),
       taskToken: sfn.JsonPath.taskToken,
     }),
     heartbeatTimeout: sfn.Timeout.duration(Duration.seconds(HEARTBEAT_TIMEOUT_SECONDS)),
@@ -108,22 +114,21 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
   });
   const wait = sfn.Wait.jsonPath(scope, StateName.WaitBeforeRelaunch, {
     stateName: StateName.WaitBeforeRelaunch,
-    time: sfn.WaitTime.secondsPath('$.decision.delaySeconds'),
+    time: sfn.WaitTime.secondsPath(DELAY_SECONDS_PATH),
   });
 
-  const action = '$.decision.action';
   const nextStep = sfn.Choice.jsonPath(scope, StateName.NextStep, { stateName: StateName.NextStep })
-    .when(sfn.Condition.stringEquals(action, 'SUCCEED'), jobSucceeded)
-    .when(sfn.Condition.stringEquals(action, 'FAIL'), jobFailed)
+    .when(sfn.Condition.stringEquals(DECISION_ACTION_PATH, RecoveryAction.SUCCEED), jobSucceeded)
+    .when(sfn.Condition.stringEquals(DECISION_ACTION_PATH, RecoveryAction.FAIL), jobFailed)
     // Far into its history the execution hands the job to a fresh one (which launches at
     // once: a pending backoff is not carried over).
-    .when(sfn.Condition.booleanEquals('$.decision.continueAsNew', true), continueAsNew)
+    .when(sfn.Condition.booleanEquals(CONTINUE_AS_NEW_PATH, true), continueAsNew)
     // A relaunch with no backoff skips the Wait: one transition less per attempt.
-    .when(sfn.Condition.numberGreaterThan('$.decision.delaySeconds', 0), wait)
+    .when(sfn.Condition.numberGreaterThan(DELAY_SECONDS_PATH, 0), wait)
     .otherwise(launch);
 
   const awaitOrEvaluate = sfn.Choice.jsonPath(scope, StateName.AwaitOrEvaluate, { stateName: StateName.AwaitOrEvaluate })
-    .when(sfn.Condition.booleanEquals('$.launched', false), evaluate)
+    .when(sfn.Condition.booleanEquals(LAUNCHED_PATH, false), evaluate)
     .otherwise(awaitAttempt);
 
   launch.next(awaitOrEvaluate);

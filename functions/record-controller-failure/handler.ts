@@ -1,18 +1,15 @@
 // RecordControllerFailure: relaunch's own fault ends the job FAILED_CONTROLLER and frees its instances.
 
 import { recordControllerFailure, type ControllerFailureState } from '../../lib/usecases/controller-failure.ts';
-import { AwaitErrorSchema, WorkflowStateSchema } from '../../lib/workflow/contract.ts';
+import { ControllerFailureStateSchema } from '../../lib/workflow/contract.ts';
 import { clock, compute, store } from '../shared/deps.ts';
 import { startInvocation, type LambdaContext } from '../shared/log.ts';
 import { parseEvent } from '../shared/parse.ts';
 
-/** The state with the catch-all's error at `controllerError`. */
-const ControllerFailureSchema = WorkflowStateSchema.extend({ controllerError: AwaitErrorSchema.optional() });
-
 /** Returns the state with a FAIL decision whose reason the ControllerFailed state shows. */
 export async function handler(event: unknown, context?: LambdaContext): Promise<ControllerFailureState> {
   const log = startInvocation(context);
-  const state = parseEvent(ControllerFailureSchema, event, 'state');
+  const state = parseEvent(ControllerFailureStateSchema, event, 'state');
   const next = await recordControllerFailure(state, { store: store(), compute: compute(), clock });
   log.error('controller failed', {
     jobId: state.jobId,

@@ -26,8 +26,19 @@ export type AttemptOutcome =
   | { readonly kind: 'LAUNCH_FAILED'; readonly cause: 'NO_RESOURCE' | 'PRECHECKS'; readonly reason: string }
   | { readonly kind: 'CANCELLED' };
 
-/** The kinds of attempt outcome, as stored and shown. */
-export type OutcomeKind = AttemptOutcome['kind'];
+/**
+ * The kinds of attempt outcome, as stored, shown and carried to the state machine (the
+ * contract's AwaitResultSchema is `z.enum(OutcomeKind)`): one value per `AttemptOutcome` kind
+ * (`satisfies` fails the build if a kind is added to the union and not here, or vice versa).
+ */
+export const OutcomeKind = {
+  EXITED: 'EXITED',
+  PREEMPTED: 'PREEMPTED',
+  LOST: 'LOST',
+  LAUNCH_FAILED: 'LAUNCH_FAILED',
+  CANCELLED: 'CANCELLED',
+} as const satisfies { readonly [K in AttemptOutcome['kind']]: K };
+export type OutcomeKind = (typeof OutcomeKind)[keyof typeof OutcomeKind];
 
 /** What the job has used so far; persisted after every decision. */
 export interface RecoveryCounters {
@@ -43,8 +54,17 @@ export interface RecoveryCounters {
   readonly market: Market;
 }
 
-/** The four things the controller can do after an attempt. */
-export type RecoveryAction = 'SUCCEED' | 'RESTART' | 'RECOVER' | 'FAIL';
+/**
+ * The four things the controller can do after an attempt. The policy returns one, the
+ * contract's schema checks it, and the state machine's Choice branches on it.
+ */
+export const RecoveryAction = {
+  SUCCEED: 'SUCCEED',
+  RESTART: 'RESTART',
+  RECOVER: 'RECOVER',
+  FAIL: 'FAIL',
+} as const;
+export type RecoveryAction = (typeof RecoveryAction)[keyof typeof RecoveryAction];
 
 /** Which rule of the decision table matched. */
 export type PolicyRule =

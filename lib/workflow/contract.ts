@@ -2,6 +2,7 @@
 // state names, error names and payload schemas, written once and imported by both sides.
 
 import { z } from 'zod';
+import { OutcomeKind, RecoveryAction } from '../policy/types.ts';
 import { JOB_STATUSES } from '../status.ts';
 
 /** State names, as the AWS console's execution history shows them. */
@@ -21,6 +22,7 @@ export const StateName = {
   ControllerFailed: 'ControllerFailed',
   ContinuedAsNewExecution: 'ContinuedAsNewExecution',
 } as const;
+/** One of the machine's state names. */
 export type StateName = (typeof StateName)[keyof typeof StateName];
 
 /** The Task states that call a handler, in the order an attempt visits them. */
@@ -32,6 +34,7 @@ export const TASK_STATES = [
   StateName.ContinueAsNewExecution,
   StateName.RecordControllerFailure,
 ] as const;
+/** A state that invokes a handler (a key of the machine's Lambda map). */
 export type TaskStateName = (typeof TASK_STATES)[number];
 
 /**
@@ -44,6 +47,8 @@ export const WorkflowError = {
   JobCancelled: 'JobCancelled',
   All: 'States.ALL',
 } as const;
+/** One of the error names a Catch clause matches. */
+export type WorkflowError = (typeof WorkflowError)[keyof typeof WorkflowError];
 
 /** Lambda's transient errors: retried with backoff so a throttle never becomes a recovery. */
 export const LAMBDA_TRANSIENT_ERRORS = [
@@ -59,6 +64,7 @@ export const LAMBDA_TRANSIENT_ERRORS = [
  * agent beats every HEARTBEAT_INTERVAL_SECONDS, so three can be missed.
  */
 export const HEARTBEAT_TIMEOUT_SECONDS = 300;
+/** How often the agent heartbeats while its attempt runs. */
 export const HEARTBEAT_INTERVAL_SECONDS = 60;
 
 /**
@@ -72,16 +78,18 @@ const jobId = z.string().min(1);
 
 /** The error a failed AwaitAttempt leaves in the state, from Catch's ResultPath. */
 export const AwaitErrorSchema = z.object({ Error: z.string(), Cause: z.string().optional() });
+/** A Task error as Catch stores it: Step Functions' `{ Error, Cause }`. */
 export type AwaitError = z.infer<typeof AwaitErrorSchema>;
 
 /** The decision as the machine's Choice reads it. */
 export const DecisionOutputSchema = z.object({
-  action: z.enum(['SUCCEED', 'RESTART', 'RECOVER', 'FAIL']),
+  action: z.enum(RecoveryAction),
   status: z.enum(JOB_STATUSES as [string, ...string[]]),
   reason: z.string(),
   delaySeconds: z.number().int().min(0),
   continueAsNew: z.boolean(),
 });
+/** The decision the Choice reads, at `$.decision`. */
 export type DecisionOutput = z.infer<typeof DecisionOutputSchema>;
 
 /**
@@ -100,7 +108,14 @@ export const WorkflowStateSchema = z.object({
   awaitError: AwaitErrorSchema.optional(),
   decision: DecisionOutputSchema.optional(),
 });
+/** The state every step passes along. */
 export type WorkflowState = z.infer<typeof WorkflowStateSchema>;
+
+/**
+ * RecordControllerFailure's input: the state plus the error the catch-all stored at
+ * CONTROLLER_ERROR_PATH.
+ */
+export const ControllerFailureStateSchema = WorkflowStateSchema.extend({ controllerError: AwaitErrorSchema.optional() });
 
 /** The execution's input. */
 export const ExecutionInputSchema = z.object({
@@ -109,19 +124,43 @@ export const ExecutionInputSchema = z.object({
   attempt: z.number().int().min(0),
   attemptsInExecution: z.literal(0),
 });
+/** The execution's input. */
 export type ExecutionInput = z.infer<typeof ExecutionInputSchema>;
 
 /** AwaitAttempt's payload: the state plus the task token to store on the attempt. */
 export const AwaitPayloadSchema = z.object({ jobId, attempt: z.number().int().min(1), taskToken: z.string().min(1) });
+/** AwaitAttempt's payload, parsed. */
 export type AwaitPayload = z.infer<typeof AwaitPayloadSchema>;
 
 /** What resumes AwaitAttempt (SendTaskSuccess's output), stored at `$.awaited`. */
-export const AwaitResultSchema = z.object({ outcome: z.enum(['EXITED', 'PREEMPTED', 'LOST', 'LAUNCH_FAILED', 'CANCELLED']) });
+export const AwaitResultSchema = z.object({ outcome: z.enum(OutcomeKind) });
+/** What resumed AwaitAttempt: how the attempt ended. */
 export type AwaitResult = z.infer<typeof AwaitResultSchema>;
 
-/** Where AwaitAttempt's result and error land in the state. */
+// JSONPaths into WorkflowState: the machine reads and writes the fields the schemas above
+// name, so each path sits here, beside them.
+
+/** The job id, passed to AwaitAttempt. */
+export const JOB_ID_PATH = '$.jobId';
+/** The current attempt, passed to AwaitAttempt. */
+export const ATTEMPT_PATH = '$.attempt';
+/** Where AwaitAttempt's result lands in the state (its ResultPath). */
 export const AWAITED_PATH = '$.awaited';
+/** Where the error AwaitAttempt's expected Catch (lost, timed out, cancelled) lands. */
 export const AWAIT_ERROR_PATH = '$.awaitError';
-/** The Fail state's Error and Cause come from the decision. */
+/** false when LaunchAttempt ended the attempt without instances: AwaitOrEvaluate skips the wait. */
+export const LAUNCHED_PATH = '$.launched';
+/** The decision's action: RelaunchOrFinish branches on it. */
+export const DECISION_ACTION_PATH = '$.decision.action';
+/** The backoff before relaunching: WaitBeforeRelaunch waits this long (skipped when 0). */
+export const DELAY_SECONDS_PATH = '$.decision.delaySeconds';
+/** true when the execution should hand the job to a fresh one. */
+export const CONTINUE_AS_NEW_PATH = '$.decision.continueAsNew';
+/** The Fail state's Error: the decision's status (RecordControllerFailure's Error too). */
 export const FAIL_ERROR_PATH = '$.decision.status';
+/** The Fail state's Cause: the decision's reason (RecordControllerFailure's Cause too). */
 export const FAIL_CAUSE_PATH = '$.decision.reason';
+/** Where a Task's unexpected error lands before RecordControllerFailure (Catch's ResultPath). */
+export const CONTROLLER_ERROR_PATH = '$.controllerError';
+/** ControllerFailed's cause: the recorder's reason, or the raw error when the recorder failed. */
+export const CONTROLLER_ERROR_CAUSE_PATH = `${CONTROLLER_ERROR_PATH}.Cause`;

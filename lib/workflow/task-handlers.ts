@@ -11,13 +11,16 @@ import {
   releaseInstances,
   type UseCaseDeps,
 } from '../usecases/index.ts';
-import { AwaitErrorSchema, AwaitPayloadSchema, StateName, WorkflowStateSchema, type AwaitPayload } from './contract.ts';
+import {
+  AwaitPayloadSchema,
+  ControllerFailureStateSchema,
+  StateName,
+  WorkflowStateSchema,
+  type AwaitPayload,
+} from './contract.ts';
 
 /** A Task state's work: the state's input in, its output out. */
 export type TaskHandler = (input: unknown) => Promise<unknown>;
-
-/** RecordControllerFailure also reads the error the catch-all stored. */
-const ControllerFailureStateSchema = WorkflowStateSchema.extend({ controllerError: AwaitErrorSchema.optional() });
 
 /**
  * Every Task state but AwaitAttempt, whose result arrives later by task token (see

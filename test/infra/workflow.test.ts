@@ -6,11 +6,11 @@ import aslValidator from 'asl-validator';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
 import { renderControllerAsl } from '../../infra/asl.ts';
-import { CONTROLLER_ERROR_PATH } from '../../infra/workflow.ts';
 import { JobStatus } from '../../lib/status.ts';
 import {
   AWAIT_ERROR_PATH,
   AWAITED_PATH,
+  CONTROLLER_ERROR_PATH,
   HEARTBEAT_TIMEOUT_SECONDS,
   LAMBDA_TRANSIENT_ERRORS,
   StateName,
