@@ -39,6 +39,7 @@ export interface StatusChange {
 export interface JobStore {
   /** Creates the job; throws ConcurrentUpdateError if the id exists. */
   createJob(job: JobRecord): Promise<void>;
+  /** The job as stored; throws JobNotFoundError when there is none. */
   getJob(jobId: string): Promise<JobRecord>;
   /** Newest first. */
   listJobs(options?: { limit?: number }): Promise<JobRecord[]>;
@@ -52,6 +53,7 @@ export interface JobStore {
    * the job's attemptCount is `attempt.attempt - 1`.
    */
   putAttempt(attempt: AttemptRecord): Promise<void>;
+  /** One attempt of a job; throws StaleAttemptError when the job has no such attempt. */
   getAttempt(jobId: string, attempt: number): Promise<AttemptRecord>;
   /** Every attempt of a job, oldest first. */
   listAttempts(jobId: string): Promise<AttemptRecord[]>;
@@ -69,6 +71,10 @@ export interface JobStore {
    * Returns `duplicate: true` (and changes nothing) for a repeat.
    */
   addReport(jobId: string, attempt: number, report: NodeReport): Promise<{ attempt: AttemptRecord; duplicate: boolean }>;
+  /**
+   * Sets the attempt's lastHeartbeatAt to `at` and returns the attempt; throws
+   * StaleAttemptError when the attempt has ended (a late beat changes nothing).
+   */
   recordHeartbeat(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
   /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
   noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
@@ -134,9 +140,17 @@ export interface Workflow {
    * continuing as new); returns its ARN. Starting the same name twice starts one.
    */
   start(executionName: string, input: ExecutionInput): Promise<string>;
+  /**
+   * Resumes the waiting task with `output` as its result (SendTaskSuccess); throws
+   * StaleAttemptError when the task has already ended.
+   */
   resume(taskToken: string, output: unknown): Promise<void>;
   /** Resumes the waiting task with an error its Catch matches by name. */
   fail(taskToken: string, error: string, cause: string): Promise<void>;
+  /**
+   * Tells the waiting task its attempt is alive, restarting its heartbeat timeout; throws
+   * StaleAttemptError when the task has already ended.
+   */
   heartbeat(taskToken: string): Promise<void>;
   /** Stops an execution that is not waiting on a task (e.g. in a backoff Wait). */
   stop(executionArn: string, error: string, cause: string): Promise<void>;

@@ -27,6 +27,7 @@ const nodeRank = z.number().int().min(0);
 
 /** `POST .../heartbeat`: the node is alive. Sent at start, then every heartbeat interval. */
 export const HeartbeatBodySchema = z.object({ nodeRank });
+/** A heartbeat's body, parsed. */
 export type HeartbeatBody = z.infer<typeof HeartbeatBodySchema>;
 
 /**
@@ -42,6 +43,7 @@ export const ReportBodySchema = z.object({
   /** The last OUTPUT_TAIL_LINES lines of stdout and stderr, at most OUTPUT_TAIL_MAX_BYTES. */
   outputTail: z.string().max(OUTPUT_TAIL_MAX_BYTES),
 });
+/** A report's body, parsed. */
 export type ReportBody = z.infer<typeof ReportBodySchema>;
 
 /** The Authorization header the agent sends: the attempt's callback secret as a bearer token. */
