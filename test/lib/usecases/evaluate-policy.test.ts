@@ -3,10 +3,10 @@
 import { describe, expect, it } from 'vitest';
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
 import { InvalidInputError } from '../../../lib/errors.ts';
-import type { JobRecord, StoredDecision } from '../../../lib/model.ts';
+import type { JobRecord } from '../../../lib/model.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../../lib/policy/types.ts';
 import type { RecoveryPolicy } from '../../../lib/spec/types.ts';
-import type { JobPatch, StatusChange } from '../../../lib/ports.ts';
+import type { JobStore } from '../../../lib/ports.ts';
 import { evaluatePolicy } from '../../../lib/usecases/evaluate-policy.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
 import { MAX_ATTEMPTS_PER_EXECUTION, WorkflowError, type WorkflowState } from '../../../lib/workflow/contract.ts';
@@ -216,18 +216,12 @@ describe('evaluatePolicy', () => {
 /** A store where the agent's first heartbeat lands just before the first decision is written. */
 class HeartbeatDuringDecision extends InMemoryJobStore {
   #raced = false;
-  override async recordDecision(
-    jobId: string,
-    attempt: number,
-    decision: StoredDecision,
-    counters: RecoveryCounters,
-    change: StatusChange,
-    patch?: Pick<JobPatch, 'failureReason'>,
-  ): Promise<JobRecord> {
+  override async recordDecision(...args: Parameters<JobStore['recordDecision']>): Promise<JobRecord> {
+    const [jobId, , , , change] = args;
     if (!this.#raced) {
       this.#raced = true;
       await this.changeStatus(jobId, { ...change, to: 'RUNNING', reason: 'heartbeat' });
     }
-    return super.recordDecision(jobId, attempt, decision, counters, change, patch);
+    return super.recordDecision(...args);
   }
 }

@@ -5,42 +5,26 @@ import type { AttemptRecord, JobRecord, NodeReport } from '../../../lib/model.ts
 import type { AttemptOutcome } from '../../../lib/policy/types.ts';
 import { getJob, listJobs } from '../../../lib/usecases/queries.ts';
 import { toJobSummary, toJobView } from '../../../lib/views.ts';
+import { newJobRecord } from '../../../lib/usecases/submit-job.ts';
+import { attemptRecord } from '../../fixtures/records.ts';
 import { givenJob, harness, taskSpec } from './harness.ts';
 
 const AT = '2026-03-01T12:00:00.000Z';
 
 function job(numNodes = 1): JobRecord {
   return {
-    jobId: 'j-1',
-    name: 'train',
-    spec: taskSpec({ numNodes }),
+    ...newJobRecord('j-1', taskSpec({ numNodes }), AT),
     status: 'RUNNING',
     counters: { restartsOnErrors: 1, restartsOnExitCodes: 2, recoveryCount: 3, consecutivePreemptions: 0, market: 'spot' },
     attemptCount: 1,
     executionArn: 'arn:x',
-    failureReason: null,
-    createdAt: AT,
     updatedAt: '2026-03-01T13:00:00.000Z',
   };
 }
 
 function attempt(n: number, outcome: AttemptOutcome | null, reports: NodeReport[] = []): AttemptRecord {
-  return {
-    jobId: 'j-1',
-    attempt: n,
-    market: 'spot',
-    placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' },
-    instances: [],
-    taskToken: null,
-    secretHash: 'h',
-    reports,
-    outcome,
-    decision: null,
-    startedAt: AT,
-    lastHeartbeatAt: null,
-    interruptionNoticedAt: null,
-    endedAt: null,
-  };
+  const placement = { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' };
+  return attemptRecord('j-1', n, AT, { placement, secretHash: 'h', reports, outcome });
 }
 
 const rep = (nodeRank: number, phase: 'setup' | 'run', exitCode: number): NodeReport => ({ nodeRank, phase, exitCode, outputTail: '', reportedAt: AT });
