@@ -1,12 +1,12 @@
 // Cancelling a job: mark it CANCELLING and let the machine end it where cleanup lives.
 
-import { ConcurrentUpdateError } from '../errors.ts';
 import type { JobRecord } from '../model.ts';
 import type { JobStore } from '../ports.ts';
 import { isTerminal, JobStatus } from '../status.ts';
 import { WorkflowError } from '../workflow/contract.ts';
 import { CANCELLED_BY_USER } from './await-attempt.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
+import { retryOnConflict } from './retry.ts';
 import { failTask } from './tasks.ts';
 
 /** The job's status after the request; `alreadyFinished` when it had ended and nothing changed. */
@@ -48,19 +48,15 @@ export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' |
 
 /** The job CANCELLING (or already ended): retried on a fresh read when a step changed its status first. */
 async function markCancelling(store: JobStore, jobId: string, at: string): Promise<JobRecord> {
-  for (let tries = 1; ; tries += 1) {
+  return retryOnConflict(MAX_CANCEL_TRIES, async () => {
     const job = await store.getJob(jobId);
     if (isTerminal(job.status) || job.status === JobStatus.CANCELLING) return job;
-    try {
-      return await store.changeStatus(jobId, {
-        from: job.status,
-        to: JobStatus.CANCELLING,
-        reason: CANCELLED_BY_USER,
-        attempt: job.attemptCount > 0 ? job.attemptCount : null,
-        at,
-      });
-    } catch (error) {
-      if (!(error instanceof ConcurrentUpdateError) || tries >= MAX_CANCEL_TRIES) throw error;
-    }
-  }
+    return store.changeStatus(jobId, {
+      from: job.status,
+      to: JobStatus.CANCELLING,
+      reason: CANCELLED_BY_USER,
+      attempt: job.attemptCount > 0 ? job.attemptCount : null,
+      at,
+    });
+  });
 }

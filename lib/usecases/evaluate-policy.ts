@@ -1,6 +1,6 @@
 // EvaluateRecoveryPolicy: end the attempt if the wait ended it, apply the policy, record the decision.
 
-import { ConcurrentUpdateError, InvalidInputError } from '../errors.ts';
+import { InvalidInputError } from '../errors.ts';
 import type { AttemptRecord, StoredDecision } from '../model.ts';
 import { decideRecovery } from '../policy/decide.ts';
 import type { AttemptOutcome, RecoveryDecision } from '../policy/types.ts';
@@ -14,6 +14,7 @@ import {
   type WorkflowState,
 } from '../workflow/contract.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
+import { retryOnConflict } from './retry.ts';
 
 /** Tries at recording a decision when other writers (heartbeat, cancel) keep changing the job. */
 const MAX_DECISION_TRIES = 3;
@@ -40,31 +41,27 @@ export async function evaluatePolicy(
 ): Promise<WorkflowState> {
   const { store, clock, random } = deps;
   const { jobId, attempt: number } = state;
-  let attempt = await store.getAttempt(jobId, number);
-  const ended = attempt.outcome ?? (await endAwaitedAttempt(store, attempt, state.awaitError, clock));
+  const first = await store.getAttempt(jobId, number);
+  const ended = first.outcome ?? (await endAwaitedAttempt(store, first, state.awaitError, clock));
 
-  for (let tries = 1; attempt.decision === null; tries += 1) {
+  return retryOnConflict(MAX_DECISION_TRIES, async (tryNumber) => {
+    const attempt = tryNumber === 1 ? first : await store.getAttempt(jobId, number);
+    if (attempt.decision !== null) return withDecision(state, attempt.decision);
     const job = await store.getJob(jobId);
     const outcome: AttemptOutcome = job.status === JobStatus.CANCELLING ? { kind: 'CANCELLED' } : ended;
     const decision = decideRecovery({ policy: job.spec.resources.jobRecovery, counters: job.counters, outcome, random });
     const at = nowIso(clock);
     const stored = toStoredDecision(decision, at);
-    try {
-      await store.recordDecision(
-        jobId,
-        number,
-        stored,
-        decision.counters,
-        { from: job.status, to: decision.status, reason: decision.reason, attempt: number, at },
-        decision.action === 'FAIL' ? { failureReason: decision.reason } : undefined,
-      );
-      return withDecision(state, stored);
-    } catch (error) {
-      if (!(error instanceof ConcurrentUpdateError) || tries >= MAX_DECISION_TRIES) throw error;
-      attempt = await store.getAttempt(jobId, number);
-    }
-  }
-  return withDecision(state, attempt.decision);
+    await store.recordDecision(
+      jobId,
+      number,
+      stored,
+      decision.counters,
+      { from: job.status, to: decision.status, reason: decision.reason, attempt: number, at },
+      decision.action === 'FAIL' ? { failureReason: decision.reason } : undefined,
+    );
+    return withDecision(state, stored);
+  });
 }
 
 /** Ends an attempt the wait gave up on; if something else ended it first, its outcome stands. */
