@@ -1,10 +1,10 @@
 // RecordControllerFailure: relaunch's own fault ends the job, and still gives back its instances.
 
-import { ConcurrentUpdateError } from '../errors.ts';
 import type { JobStore } from '../ports.ts';
 import { isTerminal, JobStatus } from '../status.ts';
 import type { AwaitError, WorkflowState } from '../workflow/contract.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
+import { retryOnConflict } from './retry.ts';
 
 /** The machine's state when a Task failed: the catch-all puts the error at `controllerError`. */
 export interface ControllerFailureState extends WorkflowState {
@@ -34,7 +34,9 @@ export async function recordControllerFailure(
   const job = await store.getJob(state.jobId);
   if (job.attemptCount > 0) {
     const attempt = await store.getAttempt(state.jobId, job.attemptCount);
-    if (attempt.instances.length > 0) await compute.release(state.jobId, attempt.attempt, attempt.instances);
+    // Always: a launch that never recorded its instances may still have started some, and
+    // compute finds an attempt's instances by their tags as well as by the ids given.
+    await compute.release(state.jobId, attempt.attempt, attempt.instances);
     if (attempt.outcome === null) {
       await store.endAttempt(state.jobId, attempt.attempt, { kind: 'LOST', reason }, nowIso(clock));
     }
@@ -48,20 +50,16 @@ export async function recordControllerFailure(
 
 /** FAILED_CONTROLLER from whatever live status the job is in; returns the job's final status. */
 async function markControllerFailed(store: JobStore, jobId: string, reason: string, at: string): Promise<JobStatus> {
-  for (let tries = 1; ; tries += 1) {
+  return retryOnConflict(2, async () => {
     const job = await store.getJob(jobId);
     if (isTerminal(job.status)) return job.status;
-    try {
-      const failed = await store.changeStatus(
-        jobId,
-        { from: job.status, to: JobStatus.FAILED_CONTROLLER, reason, attempt: job.attemptCount > 0 ? job.attemptCount : null, at },
-        { failureReason: reason },
-      );
-      return failed.status;
-    } catch (error) {
-      if (!(error instanceof ConcurrentUpdateError) || tries >= 2) throw error;
-    }
-  }
+    const failed = await store.changeStatus(
+      jobId,
+      { from: job.status, to: JobStatus.FAILED_CONTROLLER, reason, attempt: job.attemptCount > 0 ? job.attemptCount : null, at },
+      { failureReason: reason },
+    );
+    return failed.status;
+  });
 }
 
 /**

@@ -10,7 +10,7 @@ import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
 import { releaseInstances } from '../../../lib/usecases/release-instances.ts';
 import { NoCapacityError } from '../../../lib/errors.ts';
 import { fakeInstanceId } from '../../fakes/fake-compute.ts';
-import { givenJob, harness, initialState, JOB_ID, launchAndAwait, report, taskSpec } from './harness.ts';
+import { givenJob, harness, initialState, type Harness, JOB_ID, launchAndAwait, report, taskSpec } from './harness.ts';
 
 describe('releaseInstances', () => {
   it('releases the attempt\'s instances, again when asked again, and returns the state as it was', async () => {
@@ -27,14 +27,23 @@ describe('releaseInstances', () => {
     expect(h.compute.releases).toEqual([released, released]);
   });
 
-  it('has nothing to release for an attempt that never launched', async () => {
+  it('asks compute to release an attempt with no recorded instances, and skips the state before any attempt', async () => {
     const h = harness();
     await givenJob(h);
     h.compute.scriptLaunch({ error: new NoCapacityError('none') });
     const state = await launchAttempt(initialState(), h.deps);
     await releaseInstances(state, h.deps);
     await releaseInstances(initialState(), h.deps);
-    expect(h.compute.releases).toEqual([]);
+    expect(h.compute.releases).toEqual([{ jobId: JOB_ID, attempt: 1, instances: [] }]);
+  });
+
+  it('releases an attempt whose launch died before recording its instances (compute finds them by tag)', async () => {
+    const h = harness();
+    await givenJob(h);
+    await diesMidLaunch(h);
+    expect((await h.store.getAttempt(JOB_ID, 1)).instances).toEqual([]);
+    await releaseInstances({ ...initialState(), attempt: 1 }, h.deps);
+    expect(h.compute.releases).toEqual([{ jobId: JOB_ID, attempt: 1, instances: [] }]);
   });
 });
 
@@ -64,6 +73,15 @@ describe('recordControllerFailure', () => {
     const next = await recordControllerFailure({ ...initialState(), controllerError: { Error: 'Lambda.Unknown', Cause: 'timed out' } }, h.deps);
     expect(next.decision?.reason).toBe("relaunch's controller failed: Lambda.Unknown: timed out");
     expect(h.compute.releases.map((r) => r.attempt)).toEqual([1]);
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome?.kind).toBe('LOST');
+  });
+
+  it('releases the latest attempt even when its launch never recorded instances', async () => {
+    const h = harness();
+    await givenJob(h);
+    await diesMidLaunch(h);
+    await recordControllerFailure({ ...initialState(), controllerError: { Error: 'Sandbox.Timedout' } }, h.deps);
+    expect(h.compute.releases).toEqual([{ jobId: JOB_ID, attempt: 1, instances: [] }]);
     expect((await h.store.getAttempt(JOB_ID, 1)).outcome?.kind).toBe('LOST');
   });
 
@@ -123,6 +141,12 @@ describe('continueAsNew', () => {
     expect((await h.store.getJob(JOB_ID)).executionArn).toBe(h.workflow.starts[0]?.executionArn);
   });
 });
+
+/** Attempt 1 written, then its Lambda dies inside compute.launch: no instances are ever recorded. */
+async function diesMidLaunch(h: Harness): Promise<void> {
+  h.compute.scriptLaunch({ error: new Error('Task timed out after 60.00 seconds') });
+  await expect(launchAttempt(initialState(), h.deps)).rejects.toThrow('Task timed out');
+}
 
 /** A store where a cancel lands just before the first status change. */
 class MovesOnce extends InMemoryJobStore {
