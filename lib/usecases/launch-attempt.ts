@@ -8,6 +8,10 @@ import { hashSecret, newCallbackSecret } from '../secrets.ts';
 import { assertTransition, JobStatus } from '../status.ts';
 import type { WorkflowState } from '../workflow/contract.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
+import { retryOnConflict } from './retry.ts';
+
+/** The outcome of an attempt whose launch was cut short by its own Lambda failing (see launchAttempt). */
+export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the instances were recorded; relaunched as a new attempt';
 
 /**
  * Starts attempt `state.attempt + 1`.
@@ -20,6 +24,13 @@ import { nowIso, type UseCaseDeps } from './deps.ts';
  *   can move on. No capacity or a failed precheck end the attempt as LAUNCH_FAILED;
  *   the policy turns that into FAILED_NO_RESOURCE or FAILED_PRECHECKS.
  *
+ * Safe to run again after a run that failed part way (the machine retries this Lambda):
+ * a job already STARTING is not moved again, and an attempt the earlier run wrote but
+ * never placed is retired (its instances released, by tag too, and ended LOST) and the
+ * launch goes on as the next attempt. Not the same attempt: only the hash of its callback
+ * secret is stored, so its agent's secret cannot be handed out again, and the port has no
+ * write that replaces the hash; a per-attempt EC2 ClientToken also stays single-use.
+ *
  * Any other error propagates to the machine's catch-all. Returns the state for the new
  * attempt, without the previous attempt's decision.
  */
@@ -28,14 +39,17 @@ export async function launchAttempt(
   deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
 ): Promise<WorkflowState> {
   const { store, compute, clock } = deps;
-  const attempt = state.attempt + 1;
+  const claim = await claimLaunch(store, state.jobId, state.attempt + 1, nowIso(clock));
+  const attempt =
+    claim.job.attemptCount > state.attempt
+      ? (await retireInterruptedLaunch(deps, state.jobId, state.attempt, claim.job.attemptCount)) + 1
+      : state.attempt + 1;
   const next: WorkflowState = {
     jobId: state.jobId,
     attempt,
-    attemptsInExecution: state.attemptsInExecution + 1,
+    attemptsInExecution: state.attemptsInExecution + (attempt - state.attempt),
     launched: false,
   };
-  const claim = await claimLaunch(store, state.jobId, attempt, nowIso(clock));
   const secret = newCallbackSecret();
   await store.putAttempt(newAttempt(claim.job, attempt, hashSecret(secret), nowIso(clock)));
 
@@ -73,7 +87,9 @@ export async function launchAttempt(
 
 /**
  * Moves the job to STARTING, or finds it being cancelled. A cancel can land between the
- * read and the write, so a lost race is retried once with a fresh read.
+ * read and the write, so a lost race is retried once with a fresh read. A job already
+ * STARTING with attempt `attempt - 1` or later was claimed by an earlier run of this
+ * launch: the machine only launches after a decision moved the job out of STARTING.
  */
 async function claimLaunch(
   store: JobStore,
@@ -81,28 +97,55 @@ async function claimLaunch(
   attempt: number,
   at: string,
 ): Promise<{ job: JobRecord; cancelled: boolean }> {
-  for (let tries = 1; ; tries += 1) {
+  return retryOnConflict(2, async () => {
     const job = await store.getJob(jobId);
     if (job.status === JobStatus.CANCELLING) return { job, cancelled: true };
-    if (job.attemptCount !== attempt - 1) {
+    if (job.attemptCount < attempt - 1 || (job.attemptCount > attempt - 1 && job.status !== JobStatus.STARTING)) {
       throw new ConcurrentUpdateError(
         `cannot launch attempt ${attempt} of ${jobId}: the job's latest attempt is ${job.attemptCount}, expected ${attempt - 1}`,
       );
     }
+    if (job.status === JobStatus.STARTING) return { job, cancelled: false };
     assertTransition(job.status, JobStatus.STARTING);
-    try {
-      const started = await store.changeStatus(jobId, {
-        from: job.status,
-        to: JobStatus.STARTING,
-        reason: `launching attempt ${attempt} (${job.counters.market})`,
-        attempt,
-        at,
-      });
-      return { job: started, cancelled: false };
-    } catch (error) {
-      if (!(error instanceof ConcurrentUpdateError) || tries >= 2) throw error;
-    }
+    const started = await store.changeStatus(jobId, {
+      from: job.status,
+      to: JobStatus.STARTING,
+      reason: `launching attempt ${attempt} (${job.counters.market})`,
+      attempt,
+      at,
+    });
+    return { job: started, cancelled: false };
+  });
+}
+
+/**
+ * Retires attempt `latest`, written by an earlier run of this launch that failed before it
+ * recorded instances: releases whatever compute started for it, ends it LOST if still
+ * open, and returns its number. An attempt that was placed, decided, or ended otherwise is
+ * not an interrupted launch: ConcurrentUpdateError, as before.
+ */
+async function retireInterruptedLaunch(
+  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
+  jobId: string,
+  expected: number,
+  latest: number,
+): Promise<number> {
+  const { store, compute, clock } = deps;
+  const found = await store.getAttempt(jobId, latest);
+  const interrupted =
+    found.placement === null &&
+    found.decision === null &&
+    (found.outcome === null || (found.outcome.kind === 'LOST' && found.outcome.reason === INTERRUPTED_LAUNCH_REASON));
+  if (!interrupted) {
+    throw new ConcurrentUpdateError(
+      `cannot launch attempt ${expected + 1} of ${jobId}: the job's latest attempt is ${latest}, expected ${expected}, and it was placed, ended or decided`,
+    );
   }
+  await compute.release(jobId, latest, found.instances);
+  if (found.outcome === null) {
+    await store.endAttempt(jobId, latest, { kind: 'LOST', reason: INTERRUPTED_LAUNCH_REASON }, nowIso(clock));
+  }
+  return latest;
 }
 
 function newAttempt(job: JobRecord, attempt: number, secretHash: string, at: string): AttemptRecord {
