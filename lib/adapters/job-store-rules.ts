@@ -8,6 +8,7 @@
 import { ConcurrentUpdateError, StaleAttemptError } from '../errors.ts';
 import type { AttemptRecord, JobEvent, JobRecord, NodeReport } from '../model.ts';
 import type { StatusChange } from '../ports.ts';
+import { assertTransition } from '../status.ts';
 
 /** The reason on the audit row written when a job is created (its `from` is null). */
 export const JOB_CREATED_REASON = 'job created';
@@ -22,8 +23,13 @@ export function statusEvent(jobId: string, change: StatusChange): JobEvent {
   return { jobId, at: change.at, from: change.from, to: change.to, attempt: change.attempt, reason: change.reason };
 }
 
-/** Throws ConcurrentUpdateError unless the job is in the status the change starts from. */
+/**
+ * Throws IllegalTransitionError for a change lib/status.ts does not allow (a bug in the
+ * writer, whatever the job's status), then ConcurrentUpdateError unless the job is in the
+ * status the change starts from (a lost race).
+ */
 export function expectStatus(job: JobRecord, change: StatusChange): void {
+  assertTransition(change.from, change.to);
   if (job.status !== change.from) {
     throw new ConcurrentUpdateError(
       `job ${job.jobId} is ${job.status}, not ${change.from}; cannot change it to ${change.to}`,

@@ -2,7 +2,7 @@
 // that makes a fresh, empty store for each test.
 
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ConcurrentUpdateError, JobNotFoundError, StaleAttemptError } from '../../../lib/errors.ts';
+import { ConcurrentUpdateError, IllegalTransitionError, JobNotFoundError, StaleAttemptError } from '../../../lib/errors.ts';
 import type { AttemptRecord, JobRecord, NodeReport, StoredDecision } from '../../../lib/model.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../../lib/policy/types.ts';
 import type { JobStore, StatusChange } from '../../../lib/ports.ts';
@@ -228,6 +228,20 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
           ConcurrentUpdateError,
         );
         expect(await store.getJob('job-1')).toEqual(makeJob('job-1'));
+        expect(await store.listEvents('job-1')).toHaveLength(1);
+      });
+
+      it('refuses a transition lib/status.ts does not allow, even from the current status, and writes nothing', async () => {
+        await store.createJob(makeJob('job-1'));
+        await expect(store.changeStatus('job-1', change('PENDING', 'SUCCEEDED'))).rejects.toBeInstanceOf(
+          IllegalTransitionError,
+        );
+        await store.putAttempt(makeAttempt('job-1', 1));
+        await expect(
+          store.recordDecision('job-1', 1, restartDecision, chargedCounters, change('PENDING', 'RECOVERING')),
+        ).rejects.toBeInstanceOf(IllegalTransitionError);
+        expect((await store.getJob('job-1')).status).toBe('PENDING');
+        expect((await store.getAttempt('job-1', 1)).decision).toBeNull();
         expect(await store.listEvents('job-1')).toHaveLength(1);
       });
 
