@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
 import { parseTaskFile } from '../../../lib/spec/parse.ts';
+import { rejectionOf } from './rejection.ts';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/tasks/', import.meta.url));
 
@@ -20,13 +21,7 @@ function read(kind: 'valid' | 'invalid', file: string): string {
 
 /** The error a parse throws; fails the test when it does not throw. */
 function rejection(text: string): InvalidTaskSpecError {
-  try {
-    parseTaskFile(text);
-  } catch (error) {
-    if (error instanceof InvalidTaskSpecError) return error;
-    throw error;
-  }
-  throw new Error('expected the task to be rejected, but it was accepted');
+  return rejectionOf(() => parseTaskFile(text));
 }
 
 describe('valid task files', () => {

@@ -1,17 +1,11 @@
 // parseTaskFile on what only YAML text has: lines, aliases, odd keys, YAML 1.1 booleans, line endings.
 
 import { describe, expect, it } from 'vitest';
-import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
 import { parseTaskFile } from '../../../lib/spec/parse.ts';
+import { rejectedIssues } from './rejection.ts';
 
 function issuesOf(text: string): string[] {
-  try {
-    parseTaskFile(text);
-  } catch (error) {
-    if (error instanceof InvalidTaskSpecError) return error.issues.map(formatIssue);
-    throw error;
-  }
-  throw new Error('expected the task to be rejected, but it was accepted');
+  return rejectedIssues(() => parseTaskFile(text));
 }
 
 /** A file whose aliases expand to 10^6 values: anchors a0..a5, each ten uses of the one before. */
