@@ -4,6 +4,7 @@
 
 import { z } from 'zod';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
+import { issuePath } from '../lib/zod-issues.ts';
 
 /** The context keys relaunch reads. */
 export const ContextKey = {
@@ -112,9 +113,10 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
-      const [key, ...rest] = issue.path.map(String);
-      const where = rest.length > 0 ? `${key}.${rest.join('.')}` : key;
-      const message = raw[key as string] === undefined ? 'is not set' : issue.message;
+      // The context key reads as written (`relaunch:subnets`), the rest as every path does.
+      const [key, ...rest] = issue.path;
+      const where = issuePath(rest, String(key));
+      const message = raw[String(key)] === undefined ? 'is not set' : issue.message;
       return `context ${where}: ${message}`;
     });
     throw new Error(

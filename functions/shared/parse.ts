@@ -3,15 +3,11 @@
 
 import type { z } from 'zod';
 import { InvalidInputError } from '../../lib/errors.ts';
+import { issuesFromZod } from '../../lib/zod-issues.ts';
 
-/** The event, checked against `schema`; every problem is an issue with its dotted path. */
+/** The event, checked against `schema`; every problem is an issue with its path under `what`. */
 export function parseEvent<T>(schema: z.ZodType<T>, event: unknown, what: string): T {
   const parsed = schema.safeParse(event);
   if (parsed.success) return parsed.data;
-  throw new InvalidInputError(
-    parsed.error.issues.map((issue) => ({
-      path: [what, ...issue.path.map(String)].join('.'),
-      message: issue.message,
-    })),
-  );
+  throw new InvalidInputError(issuesFromZod(parsed.error, what));
 }

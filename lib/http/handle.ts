@@ -2,7 +2,7 @@
 // API Gateway's Lambda and `relaunch serve` both adapt their requests to this.
 
 import type { z } from 'zod';
-import { InvalidInputError, UnauthorizedError, type InputIssue } from '../errors.ts';
+import { InvalidInputError, UnauthorizedError } from '../errors.ts';
 import { HeartbeatBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
 import { cancelJob } from '../usecases/cancel-job.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
@@ -12,6 +12,7 @@ import { submitJob } from '../usecases/submit-job.ts';
 import type { AgentCredentials } from '../usecases/agent.ts';
 import { errorResponse, INTERNAL_ERROR_MESSAGE, json } from './responses.ts';
 import { matchRoute, type RouteName } from './routes.ts';
+import { issuesFromZod } from '../zod-issues.ts';
 import type { ApiDeps, ApiRequest, ApiResponse } from './types.ts';
 
 /**
@@ -55,7 +56,7 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
 };
 
 /**
- * Answers one request. Never throws: a route's expected errors become 400/401/404/409
+ * Answers one request. Never throws: a route's expected errors become 400/401/404/409/503
  * (see `errorResponse`), an oversized body 413, an unknown path 404, a wrong method 405,
  * and anything else a generic 500 after `deps.onUnexpectedError` saw it.
  */
@@ -102,7 +103,7 @@ function attemptOf(params: Params): number {
 function parseBody<T>(schema: z.ZodType<T>, body: string | undefined): T {
   const parsed = schema.safeParse(parseJson(body));
   if (parsed.success) return parsed.data;
-  throw new InvalidInputError(parsed.error.issues.map(toIssue));
+  throw new InvalidInputError(issuesFromZod(parsed.error));
 }
 
 function parseJson(body: string | undefined): unknown {
@@ -114,11 +115,6 @@ function parseJson(body: string | undefined): unknown {
   } catch (error) {
     throw new InvalidInputError([{ path: '', message: `expected a JSON body: ${(error as Error).message}` }]);
   }
-}
-
-function toIssue(issue: z.core.$ZodIssue): InputIssue {
-  const path = issue.path.map((key, index) => (typeof key === 'number' ? `[${key}]` : `${index === 0 ? '' : '.'}${String(key)}`)).join('');
-  return { path, message: issue.message };
 }
 
 function isJson(request: ApiRequest): boolean {

@@ -46,9 +46,9 @@ describe('configFromContext', () => {
     [{ ...minimal, [ContextKey.subnets]: { 'us-east-1': A } }, 'context relaunch:subnets.us-east-1: expected an availability zone'],
     [{ ...minimal, [ContextKey.subnets]: { 'us-east-1a': A, 'eu-west-1a': B } }, 'context relaunch:subnets: expected zones of one region'],
     [{ ...minimal, [ContextKey.subnets]: {} }, 'context relaunch:subnets: expected at least one zone'],
-    [{ ...minimal, [ContextKey.otherRegions]: [{ region: 'mars-1', subnetsByZone: {}, securityGroupIds: [] }] }, 'context relaunch:otherRegions.0.region: expected a region'],
+    [{ ...minimal, [ContextKey.otherRegions]: [{ region: 'mars-1', subnetsByZone: {}, securityGroupIds: [] }] }, 'context relaunch:otherRegions[0].region: expected a region'],
     [{ ...minimal, [ContextKey.namePrefix]: '9lives' }, 'context relaunch:namePrefix: expected 1-32'],
-    [{ ...minimal, [ContextKey.allowedInstanceTypes]: 'g5.*' }, 'context relaunch:allowedInstanceTypes.0: expected an instance type'],
+    [{ ...minimal, [ContextKey.allowedInstanceTypes]: 'g5.*' }, 'context relaunch:allowedInstanceTypes[0]: expected an instance type'],
     [{ ...minimal, [ContextKey.nodeToNodeTraffic]: 'yes' }, 'context relaunch:nodeToNodeTraffic: expected true or false'],
   ])('refuses %j with a message naming the key', (context, message) => {
     expect(from(context)).toThrow(message);
