@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rmSync, writeFileSync } from 'node:fs';
-import { handleApiRequest, MAX_BODY_BYTES } from '../lib/http/index.ts';
+import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES } from '../lib/http/index.ts';
 import type { LocalRuntime } from './runtime.ts';
 import { serverInfoPath, type ServerInfo } from './server-info.ts';
 
@@ -66,7 +66,7 @@ async function answer(
   } catch (error) {
     onError?.(error);
     if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: 'internal error' }));
+    res.end(JSON.stringify({ error: INTERNAL_ERROR_MESSAGE }));
   }
 }
 
