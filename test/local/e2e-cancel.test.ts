@@ -2,6 +2,7 @@
 // relaunch it. Either way the machine ends it CANCELLED and no process is left.
 
 import { existsSync } from 'node:fs';
+import { StateName } from '../../lib/workflow/contract.ts';
 import { attemptLogPath } from '../../local/paths.ts';
 import { describe, expect, it } from 'vitest';
 import { alive, finish, liveInGroup, statusTrail, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from './harness.ts';
@@ -65,7 +66,7 @@ describe('cancel, end to end', () => {
           exit 29
       `,
     );
-    await waitFor('the backoff wait', () => (t.transitions.some((x) => x.state === 'WaitBeforeRelaunch') ? true : undefined));
+    await waitFor('the backoff wait', () => (t.transitions.some((x) => x.state === StateName.WaitBeforeRelaunch) ? true : undefined));
     expect(await t.runtime.cancel(jobId)).toBe('CANCELLING');
     const job = await finish(t, jobId);
 
@@ -87,13 +88,13 @@ describe('cancel, end to end', () => {
     expect(existsSync(attemptLogPath(t.runtime.dataDir, jobId, 2))).toBe(false);
     expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'RECOVERING', 'CANCELLING', 'CANCELLED']);
     expect(t.transitions.map((x) => x.state).slice(-7)).toEqual([
-      'WaitBeforeRelaunch',
-      'LaunchAttempt',
-      'AwaitOrEvaluate',
-      'EvaluateRecoveryPolicy',
-      'ReleaseInstances',
-      'RelaunchOrFinish',
-      'JobFailed',
+      StateName.WaitBeforeRelaunch,
+      StateName.LaunchAttempt,
+      StateName.AwaitOrEvaluate,
+      StateName.EvaluateRecoveryPolicy,
+      StateName.ReleaseInstances,
+      StateName.NextStep,
+      StateName.JobFailed,
     ]);
   });
 });

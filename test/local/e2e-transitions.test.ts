@@ -2,6 +2,7 @@
 // per attempt, and none at all while the job runs, heartbeats included.
 
 import { describe, expect, it } from 'vitest';
+import { StateName } from '../../lib/workflow/contract.ts';
 import { runToEnd, useLocalRuntimes, yaml, type Transition } from './harness.ts';
 
 const open = useLocalRuntimes();
@@ -10,7 +11,7 @@ const open = useLocalRuntimes();
 function perAttempt(transitions: readonly Transition[]): string[][] {
   const attempts: string[][] = [];
   for (const { state } of transitions) {
-    if (state === 'LaunchAttempt') attempts.push([]);
+    if (state === StateName.LaunchAttempt) attempts.push([]);
     attempts.at(-1)?.push(state);
   }
   return attempts;
@@ -47,8 +48,8 @@ describe('state transitions', () => {
     expect(mine).toHaveLength(job.result.transitions);
     const attempts = perAttempt(mine);
     expect(attempts).toEqual([
-      ['LaunchAttempt', 'AwaitOrEvaluate', 'AwaitAttempt', 'EvaluateRecoveryPolicy', 'ReleaseInstances', 'RelaunchOrFinish', 'WaitBeforeRelaunch'],
-      ['LaunchAttempt', 'AwaitOrEvaluate', 'AwaitAttempt', 'EvaluateRecoveryPolicy', 'ReleaseInstances', 'RelaunchOrFinish', 'JobSucceeded'],
+      [StateName.LaunchAttempt, StateName.AwaitOrEvaluate, StateName.AwaitAttempt, StateName.EvaluateRecoveryPolicy, StateName.ReleaseInstances, StateName.NextStep, StateName.WaitBeforeRelaunch],
+      [StateName.LaunchAttempt, StateName.AwaitOrEvaluate, StateName.AwaitAttempt, StateName.EvaluateRecoveryPolicy, StateName.ReleaseInstances, StateName.NextStep, StateName.JobSucceeded],
     ]);
     for (const states of attempts) expect(states.length).toBeLessThanOrEqual(8);
   });
@@ -75,12 +76,12 @@ describe('state transitions', () => {
     const mine = t.transitions.filter((x) => x.execution === job.jobId);
     // The controller may still be entering its wait as the process starts; then it is silent.
     const whileRunning = mine.filter((x) => x.at > start && x.at < end).map((x) => x.state);
-    expect(whileRunning.every((state) => state === 'AwaitOrEvaluate' || state === 'AwaitAttempt')).toBe(true);
-    const waiting = mine.find((x) => x.state === 'AwaitAttempt');
+    expect(whileRunning.every((state) => state === StateName.AwaitOrEvaluate || state === StateName.AwaitAttempt)).toBe(true);
+    const waiting = mine.find((x) => x.state === StateName.AwaitAttempt);
     expect(waiting).toBeDefined();
     expect(waiting?.at).toBeLessThan(end);
     const next = mine[mine.indexOf(waiting as Transition) + 1];
-    expect(next?.state).toBe('EvaluateRecoveryPolicy');
+    expect(next?.state).toBe(StateName.EvaluateRecoveryPolicy);
     expect(next?.at).toBeGreaterThanOrEqual(end);
   });
 });

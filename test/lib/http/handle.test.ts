@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES, UNAUTHORIZED_MESSAGE, type ApiDeps, type ApiRequest } from '../../../lib/http/index.ts';
 import { JobStatus } from '../../../lib/status.ts';
+import { WorkflowError } from '../../../lib/workflow/contract.ts';
 import { givenJob, givenLaunched, harness, JOB_ID, tokenFor, type Harness } from '../usecases/harness.ts';
 
 const GOOD_TASK = 'name: train\nresources:\n  cpus: 2\nrun: python train.py\n';
@@ -105,7 +106,7 @@ describe('reading and cancelling jobs', () => {
     const res = await call(h, request('DELETE', `/jobs/${JOB_ID}`));
     expect(res.statusCode).toBe(202);
     expect(res.json).toMatchObject({ jobId: JOB_ID, status: JobStatus.CANCELLING, alreadyFinished: false });
-    expect(h.workflow.closingOf(tokenFor(1))).toMatchObject({ kind: 'fail', error: 'JobCancelled' });
+    expect(h.workflow.closingOf(tokenFor(1))).toMatchObject({ kind: 'fail', error: WorkflowError.JobCancelled });
     expect((await call(h, request('DELETE', `/jobs/${JOB_ID}`))).statusCode).toBe(202);
     expect(h.workflow.closings).toHaveLength(1);
   });
