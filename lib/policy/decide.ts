@@ -3,14 +3,16 @@
 import { JobStatus } from '../status.ts';
 import type { RecoveryPolicy, RestartBackoff } from '../spec/types.ts';
 import { describeExitCode } from './signals.ts';
-import type {
-  AttemptOutcome,
-  Market,
-  NodeExit,
-  Phase,
-  PolicyRule,
-  RecoveryCounters,
-  RecoveryDecision,
+import {
+  OutcomeKind,
+  RecoveryAction,
+  type AttemptOutcome,
+  type Market,
+  type NodeExit,
+  type Phase,
+  type PolicyRule,
+  type RecoveryCounters,
+  type RecoveryDecision,
 } from './types.ts';
 
 /** The inputs of one decision. Nothing else is read: no clock, no storage, no environment. */
@@ -71,18 +73,18 @@ export function initialCounters(useSpot: boolean): RecoveryCounters {
 export function decideRecovery(input: DecideRecoveryInput): RecoveryDecision {
   const { outcome } = input;
   switch (outcome.kind) {
-    case 'EXITED':
+    case OutcomeKind.EXITED:
       return decideExited(input, outcome.phase, outcome.nodes);
-    case 'PREEMPTED':
+    case OutcomeKind.PREEMPTED:
       return decidePreemptedOrLost(input, 'spot preemption');
-    case 'LOST':
+    case OutcomeKind.LOST:
       return decidePreemptedOrLost(input, `instance lost (${outcome.reason})`);
-    case 'LAUNCH_FAILED':
+    case OutcomeKind.LAUNCH_FAILED:
       return outcome.cause === 'NO_RESOURCE'
-        ? finish(input.counters, 'FAIL', JobStatus.FAILED_NO_RESOURCE, 'LAUNCH_FAILED', `no capacity: ${outcome.reason}`)
-        : finish(input.counters, 'FAIL', JobStatus.FAILED_PRECHECKS, 'LAUNCH_FAILED', `prechecks failed: ${outcome.reason}`);
-    case 'CANCELLED':
-      return finish(input.counters, 'FAIL', JobStatus.CANCELLED, 'CANCELLED', 'cancelled by the user; no restart');
+        ? finish(input.counters, RecoveryAction.FAIL, JobStatus.FAILED_NO_RESOURCE, 'LAUNCH_FAILED', `no capacity: ${outcome.reason}`)
+        : finish(input.counters, RecoveryAction.FAIL, JobStatus.FAILED_PRECHECKS, 'LAUNCH_FAILED', `prechecks failed: ${outcome.reason}`);
+    case OutcomeKind.CANCELLED:
+      return finish(input.counters, RecoveryAction.FAIL, JobStatus.CANCELLED, 'CANCELLED', 'cancelled by the user; no restart');
   }
 }
 
@@ -95,7 +97,7 @@ function decideExited(input: DecideRecoveryInput, phase: Phase, nodes: readonly 
   // Rule 1. An attempt with no node at all reported nothing: that is unknown, not success.
   if (nodes.length > 0 && failing.length === 0) {
     const what = multiNode ? `all ${nodes.length} nodes exited 0` : 'exit code 0';
-    return finish(counters, 'SUCCEED', JobStatus.SUCCEEDED, 'ALL_EXITED_ZERO', `${what} (${phase}); job succeeded`, 0);
+    return finish(counters, RecoveryAction.SUCCEED, JobStatus.SUCCEEDED, 'ALL_EXITED_ZERO', `${what} (${phase}); job succeeded`, 0);
   }
 
   const rootCauses = failing.filter((node) => node.killedByController !== true);
@@ -105,7 +107,7 @@ function decideExited(input: DecideRecoveryInput, phase: Phase, nodes: readonly 
   const failHit = rootCauses.find((node) => inList(node.exitCode, policy.failOnExitCodes));
   if (failHit !== undefined) {
     const subject = describeNode(failHit, phase, multiNode);
-    return finish(counters, 'FAIL', failedStatus, 'FAIL_ON_EXIT_CODE', `${subject} is in fail_on_exit_codes; failing at once, no restart`, failHit.exitCode);
+    return finish(counters, RecoveryAction.FAIL, failedStatus, 'FAIL_ON_EXIT_CODE', `${subject} is in fail_on_exit_codes; failing at once, no restart`, failHit.exitCode);
   }
 
   // Rule 3: unlimited as in SkyPilot, unless max_restarts_on_exit_codes caps it.
@@ -116,7 +118,7 @@ function decideExited(input: DecideRecoveryInput, phase: Phase, nodes: readonly 
     const used = counters.restartsOnExitCodes + 1;
     if (cap === null || used <= cap) {
       const budget = cap === null ? `restart ${used}, unlimited` : `restart ${used} of ${cap} on exit codes, ${cap - used} left`;
-      return relaunch(input, 'RESTART', 'RECOVER_ON_EXIT_CODE', { ...counters, restartsOnExitCodes: used }, `${subject}; ${budget}`, recoverHit.exitCode);
+      return relaunch(input, RecoveryAction.RESTART, 'RECOVER_ON_EXIT_CODE', { ...counters, restartsOnExitCodes: used }, `${subject}; ${budget}`, recoverHit.exitCode);
     }
   }
 
@@ -133,16 +135,16 @@ function decideExited(input: DecideRecoveryInput, phase: Phase, nodes: readonly 
   const charged = counters.restartsOnErrors + 1;
   if (charged <= max) {
     const budget = `restart ${charged} of ${max} on errors, ${max - charged} left`;
-    return relaunch(input, 'RESTART', 'RESTART_ON_ERROR', { ...counters, restartsOnErrors: charged }, `${subject}; ${budget}`, code);
+    return relaunch(input, RecoveryAction.RESTART, 'RESTART_ON_ERROR', { ...counters, restartsOnErrors: charged }, `${subject}; ${budget}`, code);
   }
   const spent = max === 0 ? 'max_restarts_on_errors is 0, so no restart' : `max_restarts_on_errors (${max}) used up`;
-  return finish({ ...counters, restartsOnErrors: charged }, 'FAIL', failedStatus, 'ERROR_BUDGET_EXHAUSTED', `${subject}; ${spent}`, code);
+  return finish({ ...counters, restartsOnErrors: charged }, RecoveryAction.FAIL, failedStatus, 'ERROR_BUDGET_EXHAUSTED', `${subject}; ${spent}`, code);
 }
 
 /** Rule 2: capacity went away. Never charged to the error budget; counts toward the fallback. */
 function decidePreemptedOrLost(input: DecideRecoveryInput, what: string): RecoveryDecision {
   const { policy, counters, outcome } = input;
-  const preempted = outcome.kind === 'PREEMPTED';
+  const preempted = outcome.kind === OutcomeKind.PREEMPTED;
   const inARow = preempted ? counters.consecutivePreemptions + 1 : 0;
   // Only a preemption can trigger the fallback, even if on_demand_fallback_after were 0.
   const fallBack = preempted && policy.onDemandFallbackAfter !== null && inARow >= policy.onDemandFallbackAfter;
@@ -150,7 +152,7 @@ function decidePreemptedOrLost(input: DecideRecoveryInput, what: string): Recove
   const recovery = counters.recoveryCount + 1;
   const switched = market !== counters.market ? `; ${inARow} preemptions in a row; relaunching on-demand` : '';
   const reason = `${what}; recovery ${recovery}, does not count toward max_restarts_on_errors${switched}`;
-  return relaunch(input, 'RECOVER', 'PREEMPTED_OR_LOST', { ...counters, consecutivePreemptions: inARow, market }, reason, null);
+  return relaunch(input, RecoveryAction.RECOVER, 'PREEMPTED_OR_LOST', { ...counters, consecutivePreemptions: inARow, market }, reason, null);
 }
 
 /**
@@ -170,7 +172,7 @@ function relaunch(
   const counters: RecoveryCounters = {
     ...next,
     recoveryCount: input.counters.recoveryCount + 1,
-    consecutivePreemptions: input.outcome.kind === 'PREEMPTED' ? next.consecutivePreemptions : 0,
+    consecutivePreemptions: input.outcome.kind === OutcomeKind.PREEMPTED ? next.consecutivePreemptions : 0,
   };
   return {
     action,
