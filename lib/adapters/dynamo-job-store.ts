@@ -465,7 +465,10 @@ export class DynamoJobStore implements JobStore {
 
   /**
    * Runs a transaction; null when it was applied, else each item's cancellation code
-   * (CONDITION_FAILED for a refused condition). Other failures are thrown as they are.
+   * (CONDITION_FAILED for a refused condition). A transaction cancelled only because
+   * another write to one of its items was in flight (TransactionConflict) lost a race:
+   * ConcurrentUpdateError, which the use cases retry on a fresh read. Other failures
+   * (throttling, validation) are thrown as they are.
    */
   async #transact(items: readonly TransactWriteItem[]): Promise<string[] | null> {
     try {
@@ -473,8 +476,12 @@ export class DynamoJobStore implements JobStore {
       return null;
     } catch (error) {
       const reasons = error instanceof TransactionCanceledException ? (error.CancellationReasons ?? []) : [];
-      if (!reasons.some((r) => r.Code === CONDITION_FAILED)) throw error;
-      return reasons.map((r) => r.Code ?? 'None');
+      const codes = reasons.map((r) => r.Code ?? 'None');
+      if (codes.includes(CONDITION_FAILED)) return codes;
+      if (codes.includes(TRANSACTION_CONFLICT)) {
+        throw new ConcurrentUpdateError(`a write to the same items was in progress; the transaction was cancelled (${codes.join(', ')})`);
+      }
+      throw error;
     }
   }
 
@@ -508,6 +515,7 @@ export class DynamoJobStore implements JobStore {
 }
 
 const CONDITION_FAILED = 'ConditionalCheckFailed';
+const TRANSACTION_CONFLICT = 'TransactionConflict';
 const ATTEMPT_PREFIX = 'ATTEMPT#';
 const EVENT_PREFIX = 'EVENT#';
 const INSTANCE_PREFIX = 'INSTANCE#';

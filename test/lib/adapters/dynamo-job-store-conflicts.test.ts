@@ -1,0 +1,45 @@
+// DynamoJobStore's reading of a cancelled transaction, on a mocked client: dynalite never
+// cancels a transaction for a conflict or throttling, so those answers are scripted here.
+
+import { DynamoDBClient, TransactionCanceledException, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import 'aws-sdk-client-mock-vitest/extend';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
+import { ConcurrentUpdateError } from '../../../lib/errors.ts';
+import { attemptRecord } from '../../fixtures/records.ts';
+import { sampleJob } from './job-store.contract.ts';
+
+const dynamo = mockClient(DynamoDBClient);
+const store = () => new DynamoJobStore({ client: new DynamoDBClient({ region: 'us-east-1' }), tableName: 'jobs' });
+
+function cancelled(...codes: string[]): TransactionCanceledException {
+  return new TransactionCanceledException({
+    message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${codes.join(', ')}]`,
+    $metadata: {},
+    CancellationReasons: codes.map((Code) => ({ Code })),
+  });
+}
+
+beforeEach(() => dynamo.reset());
+
+describe('DynamoJobStore on a cancelled transaction', () => {
+  it('answers a TransactionConflict as ConcurrentUpdateError, so the use cases retry', async () => {
+    dynamo.on(TransactWriteItemsCommand).rejects(cancelled('TransactionConflict', 'None'));
+    await expect(store().createJob(sampleJob)).rejects.toThrow(ConcurrentUpdateError);
+    await expect(store().putAttempt(attemptRecord('job-1', 1, '2026-01-01T00:00:01.000Z'))).rejects.toThrow(
+      /write to the same items was in progress.*TransactionConflict/,
+    );
+  });
+
+  it('rethrows throttling as it is: no lost race, so no read-and-retry; the Lambda retry covers it', async () => {
+    const throttled = cancelled('ThrottlingError', 'None');
+    dynamo.on(TransactWriteItemsCommand).rejects(throttled);
+    await expect(store().createJob(sampleJob)).rejects.toBe(throttled);
+  });
+
+  it('still reads a refused condition as the port\'s own error, even alongside a conflict', async () => {
+    dynamo.on(TransactWriteItemsCommand).rejects(cancelled('ConditionalCheckFailed', 'TransactionConflict'));
+    await expect(store().createJob(sampleJob)).rejects.toThrow(`job ${sampleJob.jobId} already exists`);
+  });
+});
