@@ -11,6 +11,7 @@ import {
   UnauthorizedError,
   type InputIssue,
 } from '../errors.ts';
+import { STALE_ATTEMPT_STATUS } from '../agent/protocol.ts';
 import type { ApiResponse } from './types.ts';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
@@ -30,6 +31,9 @@ export const UNAUTHORIZED_MESSAGE = 'the callback secret does not match this att
 /** The message every 500 carries: the cause is logged, never sent. */
 export const INTERNAL_ERROR_MESSAGE = 'internal error; the request was logged';
 
+/** Seconds a 503 for a lost race asks the caller to wait before trying again. */
+export const CONFLICT_RETRY_AFTER_SECONDS = 1;
+
 /**
  * The answer for an error a route raised, or undefined for one no route expects (a 500,
  * answered by the caller after reporting it).
@@ -39,21 +43,26 @@ export const INTERNAL_ERROR_MESSAGE = 'internal error; the request was logged';
  * | InvalidTaskSpecError, InvalidInputError | 400 with issues |
  * | UnauthorizedError | 401 |
  * | JobNotFoundError | 404 |
- * | StaleAttemptError, ConcurrentUpdateError, IllegalTransitionError, JobAlreadyFinishedError | 409 |
+ * | StaleAttemptError | 409 (STALE_ATTEMPT_STATUS: the agent stops retrying) |
+ * | IllegalTransitionError, JobAlreadyFinishedError | 409 |
+ * | ConcurrentUpdateError | 503 with Retry-After |
+ *
+ * 409 is the agent's "stop": only a stale attempt may answer it on the agent's routes. A
+ * lost race (ConcurrentUpdateError) is transient, so it is a 503 the agent (which retries
+ * every non-2xx) and a user may simply try again. IllegalTransitionError keeps 409: the
+ * agent's routes only ever move a job STARTING -> RUNNING, which is always legal, so only
+ * a user route (cancel) could raise it, and for a user it is a refusal, not a hiccup.
  */
 export function errorResponse(error: unknown): ApiResponse | undefined {
   if (error instanceof InvalidTaskSpecError) return badRequest(countIssues('the task is not valid', error.issues), error.issues);
   if (error instanceof InvalidInputError) return badRequest(countIssues('the request is not valid', error.issues), error.issues);
   if (error instanceof UnauthorizedError) return json(401, { error: UNAUTHORIZED_MESSAGE });
   if (error instanceof JobNotFoundError) return json(404, { error: error.message });
-  if (
-    error instanceof StaleAttemptError ||
-    error instanceof ConcurrentUpdateError ||
-    error instanceof IllegalTransitionError ||
-    error instanceof JobAlreadyFinishedError
-  ) {
-    return json(409, { error: error.message });
+  if (error instanceof StaleAttemptError) return json(STALE_ATTEMPT_STATUS, { error: error.message });
+  if (error instanceof ConcurrentUpdateError) {
+    return json(503, { error: error.message }, { 'retry-after': String(CONFLICT_RETRY_AFTER_SECONDS) });
   }
+  if (error instanceof IllegalTransitionError || error instanceof JobAlreadyFinishedError) return json(409, { error: error.message });
   return undefined;
 }
 
