@@ -19,7 +19,8 @@ export function reportPath(jobId: string, attempt: number): string {
 
 /**
  * The HTTP status that tells the agent its attempt is no longer the live one: it stops
- * retrying. Every 2xx is an acknowledgement; anything else is retried with backoff.
+ * retrying. Every 2xx is an acknowledgement; 408, 429, 5xx and no answer are retried with
+ * backoff; any other 4xx is final too (no retry would change it).
  */
 export const STALE_ATTEMPT_STATUS = 409;
 
@@ -33,7 +34,7 @@ export type HeartbeatBody = z.infer<typeof HeartbeatBodySchema>;
 /**
  * `POST .../report`: one node's end of one phase. Every node reports `setup` (exit 0 when
  * the task has none), then `run` unless setup failed. A report is resent until a 2xx or a
- * 409 answers it, so the API must treat a repeat as already done.
+ * final 4xx answers it, so the API must treat a repeat as already done.
  */
 export const ReportBodySchema = z.object({
   nodeRank,

@@ -12,8 +12,10 @@
 // 4. Learns every node's IP (given, or its own `local-ipv4` for one node, or the
 //    `relaunch:node-ips:*` instance tags the launcher sets once all nodes exist).
 // 5. Runs setup in the work directory, output to `setup.log`, and reports it; runs run
-//    and reports it only if setup exited 0. A report is retried with exponential backoff
-//    until a 2xx answers it; a 409 (the attempt is no longer live) skips run.
+//    and reports it only if setup exited 0. A 2xx acknowledges a report; 408, 429, 5xx and
+//    no answer at all are retried with exponential backoff; any other answer (409: the
+//    attempt is no longer live; 400, 401, 404: it never will be accepted) is final and
+//    skips run. Retrying those forever would keep the attempt alive by heartbeat forever.
 // 6. Stops the heartbeat and runs the shutdown command (on EC2 the instance terminates).
 //
 // If the rank or the IPs never show up, the agent shuts down without reporting: the
@@ -24,7 +26,14 @@
 import { PrecheckError } from '../errors.ts';
 import { jobEnvironment } from '../job-env.ts';
 import type { TaskSpec } from '../spec/types.ts';
-import { heartbeatPath, OUTPUT_TAIL_LINES, OUTPUT_TAIL_MAX_BYTES, reportPath } from './protocol.ts';
+import {
+  authorizationHeader,
+  heartbeatPath,
+  OUTPUT_TAIL_LINES,
+  OUTPUT_TAIL_MAX_BYTES,
+  reportPath,
+  STALE_ATTEMPT_STATUS,
+} from './protocol.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount } from './tags.ts';
 
 /** Everything one node's agent needs to know. */
@@ -34,7 +43,7 @@ export interface AgentScriptParams {
   readonly jobId: string;
   /** 1-based. */
   readonly attempt: number;
-  /** The attempt's callback secret, sent as `Authorization: Bearer <secret>`. */
+  /** The attempt's callback secret, sent as protocol.ts's authorizationHeader says. */
   readonly secret: string;
   readonly spec: TaskSpec;
   /** Seconds between heartbeats (HEARTBEAT_INTERVAL_SECONDS on AWS); a whole number >= 1. */
@@ -99,7 +108,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
   const config: Record<string, string | number> = {
     JOB_ID: jobId,
     ATTEMPT: attempt,
-    SECRET: params.secret,
+    AUTH_HEADER: `Authorization: ${authorizationHeader(params.secret)}`,
     NUM_NODES: spec.numNodes,
     NODE_RANK: params.nodeRank ?? '',
     NODE_IPS: params.nodeIps?.join('\n') ?? '',
@@ -114,6 +123,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     NODE_IPS_TAGS: nodeIpsTagCount(spec.numNodes),
     BACKOFF_INITIAL_MS: Math.max(1, Math.round(backoff.initialMs)),
     BACKOFF_MAX_MS: Math.max(1, Math.round(backoff.maxMs)),
+    STALE_STATUS: STALE_ATTEMPT_STATUS,
     TAIL_LINES: OUTPUT_TAIL_LINES,
     TAIL_BYTES: OUTPUT_TAIL_MAX_BYTES,
     SETUP_B64: base64(spec.setup ?? ''),
@@ -278,7 +288,8 @@ post_json() {
     -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
 }
 
-# Sends a phase's report until it is acknowledged (0), or refused as stale (1).
+# Sends a phase's report until it is acknowledged (0) or refused for good (1): stale, or
+# an answer no retry can change. Only a timeout, throttling, a 5xx or silence is retried.
 report() {
   local phase=$1 code=$2 body="$ROOT_DIR/$1.report.json" delay=$BACKOFF_INITIAL_MS status
   printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
@@ -287,7 +298,9 @@ report() {
     status=$(post_json "$REPORT_URL" "$body")
     case $status in
       2??) log "reported $phase exit code $code"; return 0 ;;
-      409) log "attempt $ATTEMPT is no longer live: the API refused the $phase report (409)"; return 1 ;;
+      "$STALE_STATUS") log "attempt $ATTEMPT is no longer live: the API refused the $phase report ($status)"; return 1 ;;
+      408 | 429 | 5?? | 000) ;;
+      4??) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
     esac
     log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$delay") s"
     sleep "$(seconds_of_ms "$delay")"
@@ -305,7 +318,7 @@ run_phase() {
 if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
 mkdir -p "$ROOT_DIR" "$WORK_DIR" || exit 1
 AUTH_HEADER_FILE="$ROOT_DIR/authorization"
-(umask 077 && printf 'Authorization: Bearer %s\n' "$SECRET" >"$AUTH_HEADER_FILE") || exit 1
+(umask 077 && printf '%s\n' "$AUTH_HEADER" >"$AUTH_HEADER_FILE") || exit 1
 printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh"
 printf '%s' "$RUN_B64" | base64 -d >"$ROOT_DIR/run.sh"
 printf '%s' "$ENV_B64" | base64 -d >"$ROOT_DIR/env.sh"

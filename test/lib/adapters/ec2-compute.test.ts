@@ -22,6 +22,7 @@ import {
   InstancesStillRunningError,
   type Ec2ComputeConfig,
 } from '../../../lib/adapters/ec2-compute.ts';
+import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { NoCapacityError, PrecheckError } from '../../../lib/errors.ts';
 import type { LaunchRequest } from '../../../lib/ports.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
@@ -175,7 +176,7 @@ describe('Ec2Compute.launch: what it sends', () => {
     expect(input?.BlockDeviceMappings?.[0]?.Ebs?.VolumeSize).toBe(1024);
     const script = userDataScript(input as RunInstancesCommandInput);
     expect(script.startsWith('#!/bin/bash\n')).toBe(true);
-    expect(script).toContain("SECRET='cb-secret'");
+    expect(script).toContain(`'Authorization: ${authorizationHeader('cb-secret')}'`);
     expect(script).toContain("REPORT_URL='https://api.example.com/prod/jobs/job-1/attempts/2/report'");
     expect(agentEnvironment(script)).toContain("export SKYPILOT_NUM_GPUS_PER_NODE='8'");
   });

@@ -29,6 +29,8 @@ class FakeApi {
   readonly requests: Received[] = [];
   /** Statuses for the next report POSTs, in order (0: drop the connection); 200 once used up. */
   reportStatuses: number[] = [];
+  /** The status of every report POST once reportStatuses is used up. */
+  reportStatusAfter = 200;
   /** IMDS metadata paths (after `/latest/meta-data/`) and their values; absent is 404. */
   metadata: Record<string, string> = {};
   private readonly imdsToken = 'imds-token-1';
@@ -64,7 +66,7 @@ class FakeApi {
       authorization: request.headers.authorization,
       body: Buffer.concat(chunks).toString('utf8'),
     });
-    const status = path.endsWith('/report') ? (this.reportStatuses.shift() ?? 200) : 204;
+    const status = path.endsWith('/report') ? (this.reportStatuses.shift() ?? this.reportStatusAfter) : 204;
     if (status === 0) {
       request.socket.destroy();
       return;
@@ -287,6 +289,29 @@ describe('the agent script', () => {
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
     expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
     expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+
+  it('retries a report answered 408 or 429: the API asks it to come back', async () => {
+    api.reportStatuses = [408, 429];
+
+    const result = await runAgent({ spec: spec(), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup', 'setup', 'setup', 'run']);
+  });
+
+  it('gives up at once on a 401 that would answer forever: no run, no more heartbeats, shut down', async () => {
+    api.reportStatusAfter = 401;
+
+    const result = await runAgent({ spec: spec({ run: `touch "$DUMP_DIR/run-started"` }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+    expect(result.stderr).toContain('the API refused the setup report for good (HTTP 401)');
+    const heartbeatsAtExit = api.heartbeats.length;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(api.heartbeats).toHaveLength(heartbeatsAtExit);
   });
 
   it('learns its rank and every node IP from instance metadata (IMDSv2)', async () => {
