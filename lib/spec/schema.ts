@@ -1,6 +1,7 @@
 // The task file's schema: which keys each section takes, and how they become a TaskSpec.
 
 import { z } from 'zod';
+import { MAX_NUM_NODES } from '../report-tail.ts';
 import type { Resources, TaskSpec } from './types.ts';
 import { acceleratorsSchema } from './accelerators.ts';
 import { flag, fromParser, integer, isMapping, text } from './fields.ts';
@@ -117,7 +118,8 @@ const resourcesSchema = z
 const taskShape = {
   name: nameSchema.nullish(),
   workdir: workdirSchema.nullish(),
-  num_nodes: integer('an integer >= 1', 1).nullish(),
+  // Bounded so an attempt's reports fit its one stored record (lib/report-tail.ts).
+  num_nodes: integer(`an integer from 1 to ${MAX_NUM_NODES} (the most nodes relaunch runs a task on)`, 1, MAX_NUM_NODES).nullish(),
   envs: envsSchema.nullish(),
   setup: text('shell commands as a string').nullish(),
   run: text('shell commands as a string').nullish(),

@@ -4,6 +4,7 @@ import { InvalidInputError, StaleAttemptError } from '../errors.ts';
 import type { NodeReport } from '../model.ts';
 import { outcomeFromReports } from '../outcome.ts';
 import type { Phase } from '../policy/types.ts';
+import { keepTail, storedTailMaxBytes } from '../report-tail.ts';
 import { assertLiveAttempt, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { resumeTask } from './tasks.ts';
@@ -49,7 +50,8 @@ export async function reportPhase(
     nodeRank: input.nodeRank,
     phase: input.phase,
     exitCode: input.exitCode,
-    outputTail: input.outputTail,
+    // The end of it, within this job's share of what an attempt may store (lib/report-tail.ts).
+    outputTail: keepTail(input.outputTail, storedTailMaxBytes(job.spec.numNodes)),
     reportedAt: nowIso(clock),
   };
   const added = await store.addReport(input.jobId, input.attempt, report);
