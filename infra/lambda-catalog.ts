@@ -79,8 +79,9 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   [LambdaName.launchAttempt]: { store: 'write', workflow: false, compute: 'launch', timeoutSeconds: 300 },
   [LambdaName.awaitAttempt]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 30 },
   [LambdaName.evaluatePolicy]: { store: 'write', workflow: false, compute: false, timeoutSeconds: 30 },
-  [LambdaName.releaseInstances]: { store: 'read', workflow: false, compute: 'release', timeoutSeconds: 60 },
-  [LambdaName.recordControllerFailure]: { store: 'write', workflow: false, compute: 'release', timeoutSeconds: 60 },
+  // A release waits at most RELEASE_WAIT_BUDGET_MS (40 s) for instances, plus its EC2 calls.
+  [LambdaName.releaseInstances]: { store: 'read', workflow: false, compute: 'release', timeoutSeconds: 150 },
+  [LambdaName.recordControllerFailure]: { store: 'write', workflow: false, compute: 'release', timeoutSeconds: 150 },
   [LambdaName.continueAsNew]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 30 },
   // API Gateway gives up after 29 s.
   [LambdaName.api]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 29 },

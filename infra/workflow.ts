@@ -6,6 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import type { Construct } from 'constructs';
+import { InstancesStillRunningError } from '../lib/errors.ts';
 import { RecoveryAction } from '../lib/policy/types.ts';
 import { JobStatus } from '../lib/status.ts';
 import {
@@ -79,6 +80,8 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
   const launch = handlerTask(StateName.LaunchAttempt);
   const evaluate = handlerTask(StateName.EvaluateRecoveryPolicy);
   const release = handlerTask(StateName.ReleaseInstances);
+  // A release that ran out of its wait budget with instances still going tries again.
+  release.addRetry({ errors: [InstancesStillRunningError.errorName], interval: Duration.seconds(30), maxAttempts: 4, backoffRate: 1.5 });
   const continueAsNew = handlerTask(StateName.ContinueAsNewExecution);
 
   const awaitAttempt = tasks.LambdaInvoke.jsonPath(scope, StateName.AwaitAttempt, {

@@ -89,3 +89,20 @@ export class NoCapacityError extends RelaunchError {
 export class PrecheckError extends RelaunchError {
   override readonly name = 'PrecheckError';
 }
+
+/** Instances that were told to terminate and are still not shutting down. */
+export class InstancesStillRunningError extends RelaunchError {
+  /** The name Step Functions matches to retry a release. */
+  static readonly errorName = 'InstancesStillRunningError';
+  override readonly name = InstancesStillRunningError.errorName;
+}
+
+/** A Lambda deployed without a setting it needs, or with one it cannot read. */
+export class ConfigurationError extends RelaunchError {
+  override readonly name = 'ConfigurationError';
+}
+
+/** A cloud API answered without something it always returns (an ARN, an IP). */
+export class UnexpectedCloudResponseError extends RelaunchError {
+  override readonly name = 'UnexpectedCloudResponseError';
+}

@@ -19,6 +19,7 @@
 // with exponential backoff; a bad AMI or instance type is a PrecheckError; anything else
 // (permissions, a missing subnet) is relaunch's own fault and propagates as is.
 
+import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import {
   CreateTagsCommand,
@@ -34,7 +35,7 @@ import {
 import { GetParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
 import { renderAgentScript } from '../agent/script.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
-import { NoCapacityError, PrecheckError, RelaunchError } from '../errors.ts';
+import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
 import { architectureOf, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
 import type { InstanceRef, Placement } from '../model.ts';
 import { planPlacements, type PlacementCandidate } from '../placement.ts';
@@ -97,7 +98,16 @@ export interface Ec2ComputeConfig {
    * @default 6
    */
   readonly releaseChecks?: number;
+  /**
+   * The most one release waits between checks, over all regions: it must end well inside
+   * its Lambda's timeout, and Step Functions retries InstancesStillRunningError after it.
+   * @default RELEASE_WAIT_BUDGET_MS
+   */
+  readonly releaseWaitBudgetMs?: number;
 }
+
+/** How long one release waits for terminated instances, in all: well under its Lambda's timeout. */
+export const RELEASE_WAIT_BUDGET_MS = 40_000;
 
 /** What Ec2Compute is built from. EC2 and SSM are regional, so clients come per region. */
 export interface Ec2ComputeDeps {
@@ -108,10 +118,7 @@ export interface Ec2ComputeDeps {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-/** Instances that were told to terminate and are still not shutting down. */
-export class InstancesStillRunningError extends RelaunchError {
-  override readonly name = 'InstancesStillRunningError';
-}
+export { InstancesStillRunningError };
 
 /** EC2 user data is at most 16 KB before base64; the script goes gzipped (cloud-init inflates it). */
 const USER_DATA_MAX_BYTES = 16_384;
@@ -217,19 +224,23 @@ export class Ec2Compute implements Compute {
    * Terminates the attempt's instances in every region: those this object launched, and
    * any still live that carry the attempt's tags (so an instance from a launch whose
    * result was lost goes too). Then checks until none is live. Instances already gone
-   * are fine; still live after the checks is InstancesStillRunningError.
+   * are fine; still live after the checks, or once the wait budget is spent, is
+   * InstancesStillRunningError (the controller retries the release).
    */
   async release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void> {
     const checks = this.config.releaseChecks ?? 6;
+    let budget = this.config.releaseWaitBudgetMs ?? RELEASE_WAIT_BUDGET_MS;
     for (const { region } of this.config.regions) {
       const known = instances.filter((instance) => this.launchedIn.get(instance.instanceId) === region).map((i) => i.instanceId);
       let live = [...new Set([...known, ...(await this.liveInstances(region, [tagFilter(TagKey.jobId, jobId), tagFilter(TagKey.attempt, String(attempt))]))])];
       for (let check = 0; live.length > 0; check += 1) {
-        if (check >= checks) {
+        if (check >= checks || budget <= 0) {
           throw new InstancesStillRunningError(`instances of job ${jobId} attempt ${attempt} in ${region} are still running: ${live.join(', ')}`);
         }
         await this.terminate(region, live);
-        await this.sleep(Math.min(1000 * 2 ** check, 30_000));
+        const wait = Math.min(1000 * 2 ** check, 30_000, budget);
+        budget -= wait;
+        await this.sleep(wait);
         live = await this.liveInstances(region, [{ Name: 'instance-id', Values: live }]);
       }
     }
@@ -282,6 +293,7 @@ export class Ec2Compute implements Compute {
       { Key: TagKey.attempt, Value: String(request.attempt) },
     ];
     return {
+      ClientToken: clientToken(request, candidate, instanceType),
       ImageId: image.imageId,
       InstanceType: instanceType as RunInstancesCommandInput['InstanceType'],
       MinCount: spec.numNodes,
@@ -332,7 +344,7 @@ export class Ec2Compute implements Compute {
   /** Tags each node with its rank and every node's IP, which its agent reads from IMDS. */
   private async tagNodes(region: string, nodes: readonly InstanceRef[]): Promise<void> {
     const ips = nodes.map((node) => node.privateIp);
-    if (ips.some((ip) => ip === null)) throw new Error(`EC2 returned instances without a private IP in ${region}`);
+    if (ips.some((ip) => ip === null)) throw new UnexpectedCloudResponseError(`EC2 returned instances without a private IP in ${region}`);
     const ipTags = nodeIpsTags(ips as string[]);
     for (const node of nodes) {
       const Tags = [{ Key: TagKey.nodeRank, Value: String(node.nodeRank) }, ...ipTags];
@@ -437,6 +449,20 @@ function assertImageSomewhere(spec: TaskSpec, plan: readonly PlacementCandidate[
 function imageKind(instanceType: string): ImageKind {
   const arch: Architecture = architectureOf(instanceType);
   return hasGpus(instanceType) ? `${arch}-gpu` : arch;
+}
+
+/** EC2 caps a ClientToken at 64 ASCII characters. */
+const CLIENT_TOKEN_MAX = 64;
+
+/**
+ * The same token for every try of one (job, attempt, zone, instance type): a RunInstances
+ * retried after an InternalError whose launch went through returns those instances
+ * instead of launching a second set. Too long, or not ASCII, it is hashed.
+ */
+export function clientToken(request: Pick<LaunchRequest, 'jobId' | 'attempt'>, candidate: Pick<PlacementCandidate, 'region' | 'zone'>, instanceType: string): string {
+  const plain = `${request.jobId}-${request.attempt}-${candidate.zone ?? candidate.region}-${instanceType}`;
+  if (plain.length <= CLIENT_TOKEN_MAX && /^[\x21-\x7e]*$/.test(plain)) return plain;
+  return createHash('sha256').update(plain).digest('hex');
 }
 
 function tagFilter(key: string, value: string): { Name: string; Values: string[] } {

@@ -8,6 +8,7 @@ import { EC2_DETAIL_TYPES, GONE_STATE_NAMES } from '../../lib/aws-events.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
+import { InstancesStillRunningError } from '../../lib/errors.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, TABLE_KEY } from '../../lib/adapters/dynamo-table.ts';
 import { ROUTES } from '../../lib/http/routes.ts';
 import { HEARTBEAT_TIMEOUT_SECONDS, StateName } from '../../lib/workflow/contract.ts';
@@ -263,10 +264,13 @@ describe('JobWorkflow', () => {
     const tasks = Object.entries(States).filter(([, s]) => s.Type === 'Task');
     expect(tasks).toHaveLength(6);
     for (const [name, state] of tasks) {
-      expect(state.Retry, name).toEqual([
+      expect((state.Retry as unknown[])[0], name).toEqual(
         expect.objectContaining({ ErrorEquals: expect.arrayContaining(['Lambda.TooManyRequestsException']), JitterStrategy: 'FULL' }),
-      ]);
+      );
     }
+    expect(States[StateName.ReleaseInstances]?.Retry).toContainEqual(
+      expect.objectContaining({ ErrorEquals: [InstancesStillRunningError.errorName] }),
+    );
   });
 });
 

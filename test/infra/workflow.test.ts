@@ -6,6 +6,7 @@ import aslValidator from 'asl-validator';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
 import { renderControllerAsl } from '../../infra/asl.ts';
+import { InstancesStillRunningError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';
 import {
   AWAIT_ERROR_PATH,
@@ -75,15 +76,22 @@ describe('the rendered controller ASL', () => {
 
   it('retries Lambda transient errors with backoff, a cap and full jitter on every Task', () => {
     for (const name of TASK_STATES) {
-      expect(state(name).Retry, name).toEqual([
+      expect((state(name).Retry as unknown[])[0], name).toEqual(
         expect.objectContaining({
           ErrorEquals: [...LAMBDA_TRANSIENT_ERRORS],
           BackoffRate: 2,
           MaxDelaySeconds: expect.any(Number),
           JitterStrategy: 'FULL',
         }),
-      ]);
+      );
+      if (name !== StateName.ReleaseInstances) expect(state(name).Retry, name).toHaveLength(1);
     }
+  });
+
+  it('retries a release whose instances were still running when its wait budget ran out', () => {
+    expect(state(StateName.ReleaseInstances).Retry).toContainEqual(
+      expect.objectContaining({ ErrorEquals: [InstancesStillRunningError.errorName], MaxAttempts: expect.any(Number) }),
+    );
   });
 
   it('sends any other Task error to RecordControllerFailure, which ends in ControllerFailed', () => {

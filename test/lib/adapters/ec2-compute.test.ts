@@ -17,11 +17,14 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
+  clientToken,
   DEFAULT_IMAGE_PARAMETERS,
   Ec2Compute,
   InstancesStillRunningError,
+  RELEASE_WAIT_BUDGET_MS,
   type Ec2ComputeConfig,
 } from '../../../lib/adapters/ec2-compute.ts';
+import { LAMBDA_NEEDS, LambdaName } from '../../../infra/lambda-catalog.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { NoCapacityError, PrecheckError } from '../../../lib/errors.ts';
 import type { LaunchRequest } from '../../../lib/ports.ts';
@@ -318,6 +321,33 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     expect(sleeps).toEqual([500, 500, 1000, 2000]);
   });
 
+  it('sends one ClientToken per job, attempt, zone and type, so a retried RunInstances cannot launch twice', async () => {
+    let calls = 0;
+    ec2['us-east-1'].on(RunInstancesCommand).callsFake(() => {
+      calls += 1;
+      if (calls === 1) throw awsError('InsufficientInstanceCapacity');
+      if (calls === 2) throw awsError('InternalError');
+      return { Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] };
+    });
+
+    await compute().launch(request(spec({ instanceType: 'm6i.large' })));
+
+    expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(RunInstancesCommand, 1, { ClientToken: 'job-1-2-us-east-1a-m6i.large' });
+    expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(RunInstancesCommand, 2, { ClientToken: 'job-1-2-us-east-1b-m6i.large' });
+    expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(RunInstancesCommand, 3, { ClientToken: 'job-1-2-us-east-1b-m6i.large' });
+  });
+
+  it('hashes a ClientToken longer than the 64 characters EC2 takes', async () => {
+    const jobId = 'j'.repeat(60);
+
+    await compute().launch(request(spec({ instanceType: 'm6i.large' }), { jobId }));
+
+    const token = runInputs('us-east-1')[0]?.ClientToken ?? '';
+    expect(token).toMatch(/^[0-9a-f]{64}$/);
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { ClientToken: clientToken({ jobId, attempt: 2 }, { region: 'us-east-1', zone: 'us-east-1a' }, 'm6i.large') });
+    expect(clientToken({ jobId, attempt: 3 }, { region: 'us-east-1', zone: 'us-east-1a' }, 'm6i.large')).not.toBe(token);
+  });
+
   it('lets a throttle through once its retries are used up', async () => {
     ec2['us-east-1'].on(RunInstancesCommand).rejects(awsError('RequestLimitExceeded'));
 
@@ -452,6 +482,25 @@ describe('Ec2Compute.release', () => {
     await expect(compute({ releaseChecks: 3 }).release('job-1', 2, [])).rejects.toThrow(InstancesStillRunningError);
     expect(ec2['us-east-1']).toHaveReceivedCommandTimes(TerminateInstancesCommand, 3);
     expect(sleeps).toEqual([1000, 2000, 4000]);
+  });
+
+  it('stops waiting once its wait budget is spent, so it ends inside its Lambda timeout', async () => {
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolves(reservations('i-stuck'));
+
+    await expect(compute({ releaseWaitBudgetMs: 5000 }).release('job-1', 2, [])).rejects.toThrow(InstancesStillRunningError);
+    expect(sleeps).toEqual([1000, 2000, 2000]);
+  });
+
+  it('by default waits at most RELEASE_WAIT_BUDGET_MS, well under the release Lambda timeout', async () => {
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolves(reservations('i-stuck'));
+
+    const error = await compute().release('job-1', 2, []).catch((caught: unknown) => caught);
+
+    expect(error).toBeInstanceOf(InstancesStillRunningError);
+    expect((error as Error).name).toBe(InstancesStillRunningError.errorName);
+    expect(sleeps.reduce((sum, ms) => sum + ms, 0)).toBe(RELEASE_WAIT_BUDGET_MS);
+    expect(RELEASE_WAIT_BUDGET_MS).toBeLessThanOrEqual(LAMBDA_NEEDS[LambdaName.releaseInstances].timeoutSeconds * 1000 / 3);
+    expect(RELEASE_WAIT_BUDGET_MS).toBeLessThanOrEqual(LAMBDA_NEEDS[LambdaName.recordControllerFailure].timeoutSeconds * 1000 / 3);
   });
 
   it('retries a throttled terminate', async () => {
