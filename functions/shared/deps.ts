@@ -10,7 +10,7 @@ import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
 import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
 import type { Clock, Compute, JobStore, Random, Workflow } from '../../lib/ports.ts';
-import { EnvVar, requireEnv, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
+import { EnvVar, parseComputeConfig, requireEnv } from '../../lib/workflow/env.ts';
 
 let cachedStore: JobStore | undefined;
 let cachedWorkflow: Workflow | undefined;
@@ -31,7 +31,7 @@ export function workflow(): Workflow {
 /** EC2 in every configured region (COMPUTE_CONFIG, API_URL); one client per region, made when first used. */
 export function compute(): Compute {
   if (cachedCompute !== undefined) return cachedCompute;
-  const config = JSON.parse(requireEnv(EnvVar.computeConfig)) as ComputeEnvConfig;
+  const config = parseComputeConfig();
   cachedCompute = new Ec2Compute({
     config: { ...config, apiUrl: requireEnv(EnvVar.apiUrl) },
     ec2: perRegion((region) => new EC2Client({ region })),

@@ -12,7 +12,7 @@ import {
   TaskTimedOut,
   type SFNClient,
 } from '@aws-sdk/client-sfn';
-import { StaleAttemptError } from '../errors.ts';
+import { ConfigurationError, StaleAttemptError, UnexpectedCloudResponseError } from '../errors.ts';
 import type { Workflow } from '../ports.ts';
 import type { ExecutionInput } from '../workflow/contract.ts';
 
@@ -45,7 +45,7 @@ export class SfnWorkflow implements Workflow {
       const out = await this.client.send(
         new StartExecutionCommand({ stateMachineArn: this.stateMachineArn, name: executionName, input: JSON.stringify(input) }),
       );
-      if (out.executionArn === undefined) throw new Error('StartExecution answered without an executionArn');
+      if (out.executionArn === undefined) throw new UnexpectedCloudResponseError('StartExecution answered without an executionArn');
       return out.executionArn;
     } catch (error) {
       // The name is taken: this job's execution was started before (a retried request).
@@ -83,7 +83,7 @@ export class SfnWorkflow implements Workflow {
 export function executionArnOf(stateMachineArn: string, executionName: string): string {
   const marker = ':stateMachine:';
   const at = stateMachineArn.indexOf(marker);
-  if (at < 0) throw new Error(`not a state machine ARN: ${stateMachineArn}`);
+  if (at < 0) throw new ConfigurationError(`expected a state machine ARN (arn:…:stateMachine:NAME), got ${stateMachineArn}`);
   return `${stateMachineArn.slice(0, at)}:execution:${stateMachineArn.slice(at + marker.length)}:${executionName}`;
 }
 

@@ -1,6 +1,8 @@
 // The Lambdas' configuration, shared by the CDK construct that sets it and the functions that read it.
 
+import { z } from 'zod';
 import type { Ec2ComputeConfig } from '../adapters/ec2-compute.ts';
+import { ConfigurationError } from '../errors.ts';
 
 /** Every variable a relaunch Lambda may read; the CDK construct sets the ones each function needs. */
 export const EnvVar = {
@@ -17,7 +19,7 @@ export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
 export function requireEnv(name: EnvVar, env: NodeJS.ProcessEnv = process.env): string {
   const value = env[name];
   if (value === undefined || value === '') {
-    throw new Error(`environment variable ${name} is not set; the relaunch stack sets it on every function that needs it`);
+    throw new ConfigurationError(`environment variable ${name} is not set; the relaunch stack sets it on every function that needs it`);
   }
   return value;
 }
@@ -27,3 +29,50 @@ export function requireEnv(name: EnvVar, env: NodeJS.ProcessEnv = process.env): 
  * URL comes separately (API_URL): the API is created after the functions.
  */
 export type ComputeEnvConfig = Omit<Ec2ComputeConfig, 'apiUrl'>;
+
+const positiveInt = z.number().int().min(1);
+
+/** COMPUTE_CONFIG's shape; `satisfies` keeps it in step with Ec2ComputeConfig. */
+const ComputeEnvConfigSchema = z.strictObject({
+  regions: z
+    .array(
+      z.strictObject({
+        region: z.string().min(1),
+        subnetsByZone: z.record(z.string(), z.string().min(1)),
+        securityGroupIds: z.array(z.string().min(1)),
+      }),
+    )
+    .min(1),
+  instanceProfileArn: z.string().min(1),
+  namePrefix: z.string().min(1),
+  heartbeatSeconds: positiveInt.optional(),
+  defaultDiskSizeGb: positiveInt.optional(),
+  imageParameters: z.partialRecord(z.enum(['x86_64', 'arm64', 'x86_64-gpu', 'arm64-gpu']), z.string().min(1)).optional(),
+  allowedInstanceTypes: z.array(z.string().min(1)).optional(),
+  throttleRetries: z.number().int().min(0).optional(),
+  releaseChecks: positiveInt.optional(),
+  releaseWaitBudgetMs: z.number().int().min(0).optional(),
+}) satisfies z.ZodType<ComputeEnvConfig>;
+
+/**
+ * Reads COMPUTE_CONFIG: not JSON, or not the shape Ec2Compute takes, is a
+ * ConfigurationError naming the variable and every field that is wrong.
+ */
+export function parseComputeConfig(env: NodeJS.ProcessEnv = process.env): ComputeEnvConfig {
+  const name = EnvVar.computeConfig;
+  let json: unknown;
+  try {
+    json = JSON.parse(requireEnv(name, env));
+  } catch (error) {
+    if (error instanceof ConfigurationError) throw error;
+    throw new ConfigurationError(`environment variable ${name}: expected JSON, got ${errorText(error)}`, { cause: error });
+  }
+  const parsed = ComputeEnvConfigSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((issue) => `${[name, ...issue.path.map(String)].join('.')}: ${issue.message}`);
+  throw new ConfigurationError(`environment variable ${name} is not a valid compute configuration: ${issues.join('; ')}`);
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

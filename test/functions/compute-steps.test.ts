@@ -18,6 +18,7 @@ import { handler as recordControllerFailure } from '../../functions/record-contr
 import { handler as releaseInstances } from '../../functions/release-instances/handler.ts';
 import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
+import { ConfigurationError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { givenAttempt, givenJob, instance, useWorld } from './world.ts';
 
@@ -77,7 +78,21 @@ describe('launch-attempt', () => {
   it('names the missing variable when the function is misconfigured', async () => {
     delete process.env[EnvVar.apiUrl];
     await givenJob('j-1');
-    await expect(launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 })).rejects.toThrow(/API_URL is not set/);
+    const launch = launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 });
+    await expect(launch).rejects.toThrow(/API_URL is not set/);
+    await expect(launch).rejects.toMatchObject({ name: new ConfigurationError('').name });
+  });
+
+  it.each([
+    ['not JSON', '{regions:', /COMPUTE_CONFIG: expected JSON/],
+    ['without regions', JSON.stringify({ ...CONFIG, regions: [] }), /COMPUTE_CONFIG is not a valid compute configuration: COMPUTE_CONFIG\.regions:/],
+    ['with a mistyped field', JSON.stringify({ ...CONFIG, releaseChecks: 'three' }), /COMPUTE_CONFIG\.releaseChecks:/],
+  ])('names COMPUTE_CONFIG and the field when it is %s', async (_case, value, message) => {
+    process.env[EnvVar.computeConfig] = value;
+    await givenJob('j-1');
+    const launch = launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 });
+    await expect(launch).rejects.toThrow(message);
+    await expect(launch).rejects.toBeInstanceOf(ConfigurationError);
   });
 });
 

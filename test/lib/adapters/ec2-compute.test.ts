@@ -26,7 +26,7 @@ import {
 } from '../../../lib/adapters/ec2-compute.ts';
 import { LAMBDA_NEEDS, LambdaName } from '../../../infra/lambda-catalog.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
-import { NoCapacityError, PrecheckError } from '../../../lib/errors.ts';
+import { NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
 import type { LaunchRequest } from '../../../lib/ports.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
@@ -335,6 +335,12 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(RunInstancesCommand, 1, { ClientToken: 'job-1-2-us-east-1a-m6i.large' });
     expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(RunInstancesCommand, 2, { ClientToken: 'job-1-2-us-east-1b-m6i.large' });
     expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(RunInstancesCommand, 3, { ClientToken: 'job-1-2-us-east-1b-m6i.large' });
+  });
+
+  it('names the error when EC2 returns an instance without a private IP', async () => {
+    ec2['us-east-1'].on(RunInstancesCommand).resolves({ Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0 }] });
+
+    await expect(compute().launch(request(spec({ instanceType: 'm6i.large' })))).rejects.toBeInstanceOf(UnexpectedCloudResponseError);
   });
 
   it('hashes a ClientToken longer than the 64 characters EC2 takes', async () => {

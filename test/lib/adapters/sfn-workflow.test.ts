@@ -14,7 +14,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { executionArnOf, SfnWorkflow } from '../../../lib/adapters/sfn-workflow.ts';
-import { StaleAttemptError } from '../../../lib/errors.ts';
+import { ConfigurationError, StaleAttemptError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
 
 const MACHINE = 'arn:aws:states:eu-west-1:123456789012:stateMachine:relaunch-controller';
 const sfn = mockClient(SFNClient);
@@ -103,6 +103,12 @@ describe('SfnWorkflow.stop', () => {
 
 describe('executionArnOf', () => {
   it('refuses an ARN that is not a state machine', () => {
-    expect(() => executionArnOf('arn:aws:lambda:x', 'n')).toThrow('not a state machine ARN');
+    expect(() => executionArnOf('arn:aws:lambda:x', 'n')).toThrow(ConfigurationError);
+    expect(() => executionArnOf('arn:aws:lambda:x', 'n')).toThrow('expected a state machine ARN (arn:…:stateMachine:NAME), got arn:aws:lambda:x');
+  });
+
+  it('reports a StartExecution answer without an ARN as a named error Step Functions can match', async () => {
+    sfn.on(StartExecutionCommand).resolves({});
+    await expect(workflow().start('job-1', { jobId: 'job-1', attempt: 0, attemptsInExecution: 0 })).rejects.toBeInstanceOf(UnexpectedCloudResponseError);
   });
 });
