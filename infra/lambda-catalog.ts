@@ -3,6 +3,7 @@
 // benchmark measures exactly what is deployed.
 
 import { fileURLToPath } from 'node:url';
+import type { Workflow } from '../lib/ports.ts';
 import { StateName, type TaskStateName } from '../lib/workflow/contract.ts';
 
 /** The handler folders under functions/. */
@@ -61,12 +62,18 @@ export const LAMBDA_BUNDLE = {
   external: [] as string[],
 } as const;
 
+/** A call of the Workflow port. */
+export type WorkflowCall = keyof Workflow;
+
 /** What a Lambda reaches, so the construct sets only its variables and grants only its access. */
 export interface LambdaNeeds {
   /** The jobs table: `read` (Get/Query) or `write` (and conditional writes). */
   readonly store: 'read' | 'write';
-  /** Starts executions or answers task tokens (STATE_MACHINE_ARN). */
-  readonly workflow: boolean;
+  /**
+   * The Workflow port's calls it makes (STATE_MACHINE_ARN is set when any): each is
+   * granted its one Step Functions action, nothing else.
+   */
+  readonly workflow: readonly WorkflowCall[];
   /** Launches or terminates instances (COMPUTE_CONFIG). */
   readonly compute: 'launch' | 'release' | false;
   /** How long one invocation may take, in seconds. */
@@ -76,14 +83,14 @@ export interface LambdaNeeds {
 /** Each Lambda's needs; a test checks these against the ports each handler really calls. */
 export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   // Failing over across zones and types with backoff takes a while; 5 min bounds it.
-  [LambdaName.launchAttempt]: { store: 'write', workflow: false, compute: 'launch', timeoutSeconds: 300 },
-  [LambdaName.awaitAttempt]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 30 },
-  [LambdaName.evaluatePolicy]: { store: 'write', workflow: false, compute: false, timeoutSeconds: 30 },
+  [LambdaName.launchAttempt]: { store: 'write', workflow: [], compute: 'launch', timeoutSeconds: 300 },
+  [LambdaName.awaitAttempt]: { store: 'write', workflow: ['resume', 'fail'], compute: false, timeoutSeconds: 30 },
+  [LambdaName.evaluatePolicy]: { store: 'write', workflow: [], compute: false, timeoutSeconds: 30 },
   // A release waits at most RELEASE_WAIT_BUDGET_MS (40 s) for instances, plus its EC2 calls.
-  [LambdaName.releaseInstances]: { store: 'read', workflow: false, compute: 'release', timeoutSeconds: 150 },
-  [LambdaName.recordControllerFailure]: { store: 'write', workflow: false, compute: 'release', timeoutSeconds: 150 },
-  [LambdaName.continueAsNew]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 30 },
-  // API Gateway gives up after 29 s.
-  [LambdaName.api]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 29 },
-  [LambdaName.onEc2Event]: { store: 'write', workflow: true, compute: false, timeoutSeconds: 30 },
+  [LambdaName.releaseInstances]: { store: 'read', workflow: [], compute: 'release', timeoutSeconds: 150 },
+  [LambdaName.recordControllerFailure]: { store: 'write', workflow: [], compute: 'release', timeoutSeconds: 150 },
+  [LambdaName.continueAsNew]: { store: 'write', workflow: ['start'], compute: false, timeoutSeconds: 30 },
+  // API Gateway gives up after 29 s. Submit starts; heartbeat, report and cancel answer the task.
+  [LambdaName.api]: { store: 'write', workflow: ['start', 'resume', 'fail', 'heartbeat'], compute: false, timeoutSeconds: 29 },
+  [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },
 };

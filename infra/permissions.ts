@@ -6,10 +6,11 @@ import { Aws } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { TagKey, NODE_IPS_TAG_PREFIX } from '../lib/agent/tags.ts';
+import type { WorkflowCall } from './lambda-catalog.ts';
 
-/** Table actions DynamoJobStore uses (TransactWriteItems is authorized as its Put/Update/ConditionCheck). */
+/** Table actions DynamoJobStore uses (a TransactWriteItems is authorized as its Puts and Updates). */
 const TABLE_READ = ['dynamodb:GetItem', 'dynamodb:Query'];
-const TABLE_WRITE = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'];
+const TABLE_WRITE = ['dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
 /** Reads the table and queries its indexes; `write` adds the conditional writes. */
 export function grantTable(grantee: iam.IGrantable, table: dynamodb.ITable, access: 'read' | 'write'): void {
@@ -21,14 +22,18 @@ export function grantTable(grantee: iam.IGrantable, table: dynamodb.ITable, acce
   iam.Grant.addToPrincipal({ grantee, actions: ['dynamodb:Query'], resourceArns: [`${table.tableArn}/index/*`] });
 }
 
-/** Starts executions of the controller, answers its task tokens, and stops its executions. */
-export function grantWorkflow(grantee: iam.IGrantable, stateMachineArn: string, executionArns: string): void {
-  iam.Grant.addToPrincipal({
-    grantee,
-    actions: ['states:StartExecution', 'states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat'],
-    resourceArns: [stateMachineArn],
-  });
-  iam.Grant.addToPrincipal({ grantee, actions: ['states:StopExecution'], resourceArns: [executionArns] });
+/** The Step Functions action behind each call of the Workflow port (SfnWorkflow). */
+export const WORKFLOW_ACTIONS: Readonly<Record<WorkflowCall, string>> = {
+  start: 'states:StartExecution',
+  resume: 'states:SendTaskSuccess',
+  fail: 'states:SendTaskFailure',
+  heartbeat: 'states:SendTaskHeartbeat',
+};
+
+/** The Step Functions actions of exactly the Workflow calls given, on the controller only. */
+export function grantWorkflow(grantee: iam.IGrantable, stateMachineArn: string, calls: readonly WorkflowCall[]): void {
+  if (calls.length === 0) return;
+  iam.Grant.addToPrincipal({ grantee, actions: calls.map((call) => WORKFLOW_ACTIONS[call]), resourceArns: [stateMachineArn] });
 }
 
 /** One region's network, as far as IAM needs it (tokens allowed, e.g. Aws.REGION). */

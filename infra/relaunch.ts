@@ -86,7 +86,7 @@ export class Relaunch extends Construct {
       const fn = this.functions.functions[name];
       const needs = LAMBDA_NEEDS[name];
       grantTable(fn, this.table.table, needs.store);
-      if (needs.workflow) grantWorkflow(fn, stateMachineArn, JobWorkflow.executionArns(this, stateMachineName));
+      grantWorkflow(fn, stateMachineArn, needs.workflow);
       if (needs.compute !== false) grantCompute(fn, launchScope, needs.compute);
     }
 

@@ -152,6 +152,4 @@ export interface Workflow {
    * StaleAttemptError when the task has already ended.
    */
   heartbeat(taskToken: string): Promise<void>;
-  /** Stops an execution that is not waiting on a task (e.g. in a backoff Wait). */
-  stop(executionArn: string, error: string, cause: string): Promise<void>;
 }

@@ -122,12 +122,6 @@ export class LocalWorkflow implements Workflow {
     waiter.timer = this.heartbeatTimer(taskToken);
   }
 
-  async stop(executionArn: string, _error: string, _cause: string): Promise<void> {
-    for (const execution of this.executions.values()) {
-      if (execution.arn === executionArn) execution.abort();
-    }
-  }
-
   /** Aborts every execution and forgets every waiting task (shutdown). */
   stopAll(): void {
     for (const [token, waiter] of this.waiters) {

@@ -144,7 +144,6 @@ export class LocalRuntime {
       resume: (token, output) => workflow.resume(token, output),
       fail: (token, error, cause) => workflow.fail(token, error, cause),
       heartbeat: (token) => workflow.heartbeat(token),
-      stop: (arn, error, cause) => workflow.stop(arn, error, cause),
     };
     return submitJob({ body, envOverrides: options.envOverrides ?? {} }, { ...this.deps, workflow: registering });
   }

@@ -52,7 +52,7 @@ export class ControllerFunctions extends Construct {
   private lambda(name: LambdaName, props: ControllerFunctionsProps): nodejs.NodejsFunction {
     const needs = LAMBDA_NEEDS[name];
     const environment: Record<string, string> = { [EnvVar.tableName]: props.tableName };
-    if (needs.workflow) environment[EnvVar.stateMachineArn] = props.stateMachineArn;
+    if (needs.workflow.length > 0) environment[EnvVar.stateMachineArn] = props.stateMachineArn;
     if (needs.compute !== false) environment[EnvVar.computeConfig] = Stack.of(this).toJsonString(props.computeConfig);
 
     const logGroup = new logs.LogGroup(this, `${name}-logs`, {

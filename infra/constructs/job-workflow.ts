@@ -42,16 +42,6 @@ export class JobWorkflow extends Construct {
     });
   }
 
-  /** The ARN pattern of every execution of that state machine. */
-  static executionArns(scope: Construct, stateMachineName: string): string {
-    return Stack.of(scope).formatArn({
-      service: 'states',
-      resource: 'execution',
-      resourceName: `${stateMachineName}:*`,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
-  }
-
   constructor(scope: Construct, id: string, props: JobWorkflowProps) {
     super(scope, id);
     this.logGroup = new logs.LogGroup(this, 'Logs', {

@@ -7,7 +7,6 @@ import {
   SendTaskHeartbeatCommand,
   SendTaskSuccessCommand,
   StartExecutionCommand,
-  StopExecutionCommand,
   TaskDoesNotExist,
   TaskTimedOut,
   type SFNClient,
@@ -70,12 +69,6 @@ export class SfnWorkflow implements Workflow {
 
   async heartbeat(taskToken: string): Promise<void> {
     await staleOnEndedTask(() => this.client.send(new SendTaskHeartbeatCommand({ taskToken })));
-  }
-
-  async stop(executionArn: string, error: string, cause: string): Promise<void> {
-    await this.client.send(
-      new StopExecutionCommand({ executionArn, error: error.slice(0, MAX_ERROR), cause: cause.slice(0, MAX_CAUSE) }),
-    );
   }
 }
 

@@ -21,7 +21,6 @@ export class FakeWorkflow implements Workflow {
   /** Calls refused because the task had already ended. */
   readonly refused: { method: 'resume' | 'fail' | 'heartbeat'; taskToken: string }[] = [];
   readonly heartbeats: string[] = [];
-  readonly stops: { executionArn: string; error: string; cause: string }[] = [];
   readonly #startErrors: Error[] = [];
 
   /** The next start throws this. */
@@ -53,10 +52,6 @@ export class FakeWorkflow implements Workflow {
   async heartbeat(taskToken: string): Promise<void> {
     this.#open('heartbeat', taskToken);
     this.heartbeats.push(taskToken);
-  }
-
-  async stop(executionArn: string, error: string, cause: string): Promise<void> {
-    this.stops.push({ executionArn, error, cause });
   }
 
   /** What closed this token, if anything did. */

@@ -6,7 +6,6 @@ import {
   SendTaskSuccessCommand,
   SFNClient,
   StartExecutionCommand,
-  StopExecutionCommand,
   TaskDoesNotExist,
   TaskTimedOut,
 } from '@aws-sdk/client-sfn';
@@ -86,18 +85,6 @@ describe('SfnWorkflow task callbacks', () => {
   it('lets an unexpected callback error through unchanged', async () => {
     sfn.on(SendTaskSuccessCommand).rejects(new Error('network down'));
     await expect(workflow().resume('tok', {})).rejects.toThrow('network down');
-  });
-});
-
-describe('SfnWorkflow.stop', () => {
-  it('stops the execution with an error and cause', async () => {
-    sfn.on(StopExecutionCommand).resolves({ stopDate: new Date() });
-    await workflow().stop('arn:exec', 'JobCancelled', 'cancelled by the user');
-    expect(sfn).toHaveReceivedCommandWith(StopExecutionCommand, {
-      executionArn: 'arn:exec',
-      error: 'JobCancelled',
-      cause: 'cancelled by the user',
-    });
   });
 });
 
