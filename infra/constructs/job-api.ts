@@ -73,6 +73,23 @@ export class JobApi extends Construct {
       validateRequestParameters: true,
     });
 
+    // API Gateway's own refusals (a body or header the validator rejects) answer with the
+    // API's error shape, as the Lambda's do: {error, issues: [{path, message}]}.
+    const validationBody = JSON.stringify({
+      error: 'the request does not match the agent protocol',
+      issues: [{ path: '', message: '$context.error.validationErrorString' }],
+    });
+    for (const [id, type] of [
+      ['BadRequestBody', apigateway.ResponseType.BAD_REQUEST_BODY],
+      ['BadRequestParameters', apigateway.ResponseType.BAD_REQUEST_PARAMETERS],
+    ] as const) {
+      this.api.addGatewayResponse(id, {
+        type,
+        statusCode: '400',
+        templates: { 'application/json': validationBody },
+      });
+    }
+
     for (const route of ROUTES) {
       const resource = this.api.root.resourceForPath(route.pattern);
       if (route.auth === 'iam') {

@@ -331,6 +331,13 @@ describe('JobApi', () => {
     }
   });
 
+  it.each(['BAD_REQUEST_BODY', 'BAD_REQUEST_PARAMETERS'])('answers a %s refusal with the API error shape', (type) => {
+    const [response] = Object.values(template.findResources('AWS::ApiGateway::GatewayResponse', { Properties: { ResponseType: type } })) as Resource[];
+    expect(response?.Properties.StatusCode).toBe('400');
+    const body = JSON.parse((response?.Properties.ResponseTemplates as Record<string, string>)['application/json'] ?? '{}') as object;
+    expect(body).toEqual({ error: expect.any(String), issues: [{ path: '', message: '$context.error.validationErrorString' }] });
+  });
+
   it('validates agent bodies against the protocol schema before invoking the Lambda', () => {
     template.hasResourceProperties('AWS::ApiGateway::RequestValidator', { ValidateRequestBody: true, ValidateRequestParameters: true });
     template.hasResourceProperties('AWS::ApiGateway::Model', {
