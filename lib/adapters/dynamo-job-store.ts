@@ -16,8 +16,10 @@ import {
   GetItemCommand,
   QueryCommand,
   TransactionCanceledException,
+  TransactionConflictException,
   TransactWriteItemsCommand,
   UpdateItemCommand,
+  type UpdateItemCommandOutput,
   type AttributeValue,
   type DynamoDBClient,
   type QueryCommandInput,
@@ -228,7 +230,7 @@ export class DynamoJobStore implements JobStore {
   ): Promise<{ attempt: AttemptRecord; duplicate: boolean }> {
     const key = rules.reportKey(report);
     try {
-      const updated = await this.#client.send(
+      const updated = await this.#sendUpdate(
         new UpdateItemCommand({
           TableName: this.#tableName,
           Key: attemptKey(jobId, attempt),
@@ -396,6 +398,22 @@ export class DynamoJobStore implements JobStore {
     return onRefused(await this.getAttempt(jobId, attempt));
   }
 
+  /**
+   * Sends an UpdateItem. One that met a transaction in flight on the same item
+   * (TransactionConflictException) lost a race, as a cancelled transaction does:
+   * ConcurrentUpdateError, which the use cases retry and the API answers as retryable.
+   */
+  async #sendUpdate(command: UpdateItemCommand): Promise<UpdateItemCommandOutput> {
+    try {
+      return await this.#client.send(command);
+    } catch (error) {
+      if (error instanceof TransactionConflictException) {
+        throw new ConcurrentUpdateError(`a transaction on the same item was in progress; the update was refused (${error.message})`);
+      }
+      throw error;
+    }
+  }
+
   /** UpdateItem SET with a condition over `#pk`, `#outcome`, `#interruptionNoticedAt`; returns ALL_NEW. */
   async #update(key: Item, set: Record<string, AttributeValue>, condition: string): Promise<Item> {
     const update = updateParts(set);
@@ -405,7 +423,7 @@ export class DynamoJobStore implements JobStore {
       if (name === undefined) throw new Error(`condition alias ${alias} is not in CONDITION_NAMES`);
       names[alias] = name;
     }
-    const result = await this.#client.send(
+    const result = await this.#sendUpdate(
       new UpdateItemCommand({
         TableName: this.#tableName,
         Key: key,

@@ -1,7 +1,13 @@
-// DynamoJobStore's reading of a cancelled transaction, on a mocked client: dynalite never
-// cancels a transaction for a conflict or throttling, so those answers are scripted here.
+// DynamoJobStore's reading of a cancelled transaction or a conflicting update, on a mocked
+// client: dynalite never cancels for a conflict or throttling, so those answers are scripted.
 
-import { DynamoDBClient, TransactionCanceledException, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBClient,
+  TransactionCanceledException,
+  TransactionConflictException,
+  TransactWriteItemsCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -41,5 +47,21 @@ describe('DynamoJobStore on a cancelled transaction', () => {
   it('still reads a refused condition as the port\'s own error, even alongside a conflict', async () => {
     dynamo.on(TransactWriteItemsCommand).rejects(cancelled('ConditionalCheckFailed', 'TransactionConflict'));
     await expect(store().createJob(sampleJob)).rejects.toThrow(`job ${sampleJob.jobId} already exists`);
+  });
+});
+
+describe('DynamoJobStore on an update that met a transaction in flight', () => {
+  const conflict = (): TransactionConflictException =>
+    new TransactionConflictException({ message: 'Transaction is ongoing for the item', $metadata: {} });
+  const report = { nodeRank: 0, phase: 'run' as const, exitCode: 0, outputTail: '', reportedAt: '2026-01-01T00:00:02.000Z' };
+
+  it.each([
+    ['addReport', (s: DynamoJobStore) => s.addReport('job-1', 1, report)],
+    ['recordHeartbeat', (s: DynamoJobStore) => s.recordHeartbeat('job-1', 1, '2026-01-01T00:00:02.000Z')],
+    ['setExecution', (s: DynamoJobStore) => s.setExecution('job-1', 'arn:x')],
+  ])('answers %s with ConcurrentUpdateError, which the agent is told to retry', async (_name, write) => {
+    dynamo.on(UpdateItemCommand).rejects(conflict());
+    await expect(write(store())).rejects.toThrow(ConcurrentUpdateError);
+    expect(dynamo).toHaveReceivedCommand(UpdateItemCommand);
   });
 });
