@@ -48,11 +48,7 @@ export interface JobSummary {
 /** The job and its attempts (any order; shown oldest first) as one object. */
 export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): JobView {
   return {
-    jobId: job.jobId,
-    name: job.name,
-    status: job.status,
-    recoveryCount: job.counters.recoveryCount,
-    restartsOnErrors: job.counters.restartsOnErrors,
+    ...headline(job),
     failureReason: job.failureReason,
     attempts: [...attempts].sort((a, b) => a.attempt - b.attempt).map((attempt) => toAttemptView(attempt, job.spec.numNodes)),
   };
@@ -61,13 +57,20 @@ export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): J
 /** The job as one line of a list. */
 export function toJobSummary(job: JobRecord): JobSummary {
   return {
+    ...headline(job),
+    createdAt: job.createdAt,
+    updatedAt: job.updatedAt,
+  };
+}
+
+/** What every view of a job starts with: who it is, where it is, what it has used. */
+function headline(job: JobRecord): Pick<JobSummary, 'jobId' | 'name' | 'status' | 'recoveryCount' | 'restartsOnErrors'> {
+  return {
     jobId: job.jobId,
     name: job.name,
     status: job.status,
     recoveryCount: job.counters.recoveryCount,
     restartsOnErrors: job.counters.restartsOnErrors,
-    createdAt: job.createdAt,
-    updatedAt: job.updatedAt,
   };
 }
 
