@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitFor } from '../fixtures/wait.ts';
 import { fileURLToPath } from 'node:url';
 import { serverInfoPath, type ServerInfo } from '../../local/server-info.ts';
 
@@ -70,16 +70,6 @@ export function killStrayClis(): void {
   spawned.clear();
 }
 
-/** Polls `probe` until it returns something other than undefined; fails after `timeoutMs` naming `what`. */
-export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 /** Waits until the process has written a line matching `pattern` on stdout; fails early if it exits. */
 export function waitForOutput(cli: Cli, pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
@@ -210,3 +200,5 @@ export function bufferIo(): Io & { stdout: string[]; stderr: string[] } {
   const stderr: string[] = [];
   return { stdout, stderr, out: (text) => stdout.push(text), err: (text) => stderr.push(text) };
 }
+
+export { waitFor };

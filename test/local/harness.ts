@@ -4,7 +4,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitFor } from '../fixtures/wait.ts';
 import { afterEach, vi } from 'vitest';
 import type { AttemptRecord, JobEvent, JobRecord } from '../../lib/model.ts';
 import type { LaunchRequest } from '../../lib/ports.ts';
@@ -114,19 +114,6 @@ export function reportCodes(attempts: readonly AttemptRecord[]): string[][] {
   return attempts.map((attempt) => attempt.reports.map((r) => `${r.phase}:${r.exitCode}@${r.nodeRank}`));
 }
 
-/**
- * Polls `check` until it returns something other than undefined. For waiting on a state
- * the test cannot be told about (a status in the table); never a fixed sleep.
- */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** Waits until the job's latest attempt is `attempt`, its process runs and the controller waits on it. */
 export async function waitUntilAwaiting(t: TestRuntime, jobId: string, attempt: number): Promise<AttemptRecord> {
@@ -182,3 +169,5 @@ export function yaml(strings: TemplateStringsArray, ...values: unknown[]): strin
     .map((line) => line.slice(Math.min(indent, line.length - line.trimStart().length)))
     .join('\n');
 }
+
+export { waitFor };
