@@ -1,6 +1,6 @@
 // Bundle benchmark: each Lambda bundled exactly as the CDK construct bundles it (the same
-// options, from infra/lambda-catalog.ts), its size, and its cold init: a fresh `node`
-// process importing the bundle, median of several runs.
+// build, infra/bundle.ts), its size, and its cold init: a fresh `node` process importing
+// the bundle, median of several runs.
 
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
-import { handlerEntry, LAMBDA_BUNDLE, LAMBDA_NAMES, REPO_ROOT, type LambdaName } from '../infra/lambda-catalog.ts';
+import { bundle, bundleLambda } from '../infra/bundle.ts';
+import { LAMBDA_NAMES, REPO_ROOT, type LambdaName } from '../infra/lambda-catalog.ts';
 import type { BenchResult, Benchmark, TargetCheck } from './types.ts';
 
 /** Targets: a bundle under 1 MB, and its import under 150 ms. */
@@ -25,30 +26,6 @@ export interface BundleMeasurement {
   readonly initCpuMs: number;
   readonly initWallMs: number;
   readonly runs: readonly InitSample[];
-}
-
-/** Bundles one Lambda into `dir`/index.mjs with the construct's options; returns its path. */
-export async function bundleLambda(name: LambdaName, dir: string): Promise<string> {
-  return bundleEntry({ entryPoints: [handlerEntry(name)] }, join(dir, name, 'index.mjs'));
-}
-
-/** Bundles an entry (a file, or source text) with the construct's options. */
-async function bundleEntry(entry: Pick<esbuild.BuildOptions, 'entryPoints' | 'stdin'>, outfile: string): Promise<string> {
-  await esbuild.build({
-    ...entry,
-    outfile,
-    bundle: true,
-    platform: LAMBDA_BUNDLE.platform,
-    target: LAMBDA_BUNDLE.target,
-    format: LAMBDA_BUNDLE.format,
-    minify: LAMBDA_BUNDLE.minify,
-    sourcemap: LAMBDA_BUNDLE.sourcemap,
-    mainFields: [...LAMBDA_BUNDLE.mainFields],
-    banner: { js: LAMBDA_BUNDLE.banner },
-    external: [...LAMBDA_BUNDLE.external],
-    logLevel: 'error',
-  });
-  return outfile;
 }
 
 /** One import of a bundle in a fresh process: wall-clock and CPU milliseconds. */
@@ -88,7 +65,7 @@ export async function measureBundles(runs = RUNS): Promise<BundleMeasurement[]> 
     const results: BundleMeasurement[] = [];
     for (const name of LAMBDA_NAMES) {
       const started = performance.now();
-      const file = await bundleLambda(name, dir);
+      const file = await bundleLambda(name, join(dir, name));
       const buildMs = performance.now() - started;
       coldInit(file); // one discarded run warms the disk cache, as a deployed package is local
       const samples = Array.from({ length: runs }, () => coldInit(file));
@@ -127,7 +104,8 @@ export async function measureDependencies(runs = RUNS): Promise<{ name: string; 
     const results = [];
     for (const [index, [name, contents]] of Object.entries(DEPENDENCIES).entries()) {
       // Source text resolved from the repository, so its node_modules are found.
-      const file = await bundleEntry({ stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' } }, join(dir, `dep${index}.mjs`));
+      const file = join(dir, `dep${index}.mjs`);
+      await bundle({ stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' } }, file);
       coldInit(file);
       const samples = Array.from({ length: runs }, () => coldInit(file));
       results.push({ name, bytes: statSync(file).size, initCpuMs: median(samples.map((sample) => sample.cpuMs)) });

@@ -1,6 +1,5 @@
-// Every relaunch Lambda: its folder under functions/, and the esbuild options its bundle
-// is built with. The CDK construct and the bundle benchmark both read this file, so the
-// benchmark measures exactly what is deployed.
+// Every relaunch Lambda: its folder under functions/, and what it needs (variables,
+// access, timeout). The CDK construct builds each from here; infra/bundle.ts bundles it.
 
 import { fileURLToPath } from 'node:url';
 import type { Workflow } from '../lib/ports.ts';
@@ -39,28 +38,6 @@ export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export function handlerEntry(name: LambdaName): string {
   return fileURLToPath(new URL(`../functions/${name}/handler.ts`, import.meta.url));
 }
-
-/**
- * ESM bundles need `require` for the few CommonJS modules among the dependencies; this
- * banner provides it, as AWS recommends for ESM bundles on Lambda.
- */
-export const ESM_REQUIRE_BANNER = "import{createRequire as __cr}from'module';const require=__cr(import.meta.url);";
-
-/**
- * How every Lambda is bundled: minified ESM for Node 22, the AWS SDK clients bundled (so
- * only the commands a handler uses ship, at the pinned version, not the runtime's), no
- * source maps (they double the size; Powertools logs carry the error and stack).
- */
-export const LAMBDA_BUNDLE = {
-  target: 'node22',
-  platform: 'node',
-  format: 'esm',
-  minify: true,
-  sourcemap: false,
-  mainFields: ['module', 'main'],
-  banner: ESM_REQUIRE_BANNER,
-  external: [] as string[],
-} as const;
 
 /** A call of the Workflow port. */
 export type WorkflowCall = keyof Workflow;

@@ -1,14 +1,18 @@
 // ControllerFunctions: every relaunch Lambda, bundled with esbuild (no Docker), Node 22 on
 // arm64, each given only the variables of the ports it uses.
 
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { execFileSync } from 'node:child_process';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AssetHashType, DockerImage, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { join } from 'node:path';
 import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
-import { handlerEntry, LAMBDA_BUNDLE, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
+import { BUNDLE_HANDLER } from '../bundle.ts';
+import { handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
+
+const BUNDLE_CLI = fileURLToPath(new URL('../bundle-cli.ts', import.meta.url));
 
 /** Options of the Lambdas. */
 export interface ControllerFunctionsProps {
@@ -34,12 +38,12 @@ export interface ControllerFunctionsProps {
 
 /** The eight Lambdas, by name. */
 export class ControllerFunctions extends Construct {
-  readonly functions: Readonly<Record<LambdaName, nodejs.NodejsFunction>>;
+  readonly functions: Readonly<Record<LambdaName, lambda.Function>>;
 
   constructor(scope: Construct, id: string, props: ControllerFunctionsProps) {
     super(scope, id);
     const entries = LAMBDA_NAMES.map((name) => [name, this.lambda(name, props)] as const);
-    this.functions = Object.fromEntries(entries) as Record<LambdaName, nodejs.NodejsFunction>;
+    this.functions = Object.fromEntries(entries) as Record<LambdaName, lambda.Function>;
   }
 
   /** Gives the compute functions the API's URL (the agents' callback address), once the API exists. */
@@ -49,7 +53,7 @@ export class ControllerFunctions extends Construct {
     }
   }
 
-  private lambda(name: LambdaName, props: ControllerFunctionsProps): nodejs.NodejsFunction {
+  private lambda(name: LambdaName, props: ControllerFunctionsProps): lambda.Function {
     const needs = LAMBDA_NEEDS[name];
     const environment: Record<string, string> = { [EnvVar.tableName]: props.tableName };
     if (needs.workflow.length > 0) environment[EnvVar.stateMachineArn] = props.stateMachineArn;
@@ -59,12 +63,10 @@ export class ControllerFunctions extends Construct {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    return new nodejs.NodejsFunction(this, name, {
+    return new lambda.Function(this, name, {
       description: `${props.namePrefix}: ${name}`,
-      entry: handlerEntry(name),
-      handler: 'handler',
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+      code: bundledCode(name),
+      handler: BUNDLE_HANDLER,
       runtime: lambda.Runtime.NODEJS_22_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
@@ -73,17 +75,30 @@ export class ControllerFunctions extends Construct {
       loggingFormat: lambda.LoggingFormat.JSON,
       logGroup,
       environment,
-      bundling: {
-        target: LAMBDA_BUNDLE.target,
-        format: nodejs.OutputFormat.ESM,
-        minify: LAMBDA_BUNDLE.minify,
-        sourceMap: LAMBDA_BUNDLE.sourcemap,
-        mainFields: [...LAMBDA_BUNDLE.mainFields],
-        banner: LAMBDA_BUNDLE.banner,
-        externalModules: [...LAMBDA_BUNDLE.external],
-        bundleAwsSDK: true,
-        forceDockerBundling: false,
-      },
     });
   }
+}
+
+/**
+ * A Lambda's code: its handler bundled by infra/bundle.ts (in a child process, since
+ * asset bundling is synchronous), hashed by what the bundle holds. Apps that skip bundling
+ * for a stack (`cdk synth --exclusively`, tests) skip this too.
+ */
+function bundledCode(name: LambdaName): lambda.Code {
+  return lambda.Code.fromAsset(dirname(handlerEntry(name)), {
+    assetHashType: AssetHashType.OUTPUT,
+    bundling: {
+      // Required by the type, never pulled: local bundling builds or throws.
+      image: DockerImage.fromRegistry('public.ecr.aws/lambda/nodejs:22'),
+      local: {
+        tryBundle(outputDir: string): boolean {
+          execFileSync(process.execPath, ['--import', import.meta.resolve('tsx'), BUNDLE_CLI, name, outputDir], {
+            cwd: REPO_ROOT,
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          return true;
+        },
+      },
+    },
+  });
 }

@@ -1,0 +1,84 @@
+// How a Lambda is bundled: one esbuild build, run by the CDK construct at synth (through
+// infra/bundle-cli.ts) and by the bundle benchmark, so the benchmark measures what deploys.
+
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as esbuild from 'esbuild';
+import { handlerEntry, type LambdaName } from './lambda-catalog.ts';
+
+/** The file each bundle is written to, and the handler Lambda calls in it. */
+export const BUNDLE_FILE = 'index.mjs';
+export const BUNDLE_HANDLER = 'index.handler';
+
+/**
+ * ESM bundles need `require` for the few CommonJS modules among the dependencies; this
+ * banner provides it, as AWS recommends for ESM bundles on Lambda.
+ */
+const ESM_REQUIRE_BANNER = "import{createRequire as __cr}from'module';const require=__cr(import.meta.url);";
+
+/** A service client's schema module: every shape of the service, one exported array each. */
+const SDK_SCHEMA_MODULE = /[\\/]@aws-sdk[\\/]client-[^\\/]+[\\/]dist-es[\\/]schemas[\\/]schemas_\d+\.js$/;
+/** A module-level string constant, `const _xN = "xmlName";`, as the SDK's generator writes them. */
+const STRING_CONSTANT = /^const (_\w+) = ("(?:[^"\\]|\\.)*");$/gm;
+/** A computed property key naming one identifier, `{ [_xN]:` or `, [_xN]:` (not `a ? b[_x]: c`). */
+const COMPUTED_KEY = /([{,]\s*)\[(_\w+)\]:/g;
+
+/**
+ * Rewrites an SDK schema module's computed keys (`{ [_xN]: _tS }`) into the string
+ * literals they name (`{ "xmlName": _tS }`), which is the same object. esbuild cannot
+ * prove a computed key free of side effects, so a module that uses them is kept whole:
+ * EC2's (its Query protocol names shapes this way) then adds every shape EC2 has, about
+ * 500 KiB, to any bundle that sends one command. With literal keys, the shapes a bundle
+ * does not use are shaken out.
+ */
+export function literalSchemaKeys(source: string): string {
+  const constants = new Map([...source.matchAll(STRING_CONSTANT)].map((match) => [match[1] as string, match[2] as string]));
+  return source.replace(COMPUTED_KEY, (key, before: string, name: string) => {
+    const literal = constants.get(name);
+    return literal === undefined ? key : `${before}${literal}:`;
+  });
+}
+
+const sdkSchemaKeys: esbuild.Plugin = {
+  name: 'relaunch-sdk-schema-keys',
+  setup(build) {
+    build.onLoad({ filter: SDK_SCHEMA_MODULE }, async (args) => ({
+      contents: literalSchemaKeys(await readFile(args.path, 'utf8')),
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * Builds one entry as every Lambda is built: minified ESM for Node 22 with the AWS SDK
+ * clients bundled (only the commands a handler uses ship, at the pinned version, not the
+ * runtime's), no source maps (they double the size; the logs carry error and stack).
+ */
+export async function bundle(
+  entry: Pick<esbuild.BuildOptions, 'entryPoints' | 'stdin'>,
+  outfile: string,
+): Promise<esbuild.Metafile> {
+  const result = await esbuild.build({
+    ...entry,
+    outfile,
+    bundle: true,
+    platform: 'node',
+    target: 'node22',
+    format: 'esm',
+    minify: true,
+    sourcemap: false,
+    mainFields: ['module', 'main'],
+    banner: { js: ESM_REQUIRE_BANNER },
+    plugins: [sdkSchemaKeys],
+    metafile: true,
+    logLevel: 'error',
+  });
+  return result.metafile;
+}
+
+/** Bundles one Lambda into `outdir`/index.mjs; returns the file's path. */
+export async function bundleLambda(name: LambdaName, outdir: string): Promise<string> {
+  const outfile = join(outdir, BUNDLE_FILE);
+  await bundle({ entryPoints: [handlerEntry(name)] }, outfile);
+  return outfile;
+}

@@ -1,0 +1,51 @@
+// The Lambda bundler (infra/bundle.ts): the SDK schema rewrite it relies on, and a real
+// bundle of the Lambda that sends the most EC2 commands, loaded in a fresh Node process.
+
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { bundle, bundleLambda, literalSchemaKeys } from '../../infra/bundle.ts';
+import { LambdaName, REPO_ROOT } from '../../infra/lambda-catalog.ts';
+
+const out = mkdtempSync(join(tmpdir(), 'relaunch-bundle-'));
+afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+describe('literalSchemaKeys', () => {
+  it('writes computed keys naming string constants as the literals they hold', () => {
+    const source = ['const _xN = "xmlName";', 'const _q = "a \\"quoted\\" name";', 'export var S$ = [0, { [_xN]: _q }, {a: 1, [_q]: 2}];'].join('\n');
+    expect(literalSchemaKeys(source)).toBe(
+      ['const _xN = "xmlName";', 'const _q = "a \\"quoted\\" name";', 'export var S$ = [0, { "xmlName": _q }, {a: 1, "a \\"quoted\\" name": 2}];'].join('\n'),
+    );
+  });
+
+  it('leaves keys naming anything else, and member accesses, as they are', () => {
+    const source = 'let _v = f();\nconst _c = "c";\nexport var S$ = { [_v]: 1, [_other]: 2 }, t = ok ? a[_c]: b;';
+    expect(literalSchemaKeys(source)).toBe(source);
+  });
+});
+
+describe('bundle', () => {
+  it("keeps only the EC2 shapes a bundle's commands use", async () => {
+    const entry = "import { EC2Client, RunInstancesCommand } from '@aws-sdk/client-ec2'; globalThis.kept = [EC2Client, RunInstancesCommand];";
+    const meta = await bundle({ stdin: { contents: entry, resolveDir: REPO_ROOT, loader: 'ts' } }, join(out, 'ec2.mjs'));
+    const inputs = Object.values(meta.outputs)[0]?.inputs ?? {};
+    const schemas = Object.entries(inputs).find(([path]) => path.includes('client-ec2/dist-es/schemas/'));
+    expect(schemas).toBeDefined();
+    // The whole module is about 530 KiB minified: every shape of every EC2 operation.
+    expect(schemas?.[1].bytesInOutput).toBeLessThan(100 * 1024);
+  });
+
+  it('builds a Lambda that a fresh Node process loads, its handler exported', async () => {
+    const file = await bundleLambda(LambdaName.launchAttempt, join(out, 'launch'));
+    expect(readFileSync(file, 'utf8')).toContain('createRequire');
+    const script = `const m = await import(${JSON.stringify(pathToFileURL(file).href)}); process.stdout.write(typeof m.handler);`;
+    const loaded = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      env: { PATH: process.env.PATH, AWS_REGION: 'us-east-1' },
+      encoding: 'utf8',
+    });
+    expect(loaded).toBe('function');
+  });
+});
