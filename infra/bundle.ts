@@ -50,17 +50,22 @@ const sdkSchemaKeys: esbuild.Plugin = {
 };
 
 /**
- * Builds one entry as every Lambda is built: minified ESM for Node 22 with the AWS SDK
- * clients bundled (only the commands a handler uses ship, at the pinned version, not the
- * runtime's), no source maps (they double the size; the logs carry error and stack).
+ * Builds one entry as every Lambda is built, into `outdir`: minified ESM for Node 22 with
+ * the AWS SDK clients bundled (only the commands a handler uses ship, at the pinned
+ * version, not the runtime's), no source maps (they double the size; the logs carry error
+ * and stack). The entry is `index.mjs`; what the code imports only dynamically goes to
+ * `chunks/` and loads only if called. The SDK loads its credential sources that way (SSO,
+ * profiles, web identity, and the STS and SSO clients they use), and Lambda's credentials
+ * come from the environment, so none of that is read at cold start.
  */
-export async function bundle(
-  entry: Pick<esbuild.BuildOptions, 'entryPoints' | 'stdin'>,
-  outfile: string,
-): Promise<esbuild.Metafile> {
+export async function bundle(entry: Pick<esbuild.BuildOptions, 'entryPoints' | 'stdin'>, outdir: string): Promise<BundleOutput> {
   const result = await esbuild.build({
     ...entry,
-    outfile,
+    outdir,
+    entryNames: 'index',
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
+    splitting: true,
     bundle: true,
     platform: 'node',
     target: 'node22',
@@ -73,12 +78,47 @@ export async function bundle(
     metafile: true,
     logLevel: 'error',
   });
-  return result.metafile;
+  const { outputs } = result.metafile;
+  const entryOutput = Object.keys(outputs).find((path) => path.endsWith(`/${BUNDLE_FILE}`));
+  if (entryOutput === undefined) throw new Error(`esbuild wrote no ${BUNDLE_FILE} in ${outdir}`);
+  return {
+    entry: join(outdir, BUNDLE_FILE),
+    bytes: sum(Object.keys(outputs), outputs),
+    loadedBytes: sum(staticClosure(entryOutput, outputs), outputs),
+    metafile: result.metafile,
+  };
 }
 
-/** Bundles one Lambda into `outdir`/index.mjs; returns the file's path. */
-export async function bundleLambda(name: LambdaName, outdir: string): Promise<string> {
-  const outfile = join(outdir, BUNDLE_FILE);
-  await bundle({ entryPoints: [handlerEntry(name)] }, outfile);
-  return outfile;
+function sum(paths: Iterable<string>, outputs: esbuild.Metafile['outputs']): number {
+  let bytes = 0;
+  for (const path of paths) bytes += outputs[path]?.bytes ?? 0;
+  return bytes;
+}
+
+/** The output files an entry loads when imported: itself and its static imports, transitively. */
+function staticClosure(entry: string, outputs: esbuild.Metafile['outputs']): Set<string> {
+  const loaded = new Set<string>();
+  const visit = (path: string) => {
+    if (loaded.has(path) || outputs[path] === undefined) return;
+    loaded.add(path);
+    for (const imported of outputs[path].imports) if (imported.kind === 'import-statement') visit(imported.path);
+  };
+  visit(entry);
+  return loaded;
+}
+
+/** What a build wrote. */
+export interface BundleOutput {
+  /** The entry file, `index.mjs`. */
+  readonly entry: string;
+  /** Every file written (entry and chunks), in bytes: what the deployment package holds. */
+  readonly bytes: number;
+  /** The bytes importing the entry reads: the entry and the chunks it imports statically. */
+  readonly loadedBytes: number;
+  readonly metafile: esbuild.Metafile;
+}
+
+/** Bundles one Lambda into `outdir` (index.mjs, chunks/). */
+export async function bundleLambda(name: LambdaName, outdir: string): Promise<BundleOutput> {
+  return bundle({ entryPoints: [handlerEntry(name)] }, outdir);
 }
