@@ -2,7 +2,7 @@
 // any construct is built: a bad value names its context key and says what was expected.
 // Nothing is looked up: synth needs no credentials and no network.
 
-import { z } from 'zod';
+import * as z from '../lib/zod.ts';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
 import { issuePath } from '../lib/zod-issues.ts';
 
@@ -49,13 +49,22 @@ export interface RelaunchConfig {
   readonly nodeToNodeTraffic?: boolean;
 }
 
-const region = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like us-east-1');
-const zone = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d[a-z]$/, 'expected an availability zone like us-east-1a');
-const subnetId = z.string().regex(/^subnet-[0-9a-f]{8,17}$/, 'expected a subnet id like subnet-0123456789abcdef0');
-const securityGroupId = z.string().regex(/^sg-[0-9a-f]{8,17}$/, 'expected a security group id like sg-0123456789abcdef0');
-const vpcId = z.string().regex(/^vpc-[0-9a-f]{8,17}$/, 'expected a VPC id like vpc-0123456789abcdef0');
-const instanceType = z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, 'expected an instance type like m5.large');
-const namePrefix = z.string().regex(/^[a-zA-Z][a-zA-Z0-9-]{0,31}$/, 'expected 1-32 letters, digits or -, starting with a letter');
+/** A string matching `pattern`; anything else is `message`. */
+const matching = (pattern: RegExp, message: string) => z.string().check(z.regex(pattern, message));
+
+const region = matching(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like us-east-1');
+const zone = matching(/^[a-z]{2}(-[a-z]+)+-\d[a-z]$/, 'expected an availability zone like us-east-1a');
+const subnetId = matching(/^subnet-[0-9a-f]{8,17}$/, 'expected a subnet id like subnet-0123456789abcdef0');
+const securityGroupId = matching(/^sg-[0-9a-f]{8,17}$/, 'expected a security group id like sg-0123456789abcdef0');
+const vpcId = matching(/^vpc-[0-9a-f]{8,17}$/, 'expected a VPC id like vpc-0123456789abcdef0');
+const instanceType = matching(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, 'expected an instance type like m5.large');
+const namePrefix = matching(/^[a-zA-Z][a-zA-Z0-9-]{0,31}$/, 'expected 1-32 letters, digits or -, starting with a letter');
+
+/**
+ * `value` made over by `fn`, then checked against `schema`: classic zod's `preprocess`,
+ * which zod/mini spells as a pipe.
+ */
+const preprocess = <T extends z.ZodMiniType>(fn: (value: unknown) => unknown, schema: T) => z.pipe(z.transform(fn), schema);
 
 /** From `-c`, a list is a comma-separated string; from cdk.json, an array. */
 const splitList = (value: unknown): unknown =>
@@ -75,30 +84,30 @@ const parseJson = (value: unknown): unknown => {
   }
 };
 
-const subnetsByZone = z
-  .record(z.string(), subnetId)
-  .superRefine((subnets, ctx) => {
+const subnetsByZone = z.record(z.string(), subnetId).check(
+  z.superRefine((subnets, ctx) => {
     for (const key of Object.keys(subnets)) {
       if (!zone.safeParse(key).success) ctx.addIssue({ code: 'custom', path: [key], message: 'expected an availability zone like us-east-1a' });
     }
-  })
-  .refine((subnets) => Object.keys(subnets).length > 0, 'expected at least one zone with its subnet')
-  .refine((subnets) => new Set(Object.keys(subnets).map((z) => z.slice(0, -1))).size <= 1, 'expected zones of one region');
+  }),
+  z.refine((subnets) => Object.keys(subnets).length > 0, 'expected at least one zone with its subnet'),
+  z.refine((subnets) => new Set(Object.keys(subnets).map((z) => z.slice(0, -1))).size <= 1, 'expected zones of one region'),
+);
 
 const ConfigSchema = z.object({
   [ContextKey.vpcId]: vpcId,
-  [ContextKey.subnets]: z.preprocess(splitPairs, subnetsByZone),
-  [ContextKey.otherRegions]: z
-    .preprocess(
+  [ContextKey.subnets]: preprocess(splitPairs, subnetsByZone),
+  [ContextKey.otherRegions]: z.optional(
+    preprocess(
       parseJson,
-      z.array(z.object({ region, subnetsByZone, securityGroupIds: z.array(securityGroupId).min(1) }).strict()),
-    )
-    .optional(),
-  [ContextKey.allowedInstanceTypes]: z.preprocess(splitList, z.array(instanceType).min(1)).optional(),
-  [ContextKey.namePrefix]: namePrefix.optional(),
-  [ContextKey.nodeToNodeTraffic]: z
-    .preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean({ error: 'expected true or false' }))
-    .optional(),
+      z.array(z.strictObject({ region, subnetsByZone, securityGroupIds: z.array(securityGroupId).check(z.minLength(1)) })),
+    ),
+  ),
+  [ContextKey.allowedInstanceTypes]: z.optional(preprocess(splitList, z.array(instanceType).check(z.minLength(1)))),
+  [ContextKey.namePrefix]: z.optional(namePrefix),
+  [ContextKey.nodeToNodeTraffic]: z.optional(
+    preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean({ error: 'expected true or false' })),
+  ),
 });
 
 /** Context is read through this, so tests can pass a plain object. */

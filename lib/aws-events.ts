@@ -1,7 +1,7 @@
 // The EC2 events relaunch listens to, written once for the EventBridge rule (infra/) and
 // the handler that parses them.
 
-import { z } from 'zod';
+import * as z from './zod.ts';
 import { INSTANCE_GONE_STATES } from './usecases/instance-event.ts';
 
 /** The instance states that end an attempt: the EventBridge rule forwards only these. */
@@ -13,7 +13,7 @@ export const EC2_DETAIL_TYPES = {
   stateChange: 'EC2 Instance State-change Notification',
 } as const;
 
-const instanceId = z.string().regex(/^i-[0-9a-f]+$/);
+const instanceId = z.string().check(z.regex(/^i-[0-9a-f]+$/));
 /** The two events, with the fields the handler reads. */
 export const Ec2EventSchema = z.discriminatedUnion('detail-type', [
   z.object({

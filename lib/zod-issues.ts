@@ -1,7 +1,7 @@
 // zod's issues as InputIssues: one path format everywhere (the task parser's `a.b[0].c`),
 // whether the input was an API body, a Lambda event or CDK context.
 
-import type { z } from 'zod';
+import type * as z from './zod.ts';
 import type { InputIssue } from './errors.ts';
 import { formatPath } from './spec/path.ts';
 
@@ -17,6 +17,6 @@ export function issuePath(path: readonly PropertyKey[], prefix = ''): string {
 }
 
 /** Every issue of a failed parse, each with its path (under `prefix`) and zod's message. */
-export function issuesFromZod(error: z.ZodError, prefix = ''): InputIssue[] {
+export function issuesFromZod(error: z.core.$ZodError, prefix = ''): InputIssue[] {
   return error.issues.map((issue) => ({ path: issuePath(issue.path, prefix), message: issue.message }));
 }

@@ -1,6 +1,6 @@
 // The REST API (API Gateway proxy integration): adapt the event, let lib/http answer.
 
-import { z } from 'zod';
+import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
 import { clock, random, store, workflow } from '../shared/deps.ts';
@@ -11,10 +11,10 @@ import { parseEvent } from '../shared/parse.ts';
 const ProxyEventSchema = z.object({
   httpMethod: z.string(),
   path: z.string(),
-  headers: z.record(z.string(), z.string()).nullish(),
-  queryStringParameters: z.record(z.string(), z.string()).nullish(),
-  body: z.string().nullish(),
-  isBase64Encoded: z.boolean().nullish(),
+  headers: z.nullish(z.record(z.string(), z.string())),
+  queryStringParameters: z.nullish(z.record(z.string(), z.string())),
+  body: z.nullish(z.string()),
+  isBase64Encoded: z.nullish(z.boolean()),
 });
 
 /** One request in, one response out; never throws for a bad request (lib/http maps errors). */

@@ -6,7 +6,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { z } from 'zod';
+import * as z from '../../lib/zod.ts';
 import { HeartbeatBodySchema, ReportBodySchema } from '../../lib/agent/protocol.ts';
 import { ROUTES, type RouteName } from '../../lib/http/routes.ts';
 
@@ -37,7 +37,7 @@ export interface JobApiProps {
 }
 
 /** Body models of the agent routes, from the agent protocol's zod schemas. */
-const AGENT_BODIES: Partial<Record<RouteName, z.ZodType>> = {
+const AGENT_BODIES: Partial<Record<RouteName, z.ZodMiniType>> = {
   heartbeat: HeartbeatBodySchema,
   reportPhase: ReportBodySchema,
 };
@@ -112,7 +112,7 @@ export class JobApi extends Construct {
     return this.api.url;
   }
 
-  private model(name: RouteName, schema: z.ZodType): apigateway.Model {
+  private model(name: RouteName, schema: z.ZodMiniType): apigateway.Model {
     // `input`: what the agent may send; unknown fields pass, so an older API accepts a newer agent.
     const { $schema: _version, ...jsonSchema } = z.toJSONSchema(schema, { target: 'draft-04', io: 'input' });
     return this.api.addModel(`${name}Body`, {

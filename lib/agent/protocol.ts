@@ -1,6 +1,6 @@
 // The agent's callbacks: routes, bodies and answers, written once for the agent and the API.
 
-import { z } from 'zod';
+import * as z from '../zod.ts';
 
 /** Lines of a phase's output the agent sends back (the end of it). */
 export const OUTPUT_TAIL_LINES = 50;
@@ -24,7 +24,7 @@ export function reportPath(jobId: string, attempt: number): string {
  */
 export const STALE_ATTEMPT_STATUS = 409;
 
-const nodeRank = z.number().int().min(0);
+const nodeRank = z.number().check(z.int(), z.minimum(0));
 
 /** `POST .../heartbeat`: the node is alive. Sent at start, then every heartbeat interval. */
 export const HeartbeatBodySchema = z.object({ nodeRank });
@@ -40,9 +40,9 @@ export const ReportBodySchema = z.object({
   nodeRank,
   phase: z.enum(['setup', 'run']),
   /** The shell's code: 128+N for death by signal N. */
-  exitCode: z.number().int().min(0).max(255),
+  exitCode: z.number().check(z.int(), z.minimum(0), z.maximum(255)),
   /** The last OUTPUT_TAIL_LINES lines of stdout and stderr, at most OUTPUT_TAIL_MAX_BYTES. */
-  outputTail: z.string().max(OUTPUT_TAIL_MAX_BYTES),
+  outputTail: z.string().check(z.maxLength(OUTPUT_TAIL_MAX_BYTES)),
 });
 /** A report's body, parsed. */
 export type ReportBody = z.infer<typeof ReportBodySchema>;

@@ -1,7 +1,7 @@
 // handleApiRequest: the REST API with no framework. Route, parse, call one use case, answer;
 // API Gateway's Lambda and `relaunch serve` both adapt their requests to this.
 
-import type { z } from 'zod';
+import type * as z from '../zod.ts';
 import { InvalidInputError, UnauthorizedError } from '../errors.ts';
 import { HeartbeatBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
 import { cancelJob } from '../usecases/cancel-job.ts';
@@ -100,7 +100,7 @@ function attemptOf(params: Params): number {
 }
 
 /** A JSON body checked against a schema; every problem becomes an issue with its path. */
-function parseBody<T>(schema: z.ZodType<T>, body: string | undefined): T {
+function parseBody<T>(schema: z.ZodMiniType<T>, body: string | undefined): T {
   const parsed = schema.safeParse(parseJson(body));
   if (parsed.success) return parsed.data;
   throw new InvalidInputError(issuesFromZod(parsed.error));

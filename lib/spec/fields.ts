@@ -1,6 +1,6 @@
 // Small zod building blocks shared by the task's fields: typed scalars and hand-written parsers.
 
-import { z } from 'zod';
+import * as z from '../zod.ts';
 import { expected } from './messages.ts';
 import type { Path } from './path.ts';
 
@@ -20,14 +20,17 @@ export type Report = (message: string, path?: Path) => undefined;
 export type FieldParser<T> = (value: unknown, report: Report) => T | undefined;
 
 /** Turns a hand-written parser into a zod schema, its problems into zod issues. */
-export function fromParser<T>(parse: FieldParser<T>): z.ZodType<T, unknown> {
-  return z.unknown().transform((value, ctx) => {
-    const out = parse(value, (message, path = []) => {
-      ctx.issues.push({ code: 'custom', message, input: value, path: [...path] });
-      return undefined;
-    });
-    return out === undefined ? z.NEVER : out;
-  });
+export function fromParser<T>(parse: FieldParser<T>): z.ZodMiniType<T, unknown> {
+  return z.pipe(
+    z.unknown(),
+    z.transform((value, ctx) => {
+      const out = parse(value, (message, path = []) => {
+        ctx.issues.push({ code: 'custom', message, input: value, path: [...path] });
+        return undefined;
+      });
+      return out === undefined ? z.NEVER : out;
+    }),
+  );
 }
 
 /**
@@ -35,7 +38,7 @@ export function fromParser<T>(parse: FieldParser<T>): z.ZodType<T, unknown> {
  * cross-field checks, which compare only fields that are valid on their own (each field's
  * own problems are reported by the schema already).
  */
-export function validOrUndefined<T>(schema: z.ZodType<T, unknown>, value: unknown): T | undefined {
+export function validOrUndefined<T>(schema: z.ZodMiniType<T, unknown>, value: unknown): T | undefined {
   const result = schema.safeParse(value);
   return result.success ? result.data : undefined;
 }
@@ -48,7 +51,7 @@ export function text(what: string) {
 /** A whole number in [min, max] (max optional), every failure worded as `expected <what>`. */
 export function integer(what: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   const error = expected(what);
-  return z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+  return z.number({ error }).check(z.int({ error }), z.minimum(min, { error }), z.maximum(max, { error }));
 }
 
 /** A boolean field. */

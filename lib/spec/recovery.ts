@@ -1,6 +1,6 @@
 // resources.job_recovery: SkyPilot's strategy and restart budget, plus relaunch's extensions.
 
-import { z } from 'zod';
+import * as z from '../zod.ts';
 import type { RecoveryPolicy, RecoveryStrategy, RestartBackoff } from './types.ts';
 import { exitCodesSchema } from './exit-codes.ts';
 import { fromParser, integer, isMapping, validOrUndefined } from './fields.ts';
@@ -39,22 +39,19 @@ const SECONDS = 'a whole number of seconds >= 0';
 
 /** `restart_backoff`'s own keys, in the file's spelling. */
 const backoffShape = {
-  initial_seconds: integer(SECONDS, 0).nullish(),
-  factor: z
-    .number({ error: expected('a number >= 1') })
-    .min(1, { error: expected('a number >= 1') })
-    .nullish(),
-  max_seconds: integer(SECONDS, 0).nullish(),
-  jitter: z.enum(['full', 'none'], { error: expected('full or none') }).nullish(),
+  initial_seconds: z.nullish(integer(SECONDS, 0)),
+  factor: z.nullish(z.number({ error: expected('a number >= 1') }).check(z.minimum(1, { error: expected('a number >= 1') }))),
+  max_seconds: z.nullish(integer(SECONDS, 0)),
+  jitter: z.nullish(z.enum(['full', 'none'], { error: expected('full or none') })),
 };
 
 /**
  * `restart_backoff` (relaunch's extension): missing fields take DEFAULT_RESTART_BACKOFF's
  * values, except that a missing max_seconds is never below initial_seconds.
  */
-export const restartBackoffSchema = z
-  .strictObject(backoffShape, { error: expected('a mapping with initial_seconds, factor, max_seconds, jitter') })
-  .transform((given): RestartBackoff => {
+export const restartBackoffSchema = z.pipe(
+  z.strictObject(backoffShape, { error: expected('a mapping with initial_seconds, factor, max_seconds, jitter') }),
+  z.transform((given): RestartBackoff => {
     const initialSeconds = given.initial_seconds ?? DEFAULT_RESTART_BACKOFF.initialSeconds;
     return {
       initialSeconds,
@@ -62,17 +59,18 @@ export const restartBackoffSchema = z
       maxSeconds: given.max_seconds ?? Math.max(DEFAULT_RESTART_BACKOFF.maxSeconds, initialSeconds),
       jitter: given.jitter ?? DEFAULT_RESTART_BACKOFF.jitter,
     };
-  });
+  }),
+);
 
 /** The mapping form's keys, in the file's spelling: SkyPilot's three, then relaunch's four. */
 const policyShape = {
-  strategy: strategySchema.nullish(),
-  max_restarts_on_errors: integer('an integer >= 0', 0).nullish(),
-  recover_on_exit_codes: exitCodesSchema.nullish(),
-  fail_on_exit_codes: exitCodesSchema.nullish(),
-  max_restarts_on_exit_codes: integer('an integer >= 0', 0).nullish(),
-  restart_backoff: restartBackoffSchema.nullish(),
-  on_demand_fallback_after: integer('an integer >= 1', 1).nullish(),
+  strategy: z.nullish(strategySchema),
+  max_restarts_on_errors: z.nullish(integer('an integer >= 0', 0)),
+  recover_on_exit_codes: z.nullish(exitCodesSchema),
+  fail_on_exit_codes: z.nullish(exitCodesSchema),
+  max_restarts_on_exit_codes: z.nullish(integer('an integer >= 0', 0)),
+  restart_backoff: z.nullish(restartBackoffSchema),
+  on_demand_fallback_after: z.nullish(integer('an integer >= 1', 1)),
 };
 
 /** The keys a job_recovery mapping may hold. */
@@ -80,9 +78,9 @@ export const JOB_RECOVERY_KEYS: readonly string[] = Object.keys(policyShape);
 /** The keys a restart_backoff mapping may hold. */
 export const RESTART_BACKOFF_KEYS: readonly string[] = Object.keys(backoffShape);
 
-const policyMappingSchema = z
-  .strictObject(policyShape, { error: expected(`a strategy (${STRATEGY_FORMS}) or a mapping`) })
-  .transform(
+const policyMappingSchema = z.pipe(
+  z.strictObject(policyShape, { error: expected(`a strategy (${STRATEGY_FORMS}) or a mapping`) }),
+  z.transform(
     (given): RecoveryPolicy => ({
       strategy: given.strategy ?? DEFAULT_RECOVERY_POLICY.strategy,
       maxRestartsOnErrors: given.max_restarts_on_errors ?? 0,
@@ -92,7 +90,14 @@ const policyMappingSchema = z
       restartBackoff: given.restart_backoff ?? null,
       onDemandFallbackAfter: given.on_demand_fallback_after ?? null,
     }),
-  );
+  ),
+);
+
+/** A strategy name alone: SkyPilot's defaults with that strategy. */
+const strategyPolicySchema = z.pipe(
+  strategySchema,
+  z.transform((strategy): RecoveryPolicy => ({ ...DEFAULT_RECOVERY_POLICY, strategy })),
+);
 
 /**
  * `resources.job_recovery` (and its older name `spot_recovery`): a strategy name, or the
@@ -100,16 +105,16 @@ const policyMappingSchema = z
  * relaunch's fail_on_exit_codes, max_restarts_on_exit_codes, restart_backoff and
  * on_demand_fallback_after.
  */
-export const jobRecoverySchema = z.unknown().transform((value, ctx): RecoveryPolicy => {
-  const result =
-    typeof value === 'string'
-      ? strategySchema.transform((strategy) => ({ ...DEFAULT_RECOVERY_POLICY, strategy })).safeParse(value)
-      : policyMappingSchema.safeParse(value);
-  if (result.success) return result.data;
-  // The inner issues keep their codes and paths, so unknown keys are still worded by name.
-  ctx.issues.push(...(result.error.issues as z.core.$ZodRawIssue[]));
-  return z.NEVER;
-});
+export const jobRecoverySchema = z.pipe(
+  z.unknown(),
+  z.transform((value, ctx): RecoveryPolicy => {
+    const result = typeof value === 'string' ? strategyPolicySchema.safeParse(value) : policyMappingSchema.safeParse(value);
+    if (result.success) return result.data;
+    // The inner issues keep their codes and paths, so unknown keys are still worded by name.
+    ctx.issues.push(...(result.error.issues as z.core.$ZodRawIssue[]));
+    return z.NEVER;
+  }),
+);
 
 /**
  * Cross-field checks of a job_recovery mapping: no code both recovers and fails the job,

@@ -1,6 +1,6 @@
 // The task file's schema: which keys each section takes, and how they become a TaskSpec.
 
-import { z } from 'zod';
+import * as z from '../zod.ts';
 import { MAX_NUM_NODES } from '../report-tail.ts';
 import type { Resources, TaskSpec } from './types.ts';
 import { acceleratorsSchema } from './accelerators.ts';
@@ -75,23 +75,23 @@ const instanceTypeSchema = fromParser<string>((value, report) =>
 
 /** `resources`'s keys, in the file's spelling; a key with no value means the default. */
 const resourcesShape = {
-  cloud: cloudSchema.nullish(),
-  infra: infraSchema.nullish(),
-  region: regionSchema.nullish(),
-  zone: zoneSchema.nullish(),
-  instance_type: instanceTypeSchema.nullish(),
-  cpus: cpusSchema.nullish(),
-  memory: memorySchema.nullish(),
-  accelerators: acceleratorsSchema.nullish(),
-  use_spot: flag('true or false').nullish(),
-  disk_size: diskSizeSchema.nullish(),
-  image_id: imageIdSchema.nullish(),
-  job_recovery: jobRecoverySchema.nullish(),
+  cloud: z.nullish(cloudSchema),
+  infra: z.nullish(infraSchema),
+  region: z.nullish(regionSchema),
+  zone: z.nullish(zoneSchema),
+  instance_type: z.nullish(instanceTypeSchema),
+  cpus: z.nullish(cpusSchema),
+  memory: z.nullish(memorySchema),
+  accelerators: z.nullish(acceleratorsSchema),
+  use_spot: z.nullish(flag('true or false')),
+  disk_size: z.nullish(diskSizeSchema),
+  image_id: z.nullish(imageIdSchema),
+  job_recovery: z.nullish(jobRecoverySchema),
   /** SkyPilot's older name for job_recovery, read the same way (with a warning). */
-  spot_recovery: jobRecoverySchema.nullish(),
+  spot_recovery: z.nullish(jobRecoverySchema),
 };
 
-type GivenResources = z.output<z.ZodObject<typeof resourcesShape>>;
+type GivenResources = z.output<z.ZodMiniObject<typeof resourcesShape>>;
 
 function toResources(given: GivenResources): Resources {
   const { region, zone } = place(given);
@@ -110,20 +110,21 @@ function toResources(given: GivenResources): Resources {
   };
 }
 
-const resourcesSchema = z
-  .strictObject(resourcesShape, { error: expected('a mapping of resources (cloud, cpus, accelerators, ...)') })
-  .transform(toResources);
+const resourcesSchema = z.pipe(
+  z.strictObject(resourcesShape, { error: expected('a mapping of resources (cloud, cpus, accelerators, ...)') }),
+  z.transform(toResources),
+);
 
 /** The task's top-level keys, in the file's spelling. */
 const taskShape = {
-  name: nameSchema.nullish(),
-  workdir: workdirSchema.nullish(),
+  name: z.nullish(nameSchema),
+  workdir: z.nullish(workdirSchema),
   // Bounded so an attempt's reports fit its one stored record (lib/report-tail.ts).
-  num_nodes: integer(`an integer from 1 to ${MAX_NUM_NODES} (the most nodes relaunch runs a task on)`, 1, MAX_NUM_NODES).nullish(),
-  envs: envsSchema.nullish(),
-  setup: text('shell commands as a string').nullish(),
-  run: text('shell commands as a string').nullish(),
-  resources: resourcesSchema.nullish(),
+  num_nodes: z.nullish(integer(`an integer from 1 to ${MAX_NUM_NODES} (the most nodes relaunch runs a task on)`, 1, MAX_NUM_NODES)),
+  envs: z.nullish(envsSchema),
+  setup: z.nullish(text('shell commands as a string')),
+  run: z.nullish(text('shell commands as a string')),
+  resources: z.nullish(resourcesSchema),
 };
 
 /** The keys each section accepts, for "unknown key" messages and suggestions. */
@@ -135,16 +136,19 @@ export const SUPPORTED_KEYS: Readonly<Record<Section, readonly string[]>> = {
 };
 
 /** The whole task: a mapping of the supported keys, normalized into a TaskSpec. */
-export const taskSchema = z.strictObject(taskShape).transform(
-  (given): TaskSpec => ({
-    name: given.name ?? null,
-    workdir: given.workdir ?? null,
-    numNodes: given.num_nodes ?? 1,
-    envs: given.envs ?? {},
-    setup: given.setup ?? null,
-    run: given.run ?? null,
-    resources: given.resources ?? toResources({}),
-  }),
+export const taskSchema = z.pipe(
+  z.strictObject(taskShape),
+  z.transform(
+    (given): TaskSpec => ({
+      name: given.name ?? null,
+      workdir: given.workdir ?? null,
+      numNodes: given.num_nodes ?? 1,
+      envs: given.envs ?? {},
+      setup: given.setup ?? null,
+      run: given.run ?? null,
+      resources: given.resources ?? toResources({}),
+    }),
+  ),
 );
 
 /** Which section a strict mapping at this path is (only four mappings are strict). */

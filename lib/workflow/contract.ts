@@ -1,7 +1,7 @@
 // The contract between the state machine (infra/, local/) and the task handlers (functions/):
 // state names, error names and payload schemas, written once and imported by both sides.
 
-import { z } from 'zod';
+import * as z from '../zod.ts';
 import { OutcomeKind, RecoveryAction } from '../policy/types.ts';
 import { JOB_STATUSES } from '../status.ts';
 
@@ -74,10 +74,10 @@ export const HEARTBEAT_INTERVAL_SECONDS = 60;
  */
 export const MAX_ATTEMPTS_PER_EXECUTION = 500;
 
-const jobId = z.string().min(1);
+const jobId = z.string().check(z.minLength(1));
 
 /** The error a failed AwaitAttempt leaves in the state, from Catch's ResultPath. */
-export const AwaitErrorSchema = z.object({ Error: z.string(), Cause: z.string().optional() });
+export const AwaitErrorSchema = z.object({ Error: z.string(), Cause: z.optional(z.string()) });
 /** A Task error as Catch stores it: Step Functions' `{ Error, Cause }`. */
 export type AwaitError = z.infer<typeof AwaitErrorSchema>;
 
@@ -86,7 +86,7 @@ export const DecisionOutputSchema = z.object({
   action: z.enum(RecoveryAction),
   status: z.enum(JOB_STATUSES as [string, ...string[]]),
   reason: z.string(),
-  delaySeconds: z.number().int().min(0),
+  delaySeconds: z.number().check(z.int(), z.minimum(0)),
   continueAsNew: z.boolean(),
 });
 /** The decision the Choice reads, at `$.decision`. */
@@ -99,14 +99,14 @@ export type DecisionOutput = z.infer<typeof DecisionOutputSchema>;
 export const WorkflowStateSchema = z.object({
   jobId,
   /** The current attempt (1-based); 0 before the first launch. */
-  attempt: z.number().int().min(0),
+  attempt: z.number().check(z.int(), z.minimum(0)),
   /** Attempts started by this execution, for continue-as-new. */
-  attemptsInExecution: z.number().int().min(0),
+  attemptsInExecution: z.number().check(z.int(), z.minimum(0)),
   /** false when LaunchAttempt ended the attempt without instances (no capacity, cancelled). */
-  launched: z.boolean().optional(),
-  awaited: z.lazy(() => AwaitResultSchema).optional(),
-  awaitError: AwaitErrorSchema.optional(),
-  decision: DecisionOutputSchema.optional(),
+  launched: z.optional(z.boolean()),
+  awaited: z.optional(z.lazy(() => AwaitResultSchema)),
+  awaitError: z.optional(AwaitErrorSchema),
+  decision: z.optional(DecisionOutputSchema),
 });
 /** The state every step passes along. */
 export type WorkflowState = z.infer<typeof WorkflowStateSchema>;
@@ -115,20 +115,24 @@ export type WorkflowState = z.infer<typeof WorkflowStateSchema>;
  * RecordControllerFailure's input: the state plus the error the catch-all stored at
  * CONTROLLER_ERROR_PATH.
  */
-export const ControllerFailureStateSchema = WorkflowStateSchema.extend({ controllerError: AwaitErrorSchema.optional() });
+export const ControllerFailureStateSchema = z.extend(WorkflowStateSchema, { controllerError: z.optional(AwaitErrorSchema) });
 
 /** The execution's input. */
 export const ExecutionInputSchema = z.object({
   jobId,
   /** 0 for a new job; the last attempt's number when continuing as a new execution. */
-  attempt: z.number().int().min(0),
+  attempt: z.number().check(z.int(), z.minimum(0)),
   attemptsInExecution: z.literal(0),
 });
 /** The execution's input. */
 export type ExecutionInput = z.infer<typeof ExecutionInputSchema>;
 
 /** AwaitAttempt's payload: the state plus the task token to store on the attempt. */
-export const AwaitPayloadSchema = z.object({ jobId, attempt: z.number().int().min(1), taskToken: z.string().min(1) });
+export const AwaitPayloadSchema = z.object({
+  jobId,
+  attempt: z.number().check(z.int(), z.minimum(1)),
+  taskToken: z.string().check(z.minLength(1)),
+});
 /** AwaitAttempt's payload, parsed. */
 export type AwaitPayload = z.infer<typeof AwaitPayloadSchema>;
 

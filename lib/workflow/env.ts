@@ -1,6 +1,6 @@
 // The Lambdas' configuration, shared by the CDK construct that sets it and the functions that read it.
 
-import { z } from 'zod';
+import * as z from '../zod.ts';
 import type { Ec2ComputeConfig } from '../adapters/ec2-compute.ts';
 import { ConfigurationError } from '../errors.ts';
 
@@ -30,29 +30,30 @@ export function requireEnv(name: EnvVar, env: NodeJS.ProcessEnv = process.env): 
  */
 export type ComputeEnvConfig = Omit<Ec2ComputeConfig, 'apiUrl'>;
 
-const positiveInt = z.number().int().min(1);
+const positiveInt = z.number().check(z.int(), z.minimum(1));
+const nonEmpty = z.string().check(z.minLength(1));
 
 /** COMPUTE_CONFIG's shape; `satisfies` keeps it in step with Ec2ComputeConfig. */
 const ComputeEnvConfigSchema = z.strictObject({
   regions: z
     .array(
       z.strictObject({
-        region: z.string().min(1),
-        subnetsByZone: z.record(z.string(), z.string().min(1)),
-        securityGroupIds: z.array(z.string().min(1)),
+        region: nonEmpty,
+        subnetsByZone: z.record(z.string(), nonEmpty),
+        securityGroupIds: z.array(nonEmpty),
       }),
     )
-    .min(1),
-  instanceProfileArn: z.string().min(1),
-  namePrefix: z.string().min(1),
-  heartbeatSeconds: positiveInt.optional(),
-  defaultDiskSizeGb: positiveInt.optional(),
-  imageParameters: z.partialRecord(z.enum(['x86_64', 'arm64', 'x86_64-gpu', 'arm64-gpu']), z.string().min(1)).optional(),
-  allowedInstanceTypes: z.array(z.string().min(1)).optional(),
-  throttleRetries: z.number().int().min(0).optional(),
-  releaseChecks: positiveInt.optional(),
-  releaseWaitBudgetMs: z.number().int().min(0).optional(),
-}) satisfies z.ZodType<ComputeEnvConfig>;
+    .check(z.minLength(1)),
+  instanceProfileArn: nonEmpty,
+  namePrefix: nonEmpty,
+  heartbeatSeconds: z.optional(positiveInt),
+  defaultDiskSizeGb: z.optional(positiveInt),
+  imageParameters: z.optional(z.partialRecord(z.enum(['x86_64', 'arm64', 'x86_64-gpu', 'arm64-gpu']), nonEmpty)),
+  allowedInstanceTypes: z.optional(z.array(nonEmpty)),
+  throttleRetries: z.optional(z.number().check(z.int(), z.minimum(0))),
+  releaseChecks: z.optional(positiveInt),
+  releaseWaitBudgetMs: z.optional(z.number().check(z.int(), z.minimum(0))),
+}) satisfies z.ZodMiniType<ComputeEnvConfig>;
 
 /**
  * Reads COMPUTE_CONFIG: not JSON, or not the shape Ec2Compute takes, is a

@@ -1,7 +1,7 @@
 // The controller's Task states as functions of their input: parse with the contract's
 // schema, call one use case. Lambda handlers and the local runtime both bind these.
 
-import { z } from 'zod';
+import * as z from '../zod.ts';
 import {
   awaitAttempt,
   continueAsNew,
@@ -47,4 +47,4 @@ export function awaitAttemptTask(deps: UseCaseDeps): (payload: unknown) => Promi
 }
 
 /** The AwaitAttempt task's input, wherever the token comes from. */
-export const AwaitTaskInputSchema = z.object({ Payload: AwaitPayloadSchema.omit({ taskToken: true }) });
+export const AwaitTaskInputSchema = z.object({ Payload: z.omit(AwaitPayloadSchema, { taskToken: true }) });
