@@ -3,11 +3,11 @@
 
 import { App, Annotations } from 'aws-cdk-lib';
 import { configFromContext, ContextKey } from './config.ts';
-import { RelaunchStack } from './relaunch-stack.ts';
+import { addRelaunchStacks } from './relaunch-stack.ts';
 
 const app = new App();
 const config = configFromContext((key) => app.node.tryGetContext(key));
-const stack = new RelaunchStack(app, 'Relaunch', { relaunch: config });
+const { relaunch: stack } = addRelaunchStacks(app, 'Relaunch', config);
 
 // cdk.json ships all-zero example ids so a fresh clone synthesizes; deploying them fails.
 if (/^vpc-0+$/.test(config.vpcId)) {

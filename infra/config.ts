@@ -27,7 +27,9 @@ export interface RelaunchConfig {
   readonly subnetsByZone: Readonly<Record<string, string>>;
   /**
    * More regions to fail over to, each with its subnets and security groups (a stack
-   * cannot create resources in another region, so these are given).
+   * cannot create resources in another region, so these are given). A user of the
+   * Relaunch construct adds an Ec2EventForwarderStack per region (addRelaunchStacks does),
+   * or preemptions there are only noticed when heartbeats stop.
    * @default - the stack's region only
    */
   readonly otherRegions?: readonly Ec2RegionConfig[];
@@ -94,7 +96,7 @@ const subnetsByZone = z.record(z.string(), subnetId).check(
   z.refine((subnets) => new Set(Object.keys(subnets).map((z) => z.slice(0, -1))).size <= 1, 'expected zones of one region'),
 );
 
-const ConfigSchema = z.object({
+const ConfigObject = z.object({
   [ContextKey.vpcId]: vpcId,
   [ContextKey.subnets]: preprocess(splitPairs, subnetsByZone),
   [ContextKey.otherRegions]: z.optional(
@@ -109,6 +111,23 @@ const ConfigSchema = z.object({
     preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean({ error: 'expected true or false' })),
   ),
 });
+
+/** Each failover region once, and none of them the stack's own (the region of its subnets). */
+const distinctRegions = z.superRefine((config: z.output<typeof ConfigObject>, ctx) => {
+  const seen = new Set(Object.keys(config[ContextKey.subnets]).map((zone) => zone.slice(0, -1)));
+  (config[ContextKey.otherRegions] ?? []).forEach(({ region }, index) => {
+    if (seen.has(region)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [ContextKey.otherRegions, index, 'region'],
+        message: `expected a region other than ${[...seen].join(', ')} (the stack's own, or one listed before it)`,
+      });
+    }
+    seen.add(region);
+  });
+});
+
+const ConfigSchema = ConfigObject.check(distinctRegions);
 
 /** Context is read through this, so tests can pass a plain object. */
 export type ContextReader = (key: string) => unknown;

@@ -1,7 +1,11 @@
-// RelaunchStack: the deployable stack, env-agnostic (no account or region baked in, no lookups).
+// RelaunchStack: the deployable stack, env-agnostic (no account or region baked in, no
+// lookups); and the app's stacks: it, plus an EC2 event forwarder per failover region.
 
-import { Stack, type StackProps } from 'aws-cdk-lib';
+import { Stack, type App, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { ConfigurationError } from '../lib/errors.ts';
+import { regionOfZone } from '../lib/spec/placement.ts';
+import { Ec2EventForwarderStack } from './event-forwarder-stack.ts';
 import { Relaunch, type RelaunchProps } from './relaunch.ts';
 
 /** The stack's props: a stack's, plus relaunch's. */
@@ -17,4 +21,26 @@ export class RelaunchStack extends Stack {
     super(scope, id, { description: 'relaunch: batch jobs on EC2 that come back by themselves', ...props });
     this.relaunch = new Relaunch(this, 'Relaunch', props.relaunch);
   }
+}
+
+/** The stacks of a relaunch deployment. */
+export interface RelaunchStacks {
+  readonly relaunch: RelaunchStack;
+  /** One per `otherRegions` entry, in its region: `<id>-events-<region>`. */
+  readonly forwarders: readonly Ec2EventForwarderStack[];
+}
+
+/**
+ * Relaunch's stack, in the region of its subnets, and a forwarder of EC2 events in each
+ * failover region, so that a preemption there is seen as promptly as at home.
+ */
+export function addRelaunchStacks(app: App, id: string, props: RelaunchProps): RelaunchStacks {
+  const [firstZone] = Object.keys(props.subnetsByZone);
+  if (firstZone === undefined) throw new ConfigurationError('subnetsByZone: expected at least one zone with its subnet');
+  const homeRegion = regionOfZone(firstZone);
+  const relaunch = new RelaunchStack(app, id, { relaunch: props });
+  const forwarders = (props.otherRegions ?? []).map(
+    ({ region }) => new Ec2EventForwarderStack(app, `${id}-events-${region}`, { homeRegion, region }),
+  );
+  return { relaunch, forwarders };
 }

@@ -20,7 +20,24 @@ export interface InstanceEventsProps {
   readonly maxEventAge?: Duration;
 }
 
-/** Two rules on the default bus: interruption warnings, and instances going away. */
+/** The events relaunch acts on, as EventBridge patterns: one rule each, per region. */
+export const EC2_EVENT_PATTERNS = {
+  interruption: {
+    description: 'relaunch: a spot instance will be reclaimed in two minutes',
+    eventPattern: { source: ['aws.ec2'], detailType: [EC2_DETAIL_TYPES.interruption] },
+  },
+  // Only the states in which an instance is gone or going: `pending` and `running` of every
+  // instance in the account would invoke the Lambda for nothing.
+  gone: {
+    description: 'relaunch: an instance is stopping or terminating',
+    eventPattern: { source: ['aws.ec2'], detailType: [EC2_DETAIL_TYPES.stateChange], detail: { state: [...GONE_STATE_NAMES] } },
+  },
+} as const satisfies Record<string, Pick<events.RuleProps, 'description' | 'eventPattern'>>;
+
+/**
+ * Two rules on the default bus: interruption warnings, and instances going away. Events
+ * from other regions arrive on the same bus (Ec2EventForwarderStack) and match the same rules.
+ */
 export class InstanceEvents extends Construct {
   readonly interruptionRule: events.Rule;
   readonly stateChangeRule: events.Rule;
@@ -31,21 +48,7 @@ export class InstanceEvents extends Construct {
       retryAttempts: 10,
       maxEventAge: props.maxEventAge ?? Duration.hours(2),
     });
-    this.interruptionRule = new events.Rule(this, 'SpotInterruption', {
-      description: 'relaunch: a spot instance will be reclaimed in two minutes',
-      eventPattern: { source: ['aws.ec2'], detailType: [EC2_DETAIL_TYPES.interruption] },
-      targets: [target],
-    });
-    // Only the states in which an instance is gone or going: `pending` and `running` of every
-    // instance in the account would invoke the Lambda for nothing.
-    this.stateChangeRule = new events.Rule(this, 'InstanceGone', {
-      description: 'relaunch: an instance is stopping or terminating',
-      eventPattern: {
-        source: ['aws.ec2'],
-        detailType: [EC2_DETAIL_TYPES.stateChange],
-        detail: { state: [...GONE_STATE_NAMES] },
-      },
-      targets: [target],
-    });
+    this.interruptionRule = new events.Rule(this, 'SpotInterruption', { ...EC2_EVENT_PATTERNS.interruption, targets: [target] });
+    this.stateChangeRule = new events.Rule(this, 'InstanceGone', { ...EC2_EVENT_PATTERNS.gone, targets: [target] });
   }
 }

@@ -47,6 +47,17 @@ describe('configFromContext', () => {
     [{ ...minimal, [ContextKey.subnets]: { 'us-east-1a': A, 'eu-west-1a': B } }, 'context relaunch:subnets: expected zones of one region'],
     [{ ...minimal, [ContextKey.subnets]: {} }, 'context relaunch:subnets: expected at least one zone'],
     [{ ...minimal, [ContextKey.otherRegions]: [{ region: 'mars-1', subnetsByZone: {}, securityGroupIds: [] }] }, 'context relaunch:otherRegions[0].region: expected a region'],
+    [
+      { ...minimal, [ContextKey.otherRegions]: [{ region: 'us-east-1', subnetsByZone: { 'us-east-1b': B }, securityGroupIds: ['sg-0123456789abcdef0'] }] },
+      "context relaunch:otherRegions[0].region: expected a region other than us-east-1 (the stack's own",
+    ],
+    [
+      {
+        ...minimal,
+        [ContextKey.otherRegions]: ['eu-west-1', 'eu-west-1'].map((region) => ({ region, subnetsByZone: { [`${region}a`]: B }, securityGroupIds: ['sg-0123456789abcdef0'] })),
+      },
+      'context relaunch:otherRegions[1].region: expected a region other than us-east-1, eu-west-1',
+    ],
     [{ ...minimal, [ContextKey.namePrefix]: '9lives' }, 'context relaunch:namePrefix: expected 1-32'],
     [{ ...minimal, [ContextKey.allowedInstanceTypes]: 'g5.*' }, 'context relaunch:allowedInstanceTypes[0]: expected an instance type'],
     [{ ...minimal, [ContextKey.nodeToNodeTraffic]: 'yes' }, 'context relaunch:nodeToNodeTraffic: expected true or false'],
