@@ -3,7 +3,7 @@
 // the bundle, median of several runs.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -21,7 +21,10 @@ const RUNS = 7;
 /** One Lambda's numbers; cold init figures are medians over the runs. */
 export interface BundleMeasurement {
   readonly name: LambdaName;
+  /** The deployment package (entry and chunks). */
   readonly bytes: number;
+  /** What a cold start reads: the entry and the chunks it imports statically. */
+  readonly loadedBytes: number;
   readonly buildMs: number;
   readonly initCpuMs: number;
   readonly initWallMs: number;
@@ -65,13 +68,14 @@ export async function measureBundles(runs = RUNS): Promise<BundleMeasurement[]> 
     const results: BundleMeasurement[] = [];
     for (const name of LAMBDA_NAMES) {
       const started = performance.now();
-      const file = await bundleLambda(name, join(dir, name));
+      const built = await bundleLambda(name, join(dir, name));
       const buildMs = performance.now() - started;
-      coldInit(file); // one discarded run warms the disk cache, as a deployed package is local
-      const samples = Array.from({ length: runs }, () => coldInit(file));
+      coldInit(built.entry); // one discarded run warms the disk cache, as a deployed package is local
+      const samples = Array.from({ length: runs }, () => coldInit(built.entry));
       results.push({
         name,
-        bytes: statSync(file).size,
+        bytes: built.bytes,
+        loadedBytes: built.loadedBytes,
         buildMs,
         initCpuMs: median(samples.map((sample) => sample.cpuMs)),
         initWallMs: median(samples.map((sample) => sample.wallMs)),
@@ -90,25 +94,27 @@ export async function measureBundles(runs = RUNS): Promise<BundleMeasurement[]> 
  */
 const DEPENDENCIES: Readonly<Record<string, string>> = {
   'nothing (Node ESM baseline)': 'globalThis.kept = 1;',
-  zod: "import { z } from 'zod'; globalThis.kept = z.object({ a: z.string() });",
+  'zod (classic API)': "import { z } from 'zod'; globalThis.kept = z.object({ a: z.string() });",
+  'zod/mini, English messages (lib/zod.ts)': "import * as z from './lib/zod.ts'; globalThis.kept = z.object({ a: z.string() });",
+  yaml: "import { parseDocument, LineCounter } from 'yaml'; globalThis.kept = [parseDocument, LineCounter];",
   '@aws-lambda-powertools/logger': "import { Logger } from '@aws-lambda-powertools/logger'; globalThis.kept = Logger;",
   '@aws-sdk/client-dynamodb': "import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb'; globalThis.kept = [DynamoDBClient, GetItemCommand];",
   '@aws-sdk/client-sfn': "import { SFNClient, SendTaskSuccessCommand } from '@aws-sdk/client-sfn'; globalThis.kept = [SFNClient, SendTaskSuccessCommand];",
   '@aws-sdk/client-ec2': "import { EC2Client, RunInstancesCommand } from '@aws-sdk/client-ec2'; globalThis.kept = [EC2Client, RunInstancesCommand];",
+  '@aws-sdk/client-ssm': "import { SSMClient, GetParameterCommand } from '@aws-sdk/client-ssm'; globalThis.kept = [SSMClient, GetParameterCommand];",
 };
 
 /** Size and CPU init of each dependency alone. */
-export async function measureDependencies(runs = RUNS): Promise<{ name: string; bytes: number; initCpuMs: number }[]> {
+export async function measureDependencies(runs = RUNS): Promise<{ name: string; loadedBytes: number; initCpuMs: number }[]> {
   const dir = mkdtempSync(join(tmpdir(), 'relaunch-bench-'));
   try {
     const results = [];
     for (const [index, [name, contents]] of Object.entries(DEPENDENCIES).entries()) {
       // Source text resolved from the repository, so its node_modules are found.
-      const file = join(dir, `dep${index}.mjs`);
-      await bundle({ stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' } }, file);
-      coldInit(file);
-      const samples = Array.from({ length: runs }, () => coldInit(file));
-      results.push({ name, bytes: statSync(file).size, initCpuMs: median(samples.map((sample) => sample.cpuMs)) });
+      const built = await bundle({ stdin: { contents, resolveDir: REPO_ROOT, loader: 'ts' } }, join(dir, `dep${index}`));
+      coldInit(built.entry);
+      const samples = Array.from({ length: runs }, () => coldInit(built.entry));
+      results.push({ name, loadedBytes: built.loadedBytes, initCpuMs: median(samples.map((sample) => sample.cpuMs)) });
     }
     return results;
   } finally {
@@ -125,22 +131,22 @@ export const bundlesBenchmark: Benchmark = {
     const measured = await measureBundles();
     const dependencies = await measureDependencies();
     const lines = [
-      '| function | bundle | cold init CPU (median) | cold init wall (median) | CPU per run (ms) | build |',
-      '|---|---:|---:|---:|---|---:|',
+      '| function | package | read at init | cold init CPU (median) | cold init wall (median) | CPU per run (ms) | build |',
+      '|---|---:|---:|---:|---:|---|---:|',
       ...measured.map(
         (m) =>
-          `| ${m.name} | ${kb(m.bytes)} | ${m.initCpuMs.toFixed(0)} ms | ${m.initWallMs.toFixed(0)} ms | ` +
+          `| ${m.name} | ${kb(m.bytes)} | ${kb(m.loadedBytes)} | ${m.initCpuMs.toFixed(0)} ms | ${m.initWallMs.toFixed(0)} ms | ` +
           `${m.runs.map((r) => r.cpuMs.toFixed(0)).join(' ')} | ${m.buildMs.toFixed(0)} ms |`,
       ),
       '',
       'Where it comes from: each dependency alone, bundled the same way.',
       '',
-      '| dependency | bundle | cold init CPU (median) |',
+      '| dependency | read at init | cold init CPU (median) |',
       '|---|---:|---:|',
-      ...dependencies.map((d) => `| ${d.name} | ${kb(d.bytes)} | ${d.initCpuMs.toFixed(0)} ms |`),
+      ...dependencies.map((d) => `| ${d.name} | ${kb(d.loadedBytes)} | ${d.initCpuMs.toFixed(0)} ms |`),
     ];
     const checks: TargetCheck[] = measured.flatMap((m) => [
-      { target: `${m.name} bundle < 1 MiB`, met: m.bytes < MAX_BUNDLE_BYTES, detail: kb(m.bytes) },
+      { target: `${m.name} package < 1 MiB`, met: m.bytes < MAX_BUNDLE_BYTES, detail: kb(m.bytes) },
       {
         target: `${m.name} cold init < ${MAX_COLD_INIT_MS} ms (CPU)`,
         met: m.initCpuMs < MAX_COLD_INIT_MS,

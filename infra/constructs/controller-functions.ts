@@ -82,7 +82,9 @@ export class ControllerFunctions extends Construct {
 /**
  * A Lambda's code: its handler bundled by infra/bundle.ts (in a child process, since
  * asset bundling is synchronous), hashed by what the bundle holds. Apps that skip bundling
- * for a stack (`cdk synth --exclusively`, tests) skip this too.
+ * for a stack (`cdk synth --exclusively`, tests) skip this too. Not NodejsFunction: it runs
+ * esbuild's command line, which takes no plugins and writes one file, and the bundle needs
+ * both (see infra/bundle.ts); it halves the EC2 functions' packages and cold starts.
  */
 function bundledCode(name: LambdaName): lambda.Code {
   return lambda.Code.fromAsset(dirname(handlerEntry(name)), {
