@@ -2,6 +2,7 @@
 // process groups, and dynalite persisted under a data folder, wired to the same use cases
 // the Lambdas run.
 
+import { Agent } from 'node:http';
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -84,6 +85,9 @@ export class LocalRuntime {
       endpoint: dynamo.endpoint,
       region: 'local',
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      // Hundreds of jobs share this client; the SDK's default of 50 sockets would queue
+      // their writes and print a warning for each burst.
+      requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 1024 }) },
     });
     try {
       return await LocalRuntime.assemble(options, dataDir, dynamo, client);
