@@ -12,8 +12,8 @@ import { bundle, bundleLambda } from '../infra/bundle.ts';
 import { LAMBDA_NAMES, REPO_ROOT, type LambdaName } from '../infra/lambda-catalog.ts';
 import type { BenchResult, Benchmark, TargetCheck } from './types.ts';
 
-/** Targets: a bundle under 1 MB, and its import under 150 ms. */
-export const MAX_BUNDLE_BYTES = 1024 * 1024;
+/** Targets: a package under 1 MB (10^6 bytes, the stricter reading), and its import under 150 ms. */
+export const MAX_BUNDLE_BYTES = 1_000_000;
 export const MAX_COLD_INIT_MS = 150;
 /** Fresh processes per bundle; the median is reported. */
 const RUNS = 7;
@@ -146,7 +146,7 @@ export const bundlesBenchmark: Benchmark = {
       ...dependencies.map((d) => `| ${d.name} | ${kb(d.loadedBytes)} | ${d.initCpuMs.toFixed(0)} ms |`),
     ];
     const checks: TargetCheck[] = measured.flatMap((m) => [
-      { target: `${m.name} package < 1 MiB`, met: m.bytes < MAX_BUNDLE_BYTES, detail: kb(m.bytes) },
+      { target: `${m.name} package < 1 MB`, met: m.bytes < MAX_BUNDLE_BYTES, detail: kb(m.bytes) },
       {
         target: `${m.name} cold init < ${MAX_COLD_INIT_MS} ms (CPU)`,
         met: m.initCpuMs < MAX_COLD_INIT_MS,

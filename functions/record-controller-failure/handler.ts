@@ -2,7 +2,7 @@
 
 import { recordControllerFailure, type ControllerFailureState } from '../../lib/usecases/controller-failure.ts';
 import { ControllerFailureStateSchema } from '../../lib/workflow/contract.ts';
-import { clock, compute, store } from '../shared/deps.ts';
+import { clock, releasingCompute, store } from '../shared/deps.ts';
 import { startInvocation, type LambdaContext } from '../shared/log.ts';
 import { parseEvent } from '../shared/parse.ts';
 
@@ -10,7 +10,7 @@ import { parseEvent } from '../shared/parse.ts';
 export async function handler(event: unknown, context?: LambdaContext): Promise<ControllerFailureState> {
   const log = startInvocation(context);
   const state = parseEvent(ControllerFailureStateSchema, event, 'state');
-  const next = await recordControllerFailure(state, { store: store(), compute: compute(), clock });
+  const next = await recordControllerFailure(state, { store: store(), compute: releasingCompute(), clock });
   log.error('controller failed', {
     jobId: state.jobId,
     attempt: state.attempt,

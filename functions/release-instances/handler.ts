@@ -2,7 +2,7 @@
 
 import { releaseInstances } from '../../lib/usecases/release-instances.ts';
 import { WorkflowStateSchema, type WorkflowState } from '../../lib/workflow/contract.ts';
-import { compute, store } from '../shared/deps.ts';
+import { releasingCompute, store } from '../shared/deps.ts';
 import { startInvocation, type LambdaContext } from '../shared/log.ts';
 import { parseEvent } from '../shared/parse.ts';
 
@@ -10,7 +10,7 @@ import { parseEvent } from '../shared/parse.ts';
 export async function handler(event: unknown, context?: LambdaContext): Promise<WorkflowState> {
   const log = startInvocation(context);
   const state = parseEvent(WorkflowStateSchema, event, 'state');
-  const next = await releaseInstances(state, { store: store(), compute: compute() });
+  const next = await releaseInstances(state, { store: store(), compute: releasingCompute() });
   log.info('instances released', {
     jobId: state.jobId,
     attempt: state.attempt,

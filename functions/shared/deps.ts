@@ -8,6 +8,7 @@ import { SFNClient } from '@aws-sdk/client-sfn';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
+import { ssmParameterReader, type ParameterReader } from '../../lib/adapters/ssm-parameters.ts';
 import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
 import type { Clock, Compute, JobStore, Random, Workflow } from '../../lib/ports.ts';
 import { EnvVar, parseComputeConfig, requireEnv } from '../../lib/workflow/env.ts';
@@ -28,16 +29,28 @@ export function workflow(): Workflow {
   return cachedWorkflow;
 }
 
-/** EC2 in every configured region (COMPUTE_CONFIG, API_URL); one client per region, made when first used. */
+/**
+ * EC2 in every configured region (COMPUTE_CONFIG, API_URL), for launching: one client per
+ * region, made when first used, and SSM for the default AMIs.
+ */
 export function compute(): Compute {
-  if (cachedCompute !== undefined) return cachedCompute;
+  cachedCompute ??= ec2Compute(ssmParameterReader(perRegion((region) => new SSMClient({ region }))));
+  return cachedCompute;
+}
+
+/** EC2 for the functions that only release instances: no SSM client in their bundles. */
+export function releasingCompute(): Compute {
+  cachedCompute ??= ec2Compute(undefined);
+  return cachedCompute;
+}
+
+function ec2Compute(readParameter: ParameterReader | undefined): Ec2Compute {
   const config = parseComputeConfig();
-  cachedCompute = new Ec2Compute({
+  return new Ec2Compute({
     config: { ...config, apiUrl: requireEnv(EnvVar.apiUrl) },
     ec2: perRegion((region) => new EC2Client({ region })),
-    ssm: perRegion((region) => new SSMClient({ region })),
+    readParameter,
   });
-  return cachedCompute;
 }
 
 /** A client per region, each made on first use. */

@@ -32,14 +32,14 @@ import {
   type RunInstancesCommandInput,
   type Tag,
 } from '@aws-sdk/client-ec2';
-import { GetParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
 import { renderAgentScript } from '../agent/script.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
-import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
+import { ConfigurationError, InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
 import { architectureOf, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
 import type { InstanceRef, Placement } from '../model.ts';
 import { planPlacements, type PlacementCandidate } from '../placement.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
+import type { ParameterReader } from './ssm-parameters.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
@@ -109,10 +109,15 @@ export interface Ec2ComputeConfig {
 /** How long one release waits for terminated instances, in all: well under its Lambda's timeout. */
 export const RELEASE_WAIT_BUDGET_MS = 40_000;
 
-/** What Ec2Compute is built from. EC2 and SSM are regional, so clients come per region. */
+/** What Ec2Compute is built from. EC2 is regional, so clients come per region. */
 export interface Ec2ComputeDeps {
   readonly ec2: (region: string) => EC2Client;
-  readonly ssm: (region: string) => SSMClient;
+  /**
+   * Reads the public SSM parameters that name the default AMIs (ssmParameterReader).
+   * Without it, the Ec2Compute releases instances but launches only tasks that give
+   * their `image_id`: a Lambda that only releases then carries no SSM client.
+   */
+  readonly readParameter?: ParameterReader;
   readonly config: Ec2ComputeConfig;
   /** Waits between retries; injected so tests do not wait. */
   readonly sleep?: (ms: number) => Promise<void>;
@@ -365,13 +370,11 @@ export class Ec2Compute implements Compute {
 
   private async defaultImageId(region: string, kind: ImageKind): Promise<string | null> {
     const name = this.config.imageParameters?.[kind] ?? DEFAULT_IMAGE_PARAMETERS[kind];
-    try {
-      const response = await this.withRetries(() => this.deps.ssm(region).send(new GetParameterCommand({ Name: name })));
-      return response.Parameter?.Value ?? null;
-    } catch (error) {
-      if (errorCode(error) === 'ParameterNotFound') return null;
-      throw error;
+    const { readParameter } = this.deps;
+    if (readParameter === undefined) {
+      throw new ConfigurationError(`no SSM parameter reader to find the default AMI (${name}): this Ec2Compute only releases`);
     }
+    return this.withRetries(() => readParameter(region, name));
   }
 
   /** The AMI's root device, whose volume `disk_size` sizes. A missing AMI is a PrecheckError. */

@@ -19,7 +19,8 @@ describe('the Lambda catalog', () => {
     const code = source(name);
     const needs = LAMBDA_NEEDS[name];
     expect(/\bworkflow\(\)/.test(code), 'workflow()').toBe(needs.workflow.length > 0);
-    expect(/\bcompute\(\)/.test(code), 'compute()').toBe(needs.compute !== false);
+    expect(/\bcompute\(\)/.test(code), 'compute()').toBe(needs.compute === 'launch');
+    expect(/\breleasingCompute\(\)/.test(code), 'releasingCompute()').toBe(needs.compute === 'release');
     expect(/\bstore\(\)/.test(code), 'store()').toBe(true);
   });
 });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bundle, bundleLambda, literalSchemaKeys } from '../../infra/bundle.ts';
-import { LambdaName, REPO_ROOT } from '../../infra/lambda-catalog.ts';
+import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, REPO_ROOT, type LambdaNeeds } from '../../infra/lambda-catalog.ts';
 
 const out = mkdtempSync(join(tmpdir(), 'relaunch-bundle-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -50,5 +50,25 @@ describe('bundle', () => {
       encoding: 'utf8',
     });
     expect(loaded).toBe('function');
+  });
+
+  // What each Lambda reaches (the catalog, which IAM follows) decides its SDK clients.
+  const clientsFor = (needs: LambdaNeeds) =>
+    [
+      '@aws-sdk/client-dynamodb',
+      ...(needs.workflow.length > 0 ? ['@aws-sdk/client-sfn'] : []),
+      ...(needs.compute !== false ? ['@aws-sdk/client-ec2'] : []),
+      ...(needs.compute === 'launch' ? ['@aws-sdk/client-ssm'] : []),
+    ].sort();
+
+  it.each(LAMBDA_NAMES)('puts in %s only the SDK clients it uses', async (name) => {
+    const { metafile } = await bundleLambda(name, join(out, 'clients', name));
+    const clients = new Set(
+      Object.values(metafile.outputs)
+        .flatMap((output) => Object.keys(output.inputs))
+        .map((path) => /node_modules\/(@aws-sdk\/client-[^/]+)\//.exec(path)?.[1])
+        .filter((client) => client !== undefined),
+    );
+    expect([...clients].sort()).toEqual(clientsFor(LAMBDA_NEEDS[name]));
   });
 });

@@ -26,7 +26,8 @@ import {
 } from '../../../lib/adapters/ec2-compute.ts';
 import { LAMBDA_NEEDS, LambdaName } from '../../../infra/lambda-catalog.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
-import { NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
+import { ConfigurationError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
+import { ssmParameterReader } from '../../../lib/adapters/ssm-parameters.ts';
 import type { LaunchRequest } from '../../../lib/ports.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
@@ -76,7 +77,7 @@ let launched: number;
 function compute(config: Partial<Ec2ComputeConfig> = {}): Ec2Compute {
   return new Ec2Compute({
     ec2: (region) => clients.ec2[region as Region],
-    ssm: (region) => clients.ssm[region as Region],
+    readParameter: ssmParameterReader((region) => clients.ssm[region as Region]),
     config: { ...CONFIG, ...config },
     sleep: async (ms) => {
       sleeps.push(ms);
@@ -463,6 +464,21 @@ describe('Ec2Compute.release', () => {
       Filters: [{ Name: 'instance-id', Values: ['i-1', 'i-2'] }, liveStates],
     });
     expect(ec2['us-west-2']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+  });
+
+  it('needs no SSM access: an Ec2Compute without a parameter reader releases, and launches only a given image_id', async () => {
+    const releasing = new Ec2Compute({ ec2: (region) => clients.ec2[region as Region], config: CONFIG, sleep: async () => {} });
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolvesOnce(reservations('i-1')).resolves({ Reservations: [] });
+
+    await releasing.release('job-1', 2, [{ instanceId: 'i-1', nodeRank: 0, privateIp: null }]);
+    await releasing.launch(request(spec({ imageId: { kind: 'ami', imageId: 'ami-custom' } })));
+    const defaultImage = releasing.launch(request(spec()));
+
+    await expect(defaultImage).rejects.toThrow(ConfigurationError);
+    await expect(defaultImage).rejects.toThrow(/no SSM parameter reader to find the default AMI/);
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-custom' });
+    expect(ssm['us-east-1']).not.toHaveReceivedAnyCommand();
   });
 
   it('is idempotent: instances already gone need no call', async () => {
