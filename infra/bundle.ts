@@ -2,7 +2,7 @@
 // infra/bundle-cli.ts) and by the bundle benchmark, so the benchmark measures what deploys.
 
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import * as esbuild from 'esbuild';
 import { handlerEntry, type LambdaName } from './lambda-catalog.ts';
 
@@ -85,6 +85,10 @@ export async function bundle(entry: Pick<esbuild.BuildOptions, 'entryPoints' | '
     entry: join(outdir, BUNDLE_FILE),
     bytes: sum(Object.keys(outputs), outputs),
     loadedBytes: sum(staticClosure(entryOutput, outputs), outputs),
+    // Paths in the metafile are relative to the working directory esbuild ran in.
+    lazyChunks: Object.entries(outputs)
+      .filter(([path, output]) => path !== entryOutput && output.entryPoint !== undefined && !output.entryPoint.includes('node_modules/'))
+      .map(([path]) => resolve(path)),
     metafile: result.metafile,
   };
 }
@@ -115,6 +119,8 @@ export interface BundleOutput {
   readonly bytes: number;
   /** The bytes importing the entry reads: the entry and the chunks it imports statically. */
   readonly loadedBytes: number;
+  /** relaunch's own code that loads when first called (the API's task parser), as files. */
+  readonly lazyChunks: readonly string[];
   readonly metafile: esbuild.Metafile;
 }
 

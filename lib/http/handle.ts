@@ -8,7 +8,6 @@ import { cancelJob } from '../usecases/cancel-job.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
 import { getJob, listJobs } from '../usecases/queries.ts';
 import { reportPhase } from '../usecases/report-phase.ts';
-import { submitJob } from '../usecases/submit-job.ts';
 import type { AgentCredentials } from '../usecases/agent.ts';
 import { errorResponse, INTERNAL_ERROR_MESSAGE, json } from './responses.ts';
 import { matchRoute, type RouteName } from './routes.ts';
@@ -30,6 +29,10 @@ type RouteHandler = (request: ApiRequest, params: Params, deps: ApiDeps) => Prom
 const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
   async submitJob(request, _params, deps) {
     const body = isJson(request) ? parseJson(request.body) : (request.body ?? '');
+    // Only this route parses task files. Its parser (yaml and the task schema, a third of
+    // the API Lambda's code) loads with the first submit, so the agents' heartbeats and
+    // reports, and reads, cold-start without it.
+    const { submitJob } = await import('../usecases/submit-job.ts');
     const { jobId, warnings } = await submitJob({ body }, deps);
     return json(202, { jobId, warnings });
   },
