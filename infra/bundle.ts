@@ -2,13 +2,9 @@
 // infra/bundle-cli.ts) and by the bundle benchmark, so the benchmark measures what deploys.
 
 import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import * as esbuild from 'esbuild';
-import { handlerEntry, type LambdaName } from './lambda-catalog.ts';
-
-/** The file each bundle is written to, and the handler Lambda calls in it. */
-export const BUNDLE_FILE = 'index.mjs';
-export const BUNDLE_HANDLER = 'index.handler';
+import { BUNDLE_ENTRY, handlerEntry, REPO_ROOT, type LambdaName } from './lambda-catalog.ts';
 
 /**
  * ESM bundles need `require` for the few CommonJS modules among the dependencies; this
@@ -28,7 +24,7 @@ const COMPUTED_KEY = /([{,]\s*)\[(_\w+)\]:/g;
  * literals they name (`{ "xmlName": _tS }`), which is the same object. esbuild cannot
  * prove a computed key free of side effects, so a module that uses them is kept whole:
  * EC2's (its Query protocol names shapes this way) then adds every shape EC2 has, about
- * 500 KiB, to any bundle that sends one command. With literal keys, the shapes a bundle
+ * 530 KiB, to any bundle that sends one command. With literal keys, the shapes a bundle
  * does not use are shaken out.
  */
 export function literalSchemaKeys(source: string): string {
@@ -58,11 +54,13 @@ const sdkSchemaKeys: esbuild.Plugin = {
  * profiles, web identity, and the STS and SSO clients they use), and Lambda's credentials
  * come from the environment, so none of that is read at cold start.
  */
-export async function bundle(entry: Pick<esbuild.BuildOptions, 'entryPoints' | 'stdin'>, outdir: string): Promise<BundleOutput> {
+export async function bundle(source: Pick<esbuild.BuildOptions, 'entryPoints' | 'stdin'>, outdir: string): Promise<BundleOutput> {
   const result = await esbuild.build({
-    ...entry,
+    ...source,
     outdir,
-    entryNames: 'index',
+    // Metafile paths are relative to this; fixed, so they do not depend on the caller's cwd.
+    absWorkingDir: REPO_ROOT,
+    entryNames: BUNDLE_ENTRY.file.replace(/\.mjs$/, ''),
     chunkNames: 'chunks/[name]-[hash]',
     outExtension: { '.js': '.mjs' },
     splitting: true,
@@ -79,16 +77,18 @@ export async function bundle(entry: Pick<esbuild.BuildOptions, 'entryPoints' | '
     logLevel: 'error',
   });
   const { outputs } = result.metafile;
-  const entryOutput = Object.keys(outputs).find((path) => path.endsWith(`/${BUNDLE_FILE}`));
-  if (entryOutput === undefined) throw new Error(`esbuild wrote no ${BUNDLE_FILE} in ${outdir}`);
+  const entry = resolve(REPO_ROOT, outdir, BUNDLE_ENTRY.file);
+  const entryOutput = Object.keys(outputs).find((path) => resolve(REPO_ROOT, path) === entry);
+  if (entryOutput === undefined) throw new Error(`esbuild wrote no ${BUNDLE_ENTRY.file} in ${outdir}`);
+  const loaded = staticClosure(entryOutput, outputs);
   return {
-    entry: join(outdir, BUNDLE_FILE),
+    entry,
     bytes: sum(Object.keys(outputs), outputs),
-    loadedBytes: sum(staticClosure(entryOutput, outputs), outputs),
-    // Paths in the metafile are relative to the working directory esbuild ran in.
+    loadedFiles: [...loaded].map((path) => resolve(REPO_ROOT, path)),
+    loadedBytes: sum(loaded, outputs),
     lazyChunks: Object.entries(outputs)
       .filter(([path, output]) => path !== entryOutput && output.entryPoint !== undefined && !output.entryPoint.includes('node_modules/'))
-      .map(([path]) => resolve(path)),
+      .map(([path]) => resolve(REPO_ROOT, path)),
     metafile: result.metafile,
   };
 }
@@ -113,18 +113,20 @@ function staticClosure(entry: string, outputs: esbuild.Metafile['outputs']): Set
 
 /** What a build wrote. */
 export interface BundleOutput {
-  /** The entry file, `index.mjs`. */
+  /** The entry file (BUNDLE_ENTRY.file), as an absolute path. */
   readonly entry: string;
   /** Every file written (entry and chunks), in bytes: what the deployment package holds. */
   readonly bytes: number;
-  /** The bytes importing the entry reads: the entry and the chunks it imports statically. */
+  /** What importing the entry reads: the entry and the chunks it imports statically, transitively. */
+  readonly loadedFiles: readonly string[];
+  /** Their size in bytes. */
   readonly loadedBytes: number;
   /** relaunch's own code that loads when first called (the API's task parser), as files. */
   readonly lazyChunks: readonly string[];
   readonly metafile: esbuild.Metafile;
 }
 
-/** Bundles one Lambda into `outdir` (index.mjs, chunks/). */
+/** Bundles one Lambda into `outdir` (its entry file and chunks/). */
 export async function bundleLambda(name: LambdaName, outdir: string): Promise<BundleOutput> {
   return bundle({ entryPoints: [handlerEntry(name)] }, outdir);
 }

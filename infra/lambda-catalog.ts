@@ -39,6 +39,9 @@ export function handlerEntry(name: LambdaName): string {
   return fileURLToPath(new URL(`../functions/${name}/handler.ts`, import.meta.url));
 }
 
+/** Every bundle's entry file (infra/bundle.ts writes it), and the handler Lambda calls in it. */
+export const BUNDLE_ENTRY = { file: 'index.mjs', handler: 'index.handler' } as const;
+
 /** A call of the Workflow port. */
 export type WorkflowCall = keyof Workflow;
 

@@ -1,7 +1,7 @@
 // zod for every schema of relaunch: zod/mini, with zod's English messages. Classic `zod`
 // cannot be tree-shaken (its methods come with every schema): it put ~443 KiB and ~75 ms
 // of init into every Lambda bundle; zod/mini is the same core and the same issues, as
-// functions, at ~22 KiB. Unlike classic zod, zod/mini sets no locale (every message would
+// functions, at about 30 KiB in each (BENCHMARKS.md). Unlike classic zod, zod/mini sets no locale (every message would
 // read "Invalid input"), so importing this module sets English, once, before any parse.
 //
 // Import it as a namespace, `import * as z from '../zod.ts'`: the bundler then keeps only

@@ -16,6 +16,7 @@ import { EnvVar, parseComputeConfig, requireEnv } from '../../lib/workflow/env.t
 let cachedStore: JobStore | undefined;
 let cachedWorkflow: Workflow | undefined;
 let cachedCompute: Compute | undefined;
+let cachedReleasingCompute: Compute | undefined;
 
 /** The jobs table (TABLE_NAME). */
 export function store(): JobStore {
@@ -40,8 +41,8 @@ export function compute(): Compute {
 
 /** EC2 for the functions that only release instances: no SSM client in their bundles. */
 export function releasingCompute(): Compute {
-  cachedCompute ??= ec2Compute(undefined);
-  return cachedCompute;
+  cachedReleasingCompute ??= ec2Compute(undefined);
+  return cachedReleasingCompute;
 }
 
 function ec2Compute(readParameter: ParameterReader | undefined): Ec2Compute {
@@ -77,4 +78,5 @@ export function resetDeps(): void {
   cachedStore = undefined;
   cachedWorkflow = undefined;
   cachedCompute = undefined;
+  cachedReleasingCompute = undefined;
 }

@@ -9,8 +9,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
-import { BUNDLE_HANDLER } from '../bundle.ts';
-import { handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
+import { BUNDLE_ENTRY, handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
 
 const BUNDLE_CLI = fileURLToPath(new URL('../bundle-cli.ts', import.meta.url));
 
@@ -66,7 +65,7 @@ export class ControllerFunctions extends Construct {
     return new lambda.Function(this, name, {
       description: `${props.namePrefix}: ${name}`,
       code: bundledCode(name),
-      handler: BUNDLE_HANDLER,
+      handler: BUNDLE_ENTRY.handler,
       runtime: lambda.Runtime.NODEJS_22_X,
       architecture: lambda.Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
@@ -83,8 +82,8 @@ export class ControllerFunctions extends Construct {
  * A Lambda's code: its handler bundled by infra/bundle.ts (in a child process, since
  * asset bundling is synchronous), hashed by what the bundle holds. Apps that skip bundling
  * for a stack (`cdk synth --exclusively`, tests) skip this too. Not NodejsFunction: it runs
- * esbuild's command line, which takes no plugins and writes one file, and the bundle needs
- * both (see infra/bundle.ts); it halves the EC2 functions' packages and cold starts.
+ * esbuild's command line, which takes no plugins and writes one file, and infra/bundle.ts
+ * needs both (its SDK schema rewrite and its chunks halve the EC2 functions' packages).
  */
 function bundledCode(name: LambdaName): lambda.Code {
   return lambda.Code.fromAsset(dirname(handlerEntry(name)), {

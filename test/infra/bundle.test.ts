@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bundle, bundleLambda, literalSchemaKeys } from '../../infra/bundle.ts';
@@ -70,5 +70,18 @@ describe('bundle', () => {
         .filter((client) => client !== undefined),
     );
     expect([...clients].sort()).toEqual(clientsFor(LAMBDA_NEEDS[name]));
+  });
+
+  it("keeps the API's task parser out of what its cold start reads, in one chunk of its own", async () => {
+    const { metafile, loadedFiles, lazyChunks } = await bundleLambda(LambdaName.api, join(out, 'api'));
+    const inputsOf = (files: readonly string[]) =>
+      Object.entries(metafile.outputs)
+        .filter(([path]) => files.includes(resolve(REPO_ROOT, path)))
+        .flatMap(([, output]) => Object.keys(output.inputs));
+    const parser = (input: string) => input.includes('node_modules/yaml/') || ['lib/spec/parse.ts', 'lib/spec/schema.ts'].includes(input);
+    expect(inputsOf(loadedFiles).filter(parser)).toEqual([]);
+    expect(lazyChunks).toHaveLength(1);
+    expect(inputsOf(lazyChunks)).toEqual(expect.arrayContaining(['lib/usecases/submit-job.ts', 'lib/spec/parse.ts']));
+    expect(inputsOf(lazyChunks).some((input) => input.includes('node_modules/yaml/'))).toBe(true);
   });
 });
