@@ -4,6 +4,7 @@
 
 import * as z from '../lib/zod.ts';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
+import { regionOfZone } from '../lib/spec/placement.ts';
 import { issuePath } from '../lib/zod-issues.ts';
 
 /** The context keys relaunch reads. */
@@ -89,11 +90,14 @@ const parseJson = (value: unknown): unknown => {
 const subnetsByZone = z.record(z.string(), subnetId).check(
   z.superRefine((subnets, ctx) => {
     for (const key of Object.keys(subnets)) {
-      if (!zone.safeParse(key).success) ctx.addIssue({ code: 'custom', path: [key], message: 'expected an availability zone like us-east-1a' });
+      // Not continued: the checks below read each key as a zone.
+      if (!zone.safeParse(key).success) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'expected an availability zone like us-east-1a', continue: false });
+      }
     }
   }),
   z.refine((subnets) => Object.keys(subnets).length > 0, 'expected at least one zone with its subnet'),
-  z.refine((subnets) => new Set(Object.keys(subnets).map((z) => z.slice(0, -1))).size <= 1, 'expected zones of one region'),
+  z.refine((subnets) => new Set(Object.keys(subnets).map(regionOfZone)).size <= 1, 'expected zones of one region'),
 );
 
 const ConfigObject = z.object({
@@ -102,7 +106,17 @@ const ConfigObject = z.object({
   [ContextKey.otherRegions]: z.optional(
     preprocess(
       parseJson,
-      z.array(z.strictObject({ region, subnetsByZone, securityGroupIds: z.array(securityGroupId).check(z.minLength(1)) })),
+      z.array(
+        z
+          .strictObject({ region, subnetsByZone, securityGroupIds: z.array(securityGroupId).check(z.minLength(1)) })
+          .check(
+            z.superRefine(({ region, subnetsByZone }, ctx) => {
+              for (const zone of Object.keys(subnetsByZone)) {
+                if (regionOfZone(zone) !== region) ctx.addIssue({ code: 'custom', path: ['subnetsByZone', zone], message: `expected a zone of ${region}` });
+              }
+            }),
+          ),
+      ),
     ),
   ),
   [ContextKey.allowedInstanceTypes]: z.optional(preprocess(splitList, z.array(instanceType).check(z.minLength(1)))),
@@ -114,7 +128,7 @@ const ConfigObject = z.object({
 
 /** Each failover region once, and none of them the stack's own (the region of its subnets). */
 const distinctRegions = z.superRefine((config: z.output<typeof ConfigObject>, ctx) => {
-  const seen = new Set(Object.keys(config[ContextKey.subnets]).map((zone) => zone.slice(0, -1)));
+  const seen = new Set(Object.keys(config[ContextKey.subnets]).map(regionOfZone));
   (config[ContextKey.otherRegions] ?? []).forEach(({ region }, index) => {
     if (seen.has(region)) {
       ctx.addIssue({

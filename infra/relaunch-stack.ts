@@ -1,10 +1,10 @@
 // RelaunchStack: the deployable stack, env-agnostic (no account or region baked in, no
 // lookups); and the app's stacks: it, plus an EC2 event forwarder per failover region.
 
-import { Stack, type App, type StackProps } from 'aws-cdk-lib';
+import { Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { ConfigurationError } from '../lib/errors.ts';
-import { regionOfZone } from '../lib/spec/placement.ts';
+import { isAwsZone, regionOfZone } from '../lib/spec/placement.ts';
 import { Ec2EventForwarderStack } from './event-forwarder-stack.ts';
 import { Relaunch, type RelaunchProps } from './relaunch.ts';
 
@@ -31,16 +31,24 @@ export interface RelaunchStacks {
 }
 
 /**
- * Relaunch's stack, in the region of its subnets, and a forwarder of EC2 events in each
- * failover region, so that a preemption there is seen as promptly as at home.
+ * Relaunch's stack (deployed to the region of its subnets), and a forwarder of EC2 events
+ * in each failover region, so that a preemption there is seen as promptly as at home.
  */
-export function addRelaunchStacks(app: App, id: string, props: RelaunchProps): RelaunchStacks {
-  const [firstZone] = Object.keys(props.subnetsByZone);
-  if (firstZone === undefined) throw new ConfigurationError('subnetsByZone: expected at least one zone with its subnet');
-  const homeRegion = regionOfZone(firstZone);
-  const relaunch = new RelaunchStack(app, id, { relaunch: props });
+export function addRelaunchStacks(scope: Construct, id: string, props: RelaunchProps): RelaunchStacks {
+  const homeRegion = regionOfSubnets(props.subnetsByZone);
+  const relaunch = new RelaunchStack(scope, id, { relaunch: props });
   const forwarders = (props.otherRegions ?? []).map(
-    ({ region }) => new Ec2EventForwarderStack(app, `${id}-events-${region}`, { homeRegion, region }),
+    ({ region }) => new Ec2EventForwarderStack(scope, `${id}-events-${region}`, { homeRegion, region }),
   );
   return { relaunch, forwarders };
+}
+
+function regionOfSubnets(subnetsByZone: Readonly<Record<string, string>>): string {
+  const zones = Object.keys(subnetsByZone);
+  const regions = new Set(zones.filter(isAwsZone).map(regionOfZone));
+  const [region] = regions;
+  if (region === undefined || regions.size > 1 || !zones.every(isAwsZone)) {
+    throw new ConfigurationError(`subnetsByZone: expected availability zones of one region, got ${zones.join(', ') || 'none'}`);
+  }
+  return region;
 }

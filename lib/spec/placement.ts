@@ -23,6 +23,11 @@ export function isAwsRegion(name: string): boolean {
   return AWS_REGION.test(name);
 }
 
+/** Whether a name is an AWS availability zone's (`us-east-1a`), as the form goes. */
+export function isAwsZone(name: string): boolean {
+  return AWS_ZONE.test(name);
+}
+
 /** The region an AWS zone belongs to: `us-east-1a` is in `us-east-1`. */
 export function regionOfZone(zone: string): string {
   return (AWS_ZONE.exec(zone) as RegExpExecArray)[1] as string;
@@ -68,7 +73,7 @@ export const infraSchema = fromParser<Placement>((value, report) => {
     return report(expectedGot(`${REGION_EXAMPLE} after aws/`, value));
   }
   if (zone === undefined) return { region: placedRegion, zone: null };
-  if (!AWS_ZONE.test(zone) || (placedRegion !== null && regionOfZone(zone) !== placedRegion)) {
+  if (!isAwsZone(zone) || (placedRegion !== null && regionOfZone(zone) !== placedRegion)) {
     const where = placedRegion === null ? 'an AWS availability zone' : `a zone of ${placedRegion}`;
     return report(expectedGot(`${where} after the region, such as aws/us-east-1/us-east-1a`, value));
   }

@@ -58,6 +58,10 @@ describe('configFromContext', () => {
       },
       'context relaunch:otherRegions[1].region: expected a region other than us-east-1, eu-west-1',
     ],
+    [
+      { ...minimal, [ContextKey.otherRegions]: [{ region: 'eu-west-1', subnetsByZone: { 'us-west-2a': B }, securityGroupIds: ['sg-0123456789abcdef0'] }] },
+      'context relaunch:otherRegions[0].subnetsByZone.us-west-2a: expected a zone of eu-west-1',
+    ],
     [{ ...minimal, [ContextKey.namePrefix]: '9lives' }, 'context relaunch:namePrefix: expected 1-32'],
     [{ ...minimal, [ContextKey.allowedInstanceTypes]: 'g5.*' }, 'context relaunch:allowedInstanceTypes[0]: expected an instance type'],
     [{ ...minimal, [ContextKey.nodeToNodeTraffic]: 'yes' }, 'context relaunch:nodeToNodeTraffic: expected true or false'],

@@ -50,6 +50,13 @@ describe('Ec2EventForwarderStack', () => {
     });
   });
 
+  it.each<Record<string, string>>([{}, { 'us-east-1': 'subnet-0123456789abcdef0' }, { 'us-east-1a': 'subnet-0123456789abcdef0', 'eu-west-1a': 'subnet-0123456789abcdef1' }])(
+    'refuses subnets %j, which name no one home region',
+    (subnetsByZone) => {
+      expect(() => addRelaunchStacks(app(), 'Relaunch', { ...NETWORK, subnetsByZone })).toThrow(/subnetsByZone: expected availability zones of one region/);
+    },
+  );
+
   it("refuses to forward relaunch's own region to itself", () => {
     expect(() => new Ec2EventForwarderStack(app(), 'Loop', { homeRegion: 'us-east-1', region: 'us-east-1' })).toThrow(ConfigurationError);
   });
