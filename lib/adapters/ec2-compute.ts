@@ -39,7 +39,7 @@ import { architectureOf, hasGpus, instanceTypeInfo, type Architecture } from '..
 import type { InstanceRef, Placement } from '../model.ts';
 import { planPlacements, type PlacementCandidate } from '../placement.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
-import type { ParameterReader } from './ssm-parameters.ts';
+import { awsErrorCode } from './aws-errors.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
@@ -108,6 +108,9 @@ export interface Ec2ComputeConfig {
 
 /** How long one release waits for terminated instances, in all: well under its Lambda's timeout. */
 export const RELEASE_WAIT_BUDGET_MS = 40_000;
+
+/** A public SSM parameter's value in a region, or null when the region has no such parameter. */
+export type ParameterReader = (region: string, name: string) => Promise<string | null>;
 
 /** What Ec2Compute is built from. EC2 is regional, so clients come per region. */
 export interface Ec2ComputeDeps {
@@ -259,7 +262,7 @@ export class Ec2Compute implements Compute {
       const response = await this.withRetries(() => this.deps.ec2(region).send(new RunInstancesCommand(input)));
       instances = [...(response.Instances ?? [])].sort((a, b) => (a.AmiLaunchIndex ?? 0) - (b.AmiLaunchIndex ?? 0));
     } catch (error) {
-      const code = errorCode(error);
+      const code = awsErrorCode(error);
       if (CAPACITY_ERRORS.has(code)) return { failure: code };
       if (isPrecheckError(code)) {
         throw new PrecheckError(`EC2 cannot launch ${instanceType} from ${image.imageId} in ${region}: ${code}: ${errorMessage(error)}`);
@@ -385,7 +388,7 @@ export class Ec2Compute implements Compute {
       if (rootDeviceName === undefined) throw new PrecheckError(`resources.image_id: ${imageId} is not an AMI this account can use in ${region}`);
       return { imageId, rootDeviceName };
     } catch (error) {
-      const code = errorCode(error);
+      const code = awsErrorCode(error);
       if (code.startsWith('InvalidAMIID.')) {
         throw new PrecheckError(`resources.image_id: ${imageId} cannot be used in ${region}: ${code}: ${errorMessage(error)}`);
       }
@@ -418,7 +421,7 @@ export class Ec2Compute implements Compute {
     try {
       await send([...ids]);
     } catch (error) {
-      if (errorCode(error) !== 'InvalidInstanceID.NotFound') throw error;
+      if (awsErrorCode(error) !== 'InvalidInstanceID.NotFound') throw error;
       if (ids.length === 1) return;
       for (const id of ids) await this.terminate(region, [id]);
     }
@@ -431,7 +434,7 @@ export class Ec2Compute implements Compute {
       try {
         return await call();
       } catch (error) {
-        if (!THROTTLING_ERRORS.has(errorCode(error)) || retry >= retries) throw error;
+        if (!THROTTLING_ERRORS.has(awsErrorCode(error)) || retry >= retries) throw error;
         await this.sleep(Math.min(500 * 2 ** retry, 20_000));
       }
     }
@@ -470,14 +473,6 @@ export function clientToken(request: Pick<LaunchRequest, 'jobId' | 'attempt'>, c
 
 function tagFilter(key: string, value: string): { Name: string; Values: string[] } {
   return { Name: `tag:${key}`, Values: [value] };
-}
-
-/** The AWS error code: the SDK puts it in `name` (EC2's `Code`). */
-function errorCode(error: unknown): string {
-  if (typeof error !== 'object' || error === null) return '';
-  const { name, Code } = error as { name?: unknown; Code?: unknown };
-  if (typeof Code === 'string') return Code;
-  return typeof name === 'string' ? name : '';
 }
 
 function errorMessage(error: unknown): string {
