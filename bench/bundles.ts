@@ -13,7 +13,7 @@ import { LAMBDA_NAMES, REPO_ROOT, type LambdaName } from '../infra/lambda-catalo
 import type { BenchResult, Benchmark, TargetCheck } from './types.ts';
 
 /** Targets: a package under 1 MB (10^6 bytes, the stricter reading), and its import under 150 ms. */
-export const MAX_BUNDLE_BYTES = 1_000_000;
+export const MAX_PACKAGE_BYTES = 1_000_000;
 export const MAX_COLD_INIT_MS = 150;
 /** Fresh processes per bundle; the median is reported. */
 const RUNS = 9;
@@ -80,7 +80,7 @@ export async function measureBundles(runs = RUNS): Promise<BundleMeasurement[]> 
       built.push({ name, output, buildMs: performance.now() - started });
     }
     // One discarded round warms the disk cache, as a deployed package is local.
-    for (const { output } of built) coldInit(output.entry);
+    for (const { output } of built) coldInit(output.entry, ...output.lazyChunks);
     const samples = built.map(() => [] as InitSample[]);
     const lazySamples = built.map(() => [] as InitSample[]);
     for (let round = 0; round < runs; round += 1) {
@@ -167,7 +167,7 @@ export const bundlesBenchmark: Benchmark = {
       ...dependencies.map((d) => `| ${d.name} | ${kb(d.loadedBytes)} | ${d.initCpuMs.toFixed(0)} ms |`),
     ];
     const checks: TargetCheck[] = measured.flatMap((m) => [
-      { target: `${m.name} package < 1 MB`, met: m.bytes < MAX_BUNDLE_BYTES, detail: kb(m.bytes) },
+      { target: `${m.name} package < 1 MB`, met: m.bytes < MAX_PACKAGE_BYTES, detail: kb(m.bytes) },
       {
         target: `${m.name} cold init < ${MAX_COLD_INIT_MS} ms (CPU)`,
         met: m.initCpuMs < MAX_COLD_INIT_MS,

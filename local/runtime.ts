@@ -85,8 +85,9 @@ export class LocalRuntime {
       endpoint: dynamo.endpoint,
       region: 'local',
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-      // Hundreds of jobs share this client; the SDK's default of 50 sockets would queue
-      // their writes and print a warning for each burst.
+      // Hundreds of jobs share this client. With the SDK's default of 50 sockets their
+      // writes wait for one and the SDK prints a capacity warning for each burst; dynalite
+      // serves one request at a time either way, so this is about the warnings, not speed.
       requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 1024 }) },
     });
     try {
