@@ -6,6 +6,7 @@
 import { Stack, type StackProps } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type { Construct } from 'constructs';
 import { ConfigurationError } from '../lib/errors.ts';
 import { EC2_EVENT_PATTERNS } from './constructs/instance-events.ts';
@@ -28,9 +29,11 @@ export class Ec2EventForwarderStack extends Stack {
       ...stackProps,
       env: { ...stackProps.env, region },
     });
-    // Same account (the stack's); EventBridge delivers across regions with the role it creates.
+    // Same account (the stack's). EventBridge delivers across regions as this role, which
+    // may put events on that one bus; both rules share it.
     const home = events.EventBus.fromEventBusArn(this, 'HomeBus', `arn:${this.partition}:events:${homeRegion}:${this.account}:event-bus/default`);
-    const target = new targets.EventBus(home);
+    const role = new iam.Role(this, 'Forwarder', { assumedBy: new iam.ServicePrincipal('events.amazonaws.com') });
+    const target = new targets.EventBus(home, { role });
     new events.Rule(this, 'SpotInterruption', { ...EC2_EVENT_PATTERNS.interruption, targets: [target] });
     new events.Rule(this, 'InstanceGone', { ...EC2_EVENT_PATTERNS.gone, targets: [target] });
   }

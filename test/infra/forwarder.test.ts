@@ -44,7 +44,12 @@ describe('Ec2EventForwarderStack', () => {
       });
     }
     template.resourceCountIs('AWS::Events::Rule', 2);
-    // The role EventBridge delivers with may put events on that one bus, nothing else.
+    // One role, EventBridge's, which may put events on that one bus and do nothing else.
+    template.resourceCountIs('AWS::IAM::Role', 1);
+    template.hasResourceProperties('AWS::IAM::Role', {
+      AssumeRolePolicyDocument: { Statement: [{ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { Service: 'events.amazonaws.com' } }] },
+    });
+    template.resourceCountIs('AWS::IAM::Policy', 1);
     template.hasResourceProperties('AWS::IAM::Policy', {
       PolicyDocument: { Statement: [{ Action: 'events:PutEvents', Effect: 'Allow', Resource: homeBus }] },
     });
