@@ -77,32 +77,26 @@ export async function measureBundles(runs = RUNS): Promise<BundleMeasurement[]> 
     for (const name of LAMBDA_NAMES) {
       const started = performance.now();
       const output = await bundleLambda(name, join(dir, name));
-      built.push({ name, output, buildMs: performance.now() - started });
+      built.push({ name, output, buildMs: performance.now() - started, samples: [] as InitSample[], lazySamples: [] as InitSample[] });
     }
     // One discarded round warms the disk cache, as a deployed package is local.
     for (const { output } of built) coldInit(output.entry, ...output.lazyChunks);
-    const samples = built.map(() => [] as InitSample[]);
-    const lazySamples = built.map(() => [] as InitSample[]);
     for (let round = 0; round < runs; round += 1) {
-      built.forEach(({ output }, index) => {
-        samples[index]?.push(coldInit(output.entry));
-        if (output.lazyChunks.length > 0) lazySamples[index]?.push(coldInit(output.entry, ...output.lazyChunks));
-      });
+      for (const { output, samples, lazySamples } of built) {
+        samples.push(coldInit(output.entry));
+        if (output.lazyChunks.length > 0) lazySamples.push(coldInit(output.entry, ...output.lazyChunks));
+      }
     }
-    return built.map(({ name, output, buildMs }, index) => {
-      const runsOf = samples[index] ?? [];
-      const lazy = lazySamples[index] ?? [];
-      return {
-        name,
-        bytes: output.bytes,
-        loadedBytes: output.loadedBytes,
-        buildMs,
-        initCpuMs: median(runsOf.map((sample) => sample.cpuMs)),
-        initWallMs: median(runsOf.map((sample) => sample.wallMs)),
-        lazyInitCpuMs: lazy.length > 0 ? median(lazy.map((sample) => sample.cpuMs)) : null,
-        runs: runsOf,
-      };
-    });
+    return built.map(({ name, output, buildMs, samples, lazySamples }) => ({
+      name,
+      bytes: output.bytes,
+      loadedBytes: output.loadedBytes,
+      buildMs,
+      initCpuMs: median(samples.map((sample) => sample.cpuMs)),
+      initWallMs: median(samples.map((sample) => sample.wallMs)),
+      lazyInitCpuMs: lazySamples.length > 0 ? median(lazySamples.map((sample) => sample.cpuMs)) : null,
+      runs: samples,
+    }));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
