@@ -22,6 +22,21 @@ export function newJobId(clock: Clock, random: Random): string {
   return `j-${time}-${suffix}`;
 }
 
+/** `j-`, the fixed-width time, `-`, the random part: every id `newJobId` makes, nothing else. */
+const JOB_ID = new RegExp(`^j-[0-9a-z]{${TIME_WIDTH}}-[0-9a-z]{${RANDOM_CHARS}}$`);
+
+/** How long every job id is: `j-` + time + `-` + random. */
+export const JOB_ID_LENGTH = 2 + TIME_WIDTH + 1 + RANDOM_CHARS;
+
+/**
+ * Whether a string has the shape of an id `newJobId` makes. A request naming anything else
+ * (a 2 KB string, `../x`) can name no job, so the API answers it without asking the store,
+ * whose key limits (DynamoDB: 2048 bytes) would otherwise turn it into a 500.
+ */
+export function isJobId(value: string): boolean {
+  return JOB_ID.test(value);
+}
+
 /**
  * The name of the execution that continues a job after `attempt`: `<jobId>-a<attempt>`.
  * Unique per job and attempt, so starting it twice (a retried Lambda) starts one.

@@ -3,6 +3,7 @@
 
 import type * as z from '../zod.ts';
 import { InvalidInputError, UnauthorizedError } from '../errors.ts';
+import { isJobId, JOB_ID_LENGTH } from '../ids.ts';
 import { HeartbeatBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
 import { cancelJob } from '../usecases/cancel-job.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
@@ -61,7 +62,8 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
 /**
  * Answers one request. Never throws: a route's expected errors become 400/401/404/409/503
  * (see `errorResponse`), an oversized body 413, an unknown path 404, a wrong method 405,
- * and anything else a generic 500 after `deps.onUnexpectedError` saw it.
+ * a path naming something that cannot be a job id (`isJobId`) 404 before any store call
+ * or secret check, and anything else a generic 500 after `deps.onUnexpectedError` saw it.
  */
 export async function handleApiRequest(request: ApiRequest, deps: ApiDeps): Promise<ApiResponse> {
   const match = matchRoute(request.method, request.path);
@@ -69,6 +71,8 @@ export async function handleApiRequest(request: ApiRequest, deps: ApiDeps): Prom
   if ('allowed' in match) {
     return json(405, { error: `${request.method.toUpperCase()} is not allowed here` }, { allow: match.allowed.join(', ') });
   }
+  const id = match.params.id;
+  if (id !== undefined && !isJobId(id)) return json(404, { error: `no job with id ${shownId(id)}` });
   const size = Buffer.byteLength(request.body ?? '', 'utf8');
   if (size > MAX_BODY_BYTES) {
     return json(413, { error: `the body is ${size} bytes; at most ${MAX_BODY_BYTES} are accepted` });
@@ -137,6 +141,19 @@ function listLimit(path: string): number | undefined {
     throw new InvalidInputError([{ path: 'limit', message: `expected an integer 1-${MAX_LIST_LIMIT}, got "${raw}"` }]);
   }
   return Number(raw);
+}
+
+/** Longest id a 404 repeats as it came. */
+const MAX_SHOWN_ID = 64;
+
+/**
+ * An id that can name no job, as a message shows it: as it came when short and printable
+ * (`j-no-such-job`), else quoted, cut, and measured against what a job id is.
+ */
+function shownId(id: string): string {
+  if (id.length <= MAX_SHOWN_ID && /^[\x21-\x7e]+$/.test(id)) return id;
+  const cut = id.length > MAX_SHOWN_ID ? `${id.slice(0, MAX_SHOWN_ID / 2)}...` : id;
+  return `${JSON.stringify(cut)} (${id.length} characters; a job id has ${JOB_ID_LENGTH}, such as j-0m8x2k1qz-4fz0aa)`;
 }
 
 function pathOnly(path: string): string {

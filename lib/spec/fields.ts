@@ -43,11 +43,6 @@ export function validOrUndefined<T>(schema: z.ZodMiniType<T, unknown>, value: un
   return result.success ? result.data : undefined;
 }
 
-/** A string field. */
-export function text(what: string) {
-  return z.string({ error: expected(what) });
-}
-
 /** A whole number in [min, max] (max optional), every failure worded as `expected <what>`. */
 export function integer(what: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   const error = expected(what);

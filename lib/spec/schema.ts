@@ -4,9 +4,11 @@ import * as z from '../zod.ts';
 import { MAX_NUM_NODES } from '../report-tail.ts';
 import type { Resources, TaskSpec } from './types.ts';
 import { acceleratorsSchema } from './accelerators.ts';
-import { flag, fromParser, integer, isMapping, text } from './fields.ts';
+import { envsSchema } from './envs.ts';
+import { flag, fromParser, integer, isMapping } from './fields.ts';
 import { imageIdSchema, imageProblems } from './image-id.ts';
-import { describe, expected, expectedGot, type Problem } from './messages.ts';
+import { MAX_NAME_LENGTH, MAX_WORKDIR_LENGTH, taskTextProblem } from './limits.ts';
+import { expected, expectedGot, type Problem } from './messages.ts';
 import type { Path } from './path.ts';
 import { cloudSchema, infraSchema, place, placementProblems, regionSchema, zoneSchema } from './placement.ts';
 import { cpusSchema, diskSizeSchema, memorySchema } from './quantity.ts';
@@ -21,50 +23,33 @@ import { unknownKeyMessage, type Section } from './unsupported.ts';
 
 /** SkyPilot's task name rule: letters and digits, joined by up to two of `.`, `_`, `-`. */
 const TASK_NAME = /^[A-Za-z0-9]+(?:[._-]{1,2}[A-Za-z0-9]+)*$/;
-/** A POSIX environment variable name. */
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** An EC2 instance type: family, a dot, size (`p4d.24xlarge`, `m7i-flex.large`). */
 const INSTANCE_TYPE = /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/;
 
-const nameSchema = fromParser<string>((value, report) =>
-  typeof value === 'string' && TASK_NAME.test(value)
+const nameSchema = fromParser<string>((value, report) => {
+  if (typeof value === 'string' && value.length > MAX_NAME_LENGTH) {
+    return report(`expected a name of at most ${MAX_NAME_LENGTH} characters, got ${value.length} characters`);
+  }
+  return typeof value === 'string' && TASK_NAME.test(value)
     ? value
-    : report(expectedGot('a name of letters and digits joined by . _ or - (such as train-llama)', value)),
-);
+    : report(expectedGot('a name of letters and digits joined by . _ or - (such as train-llama)', value));
+});
 
 const workdirSchema = fromParser<string>((value, report) => {
+  if (typeof value === 'string' && value.length > MAX_WORKDIR_LENGTH) {
+    return report(`expected a local directory path of at most ${MAX_WORKDIR_LENGTH} characters, got ${value.length} characters`);
+  }
+  if (typeof value === 'string' && value.includes('\0')) return report('expected a local directory path without NUL characters');
   if (typeof value === 'string' && value !== '') return value;
   const gitNote = isMapping(value) ? ' (a git workdir with url and ref is not supported by relaunch yet)' : '';
   return report(`${expectedGot('a local directory path', value)}${gitNote}`);
 });
 
-/**
- * `envs`: values become the strings the job's environment holds. Numbers are written as
- * JavaScript writes them; booleans as `True`/`False`, as SkyPilot (Python) writes them, so
- * scripts written for SkyPilot see the same text; a key with no value is ''.
- */
-const envsSchema = fromParser<Readonly<Record<string, string>>>((value, report) => {
-  if (!isMapping(value)) return report(expectedGot('a mapping of environment variable names to values', value));
-  const envs: [string, string][] = [];
-  let failed = false;
-  for (const [name, given] of Object.entries(value)) {
-    const problem = (message: string) => {
-      failed = true;
-      return report(message, [name]);
-    };
-    if (!ENV_NAME.test(name)) {
-      problem(`expected an environment variable name (letters, digits and _, not starting with a digit), got ${describe(name)}`);
-    } else if (typeof given === 'string' || typeof given === 'number') {
-      envs.push([name, String(given)]);
-    } else if (typeof given === 'boolean') {
-      envs.push([name, given ? 'True' : 'False']);
-    } else if (given === null) {
-      envs.push([name, '']);
-    } else {
-      problem(expectedGot('a string, a number, true/false or nothing', given));
-    }
-  }
-  return failed ? undefined : Object.fromEntries(envs);
+/** `setup` and `run`: shell text a process can be given (no NUL); their size counts in the task's total. */
+const scriptSchema = fromParser<string>((value, report) => {
+  if (typeof value !== 'string') return report(expectedGot('shell commands as a string', value));
+  if (value.includes('\0')) return report('expected shell commands without NUL characters, which no process argument can hold');
+  return value;
 });
 
 const instanceTypeSchema = fromParser<string>((value, report) =>
@@ -122,8 +107,8 @@ const taskShape = {
   // Bounded so an attempt's reports fit its one stored record (lib/report-tail.ts).
   num_nodes: z.nullish(integer(`an integer from 1 to ${MAX_NUM_NODES} (the most nodes relaunch runs a task on)`, 1, MAX_NUM_NODES)),
   envs: z.nullish(envsSchema),
-  setup: z.nullish(text('shell commands as a string')),
-  run: z.nullish(text('shell commands as a string')),
+  setup: z.nullish(scriptSchema),
+  run: z.nullish(scriptSchema),
   resources: z.nullish(resourcesSchema),
 };
 
@@ -138,8 +123,8 @@ export const SUPPORTED_KEYS: Readonly<Record<Section, readonly string[]>> = {
 /** The whole task: a mapping of the supported keys, normalized into a TaskSpec. */
 export const taskSchema = z.pipe(
   z.strictObject(taskShape),
-  z.transform(
-    (given): TaskSpec => ({
+  z.transform((given, ctx): TaskSpec => {
+    const spec: TaskSpec = {
       name: given.name ?? null,
       workdir: given.workdir ?? null,
       numNodes: given.num_nodes ?? 1,
@@ -147,8 +132,11 @@ export const taskSchema = z.pipe(
       setup: given.setup ?? null,
       run: given.run ?? null,
       resources: given.resources ?? toResources({}),
-    }),
-  ),
+    };
+    const tooLarge = taskTextProblem(spec);
+    if (tooLarge !== undefined) ctx.issues.push({ code: 'custom', message: tooLarge, input: given, path: [] });
+    return spec;
+  }),
 );
 
 /** Which section a strict mapping at this path is (only four mappings are strict). */

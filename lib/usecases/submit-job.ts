@@ -1,6 +1,7 @@
 // Submitting a job: parse the task, store the job, start the controller's execution.
 
 import { initialCounters } from '../policy/decide.ts';
+import { withEnvOverrides } from '../spec/envs.ts';
 import { parseTaskFile, parseTaskObject } from '../spec/parse.ts';
 import type { SpecWarning, TaskSpec } from '../spec/types.ts';
 import { newJobId } from '../ids.ts';
@@ -11,7 +12,10 @@ import { errorMessage, nowIso, type UseCaseDeps } from './deps.ts';
 /** A task to run: YAML text, or an already-parsed object (a JSON body). */
 export interface SubmitJobInput {
   readonly body: string | unknown;
-  /** Set or override `envs` (`--env K=V`); these win over the file's values. */
+  /**
+   * Set or override `envs` (`--env K=V`); these win over the file's values and follow the
+   * same rules (names, sizes, count, the task's total size: lib/spec/limits.ts).
+   */
   readonly envOverrides?: Readonly<Record<string, string>>;
 }
 
@@ -22,7 +26,8 @@ export interface SubmitJobResult {
 }
 
 /**
- * Parses the task (an invalid one throws InvalidTaskSpecError and stores nothing), creates
+ * Parses the task and applies the env overrides (an invalid task, an invalid override, or
+ * a task they make too large throws InvalidTaskSpecError and stores nothing), creates
  * the job PENDING with fresh counters, and starts its execution, named by the job id. If
  * the execution cannot start, the job is marked FAILED_CONTROLLER with the reason, so it
  * never sits PENDING forever, and the error is rethrown.
@@ -33,7 +38,7 @@ export async function submitJob(
 ): Promise<SubmitJobResult> {
   const { store, workflow, clock, random } = deps;
   const parsed = typeof input.body === 'string' ? parseTaskFile(input.body) : parseTaskObject(input.body);
-  const spec: TaskSpec = { ...parsed.spec, envs: { ...parsed.spec.envs, ...input.envOverrides } };
+  const spec: TaskSpec = withEnvOverrides(parsed.spec, input.envOverrides ?? {});
   const jobId = newJobId(clock, random);
   await store.createJob(newJobRecord(jobId, spec, nowIso(clock)));
 

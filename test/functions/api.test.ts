@@ -11,6 +11,10 @@ import { givenAttempt, givenJob, SECRET, sfn, STATE_MACHINE_ARN, TASK_YAML, useW
 
 const world = useWorld();
 
+/** Ids of the shape newJobId makes: the API answers any other id 404 without a look. */
+const JOB = 'j-00mm8abcd-api001';
+const OTHER_JOB = 'j-00mm8abcd-nope00';
+
 function event(httpMethod: string, path: string, options: { body?: string; headers?: Record<string, string>; base64?: boolean } = {}) {
   const body = options.body === undefined ? null : options.base64 === true ? Buffer.from(options.body).toString('base64') : options.body;
   return { httpMethod, path, headers: options.headers ?? null, queryStringParameters: null, body, isBase64Encoded: options.base64 ?? false };
@@ -66,45 +70,45 @@ describe('agent reports', () => {
 
   it('stores the exit code once and sends SendTaskSuccess once, duplicates included', async () => {
     sfn.on(SendTaskSuccessCommand).resolves({});
-    await givenJob('j-1', JobStatus.STARTING);
-    await givenAttempt('j-1', 1, { taskToken: 'token-1' });
-    expect((await call(report('j-1', 1, ok))).json).toEqual({ status: 'accepted' });
-    expect((await call(report('j-1', 1, ran))).json).toEqual({ status: 'accepted' });
-    expect(await call(report('j-1', 1, ran))).toEqual({ statusCode: 200, json: { status: 'duplicate' } });
+    await givenJob(JOB, JobStatus.STARTING);
+    await givenAttempt(JOB, 1, { taskToken: 'token-1' });
+    expect((await call(report(JOB, 1, ok))).json).toEqual({ status: 'accepted' });
+    expect((await call(report(JOB, 1, ran))).json).toEqual({ status: 'accepted' });
+    expect(await call(report(JOB, 1, ran))).toEqual({ statusCode: 200, json: { status: 'duplicate' } });
     expect(sfn).toHaveReceivedCommandTimes(SendTaskSuccessCommand, 1);
     expect(sfn).toHaveReceivedCommandWith(SendTaskSuccessCommand, { taskToken: 'token-1', output: JSON.stringify({ outcome: 'EXITED' }) });
-    const attempt = await world.store().getAttempt('j-1', 1);
+    const attempt = await world.store().getAttempt(JOB, 1);
     expect(attempt.reports.map((r) => [r.phase, r.exitCode])).toEqual([['setup', 0], ['run', 0]]);
     expect(attempt.outcome).toMatchObject({ kind: 'EXITED', phase: 'run' });
-    expect((await world.store().getJob('j-1')).status).toBe(JobStatus.RUNNING);
+    expect((await world.store().getJob(JOB)).status).toBe(JobStatus.RUNNING);
   });
 
   it('answers 409 to a report from an attempt that is no longer the live one', async () => {
-    await givenJob('j-1', JobStatus.STARTING);
-    await givenAttempt('j-1', 1);
-    await world.store().endAttempt('j-1', 1, { kind: 'PREEMPTED' }, new Date().toISOString());
-    await givenAttempt('j-1', 2, { taskToken: 'token-2' });
-    const stale = await call(report('j-1', 1, ran));
+    await givenJob(JOB, JobStatus.STARTING);
+    await givenAttempt(JOB, 1);
+    await world.store().endAttempt(JOB, 1, { kind: 'PREEMPTED' }, new Date().toISOString());
+    await givenAttempt(JOB, 2, { taskToken: 'token-2' });
+    const stale = await call(report(JOB, 1, ran));
     expect(stale.statusCode).toBe(409);
     expect(sfn).not.toHaveReceivedCommand(SendTaskSuccessCommand);
-    expect((await world.store().getAttempt('j-1', 1)).reports).toEqual([]);
+    expect((await world.store().getAttempt(JOB, 1)).reports).toEqual([]);
   });
 
   it('answers 401 to a wrong secret and stores nothing', async () => {
-    await givenJob('j-1', JobStatus.STARTING);
-    await givenAttempt('j-1', 1, { taskToken: 'token-1' });
-    const res = await call(report('j-1', 1, ran, 'guessed'));
+    await givenJob(JOB, JobStatus.STARTING);
+    await givenAttempt(JOB, 1, { taskToken: 'token-1' });
+    const res = await call(report(JOB, 1, ran, 'guessed'));
     expect(res.statusCode).toBe(401);
     expect(sfn).not.toHaveReceivedCommand(SendTaskSuccessCommand);
-    expect((await world.store().getAttempt('j-1', 1)).reports).toEqual([]);
+    expect((await world.store().getAttempt(JOB, 1)).reports).toEqual([]);
   });
 
   it('stores the report but sends nothing when the token is not stored yet (AwaitAttempt will)', async () => {
-    await givenJob('j-1', JobStatus.STARTING);
-    await givenAttempt('j-1', 1);
-    await call(report('j-1', 1, { ...ok, exitCode: 2 }));
+    await givenJob(JOB, JobStatus.STARTING);
+    await givenAttempt(JOB, 1);
+    await call(report(JOB, 1, { ...ok, exitCode: 2 }));
     expect(sfn).not.toHaveReceivedCommand(SendTaskSuccessCommand);
-    expect((await world.store().getAttempt('j-1', 1)).outcome).toMatchObject({ kind: 'EXITED', phase: 'setup' });
+    expect((await world.store().getAttempt(JOB, 1)).outcome).toMatchObject({ kind: 'EXITED', phase: 'setup' });
   });
 });
 
@@ -112,39 +116,39 @@ describe('DELETE /jobs/{id} in each status', () => {
   it.each([JobStatus.PENDING, JobStatus.STARTING, JobStatus.RECOVERING])(
     'marks a %s job CANCELLING (202) without touching Step Functions: the next step ends it',
     async (status) => {
-      await givenJob('j-1', status);
-      if (status !== JobStatus.PENDING) await givenAttempt('j-1', 1);
-      const res = await call(event('DELETE', '/jobs/j-1'));
-      expect(res).toEqual({ statusCode: 202, json: { jobId: 'j-1', status: JobStatus.CANCELLING, alreadyFinished: false } });
+      await givenJob(JOB, status);
+      if (status !== JobStatus.PENDING) await givenAttempt(JOB, 1);
+      const res = await call(event('DELETE', `/jobs/${JOB}`));
+      expect(res).toEqual({ statusCode: 202, json: { jobId: JOB, status: JobStatus.CANCELLING, alreadyFinished: false } });
       expect(sfn).not.toHaveReceivedCommand(SendTaskFailureCommand);
-      expect((await world.store().getJob('j-1')).status).toBe(JobStatus.CANCELLING);
+      expect((await world.store().getJob(JOB)).status).toBe(JobStatus.CANCELLING);
     },
   );
 
   it('fails the waiting task of a RUNNING job with JobCancelled', async () => {
     sfn.on(SendTaskFailureCommand).resolves({});
-    await givenJob('j-1', JobStatus.RUNNING);
-    await givenAttempt('j-1', 1, { taskToken: 'token-1' });
-    expect((await call(event('DELETE', '/jobs/j-1'))).statusCode).toBe(202);
+    await givenJob(JOB, JobStatus.RUNNING);
+    await givenAttempt(JOB, 1, { taskToken: 'token-1' });
+    expect((await call(event('DELETE', `/jobs/${JOB}`))).statusCode).toBe(202);
     expect(sfn).toHaveReceivedCommandWith(SendTaskFailureCommand, { taskToken: 'token-1', error: 'JobCancelled' });
   });
 
   it('answers 200 and changes nothing for a finished job; 404 for an unknown one', async () => {
-    await givenJob('j-1', JobStatus.SUCCEEDED);
-    expect(await call(event('DELETE', '/jobs/j-1'))).toEqual({
+    await givenJob(JOB, JobStatus.SUCCEEDED);
+    expect(await call(event('DELETE', `/jobs/${JOB}`))).toEqual({
       statusCode: 200,
-      json: { jobId: 'j-1', status: JobStatus.SUCCEEDED, alreadyFinished: true },
+      json: { jobId: JOB, status: JobStatus.SUCCEEDED, alreadyFinished: true },
     });
-    expect((await call(event('DELETE', '/jobs/j-nope'))).statusCode).toBe(404);
+    expect((await call(event('DELETE', `/jobs/${OTHER_JOB}`))).statusCode).toBe(404);
   });
 });
 
 describe('GET', () => {
   it('lists jobs and shows one with its attempts', async () => {
-    await givenJob('j-1', JobStatus.STARTING);
-    await givenAttempt('j-1', 1);
-    expect((await call(event('GET', '/jobs'))).json.jobs).toEqual([expect.objectContaining({ jobId: 'j-1' })]);
-    const one = await call(event('GET', '/jobs/j-1'));
-    expect(one.json).toMatchObject({ jobId: 'j-1', status: JobStatus.STARTING, attempts: [expect.objectContaining({ attempt: 1, outcome: null })] });
+    await givenJob(JOB, JobStatus.STARTING);
+    await givenAttempt(JOB, 1);
+    expect((await call(event('GET', '/jobs'))).json.jobs).toEqual([expect.objectContaining({ jobId: JOB })]);
+    const one = await call(event('GET', `/jobs/${JOB}`));
+    expect(one.json).toMatchObject({ jobId: JOB, status: JobStatus.STARTING, attempts: [expect.objectContaining({ attempt: 1, outcome: null })] });
   });
 });

@@ -1,7 +1,7 @@
 // Job ids and callback secrets.
 
 import { describe, expect, it } from 'vitest';
-import { continuationExecutionName, newJobId } from '../../../lib/ids.ts';
+import { continuationExecutionName, isJobId, JOB_ID_LENGTH, newJobId } from '../../../lib/ids.ts';
 import { hashSecret, newCallbackSecret, secretMatches } from '../../../lib/secrets.ts';
 import { TestClock } from './harness.ts';
 
@@ -34,6 +34,33 @@ describe('newJobId', () => {
   it('stays in the alphabet when the draw is at its edges', () => {
     expect(newJobId(new TestClock(), () => 0.9999999999)).toMatch(/-zzzzzz$/);
     expect(newJobId(new TestClock(), () => 0)).toMatch(/-000000$/);
+  });
+});
+
+describe('isJobId', () => {
+  it('accepts every id newJobId makes, whatever the time and the draw', () => {
+    const clock = new TestClock('1970-01-01T00:00:00.000Z');
+    for (const draw of [0, 0.5, 0.9999999999]) {
+      const id = newJobId(clock, () => draw);
+      expect(id).toHaveLength(JOB_ID_LENGTH);
+      expect(isJobId(id)).toBe(true);
+      clock.advance(400_000_000);
+    }
+  });
+
+  it.each([
+    ['empty', ''],
+    ['too short', 'j-1'],
+    ['a word', 'j-no-such-job'],
+    ['2 KB long', `j-0m8x2k1qz-${'a'.repeat(2048)}`],
+    ['upper case', 'j-0M8X2K1QZ-4FZ0AA'],
+    ['no prefix', 'x-0m8x2k1qz-4fz0aa'],
+    ['a path', 'j-0m8x2k1qz/../../x'],
+    ['a trailing newline', 'j-0m8x2k1qz-4fz0aa\n'],
+    ['a continuation name', 'j-0m8x2k1qz-4fz0aa-a12'],
+    ['non-ASCII digits', 'j-０m8x2k1qz-4fz0aa'],
+  ])('refuses %s', (_what, value) => {
+    expect(isJobId(value)).toBe(false);
   });
 });
 

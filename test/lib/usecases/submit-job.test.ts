@@ -70,6 +70,20 @@ describe('submitJob', () => {
     expect((await h.store.getJob(jobId)).spec.envs).toEqual({ EPOCHS: '10', LR: '0.01', SEED: '7' });
   });
 
+  it.each([
+    ['named __proto__', JSON.parse('{"__proto__": "x"}') as Record<string, string>, 'envs.__proto__'],
+    ['that are not variable names', { 'A=B': 'x' }, 'envs["A=B"]'],
+    ['too large for a process environment', { BIG: 'x'.repeat(40_000) }, 'envs.BIG'],
+    ['that make the task too large', { A: 'a'.repeat(30_000), B: 'b'.repeat(30_000), C: 'c'.repeat(30_000) }, ''],
+  ])('refuses --env overrides %s, naming the env, and stores and starts nothing', async (_what, envOverrides, path) => {
+    const h = harness();
+    const error = await submitJob({ body: TASK, envOverrides }, h.deps).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidTaskSpecError);
+    expect((error as InvalidTaskSpecError).issues).toEqual([expect.objectContaining({ path, message: expect.stringMatching(/^expected /) })]);
+    expect(await h.store.listJobs()).toEqual([]);
+    expect(h.workflow.starts).toEqual([]);
+  });
+
   it('marks the job FAILED_CONTROLLER with the reason when the execution cannot start, and rethrows', async () => {
     const h = harness();
     h.workflow.failNextStart(new Error('StateMachineDoesNotExist'));
