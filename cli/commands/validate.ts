@@ -5,7 +5,7 @@ import { formatIssue, InvalidInputError, InvalidTaskSpecError } from '../../lib/
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import type { Accelerator, ImageId, Quantity, RecoveryPolicy, TaskSpec } from '../../lib/spec/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
-import { readTaskFile } from '../task-file.ts';
+import { readTaskFile, taskSourceName } from '../task-file.ts';
 
 /** Options of `relaunch validate`. */
 export interface ValidateOptions {
@@ -14,10 +14,11 @@ export interface ValidateOptions {
 }
 
 /**
- * Runs `relaunch validate`: reads the file, parses it, prints the normalized task (a
- * summary, or `{"ok":true,"spec":...,"warnings":[...]}` with --json) and returns 0; for an
- * invalid or unreadable file prints every problem (stderr, or `{"ok":false,"issues":[...]}`
- * on stdout with --json) and returns 2. Warnings go to stderr in human mode.
+ * Runs `relaunch validate`: reads the file (standard input for `-`), parses it, prints the
+ * normalized task (a summary, or `{"ok":true,"spec":...,"warnings":[...]}` with --json)
+ * and returns 0; for an invalid or unreadable file prints every problem (stderr, or
+ * `{"ok":false,"issues":[...]}` on stdout with --json) and returns 2. Warnings go to
+ * stderr in human mode.
  */
 export async function runValidate(file: string, options: ValidateOptions, io: Io): Promise<ExitStatus> {
   const json = options.json === true;
@@ -27,7 +28,7 @@ export async function runValidate(file: string, options: ValidateOptions, io: Io
       io.out(JSON.stringify({ ok: true, spec, warnings }, null, 2));
     } else {
       for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
-      io.out(renderSpec(file, spec));
+      io.out(renderSpec(taskSourceName(file), spec));
     }
     return ExitStatus.OK;
   } catch (error) {
@@ -46,7 +47,7 @@ export async function runValidate(file: string, options: ValidateOptions, io: Io
 export function validateCommand(io: Io): Command {
   return subcommand('validate', io)
     .description('check a task file and print the task relaunch would run, or every problem in it')
-    .argument('<task>', 'the task file (SkyPilot YAML)')
+    .argument('<task>', 'the task file (SkyPilot YAML), or - to read it from standard input')
     .option('--json', 'print one JSON object: {ok, spec, warnings} or {ok, issues}')
     .action(async (file: string, options: ValidateOptions) => {
       const status = await runValidate(file, options, io);

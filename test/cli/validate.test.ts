@@ -115,7 +115,7 @@ describe('runValidate, human output', () => {
   it.skipIf(process.getuid?.() === 0)('names a file it may not read and returns 2', async () => {
     const io = bufferIo();
     expect(await runValidate(join(dir, 'unreadable.yaml'), {}, io)).toBe(2);
-    expect(io.stderr).toEqual([`error: ${join(dir, 'unreadable.yaml')}: cannot be read (EACCES)`]);
+    expect(io.stderr).toEqual([`error: ${join(dir, 'unreadable.yaml')}: permission denied: relaunch may not read it`]);
   });
 });
 
