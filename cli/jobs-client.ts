@@ -89,9 +89,14 @@ export class HttpJobsClient implements JobsClient {
   readonly dataDir: string | null;
 
   async submit(body: string, options: LocalSubmitOptions): Promise<{ jobId: string; warnings: readonly SpecWarning[] }> {
-    if ((options.preemptAttempts ?? []).length > 0) {
+    // The API takes only the task: faults would be dropped without a word.
+    if ((options.chaos?.faults ?? []).length > 0) {
       throw new InvalidInputError([
-        { path: '--preempt-attempts', message: 'works only when the job runs in this process, not through an API' },
+        {
+          path: '--chaos',
+          message:
+            'chaos (--chaos, --preempt-attempts) applies only to a runtime in this process or one given it by `relaunch serve --chaos`, not to a job submitted through an API',
+        },
       ]);
     }
     const text = withEnvOverrides(body, options.envOverrides ?? {});

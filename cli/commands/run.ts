@@ -11,6 +11,7 @@ import { backgroundTarget, configuredApi, openTarget, withTargetOptions, type Ta
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
 import { readTaskFile } from '../task-file.ts';
+import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan, readChaosFile, type ChaosPlan } from '../../local/chaos.ts';
 
 /** Options of `relaunch run`. */
 export interface RunOptions extends TargetOptions {
@@ -18,6 +19,7 @@ export interface RunOptions extends TargetOptions {
   readonly detach?: boolean;
   readonly env?: readonly string[];
   readonly preemptAttempts?: readonly number[];
+  readonly chaos?: string;
 }
 
 /** The `run` subcommand. */
@@ -29,7 +31,8 @@ export function runCommand(io: Io): Command {
       .option('--json', 'print only the final job as one JSON object')
       .option('--detach', 'return the job id at once; the job runs in the background')
       .option('--env <KEY=VALUE>', 'set or override an env of the task (repeatable)', collect, [])
-      .option('--preempt-attempts <list>', 'interrupt these attempts as a spot preemption would (local only), e.g. 1,3', attemptList),
+      .option('--preempt-attempts <list>', 'interrupt these attempts as a spot preemption would (local only), e.g. 1,3', attemptList)
+      .option('--chaos <file>', 'inject the faults of this chaos file: preemptions, lost or silent nodes, no capacity... (local only)'),
   ).action(async (file: string, options: RunOptions) => exitWith(await runTask(file, options, io)));
 }
 
@@ -44,11 +47,12 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     const text = await readTaskFile(file);
     const { spec, warnings } = parseTaskFile(text);
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
+    const chaos = await chaosOf(options, spec.numNodes);
     const local = configuredApi(options) === null;
     const body = local && spec.workdir !== null ? withAbsoluteWorkdir(text, path.resolve(path.dirname(file), spec.workdir)) : text;
 
     target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io);
-    const { jobId } = await target.client.submit(body, { envOverrides, preemptAttempts: options.preemptAttempts ?? [] });
+    const { jobId } = await target.client.submit(body, { envOverrides, chaos });
     if (options.detach === true) {
       io.out(options.json === true ? JSON.stringify({ jobId }) : jobId);
       return ExitStatus.OK;
@@ -100,6 +104,18 @@ function withAbsoluteWorkdir(text: string, workdir: string): string {
   const doc = parseDocument(text);
   doc.set('workdir', workdir);
   return doc.toString();
+}
+
+/**
+ * The faults to inject: the chaos file's, then `--preempt-attempts`'s. Read before anything
+ * is opened, so a bad file or a node the task lacks ends the command with nothing submitted.
+ */
+async function chaosOf(options: RunOptions, numNodes: number): Promise<ChaosPlan> {
+  const file = options.chaos === undefined ? NO_CHAOS : await readChaosFile(options.chaos);
+  const plan = mergeChaos(file, preemptAttemptsPlan(options.preemptAttempts ?? []));
+  const issues = chaosIssuesForTask(plan, numNodes);
+  if (issues.length > 0) throw new InvalidInputError(issues);
+  return plan;
 }
 
 /** `KEY=VALUE` pairs; a key must be a shell variable name. */

@@ -7,12 +7,14 @@ import { isTerminal } from '../../lib/status.ts';
 import { cancelJob, listJobs } from '../../lib/usecases/index.ts';
 import type { LocalRuntime } from '../../local/runtime.ts';
 import { findLocalServer } from '../../local/server-info.ts';
+import { NO_CHAOS, readChaosFile } from '../../local/chaos.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 
 interface ServeOptions {
   readonly port: number;
   readonly dataDir: string;
   readonly exitWhenIdle?: boolean;
+  readonly chaos?: string;
 }
 
 /** How long a background runtime with no live job waits before it exits. */
@@ -25,6 +27,7 @@ export function serveCommand(io: Io): Command {
     .option('--port <n>', 'the port (0: any free one)', port, 8080)
     .option('--data-dir <dir>', "the local runtime's data folder", process.env.RELAUNCH_DATA_DIR ?? '.relaunch')
     .option('--exit-when-idle', 'exit once no job is live (used by run --detach)')
+    .option('--chaos <file>', 'inject the faults of this chaos file into every job, to rehearse recovery')
     .action(async (options: ServeOptions) => exitWith(await serve(options, io)));
 }
 
@@ -34,9 +37,11 @@ async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
     if (running !== null) {
       throw new InvalidInputError([{ path: '--data-dir', message: `${options.dataDir} is already served at ${running.url} (pid ${running.pid})` }]);
     }
+    // Read before anything is opened: a bad file ends the command with nothing started.
+    const chaos = options.chaos === undefined ? NO_CHAOS : await readChaosFile(options.chaos);
     const { LocalRuntime } = await import('../../local/runtime.ts');
     const { LocalApiServer } = await import('../../local/server.ts');
-    const runtime = await LocalRuntime.open({ dataDir: options.dataDir, onError: (error) => io.err(`relaunch: ${String(error)}`) });
+    const runtime = await LocalRuntime.open({ dataDir: options.dataDir, chaos, onError: (error) => io.err(`relaunch: ${String(error)}`) });
     const onError = (error: unknown): void => io.err(`relaunch: ${String(error)}`);
     // A port in use fails here: close the runtime, whose database would keep the process alive.
     const server = await LocalApiServer.start(runtime, { port: options.port, onError }).catch(async (error: unknown) => {
