@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { InvalidInputError } from '../lib/errors.ts';
 import type { LocalRuntime, LocalRuntimeOptions } from '../local/runtime.ts';
+import { assertWritableDataDir } from '../local/data-dir.ts';
 import { findLocalServer } from '../local/server-info.ts';
 import type { Io } from './exit.ts';
 import { HttpJobsClient, InProcessJobsClient, type JobsClient } from './jobs-client.ts';
@@ -47,6 +48,7 @@ export function configuredApi(options: TargetOptions): string | null {
 async function openRuntime(options: TargetOptions, io: Io, runtimeOptions: Partial<LocalRuntimeOptions>): Promise<LocalRuntime> {
   // Loaded only here: the runtime brings the CDK (to render the ASL) and dynalite, which
   // commands answered by a running server or a remote API never need.
+  assertWritableDataDir(options.dataDir);
   const { LocalRuntime } = await import('../local/runtime.ts');
   try {
     return await LocalRuntime.open({
@@ -100,6 +102,8 @@ export async function backgroundTarget(options: TargetOptions): Promise<Target> 
   if (api !== null) return remote(new HttpJobsClient(api, { sign: !isLoopback(api) }));
   let server = findLocalServer(options.dataDir);
   if (server === null) {
+    // Said here: the background server's own refusal would go nowhere, and this would wait 15 s.
+    assertWritableDataDir(options.dataDir);
     const bin = fileURLToPath(new URL('./bin.js', import.meta.url));
     // Any free port: serve's default (8080) may be taken, by another data folder's server too.
     const child = spawn(process.execPath, [bin, 'serve', '--data-dir', options.dataDir, '--port', '0', '--exit-when-idle'], {

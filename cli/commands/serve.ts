@@ -6,6 +6,7 @@ import { InvalidInputError } from '../../lib/errors.ts';
 import { isTerminal } from '../../lib/status.ts';
 import { cancelJob, listJobs } from '../../lib/usecases/index.ts';
 import type { LocalRuntime } from '../../local/runtime.ts';
+import { assertWritableDataDir } from '../../local/data-dir.ts';
 import { findLocalServer } from '../../local/server-info.ts';
 import { NO_CHAOS, readChaosFile } from '../../local/chaos.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
@@ -39,6 +40,7 @@ async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
     }
     // Read before anything is opened: a bad file ends the command with nothing started.
     const chaos = options.chaos === undefined ? NO_CHAOS : await readChaosFile(options.chaos);
+    assertWritableDataDir(options.dataDir);
     const { LocalRuntime } = await import('../../local/runtime.ts');
     const { LocalApiServer } = await import('../../local/server.ts');
     const runtime = await LocalRuntime.open({ dataDir: options.dataDir, chaos, onError: (error) => io.err(`relaunch: ${String(error)}`) });

@@ -35,6 +35,6 @@ describe('bad options of the job commands', () => {
     const io = bufferIo();
     const status = await main(['node', 'relaunch', 'status', '--data-dir', aFile], io);
     expect(status).toBe(2);
-    expect(io.stderr).toEqual([`error: --data-dir: expected a folder relaunch can write, got "${aFile}" (EEXIST)`]);
+    expect(io.stderr).toEqual([`error: --data-dir: expected a folder relaunch can write, got "${aFile}", which is a file`]);
   });
 });
