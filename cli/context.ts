@@ -46,9 +46,9 @@ export function configuredApi(options: TargetOptions): string | null {
 
 /** Opens the local runtime; a data folder that cannot be one is bad input, named. */
 async function openRuntime(options: TargetOptions, io: Io, runtimeOptions: Partial<LocalRuntimeOptions>): Promise<LocalRuntime> {
+  assertWritableDataDir(options.dataDir);
   // Loaded only here: the runtime brings the CDK (to render the ASL) and dynalite, which
   // commands answered by a running server or a remote API never need.
-  assertWritableDataDir(options.dataDir);
   const { LocalRuntime } = await import('../local/runtime.ts');
   try {
     return await LocalRuntime.open({
