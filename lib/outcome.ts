@@ -1,10 +1,97 @@
-// How an attempt ended, read from its nodes' reports: pure, so the rule is testable as a table.
+// How an attempt ended, read from its nodes' reports and what EC2 said about its instances:
+// pure, so the rule is testable as a table, and one rule for every path that ends an attempt.
 
-import type { NodeReport } from './model.ts';
+import type { AttemptRecord, NodeReport } from './model.ts';
 import type { AttemptOutcome, NodeExit } from './policy/types.ts';
 
+/** What EC2 said about an attempt's instances, besides the nodes' own reports. */
+export interface AttemptFacts {
+  /** When EC2 warned that an instance of the attempt will be reclaimed; null when it has not. */
+  readonly interruptionNoticedAt: string | null;
+  /** Nodes whose instance went away (terminated, stopped), as far as the caller knows. */
+  readonly gone: readonly GoneNode[];
+}
+
+/** A node whose instance went away, and how (`terminated`, `stopped`), for the outcome's reason. */
+export interface GoneNode {
+  readonly nodeRank: number;
+  readonly instanceId: string;
+  readonly how: string;
+}
+
+/*
+ * Which fact decides an attempt (DESIGN.md section 1), first match wins. A node's final
+ * report is its `run` report, or a non-zero `setup` report (run is then skipped). "Gone"
+ * counts only a node whose instance went away while its final report was not stored: an
+ * agent shuts its instance down once its final report is in, so its instance going after
+ * that is expected and decides nothing.
+ *
+ * | # | every node's final report stored | a final code non-zero | warning on record | a node gone before its final report | outcome                                          |
+ * |---|----------------------------------|-----------------------|-------------------|-------------------------------------|--------------------------------------------------|
+ * | 1 | yes                              | no                    | any               | (none can be)                       | EXITED in run, every code 0: the job succeeded   |
+ * | 2 | any                              | yes                   | yes               | any                                 | PREEMPTED                                        |
+ * | 3 | no                               | any                   | yes               | yes                                 | PREEMPTED                                        |
+ * | 4 | no                               | any                   | no                | yes                                 | LOST: that node's instance went away             |
+ * | 5 | any                              | yes                   | no                | no                                  | EXITED as `outcomeFromReports` says (root cause) |
+ * | 6 | no                               | no                    | any               | no                                  | null: undecided, the attempt runs on             |
+ *
+ * - Row 2 on a single node: a warning on record and then a non-zero report ends the
+ *   attempt PREEMPTED at once, without waiting for the instance to go: the node is going
+ *   anyway, and its code is most likely the reclaim killing the job. The report is kept.
+ * - Rows 2 to 4 override every non-zero code the nodes reported (SkyPilot checks the
+ *   cluster's health before exit codes: a peer that vanished makes the others fail too).
+ *   The reports stay stored on the attempt, so their codes are still shown.
+ * - Row 1 beats a warning: a job that finished before the reclaim has succeeded.
+ * - Row 6 with a warning: the attempt runs until an instance goes (row 3) or every node
+ *   reports (row 1 or 2).
+ *
+ * The outcome is decided on the facts on record when the deciding message is stored; a
+ * message that arrives after the attempt ended changes nothing. So a non-zero report that
+ * is stored before any word that a peer's instance went away (and before any warning)
+ * ends the attempt EXITED at once: ending it is what stops the peers, which may otherwise
+ * hang, and no later message can undo it.
+ */
+
 /**
- * The attempt's outcome from the reports stored so far, or null while it is undecided.
+ * The attempt's outcome from its reports and facts, or null while it is undecided (the
+ * decision table above). Reports and gone nodes with ranks outside `[0, numNodes)` are
+ * ignored (the use cases refuse them).
+ */
+export function decideAttempt(numNodes: number, reports: readonly NodeReport[], facts: AttemptFacts): AttemptOutcome | null {
+  const inRange = reports.filter((report) => inRangeRank(report.nodeRank, numNodes));
+  const finals = ranks(numNodes).map((rank) => finalReport(rank, inRange));
+  const failed = finals.some((report) => report !== undefined && report.exitCode !== 0);
+  if (!failed && finals.every((report) => report !== undefined)) return outcomeFromReports(numNodes, inRange);
+  const goneEarly = facts.gone.find((node) => inRangeRank(node.nodeRank, numNodes) && finals[node.nodeRank] === undefined);
+  if (facts.interruptionNoticedAt !== null && (failed || goneEarly !== undefined)) return { kind: 'PREEMPTED' };
+  if (goneEarly !== undefined) return { kind: 'LOST', reason: `instance ${goneEarly.instanceId} was ${goneEarly.how}` };
+  return outcomeFromReports(numNodes, inRange);
+}
+
+/** The node's final report: its run report, or its setup report when setup failed. */
+export function finalReport(nodeRank: number, reports: readonly NodeReport[]): NodeReport | undefined {
+  const own = reports.filter((report) => report.nodeRank === nodeRank);
+  return own.find((report) => report.phase === 'run') ?? own.find((report) => report.phase === 'setup' && report.exitCode !== 0);
+}
+
+/**
+ * What an outcome was decided on: how many reports were stored and whether a warning was.
+ * Both only ever grow (a report is added once, a warning noted once), so an attempt that
+ * still matches its basis holds exactly the facts the decision read.
+ */
+export interface DecisionBasis {
+  readonly reports: number;
+  readonly interruptionNoticed: boolean;
+}
+
+/** The basis of a decision made on `attempt` as read. */
+export function basisOf(attempt: Pick<AttemptRecord, 'reports' | 'interruptionNoticedAt'>): DecisionBasis {
+  return { reports: attempt.reports.length, interruptionNoticed: attempt.interruptionNoticedAt !== null };
+}
+
+/**
+ * The attempt's outcome from the reports stored so far, or null while it is undecided:
+ * `decideAttempt` with no warning and no instance gone.
  *
  * - Any node reporting a non-zero code (setup or run) decides at once: the attempt EXITED
  *   in that report's phase. That node is the root cause and keeps its code. The earliest
@@ -20,7 +107,7 @@ import type { AttemptOutcome, NodeExit } from './policy/types.ts';
  * Reports from ranks outside `[0, numNodes)` are ignored (the use case refuses them).
  */
 export function outcomeFromReports(numNodes: number, reports: readonly NodeReport[]): AttemptOutcome | null {
-  const inRange = reports.filter((report) => report.nodeRank >= 0 && report.nodeRank < numNodes);
+  const inRange = reports.filter((report) => inRangeRank(report.nodeRank, numNodes));
   const rootCause = inRange.find((report) => report.exitCode !== 0);
   if (rootCause !== undefined) {
     const nodes = ranks(numNodes).map((rank) => nodeAfterFailure(rank, rootCause, inRange));
@@ -48,6 +135,10 @@ function nodeAfterFailure(rank: number, rootCause: NodeReport, reports: readonly
     killedByController: true,
     unknownReason: `stopped because node ${rootCause.nodeRank} failed`,
   };
+}
+
+function inRangeRank(rank: number, numNodes: number): boolean {
+  return rank >= 0 && rank < numNodes;
 }
 
 function ranks(numNodes: number): number[] {

@@ -1,5 +1,6 @@
 // Ports: the small interfaces the use cases need from the outside world, named by role.
 
+import type { DecisionBasis } from './outcome.ts';
 import type { AttemptOutcome, Market, RecoveryCounters } from './policy/types.ts';
 import type { TaskSpec } from './spec/types.ts';
 import type { JobStatus } from './status.ts';
@@ -78,8 +79,19 @@ export interface JobStore {
   recordHeartbeat(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
   /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
   noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
-  /** Sets the outcome only if none is set yet; returns whether this call set it, and the attempt. */
-  endAttempt(jobId: string, attempt: number, outcome: AttemptOutcome, at: string): Promise<{ attempt: AttemptRecord; won: boolean }>;
+  /**
+   * Sets the outcome only if none is set yet and, when `basis` is given, only if the attempt
+   * still holds exactly the facts the outcome was decided on (no report added, no warning
+   * noted since). Returns whether this call set it, and the attempt as it now is: refused
+   * with no outcome set means the facts changed, and the caller decides again on them.
+   */
+  endAttempt(
+    jobId: string,
+    attempt: number,
+    outcome: AttemptOutcome,
+    at: string,
+    basis?: DecisionBasis,
+  ): Promise<{ attempt: AttemptRecord; won: boolean }>;
   /**
    * The policy's decision, in one transaction: the decision on the attempt, the job's new
    * counters and status, and the EVENT row; conditional on the job's expected status.

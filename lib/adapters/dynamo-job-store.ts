@@ -27,6 +27,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { ConcurrentUpdateError, JobNotFoundError } from '../errors.ts';
 import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
+import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY } from './dynamo-table.ts';
@@ -289,17 +290,28 @@ export class DynamoJobStore implements JobStore {
     attempt: number,
     outcome: AttemptOutcome,
     at: string,
+    basis?: DecisionBasis,
   ): Promise<{ attempt: AttemptRecord; won: boolean }> {
     let won = true;
+    // The basis as a condition: reports are only appended and the warning is set once, so
+    // the list's size and the warning's presence say whether any fact was added since.
+    const onBasis: { condition: string; values: Record<string, AttributeValue> } =
+      basis === undefined
+        ? { condition: '', values: {} }
+        : {
+            condition: ` AND size(#reports) = :basisReports AND ${basis.interruptionNoticed ? 'attribute_exists' : 'attribute_not_exists'}(#interruptionNoticedAt)`,
+            values: { ':basisReports': num(basis.reports) },
+          };
     const stored = await this.#updateAttempt(
       jobId,
       attempt,
       { outcome: toAttribute(outcome), endedAt: str(at) },
-      'attribute_exists(#pk) AND attribute_not_exists(#outcome)',
+      `attribute_exists(#pk) AND attribute_not_exists(#outcome)${onBasis.condition}`,
       (current) => {
         won = false;
         return current;
       },
+      onBasis.values,
     );
     return { attempt: stored, won };
   }
@@ -389,9 +401,10 @@ export class DynamoJobStore implements JobStore {
     set: Record<string, AttributeValue>,
     condition: string,
     onRefused: (current: AttemptRecord) => AttemptRecord,
+    conditionValues: Record<string, AttributeValue> = {},
   ): Promise<AttemptRecord> {
     try {
-      return toAttempt(await this.#update(attemptKey(jobId, attempt), set, condition));
+      return toAttempt(await this.#update(attemptKey(jobId, attempt), set, condition, conditionValues));
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
@@ -414,8 +427,16 @@ export class DynamoJobStore implements JobStore {
     }
   }
 
-  /** UpdateItem SET with a condition over `#pk`, `#outcome`, `#interruptionNoticedAt`; returns ALL_NEW. */
-  async #update(key: Item, set: Record<string, AttributeValue>, condition: string): Promise<Item> {
+  /**
+   * UpdateItem SET with a condition over the attributes in CONDITION_NAMES, its values in
+   * `conditionValues` (named so as not to clash with the SET's `:u<n>`); returns ALL_NEW.
+   */
+  async #update(
+    key: Item,
+    set: Record<string, AttributeValue>,
+    condition: string,
+    conditionValues: Record<string, AttributeValue> = {},
+  ): Promise<Item> {
     const update = updateParts(set);
     const names: Record<string, string> = { ...update.names };
     for (const alias of condition.match(/#\w+/g) ?? []) {
@@ -430,7 +451,7 @@ export class DynamoJobStore implements JobStore {
         UpdateExpression: update.expression,
         ConditionExpression: condition,
         ExpressionAttributeNames: names,
-        ExpressionAttributeValues: update.values,
+        ExpressionAttributeValues: { ...update.values, ...conditionValues },
         ReturnValues: 'ALL_NEW',
       }),
     );
@@ -543,6 +564,7 @@ const CONDITION_NAMES: Readonly<Record<string, string>> = {
   '#pk': TABLE_KEY.partitionKey,
   '#outcome': 'outcome',
   '#interruptionNoticedAt': 'interruptionNoticedAt',
+  '#reports': 'reports',
 };
 
 function jobPk(jobId: string): string {

@@ -7,6 +7,7 @@
 
 import { ConcurrentUpdateError, StaleAttemptError } from '../errors.ts';
 import type { AttemptRecord, JobEvent, JobRecord, NodeReport } from '../model.ts';
+import type { DecisionBasis } from '../outcome.ts';
 import type { StatusChange } from '../ports.ts';
 import { assertTransition } from '../status.ts';
 
@@ -51,6 +52,14 @@ export function reportKey(report: Pick<NodeReport, 'nodeRank' | 'phase'>): strin
 export function hasReport(attempt: AttemptRecord, report: Pick<NodeReport, 'nodeRank' | 'phase'>): boolean {
   const key = reportKey(report);
   return attempt.reports.some((r) => reportKey(r) === key);
+}
+
+/**
+ * Whether the attempt still holds exactly the facts an outcome was decided on (endAttempt's
+ * `basis`): as many reports, and a warning noted or not, as then. Both only ever grow.
+ */
+export function matchesBasis(attempt: Pick<AttemptRecord, 'reports' | 'interruptionNoticedAt'>, basis: DecisionBasis): boolean {
+  return attempt.reports.length === basis.reports && (attempt.interruptionNoticedAt !== null) === basis.interruptionNoticed;
 }
 
 /** createJob on an id that is taken. */

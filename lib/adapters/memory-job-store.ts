@@ -8,6 +8,7 @@
 
 import { JobNotFoundError } from '../errors.ts';
 import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
+import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
 import * as rules from './job-store-rules.ts';
@@ -122,9 +123,11 @@ export class InMemoryJobStore implements JobStore {
     attempt: number,
     outcome: AttemptOutcome,
     at: string,
+    basis?: DecisionBasis,
   ): Promise<{ attempt: AttemptRecord; won: boolean }> {
     const current = this.#attempt(jobId, attempt);
     if (current.outcome !== null) return { attempt: current, won: false };
+    if (basis !== undefined && !rules.matchesBasis(current, basis)) return { attempt: current, won: false };
     return { attempt: this.#replaceAttempt({ ...current, outcome, endedAt: at }), won: true };
   }
 

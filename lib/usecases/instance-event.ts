@@ -1,8 +1,8 @@
-// EC2's word on an instance (spot interruption warning, state change): preempted or lost.
+// EC2's word on an instance (spot interruption warning, state change): preempted, lost, or nothing.
 
 import type { AttemptOutcome } from '../policy/types.ts';
 import type { UseCaseDeps } from './deps.ts';
-import { resumeTask } from './tasks.ts';
+import { settleAttempt } from './settle-attempt.ts';
 
 /** One EventBridge event about an instance, reduced to what matters. */
 export interface InstanceEvent {
@@ -32,43 +32,68 @@ export const INSTANCE_GONE_STATES = {
 } as const satisfies Readonly<Record<string, string>>;
 
 /**
- * Applies an EC2 event to the attempt that owns the instance.
+ * Applies an EC2 event to the attempt that owns the instance, by the rule of lib/outcome.ts
+ * (`decideAttempt`), the same one a report is decided by.
  *
  * - An unknown instance, an attempt that is not the job's latest, or one already ended:
  *   ignored, so duplicate and late events (EventBridge delivers at least once) are no-ops.
- * - A spot interruption warning is noted and the attempt keeps running: a report in the
- *   two minutes left keeps its exit code.
- * - The instance going away ends the attempt PREEMPTED when a warning was noted, else LOST,
- *   and resumes the waiting execution if this call ended it.
+ * - A spot interruption warning is noted and the attempt keeps running: a node that
+ *   reports 0 in the two minutes left keeps its code. Should a failing report already be
+ *   stored and not yet have ended the attempt, the warning ends it PREEMPTED.
+ * - An instance going away after its node's final report is stored is expected (the agent
+ *   shuts its instance down once its reports are in) and decides nothing: it is ignored
+ *   while the other nodes run on. Nothing is recorded, as no later fact needs it.
+ * - An instance going away before its node's final report ends the attempt at once:
+ *   PREEMPTED when a warning is on record, else LOST. A later report from that node is
+ *   refused as stale (an agent's own shutdown always comes after its final report is
+ *   stored, so this is a real loss, or a reclaim racing the report).
+ *
+ * The end is written only if no report (that node's final one included) and no warning
+ * was stored since the attempt was read; otherwise it is decided again on a fresh read,
+ * so a final report stored at the same moment always wins over this event.
  */
 export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDeps, 'store' | 'workflow'>): Promise<InstanceEventResult> {
-  const { store, workflow } = deps;
+  const { store } = deps;
   const attempt = await store.findAttemptByInstance(event.instanceId);
   if (attempt === null) return ignored(`instance ${event.instanceId} belongs to no attempt`);
   const where = `attempt ${attempt.attempt} of job ${attempt.jobId}`;
   const job = await store.getJob(attempt.jobId);
   if (job.attemptCount !== attempt.attempt) return ignored(`${where} is stale: attempt ${job.attemptCount} is the live one`);
   if (attempt.outcome !== null) return ignored(`${where} has already ended (${attempt.outcome.kind})`);
+  const { numNodes } = job.spec;
 
   if (event.kind === 'SPOT_INTERRUPTION_WARNING') {
     if (attempt.interruptionNoticedAt !== null) return ignored(`${where}: interruption already noted at ${attempt.interruptionNoticedAt}`);
-    await store.noteInterruption(attempt.jobId, attempt.attempt, event.time);
+    const noted = await store.noteInterruption(attempt.jobId, attempt.attempt, event.time);
+    const settled = await settleAttempt(noted, numNodes, [], event.time, deps);
+    if (settled.ended) return ended(where, settled.outcome);
+    if (settled.attempt.outcome !== null) return ignored(`${where} ended meanwhile (${settled.attempt.outcome.kind})`);
     return { action: 'noted', reason: `${where}: spot interruption warning for ${event.instanceId}; the attempt runs until the instance goes` };
   }
 
-  const gone = event.state === undefined ? undefined : (INSTANCE_GONE_STATES as Readonly<Record<string, string>>)[event.state];
-  if (gone === undefined) return ignored(`instance ${event.instanceId} is ${event.state ?? 'in an unnamed state'}, not gone`);
-  const outcome: AttemptOutcome =
-    attempt.interruptionNoticedAt !== null
-      ? { kind: 'PREEMPTED' }
-      : { kind: 'LOST', reason: `instance ${event.instanceId} was ${gone}` };
-  const ended = await store.endAttempt(attempt.jobId, attempt.attempt, outcome, event.time);
-  if (!ended.won) return ignored(`${where} ended meanwhile (${ended.attempt.outcome?.kind ?? 'unknown'})`);
-  if (ended.attempt.taskToken !== null) {
-    await resumeTask(workflow, ended.attempt.taskToken, { outcome: outcome.kind });
+  const how = event.state === undefined ? undefined : (INSTANCE_GONE_STATES as Readonly<Record<string, string>>)[event.state];
+  if (how === undefined) return ignored(`instance ${event.instanceId} is ${event.state ?? 'in an unnamed state'}, not gone`);
+  const nodeRank = attempt.instances.find((instance) => instance.instanceId === event.instanceId)?.nodeRank;
+  if (nodeRank === undefined) return ignored(`instance ${event.instanceId} is none of the nodes of ${where}`);
+  const settled = await settleAttempt(attempt, numNodes, [{ nodeRank, instanceId: event.instanceId, how }], event.time, deps);
+  if (settled.ended) return ended(where, settled.outcome);
+  if (settled.attempt.outcome !== null) return ignored(`${where} ended meanwhile (${settled.attempt.outcome.kind})`);
+  return ignored(`instance ${event.instanceId} of node ${nodeRank} was ${how} after its final report: expected, it decides nothing`);
+}
+
+function ended(where: string, outcome: AttemptOutcome): InstanceEventResult {
+  return { action: 'ended', reason: `${where} ended: ${describeOutcome(outcome)}` };
+}
+
+function describeOutcome(outcome: AttemptOutcome): string {
+  switch (outcome.kind) {
+    case 'PREEMPTED':
+      return 'preempted after a spot interruption warning';
+    case 'LOST':
+      return outcome.reason;
+    default:
+      return `the nodes' reports decide it (${outcome.kind})`;
   }
-  const why = outcome.kind === 'PREEMPTED' ? 'preempted after a spot interruption warning' : outcome.reason;
-  return { action: 'ended', reason: `${where} ended: ${why}` };
 }
 
 function ignored(reason: string): InstanceEventResult {

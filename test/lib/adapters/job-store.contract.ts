@@ -5,6 +5,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { ConcurrentUpdateError, IllegalTransitionError, JobNotFoundError, StaleAttemptError } from '../../../lib/errors.ts';
 import type { AttemptRecord, JobRecord, NodeReport, StoredDecision } from '../../../lib/model.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../../lib/policy/types.ts';
+import { basisOf } from '../../../lib/outcome.ts';
 import type { JobStore, StatusChange } from '../../../lib/ports.ts';
 import type { TaskSpec } from '../../../lib/spec/types.ts';
 import { JobStatus } from '../../../lib/status.ts';
@@ -140,6 +141,7 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         ['noteInterruption', (s) => s.noteInterruption('nope', 1, T1)],
         ['addReport', (s) => s.addReport('nope', 1, report(0, 'run', 0))],
         ['endAttempt', (s) => s.endAttempt('nope', 1, exited, T2)],
+        ['endAttempt on a basis', (s) => s.endAttempt('nope', 1, exited, T2, { reports: 0, interruptionNoticed: false })],
         ['recordDecision', (s) => s.recordDecision('nope', 1, restartDecision, chargedCounters, change('RUNNING', 'RECOVERING'))],
         ['listEvents', (s) => s.listEvents('nope')],
       ])('%s on a missing job answers JobNotFoundError', async (_name, call) => {
@@ -354,6 +356,9 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         await expect(store.getAttempt('job-1', 1)).rejects.toBeInstanceOf(StaleAttemptError);
         await expect(store.addReport('job-1', 1, report(0, 'run', 0))).rejects.toBeInstanceOf(StaleAttemptError);
         await expect(store.endAttempt('job-1', 1, exited, T2)).rejects.toBeInstanceOf(StaleAttemptError);
+        await expect(store.endAttempt('job-1', 1, exited, T2, { reports: 0, interruptionNoticed: false })).rejects.toBeInstanceOf(
+          StaleAttemptError,
+        );
       });
 
       it('finds the attempt that owns an instance, and null for an unknown instance', async () => {
@@ -447,6 +452,61 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         expect(second.won).toBe(false);
         expect(second.attempt).toEqual(first.attempt);
         expect(await store.getAttempt('job-1', 1)).toEqual(first.attempt);
+      });
+
+      it('ends on the facts it was decided on, and refuses, changing nothing, once a report was added since', async () => {
+        await runningJobWithAttempt();
+        await store.addReport('job-1', 1, report(0, 'setup', 0));
+        const basis = basisOf(await store.getAttempt('job-1', 1));
+        expect(basis).toEqual({ reports: 1, interruptionNoticed: false });
+        await store.addReport('job-1', 1, report(0, 'run', 0));
+
+        const refused = await store.endAttempt('job-1', 1, { kind: 'LOST', reason: 'instance gone' }, T2, basis);
+        expect(refused.won).toBe(false);
+        expect(refused.attempt).toMatchObject({ outcome: null, endedAt: null, reports: [report(0, 'setup', 0), report(0, 'run', 0)] });
+        expect(await store.getAttempt('job-1', 1)).toEqual(refused.attempt);
+
+        const won = await store.endAttempt('job-1', 1, exited, T3, { reports: 2, interruptionNoticed: false });
+        expect(won.won).toBe(true);
+        expect(won.attempt).toMatchObject({ outcome: exited, endedAt: T3 });
+      });
+
+      it('refuses an end decided with no warning once one was noted, and ends on a basis that has it', async () => {
+        await runningJobWithAttempt();
+        await store.addReport('job-1', 1, report(0, 'run', 1));
+        await store.noteInterruption('job-1', 1, T1);
+
+        const refused = await store.endAttempt('job-1', 1, exited, T2, { reports: 1, interruptionNoticed: false });
+        expect(refused).toMatchObject({ won: false, attempt: { outcome: null, interruptionNoticedAt: T1 } });
+
+        const won = await store.endAttempt('job-1', 1, { kind: 'PREEMPTED' }, T2, { reports: 1, interruptionNoticed: true });
+        expect(won).toMatchObject({ won: true, attempt: { outcome: { kind: 'PREEMPTED' }, interruptionNoticedAt: T1 } });
+        const late = await store.endAttempt('job-1', 1, exited, T3, { reports: 1, interruptionNoticed: true });
+        expect(late).toMatchObject({ won: false, attempt: { outcome: { kind: 'PREEMPTED' }, endedAt: T2 } });
+      });
+
+      it('refuses an end whose basis holds a warning the attempt does not have', async () => {
+        await runningJobWithAttempt();
+        const refused = await store.endAttempt('job-1', 1, { kind: 'PREEMPTED' }, T2, { reports: 0, interruptionNoticed: true });
+        expect(refused).toMatchObject({ won: false, attempt: { outcome: null } });
+      });
+
+      it('lets a report and an end decided before it race: either the report is stored and the end refused, or the reverse', async () => {
+        await runningJobWithAttempt();
+        const basis = basisOf(await store.getAttempt('job-1', 1));
+        const [added, ended] = await Promise.allSettled([
+          store.addReport('job-1', 1, report(0, 'run', 0)),
+          store.endAttempt('job-1', 1, { kind: 'LOST', reason: 'instance gone' }, T2, basis),
+        ]);
+        const stored = await store.getAttempt('job-1', 1);
+        if (added.status === 'fulfilled') {
+          expect(ended).toMatchObject({ status: 'fulfilled', value: { won: false } });
+          expect(stored).toMatchObject({ outcome: null, reports: [report(0, 'run', 0)] });
+        } else {
+          expect(added.reason).toBeInstanceOf(StaleAttemptError);
+          expect(ended).toMatchObject({ status: 'fulfilled', value: { won: true } });
+          expect(stored).toMatchObject({ outcome: { kind: 'LOST' }, reports: [] });
+        }
       });
 
       it('lets exactly one of two racing ends win', async () => {

@@ -1,8 +1,8 @@
-// The world the use-case tests run in: an in-memory store, recording fakes, a clock tests move.
+// The world the use-case tests run in: an in-memory store (or one a test brings), recording fakes, a clock tests move.
 
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
 import type { JobRecord } from '../../../lib/model.ts';
-import type { Clock } from '../../../lib/ports.ts';
+import type { Clock, JobStore } from '../../../lib/ports.ts';
 import type { RecoveryPolicy, TaskSpec } from '../../../lib/spec/types.ts';
 import type { UseCaseDeps } from '../../../lib/usecases/deps.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
@@ -43,15 +43,15 @@ export function taskSpec(options: { numNodes?: number; useSpot?: boolean; recove
 
 /** Everything a test needs, wired together. */
 export interface Harness {
-  readonly store: InMemoryJobStore;
+  readonly store: JobStore;
   readonly compute: FakeCompute;
   readonly workflow: FakeWorkflow;
   readonly clock: TestClock;
   readonly deps: UseCaseDeps;
 }
 
-export function harness(): Harness {
-  const store = new InMemoryJobStore();
+/** The fakes around `store`: an in-memory one unless a test brings another (DynamoJobStore on dynalite). */
+export function harness(store: JobStore = new InMemoryJobStore()): Harness {
   const compute = new FakeCompute();
   const workflow = new FakeWorkflow();
   const clock = new TestClock();
@@ -75,9 +75,9 @@ export async function givenJob(
 }
 
 /** A job (this spec) whose attempt 1 is launched and awaited; returns the launch's state. */
-export async function givenLaunched(h: Harness, spec: TaskSpec = taskSpec()): Promise<WorkflowState> {
-  await givenJob(h, spec);
-  return launchAndAwait(h, initialState());
+export async function givenLaunched(h: Harness, spec: TaskSpec = taskSpec(), jobId = JOB_ID): Promise<WorkflowState> {
+  await givenJob(h, spec, jobId);
+  return launchAndAwait(h, initialState(jobId));
 }
 
 /** Attempt 1 lost and attempt 2 launched, the policy skipped: attempt 1 is now a stale one. */

@@ -4,7 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { onInstanceEvent, type InstanceEvent } from '../../../lib/usecases/instance-event.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
 import { fakeInstanceId } from '../../fakes/fake-compute.ts';
-import { givenJob, givenLaunched, givenReplacedAttempt, harness, initialState, JOB_ID, report, tokenFor } from './harness.ts';
+import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
+import { StaleAttemptError } from '../../../lib/errors.ts';
+import type { AttemptRecord } from '../../../lib/model.ts';
+import { givenJob, givenLaunched, givenReplacedAttempt, harness, initialState, JOB_ID, report, taskSpec, tokenFor, type Harness } from './harness.ts';
 
 const INSTANCE = fakeInstanceId(JOB_ID, 1, 0);
 const warning: InstanceEvent = { instanceId: INSTANCE, kind: 'SPOT_INTERRUPTION_WARNING', time: '2026-03-01T12:05:00.000Z' };
@@ -86,6 +89,91 @@ describe('onInstanceEvent', () => {
     expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
   });
 
+  it('ends a single-node attempt PREEMPTED at once on a failing report after a warning; the termination then changes nothing', async () => {
+    const h = harness();
+    await givenLaunched(h);
+    await onInstanceEvent(warning, h.deps);
+    await report(h, 1, 'run', 1);
+
+    expect(await onInstanceEvent(terminated, h.deps)).toEqual({
+      action: 'ignored',
+      reason: `attempt 1 of job ${JOB_ID} has already ended (PREEMPTED)`,
+    });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'PREEMPTED' } }]);
+  });
+
+  it('multi-node: a node\'s instance going after its final report decides nothing; the other node runs on and reports', async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    await report(h, 1, 'run', 0, 0);
+    const head = fakeInstanceId(JOB_ID, 1, 0);
+
+    for (const state of ['shutting-down', 'terminated']) {
+      expect(await onInstanceEvent({ ...terminated, instanceId: head, state }, h.deps)).toEqual({
+        action: 'ignored',
+        reason: `instance ${head} of node 0 was terminated after its final report: expected, it decides nothing`,
+      });
+    }
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toBeNull();
+
+    expect(await report(h, 1, 'run', 0, 1)).toEqual({ status: 'accepted' });
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({
+      kind: 'EXITED',
+      phase: 'run',
+      nodes: [
+        { rank: 0, exitCode: 0 },
+        { rank: 1, exitCode: 0 },
+      ],
+    });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
+  });
+
+  it('multi-node, warned: an instance going before its node\'s final report ends the attempt PREEMPTED, the other node done or not', async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    await onInstanceEvent(warning, h.deps);
+    await report(h, 1, 'setup', 0, 0);
+    await report(h, 1, 'setup', 0, 1);
+    await report(h, 1, 'run', 0, 0);
+    const worker = fakeInstanceId(JOB_ID, 1, 1);
+
+    expect((await onInstanceEvent({ ...terminated, instanceId: worker }, h.deps)).action).toBe('ended');
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'PREEMPTED' });
+  });
+
+  it('ends the attempt LOST when an instance goes before its node\'s final report; that node\'s late report is refused', async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    await report(h, 1, 'run', 0, 0);
+    const worker = fakeInstanceId(JOB_ID, 1, 1);
+
+    expect(await onInstanceEvent({ ...terminated, instanceId: worker }, h.deps)).toEqual({
+      action: 'ended',
+      reason: `attempt 1 of job ${JOB_ID} ended: instance ${worker} was terminated`,
+    });
+    // An agent shuts down only once its final report is stored, so this instance did not
+    // shut itself down: a report arriving now cannot be told from one racing a reclaim.
+    await expect(report(h, 1, 'run', 0, 1)).rejects.toThrow(StaleAttemptError);
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: `instance ${worker} was terminated` });
+  });
+
+  it.each([
+    ['a warning', warning],
+    ['a termination', terminated],
+  ])('ignores %s whose attempt a report ended between the event\'s read and its write', async (_what, event) => {
+    const h = harness();
+    const store = new EndsFirst(h);
+    const world = { ...h, store, deps: { ...h.deps, store } };
+    await givenLaunched(world);
+    store.armed = true;
+
+    const result = await onInstanceEvent(event, world.deps);
+
+    expect(result).toEqual({ action: 'ignored', reason: `attempt 1 of job ${JOB_ID} ended meanwhile (EXITED)` });
+    expect((await store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 0 }] });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
+  });
+
   it('ignores an event about an earlier attempt\'s instance', async () => {
     const h = harness();
     await givenLaunched(h);
@@ -105,3 +193,28 @@ describe('onInstanceEvent', () => {
     expect(h.workflow.closings).toEqual([]);
   });
 });
+
+/** A store where, once armed, the node's final report 0 lands (and ends the attempt) just before the event's first write. */
+class EndsFirst extends InMemoryJobStore {
+  armed = false;
+
+  constructor(private readonly h: Harness) {
+    super();
+  }
+
+  override async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+    await this.#reportFirst();
+    return super.noteInterruption(jobId, attempt, at);
+  }
+
+  override async endAttempt(...args: Parameters<InMemoryJobStore['endAttempt']>): Promise<{ attempt: AttemptRecord; won: boolean }> {
+    await this.#reportFirst();
+    return super.endAttempt(...args);
+  }
+
+  async #reportFirst(): Promise<void> {
+    if (!this.armed) return;
+    this.armed = false;
+    await report({ ...this.h, store: this, deps: { ...this.h.deps, store: this } }, 1, 'run', 0);
+  }
+}

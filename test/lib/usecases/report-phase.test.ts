@@ -2,6 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, StaleAttemptError, UnauthorizedError } from '../../../lib/errors.ts';
+import { getJob } from '../../../lib/usecases/queries.ts';
 import { reportPhase } from '../../../lib/usecases/report-phase.ts';
 import { givenLaunched, givenReplacedAttempt, harness, JOB_ID, report, taskSpec, tokenFor } from './harness.ts';
 
@@ -43,6 +44,27 @@ describe('reportPhase', () => {
 
     expect(await h.store.getAttempt(JOB_ID, 1)).toEqual(before);
     expect(h.workflow.closings).toHaveLength(1);
+  });
+
+  it('answers twin reports sent at once as one accepted and one duplicate, and ends the attempt once', async () => {
+    const h = harness();
+    await givenLaunched(h);
+
+    const answers = await Promise.all([report(h, 1, 'run', 0), report(h, 1, 'run', 0)]);
+
+    expect(answers.map((a) => a.status).sort()).toEqual(['accepted', 'duplicate']);
+    expect((await h.store.getAttempt(JOB_ID, 1)).reports).toHaveLength(1);
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
+  });
+
+  it('refuses the second of two different codes for one node and phase sent at once', async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+
+    const [first, second] = await Promise.allSettled([report(h, 1, 'setup', 0, 1), report(h, 1, 'setup', 1, 1)]);
+
+    expect(first.status).toBe('fulfilled');
+    expect(second).toMatchObject({ status: 'rejected', reason: { message: expect.stringContaining('node 1 already reported setup exit code 0; got 1') } });
   });
 
   it('refuses a different code for a node and phase already reported', async () => {
@@ -116,6 +138,57 @@ describe('reportPhase', () => {
       nodes: [{ rank: 0, exitCode: null, killedByController: true }, { rank: 1, exitCode: 1 }],
     });
     await expect(report(h, 1, 'run', 137, 0)).rejects.toThrow(StaleAttemptError);
+  });
+
+  it('one node: a warning then run 0 still succeeds', async () => {
+    const h = harness();
+    await givenLaunched(h);
+    await h.store.noteInterruption(JOB_ID, 1, h.clock.now().toISOString());
+
+    expect(await report(h, 1, 'run', 0)).toEqual({ status: 'accepted' });
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 0 }] });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
+  });
+
+  it('one node: a non-zero report while a warning is on record ends the attempt PREEMPTED at once, its code kept and shown', async () => {
+    const h = harness();
+    await givenLaunched(h);
+    await report(h, 1, 'setup', 0);
+    await h.store.noteInterruption(JOB_ID, 1, h.clock.now().toISOString());
+
+    expect(await report(h, 1, 'run', 143)).toEqual({ status: 'accepted' });
+
+    const attempt = await h.store.getAttempt(JOB_ID, 1);
+    expect(attempt.outcome).toEqual({ kind: 'PREEMPTED' });
+    expect(attempt.reports.map((r) => [r.phase, r.exitCode])).toEqual([['setup', 0], ['run', 143]]);
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'PREEMPTED' } }]);
+    expect((await getJob(JOB_ID, h.deps)).attempts[0]).toMatchObject({ outcome: 'PREEMPTED', phase: 'run', exitCodes: [143] });
+  });
+
+  it('multi-node: a non-zero report while a peer\'s warning is on record ends the attempt PREEMPTED; the peer\'s later report is stale', async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    await h.store.noteInterruption(JOB_ID, 1, h.clock.now().toISOString());
+
+    await report(h, 1, 'run', 1, 0);
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'PREEMPTED' });
+    await expect(report(h, 1, 'run', 137, 1)).rejects.toThrow(StaleAttemptError);
+    expect((await getJob(JOB_ID, h.deps)).attempts[0]).toMatchObject({ outcome: 'PREEMPTED', exitCodes: [1, null] });
+  });
+
+  it('ends the attempt when the agent retries a report whose first try was stored but never ended it', async () => {
+    const h = harness();
+    await givenLaunched(h);
+    // The first try stopped (a crashed Lambda, a lost answer) between storing and ending.
+    await h.store.addReport(JOB_ID, 1, { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: '', reportedAt: h.clock.now().toISOString() });
+
+    expect(await report(h, 1, 'run', 0)).toEqual({ status: 'duplicate' });
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 0 }] });
+    expect((await h.store.getJob(JOB_ID)).status).toBe('RUNNING');
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
   });
 
   it('stores the report even when the task was already resumed by someone else', async () => {
