@@ -46,7 +46,10 @@ export interface AgentScriptParams {
   /** The attempt's callback secret, sent as protocol.ts's authorizationHeader says. */
   readonly secret: string;
   readonly spec: TaskSpec;
-  /** Seconds between heartbeats (HEARTBEAT_INTERVAL_SECONDS on AWS); a whole number >= 1. */
+  /**
+   * Seconds between heartbeats (HEARTBEAT_INTERVAL_SECONDS on AWS); at least 0.01, in
+   * steps of a millisecond (a local runtime beats faster than EC2 needs to).
+   */
   readonly heartbeatSeconds: number;
   /** This node's rank; omitted, the agent reads EC2's AMI launch index from IMDS. */
   readonly nodeRank?: number;
@@ -66,6 +69,12 @@ export interface AgentScriptParams {
    * @default '/opt/relaunch'
    */
   readonly rootDir?: string;
+  /**
+   * Where setup and run start. The local runtime gives each job one folder that outlives
+   * its attempts, as a checkpoint bucket would on AWS.
+   * @default `rootDir/workdir` when the task has a workdir, else `rootDir`
+   */
+  readonly workDir?: string;
   /**
    * A shell command run once the reports are acknowledged, inserted as is.
    * @default 'shutdown -h now'
@@ -96,8 +105,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 export function renderAgentScript(params: AgentScriptParams): string {
   const { spec, jobId, attempt } = params;
-  if (!Number.isInteger(params.heartbeatSeconds) || params.heartbeatSeconds < 1) {
-    throw new RangeError(`heartbeatSeconds: expected a whole number >= 1, got ${params.heartbeatSeconds}`);
+  if (!Number.isFinite(params.heartbeatSeconds) || params.heartbeatSeconds < 0.01) {
+    throw new RangeError(`heartbeatSeconds: expected a number of seconds >= 0.01, got ${params.heartbeatSeconds}`);
   }
   if (params.nodeIps !== undefined && params.nodeIps.length !== spec.numNodes) {
     throw new RangeError(`nodeIps: expected ${spec.numNodes} addresses (one per node), got ${params.nodeIps.length}`);
@@ -112,11 +121,11 @@ export function renderAgentScript(params: AgentScriptParams): string {
     NUM_NODES: spec.numNodes,
     NODE_RANK: params.nodeRank ?? '',
     NODE_IPS: params.nodeIps?.join('\n') ?? '',
-    HEARTBEAT_SECONDS: params.heartbeatSeconds,
+    HEARTBEAT_SECONDS: (Math.round(params.heartbeatSeconds * 1000) / 1000).toFixed(3),
     HEARTBEAT_URL: apiUrl + heartbeatPath(jobId, attempt),
     REPORT_URL: apiUrl + reportPath(jobId, attempt),
     ROOT_DIR: rootDir,
-    WORK_DIR: spec.workdir === null ? rootDir : `${rootDir}/workdir`,
+    WORK_DIR: params.workDir ?? (spec.workdir === null ? rootDir : `${rootDir}/workdir`),
     IMDS_URL: (params.imdsUrl ?? 'http://169.254.169.254').replace(/\/+$/, ''),
     DISCOVERY_TIMEOUT_SECONDS: params.discoveryTimeoutSeconds ?? 600,
     NODE_IPS_TAG_PREFIX,
@@ -308,11 +317,22 @@ report() {
   done
 }
 
+# Copies stdin to a phase's log. A log that cannot be written (a full disk) is left as it
+# is, marked truncated, and the rest is read and dropped: the job keeps running, where a
+# broken pipe would have killed it at its next line of output.
+write_log() {
+  if ! cat >"$1"; then
+    : >"$1.truncated"
+    cat >/dev/null
+  fi
+} 2>/dev/null
+
 # Runs a phase in its own shell with the job's environment; returns its exit code.
 run_phase() {
   (
     . "$ROOT_DIR/env.sh" && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
-  ) >"$ROOT_DIR/$1.log" 2>&1 </dev/null
+  ) 2>&1 </dev/null | write_log "$ROOT_DIR/$1.log"
+  return "$((PIPESTATUS[0]))"
 }
 
 if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
