@@ -7,7 +7,13 @@
 // caller gets DynamoDB's TransactionCanceledException with one reason per item. Nothing
 // can observe a transaction half done. The price is throughput, which a local run and a
 // test suite do not need; DynamoJobStore speaks plain DynamoDB and never knows.
+//
+// The proxy also keeps a persisted store off a full disk: LevelDB's write error on a full
+// disk is thrown by dynalite where nothing can catch it, ending the whole process. So a
+// write is refused with a 500, as DynamoDB answers when it cannot serve one, while the
+// folder has less than `minFreeBytes` free, and goes through again once space returns.
 
+import { statfsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -34,7 +40,18 @@ export interface LocalDynamo {
 export interface StartDynaliteOptions {
   /** A folder for the data, kept across restarts; in memory when absent. */
   readonly path?: string;
+  /**
+   * With `path`: writes are refused while the folder's file system has less free space
+   * than this, so LevelDB never meets a full disk. @default 32 MiB
+   */
+  readonly minFreeBytes?: number;
 }
+
+/** The free space a persisted store keeps in hand: LevelDB flushes and compacts in MiBs. */
+export const DEFAULT_MIN_FREE_BYTES = 32 * 1024 * 1024;
+
+/** DynamoDB operations that write. */
+const WRITE_OPERATIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems', 'CreateTable']);
 
 /**
  * Starts dynalite in this process on 127.0.0.1 and a free port, tables ACTIVE at once,
@@ -46,10 +63,11 @@ export async function startDynalite(options: StartDynaliteOptions = {}): Promise
   const agent = new http.Agent({ keepAlive: true });
   const backend = new Backend(storePort, agent);
   const queue = new SerialQueue();
+  const roomToWrite = options.path === undefined ? () => null : diskGuard(options.path, options.minFreeBytes ?? DEFAULT_MIN_FREE_BYTES);
 
   const front = http.createServer((req, res) => {
     readBody(req)
-      .then((body) => queue.run(() => serve(backend, req, body)))
+      .then((body) => queue.run(async () => (isWrite(req) ? (roomToWrite() ?? serve(backend, req, body)) : serve(backend, req, body))))
       .then((reply) => send(res, reply))
       .catch((error: unknown) => send(res, internalError(error)));
   });
@@ -97,6 +115,28 @@ interface Reply {
   readonly status: number;
   readonly headers: http.OutgoingHttpHeaders;
   readonly body: Buffer;
+}
+
+/** Whether a request is one of the operations that write. */
+function isWrite(req: http.IncomingMessage): boolean {
+  const target = req.headers['x-amz-target'];
+  return typeof target === 'string' && WRITE_OPERATIONS.has(target.slice(target.indexOf('.') + 1));
+}
+
+/** null while `folder` has room for a write; else the 500 that refuses it, saying why. */
+function diskGuard(folder: string, minFreeBytes: number): () => Reply | null {
+  return () => {
+    let free: number;
+    try {
+      const stats = statfsSync(folder);
+      free = stats.bavail * stats.bsize;
+    } catch {
+      return null; // Not there yet (dynalite creates it): LevelDB will say what is wrong.
+    }
+    if (free >= minFreeBytes) return null;
+    const message = `the local database's disk is full: ${folder} has ${free} bytes free, and writes wait until ${minFreeBytes} are`;
+    return jsonReply(500, { __type: `${ERROR_PREFIX}InternalServerError`, message });
+  };
 }
 
 /** Runs tasks one after another, in the order they were queued. */
