@@ -42,8 +42,11 @@ export function handlerEntry(name: LambdaName): string {
 /** Every bundle's entry file (infra/bundle.ts writes it), and the handler Lambda calls in it. */
 export const BUNDLE_ENTRY = { file: 'index.mjs', handler: 'index.handler' } as const;
 
-/** A call of the Workflow port. */
-export type WorkflowCall = keyof Workflow;
+/**
+ * A call of the Workflow port a Lambda may make. `stopBetweenSteps` is not one: SfnWorkflow
+ * does not offer it, since no rule watches executions end on AWS yet.
+ */
+export type WorkflowCall = Exclude<keyof Workflow, 'stopBetweenSteps'>;
 
 /** What a Lambda reaches, so the construct sets only its variables and grants only its access. */
 export interface LambdaNeeds {

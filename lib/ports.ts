@@ -164,4 +164,11 @@ export interface Workflow {
    * StaleAttemptError when the task has already ended.
    */
   heartbeat(taskToken: string): Promise<void>;
+  /**
+   * Stops the execution where no step of it runs (at once in the backoff Wait between
+   * attempts), so a cancel need not wait for the Wait to end; resolves whether it will
+   * stop. Optional: only a workflow whose ended executions are watched (the janitor,
+   * `onExecutionEnded`, finishes the job) may offer it.
+   */
+  stopBetweenSteps?(executionArn: string): Promise<boolean>;
 }

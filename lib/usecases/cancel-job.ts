@@ -29,34 +29,43 @@ const MAX_CANCEL_TRIES = 3;
  * - STARTING or RUNNING before the token is stored: AwaitAttempt sees CANCELLING when it
  *   stores the token.
  * - PENDING, or RECOVERING in the backoff Wait: the next LaunchAttempt sees CANCELLING and
- *   ends the job without launching. Trade-off: a cancel during a long backoff takes
- *   effect when the Wait ends. Stopping the execution instead would be immediate, but
- *   would race a Wait that just ended and leave the cleanup to two places.
+ *   ends the job without launching. Where the workflow can stop an execution between
+ *   steps (`stopBetweenSteps`), it is stopped there, at once in a Wait, and
+ *   `onExecutionEnded` ends the job CANCELLED; elsewhere a cancel during a long backoff
+ *   takes effect when the Wait ends.
  */
 export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>): Promise<CancelJobResult> {
   const { store, workflow, clock } = deps;
-  const job = await markCancelling(store, jobId, nowIso(clock));
+  const { job, repeated } = await markCancelling(store, jobId, nowIso(clock));
   if (isTerminal(job.status)) return { status: job.status, alreadyFinished: true };
   if (job.attemptCount > 0) {
     const attempt = await store.getAttempt(jobId, job.attemptCount);
     if (attempt.taskToken !== null && attempt.outcome === null) {
       await failTask(workflow, attempt.taskToken, WorkflowError.JobCancelled, CANCELLED_BY_USER);
+      return { status: job.status, alreadyFinished: false };
     }
   }
+  // A repeated cancel stops nothing: the first one did, and a stop that landed after the
+  // decision would cut off the machine's own cleanup.
+  if (!repeated && job.executionArn !== null) await workflow.stopBetweenSteps?.(job.executionArn);
   return { status: job.status, alreadyFinished: false };
 }
 
-/** The job CANCELLING (or already ended): retried on a fresh read when a step changed its status first. */
-async function markCancelling(store: JobStore, jobId: string, at: string): Promise<JobRecord> {
+/**
+ * The job CANCELLING (or already ended), and whether an earlier cancel got there first;
+ * retried on a fresh read when a step changed its status first.
+ */
+async function markCancelling(store: JobStore, jobId: string, at: string): Promise<{ job: JobRecord; repeated: boolean }> {
   return retryOnConflict(MAX_CANCEL_TRIES, async () => {
     const job = await store.getJob(jobId);
-    if (isTerminal(job.status) || job.status === JobStatus.CANCELLING) return job;
-    return store.changeStatus(jobId, {
+    if (isTerminal(job.status) || job.status === JobStatus.CANCELLING) return { job, repeated: true };
+    const cancelling = await store.changeStatus(jobId, {
       from: job.status,
       to: JobStatus.CANCELLING,
       reason: CANCELLED_BY_USER,
       attempt: job.attemptCount > 0 ? job.attemptCount : null,
       at,
     });
+    return { job: cancelling, repeated: false };
   });
 }

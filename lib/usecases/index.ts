@@ -13,4 +13,5 @@ export { releaseInstances } from './release-instances.ts';
 export { recordControllerFailure, type ControllerFailureState } from './controller-failure.ts';
 export { continueAsNew } from './continue-as-new.ts';
 export { cancelJob, type CancelJobResult } from './cancel-job.ts';
+export { onExecutionEnded, type ExecutionEnded, type ExecutionEndedResult, type ExecutionEndStatus } from './execution-ended.ts';
 export { getJob, listJobs } from './queries.ts';
