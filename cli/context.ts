@@ -66,8 +66,9 @@ async function openRuntime(options: TargetOptions, io: Io, runtimeOptions: Parti
 }
 
 /**
- * Opens the target. A runtime opened here also serves the API on 127.0.0.1, so `relaunch
- * status` in another terminal reaches it instead of fighting over the database.
+ * Opens the target. A runtime opened here serves the API on 127.0.0.1 (its nodes' agents
+ * reach it there), so `relaunch status` in another terminal reaches it too instead of
+ * fighting over the database.
  */
 export async function openTarget(options: TargetOptions, io: Io, runtimeOptions: Partial<LocalRuntimeOptions> = {}): Promise<Target> {
   const api = configuredApi(options);
@@ -75,22 +76,7 @@ export async function openTarget(options: TargetOptions, io: Io, runtimeOptions:
   const server = findLocalServer(options.dataDir);
   if (server !== null) return remote(new HttpJobsClient(server.url, { dataDir: options.dataDir }));
   const runtime = await openRuntime(options, io, runtimeOptions);
-  const { LocalApiServer } = await import('../local/server.ts');
-  let apiServer: Awaited<ReturnType<typeof LocalApiServer.start>>;
-  try {
-    apiServer = await LocalApiServer.start(runtime);
-  } catch (error) {
-    await runtime.close();
-    throw error;
-  }
-  return {
-    client: new InProcessJobsClient(runtime),
-    runtime,
-    async close() {
-      await apiServer.close();
-      await runtime.close();
-    },
-  };
+  return { client: new InProcessJobsClient(runtime), runtime, close: () => runtime.close() };
 }
 
 /**

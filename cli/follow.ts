@@ -1,13 +1,13 @@
 // Following a job: each status change and decision as it happens, and the job's output.
 
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobEvent } from '../lib/model.ts';
 import { isTerminal, type JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
 import type { JobsClient } from './jobs-client.ts';
-import { attemptLogPath } from '../local/paths.ts';
+import { attemptLogs, type PhaseLog } from '../local/paths.ts';
 
 /** How often the job is read while it runs. */
 const POLL_MS = 200;
@@ -66,7 +66,8 @@ class Progress {
         this.launched.add(attempt.attempt);
       }
       if (this.options.output && this.client.dataDir !== null) {
-        this.logs.print(attemptLogPath(this.client.dataDir, this.jobId, attempt.attempt), this.io);
+        const text = this.logs.read(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt));
+        if (text !== '') this.io.out(text);
       }
       if (events === null && this.options.progress && !this.decided.has(attempt.attempt) && attempt.decision !== null) {
         this.io.out(`${clock()} ${describeDecision(attempt)}`);
@@ -104,19 +105,45 @@ function clock(): string {
   return new Date().toISOString().slice(11, 19);
 }
 
-/** Prints what was appended to each log file since the last look. */
-class LogTail {
+/**
+ * Reads what was appended to an attempt's phase logs since the last look. With several
+ * nodes each line says its node; a log the agent could not finish writing gets a note.
+ */
+export class LogTail {
   private readonly offsets = new Map<string, number>();
+  private readonly midLine = new Set<string>();
+  private readonly noted = new Set<string>();
 
-  print(file: string, io: Io): void {
+  read(logs: readonly PhaseLog[]): string {
+    const several = new Set(logs.map((log) => log.rank)).size > 1;
+    let out = '';
+    for (const log of logs) {
+      const prefix = several ? `(node ${log.rank}) ` : '';
+      const text = this.appended(log.file);
+      if (text !== '') {
+        const lines = text.replace(/\n(?=.)/g, `\n${prefix}`);
+        out += this.midLine.has(log.file) ? lines : prefix + lines;
+        if (text.endsWith('\n')) this.midLine.delete(log.file);
+        else this.midLine.add(log.file);
+      }
+      if (!this.noted.has(log.file) && existsSync(log.truncatedMark)) {
+        this.noted.add(log.file);
+        if (this.midLine.delete(log.file)) out += '\n';
+        out += `relaunch: node ${log.rank}'s ${log.phase} output stops here: its log could not be written (is the disk full?); the job went on\n`;
+      }
+    }
+    return out;
+  }
+
+  private appended(file: string): string {
     let size: number;
     try {
       size = statSync(file).size;
     } catch {
-      return;
+      return '';
     }
     const from = this.offsets.get(file) ?? 0;
-    if (size <= from) return;
+    if (size <= from) return '';
     const buffer = Buffer.alloc(size - from);
     const fd = openSync(file, 'r');
     try {
@@ -125,6 +152,6 @@ class LogTail {
       closeSync(fd);
     }
     this.offsets.set(file, size);
-    io.out(buffer.toString('utf8'));
+    return buffer.toString('utf8');
   }
 }

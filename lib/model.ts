@@ -33,6 +33,11 @@ export interface InstanceRef {
   readonly instanceId: string;
   readonly nodeRank: number;
   readonly privateIp: string | null;
+  /**
+   * The local runtime's process group for this node, so a runtime that restarts can stop
+   * what one that died left running. Absent on EC2.
+   */
+  readonly processGroupId?: number;
 }
 
 /** Where an attempt was placed. */

@@ -34,6 +34,15 @@ interface LocalExecution {
   readonly arn: string;
   readonly abort: () => void;
   readonly done: Promise<LocalExecutionResult>;
+  readonly progress: ExecutionProgress;
+}
+
+interface ExecutionProgress {
+  /** Task handlers of this execution running now. */
+  inFlight: number;
+  ended: boolean;
+  /** A stop asked for while a step ran: it happens when that step ends. */
+  stopRequested: boolean;
 }
 
 /** An error whose name a Catch clause matches, as Step Functions reports it. */
@@ -55,6 +64,8 @@ export interface LocalWorkflowOptions {
   readonly heartbeatTimeoutMs: number;
   /** Called with every StateEntered event, for progress and transition counts. */
   readonly onTransition?: (executionName: string, stateName: string) => void;
+  /** Called once each execution has ended, however it ended (the janitor's cue). */
+  readonly onEnded?: (execution: { readonly arn: string; readonly jobId: string }, result: LocalExecutionResult) => void;
 }
 
 /** Runs executions of the controller in this process. */
@@ -71,13 +82,47 @@ export class LocalWorkflow implements Workflow {
     const existing = this.executions.get(executionName);
     if (existing !== undefined) return existing.arn;
     const arn = `arn:relaunch:local:execution:${executionName}`;
+    // The engine may call the first handler before run() returns: the counter exists first.
+    const progress: ExecutionProgress = { inFlight: 0, ended: false, stopRequested: false };
+    let abort = (): void => undefined;
+    const handlers: Record<string, LocalTaskHandler> = {};
+    for (const [state, handler] of Object.entries(this.options.tasks())) {
+      handlers[state] = async (taskInput) => {
+        progress.inFlight += 1;
+        try {
+          return await handler(taskInput);
+        } finally {
+          progress.inFlight -= 1;
+          if (progress.inFlight === 0 && progress.stopRequested) abort();
+        }
+      };
+    }
     const run = this.machine.run(input as unknown as Json, {
-      overrides: { taskResourceLocalHandlers: this.options.tasks() },
+      overrides: { taskResourceLocalHandlers: handlers },
       context: { Execution: { Id: arn, Name: executionName, Input: input as unknown as Json }, Task: { Token: 'local' } },
     });
-    const done = this.follow(executionName, run);
-    this.executions.set(executionName, { arn, abort: run.abort, done });
+    abort = run.abort;
+    const execution: LocalExecution = { arn, abort: run.abort, done: this.follow(executionName, run), progress };
+    void execution.done.then((result) => {
+      progress.ended = true;
+      this.options.onEnded?.({ arn, jobId: input.jobId }, result);
+    });
+    this.executions.set(executionName, execution);
     return arn;
+  }
+
+  /**
+   * Stops the execution where no step of it runs: at once when it waits on a timer (the
+   * backoff Wait between attempts, a Retry's pause), else as soon as the running step
+   * ends, so no step is left half done. Resolves whether it will stop (false: it has
+   * ended); its end reaches `onEnded` as ABORTED.
+   */
+  async stopBetweenSteps(executionArn: string): Promise<boolean> {
+    const execution = [...this.executions.values()].find((e) => e.arn === executionArn);
+    if (execution === undefined || execution.progress.ended) return false;
+    if (execution.progress.inFlight > 0) execution.progress.stopRequested = true;
+    else execution.abort();
+    return true;
   }
 
   /** Resolves when the named execution ends; rejects for a name never started. */

@@ -1,14 +1,46 @@
-// Where the local runtime keeps each attempt's output and each job's working folder, for
-// the process compute that writes them and the commands that read them.
+// Where the local runtime keeps each node's folder (its agent's scripts and output) and
+// each job's working folder, for the compute that writes them and the commands that read
+// them.
 
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import type { Phase } from '../lib/policy/types.ts';
 
-/** `<dataDir>/logs/<jobId>/attempt-<n>.log`. */
-export function attemptLogPath(dataDir: string, jobId: string, attempt: number): string {
-  return path.join(path.resolve(dataDir), 'logs', jobId, `attempt-${attempt}.log`);
+/** `<dataDir>/nodes/<jobId>/<attempt>/<rank>`: one node's folder, the agent's root. */
+export function nodeDir(dataDir: string, jobId: string, attempt: number, rank: number): string {
+  return path.join(attemptDir(dataDir, jobId, attempt), String(rank));
 }
 
 /** `<dataDir>/jobs/<jobId>`: a job's working folder when the task has no workdir. */
 export function jobWorkDir(dataDir: string, jobId: string): string {
   return path.join(path.resolve(dataDir), 'jobs', jobId);
+}
+
+/** One phase's output on one node, as the agent writes it. */
+export interface PhaseLog {
+  readonly rank: number;
+  readonly phase: Phase;
+  readonly file: string;
+  /** Set when the agent could not write all of it (a full disk): the log stops early. */
+  readonly truncatedMark: string;
+}
+
+/** The logs of an attempt's phases, node by node, setup before run; [] before any node started. */
+export function attemptLogs(dataDir: string, jobId: string, attempt: number): PhaseLog[] {
+  const dir = attemptDir(dataDir, jobId, attempt);
+  if (!existsSync(dir)) return [];
+  const ranks = readdirSync(dir)
+    .filter((entry) => /^[0-9]+$/.test(entry))
+    .map(Number)
+    .sort((a, b) => a - b);
+  return ranks.flatMap((rank) =>
+    (['setup', 'run'] as const).map((phase) => {
+      const file = path.join(nodeDir(dataDir, jobId, attempt, rank), `${phase}.log`);
+      return { rank, phase, file, truncatedMark: `${file}.truncated` };
+    }),
+  );
+}
+
+function attemptDir(dataDir: string, jobId: string, attempt: number): string {
+  return path.join(path.resolve(dataDir), 'nodes', jobId, String(attempt));
 }

@@ -1,306 +1,345 @@
-// LocalProcessCompute: an attempt is one process group per node, running the task's setup
-// then run with bash; exit codes go back through the same use cases the agent's API reaches.
+// LocalProcessCompute: EC2 with the machines swapped for process groups. Each node of an
+// attempt is a local "instance": the real agent script (the user data EC2 runs) in a
+// process group and a folder of its own, reaching the local API over HTTP through its
+// own network path, with stand-ins for IMDS and for `shutdown`. The compute emits what
+// EventBridge delivers about an instance, and injects the chaos plan's faults.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
-import { constants } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { OUTPUT_TAIL_LINES, OUTPUT_TAIL_MAX_BYTES } from '../lib/agent/protocol.ts';
-import { jobEnvironment } from '../lib/job-env.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { renderAgentScript } from '../lib/agent/script.ts';
+import { nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
+import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
 import type { InstanceRef } from '../lib/model.ts';
-import type { Phase } from '../lib/policy/types.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../lib/ports.ts';
-import type { TaskSpec } from '../lib/spec/types.ts';
-import { attemptLogPath, jobWorkDir } from './paths.ts';
+import { errorMessage } from '../lib/usecases/deps.ts';
+import type { InstanceEvent } from '../lib/usecases/instance-event.ts';
+import { faultsOfAttempt, NO_CHAOS, type ChaosFault, type ChaosPlan } from './chaos.ts';
+import { jobWorkDir, nodeDir } from './paths.ts';
+import { INSTANCE_MARK, killMarked, markedProcesses, signalGroup, signalMarked } from './process-groups.ts';
 
-
-/** Where a local node's news goes: the use cases an EC2 agent reaches through the API. */
-export interface LocalAgentSink {
-  heartbeat(call: { jobId: string; attempt: number; nodeRank: number; secret: string }): Promise<void>;
-  report(call: {
-    jobId: string;
-    attempt: number;
-    nodeRank: number;
-    phase: Phase;
-    exitCode: number;
-    outputTail: string;
-    secret: string;
-  }): Promise<void>;
-  /** What EventBridge would deliver for an EC2 instance. */
-  instanceEvent(event: { instanceId: string; kind: 'SPOT_INTERRUPTION_WARNING' | 'STATE_CHANGE'; state?: string; time: string }): Promise<void>;
-}
+/** Where a local instance's news goes: the use case EventBridge's rule invokes on AWS. */
+export type InstanceEventSink = (event: InstanceEvent) => Promise<void>;
 
 /** Options of the local compute. */
 export interface LocalProcessComputeOptions {
-  /** Folder for logs (`<jobId>/attempt-<n>.log`) and each job's working folder. */
+  /** Holds each node's folder (`nodes/<job>/<attempt>/<rank>`) and each job's working folder. */
   readonly dataDir: string;
-  readonly sink: LocalAgentSink;
-  /** Attempts to interrupt as a spot preemption would, per job. */
-  readonly preemptions?: (jobId: string) => ReadonlySet<number>;
-  /** How long after run starts a preemption strikes. @default 300 */
-  readonly preemptAfterMs?: number;
-  /** Heartbeat period while a node runs. @default 30000 */
+  /** The local API's base URL, known once its server listens. */
+  readonly apiUrl: () => string;
+  /** Delivers EC2's events about the instances. */
+  readonly events: InstanceEventSink;
+  /** The faults to inject into a job's attempts. @default no faults */
+  readonly chaos?: (jobId: string) => ChaosPlan;
+  /** Heartbeat period of the agents. @default 30000 */
   readonly heartbeatIntervalMs?: number;
-  /** Reports a failure inside the compute itself (a sink call that threw). */
+  /** Reports a failure no caller waits for (an event the use case could not apply). */
   readonly onError?: (error: unknown) => void;
 }
 
-interface RunningNode {
+/** An instance's life, as EC2 names its states. */
+export type LocalInstanceState = 'running' | 'shutting-down' | 'terminated';
+
+/** One node of one attempt. */
+export interface LocalInstance {
+  readonly instanceId: string;
+  readonly jobId: string;
+  readonly attempt: number;
   readonly rank: number;
-  child: ChildProcess | null;
-  /** Set once the node must not report any more (released, or "preempted"). */
-  silenced: boolean;
+  /** The node's folder: the agent's root, with its scripts, logs and reports. */
+  readonly rootDir: string;
+  /** Instance tags, as IMDS serves them under `tags/instance/`. */
+  readonly tags: ReadonlyMap<string, string>;
+  /** IMDSv2 session tokens handed out to this instance. */
+  readonly imdsTokens: Set<string>;
+  state: LocalInstanceState;
+  /** Set when the node's network is cut (a `silence` fault): its requests get no answer. */
+  networkCut: boolean;
+  /** The agent process, leader of the node's process group. */
+  readonly child: ChildProcess;
+  readonly pgid: number;
+  readonly timers: Set<NodeJS.Timeout>;
+  /** Resolves once the instance is terminated and its processes are gone. */
+  readonly terminated: Promise<void>;
+  markTerminated(): void;
 }
 
-interface RunningAttempt {
-  readonly nodes: RunningNode[];
-  readonly log: WriteStream;
-  readonly timers: Set<NodeJS.Timeout>;
-}
+/** Launch tries per attempt: a local "region" has this many places to look for capacity. */
+export const LOCAL_LAUNCH_TRIES = 3;
+/** The pause between two launch tries that found no capacity. */
+const LAUNCH_TRY_GAP_MS = 100;
+/** How long processes get between SIGTERM and SIGKILL when an instance shuts down. */
+const SHUTDOWN_GRACE_MS = 2_000;
+/** How often a shutting-down group is looked at. */
+const GROUP_POLL_MS = 25;
+/** The instance type local placements report. */
+export const LOCAL_INSTANCE_TYPE = 'local-process';
 
 /**
- * The exit code a shell would show for a process that ended this way: 128 + N for death
- * by signal N (Node gives the signal's name; the OS's table gives its number).
+ * The agent's `shutdown -h now`, locally: leave a mark and end the agent. Its process
+ * group is then the instance going away: the compute terminates what is left of it.
  */
-export function shellExitCode(code: number | null, signal: NodeJS.Signals | null): number {
-  if (code !== null) return code;
-  const number = signal === null ? undefined : constants.signals[signal];
-  // Node reports either a code or a signal; a signal the OS does not name cannot happen.
-  if (number === undefined) throw new Error(`process ended with neither an exit code nor a known signal (${String(signal)})`);
-  return 128 + number;
+const SHUTDOWN_STAND_IN = ': >"$ROOT_DIR/shutdown"; exit 0';
+
+/**
+ * Runs the agent with the runtime holding a pipe on fd 3. When the runtime dies, even by
+ * SIGKILL, the pipe closes and the watcher kills the node's whole group: nothing of a
+ * job outlives the runtime that ran it.
+ */
+const NODE_LAUNCHER = '( cat <&3 >/dev/null; kill -KILL -- -$$ ) 3<&3 >/dev/null 2>&1 & exec 3<&-; exec bash "$1"';
+
+/** The instance id of a local node. */
+export function localInstanceId(jobId: string, attempt: number, rank: number): string {
+  return `local-${jobId}-${attempt}-${rank}`;
 }
 
-/** How long after bash exits its last output may still arrive. */
-const OUTPUT_SETTLE_MS = 200;
-
-/** Local attempts as process groups; instance ids are `local-<job>-<attempt>-<rank>`. */
+/** Local attempts as process groups running the agent. */
 export class LocalProcessCompute implements Compute {
-  private readonly attempts = new Map<string, RunningAttempt>();
+  private readonly instances = new Map<string, LocalInstance>();
+  /** Every event the instances emitted, delivered or dropped, oldest first (tests read it). */
+  readonly emitted: { readonly event: InstanceEvent; readonly delivered: boolean }[] = [];
+  private readonly pending = new Set<Promise<void>>();
+  /** Set by releaseAll: the runtime is going, so nothing launches and no event is delivered. */
+  private closing = false;
 
   constructor(private readonly options: LocalProcessComputeOptions) {}
 
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { jobId, attempt, spec } = request;
-    const cwd = spec.workdir === null ? jobWorkDir(this.options.dataDir, jobId) : path.resolve(spec.workdir);
-    mkdirSync(cwd, { recursive: true });
-    mkdirSync(path.dirname(attemptLogPath(this.options.dataDir, jobId, attempt)), { recursive: true });
-    const log = createWriteStream(attemptLogPath(this.options.dataDir, jobId, attempt), { flags: 'a' });
-    const nodes: RunningNode[] = [];
-    const running: RunningAttempt = { nodes, log, timers: new Set() };
-    this.attempts.set(key(jobId, attempt), running);
-    const nodeIps = Array.from({ length: spec.numNodes }, () => '127.0.0.1');
-    const instances: InstanceRef[] = [];
-    for (let rank = 0; rank < spec.numNodes; rank += 1) {
-      const node: RunningNode = { rank, child: null, silenced: false };
-      nodes.push(node);
-      instances.push({ instanceId: instanceId(jobId, attempt, rank), nodeRank: rank, privateIp: '127.0.0.1' });
-      const env = { ...process.env, ...jobEnvironment(spec, { jobId, attempt, nodeRank: rank, nodeIps }) };
-      void this.runNode(request, running, node, cwd, env);
-    }
-    return { placement: { region: 'local', zone: null, instanceType: 'local-process' }, instances };
-  }
-
-  async release(jobId: string, attempt: number, _instances: readonly InstanceRef[]): Promise<void> {
-    const running = this.attempts.get(key(jobId, attempt));
-    if (running === undefined) return;
-    for (const node of running.nodes) node.silenced = true;
-    await Promise.all(running.nodes.map((node) => killGroup(node.child)));
-    this.forget(jobId, attempt);
-  }
-
-  /** Kills every process group this compute started (Ctrl-C, shutdown). */
-  async releaseAll(): Promise<void> {
-    await Promise.all(
-      [...this.attempts.values()].flatMap((running) =>
-        running.nodes.map((node) => {
-          node.silenced = true;
-          return killGroup(node.child);
-        }),
-      ),
-    );
-    for (const k of [...this.attempts.keys()]) {
-      const [jobId, attempt] = splitKey(k);
-      this.forget(jobId, attempt);
-    }
-  }
-
-  /** Attempts with live processes, for tests and shutdown. */
-  liveProcessIds(): number[] {
-    return [...this.attempts.values()].flatMap((r) =>
-      r.nodes.flatMap((n) => (n.child?.pid !== undefined && n.child.exitCode === null && n.child.signalCode === null ? [n.child.pid] : [])),
-    );
-  }
-
-  private forget(jobId: string, attempt: number): void {
-    const running = this.attempts.get(key(jobId, attempt));
-    if (running === undefined) return;
-    for (const timer of running.timers) clearTimeout(timer);
-    running.log.end();
-    this.attempts.delete(key(jobId, attempt));
-  }
-
-  private async runNode(
-    request: LaunchRequest,
-    running: RunningAttempt,
-    node: RunningNode,
-    cwd: string,
-    env: NodeJS.ProcessEnv,
-  ): Promise<void> {
-    const { jobId, attempt, spec, callbackSecret: secret } = request;
-    const sink = this.options.sink;
-    const call = { jobId, attempt, nodeRank: node.rank, secret };
+    if (this.closing) throw new Error('the local runtime is shutting down');
+    const faults = faultsOfAttempt(this.chaosOf(jobId), attempt);
+    await this.findCapacity(request, faults);
+    const workDir = spec.workdir === null ? jobWorkDir(this.options.dataDir, jobId) : path.resolve(spec.workdir);
+    mkdirSync(workDir, { recursive: true });
+    const ips = Array.from({ length: spec.numNodes }, () => '127.0.0.1');
+    const started: LocalInstance[] = [];
     try {
-      await sink.heartbeat(call);
-      // Released while its first heartbeat was on the way (a cancel, a shutdown): the attempt
-      // is forgotten, so a process or timer started now would have no one to stop it.
-      if (node.silenced) return;
-      const beat = setInterval(() => {
-        if (!node.silenced) sink.heartbeat(call).catch((error: unknown) => this.options.onError?.(error));
-      }, this.options.heartbeatIntervalMs ?? 30_000);
-      running.timers.add(beat as unknown as NodeJS.Timeout);
-      for (const phase of phases(spec)) {
-        if (node.silenced) return;
-        const script = phase === 'setup' ? spec.setup : spec.run;
-        const preempt = phase === 'run' && (this.options.preemptions?.(jobId).has(attempt) ?? false);
-        if (preempt) this.schedulePreemption(request, running, node);
-        const { exitCode, tail } = await this.runPhase(running, node, script ?? '', cwd, env, spec.numNodes);
-        if (node.silenced) return;
-        await sink.report({ ...call, phase, exitCode, outputTail: tail });
-        if (exitCode !== 0) return;
+      for (let rank = 0; rank < spec.numNodes; rank += 1) {
+        started.push(this.startNode(request, rank, workDir, ips));
       }
+      await Promise.all(started.map((instance) => spawned(instance.child)));
     } catch (error) {
-      this.options.onError?.(error);
+      await Promise.all(started.map((instance) => this.terminate(instance, 'launch failed')));
+      throw new PrecheckError(`could not start the nodes of attempt ${attempt}: ${errorMessage(error)}`);
+    }
+    return {
+      placement: { region: 'local', zone: null, instanceType: LOCAL_INSTANCE_TYPE },
+      instances: started.map((instance) => ({
+        instanceId: instance.instanceId,
+        nodeRank: instance.rank,
+        privateIp: '127.0.0.1',
+        processGroupId: instance.pgid,
+      })),
+    };
+  }
+
+  async release(jobId: string, attempt: number, recorded: readonly InstanceRef[]): Promise<void> {
+    const known = [...this.instances.values()].filter((i) => i.jobId === jobId && i.attempt === attempt);
+    await Promise.all(known.map((instance) => this.terminate(instance, 'released')));
+    // Instances a runtime that is gone started: found by their group and their mark.
+    for (const ref of recorded) {
+      if (this.instances.has(ref.instanceId) || ref.processGroupId === undefined) continue;
+      killMarked(ref.instanceId, ref.processGroupId);
     }
   }
 
-  private runPhase(
-    running: RunningAttempt,
-    node: RunningNode,
-    script: string,
-    cwd: string,
-    env: NodeJS.ProcessEnv,
-    numNodes: number,
-  ): Promise<{ exitCode: number; tail: string }> {
-    return new Promise((resolve) => {
-      const child = spawn('bash', ['-c', script], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-      node.child = child;
-      const tail = new LineTail(OUTPUT_TAIL_LINES, OUTPUT_TAIL_MAX_BYTES);
-      const prefix = numNodes > 1 ? `(node ${node.rank}) ` : '';
-      const onData = (chunk: Buffer): void => {
-        const text = chunk.toString('utf8');
-        tail.push(text);
-        running.log.write(prefix === '' ? text : prefixLines(text, prefix));
-      };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', onData);
-      child.on('error', (error) => {
-        running.log.write(`${prefix}relaunch: could not start bash: ${error.message}\n`);
-        resolve({ exitCode: 127, tail: error.message });
-      });
-      // The phase ends when bash exits; its output is complete at 'close', which a
-      // background child still holding the pipe can put off indefinitely, so the tail
-      // waits for 'close' only briefly.
-      child.on('exit', (code, signal) => {
-        const finish = (): void => resolve({ exitCode: shellExitCode(code, signal), tail: tail.text() });
-        const late = setTimeout(finish, OUTPUT_SETTLE_MS);
-        child.once('close', () => {
-          clearTimeout(late);
-          finish();
-        });
-      });
+  /** Terminates every instance (shutdown of the runtime) and waits for pending events. */
+  async releaseAll(): Promise<void> {
+    this.closing = true;
+    await Promise.all([...this.instances.values()].map((instance) => this.terminate(instance, 'released')));
+    await Promise.all([...this.pending]);
+  }
+
+  /** The instance with this id, while the runtime knows it. */
+  instance(instanceId: string): LocalInstance | undefined {
+    return this.instances.get(instanceId);
+  }
+
+  /** Process group ids of instances not yet terminated. */
+  liveGroups(): number[] {
+    return [...this.instances.values()].filter((i) => i.state !== 'terminated').map((i) => i.pgid);
+  }
+
+  /**
+   * The node's `run` phase started (its setup report was acknowledged with exit 0): the
+   * chaos plan's clocks for that node start now.
+   */
+  runStarted(instanceId: string): void {
+    const instance = this.instances.get(instanceId);
+    if (instance === undefined || instance.state !== 'running') return;
+    for (const fault of faultsOfAttempt(this.chaosOf(instance.jobId), instance.attempt)) {
+      if (!('node' in fault) || fault.node !== instance.rank) continue;
+      this.schedule(instance, fault.afterMs, () => this.strike(instance, fault));
+    }
+  }
+
+  private chaosOf(jobId: string): ChaosPlan {
+    return this.options.chaos?.(jobId) ?? NO_CHAOS;
+  }
+
+  /** EC2's capacity, as the chaos plan allows: `no_capacity: N` fails the first N tries. */
+  private async findCapacity(request: LaunchRequest, faults: readonly ChaosFault[]): Promise<void> {
+    const refusals = faults.reduce((n, fault) => (fault.kind === 'no_capacity' ? n + fault.tries : n), 0);
+    if (refusals === 0) return;
+    const tried: string[] = [];
+    for (let attemptNo = 1; attemptNo <= LOCAL_LAUNCH_TRIES; attemptNo += 1) {
+      if (attemptNo > refusals) return;
+      tried.push(`${LOCAL_INSTANCE_TYPE} try ${attemptNo}: InsufficientInstanceCapacity (chaos file)`);
+      if (attemptNo < LOCAL_LAUNCH_TRIES) await sleep(LAUNCH_TRY_GAP_MS);
+    }
+    throw new NoCapacityError(
+      `no capacity for job ${request.jobId} attempt ${request.attempt} (${request.market}, ${request.spec.numNodes} node(s)): tried ${tried.join(', ')}`,
+    );
+  }
+
+  private startNode(request: LaunchRequest, rank: number, workDir: string, ips: readonly string[]): LocalInstance {
+    const { jobId, attempt, spec } = request;
+    const instanceId = localInstanceId(jobId, attempt, rank);
+    const rootDir = nodeDir(this.options.dataDir, jobId, attempt, rank);
+    mkdirSync(rootDir, { recursive: true });
+    const network = `${this.options.apiUrl()}/_node/${encodeURIComponent(instanceId)}`;
+    const script = renderAgentScript({
+      apiUrl: network,
+      imdsUrl: `${network}/imds`,
+      jobId,
+      attempt,
+      secret: request.callbackSecret,
+      spec,
+      heartbeatSeconds: (this.options.heartbeatIntervalMs ?? 30_000) / 1000,
+      rootDir,
+      workDir,
+      shutdownCommand: SHUTDOWN_STAND_IN,
+      // Locally nothing is throttled: a refused report is retried soon.
+      reportBackoff: { initialMs: 200, maxMs: 5_000 },
+      discoveryTimeoutSeconds: 60,
     });
+    const scriptFile = path.join(rootDir, 'user-data.sh');
+    writeFileSync(scriptFile, script, { mode: 0o700 });
+    const tags = new Map<string, string>([
+      [TagKey.jobId, jobId],
+      [TagKey.attempt, String(attempt)],
+      [TagKey.nodeRank, String(rank)],
+      ...nodeIpsTags(ips).map((tag): [string, string] => [tag.Key, tag.Value]),
+    ]);
+    const child = spawn('bash', ['-c', NODE_LAUNCHER, 'relaunch-node', scriptFile], {
+      cwd: rootDir,
+      env: { ...process.env, [INSTANCE_MARK]: instanceId },
+      detached: true,
+      stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
+    });
+    let markTerminated = (): void => undefined;
+    const terminated = new Promise<void>((resolve) => {
+      markTerminated = resolve;
+    });
+    const instance: LocalInstance = {
+      instanceId,
+      jobId,
+      attempt,
+      rank,
+      rootDir,
+      tags,
+      imdsTokens: new Set(),
+      state: 'running',
+      networkCut: false,
+      child,
+      pgid: child.pid ?? -1,
+      timers: new Set(),
+      terminated,
+      markTerminated,
+    };
+    this.instances.set(instanceId, instance);
+    // The agent ended: it shut the instance down, or it died. Either way the instance goes.
+    child.once('exit', () => void this.terminate(instance, 'the agent ended'));
+    child.once('error', () => undefined);
+    return instance;
   }
 
-  /** Does what EC2 does to a reclaimed spot instance: warn, then the instance is gone. */
-  private schedulePreemption(request: LaunchRequest, running: RunningAttempt, node: RunningNode): void {
+  /** Applies one fault to a node whose run has started. */
+  private strike(instance: LocalInstance, fault: ChaosFault): void {
+    if (instance.state !== 'running') return;
+    switch (fault.kind) {
+      case 'preempt':
+        this.emit(instance, { kind: 'SPOT_INTERRUPTION_WARNING' });
+        this.schedule(instance, fault.warningMs, () => void this.terminate(instance, 'spot capacity reclaimed'));
+        return;
+      case 'lose':
+        void this.terminate(instance, 'lost', { abrupt: true });
+        return;
+      case 'silence':
+        instance.networkCut = true;
+        return;
+      default:
+        return;
+    }
+  }
+
+  /**
+   * The instance goes away: `shutting-down` (SIGTERM to the group, SIGKILL after a grace
+   * period), then `terminated`. An abrupt end (a lost instance) kills at once and emits
+   * only `terminated`. Idempotent: resolves when the instance is gone.
+   */
+  private terminate(instance: LocalInstance, _why: string, options: { abrupt?: boolean } = {}): Promise<void> {
+    if (instance.state !== 'running') return instance.terminated;
+    instance.networkCut = true;
+    for (const timer of instance.timers) clearTimeout(timer);
+    instance.timers.clear();
+    const work = (async () => {
+      if (options.abrupt === true) {
+        instance.state = 'terminated';
+        signalGroup(instance.pgid, 'SIGKILL');
+        killMarked(instance.instanceId, instance.pgid);
+      } else {
+        instance.state = 'shutting-down';
+        this.emit(instance, { kind: 'STATE_CHANGE', state: 'shutting-down' });
+        signalGroup(instance.pgid, 'SIGTERM');
+        signalMarked(instance.instanceId, instance.pgid, 'SIGTERM');
+        await this.waitForGroup(instance, SHUTDOWN_GRACE_MS);
+        signalGroup(instance.pgid, 'SIGKILL');
+        killMarked(instance.instanceId, instance.pgid);
+        instance.state = 'terminated';
+      }
+      await this.waitForGroup(instance, SHUTDOWN_GRACE_MS);
+      this.emit(instance, { kind: 'STATE_CHANGE', state: 'terminated' });
+      this.instances.delete(instance.instanceId);
+      instance.markTerminated();
+    })();
+    return work;
+  }
+
+  /** Waits until no process of the node is alive (zombies aside), at most `ms`. */
+  private async waitForGroup(instance: LocalInstance, ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (markedProcesses(instance.instanceId, instance.pgid).length > 0 && Date.now() < deadline) {
+      await sleep(GROUP_POLL_MS);
+    }
+  }
+
+  /** EventBridge's delivery: at least once, unless the chaos plan drops this attempt's events. */
+  private emit(instance: LocalInstance, event: Omit<InstanceEvent, 'instanceId' | 'time'>): void {
+    const full: InstanceEvent = { ...event, instanceId: instance.instanceId, time: new Date().toISOString() };
+    const dropped = faultsOfAttempt(this.chaosOf(instance.jobId), instance.attempt).some((f) => f.kind === 'drop_events');
+    this.emitted.push({ event: full, delivered: !dropped && !this.closing });
+    if (dropped || this.closing) return;
+    const delivery = this.options.events(full).catch((error: unknown) => this.options.onError?.(error));
+    this.pending.add(delivery);
+    void delivery.finally(() => this.pending.delete(delivery));
+  }
+
+  private schedule(instance: LocalInstance, ms: number, action: () => void): void {
     const timer = setTimeout(() => {
-      running.timers.delete(timer);
-      const id = instanceId(request.jobId, request.attempt, node.rank);
-      const sink = this.options.sink;
-      void (async () => {
-        await sink.instanceEvent({ instanceId: id, kind: 'SPOT_INTERRUPTION_WARNING', time: new Date().toISOString() });
-        node.silenced = true;
-        running.log.write(`relaunch: node ${node.rank} preempted (simulated spot interruption)\n`);
-        await killGroup(node.child);
-        await sink.instanceEvent({ instanceId: id, kind: 'STATE_CHANGE', state: 'terminated', time: new Date().toISOString() });
-      })().catch((error: unknown) => this.options.onError?.(error));
-    }, this.options.preemptAfterMs ?? 300);
-    running.timers.add(timer);
+      instance.timers.delete(timer);
+      action();
+    }, ms);
+    instance.timers.add(timer);
   }
 }
 
-function phases(spec: TaskSpec): Phase[] {
-  return spec.setup === null ? ['run'] : ['setup', 'run'];
-}
-
-function instanceId(jobId: string, attempt: number, rank: number): string {
-  return `local-${jobId}-${attempt}-${rank}`;
-}
-
-function key(jobId: string, attempt: number): string {
-  return `${jobId}#${attempt}`;
-}
-
-function splitKey(k: string): [string, number] {
-  const at = k.lastIndexOf('#');
-  return [k.slice(0, at), Number(k.slice(at + 1))];
-}
-
-function prefixLines(text: string, prefix: string): string {
-  return text.replace(/^(?=.)/gm, prefix);
-}
-
-/** SIGTERM to the whole group, SIGKILL after a grace period; resolves when it is gone. */
-async function killGroup(child: ChildProcess | null, graceMs = 2_000): Promise<void> {
-  if (child?.pid === undefined) return;
-  const pid = child.pid;
-  if (child.exitCode === null && child.signalCode === null) {
-    const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    signalGroup(pid, 'SIGTERM');
-    const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
-    await gone;
-    clearTimeout(timer);
-  }
-  // Whatever the job left in its group (background children) goes too, even when the
-  // leader had already exited.
-  signalGroup(pid, 'SIGKILL');
-}
-
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // The group is already gone: nothing to kill.
-  }
-}
-
-/** Keeps the last N lines of a stream of text, and at most M bytes of them. */
-class LineTail {
-  private lines: string[] = [];
-  private partial = '';
-
-  constructor(
-    private readonly maxLines: number,
-    private readonly maxBytes: number,
-  ) {}
-
-  push(text: string): void {
-    const parts = (this.partial + text).split('\n');
-    // A line with no end (a progress bar redrawn with \r) must not grow without bound.
-    this.partial = lastBytes(parts.pop() ?? '', this.maxBytes);
-    this.lines.push(...parts);
-    if (this.lines.length > this.maxLines) this.lines = this.lines.slice(-this.maxLines);
-  }
-
-  text(): string {
-    const all = this.partial === '' ? this.lines : [...this.lines, this.partial];
-    return lastBytes(all.slice(-this.maxLines).join('\n'), this.maxBytes);
-  }
-}
-
-/** The end of a string, at most `max` bytes of UTF-8 (never a broken character). */
-function lastBytes(text: string, max: number): string {
-  const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= max) return text;
-  return bytes.subarray(bytes.length - max).toString('utf8').replace(/^\uFFFD+/, '');
+/** Resolves once the process started; rejects with its spawn error (ENOENT, EAGAIN, E2BIG). */
+function spawned(child: ChildProcess): Promise<void> {
+  if (child.pid !== undefined && child.exitCode === null) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    child.once('spawn', () => resolve());
+    child.once('error', reject);
+  });
 }

@@ -1,32 +1,35 @@
-// The embedded runtime: the controller's ASL on aws-local-stepfunctions, jobs as local
-// process groups, and dynalite persisted under a data folder, wired to the same use cases
-// the Lambdas run.
+// The embedded runtime: the controller's ASL on aws-local-stepfunctions, each node a local
+// process group running the real agent against the local API, EC2's events emitted by the
+// local compute, and dynalite persisted under a data folder, all wired to the same use
+// cases the Lambdas run.
 
 import { Agent } from 'node:http';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdirSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { renderControllerAsl } from '../infra/asl.ts';
 import { DynamoJobStore } from '../lib/adapters/dynamo-job-store.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../lib/adapters/dynalite.ts';
-import { StaleAttemptError } from '../lib/errors.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
 import { isTerminal } from '../lib/status.ts';
 import {
   cancelJob,
-  heartbeat,
+  onExecutionEnded,
   onInstanceEvent,
   recordControllerFailure,
-  reportPhase,
   submitJob,
   type SubmitJobResult,
   type UseCaseDeps,
 } from '../lib/usecases/index.ts';
 import { HEARTBEAT_TIMEOUT_SECONDS, StateName } from '../lib/workflow/contract.ts';
 import { AwaitTaskInputSchema, awaitAttemptTask, controllerTasks } from '../lib/workflow/task-handlers.ts';
+import { mergeChaos, NO_CHAOS, type ChaosPlan } from './chaos.ts';
 import { LocalWorkflow, type LocalExecutionResult, type LocalTaskHandler } from './local-workflow.ts';
-import { LocalProcessCompute, type LocalAgentSink } from './process-compute.ts';
+import { LocalProcessCompute } from './process-compute.ts';
+import { killMarked } from './process-groups.ts';
+import { LocalApiServer } from './server.ts';
 
 /** The table's name in the local DynamoDB. */
 export const LOCAL_TABLE_NAME = 'relaunch-jobs';
@@ -39,43 +42,66 @@ export interface LocalRuntimeOptions {
   readonly inMemory?: boolean;
   /** A waiting attempt with no heartbeat for this long is lost. @default HEARTBEAT_TIMEOUT_SECONDS */
   readonly heartbeatTimeoutMs?: number;
-  /** How often a local node beats. @default 30000 */
+  /** How often a local node's agent beats. @default 30000 */
   readonly heartbeatIntervalMs?: number;
-  /** How long after run starts a requested preemption strikes. @default 300 */
-  readonly preemptAfterMs?: number;
+  /** The API's port on 127.0.0.1 (0: any free one). @default 0 */
+  readonly port?: number;
+  /** Faults to inject into every job (`relaunch serve --chaos`). @default none */
+  readonly chaos?: ChaosPlan;
   readonly clock?: Clock;
   readonly random?: Random;
   /** Every state the controller enters, for progress output and transition counts. */
   readonly onTransition?: (executionName: string, stateName: string) => void;
-  /** Errors no caller is waiting for (a node's report that failed unexpectedly). */
+  /** Errors no caller is waiting for (an EC2 event or a janitor's write that failed). */
   readonly onError?: (error: unknown) => void;
 }
 
 /** What `submit` may add to a task. */
 export interface LocalSubmitOptions {
   readonly envOverrides?: Readonly<Record<string, string>>;
-  /** Attempts (1-based) to interrupt as a spot preemption would. */
-  readonly preemptAttempts?: readonly number[];
+  /** Faults to inject into this job's attempts (`relaunch run --chaos`). */
+  readonly chaos?: ChaosPlan;
 }
+
+/**
+ * The longest timer the local engine can set (Node's setTimeout holds 2^31-1 ms). A Task
+ * with no TimeoutSeconds gets 60 s from the engine; on AWS it has none, so AwaitAttempt
+ * is given this instead: its heartbeat timeout stays the only clock of an attempt.
+ */
+export const LOCAL_MAX_TASK_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+
+/** The janitor's pauses between tries of a write the database refused. */
+const JANITOR_FIRST_RETRY_MS = 500;
+const JANITOR_MAX_RETRY_MS = 10_000;
 
 const systemClock: Clock = { now: () => new Date() };
 
 /** One runtime per data folder: it owns the database while open. */
 export class LocalRuntime {
   private closed = false;
+  private server: LocalApiServer | null = null;
+  /** Janitor runs not finished yet, by job: close and waitForJob wait for them. */
+  private readonly cleanups = new Map<string, Promise<unknown>>();
 
   private constructor(
     private readonly dynamo: LocalDynamo,
-    private readonly preemptions: Map<string, ReadonlySet<number>>,
+    private readonly plans: Map<string, ChaosPlan>,
     private readonly client: DynamoDBClient,
     readonly deps: UseCaseDeps & { readonly store: DynamoJobStore; readonly compute: LocalProcessCompute; readonly workflow: LocalWorkflow },
     readonly dataDir: string,
+    private readonly onError: (error: unknown) => void,
   ) {}
 
+  /** Where the runtime serves its API (and its nodes' network). */
+  get url(): string {
+    if (this.server === null) throw new Error('the local runtime is not serving');
+    return this.server.url;
+  }
+
   /**
-   * Opens the data folder: starts dynalite on it, creates the table on first use, and
-   * ends any job a previous runtime left live (it died with its processes) as
-   * FAILED_CONTROLLER.
+   * Opens the data folder: starts dynalite on it, creates the table on first use, stops
+   * the processes of any job a previous runtime left live and ends that job
+   * FAILED_CONTROLLER, then serves the API on 127.0.0.1.
    */
   static async open(options: LocalRuntimeOptions): Promise<LocalRuntime> {
     const dataDir = path.resolve(options.dataDir);
@@ -112,38 +138,40 @@ export class LocalRuntime {
     const onError = options.onError ?? (() => undefined);
 
     // The compute reports through the use cases, which need the workflow, which needs the
-    // task handlers, which need the compute: the closures below read `deps` only once
-    // it exists.
-    const preemptions = new Map<string, ReadonlySet<number>>();
-    const sink = agentSink(() => deps, onError);
+    // task handlers, which need the compute: the closures below read `deps` and `runtime`
+    // only once they exist.
+    const plans = new Map<string, ChaosPlan>();
     const compute = new LocalProcessCompute({
       dataDir,
-      sink,
-      preemptions: (jobId) => preemptions.get(jobId) ?? new Set(),
-      preemptAfterMs: options.preemptAfterMs,
+      apiUrl: () => runtime.url,
+      events: async (event) => {
+        await onInstanceEvent(event, deps);
+      },
+      chaos: (jobId) => mergeChaos(options.chaos ?? NO_CHAOS, plans.get(jobId) ?? NO_CHAOS),
       heartbeatIntervalMs: options.heartbeatIntervalMs,
       onError,
     });
     const workflow = new LocalWorkflow({
-      definition: renderControllerAsl() as unknown as StateMachineDefinition,
+      definition: localDefinition(),
       tasks: () => localTasks(deps),
       heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? HEARTBEAT_TIMEOUT_SECONDS * 1000,
       onTransition: options.onTransition,
+      onEnded: (execution, result) => runtime.executionEnded(execution, result),
     });
     const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random };
-    const runtime = new LocalRuntime(dynamo, preemptions, client, deps, dataDir);
+    const runtime = new LocalRuntime(dynamo, plans, client, deps, dataDir, onError);
     await runtime.endOrphans();
+    runtime.server = await LocalApiServer.start({ deps, nodes: compute, dataDir, port: options.port, onError });
     return runtime;
   }
 
   /** Submits a task (YAML text) and starts its execution. */
   async submit(body: string, options: LocalSubmitOptions = {}): Promise<SubmitJobResult> {
-    const preempt = new Set(options.preemptAttempts ?? []);
     const { workflow } = this.deps;
-    // The preemptions must be known before the execution can reach its first launch.
+    // The job's faults must be known before its execution can reach its first launch.
     const registering: Workflow = {
       start: async (name, input) => {
-        if (preempt.size > 0) this.preemptions.set(input.jobId, preempt);
+        if (options.chaos !== undefined) this.plans.set(input.jobId, options.chaos);
         return workflow.start(name, input);
       },
       resume: (token, output) => workflow.resume(token, output),
@@ -159,6 +187,8 @@ export class LocalRuntime {
       const job = await this.deps.store.getJob(jobId);
       const name = job.executionArn === null ? jobId : job.executionArn.slice(job.executionArn.lastIndexOf(':') + 1);
       const result = await this.deps.workflow.result(name);
+      // An execution that ended outside its end states leaves the job to the janitor.
+      await this.cleanups.get(jobId);
       const after = await this.deps.store.getJob(jobId);
       if (after.executionArn === job.executionArn || isTerminal(after.status)) return result;
     }
@@ -169,31 +199,90 @@ export class LocalRuntime {
     return (await cancelJob(jobId, this.deps)).status;
   }
 
-  /** Kills every job process, stops every execution and closes the database. */
+  /**
+   * Stops every execution, kills every node's processes and closes the database. Jobs
+   * still live stay so in the table: the next runtime on this folder ends them.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.deps.compute.releaseAll();
     this.deps.workflow.stopAll();
+    await this.deps.compute.releaseAll();
+    await this.server?.close();
+    await Promise.all([...this.cleanups.values()]);
     this.client.destroy();
     await this.dynamo.close();
   }
 
-  /** Jobs left live by a runtime that is gone: nothing runs them any more. */
+  /**
+   * The local janitor (what an EventBridge rule on "Execution Status Change" does on AWS):
+   * an execution that ended outside its own end states, a cancel's stop during a backoff
+   * among them, leaves its job to `onExecutionEnded`.
+   */
+  private executionEnded(execution: { arn: string; jobId: string }, result: LocalExecutionResult): void {
+    if (this.closed || result.status === 'SUCCEEDED') return;
+    const event = { jobId: execution.jobId, executionArn: execution.arn, status: result.status, error: result.error, cause: result.cause };
+    const cleanup = this.retryUntilStored(() => onExecutionEnded(event, this.deps)).finally(() => this.cleanups.delete(execution.jobId));
+    this.cleanups.set(execution.jobId, cleanup);
+  }
+
+  /**
+   * Runs a write until it lands: a database that refused it (a full disk) may take it
+   * later, and the job must not stay live for want of one write. Gives up when the runtime
+   * closes: the next one ends the job then.
+   */
+  private async retryUntilStored(write: () => Promise<unknown>): Promise<void> {
+    for (let delay = JANITOR_FIRST_RETRY_MS; !this.closed; delay = Math.min(delay * 2, JANITOR_MAX_RETRY_MS)) {
+      try {
+        await write();
+        return;
+      } catch (error) {
+        this.onError(error);
+      }
+      await sleep(delay);
+    }
+  }
+
+  /**
+   * Jobs left live by a runtime that is gone: their nodes' processes are killed first (by
+   * the process groups stored with the attempt, checked against each node's mark), then
+   * the job ends FAILED_CONTROLLER saying so.
+   */
   private async endOrphans(): Promise<void> {
     const jobs = await this.deps.store.listJobs();
     for (const job of jobs.filter((j) => !isTerminal(j.status))) {
+      let killed = 0;
+      if (job.attemptCount > 0) {
+        const attempt = await this.deps.store.getAttempt(job.jobId, job.attemptCount);
+        for (const node of attempt.instances) {
+          if (node.processGroupId !== undefined) killed += killMarked(node.instanceId, node.processGroupId);
+        }
+      }
+      const stopped = killed === 0 ? '' : `; ${killed} of its processes were still running and have been killed`;
       await recordControllerFailure(
         {
           jobId: job.jobId,
           attempt: job.attemptCount,
           attemptsInExecution: 0,
-          controllerError: { Error: 'LocalRuntimeStopped', Cause: 'the local runtime running this job stopped before it ended' },
+          controllerError: { Error: 'LocalRuntimeStopped', Cause: `the local runtime running this job stopped before it ended${stopped}` },
         },
         this.deps,
       );
     }
   }
+}
+
+/**
+ * The controller's ASL as the local engine must run it to behave as Step Functions does:
+ * AwaitAttempt without an engine-made 60 s timeout.
+ */
+function localDefinition(): StateMachineDefinition {
+  const asl = renderControllerAsl();
+  const awaitState = asl.States[StateName.AwaitAttempt];
+  if (awaitState !== undefined && awaitState.TimeoutSeconds === undefined && awaitState.TimeoutSecondsPath === undefined) {
+    awaitState.TimeoutSeconds = LOCAL_MAX_TASK_SECONDS;
+  }
+  return asl as unknown as StateMachineDefinition;
 }
 
 /** Binds every Task state of the ASL to its use case; AwaitAttempt waits on a local token. */
@@ -205,6 +294,9 @@ function localTasks(deps: LocalRuntime['deps']): Record<string, LocalTaskHandler
   bound[StateName.AwaitAttempt] = async (input) => {
     const { Payload } = AwaitTaskInputSchema.parse(input);
     const { token, result } = deps.workflow.waitForTaskToken();
+    // A cancel or an end can settle the token while it is being stored, before anyone
+    // awaits it: that rejection is this task's result, not an unhandled one.
+    result.catch(() => undefined);
     try {
       await storeToken({ ...Payload, taskToken: token });
     } catch (error) {
@@ -216,20 +308,4 @@ function localTasks(deps: LocalRuntime['deps']): Record<string, LocalTaskHandler
     return result;
   };
   return bound;
-}
-
-/** The agent's API calls, made in-process. A late call for an ended attempt is expected. */
-function agentSink(deps: () => UseCaseDeps, onError: (error: unknown) => void): LocalAgentSink {
-  const tolerant = async (call: () => Promise<unknown>): Promise<void> => {
-    try {
-      await call();
-    } catch (error) {
-      if (!(error instanceof StaleAttemptError)) onError(error);
-    }
-  };
-  return {
-    heartbeat: (c) => tolerant(() => heartbeat(c, deps())),
-    report: (c) => tolerant(() => reportPhase(c, deps())),
-    instanceEvent: (e) => tolerant(() => onInstanceEvent(e, deps())),
-  };
 }

@@ -1,17 +1,31 @@
 // The local REST API: the same routes and handlers as API Gateway (lib/http), served on
-// 127.0.0.1 over a LocalRuntime. Whoever runs a runtime serves it, and says where in
-// `<dataDir>/server.json`, so other commands on the same data folder can reach it.
+// 127.0.0.1 over a LocalRuntime, plus each local node's own network path (node-network.ts).
+// The runtime that owns a data folder serves it, and says where in
+// `<dataDir>/server.json`, so other commands on the same folder can reach it.
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { rmSync, writeFileSync } from 'node:fs';
-import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES } from '../lib/http/index.ts';
-import type { LocalRuntime } from './runtime.ts';
-import { serverInfoPath, type ServerInfo } from './server-info.ts';
+import { rmSync } from 'node:fs';
+import { InvalidInputError } from '../lib/errors.ts';
+import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES, type ApiDeps, type ApiRequest, type ApiResponse } from '../lib/http/index.ts';
+import { errorResponse } from '../lib/http/responses.ts';
+import { decodeUtf8 } from '../lib/http/utf8.ts';
+import { answerNodeRequest, isNodeRequest, type NodeDirectory } from './node-network.ts';
+import { guardLocalRequest } from './request-guard.ts';
+import { serverInfoPath, writeServerInfo } from './server-info.ts';
 
+/** What the server answers from. */
+export interface LocalApiServerOptions {
+  readonly deps: ApiDeps;
+  /** The local nodes, for their network paths. */
+  readonly nodes: NodeDirectory;
+  readonly dataDir: string;
+  /** The port (0: any free one). @default 0 */
+  readonly port?: number;
+  readonly onError?: (error: unknown) => void;
+}
 
-
-/** An HTTP server answering the REST API from a runtime. */
+/** An HTTP server answering the REST API and the local nodes. */
 export class LocalApiServer {
   private constructor(
     private readonly server: http.Server,
@@ -19,21 +33,25 @@ export class LocalApiServer {
     private readonly infoFile: string,
   ) {}
 
-  /** Listens on 127.0.0.1 (port 0: any free one) and records itself in server.json. */
-  static async start(runtime: LocalRuntime, options: { port?: number; onError?: (error: unknown) => void } = {}): Promise<LocalApiServer> {
+  /** Listens on 127.0.0.1 and records itself in server.json. */
+  static async start(options: LocalApiServerOptions): Promise<LocalApiServer> {
+    let port = 0;
     const server = http.createServer((req, res) => {
-      void answer(runtime, req, res, options.onError);
+      void answer(options, port, req, res);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
     });
-    const { port } = server.address() as AddressInfo;
+    port = (server.address() as AddressInfo).port;
     const url = `http://127.0.0.1:${port}`;
-    const infoFile = serverInfoPath(runtime.dataDir);
-    const info: ServerInfo = { url, pid: process.pid };
-    writeFileSync(infoFile, `${JSON.stringify(info)}\n`);
-    return new LocalApiServer(server, url, infoFile);
+    try {
+      writeServerInfo(options.dataDir, url);
+    } catch (error) {
+      server.close();
+      throw error;
+    }
+    return new LocalApiServer(server, url, serverInfoPath(options.dataDir));
   }
 
   /** Stops listening and removes server.json. */
@@ -44,34 +62,52 @@ export class LocalApiServer {
   }
 }
 
-async function answer(
-  runtime: LocalRuntime,
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  onError?: (error: unknown) => void,
-): Promise<void> {
+async function answer(options: LocalApiServerOptions, port: number, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   try {
-    const body = await readBody(req);
-    if (body === null) {
-      res.writeHead(413, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: `the body is larger than ${MAX_BODY_BYTES} bytes` }));
+    const request = { method: req.method ?? 'GET', path: req.url ?? '/', headers: flatHeaders(req.headers) };
+    const refused = guardLocalRequest(request, { port });
+    if (refused !== null) {
+      req.resume();
+      send(res, { statusCode: refused.statusCode, headers: { 'content-type': 'application/json' }, body: refused.body });
       return;
     }
-    const response = await handleApiRequest(
-      { method: req.method ?? 'GET', path: req.url ?? '/', headers: flatHeaders(req.headers), body },
-      { ...runtime.deps, onUnexpectedError: onError },
-    );
-    res.writeHead(response.statusCode, { 'content-type': 'application/json', ...response.headers });
-    res.end(response.body);
+    const bytes = await readBody(req);
+    if (bytes === null) {
+      send(res, { statusCode: 413, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: `the body is larger than ${MAX_BODY_BYTES} bytes` }) });
+      return;
+    }
+    let body: string;
+    try {
+      body = decodeUtf8(bytes, 'body');
+    } catch (error) {
+      if (!(error instanceof InvalidInputError)) throw error;
+      send(res, errorResponse(error) as ApiResponse);
+      return;
+    }
+    const api = (apiRequest: ApiRequest): Promise<ApiResponse> =>
+      handleApiRequest(apiRequest, { ...options.deps, onUnexpectedError: options.onError });
+    if (isNodeRequest(request.path)) {
+      const response = await answerNodeRequest(options.nodes, { ...request, body }, api);
+      // No answer at all: what a node whose network is cut, or whose instance is gone, sees.
+      if (response === null) req.socket.destroy();
+      else send(res, response);
+      return;
+    }
+    send(res, await api({ ...request, body }));
   } catch (error) {
-    onError?.(error);
+    options.onError?.(error);
     if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: INTERNAL_ERROR_MESSAGE }));
   }
 }
 
-/** The body as text, or null when it is over the API's limit (the rest is read and dropped). */
-function readBody(req: http.IncomingMessage): Promise<string | null> {
+function send(res: http.ServerResponse, response: ApiResponse): void {
+  res.writeHead(response.statusCode, { 'content-type': 'application/json', ...response.headers });
+  res.end(response.body);
+}
+
+/** The body's bytes, or null when it is over the API's limit (the rest is read and dropped). */
+function readBody(req: http.IncomingMessage): Promise<Buffer | null> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -79,7 +115,7 @@ function readBody(req: http.IncomingMessage): Promise<string | null> {
       size += chunk.length;
       if (size <= MAX_BODY_BYTES) chunks.push(chunk);
     });
-    req.on('end', () => resolve(size > MAX_BODY_BYTES ? null : Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(size > MAX_BODY_BYTES ? null : Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }

@@ -1,12 +1,11 @@
 // `relaunch logs JOB`: an attempt's output, from the local runtime's log files.
 
-import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
-import { followJob } from '../follow.ts';
-import { attemptLogPath } from '../../local/paths.ts';
+import { followJob, LogTail } from '../follow.ts';
+import { attemptLogs } from '../../local/paths.ts';
 
 interface LogsOptions extends TargetOptions {
   readonly attempt?: number;
@@ -43,8 +42,8 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
     if (attempt < 1 || attempt > job.attempts.length) {
       throw new InvalidInputError([{ path: '--attempt', message: `expected 1-${job.attempts.length}, got ${attempt}` }]);
     }
-    const file = attemptLogPath(dataDir, jobId, attempt);
-    io.out(existsSync(file) ? readFileSync(file, 'utf8') : `(attempt ${attempt} wrote no output)`);
+    const text = new LogTail().read(attemptLogs(dataDir, jobId, attempt));
+    io.out(text === '' ? `(attempt ${attempt} wrote no output)` : text);
     return ExitStatus.OK;
   } catch (error) {
     return reportError(io, error);

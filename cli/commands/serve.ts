@@ -42,15 +42,14 @@ async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
     const chaos = options.chaos === undefined ? NO_CHAOS : await readChaosFile(options.chaos);
     assertWritableDataDir(options.dataDir);
     const { LocalRuntime } = await import('../../local/runtime.ts');
-    const { LocalApiServer } = await import('../../local/server.ts');
-    const runtime = await LocalRuntime.open({ dataDir: options.dataDir, chaos, onError: (error) => io.err(`relaunch: ${String(error)}`) });
-    const onError = (error: unknown): void => io.err(`relaunch: ${String(error)}`);
-    // A port in use fails here: close the runtime, whose database would keep the process alive.
-    const server = await LocalApiServer.start(runtime, { port: options.port, onError }).catch(async (error: unknown) => {
-      await runtime.close();
-      throw error;
+    // A port in use fails in open, which then closes the database it opened.
+    const runtime = await LocalRuntime.open({
+      dataDir: options.dataDir,
+      port: options.port,
+      chaos,
+      onError: (error) => io.err(`relaunch: ${String(error)}`),
     });
-    io.out(`relaunch API on ${server.url} (data in ${runtime.dataDir}); Ctrl-C to stop`);
+    io.out(`relaunch API on ${runtime.url} (data in ${runtime.dataDir}); Ctrl-C to stop`);
     const stop = new AbortController();
     const onSignal = (): void => stop.abort();
     process.once('SIGINT', onSignal);
@@ -58,7 +57,6 @@ async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
     try {
       await (options.exitWhenIdle === true ? untilIdle(runtime, stop.signal) : untilAborted(stop.signal));
     } finally {
-      await server.close();
       await cancelLiveJobs(runtime);
       await runtime.close();
     }

@@ -41,7 +41,7 @@ describe('the environment of a job, end to end', () => {
     );
 
     expect(job.view.status).toBe('SUCCEEDED');
-    const reports = [...(job.attempts[0]?.reports ?? [])].sort((a, b) => a.nodeRank - b.nodeRank);
+    const reports = (job.attempts[0]?.reports ?? []).filter((r) => r.phase === 'run').sort((a, b) => a.nodeRank - b.nodeRank);
     expect(reports.map((r) => r.nodeRank)).toEqual([0, 1]);
     const seen = reports.map((r) => variables(r.outputTail));
     for (const rank of [0, 1]) {
@@ -80,6 +80,6 @@ describe('the environment of a job, end to end', () => {
       `,
     );
 
-    expect(job.attempts.map((a) => a.reports[0]?.outputTail)).toEqual([`1 ${job.jobId}-1`, `2 ${job.jobId}-2`]);
+    expect(job.attempts.map((a) => a.reports.find((r) => r.phase === 'run')?.outputTail)).toEqual([`1 ${job.jobId}-1`, `2 ${job.jobId}-2`]);
   });
 });

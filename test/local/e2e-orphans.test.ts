@@ -23,7 +23,7 @@ describe('jobs left live by a runtime that stopped', () => {
     `);
     await waitUntilAwaiting(first, jobId, 1);
     const [pid] = await waitFor('the job process', () => {
-      const pids = first.runtime.deps.compute.liveProcessIds();
+      const pids = first.runtime.deps.compute.liveGroups();
       return pids.length === 1 ? pids : undefined;
     });
     await first.runtime.close();

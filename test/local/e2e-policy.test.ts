@@ -44,12 +44,14 @@ describe('the recovery policy, end to end', () => {
     });
     expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'SUCCEEDED']);
     const [attempt] = job.attempts;
+    // The agent reports setup too (exit 0 when the task has none), then run.
     expect(attempt?.reports).toEqual([
+      expect.objectContaining({ nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '' }),
       expect.objectContaining({ nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'hello from attempt 1' }),
     ]);
     expect(attempt).toMatchObject({ decision: { action: 'SUCCEED', rule: 'ALL_EXITED_ZERO', delaySeconds: 0 } });
     expect(attempt?.endedAt).not.toBeNull();
-    expect(t.runtime.deps.compute.liveProcessIds()).toEqual([]);
+    expect(t.runtime.deps.compute.liveGroups()).toEqual([]);
     expect(t.errors).toEqual([]);
   });
 
@@ -86,7 +88,12 @@ describe('the recovery policy, end to end', () => {
 
     expect(job.job.counters).toMatchObject({ restartsOnErrors: 0, restartsOnExitCodes: 3, recoveryCount: 3 });
     expect(job.job.attemptCount).toBe(4);
-    expect(reportCodes(job.attempts)).toEqual([['run:29@0'], ['run:29@0'], ['run:29@0'], ['run:0@0']]);
+    expect(reportCodes(job.attempts)).toEqual([
+      ['setup:0@0', 'run:29@0'],
+      ['setup:0@0', 'run:29@0'],
+      ['setup:0@0', 'run:29@0'],
+      ['setup:0@0', 'run:0@0'],
+    ]);
     expect(job.attempts.map((a) => a.decision?.rule)).toEqual([
       'RECOVER_ON_EXIT_CODE',
       'RECOVER_ON_EXIT_CODE',
@@ -129,8 +136,12 @@ describe('the recovery policy, end to end', () => {
 
     expect(job.job.counters).toMatchObject({ restartsOnErrors: 3, restartsOnExitCodes: 0, recoveryCount: 2 });
     expect(job.job.failureReason).toBe(lastReason);
-    expect(reportCodes(job.attempts)).toEqual([['run:1@0'], ['run:1@0'], ['run:1@0']]);
-    expect(job.attempts[2]?.reports[0]?.outputTail).toBe('flaky failure');
+    expect(reportCodes(job.attempts)).toEqual([
+      ['setup:0@0', 'run:1@0'],
+      ['setup:0@0', 'run:1@0'],
+      ['setup:0@0', 'run:1@0'],
+    ]);
+    expect(job.attempts[2]?.reports[1]?.outputTail).toBe('flaky failure');
     expect(statusTrail(job.events)).toEqual([
       'PENDING',
       ...['STARTING', 'RUNNING', 'RECOVERING'],
@@ -210,6 +221,7 @@ describe('the recovery policy, end to end', () => {
     expect(attemptsOf(job)).toEqual([{ attempt: 1, outcome: 'EXITED', phase: 'run', exitCodes: [137], decision: 'FAIL', reason }]);
     expect(job.view).toMatchObject({ status: 'FAILED', failureReason: reason });
     expect(job.attempts[0]?.reports).toEqual([
+      expect.objectContaining({ phase: 'setup', exitCode: 0 }),
       expect.objectContaining({ phase: 'run', exitCode: 137, outputTail: 'about to be killed' }),
     ]);
     expect(job.job.counters.restartsOnErrors).toBe(1);

@@ -2,6 +2,7 @@
 // heartbeat, a peer's failure on a multi-node job, and a late report from an old attempt.
 
 import { writeFileSync } from 'node:fs';
+import { preemptAttemptsPlan } from '../../local/chaos.ts';
 import { jobWorkDir } from '../../local/paths.ts';
 import { describe, expect, it } from 'vitest';
 import { StaleAttemptError } from '../../lib/errors.ts';
@@ -24,7 +25,7 @@ const open = useLocalRuntimes();
 
 describe('recovery without an exit code, end to end', () => {
   it('recovers from a spot preemption without charging the error budget (M=0, still succeeds)', async () => {
-    const t = await open({ preemptAfterMs: 200 });
+    const t = await open();
     const job = await runToEnd(
       t,
       yaml`
@@ -36,7 +37,7 @@ describe('recovery without an exit code, end to end', () => {
           if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then sleep 30; fi
           echo "attempt $RELAUNCH_ATTEMPT done"
       `,
-      { preemptAttempts: [1] },
+      { chaos: preemptAttemptsPlan([1]) },
     );
 
     expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
@@ -44,8 +45,9 @@ describe('recovery without an exit code, end to end', () => {
       {
         attempt: 1,
         outcome: 'PREEMPTED',
-        phase: null,
-        exitCodes: [],
+        // The agent reported setup (exit 0) before the node was reclaimed during run.
+        phase: 'setup',
+        exitCodes: [0],
         decision: 'RECOVER',
         reason: 'spot preemption; recovery 1, does not count toward max_restarts_on_errors',
         market: 'spot',
@@ -55,7 +57,7 @@ describe('recovery without an exit code, end to end', () => {
 
     const [first, second] = job.attempts;
     expect(first?.interruptionNoticedAt).not.toBeNull();
-    expect(first?.reports).toEqual([]); // the killed node never reported
+    expect(reportCodes([first as never])).toEqual([['setup:0@0']]); // the killed node never reported run
     expect(first?.decision?.rule).toBe('PREEMPTED_OR_LOST');
     expect(second?.interruptionNoticedAt).toBeNull();
     expect(job.job.counters).toMatchObject({ restartsOnErrors: 0, recoveryCount: 1, market: 'spot' });
@@ -77,14 +79,14 @@ describe('recovery without an exit code, end to end', () => {
     );
     await waitUntilAwaiting(t, jobId, 1);
     const [silent] = await waitFor('the process of attempt 1', () => {
-      const pids = t.runtime.deps.compute.liveProcessIds();
+      const pids = t.runtime.deps.compute.liveGroups();
       return pids.length === 1 ? pids : undefined;
     });
     const job = await finish(t, jobId);
 
     expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
     expect(job.view.attempts).toMatchObject([
-      { attempt: 1, outcome: 'LOST', exitCodes: [], decision: 'RECOVER' },
+      { attempt: 1, outcome: 'LOST', phase: 'setup', exitCodes: [0], decision: 'RECOVER' },
       { attempt: 2, outcome: 'EXITED', exitCodes: [0], decision: 'SUCCEED' },
     ]);
     expect(job.view.attempts[0]?.reason).toMatch(
@@ -93,7 +95,7 @@ describe('recovery without an exit code, end to end', () => {
     const [first] = job.attempts;
     expect(first?.outcome).toEqual({ kind: 'LOST', reason: expect.stringMatching(/^no heartbeat for \d+ s$/) });
     expect(first?.lastHeartbeatAt).not.toBeNull(); // the node beat once, at its start
-    expect(reportCodes(job.attempts)).toEqual([[], ['run:0@0']]);
+    expect(reportCodes(job.attempts)).toEqual([['setup:0@0'], ['setup:0@0', 'run:0@0']]);
     expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'RECOVERING', 'STARTING', 'RUNNING', 'SUCCEEDED']);
     // The lost attempt's process does not outlive it.
     expect(alive(silent as number)).toBe(false);
@@ -120,8 +122,8 @@ describe('recovery without an exit code, end to end', () => {
       `,
     );
     // Node 1 fails only once both nodes run, so node 0 is surely running when it does.
-    await waitFor('both nodes of attempt 1', () => (t.runtime.deps.compute.liveProcessIds().length === 2 ? true : undefined));
-    const pids = t.runtime.deps.compute.liveProcessIds();
+    await waitFor('both nodes of attempt 1', () => (t.runtime.deps.compute.liveGroups().length === 2 ? true : undefined));
+    const pids = t.runtime.deps.compute.liveGroups();
     writeFileSync(`${jobWorkDir(t.runtime.dataDir, jobId)}/go`, '');
     const job = await finish(t, jobId);
 
@@ -146,8 +148,12 @@ describe('recovery without an exit code, end to end', () => {
       ],
     });
     // Node 0 was killed by the controller: it never reported, so its SIGTERM is not a code.
-    expect(reportCodes(job.attempts)).toEqual([['run:29@1'], [expect.stringMatching(/^run:0@[01]$/), expect.stringMatching(/^run:0@[01]$/)]]);
-    expect(job.attempts[1]?.reports.map((r) => r.outputTail).sort()).toEqual(['node 0 done', 'node 1 done']);
+    expect(reportCodes(job.attempts).map((codes) => codes.sort())).toEqual([
+      ['run:29@1', 'setup:0@0', 'setup:0@1'],
+      ['run:0@0', 'run:0@1', 'setup:0@0', 'setup:0@1'],
+    ]);
+    const runTails = job.attempts[1]?.reports.filter((r) => r.phase === 'run').map((r) => r.outputTail);
+    expect(runTails?.sort()).toEqual(['node 0 done', 'node 1 done']);
     expect(job.job.counters).toMatchObject({ restartsOnErrors: 0, restartsOnExitCodes: 1, recoveryCount: 1 });
     expect(pids).toHaveLength(2);
     for (const pid of pids) expect(liveInGroup(pid)).toEqual([]);
@@ -187,7 +193,10 @@ describe('recovery without an exit code, end to end', () => {
       { attempt: 1, exitCodes: [29], decision: 'RESTART' },
       { attempt: 2, exitCodes: [0], decision: 'SUCCEED' },
     ]);
-    expect(reportCodes(job.attempts)).toEqual([['run:29@0'], ['run:0@0']]);
+    expect(reportCodes(job.attempts)).toEqual([
+      ['setup:0@0', 'run:29@0'],
+      ['setup:0@0', 'run:0@0'],
+    ]);
     expect(job.job.attemptCount).toBe(2);
   });
 });

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { simulate } from '../../lib/simulate.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import type { AttemptView } from '../../lib/views.ts';
+import { NO_CHAOS, preemptAttemptsPlan } from '../../local/chaos.ts';
 import { runToEnd, useLocalRuntimes, yaml } from './harness.ts';
 
 const open = useLocalRuntimes();
@@ -26,7 +27,7 @@ const TASKS = [
     name: 'listed codes and ordinary errors interleaved (M=1)',
     events: ['exit:29', 'exit:1', 'exit:29', 'exit:2'],
     markets: ['on-demand', 'on-demand', 'on-demand', 'on-demand'],
-    preemptAttempts: [],
+    chaos: NO_CHAOS,
     task: yaml`
       resources:
         job_recovery:
@@ -40,7 +41,7 @@ const TASKS = [
     name: 'setup and run failures sharing the budget (M=2)',
     events: ['setup:1', 'exit:1', 'setup:1'],
     markets: ['on-demand', 'on-demand', 'on-demand'],
-    preemptAttempts: [],
+    chaos: NO_CHAOS,
     task: yaml`
       resources:
         job_recovery:
@@ -56,7 +57,7 @@ const TASKS = [
     events: ['preempt', 'exit:3'],
     // The policy moved the job to on-demand: the second attempt was launched there.
     markets: ['spot', 'on-demand'],
-    preemptAttempts: [1],
+    chaos: preemptAttemptsPlan([1]),
     task: yaml`
       resources:
         use_spot: true
@@ -72,9 +73,9 @@ const TASKS = [
 ];
 
 describe('simulate against a real run', () => {
-  it.each(TASKS)('decides alike: $name', async ({ task, events, markets, preemptAttempts }) => {
-    const t = await open({ preemptAfterMs: 200 });
-    const job = await runToEnd(t, task, { preemptAttempts });
+  it.each(TASKS)('decides alike: $name', async ({ task, events, markets, chaos }) => {
+    const t = await open();
+    const job = await runToEnd(t, task, { chaos });
     // The run produced the events the case is about (else the comparison proves little).
     expect(job.view.attempts.map(eventOf)).toEqual(events);
     expect(job.view.attempts.map((a) => a.market)).toEqual(markets);

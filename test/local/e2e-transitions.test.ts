@@ -66,7 +66,7 @@ describe('state transitions', () => {
       `,
     );
     expect(job.view.status).toBe('SUCCEEDED');
-    const output = job.attempts[0]?.reports[0]?.outputTail ?? '';
+    const output = job.attempts[0]?.reports.find((r) => r.phase === 'run')?.outputTail ?? '';
     const start = printedTime(output, 'start');
     const end = printedTime(output, 'end');
     expect(end - start).toBeGreaterThanOrEqual(2_000);

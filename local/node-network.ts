@@ -1,0 +1,128 @@
+// The network a local node sees. Each node reaches the local server through a path of its
+// own, `/_node/<instance id>`, as an EC2 instance reaches the API and IMDS from its own
+// interface: `<path>/imds/latest/...` is the node's instance metadata (IMDSv2), and
+// `<path>/jobs/...` the API's agent routes. A node whose network is cut, or whose instance
+// is gone, gets no answer at all.
+
+import { randomUUID } from 'node:crypto';
+import type { ApiRequest, ApiResponse } from '../lib/http/index.ts';
+import { matchRoute } from '../lib/http/index.ts';
+import type { LocalInstance } from './process-compute.ts';
+
+/** Where every node's path starts. */
+export const NODE_PATH_PREFIX = '/_node/';
+
+/** What the node network needs of the compute. */
+export interface NodeDirectory {
+  instance(instanceId: string): LocalInstance | undefined;
+  runStarted(instanceId: string): void;
+}
+
+/** IMDSv2's headers. */
+const TOKEN_HEADER = 'x-aws-ec2-metadata-token';
+const TOKEN_TTL_HEADER = 'x-aws-ec2-metadata-token-ttl-seconds';
+
+/** Whether a request came in on a node's path. */
+export function isNodeRequest(path: string): boolean {
+  return path.startsWith(NODE_PATH_PREFIX);
+}
+
+/**
+ * Answers a request on a node's path; null means no answer at all (the caller drops the
+ * connection): the node is unknown, gone, or cut off. API requests go to `api` with the
+ * node's prefix removed; only the agent routes are reachable.
+ */
+export async function answerNodeRequest(
+  nodes: NodeDirectory,
+  request: ApiRequest,
+  api: (request: ApiRequest) => Promise<ApiResponse>,
+): Promise<ApiResponse | null> {
+  const rest = request.path.slice(NODE_PATH_PREFIX.length);
+  const slash = rest.indexOf('/');
+  const instanceId = safeDecode(slash < 0 ? rest : rest.slice(0, slash));
+  const instance = instanceId === null ? undefined : nodes.instance(instanceId);
+  if (instance === undefined || instance.networkCut || instance.state !== 'running') return null;
+  const path = slash < 0 ? '/' : rest.slice(slash);
+  if (path.startsWith('/imds/')) return answerImds(instance, request.method, path.slice('/imds'.length), request.headers);
+
+  const match = matchRoute(request.method, path);
+  if (match === undefined || !('route' in match) || match.route.auth !== 'agent-secret') {
+    return text(403, 'a node reaches only the agent routes of the API');
+  }
+  const response = await api({ ...request, path });
+  if (instance.networkCut) return null;
+  if (match.route.name === 'reportPhase' && response.statusCode < 300 && startsRun(request.body)) nodes.runStarted(instance.instanceId);
+  return response;
+}
+
+/** A setup report with exit code 0: the agent goes on to run. */
+function startsRun(body: string | undefined): boolean {
+  try {
+    const report = JSON.parse(body ?? '') as { phase?: unknown; exitCode?: unknown };
+    return report.phase === 'setup' && report.exitCode === 0;
+  } catch {
+    return false;
+  }
+}
+
+/** IMDSv2 as EC2 serves it, for the keys the agent reads and a few more. */
+function answerImds(
+  instance: LocalInstance,
+  method: string,
+  path: string,
+  headers: Readonly<Record<string, string | undefined>>,
+): ApiResponse {
+  if (path === '/latest/api/token') {
+    if (method !== 'PUT') return text(405, '');
+    const ttl = Number(header(headers, TOKEN_TTL_HEADER));
+    if (!Number.isInteger(ttl) || ttl < 1 || ttl > 21_600) return text(400, '');
+    const token = randomUUID();
+    instance.imdsTokens.add(token);
+    return text(200, token);
+  }
+  if (method !== 'GET') return text(405, '');
+  const token = header(headers, TOKEN_HEADER);
+  if (token === undefined || !instance.imdsTokens.has(token)) return text(401, '');
+  const prefix = '/latest/meta-data/';
+  if (!path.startsWith(prefix)) return text(404, '');
+  const key = path.slice(prefix.length);
+  const value = metadata(instance, key);
+  return value === undefined ? text(404, '') : text(200, value);
+}
+
+function metadata(instance: LocalInstance, key: string): string | undefined {
+  switch (key) {
+    case 'instance-id':
+      return instance.instanceId;
+    case 'ami-launch-index':
+      return String(instance.rank);
+    case 'local-ipv4':
+      return '127.0.0.1';
+    case 'instance-type':
+      return 'local-process';
+    case 'placement/region':
+      return 'local';
+    case 'tags/instance':
+      return [...instance.tags.keys()].join('\n');
+    default:
+      if (key.startsWith('tags/instance/')) return instance.tags.get(safeDecode(key.slice('tags/instance/'.length)) ?? '');
+      return undefined;
+  }
+}
+
+function header(headers: Readonly<Record<string, string | undefined>>, name: string): string | undefined {
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value;
+  return undefined;
+}
+
+function text(statusCode: number, body: string): ApiResponse {
+  return { statusCode, headers: { 'content-type': 'text/plain' }, body };
+}
+
+function safeDecode(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
