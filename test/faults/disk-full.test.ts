@@ -1,0 +1,115 @@
+// A full disk, for real: the data folder on a small tmpfs (this needs root, as CI has).
+// A job whose output fills it keeps running with its log cut short and a note in `logs`;
+// a database write that fails ends only the job whose step it was, once the janitor can
+// write again; the runtime stays up for every other job.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LogTail } from '../../cli/follow.ts';
+import { StateName } from '../../lib/workflow/contract.ts';
+import { attemptLogs, jobWorkDir } from '../../local/paths.ts';
+import { finish, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from '../local/harness.ts';
+import { processesOfJob } from './world.ts';
+
+const open = useLocalRuntimes();
+const mounts: string[] = [];
+
+/** A fresh tmpfs of `size` (e.g. `96m`) mounted on a new folder; null where mounting is not allowed. */
+function smallDisk(size: string): string | null {
+  const dir = mkdtempSync(path.join(tmpdir(), 'relaunch-disk-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    return null;
+  }
+  mounts.push(dir);
+  return dir;
+}
+
+const CAN_MOUNT = (() => {
+  const dir = smallDisk('1m');
+  if (dir === null) return false;
+  execFileSync('umount', [dir]);
+  mounts.pop();
+  rmSync(dir, { recursive: true, force: true });
+  return true;
+})();
+
+afterEach(() => {
+  for (const dir of mounts.splice(0)) {
+    execFileSync('umount', ['-l', dir]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+describe.skipIf(!CAN_MOUNT)('a full disk', () => {
+  it('keeps a job whose output fills the disk running, its log cut short with a note, and the runtime up', { timeout: 120_000 }, async () => {
+    const dataDir = smallDisk('96m') as string;
+    const t = await open({ inMemory: false, dataDir });
+    const job = await finish(
+      t,
+      (
+        await t.runtime.submit(yaml`
+          run: |
+            head -c 40000000 /dev/zero > ballast
+            echo "writing more than the disk holds"
+            yes x | head -c 80000000
+            echo
+            rm ballast
+            echo "still running after the disk filled"
+            touch survived
+        `)
+      ).jobId,
+    );
+
+    expect(job.view).toMatchObject({ status: 'SUCCEEDED', attempts: [{ outcome: 'EXITED', exitCodes: [0] }] });
+    expect(existsSync(path.join(jobWorkDir(dataDir, job.jobId), 'survived'))).toBe(true);
+    const logs = new LogTail().read(attemptLogs(dataDir, job.jobId, 1));
+    expect(logs).toContain('writing more than the disk holds');
+    expect(logs).toContain("relaunch: node 0's run output stops here: its log could not be written (is the disk full?); the job went on");
+    expect(logs).not.toContain('still running after the disk filled');
+    // Writes refused while the disk was full were refused, not crashes.
+    for (const error of t.errors) expect(String(error)).toContain("the local database's disk is full");
+    expect(processesOfJob(job.jobId)).toEqual([]);
+  });
+
+  it('ends the job whose step could not be written FAILED_CONTROLLER, and runs the others on', { timeout: 120_000 }, async () => {
+    const dataDir = smallDisk('96m') as string;
+    const t = await open({ inMemory: false, dataDir });
+    const { jobId: other } = await t.runtime.submit(yaml`
+      run: |
+        while [ ! -f go ]; do sleep 0.1; done
+        echo "other job done"
+    `);
+    await waitUntilAwaiting(t, other, 1);
+    const { jobId } = await t.runtime.submit(yaml`
+      resources:
+        job_recovery:
+          recover_on_exit_codes: [29]
+          restart_backoff: {initial_seconds: 2, factor: 1, max_seconds: 2, jitter: none}
+      run: exit 29
+    `);
+    await waitFor('the backoff', () => (t.transitions.some((x) => x.execution === jobId && x.state === StateName.WaitBeforeRelaunch) ? true : undefined));
+
+    // The disk fills while the job waits: its next launch cannot be written.
+    const ballast = path.join(dataDir, 'ballast');
+    const { bavail, bsize } = statfsSync(dataDir);
+    writeFileSync(ballast, Buffer.alloc(Math.max(0, bavail * bsize - 1024 * 1024)));
+    await waitFor('the controller to fail', () => (t.transitions.some((x) => x.execution === jobId && x.state === StateName.ControllerFailed) ? true : undefined));
+    rmSync(ballast);
+
+    const failed = await finish(t, jobId);
+    expect(failed.view.status).toBe('FAILED_CONTROLLER');
+    expect(failed.view.failureReason).toContain("the local database's disk is full");
+
+    writeFileSync(path.join(jobWorkDir(dataDir, other), 'go'), '');
+    const done = await finish(t, other);
+    expect(done.view).toMatchObject({ status: 'SUCCEEDED', attempts: [{ outcome: 'EXITED', exitCodes: [0] }] });
+    expect(processesOfJob(jobId)).toEqual([]);
+    expect(processesOfJob(other)).toEqual([]);
+  });
+});

@@ -1,0 +1,85 @@
+// `kill -9` of the runtime while jobs run: nothing of a job outlives it by more than one
+// restart, and no report it had stored is lost. The runtime is a real `relaunch serve`
+// process; the restart is a runtime opened on the same data folder.
+
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { killStrayClis, startCli, waitForOutput } from '../cli/helpers.ts';
+import { nodeDir } from '../../local/paths.ts';
+import { reportCodes, statusTrail, stored, useLocalRuntimes, waitFor, yaml } from '../local/harness.ts';
+import { processesOfJob } from './world.ts';
+
+const open = useLocalRuntimes();
+const folders: string[] = [];
+afterAll(() => {
+  killStrayClis();
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
+async function submit(url: string, task: string): Promise<string> {
+  const response = await fetch(`${url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: task });
+  expect(response.status).toBe(202);
+  return ((await response.json()) as { jobId: string }).jobId;
+}
+
+async function job(url: string, jobId: string): Promise<{ status: string; attempts: { exitCodes: unknown[] }[] }> {
+  return (await (await fetch(`${url}/jobs/${jobId}`)).json()) as never;
+}
+
+describe('the runtime killed with SIGKILL', () => {
+  it('takes its jobs\' processes with it; the next start kills any that escaped and keeps every stored report', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'relaunch-kill9-'));
+    folders.push(dataDir);
+    const serve = startCli(['serve', '--data-dir', dataDir, '--port', '0'], { cwd: dataDir });
+    const [, url] = (await waitForOutput(serve, /relaunch API on (http:\/\/127\.0\.0\.1:\d+)/)) as RegExpMatchArray as [string, string];
+
+    // Node 1 finishes at once and its report is stored; node 0 runs on, with a child that
+    // leaves the node's process group (setsid), as daemons do.
+    const jobId = await submit(
+      url,
+      yaml`
+        num_nodes: 2
+        run: |
+          if [ "$RELAUNCH_NODE_RANK" -eq 1 ]; then echo "node 1 done"; exit 0; fi
+          setsid sleep 300 &
+          sleep 300
+      `,
+    );
+    const other = await submit(url, 'run: sleep 300\n');
+    // Node 1's agent shuts its instance down once its run report is acknowledged.
+    const node1Done = path.join(nodeDir(dataDir, jobId, 1, 1), 'shutdown');
+    await waitFor('node 1 reported and every node running', async () => {
+      const view = await job(url, jobId);
+      const escaped = processesOfJob(jobId).some((p) => p.command === 'sleep 300');
+      return view.status === 'RUNNING' && escaped && existsSync(node1Done) && processesOfJob(other).length > 0 ? view : undefined;
+    });
+    const before = processesOfJob(jobId);
+
+    serve.child.kill('SIGKILL');
+    await serve.finished;
+    // Each node's watcher saw the runtime go and killed its group; only the escaped child is left.
+    const left = await waitFor('the nodes\' groups to be gone', () => {
+      const now = processesOfJob(jobId);
+      return now.length === 1 && processesOfJob(other).length === 0 ? now : undefined;
+    });
+    expect(before.length).toBeGreaterThan(left.length);
+    expect(left.map((p) => p.command)).toEqual(['sleep 300']);
+
+    const t = await open({ inMemory: false, dataDir });
+    expect(processesOfJob(jobId)).toEqual([]);
+    const orphan = await stored(t, jobId);
+    expect(orphan.job.status).toBe('FAILED_CONTROLLER');
+    expect(orphan.job.failureReason).toBe(
+      "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended; 1 of its processes were still running and have been killed",
+    );
+    expect(reportCodes(orphan.attempts)).toEqual([expect.arrayContaining(['setup:0@1', 'run:0@1'])]);
+    expect(orphan.attempts[0]?.instances.map((i) => typeof i.processGroupId)).toEqual(['number', 'number']);
+    expect(statusTrail(orphan.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'FAILED_CONTROLLER']);
+    const second = await stored(t, other);
+    expect(second.job.failureReason).toBe(
+      "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended",
+    );
+  });
+});
