@@ -14,7 +14,7 @@ import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
 import type { InstanceRef } from '../lib/model.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../lib/ports.ts';
 import { errorMessage } from '../lib/usecases/deps.ts';
-import type { InstanceEvent } from '../lib/usecases/instance-event.ts';
+import { INSTANCE_GONE_STATES, type InstanceEvent } from '../lib/usecases/instance-event.ts';
 import { faultsOfAttempt, NO_CHAOS, type ChaosFault, type ChaosPlan } from './chaos.ts';
 import { jobWorkDir, nodeDir } from './paths.ts';
 import { INSTANCE_MARK, killMarked, markedProcesses, signalGroup, signalMarked } from './process-groups.ts';
@@ -249,6 +249,7 @@ export class LocalProcessCompute implements Compute {
       markTerminated,
     };
     this.instances.set(instanceId, instance);
+    child.once('spawn', () => this.emit(instance, { kind: 'STATE_CHANGE', state: 'running' }));
     // The agent ended: it shut the instance down, or it died. Either way the instance goes.
     child.once('exit', () => void this.terminate(instance, 'the agent ended'));
     child.once('error', () => undefined);
@@ -315,12 +316,18 @@ export class LocalProcessCompute implements Compute {
     }
   }
 
-  /** EventBridge's delivery: at least once, unless the chaos plan drops this attempt's events. */
+  /**
+   * EventBridge's delivery. The rule forwards interruption warnings and the states in
+   * which an instance is gone, so `running` is emitted and never delivered; the chaos plan
+   * may drop the rest of an attempt's events.
+   */
   private emit(instance: LocalInstance, event: Omit<InstanceEvent, 'instanceId' | 'time'>): void {
     const full: InstanceEvent = { ...event, instanceId: instance.instanceId, time: new Date().toISOString() };
+    const forwarded = event.kind === 'SPOT_INTERRUPTION_WARNING' || (event.state !== undefined && event.state in INSTANCE_GONE_STATES);
     const dropped = faultsOfAttempt(this.chaosOf(instance.jobId), instance.attempt).some((f) => f.kind === 'drop_events');
-    this.emitted.push({ event: full, delivered: !dropped && !this.closing });
-    if (dropped || this.closing) return;
+    const delivered = forwarded && !dropped && !this.closing;
+    this.emitted.push({ event: full, delivered });
+    if (!delivered) return;
     const delivery = this.options.events(full).catch((error: unknown) => this.options.onError?.(error));
     this.pending.add(delivery);
     void delivery.finally(() => this.pending.delete(delivery));

@@ -142,7 +142,10 @@ describe('faults injected into real runs', () => {
     expect(job.attempts[0]?.outcome).toEqual({ kind: 'LOST', reason: `instance local-${job.jobId}-1-0 was terminated` });
     expect(reportCodes(job.attempts)[0]).toEqual(['setup:0@0']);
     const first = t.runtime.deps.compute.emitted.filter((e) => e.event.instanceId === `local-${job.jobId}-1-0`);
-    expect(first.map((e) => e.event.state)).toEqual(['terminated']);
+    expect(first.map((e) => [e.event.state, e.delivered])).toEqual([
+      ['running', false],
+      ['terminated', true],
+    ]);
     expect(processesOfJob(job.jobId)).toEqual([]);
   });
 
@@ -198,7 +201,10 @@ describe('faults injected into real runs', () => {
     expect(job.view.status).toBe('SUCCEEDED');
     expect(job.attempts[0]?.outcome).toEqual({ kind: 'LOST', reason: 'no heartbeat for 2 s' });
     const first = t.runtime.deps.compute.emitted.filter((e) => e.event.instanceId === `local-${job.jobId}-1-0`);
-    expect(first.map((e) => [e.event.state, e.delivered])).toEqual([['terminated', false]]);
+    expect(first.map((e) => [e.event.state, e.delivered])).toEqual([
+      ['running', false],
+      ['terminated', false],
+    ]);
     expect(processesOfJob(job.jobId)).toEqual([]);
   });
 
@@ -228,6 +234,21 @@ describe('faults injected into real runs', () => {
     expect(job.view.attempts).toMatchObject([{ attempt: 1, outcome: 'LAUNCH_FAILED', decision: 'FAIL' }]);
     expect(job.job.failureReason).toContain('InsufficientInstanceCapacity');
     expect(t.runtime.deps.compute.emitted).toEqual([]);
+  });
+
+  it('ends an attempt whose nodes cannot be started FAILED_PRECHECKS with the error, never a relaunch loop', async () => {
+    const t = await open();
+    const path = process.env.PATH;
+    process.env.PATH = '/nonexistent';
+    try {
+      const job = await runToEnd(t, 'run: echo never\n');
+      expect(job.view.status).toBe('FAILED_PRECHECKS');
+      expect(job.view.attempts).toMatchObject([{ attempt: 1, outcome: 'LAUNCH_FAILED', decision: 'FAIL' }]);
+      expect(job.job.failureReason).toMatch(/could not start the nodes of attempt 1: .*ENOENT/);
+      expect(t.launches).toHaveLength(1);
+    } finally {
+      process.env.PATH = path;
+    }
   });
 
   it('runs a task with no faults exactly as before', async () => {
