@@ -58,6 +58,7 @@ export interface LocalInstance {
   networkCut: boolean;
   /** The agent process, leader of the node's process group. */
   readonly child: ChildProcess;
+  /** The group's id (the agent's pid); 0 when the process could not be started. */
   readonly pgid: number;
   readonly timers: Set<NodeJS.Timeout>;
   /** Resolves once the instance is terminated and its processes are gone. */
@@ -243,7 +244,7 @@ export class LocalProcessCompute implements Compute {
       state: 'running',
       networkCut: false,
       child,
-      pgid: child.pid ?? -1,
+      pgid: child.pid ?? 0,
       timers: new Set(),
       terminated,
       markTerminated,

@@ -8,8 +8,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** The environment variable that marks every process of a local node. */
 export const INSTANCE_MARK = 'RELAUNCH_INSTANCE_ID';
 
-/** Sends a signal to a whole process group; a group that is gone is not an error. */
+/**
+ * Sends a signal to a whole process group; a group that is gone is not an error. Only a
+ * real group id is signalled: `kill(-1)` would reach every process, `kill(-0)` our own.
+ */
 export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  if (!Number.isInteger(pgid) || pgid <= 1) return;
   try {
     process.kill(-pgid, signal);
   } catch {
@@ -40,6 +44,7 @@ export function markedProcesses(instanceId: string, pgid: number): number[] {
 export function signalMarked(instanceId: string, pgid: number, signal: NodeJS.Signals): number {
   const pids = markedProcesses(instanceId, pgid);
   for (const pid of pids) {
+    if (pid <= 1) continue;
     try {
       process.kill(pid === pgid && !hasProc() ? -pid : pid, signal);
     } catch {
@@ -64,6 +69,7 @@ function hasProc(): boolean {
 }
 
 function groupAlive(pgid: number): boolean {
+  if (!Number.isInteger(pgid) || pgid <= 1) return false;
   try {
     process.kill(-pgid, 0);
     return true;
