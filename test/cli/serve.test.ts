@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTerminal } from '../../lib/status.ts';
+import { startIdentityOf } from '../../local/server-info.ts';
 import type { JobStatus } from '../../lib/status.ts';
 import {
   EXAMPLES,
@@ -84,7 +85,7 @@ describe('relaunch serve --port 0, driven with curl', { timeout: SLOW }, () => {
 
   it('prints its URL first and records it, with its pid, in server.json', () => {
     expect(server.stdout().split('\n')[0]).toMatch(/^relaunch API on http:\/\/127\.0\.0\.1:\d+ /);
-    expect(serverInfo(data)).toEqual({ url, pid: server.child.pid });
+    expect(serverInfo(data)).toEqual({ url, pid: server.child.pid, startedAt: startIdentityOf(server.child.pid as number) });
   });
 
   it('POST /jobs with a YAML body answers 202 {jobId}; GET /jobs/{id} shows it to the end, as run --json would', async () => {
