@@ -121,7 +121,7 @@ export class LocalProcessCompute implements Compute {
       }
       await Promise.all(started.map((instance) => spawned(instance.child)));
     } catch (error) {
-      await Promise.all(started.map((instance) => this.terminate(instance, 'launch failed')));
+      await Promise.all(started.map((instance) => this.terminate(instance)));
       throw new PrecheckError(`could not start the nodes of attempt ${attempt}: ${errorMessage(error)}`);
     }
     return {
@@ -137,7 +137,7 @@ export class LocalProcessCompute implements Compute {
 
   async release(jobId: string, attempt: number, recorded: readonly InstanceRef[]): Promise<void> {
     const known = [...this.instances.values()].filter((i) => i.jobId === jobId && i.attempt === attempt);
-    await Promise.all(known.map((instance) => this.terminate(instance, 'released')));
+    await Promise.all(known.map((instance) => this.terminate(instance)));
     // Instances a runtime that is gone started: found by their group and their mark.
     for (const ref of recorded) {
       if (this.instances.has(ref.instanceId) || ref.processGroupId === undefined) continue;
@@ -148,7 +148,7 @@ export class LocalProcessCompute implements Compute {
   /** Terminates every instance (shutdown of the runtime) and waits for pending events. */
   async releaseAll(): Promise<void> {
     this.closing = true;
-    await Promise.all([...this.instances.values()].map((instance) => this.terminate(instance, 'released')));
+    await Promise.all([...this.instances.values()].map((instance) => this.terminate(instance)));
     await Promise.all([...this.pending]);
   }
 
@@ -252,7 +252,7 @@ export class LocalProcessCompute implements Compute {
     this.instances.set(instanceId, instance);
     child.once('spawn', () => this.emit(instance, { kind: 'STATE_CHANGE', state: 'running' }));
     // The agent ended: it shut the instance down, or it died. Either way the instance goes.
-    child.once('exit', () => void this.terminate(instance, 'the agent ended'));
+    child.once('exit', () => void this.terminate(instance));
     child.once('error', () => undefined);
     return instance;
   }
@@ -263,10 +263,10 @@ export class LocalProcessCompute implements Compute {
     switch (fault.kind) {
       case 'preempt':
         this.emit(instance, { kind: 'SPOT_INTERRUPTION_WARNING' });
-        this.schedule(instance, fault.warningMs, () => void this.terminate(instance, 'spot capacity reclaimed'));
+        this.schedule(instance, fault.warningMs, () => void this.terminate(instance));
         return;
       case 'lose':
-        void this.terminate(instance, 'lost', { abrupt: true });
+        void this.terminate(instance, { abrupt: true });
         return;
       case 'silence':
         instance.networkCut = true;
@@ -281,7 +281,7 @@ export class LocalProcessCompute implements Compute {
    * period), then `terminated`. An abrupt end (a lost instance) kills at once and emits
    * only `terminated`. Idempotent: resolves when the instance is gone.
    */
-  private terminate(instance: LocalInstance, _why: string, options: { abrupt?: boolean } = {}): Promise<void> {
+  private terminate(instance: LocalInstance, options: { abrupt?: boolean } = {}): Promise<void> {
     if (instance.state !== 'running') return instance.terminated;
     instance.networkCut = true;
     for (const timer of instance.timers) clearTimeout(timer);
