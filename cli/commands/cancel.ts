@@ -2,12 +2,13 @@
 
 import type { Command } from 'commander';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
+import { jobIdArgument } from '../job-id.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 
 /** The `cancel` subcommand. */
 export function cancelCommand(io: Io): Command {
   return withTargetOptions(
-    subcommand('cancel', io).description('cancel a job; its instances (or processes) are released').argument('<job>', 'a job id'),
+    subcommand('cancel', io).description('cancel a job; its instances (or processes) are released').argument('<job>', 'a job id', jobIdArgument),
   ).action(async (jobId: string, options: TargetOptions) => exitWith(await cancel(jobId, options, io)));
 }
 

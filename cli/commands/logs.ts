@@ -3,6 +3,7 @@
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
+import { jobIdArgument } from '../job-id.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob, LogTail } from '../follow.ts';
 import { attemptLogs } from '../../local/paths.ts';
@@ -17,7 +18,7 @@ export function logsCommand(io: Io): Command {
   return withTargetOptions(
     subcommand('logs', io)
       .description("print a job's output (the latest attempt unless --attempt)")
-      .argument('<job>', 'a job id')
+      .argument('<job>', 'a job id', jobIdArgument)
       .option('--attempt <n>', 'the attempt (1-based)', attemptNumber)
       .option('--follow', 'keep printing until the job ends'),
   ).action(async (jobId: string, options: LogsOptions) => exitWith(await printLogs(jobId, options, io)));

@@ -120,16 +120,17 @@ async function chaosOf(options: RunOptions, numNodes: number): Promise<ChaosPlan
 
 /** `KEY=VALUE` pairs; a key must be a shell variable name. */
 export function parseEnvs(pairs: readonly string[]): Record<string, string> {
-  const envs: Record<string, string> = {};
+  // Entries, not assignments: `--env __proto__=x` must reach the spec's check as a key.
+  const envs = new Map<string, string>();
   for (const pair of pairs) {
     const at = pair.indexOf('=');
     const key = at < 0 ? pair : pair.slice(0, at);
     if (at < 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
       throw new InvalidInputError([{ path: '--env', message: `expected KEY=VALUE with KEY a variable name, got "${pair}"` }]);
     }
-    envs[key] = pair.slice(at + 1);
+    envs.set(key, pair.slice(at + 1));
   }
-  return envs;
+  return Object.fromEntries(envs);
 }
 
 function collect(value: string, previous: string[]): string[] {

@@ -3,6 +3,7 @@
 import type { Command } from 'commander';
 import type { AttemptView, JobSummary, JobView } from '../../lib/views.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
+import { jobIdArgument } from '../job-id.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 
 interface StatusOptions extends TargetOptions {
@@ -14,7 +15,7 @@ export function statusCommand(io: Io): Command {
   return withTargetOptions(
     subcommand('status', io)
       .description('list jobs, or show one job with every attempt: outcome, exit codes, decision, reason, duration')
-      .argument('[job]', 'a job id')
+      .argument('[job]', 'a job id', jobIdArgument)
       .option('--json', 'print JSON: {jobs: [...]} or the job'),
   ).action(async (jobId: string | undefined, options: StatusOptions) => exitWith(await showStatus(jobId, options, io)));
 }

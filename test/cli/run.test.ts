@@ -198,6 +198,14 @@ describe.concurrent('relaunch run, human output and --env', { timeout: SLOW }, (
     expect(existsSync(data)).toBe(false);
   });
 
+  it('refuses --env __proto__=x as the env it names, never as a prototype: exit 2, no job', async () => {
+    const dir = await tempDir('run');
+    const result = await runCli(['run', join(EXAMPLES, 'max-restarts.yaml'), '--data-dir', join(dir, 'data'), '--env', '__proto__=x'], { cwd: dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('envs.__proto__');
+    expect(result.stdout).toBe('');
+  });
+
   // The same checks in this process (no spawn): the binary only adds process.exitCode.
   it.each([
     ['--env', '1ST=x'],
