@@ -6,18 +6,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { killStrayClis, startCli, waitForOutput, type Cli } from '../cli/helpers.ts';
+import { killStrayClis, startCli } from '../cli/helpers.ts';
 import { waitFor, yaml } from '../local/harness.ts';
-import { processesOfJob } from './world.ts';
+import { processesOfJob, serve, type JobAnswer, type Served } from './world.ts';
 
-let serve: Cli;
-let url: string;
+let server: Served;
 let dataDir: string;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(tmpdir(), 'relaunch-cancel-'));
-  serve = startCli(['serve', '--data-dir', dataDir, '--port', '0'], { cwd: dataDir });
-  [, url] = (await waitForOutput(serve, /relaunch API on (http:\/\/127\.0\.0\.1:\d+)/)) as unknown as [string, string];
+  server = await serve(dataDir);
 });
 
 afterAll(() => {
@@ -25,29 +23,9 @@ afterAll(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function submit(task: string): Promise<string> {
-  const response = await fetch(`${url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: task });
-  expect(response.status).toBe(202);
-  return ((await response.json()) as { jobId: string }).jobId;
-}
-
-async function cancel(jobId: string): Promise<number> {
-  return (await fetch(`${url}/jobs/${jobId}`, { method: 'DELETE' })).status;
-}
-
-interface View {
-  status: string;
-  failureReason: string | null;
-  attempts: { attempt: number; outcome: string | null; decision: string | null }[];
-}
-
-async function view(jobId: string): Promise<View> {
-  return (await (await fetch(`${url}/jobs/${jobId}`)).json()) as View;
-}
-
-async function ended(jobId: string): Promise<View> {
+async function ended(jobId: string): Promise<JobAnswer> {
   return waitFor(`${jobId} to end`, async () => {
-    const current = await view(jobId);
+    const current = await server.job(jobId);
     return ['CANCELLED', 'SUCCEEDED', 'FAILED', 'FAILED_CONTROLLER'].includes(current.status) ? current : undefined;
   });
 }
@@ -60,15 +38,15 @@ const LONG_JOB = yaml`
 
 describe('cancel at any moment, through a real server', () => {
   it('cancels 20 jobs right after their 20 submits: serve stays up, all CANCELLED, nothing left running', { timeout: 120_000 }, async () => {
-    const ids = await Promise.all(Array.from({ length: 20 }, () => submit(LONG_JOB)));
-    const answers = await Promise.all(ids.map((id) => cancel(id)));
+    const ids = await Promise.all(Array.from({ length: 20 }, () => server.submit(LONG_JOB)));
+    const answers = await Promise.all(ids.map((id) => server.cancel(id)));
     expect(answers.every((status) => status === 202 || status === 200)).toBe(true);
     const views = await Promise.all(ids.map((id) => ended(id)));
 
     expect(views.map((v) => v.status)).toEqual(ids.map(() => 'CANCELLED'));
-    expect(serve.child.exitCode).toBeNull();
+    expect(server.cli.child.exitCode).toBeNull();
     await waitFor('every process of the 20 jobs to be gone', () => (ids.every((id) => processesOfJob(id).length === 0) ? true : undefined));
-    expect(serve.stderr()).not.toMatch(/JobCancelled|Unhandled|Error:/);
+    expect(server.cli.stderr()).not.toMatch(/JobCancelled|Unhandled|Error:/);
   });
 
   it.each([
@@ -86,41 +64,37 @@ describe('cancel at any moment, through a real server', () => {
             run: exit 29
           `
         : LONG_JOB;
-    const jobId = await submit(task);
+    const jobId = await server.submit(task);
     await waitFor(`${jobId} to reach the moment`, async () => {
-      const current = await view(jobId);
+      const current = await server.job(jobId);
       if (moment === 'backoff') return current.status === 'RECOVERING' ? true : undefined;
       return current.status === 'RUNNING' && processesOfJob(jobId).some((p) => p.command === 'sleep 300') ? true : undefined;
     });
-    expect(await cancel(jobId)).toBe(202);
-    if (moment === 'running-twice') expect([200, 202]).toContain(await cancel(jobId));
+    expect(await server.cancel(jobId)).toBe(202);
+    if (moment === 'running-twice') expect([200, 202]).toContain(await server.cancel(jobId));
     const final = await ended(jobId);
 
     expect(final.status).toBe('CANCELLED');
-    expect(await cancel(jobId)).toBe(200);
+    expect(await server.cancel(jobId)).toBe(200);
     // The decision is stored before ReleaseInstances runs, as on AWS: the processes go next.
     await waitFor(`the processes of ${jobId} to be gone`, () => (processesOfJob(jobId).length === 0 ? true : undefined), 10_000);
-    expect(serve.child.exitCode).toBeNull();
+    expect(server.cli.child.exitCode).toBeNull();
   });
 
   it('ends serve on SIGTERM during a backoff with that job CANCELLED, not FAILED_CONTROLLER', { timeout: 60_000 }, async () => {
     const own = mkdtempSync(path.join(tmpdir(), 'relaunch-sigterm-'));
     try {
-      const server = startCli(['serve', '--data-dir', own, '--port', '0'], { cwd: own });
-      const [, base] = (await waitForOutput(server, /relaunch API on (http:\/\/127\.0\.0\.1:\d+)/)) as unknown as [string, string];
-      const response = await fetch(`${base}/jobs`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/yaml' },
-        body: 'resources:\n  job_recovery:\n    recover_on_exit_codes: [29]\n    restart_backoff: {initial_seconds: 600, factor: 1, max_seconds: 600, jitter: none}\nrun: exit 29\n',
-      });
-      const { jobId } = (await response.json()) as { jobId: string };
-      await waitFor('the backoff', async () => (((await (await fetch(`${base}/jobs/${jobId}`)).json()) as View).status === 'RECOVERING' ? true : undefined));
-      server.child.kill('SIGTERM');
-      const exit = await server.finished;
+      const ownServer = await serve(own);
+      const jobId = await ownServer.submit(
+        'resources:\n  job_recovery:\n    recover_on_exit_codes: [29]\n    restart_backoff: {initial_seconds: 600, factor: 1, max_seconds: 600, jitter: none}\nrun: exit 29\n',
+      );
+      await waitFor('the backoff', async () => ((await ownServer.job(jobId)).status === 'RECOVERING' ? true : undefined));
+      ownServer.cli.child.kill('SIGTERM');
+      const exit = await ownServer.cli.finished;
       expect(exit.code).toBe(0);
 
       const after = startCli(['status', jobId, '--json', '--data-dir', own], { cwd: own });
-      const shown = JSON.parse((await after.finished).stdout) as View;
+      const shown = JSON.parse((await after.finished).stdout) as JobAnswer;
       expect(shown.status).toBe('CANCELLED');
     } finally {
       rmSync(own, { recursive: true, force: true });

@@ -6,10 +6,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killStrayClis, startCli, waitForOutput } from '../cli/helpers.ts';
+import { killStrayClis } from '../cli/helpers.ts';
 import { nodeDir } from '../../local/paths.ts';
 import { reportCodes, statusTrail, stored, useLocalRuntimes, waitFor, yaml } from '../local/harness.ts';
-import { processesOfJob } from './world.ts';
+import { processesOfJob, serve } from './world.ts';
 
 const open = useLocalRuntimes();
 const folders: string[] = [];
@@ -18,27 +18,15 @@ afterAll(() => {
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
 });
 
-async function submit(url: string, task: string): Promise<string> {
-  const response = await fetch(`${url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: task });
-  expect(response.status).toBe(202);
-  return ((await response.json()) as { jobId: string }).jobId;
-}
-
-async function job(url: string, jobId: string): Promise<{ status: string; attempts: { exitCodes: unknown[] }[] }> {
-  return (await (await fetch(`${url}/jobs/${jobId}`)).json()) as never;
-}
-
 describe('the runtime killed with SIGKILL', () => {
   it('takes its jobs\' processes with it; the next start kills any that escaped and keeps every stored report', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'relaunch-kill9-'));
     folders.push(dataDir);
-    const serve = startCli(['serve', '--data-dir', dataDir, '--port', '0'], { cwd: dataDir });
-    const [, url] = (await waitForOutput(serve, /relaunch API on (http:\/\/127\.0\.0\.1:\d+)/)) as RegExpMatchArray as [string, string];
+    const server = await serve(dataDir);
 
     // Node 1 finishes at once and its report is stored; node 0 runs on, with a child that
     // leaves the node's process group (setsid), as daemons do.
-    const jobId = await submit(
-      url,
+    const jobId = await server.submit(
       yaml`
         num_nodes: 2
         run: |
@@ -47,18 +35,18 @@ describe('the runtime killed with SIGKILL', () => {
           sleep 300
       `,
     );
-    const other = await submit(url, 'run: sleep 300\n');
+    const other = await server.submit('run: sleep 300\n');
     // Node 1's agent shuts its instance down once its run report is acknowledged.
     const node1Done = path.join(nodeDir(dataDir, jobId, 1, 1), 'shutdown');
     await waitFor('node 1 reported and every node running', async () => {
-      const view = await job(url, jobId);
+      const view = await server.job(jobId);
       const escaped = processesOfJob(jobId).some((p) => p.command === 'sleep 300');
       return view.status === 'RUNNING' && escaped && existsSync(node1Done) && processesOfJob(other).length > 0 ? view : undefined;
     });
     const before = processesOfJob(jobId);
 
-    serve.child.kill('SIGKILL');
-    await serve.finished;
+    server.cli.child.kill('SIGKILL');
+    await server.cli.finished;
     // Each node's watcher saw the runtime go and killed its group; only the escaped child is left.
     const left = await waitFor('the nodes\' groups to be gone', () => {
       const now = processesOfJob(jobId);

@@ -1,8 +1,9 @@
 // What the fault tests share: chaos plans written as users write them (parsed by the real
-// chaos parser), and a look at the processes a job left on the machine.
+// chaos parser), a look at the processes a job left on the machine, and a real server.
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { parseChaosFile, type ChaosPlan } from '../../local/chaos.ts';
+import { startCli, waitForOutput, type Cli } from '../cli/helpers.ts';
 import { INSTANCE_MARK } from '../../local/process-groups.ts';
 import { yaml } from '../local/harness.ts';
 
@@ -31,4 +32,41 @@ export function processesOfJob(jobId: string): { pid: number; command: string }[
     }
   }
   return found;
+}
+
+/** A job as `GET /jobs/{id}` answers it, as far as the fault tests read it. */
+export interface JobAnswer {
+  readonly status: string;
+  readonly failureReason: string | null;
+  readonly attempts: readonly { attempt: number; outcome: string | null; decision: string | null }[];
+}
+
+/** A real `relaunch serve` on a data folder, and the API calls the fault tests make to it. */
+export interface Served {
+  readonly cli: Cli;
+  readonly url: string;
+  submit(task: string): Promise<string>;
+  cancel(jobId: string): Promise<number>;
+  job(jobId: string): Promise<JobAnswer>;
+}
+
+/** Starts `relaunch serve --port 0` on `dataDir` and waits until it listens. */
+export async function serve(dataDir: string): Promise<Served> {
+  const cli = startCli(['serve', '--data-dir', dataDir, '--port', '0'], { cwd: dataDir });
+  const [, url] = (await waitForOutput(cli, /relaunch API on (http:\/\/127\.0\.0\.1:\d+)/)) as unknown as [string, string];
+  return {
+    cli,
+    url,
+    async submit(task) {
+      const response = await fetch(`${url}/jobs`, { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: task });
+      if (response.status !== 202) throw new Error(`submit answered ${response.status}: ${await response.text()}`);
+      return ((await response.json()) as { jobId: string }).jobId;
+    },
+    async cancel(jobId) {
+      return (await fetch(`${url}/jobs/${jobId}`, { method: 'DELETE' })).status;
+    },
+    async job(jobId) {
+      return (await (await fetch(`${url}/jobs/${jobId}`)).json()) as JobAnswer;
+    },
+  };
 }
