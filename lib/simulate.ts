@@ -1,14 +1,20 @@
 // `relaunch simulate`: a task's recovery policy replayed over made-up attempt ends, no compute.
 
 import { InvalidInputError, type InputIssue } from './errors.ts';
+import type { NodeReport } from './model.ts';
+import { decideAttempt, type AttemptFacts } from './outcome.ts';
 import { decideRecovery, initialCounters } from './policy/decide.ts';
 import type { AttemptOutcome, Phase, RecoveryAction } from './policy/types.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from './spec/bounds.ts';
 import type { TaskSpec } from './spec/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
 
-/** One event's decision, as `relaunch simulate --json` prints it (these keys, no others). */
+/** One attempt's decision, as `relaunch simulate --json` prints it (these keys, no others). */
 export interface SimulatedDecision {
-  /** The event exactly as given. */
+  /**
+   * The event that ended the attempt, exactly as given; a `warn` before it is shown with
+   * it, space-separated (`warn exit:0+1`).
+   */
   readonly event: string;
   readonly action: RecoveryAction;
   readonly status: JobStatus;
@@ -24,7 +30,8 @@ export interface SimulationResult {
 }
 
 /** The event forms, as error messages and help text name them. */
-export const EVENT_FORMS = 'exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt or lost';
+export const EVENT_FORMS =
+  'exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt, lost, warn (before the event that ends the attempt), gone:N, nocap or noboot';
 
 /**
  * What backoff jitter draws when the caller gives no random source: the midpoint, so the
@@ -33,69 +40,154 @@ export const EVENT_FORMS = 'exit:N, exit:N+M (one code per node), setup:N, setup
  */
 export const MIDPOINT_DRAW = (): number => 0.5;
 
+/** The error a simulated launch without capacity reports. */
+const NO_CAPACITY = 'InsufficientInstanceCapacity in every zone tried';
+
+/** An attempt as the events describe it: the events that make it up, and how it ended. */
+export interface SimulatedAttempt {
+  /** Index in the event list of its first event (a `warn`, or the event that ended it). */
+  readonly first: number;
+  /** Index of the event that ended it. */
+  readonly last: number;
+  readonly outcome: AttemptOutcome;
+}
+
 /**
- * Feeds each event to the recovery policy of `spec`, from fresh counters, as the controller
- * would after each attempt. Pure. Throws InvalidInputError for an event that is not one of
- * EVENT_FORMS, whose code count differs from num_nodes, or that follows a terminal status.
+ * Feeds each attempt the events describe to the recovery policy of `spec`, from fresh
+ * counters, as the controller would after each attempt. Simulated time passes only in the
+ * waits the policy decides: a wait for capacity has lasted the sum of its gaps so far,
+ * which is what launch_timeout is measured against. Pure. Throws InvalidInputError for an
+ * event that is not one of EVENT_FORMS, whose code count or node differs from num_nodes,
+ * that a warning cannot precede, or that follows a terminal status.
  */
 export function simulate(spec: TaskSpec, events: readonly string[], random: () => number = MIDPOINT_DRAW): SimulationResult {
-  const outcomes = parseEvents(events, spec.numNodes);
   const policy = spec.resources.jobRecovery;
+  const attempts = parseEvents(events, spec.numNodes, policy.bootTimeoutSeconds);
   let counters = initialCounters(spec.resources.useSpot);
   let status: JobStatus = JobStatus.PENDING;
   let endedAt = 0;
+  let waitedForCapacity = 0;
   const decisions: SimulatedDecision[] = [];
-  outcomes.forEach((outcome, index) => {
-    const event = events[index] as string;
+  for (const { first, last, outcome } of attempts) {
     if (isTerminal(status)) {
       throw new InvalidInputError([
         {
-          path: `event ${index + 1}`,
-          message: `"${event}" comes after the job ended with ${status} at event ${endedAt}; a finished job takes no more events`,
+          path: `event ${first + 1}`,
+          message: `"${events[first]}" comes after the job ended with ${status} at event ${endedAt}; a finished job takes no more events`,
         },
       ]);
     }
-    const decision = decideRecovery({ policy, counters, outcome, random });
+    const decision = decideRecovery({ policy, counters, outcome, random, capacityWaitSeconds: waitedForCapacity });
     counters = decision.counters;
     status = decision.status;
-    endedAt = index + 1;
+    endedAt = last + 1;
+    waitedForCapacity = decision.rule === 'WAITING_FOR_CAPACITY' ? waitedForCapacity + decision.delaySeconds : 0;
     decisions.push({
-      event,
+      event: events.slice(first, last + 1).join(' '),
       action: decision.action,
       status: decision.status,
       restartsOnErrors: counters.restartsOnErrors,
       recoveryCount: counters.recoveryCount,
       reason: decision.reason,
     });
-  });
+  }
   return { decisions, final: { status } };
 }
 
 /**
- * Reads every event, reporting all the bad ones at once. Public so the CLI can check its
- * arguments before reading the task file; `simulate` calls it itself.
+ * Reads every event into the attempts they describe, reporting all the bad events at once.
+ * `bootTimeoutSeconds` only words the reason of `noboot`.
  */
-export function parseEvents(events: readonly string[], numNodes: number): AttemptOutcome[] {
+export function parseEvents(
+  events: readonly string[],
+  numNodes: number,
+  bootTimeoutSeconds: number = DEFAULT_BOOT_TIMEOUT_SECONDS,
+): SimulatedAttempt[] {
   if (events.length === 0) {
     throw new InvalidInputError([{ path: 'events', message: `give at least one event: ${EVENT_FORMS}` }]);
   }
   const issues: InputIssue[] = [];
-  const outcomes: AttemptOutcome[] = [];
+  const attempts: SimulatedAttempt[] = [];
+  /** Index of the first `warn` of the attempt being read, if it has one. */
+  let warnedAt: number | undefined;
   events.forEach((event, index) => {
-    const parsed = parseEvent(event, numNodes);
-    if (typeof parsed === 'string') issues.push({ path: `event ${index + 1}`, message: parsed });
-    else outcomes.push(parsed);
+    const parsed = parseEvent(event, numNodes, bootTimeoutSeconds);
+    if (parsed === WARN) {
+      warnedAt ??= index;
+      return;
+    }
+    const outcome = typeof parsed === 'string' ? parsed : parsed(warnedAt !== undefined);
+    if (typeof outcome === 'string') issues.push({ path: `event ${index + 1}`, message: outcome });
+    else attempts.push({ first: warnedAt ?? index, last: index, outcome });
+    warnedAt = undefined;
   });
+  if (warnedAt !== undefined) {
+    issues.push({
+      path: `event ${warnedAt + 1}`,
+      message: '"warn" ends nothing by itself: follow it with the event that ends its attempt, e.g. warn exit:0 or warn gone:0',
+    });
+  }
   if (issues.length > 0) throw new InvalidInputError(issues);
-  return outcomes;
+  return attempts;
 }
 
-const EXIT_EVENT = /^(exit|setup):(\d+(?:\+\d+)*)$/;
+const WARN = Symbol('warn');
 
-/** One event as an attempt outcome, or what is wrong with it. */
-function parseEvent(event: string, numNodes: number): AttemptOutcome | string {
-  if (event === 'preempt') return { kind: 'PREEMPTED' };
-  if (event === 'lost') return { kind: 'LOST', reason: 'heartbeat lost' };
+/**
+ * How an attempt ended, given whether EC2 warned of an interruption first, or what is
+ * wrong with that warning.
+ */
+type AttemptEnd = (warned: boolean) => AttemptOutcome | string;
+
+const EXIT_EVENT = /^(exit|setup):(\d+(?:\+\d+)*)$/;
+const GONE_EVENT = /^gone:(\d+)$/;
+
+/** Facts of a simulated attempt: a warning on record or not, and the nodes whose instance went. */
+function facts(warned: boolean, goneRank?: number): AttemptFacts {
+  const gone = goneRank === undefined ? [] : [{ nodeRank: goneRank, instanceId: `of node ${goneRank}`, how: 'terminated' }];
+  return { interruptionNoticedAt: warned ? '1970-01-01T00:00:00.000Z' : null, gone };
+}
+
+/**
+ * The outcome `decideAttempt` (the runtime's rule) makes of reports and facts. Simulated
+ * attempts always hold a deciding fact, so null never comes back.
+ */
+function decided(numNodes: number, reports: readonly NodeReport[], attemptFacts: AttemptFacts): AttemptOutcome {
+  const outcome = decideAttempt(numNodes, reports, attemptFacts);
+  if (outcome === null) throw new Error('a simulated attempt was left undecided');
+  return outcome;
+}
+
+/** One event: a warning, how an attempt ended, or what is wrong with the event. */
+function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number): typeof WARN | AttemptEnd | string {
+  // A heartbeat deadline with a warning on record ends the attempt PREEMPTED, as the
+  // controller decides it (lib/usecases/evaluate-policy.ts).
+  const unlessWarned = (outcome: AttemptOutcome): AttemptEnd => (warned) => (warned ? { kind: 'PREEMPTED' } : outcome);
+  switch (event) {
+    case 'warn':
+      return WARN;
+    case 'nocap':
+      return (warned) =>
+        warned
+          ? `"${event}" follows a warn, but a warning comes from a running instance and nocap is a launch that found none; put warn right before the event that ends a running attempt`
+          : { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: NO_CAPACITY };
+    case 'preempt':
+      return () => ({ kind: 'PREEMPTED' });
+    case 'lost':
+      return unlessWarned({ kind: 'LOST', reason: 'heartbeat lost' });
+    case 'noboot': {
+      const reason = `no node sent its first heartbeat within boot_timeout (${formatDuration(bootTimeoutSeconds)})`;
+      return unlessWarned({ kind: 'LOST', reason, neverBooted: true });
+    }
+  }
+  const gone = GONE_EVENT.exec(event);
+  if (gone !== null) {
+    const rank = Number(gone[1]);
+    if (rank >= numNodes) {
+      return `"${event}": node ${rank} is not one of the task's ${plural(numNodes, 'node')} (ranks 0 to ${numNodes - 1})`;
+    }
+    return (warned) => decided(numNodes, [], facts(warned, rank));
+  }
   const match = EXIT_EVENT.exec(event);
   if (match === null) return `expected ${EVENT_FORMS}; got "${event}"`;
   const phase: Phase = match[1] === 'setup' ? 'setup' : 'run';
@@ -112,7 +204,11 @@ function parseEvent(event: string, numNodes: number): AttemptOutcome | string {
   if (phase === 'setup' && codes.every((code) => code === 0)) {
     return `"${event}": a setup that exits 0 goes on to run, so it does not end an attempt; use exit:N for how the run ended`;
   }
-  return { kind: 'EXITED', phase, nodes: codes.map((exitCode, rank) => ({ rank, exitCode })) };
+  const exited: AttemptOutcome = { kind: 'EXITED', phase, nodes: codes.map((exitCode, rank) => ({ rank, exitCode })) };
+  // With a warning on record, the runtime's rule decides (PREEMPTED unless every code is 0);
+  // without one, every node's own code stands, none taken for a casualty of another.
+  const reports = codes.map((exitCode, nodeRank): NodeReport => ({ nodeRank, phase, exitCode, outputTail: '', reportedAt: '' }));
+  return (warned) => (warned ? decided(numNodes, reports, facts(true)) : exited);
 }
 
 function plural(count: number, noun: string): string {

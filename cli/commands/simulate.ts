@@ -13,6 +13,28 @@ export interface SimulateOptions {
   readonly json?: boolean;
 }
 
+/** What each event means, and examples, below the options in `--help`. */
+const HELP_AFTER = `
+Events (each ends one attempt, except warn):
+  exit:N, exit:N+M    run exited N (one code per node on a multi-node task)
+  setup:N, setup:N+M  setup exited N
+  preempt             a spot preemption
+  lost                the instance stopped sending heartbeats
+  warn                an interruption warning: the next event's attempt ends
+                      PREEMPTED unless every node exits 0 (warn exit:0+1)
+  gone:N              node N's instance went away before its report: LOST,
+                      or PREEMPTED after warn
+  nocap               a launch found no capacity: FAILED_NO_RESOURCE on the
+                      first launch, a wait for capacity on a relaunch
+  noboot              an attempt whose instances never reached relaunch
+
+Examples:
+  relaunch simulate task.yaml exit:29 preempt exit:1 exit:0
+  relaunch simulate two-nodes.yaml setup:0+1 exit:0+0 --json
+  relaunch simulate two-nodes.yaml warn exit:0+1 gone:1 exit:0+0
+  relaunch simulate task.yaml preempt nocap nocap exit:0
+  relaunch simulate task.yaml noboot noboot noboot`;
+
 /**
  * Runs `relaunch simulate`: reads and parses the task file, replays the events through its
  * recovery policy, prints the decisions. 0 when the simulation ran, whatever the job's final
@@ -41,10 +63,7 @@ export function simulateCommand(io: Io): Command {
     .argument('<task>', 'the task file (SkyPilot YAML)')
     .argument('<events...>', EVENT_FORMS)
     .option('--json', 'print one JSON object: {decisions: [...], final: {status}}')
-    .addHelpText(
-      'after',
-      '\nExamples:\n  relaunch simulate task.yaml exit:29 preempt exit:1 exit:0\n  relaunch simulate two-nodes.yaml setup:0+1 exit:0+0 --json',
-    )
+    .addHelpText('after', HELP_AFTER)
     .action(async (file: string, events: string[], options: SimulateOptions) => {
       const status = await runSimulate(file, events, options, io);
       exitWith(status);

@@ -2,6 +2,7 @@
 
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError, InvalidTaskSpecError } from '../../lib/errors.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/spec/bounds.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import type { Accelerator, ImageId, Quantity, RecoveryPolicy, TaskSpec } from '../../lib/spec/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
@@ -16,14 +17,14 @@ export interface ValidateOptions {
 /**
  * Runs `relaunch validate`: reads the file (standard input for `-`), parses it, prints the
  * normalized task (a summary, or `{"ok":true,"spec":...,"warnings":[...]}` with --json)
- * and returns 0; for an invalid or unreadable file prints every problem (stderr, or
+ * with the review's warnings as well as submit's (lib/spec/warnings.ts), and returns 0; for an invalid or unreadable file prints every problem (stderr, or
  * `{"ok":false,"issues":[...]}` on stdout with --json) and returns 2. Warnings go to
  * stderr in human mode.
  */
 export async function runValidate(file: string, options: ValidateOptions, io: Io): Promise<ExitStatus> {
   const json = options.json === true;
   try {
-    const { spec, warnings } = parseTaskFile(await readTaskFile(file));
+    const { spec, warnings } = parseTaskFile(await readTaskFile(file), { review: true });
     if (json) {
       io.out(JSON.stringify({ ok: true, spec, warnings }, null, 2));
     } else {
@@ -95,6 +96,13 @@ function recovery(policy: RecoveryPolicy): string[] {
   }
   if (policy.onDemandFallbackAfter !== null) {
     lines.push(`on-demand after ${policy.onDemandFallbackAfter} preemptions in a row`);
+  }
+  if (policy.maxRecoveries != null) lines.push(`max_recoveries ${policy.maxRecoveries}`);
+  if (policy.launchTimeoutSeconds != null) lines.push(`launch_timeout ${formatDuration(policy.launchTimeoutSeconds)}`);
+  const bootTimeout = policy.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS;
+  const bootFailures = policy.maxBootFailures ?? DEFAULT_MAX_BOOT_FAILURES;
+  if (bootTimeout !== DEFAULT_BOOT_TIMEOUT_SECONDS || bootFailures !== DEFAULT_MAX_BOOT_FAILURES) {
+    lines.push(`boot_timeout ${formatDuration(bootTimeout)}, max_boot_failures ${bootFailures}`);
   }
   return lines;
 }

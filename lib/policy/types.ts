@@ -22,7 +22,15 @@ export interface NodeExit {
 export type AttemptOutcome =
   | { readonly kind: 'EXITED'; readonly phase: Phase; readonly nodes: readonly NodeExit[] }
   | { readonly kind: 'PREEMPTED' }
-  | { readonly kind: 'LOST'; readonly reason: string }
+  | {
+      readonly kind: 'LOST';
+      readonly reason: string;
+      /**
+       * true: no node of the attempt ever reached relaunch (no first heartbeat within
+       * boot_timeout). Such attempts in a row count toward max_boot_failures.
+       */
+      readonly neverBooted?: boolean;
+    }
   | { readonly kind: 'LAUNCH_FAILED'; readonly cause: 'NO_RESOURCE' | 'PRECHECKS'; readonly reason: string }
   | { readonly kind: 'CANCELLED' };
 
@@ -52,6 +60,24 @@ export interface RecoveryCounters {
   readonly consecutivePreemptions: number;
   /** The market the next attempt uses; on-demand fallback is sticky. */
   readonly market: Market;
+  /*
+   * The three below are written by every decision (initialCounters sets them too); they are
+   * optional only because counters stored before they existed lack them: absent means 0.
+   */
+  /** RECOVER decisions for preemptions and lost instances so far, capped by max_recoveries. */
+  readonly recoverDecisions?: number;
+  /**
+   * Attempts in a row whose instances never reached relaunch (LOST with neverBooted),
+   * capped by max_boot_failures; reset by any attempt that came up (EXITED, PREEMPTED, or
+   * LOST after a heartbeat), kept by a launch that failed.
+   */
+  readonly bootFailuresInARow?: number;
+  /**
+   * Relaunch launches in a row that found no capacity: the tries of the current wait for
+   * capacity so far, which set its next gap. 0 when not waiting; reset by any attempt that
+   * launched.
+   */
+  readonly capacityWaits?: number;
 }
 
 /**
@@ -75,6 +101,10 @@ export type PolicyRule =
   | 'RESTART_ON_ERROR'
   | 'ERROR_BUDGET_EXHAUSTED'
   | 'LAUNCH_FAILED'
+  | 'WAITING_FOR_CAPACITY'
+  | 'LAUNCH_TIMEOUT'
+  | 'RECOVERIES_EXHAUSTED'
+  | 'BOOT_FAILURES_EXHAUSTED'
   | 'CANCELLED';
 
 /** The policy's answer, with everything needed to carry it out and explain it. */
@@ -84,7 +114,10 @@ export interface RecoveryDecision {
   readonly status: JobStatus;
   readonly rule: PolicyRule;
   readonly counters: RecoveryCounters;
-  /** Whole seconds to wait before relaunching (0 when not relaunching). */
+  /**
+   * Whole seconds to wait before relaunching (0 when not relaunching): the backoff, or for
+   * WAITING_FOR_CAPACITY the gap before the next try at launching.
+   */
   readonly delaySeconds: number;
   /** The market for the next attempt. */
   readonly market: Market;

@@ -53,3 +53,31 @@ export function integer(what: string, min: number, max = Number.MAX_SAFE_INTEGER
 export function flag(what: string) {
   return z.boolean({ error: expected(what) });
 }
+
+/**
+ * A key that, once written, must have a value: `key:` alone (YAML's null) is an error that
+ * says what was expected and what leaving the key out means, as SkyPilot's schema refuses
+ * null for job_recovery's keys. Any other value is `schema`'s to judge. Wrap it in
+ * `z.optional` for a key that may be left out.
+ */
+export function valueRequired<T>(schema: z.ZodMiniType<T, unknown>, what: string, byDefault: string): z.ZodMiniType<T, unknown> {
+  return z.pipe(
+    z.unknown(),
+    z.transform((value, ctx) => {
+      if (value === null) {
+        ctx.issues.push({
+          code: 'custom',
+          message: `expected ${what}, got no value; leave the key out for the default (${byDefault})`,
+          input: value,
+          path: [],
+        });
+        return z.NEVER;
+      }
+      const result = schema.safeParse(value);
+      if (result.success) return result.data;
+      // The inner issues keep their codes and paths, so nested keys are still worded by name.
+      ctx.issues.push(...(result.error.issues as z.core.$ZodRawIssue[]));
+      return z.NEVER;
+    }),
+  );
+}

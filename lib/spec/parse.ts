@@ -7,7 +7,7 @@ import { expectedGot, type Problem } from './messages.ts';
 import { formatPath } from './path.ts';
 import { isMapping } from './fields.ts';
 import { crossFieldProblems, problemsOfIssue, taskSchema } from './schema.ts';
-import { specWarnings } from './warnings.ts';
+import { specWarnings, type WarningOptions } from './warnings.ts';
 import { readTaskYaml } from './yaml-file.ts';
 
 /** Problems as the user sees them: a dotted path, a line when known, in the file's order. */
@@ -24,7 +24,7 @@ function placed(problems: readonly Problem[], lines: LineTable): InputIssue[] {
  * Validates plain task data. `readProblems` are what reading the file found (template
  * placeholders); a field they cover is not reported a second time by the schema.
  */
-function validate(task: unknown, lines: LineTable, readProblems: readonly Problem[]): ParsedTask {
+function validate(task: unknown, lines: LineTable, readProblems: readonly Problem[], options: WarningOptions): ParsedTask {
   if (!isMapping(task)) {
     const message = expectedGot('a task (a mapping with run, resources, ...)', task);
     throw new InvalidTaskSpecError(placed([{ path: [], message }], lines));
@@ -34,20 +34,21 @@ function validate(task: unknown, lines: LineTable, readProblems: readonly Proble
   const found = [...(result.error?.issues.flatMap(problemsOfIssue) ?? []), ...crossFieldProblems(task)];
   const problems = [...readProblems, ...found.filter((problem) => !covered.has(formatPath(problem.path)))];
   if (!result.success || problems.length > 0) throw new InvalidTaskSpecError(placed(problems, lines));
-  const warnings: SpecWarning[] = placed(specWarnings(task, result.data), lines);
+  const warnings: SpecWarning[] = placed(specWarnings(task, result.data, options), lines);
   return { spec: result.data, warnings };
 }
 
 /**
- * Parses a task file (SkyPilot's task YAML) into a normalized TaskSpec and its warnings.
+ * Parses a task file (SkyPilot's task YAML) into a normalized TaskSpec and its warnings
+ * (with `review`, also those only `relaunch validate` gives).
  *
  * @throws InvalidTaskSpecError carrying every problem of the file at once, each with its
  *   path and line: YAML syntax errors, a pipeline (several documents), unsupported or
  *   unknown keys, and invalid values.
  */
-export function parseTaskFile(text: string): ParsedTask {
+export function parseTaskFile(text: string, options: WarningOptions = {}): ParsedTask {
   const { value, lines, problems } = readTaskYaml(text);
-  return validate(value, lines, problems);
+  return validate(value, lines, problems, options);
 }
 
 /**
@@ -56,6 +57,6 @@ export function parseTaskFile(text: string): ParsedTask {
  *
  * @throws InvalidTaskSpecError carrying every problem at once.
  */
-export function parseTaskObject(value: unknown): ParsedTask {
-  return validate(value, NO_LINES, []);
+export function parseTaskObject(value: unknown, options: WarningOptions = {}): ParsedTask {
+  return validate(value, NO_LINES, [], options);
 }

@@ -3,13 +3,14 @@
 import * as z from '../zod.ts';
 import type { RecoveryPolicy, RecoveryStrategy, RestartBackoff } from './types.ts';
 import { exitCodesSchema } from './exit-codes.ts';
-import { fromParser, integer, isMapping, validOrUndefined } from './fields.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, MAX_LAUNCH_TIMEOUT_SECONDS, MAX_WAIT_SECONDS, formatDuration, parseDuration } from './bounds.ts';
+import { fromParser, integer, isMapping, validOrUndefined, valueRequired } from './fields.ts';
 import { expected, expectedGot, type Problem } from './messages.ts';
 
 const STRATEGIES: readonly RecoveryStrategy[] = ['EAGER_NEXT_REGION', 'FAILOVER'];
-const STRATEGY_FORMS = 'EAGER_NEXT_REGION, FAILOVER or none';
+const STRATEGY_FORMS = 'EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none';
 
-/** SkyPilot's defaults: EAGER_NEXT_REGION, no restarts on errors, no exit codes, no extras. */
+/** SkyPilot's defaults (EAGER_NEXT_REGION, no restarts on errors, no exit codes) and relaunch's. */
 export const DEFAULT_RECOVERY_POLICY: RecoveryPolicy = {
   strategy: 'EAGER_NEXT_REGION',
   maxRestartsOnErrors: 0,
@@ -18,6 +19,10 @@ export const DEFAULT_RECOVERY_POLICY: RecoveryPolicy = {
   maxRestartsOnExitCodes: null,
   restartBackoff: null,
   onDemandFallbackAfter: null,
+  launchTimeoutSeconds: null,
+  bootTimeoutSeconds: DEFAULT_BOOT_TIMEOUT_SECONDS,
+  maxBootFailures: DEFAULT_MAX_BOOT_FAILURES,
+  maxRecoveries: null,
 };
 
 /** What `restart_backoff: {}` means: 10 s, doubling, at most 300 s, full jitter. */
@@ -28,21 +33,36 @@ export const DEFAULT_RESTART_BACKOFF: RestartBackoff = {
   jitter: 'full',
 };
 
-/** A strategy name, any case; `none` (any case) is SkyPilot's way to ask for the default. */
+/**
+ * A strategy name, any case; `none` asks for the default, and only in lowercase, as in
+ * SkyPilot (whose `NONE` and `None` are errors).
+ */
 export const strategySchema = fromParser<RecoveryStrategy>((value, report) => {
+  if (value === 'none') return DEFAULT_RECOVERY_POLICY.strategy;
   const name = typeof value === 'string' ? value.toUpperCase() : undefined;
-  if (name === 'NONE') return DEFAULT_RECOVERY_POLICY.strategy;
-  return STRATEGIES.find((strategy) => strategy === name) ?? report(expectedGot(STRATEGY_FORMS, value));
+  const strategy = STRATEGIES.find((known) => known === name);
+  if (strategy !== undefined) return strategy;
+  const hint = name === 'NONE' ? ' (only the lowercase none means the default strategy, as in SkyPilot)' : '';
+  return report(`${expectedGot(STRATEGY_FORMS, value)}${hint}`);
 });
 
-const SECONDS = 'a whole number of seconds >= 0';
+const WAIT_LIMIT = `${MAX_WAIT_SECONDS} (${MAX_WAIT_SECONDS / 86_400} days)`;
+const SECONDS = `a whole number of seconds from 0 to ${WAIT_LIMIT}`;
 
-/** `restart_backoff`'s own keys, in the file's spelling. */
+/** `restart_backoff`'s own keys, in the file's spelling; each, once written, needs a value. */
 const backoffShape = {
-  initial_seconds: z.nullish(integer(SECONDS, 0)),
-  factor: z.nullish(z.number({ error: expected('a number >= 1') }).check(z.minimum(1, { error: expected('a number >= 1') }))),
-  max_seconds: z.nullish(integer(SECONDS, 0)),
-  jitter: z.nullish(z.enum(['full', 'none'], { error: expected('full or none') })),
+  initial_seconds: z.optional(valueRequired(integer(SECONDS, 0, MAX_WAIT_SECONDS), SECONDS, `${DEFAULT_RESTART_BACKOFF.initialSeconds}`)),
+  factor: z.optional(
+    valueRequired(
+      z.number({ error: expected('a number >= 1') }).check(z.minimum(1, { error: expected('a number >= 1') })),
+      'a number >= 1',
+      `${DEFAULT_RESTART_BACKOFF.factor}`,
+    ),
+  ),
+  max_seconds: z.optional(
+    valueRequired(integer(SECONDS, 0, MAX_WAIT_SECONDS), SECONDS, `${DEFAULT_RESTART_BACKOFF.maxSeconds}, or initial_seconds if larger`),
+  ),
+  jitter: z.optional(valueRequired(z.enum(['full', 'none'], { error: expected('full or none') }), 'full or none', DEFAULT_RESTART_BACKOFF.jitter)),
 };
 
 /**
@@ -62,15 +82,37 @@ export const restartBackoffSchema = z.pipe(
   }),
 );
 
-/** The mapping form's keys, in the file's spelling: SkyPilot's three, then relaunch's four. */
+/** A duration such as `6h`, `30m`, `90s` or `1h30m`, in whole seconds within [min, max]. */
+function durationSchema(min: number, max: number) {
+  const what = `a duration from ${formatDuration(min)} to ${formatDuration(max)} such as 6h, 30m or 90s`;
+  return fromParser<number>((value, report) => {
+    if (typeof value === 'number') return report(`${expectedGot(what, value)} (give a unit: ${value}s is ${value} seconds)`);
+    const seconds = typeof value === 'string' ? parseDuration(value) : undefined;
+    return seconds !== undefined && seconds >= min && seconds <= max ? seconds : report(expectedGot(what, value));
+  });
+}
+
+const LAUNCH_TIMEOUT_FORMS = `a duration from 0s to ${formatDuration(MAX_LAUNCH_TIMEOUT_SECONDS)} such as 6h, 30m or 90s`;
+const BOOT_TIMEOUT_FORMS = `a duration from 1s to ${formatDuration(MAX_WAIT_SECONDS)} such as 6h, 30m or 90s`;
+
+/**
+ * The mapping form's keys, in the file's spelling: SkyPilot's three, then relaunch's own.
+ * A key written with no value is an error, as in SkyPilot; leaving it out gives its default.
+ */
 const policyShape = {
-  strategy: z.nullish(strategySchema),
-  max_restarts_on_errors: z.nullish(integer('an integer >= 0', 0)),
-  recover_on_exit_codes: z.nullish(exitCodesSchema),
-  fail_on_exit_codes: z.nullish(exitCodesSchema),
-  max_restarts_on_exit_codes: z.nullish(integer('an integer >= 0', 0)),
-  restart_backoff: z.nullish(restartBackoffSchema),
-  on_demand_fallback_after: z.nullish(integer('an integer >= 1', 1)),
+  strategy: z.optional(valueRequired(strategySchema, STRATEGY_FORMS, DEFAULT_RECOVERY_POLICY.strategy)),
+  max_restarts_on_errors: z.optional(valueRequired(integer('an integer >= 0', 0), 'an integer >= 0', '0')),
+  recover_on_exit_codes: z.optional(valueRequired(exitCodesSchema, 'an exit code 0-255 or a list of them', 'no codes')),
+  fail_on_exit_codes: z.optional(valueRequired(exitCodesSchema, 'an exit code 0-255 or a list of them', 'no codes')),
+  max_restarts_on_exit_codes: z.optional(valueRequired(integer('an integer >= 0', 0), 'an integer >= 0', 'no cap')),
+  restart_backoff: z.optional(valueRequired(restartBackoffSchema, 'a mapping with initial_seconds, factor, max_seconds, jitter', 'no backoff')),
+  on_demand_fallback_after: z.optional(valueRequired(integer('an integer >= 1', 1), 'an integer >= 1', 'never')),
+  launch_timeout: z.optional(valueRequired(durationSchema(0, MAX_LAUNCH_TIMEOUT_SECONDS), LAUNCH_TIMEOUT_FORMS, 'no limit')),
+  boot_timeout: z.optional(
+    valueRequired(durationSchema(1, MAX_WAIT_SECONDS), BOOT_TIMEOUT_FORMS, formatDuration(DEFAULT_BOOT_TIMEOUT_SECONDS)),
+  ),
+  max_boot_failures: z.optional(valueRequired(integer('an integer >= 1', 1), 'an integer >= 1', `${DEFAULT_MAX_BOOT_FAILURES}`)),
+  max_recoveries: z.optional(valueRequired(integer('an integer >= 0', 0), 'an integer >= 0', 'no cap')),
 };
 
 /** The keys a job_recovery mapping may hold. */
@@ -89,21 +131,26 @@ const policyMappingSchema = z.pipe(
       maxRestartsOnExitCodes: given.max_restarts_on_exit_codes ?? null,
       restartBackoff: given.restart_backoff ?? null,
       onDemandFallbackAfter: given.on_demand_fallback_after ?? null,
+      launchTimeoutSeconds: given.launch_timeout ?? null,
+      bootTimeoutSeconds: given.boot_timeout ?? DEFAULT_BOOT_TIMEOUT_SECONDS,
+      maxBootFailures: given.max_boot_failures ?? DEFAULT_MAX_BOOT_FAILURES,
+      maxRecoveries: given.max_recoveries ?? null,
     }),
   ),
 );
 
-/** A strategy name alone: SkyPilot's defaults with that strategy. */
+/** A strategy name alone: the defaults with that strategy. */
 const strategyPolicySchema = z.pipe(
   strategySchema,
   z.transform((strategy): RecoveryPolicy => ({ ...DEFAULT_RECOVERY_POLICY, strategy })),
 );
 
 /**
- * `resources.job_recovery` (and its older name `spot_recovery`): a strategy name, or the
+ * `resources.job_recovery` (and its legacy name `spot_recovery`): a strategy name, or the
  * mapping of SkyPilot's strategy, max_restarts_on_errors and recover_on_exit_codes plus
- * relaunch's fail_on_exit_codes, max_restarts_on_exit_codes, restart_backoff and
- * on_demand_fallback_after.
+ * relaunch's fail_on_exit_codes, max_restarts_on_exit_codes, restart_backoff,
+ * on_demand_fallback_after, launch_timeout, boot_timeout, max_boot_failures and
+ * max_recoveries.
  */
 export const jobRecoverySchema = z.pipe(
   z.unknown(),
@@ -139,7 +186,7 @@ export function recoveryProblems(jobRecovery: unknown): Problem[] {
     if (initial != null && max != null && max < initial) {
       problems.push({
         path: ['restart_backoff', 'max_seconds'],
-        message: expectedGot(`${SECONDS} and >= initial_seconds (${initial})`, max),
+        message: expectedGot(`a whole number of seconds >= initial_seconds (${initial})`, max),
       });
     }
   }

@@ -27,6 +27,28 @@ export interface RecoveryPolicy {
   readonly restartBackoff: RestartBackoff | null;
   /** After this many preemptions in a row, relaunch on-demand; null = never. */
   readonly onDemandFallbackAfter: number | null;
+  /*
+   * relaunch's runaway bounds. The parser always sets them; they are optional only because
+   * a job stored before they existed has none, and an absent one means its default.
+   */
+  /**
+   * How long a recovery may wait for capacity (seconds since its first launch that found
+   * none) before the job ends FAILED_NO_RESOURCE; null or absent = no limit (SkyPilot's
+   * behaviour).
+   */
+  readonly launchTimeoutSeconds?: number | null;
+  /**
+   * How long a node has to send its first heartbeat (seconds since launch) before the
+   * attempt counts as never booted; absent = DEFAULT_BOOT_TIMEOUT_SECONDS (10 min).
+   */
+  readonly bootTimeoutSeconds?: number;
+  /**
+   * Attempts in a row that never booted before the job ends FAILED_NO_RESOURCE; absent =
+   * DEFAULT_MAX_BOOT_FAILURES (3).
+   */
+  readonly maxBootFailures?: number;
+  /** Cap on RECOVER decisions (preemptions and lost instances); null or absent = no cap. */
+  readonly maxRecoveries?: number | null;
 }
 
 /** One accelerator choice: `A100:8` is `{ name: 'A100', count: 8 }`. */

@@ -29,7 +29,9 @@ export const UNSUPPORTED_KEYS: Readonly<Record<Section, ReadonlySet<string>>> = 
     '_cluster_config_overrides', '_docker_login_config', '_is_image_managed', '_requires_fuse',
     '_no_missing_accel_warnings', '_resolved_container_image',
   ]),
-  job_recovery: new Set(['min_nodes']),
+  // Not min_nodes, nor the DYNAMIC_NODE_SET strategy it goes with: no SkyPilot release has
+  // either, so they are unknown keys here.
+  job_recovery: new Set(),
   restart_backoff: new Set(),
 };
 

@@ -112,6 +112,54 @@ describe('runSimulate', () => {
   });
 });
 
+describe('runSimulate: the events of a messy end', () => {
+  it('warn exit:0+1 is a preemption, gone:N a lost instance, nocap on a relaunch a wait', async () => {
+    const io = bufferIo();
+    expect(await runSimulate(twoNodes, ['warn', 'exit:0+1', 'gone:1', 'nocap', 'exit:0+0'], {}, io)).toBe(0);
+    expect(io.stderr).toEqual([]);
+    expect(io.stdout.join('\n').split('\n')).toEqual([
+      '1. warn exit:0+1  → RECOVER  RECOVERING  (spot preemption; recovery 1, does not count toward max_restarts_on_errors)',
+      '2. gone:1         → RECOVER  RECOVERING  (instance lost (instance of node 1 was terminated); recovery 2, does not count toward max_restarts_on_errors)',
+      '3. nocap          → RECOVER  RECOVERING  (waiting for capacity: InsufficientInstanceCapacity in every zone tried; next try in 60 s)',
+      '4. exit:0+0       → SUCCEED  SUCCEEDED   (all 2 nodes exited 0 (run); job succeeded)',
+      'final: SUCCEEDED',
+    ]);
+  });
+
+  it('--json keeps its shape: a warn is shown with the event it precedes', async () => {
+    const io = bufferIo();
+    expect(await runSimulate(twoNodes, ['warn', 'exit:0+1', 'nocap', 'noboot', 'exit:0+0'], { json: true }, io)).toBe(0);
+    const result = JSON.parse(io.stdout.join('')) as { decisions: Record<string, unknown>[]; final: unknown };
+    expect(result.decisions.map((d) => Object.keys(d))).toEqual(Array(4).fill(['event', 'action', 'status', 'restartsOnErrors', 'recoveryCount', 'reason']));
+    expect(result.decisions.map((d) => [d.event, d.action, d.status])).toEqual([
+      ['warn exit:0+1', 'RECOVER', 'RECOVERING'],
+      ['nocap', 'RECOVER', 'RECOVERING'],
+      ['noboot', 'RECOVER', 'RECOVERING'],
+      ['exit:0+0', 'SUCCEED', 'SUCCEEDED'],
+    ]);
+    expect(result.final).toEqual({ status: 'SUCCEEDED' });
+  });
+
+  it('nocap at the first launch ends the job FAILED_NO_RESOURCE, and the command still exits 0', async () => {
+    const io = bufferIo();
+    expect(await runSimulate(task, ['nocap'], {}, io)).toBe(0);
+    expect(io.stdout.join('\n')).toBe(
+      '1. nocap  → FAIL  FAILED_NO_RESOURCE  (no capacity: InsufficientInstanceCapacity in every zone tried)\nfinal: FAILED_NO_RESOURCE',
+    );
+  });
+
+  it.each([
+    ['a warn with nothing after it', ['exit:1+0', 'warn'], /^error: event 2: "warn" ends nothing by itself/],
+    ['a warn before nocap', ['preempt', 'warn', 'nocap'], /^error: event 3: "nocap" follows a warn/],
+    ['a node the task does not have', ['gone:5'], /^error: event 1: "gone:5": node 5 is not one of the task's 2 nodes \(ranks 0 to 1\)$/],
+  ] as [string, string[], RegExp][])('%s is bad input: status 2', async (_name, events, message) => {
+    const io = bufferIo();
+    expect(await runSimulate(twoNodes, events, {}, io)).toBe(2);
+    expect(io.stdout).toEqual([]);
+    expect(io.stderr.join('\n')).toMatch(message);
+  });
+});
+
 describe('simulateCommand', () => {
   it('parses the task, the events and --json', async () => {
     const io = bufferIo();
@@ -124,6 +172,17 @@ describe('simulateCommand', () => {
     const parsing = simulateCommand(io).parseAsync([task, 'nonsense'], { from: 'user' });
     await expect(parsing).rejects.toBeInstanceOf(CommanderError);
     await expect(parsing).rejects.toMatchObject({ exitCode: 2, code: 'relaunch.exitStatus' });
+  });
+
+  it('--help names every event and what it means', async () => {
+    const io = bufferIo();
+    const command = simulateCommand(io);
+    let help = '';
+    command.configureOutput({ writeOut: (text) => (help += text) });
+    await expect(command.parseAsync(['--help'], { from: 'user' })).rejects.toMatchObject({ code: 'commander.helpDisplayed' });
+    for (const event of ['exit:N', 'setup:N', 'preempt', 'lost', 'warn', 'gone:N', 'nocap', 'noboot']) expect(help).toContain(`  ${event}`);
+    expect(help).toContain('PREEMPTED unless every node exits 0 (warn exit:0+1)');
+    expect(help).toContain('relaunch simulate two-nodes.yaml warn exit:0+1 gone:1 exit:0+0');
   });
 
   it('a missing event is a usage error, not a process exit', async () => {
@@ -167,6 +226,15 @@ describe('the relaunch binary', () => {
       ],
       final: { status: 'SUCCEEDED' },
     });
+  });
+
+  it('simulate TASK warn exit:0+1 prints a preemption, not the failure the codes alone make', async () => {
+    const warned = await run('node', [BIN, 'simulate', twoNodes, 'warn', 'exit:0+1']);
+    expect(warned.stdout).toBe(
+      '1. warn exit:0+1  → RECOVER  RECOVERING  (spot preemption; recovery 1, does not count toward max_restarts_on_errors)\nfinal: RECOVERING\n',
+    );
+    const unwarned = await run('node', [BIN, 'simulate', twoNodes, 'exit:0+1']);
+    expect(unwarned.stdout).toMatch(/^1\. exit:0\+1 +→ FAIL +FAILED /);
   });
 
   it('exits 2 with the message on stderr for a bad event', async () => {

@@ -90,8 +90,65 @@ describe('runValidate, human output', () => {
     const io = bufferIo();
     expect(await runValidate(`${VALID}legacy-spot-recovery.yaml`, {}, io)).toBe(0);
     expect(io.stderr).toEqual([
-      'warning: resources.spot_recovery: deprecated: SkyPilot renamed it job_recovery; read as job_recovery (line 8)',
+      'warning: resources.spot_recovery: a legacy name: SkyPilot renamed it job_recovery and removed spot_recovery in February 2025; relaunch still reads it as job_recovery (line 8)',
     ]);
+  });
+
+  it.each([
+    ['runaway-bounds.yaml', [
+      '  recovery      FAILOVER, max_restarts_on_errors 0',
+      '                recover_on_exit_codes 75 (at most 5 restarts)',
+      '                max_recoveries 20',
+      '                launch_timeout 6h',
+      '                boot_timeout 15m, max_boot_failures 5',
+      '  workdir       (none)',
+    ]],
+    ['boundary-bounds.yaml', [
+      '  recovery      EAGER_NEXT_REGION, max_restarts_on_errors 0',
+      '                restart_backoff 604800 s x2 up to 604800 s, full jitter',
+      '                max_recoveries 0',
+      '                launch_timeout 0s',
+      '                boot_timeout 7d, max_boot_failures 1',
+      '  workdir       (none)',
+    ]],
+  ])('summarizes the runaway bounds of %s, defaults left out', async (file, rows) => {
+    const io = bufferIo();
+    expect(await runValidate(`${VALID}${file}`, {}, io)).toBe(0);
+    expect(io.stdout.join('\n')).toContain(rows.join('\n'));
+  });
+
+  it('summarizes a boot bound that differs from its default alone with the other at its default', async () => {
+    const file = join(dir, 'boot.yaml');
+    await writeFile(file, 'resources:\n  job_recovery:\n    max_boot_failures: 2\nrun: x\n');
+    const io = bufferIo();
+    expect(await runValidate(file, {}, io)).toBe(0);
+    expect(io.stdout.join('\n').split('\n')).toContain('                boot_timeout 10m, max_boot_failures 2');
+  });
+
+  it('warns, as a review, about codes that relaunch without a cap or a pause, and says what to add', async () => {
+    const file = join(dir, 'unbounded.yaml');
+    await writeFile(file, 'resources:\n  job_recovery:\n    recover_on_exit_codes: [29]\nrun: x\n');
+    const io = bufferIo();
+    expect(await runValidate(file, {}, io)).toBe(0);
+    expect(io.stderr).toEqual([
+      'warning: resources.job_recovery.recover_on_exit_codes: no cap and no pause: a listed code that comes back on every attempt relaunches the job forever, each time at once; ' +
+        'add max_restarts_on_exit_codes (a cap, past which the code is an ordinary failure) or restart_backoff (a wait between relaunches) (line 3)',
+    ]);
+    const json = bufferIo();
+    expect(await runValidate(file, { json: true }, json)).toBe(0);
+    expect(JSON.parse(json.stdout.join('')).warnings).toEqual([
+      expect.objectContaining({ path: 'resources.job_recovery.recover_on_exit_codes', line: 3, message: expect.stringMatching(/^no cap and no pause/) }),
+    ]);
+  });
+
+  it('warns that SkyPilot would drop a job_recovery mapping whose strategy is none', async () => {
+    const io = bufferIo();
+    expect(await runValidate(`${VALID}strategy-none-with-keys.yaml`, {}, io)).toBe(0);
+    expect(io.stderr).toEqual([
+      'warning: resources.job_recovery.strategy: none beside other keys (max_restarts_on_errors): relaunch applies those with the default strategy, ' +
+        'but SkyPilot ignores the whole job_recovery mapping when strategy is none; leave strategy out to mean the same in both (line 5)',
+    ]);
+    expect(io.stdout.join('\n')).toContain('  recovery      EAGER_NEXT_REGION, max_restarts_on_errors 2');
   });
 
   it('writes every problem to stderr, nothing to stdout, and returns 2', async () => {

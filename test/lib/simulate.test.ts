@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/errors.ts';
 import type { RecoveryPolicy, TaskSpec } from '../../lib/spec/types.ts';
-import { simulate } from '../../lib/simulate.ts';
+import { EVENT_FORMS, simulate } from '../../lib/simulate.ts';
 import { recoveryPolicy, taskSpec } from '../fixtures/specs.ts';
 
 function spec(recovery: Partial<RecoveryPolicy> = {}, numNodes = 1, useSpot = true): TaskSpec {
@@ -114,20 +114,115 @@ describe('simulate', () => {
   });
 });
 
+describe('simulate: warnings, vanished instances, capacity and boots', () => {
+  const two = (recovery: Partial<RecoveryPolicy> = {}): TaskSpec => spec(recovery, 2);
+  const PREEMPTION = 'spot preemption; recovery 1, does not count toward max_restarts_on_errors';
+
+  it.each<[string, string[], string, string]>([
+    ['warn then a failing peer: PREEMPTED, recovered uncharged', ['warn', 'exit:0+1'], 'RECOVER', PREEMPTION],
+    ['warn then every node failing', ['warn', 'exit:137+1'], 'RECOVER', PREEMPTION],
+    ['warn then a failed setup', ['warn', 'setup:0+1'], 'RECOVER', PREEMPTION],
+    ['warn then a node gone', ['warn', 'gone:1'], 'RECOVER', PREEMPTION],
+    ['warn then a lost heartbeat: the deadline came first', ['warn', 'lost'], 'RECOVER', PREEMPTION],
+    ['warn then an attempt that never booted', ['warn', 'noboot'], 'RECOVER', PREEMPTION],
+    ['warn twice, then a failure', ['warn', 'warn', 'exit:1+0'], 'RECOVER', PREEMPTION],
+    ['warn then every node exiting 0: the job finished first', ['warn', 'exit:0+0'], 'SUCCEED', 'all 2 nodes exited 0 (run); job succeeded'],
+    ['a node gone without a warning: LOST', ['gone:1'], 'RECOVER', 'instance lost (instance of node 1 was terminated); recovery 1, does not count toward max_restarts_on_errors'],
+    ['the same failing peer without a warning: charged, and FAILED', ['exit:0+1'], 'FAIL', 'exit code 1 on node 1 (run); max_restarts_on_errors is 0, so no restart'],
+  ])('%s', (_name, events, action, reason) => {
+    const result = simulate(two(), events);
+    expect(result.decisions).toEqual([{ event: events.join(' '), action, status: action === 'SUCCEED' ? 'SUCCEEDED' : action === 'FAIL' ? 'FAILED' : 'RECOVERING', restartsOnErrors: action === 'FAIL' ? 1 : 0, recoveryCount: action === 'RECOVER' ? 1 : 0, reason }]);
+  });
+
+  it('joins a warn with the event it precedes, one decision per attempt', () => {
+    const result = simulate(two(), ['warn', 'exit:0+1', 'exit:0+0']);
+    expect(result.decisions.map((d) => d.event)).toEqual(['warn exit:0+1', 'exit:0+0']);
+    expect(result.final.status).toBe('SUCCEEDED');
+  });
+
+  it('nocap on the first launch is FAILED_NO_RESOURCE', () => {
+    const result = simulate(spec(), ['nocap']);
+    expect(result).toEqual({
+      decisions: [{ event: 'nocap', action: 'FAIL', status: 'FAILED_NO_RESOURCE', restartsOnErrors: 0, recoveryCount: 0, reason: 'no capacity: InsufficientInstanceCapacity in every zone tried' }],
+      final: { status: 'FAILED_NO_RESOURCE' },
+    });
+  });
+
+  it('nocap on a relaunch waits for capacity with a growing gap, then runs', () => {
+    const result = simulate(spec(), ['preempt', 'nocap', 'nocap', 'nocap', 'exit:0']);
+    expect(result.decisions.slice(1, 4).map((d) => [d.action, d.status, d.recoveryCount, d.reason])).toEqual([
+      ['RECOVER', 'RECOVERING', 1, 'waiting for capacity: InsufficientInstanceCapacity in every zone tried; next try in 60 s'],
+      ['RECOVER', 'RECOVERING', 1, 'waiting for capacity: InsufficientInstanceCapacity in every zone tried; next try in 96 s'],
+      ['RECOVER', 'RECOVERING', 1, 'waiting for capacity: InsufficientInstanceCapacity in every zone tried; next try in 154 s'],
+    ]);
+    expect(result.final.status).toBe('SUCCEEDED');
+  });
+
+  it('launch_timeout is measured in the gaps waited so far, and ends the wait FAILED_NO_RESOURCE', () => {
+    const result = simulate(spec({ launchTimeoutSeconds: 300 }), ['lost', 'nocap', 'nocap', 'nocap', 'nocap']);
+    expect(result.decisions.slice(1).map((d) => [d.action, d.reason])).toEqual([
+      ['RECOVER', 'waiting for capacity: InsufficientInstanceCapacity in every zone tried; next try in 60 s; launch_timeout 5m, 5m left'],
+      ['RECOVER', 'waiting for capacity: InsufficientInstanceCapacity in every zone tried; next try in 96 s; launch_timeout 5m, 4m left'],
+      ['RECOVER', 'waiting for capacity: InsufficientInstanceCapacity in every zone tried; next try in 144 s; launch_timeout 5m, 2m24s left'],
+      ['FAIL', 'no capacity after waiting 5m (launch_timeout 5m): InsufficientInstanceCapacity in every zone tried'],
+    ]);
+    expect(result.final.status).toBe('FAILED_NO_RESOURCE');
+  });
+
+  it('a wait that ends with a launch starts over at 60 s next time', () => {
+    const result = simulate(spec({ launchTimeoutSeconds: 100 }), ['preempt', 'nocap', 'preempt', 'nocap', 'nocap']);
+    expect(result.decisions.map((d) => d.action)).toEqual(['RECOVER', 'RECOVER', 'RECOVER', 'RECOVER', 'RECOVER']);
+    expect(result.decisions[3]?.reason).toMatch(/next try in 60 s; launch_timeout 1m40s, 1m40s left$/);
+    expect(result.decisions[4]?.reason).toMatch(/next try in 40 s; launch_timeout 1m40s, 40s left$/);
+  });
+
+  it('three attempts that never booted end FAILED_NO_RESOURCE, naming boot_timeout', () => {
+    const result = simulate(spec({ bootTimeoutSeconds: 300 }), ['noboot', 'noboot', 'noboot']);
+    expect(result.decisions.map((d) => [d.action, d.status])).toEqual([
+      ['RECOVER', 'RECOVERING'],
+      ['RECOVER', 'RECOVERING'],
+      ['FAIL', 'FAILED_NO_RESOURCE'],
+    ]);
+    expect(result.decisions[0]?.reason).toBe(
+      'instance lost (no node sent its first heartbeat within boot_timeout (5m)); never booted, 1 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors',
+    );
+    expect(result.decisions[2]?.reason).toBe(
+      "the instances never reached relaunch: check the subnet's route to the API endpoint (3 attempts in a row, max_boot_failures 3; last: no node sent its first heartbeat within boot_timeout (5m))",
+    );
+  });
+
+  it('max_recoveries caps preemptions and lost instances', () => {
+    const result = simulate(two({ maxRecoveries: 1 }), ['preempt', 'gone:0']);
+    expect(result.decisions[1]).toMatchObject({ action: 'FAIL', status: 'FAILED', reason: 'instance lost (instance of node 0 was terminated); max_recoveries (1) used up by 1 recovery' });
+  });
+});
+
 describe('simulate: bad input', () => {
   it.each([
-    ['an unknown word', ['reboot'], 1, [{ path: 'event 1', message: 'expected exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt or lost; got "reboot"' }]],
-    ['exit without a code', ['exit:'], 1, [{ path: 'event 1', message: 'expected exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt or lost; got "exit:"' }]],
-    ['a negative code', ['exit:-1'], 1, [{ path: 'event 1', message: 'expected exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt or lost; got "exit:-1"' }]],
+    ['an unknown word', ['reboot'], 1, [{ path: 'event 1', message: `expected ${EVENT_FORMS}; got "reboot"` }]],
+    ['exit without a code', ['exit:'], 1, [{ path: 'event 1', message: `expected ${EVENT_FORMS}; got "exit:"` }]],
+    ['a negative code', ['exit:-1'], 1, [{ path: 'event 1', message: `expected ${EVENT_FORMS}; got "exit:-1"` }]],
     ['a code above 255', ['exit:300'], 1, [{ path: 'event 1', message: '"exit:300": exit code 300 is out of range, expected 0-255' }]],
     ['too few codes for the nodes', ['exit:1'], 2, [{ path: 'event 1', message: '"exit:1" has 1 exit code, but the task has 2 nodes (num_nodes: 2); give one code per node, e.g. exit:1+0' }]],
     ['too many codes for the nodes', ['setup:1+2'], 1, [{ path: 'event 1', message: '"setup:1+2" has 2 exit codes, but the task has 1 node (num_nodes: 1); give one code per node, e.g. setup:1' }]],
     ['a setup that succeeded on every node', ['setup:0+0'], 2, [{ path: 'event 1', message: '"setup:0+0": a setup that exits 0 goes on to run, so it does not end an attempt; use exit:N for how the run ended' }]],
     ['every bad event at once, each by its number', ['preempt', 'PREEMPT', 'exit:1', 'x'], 1, [
-      { path: 'event 2', message: 'expected exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt or lost; got "PREEMPT"' },
-      { path: 'event 4', message: 'expected exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt or lost; got "x"' },
+      { path: 'event 2', message: `expected ${EVENT_FORMS}; got "PREEMPT"` },
+      { path: 'event 4', message: `expected ${EVENT_FORMS}; got "x"` },
     ]],
-    ['no events at all', [], 1, [{ path: 'events', message: 'give at least one event: exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt or lost' }]],
+    ['a gone node the task does not have', ['gone:2'], 2, [{ path: 'event 1', message: '"gone:2": node 2 is not one of the task\'s 2 nodes (ranks 0 to 1)' }]],
+    ['gone without a node', ['gone:'], 1, [{ path: 'event 1', message: `expected ${EVENT_FORMS}; got "gone:"` }]],
+    ['a warn before a launch that found no capacity', ['preempt', 'warn', 'nocap'], 1, [
+      { path: 'event 3', message: '"nocap" follows a warn, but a warning comes from a running instance and nocap is a launch that found none; put warn right before the event that ends a running attempt' },
+    ]],
+    ['a warn at the end', ['exit:1', 'warn'], 1, [
+      { path: 'event 2', message: '"warn" ends nothing by itself: follow it with the event that ends its attempt, e.g. warn exit:0 or warn gone:0' },
+    ]],
+    ['a warn and a bad event after it, each reported', ['warn', 'exit:300', 'warn'], 1, [
+      { path: 'event 2', message: '"exit:300": exit code 300 is out of range, expected 0-255' },
+      { path: 'event 3', message: '"warn" ends nothing by itself: follow it with the event that ends its attempt, e.g. warn exit:0 or warn gone:0' },
+    ]],
+    ['no events at all', [], 1, [{ path: 'events', message: `give at least one event: ${EVENT_FORMS}` }]],
   ] as [string, string[], number, { path: string; message: string }[]][])('%s is an InvalidInputError', (_name, events, numNodes, issues) => {
     expect(issuesOf(() => simulate(spec({}, numNodes), events))).toEqual(issues);
   });
@@ -136,6 +231,9 @@ describe('simulate: bad input', () => {
     ['after success', {}, ['exit:0', 'preempt'], 'event 2', '"preempt" comes after the job ended with SUCCEEDED at event 1; a finished job takes no more events'],
     ['after the budget ran out', { maxRestartsOnErrors: 1 }, ['exit:1', 'exit:1', 'exit:0'], 'event 3', '"exit:0" comes after the job ended with FAILED at event 2; a finished job takes no more events'],
     ['after a setup failure', {}, ['setup:1', 'exit:0', 'exit:0'], 'event 2', '"exit:0" comes after the job ended with FAILED_SETUP at event 1; a finished job takes no more events'],
+    ['after a first launch without capacity', {}, ['nocap', 'exit:0'], 'event 2', '"exit:0" comes after the job ended with FAILED_NO_RESOURCE at event 1; a finished job takes no more events'],
+    ['starting with a warn, named by the warn', {}, ['exit:0', 'warn', 'exit:1'], 'event 2', '"warn" comes after the job ended with SUCCEEDED at event 1; a finished job takes no more events'],
+    ['after a warned attempt, counted to its last event', { maxRecoveries: 0 }, ['warn', 'exit:1', 'exit:0'], 'event 3', '"exit:0" comes after the job ended with FAILED at event 2; a finished job takes no more events'],
   ] as [string, Partial<RecoveryPolicy>, string[], string, string][])(
     'an event %s names its number and the terminal status',
     (_name, recovery, events, path, message) => {

@@ -1,7 +1,7 @@
 // The recovery policy's decision table, rule by rule and boundary by boundary.
 
 import { describe, expect, it } from 'vitest';
-import { decideRecovery, initialCounters } from '../../../lib/policy/decide.ts';
+import { decideRecovery, initialCounters, NEVER_REACHED } from '../../../lib/policy/decide.ts';
 import type { AttemptOutcome, NodeExit, Phase, RecoveryCounters, RecoveryDecision } from '../../../lib/policy/types.ts';
 import type { RecoveryPolicy, RestartBackoff } from '../../../lib/spec/types.ts';
 import { recoveryPolicy } from '../../fixtures/specs.ts';
@@ -21,9 +21,17 @@ function nodes(phase: Phase, ...list: NodeExit[]): AttemptOutcome {
 
 const PREEMPTED: AttemptOutcome = { kind: 'PREEMPTED' };
 const LOST: AttemptOutcome = { kind: 'LOST', reason: 'no heartbeat for 300 s' };
+const NEVER_BOOTED: AttemptOutcome = { kind: 'LOST', reason: 'no heartbeat within boot_timeout', neverBooted: true };
+const NO_CAPACITY: AttemptOutcome = { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: 'InsufficientInstanceCapacity in 6 zones' };
 
-function decide(p: RecoveryPolicy, c: RecoveryCounters, outcome: AttemptOutcome, random = () => 0.5): RecoveryDecision {
-  return decideRecovery({ policy: p, counters: c, outcome, random });
+function decide(
+  p: RecoveryPolicy,
+  c: RecoveryCounters,
+  outcome: AttemptOutcome,
+  random = () => 0.5,
+  capacityWaitSeconds?: number,
+): RecoveryDecision {
+  return decideRecovery({ policy: p, counters: c, outcome, random, capacityWaitSeconds });
 }
 
 /** Feeds outcomes one after another, as the controller would, from fresh counters. */
@@ -49,6 +57,9 @@ describe('initialCounters', () => {
       recoveryCount: 0,
       consecutivePreemptions: 0,
       market,
+      recoverDecisions: 0,
+      bootFailuresInARow: 0,
+      capacityWaits: 0,
     });
   });
 });
@@ -148,10 +159,55 @@ describe('decideRecovery: action, status, rule and counters', () => {
     ['multi-node: with only killed nodes failing, rule 3 still does not apply to them', { recoverOnExitCodes: [137] }, {},
       nodes('run', { rank: 0, exitCode: 0 }, { rank: 1, exitCode: 137, killedByController: true }),
       { action: 'FAIL', status: 'FAILED', rule: 'ERROR_BUDGET_EXHAUSTED', decidingExitCode: 137, restartsOnErrors: 1, restartsOnExitCodes: 0, recoveryCount: 0 }],
-    // Outcomes that end the job whatever the budget
-    ['launch failed for want of capacity: FAILED_NO_RESOURCE', { maxRestartsOnErrors: 5 }, {},
-      { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: 'InsufficientInstanceCapacity in 6 zones' },
+    // Every node's code is matched, 0 included, except a peer the controller killed
+    ['matching: with [0], a node that exited 0 beside a failing one restarts by rule 3', { recoverOnExitCodes: [0] }, {}, exited('run', 0, 1),
+      { action: 'RESTART', status: 'RECOVERING', rule: 'RECOVER_ON_EXIT_CODE', decidingExitCode: 0, restartsOnErrors: 0, restartsOnExitCodes: 1, recoveryCount: 1 }],
+    ['matching: with [0], every node exiting 0 still succeeds (rule 1 first)', { recoverOnExitCodes: [0] }, {}, exited('run', 0, 0),
+      { action: 'SUCCEED', status: 'SUCCEEDED', rule: 'ALL_EXITED_ZERO', decidingExitCode: 0, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 0 }],
+    ['matching: with [0], a 0 in setup beside a setup failure restarts', { recoverOnExitCodes: [0] }, {}, exited('setup', 2, 0),
+      { action: 'RESTART', status: 'RECOVERING', rule: 'RECOVER_ON_EXIT_CODE', decidingExitCode: 0, restartsOnErrors: 0, restartsOnExitCodes: 1, recoveryCount: 1 }],
+    ['matching: a killed peer stays out of the match, even with code 0', { recoverOnExitCodes: [0] }, {},
+      nodes('run', { rank: 0, exitCode: 1 }, { rank: 1, exitCode: 0, killedByController: true }),
+      { action: 'FAIL', status: 'FAILED', rule: 'ERROR_BUDGET_EXHAUSTED', decidingExitCode: 1, restartsOnErrors: 1, restartsOnExitCodes: 0, recoveryCount: 0 }],
+    ['matching: a failing code in the list decides before a listed 0', { recoverOnExitCodes: [0, 29] }, {}, exited('run', 0, 29),
+      { action: 'RESTART', status: 'RECOVERING', rule: 'RECOVER_ON_EXIT_CODE', decidingExitCode: 29, restartsOnErrors: 0, restartsOnExitCodes: 1, recoveryCount: 1 }],
+    ['matching: fail_on_exit_codes matches a 0 beside a failure too', { failOnExitCodes: [0], maxRestartsOnErrors: 3 }, {}, exited('run', 1, 0),
+      { action: 'FAIL', status: 'FAILED', rule: 'FAIL_ON_EXIT_CODE', decidingExitCode: 0, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 0 }],
+    ['matching: a listed 0 past the cap charges the failing node\'s error', { recoverOnExitCodes: [0], maxRestartsOnExitCodes: 1, maxRestartsOnErrors: 1 }, { restartsOnExitCodes: 1, recoveryCount: 1 }, exited('run', 0, 1),
+      { action: 'RESTART', status: 'RECOVERING', rule: 'RESTART_ON_ERROR', decidingExitCode: 1, restartsOnErrors: 1, restartsOnExitCodes: 1, recoveryCount: 2 }],
+    // max_recoveries
+    ['max_recoveries: a recovery under the cap', { maxRecoveries: 2 }, { recoverDecisions: 1, recoveryCount: 1 }, PREEMPTED,
+      { action: 'RECOVER', status: 'RECOVERING', rule: 'PREEMPTED_OR_LOST', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 2 }],
+    ['max_recoveries: past the cap a preemption fails the job', { maxRecoveries: 2, maxRestartsOnErrors: 5 }, { recoverDecisions: 2, recoveryCount: 2 }, PREEMPTED,
+      { action: 'FAIL', status: 'FAILED', rule: 'RECOVERIES_EXHAUSTED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 2 }],
+    ['max_recoveries: past the cap a lost instance fails the job', { maxRecoveries: 2 }, { recoverDecisions: 2, recoveryCount: 5 }, LOST,
+      { action: 'FAIL', status: 'FAILED', rule: 'RECOVERIES_EXHAUSTED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 5 }],
+    ['max_recoveries 0: the first preemption fails the job', { maxRecoveries: 0 }, {}, PREEMPTED,
+      { action: 'FAIL', status: 'FAILED', rule: 'RECOVERIES_EXHAUSTED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 0 }],
+    ['max_recoveries leaves restarts on exit codes alone', { maxRecoveries: 0, recoverOnExitCodes: [29] }, {}, exited('run', 29),
+      { action: 'RESTART', status: 'RECOVERING', rule: 'RECOVER_ON_EXIT_CODE', decidingExitCode: 29, restartsOnErrors: 0, restartsOnExitCodes: 1, recoveryCount: 1 }],
+    // Attempts that never booted
+    ['never booted, the first: an ordinary recovery', {}, {}, NEVER_BOOTED,
+      { action: 'RECOVER', status: 'RECOVERING', rule: 'PREEMPTED_OR_LOST', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
+    ['never booted, the 3rd in a row (default max_boot_failures 3): FAILED_NO_RESOURCE', {}, { bootFailuresInARow: 2, recoveryCount: 2 }, NEVER_BOOTED,
+      { action: 'FAIL', status: 'FAILED_NO_RESOURCE', rule: 'BOOT_FAILURES_EXHAUSTED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 2 }],
+    ['never booted, under a larger max_boot_failures: recovers', { maxBootFailures: 5 }, { bootFailuresInARow: 3, recoveryCount: 3 }, NEVER_BOOTED,
+      { action: 'RECOVER', status: 'RECOVERING', rule: 'PREEMPTED_OR_LOST', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 4 }],
+    ['never booted with max_boot_failures 1: the first fails the job', { maxBootFailures: 1 }, {}, NEVER_BOOTED,
+      { action: 'FAIL', status: 'FAILED_NO_RESOURCE', rule: 'BOOT_FAILURES_EXHAUSTED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 0 }],
+    ['never booted, under max_boot_failures but past max_recoveries: FAILED', { maxRecoveries: 1 }, { recoverDecisions: 1, recoveryCount: 1 }, NEVER_BOOTED,
+      { action: 'FAIL', status: 'FAILED', rule: 'RECOVERIES_EXHAUSTED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
+    ['a lost instance that had booted is not a boot failure', { maxBootFailures: 1 }, { bootFailuresInARow: 0 }, { kind: 'LOST', reason: 'no heartbeat for 300 s', neverBooted: false },
+      { action: 'RECOVER', status: 'RECOVERING', rule: 'PREEMPTED_OR_LOST', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
+    // No capacity
+    ['no capacity at the first launch: FAILED_NO_RESOURCE', { maxRestartsOnErrors: 5 }, {}, NO_CAPACITY,
       { action: 'FAIL', status: 'FAILED_NO_RESOURCE', rule: 'LAUNCH_FAILED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 0 }],
+    ['no capacity at a relaunch: wait for capacity, recovery count unchanged', {}, { recoveryCount: 1 }, NO_CAPACITY,
+      { action: 'RECOVER', status: 'RECOVERING', rule: 'WAITING_FOR_CAPACITY', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
+    ['no capacity at a relaunch, past max_recoveries: still waits (launch_timeout bounds it)', { maxRecoveries: 1 }, { recoveryCount: 1, recoverDecisions: 1, capacityWaits: 9 }, NO_CAPACITY,
+      { action: 'RECOVER', status: 'RECOVERING', rule: 'WAITING_FOR_CAPACITY', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
+    ['no capacity at a relaunch with launch_timeout 0s: FAILED_NO_RESOURCE at once', { launchTimeoutSeconds: 0 }, { recoveryCount: 1 }, NO_CAPACITY,
+      { action: 'FAIL', status: 'FAILED_NO_RESOURCE', rule: 'LAUNCH_TIMEOUT', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
     ['launch failed prechecks: FAILED_PRECHECKS', { maxRestartsOnErrors: 5 }, {},
       { kind: 'LAUNCH_FAILED', cause: 'PRECHECKS', reason: 'image ami-123 not found in us-east-1' },
       { action: 'FAIL', status: 'FAILED_PRECHECKS', rule: 'LAUNCH_FAILED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 0 }],
@@ -205,8 +261,28 @@ describe('decideRecovery: the reason names the rule, the budget charged and what
       'spot preemption; recovery 2, does not count toward max_restarts_on_errors'],
     ['lost instance', {}, {}, LOST,
       'instance lost (no heartbeat for 300 s); recovery 1, does not count toward max_restarts_on_errors'],
-    ['no capacity', {}, {}, { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: 'InsufficientInstanceCapacity in 6 zones' },
-      'no capacity: InsufficientInstanceCapacity in 6 zones'],
+    ['no capacity at the first launch', {}, {}, NO_CAPACITY, 'no capacity: InsufficientInstanceCapacity in 6 zones'],
+    ['waiting for capacity', {}, { recoveryCount: 1 }, NO_CAPACITY,
+      'waiting for capacity: InsufficientInstanceCapacity in 6 zones; next try in 60 s'],
+    ['waiting for capacity with launch_timeout', { launchTimeoutSeconds: 21_600 }, { recoveryCount: 1 }, NO_CAPACITY,
+      'waiting for capacity: InsufficientInstanceCapacity in 6 zones; next try in 60 s; launch_timeout 6h, 6h left'],
+    ['a 0 in the list names the node that exited 0', { recoverOnExitCodes: [0] }, {}, exited('run', 0, 1),
+      'exit code 0 on node 0 (run) is in recover_on_exit_codes; restart 1, unlimited'],
+    ['a listed 0 past its cap names both nodes', { recoverOnExitCodes: [0], maxRestartsOnExitCodes: 1 }, { restartsOnExitCodes: 1 }, exited('run', 0, 1),
+      'exit code 0 on node 0 (run) is in recover_on_exit_codes, but max_restarts_on_exit_codes (1) is used up; exit code 1 on node 1 (run); max_restarts_on_errors is 0, so no restart'],
+    ['a recovery under max_recoveries says what is left', { maxRecoveries: 3 }, { recoverDecisions: 1, recoveryCount: 4 }, PREEMPTED,
+      'spot preemption; recovery 5, does not count toward max_restarts_on_errors; 2 of 3 under max_recoveries, 1 left'],
+    ['max_recoveries used up gives the count', { maxRecoveries: 2 }, { recoverDecisions: 2 }, PREEMPTED,
+      'spot preemption; max_recoveries (2) used up by 2 recoveries'],
+    ['max_recoveries 1 used up', { maxRecoveries: 1 }, { recoverDecisions: 1 }, LOST,
+      'instance lost (no heartbeat for 300 s); max_recoveries (1) used up by 1 recovery'],
+    ['max_recoveries 0', { maxRecoveries: 0 }, {}, PREEMPTED, 'spot preemption; max_recoveries is 0, so no recovery'],
+    ['never booted, under max_boot_failures', {}, { bootFailuresInARow: 1 }, NEVER_BOOTED,
+      'instance lost (no heartbeat within boot_timeout); never booted, 2 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors'],
+    ['never booted, max_boot_failures reached', {}, { bootFailuresInARow: 2 }, NEVER_BOOTED,
+      `${NEVER_REACHED} (3 attempts in a row, max_boot_failures 3; last: no heartbeat within boot_timeout)`],
+    ['never booted once, with max_boot_failures 1', { maxBootFailures: 1 }, {}, NEVER_BOOTED,
+      `${NEVER_REACHED} (1 attempt in a row, max_boot_failures 1; last: no heartbeat within boot_timeout)`],
     ['prechecks', {}, {}, { kind: 'LAUNCH_FAILED', cause: 'PRECHECKS', reason: 'image ami-123 not found in us-east-1' },
       'prechecks failed: image ami-123 not found in us-east-1'],
     ['cancelled', {}, {}, { kind: 'CANCELLED' }, 'cancelled by the user; no restart'],
@@ -254,7 +330,139 @@ describe('decideRecovery: sequences', () => {
       recoveryCount: 4,
       consecutivePreemptions: 0,
       market: 'spot',
+      recoverDecisions: 2,
+      bootFailuresInARow: 0,
+      capacityWaits: 0,
     });
+  });
+});
+
+describe('decideRecovery: the streak counters', () => {
+  type Streaks = Pick<Required<RecoveryCounters>, 'recoverDecisions' | 'bootFailuresInARow' | 'capacityWaits' | 'consecutivePreemptions'>;
+  const before: Partial<RecoveryCounters> = { recoverDecisions: 4, bootFailuresInARow: 2, capacityWaits: 3, consecutivePreemptions: 1, recoveryCount: 6, restartsOnErrors: 0 };
+
+  it.each<[string, AttemptOutcome, Streaks]>([
+    ['an exit resets both streaks', exited('run', 1), { recoverDecisions: 4, bootFailuresInARow: 0, capacityWaits: 0, consecutivePreemptions: 0 }],
+    ['a preemption counts a recovery and resets both streaks', PREEMPTED, { recoverDecisions: 5, bootFailuresInARow: 0, capacityWaits: 0, consecutivePreemptions: 2 }],
+    ['a lost instance that had booted resets the boot streak', LOST, { recoverDecisions: 5, bootFailuresInARow: 0, capacityWaits: 0, consecutivePreemptions: 0 }],
+    ['a never-booted attempt adds to the boot streak', NEVER_BOOTED, { recoverDecisions: 5, bootFailuresInARow: 3, capacityWaits: 0, consecutivePreemptions: 0 }],
+    ['a relaunch without capacity keeps the boot and preemption streaks and adds a wait', NO_CAPACITY, { recoverDecisions: 4, bootFailuresInARow: 2, capacityWaits: 4, consecutivePreemptions: 1 }],
+    ['a cancel keeps them (the job ends)', { kind: 'CANCELLED' }, { recoverDecisions: 4, bootFailuresInARow: 2, capacityWaits: 3, consecutivePreemptions: 0 }],
+  ])('%s', (_name, outcome, expected) => {
+    const { counters: after } = decide(recoveryPolicy({ maxBootFailures: 5, maxRestartsOnErrors: 1 }), counters(before), outcome);
+    expect({
+      recoverDecisions: after.recoverDecisions,
+      bootFailuresInARow: after.bootFailuresInARow,
+      capacityWaits: after.capacityWaits,
+      consecutivePreemptions: after.consecutivePreemptions,
+    }).toEqual(expected);
+  });
+
+  it('counters stored before these fields existed read as 0, and come back with every field', () => {
+    const stored: RecoveryCounters = { restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 2, consecutivePreemptions: 0, market: 'spot' };
+    expect(decide(recoveryPolicy({ maxRecoveries: 1 }), stored, PREEMPTED).counters).toEqual({ ...stored, recoveryCount: 3, consecutivePreemptions: 1, recoverDecisions: 1, bootFailuresInARow: 0, capacityWaits: 0 });
+    expect(decide(recoveryPolicy(), stored, NO_CAPACITY)).toMatchObject({ rule: 'WAITING_FOR_CAPACITY', delaySeconds: 60, counters: { capacityWaits: 1, bootFailuresInARow: 0 } });
+    expect(decide(recoveryPolicy({ maxBootFailures: 1 }), stored, NEVER_BOOTED).rule).toBe('BOOT_FAILURES_EXHAUSTED');
+  });
+
+  it('a policy stored before the bounds existed keeps SkyPilot\'s behaviour and 3 boot failures', () => {
+    const { launchTimeoutSeconds: _l, bootTimeoutSeconds: _b, maxBootFailures: _m, maxRecoveries: _r, ...stored } = recoveryPolicy();
+    expect(decide(stored, counters({ recoverDecisions: 1000, recoveryCount: 1000 }), PREEMPTED).action).toBe('RECOVER');
+    expect(decide(stored, counters({ capacityWaits: 50, recoveryCount: 1 }), NO_CAPACITY, () => 0.5, 10 ** 9).action).toBe('RECOVER');
+    expect(decide(stored, counters({ bootFailuresInARow: 1 }), NEVER_BOOTED).action).toBe('RECOVER');
+    expect(decide(stored, counters({ bootFailuresInARow: 2 }), NEVER_BOOTED).action).toBe('FAIL');
+  });
+});
+
+describe('decideRecovery: waiting for capacity', () => {
+  it.each<[string, Partial<RecoveryPolicy>, number, number | undefined, number]>([
+    ['the first wait is 60 s', {}, 0, undefined, 60],
+    ['the second is 60 x 1.6 = 96 s', {}, 1, 60, 96],
+    ['the third is 153.6, rounded to 154 s', {}, 2, 156, 154],
+    ['the fourth is 245.76, rounded to 246 s', {}, 3, 310, 246],
+    ['the fifth is 393 s', {}, 4, 556, 393],
+    ['the sixth would be 629 s: capped at 600', {}, 5, 949, 600],
+    ['a huge number of waits stays at 600 (1.6^k overflows to Infinity)', {}, 5000, 10 ** 7, 600],
+    ['restart_backoff does not apply to it', { restartBackoff: { initialSeconds: 5, factor: 2, maxSeconds: 10, jitter: 'none' } }, 0, undefined, 60],
+    ['launch_timeout shortens a gap that would pass it: the last try falls on it', { launchTimeoutSeconds: 400 }, 3, 300, 100],
+    ['a fraction of a second left is a 1 s gap', { launchTimeoutSeconds: 400 }, 3, 399.5, 1],
+    ['a launch_timeout shorter than the first gap', { launchTimeoutSeconds: 30 }, 0, undefined, 30],
+    ['the first failure starts the wait at 0 s, whatever elapsed time is given', { launchTimeoutSeconds: 100 }, 0, 5000, 60],
+    ['a negative elapsed time counts as 0', { launchTimeoutSeconds: 100 }, 1, -50, 96],
+    ['without launch_timeout any elapsed time waits on', {}, 40, 10 ** 8, 600],
+  ])('%s', (_name, p, waits, elapsed, seconds) => {
+    const decision = decide(recoveryPolicy(p), counters({ recoveryCount: 1, capacityWaits: waits }), NO_CAPACITY, () => 0.5, elapsed);
+    expect(decision).toMatchObject({ action: 'RECOVER', status: 'RECOVERING', rule: 'WAITING_FOR_CAPACITY', delaySeconds: seconds });
+    expect(decision.counters.capacityWaits).toBe(waits + 1);
+    expect(decision.reason).toContain(`; next try in ${seconds} s`);
+  });
+
+  it.each<[string, number, number]>([
+    ['exactly at launch_timeout', 21_600, 21_600],
+    ['past launch_timeout', 21_600, 30_000],
+    ['with launch_timeout 1s, one second in', 1, 1],
+  ])('ends the wait FAILED_NO_RESOURCE %s, naming how long it waited', (_name, timeout, elapsed) => {
+    const decision = decide(recoveryPolicy({ launchTimeoutSeconds: timeout }), counters({ recoveryCount: 3, capacityWaits: 5 }), NO_CAPACITY, () => 0.5, elapsed);
+    expect(decision).toMatchObject({ action: 'FAIL', status: 'FAILED_NO_RESOURCE', rule: 'LAUNCH_TIMEOUT', delaySeconds: 0 });
+    expect(decision.reason).toMatch(/^no capacity after waiting \S+ \(launch_timeout \S+\): InsufficientInstanceCapacity in 6 zones$/);
+  });
+
+  it('the reason gives what is left of launch_timeout', () => {
+    const decision = decide(recoveryPolicy({ launchTimeoutSeconds: 21_600 }), counters({ recoveryCount: 1, capacityWaits: 2 }), NO_CAPACITY, () => 0.5, 156);
+    expect(decision.reason).toBe('waiting for capacity: InsufficientInstanceCapacity in 6 zones; next try in 154 s; launch_timeout 6h, 5h57m24s left');
+    const end = decide(recoveryPolicy({ launchTimeoutSeconds: 21_600 }), counters({ recoveryCount: 1, capacityWaits: 9 }), NO_CAPACITY, () => 0.5, 21_700);
+    expect(end.reason).toBe('no capacity after waiting 6h1m40s (launch_timeout 6h): InsufficientInstanceCapacity in 6 zones');
+  });
+
+  it('keeps the market and the preemption streak: an on-demand fallback still comes after 3 preemptions', () => {
+    const decisions = sequence(recoveryPolicy({ onDemandFallbackAfter: 3 }), [PREEMPTED, PREEMPTED, NO_CAPACITY, NO_CAPACITY, PREEMPTED]);
+    expect(decisions.map((d) => [d.rule, d.counters.consecutivePreemptions, d.market])).toEqual([
+      ['PREEMPTED_OR_LOST', 1, 'spot'],
+      ['PREEMPTED_OR_LOST', 2, 'spot'],
+      ['WAITING_FOR_CAPACITY', 2, 'spot'],
+      ['WAITING_FOR_CAPACITY', 2, 'spot'],
+      ['PREEMPTED_OR_LOST', 3, 'on-demand'],
+    ]);
+  });
+});
+
+describe('decideRecovery: runaway guards over a run of attempts', () => {
+  it('a fleet that never reaches relaunch ends FAILED_NO_RESOURCE on its 3rd attempt', () => {
+    const decisions = sequence(recoveryPolicy(), [NEVER_BOOTED, NEVER_BOOTED, NEVER_BOOTED]);
+    expect(decisions.map((d) => [d.action, d.status, d.counters.bootFailuresInARow])).toEqual([
+      ['RECOVER', 'RECOVERING', 1],
+      ['RECOVER', 'RECOVERING', 2],
+      ['FAIL', 'FAILED_NO_RESOURCE', 3],
+    ]);
+  });
+
+  it('an attempt that booted breaks the run; a relaunch without capacity does not', () => {
+    const booted = sequence(recoveryPolicy(), [NEVER_BOOTED, NEVER_BOOTED, PREEMPTED, NEVER_BOOTED, NEVER_BOOTED]);
+    expect(booted.map((d) => d.action)).toEqual(['RECOVER', 'RECOVER', 'RECOVER', 'RECOVER', 'RECOVER']);
+    const noCapacity = sequence(recoveryPolicy(), [NEVER_BOOTED, NEVER_BOOTED, NO_CAPACITY, NEVER_BOOTED]);
+    expect(noCapacity.map((d) => d.rule)).toEqual(['PREEMPTED_OR_LOST', 'PREEMPTED_OR_LOST', 'WAITING_FOR_CAPACITY', 'BOOT_FAILURES_EXHAUSTED']);
+  });
+
+  it('max_recoveries: 2 allows two recoveries, whatever else happens between them', () => {
+    const decisions = sequence(recoveryPolicy({ maxRecoveries: 2, maxRestartsOnErrors: 5 }), [PREEMPTED, exited('run', 1), LOST, NO_CAPACITY, PREEMPTED]);
+    expect(decisions.map((d) => [d.action, d.rule])).toEqual([
+      ['RECOVER', 'PREEMPTED_OR_LOST'],
+      ['RESTART', 'RESTART_ON_ERROR'],
+      ['RECOVER', 'PREEMPTED_OR_LOST'],
+      ['RECOVER', 'WAITING_FOR_CAPACITY'],
+      ['FAIL', 'RECOVERIES_EXHAUSTED'],
+    ]);
+    expect(decisions.at(-1)?.reason).toBe('spot preemption; max_recoveries (2) used up by 2 recoveries');
+  });
+
+  it('a recovery that waits for capacity and then runs: one recovery, the waits reset', () => {
+    const decisions = sequence(recoveryPolicy(), [PREEMPTED, NO_CAPACITY, NO_CAPACITY, exited('run', 0)]);
+    expect(decisions.map((d) => [d.action, d.delaySeconds, d.counters.recoveryCount, d.counters.capacityWaits])).toEqual([
+      ['RECOVER', 0, 1, 0],
+      ['RECOVER', 60, 1, 1],
+      ['RECOVER', 96, 1, 2],
+      ['SUCCEED', 0, 1, 0],
+    ]);
   });
 });
 
@@ -385,6 +593,8 @@ describe('decideRecovery: purity', () => {
     ['a restart on error', exited('run', 1, 0)],
     ['a rule-3 restart', exited('run', 29)],
     ['a preemption that triggers the fallback', PREEMPTED],
+    ['a never-booted attempt', NEVER_BOOTED],
+    ['a wait for capacity', NO_CAPACITY],
     ['a success', exited('run', 0)],
   ] as [string, AttemptOutcome][])('%s leaves its (frozen) inputs as they were and repeats exactly', (_name, outcome) => {
     const p = recoveryPolicy({
@@ -392,8 +602,10 @@ describe('decideRecovery: purity', () => {
       recoverOnExitCodes: [29],
       restartBackoff: { initialSeconds: 1, factor: 2, maxSeconds: 8, jitter: 'full' },
       onDemandFallbackAfter: 1,
+      launchTimeoutSeconds: 3600,
+      maxRecoveries: 10,
     });
-    const c = counters({ recoveryCount: 2 });
+    const c = counters({ recoveryCount: 2, capacityWaits: 1, bootFailuresInARow: 1 });
     const input = deepFreeze({ policy: p, counters: c, outcome, random: () => 0.5 });
     const before = structuredClone({ policy: p, counters: c, outcome });
 

@@ -14,7 +14,8 @@ const PRESENT = existsSync(CORPUS);
 /**
  * What relaunch makes of each file, pinned: accepted, or exactly these issues. Every
  * rejection names what relaunch does not do: a SkyPilot key it does not support yet, a
- * pipeline, a cloud other than AWS, a Docker or SkyPilot-catalog image, DYNAMIC_NODE_SET,
+ * pipeline, a cloud other than AWS, a Docker or SkyPilot-catalog image, DYNAMIC_NODE_SET
+ * and its min_nodes (in no SkyPilot release: an unknown strategy and an unknown key),
  * a git workdir, or a Jinja template placeholder.
  */
 const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
@@ -26,8 +27,8 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   ],
   '03-jax-fault-tolerant-job.yaml': [
     'resources.cloud: relaunch runs on AWS only, got kubernetes (line 4)',
-    'resources.job_recovery.strategy: expected EAGER_NEXT_REGION, FAILOVER or none, got "DYNAMIC_NODE_SET" (line 6)',
-    'resources.job_recovery.min_nodes: not supported by relaunch yet (a SkyPilot key) (line 7)',
+    'resources.job_recovery.strategy: expected EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none, got "DYNAMIC_NODE_SET" (line 6)',
+    'resources.job_recovery.min_nodes: unknown key (line 7)',
     'workdir: expected a local directory path, got a mapping (a git workdir with url and ref is not supported by relaunch yet) (line 15)',
   ],
   '04-elastic-training-job-group.yaml': [

@@ -36,8 +36,20 @@ describe('parseTaskObject normalizes', () => {
     ['infra and region may both be given when they agree', { infra: 'aws/us-east-1', region: 'us-east-1', cloud: 'aws' }, (r: Resources) => r.region, 'us-east-1'],
     ['infra and zone may both be given when they agree', { infra: 'aws/us-east-1/us-east-1a', zone: 'us-east-1a' }, (r: Resources) => r.zone, 'us-east-1a'],
     ['a zone in the region asked for', { region: 'us-west-2', zone: 'us-west-2-lax-1a' }, (r: Resources) => [r.region, r.zone], ['us-west-2', 'us-west-2-lax-1a']],
-    ['job_recovery "none" is the default strategy', { job_recovery: 'NONE' }, (r: Resources) => r.jobRecovery.strategy, 'EAGER_NEXT_REGION'],
-    ['job_recovery strategy null is the default', { job_recovery: { strategy: null } }, (r: Resources) => r.jobRecovery.strategy, 'EAGER_NEXT_REGION'],
+    ['job_recovery "none" is the default strategy', { job_recovery: 'none' }, (r: Resources) => r.jobRecovery.strategy, 'EAGER_NEXT_REGION'],
+    ['strategy "none" in a mapping is the default strategy', { job_recovery: { strategy: 'none' } }, (r: Resources) => r.jobRecovery.strategy, 'EAGER_NEXT_REGION'],
+    ['a strategy name in any case', { job_recovery: 'Eager_Next_Region' }, (r: Resources) => r.jobRecovery.strategy, 'EAGER_NEXT_REGION'],
+    ['strategy none beside other keys keeps them', { job_recovery: { strategy: 'none', max_restarts_on_errors: 2 } }, (r: Resources) => [r.jobRecovery.strategy, r.jobRecovery.maxRestartsOnErrors], ['EAGER_NEXT_REGION', 2]],
+    ['the runaway bounds take their defaults', { job_recovery: {} }, (r: Resources) => [r.jobRecovery.launchTimeoutSeconds, r.jobRecovery.bootTimeoutSeconds, r.jobRecovery.maxBootFailures, r.jobRecovery.maxRecoveries], [null, 600, 3, null]],
+    ['a strategy name alone takes the bounds\' defaults too', { job_recovery: 'FAILOVER' }, (r: Resources) => [r.jobRecovery.launchTimeoutSeconds, r.jobRecovery.bootTimeoutSeconds, r.jobRecovery.maxBootFailures, r.jobRecovery.maxRecoveries], [null, 600, 3, null]],
+    ['launch_timeout in hours is seconds', { job_recovery: { launch_timeout: '6h' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 21_600],
+    ['launch_timeout in several units adds them', { job_recovery: { launch_timeout: '1d2h3m4s' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 93_784],
+    ['launch_timeout 0s is allowed', { job_recovery: { launch_timeout: '0s' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 0],
+    ['launch_timeout at its limit, 365 days', { job_recovery: { launch_timeout: '365d' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 31_536_000],
+    ['boot_timeout in minutes and seconds', { job_recovery: { boot_timeout: '1m30s' } }, (r: Resources) => r.jobRecovery.bootTimeoutSeconds, 90],
+    ['boot_timeout at its limit, 7 days in hours', { job_recovery: { boot_timeout: '168h' } }, (r: Resources) => r.jobRecovery.bootTimeoutSeconds, 604_800],
+    ['max_boot_failures and max_recoveries as given', { job_recovery: { max_boot_failures: 1, max_recoveries: 0 } }, (r: Resources) => [r.jobRecovery.maxBootFailures, r.jobRecovery.maxRecoveries], [1, 0]],
+    ['restart_backoff at 7 days exactly', { job_recovery: { restart_backoff: { initial_seconds: 604_800 } } }, (r: Resources) => r.jobRecovery.restartBackoff, { initialSeconds: 604_800, factor: 2, maxSeconds: 604_800, jitter: 'full' }],
     ['spot_recovery in mapping form', { spot_recovery: { strategy: 'failover', max_restarts_on_errors: 2 } }, (r: Resources) => [r.jobRecovery.strategy, r.jobRecovery.maxRestartsOnErrors], ['FAILOVER', 2]],
     ['one range string is its codes', { job_recovery: { recover_on_exit_codes: '64-66' } }, (r: Resources) => r.jobRecovery.recoverOnExitCodes, [64, 65, 66]],
     ['a code as a string is that code', { job_recovery: { fail_on_exit_codes: ['29', 3] } }, (r: Resources) => r.jobRecovery.failOnExitCodes, [3, 29]],
@@ -63,21 +75,58 @@ describe('parseTaskObject normalizes', () => {
     expect(parsed.warnings).toEqual([{ path: '', message: 'neither setup nor run is given: the job does nothing and succeeds' }]);
   });
 
-  it('warns that 137 restarts forever when nothing caps it', () => {
-    const { warnings } = parseTaskObject({ run: 'x', resources: { job_recovery: { recover_on_exit_codes: [137] } } });
+  it.each([
+    ['137 with nothing to cap or pace it says what bound to add', { recover_on_exit_codes: [137] }, 1,
+      ['resources.job_recovery.recover_on_exit_codes: 137 is SIGKILL, usually out of memory: a job killed that way every time restarts forever, each time at once; add max_restarts_on_exit_codes to cap it (or restart_backoff to pause between restarts)']],
+    ['137 with a backoff but no cap', { recover_on_exit_codes: [137], restart_backoff: {} }, 1,
+      ['resources.job_recovery.recover_on_exit_codes: 137 is SIGKILL, usually out of memory: a job killed that way every time restarts forever; add max_restarts_on_exit_codes to cap it']],
+    ['137 with a cap', { recover_on_exit_codes: [137], max_restarts_on_exit_codes: 4 }, 1,
+      ['resources.job_recovery.recover_on_exit_codes: 137 is SIGKILL, usually out of memory: a job killed that way every time restarts 4 times before it fails']],
+    ['0 on a single node changes nothing', { recover_on_exit_codes: [0], max_restarts_on_exit_codes: 1 }, 1,
+      ['resources.job_recovery.recover_on_exit_codes: 0 is success: a single node that exits 0 succeeds, so 0 here changes nothing']],
+    ['0 on several nodes restarts beside a failure', { recover_on_exit_codes: [0], max_restarts_on_exit_codes: 1 }, 2,
+      ["resources.job_recovery.recover_on_exit_codes: 0 is success: relaunch matches every node's code, so when one node has exited 0 and another fails, the attempt restarts by this list, uncharged, instead of counting as a failure; when every node exits 0 the job still succeeds"]],
+    ['strategy none beside other keys', { strategy: 'none', max_restarts_on_errors: 1, max_recoveries: 3 }, 1,
+      ['resources.job_recovery.strategy: none beside other keys (max_restarts_on_errors, max_recoveries): relaunch applies those with the default strategy, but SkyPilot ignores the whole job_recovery mapping when strategy is none; leave strategy out to mean the same in both']],
+    ['strategy none alone is SkyPilot\'s default, no warning', { strategy: 'none' }, 1, []],
+    ['a code other than 137 without a cap warns only on review', { recover_on_exit_codes: [29] }, 1, []],
+  ])('warns: %s', (_name, jobRecovery, numNodes, expected) => {
+    const { warnings } = parseTaskObject({ run: 'x', num_nodes: numNodes, resources: { job_recovery: jobRecovery } });
+    expect(warnings.map(formatIssue)).toEqual(expected);
+  });
+
+  it('warns about the spot_recovery name, and points the other warnings at it', () => {
+    const { warnings } = parseTaskObject({ run: 'x', resources: { spot_recovery: { strategy: 'none', recover_on_exit_codes: 0 } } });
     expect(warnings.map(formatIssue)).toEqual([
-      'resources.job_recovery.recover_on_exit_codes: 137 is SIGKILL, usually out of memory: a job killed that way every time restarts forever (max_restarts_on_exit_codes caps it)',
+      'resources.spot_recovery: a legacy name: SkyPilot renamed it job_recovery and removed spot_recovery in February 2025; relaunch still reads it as job_recovery',
+      'resources.spot_recovery.strategy: none beside other keys (recover_on_exit_codes): relaunch applies those with the default strategy, but SkyPilot ignores the whole job_recovery mapping when strategy is none; leave strategy out to mean the same in both',
+      'resources.spot_recovery.recover_on_exit_codes: 0 is success: a single node that exits 0 succeeds, so 0 here changes nothing',
     ]);
   });
 
-  it('warns about the spot_recovery name, and points the code warnings at it', () => {
-    const { warnings } = parseTaskObject({ run: 'x', resources: { spot_recovery: { recover_on_exit_codes: 0 } } });
-    expect(warnings.map(formatIssue)).toEqual([
-      'resources.spot_recovery: deprecated: SkyPilot renamed it job_recovery; read as job_recovery',
-      'resources.spot_recovery.recover_on_exit_codes: 0 is success: a multi-node job where one node exits 0 and another fails restarts instead of failing',
-    ]);
+  const UNBOUNDED =
+    'resources.job_recovery.recover_on_exit_codes: no cap and no pause: a listed code that comes back on every attempt relaunches the job forever, each time at once; ' +
+    'add max_restarts_on_exit_codes (a cap, past which the code is an ordinary failure) or restart_backoff (a wait between relaunches)';
+
+  it.each([
+    ['a code with no cap and no backoff', { recover_on_exit_codes: [29] }, [UNBOUNDED]],
+    ['a range with no cap and no backoff', { recover_on_exit_codes: '64-78' }, [UNBOUNDED]],
+    ['a cap bounds it', { recover_on_exit_codes: [29], max_restarts_on_exit_codes: 10 }, []],
+    ['a backoff paces it', { recover_on_exit_codes: [29], restart_backoff: { initial_seconds: 30 } }, []],
+    ['no codes, nothing to bound', { max_restarts_on_errors: 3 }, []],
+    ['137 is warned about once, with the bound to add', { recover_on_exit_codes: [29, 137] }, [
+      'resources.job_recovery.recover_on_exit_codes: 137 is SIGKILL, usually out of memory: a job killed that way every time restarts forever, each time at once; add max_restarts_on_exit_codes to cap it (or restart_backoff to pause between restarts)',
+    ]],
+  ])('a review (relaunch validate) also warns about an unbounded, unpaced policy: %s', (_name, jobRecovery, expected) => {
+    const task = { run: 'x', resources: { job_recovery: jobRecovery } };
+    expect(parseTaskObject(task, { review: true }).warnings.map(formatIssue)).toEqual(expected);
   });
 });
+
+const STRATEGY = 'expected EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none,';
+const NONE_HINT = '(only the lowercase none means the default strategy, as in SkyPilot)';
+const LAUNCH = 'expected a duration from 0s to 365d such as 6h, 30m or 90s,';
+const BOOT = 'expected a duration from 1s to 7d such as 6h, 30m or 90s,';
 
 describe('parseTaskObject rejects', () => {
   const long = `a b ${'x'.repeat(100)}`;
@@ -105,7 +154,25 @@ describe('parseTaskObject rejects', () => {
     ['infra with a GCP region', { resources: { infra: 'aws/us-central1' } }, ['resources.infra: expected an AWS region such as us-east-1 after aws/, got "aws/us-central1"']],
     ['infra with a bad zone and any region', { resources: { infra: 'aws/*/central-a' } }, ['resources.infra: expected an AWS availability zone after the region, such as aws/us-east-1/us-east-1a, got "aws/*/central-a"']],
     ['infra region with a zone key elsewhere', { resources: { infra: 'aws/us-east-1', zone: 'us-west-2a' } }, ['resources.zone: expected a zone of us-east-1, got "us-west-2a"']],
-    ['a strategy that is not a string', { resources: { job_recovery: { strategy: 5 } } }, ['resources.job_recovery.strategy: expected EAGER_NEXT_REGION, FAILOVER or none, got 5']],
+    ['a strategy that is not a string', { resources: { job_recovery: { strategy: 5 } } }, [`resources.job_recovery.strategy: ${STRATEGY} got 5`]],
+    ['strategy NONE: only the lowercase none is the default', { resources: { job_recovery: { strategy: 'NONE' } } }, [`resources.job_recovery.strategy: ${STRATEGY} got "NONE" ${NONE_HINT}`]],
+    ['job_recovery None', { resources: { job_recovery: 'None' } }, [`resources.job_recovery: ${STRATEGY} got "None" ${NONE_HINT}`]],
+    ['spot_recovery NONE', { resources: { spot_recovery: 'NONE' } }, [`resources.spot_recovery: ${STRATEGY} got "NONE" ${NONE_HINT}`]],
+    ['a strategy with no value', { resources: { job_recovery: { strategy: null } } }, [`resources.job_recovery.strategy: ${STRATEGY} got no value; leave the key out for the default (EAGER_NEXT_REGION)`]],
+    ['recover_on_exit_codes with no value', { resources: { job_recovery: { recover_on_exit_codes: null } } }, ['resources.job_recovery.recover_on_exit_codes: expected an exit code 0-255 or a list of them, got no value; leave the key out for the default (no codes)']],
+    ['a duration with a space', { resources: { job_recovery: { launch_timeout: '1h 30m' } } }, [`resources.job_recovery.launch_timeout: ${LAUNCH} got "1h 30m"`]],
+    ['a duration in words', { resources: { job_recovery: { launch_timeout: '6 hours' } } }, [`resources.job_recovery.launch_timeout: ${LAUNCH} got "6 hours"`]],
+    ['a duration with its units out of order', { resources: { job_recovery: { launch_timeout: '30m1h' } } }, [`resources.job_recovery.launch_timeout: ${LAUNCH} got "30m1h"`]],
+    ['an empty duration', { resources: { job_recovery: { launch_timeout: '' } } }, [`resources.job_recovery.launch_timeout: ${LAUNCH} got ""`]],
+    ['a duration in milliseconds', { resources: { job_recovery: { boot_timeout: '500ms' } } }, [`resources.job_recovery.boot_timeout: ${BOOT} got "500ms"`]],
+    ['a fractional duration', { resources: { job_recovery: { boot_timeout: '1.5h' } } }, [`resources.job_recovery.boot_timeout: ${BOOT} got "1.5h"`]],
+    ['a duration as a bare number says which unit to add', { resources: { job_recovery: { boot_timeout: 90 } } }, [`resources.job_recovery.boot_timeout: ${BOOT} got 90 (give a unit: 90s is 90 seconds)`]],
+    ['a duration that is a mapping', { resources: { job_recovery: { boot_timeout: { minutes: 5 } } } }, [`resources.job_recovery.boot_timeout: ${BOOT} got a mapping`]],
+    ['boot_timeout one second past 7 days', { resources: { job_recovery: { boot_timeout: '7d1s' } } }, [`resources.job_recovery.boot_timeout: ${BOOT} got "7d1s"`]],
+    ['max_boot_failures fractional', { resources: { job_recovery: { max_boot_failures: 2.5 } } }, ['resources.job_recovery.max_boot_failures: expected an integer >= 1, got 2.5']],
+    ['max_recoveries as a string', { resources: { job_recovery: { max_recoveries: '3' } } }, ['resources.job_recovery.max_recoveries: expected an integer >= 0, got "3"']],
+    ['restart_backoff max_seconds one past 7 days', { resources: { job_recovery: { restart_backoff: { max_seconds: 604_801 } } } }, ['resources.job_recovery.restart_backoff.max_seconds: expected a whole number of seconds from 0 to 604800 (7 days), got 604801']],
+    ['DYNAMIC_NODE_SET\'s min_nodes is an unknown key', { resources: { job_recovery: { min_nodes: 2 } } }, ['resources.job_recovery.min_nodes: unknown key']],
     ['a restart_backoff with an unknown key', { resources: { job_recovery: { restart_backoff: { jitter: 'full', step: 1 } } } }, ['resources.job_recovery.restart_backoff.step: unknown key']],
   ])('%s', (_name, task, expected) => {
     expect(issuesOf(task)).toEqual(expected);
