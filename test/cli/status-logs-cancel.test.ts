@@ -136,10 +136,17 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
   });
 
   it.each(['status', 'logs', 'cancel'])('%s of an unknown job exits 2 naming the id', async (command) => {
+    const result = await cli(command, 'j-0000000aa-nojob0');
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe('error: no job with id j-0000000aa-nojob0\n');
+  });
+
+  it.each(['status', 'logs', 'cancel'])('%s of something that cannot be a job id exits 2 before asking anyone', async (command) => {
     const result = await cli(command, 'j-no-such-job');
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toBe('error: no job with id j-no-such-job\n');
+    expect(result.stderr).toBe('error: <job>: expected a job id such as j-0m8x2k1qz-4fz0aa, got "j-no-such-job"\n');
   });
 });
 
