@@ -1,7 +1,7 @@
 // EvaluateRecoveryPolicy: end the attempt if the wait ended it, apply the policy, record the decision.
 
 import { InvalidInputError } from '../errors.ts';
-import type { AttemptRecord, StoredDecision } from '../model.ts';
+import type { AttemptRecord, JobRecord, StoredDecision } from '../model.ts';
 import { decideRecovery } from '../policy/decide.ts';
 import type { AttemptOutcome, RecoveryDecision } from '../policy/types.ts';
 import type { Clock, JobStore } from '../ports.ts';
@@ -27,7 +27,9 @@ const MAX_DECISION_TRIES = 3;
  *    came first), a cancel ends it CANCELLED. If a report or event ended it meanwhile,
  *    the stored outcome stands.
  * 2. A job being cancelled is decided as CANCELLED whatever the attempt did: cancel wins.
- * 3. `decideRecovery` on the job's policy and persisted counters; the decision, counters,
+ *    An attempt no node ever sent a heartbeat for is LOST as never booted.
+ * 3. `decideRecovery` on the job's policy and persisted counters (and, in a wait for
+ *    capacity, how long it has lasted); the decision, counters,
  *    status (and failure reason, on FAIL) are recorded in one conditional write. A
  *    concurrent status change (a late heartbeat's STARTING -> RUNNING, a cancel) makes it
  *    decide again on a fresh read.
@@ -49,7 +51,8 @@ export async function evaluatePolicy(
     if (attempt.decision !== null) return withDecision(state, attempt.decision);
     const job = await store.getJob(jobId);
     const outcome: AttemptOutcome = job.status === JobStatus.CANCELLING ? { kind: 'CANCELLED' } : ended;
-    const decision = decideRecovery({ policy: job.spec.resources.jobRecovery, counters: job.counters, outcome, random });
+    const capacityWaitSeconds = await secondsWaitingForCapacity(store, job, number, clock);
+    const decision = decideRecovery({ policy: job.spec.resources.jobRecovery, counters: job.counters, outcome, random, capacityWaitSeconds });
     const at = nowIso(clock);
     const stored = toStoredDecision(decision, at);
     await store.recordDecision(
@@ -83,8 +86,10 @@ function outcomeOfAwaitError(attempt: AttemptRecord, awaitError: AwaitError | un
       if (attempt.interruptionNoticedAt !== null) return { kind: 'PREEMPTED' };
       const since = attempt.lastHeartbeatAt ?? attempt.startedAt;
       const seconds = Math.max(0, Math.floor((now.getTime() - Date.parse(since)) / 1000));
-      const what = attempt.lastHeartbeatAt === null ? 'no heartbeat since launch' : 'no heartbeat';
-      return { kind: 'LOST', reason: `${what} for ${seconds} s` };
+      if (attempt.lastHeartbeatAt === null) {
+        return { kind: 'LOST', reason: `no node reached relaunch: no heartbeat since launch for ${seconds} s`, neverBooted: true };
+      }
+      return { kind: 'LOST', reason: `no heartbeat for ${seconds} s` };
     }
     case WorkflowError.JobCancelled:
       return { kind: 'CANCELLED' };
@@ -98,6 +103,19 @@ function outcomeOfAwaitError(attempt: AttemptRecord, awaitError: AwaitError | un
       ]);
     }
   }
+}
+
+/**
+ * How long the job's current wait for capacity has lasted, in whole seconds: since the
+ * first of the `capacityWaits` launches in a row that found none ended (any attempt that
+ * launched ends a wait, so they are the attempts just before this one). 0 when not waiting.
+ */
+async function secondsWaitingForCapacity(store: JobStore, job: JobRecord, attempt: number, clock: Clock): Promise<number> {
+  const tries = job.counters.capacityWaits ?? 0;
+  if (tries === 0 || attempt - tries < 1) return 0;
+  const first = await store.getAttempt(job.jobId, attempt - tries);
+  const began = Date.parse(first.endedAt ?? first.startedAt);
+  return Math.max(0, Math.floor((clock.now().getTime() - began) / 1000));
 }
 
 function toStoredDecision(decision: RecoveryDecision, decidedAt: string): StoredDecision {

@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
-import { InvalidInputError } from '../../../lib/errors.ts';
+import { InvalidInputError, NoCapacityError } from '../../../lib/errors.ts';
 import type { JobRecord } from '../../../lib/model.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../../lib/policy/types.ts';
 import type { RecoveryPolicy } from '../../../lib/spec/types.ts';
@@ -80,17 +80,37 @@ describe('evaluatePolicy', () => {
     expect((await h.store.getJob(JOB_ID)).counters).toMatchObject({ restartsOnErrors: 0, recoveryCount: 1, consecutivePreemptions: 1 });
   });
 
-  it('ends an attempt that timed out on heartbeats LOST, then recovers it', async () => {
+  it('ends an attempt no node ever sent a heartbeat for LOST as never booted, then recovers it', async () => {
     const h = harness();
     const state = await attemptRunning(h);
     h.clock.advance(300);
 
     const next = await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.HeartbeatTimeout, Cause: '' } }, h.deps);
 
-    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: 'no heartbeat since launch for 300 s' });
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({
+      kind: 'LOST',
+      reason: 'no node reached relaunch: no heartbeat since launch for 300 s',
+      neverBooted: true,
+    });
     expect(next.decision).toMatchObject({ action: 'RECOVER', status: 'RECOVERING' });
     expect(next.decision?.reason).toMatch(/no heartbeat since launch for 300 s/);
+    expect((await h.store.getJob(JOB_ID)).counters.bootFailuresInARow).toBe(1);
     expect(next).not.toHaveProperty('awaitError');
+  });
+
+  it('fails the job FAILED_NO_RESOURCE after max_boot_failures attempts in a row that never came up', async () => {
+    const h = harness();
+    let state = await attemptRunning(h, { maxBootFailures: 2 });
+    for (let attempt = 1; attempt <= 2; attempt += 1) {
+      h.clock.advance(300);
+      state = await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.HeartbeatTimeout, Cause: '' } }, h.deps);
+      if (attempt === 1) {
+        expect(state.decision).toMatchObject({ action: 'RECOVER' });
+        state = await launchAndAwait(h, state);
+      }
+    }
+    expect(state.decision).toMatchObject({ action: 'FAIL', status: 'FAILED_NO_RESOURCE' });
+    expect(state.decision?.reason).toContain('the instances never reached relaunch');
   });
 
   it('counts the silence from the last heartbeat', async () => {
@@ -148,6 +168,26 @@ describe('evaluatePolicy', () => {
     await ended(h, { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: 'no capacity' });
     const next = await evaluatePolicy(state, h.deps);
     expect(next.decision).toMatchObject({ action: 'FAIL', status: 'FAILED_NO_RESOURCE' });
+  });
+
+  it('waits for capacity when a relaunch finds none, and counts the wait from the first launch that found none', async () => {
+    const h = harness();
+    let state = await attemptRunning(h, { launchTimeoutSeconds: 100 });
+    await ended(h, { kind: 'PREEMPTED' });
+    state = await evaluatePolicy(state, h.deps);
+    for (const [attempt, expected] of [
+      [2, { action: 'RECOVER', status: 'RECOVERING', delaySeconds: 60 }],
+      [3, { action: 'FAIL', status: 'FAILED_NO_RESOURCE' }],
+    ] as const) {
+      h.compute.scriptLaunch({ error: new NoCapacityError('InsufficientInstanceCapacity in us-east-1a') });
+      state = await launchAttempt(state, h.deps);
+      expect(state.attempt).toBe(attempt);
+      h.clock.advance(attempt === 2 ? 0 : 101);
+      state = await evaluatePolicy(state, h.deps);
+      expect(state.decision).toMatchObject(expected);
+    }
+    expect(state.decision?.reason).toContain('launch_timeout');
+    expect(state.decision?.reason).toContain('InsufficientInstanceCapacity');
   });
 
   it('passes the backoff delay to the Wait', async () => {
