@@ -28,7 +28,9 @@ export interface ChaosSource {
  * One injected fault, for one attempt (1-based). Times count from the node's `run` start.
  * - `preempt`: a spot interruption warning, then `warningMs` later the termination.
  * - `lose`: the instance vanishes (no report, the instance `terminated`).
- * - `silence`: the node's network is cut (no heartbeat or report), its process runs on.
+ * - `silence`: the node's network is cut (no heartbeat or report), its process runs on;
+ *   `from: boot` counts `after` from the node's start instead, so with `after: 0s` the
+ *   node never reaches relaunch at all (an instance with no route to the API).
  * - `no_capacity`: the attempt's first `tries` launch tries fail with InsufficientInstanceCapacity.
  * - `drop_events`: EC2 events about the attempt's instances are never delivered.
  */
@@ -42,7 +44,15 @@ export type ChaosFault =
       readonly source?: ChaosSource;
     }
   | { readonly kind: 'lose'; readonly attempt: number; readonly node: number; readonly afterMs: number; readonly source?: ChaosSource }
-  | { readonly kind: 'silence'; readonly attempt: number; readonly node: number; readonly afterMs: number; readonly source?: ChaosSource }
+  | {
+      readonly kind: 'silence';
+      readonly attempt: number;
+      readonly node: number;
+      readonly afterMs: number;
+      /** Set when `after` counts from the node's start, not its run's. */
+      readonly from?: 'boot';
+      readonly source?: ChaosSource;
+    }
   | { readonly kind: 'no_capacity'; readonly attempt: number; readonly tries: number; readonly source?: ChaosSource }
   | { readonly kind: 'drop_events'; readonly attempt: number; readonly source?: ChaosSource };
 
@@ -146,6 +156,7 @@ const nodeFaultShape = {
   after: z.optional(durationSchema),
 };
 const preemptShape = { ...nodeFaultShape, warning: z.optional(durationSchema) };
+const silenceShape = { ...nodeFaultShape, from: z.optional(z.enum(['run', 'boot'], { error: expected('run (the default) or boot') })) };
 
 /** A fault's mapping; `{}` asks for every default. A key with no value is refused, not defaulted. */
 function nodeFaultSchema<S extends typeof nodeFaultShape>(shape: S, example: string) {
@@ -157,7 +168,7 @@ const entrySchema = z.strictObject({
   attempt: integer(`an attempt number, an integer from 1 to ${MAX_ATTEMPT}`, 1, MAX_ATTEMPT),
   preempt: z.optional(nodeFaultSchema(preemptShape, '{node: 0, after: 2s, warning: 2s}')),
   lose: z.optional(nodeFaultSchema(nodeFaultShape, '{node: 0, after: 1s}')),
-  silence: z.optional(nodeFaultSchema(nodeFaultShape, '{node: 0, after: 1s}')),
+  silence: z.optional(nodeFaultSchema(silenceShape, '{node: 0, after: 1s}')),
   no_capacity: z.optional(integer(`a number of launch tries, an integer from 1 to ${MAX_NO_CAPACITY_TRIES}`, 1, MAX_NO_CAPACITY_TRIES)),
   drop_events: z.optional(z.literal(true, { error: expected('true (leave drop_events out for no fault)') })),
 });
@@ -172,7 +183,7 @@ const KEYS: Readonly<Record<string, readonly string[]>> = {
   entry: ENTRY_KEYS,
   preempt: Object.keys(preemptShape),
   lose: Object.keys(nodeFaultShape),
-  silence: Object.keys(nodeFaultShape),
+  silence: Object.keys(silenceShape),
 };
 const HOME: Readonly<Record<string, string>> = {
   faults: 'at the top of the file',
@@ -180,6 +191,7 @@ const HOME: Readonly<Record<string, string>> = {
   node: 'inside preempt, lose or silence',
   after: 'inside preempt, lose or silence',
   warning: 'inside preempt',
+  from: 'inside silence',
 };
 
 /** Keys compared for a suggestion: case and `-` versus `_` never matter. */
@@ -230,7 +242,8 @@ function faultOf(entry: Entry, source: ChaosSource): ChaosFault {
   }
   if (entry.lose !== undefined) return { kind: 'lose', attempt, node: entry.lose.node ?? 0, afterMs: entry.lose.after ?? 0, source };
   if (entry.silence !== undefined) {
-    return { kind: 'silence', attempt, node: entry.silence.node ?? 0, afterMs: entry.silence.after ?? 0, source };
+    const { node = 0, after = 0, from = 'run' } = entry.silence;
+    return { kind: 'silence', attempt, node, afterMs: after, ...(from === 'boot' ? { from } : {}), source };
   }
   if (entry.no_capacity !== undefined) return { kind: 'no_capacity', attempt, tries: entry.no_capacity, source };
   return { kind: 'drop_events', attempt, source };

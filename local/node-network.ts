@@ -1,8 +1,8 @@
 // The network a local node sees. Each node reaches the local server through a path of its
 // own, `/_node/<instance id>`, as an EC2 instance reaches the API and IMDS from its own
 // interface: `<path>/imds/latest/...` is the node's instance metadata (IMDSv2), and
-// `<path>/jobs/...` the API's agent routes. A node whose network is cut, or whose instance
-// is gone, gets no answer at all.
+// `<path>/jobs/...` the API's agent routes. A node whose network is cut gets no answer from
+// the API, and a node whose instance is gone none at all.
 
 import { randomUUID } from 'node:crypto';
 import type { ApiRequest, ApiResponse } from '../lib/http/index.ts';
@@ -41,9 +41,11 @@ export async function answerNodeRequest(
   const slash = rest.indexOf('/');
   const instanceId = safeDecode(slash < 0 ? rest : rest.slice(0, slash));
   const instance = instanceId === null ? undefined : nodes.instance(instanceId);
-  if (instance === undefined || instance.networkCut || instance.state !== 'running') return null;
+  if (instance === undefined || instance.state !== 'running') return null;
   const path = slash < 0 ? '/' : rest.slice(slash);
+  // IMDS is the instance's own (link-local on EC2): a cut network still reaches it.
   if (path.startsWith('/imds/')) return answerImds(instance, request.method, path.slice('/imds'.length), request.headers);
+  if (instance.networkCut) return null;
 
   const match = matchRoute(request.method, path);
   if (match === undefined || !('route' in match) || match.route.auth !== 'agent-secret') {

@@ -54,7 +54,7 @@ export interface LocalInstance {
   /** IMDSv2 session tokens handed out to this instance. */
   readonly imdsTokens: Set<string>;
   state: LocalInstanceState;
-  /** Set when the node's network is cut (a `silence` fault): its requests get no answer. */
+  /** Set when the node's network is cut (a `silence` fault): the API does not answer it. */
   networkCut: boolean;
   /** The agent process, leader of the node's process group. */
   readonly child: ChildProcess;
@@ -169,8 +169,14 @@ export class LocalProcessCompute implements Compute {
   runStarted(instanceId: string): void {
     const instance = this.instances.get(instanceId);
     if (instance === undefined || instance.state !== 'running') return;
+    this.scheduleFaults(instance, 'run');
+  }
+
+  /** Starts the clocks of the node's faults that count from `from` (its start, or its run's). */
+  private scheduleFaults(instance: LocalInstance, from: 'boot' | 'run'): void {
     for (const fault of faultsOfAttempt(this.chaosOf(instance.jobId), instance.attempt)) {
       if (!('node' in fault) || fault.node !== instance.rank) continue;
+      if ((fault.kind === 'silence' && fault.from === 'boot' ? 'boot' : 'run') !== from) continue;
       this.schedule(instance, fault.afterMs, () => this.strike(instance, fault));
     }
   }
@@ -251,6 +257,7 @@ export class LocalProcessCompute implements Compute {
     };
     this.instances.set(instanceId, instance);
     child.once('spawn', () => this.emit(instance, { kind: 'STATE_CHANGE', state: 'running' }));
+    this.scheduleFaults(instance, 'boot');
     // The agent ended: it shut the instance down, or it died. Either way the instance goes.
     child.once('exit', () => void this.terminate(instance));
     child.once('error', () => undefined);

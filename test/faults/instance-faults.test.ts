@@ -257,3 +257,30 @@ describe('faults injected into real runs', () => {
     expect(job.view).toMatchObject({ status: 'SUCCEEDED', attempts: [{ outcome: 'EXITED', exitCodes: [0] }] });
   });
 });
+
+describe('a fleet that never reaches relaunch', () => {
+  it('ends FAILED_NO_RESOURCE after max_boot_failures attempts whose nodes never sent a heartbeat', async () => {
+    const t = await open(QUICK_HEARTBEATS);
+    const job = await runToEnd(t, 'run: echo never heard of\n', {
+      chaos: chaos`
+        faults:
+          - {attempt: 1, silence: {from: boot}}
+          - {attempt: 2, silence: {from: boot}}
+          - {attempt: 3, silence: {from: boot}}
+      `,
+    });
+
+    expect(job.view.status).toBe('FAILED_NO_RESOURCE');
+    expect(job.view.attempts.map((a) => [a.outcome, a.decision])).toEqual([
+      ['LOST', 'RECOVER'],
+      ['LOST', 'RECOVER'],
+      ['LOST', 'FAIL'],
+    ]);
+    for (const attempt of job.attempts) {
+      expect(attempt.outcome).toMatchObject({ kind: 'LOST', neverBooted: true });
+      expect(attempt.lastHeartbeatAt).toBeNull();
+    }
+    expect(job.job.failureReason).toContain('the instances never reached relaunch: check the subnet\'s route to the API endpoint');
+    expect(processesOfJob(job.jobId)).toEqual([]);
+  });
+});

@@ -97,6 +97,14 @@ describe('parseChaosFile: valid files', () => {
       ],
     ],
     [
+      'a silence from the node\'s start, and one from its run given as such',
+      'faults:\n  - {attempt: 1, silence: {from: boot}}\n  - {attempt: 2, silence: {from: run, after: 1s}}',
+      [
+        { kind: 'silence', attempt: 1, node: 0, afterMs: 0, from: 'boot', source: { index: 0, line: 2 } },
+        { kind: 'silence', attempt: 2, node: 0, afterMs: 1_000, source: { index: 1, line: 3 } },
+      ],
+    ],
+    [
       'the largest attempt, node and tries',
       'faults:\n  - {attempt: 1000, lose: {node: 63}}\n  - {attempt: 1000, no_capacity: 1000}',
       [
@@ -200,6 +208,12 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
     ]],
     ['node beside the fault instead of inside it', 'faults:\n  - attempt: 1\n    node: 1\n    lose: {}', [
       { path: 'faults[0].node', message: 'unknown key here: node goes inside preempt, lose or silence', line: 3 },
+    ]],
+    ['a silence from a moment that is neither boot nor run', 'faults:\n  - {attempt: 1, silence: {from: later}}', [
+      { path: 'faults[0].silence.from', message: 'expected run (the default) or boot, got "later"', line: 2 },
+    ]],
+    ['from beside the fault instead of inside it', 'faults:\n  - {attempt: 1, from: boot, silence: {}}', [
+      { path: 'faults[0].from', message: 'unknown key here: from goes inside silence', line: 2 },
     ]],
     ['faults inside an entry', 'faults:\n  - {attempt: 1, faults: [], drop_events: true}', [
       { path: 'faults[0].faults', message: 'unknown key here: faults goes at the top of the file', line: 2 },
