@@ -5,9 +5,9 @@ import type { NodeReport } from './model.ts';
 import { decideAttempt, type AttemptFacts } from './outcome.ts';
 import { decideRecovery, initialCounters } from './policy/decide.ts';
 import type { AttemptOutcome, Phase, RecoveryAction } from './policy/types.ts';
-import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from './spec/bounds.ts';
 import type { TaskSpec } from './spec/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
+import { HEARTBEAT_TIMEOUT_SECONDS } from './workflow/contract.ts';
 
 /** One attempt's decision, as `relaunch simulate --json` prints it (these keys, no others). */
 export interface SimulatedDecision {
@@ -43,6 +43,12 @@ export const MIDPOINT_DRAW = (): number => 0.5;
 /** The error a simulated launch without capacity reports. */
 const NO_CAPACITY = 'InsufficientInstanceCapacity in every zone tried';
 
+/**
+ * Why a simulated attempt never booted: the first heartbeat has the same deadline as every
+ * later one, AwaitAttempt's heartbeat timeout.
+ */
+const NEVER_BOOTED = `no node sent a heartbeat within the heartbeat timeout (${HEARTBEAT_TIMEOUT_SECONDS} s)`;
+
 /** An attempt as the events describe it: the events that make it up, and how it ended. */
 export interface SimulatedAttempt {
   /** Index in the event list of its first event (a `warn`, or the event that ended it). */
@@ -62,7 +68,7 @@ export interface SimulatedAttempt {
  */
 export function simulate(spec: TaskSpec, events: readonly string[], random: () => number = MIDPOINT_DRAW): SimulationResult {
   const policy = spec.resources.jobRecovery;
-  const attempts = parseEvents(events, spec.numNodes, policy.bootTimeoutSeconds);
+  const attempts = parseEvents(events, spec.numNodes);
   let counters = initialCounters(spec.resources.useSpot);
   let status: JobStatus = JobStatus.PENDING;
   let endedAt = 0;
@@ -94,15 +100,8 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
   return { decisions, final: { status } };
 }
 
-/**
- * Reads every event into the attempts they describe, reporting all the bad events at once.
- * `bootTimeoutSeconds` only words the reason of `noboot`.
- */
-export function parseEvents(
-  events: readonly string[],
-  numNodes: number,
-  bootTimeoutSeconds: number = DEFAULT_BOOT_TIMEOUT_SECONDS,
-): SimulatedAttempt[] {
+/** Reads every event into the attempts they describe, reporting all the bad events at once. */
+export function parseEvents(events: readonly string[], numNodes: number): SimulatedAttempt[] {
   if (events.length === 0) {
     throw new InvalidInputError([{ path: 'events', message: `give at least one event: ${EVENT_FORMS}` }]);
   }
@@ -111,7 +110,7 @@ export function parseEvents(
   /** Index of the first `warn` of the attempt being read, if it has one. */
   let warnedAt: number | undefined;
   events.forEach((event, index) => {
-    const parsed = parseEvent(event, numNodes, bootTimeoutSeconds);
+    const parsed = parseEvent(event, numNodes);
     if (parsed === WARN) {
       warnedAt ??= index;
       return;
@@ -159,7 +158,7 @@ function decided(numNodes: number, reports: readonly NodeReport[], attemptFacts:
 }
 
 /** One event: a warning, how an attempt ended, or what is wrong with the event. */
-function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number): typeof WARN | AttemptEnd | string {
+function parseEvent(event: string, numNodes: number): typeof WARN | AttemptEnd | string {
   // A heartbeat deadline with a warning on record ends the attempt PREEMPTED, as the
   // controller decides it (lib/usecases/evaluate-policy.ts).
   const unlessWarned = (outcome: AttemptOutcome): AttemptEnd => (warned) => (warned ? { kind: 'PREEMPTED' } : outcome);
@@ -175,10 +174,8 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number)
       return () => ({ kind: 'PREEMPTED' });
     case 'lost':
       return unlessWarned({ kind: 'LOST', reason: 'heartbeat lost' });
-    case 'noboot': {
-      const reason = `no node sent its first heartbeat within boot_timeout (${formatDuration(bootTimeoutSeconds)})`;
-      return unlessWarned({ kind: 'LOST', reason, neverBooted: true });
-    }
+    case 'noboot':
+      return unlessWarned({ kind: 'LOST', reason: NEVER_BOOTED, neverBooted: true });
   }
   const gone = GONE_EVENT.exec(event);
   if (gone !== null) {

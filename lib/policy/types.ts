@@ -26,8 +26,8 @@ export type AttemptOutcome =
       readonly kind: 'LOST';
       readonly reason: string;
       /**
-       * true: no node of the attempt ever reached relaunch (no first heartbeat within
-       * boot_timeout). Such attempts in a row count toward max_boot_failures.
+       * true: no node of the attempt ever reached relaunch (no first heartbeat within the
+       * heartbeat timeout). Such attempts in a row count toward max_boot_failures.
        */
       readonly neverBooted?: boolean;
     }

@@ -1,18 +1,14 @@
 // relaunch's recovery bounds: defaults, limits and how durations read. No zod here, so the
 // policy (and every Lambda that decides) can import them without the parser.
 
-/** `boot_timeout`'s default: a node has 10 minutes to send its first heartbeat. */
-export const DEFAULT_BOOT_TIMEOUT_SECONDS = 600;
-
 /** `max_boot_failures`' default: three attempts in a row that never booted end the job. */
 export const DEFAULT_MAX_BOOT_FAILURES = 3;
 
 /**
  * The longest wait a task may ask for, in seconds: 7 days, for `restart_backoff`'s
- * `initial_seconds` and `max_seconds` and for `boot_timeout`. Each becomes a timer: a Step
- * Functions Wait or a task timeout on AWS (at most a year), and a Node timer in the local
- * runtime, which cannot run past 2^31-1 ms (about 24.8 days): a longer one fires at once.
- * 7 days is well inside both.
+ * `initial_seconds` and `max_seconds`. Each becomes a timer: a Step Functions Wait on AWS
+ * (at most a year), and a Node timer in the local runtime, which cannot run past
+ * 2^31-1 ms (about 24.8 days): a longer one fires at once. 7 days is well inside both.
  */
 export const MAX_WAIT_SECONDS = 7 * 24 * 60 * 60;
 

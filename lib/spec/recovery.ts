@@ -3,7 +3,7 @@
 import * as z from '../zod.ts';
 import type { RecoveryPolicy, RecoveryStrategy, RestartBackoff } from './types.ts';
 import { exitCodesSchema } from './exit-codes.ts';
-import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, MAX_LAUNCH_TIMEOUT_SECONDS, MAX_WAIT_SECONDS, formatDuration, parseDuration } from './bounds.ts';
+import { DEFAULT_MAX_BOOT_FAILURES, MAX_LAUNCH_TIMEOUT_SECONDS, MAX_WAIT_SECONDS, formatDuration, parseDuration } from './bounds.ts';
 import { fromParser, integer, isMapping, validOrUndefined, valueRequired } from './fields.ts';
 import { expected, expectedGot, type Problem } from './messages.ts';
 
@@ -20,7 +20,6 @@ export const DEFAULT_RECOVERY_POLICY: RecoveryPolicy = {
   restartBackoff: null,
   onDemandFallbackAfter: null,
   launchTimeoutSeconds: null,
-  bootTimeoutSeconds: DEFAULT_BOOT_TIMEOUT_SECONDS,
   maxBootFailures: DEFAULT_MAX_BOOT_FAILURES,
   maxRecoveries: null,
 };
@@ -93,11 +92,12 @@ function durationSchema(min: number, max: number) {
 }
 
 const LAUNCH_TIMEOUT_FORMS = `a duration from 0s to ${formatDuration(MAX_LAUNCH_TIMEOUT_SECONDS)} such as 6h, 30m or 90s`;
-const BOOT_TIMEOUT_FORMS = `a duration from 1s to ${formatDuration(MAX_WAIT_SECONDS)} such as 6h, 30m or 90s`;
 
 /**
  * The mapping form's keys, in the file's spelling: SkyPilot's three, then relaunch's own.
  * A key written with no value is an error, as in SkyPilot; leaving it out gives its default.
+ * Not boot_timeout: the runtime has no boot clock apart from the heartbeat timeout, so the
+ * key is refused by name (NOT_YET_KEYS in unsupported.ts) rather than accepted and ignored.
  */
 const policyShape = {
   strategy: z.optional(valueRequired(strategySchema, STRATEGY_FORMS, DEFAULT_RECOVERY_POLICY.strategy)),
@@ -108,9 +108,6 @@ const policyShape = {
   restart_backoff: z.optional(valueRequired(restartBackoffSchema, 'a mapping with initial_seconds, factor, max_seconds, jitter', 'no backoff')),
   on_demand_fallback_after: z.optional(valueRequired(integer('an integer >= 1', 1), 'an integer >= 1', 'never')),
   launch_timeout: z.optional(valueRequired(durationSchema(0, MAX_LAUNCH_TIMEOUT_SECONDS), LAUNCH_TIMEOUT_FORMS, 'no limit')),
-  boot_timeout: z.optional(
-    valueRequired(durationSchema(1, MAX_WAIT_SECONDS), BOOT_TIMEOUT_FORMS, formatDuration(DEFAULT_BOOT_TIMEOUT_SECONDS)),
-  ),
   max_boot_failures: z.optional(valueRequired(integer('an integer >= 1', 1), 'an integer >= 1', `${DEFAULT_MAX_BOOT_FAILURES}`)),
   max_recoveries: z.optional(valueRequired(integer('an integer >= 0', 0), 'an integer >= 0', 'no cap')),
 };
@@ -132,7 +129,6 @@ const policyMappingSchema = z.pipe(
       restartBackoff: given.restart_backoff ?? null,
       onDemandFallbackAfter: given.on_demand_fallback_after ?? null,
       launchTimeoutSeconds: given.launch_timeout ?? null,
-      bootTimeoutSeconds: given.boot_timeout ?? DEFAULT_BOOT_TIMEOUT_SECONDS,
       maxBootFailures: given.max_boot_failures ?? DEFAULT_MAX_BOOT_FAILURES,
       maxRecoveries: given.max_recoveries ?? null,
     }),
@@ -149,8 +145,7 @@ const strategyPolicySchema = z.pipe(
  * `resources.job_recovery` (and its legacy name `spot_recovery`): a strategy name, or the
  * mapping of SkyPilot's strategy, max_restarts_on_errors and recover_on_exit_codes plus
  * relaunch's fail_on_exit_codes, max_restarts_on_exit_codes, restart_backoff,
- * on_demand_fallback_after, launch_timeout, boot_timeout, max_boot_failures and
- * max_recoveries.
+ * on_demand_fallback_after, launch_timeout, max_boot_failures and max_recoveries.
  */
 export const jobRecoverySchema = z.pipe(
   z.unknown(),

@@ -38,12 +38,8 @@ export interface RecoveryPolicy {
    */
   readonly launchTimeoutSeconds?: number | null;
   /**
-   * How long a node has to send its first heartbeat (seconds since launch) before the
-   * attempt counts as never booted; absent = DEFAULT_BOOT_TIMEOUT_SECONDS (10 min).
-   */
-  readonly bootTimeoutSeconds?: number;
-  /**
-   * Attempts in a row that never booted before the job ends FAILED_NO_RESOURCE; absent =
+   * Attempts in a row that never booted (no node's first heartbeat within the heartbeat
+   * timeout, HEARTBEAT_TIMEOUT_SECONDS) before the job ends FAILED_NO_RESOURCE; absent =
    * DEFAULT_MAX_BOOT_FAILURES (3).
    */
   readonly maxBootFailures?: number;

@@ -100,7 +100,7 @@ describe('runValidate, human output', () => {
       '                recover_on_exit_codes 75 (at most 5 restarts)',
       '                max_recoveries 20',
       '                launch_timeout 6h',
-      '                boot_timeout 15m, max_boot_failures 5',
+      '                max_boot_failures 5',
       '  workdir       (none)',
     ]],
     ['boundary-bounds.yaml', [
@@ -108,7 +108,7 @@ describe('runValidate, human output', () => {
       '                restart_backoff 604800 s x2 up to 604800 s, full jitter',
       '                max_recoveries 0',
       '                launch_timeout 0s',
-      '                boot_timeout 7d, max_boot_failures 1',
+      '                max_boot_failures 1',
       '  workdir       (none)',
     ]],
   ])('summarizes the runaway bounds of %s, defaults left out', async (file, rows) => {
@@ -117,12 +117,27 @@ describe('runValidate, human output', () => {
     expect(io.stdout.join('\n')).toContain(rows.join('\n'));
   });
 
-  it('summarizes a boot bound that differs from its default alone with the other at its default', async () => {
+  it.each([
+    ['max_boot_failures 2, which differs from the default', 'max_boot_failures: 2', ['                max_boot_failures 2']],
+    ['nothing for max_boot_failures at its default, 3', 'max_boot_failures: 3', []],
+  ])('summarizes %s', async (_name, line, rows) => {
     const file = join(dir, 'boot.yaml');
-    await writeFile(file, 'resources:\n  job_recovery:\n    max_boot_failures: 2\nrun: x\n');
+    await writeFile(file, `resources:\n  job_recovery:\n    ${line}\nrun: x\n`);
     const io = bufferIo();
     expect(await runValidate(file, {}, io)).toBe(0);
-    expect(io.stdout.join('\n').split('\n')).toContain('                boot_timeout 10m, max_boot_failures 2');
+    const lines = io.stdout.join('\n').split('\n');
+    expect(lines.filter((row) => row.includes('max_boot_failures'))).toEqual(rows);
+  });
+
+  it('refuses boot_timeout by name, saying the heartbeat timeout holds instead, and returns 2', async () => {
+    const file = join(dir, 'boot-timeout.yaml');
+    await writeFile(file, 'resources:\n  job_recovery:\n    boot_timeout: 15m\n    max_boot_failures: 5\nrun: x\n');
+    const io = bufferIo();
+    expect(await runValidate(file, {}, io)).toBe(2);
+    expect(io.stdout).toEqual([]);
+    expect(io.stderr).toEqual([
+      "error: resources.job_recovery.boot_timeout: not supported yet: a node's first heartbeat must arrive within the heartbeat timeout (300 s); an attempt with none ends LOST as never booted, and max_boot_failures bounds how many in a row (line 3)",
+    ]);
   });
 
   it('warns, as a review, about codes that relaunch without a cap or a pause, and says what to add', async () => {

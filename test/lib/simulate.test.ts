@@ -176,18 +176,18 @@ describe('simulate: warnings, vanished instances, capacity and boots', () => {
     expect(result.decisions[4]?.reason).toMatch(/next try in 40 s; launch_timeout 1m40s, 40s left$/);
   });
 
-  it('three attempts that never booted end FAILED_NO_RESOURCE, naming boot_timeout', () => {
-    const result = simulate(spec({ bootTimeoutSeconds: 300 }), ['noboot', 'noboot', 'noboot']);
+  it('three attempts that never booted end FAILED_NO_RESOURCE, naming the heartbeat timeout', () => {
+    const result = simulate(spec(), ['noboot', 'noboot', 'noboot']);
     expect(result.decisions.map((d) => [d.action, d.status])).toEqual([
       ['RECOVER', 'RECOVERING'],
       ['RECOVER', 'RECOVERING'],
       ['FAIL', 'FAILED_NO_RESOURCE'],
     ]);
     expect(result.decisions[0]?.reason).toBe(
-      'instance lost (no node sent its first heartbeat within boot_timeout (5m)); never booted, 1 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors',
+      'instance lost (no node sent a heartbeat within the heartbeat timeout (300 s)); never booted, 1 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors',
     );
     expect(result.decisions[2]?.reason).toBe(
-      "the instances never reached relaunch: check the subnet's route to the API endpoint (3 attempts in a row, max_boot_failures 3; last: no node sent its first heartbeat within boot_timeout (5m))",
+      "the instances never reached relaunch: check the subnet's route to the API endpoint (3 attempts in a row, max_boot_failures 3; last: no node sent a heartbeat within the heartbeat timeout (300 s))",
     );
   });
 
