@@ -21,7 +21,7 @@ function nodes(phase: Phase, ...list: NodeExit[]): AttemptOutcome {
 
 const PREEMPTED: AttemptOutcome = { kind: 'PREEMPTED' };
 const LOST: AttemptOutcome = { kind: 'LOST', reason: 'no heartbeat for 300 s' };
-const NEVER_BOOTED: AttemptOutcome = { kind: 'LOST', reason: 'no heartbeat within boot_timeout', neverBooted: true };
+const NEVER_BOOTED: AttemptOutcome = { kind: 'LOST', reason: 'no heartbeat since launch for 300 s', neverBooted: true };
 const NO_CAPACITY: AttemptOutcome = { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: 'InsufficientInstanceCapacity in 6 zones' };
 
 function decide(
@@ -278,11 +278,11 @@ describe('decideRecovery: the reason names the rule, the budget charged and what
       'instance lost (no heartbeat for 300 s); max_recoveries (1) used up by 1 recovery'],
     ['max_recoveries 0', { maxRecoveries: 0 }, {}, PREEMPTED, 'spot preemption; max_recoveries is 0, so no recovery'],
     ['never booted, under max_boot_failures', {}, { bootFailuresInARow: 1 }, NEVER_BOOTED,
-      'instance lost (no heartbeat within boot_timeout); never booted, 2 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors'],
+      'instance lost (no heartbeat since launch for 300 s); never booted, 2 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors'],
     ['never booted, max_boot_failures reached', {}, { bootFailuresInARow: 2 }, NEVER_BOOTED,
-      `${NEVER_REACHED} (3 attempts in a row, max_boot_failures 3; last: no heartbeat within boot_timeout)`],
+      `${NEVER_REACHED} (3 attempts in a row, max_boot_failures 3; last: no heartbeat since launch for 300 s)`],
     ['never booted once, with max_boot_failures 1', { maxBootFailures: 1 }, {}, NEVER_BOOTED,
-      `${NEVER_REACHED} (1 attempt in a row, max_boot_failures 1; last: no heartbeat within boot_timeout)`],
+      `${NEVER_REACHED} (1 attempt in a row, max_boot_failures 1; last: no heartbeat since launch for 300 s)`],
     ['prechecks', {}, {}, { kind: 'LAUNCH_FAILED', cause: 'PRECHECKS', reason: 'image ami-123 not found in us-east-1' },
       'prechecks failed: image ami-123 not found in us-east-1'],
     ['cancelled', {}, {}, { kind: 'CANCELLED' }, 'cancelled by the user; no restart'],
@@ -366,7 +366,7 @@ describe('decideRecovery: the streak counters', () => {
   });
 
   it('a policy stored before the bounds existed keeps SkyPilot\'s behaviour and 3 boot failures', () => {
-    const { launchTimeoutSeconds: _l, bootTimeoutSeconds: _b, maxBootFailures: _m, maxRecoveries: _r, ...stored } = recoveryPolicy();
+    const { launchTimeoutSeconds: _l, maxBootFailures: _m, maxRecoveries: _r, ...stored } = recoveryPolicy();
     expect(decide(stored, counters({ recoverDecisions: 1000, recoveryCount: 1000 }), PREEMPTED).action).toBe('RECOVER');
     expect(decide(stored, counters({ capacityWaits: 50, recoveryCount: 1 }), NO_CAPACITY, () => 0.5, 10 ** 9).action).toBe('RECOVER');
     expect(decide(stored, counters({ bootFailuresInARow: 1 }), NEVER_BOOTED).action).toBe('RECOVER');
