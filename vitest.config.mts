@@ -4,6 +4,9 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     setupFiles: ['test/setup.ts'],
+    // Many tests wait on real processes (a 90 s job, a 60 s wait for capacity) rather
+    // than use the CPU: three workers let them wait beside the others on two cores.
+    maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     coverage: {

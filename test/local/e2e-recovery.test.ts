@@ -66,7 +66,7 @@ describe('recovery without an exit code, end to end', () => {
   });
 
   it('ends an attempt with no heartbeat as LOST and recovers on a fresh one', async () => {
-    const t = await open({ heartbeatTimeoutMs: 2_000, heartbeatIntervalMs: 600_000 });
+    const t = await open({ heartbeatTimeoutMs: 5_000, heartbeatIntervalMs: 600_000 });
     const { jobId } = await t.runtime.submit(
       yaml`
         resources:
