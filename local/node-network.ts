@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ApiRequest, ApiResponse } from '../lib/http/index.ts';
 import { matchRoute } from '../lib/http/index.ts';
-import type { LocalInstance } from './process-compute.ts';
+import { LOCAL_INSTANCE_TYPE, type LocalInstance } from './process-compute.ts';
 
 /** Where every node's path starts. */
 export const NODE_PATH_PREFIX = '/_node/';
@@ -101,7 +101,7 @@ function metadata(instance: LocalInstance, key: string): string | undefined {
     case 'local-ipv4':
       return '127.0.0.1';
     case 'instance-type':
-      return 'local-process';
+      return LOCAL_INSTANCE_TYPE;
     case 'placement/region':
       return 'local';
     case 'tags/instance':

@@ -74,6 +74,8 @@ const LAUNCH_TRY_GAP_MS = 100;
 const SHUTDOWN_GRACE_MS = 2_000;
 /** How often a shutting-down group is looked at. */
 const GROUP_POLL_MS = 25;
+/** How many emitted events the compute keeps. */
+const EMITTED_KEPT = 10_000;
 /** The instance type local placements report. */
 export const LOCAL_INSTANCE_TYPE = 'local-process';
 
@@ -85,8 +87,8 @@ const SHUTDOWN_STAND_IN = ': >"$ROOT_DIR/shutdown"; exit 0';
 
 /**
  * Runs the agent with the runtime holding a pipe on fd 3. When the runtime dies, even by
- * SIGKILL, the pipe closes and the watcher kills the node's whole group: nothing of a
- * job outlives the runtime that ran it.
+ * SIGKILL, the pipe closes and the watcher kills the node's whole group; a process that
+ * left the group (setsid) is found by its mark when the next runtime opens the folder.
  */
 const NODE_LAUNCHER = '( cat <&3 >/dev/null; kill -KILL -- -$$ ) 3<&3 >/dev/null 2>&1 & exec 3<&-; exec bash "$1"';
 
@@ -98,7 +100,12 @@ export function localInstanceId(jobId: string, attempt: number, rank: number): s
 /** Local attempts as process groups running the agent. */
 export class LocalProcessCompute implements Compute {
   private readonly instances = new Map<string, LocalInstance>();
-  /** Every event the instances emitted, delivered or dropped, oldest first (tests read it). */
+  /** Every instance this compute started: a record of one it no longer holds is gone, not orphaned. */
+  private readonly started = new Set<string>();
+  /**
+   * The events the instances emitted, delivered or not, oldest first: the last
+   * EMITTED_KEPT of them, for tests and for a look at what a runtime did.
+   */
   readonly emitted: { readonly event: InstanceEvent; readonly delivered: boolean }[] = [];
   private readonly pending = new Set<Promise<void>>();
   /** Set by releaseAll: the runtime is going, so nothing launches and no event is delivered. */
@@ -111,6 +118,7 @@ export class LocalProcessCompute implements Compute {
     if (this.closing) throw new Error('the local runtime is shutting down');
     const faults = faultsOfAttempt(this.chaosOf(jobId), attempt);
     await this.findCapacity(request, faults);
+    if (this.closing) throw new Error('the local runtime is shutting down');
     const workDir = spec.workdir === null ? jobWorkDir(this.options.dataDir, jobId) : path.resolve(spec.workdir);
     mkdirSync(workDir, { recursive: true });
     const ips = Array.from({ length: spec.numNodes }, () => '127.0.0.1');
@@ -138,9 +146,9 @@ export class LocalProcessCompute implements Compute {
   async release(jobId: string, attempt: number, recorded: readonly InstanceRef[]): Promise<void> {
     const known = [...this.instances.values()].filter((i) => i.jobId === jobId && i.attempt === attempt);
     await Promise.all(known.map((instance) => this.terminate(instance)));
-    // Instances a runtime that is gone started: found by their group and their mark.
+    // Instances a runtime that is gone started: found by their mark.
     for (const ref of recorded) {
-      if (this.instances.has(ref.instanceId) || ref.processGroupId === undefined) continue;
+      if (this.started.has(ref.instanceId) || ref.processGroupId === undefined) continue;
       killMarked(ref.instanceId, ref.processGroupId);
     }
   }
@@ -256,6 +264,7 @@ export class LocalProcessCompute implements Compute {
       markTerminated,
     };
     this.instances.set(instanceId, instance);
+    this.started.add(instanceId);
     child.once('spawn', () => this.emit(instance, { kind: 'STATE_CHANGE', state: 'running' }));
     this.scheduleFaults(instance, 'boot');
     // The agent ended: it shut the instance down, or it died. Either way the instance goes.
@@ -304,8 +313,11 @@ export class LocalProcessCompute implements Compute {
         signalGroup(instance.pgid, 'SIGTERM');
         signalMarked(instance.instanceId, instance.pgid, 'SIGTERM');
         await this.waitForGroup(instance, SHUTDOWN_GRACE_MS);
-        signalGroup(instance.pgid, 'SIGKILL');
-        killMarked(instance.instanceId, instance.pgid);
+        // Only a group still seen alive: an empty one's id may be someone else's by now.
+        if (markedProcesses(instance.instanceId, instance.pgid).length > 0) {
+          signalGroup(instance.pgid, 'SIGKILL');
+          killMarked(instance.instanceId, instance.pgid);
+        }
         instance.state = 'terminated';
       }
       await this.waitForGroup(instance, SHUTDOWN_GRACE_MS);
@@ -335,6 +347,7 @@ export class LocalProcessCompute implements Compute {
     const dropped = faultsOfAttempt(this.chaosOf(instance.jobId), instance.attempt).some((f) => f.kind === 'drop_events');
     const delivered = forwarded && !dropped && !this.closing;
     this.emitted.push({ event: full, delivered });
+    if (this.emitted.length > EMITTED_KEPT) this.emitted.splice(0, this.emitted.length - EMITTED_KEPT);
     if (!delivered) return;
     const delivery = this.options.events(full).catch((error: unknown) => this.options.onError?.(error));
     this.pending.add(delivery);
@@ -352,7 +365,7 @@ export class LocalProcessCompute implements Compute {
 
 /** Resolves once the process started; rejects with its spawn error (ENOENT, EAGAIN, E2BIG). */
 function spawned(child: ChildProcess): Promise<void> {
-  if (child.pid !== undefined && child.exitCode === null) return Promise.resolve();
+  if (child.pid !== undefined) return Promise.resolve();
   return new Promise((resolve, reject) => {
     child.once('spawn', () => resolve());
     child.once('error', reject);

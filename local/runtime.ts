@@ -12,6 +12,7 @@ import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { renderControllerAsl } from '../infra/asl.ts';
 import { DynamoJobStore } from '../lib/adapters/dynamo-job-store.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../lib/adapters/dynalite.ts';
+import { RelaunchError } from '../lib/errors.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
 import { isTerminal } from '../lib/status.ts';
 import {
@@ -79,6 +80,8 @@ const systemClock: Clock = { now: () => new Date() };
 /** One runtime per data folder: it owns the database while open. */
 export class LocalRuntime {
   private closed = false;
+  /** Aborted by close: ends the janitor's pauses at once. */
+  private readonly closing = new AbortController();
   private server: LocalApiServer | null = null;
   /** Janitor runs not finished yet, by job: close and waitForJob wait for them. */
   private readonly cleanups = new Map<string, Promise<unknown>>();
@@ -206,6 +209,7 @@ export class LocalRuntime {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.closing.abort();
     this.deps.workflow.stopAll();
     await this.deps.compute.releaseAll();
     await this.server?.close();
@@ -222,14 +226,17 @@ export class LocalRuntime {
   private executionEnded(execution: { arn: string; jobId: string }, result: LocalExecutionResult): void {
     if (this.closed || result.status === 'SUCCEEDED') return;
     const event = { jobId: execution.jobId, executionArn: execution.arn, status: result.status, error: result.error, cause: result.cause };
-    const cleanup = this.retryUntilStored(() => onExecutionEnded(event, this.deps)).finally(() => this.cleanups.delete(execution.jobId));
+    const cleanup: Promise<void> = this.retryUntilStored(() => onExecutionEnded(event, this.deps)).finally(() => {
+      if (this.cleanups.get(execution.jobId) === cleanup) this.cleanups.delete(execution.jobId);
+    });
     this.cleanups.set(execution.jobId, cleanup);
   }
 
   /**
    * Runs a write until it lands: a database that refused it (a full disk) may take it
-   * later, and the job must not stay live for want of one write. Gives up when the runtime
-   * closes: the next one ends the job then.
+   * later, and the job must not stay live for want of one write. relaunch's own errors (a
+   * lost race, a transition refused) will not change with time and end the tries; so does
+   * closing the runtime: the next one ends the job then.
    */
   private async retryUntilStored(write: () => Promise<unknown>): Promise<void> {
     for (let delay = JANITOR_FIRST_RETRY_MS; !this.closed; delay = Math.min(delay * 2, JANITOR_MAX_RETRY_MS)) {
@@ -238,8 +245,9 @@ export class LocalRuntime {
         return;
       } catch (error) {
         this.onError(error);
+        if (error instanceof RelaunchError) return;
       }
-      await sleep(delay);
+      await sleep(delay, undefined, { signal: this.closing.signal }).catch(() => undefined);
     }
   }
 
@@ -258,7 +266,12 @@ export class LocalRuntime {
           if (node.processGroupId !== undefined) killed += killMarked(node.instanceId, node.processGroupId);
         }
       }
-      const stopped = killed === 0 ? '' : `; ${killed} of its processes were still running and have been killed`;
+      const stopped =
+        killed === 0
+          ? ''
+          : killed === 1
+            ? '; 1 of its processes was still running and has been killed'
+            : `; ${killed} of its processes were still running and have been killed`;
       await recordControllerFailure(
         {
           jobId: job.jobId,

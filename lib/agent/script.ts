@@ -327,12 +327,31 @@ write_log() {
   fi
 } 2>/dev/null
 
-# Runs a phase in its own shell with the job's environment; returns its exit code.
+# The phase itself: the job's environment, its work folder, its script.
+phase_shell() {
+  . "$ROOT_DIR/env.sh" && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
+}
+
+# Runs a phase in its own shell; returns its exit code as soon as that shell exits. Its
+# output reaches the log through a pipe read by write_log; a background child of the phase
+# may hold that pipe open long after, so the writer gets a moment to finish, no more.
 run_phase() {
-  (
-    . "$ROOT_DIR/env.sh" && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
-  ) 2>&1 </dev/null | write_log "$ROOT_DIR/$1.log"
-  return "$((PIPESTATUS[0]))"
+  local fifo="$ROOT_DIR/$1.pipe" writer code tries
+  rm -f "$fifo"
+  if ! mkfifo "$fifo" 2>/dev/null; then
+    ( phase_shell "$1" ) >"$ROOT_DIR/$1.log" 2>&1 </dev/null
+    return
+  fi
+  write_log "$ROOT_DIR/$1.log" <"$fifo" &
+  writer=$!
+  ( phase_shell "$1" ) >"$fifo" 2>&1 </dev/null
+  code=$?
+  for (( tries = 0; tries < 20; tries++ )); do
+    kill -0 "$writer" 2>/dev/null || break
+    sleep 0.01
+  done
+  rm -f "$fifo"
+  return "$code"
 }
 
 if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi

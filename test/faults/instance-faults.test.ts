@@ -254,6 +254,24 @@ describe('faults injected into real runs', () => {
     }
   });
 
+  it('ends a phase when its shell exits, though a background child still holds its output', async () => {
+    const t = await open();
+    const job = await runToEnd(
+      t,
+      yaml`
+        run: |
+          sleep 60 &
+          echo "left a child behind"
+          exit 3
+      `,
+    );
+    expect(job.view).toMatchObject({ status: 'FAILED', attempts: [{ outcome: 'EXITED', exitCodes: [3] }] });
+    const [attempt] = job.attempts;
+    expect(Date.parse(attempt?.endedAt ?? '') - Date.parse(attempt?.startedAt ?? '')).toBeLessThan(30_000);
+    expect(attempt?.reports.at(-1)?.outputTail).toBe('left a child behind');
+    expect(processesOfJob(job.jobId)).toEqual([]);
+  });
+
   it('runs a task with no faults exactly as before', async () => {
     const t = await open();
     const job = await runToEnd(t, 'run: echo fine\n', { chaos: NO_CHAOS });

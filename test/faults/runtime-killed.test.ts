@@ -60,7 +60,7 @@ describe('the runtime killed with SIGKILL', () => {
     const orphan = await stored(t, jobId);
     expect(orphan.job.status).toBe('FAILED_CONTROLLER');
     expect(orphan.job.failureReason).toBe(
-      "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended; 1 of its processes were still running and have been killed",
+      "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended; 1 of its processes was still running and has been killed",
     );
     expect(reportCodes(orphan.attempts)).toEqual([expect.arrayContaining(['setup:0@1', 'run:0@1'])]);
     expect(orphan.attempts[0]?.instances.map((i) => typeof i.processGroupId)).toEqual(['number', 'number']);
