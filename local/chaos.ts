@@ -403,11 +403,11 @@ function readChaosYaml(text: string): LocatedValue {
   if (text.length > MAX_CHAOS_FILE_BYTES) {
     throw new InvalidInputError([{ path: '', message: `expected a chaos file of at most ${MAX_CHAOS_FILE_BYTES} characters, got ${text.length}` }]);
   }
-  // Reading bytes as UTF-8 turns each invalid sequence into U+FFFD, which no chaos file needs.
+  // Text decoded leniently elsewhere carries U+FFFD for each invalid byte; no chaos file needs one.
   const replaced = text.indexOf('\uFFFD');
   if (replaced >= 0) {
     const line = text.slice(0, replaced).split('\n').length;
-    throw new InvalidInputError([{ path: '', message: 'expected UTF-8 text, got bytes that are not UTF-8 (read as U+FFFD)', line }]);
+    throw new InvalidInputError([{ path: '', message: 'expected text without U+FFFD, the mark of bytes that were not UTF-8', line }]);
   }
   const counter = new LineCounter();
   const docs = parseAllDocuments(text, { ...YAML_OPTIONS, lineCounter: counter });

@@ -359,7 +359,7 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
       { path: '', message: 'expected at most 16 levels of nesting, got more', line: 1 },
     ]],
     ['text read from bytes that are not UTF-8', 'faults:\n  - attempt: 1\n    preempt: {after: 2\uFFFDs}', [
-      { path: '', message: 'expected UTF-8 text, got bytes that are not UTF-8 (read as U+FFFD)', line: 3 },
+      { path: '', message: 'expected text without U+FFFD, the mark of bytes that were not UTF-8', line: 3 },
     ]],
     ['more than 256 KiB of text', `faults: []\n${'#'.repeat(256 * 1024)}`, [
       { path: '', message: 'expected a chaos file of at most 262144 characters, got 262155' },
