@@ -1,37 +1,20 @@
 // DynamoJobStore against the JobStore contract on dynalite (a real DynamoDB API, in process),
 // plus what only the DynamoDB layout promises: the items it writes and the indexes it uses.
 
-import { randomUUID } from 'node:crypto';
-import { DynamoDBClient, GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTable, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
+import { GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it } from 'vitest';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX } from '../../../lib/adapters/dynamo-table.ts';
+import { useDynalite } from '../../fixtures/dynalite.ts';
 import { attemptRecord } from '../../fixtures/records.ts';
 import { describeJobStoreContract, richSpec, sampleJob as job } from './job-store.contract.ts';
 
-let dynamo: LocalDynamo;
-let client: DynamoDBClient;
-
-beforeAll(async () => {
-  dynamo = await startDynalite();
-  client = new DynamoDBClient({
-    endpoint: dynamo.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
-});
-
-afterAll(async () => {
-  client.destroy();
-  await dynamo.close();
-});
+const dynalite = useDynalite();
 
 /** A store on a table of its own, so every test starts empty. */
 async function freshStore(): Promise<{ store: DynamoJobStore; tableName: string }> {
-  const tableName = `jobs-${randomUUID()}`;
-  await ensureTable(client, tableName);
-  return { store: new DynamoJobStore({ client, tableName }), tableName };
+  const tableName = await dynalite.freshTable('jobs');
+  return { store: new DynamoJobStore({ client: dynalite.client(), tableName }), tableName };
 }
 
 describeJobStoreContract('DynamoJobStore on dynalite', async () => (await freshStore()).store);
@@ -40,7 +23,7 @@ describe('DynamoJobStore layout', () => {
   it('keeps the job under JOB#<id>/JOB with its spec as a map and the list index keys', async () => {
     const { store, tableName } = await freshStore();
     await store.createJob(job);
-    const { Item } = await client.send(
+    const { Item } = await dynalite.client().send(
       new GetItemCommand({ TableName: tableName, Key: { pk: { S: 'JOB#job-1' }, sk: { S: 'JOB' } } }),
     );
     expect(Item).toMatchObject({
@@ -65,7 +48,7 @@ describe('DynamoJobStore layout', () => {
     await store.setInstances('job-1', 1, { region: 'us-east-1', zone: null, instanceType: 'm5.large' }, [
       { instanceId: 'i-0123', nodeRank: 0, privateIp: null },
     ]);
-    const { Items } = await client.send(
+    const { Items } = await dynalite.client().send(
       new QueryCommand({
         TableName: tableName,
         KeyConditionExpression: 'pk = :pk',
@@ -79,7 +62,7 @@ describe('DynamoJobStore layout', () => {
       'INSTANCE#i-0123',
       'JOB',
     ]);
-    const { Items: owners } = await client.send(
+    const { Items: owners } = await dynalite.client().send(
       new QueryCommand({
         TableName: tableName,
         IndexName: INSTANCE_INDEX.indexName,

@@ -2,10 +2,8 @@
 // first, or both at once, on both stores (InMemoryJobStore, DynamoJobStore on dynalite).
 
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
-import { ensureTable, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
 import { StaleAttemptError } from '../../../lib/errors.ts';
 import type { AttemptOutcome, Phase } from '../../../lib/policy/types.ts';
@@ -13,6 +11,7 @@ import type { JobStore } from '../../../lib/ports.ts';
 import { onInstanceEvent } from '../../../lib/usecases/instance-event.ts';
 import { getJob } from '../../../lib/usecases/queries.ts';
 import { fakeInstanceId } from '../../fakes/fake-compute.ts';
+import { useDynalite } from '../../fixtures/dynalite.ts';
 import { givenLaunched, harness, report, taskSpec, tokenFor, type Harness } from './harness.ts';
 
 /** One message about an attempt: a node's report, or EC2's word on a node's instance. */
@@ -175,25 +174,11 @@ function withInstanceIds(outcome: AttemptOutcome, jobId: string): AttemptOutcome
   return { ...outcome, reason: outcome.reason.replace(/\{(\d+)\}/, (_, rank: string) => fakeInstanceId(jobId, 1, Number(rank))) };
 }
 
-let dynamo: LocalDynamo;
-let client: DynamoDBClient;
+const dynalite = useDynalite();
 let dynamoStore: DynamoJobStore;
 
 beforeAll(async () => {
-  dynamo = await startDynalite();
-  client = new DynamoDBClient({
-    endpoint: dynamo.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
-  const tableName = `order-${randomUUID()}`;
-  await ensureTable(client, tableName);
-  dynamoStore = new DynamoJobStore({ client, tableName });
-});
-
-afterAll(async () => {
-  client.destroy();
-  await dynamo.close();
+  dynamoStore = new DynamoJobStore({ client: dynalite.client(), tableName: await dynalite.freshTable('order') });
 });
 
 const STORES: readonly { readonly name: string; readonly make: () => JobStore }[] = [

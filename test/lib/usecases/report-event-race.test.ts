@@ -3,20 +3,18 @@
 
 import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
-import { ensureTable, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
 import { StaleAttemptError } from '../../../lib/errors.ts';
 import type { AttemptRecord, NodeReport } from '../../../lib/model.ts';
 import { onInstanceEvent, type InstanceEvent } from '../../../lib/usecases/instance-event.ts';
 import { fakeInstanceId } from '../../fakes/fake-compute.ts';
+import { useDynalite } from '../../fixtures/dynalite.ts';
 import { givenLaunched, harness, report, taskSpec } from './harness.ts';
 
 const ROUNDS = 100;
 
-let dynamo: LocalDynamo;
-let client: DynamoDBClient;
+const dynalite = useDynalite();
 let store: HookedStore;
 
 /** A DynamoJobStore that calls `onReportStored` once, as soon as a report is stored. */
@@ -33,20 +31,7 @@ class HookedStore extends DynamoJobStore {
 }
 
 beforeAll(async () => {
-  dynamo = await startDynalite();
-  client = new DynamoDBClient({
-    endpoint: dynamo.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
-  const tableName = `race-${randomUUID()}`;
-  await ensureTable(client, tableName);
-  store = new HookedStore({ client, tableName });
-});
-
-afterAll(async () => {
-  client.destroy();
-  await dynamo.close();
+  store = new HookedStore({ client: dynalite.client(), tableName: await dynalite.freshTable('race') });
 });
 
 /** A single-node job of its own, launched and awaited; returns it and its instance's `terminated` event. */
