@@ -30,7 +30,8 @@ export interface ChaosSource {
  * - `lose`: the instance vanishes (no report, the instance `terminated`).
  * - `silence`: the node's network is cut (no heartbeat or report), its process runs on;
  *   `from: boot` counts `after` from the node's start instead, so with `after: 0s` the
- *   node never reaches relaunch at all (an instance with no route to the API).
+ *   node never reaches relaunch at all (an instance with no route to the API); `for`
+ *   restores the network after that long (with `from: boot`, a slow boot).
  * - `no_capacity`: the attempt's first `tries` launch tries fail with InsufficientInstanceCapacity.
  * - `drop_events`: EC2 events about the attempt's instances are never delivered.
  */
@@ -51,6 +52,8 @@ export type ChaosFault =
       readonly afterMs: number;
       /** Set when `after` counts from the node's start, not its run's. */
       readonly from?: 'boot';
+      /** How long the network stays cut; absent: for good. */
+      readonly forMs?: number;
       readonly source?: ChaosSource;
     }
   | { readonly kind: 'no_capacity'; readonly attempt: number; readonly tries: number; readonly source?: ChaosSource }
@@ -156,7 +159,11 @@ const nodeFaultShape = {
   after: z.optional(durationSchema),
 };
 const preemptShape = { ...nodeFaultShape, warning: z.optional(durationSchema) };
-const silenceShape = { ...nodeFaultShape, from: z.optional(z.enum(['run', 'boot'], { error: expected('run (the default) or boot') })) };
+const silenceShape = {
+  ...nodeFaultShape,
+  from: z.optional(z.enum(['run', 'boot'], { error: expected('run (the default) or boot') })),
+  for: z.optional(durationSchema),
+};
 
 /** A fault's mapping; `{}` asks for every default. A key with no value is refused, not defaulted. */
 function nodeFaultSchema<S extends typeof nodeFaultShape>(shape: S, example: string) {
@@ -192,6 +199,7 @@ const HOME: Readonly<Record<string, string>> = {
   after: 'inside preempt, lose or silence',
   warning: 'inside preempt',
   from: 'inside silence',
+  for: 'inside silence',
 };
 
 /** Keys compared for a suggestion: case and `-` versus `_` never matter. */
@@ -242,8 +250,16 @@ function faultOf(entry: Entry, source: ChaosSource): ChaosFault {
   }
   if (entry.lose !== undefined) return { kind: 'lose', attempt, node: entry.lose.node ?? 0, afterMs: entry.lose.after ?? 0, source };
   if (entry.silence !== undefined) {
-    const { node = 0, after = 0, from = 'run' } = entry.silence;
-    return { kind: 'silence', attempt, node, afterMs: after, ...(from === 'boot' ? { from } : {}), source };
+    const { node = 0, after = 0, from = 'run', for: forMs } = entry.silence;
+    return {
+      kind: 'silence',
+      attempt,
+      node,
+      afterMs: after,
+      ...(from === 'boot' ? { from } : {}),
+      ...(forMs === undefined ? {} : { forMs }),
+      source,
+    };
   }
   if (entry.no_capacity !== undefined) return { kind: 'no_capacity', attempt, tries: entry.no_capacity, source };
   return { kind: 'drop_events', attempt, source };

@@ -286,6 +286,8 @@ export class LocalProcessCompute implements Compute {
         return;
       case 'silence':
         instance.networkCut = true;
+        // Cleared with the instance's other timers when it ends, so a gone node stays cut.
+        if (fault.forMs !== undefined) this.schedule(instance, fault.forMs, () => (instance.networkCut = false));
         return;
       default:
         return;

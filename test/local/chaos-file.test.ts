@@ -97,11 +97,12 @@ describe('parseChaosFile: valid files', () => {
       ],
     ],
     [
-      'a silence from the node\'s start, and one from its run given as such',
-      'faults:\n  - {attempt: 1, silence: {from: boot}}\n  - {attempt: 2, silence: {from: run, after: 1s}}',
+      'a silence from the node\'s start, one from its run given as such, and a slow boot',
+      'faults:\n  - {attempt: 1, silence: {from: boot}}\n  - {attempt: 2, silence: {from: run, after: 1s}}\n  - {attempt: 3, silence: {from: boot, for: 2m}}',
       [
         { kind: 'silence', attempt: 1, node: 0, afterMs: 0, from: 'boot', source: { index: 0, line: 2 } },
         { kind: 'silence', attempt: 2, node: 0, afterMs: 1_000, source: { index: 1, line: 3 } },
+        { kind: 'silence', attempt: 3, node: 0, afterMs: 0, from: 'boot', forMs: 120_000, source: { index: 2, line: 4 } },
       ],
     ],
     [
@@ -214,6 +215,12 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
     ]],
     ['from beside the fault instead of inside it', 'faults:\n  - {attempt: 1, from: boot, silence: {}}', [
       { path: 'faults[0].from', message: 'unknown key here: from goes inside silence', line: 2 },
+    ]],
+    ['a silence for a bare number', 'faults:\n  - {attempt: 1, silence: {for: 30}}', [
+      { path: 'faults[0].silence.for', message: 'expected a duration such as 500ms, 2s, 1m or 1h, got 30: add a unit, such as 30s or 30ms', line: 2 },
+    ]],
+    ['for inside a fault that does not take it', 'faults:\n  - {attempt: 1, lose: {for: 2s}}', [
+      { path: 'faults[0].lose.for', message: 'unknown key here: for goes inside silence', line: 2 },
     ]],
     ['faults inside an entry', 'faults:\n  - {attempt: 1, faults: [], drop_events: true}', [
       { path: 'faults[0].faults', message: 'unknown key here: faults goes at the top of the file', line: 2 },
