@@ -24,6 +24,8 @@ export const LAMBDA_NAMES: readonly LambdaName[] = Object.values(LambdaName);
 /** The Lambda behind each Task state of the controller. */
 export const TASK_LAMBDAS: Readonly<Record<TaskStateName, LambdaName>> = {
   [StateName.LaunchAttempt]: LambdaName.launchAttempt,
+  // Both waits store their token the same way; the payload names the state.
+  [StateName.AwaitBoot]: LambdaName.awaitAttempt,
   [StateName.AwaitAttempt]: LambdaName.awaitAttempt,
   [StateName.EvaluateRecoveryPolicy]: LambdaName.evaluatePolicy,
   [StateName.ReleaseInstances]: LambdaName.releaseInstances,

@@ -13,6 +13,7 @@ import {
   ATTEMPT_PATH,
   AWAIT_ERROR_PATH,
   AWAITED_PATH,
+  BOOT_TIMEOUT_SECONDS_PATH,
   CONTINUE_AS_NEW_PATH,
   CONTROLLER_ERROR_CAUSE_PATH,
   CONTROLLER_ERROR_PATH,
@@ -48,13 +49,17 @@ export const LAMBDA_RETRY: sfn.RetryProps = {
 /**
  * Builds the controller's chain in `scope`. Per attempt (the loop):
  *
- *   LaunchAttempt → AwaitOrEvaluate → AwaitAttempt → EvaluateRecoveryPolicy →
+ *   LaunchAttempt → AwaitOrEvaluate → AwaitBoot → AwaitAttempt → EvaluateRecoveryPolicy →
  *   ReleaseInstances → RelaunchOrFinish → [WaitBeforeRelaunch →] LaunchAttempt
  *
- * that is 6 transitions (7 with a backoff), 5 when the launch got no instances. Every
- * handler returns the whole state (ResultPath unset) except AwaitAttempt, whose result
- * (what resumed it) lands at AWAITED_PATH. Any Task's unexpected error goes to
+ * that is 7 transitions (8 with a backoff), 5 when the launch got no instances. Every
+ * handler returns the whole state (ResultPath unset) except the two waits, whose result
+ * (what resumed them) lands at AWAITED_PATH. Any Task's unexpected error goes to
  * RecordControllerFailure (which marks FAILED_CONTROLLER and releases instances).
+ *
+ * An attempt has two clocks: AwaitBoot ends when every node has sent its first heartbeat,
+ * and times out after the job's boot_timeout (TimeoutSecondsPath); AwaitAttempt then
+ * waits for the end, failing after HEARTBEAT_TIMEOUT_SECONDS without a heartbeat.
  */
 export function buildControllerDefinition(scope: Construct, fns: ControllerTasks): sfn.IChainable {
   const controllerFailed = sfn.Fail.jsonPath(scope, StateName.ControllerFailed, {
@@ -84,27 +89,37 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
   release.addRetry({ errors: [InstancesStillRunningError.errorName], interval: Duration.seconds(30), maxAttempts: 4, backoffRate: 1.5 });
   const continueAsNew = handlerTask(StateName.ContinueAsNewExecution);
 
-  const awaitAttempt = tasks.LambdaInvoke.jsonPath(scope, StateName.AwaitAttempt, {
-    stateName: StateName.AwaitAttempt,
-    lambdaFunction: fns[StateName.AwaitAttempt],
-    integrationPattern: sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
-    payload: sfn.TaskInput.fromObject({
-      jobId: sfn.JsonPath.stringAt(JOB_ID_PATH),
-      attempt: sfn.JsonPath.numberAt(ATTEMPT_PATH),
-      taskToken: sfn.JsonPath.taskToken,
-    }),
+  // Each wait stores its token on the attempt; the payload says which state it belongs to.
+  const awaitTask = (name: typeof StateName.AwaitBoot | typeof StateName.AwaitAttempt, timing: Partial<tasks.LambdaInvokeJsonPathProps>) => {
+    const task = tasks.LambdaInvoke.jsonPath(scope, name, {
+      stateName: name,
+      lambdaFunction: fns[name],
+      integrationPattern: sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
+      payload: sfn.TaskInput.fromObject({
+        jobId: sfn.JsonPath.stringAt(JOB_ID_PATH),
+        attempt: sfn.JsonPath.numberAt(ATTEMPT_PATH),
+        taskToken: sfn.JsonPath.taskToken,
+        state: name,
+        ...(name === StateName.AwaitBoot ? { bootTimeoutSeconds: sfn.JsonPath.numberAt(BOOT_TIMEOUT_SECONDS_PATH) } : {}),
+      }),
+      resultPath: AWAITED_PATH,
+      retryOnServiceExceptions: false,
+      ...timing,
+    });
+    task.addRetry(LAMBDA_RETRY);
+    // The attempt ended without a report: never up, lost (no heartbeat), or cancelled.
+    // The policy reads the outcome from the store; the error is kept for the console.
+    task.addCatch(evaluate, {
+      errors: [WorkflowError.HeartbeatTimeout, WorkflowError.Timeout, WorkflowError.JobCancelled],
+      resultPath: AWAIT_ERROR_PATH,
+    });
+    task.addCatch(recordControllerFailure, { errors: [WorkflowError.All], resultPath: CONTROLLER_ERROR_PATH });
+    return task;
+  };
+  const awaitBoot = awaitTask(StateName.AwaitBoot, { taskTimeout: sfn.Timeout.at(BOOT_TIMEOUT_SECONDS_PATH) });
+  const awaitAttempt = awaitTask(StateName.AwaitAttempt, {
     heartbeatTimeout: sfn.Timeout.duration(Duration.seconds(HEARTBEAT_TIMEOUT_SECONDS)),
-    resultPath: AWAITED_PATH,
-    retryOnServiceExceptions: false,
   });
-  awaitAttempt.addRetry(LAMBDA_RETRY);
-  // The attempt ended without a report: lost (no heartbeat), timed out, or cancelled. The
-  // policy reads the outcome from the store; the error is kept for the console.
-  awaitAttempt.addCatch(evaluate, {
-    errors: [WorkflowError.HeartbeatTimeout, WorkflowError.Timeout, WorkflowError.JobCancelled],
-    resultPath: AWAIT_ERROR_PATH,
-  });
-  awaitAttempt.addCatch(recordControllerFailure, { errors: [WorkflowError.All], resultPath: CONTROLLER_ERROR_PATH });
 
   const jobSucceeded = sfn.Succeed.jsonPath(scope, StateName.JobSucceeded, { stateName: StateName.JobSucceeded });
   const jobFailed = sfn.Fail.jsonPath(scope, StateName.JobFailed, {
@@ -132,9 +147,12 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
 
   const awaitOrEvaluate = sfn.Choice.jsonPath(scope, StateName.AwaitOrEvaluate, { stateName: StateName.AwaitOrEvaluate })
     .when(sfn.Condition.booleanEquals(LAUNCHED_PATH, false), evaluate)
-    .otherwise(awaitAttempt);
+    .otherwise(awaitBoot);
 
   launch.next(awaitOrEvaluate);
+  // Resumed with `booted`, or with the outcome of an attempt that ended while booting:
+  // AwaitAttempt then resumes itself at once.
+  awaitBoot.next(awaitAttempt);
   awaitAttempt.next(evaluate);
   evaluate.next(release);
   release.next(nextStep);

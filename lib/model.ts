@@ -2,6 +2,7 @@
 
 import type { JobStatus } from './status.ts';
 import type { TaskSpec } from './spec/types.ts';
+import type { AwaitStateName } from './workflow/contract.ts';
 import type {
   AttemptOutcome,
   Market,
@@ -75,8 +76,13 @@ export interface AttemptRecord {
   readonly market: Market;
   readonly placement: Placement | null;
   readonly instances: readonly InstanceRef[];
-  /** The Step Functions task token of AwaitAttempt; null until the machine is waiting. */
+  /** The Step Functions task token the machine waits on; null until it is waiting. */
   readonly taskToken: string | null;
+  /**
+   * The state `taskToken` belongs to: AwaitBoot until every node is up, then AwaitAttempt.
+   * null with no token, and on attempts stored before AwaitBoot existed (AwaitAttempt's).
+   */
+  readonly tokenState: AwaitStateName | null;
   /** SHA-256 (hex) of the per-attempt callback secret; the secret itself is never stored. */
   readonly secretHash: string;
   /** Every report received, once per node and phase. */
@@ -86,6 +92,8 @@ export interface AttemptRecord {
   readonly decision: StoredDecision | null;
   readonly startedAt: string;
   readonly lastHeartbeatAt: string | null;
+  /** The ranks of the nodes a heartbeat has come from, ascending. */
+  readonly nodesHeardFrom: readonly number[];
   /** When EC2 warned that a spot instance of this attempt will be reclaimed. */
   readonly interruptionNoticedAt: string | null;
   readonly endedAt: string | null;

@@ -4,7 +4,7 @@ import type { DecisionBasis } from './outcome.ts';
 import type { AttemptOutcome, Market, RecoveryCounters } from './policy/types.ts';
 import type { TaskSpec } from './spec/types.ts';
 import type { JobStatus } from './status.ts';
-import type { ExecutionInput } from './workflow/contract.ts';
+import type { AwaitStateName, ExecutionInput } from './workflow/contract.ts';
 import type {
   AttemptRecord,
   InstanceRef,
@@ -66,17 +66,18 @@ export interface JobStore {
    * Stores the task token, even on an attempt that has ended, and returns the attempt as it
    * now is: the caller sees `outcome` and resumes the task itself when the end came first.
    */
-  setTaskToken(jobId: string, attempt: number, taskToken: string): Promise<AttemptRecord>;
+  setTaskToken(jobId: string, attempt: number, taskToken: string, state: AwaitStateName): Promise<AttemptRecord>;
   /**
    * Adds a report unless that node already reported that phase or the attempt has ended.
    * Returns `duplicate: true` (and changes nothing) for a repeat.
    */
   addReport(jobId: string, attempt: number, report: NodeReport): Promise<{ attempt: AttemptRecord; duplicate: boolean }>;
   /**
-   * Sets the attempt's lastHeartbeatAt to `at` and returns the attempt; throws
-   * StaleAttemptError when the attempt has ended (a late beat changes nothing).
+   * Sets the attempt's lastHeartbeatAt to `at`, adds `nodeRank` to its nodesHeardFrom, and
+   * returns the attempt, in one write; throws StaleAttemptError when the attempt has ended
+   * (a late beat changes nothing).
    */
-  recordHeartbeat(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
+  recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord>;
   /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
   noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
   /**

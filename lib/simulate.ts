@@ -7,7 +7,7 @@ import { decideRecovery, initialCounters } from './policy/decide.ts';
 import type { AttemptOutcome, Phase, RecoveryAction } from './policy/types.ts';
 import type { TaskSpec } from './spec/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
-import { HEARTBEAT_TIMEOUT_SECONDS } from './workflow/contract.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from './spec/bounds.ts';
 
 /** One attempt's decision, as `relaunch simulate --json` prints it (these keys, no others). */
 export interface SimulatedDecision {
@@ -43,11 +43,10 @@ export const MIDPOINT_DRAW = (): number => 0.5;
 /** The error a simulated launch without capacity reports. */
 const NO_CAPACITY = 'InsufficientInstanceCapacity in every zone tried';
 
-/**
- * Why a simulated attempt never booted: the first heartbeat has the same deadline as every
- * later one, AwaitAttempt's heartbeat timeout.
- */
-const NEVER_BOOTED = `no node sent a heartbeat within the heartbeat timeout (${HEARTBEAT_TIMEOUT_SECONDS} s)`;
+/** Why a simulated attempt never booted: no first heartbeat came on AwaitBoot's clock. */
+function neverBooted(bootTimeoutSeconds: number): string {
+  return `no node sent a heartbeat within boot_timeout ${formatDuration(bootTimeoutSeconds)}`;
+}
 
 /** An attempt as the events describe it: the events that make it up, and how it ended. */
 export interface SimulatedAttempt {
@@ -68,7 +67,7 @@ export interface SimulatedAttempt {
  */
 export function simulate(spec: TaskSpec, events: readonly string[], random: () => number = MIDPOINT_DRAW): SimulationResult {
   const policy = spec.resources.jobRecovery;
-  const attempts = parseEvents(events, spec.numNodes);
+  const attempts = parseEvents(events, spec.numNodes, policy.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS);
   let counters = initialCounters(spec.resources.useSpot);
   let status: JobStatus = JobStatus.PENDING;
   let endedAt = 0;
@@ -100,8 +99,11 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
   return { decisions, final: { status } };
 }
 
-/** Reads every event into the attempts they describe, reporting all the bad events at once. */
-export function parseEvents(events: readonly string[], numNodes: number): SimulatedAttempt[] {
+/**
+ * Reads every event into the attempts they describe, reporting all the bad events at once;
+ * `noboot` names the task's boot_timeout.
+ */
+export function parseEvents(events: readonly string[], numNodes: number, bootTimeoutSeconds = DEFAULT_BOOT_TIMEOUT_SECONDS): SimulatedAttempt[] {
   if (events.length === 0) {
     throw new InvalidInputError([{ path: 'events', message: `give at least one event: ${EVENT_FORMS}` }]);
   }
@@ -110,7 +112,7 @@ export function parseEvents(events: readonly string[], numNodes: number): Simula
   /** Index of the first `warn` of the attempt being read, if it has one. */
   let warnedAt: number | undefined;
   events.forEach((event, index) => {
-    const parsed = parseEvent(event, numNodes);
+    const parsed = parseEvent(event, numNodes, bootTimeoutSeconds);
     if (parsed === WARN) {
       warnedAt ??= index;
       return;
@@ -158,7 +160,7 @@ function decided(numNodes: number, reports: readonly NodeReport[], attemptFacts:
 }
 
 /** One event: a warning, how an attempt ended, or what is wrong with the event. */
-function parseEvent(event: string, numNodes: number): typeof WARN | AttemptEnd | string {
+function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number): typeof WARN | AttemptEnd | string {
   // A heartbeat deadline with a warning on record ends the attempt PREEMPTED, as the
   // controller decides it (lib/usecases/evaluate-policy.ts).
   const unlessWarned = (outcome: AttemptOutcome): AttemptEnd => (warned) => (warned ? { kind: 'PREEMPTED' } : outcome);
@@ -175,7 +177,7 @@ function parseEvent(event: string, numNodes: number): typeof WARN | AttemptEnd |
     case 'lost':
       return unlessWarned({ kind: 'LOST', reason: 'heartbeat lost' });
     case 'noboot':
-      return unlessWarned({ kind: 'LOST', reason: NEVER_BOOTED, neverBooted: true });
+      return unlessWarned({ kind: 'LOST', reason: neverBooted(bootTimeoutSeconds), neverBooted: true });
   }
   const gone = GONE_EVENT.exec(event);
   if (gone !== null) {

@@ -62,6 +62,9 @@ export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
     JobStatus.SUCCEEDED,
     JobStatus.FAILED,
     JobStatus.FAILED_SETUP,
+    // A multi-node attempt some of whose nodes never came up, the max_boot_failures-th in
+    // a row: the others' heartbeats had made the job RUNNING.
+    JobStatus.FAILED_NO_RESOURCE,
     ...FAILURES_ANY_TIME,
   ],
   RECOVERING: [JobStatus.STARTING, ...FAILURES_ANY_TIME],

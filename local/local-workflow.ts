@@ -27,8 +27,17 @@ export interface LocalExecutionResult {
 interface Waiter {
   resolve(output: Json): void;
   reject(error: Error): void;
-  timer: NodeJS.Timeout;
+  readonly clock: TaskClock;
+  /** The heartbeat timeout's timer, or the task's own timeout's. */
+  timer: NodeJS.Timeout | undefined;
 }
+
+/** The clock a waiting task runs on, as its state in the ASL sets it. */
+export type TaskClock =
+  /** HeartbeatSeconds: fails with States.HeartbeatTimeout after heartbeatTimeoutMs without a beat. */
+  | { readonly kind: 'heartbeat' }
+  /** TimeoutSeconds(Path): fails with States.Timeout once `ms` have passed, heartbeats aside. */
+  | { readonly kind: 'timeout'; readonly ms: number };
 
 interface LocalExecution {
   readonly arn: string;
@@ -132,12 +141,20 @@ export class LocalWorkflow implements Workflow {
     return execution.done;
   }
 
-  /** A fresh task token that `resume`, `fail` and `heartbeat` recognise; the promise is the task's result. */
-  waitForTaskToken(): { token: string; result: Promise<Json> } {
+  /**
+   * A fresh task token that `resume`, `fail` and `heartbeat` recognise; the promise is the
+   * task's result. With a `timeout` clock the engine fails the state itself at the same
+   * moment (TimeoutSecondsPath); the waiter's own timer then only lets the token go.
+   */
+  waitForTaskToken(clock: TaskClock = { kind: 'heartbeat' }): { token: string; result: Promise<Json> } {
     const token = `local-token-${randomUUID()}`;
     const result = new Promise<Json>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, timer: this.heartbeatTimer(token) };
+      const waiter: Waiter = { resolve, reject, clock, timer: undefined };
       this.waiters.set(token, waiter);
+      waiter.timer =
+        clock.kind === 'heartbeat'
+          ? this.heartbeatTimer(token)
+          : this.failTimer(token, clock.ms, WorkflowError.Timeout, `the task did not end within ${Math.round(clock.ms / 1000)} s`);
     });
     return { token, result };
   }
@@ -160,9 +177,11 @@ export class LocalWorkflow implements Workflow {
     this.waiters.delete(taskToken);
   }
 
+  /** Restarts a heartbeat clock; a task on a timeout clock takes the beat and keeps its deadline. */
   async heartbeat(taskToken: string): Promise<void> {
     const waiter = this.waiters.get(taskToken);
     if (waiter === undefined) throw new StaleAttemptError('the task this heartbeat is for is no longer waiting');
+    if (waiter.clock.kind !== 'heartbeat') return;
     clearTimeout(waiter.timer);
     waiter.timer = this.heartbeatTimer(taskToken);
   }
@@ -186,11 +205,16 @@ export class LocalWorkflow implements Workflow {
 
   private heartbeatTimer(token: string): NodeJS.Timeout {
     const ms = this.options.heartbeatTimeoutMs;
+    return this.failTimer(token, ms, WorkflowError.HeartbeatTimeout, `no heartbeat for ${Math.round(ms / 1000)} s`);
+  }
+
+  /** Fails the waiting task with `error` after `ms`, unless it ended first. */
+  private failTimer(token: string, ms: number, error: string, cause: string): NodeJS.Timeout {
     const timer = setTimeout(() => {
       const waiter = this.waiters.get(token);
       if (waiter === undefined) return;
       this.waiters.delete(token);
-      waiter.reject(new NamedWorkflowError(WorkflowError.HeartbeatTimeout, `no heartbeat for ${Math.round(ms / 1000)} s`));
+      waiter.reject(new NamedWorkflowError(error, cause));
     }, ms);
     timer.unref();
     return timer;

@@ -24,10 +24,10 @@ import {
   type SubmitJobResult,
   type UseCaseDeps,
 } from '../lib/usecases/index.ts';
-import { HEARTBEAT_TIMEOUT_SECONDS, StateName } from '../lib/workflow/contract.ts';
+import { BOOT_TIMEOUT_SECONDS_PATH, HEARTBEAT_TIMEOUT_SECONDS, StateName } from '../lib/workflow/contract.ts';
 import { AwaitTaskInputSchema, awaitAttemptTask, controllerTasks } from '../lib/workflow/task-handlers.ts';
 import { mergeChaos, NO_CHAOS, type ChaosPlan } from './chaos.ts';
-import { LocalWorkflow, type LocalExecutionResult, type LocalTaskHandler } from './local-workflow.ts';
+import { LocalWorkflow, type LocalExecutionResult, type LocalTaskHandler, type TaskClock } from './local-workflow.ts';
 import { LocalProcessCompute } from './process-compute.ts';
 import { killMarked } from './process-groups.ts';
 import { LocalApiServer } from './server.ts';
@@ -155,7 +155,7 @@ export class LocalRuntime {
       onError,
     });
     const workflow = new LocalWorkflow({
-      definition: localDefinition(),
+      definition: localControllerDefinition(),
       tasks: () => localTasks(deps),
       heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? HEARTBEAT_TIMEOUT_SECONDS * 1000,
       onTransition: options.onTransition,
@@ -287,38 +287,56 @@ export class LocalRuntime {
 
 /**
  * The controller's ASL as the local engine must run it to behave as Step Functions does:
- * AwaitAttempt without an engine-made 60 s timeout.
+ *
+ * - AwaitAttempt without an engine-made 60 s timeout (the engine gives a Task with no
+ *   TimeoutSeconds 60 s; Step Functions gives none);
+ * - AwaitBoot's TimeoutSecondsPath read where the engine looks: it resolves the path
+ *   against the state's Parameters, where Step Functions resolves it against the state's
+ *   input, so `$.x` becomes `$.Payload.x` (the payload carries the same value).
  */
-function localDefinition(): StateMachineDefinition {
+export function localControllerDefinition(): StateMachineDefinition {
   const asl = renderControllerAsl();
   const awaitState = asl.States[StateName.AwaitAttempt];
   if (awaitState !== undefined && awaitState.TimeoutSeconds === undefined && awaitState.TimeoutSecondsPath === undefined) {
     awaitState.TimeoutSeconds = LOCAL_MAX_TASK_SECONDS;
   }
+  const bootState = asl.States[StateName.AwaitBoot];
+  if (bootState?.TimeoutSecondsPath === BOOT_TIMEOUT_SECONDS_PATH) {
+    bootState.TimeoutSecondsPath = BOOT_TIMEOUT_SECONDS_PATH.replace('$.', '$.Payload.');
+  }
   return asl as unknown as StateMachineDefinition;
 }
 
-/** Binds every Task state of the ASL to its use case; AwaitAttempt waits on a local token. */
+/**
+ * Binds every Task state of the ASL to its use case; AwaitBoot and AwaitAttempt wait on a
+ * local token, on the clock each state has (AwaitBoot's timeout, AwaitAttempt's heartbeat).
+ */
 function localTasks(deps: LocalRuntime['deps']): Record<string, LocalTaskHandler> {
   const tasks = controllerTasks(deps);
   const storeToken = awaitAttemptTask(deps);
   const bound: Record<string, LocalTaskHandler> = {};
   for (const [name, handler] of Object.entries(tasks)) bound[name] = async (input) => (await handler(input)) as never;
-  bound[StateName.AwaitAttempt] = async (input) => {
+  const awaitOnToken: LocalTaskHandler = async (input) => {
     const { Payload } = AwaitTaskInputSchema.parse(input);
-    const { token, result } = deps.workflow.waitForTaskToken();
+    const clock: TaskClock =
+      Payload.state === StateName.AwaitBoot && Payload.bootTimeoutSeconds !== undefined
+        ? { kind: 'timeout', ms: Payload.bootTimeoutSeconds * 1000 }
+        : { kind: 'heartbeat' };
+    const { token, result } = deps.workflow.waitForTaskToken(clock);
     // A cancel or an end can settle the token while it is being stored, before anyone
     // awaits it: that rejection is this task's result, not an unhandled one.
     result.catch(() => undefined);
     try {
       await storeToken({ ...Payload, taskToken: token });
     } catch (error) {
-      // Nobody will resume a token that was never stored: withdraw it, so its heartbeat
-      // timer cannot fail a promise no one awaits.
+      // Nobody will resume a token that was never stored: withdraw it, so its timer cannot
+      // fail a promise no one awaits.
       deps.workflow.withdraw(token);
       throw error;
     }
     return result;
   };
+  bound[StateName.AwaitBoot] = awaitOnToken;
+  bound[StateName.AwaitAttempt] = awaitOnToken;
   return bound;
 }

@@ -2,7 +2,7 @@
 
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError, InvalidTaskSpecError } from '../../lib/errors.ts';
-import { DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/spec/bounds.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/spec/bounds.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import type { Accelerator, ImageId, Quantity, RecoveryPolicy, TaskSpec } from '../../lib/spec/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
@@ -99,6 +99,8 @@ function recovery(policy: RecoveryPolicy): string[] {
   }
   if (policy.maxRecoveries != null) lines.push(`max_recoveries ${policy.maxRecoveries}`);
   if (policy.launchTimeoutSeconds != null) lines.push(`launch_timeout ${formatDuration(policy.launchTimeoutSeconds)}`);
+  const bootTimeout = policy.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS;
+  if (bootTimeout !== DEFAULT_BOOT_TIMEOUT_SECONDS) lines.push(`boot_timeout ${formatDuration(bootTimeout)}`);
   const bootFailures = policy.maxBootFailures ?? DEFAULT_MAX_BOOT_FAILURES;
   if (bootFailures !== DEFAULT_MAX_BOOT_FAILURES) lines.push(`max_boot_failures ${bootFailures}`);
   return lines;

@@ -30,6 +30,7 @@ import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Place
 import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
+import type { AwaitStateName } from '../workflow/contract.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY } from './dynamo-table.ts';
 import * as rules from './job-store-rules.ts';
 
@@ -68,12 +69,14 @@ const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
   'placement',
   'instances',
   'taskToken',
+  'tokenState',
   'secretHash',
   'reports',
   'outcome',
   'decision',
   'startedAt',
   'lastHeartbeatAt',
+  'nodesHeardFrom',
   'interruptionNoticedAt',
   'endedAt',
 ]);
@@ -155,7 +158,7 @@ export class DynamoJobStore implements JobStore {
       },
       this.#putNew({
         ...attemptKey(jobId, attempt.attempt),
-        ...recordItem(attempt),
+        ...attemptItem(attempt),
         ...(reportKeys.length > 0 ? { [REPORT_KEYS]: { SS: [...new Set(reportKeys)] } } : {}),
       }),
       ...this.#instancePuts(jobId, attempt.attempt, attempt.instances),
@@ -218,8 +221,9 @@ export class DynamoJobStore implements JobStore {
     throw rules.instancesSetError(jobId, attempt);
   }
 
-  async setTaskToken(jobId: string, attempt: number, taskToken: string): Promise<AttemptRecord> {
-    return this.#updateAttempt(jobId, attempt, { taskToken: str(taskToken) }, 'attribute_exists(#pk)', (current) => {
+  async setTaskToken(jobId: string, attempt: number, taskToken: string, state: AwaitStateName): Promise<AttemptRecord> {
+    const set = { taskToken: str(taskToken), tokenState: str(state) };
+    return this.#updateAttempt(jobId, attempt, set, 'attribute_exists(#pk)', (current) => {
       throw new ConcurrentUpdateError(`attempt ${current.attempt} of job ${jobId} refused its task token`);
     });
   }
@@ -263,16 +267,31 @@ export class DynamoJobStore implements JobStore {
     throw new ConcurrentUpdateError(`report ${key} for attempt ${attempt} of job ${jobId} was refused`);
   }
 
-  async recordHeartbeat(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
-    return this.#updateAttempt(
-      jobId,
-      attempt,
-      { lastHeartbeatAt: str(at) },
-      'attribute_exists(#pk) AND attribute_not_exists(#outcome)',
-      () => {
-        throw rules.endedError(jobId, attempt, 'a heartbeat');
-      },
-    );
+  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord> {
+    try {
+      const updated = await this.#sendUpdate(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: attemptKey(jobId, attempt),
+          // A number set: adding a rank twice keeps one, and two nodes' beats never clash.
+          UpdateExpression: 'SET #lastHeartbeatAt = :at ADD #nodesHeardFrom :rank',
+          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#outcome)',
+          ExpressionAttributeNames: {
+            '#pk': TABLE_KEY.partitionKey,
+            '#outcome': 'outcome',
+            '#lastHeartbeatAt': 'lastHeartbeatAt',
+            '#nodesHeardFrom': 'nodesHeardFrom',
+          },
+          ExpressionAttributeValues: { ':at': str(at), ':rank': { NS: [String(nodeRank)] } },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return toAttempt(updated.Attributes ?? {});
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    await this.getAttempt(jobId, attempt);
+    throw rules.endedError(jobId, attempt, 'a heartbeat');
   }
 
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
@@ -668,6 +687,7 @@ function fromAttribute(attribute: AttributeValue): unknown {
   if (attribute.BOOL !== undefined) return attribute.BOOL;
   if (attribute.NULL !== undefined) return null;
   if (attribute.L !== undefined) return attribute.L.map(fromAttribute);
+  if (attribute.NS !== undefined) return attribute.NS.map(Number).sort((a, b) => a - b);
   if (attribute.M !== undefined) {
     return Object.fromEntries(Object.entries(attribute.M).map(([k, v]) => [k, fromAttribute(v)]));
   }
@@ -694,8 +714,21 @@ function toJob(item: Item): JobRecord {
   return fromItem<JobRecord>(item, JOB_FIELDS);
 }
 
+/**
+ * An attempt as an item. nodesHeardFrom is a number set, which DynamoDB cannot hold empty:
+ * an attempt nobody has heard from has none (and heartbeats ADD to it).
+ */
+function attemptItem(attempt: AttemptRecord): Item {
+  const { nodesHeardFrom, ...rest } = attempt;
+  const item = recordItem(rest);
+  if (nodesHeardFrom.length > 0) item.nodesHeardFrom = { NS: nodesHeardFrom.map(String) };
+  return item;
+}
+
+/** An attempt item as a record; an attempt stored before a field existed gets its empty value. */
 function toAttempt(item: Item): AttemptRecord {
-  return fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
+  const attempt = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
+  return { ...attempt, nodesHeardFrom: attempt.nodesHeardFrom ?? [] };
 }
 
 function toEvent(item: Item): JobEvent {

@@ -12,6 +12,7 @@ import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
 import * as rules from './job-store-rules.ts';
+import type { AwaitStateName } from '../workflow/contract.ts';
 
 interface StoredJob {
   job: JobRecord;
@@ -89,8 +90,8 @@ export class InMemoryJobStore implements JobStore {
     this.#own(jobId, attempt, instances);
   }
 
-  async setTaskToken(jobId: string, attempt: number, taskToken: string): Promise<AttemptRecord> {
-    return this.#replaceAttempt({ ...this.#attempt(jobId, attempt), taskToken });
+  async setTaskToken(jobId: string, attempt: number, taskToken: string, state: AwaitStateName): Promise<AttemptRecord> {
+    return this.#replaceAttempt({ ...this.#attempt(jobId, attempt), taskToken, tokenState: state });
   }
 
   async addReport(
@@ -106,10 +107,13 @@ export class InMemoryJobStore implements JobStore {
     return { attempt: this.#replaceAttempt({ ...current, reports: [...current.reports, report] }), duplicate: false };
   }
 
-  async recordHeartbeat(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord> {
     const current = this.#attempt(jobId, attempt);
     if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a heartbeat');
-    return this.#replaceAttempt({ ...current, lastHeartbeatAt: at });
+    const heard = current.nodesHeardFrom.includes(nodeRank)
+      ? current.nodesHeardFrom
+      : [...current.nodesHeardFrom, nodeRank].sort((a, b) => a - b);
+    return this.#replaceAttempt({ ...current, lastHeartbeatAt: at, nodesHeardFrom: heard });
   }
 
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {

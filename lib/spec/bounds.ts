@@ -5,6 +5,19 @@
 export const DEFAULT_MAX_BOOT_FAILURES = 3;
 
 /**
+ * `boot_timeout`'s default: every node's first heartbeat must arrive within 10 minutes of
+ * the launch, on a clock of its own (the heartbeat timeout starts once all are up).
+ */
+export const DEFAULT_BOOT_TIMEOUT_SECONDS = 10 * 60;
+
+/**
+ * The longest `boot_timeout`, in seconds: 1 day. It becomes one timer (the AwaitBoot
+ * state's timeout), so it stays well inside MAX_WAIT_SECONDS; a boot slower than a day is
+ * a broken image, not a slow one.
+ */
+export const MAX_BOOT_TIMEOUT_SECONDS = 24 * 60 * 60;
+
+/**
  * The longest wait a task may ask for, in seconds: 7 days, for `restart_backoff`'s
  * `initial_seconds` and `max_seconds`. Each becomes a timer: a Step Functions Wait on AWS
  * (at most a year), and a Node timer in the local runtime, which cannot run past

@@ -3,7 +3,15 @@
 import * as z from '../zod.ts';
 import type { RecoveryPolicy, RecoveryStrategy, RestartBackoff } from './types.ts';
 import { exitCodesSchema } from './exit-codes.ts';
-import { DEFAULT_MAX_BOOT_FAILURES, MAX_LAUNCH_TIMEOUT_SECONDS, MAX_WAIT_SECONDS, formatDuration, parseDuration } from './bounds.ts';
+import {
+  DEFAULT_BOOT_TIMEOUT_SECONDS,
+  DEFAULT_MAX_BOOT_FAILURES,
+  MAX_BOOT_TIMEOUT_SECONDS,
+  MAX_LAUNCH_TIMEOUT_SECONDS,
+  MAX_WAIT_SECONDS,
+  formatDuration,
+  parseDuration,
+} from './bounds.ts';
 import { fromParser, integer, isMapping, validOrUndefined, valueRequired } from './fields.ts';
 import { expected, expectedGot, type Problem } from './messages.ts';
 
@@ -20,6 +28,7 @@ export const DEFAULT_RECOVERY_POLICY: RecoveryPolicy = {
   restartBackoff: null,
   onDemandFallbackAfter: null,
   launchTimeoutSeconds: null,
+  bootTimeoutSeconds: DEFAULT_BOOT_TIMEOUT_SECONDS,
   maxBootFailures: DEFAULT_MAX_BOOT_FAILURES,
   maxRecoveries: null,
 };
@@ -81,9 +90,13 @@ export const restartBackoffSchema = z.pipe(
   }),
 );
 
+/** What a duration field expects, in its error messages: its bounds and a few examples. */
+function durationForms(min: number, max: number, examples: string): string {
+  return `a duration from ${formatDuration(min)} to ${formatDuration(max)} such as ${examples}`;
+}
+
 /** A duration such as `6h`, `30m`, `90s` or `1h30m`, in whole seconds within [min, max]. */
-function durationSchema(min: number, max: number) {
-  const what = `a duration from ${formatDuration(min)} to ${formatDuration(max)} such as 6h, 30m or 90s`;
+function durationSchema(what: string, min: number, max: number) {
   return fromParser<number>((value, report) => {
     if (typeof value === 'number') return report(`${expectedGot(what, value)} (give a unit: ${value}s is ${value} seconds)`);
     const seconds = typeof value === 'string' ? parseDuration(value) : undefined;
@@ -91,13 +104,12 @@ function durationSchema(min: number, max: number) {
   });
 }
 
-const LAUNCH_TIMEOUT_FORMS = `a duration from 0s to ${formatDuration(MAX_LAUNCH_TIMEOUT_SECONDS)} such as 6h, 30m or 90s`;
+const LAUNCH_TIMEOUT_FORMS = durationForms(0, MAX_LAUNCH_TIMEOUT_SECONDS, '6h, 30m or 90s');
+const BOOT_TIMEOUT_FORMS = durationForms(1, MAX_BOOT_TIMEOUT_SECONDS, '10m or 90s');
 
 /**
  * The mapping form's keys, in the file's spelling: SkyPilot's three, then relaunch's own.
  * A key written with no value is an error, as in SkyPilot; leaving it out gives its default.
- * Not boot_timeout: the runtime has no boot clock apart from the heartbeat timeout, so the
- * key is refused by name (NOT_YET_KEYS in unsupported.ts) rather than accepted and ignored.
  */
 const policyShape = {
   strategy: z.optional(valueRequired(strategySchema, STRATEGY_FORMS, DEFAULT_RECOVERY_POLICY.strategy)),
@@ -107,7 +119,10 @@ const policyShape = {
   max_restarts_on_exit_codes: z.optional(valueRequired(integer('an integer >= 0', 0), 'an integer >= 0', 'no cap')),
   restart_backoff: z.optional(valueRequired(restartBackoffSchema, 'a mapping with initial_seconds, factor, max_seconds, jitter', 'no backoff')),
   on_demand_fallback_after: z.optional(valueRequired(integer('an integer >= 1', 1), 'an integer >= 1', 'never')),
-  launch_timeout: z.optional(valueRequired(durationSchema(0, MAX_LAUNCH_TIMEOUT_SECONDS), LAUNCH_TIMEOUT_FORMS, 'no limit')),
+  launch_timeout: z.optional(valueRequired(durationSchema(LAUNCH_TIMEOUT_FORMS, 0, MAX_LAUNCH_TIMEOUT_SECONDS), LAUNCH_TIMEOUT_FORMS, 'no limit')),
+  boot_timeout: z.optional(
+    valueRequired(durationSchema(BOOT_TIMEOUT_FORMS, 1, MAX_BOOT_TIMEOUT_SECONDS), BOOT_TIMEOUT_FORMS, formatDuration(DEFAULT_BOOT_TIMEOUT_SECONDS)),
+  ),
   max_boot_failures: z.optional(valueRequired(integer('an integer >= 1', 1), 'an integer >= 1', `${DEFAULT_MAX_BOOT_FAILURES}`)),
   max_recoveries: z.optional(valueRequired(integer('an integer >= 0', 0), 'an integer >= 0', 'no cap')),
 };
@@ -129,6 +144,7 @@ const policyMappingSchema = z.pipe(
       restartBackoff: given.restart_backoff ?? null,
       onDemandFallbackAfter: given.on_demand_fallback_after ?? null,
       launchTimeoutSeconds: given.launch_timeout ?? null,
+      bootTimeoutSeconds: given.boot_timeout ?? DEFAULT_BOOT_TIMEOUT_SECONDS,
       maxBootFailures: given.max_boot_failures ?? DEFAULT_MAX_BOOT_FAILURES,
       maxRecoveries: given.max_recoveries ?? null,
     }),
@@ -145,7 +161,7 @@ const strategyPolicySchema = z.pipe(
  * `resources.job_recovery` (and its legacy name `spot_recovery`): a strategy name, or the
  * mapping of SkyPilot's strategy, max_restarts_on_errors and recover_on_exit_codes plus
  * relaunch's fail_on_exit_codes, max_restarts_on_exit_codes, restart_backoff,
- * on_demand_fallback_after, launch_timeout, max_boot_failures and max_recoveries.
+ * on_demand_fallback_after, launch_timeout, boot_timeout, max_boot_failures and max_recoveries.
  */
 export const jobRecoverySchema = z.pipe(
   z.unknown(),

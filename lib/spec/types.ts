@@ -38,8 +38,14 @@ export interface RecoveryPolicy {
    */
   readonly launchTimeoutSeconds?: number | null;
   /**
-   * Attempts in a row that never booted (no node's first heartbeat within the heartbeat
-   * timeout, HEARTBEAT_TIMEOUT_SECONDS) before the job ends FAILED_NO_RESOURCE; absent =
+   * How long after the launch every node's first heartbeat may take, in seconds; absent =
+   * DEFAULT_BOOT_TIMEOUT_SECONDS (10 minutes). An attempt with a node not heard from by
+   * then is LOST as never booted.
+   */
+  readonly bootTimeoutSeconds?: number;
+  /**
+   * Attempts in a row that never booted (a node's first heartbeat missing after
+   * bootTimeoutSeconds) before the job ends FAILED_NO_RESOURCE; absent =
    * DEFAULT_MAX_BOOT_FAILURES (3).
    */
   readonly maxBootFailures?: number;

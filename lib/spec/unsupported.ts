@@ -1,6 +1,4 @@
-// Keys relaunch does not take: SkyPilot's and its own not supported yet, and unknown ones.
-
-import { HEARTBEAT_TIMEOUT_SECONDS } from '../workflow/contract.ts';
+// Keys relaunch does not take: SkyPilot's not supported yet, and unknown ones.
 
 /** The mappings whose keys are checked: the task itself and the sections inside it. */
 export type Section = 'task' | 'resources' | 'job_recovery' | 'restart_backoff';
@@ -35,27 +33,6 @@ export const UNSUPPORTED_KEYS: Readonly<Record<Section, ReadonlySet<string>>> = 
   // either, so they are unknown keys here.
   job_recovery: new Set(),
   restart_backoff: new Set(),
-};
-
-/**
- * relaunch's own keys it does not support yet, per section, each with what holds instead.
- * A file using one is rejected with the key named: a key that is accepted and does nothing
- * would let a task believe it has a bound it does not.
- */
-export const NOT_YET_KEYS: Readonly<Record<Section, ReadonlyMap<string, string>>> = {
-  task: new Map(),
-  resources: new Map(),
-  // The runtime has one clock per attempt, the heartbeat timeout, for the first heartbeat
-  // as for every later one; a separate, longer boot clock (for slow AMIs) needs a state
-  // machine change.
-  job_recovery: new Map([
-    [
-      'boot_timeout',
-      `a node's first heartbeat must arrive within the heartbeat timeout (${HEARTBEAT_TIMEOUT_SECONDS} s); ` +
-        'an attempt with none ends LOST as never booted, and max_boot_failures bounds how many in a row',
-    ],
-  ]),
-  restart_backoff: new Map(),
 };
 
 /** Keys compared for suggestions: case and `-` versus `_` never matter. */
@@ -94,8 +71,7 @@ function closest(key: string, candidates: readonly string[]): string | undefined
 
 /**
  * The message for a key a section does not accept: a SkyPilot key relaunch does not
- * support yet; one of relaunch's own it does not support yet, with what holds instead; a
- * supported key in the wrong section (`cpus` at the top level); a likely typo of a
+ * support yet; a supported key in the wrong section (`cpus` at the top level); a likely typo of a
  * supported key; or an unknown key.
  */
 export function unknownKeyMessage(
@@ -104,8 +80,6 @@ export function unknownKeyMessage(
   supported: Readonly<Record<Section, readonly string[]>>,
 ): string {
   if (UNSUPPORTED_KEYS[section].has(key)) return 'not supported by relaunch yet (a SkyPilot key)';
-  const instead = NOT_YET_KEYS[section].get(key);
-  if (instead !== undefined) return `not supported yet: ${instead}`;
   const home = (Object.keys(supported) as Section[]).find((other) => supported[other].includes(key));
   if (home !== undefined) return `unknown key here, did you mean \`${SECTION_PREFIX[home]}${key}\`?`;
   const typo = closest(key, supported[section]);

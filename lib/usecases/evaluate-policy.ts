@@ -5,6 +5,8 @@ import type { AttemptRecord, JobRecord, StoredDecision } from '../model.ts';
 import { decideRecovery } from '../policy/decide.ts';
 import type { AttemptOutcome, RecoveryDecision } from '../policy/types.ts';
 import type { Clock, JobStore } from '../ports.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from '../spec/bounds.ts';
+import type { TaskSpec } from '../spec/types.ts';
 import { JobStatus } from '../status.ts';
 import {
   MAX_ATTEMPTS_PER_EXECUTION,
@@ -13,6 +15,7 @@ import {
   type DecisionOutput,
   type WorkflowState,
 } from '../workflow/contract.ts';
+import { nodesNotHeardFrom } from './await-attempt.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { retryOnConflict } from './retry.ts';
 
@@ -22,12 +25,12 @@ const MAX_DECISION_TRIES = 3;
 /**
  * Decides what the job does after the attempt in `state`, and records it.
  *
- * 1. An attempt with no outcome was ended by the wait itself: a heartbeat timeout or task
- *    timeout ends it LOST (PREEMPTED if EC2 had warned of an interruption: the deadline
- *    came first), a cancel ends it CANCELLED. If a report or event ended it meanwhile,
- *    the stored outcome stands.
+ * 1. An attempt with no outcome was ended by the wait itself: AwaitBoot's timeout or
+ *    AwaitAttempt's heartbeat timeout ends it LOST (as never booted while a node was never
+ *    heard from; PREEMPTED if EC2 had warned of an interruption: the deadline came
+ *    first), a cancel ends it CANCELLED. If a report or event ended it meanwhile, the
+ *    stored outcome stands.
  * 2. A job being cancelled is decided as CANCELLED whatever the attempt did: cancel wins.
- *    An attempt no node ever sent a heartbeat for is LOST as never booted.
  * 3. `decideRecovery` on the job's policy and persisted counters (and, in a wait for
  *    capacity, how long it has lasted); the decision, counters,
  *    status (and failure reason, on FAIL) are recorded in one conditional write. A
@@ -74,22 +77,31 @@ async function endAwaitedAttempt(
   awaitError: AwaitError | undefined,
   clock: Clock,
 ): Promise<AttemptOutcome> {
-  const outcome = outcomeOfAwaitError(attempt, awaitError, clock.now());
+  const { spec } = await store.getJob(attempt.jobId);
+  const outcome = outcomeOfAwaitError(attempt, spec, awaitError, clock.now());
   const ended = await store.endAttempt(attempt.jobId, attempt.attempt, outcome, nowIso(clock));
   return ended.attempt.outcome ?? outcome;
 }
 
-function outcomeOfAwaitError(attempt: AttemptRecord, awaitError: AwaitError | undefined, now: Date): AttemptOutcome {
+/**
+ * How a wait that gave up ended the attempt: AwaitBoot's timeout (or, in an execution
+ * started before AwaitBoot existed, AwaitAttempt's heartbeat timeout) with a node never
+ * heard from is LOST as never booted; AwaitAttempt's heartbeat timeout is LOST; either is
+ * PREEMPTED when EC2 warned of an interruption first.
+ */
+function outcomeOfAwaitError(attempt: AttemptRecord, spec: TaskSpec, awaitError: AwaitError | undefined, now: Date): AttemptOutcome {
+  const secondsSince = (at: string): number => Math.max(0, Math.floor((now.getTime() - Date.parse(at)) / 1000));
   switch (awaitError?.Error) {
     case WorkflowError.HeartbeatTimeout:
     case WorkflowError.Timeout: {
       if (attempt.interruptionNoticedAt !== null) return { kind: 'PREEMPTED' };
-      const since = attempt.lastHeartbeatAt ?? attempt.startedAt;
-      const seconds = Math.max(0, Math.floor((now.getTime() - Date.parse(since)) / 1000));
-      if (attempt.lastHeartbeatAt === null) {
-        return { kind: 'LOST', reason: `no node reached relaunch: no heartbeat since launch for ${seconds} s`, neverBooted: true };
+      const silent = nodesNotHeardFrom(attempt, spec.numNodes);
+      if (silent.length > 0) {
+        const boot = formatDuration(spec.resources.jobRecovery.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS);
+        const from = `${silentNodes(silent, spec.numNodes)} in the ${secondsSince(attempt.startedAt)} s since launch`;
+        return { kind: 'LOST', reason: `no heartbeat from ${from} (boot_timeout ${boot})`, neverBooted: true };
       }
-      return { kind: 'LOST', reason: `no heartbeat for ${seconds} s` };
+      return { kind: 'LOST', reason: `no heartbeat for ${secondsSince(attempt.lastHeartbeatAt ?? attempt.startedAt)} s` };
     }
     case WorkflowError.JobCancelled:
       return { kind: 'CANCELLED' };
@@ -103,6 +115,13 @@ function outcomeOfAwaitError(attempt: AttemptRecord, awaitError: AwaitError | un
       ]);
     }
   }
+}
+
+/** The nodes never heard from, as a reason names them: `the node`, `node 1 of 2`, `nodes 0, 1 of 2`. */
+function silentNodes(ranks: readonly number[], numNodes: number): string {
+  if (numNodes === 1) return 'the node';
+  if (ranks.length === numNodes) return `any of the ${numNodes} nodes`;
+  return `${ranks.length === 1 ? 'node' : 'nodes'} ${ranks.join(', ')} of ${numNodes}`;
 }
 
 /**

@@ -1,23 +1,38 @@
 // An agent's heartbeat: proof the attempt is alive, passed on to the waiting execution.
 
+import { StateName } from '../workflow/contract.ts';
 import { assertLiveAttempt, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
+import { nodesNotHeardFrom } from './await-attempt.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
+import { resumeTask } from './tasks.ts';
 
 /** `POST /jobs/{id}/attempts/{n}/heartbeat`. */
 export type HeartbeatInput = AgentCredentials;
 
 /**
- * Records the heartbeat, moves STARTING -> RUNNING (a lost race is fine), and sends
- * SendTaskHeartbeat so AwaitAttempt's heartbeat timeout restarts. Wrong secret:
- * UnauthorizedError; an attempt that is not the latest or has ended: StaleAttemptError.
+ * Records the heartbeat and its node, moves STARTING -> RUNNING (a lost race is fine), and
+ * passes it on to the waiting task:
+ *
+ * - AwaitBoot's: once every node has been heard from, the task is resumed with `booted`
+ *   (again by each later beat until AwaitAttempt's token replaces it: harmless, the task
+ *   has ended). AwaitBoot has no heartbeat timeout, so a beat is not sent to it.
+ * - AwaitAttempt's: SendTaskHeartbeat, so its heartbeat timeout restarts.
+ *
+ * Wrong secret: UnauthorizedError; an attempt that is not the latest or has ended:
+ * StaleAttemptError.
  */
 export async function heartbeat(input: HeartbeatInput, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>): Promise<void> {
   const { store, workflow, clock } = deps;
   const { job, attempt } = await authorizeAgent(store, input);
   assertLiveAttempt(job, attempt);
-  const recorded = await store.recordHeartbeat(input.jobId, input.attempt, nowIso(clock));
+  const recorded = await store.recordHeartbeat(input.jobId, input.attempt, nowIso(clock), input.nodeRank);
   // The attempt may have ended meanwhile: then its status belongs to the policy now.
   if (recorded.outcome !== null) return;
   await markRunning(store, job, input.attempt, clock);
-  if (recorded.taskToken !== null) await workflow.heartbeat(recorded.taskToken);
+  if (recorded.taskToken === null) return;
+  if (recorded.tokenState === StateName.AwaitBoot) {
+    if (nodesNotHeardFrom(recorded, job.spec.numNodes).length === 0) await resumeTask(workflow, recorded.taskToken, { booted: true });
+    return;
+  }
+  await workflow.heartbeat(recorded.taskToken);
 }

@@ -5,6 +5,7 @@ import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { AttemptOutcome } from '../policy/types.ts';
 import type { JobStore, LaunchRequest } from '../ports.ts';
 import { hashSecret, newCallbackSecret } from '../secrets.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS } from '../spec/bounds.ts';
 import { assertTransition, JobStatus } from '../status.ts';
 import type { WorkflowState } from '../workflow/contract.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
@@ -32,7 +33,8 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  * write that replaces the hash; a per-attempt EC2 ClientToken also stays single-use.
  *
  * Any other error propagates to the machine's catch-all. Returns the state for the new
- * attempt, without the previous attempt's decision.
+ * attempt, without the previous attempt's decision; a launched one carries the job's
+ * boot_timeout for AwaitBoot.
  */
 export async function launchAttempt(
   state: WorkflowState,
@@ -82,7 +84,8 @@ export async function launchAttempt(
     await compute.release(state.jobId, attempt, launched.instances);
     throw error;
   }
-  return { ...next, launched: true };
+  const bootTimeoutSeconds = claim.job.spec.resources.jobRecovery.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS;
+  return { ...next, launched: true, bootTimeoutSeconds };
 }
 
 /**
@@ -156,12 +159,14 @@ function newAttempt(job: JobRecord, attempt: number, secretHash: string, at: str
     placement: null,
     instances: [],
     taskToken: null,
+    tokenState: null,
     secretHash,
     reports: [],
     outcome: null,
     decision: null,
     startedAt: at,
     lastHeartbeatAt: null,
+    nodesHeardFrom: [],
     interruptionNoticedAt: null,
     endedAt: null,
   };

@@ -8,8 +8,11 @@ import { JOB_STATUSES } from '../status.ts';
 /** State names, as the AWS console's execution history shows them. */
 export const StateName = {
   LaunchAttempt: 'LaunchAttempt',
-  /** A Choice: AwaitAttempt, unless the launch ended the attempt without instances. */
+  /** A Choice: AwaitBoot, unless the launch ended the attempt without instances. */
   AwaitOrEvaluate: 'AwaitOrEvaluate',
+  /** Until every node's first heartbeat, on the boot_timeout clock. */
+  AwaitBoot: 'AwaitBoot',
+  /** Until the attempt ends, on the heartbeat timeout's clock. */
   AwaitAttempt: 'AwaitAttempt',
   EvaluateRecoveryPolicy: 'EvaluateRecoveryPolicy',
   ReleaseInstances: 'ReleaseInstances',
@@ -28,6 +31,7 @@ export type StateName = (typeof StateName)[keyof typeof StateName];
 /** The Task states that call a handler, in the order an attempt visits them. */
 export const TASK_STATES = [
   StateName.LaunchAttempt,
+  StateName.AwaitBoot,
   StateName.AwaitAttempt,
   StateName.EvaluateRecoveryPolicy,
   StateName.ReleaseInstances,
@@ -37,9 +41,14 @@ export const TASK_STATES = [
 /** A state that invokes a handler (a key of the machine's Lambda map). */
 export type TaskStateName = (typeof TASK_STATES)[number];
 
+/** The two states that park the execution on a task token stored on the attempt. */
+export const AWAIT_STATES = [StateName.AwaitBoot, StateName.AwaitAttempt] as const;
+/** A state whose task token the attempt holds. */
+export type AwaitStateName = (typeof AWAIT_STATES)[number];
+
 /**
  * Error names the machine's Catch clauses match. The first two are Step Functions' own;
- * JobCancelled is what cancel resumes AwaitAttempt with.
+ * JobCancelled is what cancel fails AwaitBoot or AwaitAttempt with.
  */
 export const WorkflowError = {
   HeartbeatTimeout: 'States.HeartbeatTimeout',
@@ -104,6 +113,11 @@ export const WorkflowStateSchema = z.object({
   attemptsInExecution: z.number().check(z.int(), z.minimum(0)),
   /** false when LaunchAttempt ended the attempt without instances (no capacity, cancelled). */
   launched: z.optional(z.boolean()),
+  /**
+   * AwaitBoot's timeout: the job's boot_timeout, set by LaunchAttempt. Step Functions reads
+   * it through TimeoutSecondsPath, so it must be an integer >= 1.
+   */
+  bootTimeoutSeconds: z.optional(z.number().check(z.int(), z.minimum(1))),
   awaited: z.optional(z.lazy(() => AwaitResultSchema)),
   awaitError: z.optional(AwaitErrorSchema),
   decision: z.optional(DecisionOutputSchema),
@@ -127,18 +141,30 @@ export const ExecutionInputSchema = z.object({
 /** The execution's input. */
 export type ExecutionInput = z.infer<typeof ExecutionInputSchema>;
 
-/** AwaitAttempt's payload: the state plus the task token to store on the attempt. */
+/**
+ * AwaitBoot's and AwaitAttempt's payload: the task token to store on the attempt and the
+ * state it belongs to (absent: AwaitAttempt, as executions started before AwaitBoot send).
+ * AwaitBoot's also carries its timeout, where the local engine reads it.
+ */
 export const AwaitPayloadSchema = z.object({
   jobId,
   attempt: z.number().check(z.int(), z.minimum(1)),
   taskToken: z.string().check(z.minLength(1)),
+  state: z.optional(z.enum(AWAIT_STATES)),
+  bootTimeoutSeconds: z.optional(z.number().check(z.int(), z.minimum(1))),
 });
-/** AwaitAttempt's payload, parsed. */
+/** AwaitBoot's or AwaitAttempt's payload, parsed. */
 export type AwaitPayload = z.infer<typeof AwaitPayloadSchema>;
 
-/** What resumes AwaitAttempt (SendTaskSuccess's output), stored at `$.awaited`. */
-export const AwaitResultSchema = z.object({ outcome: z.enum(OutcomeKind) });
-/** What resumed AwaitAttempt: how the attempt ended. */
+/**
+ * What resumes AwaitBoot or AwaitAttempt (SendTaskSuccess's output), stored at
+ * `$.awaited`: how the attempt ended, or (AwaitBoot only) that every node is up.
+ */
+export const AwaitResultSchema = z.union([
+  z.object({ outcome: z.enum(OutcomeKind) }),
+  z.object({ booted: z.literal(true) }),
+]);
+/** What resumed AwaitBoot or AwaitAttempt. */
 export type AwaitResult = z.infer<typeof AwaitResultSchema>;
 
 // JSONPaths into WorkflowState: the machine reads and writes the fields the schemas above
@@ -154,6 +180,8 @@ export const AWAITED_PATH = '$.awaited';
 export const AWAIT_ERROR_PATH = '$.awaitError';
 /** false when LaunchAttempt ended the attempt without instances: AwaitOrEvaluate skips the wait. */
 export const LAUNCHED_PATH = '$.launched';
+/** AwaitBoot's TimeoutSecondsPath. */
+export const BOOT_TIMEOUT_SECONDS_PATH = '$.bootTimeoutSeconds';
 /** The decision's action: RelaunchOrFinish branches on it. */
 export const DECISION_ACTION_PATH = '$.decision.action';
 /** The backoff before relaunching: WaitBeforeRelaunch waits this long (skipped when 0). */

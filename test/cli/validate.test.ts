@@ -100,6 +100,7 @@ describe('runValidate, human output', () => {
       '                recover_on_exit_codes 75 (at most 5 restarts)',
       '                max_recoveries 20',
       '                launch_timeout 6h',
+      '                boot_timeout 20m',
       '                max_boot_failures 5',
       '  workdir       (none)',
     ]],
@@ -108,6 +109,7 @@ describe('runValidate, human output', () => {
       '                restart_backoff 604800 s x2 up to 604800 s, full jitter',
       '                max_recoveries 0',
       '                launch_timeout 0s',
+      '                boot_timeout 1d',
       '                max_boot_failures 1',
       '  workdir       (none)',
     ]],
@@ -129,14 +131,25 @@ describe('runValidate, human output', () => {
     expect(lines.filter((row) => row.includes('max_boot_failures'))).toEqual(rows);
   });
 
-  it('refuses boot_timeout by name, saying the heartbeat timeout holds instead, and returns 2', async () => {
+  it.each([
+    ['boot_timeout 15m, which differs from the default', 'boot_timeout: 15m', ['                boot_timeout 15m']],
+    ['nothing for boot_timeout at its default, 10m', 'boot_timeout: 600s', []],
+  ])('summarizes %s', async (_name, line, rows) => {
     const file = join(dir, 'boot-timeout.yaml');
-    await writeFile(file, 'resources:\n  job_recovery:\n    boot_timeout: 15m\n    max_boot_failures: 5\nrun: x\n');
+    await writeFile(file, `resources:\n  job_recovery:\n    ${line}\nrun: x\n`);
+    const io = bufferIo();
+    expect(await runValidate(file, {}, io)).toBe(0);
+    expect(io.stdout.join('\n').split('\n').filter((row) => row.includes('boot_timeout'))).toEqual(rows);
+  });
+
+  it('refuses a boot_timeout of 0s with the bounds it takes, and returns 2', async () => {
+    const file = join(dir, 'boot-timeout-zero.yaml');
+    await writeFile(file, 'resources:\n  job_recovery:\n    boot_timeout: 0s\n    max_boot_failures: 5\nrun: x\n');
     const io = bufferIo();
     expect(await runValidate(file, {}, io)).toBe(2);
     expect(io.stdout).toEqual([]);
     expect(io.stderr).toEqual([
-      "error: resources.job_recovery.boot_timeout: not supported yet: a node's first heartbeat must arrive within the heartbeat timeout (300 s); an attempt with none ends LOST as never booted, and max_boot_failures bounds how many in a row (line 3)",
+      'error: resources.job_recovery.boot_timeout: expected a duration from 1s to 1d such as 10m or 90s, got "0s" (line 3)',
     ]);
   });
 

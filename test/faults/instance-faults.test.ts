@@ -279,10 +279,11 @@ describe('faults injected into real runs', () => {
   });
 });
 
-describe('a fleet that never reaches relaunch', () => {
-  it('ends FAILED_NO_RESOURCE after max_boot_failures attempts whose nodes never sent a heartbeat', async () => {
-    const t = await open(QUICK_HEARTBEATS);
-    const job = await runToEnd(t, 'run: echo never heard of\n', {
+describe('the boot clock, apart from the heartbeat timeout', () => {
+  it('ends FAILED_NO_RESOURCE after max_boot_failures attempts whose node never sent a heartbeat within boot_timeout', async () => {
+    // The heartbeat timeout is the default 300 s: only the 2 s boot clock can end these.
+    const t = await open();
+    const job = await runToEnd(t, 'resources:\n  job_recovery:\n    boot_timeout: 2s\nrun: echo never heard of\n', {
       chaos: chaos`
         faults:
           - {attempt: 1, silence: {from: boot}}
@@ -299,9 +300,62 @@ describe('a fleet that never reaches relaunch', () => {
     ]);
     for (const attempt of job.attempts) {
       expect(attempt.outcome).toMatchObject({ kind: 'LOST', neverBooted: true });
+      expect(attempt.outcome?.kind === 'LOST' && attempt.outcome.reason).toMatch(/^no heartbeat from the node in the \d+ s since launch \(boot_timeout 2s\)$/);
       expect(attempt.lastHeartbeatAt).toBeNull();
     }
     expect(job.job.failureReason).toContain('the instances never reached relaunch: check the subnet\'s route to the API endpoint');
+    expect(processesOfJob(job.jobId)).toEqual([]);
+  });
+
+  it('names the one node of two that never came up, though the other beats', async () => {
+    const t = await open(QUICK_HEARTBEATS);
+    const job = await runToEnd(
+      t,
+      yaml`
+        num_nodes: 2
+        resources:
+          job_recovery:
+            boot_timeout: 3s
+            max_boot_failures: 1
+        run: sleep 30
+      `,
+      { chaos: chaos`
+        faults:
+          - {attempt: 1, silence: {node: 1, from: boot}}
+      ` },
+    );
+
+    expect(job.view.status).toBe('FAILED_NO_RESOURCE');
+    expect(job.attempts).toHaveLength(1);
+    expect(job.attempts[0]).toMatchObject({ nodesHeardFrom: [0], outcome: { kind: 'LOST', neverBooted: true } });
+    expect(job.attempts[0]?.outcome).toMatchObject({ reason: expect.stringMatching(/^no heartbeat from node 1 of 2 in the \d+ s since launch \(boot_timeout 3s\)$/) });
+    expect(processesOfJob(job.jobId)).toEqual([]);
+  });
+
+  it('lets a node boot slower than the heartbeat timeout, within boot_timeout, and succeeds on attempt 1', async () => {
+    // Beats every 0.5 s, lost after 5 s without one; the node is silent for its first 8 s.
+    const t = await open(QUICK_HEARTBEATS);
+    const job = await runToEnd(
+      t,
+      yaml`
+        resources:
+          job_recovery:
+            boot_timeout: 60s
+        run: |
+          sleep 3
+          echo "slow but fine"
+      `,
+      { chaos: chaos`
+        faults:
+          - {attempt: 1, silence: {from: boot, for: 8s}}
+      ` },
+    );
+
+    expect(job.view).toMatchObject({ status: 'SUCCEEDED', attempts: [{ attempt: 1, outcome: 'EXITED', exitCodes: [0] }] });
+    const attempt = job.attempts[0];
+    expect(attempt?.nodesHeardFrom).toEqual([0]);
+    // The first heartbeat did come more than a heartbeat timeout after the launch.
+    expect(Date.parse(attempt?.lastHeartbeatAt ?? '') - Date.parse(attempt?.startedAt ?? '')).toBeGreaterThan(5_000);
     expect(processesOfJob(job.jobId)).toEqual([]);
   });
 });

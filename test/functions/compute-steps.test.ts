@@ -52,7 +52,7 @@ describe('launch-attempt', () => {
     });
     await givenJob('j-1');
     const next = await launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 });
-    expect(next).toEqual({ jobId: 'j-1', attempt: 1, attemptsInExecution: 1, launched: true });
+    expect(next).toEqual({ jobId: 'j-1', attempt: 1, attemptsInExecution: 1, launched: true, bootTimeoutSeconds: 600 });
     expect(ec2).toHaveReceivedCommandWith(RunInstancesCommand, {
       SubnetId: 'subnet-0123456789abcdef0',
       SecurityGroupIds: ['sg-0123456789abcdef0'],

@@ -97,7 +97,7 @@ export async function givenAttempt(
   if (instances.length > 0) {
     await store.setInstances(jobId, attempt, { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' }, instances);
   }
-  if (options.taskToken !== undefined) await store.setTaskToken(jobId, attempt, options.taskToken);
+  if (options.taskToken !== undefined) await store.setTaskToken(jobId, attempt, options.taskToken, 'AwaitAttempt');
 }
 
 /** One instance, rank 0. */

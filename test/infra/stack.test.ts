@@ -261,14 +261,18 @@ describe('JobWorkflow', () => {
     template.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/vendedlogs/states/relaunch-controller' });
   });
 
-  it('waits for the task token with a heartbeat and retries Lambda faults on every task', () => {
+  it('waits for the task token on the boot clock, then with a heartbeat, and retries Lambda faults on every task', () => {
     const { States } = definition();
+    expect(States[StateName.AwaitBoot]).toMatchObject({
+      Resource: expect.stringContaining(':states:::lambda:invoke.waitForTaskToken'),
+      TimeoutSecondsPath: '$.bootTimeoutSeconds',
+    });
     expect(States[StateName.AwaitAttempt]).toMatchObject({
       Resource: expect.stringContaining(':states:::lambda:invoke.waitForTaskToken'),
       HeartbeatSeconds: HEARTBEAT_TIMEOUT_SECONDS,
     });
     const tasks = Object.entries(States).filter(([, s]) => s.Type === 'Task');
-    expect(tasks).toHaveLength(6);
+    expect(tasks).toHaveLength(7);
     for (const [name, state] of tasks) {
       expect((state.Retry as unknown[])[0], name).toEqual(
         expect.objectContaining({ ErrorEquals: expect.arrayContaining(['Lambda.TooManyRequestsException']), JitterStrategy: 'FULL' }),

@@ -6,11 +6,13 @@ import aslValidator from 'asl-validator';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
 import { renderControllerAsl } from '../../infra/asl.ts';
+import { localControllerDefinition } from '../../local/runtime.ts';
 import { InstancesStillRunningError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';
 import {
   AWAIT_ERROR_PATH,
   AWAITED_PATH,
+  BOOT_TIMEOUT_SECONDS_PATH,
   CONTROLLER_ERROR_PATH,
   HEARTBEAT_TIMEOUT_SECONDS,
   LAMBDA_TRANSIENT_ERRORS,
@@ -108,15 +110,45 @@ describe('the rendered controller ASL', () => {
     expect(state(StateName.ControllerFailed)).toMatchObject({ Type: 'Fail', Error: JobStatus.FAILED_CONTROLLER });
   });
 
-  it('parks AwaitAttempt on a task token with a heartbeat, and catches lost, timed-out and cancelled attempts', () => {
+  it('parks AwaitBoot on a task token with the job\'s boot_timeout and no heartbeat clock, then goes on to AwaitAttempt', () => {
+    const awaitBoot = state(StateName.AwaitBoot);
+    expect(awaitBoot).toMatchObject({
+      Resource: 'arn:aws:states:::lambda:invoke.waitForTaskToken',
+      TimeoutSecondsPath: BOOT_TIMEOUT_SECONDS_PATH,
+      ResultPath: AWAITED_PATH,
+      Next: StateName.AwaitAttempt,
+      Parameters: {
+        Payload: {
+          'jobId.$': '$.jobId',
+          'attempt.$': '$.attempt',
+          'taskToken.$': '$$.Task.Token',
+          state: StateName.AwaitBoot,
+          'bootTimeoutSeconds.$': BOOT_TIMEOUT_SECONDS_PATH,
+        },
+      },
+    });
+    expect(awaitBoot).not.toHaveProperty('HeartbeatSeconds');
+    expect(awaitBoot).not.toHaveProperty('TimeoutSeconds');
+    expect(state(StateName.AwaitOrEvaluate).Default).toBe(StateName.AwaitBoot);
+  });
+
+  it('parks AwaitAttempt on a task token with a heartbeat clock only', () => {
     const awaitAttempt = state(StateName.AwaitAttempt);
     expect(awaitAttempt).toMatchObject({
       Resource: 'arn:aws:states:::lambda:invoke.waitForTaskToken',
       HeartbeatSeconds: HEARTBEAT_TIMEOUT_SECONDS,
       ResultPath: AWAITED_PATH,
-      Parameters: { Payload: { 'jobId.$': '$.jobId', 'attempt.$': '$.attempt', 'taskToken.$': '$$.Task.Token' } },
+      Next: StateName.EvaluateRecoveryPolicy,
+      Parameters: {
+        Payload: { 'jobId.$': '$.jobId', 'attempt.$': '$.attempt', 'taskToken.$': '$$.Task.Token', state: StateName.AwaitAttempt },
+      },
     });
-    const catches = awaitAttempt.Catch as { ErrorEquals: string[]; Next: string; ResultPath: string }[];
+    expect(awaitAttempt).not.toHaveProperty('TimeoutSeconds');
+    expect(awaitAttempt).not.toHaveProperty('TimeoutSecondsPath');
+  });
+
+  it.each([StateName.AwaitBoot, StateName.AwaitAttempt])('sends %s\'s never-up, lost, timed-out and cancelled attempts to the policy', (name) => {
+    const catches = state(name).Catch as { ErrorEquals: string[]; Next: string; ResultPath: string }[];
     expect(catches[0]).toEqual({
       ErrorEquals: [WorkflowError.HeartbeatTimeout, WorkflowError.Timeout, WorkflowError.JobCancelled],
       ResultPath: AWAIT_ERROR_PATH,
@@ -128,7 +160,7 @@ describe('the rendered controller ASL', () => {
     const loops = loopsThrough(StateName.LaunchAttempt);
     expect(loops.length).toBeGreaterThanOrEqual(3);
     for (const loop of loops) expect(loop.length, loop.join(' → ')).toBeLessThanOrEqual(8);
-    expect(Math.max(...loops.map((loop) => loop.length))).toBe(7);
+    expect(Math.max(...loops.map((loop) => loop.length))).toBe(8);
     // No loop avoids LaunchAttempt: nothing spins while a job runs.
     for (const name of Object.keys(states).filter((n) => n !== StateName.LaunchAttempt)) {
       const loops = loopsThrough(name).filter((loop) => !loop.includes(StateName.LaunchAttempt));
@@ -137,15 +169,17 @@ describe('the rendered controller ASL', () => {
   });
 });
 
-describe('the rendered controller on the local engine', () => {
+describe('the controller on the local engine, as the local runtime runs it', () => {
+  const local = localControllerDefinition();
   type Step = (state: WorkflowState) => WorkflowState;
   const decide = (action: string, status: string, delaySeconds = 0): Step => (s) => ({
     ...s,
     decision: { action: action as 'SUCCEED', status, reason: `${action} because`, delaySeconds, continueAsNew: false },
   });
 
-  async function run(launches: boolean[], awaits: (() => unknown)[], decisions: Step[]) {
+  async function run(launches: boolean[], awaits: (() => unknown)[], decisions: Step[], boots: (() => unknown)[] = []) {
     let launch = 0;
+    let booted = 0;
     let awaited = 0;
     let decided = 0;
     const seen: string[] = [];
@@ -155,7 +189,9 @@ describe('the rendered controller on the local engine', () => {
         attempt: s.attempt + 1,
         attemptsInExecution: s.attemptsInExecution + 1,
         launched: launches[launch++] ?? true,
+        bootTimeoutSeconds: 1,
       }),
+      [StateName.AwaitBoot]: async () => (boots[booted++] ?? (() => ({ booted: true })))(),
       [StateName.AwaitAttempt]: async () => awaits[awaited++]?.(),
       [StateName.EvaluateRecoveryPolicy]: async (s: WorkflowState) => (decisions[decided++] as Step)(s),
       [StateName.ReleaseInstances]: async (s: WorkflowState) => s,
@@ -171,7 +207,7 @@ describe('the rendered controller on the local engine', () => {
         },
       }),
     };
-    const machine = new StateMachine(structuredClone(asl) as never, { validationOptions: { checkArn: false } });
+    const machine = new StateMachine(structuredClone(local) as never, { validationOptions: { checkArn: false } });
     const execution = machine.run({ jobId: 'j1', attempt: 0, attemptsInExecution: 0 } as never, {
       overrides: { taskResourceLocalHandlers: handlers as never, waitTimeOverrides: { [StateName.WaitBeforeRelaunch]: 0 } },
       context: { Task: { Token: 'token' } },
@@ -191,7 +227,7 @@ describe('the rendered controller on the local engine', () => {
     throw Object.assign(new Error('cancelled by the user'), { name: WorkflowError.JobCancelled });
   };
 
-  it('relaunches after a preemption (with and without backoff) and succeeds, 6 or 7 transitions per attempt', async () => {
+  it('relaunches after a preemption (with and without backoff) and succeeds, 7 or 8 transitions per attempt', async () => {
     const { output, seen } = await run(
       [true, true, true],
       [() => ({ outcome: 'PREEMPTED' }), () => ({ outcome: 'PREEMPTED' }), () => ({ outcome: 'EXITED' })],
@@ -201,12 +237,21 @@ describe('the rendered controller on the local engine', () => {
     // States entered from each LaunchAttempt up to the next one (the last ends in JobSucceeded).
     const starts = seen.flatMap((name, index) => (name === StateName.LaunchAttempt ? [index] : []));
     const perAttempt = starts.map((start, i) => (starts[i + 1] ?? seen.length - 1) - start);
-    expect(perAttempt).toEqual([6, 7, 6]);
+    expect(perAttempt).toEqual([7, 8, 7]);
     expect(seen.at(-1)).toBe(StateName.JobSucceeded);
   });
 
-  it('skips AwaitAttempt when nothing launched and fails with the decision status and reason', async () => {
+  it('fails AwaitBoot with States.Timeout once its boot_timeout passes, and goes to the policy', async () => {
+    let evaluated: WorkflowState | undefined;
+    const never = () => new Promise(() => undefined);
+    const { seen } = await run([true], [], [(s) => ((evaluated = s), decide('FAIL', JobStatus.FAILED_NO_RESOURCE)(s))], [never]);
+    expect(evaluated?.awaitError).toMatchObject({ Error: WorkflowError.Timeout });
+    expect(seen).not.toContain(StateName.AwaitAttempt);
+  });
+
+  it('skips both waits when nothing launched and fails with the decision status and reason', async () => {
     const { error, seen } = await run([false], [], [decide('FAIL', JobStatus.FAILED_NO_RESOURCE)]);
+    expect(seen).not.toContain(StateName.AwaitBoot);
     expect(seen).not.toContain(StateName.AwaitAttempt);
     expect(seen).toContain(StateName.AwaitOrEvaluate);
     expect(String((error as { cause?: Error }).cause?.name ?? error)).toContain(JobStatus.FAILED_NO_RESOURCE);

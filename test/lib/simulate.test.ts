@@ -184,10 +184,10 @@ describe('simulate: warnings, vanished instances, capacity and boots', () => {
       ['FAIL', 'FAILED_NO_RESOURCE'],
     ]);
     expect(result.decisions[0]?.reason).toBe(
-      'instance lost (no node sent a heartbeat within the heartbeat timeout (300 s)); never booted, 1 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors',
+      'instance lost (no node sent a heartbeat within boot_timeout 10m); never booted, 1 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors',
     );
     expect(result.decisions[2]?.reason).toBe(
-      "the instances never reached relaunch: check the subnet's route to the API endpoint (3 attempts in a row, max_boot_failures 3; last: no node sent a heartbeat within the heartbeat timeout (300 s))",
+      "the instances never reached relaunch: check the subnet's route to the API endpoint (3 attempts in a row, max_boot_failures 3; last: no node sent a heartbeat within boot_timeout 10m)",
     );
   });
 

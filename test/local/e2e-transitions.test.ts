@@ -48,8 +48,8 @@ describe('state transitions', () => {
     expect(mine).toHaveLength(job.result.transitions);
     const attempts = perAttempt(mine);
     expect(attempts).toEqual([
-      [StateName.LaunchAttempt, StateName.AwaitOrEvaluate, StateName.AwaitAttempt, StateName.EvaluateRecoveryPolicy, StateName.ReleaseInstances, StateName.NextStep, StateName.WaitBeforeRelaunch],
-      [StateName.LaunchAttempt, StateName.AwaitOrEvaluate, StateName.AwaitAttempt, StateName.EvaluateRecoveryPolicy, StateName.ReleaseInstances, StateName.NextStep, StateName.JobSucceeded],
+      [StateName.LaunchAttempt, StateName.AwaitOrEvaluate, StateName.AwaitBoot, StateName.AwaitAttempt, StateName.EvaluateRecoveryPolicy, StateName.ReleaseInstances, StateName.NextStep, StateName.WaitBeforeRelaunch],
+      [StateName.LaunchAttempt, StateName.AwaitOrEvaluate, StateName.AwaitBoot, StateName.AwaitAttempt, StateName.EvaluateRecoveryPolicy, StateName.ReleaseInstances, StateName.NextStep, StateName.JobSucceeded],
     ]);
     for (const states of attempts) expect(states.length).toBeLessThanOrEqual(8);
   });
@@ -76,7 +76,8 @@ describe('state transitions', () => {
     const mine = t.transitions.filter((x) => x.execution === job.jobId);
     // The controller may still be entering its wait as the process starts; then it is silent.
     const whileRunning = mine.filter((x) => x.at > start && x.at < end).map((x) => x.state);
-    expect(whileRunning.every((state) => state === StateName.AwaitOrEvaluate || state === StateName.AwaitAttempt)).toBe(true);
+    const waits: readonly string[] = [StateName.AwaitOrEvaluate, StateName.AwaitBoot, StateName.AwaitAttempt];
+    expect(whileRunning.every((state) => waits.includes(state))).toBe(true);
     const waiting = mine.find((x) => x.state === StateName.AwaitAttempt);
     expect(waiting).toBeDefined();
     expect(waiting?.at).toBeLessThan(end);

@@ -57,7 +57,7 @@ describe('DynamoJobStore on an update that met a transaction in flight', () => {
 
   it.each([
     ['addReport', (s: DynamoJobStore) => s.addReport('job-1', 1, report)],
-    ['recordHeartbeat', (s: DynamoJobStore) => s.recordHeartbeat('job-1', 1, '2026-01-01T00:00:02.000Z')],
+    ['recordHeartbeat', (s: DynamoJobStore) => s.recordHeartbeat('job-1', 1, '2026-01-01T00:00:02.000Z', 0)],
     ['setExecution', (s: DynamoJobStore) => s.setExecution('job-1', 'arn:x')],
   ])('answers %s with ConcurrentUpdateError, which the agent is told to retry', async (_name, write) => {
     dynamo.on(UpdateItemCommand).rejects(conflict());

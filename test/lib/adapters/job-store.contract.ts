@@ -136,8 +136,8 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         ['getAttempt', (s) => s.getAttempt('nope', 1)],
         ['listAttempts', (s) => s.listAttempts('nope')],
         ['setInstances', (s) => s.setInstances('nope', 1, { region: 'us-east-1', zone: null, instanceType: 'm5.large' }, [])],
-        ['setTaskToken', (s) => s.setTaskToken('nope', 1, 'token')],
-        ['recordHeartbeat', (s) => s.recordHeartbeat('nope', 1, T1)],
+        ['setTaskToken', (s) => s.setTaskToken('nope', 1, 'token', 'AwaitAttempt')],
+        ['recordHeartbeat', (s) => s.recordHeartbeat('nope', 1, T1, 0)],
         ['noteInterruption', (s) => s.noteInterruption('nope', 1, T1)],
         ['addReport', (s) => s.addReport('nope', 1, report(0, 'run', 0))],
         ['endAttempt', (s) => s.endAttempt('nope', 1, exited, T2)],
@@ -388,21 +388,32 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         expect(await store.findAttemptByInstance('i-2')).toBeNull();
       });
 
-      it('stores the task token and returns the attempt, even one that has already ended', async () => {
+      it('stores the task token with its state and returns the attempt, even one that has already ended', async () => {
         await runningJobWithAttempt();
-        expect(await store.setTaskToken('job-1', 1, 'token-1')).toEqual(makeAttempt('job-1', 1, { taskToken: 'token-1' }));
+        expect(await store.setTaskToken('job-1', 1, 'token-1', 'AwaitBoot')).toEqual(
+          makeAttempt('job-1', 1, { taskToken: 'token-1', tokenState: 'AwaitBoot' }),
+        );
         await store.endAttempt('job-1', 1, { kind: 'PREEMPTED' }, T2);
-        const after = await store.setTaskToken('job-1', 1, 'token-2');
-        expect(after).toMatchObject({ taskToken: 'token-2', outcome: { kind: 'PREEMPTED' }, endedAt: T2 });
+        const after = await store.setTaskToken('job-1', 1, 'token-2', 'AwaitAttempt');
+        expect(after).toMatchObject({ taskToken: 'token-2', tokenState: 'AwaitAttempt', outcome: { kind: 'PREEMPTED' }, endedAt: T2 });
         expect(await store.getAttempt('job-1', 1)).toEqual(after);
       });
 
-      it('records heartbeats while the attempt is live and refuses them after it ended', async () => {
+      it('records heartbeats and their nodes while the attempt is live and refuses them after it ended', async () => {
         await runningJobWithAttempt();
-        expect((await store.recordHeartbeat('job-1', 1, T2)).lastHeartbeatAt).toBe(T2);
+        expect(await store.recordHeartbeat('job-1', 1, T1, 2)).toMatchObject({ lastHeartbeatAt: T1, nodesHeardFrom: [2] });
+        expect(await store.recordHeartbeat('job-1', 1, T2, 0)).toMatchObject({ lastHeartbeatAt: T2, nodesHeardFrom: [0, 2] });
+        // A node's second beat adds nothing.
+        expect((await store.recordHeartbeat('job-1', 1, T2, 2)).nodesHeardFrom).toEqual([0, 2]);
         await store.endAttempt('job-1', 1, exited, T3);
-        await expect(store.recordHeartbeat('job-1', 1, T3)).rejects.toBeInstanceOf(StaleAttemptError);
-        expect((await store.getAttempt('job-1', 1)).lastHeartbeatAt).toBe(T2);
+        await expect(store.recordHeartbeat('job-1', 1, T3, 1)).rejects.toBeInstanceOf(StaleAttemptError);
+        expect(await store.getAttempt('job-1', 1)).toMatchObject({ lastHeartbeatAt: T2, nodesHeardFrom: [0, 2] });
+      });
+
+      it('keeps every node of concurrent first heartbeats', async () => {
+        await runningJobWithAttempt();
+        await Promise.all(Array.from({ length: 8 }, (_, rank) => store.recordHeartbeat('job-1', 1, T2, rank)));
+        expect((await store.getAttempt('job-1', 1)).nodesHeardFrom).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
       });
 
       it('keeps the first interruption notice, and none on an attempt that already ended', async () => {

@@ -40,9 +40,11 @@ describe('parseTaskObject normalizes', () => {
     ['strategy "none" in a mapping is the default strategy', { job_recovery: { strategy: 'none' } }, (r: Resources) => r.jobRecovery.strategy, 'EAGER_NEXT_REGION'],
     ['a strategy name in any case', { job_recovery: 'Eager_Next_Region' }, (r: Resources) => r.jobRecovery.strategy, 'EAGER_NEXT_REGION'],
     ['strategy none beside other keys keeps them', { job_recovery: { strategy: 'none', max_restarts_on_errors: 2 } }, (r: Resources) => [r.jobRecovery.strategy, r.jobRecovery.maxRestartsOnErrors], ['EAGER_NEXT_REGION', 2]],
-    ['the runaway bounds take their defaults', { job_recovery: {} }, (r: Resources) => [r.jobRecovery.launchTimeoutSeconds, r.jobRecovery.maxBootFailures, r.jobRecovery.maxRecoveries], [null, 3, null]],
-    ['a strategy name alone takes the bounds\' defaults too', { job_recovery: 'FAILOVER' }, (r: Resources) => [r.jobRecovery.launchTimeoutSeconds, r.jobRecovery.maxBootFailures, r.jobRecovery.maxRecoveries], [null, 3, null]],
-    ['no boot timeout of its own in the policy: the heartbeat timeout bounds the first heartbeat', { job_recovery: { max_boot_failures: 2 } }, (r: Resources) => Object.keys(r.jobRecovery).filter((key) => /boot/i.test(key)), ['maxBootFailures']],
+    ['the runaway bounds take their defaults', { job_recovery: {} }, (r: Resources) => [r.jobRecovery.launchTimeoutSeconds, r.jobRecovery.bootTimeoutSeconds, r.jobRecovery.maxBootFailures, r.jobRecovery.maxRecoveries], [null, 600, 3, null]],
+    ['a strategy name alone takes the bounds\' defaults too', { job_recovery: 'FAILOVER' }, (r: Resources) => [r.jobRecovery.launchTimeoutSeconds, r.jobRecovery.bootTimeoutSeconds, r.jobRecovery.maxBootFailures, r.jobRecovery.maxRecoveries], [null, 600, 3, null]],
+    ['boot_timeout in minutes is seconds', { job_recovery: { boot_timeout: '20m' } }, (r: Resources) => r.jobRecovery.bootTimeoutSeconds, 1200],
+    ['boot_timeout at its bounds, 1s and 1 day', { job_recovery: { boot_timeout: '1s' } }, (r: Resources) => r.jobRecovery.bootTimeoutSeconds, 1],
+    ['boot_timeout of exactly a day', { job_recovery: { boot_timeout: '24h' } }, (r: Resources) => r.jobRecovery.bootTimeoutSeconds, 86_400],
     ['launch_timeout in hours is seconds', { job_recovery: { launch_timeout: '6h' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 21_600],
     ['launch_timeout in several units adds them', { job_recovery: { launch_timeout: '1d2h3m4s' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 93_784],
     ['launch_timeout 0s is allowed', { job_recovery: { launch_timeout: '0s' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 0],
@@ -125,8 +127,7 @@ describe('parseTaskObject normalizes', () => {
 const STRATEGY = 'expected EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none,';
 const NONE_HINT = '(only the lowercase none means the default strategy, as in SkyPilot)';
 const LAUNCH = 'expected a duration from 0s to 365d such as 6h, 30m or 90s,';
-const BOOT_TIMEOUT =
-  "not supported yet: a node's first heartbeat must arrive within the heartbeat timeout (300 s); an attempt with none ends LOST as never booted, and max_boot_failures bounds how many in a row";
+const BOOT_TIMEOUT = 'expected a duration from 1s to 1d such as 10m or 90s,';
 
 describe('parseTaskObject rejects', () => {
   const long = `a b ${'x'.repeat(100)}`;
@@ -169,12 +170,13 @@ describe('parseTaskObject rejects', () => {
     ['a duration as a bare number says which unit to add', { resources: { job_recovery: { launch_timeout: 90 } } }, [`resources.job_recovery.launch_timeout: ${LAUNCH} got 90 (give a unit: 90s is 90 seconds)`]],
     ['a duration that is a mapping', { resources: { job_recovery: { launch_timeout: { minutes: 5 } } } }, [`resources.job_recovery.launch_timeout: ${LAUNCH} got a mapping`]],
     ['launch_timeout one second past 365 days', { resources: { job_recovery: { launch_timeout: '365d1s' } } }, [`resources.job_recovery.launch_timeout: ${LAUNCH} got "365d1s"`]],
-    ['boot_timeout, which the runtime cannot enforce apart from the heartbeat timeout', { resources: { job_recovery: { boot_timeout: '15m' } } }, [`resources.job_recovery.boot_timeout: ${BOOT_TIMEOUT}`]],
-    ['boot_timeout at the heartbeat timeout itself', { resources: { job_recovery: { boot_timeout: '5m' } } }, [`resources.job_recovery.boot_timeout: ${BOOT_TIMEOUT}`]],
-    ['boot_timeout with no value', { resources: { job_recovery: { boot_timeout: null } } }, [`resources.job_recovery.boot_timeout: ${BOOT_TIMEOUT}`]],
-    ['boot_timeout beside a valid max_boot_failures: only boot_timeout is refused', { resources: { job_recovery: { boot_timeout: '15m', max_boot_failures: 5 } } }, [`resources.job_recovery.boot_timeout: ${BOOT_TIMEOUT}`]],
-    ['boot_timeout under the older name spot_recovery', { resources: { spot_recovery: { boot_timeout: '15m' } } }, [`resources.spot_recovery.boot_timeout: ${BOOT_TIMEOUT}`]],
-    ['boot_timeout at the top level is a key of no section', { boot_timeout: '15m', run: 'x' }, ['boot_timeout: unknown key']],
+    ['boot_timeout of 0s: the clock cannot be off', { resources: { job_recovery: { boot_timeout: '0s' } } }, [`resources.job_recovery.boot_timeout: ${BOOT_TIMEOUT} got "0s"`]],
+    ['boot_timeout one second past a day', { resources: { job_recovery: { boot_timeout: '1d1s' } } }, [`resources.job_recovery.boot_timeout: ${BOOT_TIMEOUT} got "1d1s"`]],
+    ['boot_timeout as a bare number says which unit to add', { resources: { job_recovery: { boot_timeout: 600 } } }, [`resources.job_recovery.boot_timeout: ${BOOT_TIMEOUT} got 600 (give a unit: 600s is 600 seconds)`]],
+    ['boot_timeout with no value', { resources: { job_recovery: { boot_timeout: null } } }, ['resources.job_recovery.boot_timeout: expected a duration from 1s to 1d such as 10m or 90s, got no value; leave the key out for the default (10m)']],
+    ['boot_timeout beside a valid max_boot_failures: only boot_timeout is refused', { resources: { job_recovery: { boot_timeout: '-5m', max_boot_failures: 5 } } }, [`resources.job_recovery.boot_timeout: ${BOOT_TIMEOUT} got "-5m"`]],
+    ['boot_timeout under the older name spot_recovery', { resources: { spot_recovery: { boot_timeout: '0s' } } }, [`resources.spot_recovery.boot_timeout: ${BOOT_TIMEOUT} got "0s"`]],
+    ['boot_timeout at the top level points to where it belongs', { boot_timeout: '15m', run: 'x' }, ['boot_timeout: unknown key here, did you mean `resources.job_recovery.boot_timeout`?']],
     ['max_boot_failures fractional', { resources: { job_recovery: { max_boot_failures: 2.5 } } }, ['resources.job_recovery.max_boot_failures: expected an integer >= 1, got 2.5']],
     ['max_recoveries as a string', { resources: { job_recovery: { max_recoveries: '3' } } }, ['resources.job_recovery.max_recoveries: expected an integer >= 0, got "3"']],
     ['restart_backoff max_seconds one past 7 days', { resources: { job_recovery: { restart_backoff: { max_seconds: 604_801 } } } }, ['resources.job_recovery.restart_backoff.max_seconds: expected a whole number of seconds from 0 to 604800 (7 days), got 604801']],

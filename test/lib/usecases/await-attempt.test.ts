@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { awaitAttempt } from '../../../lib/usecases/await-attempt.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
-import { WorkflowError } from '../../../lib/workflow/contract.ts';
-import { givenJob, harness, initialState, JOB_ID, report, tokenFor } from './harness.ts';
+import { StateName, WorkflowError } from '../../../lib/workflow/contract.ts';
+import { givenJob, harness, initialState, JOB_ID, report, taskSpec, tokenFor } from './harness.ts';
 
 describe('awaitAttempt', () => {
   it('stores the token and waits: nothing resumes the task yet', async () => {
@@ -61,5 +61,53 @@ describe('awaitAttempt', () => {
 
     await expect(awaitAttempt({ jobId: JOB_ID, attempt: 1, taskToken: tokenFor(1) }, h.deps)).resolves.toBeUndefined();
     expect(h.workflow.refused).toEqual([{ method: 'resume', taskToken: tokenFor(1) }]);
+  });
+
+  describe('as AwaitBoot', () => {
+    const boot = { jobId: JOB_ID, attempt: 1, taskToken: 'boot-1', state: StateName.AwaitBoot, bootTimeoutSeconds: 600 };
+
+    it('stores the token as AwaitBoot\'s and waits while a node has not been heard from', async () => {
+      const h = harness();
+      await givenJob(h, taskSpec({ numNodes: 2 }));
+      await launchAttempt(initialState(), h.deps);
+      await h.store.recordHeartbeat(JOB_ID, 1, h.clock.now().toISOString(), 1);
+
+      await awaitAttempt(boot, h.deps);
+
+      expect(await h.store.getAttempt(JOB_ID, 1)).toMatchObject({ taskToken: 'boot-1', tokenState: StateName.AwaitBoot });
+      expect(h.workflow.closings).toEqual([]);
+    });
+
+    it('resumes at once with booted when every node beat before the token was stored', async () => {
+      const h = harness();
+      await givenJob(h, taskSpec({ numNodes: 2 }));
+      await launchAttempt(initialState(), h.deps);
+      for (const rank of [1, 0]) await h.store.recordHeartbeat(JOB_ID, 1, h.clock.now().toISOString(), rank);
+
+      await awaitAttempt(boot, h.deps);
+
+      expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: 'boot-1', output: { booted: true } }]);
+    });
+
+    it('sends the outcome, not booted, for an attempt that ended while it booted', async () => {
+      const h = harness();
+      await givenJob(h);
+      await launchAttempt(initialState(), h.deps);
+      await h.store.recordHeartbeat(JOB_ID, 1, h.clock.now().toISOString(), 0);
+      await report(h, 1, 'run', 0);
+
+      await awaitAttempt(boot, h.deps);
+
+      expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: 'boot-1', output: { outcome: 'EXITED' } }]);
+    });
+
+    it('replaces AwaitBoot\'s token with AwaitAttempt\'s, which a payload without a state stands for', async () => {
+      const h = harness();
+      await givenJob(h);
+      await launchAttempt(initialState(), h.deps);
+      await awaitAttempt(boot, h.deps);
+      await awaitAttempt({ jobId: JOB_ID, attempt: 1, taskToken: tokenFor(1) }, h.deps);
+      expect(await h.store.getAttempt(JOB_ID, 1)).toMatchObject({ taskToken: tokenFor(1), tokenState: StateName.AwaitAttempt });
+    });
   });
 });

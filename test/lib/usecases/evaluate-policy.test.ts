@@ -80,20 +80,20 @@ describe('evaluatePolicy', () => {
     expect((await h.store.getJob(JOB_ID)).counters).toMatchObject({ restartsOnErrors: 0, recoveryCount: 1, consecutivePreemptions: 1 });
   });
 
-  it('ends an attempt no node ever sent a heartbeat for LOST as never booted, then recovers it', async () => {
+  it('ends an attempt whose node was never heard from by its boot_timeout LOST as never booted, then recovers it', async () => {
     const h = harness();
-    const state = await attemptRunning(h);
-    h.clock.advance(300);
+    const state = await attemptRunning(h, { bootTimeoutSeconds: 900 });
+    h.clock.advance(900);
 
-    const next = await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.HeartbeatTimeout, Cause: '' } }, h.deps);
+    const next = await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.Timeout, Cause: '' } }, h.deps);
 
     expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({
       kind: 'LOST',
-      reason: 'no node reached relaunch: no heartbeat since launch for 300 s',
+      reason: 'no heartbeat from the node in the 900 s since launch (boot_timeout 15m)',
       neverBooted: true,
     });
     expect(next.decision).toMatchObject({ action: 'RECOVER', status: 'RECOVERING' });
-    expect(next.decision?.reason).toMatch(/no heartbeat since launch for 300 s/);
+    expect(next.decision?.reason).toMatch(/no heartbeat from the node in the 900 s since launch/);
     expect((await h.store.getJob(JOB_ID)).counters.bootFailuresInARow).toBe(1);
     expect(next).not.toHaveProperty('awaitError');
   });
@@ -113,11 +113,28 @@ describe('evaluatePolicy', () => {
     expect(state.decision?.reason).toContain('the instances never reached relaunch');
   });
 
+  it.each([
+    { heard: [0, 2], names: 'node 1 of 3' },
+    { heard: [1], names: 'nodes 0, 2 of 3' },
+    { heard: [], names: 'any of the 3 nodes' },
+  ])('names the nodes never heard from ($names) when the boot clock runs out', async ({ heard, names }) => {
+    const h = harness();
+    const state = await givenLaunched(h, taskSpec({ numNodes: 3 }));
+    for (const rank of heard) await h.store.recordHeartbeat(JOB_ID, 1, h.clock.now().toISOString(), rank);
+    h.clock.advance(600);
+    await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.Timeout, Cause: '' } }, h.deps);
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({
+      kind: 'LOST',
+      reason: `no heartbeat from ${names} in the 600 s since launch (boot_timeout 10m)`,
+      neverBooted: true,
+    });
+  });
+
   it('counts the silence from the last heartbeat', async () => {
     const h = harness();
     const state = await attemptRunning(h);
     h.clock.advance(100);
-    await h.store.recordHeartbeat(JOB_ID, 1, h.clock.now().toISOString());
+    await h.store.recordHeartbeat(JOB_ID, 1, h.clock.now().toISOString(), 0);
     h.clock.advance(310);
     await evaluatePolicy({ ...state, awaitError: { Error: WorkflowError.Timeout } }, h.deps);
     expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: 'no heartbeat for 310 s' });

@@ -2,13 +2,48 @@
 
 import { describe, expect, it } from 'vitest';
 import { StaleAttemptError, UnauthorizedError } from '../../../lib/errors.ts';
+import { awaitAttempt } from '../../../lib/usecases/await-attempt.ts';
 import { heartbeat } from '../../../lib/usecases/heartbeat.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
-import { givenJob, harness, initialState, JOB_ID, launchAndAwait, tokenFor, type Harness } from './harness.ts';
+import { StateName } from '../../../lib/workflow/contract.ts';
+import { givenJob, harness, initialState, JOB_ID, launchAndAwait, taskSpec, tokenFor, type Harness } from './harness.ts';
 
-function beat(h: Harness, attempt = 1, secret = h.compute.secretFor(JOB_ID, attempt)) {
-  return heartbeat({ jobId: JOB_ID, attempt, nodeRank: 0, secret }, h.deps);
+function beat(h: Harness, attempt = 1, secret = h.compute.secretFor(JOB_ID, attempt), nodeRank = 0) {
+  return heartbeat({ jobId: JOB_ID, attempt, nodeRank, secret }, h.deps);
 }
+
+describe('heartbeat while AwaitBoot waits', () => {
+  async function booting(numNodes: number): Promise<Harness> {
+    const h = harness();
+    await givenJob(h, taskSpec({ numNodes }));
+    await launchAttempt(initialState(), h.deps);
+    await awaitAttempt({ jobId: JOB_ID, attempt: 1, taskToken: 'boot-1', state: StateName.AwaitBoot, bootTimeoutSeconds: 600 }, h.deps);
+    return h;
+  }
+
+  it('resumes AwaitBoot with booted at the last node\'s first beat, and sends it no heartbeat', async () => {
+    const h = await booting(3);
+    for (const rank of [2, 0, 2]) await beat(h, 1, undefined, rank);
+    expect(h.workflow.closings).toEqual([]);
+    expect((await h.store.getJob(JOB_ID)).status).toBe('RUNNING');
+
+    await beat(h, 1, undefined, 1);
+
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: 'boot-1', output: { booted: true } }]);
+    expect(h.workflow.heartbeats).toEqual([]);
+  });
+
+  it('takes a beat that finds AwaitBoot already resumed (before AwaitAttempt stored its token) quietly', async () => {
+    const h = await booting(1);
+    await beat(h);
+    await expect(beat(h)).resolves.toBeUndefined();
+    expect(h.workflow.refused).toEqual([{ method: 'resume', taskToken: 'boot-1' }]);
+
+    await awaitAttempt({ jobId: JOB_ID, attempt: 1, taskToken: tokenFor(1), state: StateName.AwaitAttempt }, h.deps);
+    await beat(h);
+    expect(h.workflow.heartbeats).toEqual([tokenFor(1)]);
+  });
+});
 
 describe('heartbeat', () => {
   it('records the beat, moves STARTING to RUNNING, and heartbeats the waiting task', async () => {

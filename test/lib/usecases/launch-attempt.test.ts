@@ -36,7 +36,7 @@ describe('launchAttempt', () => {
 
     const state = await launchAttempt(initialState(), h.deps);
 
-    expect(state).toEqual({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1, launched: true });
+    expect(state).toEqual({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1, launched: true, bootTimeoutSeconds: 600 });
     expect(h.compute.launches).toHaveLength(1);
     const request = h.compute.launches[0];
     expect(request).toMatchObject({ jobId: JOB_ID, attempt: 1, market: 'spot', history: [] });
