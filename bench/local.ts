@@ -10,6 +10,11 @@
 // its node's folder (their mtimes); the controller's from its transitions and the stored
 // report and decision times. All are wall-clock times of this machine, so a gap is what a
 // user would see between one attempt's last line and the next attempt's first.
+//
+// `node --import tsx bench/local.ts` runs every part; name parts to run only those, e.g.
+// `node --import tsx bench/local.ts b` for (b) alone (a few seconds: the 21 attempts of
+// (a)'s job, whose transitions (b) counts, and one 2 s job). Only the named parts' rows and
+// checks are printed. `npm run bench` always runs every part.
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -26,6 +31,10 @@ import { INSTANCE_MARK } from '../local/process-groups.ts';
 import { localInstanceId } from '../local/process-compute.ts';
 import { LocalRuntime, type LocalRuntimeOptions } from '../local/runtime.ts';
 import type { BenchResult, Benchmark, TargetCheck } from './types.ts';
+
+/** The parts of this benchmark, as named on the command line. */
+const PARTS = ['a', 'b', 'c', 'd'] as const;
+type Part = (typeof PARTS)[number];
 
 /** Targets (DESIGN.md section 7): a quick relaunch, a handful of transitions, none while running. */
 export const MAX_MEDIAN_RELAUNCH_MS = 500;
@@ -542,53 +551,97 @@ function describeProcesses(processes: readonly NodeProcess[]): string {
 const ms = (value: number) => `${value.toFixed(0)} ms`;
 const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MB`;
 
-async function run(): Promise<BenchResult> {
+/** Runs the parts named (every part by default) and reports their rows and checks. */
+async function run(parts: ReadonlySet<Part> = new Set(PARTS)): Promise<BenchResult> {
   // The SDK's notice about Node 20 is emitted when the runtime's client is built: noise here.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   // The machine's load when each part starts: the agent's forks and execs slow down with it.
   const load = (part: string) => `${part} ${(loadavg()[0] as number).toFixed(2)}`;
-  const loads = [load('(a)')];
-  const python = pythonStarts();
-  const loop = await relaunchLoop();
-  loads.push(load('(b)'));
-  const quiet = await quietWhileRunning();
-  loads.push(load('(d)'));
+  const loads: string[] = [];
+  const lines = ['| measure | value |', '|---|---|'];
+  const checks: TargetCheck[] = [];
+
+  // (b)'s transitions per attempt are counted on (a)'s job: one run of it serves both.
+  if (parts.has('a') || parts.has('b')) {
+    loads.push(load(parts.has('a') ? '(a)' : '(b)'));
+    const python = parts.has('a') ? pythonStarts() : null;
+    const loop = await relaunchLoop();
+    if (parts.has('a')) {
+      const totals = loop.timelines.map((t) => (t.at(-1) as number) - (t[0] as number));
+      checks.push({
+        target: `(a) exit -> next attempt's first line, median < ${MAX_MEDIAN_RELAUNCH_MS} ms`,
+        met: median(totals) < MAX_MEDIAN_RELAUNCH_MS,
+        detail: `median ${ms(median(totals))} over ${totals.length} restarts`,
+      });
+      const steps = RESTART_MOMENTS.slice(1).map((moment, i) => {
+        const gaps = loop.timelines.map((t) => (t[i + 1] as number) - (t[i] as number));
+        return `| (a) step ${i + 1}: -> ${moment}, median / max | ${ms(median(gaps))} / ${ms(Math.max(...gaps))} |`;
+      });
+      lines.push(
+        `| (a) exit -> next attempt's first line, median / p90 / max (${totals.length} restarts) | ${ms(median(totals))} / ${ms(percentile(totals, 90))} / ${ms(Math.max(...totals))} |`,
+        ...steps,
+        python === null
+          ? '| (a) for scale: python3 | not found: the agent escapes with awk |'
+          : `| (a) for scale: one JSON escape, median of ${PYTHON_RUNS}: \`${python.found}\` / \`${python.interpreter}\` | ${ms(python.foundMs)} / ${ms(python.interpreterMs)} |`,
+      );
+    }
+    if (parts.has('b')) {
+      if (parts.has('a')) loads.push(load('(b)'));
+      const quiet = await quietWhileRunning();
+      const maxPerAttempt = Math.max(...loop.perAttempt);
+      checks.push(
+        {
+          target: `(b) state transitions per attempt <= ${MAX_TRANSITIONS_PER_ATTEMPT}`,
+          met: maxPerAttempt <= MAX_TRANSITIONS_PER_ATTEMPT,
+          detail: `at most ${maxPerAttempt}, ${(loop.total / loop.attempts).toFixed(1)} on average`,
+        },
+        {
+          target: `(b) state transitions while a job runs = ${MAX_TRANSITIONS_WHILE_RUNNING}`,
+          met: quiet.during.length <= MAX_TRANSITIONS_WHILE_RUNNING,
+          detail: `${quiet.during.length} during a ${ms(quiet.runMs)} run with heartbeats every 200 ms${quiet.during.length > 0 ? ` (${quiet.during.join(', ')})` : ''}`,
+        },
+      );
+      lines.push(
+        `| (b) transitions per attempt, max / mean (${loop.attempts} attempts) | ${maxPerAttempt} / ${(loop.total / loop.attempts).toFixed(1)} |`,
+        `| (b) transitions while a 2 s job runs | ${quiet.during.length} |`,
+      );
+    }
+  }
+  // (d) runs before (c), its rows print after (c)'s.
+  let idle: string[] = [];
+  if (parts.has('d')) {
+    loads.push(load('(d)'));
+    idle = await idleRows();
+  }
+  if (parts.has('c')) {
+    loads.push(load('(c)'));
+    const crowd = await concurrentJobs();
+    checks.push({
+      target: `(c) ${CONCURRENT_JOBS} concurrent jobs all SUCCEEDED on attempt ${CONCURRENT_SUCCESS_ATTEMPT}`,
+      met: crowd.succeeded === CONCURRENT_JOBS,
+      detail: `${crowd.succeeded}/${CONCURRENT_JOBS}${crowd.badJobs.length > 0 ? `; first bad: ${crowd.badJobs[0]}` : ''}`,
+    });
+    lines.push(
+      `| (c) ${CONCURRENT_JOBS} jobs x ${CONCURRENT_SUCCESS_ATTEMPT} attempts of \`sleep 1\`: wall time | ${(crowd.wallMs / 1000).toFixed(1)} s (floor ${CONCURRENT_SUCCESS_ATTEMPT} s of sleeps) |`,
+      `| (c) runtime RSS: peak sampled / process maxRSS | ${crowd.peakRssMb.toFixed(0)} MB / ${crowd.maxRssMb.toFixed(0)} MB |`,
+      `| (c) nodes' processes, peaks over ${crowd.nodes.samples} samples: live nodes / processes / VmRSS sum | ${crowd.nodes.nodes} / ${crowd.nodes.processes} / ${mb(crowd.nodes.rssKb)} |`,
+      `| (c) one sample's time in the sampler's worker thread, mean | ${ms(crowd.nodes.sampleMs / Math.max(1, crowd.nodes.samples))} |`,
+      `| (c) jobs SUCCEEDED with run codes 29, 29, 0 (setup 0 each) | ${crowd.succeeded}/${CONCURRENT_JOBS} |`,
+      `| (c) errors reported by the runtime | ${crowd.errors} |`,
+    );
+  }
+  lines.push(...idle);
+  loads.push(load('end'));
+  lines.splice(2, 0, `| load average (1 min) at the start of each part | ${loads.join(', ')} |`);
+  return { lines, checks };
+}
+
+/** (d)'s rows: the runtime with no job, then an idle job at each of IDLE_CASES. */
+async function idleRows(): Promise<string[]> {
   const ticksPerSecond = getconf('CLK_TCK');
   const baselineMs = await runtimeBaseline();
   const idle: IdleMeasurement[] = [];
   for (const { intervalMs, beats } of IDLE_CASES) idle.push(await idleJob(intervalMs, beats, ticksPerSecond));
-  loads.push(load('(c)'));
-  const crowd = await concurrentJobs();
-  loads.push(load('end'));
-
-  const maxPerAttempt = Math.max(...loop.perAttempt);
-  const totals = loop.timelines.map((t) => (t.at(-1) as number) - (t[0] as number));
-  const checks: TargetCheck[] = [
-    {
-      target: `(a) exit -> next attempt's first line, median < ${MAX_MEDIAN_RELAUNCH_MS} ms`,
-      met: median(totals) < MAX_MEDIAN_RELAUNCH_MS,
-      detail: `median ${ms(median(totals))} over ${totals.length} restarts`,
-    },
-    {
-      target: `(b) state transitions per attempt <= ${MAX_TRANSITIONS_PER_ATTEMPT}`,
-      met: maxPerAttempt <= MAX_TRANSITIONS_PER_ATTEMPT,
-      detail: `at most ${maxPerAttempt}, ${(loop.total / loop.attempts).toFixed(1)} on average`,
-    },
-    {
-      target: `(b) state transitions while a job runs = ${MAX_TRANSITIONS_WHILE_RUNNING}`,
-      met: quiet.during.length <= MAX_TRANSITIONS_WHILE_RUNNING,
-      detail: `${quiet.during.length} during a ${ms(quiet.runMs)} run with heartbeats every 200 ms${quiet.during.length > 0 ? ` (${quiet.during.join(', ')})` : ''}`,
-    },
-    {
-      target: `(c) ${CONCURRENT_JOBS} concurrent jobs all SUCCEEDED on attempt ${CONCURRENT_SUCCESS_ATTEMPT}`,
-      met: crowd.succeeded === CONCURRENT_JOBS,
-      detail: `${crowd.succeeded}/${CONCURRENT_JOBS}${crowd.badJobs.length > 0 ? `; first bad: ${crowd.badJobs[0]}` : ''}`,
-    },
-  ];
-  const steps = RESTART_MOMENTS.slice(1).map((moment, i) => {
-    const gaps = loop.timelines.map((t) => (t[i + 1] as number) - (t[i] as number));
-    return `| (a) step ${i + 1}: -> ${moment}, median / max | ${ms(median(gaps))} / ${ms(Math.max(...gaps))} |`;
-  });
   const idleLines = idle.flatMap((m) => {
     const every = m.intervalMs === null ? 'default interval (30 s)' : `every ${m.intervalMs / 1000} s`;
     const window = `${(m.windowMs / 1000).toFixed(1)} s, ${m.beats} beats`;
@@ -599,36 +652,23 @@ async function run(): Promise<BenchResult> {
     ];
   });
   const [firstIdle] = idle;
-  const lines = [
-    '| measure | value |',
-    '|---|---|',
-    `| load average (1 min) at the start of each part | ${loads.join(', ')} |`,
-    `| (a) exit -> next attempt's first line, median / p90 / max (${totals.length} restarts) | ${ms(median(totals))} / ${ms(percentile(totals, 90))} / ${ms(Math.max(...totals))} |`,
-    ...steps,
-    python === null
-      ? '| (a) for scale: python3 | not found: the agent escapes with awk |'
-      : `| (a) for scale: one JSON escape, median of ${PYTHON_RUNS}: \`${python.found}\` / \`${python.interpreter}\` | ${ms(python.foundMs)} / ${ms(python.interpreterMs)} |`,
-    `| (b) transitions per attempt, max / mean (${loop.attempts} attempts) | ${maxPerAttempt} / ${(loop.total / loop.attempts).toFixed(1)} |`,
-    `| (b) transitions while a 2 s job runs | ${quiet.during.length} |`,
-    `| (c) ${CONCURRENT_JOBS} jobs x ${CONCURRENT_SUCCESS_ATTEMPT} attempts of \`sleep 1\`: wall time | ${(crowd.wallMs / 1000).toFixed(1)} s (floor ${CONCURRENT_SUCCESS_ATTEMPT} s of sleeps) |`,
-    `| (c) runtime RSS: peak sampled / process maxRSS | ${crowd.peakRssMb.toFixed(0)} MB / ${crowd.maxRssMb.toFixed(0)} MB |`,
-    `| (c) nodes' processes, peaks over ${crowd.nodes.samples} samples: live nodes / processes / VmRSS sum | ${crowd.nodes.nodes} / ${crowd.nodes.processes} / ${mb(crowd.nodes.rssKb)} |`,
-    `| (c) one sample's time in the sampler's worker thread, mean | ${ms(crowd.nodes.sampleMs / Math.max(1, crowd.nodes.samples))} |`,
-    `| (c) jobs SUCCEEDED with run codes 29, 29, 0 (setup 0 each) | ${crowd.succeeded}/${CONCURRENT_JOBS} |`,
-    `| (c) errors reported by the runtime | ${crowd.errors} |`,
+  return [
     ...idleLines,
     `| (d) an idle node's processes | ${describeProcesses(firstIdle?.processes ?? [])} |`,
     `| (d) the runtime with no job: CPU over ${RUNTIME_BASELINE_MS / 1000} s / share of a core | ${ms(baselineMs)} / ${((100 * baselineMs) / RUNTIME_BASELINE_MS).toFixed(2)}% |`,
   ];
-  return { lines, checks };
 }
 
-/** The local runtime's benchmark, for bench/run.ts. */
-export const localRuntimeBenchmark: Benchmark = { name: 'Local runtime', run };
+/** The local runtime's benchmark, for bench/run.ts: every part. */
+export const localRuntimeBenchmark: Benchmark = { name: 'Local runtime', run: () => run() };
 
-// `node --import tsx bench/local.ts` runs this benchmark alone.
+// `node --import tsx bench/local.ts [a] [b] [c] [d]` runs this benchmark alone: the parts
+// named, or every part.
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const result = await run();
+  const named = process.argv.slice(2);
+  const unknown = named.filter((name) => !(PARTS as readonly string[]).includes(name));
+  if (unknown.length > 0) throw new Error(`unknown part(s) ${unknown.join(', ')}: name some of ${PARTS.join(', ')}`);
+  const result = await run(named.length > 0 ? new Set(named as Part[]) : undefined);
   for (const line of result.lines) console.log(line);
   for (const check of result.checks) console.log(`${check.met ? 'PASS' : 'MISS'}  ${check.target}: ${check.detail}`);
   process.exitCode = result.checks.every((check) => check.met) ? 0 : 1;
