@@ -15,6 +15,7 @@ export const LambdaName = {
   continueAsNew: 'continue-as-new',
   api: 'api',
   onEc2Event: 'on-ec2-event',
+  onExecutionEnded: 'on-execution-ended',
 } as const;
 export type LambdaName = (typeof LambdaName)[keyof typeof LambdaName];
 
@@ -44,11 +45,8 @@ export function handlerEntry(name: LambdaName): string {
 /** Every bundle's entry file (infra/bundle.ts writes it), and the handler Lambda calls in it. */
 export const BUNDLE_ENTRY = { file: 'index.mjs', handler: 'index.handler' } as const;
 
-/**
- * A call of the Workflow port a Lambda may make. `stopBetweenSteps` is not one: SfnWorkflow
- * does not offer it, since no rule watches executions end on AWS yet.
- */
-export type WorkflowCall = Exclude<keyof Workflow, 'stopBetweenSteps'>;
+/** A call of the Workflow port a Lambda may make. */
+export type WorkflowCall = keyof Workflow;
 
 /** What a Lambda reaches, so the construct sets only its variables and grants only its access. */
 export interface LambdaNeeds {
@@ -75,7 +73,15 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   [LambdaName.releaseInstances]: { store: 'read', workflow: [], compute: 'release', timeoutSeconds: 150 },
   [LambdaName.recordControllerFailure]: { store: 'write', workflow: [], compute: 'release', timeoutSeconds: 150 },
   [LambdaName.continueAsNew]: { store: 'write', workflow: ['start'], compute: false, timeoutSeconds: 30 },
-  // API Gateway gives up after 29 s. Submit starts; heartbeat, report and cancel answer the task.
-  [LambdaName.api]: { store: 'write', workflow: ['start', 'resume', 'fail', 'heartbeat'], compute: false, timeoutSeconds: 29 },
+  // API Gateway gives up after 29 s. Submit starts; heartbeat, report and cancel answer the
+  // task; a cancel also stops an execution that is in a Wait.
+  [LambdaName.api]: {
+    store: 'write',
+    workflow: ['start', 'resume', 'fail', 'heartbeat', 'stopBetweenSteps'],
+    compute: false,
+    timeoutSeconds: 29,
+  },
   [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },
+  // Releases the instances of an execution that ended outside its states, as RecordControllerFailure does.
+  [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', timeoutSeconds: 150 },
 };

@@ -22,18 +22,34 @@ export function grantTable(grantee: iam.IGrantable, table: dynamodb.ITable, acce
   iam.Grant.addToPrincipal({ grantee, actions: ['dynamodb:Query'], resourceArns: [`${table.tableArn}/index/*`] });
 }
 
-/** The Step Functions action behind each call of the Workflow port (SfnWorkflow). */
-export const WORKFLOW_ACTIONS: Readonly<Record<WorkflowCall, string>> = {
-  start: 'states:StartExecution',
-  resume: 'states:SendTaskSuccess',
-  fail: 'states:SendTaskFailure',
-  heartbeat: 'states:SendTaskHeartbeat',
+/**
+ * The Step Functions actions behind each call of the Workflow port (SfnWorkflow), and what
+ * they act on: the state machine (starting one, answering its task tokens) or its
+ * executions (reading one's history and stopping it).
+ */
+export const WORKFLOW_ACTIONS: Readonly<Record<WorkflowCall, { readonly actions: readonly string[]; readonly on: 'machine' | 'executions' }>> = {
+  start: { actions: ['states:StartExecution'], on: 'machine' },
+  resume: { actions: ['states:SendTaskSuccess'], on: 'machine' },
+  fail: { actions: ['states:SendTaskFailure'], on: 'machine' },
+  heartbeat: { actions: ['states:SendTaskHeartbeat'], on: 'machine' },
+  stopBetweenSteps: { actions: ['states:GetExecutionHistory', 'states:StopExecution'], on: 'executions' },
 };
 
+/** The controller as IAM names it: the state machine, and every execution of it. */
+export interface ControllerArns {
+  readonly stateMachineArn: string;
+  /** `arn:…:execution:<machine name>:*`. */
+  readonly executionsArn: string;
+}
+
 /** The Step Functions actions of exactly the Workflow calls given, on the controller only. */
-export function grantWorkflow(grantee: iam.IGrantable, stateMachineArn: string, calls: readonly WorkflowCall[]): void {
-  if (calls.length === 0) return;
-  iam.Grant.addToPrincipal({ grantee, actions: calls.map((call) => WORKFLOW_ACTIONS[call]), resourceArns: [stateMachineArn] });
+export function grantWorkflow(grantee: iam.IGrantable, controller: ControllerArns, calls: readonly WorkflowCall[]): void {
+  for (const on of ['machine', 'executions'] as const) {
+    const actions = calls.flatMap((call) => (WORKFLOW_ACTIONS[call].on === on ? WORKFLOW_ACTIONS[call].actions : []));
+    if (actions.length === 0) continue;
+    const resource = on === 'machine' ? controller.stateMachineArn : controller.executionsArn;
+    iam.Grant.addToPrincipal({ grantee, actions, resourceArns: [resource] });
+  }
 }
 
 /** One region's network, as far as IAM needs it (tokens allowed, e.g. Aws.REGION). */

@@ -10,6 +10,7 @@ import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
 import type { ComputeEnvConfig } from '../lib/workflow/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
+import { ExecutionEvents } from './constructs/execution-events.ts';
 import { InstanceEvents } from './constructs/instance-events.ts';
 import { JobApi } from './constructs/job-api.ts';
 import { JobInstances } from './constructs/job-instances.ts';
@@ -38,13 +39,14 @@ export interface RelaunchProps extends RelaunchConfig {
   readonly outputs?: boolean;
 }
 
-/** relaunch: the table, the Lambdas, the controller, the EC2 event rules and the API. */
+/** relaunch: the table, the Lambdas, the controller, the EC2 and execution event rules and the API. */
 export class Relaunch extends Construct {
   readonly table: JobTable;
   readonly functions: ControllerFunctions;
   readonly workflow: JobWorkflow;
   readonly instances: JobInstances;
   readonly events: InstanceEvents;
+  readonly executionEvents: ExecutionEvents;
   readonly api: JobApi;
 
   constructor(scope: Construct, id: string, props: RelaunchProps) {
@@ -53,6 +55,7 @@ export class Relaunch extends Construct {
     // Named, so the Lambdas it calls (and that call it) know its ARN without a cycle.
     const stateMachineName = `${namePrefix}-controller`;
     const stateMachineArn = JobWorkflow.stateMachineArn(this, stateMachineName);
+    const controller = { stateMachineArn, executionsArn: JobWorkflow.executionsArn(this, stateMachineName) };
 
     this.table = new JobTable(this, 'Jobs', props.table);
     this.instances = new JobInstances(this, 'Instances', { vpcId: props.vpcId, nodeToNodeTraffic: props.nodeToNodeTraffic ?? false });
@@ -86,7 +89,7 @@ export class Relaunch extends Construct {
       const fn = this.functions.functions[name];
       const needs = LAMBDA_NEEDS[name];
       grantTable(fn, this.table.table, needs.store);
-      grantWorkflow(fn, stateMachineArn, needs.workflow);
+      grantWorkflow(fn, controller, needs.workflow);
       if (needs.compute !== false) grantCompute(fn, launchScope, needs.compute);
     }
 
@@ -95,6 +98,10 @@ export class Relaunch extends Construct {
     ) as Record<string, lambda.IFunction> as ControllerTasks;
     this.workflow = new JobWorkflow(this, 'Controller', { stateMachineName, tasks, logLevel: props.workflowLogLevel });
     this.events = new InstanceEvents(this, 'Ec2Events', { handler: this.functions.functions[LambdaName.onEc2Event] });
+    this.executionEvents = new ExecutionEvents(this, 'ExecutionEvents', {
+      handler: this.functions.functions[LambdaName.onExecutionEnded],
+      stateMachineArn,
+    });
     this.api = new JobApi(this, 'Api', { handler: this.functions.functions[LambdaName.api], restApiName: namePrefix });
     this.functions.setApiUrl(this.api.url);
 

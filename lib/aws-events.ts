@@ -1,8 +1,10 @@
-// The EC2 events relaunch listens to, written once for the EventBridge rule (infra/) and
-// the handler that parses them.
+// The EC2 and Step Functions events relaunch listens to, written once for the EventBridge
+// rules (infra/) and the handlers that parse them.
 
 import * as z from './zod.ts';
+import type { ExecutionEndStatus } from './usecases/execution-ended.ts';
 import { INSTANCE_GONE_STATES } from './usecases/instance-event.ts';
+import { ExecutionInputSchema } from './workflow/contract.ts';
 
 /** The instance states that end an attempt: the EventBridge rule forwards only these. */
 export const GONE_STATE_NAMES = Object.keys(INSTANCE_GONE_STATES);
@@ -28,3 +30,38 @@ export const Ec2EventSchema = z.discriminatedUnion('detail-type', [
   }),
 ]);
 
+
+/** Step Functions' event for an execution's status change. */
+export const EXECUTION_STATUS_CHANGE = 'Step Functions Execution Status Change';
+
+/**
+ * The ends the janitor's rule forwards: those no state of the machine records. SUCCEEDED
+ * goes through JobSucceeded (or hands over to a new execution), so it is left out.
+ */
+export const UNRECORDED_END_STATUSES = ['FAILED', 'TIMED_OUT', 'ABORTED'] as const satisfies readonly ExecutionEndStatus[];
+
+/** An execution's JSON input as the event carries it: the job it controls. */
+const executionInput = z.pipe(
+  z.string(),
+  z.transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.issues.push({ code: 'custom', message: 'expected the execution\'s input as JSON text', input: text });
+      return z.NEVER;
+    }
+  }),
+);
+
+/** The status change of an execution that ended outside its own states, with what the janitor reads. */
+export const ExecutionEndedEventSchema = z.object({
+  'detail-type': z.literal(EXECUTION_STATUS_CHANGE),
+  detail: z.object({
+    executionArn: z.string().check(z.minLength(1)),
+    status: z.enum(UNRECORDED_END_STATUSES),
+    // Only the job is read: any execution this machine started names one.
+    input: z.pipe(executionInput, z.object({ jobId: ExecutionInputSchema.shape.jobId })),
+    error: z.optional(z.nullable(z.string())),
+    cause: z.optional(z.nullable(z.string())),
+  }),
+});

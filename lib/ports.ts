@@ -166,10 +166,10 @@ export interface Workflow {
    */
   heartbeat(taskToken: string): Promise<void>;
   /**
-   * Stops the execution where no step of it runs (at once in the backoff Wait between
-   * attempts), so a cancel need not wait for the Wait to end; resolves whether it will
-   * stop. Optional: only a workflow whose ended executions are watched (the janitor,
-   * `onExecutionEnded`, finishes the job) may offer it.
+   * Stops the execution where no step of it runs (at once in a Wait between attempts: a
+   * backoff, a wait for capacity), so a cancel need not wait for the Wait to end; `cause`
+   * is recorded with the stop. Resolves whether it will stop. Whoever watches executions
+   * end (the janitor, `onExecutionEnded`) then finishes the job.
    */
-  stopBetweenSteps?(executionArn: string): Promise<boolean>;
+  stopBetweenSteps(executionArn: string, cause: string): Promise<boolean>;
 }

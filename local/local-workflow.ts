@@ -126,7 +126,7 @@ export class LocalWorkflow implements Workflow {
    * ends, so no step is left half done. Resolves whether it will stop (false: it has
    * ended); its end reaches `onEnded` as ABORTED.
    */
-  async stopBetweenSteps(executionArn: string): Promise<boolean> {
+  async stopBetweenSteps(executionArn: string, _cause: string): Promise<boolean> {
     const execution = [...this.executions.values()].find((e) => e.arn === executionArn);
     if (execution === undefined || execution.progress.ended) return false;
     if (execution.progress.inFlight > 0) execution.progress.stopRequested = true;

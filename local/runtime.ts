@@ -180,6 +180,7 @@ export class LocalRuntime {
       resume: (token, output) => workflow.resume(token, output),
       fail: (token, error, cause) => workflow.fail(token, error, cause),
       heartbeat: (token) => workflow.heartbeat(token),
+      stopBetweenSteps: (arn, cause) => workflow.stopBetweenSteps(arn, cause),
     };
     return submitJob({ body, envOverrides: options.envOverrides ?? {} }, { ...this.deps, workflow: registering });
   }

@@ -42,6 +42,16 @@ export class JobWorkflow extends Construct {
     });
   }
 
+  /** Every execution of the named state machine, for IAM (`arn:…:execution:<name>:*`). */
+  static executionsArn(scope: Construct, stateMachineName: string): string {
+    return Stack.of(scope).formatArn({
+      service: 'states',
+      resource: 'execution',
+      resourceName: `${stateMachineName}:*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+  }
+
   constructor(scope: Construct, id: string, props: JobWorkflowProps) {
     super(scope, id);
     this.logGroup = new logs.LogGroup(this, 'Logs', {

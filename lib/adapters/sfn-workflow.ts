@@ -2,18 +2,21 @@
 
 import {
   ExecutionAlreadyExists,
+  ExecutionDoesNotExist,
+  GetExecutionHistoryCommand,
   InvalidToken,
   SendTaskFailureCommand,
   SendTaskHeartbeatCommand,
   SendTaskSuccessCommand,
   StartExecutionCommand,
+  StopExecutionCommand,
   TaskDoesNotExist,
   TaskTimedOut,
   type SFNClient,
 } from '@aws-sdk/client-sfn';
 import { ConfigurationError, StaleAttemptError, UnexpectedCloudResponseError } from '../errors.ts';
 import type { Workflow } from '../ports.ts';
-import type { ExecutionInput } from '../workflow/contract.ts';
+import { WorkflowError, type ExecutionInput } from '../workflow/contract.ts';
 
 /** What SfnWorkflow needs: its client and the controller's state machine. */
 export interface SfnWorkflowOptions {
@@ -69,6 +72,28 @@ export class SfnWorkflow implements Workflow {
 
   async heartbeat(taskToken: string): Promise<void> {
     await staleOnEndedTask(() => this.client.send(new SendTaskHeartbeatCommand({ taskToken })));
+  }
+
+  /**
+   * Stops the execution if it is in a Wait state (a backoff, a wait for capacity), the one
+   * place no step of it is running; elsewhere it is left to reach the job's CANCELLING at
+   * its next step. Its newest history event says where it is.
+   *
+   * Called after the job was marked CANCELLING, so the race is safe: a Wait that ends
+   * between the read and the stop leads into a LaunchAttempt that sees CANCELLING and
+   * launches nothing. The execution's end (ABORTED) reaches the janitor's rule, which
+   * finishes the job. false when it was not in a Wait, or has ended.
+   */
+  async stopBetweenSteps(executionArn: string, cause: string): Promise<boolean> {
+    try {
+      const history = await this.client.send(new GetExecutionHistoryCommand({ executionArn, reverseOrder: true, maxResults: 1 }));
+      if (history.events?.[0]?.type !== 'WaitStateEntered') return false;
+      await this.client.send(new StopExecutionCommand({ executionArn, error: WorkflowError.JobCancelled, cause: cause.slice(0, MAX_CAUSE) }));
+      return true;
+    } catch (error) {
+      if (error instanceof ExecutionDoesNotExist) return false;
+      throw error;
+    }
   }
 }
 

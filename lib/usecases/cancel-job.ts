@@ -28,11 +28,10 @@ const MAX_CANCEL_TRIES = 3;
  * - AwaitAttempt waiting on the attempt's token: that task is failed with JobCancelled.
  * - STARTING or RUNNING before the token is stored: AwaitAttempt sees CANCELLING when it
  *   stores the token.
- * - PENDING, or RECOVERING in the backoff Wait: the next LaunchAttempt sees CANCELLING and
- *   ends the job without launching. Where the workflow can stop an execution between
- *   steps (`stopBetweenSteps`), it is stopped there, at once in a Wait, and
- *   `onExecutionEnded` ends the job CANCELLED; elsewhere a cancel during a long backoff
- *   takes effect when the Wait ends.
+ * - PENDING, or RECOVERING in a Wait (a backoff, a wait for capacity): the execution is
+ *   stopped there at once (`stopBetweenSteps`), and the janitor (`onExecutionEnded`, on
+ *   the execution's end) releases what is left and ends the job CANCELLED. Between two
+ *   steps, the next LaunchAttempt sees CANCELLING and ends the job without launching.
  */
 export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>): Promise<CancelJobResult> {
   const { store, workflow, clock } = deps;
@@ -47,7 +46,7 @@ export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' |
   }
   // A repeated cancel stops nothing: the first one did, and a stop that landed after the
   // decision would cut off the machine's own cleanup.
-  if (!repeated && job.executionArn !== null) await workflow.stopBetweenSteps?.(job.executionArn);
+  if (!repeated && job.executionArn !== null) await workflow.stopBetweenSteps(job.executionArn, CANCELLED_BY_USER);
   return { status: job.status, alreadyFinished: false };
 }
 

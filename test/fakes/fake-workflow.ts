@@ -21,6 +21,10 @@ export class FakeWorkflow implements Workflow {
   /** Calls refused because the task had already ended. */
   readonly refused: { method: 'resume' | 'fail' | 'heartbeat'; taskToken: string }[] = [];
   readonly heartbeats: string[] = [];
+  /** Every stopBetweenSteps call, in order. */
+  readonly stops: { executionArn: string; cause: string }[] = [];
+  /** Whether an execution is in a Wait, so stopBetweenSteps stops it. */
+  inAWait = false;
   readonly #startErrors: Error[] = [];
 
   /** The next start throws this. */
@@ -52,6 +56,11 @@ export class FakeWorkflow implements Workflow {
   async heartbeat(taskToken: string): Promise<void> {
     this.#open('heartbeat', taskToken);
     this.heartbeats.push(taskToken);
+  }
+
+  async stopBetweenSteps(executionArn: string, cause: string): Promise<boolean> {
+    this.stops.push({ executionArn, cause });
+    return this.inAWait;
   }
 
   /** What closed this token, if anything did. */

@@ -1,10 +1,19 @@
 // functions/api: API Gateway proxy events through lib/http to DynamoDB (dynalite) and a
 // mocked Step Functions, asserting what was stored and what was sent.
 
-import { SendTaskFailureCommand, SendTaskSuccessCommand, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import {
+  ExecutionDoesNotExist,
+  GetExecutionHistoryCommand,
+  SendTaskFailureCommand,
+  SendTaskSuccessCommand,
+  StartExecutionCommand,
+  StopExecutionCommand,
+  type HistoryEventType,
+} from '@aws-sdk/client-sfn';
 import 'aws-sdk-client-mock-vitest/extend';
 import { describe, expect, it } from 'vitest';
 import { handler } from '../../functions/api/handler.ts';
+import { executionArnOf } from '../../lib/adapters/sfn-workflow.ts';
 import { authorizationHeader } from '../../lib/agent/protocol.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { givenAttempt, givenJob, SECRET, sfn, STATE_MACHINE_ARN, TASK_YAML, useWorld } from './world.ts';
@@ -113,17 +122,45 @@ describe('agent reports', () => {
 });
 
 describe('DELETE /jobs/{id} in each status', () => {
-  it.each([JobStatus.PENDING, JobStatus.STARTING, JobStatus.RECOVERING])(
-    'marks a %s job CANCELLING (202) without touching Step Functions: the next step ends it',
-    async (status) => {
-      await givenJob(JOB, status);
-      if (status !== JobStatus.PENDING) await givenAttempt(JOB, 1);
-      const res = await call(event('DELETE', `/jobs/${JOB}`));
-      expect(res).toEqual({ statusCode: 202, json: { jobId: JOB, status: JobStatus.CANCELLING, alreadyFinished: false } });
-      expect(sfn).not.toHaveReceivedCommand(SendTaskFailureCommand);
-      expect((await world.store().getJob(JOB)).status).toBe(JobStatus.CANCELLING);
-    },
-  );
+  it.each([
+    [JobStatus.PENDING, 'LambdaFunctionScheduled'],
+    [JobStatus.STARTING, 'TaskStateEntered'],
+    [JobStatus.RECOVERING, 'TaskSucceeded'],
+  ])('marks a %s job CANCELLING (202) and leaves its execution, between steps (%s), to end it at its next step', async (status, last) => {
+    sfn.on(GetExecutionHistoryCommand).resolves({ events: [{ type: last as HistoryEventType, id: 9, timestamp: new Date() }] });
+    await givenJob(JOB, status);
+    if (status !== JobStatus.PENDING) await givenAttempt(JOB, 1);
+    const res = await call(event('DELETE', `/jobs/${JOB}`));
+    expect(res).toEqual({ statusCode: 202, json: { jobId: JOB, status: JobStatus.CANCELLING, alreadyFinished: false } });
+    expect(sfn).toHaveReceivedCommandWith(GetExecutionHistoryCommand, { executionArn: executionArnOf(STATE_MACHINE_ARN, JOB), reverseOrder: true, maxResults: 1 });
+    expect(sfn).not.toHaveReceivedCommand(StopExecutionCommand);
+    expect(sfn).not.toHaveReceivedCommand(SendTaskFailureCommand);
+    expect((await world.store().getJob(JOB)).status).toBe(JobStatus.CANCELLING);
+  });
+
+  it('stops the execution of a job in its backoff Wait at once, for the janitor to end it', async () => {
+    sfn.on(GetExecutionHistoryCommand).resolves({ events: [{ type: 'WaitStateEntered', id: 9, timestamp: new Date() }] });
+    sfn.on(StopExecutionCommand).resolves({});
+    await givenJob(JOB, JobStatus.RECOVERING);
+    await givenAttempt(JOB, 1);
+    expect((await call(event('DELETE', `/jobs/${JOB}`))).statusCode).toBe(202);
+    expect(sfn).toHaveReceivedCommandWith(StopExecutionCommand, {
+      executionArn: executionArnOf(STATE_MACHINE_ARN, JOB),
+      error: 'JobCancelled',
+      cause: 'cancelled by the user',
+    });
+    // A second cancel stops nothing: the first one did.
+    expect((await call(event('DELETE', `/jobs/${JOB}`))).statusCode).toBe(202);
+    expect(sfn).toHaveReceivedCommandTimes(StopExecutionCommand, 1);
+  });
+
+  it('takes an execution that has already gone as nothing to stop', async () => {
+    sfn.on(GetExecutionHistoryCommand).rejects(new ExecutionDoesNotExist({ message: 'gone', $metadata: {} }));
+    await givenJob(JOB, JobStatus.RECOVERING);
+    await givenAttempt(JOB, 1);
+    expect((await call(event('DELETE', `/jobs/${JOB}`))).statusCode).toBe(202);
+    expect(sfn).not.toHaveReceivedCommand(StopExecutionCommand);
+  });
 
   it('fails the waiting task of a RUNNING job with JobCancelled', async () => {
     sfn.on(SendTaskFailureCommand).resolves({});

@@ -14,13 +14,15 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { handler as launchAttempt } from '../../functions/launch-attempt/handler.ts';
+import { handler as onExecutionEnded } from '../../functions/on-execution-ended/handler.ts';
 import { handler as recordControllerFailure } from '../../functions/record-controller-failure/handler.ts';
 import { handler as releaseInstances } from '../../functions/release-instances/handler.ts';
 import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { ConfigurationError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';
-import { givenAttempt, givenJob, instance, useWorld } from './world.ts';
+import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
+import { givenAttempt, givenJob, instance, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
@@ -123,5 +125,86 @@ describe('record-controller-failure', () => {
     expect(next.decision?.reason).not.toContain('at x');
     expect(ec2).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-0abc'] });
     expect((await world.store().getJob('j-1')).status).toBe(JobStatus.FAILED_CONTROLLER);
+  });
+});
+
+describe('on-execution-ended (the janitor)', () => {
+  /** EC2 shows the instance once (so it is terminated), then gone. */
+  const stillRunning = (id: string) =>
+    ec2.on(DescribeInstancesCommand).resolvesOnce({ Reservations: [{ Instances: [{ InstanceId: id }] }] }).resolves({ Reservations: [] });
+  const executionArn = (jobId: string) => `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:${jobId}`;
+  /** Step Functions' "Execution Status Change" event for the job's execution, as EventBridge delivers it. */
+  const ended = (jobId: string, status: string, detail: Record<string, unknown> = {}) => ({
+    version: '0',
+    id: 'e-1',
+    source: 'aws.states',
+    account: '123456789012',
+    region: 'us-east-1',
+    time: '2026-03-01T12:00:00Z',
+    resources: [executionArn(jobId)],
+    'detail-type': EXECUTION_STATUS_CHANGE,
+    detail: {
+      executionArn: executionArn(jobId),
+      stateMachineArn: STATE_MACHINE_ARN,
+      name: jobId,
+      status,
+      input: JSON.stringify({ jobId, attempt: 0, attemptsInExecution: 0 }),
+      error: null,
+      cause: null,
+      ...detail,
+    },
+  });
+
+  async function cancelledInItsBackoff(): Promise<void> {
+    stillRunning('i-0abc');
+    await givenJob('j-1', JobStatus.RECOVERING);
+    await givenAttempt('j-1', 1, { instances: [instance('i-0abc')] });
+    const at = new Date().toISOString();
+    await world.store().endAttempt('j-1', 1, { kind: 'PREEMPTED' }, at);
+    await world.store().changeStatus('j-1', { from: JobStatus.RECOVERING, to: JobStatus.CANCELLING, reason: 'cancelled by the user', attempt: 1, at });
+  }
+
+  it('ends a job cancelled while its execution waited CANCELLED, releasing its instances, once', async () => {
+    await cancelledInItsBackoff();
+    expect(await onExecutionEnded(ended('j-1', 'ABORTED', { error: 'JobCancelled', cause: 'cancelled by the user' }))).toMatchObject({
+      action: 'cancelled',
+    });
+    expect(ec2).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-0abc'] });
+    expect(await world.store().getJob('j-1')).toMatchObject({ status: JobStatus.CANCELLED, failureReason: 'cancelled by the user' });
+    // EventBridge delivers at least once: the repeat changes nothing.
+    expect(await onExecutionEnded(ended('j-1', 'ABORTED'))).toMatchObject({ action: 'ignored' });
+    expect((await world.store().getJob('j-1')).status).toBe(JobStatus.CANCELLED);
+  });
+
+  it('ends a running job whose execution an operator stopped FAILED_CONTROLLER, with the stop in the reason', async () => {
+    stillRunning('i-0abc');
+    await givenJob('j-1', JobStatus.RUNNING);
+    await givenAttempt('j-1', 1, { instances: [instance('i-0abc')] });
+    expect(await onExecutionEnded(ended('j-1', 'ABORTED', { cause: 'stopped by the on-call engineer' }))).toMatchObject({ action: 'failed' });
+    expect(ec2).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-0abc'] });
+    const job = await world.store().getJob('j-1');
+    expect(job.status).toBe(JobStatus.FAILED_CONTROLLER);
+    expect(job.failureReason).toContain('stopped by the on-call engineer');
+  });
+
+  it('leaves a job alone whose execution is not the one that ended (it continued as a new one)', async () => {
+    await givenJob('j-1', JobStatus.RUNNING);
+    const event = ended('j-1', 'FAILED');
+    event.detail.executionArn = `${executionArn('j-1')}-older`;
+    expect(await onExecutionEnded(event)).toMatchObject({ action: 'ignored' });
+    expect((await world.store().getJob('j-1')).status).toBe(JobStatus.RUNNING);
+  });
+
+  it.each([
+    ['an end the machine records itself', ended('j-1', 'SUCCEEDED'), 'event.detail.status'],
+    ['an input that is not JSON', ended('j-1', 'ABORTED', { input: '{"jobId":' }), 'event.detail.input'],
+    ['an input without a job', ended('j-1', 'ABORTED', { input: '{"attempt":0}' }), 'event.detail.input.jobId'],
+    ['another kind of event', { ...ended('j-1', 'ABORTED'), 'detail-type': 'Step Functions State Machine Status Change' }, 'event.detail-type'],
+    ['no detail at all', { ...ended('j-1', 'ABORTED'), detail: undefined }, 'event.detail'],
+  ])('refuses %s, naming the field, and changes nothing', async (_name, event, path) => {
+    await givenJob('j-1', JobStatus.RUNNING);
+    await expect(onExecutionEnded(event)).rejects.toMatchObject({ name: 'InvalidInputError', issues: [expect.objectContaining({ path })] });
+    expect((await world.store().getJob('j-1')).status).toBe(JobStatus.RUNNING);
+    expect(ec2).not.toHaveReceivedCommand(TerminateInstancesCommand);
   });
 });

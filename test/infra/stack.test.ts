@@ -4,7 +4,7 @@
 import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EC2_DETAIL_TYPES, GONE_STATE_NAMES } from '../../lib/aws-events.ts';
+import { EC2_DETAIL_TYPES, EXECUTION_STATUS_CHANGE, GONE_STATE_NAMES } from '../../lib/aws-events.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
@@ -196,7 +196,7 @@ describe('IAM', () => {
     }
   });
 
-  it('reaches Step Functions only on the controller, with only the actions each function calls', () => {
+  it('reaches Step Functions only on the controller and its executions, with only the actions each function calls', () => {
     const expected: Record<LambdaName, string[]> = {
       'launch-attempt': [],
       'await-attempt': ['states:SendTaskFailure', 'states:SendTaskSuccess'],
@@ -204,13 +204,25 @@ describe('IAM', () => {
       'release-instances': [],
       'record-controller-failure': [],
       'continue-as-new': ['states:StartExecution'],
-      api: ['states:SendTaskFailure', 'states:SendTaskHeartbeat', 'states:SendTaskSuccess', 'states:StartExecution'],
+      api: [
+        'states:GetExecutionHistory',
+        'states:SendTaskFailure',
+        'states:SendTaskHeartbeat',
+        'states:SendTaskSuccess',
+        'states:StartExecution',
+        'states:StopExecution',
+      ],
       'on-ec2-event': ['states:SendTaskSuccess'],
+      'on-execution-ended': [],
     };
+    const onExecutions = new Set(['states:GetExecutionHistory', 'states:StopExecution']);
     for (const name of LAMBDA_NAMES) {
       const states = withAction(statementsOf(name), 'states:');
       expect(states.flatMap(actionsOf).sort(), name).toEqual(expected[name]);
-      for (const statement of states) expect(flat(statement.Resource), name).toMatch(/:stateMachine:relaunch-controller$/);
+      for (const statement of states) {
+        const execution = actionsOf(statement).every((action) => onExecutions.has(action));
+        expect(flat(statement.Resource), name).toMatch(execution ? /:execution:relaunch-controller:\*$/ : /:stateMachine:relaunch-controller$/);
+      }
     }
   });
 
@@ -299,7 +311,25 @@ describe('InstanceEvents', () => {
       },
       Targets: target,
     });
-    template.resourceCountIs('AWS::Events::Rule', 2);
+    template.resourceCountIs('AWS::Events::Rule', 3);
+  });
+});
+
+describe('ExecutionEvents', () => {
+  it('sends this controller\'s executions that ended stopped, timed out or failed to on-execution-ended, with retries and a dead-letter queue', () => {
+    const rule = Object.values(resources).find(
+      (r) => r.Type === 'AWS::Events::Rule' && (r.Properties.EventPattern as { source: string[] }).source[0] === 'aws.states',
+    ) as Resource;
+    const pattern = rule.Properties.EventPattern as { 'detail-type': string[]; detail: { stateMachineArn: unknown[]; status: string[] } };
+    expect(pattern['detail-type']).toEqual([EXECUTION_STATUS_CHANGE]);
+    expect(flat(pattern.detail.stateMachineArn)).toMatch(/:stateMachine:relaunch-controller$/);
+    expect(pattern.detail.status).toEqual(['FAILED', 'TIMED_OUT', 'ABORTED']);
+    const [target] = rule.Properties.Targets as Record<string, unknown>[];
+    expect(target).toMatchObject({
+      Arn: { 'Fn::GetAtt': [functionId('on-execution-ended'), 'Arn'] },
+      RetryPolicy: { MaximumRetryAttempts: 185, MaximumEventAgeInSeconds: 86_400 },
+      DeadLetterConfig: { Arn: { 'Fn::GetAtt': [expect.stringMatching(/^RelaunchExecutionEventsUndelivered/), 'Arn'] } },
+    });
   });
 });
 

@@ -1,11 +1,14 @@
 import {
   ExecutionAlreadyExists,
+  ExecutionDoesNotExist,
+  GetExecutionHistoryCommand,
   InvalidToken,
   SendTaskFailureCommand,
   SendTaskHeartbeatCommand,
   SendTaskSuccessCommand,
   SFNClient,
   StartExecutionCommand,
+  StopExecutionCommand,
   TaskDoesNotExist,
   TaskTimedOut,
 } from '@aws-sdk/client-sfn';
@@ -97,5 +100,48 @@ describe('executionArnOf', () => {
   it('reports a StartExecution answer without an ARN as a named error Step Functions can match', async () => {
     sfn.on(StartExecutionCommand).resolves({});
     await expect(workflow().start('job-1', { jobId: 'job-1', attempt: 0, attemptsInExecution: 0 })).rejects.toBeInstanceOf(UnexpectedCloudResponseError);
+  });
+});
+
+describe('SfnWorkflow.stopBetweenSteps', () => {
+  const EXECUTION = 'arn:aws:states:eu-west-1:123456789012:execution:relaunch-controller:job-1';
+  const newest = (type: string) => ({ events: [{ type: type as never, id: 12, timestamp: new Date() }] });
+
+  it('stops an execution whose newest event is a Wait entered, with JobCancelled and the cause', async () => {
+    sfn.on(GetExecutionHistoryCommand).resolves(newest('WaitStateEntered'));
+    sfn.on(StopExecutionCommand).resolves({ stopDate: new Date() });
+    expect(await workflow().stopBetweenSteps(EXECUTION, 'cancelled by the user')).toBe(true);
+    expect(sfn).toHaveReceivedCommandWith(GetExecutionHistoryCommand, { executionArn: EXECUTION, reverseOrder: true, maxResults: 1 });
+    expect(sfn).toHaveReceivedCommandWith(StopExecutionCommand, { executionArn: EXECUTION, error: 'JobCancelled', cause: 'cancelled by the user' });
+  });
+
+  it.each(['TaskStateEntered', 'LambdaFunctionStarted', 'WaitStateExited', 'TaskSubmitted', 'ExecutionSucceeded'])(
+    'leaves an execution whose newest event is %s running',
+    async (type) => {
+      sfn.on(GetExecutionHistoryCommand).resolves(newest(type));
+      expect(await workflow().stopBetweenSteps(EXECUTION, 'cancelled by the user')).toBe(false);
+      expect(sfn).not.toHaveReceivedCommand(StopExecutionCommand);
+    },
+  );
+
+  it('answers false for an execution with no history, or one that does not exist', async () => {
+    sfn.on(GetExecutionHistoryCommand).resolvesOnce({}).rejects(new ExecutionDoesNotExist({ message: 'gone', ...meta }));
+    expect(await workflow().stopBetweenSteps(EXECUTION, 'c')).toBe(false);
+    expect(await workflow().stopBetweenSteps(EXECUTION, 'c')).toBe(false);
+    expect(sfn).not.toHaveReceivedCommand(StopExecutionCommand);
+  });
+
+  it('answers false when the execution ended between the read and the stop', async () => {
+    sfn.on(GetExecutionHistoryCommand).resolves(newest('WaitStateEntered'));
+    sfn.on(StopExecutionCommand).rejects(new ExecutionDoesNotExist({ message: 'gone', ...meta }));
+    expect(await workflow().stopBetweenSteps(EXECUTION, 'c')).toBe(false);
+  });
+
+  it('lets any other error through, and cuts a long cause to Step Functions\' 32,768 characters', async () => {
+    sfn.on(GetExecutionHistoryCommand).rejectsOnce(new Error('throttled')).resolves(newest('WaitStateEntered'));
+    sfn.on(StopExecutionCommand).resolves({ stopDate: new Date() });
+    await expect(workflow().stopBetweenSteps(EXECUTION, 'c')).rejects.toThrow('throttled');
+    await workflow().stopBetweenSteps(EXECUTION, 'x'.repeat(40_000));
+    expect(sfn.commandCalls(StopExecutionCommand)[0]?.args[0].input.cause).toHaveLength(32_768);
   });
 });

@@ -61,6 +61,30 @@ describe('cancelJob', () => {
     expect((await evaluatePolicy(next, h.deps)).decision).toMatchObject({ status: 'CANCELLED' });
   });
 
+  it('RECOVERING in a Wait: asks the workflow to stop the execution there, once, with the cause', async () => {
+    const h = harness();
+    await givenJob(h);
+    await h.store.setExecution(JOB_ID, 'arn:execution:job');
+    const state = await launchAndAwait(h, initialState());
+    await h.store.endAttempt(JOB_ID, 1, { kind: 'PREEMPTED' }, h.clock.now().toISOString());
+    await evaluatePolicy(state, h.deps);
+    h.workflow.inAWait = true;
+
+    await cancelJob(JOB_ID, h.deps);
+    await cancelJob(JOB_ID, h.deps);
+
+    expect(h.workflow.stops).toEqual([{ executionArn: 'arn:execution:job', cause: 'cancelled by the user' }]);
+  });
+
+  it('RUNNING with a token: fails the task and stops nothing', async () => {
+    const h = harness();
+    await givenJob(h);
+    await h.store.setExecution(JOB_ID, 'arn:execution:job');
+    await launchAndAwait(h, initialState());
+    await cancelJob(JOB_ID, h.deps);
+    expect(h.workflow.stops).toEqual([]);
+  });
+
   it('is idempotent while cancelling', async () => {
     const h = harness();
     await givenJob(h);
