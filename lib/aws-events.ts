@@ -2,8 +2,8 @@
 // rules (infra/) and the handlers that parse them.
 
 import * as z from './zod.ts';
-import type { ExecutionEndStatus } from './usecases/execution-ended.ts';
-import { INSTANCE_GONE_STATES } from './usecases/instance-event.ts';
+import type { ExecutionEnded, ExecutionEndStatus } from './usecases/execution-ended.ts';
+import { INSTANCE_GONE_STATES, type InstanceEvent } from './usecases/instance-event.ts';
 import { ExecutionInputSchema } from './workflow/contract.ts';
 
 /** The instance states that end an attempt: the EventBridge rule forwards only these. */
@@ -16,7 +16,7 @@ export const EC2_DETAIL_TYPES = {
 } as const;
 
 const instanceId = z.string().check(z.regex(/^i-[0-9a-f]+$/));
-/** The two events, with the fields the handler reads. */
+/** The two EC2 events, with the fields the handler reads. */
 export const Ec2EventSchema = z.discriminatedUnion('detail-type', [
   z.object({
     'detail-type': z.literal(EC2_DETAIL_TYPES.interruption),
@@ -29,6 +29,13 @@ export const Ec2EventSchema = z.discriminatedUnion('detail-type', [
     detail: z.object({ 'instance-id': instanceId, state: z.string() }),
   }),
 ]);
+
+/** An EC2 event as `onInstanceEvent` takes it. */
+export function instanceEventOf(event: z.infer<typeof Ec2EventSchema>): InstanceEvent {
+  return event['detail-type'] === EC2_DETAIL_TYPES.interruption
+    ? { instanceId: event.detail['instance-id'], kind: 'SPOT_INTERRUPTION_WARNING', time: event.time }
+    : { instanceId: event.detail['instance-id'], kind: 'STATE_CHANGE', state: event.detail.state, time: event.time };
+}
 
 
 /** Step Functions' event for an execution's status change. */
@@ -65,3 +72,15 @@ export const ExecutionEndedEventSchema = z.object({
     cause: z.optional(z.nullable(z.string())),
   }),
 });
+
+/** An execution's end as `onExecutionEnded` takes it. */
+export function executionEndedOf(event: z.infer<typeof ExecutionEndedEventSchema>): ExecutionEnded {
+  const { detail } = event;
+  return {
+    jobId: detail.input.jobId,
+    executionArn: detail.executionArn,
+    status: detail.status,
+    ...(detail.error == null ? {} : { error: detail.error }),
+    ...(detail.cause == null ? {} : { cause: detail.cause }),
+  };
+}
