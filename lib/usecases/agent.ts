@@ -1,6 +1,6 @@
 // What the agent's callbacks share: proving the per-attempt secret, and refusing stale attempts.
 
-import { ConcurrentUpdateError, InvalidInputError, StaleAttemptError, UnauthorizedError } from '../errors.ts';
+import { ConcurrentUpdateError, InvalidInputError, JobNotFoundError, StaleAttemptError, UnauthorizedError } from '../errors.ts';
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { Clock, JobStore } from '../ports.ts';
 import { secretMatches } from '../secrets.ts';
@@ -17,29 +17,41 @@ export interface AgentCredentials {
 
 /**
  * The job and attempt a callback speaks for, once its secret matched the attempt's hash
- * (constant-time). An attempt that was never started has no secret, so it is refused the
- * same way as a wrong one: a caller without the secret learns nothing. A rank outside the
- * job's nodes is InvalidInputError.
+ * (constant-time). A job that does not exist, an attempt that was never started (it has
+ * no secret) and a wrong secret are all the same UnauthorizedError: the agent routes need
+ * no AWS credentials, so a caller without the secret must not learn whether a job id or
+ * an attempt exists (the API answers each with one 401 and one message). The job and the
+ * attempt are both read, side by side, whatever either finds: a missing job does not
+ * skip the attempt's read. A rank outside the job's nodes is InvalidInputError, said only
+ * once the secret matched.
  */
 export async function authorizeAgent(
   store: JobStore,
   credentials: AgentCredentials,
 ): Promise<{ job: JobRecord; attempt: AttemptRecord }> {
   const { jobId, attempt: number, nodeRank, secret } = credentials;
-  const job = await store.getJob(jobId);
-  if (!Number.isInteger(number) || number < 1 || number > job.attemptCount) {
-    throw new UnauthorizedError(`no callback secret was issued for attempt ${number} of job ${jobId}`);
-  }
-  const attempt = await store.getAttempt(jobId, number);
-  if (!secretMatches(secret, attempt.secretHash)) {
-    throw new UnauthorizedError(`the callback secret does not match attempt ${number} of job ${jobId}`);
-  }
+  const refused = new UnauthorizedError(`no callback secret of job ${jobId} attempt ${number} matches`);
+  if (!Number.isInteger(number) || number < 1) throw refused;
+  const [jobRead, attemptRead] = await Promise.allSettled([store.getJob(jobId), store.getAttempt(jobId, number)]);
+  const job = unlessMissing(jobRead);
+  const attempt = unlessMissing(attemptRead);
+  if (job === null || attempt === null || number > job.attemptCount || !secretMatches(secret, attempt.secretHash)) throw refused;
   const nodes = job.spec.numNodes;
   if (!Number.isInteger(nodeRank) || nodeRank < 0 || nodeRank >= nodes) {
     const expected = nodes === 1 ? 'expected 0 (the job has 1 node)' : `expected an integer 0-${nodes - 1}`;
     throw new InvalidInputError([{ path: 'nodeRank', message: `${expected}, got ${nodeRank}` }]);
   }
   return { job, attempt };
+}
+
+/**
+ * A read's value; null when it found no job or attempt (JobNotFoundError, or the
+ * StaleAttemptError of an attempt the job does not have). Any other failure is thrown.
+ */
+function unlessMissing<T>(read: PromiseSettledResult<T>): T | null {
+  if (read.status === 'fulfilled') return read.value;
+  if (read.reason instanceof JobNotFoundError || read.reason instanceof StaleAttemptError) return null;
+  throw read.reason;
 }
 
 /** Refuses a callback for an attempt that is not the job's latest, or that has ended. */

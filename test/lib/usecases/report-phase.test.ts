@@ -199,10 +199,10 @@ describe('reportPhase', () => {
     expect((await h.store.getAttempt(JOB_ID, 1)).outcome?.kind).toBe('EXITED');
   });
 
-  it('a report from an unknown job is JobNotFoundError', async () => {
+  it('a report from an unknown job is UnauthorizedError, as a wrong secret is: no job id can be probed', async () => {
     const h = harness();
     await expect(
       reportPhase({ jobId: 'j-nope', attempt: 1, nodeRank: 0, phase: 'run', exitCode: 0, outputTail: '', secret: 'x' }, h.deps),
-    ).rejects.toThrow('no job with id j-nope');
+    ).rejects.toThrow(UnauthorizedError);
   });
 });
