@@ -8,12 +8,16 @@
 //    delimiter in it can end up as agent code.
 // 2. Learns its node rank (given, or EC2's `ami-launch-index` from IMDSv2: RunInstances
 //    numbers the instances of one launch 0..n-1) and sends a first heartbeat.
-// 3. Heartbeats in the background every `heartbeatSeconds`.
+// 3. Heartbeats in the background every `heartbeatSeconds`. A beat answered 408, 429, a
+//    5xx or not at all is tried again after a jittered backoff, but a round of tries ends
+//    by the time the next beat is due: throttled agents spread out instead of piling up,
+//    and a slow API never makes beats queue behind each other. Any other answer ends the
+//    round (a heartbeat is never final: the next round asks again).
 // 4. Learns every node's IP (given, or its own `local-ipv4` for one node, or the
 //    `relaunch:node-ips:*` instance tags the launcher sets once all nodes exist).
 // 5. Runs setup in the work directory, output to `setup.log`, and reports it; runs run
 //    and reports it only if setup exited 0. A 2xx acknowledges a report; 408, 429, 5xx and
-//    no answer at all are retried with exponential backoff; any other answer (409: the
+//    no answer at all are retried with jittered exponential backoff; any other answer (409: the
 //    attempt is no longer live; 400, 401, 404: it never will be accepted) is final and
 //    skips run. Retrying those forever would keep the attempt alive by heartbeat forever.
 // 6. Stops the heartbeat and runs the shutdown command (on EC2 the instance terminates).
@@ -81,7 +85,9 @@ export interface AgentScriptParams {
    */
   readonly shutdownCommand?: string;
   /**
-   * Report retries wait `initialMs`, doubling up to `maxMs`.
+   * Report and heartbeat retries wait about `initialMs`, doubling up to `maxMs`; each wait
+   * is half its delay plus up to the other half at random, so agents throttled together
+   * do not come back together. A heartbeat's retries also stop when the next beat is due.
    * @default { initialMs: 1000, maxMs: 60000 }
    */
   readonly reportBackoff?: { readonly initialMs: number; readonly maxMs: number };
@@ -99,6 +105,14 @@ const PER_NODE_VARIABLES = ['RELAUNCH_NODE_RANK', 'SKYPILOT_NODE_RANK', 'RELAUNC
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** The longest a single heartbeat POST may take, in ms (less when the next beat is due sooner). */
+const HEARTBEAT_TRY_MAX_MS = 10_000;
+/**
+ * A heartbeat is tried again only if this long (ms, at most a quarter of the interval)
+ * is left for the try before the next beat is due: a try cut shorter would only time out.
+ */
+const HEARTBEAT_TRY_MIN_MS = 1000;
+
 /**
  * The agent script for one attempt (and one node, when `nodeRank` is given). The task's
  * env names must be shell identifiers: anything else is a PrecheckError naming it.
@@ -114,6 +128,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
   const rootDir = (params.rootDir ?? '/opt/relaunch').replace(/\/+$/, '');
   const apiUrl = params.apiUrl.replace(/\/+$/, '');
   const backoff = params.reportBackoff ?? { initialMs: 1000, maxMs: 60_000 };
+  const heartbeatMs = Math.round(params.heartbeatSeconds * 1000);
   const config: Record<string, string | number> = {
     JOB_ID: jobId,
     ATTEMPT: attempt,
@@ -121,7 +136,9 @@ export function renderAgentScript(params: AgentScriptParams): string {
     NUM_NODES: spec.numNodes,
     NODE_RANK: params.nodeRank ?? '',
     NODE_IPS: params.nodeIps?.join('\n') ?? '',
-    HEARTBEAT_SECONDS: (Math.round(params.heartbeatSeconds * 1000) / 1000).toFixed(3),
+    HEARTBEAT_MS: heartbeatMs,
+    HEARTBEAT_TRY_MIN_MS: Math.max(1, Math.min(HEARTBEAT_TRY_MIN_MS, Math.floor(heartbeatMs / 4))),
+    HEARTBEAT_TRY_MAX_MS,
     HEARTBEAT_URL: apiUrl + heartbeatPath(jobId, attempt),
     REPORT_URL: apiUrl + reportPath(jobId, attempt),
     ROOT_DIR: rootDir,
@@ -192,6 +209,34 @@ log() { printf 'relaunch-agent: %s\n' "$*" >&2; }
 
 seconds_of_ms() { printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"; }
 
+# The time in ms, in NOW_MS: from bash 5's EPOCHREALTIME; an older bash counts whole
+# seconds, so its deadlines are kept to within a second. Only differences are used.
+clock_ms() {
+  local seconds fraction
+  if (( BASH_VERSINFO[0] >= 5 )); then
+    IFS=., read -r seconds fraction <<<"$EPOCHREALTIME"
+    NOW_MS=$(( seconds * 1000 + 10#$fraction / 1000 ))
+  else
+    NOW_MS=$(( SECONDS * 1000 ))
+  fi
+}
+
+# A backoff delay of $1 ms made into a wait, in JITTERED_MS: half the delay, plus up to
+# the other half at random (30 random bits from two draws of RANDOM).
+jittered_ms() {
+  local half=$(( $1 / 2 ))
+  JITTERED_MS=$(( $1 - half + (RANDOM * 32768 + RANDOM) % (half + 1) ))
+}
+
+# Sleeps $1 ms in the background and waits for it, so a TERM ends the wait at once
+# (heartbeat_loop's trap kills the sleeper).
+pause_ms() {
+  sleep "$(seconds_of_ms "$1")" &
+  sleeper=$!
+  wait "$sleeper"
+  sleeper=''
+}
+
 # IMDSv2: a session token first, then the metadata path.
 imds_get() {
   local token
@@ -232,19 +277,47 @@ resolve_node_ips() {
   done
 }
 
+# One round of heartbeat tries, over by $1 (ms, clock_ms's clock: when the next beat is
+# due). Returns 0 once a 2xx acknowledges a beat. A timeout, throttling, a 5xx or no
+# answer is tried again after a jittered backoff while a try still fits before the
+# deadline; each try's own time limit ends at the deadline too. Any other answer ends the
+# round at once (1): it is the reports' business to stop the agent.
 heartbeat_once() {
-  curl -s -o /dev/null --max-time 10 -X POST -H "@$AUTH_HEADER_FILE" -H 'Content-Type: application/json' \
-    --data-binary "{\"nodeRank\":$NODE_RANK}" "$HEARTBEAT_URL" || true
+  local deadline=$1 delay=$BACKOFF_INITIAL_MS status limit
+  while :; do
+    clock_ms
+    limit=$(( deadline - NOW_MS ))
+    if (( limit > HEARTBEAT_TRY_MAX_MS )); then limit=$HEARTBEAT_TRY_MAX_MS; fi
+    if (( limit < 1 )); then limit=1; fi
+    status=$(post_json "$HEARTBEAT_URL" "$HEARTBEAT_BODY" "$(seconds_of_ms "$limit")")
+    case $status in
+      2??) return 0 ;;
+      408 | 429 | 5?? | 000) ;;
+      *) log "the API refused a heartbeat (HTTP $status)"; return 1 ;;
+    esac
+    jittered_ms "$delay"
+    clock_ms
+    if (( NOW_MS + JITTERED_MS + HEARTBEAT_TRY_MIN_MS > deadline )); then
+      log "a heartbeat got HTTP $status; the next one is due before a retry could finish"
+      return 1
+    fi
+    log "a heartbeat got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
+    pause_ms "$JITTERED_MS"
+    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
+  done
 }
 
+# A round every HEARTBEAT_MS from $1 (the first round's start), each over by the next: a
+# round that ran late (a slow try) starts the cadence again from its end.
 heartbeat_loop() {
-  local sleeper=''
+  local sleeper='' next=$1
   trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; exit 0' TERM
   while :; do
-    sleep "$HEARTBEAT_SECONDS" &
-    sleeper=$!
-    wait "$sleeper"
-    heartbeat_once
+    next=$(( next + HEARTBEAT_MS ))
+    clock_ms
+    if (( next < NOW_MS )); then next=$NOW_MS; fi
+    pause_ms $(( next - NOW_MS ))
+    heartbeat_once $(( next + HEARTBEAT_MS ))
   done
 }
 
@@ -291,9 +364,10 @@ output_tail() {
   tail -n "$TAIL_LINES" "$1" 2>/dev/null | tail -c "$TAIL_BYTES" | json_string
 }
 
-# Prints the HTTP status of a JSON POST, 000 when nothing answered.
+# Prints the HTTP status of a JSON POST of file $2 to $1, 000 when nothing answered
+# within $3 seconds.
 post_json() {
-  curl -s -o /dev/null -w '%{http_code}' --max-time 30 -X POST -H "@$AUTH_HEADER_FILE" \
+  curl -s -o /dev/null -w '%{http_code}' --max-time "$3" -X POST -H "@$AUTH_HEADER_FILE" \
     -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
 }
 
@@ -304,15 +378,16 @@ report() {
   printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
     "$NODE_RANK" "$phase" "$code" "$(output_tail "$ROOT_DIR/$phase.log")" >"$body"
   while :; do
-    status=$(post_json "$REPORT_URL" "$body")
+    status=$(post_json "$REPORT_URL" "$body" 30)
     case $status in
       2??) log "reported $phase exit code $code"; return 0 ;;
       "$STALE_STATUS") log "attempt $ATTEMPT is no longer live: the API refused the $phase report ($status)"; return 1 ;;
       408 | 429 | 5?? | 000) ;;
       4??) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
     esac
-    log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$delay") s"
-    sleep "$(seconds_of_ms "$delay")"
+    jittered_ms "$delay"
+    log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
+    sleep "$(seconds_of_ms "$JITTERED_MS")"
     delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
   done
 }
@@ -367,8 +442,12 @@ if ! resolve_node_rank; then
   shut_down
   exit 1
 fi
-heartbeat_once
-heartbeat_loop </dev/null >/dev/null 2>&1 &
+HEARTBEAT_BODY="$ROOT_DIR/heartbeat.json"
+printf '{"nodeRank":%d}' "$NODE_RANK" >"$HEARTBEAT_BODY"
+clock_ms
+first_beat=$NOW_MS
+heartbeat_once $(( first_beat + HEARTBEAT_MS ))
+heartbeat_loop "$first_beat" </dev/null >/dev/null 2>&1 &
 HEARTBEAT_PID=$!
 
 if ! resolve_node_ips; then

@@ -18,6 +18,8 @@ const SECRET = 's3cret-for-attempt';
 const JOB_ID = 'job-7f3a';
 
 interface Received {
+  /** When it arrived (ms since the epoch). */
+  readonly at: number;
   readonly method: string;
   readonly path: string;
   readonly authorization: string | undefined;
@@ -31,6 +33,10 @@ class FakeApi {
   reportStatuses: number[] = [];
   /** The status of every report POST once reportStatuses is used up. */
   reportStatusAfter = 200;
+  /** Statuses for the next heartbeat POSTs, in order (0: drop the connection); 204 once used up. */
+  heartbeatStatuses: number[] = [];
+  /** The status of every heartbeat POST once heartbeatStatuses is used up. */
+  heartbeatStatusAfter = 204;
   /** IMDS metadata paths (after `/latest/meta-data/`) and their values; absent is 404. */
   metadata: Record<string, string> = {};
   private readonly imdsToken = 'imds-token-1';
@@ -61,12 +67,15 @@ class FakeApi {
     const path = request.url ?? '';
     if (path.startsWith('/latest/')) return this.imds(request, path, response);
     this.requests.push({
+      at: Date.now(),
       method: request.method ?? '',
       path,
       authorization: request.headers.authorization,
       body: Buffer.concat(chunks).toString('utf8'),
     });
-    const status = path.endsWith('/report') ? (this.reportStatuses.shift() ?? this.reportStatusAfter) : 204;
+    const status = path.endsWith('/report')
+      ? (this.reportStatuses.shift() ?? this.reportStatusAfter)
+      : (this.heartbeatStatuses.shift() ?? this.heartbeatStatusAfter);
     if (status === 0) {
       request.socket.destroy();
       return;
@@ -341,6 +350,94 @@ describe('the agent script', () => {
     expect(result).toMatchObject({ exitCode: 1, shutDown: true });
     expect(result.stderr).toContain('no node IPs from instance metadata');
     expect(api.reports).toEqual([]);
+  });
+});
+
+describe('the agent under throttling', () => {
+  /** A long interval: the first, synchronous round is the only one a short job sees. */
+  const ONE_ROUND = { heartbeatSeconds: 30, nodeRank: 0 } as const;
+
+  it('retries a heartbeat answered 429 twice, then goes on with setup and run', async () => {
+    api.heartbeatStatuses = [429, 429];
+
+    const result = await runAgent({ spec: spec(), ...ONE_ROUND });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.heartbeats).toHaveLength(3);
+    const firstReport = api.requests.find((r) => r.path.endsWith('/report'));
+    expect(api.heartbeats.every((beat) => beat.at <= (firstReport?.at ?? 0))).toBe(true);
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([
+      ['setup', 0],
+      ['run', 0],
+    ]);
+    expect(result.stderr.match(/a heartbeat got HTTP 429; retrying in/g)).toHaveLength(2);
+  });
+
+  it('retries a heartbeat answered with a 5xx or not answered at all', async () => {
+    api.heartbeatStatuses = [503, 0, 500];
+
+    const result = await runAgent({ spec: spec(), ...ONE_ROUND });
+
+    expect(result.exitCode).toBe(0);
+    expect(api.heartbeats).toHaveLength(4);
+    expect(result.stderr).toContain('a heartbeat got HTTP 000; retrying');
+  });
+
+  it('does not retry a heartbeat the API refuses for good (401), and goes on', async () => {
+    api.heartbeatStatuses = [401];
+
+    const result = await runAgent({ spec: spec(), ...ONE_ROUND });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.heartbeats).toHaveLength(1);
+    expect(result.stderr).toContain('the API refused a heartbeat (HTTP 401)');
+    expect(api.reports).toHaveLength(2);
+  });
+
+  it('ends a round of heartbeat retries before the next beat is due, however long the API throttles', async () => {
+    api.heartbeatStatusAfter = 429;
+
+    const result = await runAgent({ spec: spec(), nodeRank: 0, heartbeatSeconds: 1, reportBackoff: { initialMs: 100, maxMs: 400 } });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    const [firstBeat] = api.heartbeats;
+    const firstReport = api.requests.find((r) => r.path.endsWith('/report'));
+    const round = api.heartbeats.filter((beat) => beat.at < (firstReport?.at ?? 0));
+    expect(round.length).toBeGreaterThanOrEqual(2);
+    // The round is over within the 1 s interval; setup (an echo) adds a little.
+    expect((firstReport?.at ?? Infinity) - (firstBeat?.at ?? 0)).toBeLessThan(1500);
+    expect(result.stderr).toContain('the next one is due before a retry could finish');
+  });
+
+  it('beats on a steady cadence in the background while the job runs, throttled or not', async () => {
+    api.heartbeatStatuses = [204, 429, 204, 429, 429];
+
+    await runAgent({ spec: spec({ run: 'sleep 1.5' }), nodeRank: 0, heartbeatSeconds: 0.25 });
+
+    const times = api.heartbeats.map((beat) => beat.at);
+    expect(times.length).toBeGreaterThanOrEqual(4);
+    // Rounds start a quarter second apart and retries are jittered: never a burst.
+    const gaps = times.slice(1).map((at, index) => at - (times[index] as number));
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(3);
+    expect(times.length).toBeLessThanOrEqual(2 * Math.ceil(1.5 / 0.25) + 2);
+  });
+
+  it('waits between report retries for half the backoff delay plus a random part of the other half', async () => {
+    api.reportStatuses = [500, 500, 500, 500, 500, 500];
+
+    const result = await runAgent({ spec: spec(), ...ONE_ROUND, reportBackoff: { initialMs: 40, maxMs: 80 } });
+
+    expect(result.exitCode).toBe(0);
+    const waits = [...result.stderr.matchAll(/the setup report got HTTP 500; retrying in ([0-9.]+) s/g)].map((m) => Math.round(Number(m[1]) * 1000));
+    const delays = [40, 80, 80, 80, 80, 80];
+    expect(waits).toHaveLength(delays.length);
+    waits.forEach((wait, index) => {
+      const delay = delays[index] as number;
+      expect(wait).toBeGreaterThanOrEqual(delay / 2);
+      expect(wait).toBeLessThanOrEqual(delay);
+    });
+    // Six draws that all land on the full delay would mean no jitter at all.
+    expect(waits).not.toEqual(delays);
   });
 });
 
