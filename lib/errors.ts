@@ -97,6 +97,19 @@ export class InstancesStillRunningError extends RelaunchError {
   override readonly name = InstancesStillRunningError.errorName;
 }
 
+/**
+ * An AWS call that was throttled or failed on AWS's side (a 5xx) and was still failing
+ * when the SDK's own retries (and an adapter's, where it has some) gave up. Nothing is
+ * wrong with the request, so the state machine retries the whole step later, with
+ * backoff, instead of ending the job FAILED_CONTROLLER. Only adapters raise it; `cause`
+ * holds the SDK's error.
+ */
+export class TransientError extends RelaunchError {
+  /** The name Step Functions matches to retry a step. */
+  static readonly errorName = 'TransientError';
+  override readonly name = TransientError.errorName;
+}
+
 /** A Lambda deployed without a setting it needs, or with one it cannot read. */
 export class ConfigurationError extends RelaunchError {
   override readonly name = 'ConfigurationError';

@@ -5,7 +5,8 @@
 // per node and phase), so a lost race is always a refused write, never a lost update.
 // Status changes are TransactWriteItems: the job, the EVENT row and (for a decision) the
 // attempt are written together or not at all. This is the only module that knows DynamoDB
-// exceptions; it turns them into the port's errors.
+// exceptions; it turns them into the port's errors, and throttling or a 5xx that outlived
+// the SDK's retries into TransientError (the state machine retries the step).
 //
 // Records are stored attribute by attribute (nested values as maps and lists) so a person
 // can read them in the console; a top-level null is stored as an absent attribute, which
@@ -31,6 +32,7 @@ import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
 import type { AwaitStateName } from '../workflow/contract.ts';
+import { sendAws, transientError } from './aws-errors.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY } from './dynamo-table.ts';
 import * as rules from './job-store-rules.ts';
 
@@ -437,7 +439,7 @@ export class DynamoJobStore implements JobStore {
    */
   async #sendUpdate(command: UpdateItemCommand): Promise<UpdateItemCommandOutput> {
     try {
-      return await this.#client.send(command);
+      return await sendAws('DynamoDB UpdateItem', () => this.#client.send(command));
     } catch (error) {
       if (error instanceof TransactionConflictException) {
         throw new ConcurrentUpdateError(`a transaction on the same item was in progress; the update was refused (${error.message})`);
@@ -489,7 +491,9 @@ export class DynamoJobStore implements JobStore {
   }
 
   async #get(key: Item): Promise<Item | undefined> {
-    const result = await this.#client.send(new GetItemCommand({ TableName: this.#tableName, Key: key, ConsistentRead: true }));
+    const result = await sendAws('DynamoDB GetItem', () =>
+      this.#client.send(new GetItemCommand({ TableName: this.#tableName, Key: key, ConsistentRead: true })),
+    );
     return result.Item;
   }
 
@@ -507,13 +511,15 @@ export class DynamoJobStore implements JobStore {
     const items: Item[] = [];
     let start: Item | undefined;
     do {
-      const page = await this.#client.send(
-        new QueryCommand({
-          ...input,
-          TableName: this.#tableName,
-          ExclusiveStartKey: start,
-          ...(limit === undefined ? {} : { Limit: limit - items.length }),
-        }),
+      const page = await sendAws('DynamoDB Query', () =>
+        this.#client.send(
+          new QueryCommand({
+            ...input,
+            TableName: this.#tableName,
+            ExclusiveStartKey: start,
+            ...(limit === undefined ? {} : { Limit: limit - items.length }),
+          }),
+        ),
       );
       items.push(...(page.Items ?? []));
       start = page.LastEvaluatedKey;
@@ -525,12 +531,14 @@ export class DynamoJobStore implements JobStore {
    * Runs a transaction; null when it was applied, else each item's cancellation code
    * (CONDITION_FAILED for a refused condition). A transaction cancelled only because
    * another write to one of its items was in flight (TransactionConflict) lost a race:
-   * ConcurrentUpdateError, which the use cases retry on a fresh read. Other failures
-   * (throttling, validation) are thrown as they are.
+   * ConcurrentUpdateError, which the use cases retry on a fresh read. One cancelled
+   * because an item was throttled, like a throttled or failed call, is a TransientError
+   * (nothing was written; the state machine retries the step). Anything else (a
+   * validation error) is thrown as it is.
    */
   async #transact(items: readonly TransactWriteItem[]): Promise<string[] | null> {
     try {
-      await this.#client.send(new TransactWriteItemsCommand({ TransactItems: [...items] }));
+      await sendAws('DynamoDB TransactWriteItems', () => this.#client.send(new TransactWriteItemsCommand({ TransactItems: [...items] })));
       return null;
     } catch (error) {
       const reasons = error instanceof TransactionCanceledException ? (error.CancellationReasons ?? []) : [];
@@ -539,6 +547,7 @@ export class DynamoJobStore implements JobStore {
       if (codes.includes(TRANSACTION_CONFLICT)) {
         throw new ConcurrentUpdateError(`a write to the same items was in progress; the transaction was cancelled (${codes.join(', ')})`);
       }
+      if (codes.some((code) => THROTTLED_ITEM_CODES.has(code))) throw transientError('DynamoDB TransactWriteItems', error);
       throw error;
     }
   }
@@ -574,6 +583,8 @@ export class DynamoJobStore implements JobStore {
 
 const CONDITION_FAILED = 'ConditionalCheckFailed';
 const TRANSACTION_CONFLICT = 'TransactionConflict';
+/** Cancellation codes of an item DynamoDB throttled inside a transaction. */
+const THROTTLED_ITEM_CODES: ReadonlySet<string> = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded']);
 const ATTEMPT_PREFIX = 'ATTEMPT#';
 const EVENT_PREFIX = 'EVENT#';
 const INSTANCE_PREFIX = 'INSTANCE#';

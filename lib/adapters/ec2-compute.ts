@@ -15,9 +15,10 @@
 // lib/agent/tags.ts); the instances launch with InstanceMetadataTags enabled and the
 // agent polls its tags from IMDS. No API round trip, nothing to store first.
 //
-// Errors: capacity errors move on to the next candidate; throttling retries the same call
-// with exponential backoff; a bad AMI or instance type is a PrecheckError; anything else
-// (permissions, a missing subnet) is relaunch's own fault and propagates as is.
+// Errors: capacity errors move on to the next candidate; throttling and EC2's own faults
+// (5xx) retry the same call with exponential backoff, then propagate as TransientError
+// (the state machine retries the step); a bad AMI or instance type is a PrecheckError;
+// anything else (permissions, a missing subnet) is relaunch's own fault and propagates as is.
 
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
@@ -39,7 +40,7 @@ import { architectureOf, hasGpus, instanceTypeInfo, type Architecture } from '..
 import type { InstanceRef, Placement } from '../model.ts';
 import { planPlacements, type PlacementCandidate } from '../placement.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
-import { awsErrorCode } from './aws-errors.ts';
+import { awsErrorCode, isTransientAwsError, transientError } from './aws-errors.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
@@ -145,7 +146,11 @@ const CAPACITY_ERRORS = new Set([
   'Unsupported',
 ]);
 
-/** Errors that mean "slow down": the same call is retried. */
+/**
+ * Errors that mean "slow down" or "EC2 failed this time": the same call is retried. With
+ * any other 5xx (isTransientAwsError) but the capacity errors, which EC2 also answers
+ * as server errors and which mean "try elsewhere", not "try again".
+ */
 const THROTTLING_ERRORS = new Set([
   'RequestLimitExceeded',
   'Throttling',
@@ -156,6 +161,13 @@ const THROTTLING_ERRORS = new Set([
   'Unavailable',
   'InternalError',
 ]);
+
+/** Whether the same EC2 call may succeed later: throttling or EC2's own fault, never capacity. */
+function isTransientEc2Error(error: unknown): boolean {
+  const code = awsErrorCode(error);
+  if (CAPACITY_ERRORS.has(code) || code.startsWith('Insufficient')) return false;
+  return THROTTLING_ERRORS.has(code) || isTransientAwsError(error);
+}
 
 /** Errors that mean the task asks for something EC2 cannot run at all. */
 function isPrecheckError(code: string): boolean {
@@ -259,7 +271,7 @@ export class Ec2Compute implements Compute {
     const input = this.runInstancesInput(request, candidate, instanceType, image);
     let instances: Instance[];
     try {
-      const response = await this.withRetries(() => this.deps.ec2(region).send(new RunInstancesCommand(input)));
+      const response = await this.withRetries(`EC2 RunInstances in ${region}`, () => this.deps.ec2(region).send(new RunInstancesCommand(input)));
       instances = [...(response.Instances ?? [])].sort((a, b) => (a.AmiLaunchIndex ?? 0) - (b.AmiLaunchIndex ?? 0));
     } catch (error) {
       const code = awsErrorCode(error);
@@ -356,7 +368,7 @@ export class Ec2Compute implements Compute {
     const ipTags = nodeIpsTags(ips as string[]);
     for (const node of nodes) {
       const Tags = [{ Key: TagKey.nodeRank, Value: String(node.nodeRank) }, ...ipTags];
-      await this.withRetries(() => this.deps.ec2(region).send(new CreateTagsCommand({ Resources: [node.instanceId], Tags })));
+      await this.withRetries(`EC2 CreateTags in ${region}`, () => this.deps.ec2(region).send(new CreateTagsCommand({ Resources: [node.instanceId], Tags })));
     }
   }
 
@@ -377,13 +389,13 @@ export class Ec2Compute implements Compute {
     if (readParameter === undefined) {
       throw new ConfigurationError(`no SSM parameter reader to find the default AMI (${name}): this Ec2Compute only releases`);
     }
-    return this.withRetries(() => readParameter(region, name));
+    return this.withRetries(`SSM GetParameter ${name} in ${region}`, () => readParameter(region, name));
   }
 
   /** The AMI's root device, whose volume `disk_size` sizes. A missing AMI is a PrecheckError. */
   private async describeImage(region: string, imageId: string): Promise<Image> {
     try {
-      const response = await this.withRetries(() => this.deps.ec2(region).send(new DescribeImagesCommand({ ImageIds: [imageId] })));
+      const response = await this.withRetries(`EC2 DescribeImages in ${region}`, () => this.deps.ec2(region).send(new DescribeImagesCommand({ ImageIds: [imageId] })));
       const rootDeviceName = response.Images?.[0]?.RootDeviceName;
       if (rootDeviceName === undefined) throw new PrecheckError(`resources.image_id: ${imageId} is not an AMI this account can use in ${region}`);
       return { imageId, rootDeviceName };
@@ -400,7 +412,7 @@ export class Ec2Compute implements Compute {
     const ids: string[] = [];
     let NextToken: string | undefined;
     do {
-      const page = await this.withRetries(() =>
+      const page = await this.withRetries(`EC2 DescribeInstances in ${region}`, () =>
         this.deps.ec2(region).send(
           new DescribeInstancesCommand({ Filters: [...filters, { Name: 'instance-state-name', Values: LIVE_STATES }], NextToken }),
         ),
@@ -417,7 +429,7 @@ export class Ec2Compute implements Compute {
   private async terminate(region: string, ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
     const send = (InstanceIds: string[]) =>
-      this.withRetries(() => this.deps.ec2(region).send(new TerminateInstancesCommand({ InstanceIds })));
+      this.withRetries(`EC2 TerminateInstances in ${region}`, () => this.deps.ec2(region).send(new TerminateInstancesCommand({ InstanceIds })));
     try {
       await send([...ids]);
     } catch (error) {
@@ -427,14 +439,18 @@ export class Ec2Compute implements Compute {
     }
   }
 
-  /** Runs a call, retrying it with exponential backoff while AWS throttles it. */
-  private async withRetries<T>(call: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a call, retrying it with exponential backoff while AWS throttles it or fails on
+   * its side; still failing after the last retry, it is a TransientError naming `what`.
+   */
+  private async withRetries<T>(what: string, call: () => Promise<T>): Promise<T> {
     const retries = this.config.throttleRetries ?? 8;
     for (let retry = 0; ; retry += 1) {
       try {
         return await call();
       } catch (error) {
-        if (!THROTTLING_ERRORS.has(awsErrorCode(error)) || retry >= retries) throw error;
+        if (!isTransientEc2Error(error)) throw error;
+        if (retry >= retries) throw transientError(what, error, `the SDK's retries and ${retries} of relaunch's own`);
         await this.sleep(Math.min(500 * 2 ** retry, 20_000));
       }
     }

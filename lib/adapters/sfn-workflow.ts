@@ -1,4 +1,5 @@
 // The Workflow port over Step Functions: start the controller, resume or fail its waiting task.
+// Throttling or a 5xx that outlived the SDK's retries is a TransientError, as in every adapter.
 
 import {
   ExecutionAlreadyExists,
@@ -16,6 +17,7 @@ import {
 } from '@aws-sdk/client-sfn';
 import { ConfigurationError, StaleAttemptError, UnexpectedCloudResponseError } from '../errors.ts';
 import type { Workflow } from '../ports.ts';
+import { sendAws } from './aws-errors.ts';
 import { WorkflowError, type ExecutionInput } from '../workflow/contract.ts';
 
 /** What SfnWorkflow needs: its client and the controller's state machine. */
@@ -44,8 +46,10 @@ export class SfnWorkflow implements Workflow {
 
   async start(executionName: string, input: ExecutionInput): Promise<string> {
     try {
-      const out = await this.client.send(
-        new StartExecutionCommand({ stateMachineArn: this.stateMachineArn, name: executionName, input: JSON.stringify(input) }),
+      const out = await sendAws('Step Functions StartExecution', () =>
+        this.client.send(
+          new StartExecutionCommand({ stateMachineArn: this.stateMachineArn, name: executionName, input: JSON.stringify(input) }),
+        ),
       );
       if (out.executionArn === undefined) throw new UnexpectedCloudResponseError('StartExecution answered without an executionArn');
       return out.executionArn;
@@ -57,13 +61,13 @@ export class SfnWorkflow implements Workflow {
   }
 
   async resume(taskToken: string, output: unknown): Promise<void> {
-    await staleOnEndedTask(() =>
+    await staleOnEndedTask('Step Functions SendTaskSuccess', () =>
       this.client.send(new SendTaskSuccessCommand({ taskToken, output: JSON.stringify(output) })),
     );
   }
 
   async fail(taskToken: string, error: string, cause: string): Promise<void> {
-    await staleOnEndedTask(() =>
+    await staleOnEndedTask('Step Functions SendTaskFailure', () =>
       this.client.send(
         new SendTaskFailureCommand({ taskToken, error: error.slice(0, MAX_ERROR), cause: cause.slice(0, MAX_CAUSE) }),
       ),
@@ -71,7 +75,7 @@ export class SfnWorkflow implements Workflow {
   }
 
   async heartbeat(taskToken: string): Promise<void> {
-    await staleOnEndedTask(() => this.client.send(new SendTaskHeartbeatCommand({ taskToken })));
+    await staleOnEndedTask('Step Functions SendTaskHeartbeat', () => this.client.send(new SendTaskHeartbeatCommand({ taskToken })));
   }
 
   /**
@@ -86,9 +90,13 @@ export class SfnWorkflow implements Workflow {
    */
   async stopBetweenSteps(executionArn: string, cause: string): Promise<boolean> {
     try {
-      const history = await this.client.send(new GetExecutionHistoryCommand({ executionArn, reverseOrder: true, maxResults: 1 }));
+      const history = await sendAws('Step Functions GetExecutionHistory', () =>
+        this.client.send(new GetExecutionHistoryCommand({ executionArn, reverseOrder: true, maxResults: 1 })),
+      );
       if (history.events?.[0]?.type !== 'WaitStateEntered') return false;
-      await this.client.send(new StopExecutionCommand({ executionArn, error: WorkflowError.JobCancelled, cause: cause.slice(0, MAX_CAUSE) }));
+      await sendAws('Step Functions StopExecution', () =>
+        this.client.send(new StopExecutionCommand({ executionArn, error: WorkflowError.JobCancelled, cause: cause.slice(0, MAX_CAUSE) })),
+      );
       return true;
     } catch (error) {
       if (error instanceof ExecutionDoesNotExist) return false;
@@ -105,9 +113,9 @@ export function executionArnOf(stateMachineArn: string, executionName: string): 
   return `${stateMachineArn.slice(0, at)}:execution:${stateMachineArn.slice(at + marker.length)}:${executionName}`;
 }
 
-async function staleOnEndedTask(send: () => Promise<unknown>): Promise<void> {
+async function staleOnEndedTask(call: string, send: () => Promise<unknown>): Promise<void> {
   try {
-    await send();
+    await sendAws(call, send);
   } catch (error) {
     if (error instanceof TaskTimedOut || error instanceof InvalidToken || error instanceof TaskDoesNotExist) {
       throw new StaleAttemptError(`the task this token belonged to has ended (${error.name})`, { cause: error });

@@ -12,7 +12,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
-import { ConcurrentUpdateError } from '../../../lib/errors.ts';
+import { ConcurrentUpdateError, TransientError } from '../../../lib/errors.ts';
 import { attemptRecord } from '../../fixtures/records.ts';
 import { sampleJob } from './job-store.contract.ts';
 
@@ -38,10 +38,13 @@ describe('DynamoJobStore on a cancelled transaction', () => {
     );
   });
 
-  it('rethrows throttling as it is: no lost race, so no read-and-retry; the Lambda retry covers it', async () => {
+  it('raises throttling as TransientError: no lost race, so no read-and-retry; the state machine retries the step', async () => {
     const throttled = cancelled('ThrottlingError', 'None');
     dynamo.on(TransactWriteItemsCommand).rejects(throttled);
-    await expect(store().createJob(sampleJob)).rejects.toBe(throttled);
+    const create = store().createJob(sampleJob);
+    await expect(create).rejects.toBeInstanceOf(TransientError);
+    await expect(create).rejects.not.toBeInstanceOf(ConcurrentUpdateError);
+    await expect(create).rejects.toMatchObject({ cause: throttled });
   });
 
   it('still reads a refused condition as the port\'s own error, even alongside a conflict', async () => {

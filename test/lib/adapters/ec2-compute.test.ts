@@ -26,7 +26,7 @@ import {
 } from '../../../lib/adapters/ec2-compute.ts';
 import { LAMBDA_NEEDS, LambdaName } from '../../../infra/lambda-catalog.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
-import { ConfigurationError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
+import { ConfigurationError, NoCapacityError, PrecheckError, TransientError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
 import { ssmParameterReader } from '../../../lib/adapters/ssm-parameters.ts';
 import type { LaunchRequest } from '../../../lib/ports.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
@@ -58,6 +58,10 @@ function amiOf(region: string, parameter: string): string {
 
 function awsError(code: string, message = `${code} (from the test)`): EC2ServiceException {
   return new EC2ServiceException({ name: code, $fault: 'client', $metadata: { httpStatusCode: 400 }, message });
+}
+
+function serverError(code: string, httpStatusCode: number): EC2ServiceException {
+  return new EC2ServiceException({ name: code, $fault: 'server', $metadata: { httpStatusCode }, message: `${code} (from the test)` });
 }
 
 function spec(resources: Partial<Resources> = {}, overrides: Partial<TaskSpec> = {}): TaskSpec {
@@ -355,11 +359,44 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     expect(clientToken({ jobId, attempt: 3 }, { region: 'us-east-1', zone: 'us-east-1a' }, 'm6i.large')).not.toBe(token);
   });
 
-  it('lets a throttle through once its retries are used up', async () => {
-    ec2['us-east-1'].on(RunInstancesCommand).rejects(awsError('RequestLimitExceeded'));
+  it('raises a throttle as TransientError once its retries are used up, trying no other zone', async () => {
+    const throttled = awsError('RequestLimitExceeded');
+    ec2['us-east-1'].on(RunInstancesCommand).rejects(throttled);
 
-    await expect(compute({ throttleRetries: 2 }).launch(request(spec()))).rejects.toThrow(/RequestLimitExceeded/);
+    const launch = compute({ throttleRetries: 2 }).launch(request(spec()));
+
+    await expect(launch).rejects.toBeInstanceOf(TransientError);
+    await expect(launch).rejects.toMatchObject({
+      name: TransientError.errorName,
+      message: expect.stringMatching(/^EC2 RunInstances in us-east-1: .*2 of relaunch's own.*RequestLimitExceeded/),
+      cause: throttled,
+    });
     expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 3);
+    expect(ec2['us-west-2']).not.toHaveReceivedCommand(RunInstancesCommand);
+  });
+
+  it.each([
+    ['InternalError', serverError('InternalError', 500)],
+    ['Unavailable', serverError('Unavailable', 503)],
+    ['a 5xx with a code EC2 has not used before', serverError('SomethingNew', 502)],
+  ])('retries %s from EC2, then raises it as TransientError', async (_case, fault) => {
+    ec2['us-east-1'].on(RunInstancesCommand).rejects(fault);
+
+    await expect(compute({ throttleRetries: 1 }).launch(request(spec()))).rejects.toMatchObject({ name: TransientError.errorName, cause: fault });
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 2);
+    expect(sleeps).toEqual([500]);
+  });
+
+  it('keeps capacity errors apart from transient ones, though EC2 answers them as server errors', async () => {
+    ec2['us-east-1'].on(RunInstancesCommand).rejects(serverError('InsufficientInstanceCapacity', 500));
+    ec2['us-west-2'].on(RunInstancesCommand).rejects(serverError('InsufficientInstanceCapacity', 500));
+
+    const launch = compute().launch(request(spec({ instanceType: 'm6i.large' })));
+
+    await expect(launch).rejects.toBeInstanceOf(NoCapacityError);
+    expect(sleeps).toEqual([]);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 2);
+    expect(ec2['us-west-2']).toHaveReceivedCommandTimes(RunInstancesCommand, 1);
   });
 
   it.each([
@@ -531,6 +568,14 @@ describe('Ec2Compute.release', () => {
 
     await compute().release('job-1', 2, []);
 
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(TerminateInstancesCommand, 2);
+  });
+
+  it('raises a terminate EC2 keeps throttling as TransientError, which the machine retries', async () => {
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolves(reservations('i-1'));
+    ec2['us-east-1'].on(TerminateInstancesCommand).rejects(awsError('RequestLimitExceeded'));
+
+    await expect(compute({ throttleRetries: 1 }).release('job-1', 2, [])).rejects.toThrow(/^EC2 TerminateInstances in us-east-1: /);
     expect(ec2['us-east-1']).toHaveReceivedCommandTimes(TerminateInstancesCommand, 2);
   });
 });
