@@ -6,11 +6,13 @@ import type { JobEvent } from '../lib/model.ts';
 import { isTerminal, type JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
-import type { JobsClient } from './jobs-client.ts';
+import type { JobsClient, Pacing } from './jobs-client.ts';
 import { attemptLogs, type PhaseLog } from '../local/paths.ts';
 
-/** How often the job is read while it runs. */
-const POLL_MS = 200;
+/** Each poll that finds the job unchanged makes the next wait this much longer. */
+const POLL_GROWTH = 1.5;
+/** A poll's wait is moved up to this fraction either way at random (within the pacing's bounds). */
+const POLL_JITTER = 0.2;
 
 /** What to show while following. */
 export interface FollowOptions {
@@ -20,23 +22,54 @@ export interface FollowOptions {
   readonly output: boolean;
   /** Stops following early (Ctrl-C). */
   readonly signal?: AbortSignal;
+  /**
+   * Waits between polls; resolves early (or rejects) when the signal aborts.
+   * @default node:timers/promises setTimeout
+   */
+  readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<unknown>;
+  /**
+   * A uniform draw in [0, 1), for the polls' jitter.
+   * @default Math.random
+   */
+  readonly random?: () => number;
 }
 
 /**
  * Follows the job until it is terminal (or the signal aborts); returns its last view.
  * Where the client can read the job's audit trail, every status change is shown with its
  * reason (each decision's reason among them), in order, attempt by attempt with the
- * attempt's output; otherwise status changes are shown as the polls see them.
+ * attempt's output; otherwise status changes are shown as the polls see them. Polls are
+ * paced by the client (`pollDelayMs`): a local runtime is read every 200 ms, a deployed
+ * API every 2-5 s, so followers never crowd out the agents' heartbeats on its throttle.
  */
 export async function followJob(client: JobsClient, jobId: string, io: Io, options: FollowOptions): Promise<JobView> {
   const printer = new Progress(client, jobId, io, options);
+  const pause = options.sleep ?? ((ms: number, signal?: AbortSignal) => sleep(ms, undefined, { signal }));
+  const random = options.random ?? Math.random;
+  let seen = '';
+  let unchangedPolls = 0;
   for (;;) {
     const view = await client.getJob(jobId);
     const events = client.listEvents === undefined ? null : await client.listEvents(jobId);
     printer.show(view, events);
     if (isTerminal(view.status) || options.signal?.aborted === true) return view;
-    await sleep(POLL_MS, undefined, { signal: options.signal }).catch(() => undefined);
+    const now = JSON.stringify([view, events?.length ?? 0]);
+    unchangedPolls = now === seen ? unchangedPolls + 1 : 0;
+    seen = now;
+    await pause(pollDelayMs(client.pacing, unchangedPolls, random), options.signal).catch(() => undefined);
   }
+}
+
+/**
+ * The wait before the next poll, in ms: `pollMinMs` after a poll that saw the job change,
+ * half as long again for each poll in a row that saw no change, up to `pollMaxMs`; then
+ * moved up to POLL_JITTER either way at random and kept within those bounds, so people
+ * following jobs together do not poll in step.
+ */
+export function pollDelayMs(pacing: Pacing, unchangedPolls: number, random: () => number): number {
+  const base = Math.min(pacing.pollMaxMs, pacing.pollMinMs * POLL_GROWTH ** unchangedPolls);
+  const jittered = base * (1 + (2 * random() - 1) * POLL_JITTER);
+  return Math.round(Math.min(pacing.pollMaxMs, Math.max(pacing.pollMinMs, jittered)));
 }
 
 /** Remembers what was shown, so each poll prints only what is new. */

@@ -3,6 +3,7 @@
 // credentials). Every command speaks to one of these through the same small interface.
 
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { parseDocument } from 'yaml';
@@ -19,10 +20,35 @@ import { cancelJob, getJob, listJobs } from '../lib/usecases/index.ts';
 import type { JobSummary, JobView } from '../lib/views.ts';
 import type { LocalRuntime, LocalSubmitOptions } from '../local/runtime.ts';
 
+/**
+ * How a client paces its calls. A deployed API's stage throttle is shared with the
+ * agents' heartbeats: a follower that polled it every 200 ms could starve them.
+ */
+export interface Pacing {
+  /** `relaunch run` and `logs` poll a job this often while it changes... */
+  readonly pollMinMs: number;
+  /** ...and back off to this while it does not (see follow.ts `pollDelayMs`). */
+  readonly pollMaxMs: number;
+  /** Tries of one call that was throttled (429), not served (5xx) or not answered; 1: none again. */
+  readonly tries: number;
+}
+
+/** A runtime in this process, or one `relaunch serve` runs: nothing throttles it. */
+export const LOCAL_PACING: Pacing = { pollMinMs: 200, pollMaxMs: 200, tries: 1 };
+/** A deployed API (API Gateway): polls every 2-5 s, and a refused call is tried again. */
+export const DEPLOYED_PACING: Pacing = { pollMinMs: 2000, pollMaxMs: 5000, tries: 5 };
+
+/** The longest Retry-After a client honours; a longer one is cut to this. */
+export const MAX_RETRY_AFTER_MS = 60_000;
+/** The first wait before a retry the API gave no Retry-After for; it doubles with each try. */
+const RETRY_BASE_MS = 1000;
+
 /** What the commands need from wherever the jobs are. */
 export interface JobsClient {
   /** Where it is, for messages: `local`, or the API's URL. */
   readonly where: string;
+  /** How often to poll it, and whether to retry what it refuses. */
+  readonly pacing: Pacing;
   /** The local data folder whose logs this client's jobs write, when there is one. */
   readonly dataDir: string | null;
   submit(body: string, options: LocalSubmitOptions): Promise<{ jobId: string; warnings: readonly SpecWarning[] }>;
@@ -36,6 +62,7 @@ export interface JobsClient {
 /** The runtime in this process. */
 export class InProcessJobsClient implements JobsClient {
   readonly where = 'local';
+  readonly pacing = LOCAL_PACING;
   readonly dataDir: string;
 
   constructor(private readonly runtime: LocalRuntime) {
@@ -74,19 +101,47 @@ export class ApiError extends RelaunchError {
   }
 }
 
+/** How an HttpJobsClient is set up; everything but the URL is optional. */
+export interface HttpJobsClientOptions {
+  /** The local data folder whose logs the jobs write (`relaunch serve` on this machine). */
+  readonly dataDir?: string | null;
+  /** Sign requests with SigV4 and the default AWS credentials (a deployed API). */
+  readonly sign?: boolean;
+  /**
+   * How to pace calls.
+   * @default DEPLOYED_PACING when signing, else LOCAL_PACING
+   */
+  readonly pacing?: Pacing;
+  /**
+   * Waits before a retry; injected so tests need not wait.
+   * @default node:timers/promises setTimeout
+   */
+  readonly sleep?: (ms: number) => Promise<unknown>;
+  /**
+   * A uniform draw in [0, 1), for the retries' jitter.
+   * @default Math.random
+   */
+  readonly random?: () => number;
+}
+
 /** The REST API of DESIGN.md section 6, local (`relaunch serve`) or deployed. */
 export class HttpJobsClient implements JobsClient {
   private readonly signer: SignatureV4 | null;
+  private readonly sleep: (ms: number) => Promise<unknown>;
+  private readonly random: () => number;
+  readonly dataDir: string | null;
+  readonly pacing: Pacing;
 
   constructor(
     readonly where: string,
-    options: { dataDir?: string | null; sign?: boolean } = {},
+    options: HttpJobsClientOptions = {},
   ) {
     this.dataDir = options.dataDir ?? null;
     this.signer = options.sign === true ? newSigner(new URL(where)) : null;
+    this.pacing = options.pacing ?? (options.sign === true ? DEPLOYED_PACING : LOCAL_PACING);
+    this.sleep = options.sleep ?? ((ms) => sleep(ms));
+    this.random = options.random ?? Math.random;
   }
-
-  readonly dataDir: string | null;
 
   async submit(body: string, options: LocalSubmitOptions): Promise<{ jobId: string; warnings: readonly SpecWarning[] }> {
     // The API takes only the task: faults would be dropped without a word.
@@ -115,7 +170,25 @@ export class HttpJobsClient implements JobsClient {
     return (await this.request('DELETE', `/jobs/${encodeURIComponent(jobId)}`)) as { status: string };
   }
 
+  /**
+   * One call, tried up to `pacing.tries` times while the API throttles it, cannot serve it
+   * or does not answer (`retryDelayMs` says how long to wait). Every call is safe to repeat:
+   * reads, a cancel, and a submit that carries its idempotency key on every try.
+   */
   private async request(method: string, path: string, body?: string, contentType?: string): Promise<unknown> {
+    for (let tryNumber = 1; ; tryNumber += 1) {
+      const answer = await this.send(method, path, body, contentType);
+      const delay = tryNumber < this.pacing.tries ? retryDelayMs(answer, tryNumber, Date.now(), this.random) : null;
+      if (delay === null) {
+        if (answer.status === 0) throw new ApiError(0, `cannot reach ${this.where}: ${answer.failure}`);
+        if (answer.ok) return answer.body;
+        throw apiError(answer.status, answer.body, path);
+      }
+      await this.sleep(delay);
+    }
+  }
+
+  private async send(method: string, path: string, body?: string, contentType?: string): Promise<Answer> {
     const url = new URL(`${this.where.replace(/\/+$/, '')}${path}`);
     let headers: Record<string, string> = { host: url.host, ...(contentType === undefined ? {} : { 'content-type': contentType }) };
     if (this.signer !== null) {
@@ -133,13 +206,53 @@ export class HttpJobsClient implements JobsClient {
     try {
       response = await fetch(url, { method, headers, body });
     } catch (error) {
-      throw new ApiError(0, `cannot reach ${this.where}: ${(error as Error).message}`);
+      return { status: 0, ok: false, body: null, retryAfter: null, failure: (error as Error).message };
     }
     const text = await response.text();
-    const parsed = parseJson(text);
-    if (response.ok) return parsed;
-    throw apiError(response.status, parsed, path);
+    return { status: response.status, ok: response.ok, body: parseJson(text), retryAfter: response.headers.get('retry-after'), failure: '' };
   }
+}
+
+/** One try's answer; status 0 when nothing answered (then `failure` says why). */
+interface Answer {
+  readonly status: number;
+  readonly ok: boolean;
+  readonly body: unknown;
+  readonly retryAfter: string | null;
+  readonly failure: string;
+}
+
+/** Answers worth trying again: throttled, not served, or not answered at all (0). */
+const RETRIED_STATUSES: ReadonlySet<number> = new Set([0, 429, 500, 502, 503, 504]);
+
+/**
+ * How long to wait before trying a call again after try number `tryNumber` (from 1), or
+ * null when its answer is final. A 429 or 503 with a Retry-After (seconds, or an HTTP
+ * date measured from `nowMs`) waits that long, at most MAX_RETRY_AFTER_MS; otherwise 1 s,
+ * doubling with each try, half of it fixed and half at random, so clients refused together
+ * do not come back together.
+ */
+export function retryDelayMs(
+  answer: { readonly status: number; readonly retryAfter: string | null },
+  tryNumber: number,
+  nowMs: number,
+  random: () => number,
+): number | null {
+  if (!RETRIED_STATUSES.has(answer.status)) return null;
+  if ((answer.status === 429 || answer.status === 503) && answer.retryAfter !== null) {
+    const asked = retryAfterMs(answer.retryAfter, nowMs);
+    if (asked !== null) return Math.min(MAX_RETRY_AFTER_MS, asked);
+  }
+  const delay = RETRY_BASE_MS * 2 ** (tryNumber - 1);
+  return Math.round(delay / 2 + random() * (delay / 2));
+}
+
+/** A Retry-After header in ms from `nowMs` (never negative); null when it is neither form. */
+function retryAfterMs(header: string, nowMs: number): number | null {
+  const text = header.trim();
+  if (/^[0-9]{1,10}$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) || !/[a-z]/i.test(text) ? null : Math.max(0, at - nowMs);
 }
 
 /**
