@@ -16,6 +16,7 @@ export const LambdaName = {
   api: 'api',
   onEc2Event: 'on-ec2-event',
   onExecutionEnded: 'on-execution-ended',
+  janitor: 'janitor',
 } as const;
 export type LambdaName = (typeof LambdaName)[keyof typeof LambdaName];
 
@@ -61,6 +62,8 @@ export interface LambdaNeeds {
   readonly compute: 'launch' | 'release' | false;
   /** How long one invocation may take, in seconds. */
   readonly timeoutSeconds: number;
+  /** Reads and deletes from the dead-letter queues (DEAD_LETTER_QUEUES). */
+  readonly deadLetters?: true;
 }
 
 /** Each Lambda's needs; a test checks these against the ports each handler really calls. */
@@ -84,4 +87,7 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },
   // Releases the instances of an execution that ended outside its states, as RecordControllerFailure does.
   [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', timeoutSeconds: 150 },
+  // Replays dead letters (which may resume a task or release instances), then sweeps
+  // for SWEEP_BUDGET_SECONDS (180 s) plus the last release's wait (40 s at most).
+  [LambdaName.janitor]: { store: 'write', workflow: ['resume'], compute: 'release', deadLetters: true, timeoutSeconds: 300 },
 };

@@ -11,6 +11,7 @@ import type { ComputeEnvConfig } from '../lib/workflow/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
 import { ExecutionEvents } from './constructs/execution-events.ts';
+import { Janitor } from './constructs/janitor.ts';
 import { InstanceEvents } from './constructs/instance-events.ts';
 import { JobApi } from './constructs/job-api.ts';
 import { JobInstances } from './constructs/job-instances.ts';
@@ -47,6 +48,7 @@ export class Relaunch extends Construct {
   readonly instances: JobInstances;
   readonly events: InstanceEvents;
   readonly executionEvents: ExecutionEvents;
+  readonly janitor: Janitor;
   readonly api: JobApi;
 
   constructor(scope: Construct, id: string, props: RelaunchProps) {
@@ -101,6 +103,14 @@ export class Relaunch extends Construct {
     this.executionEvents = new ExecutionEvents(this, 'ExecutionEvents', {
       handler: this.functions.functions[LambdaName.onExecutionEnded],
       stateMachineArn,
+    });
+    this.janitor = new Janitor(this, 'Janitor', {
+      handler: this.functions.functions[LambdaName.janitor],
+      queues: {
+        'ec2-events-undelivered': this.events.undelivered,
+        'ec2-events-failed': this.events.failed,
+        'execution-events-undelivered': this.executionEvents.deadLetters,
+      },
     });
     this.api = new JobApi(this, 'Api', { handler: this.functions.functions[LambdaName.api], restApiName: namePrefix });
     this.functions.setApiUrl(this.api.url);

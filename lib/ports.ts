@@ -146,6 +146,42 @@ export interface Compute {
   release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void>;
 }
 
+/** A live instance that carries relaunch's job tag, as EC2 describes it. */
+export interface TaggedInstance {
+  readonly instanceId: string;
+  readonly region: string;
+  readonly jobId: string;
+  /** From the attempt tag; null when the tag is missing or not a number. */
+  readonly attempt: number | null;
+  /** When EC2 launched it (ISO 8601); null when EC2 did not say. */
+  readonly launchedAt: string | null;
+}
+
+/** Every live instance relaunch tagged, wherever it may launch (the janitor's sweep). */
+export interface InstanceInventory {
+  listTagged(): Promise<TaggedInstance[]>;
+}
+
+/** An event a delivery gave up on, kept in a dead-letter queue. */
+export interface DeadLetter {
+  /** The queue it came from, as the deployment names it. */
+  readonly queue: string;
+  /** The message body: the event, or Lambda's on-failure record around it. */
+  readonly body: string;
+  /** How many times it has been received, this time included. */
+  readonly receiveCount: number;
+  /** What `remove` needs to delete this receipt of it. */
+  readonly receipt: string;
+}
+
+/** The dead-letter queues of relaunch's event deliveries. */
+export interface DeadLetters {
+  /** Up to `max` letters from every queue, each hidden from other readers for a while. */
+  receive(max: number): Promise<DeadLetter[]>;
+  /** Deletes a letter once it has been applied. */
+  remove(letter: DeadLetter): Promise<void>;
+}
+
 /** The controller's execution: start it, and resume its waiting task. */
 export interface Workflow {
   /**

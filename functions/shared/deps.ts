@@ -5,18 +5,23 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { SFNClient } from '@aws-sdk/client-sfn';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { Ec2Compute, type ParameterReader } from '../../lib/adapters/ec2-compute.ts';
+import { Ec2Inventory } from '../../lib/adapters/ec2-inventory.ts';
+import { SqsDeadLetters } from '../../lib/adapters/sqs-dead-letters.ts';
 import { ssmParameterReader } from '../../lib/adapters/ssm-parameters.ts';
 import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
-import type { Clock, Compute, JobStore, Random, Workflow } from '../../lib/ports.ts';
-import { EnvVar, parseComputeConfig, requireEnv } from '../../lib/workflow/env.ts';
+import type { Clock, Compute, DeadLetters, InstanceInventory, JobStore, Random, Workflow } from '../../lib/ports.ts';
+import { EnvVar, parseComputeConfig, parseDeadLetterQueues, requireEnv } from '../../lib/workflow/env.ts';
 
 let cachedStore: JobStore | undefined;
 let cachedWorkflow: Workflow | undefined;
 let cachedCompute: Compute | undefined;
 let cachedReleasingCompute: Compute | undefined;
+let cachedInventory: InstanceInventory | undefined;
+let cachedDeadLetters: DeadLetters | undefined;
 
 /** The jobs table (TABLE_NAME). */
 export function store(): JobStore {
@@ -43,6 +48,19 @@ export function compute(): Compute {
 export function releasingCompute(): Compute {
   cachedReleasingCompute ??= ec2Compute(undefined);
   return cachedReleasingCompute;
+}
+
+/** relaunch's live instances in every configured region (COMPUTE_CONFIG), for the sweep. */
+export function inventory(): InstanceInventory {
+  const regions = parseComputeConfig().regions.map((r) => r.region);
+  cachedInventory ??= new Ec2Inventory({ regions, ec2: perRegion((region) => new EC2Client({ region })) });
+  return cachedInventory;
+}
+
+/** The dead-letter queues of the event deliveries (DEAD_LETTER_QUEUES), each read in its region. */
+export function deadLetters(): DeadLetters {
+  cachedDeadLetters ??= new SqsDeadLetters({ queues: parseDeadLetterQueues(), client: perRegion((region) => new SQSClient({ region })) });
+  return cachedDeadLetters;
 }
 
 function ec2Compute(readParameter: ParameterReader | undefined): Ec2Compute {
@@ -78,5 +96,7 @@ export function resetDeps(): void {
   cachedStore = undefined;
   cachedWorkflow = undefined;
   cachedCompute = undefined;
+  cachedInventory = undefined;
+  cachedDeadLetters = undefined;
   cachedReleasingCompute = undefined;
 }

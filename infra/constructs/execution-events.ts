@@ -5,9 +5,10 @@ import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as sqs from 'aws-cdk-lib/aws-sqs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { EXECUTION_STATUS_CHANGE, UNRECORDED_END_STATUSES } from '../../lib/aws-events.ts';
+import { deadLetterQueue } from './dead-letters.ts';
 
 /** Options of the janitor's rule. */
 export interface ExecutionEventsProps {
@@ -29,7 +30,7 @@ export function executionEndedPattern(stateMachineArn: string): events.EventPatt
 /**
  * One rule on the default bus. A missed event would leave a job CANCELLING or RUNNING with
  * its instances on, so delivery is retried for a day and what still fails is kept in a
- * queue (14 days) for an operator to replay.
+ * queue the janitor replays.
  */
 export class ExecutionEvents extends Construct {
   readonly rule: events.Rule;
@@ -37,11 +38,7 @@ export class ExecutionEvents extends Construct {
 
   constructor(scope: Construct, id: string, props: ExecutionEventsProps) {
     super(scope, id);
-    this.deadLetters = new sqs.Queue(this, 'Undelivered', {
-      retentionPeriod: Duration.days(14),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-    });
+    this.deadLetters = deadLetterQueue(this, 'Undelivered');
     this.rule = new events.Rule(this, 'ExecutionEnded', {
       description: 'relaunch: a controller execution ended outside its own states (stopped, timed out, failed)',
       eventPattern: executionEndedPattern(props.stateMachineArn),

@@ -5,7 +5,10 @@ import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import { Construct } from 'constructs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { deadLetterQueue } from './dead-letters.ts';
 import { EC2_DETAIL_TYPES, GONE_STATE_NAMES } from '../../lib/aws-events.ts';
 
 /** Options of the EC2 event rules. */
@@ -37,16 +40,30 @@ export const EC2_EVENT_PATTERNS = {
 /**
  * Two rules on the default bus: interruption warnings, and instances going away. Events
  * from other regions arrive on the same bus (Ec2EventForwarderStack) and match the same rules.
+ *
+ * No event is dropped: one EventBridge could not deliver lands in `undelivered`, and one
+ * the handler failed on (Lambda retries an asynchronous invocation twice) lands in
+ * `failed`, Lambda's on-failure destination. The janitor replays both.
  */
 export class InstanceEvents extends Construct {
   readonly interruptionRule: events.Rule;
   readonly stateChangeRule: events.Rule;
+  readonly undelivered: sqs.Queue;
+  readonly failed: sqs.Queue;
 
   constructor(scope: Construct, id: string, props: InstanceEventsProps) {
     super(scope, id);
+    this.undelivered = deadLetterQueue(this, 'Undelivered');
+    this.failed = deadLetterQueue(this, 'Failed');
+    props.handler.configureAsyncInvoke({
+      onFailure: new destinations.SqsDestination(this.failed),
+      retryAttempts: 2,
+      maxEventAge: Duration.hours(6),
+    });
     const target = new targets.LambdaFunction(props.handler, {
       retryAttempts: 10,
       maxEventAge: props.maxEventAge ?? Duration.hours(2),
+      deadLetterQueue: this.undelivered,
     });
     this.interruptionRule = new events.Rule(this, 'SpotInterruption', { ...EC2_EVENT_PATTERNS.interruption, targets: [target] });
     this.stateChangeRule = new events.Rule(this, 'InstanceGone', { ...EC2_EVENT_PATTERNS.gone, targets: [target] });

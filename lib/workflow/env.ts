@@ -11,6 +11,8 @@ export const EnvVar = {
   apiUrl: 'API_URL',
   /** JSON of the Ec2Compute settings (subnets, security group, instance profile, …). */
   computeConfig: 'COMPUTE_CONFIG',
+  /** JSON list of the dead-letter queues the janitor replays: `[{ name, url }]`. */
+  deadLetterQueues: 'DEAD_LETTER_QUEUES',
 } as const;
 /** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
@@ -60,7 +62,26 @@ const ComputeEnvConfigSchema = z.strictObject({
  * ConfigurationError naming the variable and every field that is wrong.
  */
 export function parseComputeConfig(env: NodeJS.ProcessEnv = process.env): ComputeEnvConfig {
-  const name = EnvVar.computeConfig;
+  return parseJsonEnv(EnvVar.computeConfig, ComputeEnvConfigSchema, 'compute configuration', env);
+}
+
+/** One dead-letter queue: its name in reports, and its URL (which names its region). */
+export interface DeadLetterQueueConfig {
+  readonly name: string;
+  readonly url: string;
+}
+
+const DeadLetterQueuesSchema = z.array(
+  z.strictObject({ name: nonEmpty, url: z.string().check(z.regex(/^https:\/\/sqs\.[a-z0-9-]+\.amazonaws\.com(\.cn)?\/\d{12}\/[\w-]+$/)) }),
+) satisfies z.ZodMiniType<readonly DeadLetterQueueConfig[]>;
+
+/** Reads DEAD_LETTER_QUEUES, as parseComputeConfig reads its variable. */
+export function parseDeadLetterQueues(env: NodeJS.ProcessEnv = process.env): readonly DeadLetterQueueConfig[] {
+  return parseJsonEnv(EnvVar.deadLetterQueues, DeadLetterQueuesSchema, 'list of dead-letter queues', env);
+}
+
+/** A variable holding JSON of `schema`'s shape; anything else names the variable and each wrong field. */
+function parseJsonEnv<T>(name: EnvVar, schema: z.ZodMiniType<T>, what: string, env: NodeJS.ProcessEnv): T {
   let json: unknown;
   try {
     json = JSON.parse(requireEnv(name, env));
@@ -68,10 +89,10 @@ export function parseComputeConfig(env: NodeJS.ProcessEnv = process.env): Comput
     if (error instanceof ConfigurationError) throw error;
     throw new ConfigurationError(`environment variable ${name}: expected JSON, got ${errorText(error)}`, { cause: error });
   }
-  const parsed = ComputeEnvConfigSchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (parsed.success) return parsed.data;
   const issues = parsed.error.issues.map((issue) => `${[name, ...issue.path.map(String)].join('.')}: ${issue.message}`);
-  throw new ConfigurationError(`environment variable ${name} is not a valid compute configuration: ${issues.join('; ')}`);
+  throw new ConfigurationError(`environment variable ${name} is not a valid ${what}: ${issues.join('; ')}`);
 }
 
 function errorText(error: unknown): string {

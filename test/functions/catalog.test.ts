@@ -22,5 +22,6 @@ describe('the Lambda catalog', () => {
     expect(/\bcompute\(\)/.test(code), 'compute()').toBe(needs.compute === 'launch');
     expect(/\breleasingCompute\(\)/.test(code), 'releasingCompute()').toBe(needs.compute === 'release');
     expect(/\bstore\(\)/.test(code), 'store()').toBe(true);
+    expect(/\bdeadLetters\(\)/.test(code), 'deadLetters()').toBe(needs.deadLetters === true);
   });
 });

@@ -214,6 +214,7 @@ describe('IAM', () => {
       ],
       'on-ec2-event': ['states:SendTaskSuccess'],
       'on-execution-ended': [],
+      janitor: ['states:SendTaskSuccess'],
     };
     const onExecutions = new Set(['states:GetExecutionHistory', 'states:StopExecution']);
     for (const name of LAMBDA_NAMES) {
@@ -311,7 +312,65 @@ describe('InstanceEvents', () => {
       },
       Targets: target,
     });
-    template.resourceCountIs('AWS::Events::Rule', 3);
+    template.resourceCountIs('AWS::Events::Rule', 4);
+  });
+
+  it('keeps what EventBridge could not deliver, and what on-ec2-event failed on, in queues the janitor reads', () => {
+    const rules = Object.values(resources).filter(
+      (r) => r.Type === 'AWS::Events::Rule' && (r.Properties.EventPattern as { source?: string[] } | undefined)?.source?.[0] === 'aws.ec2',
+    );
+    expect(rules).toHaveLength(2);
+    for (const rule of rules) {
+      expect((rule.Properties.Targets as Record<string, unknown>[])[0]).toMatchObject({
+        DeadLetterConfig: { Arn: { 'Fn::GetAtt': [expect.stringMatching(/^RelaunchEc2EventsUndelivered/), 'Arn'] } },
+      });
+    }
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: functionId('on-ec2-event') },
+      MaximumRetryAttempts: 2,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [Match.stringLikeRegexp('^RelaunchEc2EventsFailed'), 'Arn'] } } },
+    });
+  });
+});
+
+describe('Janitor', () => {
+  const queueIds = ['RelaunchEc2EventsUndelivered', 'RelaunchEc2EventsFailed', 'RelaunchExecutionEventsUndelivered'];
+
+  it('runs the janitor every 10 minutes, once per tick', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(10 minutes)',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [functionId('janitor'), 'Arn'] }, RetryPolicy: { MaximumRetryAttempts: 0 } })],
+    });
+  });
+
+  it('tells the janitor where the three queues are, and lets it read and delete only there', () => {
+    const janitor = resources[functionId('janitor')] as Resource;
+    const variables = (janitor.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(flat(variables.DEAD_LETTER_QUEUES)).toMatch(/ec2-events-undelivered.*ec2-events-failed.*execution-events-undelivered/);
+    const sqs = withAction(statementsOf('janitor'), 'sqs:');
+    expect(new Set(sqs.flatMap(actionsOf))).toEqual(new Set(['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueUrl', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes']));
+    const reached = sqs.flatMap((s) => [s.Resource].flat().map(flat));
+    expect(reached.every((arn) => queueIds.some((id) => arn.startsWith(`<${id}`)))).toBe(true);
+    for (const name of LAMBDA_NAMES.filter((n) => n !== 'janitor')) expect(withAction(statementsOf(name), 'sqs:Receive'), name).toEqual([]);
+  });
+
+  it('alarms when a letter waits in any of the three queues for 15 minutes', () => {
+    for (const id of queueIds) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Namespace: 'AWS/SQS',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [Match.stringLikeRegexp(`^${id}`), 'QueueName'] } }],
+        Threshold: 1,
+        EvaluationPeriods: 3,
+        Period: 300,
+      });
+    }
+  });
+
+  it('keeps every dead letter 14 days, encrypted, over TLS only', () => {
+    const queues = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::SQS::Queue');
+    expect(queues.map(([id]) => queueIds.find((q) => id.startsWith(q))).sort()).toEqual([...queueIds].sort());
+    for (const [, queue] of queues) expect(queue.Properties).toMatchObject({ MessageRetentionPeriod: 1_209_600, SqsManagedSseEnabled: true });
   });
 });
 

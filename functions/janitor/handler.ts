@@ -1,0 +1,43 @@
+// The janitor, every 10 minutes: events whose delivery gave up are applied again, and
+// instances relaunch tagged whose attempt is over (or whose job it does not know) are
+// terminated. Each thing it does is logged with its job.
+
+import { replayDeadLetters } from '../../lib/usecases/replay-dead-letters.ts';
+import { sweepInstances, type SweepResult } from '../../lib/usecases/sweep-instances.ts';
+import type { ReplayedLetter } from '../../lib/usecases/replay-dead-letters.ts';
+import { clock, deadLetters, inventory, releasingCompute, store, workflow } from '../shared/deps.ts';
+import { startInvocation, type LambdaContext } from '../shared/log.ts';
+
+/** What one run did: the letters replayed, then the sweep. */
+export interface JanitorResult {
+  readonly replayed: readonly ReplayedLetter[];
+  readonly sweep: SweepResult;
+}
+
+/** Invoked by a schedule: its event says nothing the janitor needs, so it is not read. */
+export async function handler(_event: unknown, context?: LambdaContext): Promise<JanitorResult> {
+  const log = startInvocation(context);
+  const deps = { store: store(), workflow: workflow(), compute: releasingCompute(), clock };
+  const replayed = await replayDeadLetters(deadLetters(), deps);
+  for (const letter of replayed) {
+    const line = { queue: letter.queue, action: 'REPLAY', outcome: letter.outcome, reason: letter.detail };
+    if (letter.outcome === 'applied') log.info('dead letter replayed', line);
+    else log.warn('dead letter not replayed', line);
+  }
+  const sweep = await sweepInstances({ ...deps, inventory: inventory() });
+  for (const swept of sweep.released) {
+    log.warn('instances swept', { jobId: swept.jobId, attempt: swept.attempt, instanceIds: swept.instanceIds, action: 'SWEEP', reason: swept.reason });
+  }
+  for (const failed of sweep.failed) {
+    log.error('instances not swept', { jobId: failed.jobId, attempt: failed.attempt, instanceIds: failed.instanceIds, reason: failed.reason, error: failed.error });
+  }
+  log.info('janitor run', {
+    replayed: replayed.length,
+    checked: sweep.checked,
+    released: sweep.released.length,
+    failed: sweep.failed.length,
+    kept: sweep.kept,
+    deferred: sweep.deferred,
+  });
+  return { replayed, sweep };
+}

@@ -1,0 +1,62 @@
+// The janitor's view of EC2: every live instance that carries relaunch's job tag, in every
+// region relaunch launches in.
+
+import { DescribeInstancesCommand, type EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import { TagKey } from '../agent/tags.ts';
+import type { InstanceInventory, TaggedInstance } from '../ports.ts';
+
+/** States in which an instance still costs money or may come back. */
+const LIVE_STATES = ['pending', 'running', 'stopping', 'stopped'];
+
+/** What Ec2Inventory needs: the regions, and a client per region. */
+export interface Ec2InventoryOptions {
+  readonly regions: readonly string[];
+  readonly ec2: (region: string) => EC2Client;
+}
+
+/** InstanceInventory over DescribeInstances, filtered by the job tag, all pages. */
+export class Ec2Inventory implements InstanceInventory {
+  constructor(private readonly options: Ec2InventoryOptions) {}
+
+  async listTagged(): Promise<TaggedInstance[]> {
+    const found: TaggedInstance[] = [];
+    for (const region of this.options.regions) {
+      let NextToken: string | undefined;
+      do {
+        const page = await this.options.ec2(region).send(
+          new DescribeInstancesCommand({
+            Filters: [
+              { Name: 'tag-key', Values: [TagKey.jobId] },
+              { Name: 'instance-state-name', Values: LIVE_STATES },
+            ],
+            NextToken,
+          }),
+        );
+        for (const reservation of page.Reservations ?? []) {
+          for (const instance of reservation.Instances ?? []) {
+            const tagged = taggedInstance(instance, region);
+            if (tagged !== null) found.push(tagged);
+          }
+        }
+        NextToken = page.NextToken;
+      } while (NextToken !== undefined);
+    }
+    return found;
+  }
+}
+
+/** The instance as the sweep reads it; null without an id or a job tag (not relaunch's). */
+function taggedInstance(instance: Instance, region: string): TaggedInstance | null {
+  const tag = (key: string): string | undefined => instance.Tags?.find((t) => t.Key === key)?.Value;
+  const jobId = tag(TagKey.jobId);
+  if (instance.InstanceId === undefined || jobId === undefined || jobId === '') return null;
+  const attemptTag = tag(TagKey.attempt);
+  const attempt = attemptTag !== undefined && /^[1-9][0-9]{0,8}$/.test(attemptTag) ? Number(attemptTag) : null;
+  return {
+    instanceId: instance.InstanceId,
+    region,
+    jobId,
+    attempt,
+    launchedAt: instance.LaunchTime === undefined ? null : instance.LaunchTime.toISOString(),
+  };
+}

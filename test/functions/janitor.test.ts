@@ -1,0 +1,100 @@
+// functions/janitor as a schedule invokes it, against dynalite with EC2 and SQS mocked:
+// a dead-lettered termination is applied and deleted, and a stale instance is terminated.
+
+import { DescribeInstancesCommand, EC2Client, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { SendTaskSuccessCommand } from '@aws-sdk/client-sfn';
+import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { mockClient } from 'aws-sdk-client-mock';
+import 'aws-sdk-client-mock-vitest/extend';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { handler } from '../../functions/janitor/handler.ts';
+import { TagKey } from '../../lib/agent/tags.ts';
+import { JobStatus } from '../../lib/status.ts';
+import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
+import { instanceStateChange, onFailureRecord } from '../fixtures/events/shapes.ts';
+import { givenAttempt, givenJob, instance, sfn, useWorld } from './world.ts';
+
+const world = useWorld();
+const ec2 = mockClient(EC2Client);
+const sqs = mockClient(SQSClient);
+
+const CONFIG: ComputeEnvConfig = {
+  regions: [{ region: 'us-east-1', subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' }, securityGroupIds: ['sg-0123456789abcdef0'] }],
+  instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/relaunch',
+  namePrefix: 'relaunch',
+  releaseChecks: 2,
+  releaseWaitBudgetMs: 5,
+};
+const FAILED_QUEUE = 'https://sqs.us-east-1.amazonaws.com/123456789012/relaunch-ec2-events-failed';
+
+/** EventBridge's scheduled event, which the janitor does not read. */
+const TICK = { version: '0', id: 'x', 'detail-type': 'Scheduled Event', source: 'aws.events', account: '123456789012', time: '2026-03-01T12:00:00Z', region: 'us-east-1', resources: [], detail: {} };
+
+beforeEach(() => {
+  ec2.reset();
+  sqs.reset();
+  process.env[EnvVar.computeConfig] = JSON.stringify(CONFIG);
+  process.env[EnvVar.apiUrl] = 'https://api.example.com/v1/';
+  process.env[EnvVar.deadLetterQueues] = JSON.stringify([{ name: 'ec2-events-failed', url: FAILED_QUEUE }]);
+  sqs.on(ReceiveMessageCommand).resolves({});
+  sqs.on(DeleteMessageCommand).resolves({});
+  ec2.on(DescribeInstancesCommand).resolves({ Reservations: [] });
+  ec2.on(TerminateInstancesCommand).resolves({});
+  sfn.on(SendTaskSuccessCommand).resolves({});
+});
+
+describe('janitor', () => {
+  it('applies a termination on-ec2-event failed on, ending the attempt LOST, and deletes the letter', async () => {
+    await givenJob('j-1', JobStatus.RUNNING);
+    await givenAttempt('j-1', 1, { instances: [instance('i-0abc')], taskToken: 'token-1' });
+    const record = onFailureRecord(instanceStateChange('i-0abc', 'terminated'));
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: FAILED_QUEUE })
+      .resolvesOnce({ Messages: [{ ReceiptHandle: 'r1', Body: JSON.stringify(record), Attributes: { ApproximateReceiveCount: '1' } }] })
+      .resolves({});
+
+    const result = await handler(TICK);
+
+    expect(result.replayed).toEqual([{ queue: 'ec2-events-failed', outcome: 'applied', detail: expect.stringMatching(/^ended/) }]);
+    expect((await world.store().getAttempt('j-1', 1)).outcome).toMatchObject({ kind: 'LOST' });
+    expect(sfn).toHaveReceivedCommandWith(SendTaskSuccessCommand, { taskToken: 'token-1', output: '{"outcome":"LOST"}' });
+    expect(sqs).toHaveReceivedCommandWith(DeleteMessageCommand, { QueueUrl: FAILED_QUEUE, ReceiptHandle: 'r1' });
+  });
+
+  it('terminates a tagged instance of a job the table does not hold, and leaves a young one and a live attempt\'s', async () => {
+    await givenJob('j-1', JobStatus.RUNNING);
+    await givenAttempt('j-1', 1, { instances: [instance('i-0live')] });
+    const old = new Date(Date.now() - 3_600_000);
+    const tags = (job: string) => [
+      { Key: TagKey.jobId, Value: job },
+      { Key: TagKey.attempt, Value: '1' },
+    ];
+    ec2.on(DescribeInstancesCommand, { Filters: [{ Name: 'tag-key', Values: [TagKey.jobId] }, { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] }] }).resolves({
+      Reservations: [
+        {
+          Instances: [
+            { InstanceId: 'i-0orphan', LaunchTime: old, Tags: tags('j-gone') },
+            { InstanceId: 'i-0young', LaunchTime: new Date(), Tags: tags('j-gone') },
+            { InstanceId: 'i-0live', LaunchTime: old, Tags: tags('j-1') },
+          ],
+        },
+      ],
+    });
+    // The release finds the orphan by its job and attempt tags.
+    ec2
+      .on(DescribeInstancesCommand, { Filters: [{ Name: `tag:${TagKey.jobId}`, Values: ['j-gone'] }, { Name: `tag:${TagKey.attempt}`, Values: ['1'] }, { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] }] })
+      .resolvesOnce({ Reservations: [{ Instances: [{ InstanceId: 'i-0orphan' }] }] })
+      .resolves({ Reservations: [] });
+
+    const { sweep } = await handler(TICK);
+
+    expect(sweep).toMatchObject({ checked: 3, kept: 2, failed: [], released: [{ jobId: 'j-gone', attempt: 1, instanceIds: ['i-0orphan'], reason: 'job j-gone is not in the table' }] });
+    expect(ec2).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-0orphan'] });
+    expect(ec2).toHaveReceivedCommandTimes(TerminateInstancesCommand, 1);
+  });
+
+  it('names DEAD_LETTER_QUEUES when it is not a list of queues', async () => {
+    process.env[EnvVar.deadLetterQueues] = JSON.stringify([{ name: 'x', url: 'http://evil.example/q' }]);
+    await expect(handler(TICK)).rejects.toThrow(/DEAD_LETTER_QUEUES\.0\.url/);
+  });
+});

@@ -1,0 +1,70 @@
+// Ec2Inventory: relaunch's live instances in every region, every page, read from their tags.
+
+import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { mockClient } from 'aws-sdk-client-mock';
+import 'aws-sdk-client-mock-vitest/extend';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { Ec2Inventory } from '../../../lib/adapters/ec2-inventory.ts';
+import { TagKey } from '../../../lib/agent/tags.ts';
+
+const ec2 = mockClient(EC2Client);
+beforeEach(() => ec2.reset());
+
+const launched = new Date('2026-03-01T11:00:00.000Z');
+const instance = (id: string, tags: Record<string, string>) => ({
+  InstanceId: id,
+  LaunchTime: launched,
+  Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })),
+});
+
+describe('Ec2Inventory', () => {
+  it('lists every tagged live instance of every region and page, with its job and attempt', async () => {
+    ec2
+      .on(DescribeInstancesCommand)
+      .resolvesOnce({
+        Reservations: [{ Instances: [instance('i-01', { [TagKey.jobId]: 'j-a', [TagKey.attempt]: '2', Name: 'x' })] }],
+        NextToken: 'page-2',
+      })
+      .resolvesOnce({ Reservations: [{ Instances: [instance('i-02', { [TagKey.jobId]: 'j-b', [TagKey.attempt]: '1' })] }] })
+      .resolvesOnce({ Reservations: [{ Instances: [instance('i-03', { [TagKey.jobId]: 'j-c', [TagKey.attempt]: '1' })] }] });
+    const inventory = new Ec2Inventory({ regions: ['us-east-1', 'eu-west-1'], ec2: (region) => new EC2Client({ region }) });
+
+    const found = await inventory.listTagged();
+
+    expect(found).toEqual([
+      { instanceId: 'i-01', region: 'us-east-1', jobId: 'j-a', attempt: 2, launchedAt: launched.toISOString() },
+      { instanceId: 'i-02', region: 'us-east-1', jobId: 'j-b', attempt: 1, launchedAt: launched.toISOString() },
+      { instanceId: 'i-03', region: 'eu-west-1', jobId: 'j-c', attempt: 1, launchedAt: launched.toISOString() },
+    ]);
+    expect(ec2).toHaveReceivedCommandTimes(DescribeInstancesCommand, 3);
+    expect(ec2).toHaveReceivedNthCommandWith(DescribeInstancesCommand, 2, { NextToken: 'page-2' });
+    expect(ec2).toHaveReceivedCommandWith(DescribeInstancesCommand, {
+      Filters: [
+        { Name: 'tag-key', Values: [TagKey.jobId] },
+        { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] },
+      ],
+    });
+  });
+
+  it.each([
+    ['no attempt tag', { [TagKey.jobId]: 'j-a' }],
+    ['an attempt tag that is not a number', { [TagKey.jobId]: 'j-a', [TagKey.attempt]: '2; rm -rf' }],
+    ['attempt 0', { [TagKey.jobId]: 'j-a', [TagKey.attempt]: '0' }],
+  ])('reads an instance with %s as attempt null', async (_name, tags) => {
+    ec2.on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [instance('i-01', tags)] }] });
+    const [found] = await new Ec2Inventory({ regions: ['us-east-1'], ec2: () => new EC2Client({}) }).listTagged();
+    expect(found).toMatchObject({ jobId: 'j-a', attempt: null });
+  });
+
+  it('skips what is not relaunch\'s: no id, no job tag, an empty job tag; and an instance with no launch time has none', async () => {
+    ec2.on(DescribeInstancesCommand).resolves({
+      Reservations: [
+        { Instances: [{ Tags: [{ Key: TagKey.jobId, Value: 'j-a' }] }, instance('i-01', { Name: 'other' }), instance('i-02', { [TagKey.jobId]: '' })] },
+        { Instances: [{ InstanceId: 'i-03', Tags: [{ Key: TagKey.jobId, Value: 'j-b' }, { Key: TagKey.attempt, Value: '4' }] }] },
+        {},
+      ],
+    });
+    const found = await new Ec2Inventory({ regions: ['us-east-1'], ec2: () => new EC2Client({}) }).listTagged();
+    expect(found).toEqual([{ instanceId: 'i-03', region: 'us-east-1', jobId: 'j-b', attempt: 4, launchedAt: null }]);
+  });
+});
