@@ -6,7 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import type { Construct } from 'constructs';
-import { InstancesStillRunningError } from '../lib/errors.ts';
+import { InstancesStillRunningError, TransientError } from '../lib/errors.ts';
 import { RecoveryAction } from '../lib/policy/types.ts';
 import { JobStatus } from '../lib/status.ts';
 import {
@@ -24,11 +24,13 @@ import {
   JOB_ID_PATH,
   LAUNCHED_PATH,
   HEARTBEAT_TIMEOUT_SECONDS,
+  LAMBDA_CRASH_ERRORS,
   LAMBDA_TRANSIENT_ERRORS,
   StateName,
   WorkflowError,
   type TaskStateName,
 } from '../lib/workflow/contract.ts';
+import { LAMBDA_NEEDS, TASK_LAMBDAS } from './lambda-catalog.ts';
 
 /** The Lambda behind every Task state, by state name. */
 export type ControllerTasks = Readonly<Record<TaskStateName, lambda.IFunction>>;
@@ -47,6 +49,57 @@ export const LAMBDA_RETRY: sfn.RetryProps = {
 };
 
 /**
+ * Retry for a step whose AWS call was throttled or failed on AWS's side after the SDK's
+ * retries (TransientError, raised by the adapters): a few tries spread over about two
+ * minutes, so a throttled table or API never ends a job FAILED_CONTROLLER. Every step is
+ * safe to run again (test/functions/idempotency.test.ts).
+ */
+export const TRANSIENT_RETRY: sfn.RetryProps = {
+  errors: [TransientError.errorName],
+  interval: Duration.seconds(5),
+  maxAttempts: 4,
+  backoffRate: 2,
+  maxDelay: Duration.seconds(60),
+  jitterStrategy: sfn.JitterType.FULL,
+};
+
+/**
+ * Retry for a Lambda that died without an answer (timed out, out of memory): twice,
+ * since a step that dies the same way three times in a row will not be saved by a
+ * fourth, and the catch-all then frees the job's instances.
+ */
+export const LAMBDA_CRASH_RETRY: sfn.RetryProps = {
+  errors: [...LAMBDA_CRASH_ERRORS],
+  interval: Duration.seconds(5),
+  maxAttempts: 2,
+  backoffRate: 2,
+  maxDelay: Duration.seconds(60),
+  jitterStrategy: sfn.JitterType.FULL,
+};
+
+/**
+ * LAMBDA_CRASH_RETRY plus States.Timeout, for a Task that invokes a Lambda and takes its
+ * answer: there the Task's timeout means the invocation was lost. Not for AwaitBoot and
+ * AwaitAttempt, whose States.Timeout is the attempt's own boot clock (caught, not retried).
+ */
+export const LAMBDA_TASK_TIMEOUT_RETRY: sfn.RetryProps = {
+  ...LAMBDA_CRASH_RETRY,
+  errors: [...LAMBDA_CRASH_ERRORS, WorkflowError.Timeout],
+};
+
+/**
+ * How long the machine gives a Lambda Task beyond its function's own timeout: enough for
+ * a cold start and the invoke itself, so the function's timeout (a crash error) comes
+ * first and a retry after States.Timeout never overlaps a live invocation.
+ */
+export const TASK_TIMEOUT_MARGIN_SECONDS = 30;
+
+/** A Lambda Task's TimeoutSeconds: its function's timeout (LAMBDA_NEEDS) plus the margin. */
+export function taskTimeoutSeconds(state: TaskStateName): number {
+  return LAMBDA_NEEDS[TASK_LAMBDAS[state]].timeoutSeconds + TASK_TIMEOUT_MARGIN_SECONDS;
+}
+
+/**
  * Builds the controller's chain in `scope`. Per attempt (the loop):
  *
  *   LaunchAttempt → AwaitOrEvaluate → AwaitBoot → AwaitAttempt → EvaluateRecoveryPolicy →
@@ -54,7 +107,9 @@ export const LAMBDA_RETRY: sfn.RetryProps = {
  *
  * that is 7 transitions (8 with a backoff), 5 when the launch got no instances. Every
  * handler returns the whole state (ResultPath unset) except the two waits, whose result
- * (what resumed them) lands at AWAITED_PATH. Any Task's unexpected error goes to
+ * (what resumed them) lands at AWAITED_PATH. Every Task retries Lambda's service errors,
+ * TransientError and a Lambda that died; the Tasks that take a Lambda's answer also
+ * retry their own timeout. Any other error, or one that outlasts its retries, goes to
  * RecordControllerFailure (which marks FAILED_CONTROLLER and releases instances).
  *
  * An attempt has two clocks: AwaitBoot ends when every node has sent its first heartbeat,
@@ -107,6 +162,8 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
       ...timing,
     });
     task.addRetry(LAMBDA_RETRY);
+    task.addRetry(TRANSIENT_RETRY);
+    task.addRetry(LAMBDA_CRASH_RETRY);
     // The attempt ended without a report: never up, lost (no heartbeat), or cancelled.
     // The policy reads the outcome from the store; the error is kept for the console.
     task.addCatch(evaluate, {
@@ -161,7 +218,10 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
   return launch;
 }
 
-/** A Lambda task that passes the whole state in and takes the handler's answer as the state. */
+/**
+ * A Lambda task that passes the whole state in and takes the handler's answer as the
+ * state, with a timeout a little above its function's and the retries every such task has.
+ */
 function lambdaTask(
   scope: Construct,
   name: TaskStateName,
@@ -174,8 +234,11 @@ function lambdaTask(
     payloadResponseOnly: true,
     // Our own Retry below replaces CDK's default one, to add MaxDelay and jitter.
     retryOnServiceExceptions: false,
+    taskTimeout: sfn.Timeout.duration(Duration.seconds(taskTimeoutSeconds(name))),
     ...options,
   });
   task.addRetry(LAMBDA_RETRY);
+  task.addRetry(TRANSIENT_RETRY);
+  task.addRetry(LAMBDA_TASK_TIMEOUT_RETRY);
   return task;
 }

@@ -69,6 +69,13 @@ export const LAMBDA_TRANSIENT_ERRORS = [
 ] as const;
 
 /**
+ * How Step Functions names a Lambda invocation that died without an answer: a timeout or
+ * out of memory. Lambda.Unknown is the documented name; newer runtimes report a timeout
+ * as Sandbox.Timedout, so both are matched.
+ */
+export const LAMBDA_CRASH_ERRORS = ['Lambda.Unknown', 'Sandbox.Timedout'] as const;
+
+/**
  * How long AwaitAttempt waits between heartbeats before the attempt counts as lost. The
  * agent beats every HEARTBEAT_INTERVAL_SECONDS, so three can be missed.
  */

@@ -8,14 +8,21 @@ import { EC2_DETAIL_TYPES, EXECUTION_STATUS_CHANGE, GONE_STATE_NAMES } from '../
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
-import { InstancesStillRunningError } from '../../lib/errors.ts';
+import { InstancesStillRunningError, TransientError } from '../../lib/errors.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, TABLE_KEY } from '../../lib/adapters/dynamo-table.ts';
 import { ROUTES } from '../../lib/http/routes.ts';
-import { HEARTBEAT_TIMEOUT_SECONDS, StateName } from '../../lib/workflow/contract.ts';
+import {
+  AWAIT_STATES,
+  HEARTBEAT_TIMEOUT_SECONDS,
+  LAMBDA_CRASH_ERRORS,
+  StateName,
+  WorkflowError,
+  type TaskStateName,
+} from '../../lib/workflow/contract.ts';
 import { JobInstances } from '../../infra/constructs/job-instances.ts';
 import { Relaunch } from '../../infra/relaunch.ts';
 import { RelaunchStack } from '../../infra/relaunch-stack.ts';
-import { LAMBDA_NAMES, LAMBDA_NEEDS, type LambdaName } from '../../infra/lambda-catalog.ts';
+import { LAMBDA_NAMES, LAMBDA_NEEDS, TASK_LAMBDAS, type LambdaName } from '../../infra/lambda-catalog.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
@@ -294,6 +301,31 @@ describe('JobWorkflow', () => {
     expect(States[StateName.ReleaseInstances]?.Retry).toContainEqual(
       expect.objectContaining({ ErrorEquals: [InstancesStillRunningError.errorName] }),
     );
+  });
+
+  it('retries TransientError and a dead Lambda on every task, and a task timeout only where it means a lost invocation', () => {
+    const { States } = definition();
+    const tasks = Object.entries(States).filter(([, s]) => s.Type === 'Task');
+    for (const [name, state] of tasks) {
+      const retried = (state.Retry as { ErrorEquals: string[] }[]).map((retry) => retry.ErrorEquals);
+      expect(retried, name).toContainEqual([TransientError.errorName]);
+      expect(retried.flat(), name).toEqual(expect.arrayContaining([...LAMBDA_CRASH_ERRORS]));
+      // AwaitBoot's States.Timeout is its boot clock running out: the policy's to decide.
+      const waits = (AWAIT_STATES as readonly string[]).includes(name);
+      expect(retried.flat().includes(WorkflowError.Timeout), name).toBe(!waits);
+    }
+  });
+
+  it('times each Lambda task out a little after its deployed function would have', () => {
+    const { States } = definition();
+    const lambdaTasks = Object.keys(TASK_LAMBDAS).filter((name) => !(AWAIT_STATES as readonly string[]).includes(name)) as TaskStateName[];
+    expect(lambdaTasks).toHaveLength(5);
+    for (const name of lambdaTasks) {
+      const functionTimeout = (resources[functionId(TASK_LAMBDAS[name])] as Resource).Properties.Timeout as number;
+      expect(functionTimeout, name).toBe(LAMBDA_NEEDS[TASK_LAMBDAS[name]].timeoutSeconds);
+      expect(States[name]?.TimeoutSeconds, name).toBeGreaterThan(functionTimeout);
+      expect(States[name]?.TimeoutSeconds, name).toBeLessThanOrEqual(functionTimeout + 60);
+    }
   });
 });
 

@@ -6,15 +6,19 @@ import aslValidator from 'asl-validator';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { describe, expect, it } from 'vitest';
 import { renderControllerAsl } from '../../infra/asl.ts';
+import { LAMBDA_NEEDS, TASK_LAMBDAS } from '../../infra/lambda-catalog.ts';
+import { TASK_TIMEOUT_MARGIN_SECONDS } from '../../infra/workflow.ts';
 import { localControllerDefinition } from '../../local/runtime.ts';
-import { InstancesStillRunningError } from '../../lib/errors.ts';
+import { InstancesStillRunningError, TransientError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';
 import {
   AWAIT_ERROR_PATH,
   AWAITED_PATH,
   BOOT_TIMEOUT_SECONDS_PATH,
   CONTROLLER_ERROR_PATH,
+  AWAIT_STATES,
   HEARTBEAT_TIMEOUT_SECONDS,
+  LAMBDA_CRASH_ERRORS,
   LAMBDA_TRANSIENT_ERRORS,
   StateName,
   TASK_STATES,
@@ -86,8 +90,45 @@ describe('the rendered controller ASL', () => {
           JitterStrategy: 'FULL',
         }),
       );
-      if (name !== StateName.ReleaseInstances) expect(state(name).Retry, name).toHaveLength(1);
     }
+  });
+
+  /** Each Retry's error list, in order, for a Task state. */
+  const retriedErrors = (name: string): string[][] => (state(name).Retry as Retrier[]).map((retry) => retry.ErrorEquals);
+  type Retrier = { ErrorEquals: string[]; IntervalSeconds: number; MaxAttempts: number; BackoffRate: number; MaxDelaySeconds?: number; JitterStrategy?: string };
+  const lambdaTasks = TASK_STATES.filter((name) => !(AWAIT_STATES as readonly string[]).includes(name));
+
+  it.each(lambdaTasks)('retries %s on exactly: Lambda service errors, TransientError, a dead Lambda and its own timeout', (name) => {
+    const expected = [[...LAMBDA_TRANSIENT_ERRORS], [TransientError.errorName], [...LAMBDA_CRASH_ERRORS, WorkflowError.Timeout]];
+    if (name === StateName.ReleaseInstances) expected.push([InstancesStillRunningError.errorName]);
+    expect(retriedErrors(name)).toEqual(expected);
+    expect(LAMBDA_CRASH_ERRORS).toContain('Lambda.Unknown');
+  });
+
+  it.each(AWAIT_STATES)('retries %s on a failed or dead Lambda but never on States.Timeout, the boot clock its Catch sends to the policy', (name) => {
+    expect(retriedErrors(name)).toEqual([[...LAMBDA_TRANSIENT_ERRORS], [TransientError.errorName], [...LAMBDA_CRASH_ERRORS]]);
+    const retried = retriedErrors(name).flat();
+    for (const broad of [WorkflowError.Timeout, WorkflowError.All, 'States.TaskFailed']) expect(retried, name).not.toContain(broad);
+    expect((state(name).Catch as { ErrorEquals: string[] }[])[0]?.ErrorEquals).toContain(WorkflowError.Timeout);
+  });
+
+  it('bounds every retry, backs off and spreads it with full jitter, so retries end and executions do not retry in step', () => {
+    for (const name of TASK_STATES) {
+      for (const retry of state(name).Retry as Retrier[]) {
+        expect(retry.MaxAttempts, `${name} ${retry.ErrorEquals.join()}`).toBeGreaterThan(0);
+        expect(retry.MaxAttempts, `${name} ${retry.ErrorEquals.join()}`).toBeLessThanOrEqual(6);
+        expect(retry.BackoffRate, `${name} ${retry.ErrorEquals.join()}`).toBeGreaterThan(1);
+        if (retry.ErrorEquals.includes(InstancesStillRunningError.errorName)) continue;
+        expect(retry, `${name} ${retry.ErrorEquals.join()}`).toMatchObject({ MaxDelaySeconds: expect.any(Number), JitterStrategy: 'FULL' });
+      }
+    }
+  });
+
+  it.each(lambdaTasks)('gives %s a timeout a little above its Lambda\'s, so the Lambda times out first', (name) => {
+    const lambdaSeconds = LAMBDA_NEEDS[TASK_LAMBDAS[name]].timeoutSeconds;
+    expect(state(name).TimeoutSeconds).toBe(lambdaSeconds + TASK_TIMEOUT_MARGIN_SECONDS);
+    expect(TASK_TIMEOUT_MARGIN_SECONDS).toBeGreaterThanOrEqual(10);
+    expect(TASK_TIMEOUT_MARGIN_SECONDS).toBeLessThanOrEqual(60);
   });
 
   it('retries a release whose instances were still running when its wait budget ran out', () => {
@@ -177,7 +218,10 @@ describe('the controller on the local engine, as the local runtime runs it', () 
     decision: { action: action as 'SUCCEED', status, reason: `${action} because`, delaySeconds, continueAsNew: false },
   });
 
-  async function run(launches: boolean[], awaits: (() => unknown)[], decisions: Step[], boots: (() => unknown)[] = []) {
+  /** Errors a state's handler throws on its first visits, one per visit, before it answers. */
+  type Faults = Partial<Record<string, Error[]>>;
+
+  async function run(launches: boolean[], awaits: (() => unknown)[], decisions: Step[], boots: (() => unknown)[] = [], faults: Faults = {}) {
     let launch = 0;
     let booted = 0;
     let awaited = 0;
@@ -207,9 +251,26 @@ describe('the controller on the local engine, as the local runtime runs it', () 
         },
       }),
     };
+    const calls: Record<string, number> = {};
+    const faulty = Object.fromEntries(
+      Object.entries(handlers).map(([name, handler]) => [
+        name,
+        async (input: never) => {
+          calls[name] = (calls[name] ?? 0) + 1;
+          const fault = faults[name]?.[calls[name] - 1];
+          if (fault !== undefined) throw fault;
+          return handler(input);
+        },
+      ]),
+    );
     const machine = new StateMachine(structuredClone(local) as never, { validationOptions: { checkArn: false } });
     const execution = machine.run({ jobId: 'j1', attempt: 0, attemptsInExecution: 0 } as never, {
-      overrides: { taskResourceLocalHandlers: handlers as never, waitTimeOverrides: { [StateName.WaitBeforeRelaunch]: 0 } },
+      overrides: {
+        taskResourceLocalHandlers: faulty as never,
+        waitTimeOverrides: { [StateName.WaitBeforeRelaunch]: 0 },
+        // Retries without their backoff, so a test waits for nothing.
+        retryIntervalOverrides: Object.fromEntries(TASK_STATES.map((name) => [name, 0])),
+      },
       context: { Task: { Token: 'token' } },
     });
     const logging = (async () => {
@@ -220,8 +281,10 @@ describe('the controller on the local engine, as the local runtime runs it', () 
       (error: unknown) => ({ output: undefined, error }),
     );
     await logging.catch(() => undefined);
-    return { ...result, seen };
+    return { ...result, seen, calls };
   }
+
+  const named = (name: string, message = `${name} (from the test)`): Error => Object.assign(new Error(message), { name });
 
   const cancelled = () => {
     throw Object.assign(new Error('cancelled by the user'), { name: WorkflowError.JobCancelled });
@@ -244,8 +307,10 @@ describe('the controller on the local engine, as the local runtime runs it', () 
   it('fails AwaitBoot with States.Timeout once its boot_timeout passes, and goes to the policy', async () => {
     let evaluated: WorkflowState | undefined;
     const never = () => new Promise(() => undefined);
-    const { seen } = await run([true], [], [(s) => ((evaluated = s), decide('FAIL', JobStatus.FAILED_NO_RESOURCE)(s))], [never]);
+    const { seen, calls } = await run([true], [], [(s) => ((evaluated = s), decide('FAIL', JobStatus.FAILED_NO_RESOURCE)(s))], [never]);
     expect(evaluated?.awaitError).toMatchObject({ Error: WorkflowError.Timeout });
+    // The boot clock running out is an outcome, not a fault: never retried.
+    expect(calls[StateName.AwaitBoot]).toBe(1);
     expect(seen).not.toContain(StateName.AwaitAttempt);
   });
 
@@ -262,6 +327,40 @@ describe('the controller on the local engine, as the local runtime runs it', () 
     const { seen } = await run([true], [cancelled], [(s) => ((evaluated = s), decide('FAIL', JobStatus.CANCELLED)(s))]);
     expect(evaluated?.awaitError).toMatchObject({ Error: WorkflowError.JobCancelled });
     expect(seen.at(-1)).toBe(StateName.JobFailed);
+  });
+
+  it('retries steps that hit a transient fault or whose Lambda died, and the job goes on as if nothing happened', async () => {
+    const transient = named(TransientError.errorName);
+    const { output, seen, calls } = await run([true], [() => ({ outcome: 'EXITED' })], [decide('SUCCEED', 'SUCCEEDED')], [], {
+      [StateName.LaunchAttempt]: [transient, named('Lambda.Unknown')],
+      [StateName.AwaitBoot]: [transient],
+      [StateName.AwaitAttempt]: [named('Sandbox.Timedout')],
+      [StateName.EvaluateRecoveryPolicy]: [transient, transient],
+      [StateName.ReleaseInstances]: [named('Lambda.Unknown')],
+    });
+    expect(output).toMatchObject({ attempt: 1, decision: { action: 'SUCCEED' } });
+    expect(calls).toMatchObject({
+      [StateName.LaunchAttempt]: 3,
+      [StateName.AwaitBoot]: 2,
+      [StateName.AwaitAttempt]: 2,
+      [StateName.EvaluateRecoveryPolicy]: 3,
+      [StateName.ReleaseInstances]: 2,
+    });
+    expect(seen).not.toContain(StateName.RecordControllerFailure);
+    expect(seen.at(-1)).toBe(StateName.JobSucceeded);
+  });
+
+  it('gives up on a transient fault that outlasts its retries: RecordControllerFailure, then ControllerFailed', async () => {
+    const transient = Array.from({ length: 10 }, () => named(TransientError.errorName, 'DynamoDB GetItem: throttled'));
+    const { error, seen, calls } = await run([true], [() => ({ outcome: 'EXITED' })], [decide('SUCCEED', 'SUCCEEDED')], [], {
+      [StateName.EvaluateRecoveryPolicy]: transient,
+    });
+    const retries = (state(StateName.EvaluateRecoveryPolicy).Retry as { ErrorEquals: string[]; MaxAttempts: number }[]).find((r) =>
+      r.ErrorEquals.includes(TransientError.errorName),
+    );
+    expect(calls[StateName.EvaluateRecoveryPolicy]).toBe(1 + (retries?.MaxAttempts ?? NaN));
+    expect(seen.slice(-2)).toEqual([StateName.RecordControllerFailure, StateName.ControllerFailed]);
+    expect((error as { cause?: Error }).cause).toMatchObject({ message: `recorded ${TransientError.errorName}` });
   });
 
   it('turns a handler crash into ControllerFailed after RecordControllerFailure', async () => {
