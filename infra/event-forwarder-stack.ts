@@ -9,6 +9,7 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type { Construct } from 'constructs';
 import { ConfigurationError } from '../lib/errors.ts';
+import { deadLetterQueue, forwardedDeadLetterQueueName } from './constructs/dead-letters.ts';
 import { EC2_EVENT_PATTERNS } from './constructs/instance-events.ts';
 
 /** Where the events go, and what this region's stack is. */
@@ -17,12 +18,18 @@ export interface Ec2EventForwarderStackProps extends StackProps {
   readonly homeRegion: string;
   /** This stack's region: the failover region whose EC2 events are forwarded. */
   readonly region: string;
+  /**
+   * The deployment's name prefix: the queue of events that could not be forwarded is
+   * named from it, for the home region's janitor to replay.
+   * @default 'relaunch'
+   */
+  readonly namePrefix?: string;
 }
 
 /** One failover region's EC2 events, forwarded to relaunch's region. */
 export class Ec2EventForwarderStack extends Stack {
   constructor(scope: Construct, id: string, props: Ec2EventForwarderStackProps) {
-    const { homeRegion, region, ...stackProps } = props;
+    const { homeRegion, region, namePrefix = 'relaunch', ...stackProps } = props;
     if (region === homeRegion) throw new ConfigurationError(`${region} is relaunch's own region: its EC2 events need no forwarding`);
     super(scope, id, {
       description: `relaunch: EC2 events of ${region}, forwarded to ${homeRegion}`,
@@ -33,7 +40,9 @@ export class Ec2EventForwarderStack extends Stack {
     // may put events on that one bus; both rules share it.
     const home = events.EventBus.fromEventBusArn(this, 'HomeBus', `arn:${this.partition}:events:${homeRegion}:${this.account}:event-bus/default`);
     const role = new iam.Role(this, 'Forwarder', { assumedBy: new iam.ServicePrincipal('events.amazonaws.com') });
-    const target = new targets.EventBus(home, { role });
+    // What cannot reach the home bus waits here; the home region's janitor replays it.
+    const undelivered = deadLetterQueue(this, 'Undelivered', forwardedDeadLetterQueueName(namePrefix));
+    const target = new targets.EventBus(home, { role, deadLetterQueue: undelivered });
     new events.Rule(this, 'SpotInterruption', { ...EC2_EVENT_PATTERNS.interruption, targets: [target] });
     new events.Rule(this, 'InstanceGone', { ...EC2_EVENT_PATTERNS.gone, targets: [target] });
   }

@@ -38,7 +38,7 @@ export function addRelaunchStacks(scope: Construct, id: string, props: RelaunchP
   const homeRegion = regionOfSubnets(props.subnetsByZone);
   const relaunch = new RelaunchStack(scope, id, { relaunch: props });
   const forwarders = (props.otherRegions ?? []).map(
-    ({ region }) => new Ec2EventForwarderStack(scope, `${id}-events-${region}`, { homeRegion, region }),
+    ({ region }) => new Ec2EventForwarderStack(scope, `${id}-events-${region}`, { homeRegion, region, namePrefix: props.namePrefix }),
   );
   return { relaunch, forwarders };
 }

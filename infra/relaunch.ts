@@ -1,8 +1,9 @@
 // Relaunch: the whole service as one construct, for the bundled stack or a user's own app.
 // It wires the constructs of each concern and grants each Lambda only what it uses.
 
-import { Aws, CfnOutput } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnOutput, Stack } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { TASK_STATES } from '../lib/workflow/contract.ts';
@@ -10,6 +11,7 @@ import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
 import type { ComputeEnvConfig } from '../lib/workflow/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
+import { forwardedDeadLetterQueueName } from './constructs/dead-letters.ts';
 import { ExecutionEvents } from './constructs/execution-events.ts';
 import { Janitor } from './constructs/janitor.ts';
 import { InstanceEvents } from './constructs/instance-events.ts';
@@ -111,6 +113,9 @@ export class Relaunch extends Construct {
         'ec2-events-failed': this.events.failed,
         'execution-events-undelivered': this.executionEvents.deadLetters,
       },
+      remoteQueues: Object.fromEntries(
+        (props.otherRegions ?? []).map(({ region }) => [`forwarded-ec2-events-${region}`, forwardedQueue(this, namePrefix, region)]),
+      ),
     });
     this.api = new JobApi(this, 'Api', { handler: this.functions.functions[LambdaName.api], restApiName: namePrefix });
     this.functions.setApiUrl(this.api.url);
@@ -120,4 +125,14 @@ export class Relaunch extends Construct {
       new CfnOutput(this, 'StateMachineArn', { value: this.workflow.stateMachine.stateMachineArn });
     }
   }
+}
+
+/** A failover region's queue of EC2 events its forwarder could not deliver, by its name. */
+function forwardedQueue(scope: Construct, namePrefix: string, region: string): sqs.IQueue {
+  const stack = Stack.of(scope);
+  const queueName = forwardedDeadLetterQueueName(namePrefix);
+  return sqs.Queue.fromQueueAttributes(scope, `Forwarded-${region}`, {
+    queueArn: stack.formatArn({ service: 'sqs', region, resource: queueName, arnFormat: ArnFormat.NO_RESOURCE_NAME }),
+    queueUrl: `https://sqs.${region}.${stack.urlSuffix}/${stack.account}/${queueName}`,
+  });
 }

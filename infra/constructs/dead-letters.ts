@@ -8,10 +8,19 @@ import type { Construct } from 'constructs';
  * A queue for events a delivery gave up on: kept 14 days (SQS's longest), encrypted,
  * reachable over TLS only. The janitor replays what it holds every 10 minutes.
  */
-export function deadLetterQueue(scope: Construct, id: string): sqs.Queue {
+export function deadLetterQueue(scope: Construct, id: string, queueName?: string): sqs.Queue {
   return new sqs.Queue(scope, id, {
+    ...(queueName === undefined ? {} : { queueName }),
     retentionPeriod: Duration.days(14),
     encryption: sqs.QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
   });
+}
+
+/**
+ * The name of a failover region's queue for EC2 events its forwarder could not deliver
+ * home. Named, so the home stack can reach it without a cross-region reference.
+ */
+export function forwardedDeadLetterQueueName(namePrefix: string): string {
+  return `${namePrefix}-forwarded-ec2-events-undelivered`;
 }

@@ -1,7 +1,7 @@
 // Janitor: every 10 minutes, the janitor Lambda replays the dead-letter queues and sweeps
 // for instances whose attempt is over. An alarm on each queue says something waits there.
 
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -14,8 +14,13 @@ import { EnvVar, type DeadLetterQueueConfig } from '../../lib/workflow/env.ts';
 export interface JanitorProps {
   /** functions/janitor. */
   readonly handler: lambda.Function;
-  /** The dead-letter queues it replays, by the name its logs give them. */
+  /** The dead-letter queues it replays, by the name its logs give them, each with an alarm. */
   readonly queues: Readonly<Record<string, sqs.IQueue>>;
+  /**
+   * Queues in other regions (the forwarders'): replayed too, but not alarmed on, as a
+   * CloudWatch alarm watches its own region only; the janitor's logs report them.
+   */
+  readonly remoteQueues?: Readonly<Record<string, sqs.IQueue>>;
   /** @default Duration.minutes(10) */
   readonly every?: Duration;
 }
@@ -28,9 +33,10 @@ export class Janitor extends Construct {
 
   constructor(scope: Construct, id: string, props: JanitorProps) {
     super(scope, id);
-    const queues: DeadLetterQueueConfig[] = Object.entries(props.queues).map(([name, queue]) => ({ name, url: queue.queueUrl }));
-    props.handler.addEnvironment(EnvVar.deadLetterQueues, JSON.stringify(queues));
-    for (const queue of Object.values(props.queues)) queue.grantConsumeMessages(props.handler);
+    const all = { ...props.queues, ...props.remoteQueues };
+    const queues: DeadLetterQueueConfig[] = Object.entries(all).map(([name, queue]) => ({ name, url: queue.queueUrl }));
+    props.handler.addEnvironment(EnvVar.deadLetterQueues, Stack.of(this).toJsonString(queues));
+    for (const queue of Object.values(all)) queue.grantConsumeMessages(props.handler);
 
     // A missed tick costs nothing but 10 minutes: no retries, no dead letters of its own.
     this.schedule = new events.Rule(this, 'Every10Minutes', {

@@ -2,7 +2,7 @@
 // whose rules forward EC2's interruption and state-change events to relaunch's region.
 
 import { App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../../lib/errors.ts';
 import { EC2_EVENT_PATTERNS } from '../../infra/constructs/instance-events.ts';
@@ -40,9 +40,15 @@ describe('Ec2EventForwarderStack', () => {
     for (const { eventPattern } of Object.values(EC2_EVENT_PATTERNS)) {
       template.hasResourceProperties('AWS::Events::Rule', {
         EventPattern: { source: eventPattern.source, 'detail-type': eventPattern.detailType, ...('detail' in eventPattern ? { detail: eventPattern.detail } : {}) },
-        Targets: [{ Arn: homeBus, RoleArn: {} }],
+        Targets: [{ Arn: homeBus, RoleArn: {}, DeadLetterConfig: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^Undelivered'), 'Arn'] } }, Id: Match.anyValue() }],
       });
     }
+    // What cannot be forwarded waits 14 days in a queue named for the home region's janitor.
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      QueueName: 'relaunch-forwarded-ec2-events-undelivered',
+      MessageRetentionPeriod: 1_209_600,
+      SqsManagedSseEnabled: true,
+    });
     template.resourceCountIs('AWS::Events::Rule', 2);
     // One role, EventBridge's, which may put events on that one bus and do nothing else.
     template.resourceCountIs('AWS::IAM::Role', 1);

@@ -526,4 +526,16 @@ describe('Relaunch in a user app', () => {
     expect(policies).toContain('subnet/subnet-0cccccccccccccccc');
     expect(policies).toContain('stateMachine:team-a-controller');
   });
+
+  it('lets the janitor replay the queue of events each failover region could not forward, by its name there', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'Theirs', { env: { account: '123456789012', region: 'eu-west-1' } });
+    const other = { region: 'eu-central-1', subnetsByZone: { 'eu-central-1a': 'subnet-0aaaaaaaaaaaaaaaa' }, securityGroupIds: ['sg-0bbbbbbbbbbbbbbbb'] };
+    new Relaunch(stack, 'Jobs', { vpcId: NETWORK.vpcId, subnetsByZone: { 'eu-west-1a': 'subnet-0cccccccccccccccc' }, namePrefix: 'team-a', otherRegions: [other] });
+    const theirs = Template.fromStack(stack);
+    const janitor = Object.values(theirs.findResources('AWS::Lambda::Function')).find((f) => String(f.Properties.Description).endsWith(': janitor'));
+    const queues = flat(janitor?.Properties.Environment.Variables.DEAD_LETTER_QUEUES);
+    expect(queues).toContain('"name":"forwarded-ec2-events-eu-central-1","url":"https://sqs.eu-central-1.<AWS::URLSuffix>/123456789012/team-a-forwarded-ec2-events-undelivered"');
+    expect(JSON.stringify(theirs.findResources('AWS::IAM::Policy'))).toContain(':sqs:eu-central-1:123456789012:team-a-forwarded-ec2-events-undelivered');
+  });
 });
