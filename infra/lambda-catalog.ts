@@ -64,6 +64,11 @@ export interface LambdaNeeds {
   readonly timeoutSeconds: number;
   /** Reads and deletes from the dead-letter queues (DEAD_LETTER_QUEUES). */
   readonly deadLetters?: true;
+  /**
+   * Ends jobs, so publishes each one's terminal status to the notifications topic
+   * (JOB_NOTIFICATIONS_TOPIC_ARN and sns:Publish on it, when notifications are on).
+   */
+  readonly notifies?: true;
 }
 
 /** Each Lambda's needs; a test checks these against the ports each handler really calls. */
@@ -71,10 +76,10 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   // Failing over across zones and types with backoff takes a while; 5 min bounds it.
   [LambdaName.launchAttempt]: { store: 'write', workflow: [], compute: 'launch', timeoutSeconds: 300 },
   [LambdaName.awaitAttempt]: { store: 'write', workflow: ['resume', 'fail'], compute: false, timeoutSeconds: 30 },
-  [LambdaName.evaluatePolicy]: { store: 'write', workflow: [], compute: false, timeoutSeconds: 30 },
+  [LambdaName.evaluatePolicy]: { store: 'write', workflow: [], compute: false, notifies: true, timeoutSeconds: 30 },
   // A release waits at most RELEASE_WAIT_BUDGET_MS (40 s) for instances, plus its EC2 calls.
   [LambdaName.releaseInstances]: { store: 'read', workflow: [], compute: 'release', timeoutSeconds: 150 },
-  [LambdaName.recordControllerFailure]: { store: 'write', workflow: [], compute: 'release', timeoutSeconds: 150 },
+  [LambdaName.recordControllerFailure]: { store: 'write', workflow: [], compute: 'release', notifies: true, timeoutSeconds: 150 },
   [LambdaName.continueAsNew]: { store: 'write', workflow: ['start'], compute: false, timeoutSeconds: 30 },
   // API Gateway gives up after 29 s. Submit starts; heartbeat, report and cancel answer the
   // task; a cancel also stops an execution that is in a Wait.
@@ -86,7 +91,7 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   },
   [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },
   // Releases the instances of an execution that ended outside its states, as RecordControllerFailure does.
-  [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', timeoutSeconds: 150 },
+  [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', notifies: true, timeoutSeconds: 150 },
   // Replays dead letters (which may resume a task or release instances), then sweeps
   // for SWEEP_BUDGET_SECONDS (180 s) plus the last release's wait (40 s at most).
   [LambdaName.janitor]: { store: 'write', workflow: ['resume'], compute: 'release', deadLetters: true, timeoutSeconds: 300 },

@@ -2,9 +2,11 @@
 
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
+import { matchRoute } from '../../lib/http/routes.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
 import { clock, random, store, workflow } from '../shared/deps.ts';
-import { startInvocation, type LambdaContext } from '../shared/log.ts';
+import { lambdaHandler } from '../shared/invocation.ts';
+import { withJob } from '../shared/log.ts';
 import { parseEvent } from '../shared/parse.ts';
 
 /** The parts of API Gateway's REST proxy event the API reads. */
@@ -18,9 +20,9 @@ const ProxyEventSchema = z.object({
 });
 
 /** One request in, one response out; never throws for a bad request (lib/http maps errors). */
-export async function handler(event: unknown, context?: LambdaContext): Promise<ApiResponse> {
-  const log = startInvocation(context);
+export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> => {
   const request = parseEvent(ProxyEventSchema, event, 'event');
+  logJobOfPath(request.httpMethod, request.path);
   const query = new URLSearchParams(request.queryStringParameters ?? {}).toString();
   const body = request.body ?? undefined;
   const response = await handleApiRequest(
@@ -40,4 +42,12 @@ export async function handler(event: unknown, context?: LambdaContext): Promise<
   );
   log.info('request answered', { method: request.httpMethod, path: request.path, statusCode: response.statusCode });
   return response;
+});
+
+/** A route under `/jobs/{id}` (and `/attempts/{n}`) names its job: every line of the request carries it. */
+function logJobOfPath(method: string, path: string): void {
+  const match = matchRoute(method, path);
+  if (match === undefined || !('params' in match) || match.params.id === undefined) return;
+  const attempt = Number(match.params.n);
+  withJob(Number.isInteger(attempt) ? { jobId: match.params.id, attempt } : { jobId: match.params.id });
 }

@@ -3,20 +3,34 @@
 import { launchAttempt } from '../../lib/usecases/launch-attempt.ts';
 import { WorkflowStateSchema, type WorkflowState } from '../../lib/workflow/contract.ts';
 import { clock, compute, store } from '../shared/deps.ts';
-import { startInvocation, type LambdaContext } from '../shared/log.ts';
+import { lambdaHandler } from '../shared/invocation.ts';
+import { withJob } from '../shared/log.ts';
+import { recordLaunchFailure, recordRelaunch } from '../shared/metrics.ts';
 import { parseEvent } from '../shared/parse.ts';
 
 /** Step Functions passes the whole state; `launched: false` sends the machine straight to the policy. */
-export async function handler(event: unknown, context?: LambdaContext): Promise<WorkflowState> {
-  const log = startInvocation(context);
+export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> => {
   const state = parseEvent(WorkflowStateSchema, event, 'state');
-  const next = await launchAttempt(state, { store: store(), compute: compute(), clock });
+  withJob(state);
+  let next: WorkflowState;
+  try {
+    next = await launchAttempt(state, { store: store(), compute: compute(), clock });
+  } catch (error) {
+    recordLaunchFailure(state.jobId, state.attempt + 1, error instanceof Error ? error.name : 'unknown');
+    throw error;
+  }
+  const launchedAt = clock.now();
+  withJob(next);
   log.info('attempt launched', {
-    jobId: next.jobId,
-    attempt: next.attempt,
     action: next.launched === true ? 'LAUNCHED' : 'NOT_LAUNCHED',
     reason: next.launched === true ? 'instances are starting' : 'the attempt ended without instances',
     attemptsInExecution: next.attemptsInExecution,
   });
+  if (next.launched === true) {
+    if (next.attempt > 1) recordRelaunch(await store().getAttempt(next.jobId, next.attempt - 1), launchedAt);
+  } else {
+    const { outcome } = await store().getAttempt(next.jobId, next.attempt);
+    if (outcome?.kind === 'LAUNCH_FAILED') recordLaunchFailure(next.jobId, next.attempt, outcome.cause);
+  }
   return next;
-}
+});

@@ -1,23 +1,31 @@
 // RecordControllerFailure: relaunch's own fault ends the job FAILED_CONTROLLER and frees its instances.
 
 import { recordControllerFailure, type ControllerFailureState } from '../../lib/usecases/controller-failure.ts';
+import { JobStatus } from '../../lib/status.ts';
 import { ControllerFailureStateSchema } from '../../lib/workflow/contract.ts';
 import { clock, releasingCompute, store } from '../shared/deps.ts';
-import { startInvocation, type LambdaContext } from '../shared/log.ts';
+import { lambdaHandler } from '../shared/invocation.ts';
+import { withJob } from '../shared/log.ts';
+import { recordJobEnded } from '../shared/metrics.ts';
+import { notifyJobEnded } from '../shared/notify.ts';
 import { parseEvent } from '../shared/parse.ts';
 
 /** Returns the state with a FAIL decision whose reason the ControllerFailed state shows. */
-export async function handler(event: unknown, context?: LambdaContext): Promise<ControllerFailureState> {
-  const log = startInvocation(context);
+export const handler = lambdaHandler(async (event, log): Promise<ControllerFailureState> => {
   const state = parseEvent(ControllerFailureStateSchema, event, 'state');
+  withJob(state);
   const next = await recordControllerFailure(state, { store: store(), compute: releasingCompute(), clock });
+  const decision = next.decision;
   log.error('controller failed', {
-    jobId: state.jobId,
-    attempt: state.attempt,
-    action: next.decision?.action,
-    status: next.decision?.status,
-    reason: next.decision?.reason,
+    action: decision?.action,
+    status: decision?.status,
+    reason: decision?.reason,
     error: state.controllerError?.Error,
   });
+  // A job that had already ended keeps its status (and was counted when it ended).
+  if (decision?.status === JobStatus.FAILED_CONTROLLER) {
+    recordJobEnded(state.jobId, decision.status);
+    await notifyJobEnded({ jobId: state.jobId, status: decision.status, reason: decision.reason, attempt: state.attempt });
+  }
   return next;
-}
+});

@@ -15,6 +15,7 @@ import { ssmParameterReader } from '../../lib/adapters/ssm-parameters.ts';
 import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
 import type { Clock, Compute, DeadLetters, InstanceInventory, JobStore, Random, Workflow } from '../../lib/ports.ts';
 import { EnvVar, parseComputeConfig, parseDeadLetterQueues, requireEnv } from '../../lib/workflow/env.ts';
+import { traced } from './tracing.ts';
 
 let cachedStore: JobStore | undefined;
 let cachedWorkflow: Workflow | undefined;
@@ -25,13 +26,13 @@ let cachedDeadLetters: DeadLetters | undefined;
 
 /** The jobs table (TABLE_NAME). */
 export function store(): JobStore {
-  cachedStore ??= new DynamoJobStore({ client: new DynamoDBClient({}), tableName: requireEnv(EnvVar.tableName) });
+  cachedStore ??= new DynamoJobStore({ client: traced(new DynamoDBClient({})), tableName: requireEnv(EnvVar.tableName) });
   return cachedStore;
 }
 
 /** The controller's state machine (STATE_MACHINE_ARN). */
 export function workflow(): Workflow {
-  cachedWorkflow ??= new SfnWorkflow({ client: new SFNClient({}), stateMachineArn: requireEnv(EnvVar.stateMachineArn) });
+  cachedWorkflow ??= new SfnWorkflow({ client: traced(new SFNClient({})), stateMachineArn: requireEnv(EnvVar.stateMachineArn) });
   return cachedWorkflow;
 }
 
@@ -72,13 +73,13 @@ function ec2Compute(readParameter: ParameterReader | undefined): Ec2Compute {
   });
 }
 
-/** A client per region, each made on first use. */
+/** A client per region, each made on first use (and traced, as every client here is). */
 function perRegion<T>(make: (region: string) => T): (region: string) => T {
   const clients = new Map<string, T>();
   return (region) => {
     let client = clients.get(region);
     if (client === undefined) {
-      client = make(region);
+      client = traced(make(region));
       clients.set(region, client);
     }
     return client;

@@ -59,6 +59,7 @@ describe('bundle', () => {
       ...(needs.workflow.length > 0 ? ['@aws-sdk/client-sfn'] : []),
       ...(needs.compute !== false ? ['@aws-sdk/client-ec2'] : []),
       ...(needs.compute === 'launch' ? ['@aws-sdk/client-ssm'] : []),
+      ...(needs.notifies === true ? ['@aws-sdk/client-sns'] : []),
     ].sort();
 
   it.each(LAMBDA_NAMES)('puts in %s only the SDK clients it uses', async (name) => {
