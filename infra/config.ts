@@ -15,6 +15,7 @@ export const ContextKey = {
   allowedInstanceTypes: 'relaunch:allowedInstanceTypes',
   namePrefix: 'relaunch:namePrefix',
   nodeToNodeTraffic: 'relaunch:nodeToNodeTraffic',
+  agentWafRateLimit: 'relaunch:agentWafRateLimit',
 } as const;
 
 /** Where job instances run and what they may be; see ContextKey for where each comes from. */
@@ -50,6 +51,13 @@ export interface RelaunchConfig {
    * @default false
    */
   readonly nodeToNodeTraffic?: boolean;
+  /**
+   * Put a WAF web ACL on the API whose rate-based rule answers 429 to a source IP sending
+   * more than this many agent callbacks (heartbeats, reports) in 5 minutes: an integer of
+   * at least 10; allow about 10 per node behind one IP. WAF is billed per web ACL and rule.
+   * @default - no web ACL
+   */
+  readonly agentWafRateLimit?: number;
 }
 
 /** A string matching `pattern`; anything else is `message`. */
@@ -124,6 +132,18 @@ const ConfigObject = z.object({
   [ContextKey.nodeToNodeTraffic]: z.optional(
     preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean({ error: 'expected true or false' })),
   ),
+  [ContextKey.agentWafRateLimit]: z.optional(
+    preprocess(
+      (value) => (typeof value === 'string' && /^[0-9]{1,10}$/.test(value.trim()) ? Number(value) : value),
+      z
+        .number({ error: 'expected an integer of at least 10 (agent requests per source IP in 5 minutes)' })
+        .check(
+          z.int({ error: 'expected an integer of at least 10 (agent requests per source IP in 5 minutes)' }),
+          z.minimum(10, { error: 'expected an integer of at least 10 (agent requests per source IP in 5 minutes)' }),
+          z.maximum(2_000_000_000, { error: 'expected at most 2000000000 (WAF\'s largest rate limit)' }),
+        ),
+    ),
+  ),
 });
 
 /** Each failover region once, and none of them the stack's own (the region of its subnets). */
@@ -175,5 +195,6 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
     allowedInstanceTypes: config[ContextKey.allowedInstanceTypes],
     namePrefix: config[ContextKey.namePrefix],
     nodeToNodeTraffic: config[ContextKey.nodeToNodeTraffic],
+    agentWafRateLimit: config[ContextKey.agentWafRateLimit],
   };
 }

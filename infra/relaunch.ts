@@ -117,7 +117,11 @@ export class Relaunch extends Construct {
         (props.otherRegions ?? []).map(({ region }) => [`forwarded-ec2-events-${region}`, forwardedQueue(this, namePrefix, region)]),
       ),
     });
-    this.api = new JobApi(this, 'Api', { handler: this.functions.functions[LambdaName.api], restApiName: namePrefix });
+    this.api = new JobApi(this, 'Api', {
+      handler: this.functions.functions[LambdaName.api],
+      restApiName: namePrefix,
+      agentWafRateLimit: props.agentWafRateLimit,
+    });
     this.functions.setApiUrl(this.api.url);
 
     if (props.outputs ?? true) {

@@ -475,11 +475,85 @@ describe('JobApi', () => {
     });
   });
 
-  it('traces and throttles the stage', () => {
+  it('traces the stage and throttles the user routes on it', () => {
     template.hasResourceProperties('AWS::ApiGateway::Stage', {
       TracingEnabled: true,
-      MethodSettings: Match.arrayWith([Match.objectLike({ ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 })]),
+      MethodSettings: Match.arrayWith([
+        Match.objectLike({ ResourcePath: '/*', HttpMethod: '*', ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 }),
+      ]),
     });
+  });
+
+  it('gives each agent route a throttle of its own, so users polling cannot use up the heartbeats\' share', () => {
+    const agentRoutes = ROUTES.filter((route) => route.auth === 'agent-secret');
+    expect(agentRoutes.map((route) => route.name).sort()).toEqual(['heartbeat', 'reportPhase']);
+    const stage = Object.values(template.findResources('AWS::ApiGateway::Stage'))[0] as Resource;
+    const settings = stage.Properties.MethodSettings as Record<string, unknown>[];
+    for (const route of agentRoutes) {
+      expect(settings, route.pattern).toContainEqual(
+        expect.objectContaining({
+          // API Gateway's method-setting path: each `/` of the resource path written `~1`.
+          ResourcePath: `/${route.pattern.replaceAll('/', '~1')}`,
+          HttpMethod: route.method,
+          ThrottlingRateLimit: 100,
+          ThrottlingBurstLimit: 200,
+          MetricsEnabled: true,
+        }),
+      );
+    }
+    // Only the agent routes are set apart; the user routes stay on the stage's default.
+    expect(settings).toHaveLength(1 + agentRoutes.length);
+  });
+
+  it('logs every request as one JSON line to a log group of its own, kept 90 days', () => {
+    const stage = Object.values(template.findResources('AWS::ApiGateway::Stage'))[0] as Resource;
+    const access = stage.Properties.AccessLogSetting as { DestinationArn: { 'Fn::GetAtt': string[] }; Format: string };
+    const [logGroupId] = access.DestinationArn['Fn::GetAtt'];
+    expect(resources[logGroupId as string]).toMatchObject({ Type: 'AWS::Logs::LogGroup', Properties: { RetentionInDays: 90 }, DeletionPolicy: 'Retain' });
+    expect(JSON.parse(access.Format)).toMatchObject({
+      requestId: '$context.requestId',
+      ip: '$context.identity.sourceIp',
+      route: '$context.resourcePath',
+      status: '$context.status',
+      latency: '$context.responseLatency',
+    });
+    // API Gateway writes no log without the account's CloudWatch role.
+    template.resourceCountIs('AWS::ApiGateway::Account', 1);
+  });
+
+  it('puts no WAF in front of the API unless asked', () => {
+    template.resourceCountIs('AWS::WAFv2::WebACL', 0);
+    template.resourceCountIs('AWS::WAFv2::WebACLAssociation', 0);
+  });
+
+  it('rate-limits each IP on the agent routes with a WAF rule when asked, answering 429 (which agents back off from)', () => {
+    const withWaf = synth({ agentWafRateLimit: 500 });
+    const acls = Object.values(withWaf.findResources('AWS::WAFv2::WebACL')) as Resource[];
+    expect(acls).toHaveLength(1);
+    const acl = acls[0] as Resource;
+    expect(acl.Properties).toMatchObject({ Scope: 'REGIONAL', DefaultAction: { Allow: {} } });
+    const [rule] = acl.Properties.Rules as { Action: unknown; Statement: { RateBasedStatement: Record<string, unknown> } }[];
+    expect(rule?.Action).toEqual({ Block: { CustomResponse: expect.objectContaining({ ResponseCode: 429 }) } });
+    const rate = rule?.Statement.RateBasedStatement as {
+      Limit: number;
+      AggregateKeyType: string;
+      ScopeDownStatement: { RegexMatchStatement: { RegexString: string; FieldToMatch: unknown } };
+    };
+    expect(rate).toMatchObject({ Limit: 500, AggregateKeyType: 'IP' });
+    expect(rate.ScopeDownStatement.RegexMatchStatement.FieldToMatch).toEqual({ UriPath: {} });
+    const agentPath = new RegExp(rate.ScopeDownStatement.RegexMatchStatement.RegexString);
+    for (const path of ['/v1/jobs/j-00mm8abcd-test01/attempts/2/heartbeat', '/v1/jobs/j-1/attempts/1/report', '/jobs/j-1/attempts/1/report']) {
+      expect(path).toMatch(agentPath);
+    }
+    for (const path of ['/v1/jobs', '/v1/jobs/j-1', '/v1/jobs/j-1/attempts/1/heartbeat/x', '/v1/jobs/j-1/attempts']) {
+      expect(path).not.toMatch(agentPath);
+    }
+    const association = Object.values(withWaf.findResources('AWS::WAFv2::WebACLAssociation'))[0] as Resource;
+    expect(flat(association.Properties.ResourceArn)).toMatch(/:apigateway:<AWS::Region>::\/restapis\/<RelaunchApi\w+>\/stages\/<RelaunchApiDeploymentStagev1\w+>$/);
+  });
+
+  it('refuses a WAF rate limit WAF would refuse, naming the prop', () => {
+    expect(() => synth({ agentWafRateLimit: 9 })).toThrow(/agentWafRateLimit: expected an integer >= 10/);
   });
 });
 
