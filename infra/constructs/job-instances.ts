@@ -1,5 +1,6 @@
 // JobInstances: what a job's EC2 instances run as. The agent only talks to the API with its
-// per-attempt secret, so the role carries no policies at all.
+// per-attempt secret; the role lets an operator open a shell on a node (Session Manager)
+// and nothing else.
 
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -33,9 +34,25 @@ export class JobInstances extends Construct {
     super(scope, id);
     this.role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
-      description: 'relaunch job instances: no permissions; the agent reports to the API with a per-attempt secret',
+      description: 'relaunch job instances: Session Manager only; the agent reports to the API with a per-attempt secret',
       managedPolicies: [...(props.managedPolicies ?? [])],
     });
+    // What Session Manager needs on the instance, and no more. Not AmazonSSMManagedInstanceCore:
+    // it also lets every process on the node read any SSM parameter of the account.
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'SessionManagerShell',
+        actions: [
+          'ssm:UpdateInstanceInformation',
+          'ssmmessages:CreateControlChannel',
+          'ssmmessages:CreateDataChannel',
+          'ssmmessages:OpenControlChannel',
+          'ssmmessages:OpenDataChannel',
+        ],
+        // These actions take no resource narrower than `*`.
+        resources: ['*'],
+      }),
+    );
     this.instanceProfile = new iam.InstanceProfile(this, 'Profile', { role: this.role });
     // L1 on purpose: the L2 wants an IVpc, and building one from an id alone needs zones we do not know offline.
     const group = new ec2.CfnSecurityGroup(this, 'SecurityGroup', {

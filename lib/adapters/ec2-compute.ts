@@ -322,7 +322,8 @@ export class Ec2Compute implements Compute {
       SecurityGroupIds: network === undefined ? undefined : [...network.securityGroupIds],
       IamInstanceProfile: { Arn: this.config.instanceProfileArn },
       UserData: this.userData(request, instanceType),
-      MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 2 },
+      // Hop limit 1: a container on the node (one more hop) cannot reach IMDS and the role.
+      MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 1 },
       InstanceInitiatedShutdownBehavior: 'terminate',
       InstanceMarketOptions:
         request.market === 'spot'
@@ -331,7 +332,13 @@ export class Ec2Compute implements Compute {
       BlockDeviceMappings: [
         {
           DeviceName: image.rootDeviceName,
-          Ebs: { VolumeSize: spec.resources.diskSizeGb ?? this.config.defaultDiskSizeGb ?? 256, VolumeType: 'gp3', DeleteOnTermination: true },
+          Ebs: {
+            VolumeSize: spec.resources.diskSizeGb ?? this.config.defaultDiskSizeGb ?? 256,
+            VolumeType: 'gp3',
+            DeleteOnTermination: true,
+            // With the account's default EBS key: checkpoints and data at rest are encrypted.
+            Encrypted: true,
+          },
         },
       ],
       TagSpecifications: [

@@ -558,14 +558,28 @@ describe('JobApi', () => {
 });
 
 describe('JobInstances', () => {
-  it('gives the instance role no permissions at all', () => {
+  it('gives the instance role Session Manager\'s shell and nothing else: no managed policy, no parameter, no data', () => {
     const role = Object.entries(resources).find(([id]) => id.startsWith('RelaunchInstancesRole'))?.[1] as Resource;
     expect(role.Properties.ManagedPolicyArns ?? []).toEqual([]);
     expect(role.Properties.Policies).toBeUndefined();
     const attached = Object.values(resources).filter(
       (r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes('RelaunchInstancesRole'),
     );
-    expect(attached).toEqual([]);
+    const statements = attached.flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    expect(statements).toEqual([
+      {
+        Sid: 'SessionManagerShell',
+        Effect: 'Allow',
+        Action: [
+          'ssm:UpdateInstanceInformation',
+          'ssmmessages:CreateControlChannel',
+          'ssmmessages:CreateDataChannel',
+          'ssmmessages:OpenControlChannel',
+          'ssmmessages:OpenDataChannel',
+        ],
+        Resource: '*',
+      },
+    ]);
   });
 
   it('gives the security group no inbound rule by default', () => {

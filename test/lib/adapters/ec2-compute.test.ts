@@ -152,9 +152,10 @@ describe('Ec2Compute.launch: what it sends', () => {
       SubnetId: 'subnet-east-a',
       SecurityGroupIds: ['sg-east'],
       IamInstanceProfile: { Arn: CONFIG.instanceProfileArn },
-      MetadataOptions: expect.objectContaining({ HttpTokens: 'required', InstanceMetadataTags: 'enabled' }),
+      // IMDSv2 only, one hop: a container on the node cannot reach the instance's credentials.
+      MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 1 },
       InstanceInitiatedShutdownBehavior: 'terminate',
-      BlockDeviceMappings: [{ DeviceName: '/dev/sda1', Ebs: { VolumeSize: 256, VolumeType: 'gp3', DeleteOnTermination: true } }],
+      BlockDeviceMappings: [{ DeviceName: '/dev/sda1', Ebs: { VolumeSize: 256, VolumeType: 'gp3', DeleteOnTermination: true, Encrypted: true } }],
       TagSpecifications: [
         { ResourceType: 'instance', Tags: tags },
         { ResourceType: 'volume', Tags: tags },
@@ -210,7 +211,7 @@ describe('Ec2Compute.launch: what it sends', () => {
     await compute().launch(request(spec({ imageId: { kind: 'ami', imageId: 'ami-al2023' }, diskSizeGb: 100 })));
 
     expect(runInputs('us-east-1')[0]?.BlockDeviceMappings).toEqual([
-      { DeviceName: '/dev/xvda', Ebs: { VolumeSize: 100, VolumeType: 'gp3', DeleteOnTermination: true } },
+      { DeviceName: '/dev/xvda', Ebs: { VolumeSize: 100, VolumeType: 'gp3', DeleteOnTermination: true, Encrypted: true } },
     ]);
   });
 
