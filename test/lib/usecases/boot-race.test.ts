@@ -3,7 +3,6 @@
 // Whatever the order, the task learns that every node is up; with one node silent, never.
 
 import { randomUUID } from 'node:crypto';
-import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
 import { awaitAttempt } from '../../../lib/usecases/await-attempt.ts';
@@ -11,6 +10,7 @@ import { heartbeat } from '../../../lib/usecases/heartbeat.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
 import { StateName } from '../../../lib/workflow/contract.ts';
 import { useDynalite } from '../../fixtures/dynalite.ts';
+import { stagger } from '../../fixtures/stagger.ts';
 import { givenJob, harness, initialState, taskSpec, type Harness } from './harness.ts';
 
 const ROUNDS = 100;
@@ -23,18 +23,6 @@ beforeAll(async () => {
   store = new DynamoJobStore({ client: dynalite.client(), tableName: await dynalite.freshTable('boot-race') });
 });
 
-/** Starts each call at a different point of the others, round by round. */
-async function stagger(round: number, index: number): Promise<void> {
-  switch ((round + index) % 4) {
-    case 0:
-      return;
-    case 1:
-      await nextTurn();
-      return;
-    default:
-      await sleep((round + index) % 4 === 2 ? 1 : 3);
-  }
-}
 
 async function launchedRound(round: number): Promise<{ h: Harness; jobId: string }> {
   const h = harness(store);
@@ -49,7 +37,7 @@ async function race(h: Harness, jobId: string, round: number, ranks: readonly nu
   const token = `boot-${jobId}`;
   const store = () => awaitAttempt({ jobId, attempt: 1, taskToken: token, state: StateName.AwaitBoot, bootTimeoutSeconds: 600 }, h.deps);
   const beat = (nodeRank: number) => heartbeat({ jobId, attempt: 1, nodeRank, secret: h.compute.secretFor(jobId, 1) }, h.deps);
-  await Promise.all([store, ...ranks.map((rank) => () => beat(rank))].map((call, index) => stagger(round, index).then(call)));
+  await Promise.all([store, ...ranks.map((rank) => () => beat(rank))].map((call, index) => stagger(round + index).then(call)));
 }
 
 describe('AwaitBoot\'s token racing the nodes\' first heartbeats (DynamoJobStore on dynalite)', () => {

@@ -2,7 +2,6 @@
 // DynamoJobStore on one dynalite, both use cases in flight at once, 100 rounds each.
 
 import { randomUUID } from 'node:crypto';
-import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
 import { StaleAttemptError } from '../../../lib/errors.ts';
@@ -10,6 +9,7 @@ import type { AttemptRecord, NodeReport } from '../../../lib/model.ts';
 import { onInstanceEvent, type InstanceEvent } from '../../../lib/usecases/instance-event.ts';
 import { fakeInstanceId } from '../../fakes/fake-compute.ts';
 import { useDynalite } from '../../fixtures/dynalite.ts';
+import { stagger } from '../../fixtures/stagger.ts';
 import { givenLaunched, harness, report, taskSpec } from './harness.ts';
 
 const ROUNDS = 100;
@@ -58,18 +58,6 @@ async function answerOf(sent: Promise<{ status: string }>): Promise<string> {
   }
 }
 
-/** Lets the event start at different points of the report's handling, round by round. */
-async function stagger(round: number): Promise<void> {
-  switch (round % 4) {
-    case 0:
-      return;
-    case 1:
-      await nextTurn();
-      return;
-    default:
-      await sleep(round % 4 === 2 ? 1 : 3);
-  }
-}
 
 describe('a final exit-0 report racing its instance\'s terminated event (DynamoJobStore on dynalite)', () => {
   it(`ends EXITED 0 with the report accepted in every one of ${ROUNDS} rounds when the instance goes as the report is stored`, async () => {
