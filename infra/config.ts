@@ -16,6 +16,9 @@ export const ContextKey = {
   namePrefix: 'relaunch:namePrefix',
   nodeToNodeTraffic: 'relaunch:nodeToNodeTraffic',
   agentWafRateLimit: 'relaunch:agentWafRateLimit',
+  alarmTopicArn: 'relaunch:alarmTopicArn',
+  jobNotifications: 'relaunch:jobNotifications',
+  jobNotificationsTopicArn: 'relaunch:jobNotificationsTopicArn',
 } as const;
 
 /** Where job instances run and what they may be; see ContextKey for where each comes from. */
@@ -58,6 +61,21 @@ export interface RelaunchConfig {
    * @default - no web ACL
    */
   readonly agentWafRateLimit?: number;
+  /**
+   * An existing SNS topic (standard, in the stack's region) every alarm is sent to.
+   * @default - a topic named `<namePrefix>-alarms` is created
+   */
+  readonly alarmTopicArn?: string;
+  /**
+   * Publish each job's end (job id, terminal status, reason) to an SNS topic.
+   * @default false
+   */
+  readonly jobNotifications?: boolean;
+  /**
+   * An existing SNS topic for job ends; setting it turns job notifications on.
+   * @default - a topic named `<namePrefix>-job-ends` is created when jobNotifications is on
+   */
+  readonly jobNotificationsTopicArn?: string;
 }
 
 /** A string matching `pattern`; anything else is `message`. */
@@ -69,6 +87,10 @@ const subnetId = matching(/^subnet-[0-9a-f]{8,17}$/, 'expected a subnet id like 
 const securityGroupId = matching(/^sg-[0-9a-f]{8,17}$/, 'expected a security group id like sg-0123456789abcdef0');
 const vpcId = matching(/^vpc-[0-9a-f]{8,17}$/, 'expected a VPC id like vpc-0123456789abcdef0');
 const instanceType = matching(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, 'expected an instance type like m5.large');
+const topicArn = matching(
+  /^arn:aws[a-z-]*:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}$/,
+  'expected a standard SNS topic ARN like arn:aws:sns:us-east-1:123456789012:relaunch-alarms',
+);
 const namePrefix = matching(/^[a-zA-Z][a-zA-Z0-9-]{0,31}$/, 'expected 1-32 letters, digits or -, starting with a letter');
 
 /**
@@ -76,6 +98,9 @@ const namePrefix = matching(/^[a-zA-Z][a-zA-Z0-9-]{0,31}$/, 'expected 1-32 lette
  * which zod/mini spells as a pipe.
  */
 const preprocess = <T extends z.ZodMiniType>(fn: (value: unknown) => unknown, schema: T) => z.pipe(z.transform(fn), schema);
+
+/** From `-c`, a flag is the string `true` or `false`; from cdk.json, a boolean. */
+const flag = preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean({ error: 'expected true or false' }));
 
 /** From `-c`, a list is a comma-separated string; from cdk.json, an array. */
 const splitList = (value: unknown): unknown =>
@@ -129,9 +154,10 @@ const ConfigObject = z.object({
   ),
   [ContextKey.allowedInstanceTypes]: z.optional(preprocess(splitList, z.array(instanceType).check(z.minLength(1)))),
   [ContextKey.namePrefix]: z.optional(namePrefix),
-  [ContextKey.nodeToNodeTraffic]: z.optional(
-    preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean({ error: 'expected true or false' })),
-  ),
+  [ContextKey.nodeToNodeTraffic]: z.optional(flag),
+  [ContextKey.alarmTopicArn]: z.optional(topicArn),
+  [ContextKey.jobNotifications]: z.optional(flag),
+  [ContextKey.jobNotificationsTopicArn]: z.optional(topicArn),
   [ContextKey.agentWafRateLimit]: z.optional(
     preprocess(
       (value) => (typeof value === 'string' && /^[0-9]{1,10}$/.test(value.trim()) ? Number(value) : value),
@@ -196,5 +222,8 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
     namePrefix: config[ContextKey.namePrefix],
     nodeToNodeTraffic: config[ContextKey.nodeToNodeTraffic],
     agentWafRateLimit: config[ContextKey.agentWafRateLimit],
+    alarmTopicArn: config[ContextKey.alarmTopicArn],
+    jobNotifications: config[ContextKey.jobNotifications],
+    jobNotificationsTopicArn: config[ContextKey.jobNotificationsTopicArn],
   };
 }

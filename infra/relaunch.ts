@@ -19,6 +19,7 @@ import { JobApi } from './constructs/job-api.ts';
 import { JobInstances } from './constructs/job-instances.ts';
 import { JobTable, type JobTableProps } from './constructs/job-table.ts';
 import { JobWorkflow } from './constructs/job-workflow.ts';
+import { Operations } from './constructs/operations.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-catalog.ts';
 import { grantCompute, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
@@ -52,6 +53,8 @@ export class Relaunch extends Construct {
   readonly executionEvents: ExecutionEvents;
   readonly janitor: Janitor;
   readonly api: JobApi;
+  /** The alarms, their topic, the dashboard and the optional job notifications topic. */
+  readonly operations: Operations;
 
   constructor(scope: Construct, id: string, props: RelaunchProps) {
     super(scope, id);
@@ -124,9 +127,26 @@ export class Relaunch extends Construct {
     });
     this.functions.setApiUrl(this.api.url);
 
+    this.operations = new Operations(this, 'Operations', {
+      namePrefix,
+      functions: this.functions.functions,
+      stateMachine: this.workflow.stateMachine,
+      executionLogs: this.workflow.logGroup,
+      api: this.api.api,
+      alarmTopicArn: props.alarmTopicArn,
+      jobNotifications: props.jobNotifications,
+      jobNotificationsTopicArn: props.jobNotificationsTopicArn,
+    });
+    if (this.operations.jobNotificationsTopic !== undefined) this.functions.notifyJobEnds(this.operations.jobNotificationsTopic);
+
     if (props.outputs ?? true) {
       new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'RELAUNCH_API_URL for the CLI' });
       new CfnOutput(this, 'StateMachineArn', { value: this.workflow.stateMachine.stateMachineArn });
+      new CfnOutput(this, 'AlarmTopicArn', { value: this.operations.alarmTopic.topicArn, description: 'subscribe on-call here' });
+      new CfnOutput(this, 'DashboardName', { value: this.operations.dashboard.dashboardName });
+      if (this.operations.jobNotificationsTopic !== undefined) {
+        new CfnOutput(this, 'JobNotificationsTopicArn', { value: this.operations.jobNotificationsTopic.topicArn });
+      }
     }
   }
 }

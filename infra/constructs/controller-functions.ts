@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { AssetHashType, DockerImage, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
+import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../functions/shared/operations-contract.ts';
 import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
 import { BUNDLE_ENTRY, handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
 
@@ -15,7 +17,7 @@ const BUNDLE_CLI = fileURLToPath(new URL('../bundle-cli.ts', import.meta.url));
 
 /** Options of the Lambdas. */
 export interface ControllerFunctionsProps {
-  /** Prefix of the functions' descriptions. */
+  /** Prefix of the functions' descriptions, and the `service` of their logs, metrics and traces. */
   readonly namePrefix: string;
   /** The jobs table's name (TABLE_NAME). */
   readonly tableName: string;
@@ -52,9 +54,26 @@ export class ControllerFunctions extends Construct {
     }
   }
 
+  /**
+   * Has the functions that end jobs publish each job's end to `topic`: its ARN in their
+   * environment, and sns:Publish on it.
+   */
+  notifyJobEnds(topic: sns.ITopic): void {
+    for (const name of LAMBDA_NAMES) {
+      if (LAMBDA_NEEDS[name].notifies !== true) continue;
+      this.functions[name].addEnvironment(JOB_NOTIFICATIONS_TOPIC_ENV, topic.topicArn);
+      topic.grantPublish(this.functions[name]);
+    }
+  }
+
   private lambda(name: LambdaName, props: ControllerFunctionsProps): lambda.Function {
     const needs = LAMBDA_NEEDS[name];
-    const environment: Record<string, string> = { [EnvVar.tableName]: props.tableName };
+    const environment: Record<string, string> = {
+      [EnvVar.tableName]: props.tableName,
+      // The `service` of every log line, metric and trace: the deployment's prefix, so the
+      // alarms of one relaunch stack never count another's metrics.
+      [SERVICE_NAME_ENV]: props.namePrefix,
+    };
     if (needs.workflow.length > 0) environment[EnvVar.stateMachineArn] = props.stateMachineArn;
     if (needs.compute !== false) environment[EnvVar.computeConfig] = Stack.of(this).toJsonString(props.computeConfig);
 
