@@ -2,7 +2,7 @@
 // process serves, or a deployed stack's REST API (SigV4-signed with the default AWS
 // credentials). Every command speaks to one of these through the same small interface.
 
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { createHash, createHmac, randomUUID, type Hash, type Hmac } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -14,6 +14,7 @@ import {
   RelaunchError,
   type InputIssue,
 } from '../lib/errors.ts';
+import { IDEMPOTENCY_KEY_HEADER } from '../lib/http/idempotency-key.ts';
 import type { JobEvent } from '../lib/model.ts';
 import type { SpecWarning } from '../lib/spec/types.ts';
 import { cancelJob, getJob, listJobs } from '../lib/usecases/index.ts';
@@ -155,7 +156,10 @@ export class HttpJobsClient implements JobsClient {
       ]);
     }
     const text = withEnvOverrides(body, options.envOverrides ?? {});
-    return (await this.request('POST', '/jobs', text, 'application/yaml')) as { jobId: string; warnings: SpecWarning[] };
+    // One key per submit, sent again with each retry: a retry after an answer that was
+    // lost on the way back gets the job the first try made, not a second one.
+    const headers = { 'content-type': 'application/yaml', [IDEMPOTENCY_KEY_HEADER.toLowerCase()]: randomUUID() };
+    return (await this.request('POST', '/jobs', text, headers)) as { jobId: string; warnings: SpecWarning[] };
   }
 
   async getJob(jobId: string): Promise<JobView> {
@@ -175,9 +179,9 @@ export class HttpJobsClient implements JobsClient {
    * or does not answer (`retryDelayMs` says how long to wait). Every call is safe to repeat:
    * reads, a cancel, and a submit that carries its idempotency key on every try.
    */
-  private async request(method: string, path: string, body?: string, contentType?: string): Promise<unknown> {
+  private async request(method: string, path: string, body?: string, headers: Readonly<Record<string, string>> = {}): Promise<unknown> {
     for (let tryNumber = 1; ; tryNumber += 1) {
-      const answer = await this.send(method, path, body, contentType);
+      const answer = await this.send(method, path, body, headers);
       const delay = tryNumber < this.pacing.tries ? retryDelayMs(answer, tryNumber, Date.now(), this.random) : null;
       if (delay === null) {
         if (answer.status === 0) throw new ApiError(0, `cannot reach ${this.where}: ${answer.failure}`);
@@ -188,9 +192,9 @@ export class HttpJobsClient implements JobsClient {
     }
   }
 
-  private async send(method: string, path: string, body?: string, contentType?: string): Promise<Answer> {
+  private async send(method: string, path: string, body: string | undefined, extra: Readonly<Record<string, string>>): Promise<Answer> {
     const url = new URL(`${this.where.replace(/\/+$/, '')}${path}`);
-    let headers: Record<string, string> = { host: url.host, ...(contentType === undefined ? {} : { 'content-type': contentType }) };
+    let headers: Record<string, string> = { host: url.host, ...extra };
     if (this.signer !== null) {
       const signed = await this.signer.sign({
         method,

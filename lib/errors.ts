@@ -63,6 +63,17 @@ export class StaleAttemptError extends RelaunchError {
   override readonly name = 'StaleAttemptError';
 }
 
+/**
+ * A submit whose idempotency key an earlier submit of the same caller already used, for
+ * a different task, within the key's lifetime: the request is refused, nothing is created.
+ */
+export class IdempotencyKeyReusedError extends RelaunchError {
+  override readonly name = 'IdempotencyKeyReusedError';
+  constructor(readonly jobId: string) {
+    super(`the idempotency key was already used for a different task (job ${jobId}); send a new key with a new task`);
+  }
+}
+
 /** A callback whose per-attempt secret does not match. */
 export class UnauthorizedError extends RelaunchError {
   override readonly name = 'UnauthorizedError';

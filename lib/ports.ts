@@ -40,6 +40,15 @@ export interface StatusChange {
 export interface JobStore {
   /** Creates the job; throws ConcurrentUpdateError if the id exists. */
   createJob(job: JobRecord): Promise<void>;
+  /**
+   * Creates the job and claims `claim.key` for it, in one atomic write, unless a claim on
+   * that key is held that has not lapsed at `now` (ISO 8601): then nothing is written.
+   * Returns the claim that holds the key afterwards: `claim` itself when the job was
+   * created (compare the job ids). A lapsed claim is replaced. Throws ConcurrentUpdateError
+   * if the job id exists, or if the holding claim lapsed or vanished between the refused
+   * write and its read (a retry decides afresh).
+   */
+  createJobOnce(job: JobRecord, claim: IdempotencyClaim, now: string): Promise<IdempotencyClaim>;
   /** The job as stored; throws JobNotFoundError when there is none. */
   getJob(jobId: string): Promise<JobRecord>;
   /** Newest first. */
@@ -109,6 +118,20 @@ export interface JobStore {
   ): Promise<JobRecord>;
   /** The audit trail, oldest first. */
   listEvents(jobId: string): Promise<JobEvent[]>;
+}
+
+/**
+ * A submit's hold on an idempotency key: which job the key made, and what was asked for,
+ * so that a repeat is answered with that job and a different request is refused.
+ */
+export interface IdempotencyClaim {
+  /** Opaque to the store, fixed length: the use case digests the caller and their key into it. */
+  readonly key: string;
+  readonly jobId: string;
+  /** A digest of the request's task: a repeat must ask for the same one. */
+  readonly fingerprint: string;
+  /** ISO 8601: from then on the claim has lapsed and the key may make a new job. */
+  readonly expiresAt: string;
 }
 
 /** Fields that may change with a status change. */

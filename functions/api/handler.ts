@@ -17,6 +17,8 @@ const ProxyEventSchema = z.object({
   queryStringParameters: z.nullish(z.record(z.string(), z.string())),
   body: z.nullish(z.string()),
   isBase64Encoded: z.nullish(z.boolean()),
+  /** Who signed the request: IAM routes carry the caller's ARN, agent routes none. */
+  requestContext: z.nullish(z.object({ identity: z.nullish(z.object({ userArn: z.nullish(z.string()) })) })),
 });
 
 /** One request in, one response out; never throws for a bad request (lib/http maps errors). */
@@ -31,6 +33,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       path: query === '' ? request.path : `${request.path}?${query}`,
       headers: request.headers ?? {},
       body: body !== undefined && request.isBase64Encoded === true ? Buffer.from(body, 'base64').toString('utf8') : body,
+      caller: request.requestContext?.identity?.userArn ?? undefined,
     },
     {
       store: store(),

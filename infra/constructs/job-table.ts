@@ -3,7 +3,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { TABLE_INDEXES, TABLE_KEY } from '../../lib/adapters/dynamo-table.ts';
+import { TABLE_INDEXES, TABLE_KEY, TTL_ATTRIBUTE } from '../../lib/adapters/dynamo-table.ts';
 
 /** Options of the jobs table. */
 export interface JobTableProps {
@@ -42,6 +42,8 @@ export class JobTable extends Construct {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true, recoveryPeriodInDays: days },
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       deletionProtection: props.deletionProtection ?? true,
+      // Lapsed idempotency claims are deleted by DynamoDB; no job item carries the attribute.
+      timeToLiveAttribute: TTL_ATTRIBUTE,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
     for (const index of TABLE_INDEXES) {

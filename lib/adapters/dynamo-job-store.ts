@@ -30,10 +30,10 @@ import { ConcurrentUpdateError, JobNotFoundError } from '../errors.ts';
 import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
 import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
-import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
+import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
 import type { AwaitStateName } from '../workflow/contract.ts';
 import { sendAws, transientError } from './aws-errors.ts';
-import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY } from './dynamo-table.ts';
+import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
 import * as rules from './job-store-rules.ts';
 
 /** What a DynamoJobStore needs: a client (built by the caller) and the table's name. */
@@ -85,6 +85,8 @@ const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
 
 const EVENT_FIELDS = allFields<JobEvent>()(['jobId', 'at', 'from', 'to', 'attempt', 'reason']);
 
+const CLAIM_FIELDS = allFields<IdempotencyClaim>()(['key', 'jobId', 'fingerprint', 'expiresAt']);
+
 /** Bookkeeping attributes that are not part of any record. */
 const EVENT_COUNT = 'eventCount';
 const REPORT_KEYS = 'reportKeys';
@@ -105,6 +107,32 @@ export class DynamoJobStore implements JobStore {
       this.#putNew({ ...eventKey(job.jobId, job.createdAt, 1), ...recordItem(rules.createdEvent(job)) }),
     ]);
     if (reasons !== null) throw rules.jobExistsError(job.jobId);
+  }
+
+  async createJobOnce(job: JobRecord, claim: IdempotencyClaim, now: string): Promise<IdempotencyClaim> {
+    const expiresAtEpoch = Math.ceil(Date.parse(claim.expiresAt) / 1000);
+    const reasons = await this.#transact([
+      {
+        Put: {
+          TableName: this.#tableName,
+          Item: { ...claimKey(claim.key), ...recordItem(claim), [TTL_ATTRIBUTE]: num(expiresAtEpoch) },
+          // Free, or held by a claim that has lapsed (TTL deletes late, so it is checked here).
+          ConditionExpression: 'attribute_not_exists(#pk) OR #expiresAt <= :now',
+          ExpressionAttributeNames: { '#pk': TABLE_KEY.partitionKey, '#expiresAt': 'expiresAt' },
+          ExpressionAttributeValues: { ':now': str(now) },
+        },
+      },
+      this.#putNew({ ...jobKey(job.jobId), ...jobItem(job), [EVENT_COUNT]: num(1) }),
+      this.#putNew({ ...eventKey(job.jobId, job.createdAt, 1), ...recordItem(rules.createdEvent(job)) }),
+    ]);
+    if (reasons === null) return claim;
+    if (reasons[0] !== CONDITION_FAILED) throw rules.jobExistsError(job.jobId);
+    const item = await this.#get(claimKey(claim.key));
+    const held = item === undefined ? null : fromItem<IdempotencyClaim>(item, CLAIM_FIELDS);
+    if (held === null || rules.claimLapsed(held, now)) {
+      throw new ConcurrentUpdateError('the idempotency key was held when the job was written, and no longer is');
+    }
+    return held;
   }
 
   async getJob(jobId: string): Promise<JobRecord> {
@@ -599,6 +627,11 @@ const CONDITION_NAMES: Readonly<Record<string, string>> = {
 
 function jobPk(jobId: string): string {
   return `JOB#${jobId}`;
+}
+
+/** An idempotency claim's item: a partition of its own, so a claim never touches a job's. */
+function claimKey(key: string): Item {
+  return { [TABLE_KEY.partitionKey]: str(`IDEMPOTENCY#${key}`), [TABLE_KEY.sortKey]: str('IDEMPOTENCY') };
 }
 
 function jobKey(jobId: string): Item {

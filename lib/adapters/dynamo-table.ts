@@ -9,6 +9,8 @@
 //   JOB#<id>      INSTANCE#<instanceId>     which attempt owns an instance; gsi1pk = <instanceId>,
 //                                           gsi1sk = ATTEMPT#<nnnn>
 //   JOB#<id>      EVENT#<at>#<seq>          one status change (seq: 6+ digits, per job)
+//   IDEMPOTENCY#<digest>  IDEMPOTENCY       a submit's idempotency key claim: jobId, fingerprint,
+//                                           expiresAt; TTL_ATTRIBUTE lets DynamoDB delete it later
 //
 // Two indexes: InstanceIndex finds an attempt by instance id (keys only: pk and gsi1sk
 // name the attempt item); JobListIndex lists jobs newest first without a Scan. All jobs
@@ -19,6 +21,12 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
 /** The table's key attributes, both strings. */
 export const TABLE_KEY = { partitionKey: 'pk', sortKey: 'sk' } as const;
+
+/**
+ * The table's time-to-live attribute (epoch seconds): DynamoDB deletes an item some time
+ * after it. Only lapsed idempotency claims carry it; nothing relies on when they go.
+ */
+export const TTL_ATTRIBUTE = 'expiresAtEpoch';
 
 /** A global secondary index: its name, string key attributes and what it projects. */
 export interface IndexDefinition {

@@ -8,7 +8,7 @@
 import { ConcurrentUpdateError, StaleAttemptError } from '../errors.ts';
 import type { AttemptRecord, JobEvent, JobRecord, NodeReport } from '../model.ts';
 import type { DecisionBasis } from '../outcome.ts';
-import type { StatusChange } from '../ports.ts';
+import type { IdempotencyClaim, StatusChange } from '../ports.ts';
 import { assertTransition } from '../status.ts';
 
 /** The reason on the audit row written when a job is created (its `from` is null). */
@@ -36,6 +36,14 @@ export function expectStatus(job: JobRecord, change: StatusChange): void {
       `job ${job.jobId} is ${job.status}, not ${change.from}; cannot change it to ${change.to}`,
     );
   }
+}
+
+/**
+ * Whether an idempotency claim no longer holds its key at `now` (ISO 8601, as stored: the
+ * fixed-width UTC form compares as text, which is how DynamoDB's condition compares it).
+ */
+export function claimLapsed(claim: Pick<IdempotencyClaim, 'expiresAt'>, now: string): boolean {
+  return claim.expiresAt <= now;
 }
 
 /** What listJobs orders by, newest first: creation time, then id (DynamoDB's list index sort key). */

@@ -10,7 +10,7 @@ import { JobNotFoundError } from '../errors.ts';
 import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
 import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
-import type { JobPatch, JobStore, StatusChange } from '../ports.ts';
+import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
 import * as rules from './job-store-rules.ts';
 import type { AwaitStateName } from '../workflow/contract.ts';
 
@@ -24,10 +24,19 @@ interface StoredJob {
 export class InMemoryJobStore implements JobStore {
   readonly #jobs = new Map<string, StoredJob>();
   readonly #instances = new Map<string, { readonly jobId: string; readonly attempt: number }>();
+  readonly #claims = new Map<string, IdempotencyClaim>();
 
   async createJob(job: JobRecord): Promise<void> {
-    if (this.#jobs.has(job.jobId)) throw rules.jobExistsError(job.jobId);
-    this.#jobs.set(job.jobId, { job: frozenCopy(job), attempts: new Map(), events: [frozenCopy(rules.createdEvent(job))] });
+    this.#create(job);
+  }
+
+  async createJobOnce(job: JobRecord, claim: IdempotencyClaim, now: string): Promise<IdempotencyClaim> {
+    const held = this.#claims.get(claim.key);
+    if (held !== undefined && !rules.claimLapsed(held, now)) return held;
+    this.#create(job);
+    const stored = frozenCopy(claim);
+    this.#claims.set(claim.key, stored);
+    return stored;
   }
 
   async getJob(jobId: string): Promise<JobRecord> {
@@ -156,6 +165,11 @@ export class InMemoryJobStore implements JobStore {
 
   async listEvents(jobId: string): Promise<JobEvent[]> {
     return [...this.#stored(jobId).events];
+  }
+
+  #create(job: JobRecord): void {
+    if (this.#jobs.has(job.jobId)) throw rules.jobExistsError(job.jobId);
+    this.#jobs.set(job.jobId, { job: frozenCopy(job), attempts: new Map(), events: [frozenCopy(rules.createdEvent(job))] });
   }
 
   #stored(jobId: string): StoredJob {

@@ -14,6 +14,7 @@ import { errorResponse, INTERNAL_ERROR_MESSAGE, json } from './responses.ts';
 import { matchRoute, type RouteName } from './routes.ts';
 import { issuesFromZod } from '../zod-issues.ts';
 import type { ApiDeps, ApiRequest, ApiResponse } from './types.ts';
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAY_HEADER, idempotencyKeyOf } from './idempotency-key.ts';
 
 /**
  * The largest body accepted, in bytes (UTF-8): a task file with a long `run` script fits
@@ -29,13 +30,15 @@ type RouteHandler = (request: ApiRequest, params: Params, deps: ApiDeps) => Prom
 
 const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
   async submitJob(request, _params, deps) {
+    const key = idempotencyKeyOf(header(request, IDEMPOTENCY_KEY_HEADER.toLowerCase()));
     const body = isJson(request) ? parseJson(request.body) : (request.body ?? '');
     // Only this route parses task files. Its parser (yaml and the task schema, a third of
     // the API Lambda's code) loads with the first submit, so the agents' heartbeats and
     // reports, and reads, cold-start without it.
     const { submitJob } = await import('../usecases/submit-job.ts');
-    const { jobId, warnings } = await submitJob({ body }, deps);
-    return json(202, { jobId, warnings });
+    const idempotency = key === undefined ? undefined : { key, caller: request.caller ?? '' };
+    const { jobId, warnings, replayed } = await submitJob({ body, idempotency }, deps);
+    return json(202, { jobId, warnings }, replayed ? { [IDEMPOTENT_REPLAY_HEADER]: 'true' } : {});
   },
   async listJobs(request, _params, deps) {
     return json(200, await listJobs(deps, { limit: listLimit(request.path) }));
@@ -60,7 +63,7 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
 };
 
 /**
- * Answers one request. Never throws: a route's expected errors become 400/401/404/409/503
+ * Answers one request. Never throws: a route's expected errors become 400/401/404/409/422/503
  * (see `errorResponse`), an oversized body 413, an unknown path 404, a wrong method 405,
  * a path naming something that cannot be a job id (`isJobId`) 404 before any store call
  * or secret check, and anything else a generic 500 after `deps.onUnexpectedError` saw it.

@@ -2,6 +2,7 @@
 
 import {
   ConcurrentUpdateError,
+  IdempotencyKeyReusedError,
   IllegalTransitionError,
   InvalidInputError,
   InvalidTaskSpecError,
@@ -12,6 +13,7 @@ import {
   type InputIssue,
 } from '../errors.ts';
 import { STALE_ATTEMPT_STATUS } from '../agent/protocol.ts';
+import { IDEMPOTENCY_KEY_HEADER } from './idempotency-key.ts';
 import type { ApiResponse } from './types.ts';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' } as const;
@@ -45,6 +47,7 @@ export const CONFLICT_RETRY_AFTER_SECONDS = 1;
  * | JobNotFoundError | 404 |
  * | StaleAttemptError | 409 (STALE_ATTEMPT_STATUS: the agent stops retrying) |
  * | IllegalTransitionError, JobAlreadyFinishedError | 409 |
+ * | IdempotencyKeyReusedError | 422, located at the Idempotency-Key header |
  * | ConcurrentUpdateError | 503 with Retry-After |
  *
  * 409 is the agent's "stop": only a stale attempt may answer it on the agent's routes. A
@@ -63,6 +66,9 @@ export function errorResponse(error: unknown): ApiResponse | undefined {
     return json(503, { error: error.message }, { 'retry-after': String(CONFLICT_RETRY_AFTER_SECONDS) });
   }
   if (error instanceof IllegalTransitionError || error instanceof JobAlreadyFinishedError) return json(409, { error: error.message });
+  if (error instanceof IdempotencyKeyReusedError) {
+    return json(422, { error: `${IDEMPOTENCY_KEY_HEADER}: ${error.message}`, issues: [{ path: IDEMPOTENCY_KEY_HEADER, message: error.message }] });
+  }
   return undefined;
 }
 

@@ -11,6 +11,12 @@ export interface ApiRequest {
   readonly headers: Readonly<Record<string, string | undefined>>;
   /** The body as text (already base64-decoded); undefined or '' when there is none. */
   readonly body?: string | undefined;
+  /**
+   * Who sent it, as the gateway authenticated them (API Gateway's IAM caller ARN);
+   * undefined where nobody is authenticated (`relaunch serve`, one user on 127.0.0.1).
+   * Idempotency keys are kept apart per caller.
+   */
+  readonly caller?: string | undefined;
 }
 
 /** An HTTP response: the body is JSON text (or empty). */

@@ -1,5 +1,9 @@
 // Submitting a job: parse the task, store the job, start the controller's execution.
 
+import { createHash } from 'node:crypto';
+import { IdempotencyKeyReusedError } from '../errors.ts';
+import type { IdempotencyClaim } from '../ports.ts';
+import { retryOnConflict } from './retry.ts';
 import { initialCounters } from '../policy/decide.ts';
 import { withEnvOverrides } from '../spec/envs.ts';
 import { parseTaskFile, parseTaskObject } from '../spec/parse.ts';
@@ -17,13 +21,27 @@ export interface SubmitJobInput {
    * same rules (names, sizes, count, the task's total size: lib/spec/limits.ts).
    */
   readonly envOverrides?: Readonly<Record<string, string>>;
+  /**
+   * Makes a repeated submit safe (a client retrying after a lost answer): the caller's key,
+   * already checked by the surface that took it, and who the caller is (keys of different
+   * callers never meet). Absent, every submit makes a job.
+   */
+  readonly idempotency?: { readonly key: string; readonly caller: string };
 }
 
-/** The new job's id and the spec's warnings, to show the user. */
+/** The job's id and the spec's warnings, to show the user. */
 export interface SubmitJobResult {
   readonly jobId: string;
   readonly warnings: readonly SpecWarning[];
+  /** True when an earlier submit with the same idempotency key made the job. */
+  readonly replayed: boolean;
 }
+
+/** How long an idempotency key names its job: a retried submit comes back well within it. */
+export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
+
+/** Tries of a claim that lost a race to a claim that then vanished (lapsed, or a new id taken). */
+const CLAIM_TRIES = 3;
 
 /**
  * Parses the task and applies the env overrides (an invalid task, an invalid override, or
@@ -31,17 +49,57 @@ export interface SubmitJobResult {
  * the job PENDING with fresh counters, and starts its execution, named by the job id. If
  * the execution cannot start, the job is marked FAILED_CONTROLLER with the reason, so it
  * never sits PENDING forever, and the error is rethrown.
+ *
+ * With an idempotency key, the job and the caller's claim on the key are written together
+ * (JobStore.createJobOnce), so of any number of submits with one key, at once or within
+ * IDEMPOTENCY_KEY_LIFETIME_MS, one makes a job and the others answer its id (`replayed`).
+ * A repeat that finds the job still PENDING with no execution (the first submit stopped
+ * before starting it) starts it: an execution is named by its job, so two starts make one.
+ * A repeat whose task differs (after env overrides) throws IdempotencyKeyReusedError.
  */
 export async function submitJob(
   input: SubmitJobInput,
   deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random'>,
 ): Promise<SubmitJobResult> {
-  const { store, workflow, clock, random } = deps;
+  const { store, clock, random } = deps;
   const parsed = typeof input.body === 'string' ? parseTaskFile(input.body) : parseTaskObject(input.body);
   const spec: TaskSpec = withEnvOverrides(parsed.spec, input.envOverrides ?? {});
-  const jobId = newJobId(clock, random);
-  await store.createJob(newJobRecord(jobId, spec, nowIso(clock)));
+  const { idempotency } = input;
+  if (idempotency === undefined) {
+    const jobId = newJobId(clock, random);
+    await store.createJob(newJobRecord(jobId, spec, nowIso(clock)));
+    await startController(jobId, deps);
+    return { jobId, warnings: parsed.warnings, replayed: false };
+  }
 
+  const fingerprint = taskFingerprint(spec);
+  const held = await retryOnConflict(CLAIM_TRIES, async () => {
+    const now = clock.now();
+    const claim: IdempotencyClaim = {
+      key: idempotencyClaimKey(idempotency.caller, idempotency.key),
+      jobId: newJobId(clock, random),
+      fingerprint,
+      expiresAt: new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString(),
+    };
+    const holder = await store.createJobOnce(newJobRecord(claim.jobId, spec, now.toISOString()), claim, now.toISOString());
+    return { holder, created: holder.jobId === claim.jobId };
+  });
+  if (held.created) {
+    await startController(held.holder.jobId, deps);
+    return { jobId: held.holder.jobId, warnings: parsed.warnings, replayed: false };
+  }
+  if (held.holder.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError(held.holder.jobId);
+  const job = await store.getJob(held.holder.jobId);
+  if (job.status === JobStatus.PENDING && job.executionArn === null) await startController(job.jobId, deps);
+  return { jobId: job.jobId, warnings: parsed.warnings, replayed: true };
+}
+
+/**
+ * Starts the job's execution and records it. If it cannot start, the job is marked
+ * FAILED_CONTROLLER with the reason and the error is rethrown.
+ */
+async function startController(jobId: string, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>): Promise<void> {
+  const { store, workflow, clock } = deps;
   let executionArn: string;
   try {
     executionArn = await workflow.start(jobId, { jobId, attempt: 0, attemptsInExecution: 0 });
@@ -55,7 +113,34 @@ export async function submitJob(
     throw error;
   }
   await store.setExecution(jobId, executionArn);
-  return { jobId, warnings: parsed.warnings };
+}
+
+/**
+ * What a claim is stored under: SHA-256 of the caller and their key, so a key is only ever
+ * compared with the same caller's, and no key text (any length, any bytes the surface let
+ * through) reaches a table key.
+ */
+export function idempotencyClaimKey(caller: string, key: string): string {
+  return createHash('sha256').update(JSON.stringify([caller, key]), 'utf8').digest('hex');
+}
+
+/**
+ * SHA-256 of the task as parsed: the same task in YAML or JSON, with other comments or
+ * key order, is the same request; any change to what would run is a different one.
+ */
+export function taskFingerprint(spec: TaskSpec): string {
+  return createHash('sha256').update(JSON.stringify(canonical(spec)), 'utf8').digest('hex');
+}
+
+/** A value with every object's keys sorted, so its JSON does not depend on insertion order. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
+  );
 }
 
 /**

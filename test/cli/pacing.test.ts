@@ -211,6 +211,26 @@ describe('HttpJobsClient retries', () => {
     expect(api.requests).toHaveLength(1);
   });
 
+  it('sends a fresh Idempotency-Key with each submit and the same one with each retry of it', async () => {
+    api.answers = [
+      { status: 503, headers: { 'retry-after': '1' } },
+      { status: 502 },
+      { status: 202, body: { jobId: JOB_ID, warnings: [] } },
+      { status: 202, body: { jobId: 'j-00mm8abcd-pace02', warnings: [] } },
+    ];
+    const client = deployed();
+
+    expect(await client.submit('run: echo hi\n', {})).toMatchObject({ jobId: JOB_ID });
+    await client.submit('run: echo hi\n', {});
+
+    const keys = api.requests.map((request) => request.headers['idempotency-key']);
+    expect(api.requests.map((request) => request.method)).toEqual(['POST', 'POST', 'POST', 'POST']);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys.slice(0, 3)).toEqual([keys[0], keys[0], keys[0]]);
+    expect(keys[3]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[3]).not.toBe(keys[0]);
+  });
+
   it('retries an API that does not answer, then says it cannot be reached', async () => {
     await api.stop();
     const error = await deployed({ ...DEPLOYED_PACING, tries: 3 }).listJobs().catch((e: unknown) => e);

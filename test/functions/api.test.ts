@@ -10,9 +10,12 @@ import {
   StopExecutionCommand,
   type HistoryEventType,
 } from '@aws-sdk/client-sfn';
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import 'aws-sdk-client-mock-vitest/extend';
 import { describe, expect, it } from 'vitest';
 import { handler } from '../../functions/api/handler.ts';
+import { TTL_ATTRIBUTE } from '../../lib/adapters/dynamo-table.ts';
+import { EnvVar } from '../../lib/workflow/env.ts';
 import { executionArnOf } from '../../lib/adapters/sfn-workflow.ts';
 import { authorizationHeader } from '../../lib/agent/protocol.ts';
 import { JobStatus } from '../../lib/status.ts';
@@ -70,6 +73,72 @@ describe('POST /jobs', () => {
     expect(JSON.stringify(res.json)).not.toContain('internal detail');
     const [job] = await world.store().listJobs();
     expect(job?.status).toBe(JobStatus.FAILED_CONTROLLER);
+  });
+});
+
+describe('POST /jobs with an Idempotency-Key, on DynamoDB', () => {
+  const submit = (key: string, caller: string | null) => ({
+    ...event('POST', '/jobs', { body: TASK_YAML, headers: { 'content-type': 'application/yaml', 'Idempotency-Key': key } }),
+    requestContext: { identity: { userArn: caller, sourceIp: '198.51.100.7' } },
+  });
+  const ALICE = 'arn:aws:sts::123456789012:assumed-role/dev/alice';
+
+  it('makes one job of two submits with one key sent at once, and answers both with it', async () => {
+    sfn.on(StartExecutionCommand).callsFake((input: { name: string }) => ({ executionArn: `arn:exec:${input.name}`, startDate: new Date() }));
+
+    const answers = await Promise.all([handler(submit('retry-me-1', ALICE)), handler(submit('retry-me-1', ALICE))]);
+    const [a, b] = answers.map((answer) => ({ ...answer, json: JSON.parse(answer.body) as Record<string, unknown> }));
+
+    expect([a?.statusCode, b?.statusCode]).toEqual([202, 202]);
+    expect(a?.json.jobId).toBe(b?.json.jobId);
+    // One made the job, the other was answered with it.
+    expect(answers.map((answer) => answer.headers['idempotent-replayed'] ?? 'made').sort()).toEqual(['made', 'true']);
+    const jobs = await world.store().listJobs();
+    expect(jobs.map((job) => job.jobId)).toEqual([a?.json.jobId]);
+    // Each start (a repeat may start a job it finds PENDING) names that one job: Step Functions makes one execution of it.
+    const starts = sfn.commandCalls(StartExecutionCommand).map((c) => c.args[0].input.name);
+    expect(new Set(starts)).toEqual(new Set([a?.json.jobId]));
+  });
+
+  it('stores the claim under a digest, never the key itself, with a TTL a day out', async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn:exec:1', startDate: new Date() });
+    const key = 'my-own-key-|#JOB';
+    const res = await call(submit(key, ALICE));
+
+    const client = new DynamoDBClient({ endpoint: process.env.AWS_ENDPOINT_URL_DYNAMODB });
+    const { Items = [] } = await client.send(new ScanCommand({ TableName: process.env[EnvVar.tableName] }));
+    const claims = Items.filter((item) => item.pk?.S?.startsWith('IDEMPOTENCY#'));
+    expect(claims).toHaveLength(1);
+    expect(claims[0]?.pk?.S).toMatch(/^IDEMPOTENCY#[0-9a-f]{64}$/);
+    expect(JSON.stringify(Items)).not.toContain(key);
+    expect(claims[0]?.jobId?.S).toBe(res.json.jobId);
+    const ttl = Number(claims[0]?.[TTL_ATTRIBUTE]?.N) * 1000;
+    expect(Math.abs(ttl - (Date.now() + 24 * 3600 * 1000))).toBeLessThan(60_000);
+    client.destroy();
+  });
+
+  it('keeps the keys of the IAM callers API Gateway names apart', async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn:exec:1', startDate: new Date() });
+
+    const alice = await call(submit('shared-key', ALICE));
+    const bob = await call(submit('shared-key', 'arn:aws:sts::123456789012:assumed-role/dev/bob'));
+    const aliceAgain = await call(submit('shared-key', ALICE));
+
+    expect(bob.json.jobId).not.toBe(alice.json.jobId);
+    expect(aliceAgain.json.jobId).toBe(alice.json.jobId);
+    expect(await world.store().listJobs()).toHaveLength(2);
+  });
+
+  it('answers 422 naming the header for another task under a used key, and 400 for a key that is not one', async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn:exec:1', startDate: new Date() });
+    await call(submit('k-1', ALICE));
+
+    const other = await call({ ...submit('k-1', ALICE), body: TASK_YAML.replace('python train.py', 'python eval.py') });
+    const bad = await call(submit('k'.repeat(5000), ALICE));
+
+    expect(other).toMatchObject({ statusCode: 422, json: { issues: [{ path: 'Idempotency-Key' }] } });
+    expect(bad).toMatchObject({ statusCode: 400, json: { issues: [{ path: 'Idempotency-Key' }] } });
+    expect(await world.store().listJobs()).toHaveLength(1);
   });
 });
 

@@ -6,7 +6,8 @@ import { ConcurrentUpdateError, IllegalTransitionError, JobNotFoundError, StaleA
 import type { AttemptRecord, JobRecord, NodeReport, StoredDecision } from '../../../lib/model.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../../lib/policy/types.ts';
 import { basisOf } from '../../../lib/outcome.ts';
-import type { JobStore, StatusChange } from '../../../lib/ports.ts';
+import type { IdempotencyClaim, JobStore, StatusChange } from '../../../lib/ports.ts';
+import { JOB_CREATED_REASON } from '../../../lib/adapters/job-store-rules.ts';
 import type { TaskSpec } from '../../../lib/spec/types.ts';
 import { JobStatus } from '../../../lib/status.ts';
 import { newJobRecord } from '../../../lib/usecases/submit-job.ts';
@@ -628,6 +629,66 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         const job = await store.getJob('job-1');
         expect((await store.getAttempt('job-1', 1)).decision?.status).toBe(job.status);
         expect((await store.listEvents('job-1')).filter((e) => e.from === 'RUNNING')).toHaveLength(1);
+      });
+    });
+
+    describe('idempotency claims', () => {
+      const KEY = 'a'.repeat(64);
+      const claim = (jobId: string, overrides: Partial<IdempotencyClaim> = {}): IdempotencyClaim => ({
+        key: KEY,
+        jobId,
+        fingerprint: 'f1',
+        expiresAt: T2,
+        ...overrides,
+      });
+
+      it('creates the job with its creation row and holds the key for it', async () => {
+        const held = await store.createJobOnce(makeJob('job-1'), claim('job-1'), T0);
+        expect(held).toEqual(claim('job-1'));
+        expect((await store.getJob('job-1')).status).toBe(JobStatus.PENDING);
+        expect((await store.listEvents('job-1')).map((e) => e.reason)).toEqual([JOB_CREATED_REASON]);
+      });
+
+      it('answers a second claim on a held key with the first, and creates nothing', async () => {
+        await store.createJobOnce(makeJob('job-1'), claim('job-1'), T0);
+        const held = await store.createJobOnce(makeJob('job-2'), claim('job-2', { fingerprint: 'f2' }), T1);
+        expect(held).toEqual(claim('job-1'));
+        await expect(store.getJob('job-2')).rejects.toBeInstanceOf(JobNotFoundError);
+        expect((await store.listJobs()).map((j) => j.jobId)).toEqual(['job-1']);
+      });
+
+      it('lets a new job take a key whose claim has lapsed (at expiresAt exactly)', async () => {
+        await store.createJobOnce(makeJob('job-1'), claim('job-1'), T0);
+        const held = await store.createJobOnce(makeJob('job-2'), claim('job-2', { expiresAt: T3 }), T2);
+        expect(held).toEqual(claim('job-2', { expiresAt: T3 }));
+        expect((await store.getJob('job-2')).jobId).toBe('job-2');
+        expect(await store.createJobOnce(makeJob('job-3'), claim('job-3'), T2)).toMatchObject({ jobId: 'job-2' });
+      });
+
+      it('keeps keys apart', async () => {
+        await store.createJobOnce(makeJob('job-1'), claim('job-1'), T0);
+        const held = await store.createJobOnce(makeJob('job-2'), claim('job-2', { key: 'b'.repeat(64) }), T0);
+        expect(held.jobId).toBe('job-2');
+        expect(await store.listJobs()).toHaveLength(2);
+      });
+
+      it('refuses a job id that exists and leaves the key free', async () => {
+        await store.createJob(makeJob('job-1'));
+        await expect(store.createJobOnce(makeJob('job-1'), claim('job-1'), T0)).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        expect(await store.createJobOnce(makeJob('job-2'), claim('job-2'), T0)).toMatchObject({ jobId: 'job-2' });
+      });
+
+      it('lets exactly one of two racing claims on a key create its job; the other sees it or lost the race', async () => {
+        const results = await Promise.allSettled([
+          store.createJobOnce(makeJob('job-1'), claim('job-1'), T0),
+          store.createJobOnce(makeJob('job-2'), claim('job-2'), T0),
+        ]);
+        const jobs = await store.listJobs();
+        expect(jobs).toHaveLength(1);
+        for (const result of results) {
+          if (result.status === 'fulfilled') expect(result.value.jobId).toBe(jobs[0]?.jobId);
+          else expect(result.reason).toBeInstanceOf(ConcurrentUpdateError);
+        }
       });
     });
   });
