@@ -12,7 +12,7 @@ import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { renderControllerAsl } from '../infra/asl.ts';
 import { DynamoJobStore } from '../lib/adapters/dynamo-job-store.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../lib/adapters/dynalite.ts';
-import { RelaunchError } from '../lib/errors.ts';
+import { RelaunchError, TransientError } from '../lib/errors.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
 import { isTerminal } from '../lib/status.ts';
 import {
@@ -236,7 +236,8 @@ export class LocalRuntime {
   /**
    * Runs a write until it lands: a database that refused it (a full disk) may take it
    * later, and the job must not stay live for want of one write. relaunch's own errors (a
-   * lost race, a transition refused) will not change with time and end the tries; so does
+   * lost race, a transition refused) will not change with time and end the tries, except
+   * TransientError (how the store reports a database that refused the write); so does
    * closing the runtime: the next one ends the job then.
    */
   private async retryUntilStored(write: () => Promise<unknown>): Promise<void> {
@@ -246,7 +247,7 @@ export class LocalRuntime {
         return;
       } catch (error) {
         this.onError(error);
-        if (error instanceof RelaunchError) return;
+        if (error instanceof RelaunchError && !(error instanceof TransientError)) return;
       }
       await sleep(delay, undefined, { signal: this.closing.signal }).catch(() => undefined);
     }
@@ -293,10 +294,18 @@ export class LocalRuntime {
  *   TimeoutSeconds 60 s; Step Functions gives none);
  * - AwaitBoot's TimeoutSecondsPath read where the engine looks: it resolves the path
  *   against the state's Parameters, where Step Functions resolves it against the state's
- *   input, so `$.x` becomes `$.Payload.x` (the payload carries the same value).
+ *   input, so `$.x` becomes `$.Payload.x` (the payload carries the same value);
+ * - TransientError retried within seconds, not minutes: the embedded database is never
+ *   throttled, and its one 5xx, a full disk, is waited out by the janitor once the
+ *   execution has ended.
  */
 export function localControllerDefinition(): StateMachineDefinition {
   const asl = renderControllerAsl();
+  for (const state of Object.values(asl.States)) {
+    for (const retry of (state.Retry as { ErrorEquals: string[] }[] | undefined) ?? []) {
+      if (retry.ErrorEquals.includes(TransientError.errorName)) Object.assign(retry, { IntervalSeconds: 1, BackoffRate: 1, MaxDelaySeconds: 1 });
+    }
+  }
   const awaitState = asl.States[StateName.AwaitAttempt];
   if (awaitState !== undefined && awaitState.TimeoutSeconds === undefined && awaitState.TimeoutSecondsPath === undefined) {
     awaitState.TimeoutSeconds = LOCAL_MAX_TASK_SECONDS;

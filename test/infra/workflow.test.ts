@@ -286,6 +286,15 @@ describe('the controller on the local engine, as the local runtime runs it', () 
 
   const named = (name: string, message = `${name} (from the test)`): Error => Object.assign(new Error(message), { name });
 
+  it('retries TransientError within seconds on the local engine, whose only 5xx is a full disk the janitor waits out', () => {
+    for (const name of TASK_STATES) {
+      const retries = ((local.States as Record<string, AslState>)[name]?.Retry ?? []) as { ErrorEquals: string[]; IntervalSeconds: number; BackoffRate: number; MaxAttempts: number }[];
+      const transient = retries.find((retry) => retry.ErrorEquals.includes(TransientError.errorName));
+      expect(transient, name).toMatchObject({ IntervalSeconds: 1, BackoffRate: 1 });
+      expect(transient?.MaxAttempts, name).toBe((state(name).Retry as { ErrorEquals: string[]; MaxAttempts: number }[]).find((r) => r.ErrorEquals.includes(TransientError.errorName))?.MaxAttempts);
+    }
+  });
+
   const cancelled = () => {
     throw Object.assign(new Error('cancelled by the user'), { name: WorkflowError.JobCancelled });
   };
