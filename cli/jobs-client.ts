@@ -276,6 +276,8 @@ function withEnvOverrides(body: string, overrides: Readonly<Record<string, strin
 function apiError(status: number, body: unknown, path: string): Error {
   const { error, issues } = (body ?? {}) as { error?: string; issues?: InputIssue[] };
   if (status === 400 && Array.isArray(issues)) return new InvalidTaskSpecError(issues);
+  // A request the API understood and refused as asked (an idempotency key used for another task).
+  if (status === 422 && Array.isArray(issues)) return new InvalidInputError(issues);
   if (status === 404 && path.startsWith('/jobs/')) return new JobNotFoundError(decodeURIComponent(path.slice('/jobs/'.length)));
   return new ApiError(status, `the API answered ${status}: ${error ?? 'no message'}`);
 }

@@ -20,7 +20,10 @@ export function reportPath(jobId: string, attempt: number): string {
 /**
  * The HTTP status that tells the agent its attempt is no longer the live one: it stops
  * retrying. Every 2xx is an acknowledgement; 408, 429, 5xx and no answer are retried with
- * backoff; any other 4xx is final too (no retry would change it).
+ * jittered backoff (a report until it is answered, a heartbeat until the next one is due);
+ * any other 4xx is final too (no retry would change it). A 429 may come from API
+ * Gateway's throttle or the optional WAF rate rule (infra/constructs/job-api.ts), which
+ * answers 429 rather than WAF's usual 403 for exactly this reason.
  */
 export const STALE_ATTEMPT_STATUS = 409;
 

@@ -17,7 +17,7 @@ import {
   type Pacing,
 } from '../../cli/jobs-client.ts';
 import type { Io } from '../../cli/exit.ts';
-import { JobNotFoundError } from '../../lib/errors.ts';
+import { InvalidInputError, JobNotFoundError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';
 import type { JobView } from '../../lib/views.ts';
 
@@ -229,6 +229,12 @@ describe('HttpJobsClient retries', () => {
     expect(keys.slice(0, 3)).toEqual([keys[0], keys[0], keys[0]]);
     expect(keys[3]).toMatch(/^[0-9a-f-]{36}$/);
     expect(keys[3]).not.toBe(keys[0]);
+  });
+
+  it('takes a 422 with issues (a key used for another task) as bad input, not a server fault', async () => {
+    api.answers = [{ status: 422, body: { error: 'Idempotency-Key: used', issues: [{ path: 'Idempotency-Key', message: 'used for job j-1' }] } }];
+    await expect(deployed().submit('run: echo hi\n', {})).rejects.toThrow(InvalidInputError);
+    expect(api.requests).toHaveLength(1);
   });
 
   it('retries an API that does not answer, then says it cannot be reached', async () => {
