@@ -112,10 +112,13 @@ const DEPENDENCIES: Readonly<Record<string, string>> = {
   'zod/mini, English messages (lib/zod.ts)': "import * as z from './lib/zod.ts'; globalThis.kept = z.object({ a: z.string() });",
   yaml: "import { parseDocument, LineCounter } from 'yaml'; globalThis.kept = [parseDocument, LineCounter];",
   '@aws-lambda-powertools/logger': "import { Logger } from '@aws-lambda-powertools/logger'; globalThis.kept = Logger;",
+  '@aws-lambda-powertools/metrics': "import { Metrics } from '@aws-lambda-powertools/metrics'; globalThis.kept = Metrics;",
+  '@aws-lambda-powertools/tracer (aws-xray-sdk-core)': "import { Tracer } from '@aws-lambda-powertools/tracer'; globalThis.kept = Tracer;",
   '@aws-sdk/client-dynamodb': "import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb'; globalThis.kept = [DynamoDBClient, GetItemCommand];",
   '@aws-sdk/client-sfn': "import { SFNClient, SendTaskSuccessCommand } from '@aws-sdk/client-sfn'; globalThis.kept = [SFNClient, SendTaskSuccessCommand];",
   '@aws-sdk/client-ec2': "import { EC2Client, RunInstancesCommand } from '@aws-sdk/client-ec2'; globalThis.kept = [EC2Client, RunInstancesCommand];",
   '@aws-sdk/client-ssm': "import { SSMClient, GetParameterCommand } from '@aws-sdk/client-ssm'; globalThis.kept = [SSMClient, GetParameterCommand];",
+  '@aws-sdk/client-sns': "import { SNSClient, PublishCommand } from '@aws-sdk/client-sns'; globalThis.kept = [SNSClient, PublishCommand];",
 };
 
 /** Size and CPU init of each dependency alone. */
