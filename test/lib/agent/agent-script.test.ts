@@ -357,8 +357,8 @@ describe('the agent under throttling', () => {
   /** A long interval: the first, synchronous round is the only one a short job sees. */
   const ONE_ROUND = { heartbeatSeconds: 30, nodeRank: 0 } as const;
 
-  it('retries a heartbeat answered 429 twice, then goes on with setup and run', async () => {
-    api.heartbeatStatuses = [429, 429];
+  it('retries a heartbeat answered 429 twice, then 200, and goes on with setup and run', async () => {
+    api.heartbeatStatuses = [429, 429, 200];
 
     const result = await runAgent({ spec: spec(), ...ONE_ROUND });
 
