@@ -15,14 +15,9 @@ import { MetricDimension, MetricName, METRICS_NAMESPACE, NO_EXIT_CODE } from './
 let instance: Metrics | undefined;
 
 /** The shared Metrics, made on first use; POWERTOOLS_METRICS_DISABLED turns it off. */
-export function metrics(): Metrics {
+function metrics(): Metrics {
   instance ??= new Metrics({ namespace: METRICS_NAMESPACE, serviceName: serviceName() });
   return instance;
-}
-
-/** Forgets the Metrics built, so a test's environment applies to the next one. */
-export function resetMetrics(): void {
-  instance = undefined;
 }
 
 type Unit = (typeof MetricUnit)[keyof typeof MetricUnit];
