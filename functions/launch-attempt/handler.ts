@@ -16,7 +16,8 @@ export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> 
   try {
     next = await launchAttempt(state, { store: store(), compute: compute(), clock });
   } catch (error) {
-    recordLaunchFailure(state.jobId, state.attempt + 1, error instanceof Error ? error.name : 'unknown');
+    const thrown = error instanceof Error ? error : new Error(String(error));
+    recordLaunchFailure(state.jobId, state.attempt + 1, thrown.name, thrown.message);
     throw error;
   }
   const launchedAt = clock.now();
@@ -30,7 +31,7 @@ export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> 
     if (next.attempt > 1) recordRelaunch(await store().getAttempt(next.jobId, next.attempt - 1), launchedAt);
   } else {
     const { outcome } = await store().getAttempt(next.jobId, next.attempt);
-    if (outcome?.kind === 'LAUNCH_FAILED') recordLaunchFailure(next.jobId, next.attempt, outcome.cause);
+    if (outcome?.kind === 'LAUNCH_FAILED') recordLaunchFailure(next.jobId, next.attempt, outcome.cause, outcome.reason);
   }
   return next;
 });

@@ -106,10 +106,11 @@ export function recordRelaunch(previous: AttemptRecord, launchedAt: Date): void 
 
 /**
  * Counts a launch that started no instance, by why: NO_RESOURCE or PRECHECKS when the
- * attempt ended LAUNCH_FAILED, or the name of the error the launch threw.
+ * attempt ended LAUNCH_FAILED (with its reason, which names EC2's error, as a plain field),
+ * or the name of the error the launch threw.
  */
-export function recordLaunchFailure(jobId: string, attempt: number | undefined, error: string): void {
-  emit(MetricName.launchFailures, MetricUnit.Count, 1, [{}, { [MetricDimension.error]: error }], { jobId, attempt });
+export function recordLaunchFailure(jobId: string, attempt: number, error: string, reason?: string): void {
+  emit(MetricName.launchFailures, MetricUnit.Count, 1, [{}, { [MetricDimension.error]: error }], { jobId, attempt, reason });
 }
 
 /** Counts a terminal-status notification that could not be published. */

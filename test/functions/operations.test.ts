@@ -189,7 +189,7 @@ describe('metrics (EMF on stdout)', () => {
     await launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 }, CONTEXT);
     const [failure] = metric(MetricName.launchFailures);
     expect(failure?._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([['service'], ['service', 'Error']]);
-    expect(failure).toMatchObject({ Error: 'NO_RESOURCE', LaunchFailures: 1, jobId: 'j-1', attempt: '1' });
+    expect(failure).toMatchObject({ Error: 'NO_RESOURCE', LaunchFailures: 1, jobId: 'j-1', attempt: '1', reason: expect.stringContaining('InsufficientInstanceCapacity') });
   });
 
   it('counts a launch that threw by the error name Step Functions sees', async () => {
