@@ -60,6 +60,7 @@ describe('bundle', () => {
       ...(needs.compute !== false ? ['@aws-sdk/client-ec2'] : []),
       ...(needs.compute === 'launch' ? ['@aws-sdk/client-ssm'] : []),
       ...(needs.notifies === true ? ['@aws-sdk/client-sns'] : []),
+      ...(needs.deadLetters === true ? ['@aws-sdk/client-sqs'] : []),
     ].sort();
 
   it.each(LAMBDA_NAMES)('puts in %s only the SDK clients it uses', async (name) => {
