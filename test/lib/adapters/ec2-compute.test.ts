@@ -481,6 +481,18 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     await expect(launch).rejects.toThrow(/InvalidSubnetID.NotFound/);
     await expect(launch).rejects.not.toThrow(NoCapacityError);
   });
+
+  it.each([
+    ['a denied permission', 'UnauthorizedOperation'],
+    ['a missing subnet', 'InvalidSubnetID.NotFound'],
+  ])('never retries nor calls transient %s: waiting will not fix it', async (_case, code) => {
+    const refused = awsError(code);
+    ec2['us-east-1'].on(RunInstancesCommand).rejects(refused);
+
+    await expect(compute().launch(request(spec()))).rejects.toBe(refused);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 1);
+    expect(sleeps).toEqual([]);
+  });
 });
 
 describe('Ec2Compute.release', () => {
