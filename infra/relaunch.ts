@@ -138,6 +138,8 @@ export class Relaunch extends Construct {
       jobNotificationsTopicArn: props.jobNotificationsTopicArn,
     });
     if (this.operations.jobNotificationsTopic !== undefined) this.functions.notifyJobEnds(this.operations.jobNotificationsTopic);
+    // A letter waiting in a dead-letter queue pages on-call like any other alarm.
+    for (const alarm of this.janitor.alarms) this.operations.addAlarm(alarm);
 
     if (props.outputs ?? true) {
       new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'RELAUNCH_API_URL for the CLI' });

@@ -2,6 +2,7 @@
 
 import {
   ConcurrentUpdateError,
+  TransientError,
   IdempotencyKeyReusedError,
   IllegalTransitionError,
   InvalidInputError,
@@ -48,11 +49,12 @@ export const CONFLICT_RETRY_AFTER_SECONDS = 1;
  * | StaleAttemptError | 409 (STALE_ATTEMPT_STATUS: the agent stops retrying) |
  * | IllegalTransitionError, JobAlreadyFinishedError | 409 |
  * | IdempotencyKeyReusedError | 422, located at the Idempotency-Key header |
- * | ConcurrentUpdateError | 503 with Retry-After |
+ * | ConcurrentUpdateError, TransientError | 503 with Retry-After |
  *
  * 409 is the agent's "stop": only a stale attempt may answer it on the agent's routes. A
  * lost race (ConcurrentUpdateError) is transient, so it is a 503 the agent (which retries
- * every non-2xx) and a user may simply try again. IllegalTransitionError keeps 409: the
+ * every non-2xx) and a user may simply try again; so is a throttle or an AWS fault that
+ * outlasted the SDK's retries (TransientError). IllegalTransitionError keeps 409: the
  * agent's routes only ever move a job STARTING -> RUNNING, which is always legal, so only
  * a user route (cancel) could raise it, and for a user it is a refusal, not a hiccup.
  */
@@ -62,7 +64,7 @@ export function errorResponse(error: unknown): ApiResponse | undefined {
   if (error instanceof UnauthorizedError) return json(401, { error: UNAUTHORIZED_MESSAGE });
   if (error instanceof JobNotFoundError) return json(404, { error: error.message });
   if (error instanceof StaleAttemptError) return json(STALE_ATTEMPT_STATUS, { error: error.message });
-  if (error instanceof ConcurrentUpdateError) {
+  if (error instanceof ConcurrentUpdateError || error instanceof TransientError) {
     return json(503, { error: error.message }, { 'retry-after': String(CONFLICT_RETRY_AFTER_SECONDS) });
   }
   if (error instanceof IllegalTransitionError || error instanceof JobAlreadyFinishedError) return json(409, { error: error.message });

@@ -25,10 +25,14 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  *   can move on. No capacity or a failed precheck end the attempt as LAUNCH_FAILED;
  *   the policy turns that into FAILED_NO_RESOURCE or FAILED_PRECHECKS.
  *
- * Safe to run again after a run that failed part way (the machine retries this Lambda):
- * a job already STARTING is not moved again, and an attempt the earlier run wrote but
- * never placed is retired (its instances released, by tag too, and ended LOST) and the
- * launch goes on as the next attempt. Not the same attempt: only the hash of its callback
+ * Safe to run again (the machine retries this Lambda when it dies, times out or is
+ * throttled):
+ *
+ * - after a run that finished (its attempt placed, or ended LAUNCH_FAILED or CANCELLED,
+ *   and not yet decided), the same answer is returned and nothing is launched again;
+ * - after a run that failed part way, a job already STARTING is not moved again, and an
+ *   attempt the earlier run wrote but never placed is retired (its instances released,
+ *   by tag too, and ended LOST) and the launch goes on as the next attempt. Not the same attempt: only the hash of its callback
  * secret is stored, so its agent's secret cannot be handed out again, and the port has no
  * write that replaces the hash; a per-attempt EC2 ClientToken also stays single-use.
  *
@@ -41,6 +45,8 @@ export async function launchAttempt(
   deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
 ): Promise<WorkflowState> {
   const { store, compute, clock } = deps;
+  const finished = await finishedLaunch(store, state);
+  if (finished !== null) return finished;
   const claim = await claimLaunch(store, state.jobId, state.attempt + 1, nowIso(clock));
   const attempt =
     claim.job.attemptCount > state.attempt
@@ -84,8 +90,29 @@ export async function launchAttempt(
     await compute.release(state.jobId, attempt, launched.instances);
     throw error;
   }
-  const bootTimeoutSeconds = claim.job.spec.resources.jobRecovery.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS;
-  return { ...next, launched: true, bootTimeoutSeconds };
+  return { ...next, launched: true, bootTimeoutSeconds: bootTimeoutOf(claim.job) };
+}
+
+function bootTimeoutOf(job: JobRecord): number {
+  return job.spec.resources.jobRecovery.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS;
+}
+
+/**
+ * The answer an earlier run of this same step gave, when it finished: attempt
+ * `state.attempt + 1` exists, is undecided, and was placed (launched) or ended without
+ * instances (LAUNCH_FAILED, CANCELLED). null when there is no such attempt, or it was
+ * interrupted before either (then the launch goes on, see retireInterruptedLaunch).
+ */
+async function finishedLaunch(store: JobStore, state: WorkflowState): Promise<WorkflowState | null> {
+  const job = await store.getJob(state.jobId);
+  if (job.attemptCount !== state.attempt + 1) return null;
+  const attempt = await store.getAttempt(state.jobId, job.attemptCount);
+  if (attempt.decision !== null) return null;
+  const next = { jobId: state.jobId, attempt: attempt.attempt, attemptsInExecution: state.attemptsInExecution + 1 };
+  if (attempt.placement !== null) return { ...next, launched: true, bootTimeoutSeconds: bootTimeoutOf(job) };
+  const kind = attempt.outcome?.kind;
+  if (kind === 'LAUNCH_FAILED' || kind === 'CANCELLED') return { ...next, launched: false };
+  return null;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   IllegalTransitionError,
   JobAlreadyFinishedError,
   StaleAttemptError,
+  TransientError,
 } from '../../../lib/errors.ts';
 import { handleApiRequest } from '../../../lib/http/index.ts';
 import { errorResponse } from '../../../lib/http/responses.ts';
@@ -24,12 +25,14 @@ describe('errorResponse', () => {
     ['an illegal transition (user routes only)', new IllegalTransitionError('SUCCEEDED', 'CANCELLING'), 409],
     ['a job already finished', new JobAlreadyFinishedError('done'), 409],
     ['a lost race', new ConcurrentUpdateError('job changed meanwhile'), 503],
+    ['a throttle that outlasted the SDK\'s retries', new TransientError('DynamoDB GetItem: throttled'), 503],
   ])('answers %s with %i', (_what, error, status) => {
     expect(errorResponse(error)?.statusCode).toBe(status);
   });
 
   it('asks the caller to come back after a lost race, and says so only then', () => {
     expect(errorResponse(new ConcurrentUpdateError('x'))?.headers['retry-after']).toBe('1');
+    expect(errorResponse(new TransientError('x'))?.headers['retry-after']).toBe('1');
     expect(errorResponse(new StaleAttemptError('x'))?.headers['retry-after']).toBeUndefined();
   });
 });

@@ -3,12 +3,13 @@
 import { describe, expect, it } from 'vitest';
 import { NoCapacityError, PrecheckError } from '../../../lib/errors.ts';
 import { hashSecret } from '../../../lib/secrets.ts';
+import { evaluatePolicy } from '../../../lib/usecases/evaluate-policy.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
 import { DEFAULT_PLACEMENT, fakeInstanceId } from '../../fakes/fake-compute.ts';
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
 import type { InstanceRef, JobRecord, Placement } from '../../../lib/model.ts';
 import type { JobPatch, StatusChange } from '../../../lib/ports.ts';
-import { givenJob, harness, initialState, JOB_ID, taskSpec } from './harness.ts';
+import { givenJob, harness, initialState, JOB_ID, launchAndAwait, report, taskSpec } from './harness.ts';
 
 /** A store that fails to record instances, as DynamoDB might after EC2 said yes. */
 class InstancesNotStored extends InMemoryJobStore {
@@ -148,10 +149,32 @@ describe('launchAttempt', () => {
     expect(state.decision).toBeUndefined();
   });
 
-  it('refuses to launch an attempt that was already started (a replayed step)', async () => {
+  it('answers a replayed step that had finished with its own answer, launching nothing again, even once the job ran on', async () => {
     const h = harness();
     await givenJob(h);
-    await launchAttempt(initialState(), h.deps);
+    const first = await launchAttempt(initialState(), h.deps);
+    expect(await launchAttempt(initialState(), h.deps)).toEqual(first);
+    await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'RUNNING', reason: 'agent up', attempt: 1, at: h.clock.now().toISOString() });
+    expect(await launchAttempt(initialState(), h.deps)).toEqual(first);
+    expect(h.compute.launches).toHaveLength(1);
+  });
+
+  it('answers a replayed step whose launch found no capacity with launched: false, trying no launch again', async () => {
+    const h = harness();
+    await givenJob(h);
+    h.compute.scriptLaunch({ error: new NoCapacityError('none anywhere') });
+    const first = await launchAttempt(initialState(), h.deps);
+    expect(first.launched).toBe(false);
+    expect(await launchAttempt(initialState(), h.deps)).toEqual(first);
+    expect(h.compute.launches).toHaveLength(1);
+  });
+
+  it('refuses to launch over an attempt that was already decided (a step from before the decision)', async () => {
+    const h = harness();
+    await givenJob(h);
+    await launchAndAwait(h, initialState());
+    await report(h, 1, 'run', 3);
+    await evaluatePolicy({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1 }, h.deps);
     await expect(launchAttempt(initialState(), h.deps)).rejects.toThrow(/latest attempt is 1, expected 0/);
     expect(h.compute.launches).toHaveLength(1);
   });
