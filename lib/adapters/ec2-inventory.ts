@@ -4,6 +4,7 @@
 import { DescribeInstancesCommand, type EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import { TagKey } from '../agent/tags.ts';
 import type { InstanceInventory, TaggedInstance } from '../ports.ts';
+import { sendAws } from './aws-errors.ts';
 
 /** States in which an instance still costs money or may come back. */
 const LIVE_STATES = ['pending', 'running', 'stopping', 'stopped'];
@@ -23,15 +24,14 @@ export class Ec2Inventory implements InstanceInventory {
     for (const region of this.options.regions) {
       let NextToken: string | undefined;
       do {
-        const page = await this.options.ec2(region).send(
-          new DescribeInstancesCommand({
-            Filters: [
-              { Name: 'tag-key', Values: [TagKey.jobId] },
-              { Name: 'instance-state-name', Values: LIVE_STATES },
-            ],
-            NextToken,
-          }),
-        );
+        const request = new DescribeInstancesCommand({
+          Filters: [
+            { Name: 'tag-key', Values: [TagKey.jobId] },
+            { Name: 'instance-state-name', Values: LIVE_STATES },
+          ],
+          NextToken,
+        });
+        const page = await sendAws(`EC2 DescribeInstances in ${region}`, () => this.options.ec2(region).send(request));
         for (const reservation of page.Reservations ?? []) {
           for (const instance of reservation.Instances ?? []) {
             const tagged = taggedInstance(instance, region);

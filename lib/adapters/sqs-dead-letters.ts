@@ -4,6 +4,7 @@
 import { DeleteMessageCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { ConfigurationError } from '../errors.ts';
 import type { DeadLetter, DeadLetters } from '../ports.ts';
+import { sendAws } from './aws-errors.ts';
 
 /** SQS hands out at most 10 messages per receive. */
 const SQS_BATCH = 10;
@@ -29,14 +30,13 @@ export class SqsDeadLetters implements DeadLetters {
     const letters: DeadLetter[] = [];
     for (const queue of this.options.queues) {
       while (letters.length < max) {
-        const { Messages = [] } = await this.clientFor(queue.url).send(
-          new ReceiveMessageCommand({
-            QueueUrl: queue.url,
-            MaxNumberOfMessages: Math.min(SQS_BATCH, max - letters.length),
-            VisibilityTimeout: HIDDEN_SECONDS,
-            MessageSystemAttributeNames: ['ApproximateReceiveCount'],
-          }),
-        );
+        const request = new ReceiveMessageCommand({
+          QueueUrl: queue.url,
+          MaxNumberOfMessages: Math.min(SQS_BATCH, max - letters.length),
+          VisibilityTimeout: HIDDEN_SECONDS,
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        });
+        const { Messages = [] } = await sendAws('SQS ReceiveMessage', () => this.clientFor(queue.url).send(request));
         for (const message of Messages) {
           if (message.ReceiptHandle === undefined) continue;
           letters.push({
@@ -55,7 +55,8 @@ export class SqsDeadLetters implements DeadLetters {
   async remove(letter: DeadLetter): Promise<void> {
     const queue = this.options.queues.find((q) => q.name === letter.queue);
     if (queue === undefined) throw new ConfigurationError(`no dead-letter queue is named ${letter.queue}`);
-    await this.clientFor(queue.url).send(new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: letter.receipt }));
+    const request = new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: letter.receipt });
+    await sendAws('SQS DeleteMessage', () => this.clientFor(queue.url).send(request));
   }
 
   private clientFor(url: string): SQSClient {

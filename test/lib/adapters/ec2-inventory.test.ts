@@ -67,4 +67,10 @@ describe('Ec2Inventory', () => {
     const found = await new Ec2Inventory({ regions: ['us-east-1'], ec2: () => new EC2Client({}) }).listTagged();
     expect(found).toEqual([{ instanceId: 'i-03', region: 'us-east-1', jobId: 'j-b', attempt: 4, launchedAt: null }]);
   });
+
+  it('raises a throttle that outlasted the SDK\'s retries as TransientError, naming the call and region', async () => {
+    ec2.on(DescribeInstancesCommand).rejects(Object.assign(new Error('Request limit exceeded.'), { name: 'RequestLimitExceeded', $metadata: { httpStatusCode: 503 } }));
+    const inventory = new Ec2Inventory({ regions: ['eu-west-1'], ec2: () => new EC2Client({}) });
+    await expect(inventory.listTagged()).rejects.toMatchObject({ name: 'TransientError', message: expect.stringContaining('EC2 DescribeInstances in eu-west-1') });
+  });
 });
