@@ -17,23 +17,18 @@ import { handler as launchAttempt } from '../../functions/launch-attempt/handler
 import { handler as onExecutionEnded } from '../../functions/on-execution-ended/handler.ts';
 import { handler as recordControllerFailure } from '../../functions/record-controller-failure/handler.ts';
 import { handler as releaseInstances } from '../../functions/release-instances/handler.ts';
-import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
+import { EnvVar } from '../../lib/workflow/env.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { ConfigurationError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
-import { givenAttempt, givenJob, instance, STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { computeConfig, givenAttempt, givenJob, instance, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
 const ssm = mockClient(SSMClient);
 
-const CONFIG: ComputeEnvConfig = {
-  regions: [{ region: 'us-east-1', subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' }, securityGroupIds: ['sg-0123456789abcdef0'] }],
-  instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/relaunch',
-  namePrefix: 'relaunch',
-  releaseChecks: 1,
-};
+const CONFIG = computeConfig({ releaseChecks: 1 });
 
 beforeEach(() => {
   ec2.reset();

@@ -45,21 +45,15 @@ import { continuationExecutionName } from '../../lib/ids.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { INTERRUPTED_LAUNCH_REASON } from '../../lib/usecases/launch-attempt.ts';
 import { StateName, WorkflowError, type WorkflowState } from '../../lib/workflow/contract.ts';
-import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
-import { givenAttempt, givenJob, instance, sfn, STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { EnvVar } from '../../lib/workflow/env.ts';
+import { computeConfig, givenAttempt, givenJob, instance, sfn, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
 const ssm = mockClient(SSMClient);
 
-const CONFIG: ComputeEnvConfig = {
-  regions: [{ region: 'us-east-1', subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' }, securityGroupIds: ['sg-0123456789abcdef0'] }],
-  instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/relaunch',
-  namePrefix: 'relaunch',
-  // A throttled EC2 call is given up on at once, so a test need not wait out the backoff.
-  throttleRetries: 0,
-  releaseChecks: 2,
-};
+// A throttled EC2 call is given up on at once, so a test need not wait out the backoff.
+const CONFIG = computeConfig({ throttleRetries: 0, releaseChecks: 2 });
 
 /** EC2 as far as these steps see it: live instances with their tags, and the ClientTokens already used. */
 interface FakeEc2 {

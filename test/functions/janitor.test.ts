@@ -10,21 +10,15 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { handler } from '../../functions/janitor/handler.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { JobStatus } from '../../lib/status.ts';
-import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
+import { EnvVar } from '../../lib/workflow/env.ts';
 import { instanceStateChange, onFailureRecord } from '../fixtures/events/shapes.ts';
-import { givenAttempt, givenJob, instance, sfn, useWorld } from './world.ts';
+import { computeConfig, givenAttempt, givenJob, instance, sfn, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
 const sqs = mockClient(SQSClient);
 
-const CONFIG: ComputeEnvConfig = {
-  regions: [{ region: 'us-east-1', subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' }, securityGroupIds: ['sg-0123456789abcdef0'] }],
-  instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/relaunch',
-  namePrefix: 'relaunch',
-  releaseChecks: 2,
-  releaseWaitBudgetMs: 5,
-};
+const CONFIG = computeConfig({ releaseChecks: 2, releaseWaitBudgetMs: 5 });
 const FAILED_QUEUE = 'https://sqs.us-east-1.amazonaws.com/123456789012/relaunch-ec2-events-failed';
 
 /** EventBridge's scheduled event, which the janitor does not read. */

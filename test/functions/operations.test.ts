@@ -25,8 +25,8 @@ import { handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS } from '../../infra/lambda-cat
 import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
 import type { AttemptOutcome } from '../../lib/policy/types.ts';
 import { JobStatus } from '../../lib/status.ts';
-import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
-import { givenAttempt, givenJob, instance, STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { EnvVar } from '../../lib/workflow/env.ts';
+import { computeConfig, givenAttempt, givenJob, instance, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
@@ -35,12 +35,7 @@ const sns = mockClient(SNSClient);
 
 const TOPIC_ARN = 'arn:aws:sns:us-east-1:123456789012:relaunch-jobs';
 const CONTEXT = { functionName: 'relaunch-test', awsRequestId: 'request-1' };
-const CONFIG: ComputeEnvConfig = {
-  regions: [{ region: 'us-east-1', subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' }, securityGroupIds: ['sg-0123456789abcdef0'] }],
-  instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/relaunch',
-  namePrefix: 'relaunch',
-  releaseChecks: 1,
-};
+const CONFIG = computeConfig({ releaseChecks: 1 });
 
 /** An EMF line as CloudWatch reads it: the `_aws` directive, dimensions and values as fields. */
 interface EmfLine {

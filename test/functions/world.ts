@@ -6,7 +6,7 @@ import { SFNClient } from '@aws-sdk/client-sfn';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { resetDeps } from '../../functions/shared/deps.ts';
-import { EnvVar } from '../../lib/workflow/env.ts';
+import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/adapters/dynalite.ts';
 import type { InstanceRef, JobRecord } from '../../lib/model.ts';
@@ -31,6 +31,16 @@ run: python train.py
 `;
 
 export const sfn = mockClient(SFNClient);
+
+/** COMPUTE_CONFIG as a deployment in us-east-1 with one subnet would set it, with `overrides`. */
+export function computeConfig(overrides: Partial<ComputeEnvConfig> = {}): ComputeEnvConfig {
+  return {
+    regions: [{ region: 'us-east-1', subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' }, securityGroupIds: ['sg-0123456789abcdef0'] }],
+    instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/relaunch',
+    namePrefix: 'relaunch',
+    ...overrides,
+  };
+}
 
 let dynamo: LocalDynamo;
 let tableCount = 0;

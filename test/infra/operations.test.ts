@@ -12,6 +12,7 @@ import { EXECUTIONS_FAILED_METRIC } from '../../infra/constructs/operations.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, type LambdaName } from '../../infra/lambda-catalog.ts';
 import { RelaunchStack } from '../../infra/relaunch-stack.ts';
 import { JobStatus } from '../../lib/status.ts';
+import { flat } from '../fixtures/cfn.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
@@ -29,19 +30,6 @@ function synth(props: Partial<ConstructorParameters<typeof RelaunchStack>[2]['re
   return { stack, template, resources: template.toJSON().Resources as Record<string, Resource> };
 }
 
-/** A CloudFormation value with its intrinsics flattened to text: `{Ref: X}` → `<X>`. */
-function flat(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (Array.isArray(value)) return value.map(flat).join(',');
-  const record = value as Record<string, unknown>;
-  if ('Fn::Join' in record) {
-    const [separator, parts] = record['Fn::Join'] as [string, unknown[]];
-    return parts.map(flat).join(separator);
-  }
-  if ('Ref' in record) return `<${String(record.Ref)}>`;
-  if ('Fn::GetAtt' in record) return `<${(record['Fn::GetAtt'] as string[]).join('.')}>`;
-  return JSON.stringify(value);
-}
 
 const ofType = (resources: Record<string, Resource>, type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
 

@@ -23,6 +23,7 @@ import { JobInstances } from '../../infra/constructs/job-instances.ts';
 import { Relaunch } from '../../infra/relaunch.ts';
 import { RelaunchStack } from '../../infra/relaunch-stack.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, TASK_LAMBDAS, type LambdaName } from '../../infra/lambda-catalog.ts';
+import { flat } from '../fixtures/cfn.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
@@ -62,19 +63,6 @@ function statementsOf(name: LambdaName): Statement[] {
 const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
 const withAction = (statements: Statement[], prefix: string) => statements.filter((s) => actionsOf(s).some((a) => a.startsWith(prefix)));
 
-/** A resource with CloudFormation intrinsics flattened to text: `{Ref: X}` → `<X>`. */
-function flat(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (Array.isArray(value)) return value.map(flat).join(',');
-  const record = value as Record<string, unknown>;
-  if ('Fn::Join' in record) {
-    const [separator, parts] = record['Fn::Join'] as [string, unknown[]];
-    return parts.map(flat).join(separator);
-  }
-  if ('Ref' in record) return `<${String(record.Ref)}>`;
-  if ('Fn::GetAtt' in record) return `<${(record['Fn::GetAtt'] as string[]).join('.')}>`;
-  return JSON.stringify(value);
-}
 
 beforeAll(() => {
   template = synth({ allowedInstanceTypes: ['g5.*', 'm5.large'] });
