@@ -21,6 +21,7 @@ import { JobTable, type JobTableProps } from './constructs/job-table.ts';
 import { JobWorkflow } from './constructs/job-workflow.ts';
 import { Operations } from './constructs/operations.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-catalog.ts';
+import { acknowledgeWildcards } from './nag.ts';
 import { grantCompute, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
 
@@ -140,6 +141,7 @@ export class Relaunch extends Construct {
     if (this.operations.jobNotificationsTopic !== undefined) this.functions.notifyJobEnds(this.operations.jobNotificationsTopic);
     // A letter waiting in a dead-letter queue pages on-call like any other alarm.
     for (const alarm of this.janitor.alarms) this.operations.addAlarm(alarm);
+    acknowledgeWildcards(this);
 
     if (props.outputs ?? true) {
       new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'RELAUNCH_API_URL for the CLI' });

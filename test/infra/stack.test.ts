@@ -413,6 +413,14 @@ describe('ExecutionEvents', () => {
 });
 
 describe('JobApi', () => {
+  it('logs API Gateway\'s own errors for every method, never request bodies', () => {
+    const stage = Object.values(resources).find((r) => r.Type === 'AWS::ApiGateway::Stage') as Resource;
+    const settings = stage.Properties.MethodSettings as { HttpMethod: string; ResourcePath: string; LoggingLevel?: string; DataTraceEnabled?: boolean }[];
+    expect(settings.length).toBeGreaterThan(0);
+    for (const setting of settings) expect(setting, `${setting.HttpMethod} ${setting.ResourcePath}`).toMatchObject({ LoggingLevel: 'ERROR' });
+    expect(settings.find((s) => s.ResourcePath === '/*')).toMatchObject({ DataTraceEnabled: false });
+  });
+
   /** The method of a route, found by its resource path (`/jobs/{id}`) and verb. */
   function method(pattern: string, verb: string): Resource {
     const last = pattern.split('/').at(-1) as string;

@@ -1,0 +1,49 @@
+// The wildcards in relaunch's IAM policies, each acknowledged for cdk-nag with why it is as
+// narrow as the service allows. A wildcard no reason below covers stays a finding.
+
+import { Stack, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type { Construct } from 'constructs';
+
+/** Why a wildcard resource stands, by the shape of the resource. */
+const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] = [
+  [/^\*$/, 'EC2 Describe*, X-Ray PutTraceSegments and Session Manager\'s instance actions take no resource but `*`.'],
+  [/\.Arn>\/index\/\*$/, "The jobs table's two indexes (job list and instance lookup), queried by the store."],
+  [
+    /:(instance|volume|network-interface|spot-instances-request)\/\*$/,
+    "Conditioned on relaunch's job tag (terminate, tag) or on RunInstances creating the resource (launch): see infra/permissions.ts.",
+  ],
+  [/::(image|snapshot)\/\*$/, 'Any AMI a task names (`image_id`), and its snapshots, may be launched from.'],
+  [/::parameter\/aws\/service\/\*$/, "AWS's public catalogue of current AMIs, read for the default images."],
+  [/:execution:[\w-]+:\*$/, "The executions of relaunch's own state machine: read one's history and stop it on a cancel."],
+  [/\.Arn>:\*$/, 'Each task function and its versions, which the state machine invokes.'],
+];
+
+/** A CloudFormation value as cdk-nag names it in a finding: `{Ref: X}` → `<X>`. */
+function rendered(value: unknown): string {
+  if (typeof value === 'string') return value;
+  const record = value as Record<string, unknown>;
+  if ('Fn::Join' in record) {
+    const [separator, parts] = record['Fn::Join'] as [string, unknown[]];
+    return parts.map(rendered).join(separator);
+  }
+  if ('Ref' in record) return `<${String(record.Ref)}>`;
+  if ('Fn::GetAtt' in record) return `<${(record['Fn::GetAtt'] as string[]).join('.')}>`;
+  return JSON.stringify(value);
+}
+
+/**
+ * Acknowledges AwsSolutions-IAM5 for each wildcard resource of every policy under `scope`
+ * that a reason above covers. Call it once every grant is made.
+ */
+export function acknowledgeWildcards(scope: Construct): void {
+  const stack = Stack.of(scope);
+  for (const policy of scope.node.findAll().filter((c): c is iam.Policy => c instanceof iam.Policy)) {
+    const document = stack.resolve(policy.document.toJSON()) as { Statement?: { Resource?: unknown }[] } | undefined;
+    const resources = new Set((document?.Statement ?? []).flatMap((s) => [s.Resource ?? []].flat().map(rendered)));
+    for (const resource of resources) {
+      const reason = WILDCARD_REASONS.find(([pattern]) => resource.includes('*') && pattern.test(resource))?.[1];
+      if (reason !== undefined) Validations.of(policy).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource}]`, reason });
+    }
+  }
+}
