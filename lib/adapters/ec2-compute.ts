@@ -21,7 +21,6 @@
 // anything else (permissions, a missing subnet) is relaunch's own fault and propagates as is.
 
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
 import {
   CreateTagsCommand,
   DescribeImagesCommand,
@@ -33,7 +32,6 @@ import {
   type RunInstancesCommandInput,
   type Tag,
 } from '@aws-sdk/client-ec2';
-import { renderAgentScript } from '../agent/script.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
 import { ConfigurationError, InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
 import { architectureOf, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
@@ -42,6 +40,7 @@ import { planPlacements, type PlacementCandidate } from '../placement.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
 import { awsErrorCode, isTransientAwsError, transientError } from './aws-errors.ts';
 import type { TaskSpec } from '../spec/types.ts';
+import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
 /** One region relaunch launches in: its subnets (one per zone) and security groups. */
@@ -129,8 +128,6 @@ export interface Ec2ComputeDeps {
 
 export { InstancesStillRunningError };
 
-/** EC2 user data is at most 16 KB before base64; the script goes gzipped (cloud-init inflates it). */
-const USER_DATA_MAX_BYTES = 16_384;
 
 /** Errors that mean "no capacity here": try the next type, zone or region. */
 const CAPACITY_ERRORS = new Set([
@@ -350,7 +347,7 @@ export class Ec2Compute implements Compute {
 
   /** The agent, gzipped and base64-encoded. Rank and IPs come from IMDS at boot. */
   private userData(request: LaunchRequest, instanceType: string): string {
-    const script = renderAgentScript({
+    const packed = packedAgent({
       apiUrl: this.config.apiUrl,
       jobId: request.jobId,
       attempt: request.attempt,
@@ -359,12 +356,7 @@ export class Ec2Compute implements Compute {
       heartbeatSeconds: this.config.heartbeatSeconds ?? HEARTBEAT_INTERVAL_SECONDS,
       gpusPerNode: instanceTypeInfo(instanceType)?.gpu?.count ?? request.spec.resources.accelerators[0]?.count ?? 0,
     });
-    const packed = gzipSync(script, { level: 9 });
-    if (packed.length > USER_DATA_MAX_BYTES) {
-      throw new PrecheckError(
-        `setup, run and envs are too large for EC2 user data: ${packed.length} bytes compressed, at most ${USER_DATA_MAX_BYTES}`,
-      );
-    }
+    if (packed.length > USER_DATA_MAX_BYTES) throw new PrecheckError(tooLargeForUserData(packed.length));
     return packed.toString('base64');
   }
 

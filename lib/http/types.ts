@@ -1,6 +1,8 @@
 // The API layer's own request and response: plain data, so API Gateway and a local server
 // (`relaunch serve`) can both adapt to it.
 
+import type { InputIssue } from '../errors.ts';
+import type { TaskSpec } from '../spec/types.ts';
 import type { UseCaseDeps } from '../usecases/deps.ts';
 
 /** An HTTP request, reduced to what relaunch reads. Header names in any case. */
@@ -28,6 +30,8 @@ export interface ApiResponse {
 
 /** What the routes need: the use cases' ports, and a place to report unexpected errors. */
 export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random'> {
+  /** What the compute behind this API cannot run, refused at submit (SubmitJobInput.computeProblems). */
+  readonly computeProblems?: (spec: TaskSpec) => Promise<readonly InputIssue[]>;
   /**
    * Called with an error no route expected, before a generic 500 is answered (the
    * response never carries it). A Lambda logs it here.

@@ -1,7 +1,7 @@
 // Submitting a job: parse the task, store the job, start the controller's execution.
 
 import { createHash } from 'node:crypto';
-import { IdempotencyKeyReusedError } from '../errors.ts';
+import { IdempotencyKeyReusedError, InvalidTaskSpecError, type InputIssue } from '../errors.ts';
 import type { IdempotencyClaim } from '../ports.ts';
 import { retryOnConflict } from './retry.ts';
 import { initialCounters } from '../policy/decide.ts';
@@ -27,6 +27,11 @@ export interface SubmitJobInput {
    * callers never meet). Absent, every submit makes a job.
    */
   readonly idempotency?: { readonly key: string; readonly caller: string };
+  /**
+   * What the compute behind this surface cannot run, found at submit rather than at the
+   * first launch (on AWS: user data over EC2's limit, a workdir it does not upload).
+   */
+  readonly computeProblems?: (spec: TaskSpec) => Promise<readonly InputIssue[]>;
 }
 
 /** The job's id and the spec's warnings, to show the user. */
@@ -44,8 +49,9 @@ export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 const CLAIM_TRIES = 3;
 
 /**
- * Parses the task and applies the env overrides (an invalid task, an invalid override, or
- * a task they make too large throws InvalidTaskSpecError and stores nothing), creates
+ * Parses the task and applies the env overrides (an invalid task, an invalid override, a
+ * task they make too large, or one the compute cannot run throws InvalidTaskSpecError and
+ * stores nothing), creates
  * the job PENDING with fresh counters, and starts its execution, named by the job id. If
  * the execution cannot start, the job is marked FAILED_CONTROLLER with the reason, so it
  * never sits PENDING forever, and the error is rethrown.
@@ -64,6 +70,8 @@ export async function submitJob(
   const { store, clock, random } = deps;
   const parsed = typeof input.body === 'string' ? parseTaskFile(input.body) : parseTaskObject(input.body);
   const spec: TaskSpec = withEnvOverrides(parsed.spec, input.envOverrides ?? {});
+  const problems = (await input.computeProblems?.(spec)) ?? [];
+  if (problems.length > 0) throw new InvalidTaskSpecError(problems);
   const { idempotency } = input;
   if (idempotency === undefined) {
     const jobId = newJobId(clock, random);

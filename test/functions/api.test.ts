@@ -66,6 +66,14 @@ describe('POST /jobs', () => {
     expect(await world.store().listJobs()).toEqual([]);
   });
 
+  it('answers 400 for what EC2 cannot run (a workdir), at submit rather than at the first launch, storing nothing', async () => {
+    const res = await call(event('POST', '/jobs', { body: 'workdir: .\nrun: python train.py\n' }));
+    expect(res.statusCode).toBe(400);
+    expect(res.json.issues).toEqual([expect.objectContaining({ path: 'workdir', message: expect.stringContaining('not uploaded') })]);
+    expect(sfn).not.toHaveReceivedCommand(StartExecutionCommand);
+    expect(await world.store().listJobs()).toEqual([]);
+  });
+
   it('answers a generic 500 when Step Functions fails, and marks the job FAILED_CONTROLLER', async () => {
     sfn.on(StartExecutionCommand).rejects(new Error('AccessDenied: internal detail'));
     const res = await call(event('POST', '/jobs', { body: TASK_YAML }));

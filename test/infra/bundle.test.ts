@@ -74,7 +74,7 @@ describe('bundle', () => {
     expect([...clients].sort()).toEqual(clientsFor(LAMBDA_NEEDS[name]));
   });
 
-  it("keeps the API's task parser out of what its cold start reads, in one chunk of its own", async () => {
+  it("keeps the API's task parser out of what its cold start reads, in a chunk of its own", async () => {
     const { metafile, loadedFiles, lazyChunks } = await bundleLambda(LambdaName.api, join(out, 'api'));
     const inputsOf = (files: readonly string[]) =>
       Object.entries(metafile.outputs)
@@ -82,8 +82,9 @@ describe('bundle', () => {
         .flatMap(([, output]) => Object.keys(output.inputs));
     const parser = (input: string) => input.includes('node_modules/yaml/') || ['lib/spec/parse.ts', 'lib/spec/schema.ts'].includes(input);
     expect(inputsOf(loadedFiles).filter(parser)).toEqual([]);
-    expect(lazyChunks).toHaveLength(1);
-    expect(inputsOf(lazyChunks)).toEqual(expect.arrayContaining(['lib/usecases/submit-job.ts', 'lib/spec/parse.ts']));
-    expect(inputsOf(lazyChunks).some((input) => input.includes('node_modules/yaml/'))).toBe(true);
+    const parserChunks = lazyChunks.filter((chunk) => inputsOf([chunk]).includes('lib/spec/parse.ts'));
+    expect(parserChunks).toHaveLength(1);
+    expect(inputsOf(parserChunks)).toEqual(expect.arrayContaining(['lib/usecases/submit-job.ts', 'lib/spec/parse.ts']));
+    expect(inputsOf(parserChunks).some((input) => input.includes('node_modules/yaml/'))).toBe(true);
   });
 });
