@@ -19,13 +19,17 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
   [/\.Arn>:\*$/, 'Each task function and its versions, which the state machine invokes.'],
 ];
 
-/** A CloudFormation value as cdk-nag names it in a finding: `{Ref: X}` → `<X>`. */
-function rendered(value: unknown): string {
+/**
+ * A CloudFormation value flattened to text as cdk-nag names it in a finding: `{Ref: X}`
+ * → `<X>`, `{Fn::GetAtt: [X, Arn]}` → `<X.Arn>`, a list joined with commas.
+ */
+export function renderCfn(value: unknown): string {
   if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.map(renderCfn).join(',');
   const record = value as Record<string, unknown>;
   if ('Fn::Join' in record) {
     const [separator, parts] = record['Fn::Join'] as [string, unknown[]];
-    return parts.map(rendered).join(separator);
+    return parts.map(renderCfn).join(separator);
   }
   if ('Ref' in record) return `<${String(record.Ref)}>`;
   if ('Fn::GetAtt' in record) return `<${(record['Fn::GetAtt'] as string[]).join('.')}>`;
@@ -40,7 +44,7 @@ export function acknowledgeWildcards(scope: Construct): void {
   const stack = Stack.of(scope);
   for (const policy of scope.node.findAll().filter((c): c is iam.Policy => c instanceof iam.Policy)) {
     const document = stack.resolve(policy.document.toJSON()) as { Statement?: { Resource?: unknown }[] } | undefined;
-    const resources = new Set((document?.Statement ?? []).flatMap((s) => [s.Resource ?? []].flat().map(rendered)));
+    const resources = new Set((document?.Statement ?? []).flatMap((s) => [s.Resource ?? []].flat().map(renderCfn)));
     for (const resource of resources) {
       const reason = WILDCARD_REASONS.find(([pattern]) => resource.includes('*') && pattern.test(resource))?.[1];
       if (reason !== undefined) Validations.of(policy).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource}]`, reason });
