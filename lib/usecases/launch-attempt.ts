@@ -45,9 +45,10 @@ export async function launchAttempt(
   deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
 ): Promise<WorkflowState> {
   const { store, compute, clock } = deps;
-  const finished = await finishedLaunch(store, state);
+  const job = await store.getJob(state.jobId);
+  const finished = await finishedLaunch(store, state, job);
   if (finished !== null) return finished;
-  const claim = await claimLaunch(store, state.jobId, state.attempt + 1, nowIso(clock));
+  const claim = await claimLaunch(store, job, state.attempt + 1, nowIso(clock));
   const attempt =
     claim.job.attemptCount > state.attempt
       ? (await retireInterruptedLaunch(deps, state.jobId, state.attempt, claim.job.attemptCount)) + 1
@@ -103,8 +104,7 @@ function bootTimeoutOf(job: JobRecord): number {
  * instances (LAUNCH_FAILED, CANCELLED). null when there is no such attempt, or it was
  * interrupted before either (then the launch goes on, see retireInterruptedLaunch).
  */
-async function finishedLaunch(store: JobStore, state: WorkflowState): Promise<WorkflowState | null> {
-  const job = await store.getJob(state.jobId);
+async function finishedLaunch(store: JobStore, state: WorkflowState, job: JobRecord): Promise<WorkflowState | null> {
   if (job.attemptCount !== state.attempt + 1) return null;
   const attempt = await store.getAttempt(state.jobId, job.attemptCount);
   if (attempt.decision !== null) return null;
@@ -116,19 +116,21 @@ async function finishedLaunch(store: JobStore, state: WorkflowState): Promise<Wo
 }
 
 /**
- * Moves the job to STARTING, or finds it being cancelled. A cancel can land between the
- * read and the write, so a lost race is retried once with a fresh read. A job already
+ * Moves the job to STARTING, or finds it being cancelled, starting from `read` (the job as
+ * launchAttempt read it). A cancel can land between the read and the write, so a lost
+ * race is retried once with a fresh read. A job already
  * STARTING with attempt `attempt - 1` or later was claimed by an earlier run of this
  * launch: the machine only launches after a decision moved the job out of STARTING.
  */
 async function claimLaunch(
   store: JobStore,
-  jobId: string,
+  read: JobRecord,
   attempt: number,
   at: string,
 ): Promise<{ job: JobRecord; cancelled: boolean }> {
-  return retryOnConflict(2, async () => {
-    const job = await store.getJob(jobId);
+  const { jobId } = read;
+  return retryOnConflict(2, async (tryNumber) => {
+    const job = tryNumber === 1 ? read : await store.getJob(jobId);
     if (job.status === JobStatus.CANCELLING) return { job, cancelled: true };
     if (job.attemptCount < attempt - 1 || (job.attemptCount > attempt - 1 && job.status !== JobStatus.STARTING)) {
       throw new ConcurrentUpdateError(
