@@ -15,6 +15,10 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
   ],
   [/::(image|snapshot)\/\*$/, 'Any AMI a task names (`image_id`), and its snapshots, may be launched from.'],
   [/::parameter\/aws\/service\/\*$/, "AWS's public catalogue of current AMIs, read for the default images."],
+  [
+    /:parameter\/[\w-]+\/agent-secrets\/\*$/,
+    "The agents' secrets, one per instance and named after it: the launcher writes them, releases delete them, and an instance reads only the one tagged with its own ARN.",
+  ],
   [/:execution:[\w-]+:\*$/, "The executions of relaunch's own state machine: read one's history and stop it on a cancel."],
   [/\.Arn>:\*$/, 'Each task function and its versions, which the state machine invokes.'],
 ];

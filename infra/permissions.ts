@@ -65,6 +65,8 @@ export interface LaunchScope {
   readonly instanceRoleArn: string;
   /** Exact instance types RunInstances may start; empty: any. */
   readonly allowedInstanceTypes: readonly string[];
+  /** The folder of the agents' secret parameters (agentSecretPath). */
+  readonly agentSecretPath: string;
 }
 
 const JOB_TAG_PRESENT = { [`aws:RequestTag/${TagKey.jobId}`]: '*' };
@@ -92,6 +94,11 @@ export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access
     actions: ['ec2:TerminateInstances'],
     resources: ec2Arns(scope, 'instance/*'),
     conditions: { StringLike: TAGGED_JOB_RESOURCE },
+  });
+  allow(grantee, {
+    sid: 'DeleteAgentSecrets',
+    actions: ['ssm:DeleteParameters', 'ssm:DeleteParameter'],
+    resources: agentSecretArns(scope),
   });
   // DescribeInstances and DescribeImages support no resource-level permissions: `*` is all they take.
   allow(grantee, {
@@ -158,11 +165,23 @@ function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
     resources: [scope.instanceRoleArn],
     conditions: { StringEquals: { 'iam:PassedToService': 'ec2.amazonaws.com' } },
   });
+  // PutParameter with tags is also authorized as AddTagsToResource. The default aws/ssm
+  // key encrypts them: its key policy lets the account's principals use it through SSM.
+  allow(grantee, {
+    sid: 'PutAgentSecrets',
+    actions: ['ssm:PutParameter', 'ssm:AddTagsToResource'],
+    resources: agentSecretArns(scope),
+  });
   allow(grantee, {
     sid: 'PublicAmiParameters',
     actions: ['ssm:GetParameter'],
     resources: scope.regions.map(({ region }) => `arn:${Aws.PARTITION}:ssm:${region}::parameter/aws/service/*`),
   });
+}
+
+/** The agents' secret parameters in every launch region. */
+export function agentSecretArns(scope: Pick<LaunchScope, 'regions' | 'agentSecretPath'>): string[] {
+  return scope.regions.map(({ region }) => `arn:${Aws.PARTITION}:ssm:${region}:${Aws.ACCOUNT_ID}:parameter${scope.agentSecretPath}/*`);
 }
 
 function allow(grantee: iam.IGrantable, statement: iam.PolicyStatementProps): void {

@@ -22,6 +22,7 @@ import { JobWorkflow } from './constructs/job-workflow.ts';
 import { Operations } from './constructs/operations.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-catalog.ts';
 import { acknowledgeWildcards } from './nag.ts';
+import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
 import { grantCompute, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
 
@@ -80,7 +81,9 @@ export class Relaunch extends Construct {
       })),
       instanceRoleArn: this.instances.role.roleArn,
       allowedInstanceTypes: props.allowedInstanceTypes ?? [],
+      agentSecretPath: agentSecretPath(namePrefix),
     };
+    this.instances.allowReadingOwnSecret(launchScope);
     const computeConfig: ComputeEnvConfig = {
       regions,
       instanceProfileArn: this.instances.instanceProfile.instanceProfileArn,

@@ -1,13 +1,15 @@
 // The network a local node sees. Each node reaches the local server through a path of its
-// own, `/_node/<instance id>`, as an EC2 instance reaches the API and IMDS from its own
-// interface: `<path>/imds/latest/...` is the node's instance metadata (IMDSv2), and
-// `<path>/jobs/...` the API's agent routes. A node whose network is cut gets no answer from
-// the API, and a node whose instance is gone none at all.
+// own, `/_node/<instance id>`, as an EC2 instance reaches the API, SSM and IMDS from its
+// own interface: `<path>/imds/latest/...` is the node's instance metadata (IMDSv2),
+// `<path>/ssm/` SSM's endpoint (secret-parameters.ts), and `<path>/jobs/...` the API's
+// agent routes. A node whose network is cut gets no answer from the API or SSM, and a
+// node whose instance is gone none at all.
 
 import { randomUUID } from 'node:crypto';
 import type { ApiRequest, ApiResponse } from '../lib/http/index.ts';
 import { matchRoute } from '../lib/http/index.ts';
-import { LOCAL_INSTANCE_TYPE, type LocalInstance } from './process-compute.ts';
+import { LOCAL_INSTANCE_TYPE, LOCAL_REGION, type LocalInstance } from './process-compute.ts';
+import { credentialsDocument, LOCAL_INSTANCE_ROLE, type LocalSecretParameters } from './secret-parameters.ts';
 
 /** Where every node's path starts. */
 export const NODE_PATH_PREFIX = '/_node/';
@@ -16,7 +18,11 @@ export const NODE_PATH_PREFIX = '/_node/';
 export interface NodeDirectory {
   instance(instanceId: string): LocalInstance | undefined;
   runStarted(instanceId: string): void;
+  readonly secretParameters: LocalSecretParameters;
 }
+
+/** Instance role credentials from IMDS last this long (EC2's last about six hours, renewed before). */
+const CREDENTIALS_LIFETIME_MS = 6 * 60 * 60 * 1000;
 
 /** IMDSv2's headers. */
 const TOKEN_HEADER = 'x-aws-ec2-metadata-token';
@@ -46,6 +52,10 @@ export async function answerNodeRequest(
   // IMDS is the instance's own (link-local on EC2): a cut network still reaches it.
   if (path.startsWith('/imds/')) return answerImds(instance, request.method, path.slice('/imds'.length), request.headers);
   if (instance.networkCut) return null;
+  if (path === '/ssm/' || path === '/ssm') {
+    const body = request.body ?? '';
+    return nodes.secretParameters.answer({ ...request, body }, { instanceArn: instance.arn, credentials: instance.credentials }, new Date());
+  }
 
   const match = matchRoute(request.method, path);
   if (match === undefined || !('route' in match) || match.route.auth !== 'agent-secret') {
@@ -103,7 +113,11 @@ function metadata(instance: LocalInstance, key: string): string | undefined {
     case 'instance-type':
       return LOCAL_INSTANCE_TYPE;
     case 'placement/region':
-      return 'local';
+      return LOCAL_REGION;
+    case 'iam/security-credentials/':
+      return LOCAL_INSTANCE_ROLE;
+    case `iam/security-credentials/${LOCAL_INSTANCE_ROLE}`:
+      return credentialsDocument(instance.credentials, new Date(Date.now() + CREDENTIALS_LIFETIME_MS));
     case 'tags/instance':
       return [...instance.tags.keys()].join('\n');
     default:

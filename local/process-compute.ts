@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { renderAgentScript } from '../lib/agent/script.ts';
+import { agentSecretName, instanceArn } from '../lib/agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
 import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
 import type { InstanceRef } from '../lib/model.ts';
@@ -18,6 +19,8 @@ import { INSTANCE_GONE_STATES, type InstanceEvent } from '../lib/usecases/instan
 import { faultsOfAttempt, NO_CHAOS, type ChaosFault, type ChaosPlan } from './chaos.ts';
 import { jobWorkDir, nodeDir } from './paths.ts';
 import { INSTANCE_MARK, killMarked, markedProcesses, signalGroup, signalMarked } from './process-groups.ts';
+import { LocalSecretParameters, newNodeCredentials } from './secret-parameters.ts';
+import type { Credentials } from './sigv4.ts';
 
 /** Where a local instance's news goes: the use case EventBridge's rule invokes on AWS. */
 export type InstanceEventSink = (event: InstanceEvent) => Promise<void>;
@@ -53,6 +56,10 @@ export interface LocalInstance {
   readonly tags: ReadonlyMap<string, string>;
   /** IMDSv2 session tokens handed out to this instance. */
   readonly imdsTokens: Set<string>;
+  /** Its ARN, as a request signed with its credentials names it (ec2:SourceInstanceARN). */
+  readonly arn: string;
+  /** Its instance role's credentials, as IMDS hands them out. */
+  readonly credentials: Required<Credentials>;
   state: LocalInstanceState;
   /** Set when the node's network is cut (a `silence` fault): the API does not answer it. */
   networkCut: boolean;
@@ -78,6 +85,11 @@ const GROUP_POLL_MS = 25;
 const EMITTED_KEPT = 10_000;
 /** The instance type local placements report. */
 export const LOCAL_INSTANCE_TYPE = 'local-process';
+/** Where local placements are, and the account local ARNs name. */
+export const LOCAL_REGION = 'local';
+const LOCAL_ACCOUNT = '000000000000';
+/** The folder of local agents' secrets, as agentSecretPath names it on AWS. */
+export const LOCAL_SECRET_PATH = '/relaunch-local/agent-secrets';
 
 /**
  * The agent's `shutdown -h now`, locally: leave a mark and end the agent. Its process
@@ -108,6 +120,8 @@ export class LocalProcessCompute implements Compute {
    */
   readonly emitted: { readonly event: InstanceEvent; readonly delivered: boolean }[] = [];
   private readonly pending = new Set<Promise<void>>();
+  /** The agents' secrets, as SSM holds them on AWS; each node reads its own over its network. */
+  readonly secretParameters = new LocalSecretParameters();
   /** Set by releaseAll: the runtime is going, so nothing launches and no event is delivered. */
   private closing = false;
 
@@ -133,7 +147,7 @@ export class LocalProcessCompute implements Compute {
       throw new PrecheckError(`could not start the nodes of attempt ${attempt}: ${errorMessage(error)}`);
     }
     return {
-      placement: { region: 'local', zone: null, instanceType: LOCAL_INSTANCE_TYPE },
+      placement: { region: LOCAL_REGION, zone: null, instanceType: LOCAL_INSTANCE_TYPE },
       instances: started.map((instance) => ({
         instanceId: instance.instanceId,
         nodeRank: instance.rank,
@@ -214,12 +228,16 @@ export class LocalProcessCompute implements Compute {
     const rootDir = nodeDir(this.options.dataDir, jobId, attempt, rank);
     mkdirSync(rootDir, { recursive: true });
     const network = `${this.options.apiUrl()}/_node/${encodeURIComponent(instanceId)}`;
+    const arn = instanceArn(LOCAL_REGION, LOCAL_ACCOUNT, instanceId);
+    // Written before the node starts: on EC2 the launcher writes it once the instance
+    // exists, and an agent that asks first is refused and asks again.
+    this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instanceId), request.callbackSecret, arn);
     const script = renderAgentScript({
       apiUrl: network,
       imdsUrl: `${network}/imds`,
       jobId,
       attempt,
-      secret: request.callbackSecret,
+      secretSource: { path: LOCAL_SECRET_PATH, region: LOCAL_REGION, endpoint: `${network}/ssm` },
       spec,
       heartbeatSeconds: (this.options.heartbeatIntervalMs ?? 30_000) / 1000,
       rootDir,
@@ -255,6 +273,8 @@ export class LocalProcessCompute implements Compute {
       rootDir,
       tags,
       imdsTokens: new Set(),
+      arn,
+      credentials: newNodeCredentials(),
       state: 'running',
       networkCut: false,
       child,
@@ -323,6 +343,7 @@ export class LocalProcessCompute implements Compute {
         instance.state = 'terminated';
       }
       await this.waitForGroup(instance, SHUTDOWN_GRACE_MS);
+      this.secretParameters.delete(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId));
       this.emit(instance, { kind: 'STATE_CHANGE', state: 'terminated' });
       this.instances.delete(instance.instanceId);
       instance.markTerminated();

@@ -5,7 +5,7 @@
 import { executionEndedOf, ExecutionEndedEventSchema } from '../../lib/aws-events.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { onExecutionEnded, type ExecutionEndedResult } from '../../lib/usecases/execution-ended.ts';
-import { clock, releasingCompute, store } from '../shared/deps.ts';
+import { clock, compute, store } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { recordJobEnded } from '../shared/metrics.ts';
@@ -23,7 +23,7 @@ const ENDED_STATUS: Readonly<Record<ExecutionEndedResult['action'], JobStatus | 
 export const handler = lambdaHandler(async (event, log): Promise<ExecutionEndedResult> => {
   const ended = executionEndedOf(parseEvent(ExecutionEndedEventSchema, event, 'event'));
   withJob(ended);
-  const result = await onExecutionEnded(ended, { store: store(), compute: releasingCompute(), clock });
+  const result = await onExecutionEnded(ended, { store: store(), compute: compute(), clock });
   log.info('execution end applied', { status: ended.status, action: result.action, reason: result.reason });
   const status = ENDED_STATUS[result.action];
   if (status !== null) {

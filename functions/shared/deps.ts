@@ -8,10 +8,10 @@ import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
-import { Ec2Compute, type ParameterReader } from '../../lib/adapters/ec2-compute.ts';
+import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
 import { Ec2Inventory } from '../../lib/adapters/ec2-inventory.ts';
 import { SqsDeadLetters } from '../../lib/adapters/sqs-dead-letters.ts';
-import { ssmParameterReader } from '../../lib/adapters/ssm-parameters.ts';
+import { SsmParameters } from '../../lib/adapters/ssm-parameters.ts';
 import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
 import type { Clock, Compute, DeadLetters, InstanceInventory, JobStore, Random, Workflow } from '../../lib/ports.ts';
 import { EnvVar, parseComputeConfig, parseDeadLetterQueues, requireEnv } from '../../lib/workflow/env.ts';
@@ -20,7 +20,6 @@ import { traced } from './tracing.ts';
 let cachedStore: JobStore | undefined;
 let cachedWorkflow: Workflow | undefined;
 let cachedCompute: Compute | undefined;
-let cachedReleasingCompute: Compute | undefined;
 let cachedInventory: InstanceInventory | undefined;
 let cachedDeadLetters: DeadLetters | undefined;
 
@@ -37,18 +36,17 @@ export function workflow(): Workflow {
 }
 
 /**
- * EC2 in every configured region (COMPUTE_CONFIG, API_URL), for launching: one client per
- * region, made when first used, and SSM for the default AMIs.
+ * EC2 in every configured region (COMPUTE_CONFIG, and API_URL where instances launch):
+ * one client per region, made when first used, and SSM for the default AMIs and the
+ * agents' secrets (a release deletes those).
  */
 export function compute(): Compute {
-  cachedCompute ??= ec2Compute(ssmParameterReader(perRegion((region) => new SSMClient({ region }))));
+  cachedCompute ??= new Ec2Compute({
+    config: { ...parseComputeConfig(), apiUrl: requireEnv(EnvVar.apiUrl) },
+    ec2: perRegion((region) => new EC2Client({ region })),
+    parameters: new SsmParameters(perRegion((region) => new SSMClient({ region }))),
+  });
   return cachedCompute;
-}
-
-/** EC2 for the functions that only release instances: no SSM client in their bundles. */
-export function releasingCompute(): Compute {
-  cachedReleasingCompute ??= ec2Compute(undefined);
-  return cachedReleasingCompute;
 }
 
 /** relaunch's live instances in every configured region (COMPUTE_CONFIG), for the sweep. */
@@ -62,15 +60,6 @@ export function inventory(): InstanceInventory {
 export function deadLetters(): DeadLetters {
   cachedDeadLetters ??= new SqsDeadLetters({ queues: parseDeadLetterQueues(), client: perRegion((region) => new SQSClient({ region })) });
   return cachedDeadLetters;
-}
-
-function ec2Compute(readParameter: ParameterReader | undefined): Ec2Compute {
-  const config = parseComputeConfig();
-  return new Ec2Compute({
-    config: { ...config, apiUrl: requireEnv(EnvVar.apiUrl) },
-    ec2: perRegion((region) => new EC2Client({ region })),
-    readParameter,
-  });
 }
 
 /** A client per region, each made on first use (and traced, as every client here is). */
@@ -99,5 +88,4 @@ export function resetDeps(): void {
   cachedCompute = undefined;
   cachedInventory = undefined;
   cachedDeadLetters = undefined;
-  cachedReleasingCompute = undefined;
 }

@@ -1,10 +1,12 @@
-// JobInstances: what a job's EC2 instances run as. The agent only talks to the API with its
-// per-attempt secret; the role lets an operator open a shell on a node (Session Manager)
-// and nothing else.
+// JobInstances: what a job's EC2 instances run as. The role lets the agent read its own
+// instance's callback secret (and no other), and an operator open a shell on a node
+// (Session Manager); nothing else.
 
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
+import { SECRET_OWNER_TAG } from '../../lib/agent/secret-parameter.ts';
+import { agentSecretArns, type LaunchScope } from '../permissions.ts';
 
 /** Where job instances live. */
 export interface JobInstancesProps {
@@ -34,7 +36,7 @@ export class JobInstances extends Construct {
     super(scope, id);
     this.role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
-      description: 'relaunch job instances: Session Manager only; the agent reports to the API with a per-attempt secret',
+      description: 'relaunch job instances: each reads its own callback secret; Session Manager',
       managedPolicies: [...(props.managedPolicies ?? [])],
     });
     // What Session Manager needs on the instance, and no more. Not AmazonSSMManagedInstanceCore:
@@ -70,5 +72,22 @@ export class JobInstances extends Construct {
         description: 'nodes of relaunch jobs, to each other',
       });
     }
+  }
+
+  /**
+   * Lets each instance read the secret parameter tagged with its own ARN: the tag must
+   * equal `ec2:SourceInstanceARN`, which IAM sets from the instance whose role
+   * credentials sign the request. A parameter not yet written has no tag, so it is
+   * refused the same way (the agent tries again).
+   */
+  allowReadingOwnSecret(scope: Pick<LaunchScope, 'regions' | 'agentSecretPath'>): void {
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadOwnAgentSecret',
+        actions: ['ssm:GetParameter'],
+        resources: agentSecretArns(scope),
+        conditions: { StringEquals: { [`ssm:resourceTag/${SECRET_OWNER_TAG}`]: '${ec2:SourceInstanceARN}' } },
+      }),
+    );
   }
 }

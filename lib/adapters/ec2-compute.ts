@@ -15,6 +15,10 @@
 // lib/agent/tags.ts); the instances launch with InstanceMetadataTags enabled and the
 // agent polls its tags from IMDS. No API round trip, nothing to store first.
 //
+// The callback secret is not in the user data: once the instances exist, the launcher
+// puts one SSM SecureString per instance, tagged with its ARN, which only that instance's
+// credentials may read (lib/agent/secret-parameter.ts). A release deletes them.
+//
 // Errors: capacity errors move on to the next candidate; throttling and EC2's own faults
 // (5xx) retry the same call with exponential backoff, then propagate as TransientError
 // (the state machine retries the step); a bad AMI or instance type is a PrecheckError;
@@ -32,14 +36,16 @@ import {
   type RunInstancesCommandInput,
   type Tag,
 } from '@aws-sdk/client-ec2';
+import { agentSecretName, agentSecretPath, instanceArn, SECRET_OWNER_TAG, ssmEndpoint } from '../agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
-import { ConfigurationError, InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
+import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
 import { architectureOf, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
 import type { InstanceRef, Placement } from '../model.ts';
 import { planPlacements, type PlacementCandidate } from '../placement.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
 import { awsErrorCode, isTransientAwsError, transientError } from './aws-errors.ts';
 import type { TaskSpec } from '../spec/types.ts';
+import type { Ec2Parameters } from './ssm-parameters.ts';
 import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
@@ -74,7 +80,10 @@ export interface Ec2ComputeConfig {
   readonly instanceProfileArn: string;
   /** The API the agents call back (heartbeat, report). */
   readonly apiUrl: string;
-  /** Instances are named `<namePrefix>-<jobId>-<attempt>`. */
+  /**
+   * Instances are named `<namePrefix>-<jobId>-<attempt>`; agent secrets live under
+   * agentSecretPath(namePrefix).
+   */
   readonly namePrefix: string;
   /** @default HEARTBEAT_INTERVAL_SECONDS */
   readonly heartbeatSeconds?: number;
@@ -109,18 +118,11 @@ export interface Ec2ComputeConfig {
 /** How long one release waits for terminated instances, in all: well under its Lambda's timeout. */
 export const RELEASE_WAIT_BUDGET_MS = 40_000;
 
-/** A public SSM parameter's value in a region, or null when the region has no such parameter. */
-export type ParameterReader = (region: string, name: string) => Promise<string | null>;
-
 /** What Ec2Compute is built from. EC2 is regional, so clients come per region. */
 export interface Ec2ComputeDeps {
   readonly ec2: (region: string) => EC2Client;
-  /**
-   * Reads the public SSM parameters that name the default AMIs (ssmParameterReader).
-   * Without it, the Ec2Compute releases instances but launches only tasks that give
-   * their `image_id`: a Lambda that only releases then carries no SSM client.
-   */
-  readonly readParameter?: ParameterReader;
+  /** SSM: the public parameters that name the default AMIs, and the agents' secrets (SsmParameters). */
+  readonly parameters: Ec2Parameters;
   readonly config: Ec2ComputeConfig;
   /** Waits between retries; injected so tests do not wait. */
   readonly sleep?: (ms: number) => Promise<void>;
@@ -202,7 +204,7 @@ export class Ec2Compute implements Compute {
   /**
    * Tries every candidate of planPlacements in order, each instance type in turn, until a
    * RunInstances call returns all `numNodes` instances; then tags the nodes with their
-   * rank and the IP list. NoCapacityError lists everything tried.
+   * rank and the IP list and puts each node's secret. NoCapacityError lists everything tried.
    */
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { spec } = request;
@@ -242,14 +244,17 @@ export class Ec2Compute implements Compute {
    * any still live that carry the attempt's tags (so an instance from a launch whose
    * result was lost goes too). Then checks until none is live. Instances already gone
    * are fine; still live after the checks, or once the wait budget is spent, is
-   * InstancesStillRunningError (the controller retries the release).
+   * InstancesStillRunningError (the controller retries the release). Then the secrets of
+   * every instance found go, in every region (an id names at most one of them).
    */
   async release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void> {
+    const released = new Set(instances.map((instance) => instance.instanceId));
     const checks = this.config.releaseChecks ?? 6;
     let budget = this.config.releaseWaitBudgetMs ?? RELEASE_WAIT_BUDGET_MS;
     for (const { region } of this.config.regions) {
       const known = instances.filter((instance) => this.launchedIn.get(instance.instanceId) === region).map((i) => i.instanceId);
       let live = [...new Set([...known, ...(await this.liveInstances(region, [tagFilter(TagKey.jobId, jobId), tagFilter(TagKey.attempt, String(attempt))]))])];
+      for (const id of live) released.add(id);
       for (let check = 0; live.length > 0; check += 1) {
         if (check >= checks || budget <= 0) {
           throw new InstancesStillRunningError(`instances of job ${jobId} attempt ${attempt} in ${region} are still running: ${live.join(', ')}`);
@@ -261,15 +266,25 @@ export class Ec2Compute implements Compute {
         live = await this.liveInstances(region, [{ Name: 'instance-id', Values: live }]);
       }
     }
+    const names = [...released].map((id) => agentSecretName(this.secretPath, id));
+    for (const { region } of this.config.regions) {
+      await this.withRetries(`SSM DeleteParameters in ${region}`, () => this.deps.parameters.delete(region, names));
+    }
+  }
+
+  private get secretPath(): string {
+    return agentSecretPath(this.config.namePrefix);
   }
 
   private async tryLaunch(request: LaunchRequest, candidate: PlacementCandidate, instanceType: string, image: Image): Promise<Attempted> {
     const { region } = candidate;
     const input = this.runInstancesInput(request, candidate, instanceType, image);
     let instances: Instance[];
+    let account: string | undefined;
     try {
       const response = await this.withRetries(`EC2 RunInstances in ${region}`, () => this.deps.ec2(region).send(new RunInstancesCommand(input)));
       instances = [...(response.Instances ?? [])].sort((a, b) => (a.AmiLaunchIndex ?? 0) - (b.AmiLaunchIndex ?? 0));
+      account = response.OwnerId;
     } catch (error) {
       const code = awsErrorCode(error);
       if (CAPACITY_ERRORS.has(code)) return { failure: code };
@@ -292,6 +307,7 @@ export class Ec2Compute implements Compute {
     }));
     try {
       await this.tagNodes(region, nodes);
+      await this.putSecrets(request, region, account, nodes);
     } catch (error) {
       await this.terminate(region, ids);
       throw error;
@@ -318,7 +334,7 @@ export class Ec2Compute implements Compute {
       SubnetId: candidate.zone === null ? undefined : network?.subnetsByZone[candidate.zone],
       SecurityGroupIds: network === undefined ? undefined : [...network.securityGroupIds],
       IamInstanceProfile: { Arn: this.config.instanceProfileArn },
-      UserData: this.userData(request, instanceType),
+      UserData: this.userData(request, candidate.region, instanceType),
       // Hop limit 1: a container on the node (one more hop) cannot reach IMDS and the role.
       MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 1 },
       InstanceInitiatedShutdownBehavior: 'terminate',
@@ -345,13 +361,13 @@ export class Ec2Compute implements Compute {
     };
   }
 
-  /** The agent, gzipped and base64-encoded. Rank and IPs come from IMDS at boot. */
-  private userData(request: LaunchRequest, instanceType: string): string {
+  /** The agent, gzipped and base64-encoded. Rank, IPs and secret come from IMDS and SSM at boot. */
+  private userData(request: LaunchRequest, region: string, instanceType: string): string {
     const packed = packedAgent({
       apiUrl: this.config.apiUrl,
       jobId: request.jobId,
       attempt: request.attempt,
-      secret: request.callbackSecret,
+      secretSource: { path: this.secretPath, region, endpoint: ssmEndpoint(region) },
       spec: request.spec,
       heartbeatSeconds: this.config.heartbeatSeconds ?? HEARTBEAT_INTERVAL_SECONDS,
       gpusPerNode: instanceTypeInfo(instanceType)?.gpu?.count ?? request.spec.resources.accelerators[0]?.count ?? 0,
@@ -371,6 +387,25 @@ export class Ec2Compute implements Compute {
     }
   }
 
+  /** Each node's secret, readable by that node alone (its ARN needs the account RunInstances answered with). */
+  private async putSecrets(request: LaunchRequest, region: string, account: string | undefined, nodes: readonly InstanceRef[]): Promise<void> {
+    if (account === undefined || !/^\d{12}$/.test(account)) {
+      throw new UnexpectedCloudResponseError(`EC2 RunInstances in ${region} answered without the account (OwnerId): the agents' secrets cannot be scoped`);
+    }
+    for (const node of nodes) {
+      const secret = {
+        name: agentSecretName(this.secretPath, node.instanceId),
+        value: request.callbackSecret,
+        tags: {
+          [SECRET_OWNER_TAG]: instanceArn(region, account, node.instanceId),
+          [TagKey.jobId]: request.jobId,
+          [TagKey.attempt]: String(request.attempt),
+        },
+      };
+      await this.withRetries(`SSM PutParameter in ${region}`, () => this.deps.parameters.putSecret(region, secret));
+    }
+  }
+
   /** The task's AMI for this region (null: its per-region map has none), else the default kind's. */
   private async image(region: string, spec: TaskSpec, instanceType: string): Promise<Image | null> {
     const wanted = spec.resources.imageId;
@@ -384,11 +419,7 @@ export class Ec2Compute implements Compute {
 
   private async defaultImageId(region: string, kind: ImageKind): Promise<string | null> {
     const name = this.config.imageParameters?.[kind] ?? DEFAULT_IMAGE_PARAMETERS[kind];
-    const { readParameter } = this.deps;
-    if (readParameter === undefined) {
-      throw new ConfigurationError(`no SSM parameter reader to find the default AMI (${name}): this Ec2Compute only releases`);
-    }
-    return this.withRetries(`SSM GetParameter ${name} in ${region}`, () => readParameter(region, name));
+    return this.withRetries(`SSM GetParameter ${name} in ${region}`, () => this.deps.parameters.read(region, name));
   }
 
   /** The AMI's root device, whose volume `disk_size` sizes. A missing AMI is a PrecheckError. */

@@ -3,6 +3,7 @@
 
 import { gzipSync } from 'node:zlib';
 import { renderAgentScript } from '../agent/script.ts';
+import { agentSecretPath, ssmEndpoint } from '../agent/secret-parameter.ts';
 import type { InputIssue } from '../errors.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
@@ -15,6 +16,9 @@ export function packedAgent(params: Parameters<typeof renderAgentScript>[0]): Bu
   return gzipSync(renderAgentScript(params), { level: 9 });
 }
 
+/** As long as any AWS region's name (ap-southeast-5, us-gov-west-1: 14 and 13 characters). */
+const LONGEST_REGION = 'xx-xxxxxxxxx-9';
+
 export function tooLargeForUserData(bytes: number): string {
   return `setup, run and envs are too large for EC2 user data: ${bytes} bytes compressed, at most ${USER_DATA_MAX_BYTES}`;
 }
@@ -23,7 +27,7 @@ export function tooLargeForUserData(bytes: number): string {
  * What EC2 cannot run, found at submit instead of at the first launch: a `workdir` (its
  * contents are not uploaded to instances yet), and an agent too large for user data. The
  * agent is rendered with the longest values its launch could put in: a 200-character API
- * URL, attempt 999999, a real secret's length, 8 GPUs.
+ * URL, attempt 999999, the longest name prefix and region, 8 GPUs.
  */
 export function ec2TaskProblems(spec: TaskSpec): InputIssue[] {
   const problems: InputIssue[] = [];
@@ -37,7 +41,7 @@ export function ec2TaskProblems(spec: TaskSpec): InputIssue[] {
     apiUrl: `https://${'x'.repeat(160)}.execute-api.us-east-1.amazonaws.com/v1/`,
     jobId: 'j-xxxxxxxxx-xxxxxx',
     attempt: 999_999,
-    secret: 'f'.repeat(64),
+    secretSource: { path: agentSecretPath('x'.repeat(32)), region: LONGEST_REGION, endpoint: ssmEndpoint(LONGEST_REGION) },
     spec,
     heartbeatSeconds: HEARTBEAT_INTERVAL_SECONDS,
     gpusPerNode: 8,

@@ -7,7 +7,8 @@
 //    user text (scripts, env values) travels base64-encoded, so no quoting or heredoc
 //    delimiter in it can end up as agent code.
 // 2. Learns its node rank (given, or EC2's `ami-launch-index` from IMDSv2: RunInstances
-//    numbers the instances of one launch 0..n-1) and sends a first heartbeat.
+//    numbers the instances of one launch 0..n-1), reads the attempt's callback secret from
+//    its instance's SSM parameter (secret-parameter.ts), and sends a first heartbeat.
 // 3. Heartbeats in the background every `heartbeatSeconds`. A beat answered 408, 429, a
 //    5xx or not at all is tried again after a jittered backoff, but a round of tries ends
 //    by the time the next beat is due: throttled agents spread out instead of piling up,
@@ -22,10 +23,18 @@
 //    skips run. Retrying those forever would keep the attempt alive by heartbeat forever.
 // 6. Stops the heartbeat and runs the shutdown command (on EC2 the instance terminates).
 //
-// If the rank or the IPs never show up, the agent shuts down without reporting: the
-// controller sees a lost attempt, which never counts against the task's error budget.
-// Needs bash, curl and coreutils (all on Ubuntu AMIs); python3 escapes the output tail as
-// JSON when present, awk otherwise.
+// If the rank, the secret or the IPs never show up, the agent shuts down without
+// reporting: the controller sees a lost attempt, which never counts against the task's
+// error budget.
+//
+// The secret stays in the agent's memory: an unexported shell variable, handed to curl on
+// its stdin (`-H @-`), never on a command line, in a file or in the job's environment. The
+// SSM request is signed here (SigV4, with openssl) with the instance role's credentials
+// from IMDS: stock AMIs need not carry the AWS CLI. A job running as root can still read
+// the agent's memory; what it could do with the secret is report for its own attempt.
+//
+// Needs bash, curl (7.55 or later), openssl and coreutils (all on Ubuntu AMIs); python3
+// escapes the output tail as JSON when present, awk otherwise.
 
 import { PrecheckError } from '../errors.ts';
 import { jobEnvironment } from '../job-env.ts';
@@ -38,6 +47,7 @@ import {
   reportPath,
   STALE_ATTEMPT_STATUS,
 } from './protocol.ts';
+import type { SecretSource } from './secret-parameter.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount } from './tags.ts';
 
 /** Everything one node's agent needs to know. */
@@ -47,8 +57,11 @@ export interface AgentScriptParams {
   readonly jobId: string;
   /** 1-based. */
   readonly attempt: number;
-  /** The attempt's callback secret, sent as protocol.ts's authorizationHeader says. */
-  readonly secret: string;
+  /**
+   * Where the agent reads the attempt's callback secret (sent as protocol.ts's
+   * authorizationHeader says): its instance's parameter under this path.
+   */
+  readonly secretSource: SecretSource;
   readonly spec: TaskSpec;
   /**
    * Seconds between heartbeats (HEARTBEAT_INTERVAL_SECONDS on AWS); at least 0.01, in
@@ -132,7 +145,10 @@ export function renderAgentScript(params: AgentScriptParams): string {
   const config: Record<string, string | number> = {
     JOB_ID: jobId,
     ATTEMPT: attempt,
-    AUTH_HEADER: `Authorization: ${authorizationHeader(params.secret)}`,
+    AUTH_PREFIX: authorizationHeader(''),
+    SECRET_PATH: params.secretSource.path,
+    SSM_REGION: params.secretSource.region,
+    SSM_URL: params.secretSource.endpoint.replace(/\/+$/, ''),
     NUM_NODES: spec.numNodes,
     NODE_RANK: params.nodeRank ?? '',
     NODE_IPS: params.nodeIps?.join('\n') ?? '',
@@ -365,10 +381,91 @@ output_tail() {
 }
 
 # Prints the HTTP status of a JSON POST of file $2 to $1, 000 when nothing answered
-# within $3 seconds.
+# within $3 seconds. The Authorization header reaches curl on its stdin.
 post_json() {
-  curl -s -o /dev/null -w '%{http_code}' --max-time "$3" -X POST -H "@$AUTH_HEADER_FILE" \
-    -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
+  printf 'Authorization: %s%s\n' "$AUTH_PREFIX" "$SECRET" |
+    curl -s -o /dev/null -w '%{http_code}' --max-time "$3" -X POST -H @- \
+      -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
+}
+
+sha256_hex() { sha256sum | cut -d' ' -f1; }
+
+# HMAC-SHA256 of $2 under the hex key $1, hex. The keys are SigV4's derived keys; the
+# first, from the role's secret key, is on openssl's command line for a moment, which
+# tells a local process nothing it cannot read from instance metadata itself.
+hmac_hex() {
+  printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1" | sed 's/^.*= //'
+}
+
+# The string value of key $1 in the JSON on stdin (a flat document with plain values).
+json_value() {
+  tr -d '\n' | sed -n 's/.*"'"$1"'" *: *"\([^"]*\)".*/\1/p'
+}
+
+# SSM GetParameter of $1 with decryption, signed with the instance role's credentials:
+# the value in SSM_VALUE (0), else what went wrong in SSM_ERROR (1). Values that carry
+# credentials or the secret move through pipes from printf (a builtin), never here-strings,
+# which an older bash keeps in a temporary file.
+ssm_get_parameter() {
+  local role creds key_id secret_key token amz_date day body host path canonical scope key part signature answer status
+  SSM_VALUE=''
+  if ! role=$(imds_get iam/security-credentials/ | head -n 1) || [ -z "$role" ]; then
+    SSM_ERROR='no instance role in instance metadata'
+    return 1
+  fi
+  if ! creds=$(imds_get "iam/security-credentials/$role"); then
+    SSM_ERROR="no credentials for role $role in instance metadata"
+    return 1
+  fi
+  key_id=$(printf '%s' "$creds" | json_value AccessKeyId)
+  secret_key=$(printf '%s' "$creds" | json_value SecretAccessKey)
+  token=$(printf '%s' "$creds" | json_value Token)
+  amz_date=$(date -u +%Y%m%dT%H%M%SZ)
+  day=$(printf '%s' "$amz_date" | cut -c1-8)
+  body=$(printf '{"Name":"%s","WithDecryption":true}' "$1")
+  host=$(printf '%s' "$SSM_URL" | sed -E 's#^[a-z]+://##; s#/.*$##')
+  path="$(printf '%s' "$SSM_URL" | sed -E 's#^[a-z]+://[^/]*##')/"
+  canonical=$(printf 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
+    "$path" "$SSM_CONTENT_TYPE" "$host" "$amz_date" "$token" "$SSM_TARGET" "$SSM_SIGNED_HEADERS" \
+    "$(printf '%s' "$body" | sha256_hex)")
+  scope="$day/$SSM_REGION/ssm/aws4_request"
+  key=$(printf 'AWS4%s' "$secret_key" | od -An -v -tx1 | tr -d ' \n')
+  for part in "$day" "$SSM_REGION" ssm aws4_request; do key=$(hmac_hex "$key" "$part"); done
+  signature=$(hmac_hex "$key" "$(printf 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$(printf '%s' "$canonical" | sha256_hex)")")
+  answer=$(printf '%s\n' "Content-Type: $SSM_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
+    "X-Amz-Target: $SSM_TARGET" \
+    "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$SSM_SIGNED_HEADERS, Signature=$signature" |
+    curl -s --max-time 10 -X POST -H @- --data-binary "$body" -w '\n%{http_code}' "$SSM_URL/") || answer=$'\n000'
+  status=$(printf '%s' "$answer" | tail -n 1)
+  answer=$(printf '%s' "$answer" | sed '$d')
+  if [ "$status" = 200 ]; then
+    SSM_VALUE=$(printf '%s' "$answer" | json_value Value)
+    return 0
+  fi
+  SSM_ERROR="HTTP $status $(printf '%s' "$answer" | json_value __type)"
+  return 1
+}
+
+# The attempt's callback secret, in SECRET: this instance's parameter, which the launcher
+# writes once the instance exists. Until then SSM refuses (the parameter has no tag that
+# names this instance yet), so a refusal is tried again until the discovery deadline.
+fetch_secret() {
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last=''
+  while :; do
+    if ! instance_id=$(imds_get instance-id) || [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
+      SSM_ERROR='no instance id in instance metadata'
+    elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
+      if [[ $SSM_VALUE =~ ^[0-9a-f]{64}$ ]]; then
+        SECRET=$SSM_VALUE
+        SSM_VALUE=''
+        return 0
+      fi
+      SSM_ERROR="parameter $SECRET_PATH/$instance_id does not hold a callback secret"
+    fi
+    if [ "$SSM_ERROR" != "$last" ]; then log "the callback secret is not readable yet: $SSM_ERROR"; last=$SSM_ERROR; fi
+    if (( SECONDS >= deadline )); then return 1; fi
+    sleep 2
+  done
 }
 
 # Sends a phase's report until it is acknowledged (0) or refused for good (1): stale, or
@@ -431,14 +528,21 @@ run_phase() {
 
 if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
 mkdir -p "$ROOT_DIR" "$WORK_DIR" || exit 1
-AUTH_HEADER_FILE="$ROOT_DIR/authorization"
-(umask 077 && printf '%s\n' "$AUTH_HEADER" >"$AUTH_HEADER_FILE") || exit 1
+SSM_CONTENT_TYPE='application/x-amz-json-1.1'
+SSM_TARGET='AmazonSSM.GetParameter'
+SSM_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
+SECRET=''
 printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh"
 printf '%s' "$RUN_B64" | base64 -d >"$ROOT_DIR/run.sh"
 printf '%s' "$ENV_B64" | base64 -d >"$ROOT_DIR/env.sh"
 
 if ! resolve_node_rank; then
   log "no node rank from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
+  shut_down
+  exit 1
+fi
+if ! fetch_secret; then
+  log "no callback secret from SSM after $DISCOVERY_TIMEOUT_SECONDS s ($SSM_ERROR); giving up"
   shut_down
   exit 1
 fi

@@ -19,8 +19,9 @@ describe('the Lambda catalog', () => {
     const code = source(name);
     const needs = LAMBDA_NEEDS[name];
     expect(/\bworkflow\(\)/.test(code), 'workflow()').toBe(needs.workflow.length > 0);
-    expect(/\bcompute\(\)/.test(code), 'compute()').toBe(needs.compute === 'launch');
-    expect(/\breleasingCompute\(\)/.test(code), 'releasingCompute()').toBe(needs.compute === 'release');
+    expect(/\bcompute\(\)/.test(code), 'compute()').toBe(needs.compute !== false);
+    // Only LaunchAttempt starts instances; the others may only release them.
+    expect(/\blaunchAttempt\(/.test(code), 'launchAttempt()').toBe(needs.compute === 'launch');
     expect(/\bstore\(\)/.test(code), 'store()').toBe(true);
     expect(/\bdeadLetters\(\)/.test(code), 'deadLetters()').toBe(needs.deadLetters === true);
   });

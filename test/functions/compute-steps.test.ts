@@ -45,6 +45,7 @@ beforeEach(() => {
 describe('launch-attempt', () => {
   it('launches tagged spot instances in the configured subnet and records them on the attempt', async () => {
     ec2.on(RunInstancesCommand).resolves({
+      OwnerId: '123456789012',
       Instances: [{ InstanceId: 'i-0abc', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.5', Placement: { AvailabilityZone: 'us-east-1a' } }],
     });
     await givenJob('j-1');

@@ -29,7 +29,15 @@ import {
   TaskTimedOut,
   type StartExecutionCommandInput,
 } from '@aws-sdk/client-sfn';
-import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import {
+  DeleteParametersCommand,
+  GetParameterCommand,
+  ParameterAlreadyExists,
+  PutParameterCommand,
+  SSMClient,
+  type DeleteParametersCommandInput,
+  type PutParameterCommandInput,
+} from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -60,6 +68,8 @@ interface FakeEc2 {
   readonly live: Map<string, Record<string, string>>;
   readonly byToken: Map<string, string[]>;
   launched: number;
+  /** SSM's parameters by name: the agents' secrets. */
+  readonly parameters: Map<string, string>;
 }
 let fakeEc2: FakeEc2;
 
@@ -75,10 +85,22 @@ function throttled(): EC2ServiceException {
 beforeEach(() => {
   ec2.reset();
   ssm.reset();
-  fakeEc2 = { live: new Map(), byToken: new Map(), launched: 0 };
+  fakeEc2 = { live: new Map(), byToken: new Map(), launched: 0, parameters: new Map() };
   process.env[EnvVar.computeConfig] = JSON.stringify(CONFIG);
   process.env[EnvVar.apiUrl] = 'https://api.example.com/v1/';
   ssm.on(GetParameterCommand).resolves({ Parameter: { Value: 'ami-0123456789abcdef0' } });
+  // As SSM does: PutParameter without Overwrite refuses a name that exists.
+  ssm.on(PutParameterCommand).callsFake((input: PutParameterCommandInput) => {
+    if (fakeEc2.parameters.has(input.Name ?? '')) {
+      throw new ParameterAlreadyExists({ message: 'The parameter already exists.', $metadata: { httpStatusCode: 400 } });
+    }
+    fakeEc2.parameters.set(input.Name ?? '', input.Value ?? '');
+    return { Version: 1 };
+  });
+  ssm.on(DeleteParametersCommand).callsFake((input: DeleteParametersCommandInput) => {
+    for (const name of input.Names ?? []) fakeEc2.parameters.delete(name);
+    return {};
+  });
   ec2.on(DescribeImagesCommand).resolves({ Images: [{ ImageId: 'ami-0123456789abcdef0', RootDeviceName: '/dev/sda1' }] });
   ec2.on(CreateTagsCommand).resolves({});
   // As EC2 does: a ClientToken already used returns the instances it launched, not new ones.
@@ -96,6 +118,7 @@ beforeEach(() => {
       fakeEc2.byToken.set(token, ids);
     }
     return {
+      OwnerId: '123456789012',
       Instances: ids.map((InstanceId, index) => ({ InstanceId, AmiLaunchIndex: index, PrivateIpAddress: `10.0.0.${index + 5}`, Placement: { AvailabilityZone: 'us-east-1a' } })),
     };
   });
@@ -169,6 +192,8 @@ describe('launch-attempt, as its use case documents a replayed step', () => {
     expect(tokens).toHaveLength(2);
     expect(new Set(tokens).size).toBe(2);
     expect([...fakeEc2.live.keys()]).toEqual(['i-2']);
+    // The retired attempt's instance never got a secret; the live one has its own.
+    expect([...fakeEc2.parameters.keys()]).toEqual(['/relaunch/agent-secrets/i-2']);
     expect((await world.store().getAttempt('j-1', 1)).outcome).toEqual({ kind: 'LOST', reason: INTERRUPTED_LAUNCH_REASON });
     expect((await world.store().getAttempt('j-1', 2)).instances).toEqual([expect.objectContaining({ instanceId: 'i-2' })]);
     const job = await world.store().getJob('j-1');
@@ -187,6 +212,8 @@ describe('launch-attempt, as its use case documents a replayed step', () => {
     expect(ec2).toHaveReceivedCommandTimes(RunInstancesCommand, 1);
     expect(ec2).not.toHaveReceivedCommand(TerminateInstancesCommand);
     expect([...fakeEc2.live.keys()]).toEqual(['i-1']);
+    expect(ssm).toHaveReceivedCommandTimes(PutParameterCommand, 1);
+    expect([...fakeEc2.parameters.keys()]).toEqual(['/relaunch/agent-secrets/i-1']);
     expect((await world.store().getAttempt('j-1', 1)).outcome).toBeNull();
   });
 });
@@ -309,6 +336,8 @@ describe('release-instances', () => {
     await givenAttempt('j-1', 1, { instances: [instance('i-0abc')] });
     running('i-0abc', 'j-1', 1);
     running('i-other', 'j-2', 1);
+    fakeEc2.parameters.set('/relaunch/agent-secrets/i-0abc', 'a'.repeat(64));
+    fakeEc2.parameters.set('/relaunch/agent-secrets/i-other', 'b'.repeat(64));
     const input = state(1, { decision: { action: 'SUCCEED', status: JobStatus.SUCCEEDED, reason: 'done', delaySeconds: 0, continueAsNew: false } });
 
     expect(await releaseInstances(input)).toEqual(input);
@@ -316,6 +345,8 @@ describe('release-instances', () => {
 
     expect(terminated()).toEqual([['i-0abc']]);
     expect([...fakeEc2.live.keys()]).toEqual(['i-other']);
+    // Its secret goes with it; the other job's stays.
+    expect([...fakeEc2.parameters.keys()]).toEqual(['/relaunch/agent-secrets/i-other']);
   });
 });
 

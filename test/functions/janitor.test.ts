@@ -1,9 +1,11 @@
-// functions/janitor as a schedule invokes it, against dynalite with EC2 and SQS mocked:
-// a dead-lettered termination is applied and deleted, and a stale instance is terminated.
+// functions/janitor as a schedule invokes it, against dynalite with EC2, SSM and SQS
+// mocked: a dead-lettered termination is applied and deleted, and a stale instance is
+// terminated and its secret deleted.
 
 import { DescribeInstancesCommand, EC2Client, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { SendTaskSuccessCommand } from '@aws-sdk/client-sfn';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteParametersCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -17,6 +19,7 @@ import { computeConfig, givenAttempt, givenJob, instance, sfn, useWorld } from '
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
 const sqs = mockClient(SQSClient);
+const ssm = mockClient(SSMClient);
 
 const CONFIG = computeConfig({ releaseChecks: 2, releaseWaitBudgetMs: 5 });
 const FAILED_QUEUE = 'https://sqs.us-east-1.amazonaws.com/123456789012/relaunch-ec2-events-failed';
@@ -27,6 +30,8 @@ const TICK = { version: '0', id: 'x', 'detail-type': 'Scheduled Event', source: 
 beforeEach(() => {
   ec2.reset();
   sqs.reset();
+  ssm.reset();
+  ssm.on(DeleteParametersCommand).resolves({});
   process.env[EnvVar.computeConfig] = JSON.stringify(CONFIG);
   process.env[EnvVar.apiUrl] = 'https://api.example.com/v1/';
   process.env[EnvVar.deadLetterQueues] = JSON.stringify([{ name: 'ec2-events-failed', url: FAILED_QUEUE }]);
@@ -85,6 +90,7 @@ describe('janitor', () => {
     expect(sweep).toMatchObject({ checked: 3, kept: 2, failed: [], released: [{ jobId: 'j-gone', attempt: 1, instanceIds: ['i-0orphan'], reason: 'job j-gone is not in the table' }] });
     expect(ec2).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-0orphan'] });
     expect(ec2).toHaveReceivedCommandTimes(TerminateInstancesCommand, 1);
+    expect(ssm).toHaveReceivedCommandExactlyOnceWith(DeleteParametersCommand, { Names: ['/relaunch/agent-secrets/i-0orphan'] });
   });
 
   it('names DEAD_LETTER_QUEUES when it is not a list of queues', async () => {

@@ -156,6 +156,7 @@ describe('metrics (EMF on stdout)', () => {
     await givenAttempt('j-1', 1);
     await world.store().endAttempt('j-1', 1, exited(29), secondsAgo(2));
     ec2.on(RunInstancesCommand).resolves({
+      OwnerId: '123456789012',
       Instances: [{ InstanceId: 'i-0def', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.6', Placement: { AvailabilityZone: 'us-east-1a' } }],
     });
     const next = await launchAttempt({ jobId: 'j-1', attempt: 1, attemptsInExecution: 1 }, CONTEXT);
@@ -171,6 +172,7 @@ describe('metrics (EMF on stdout)', () => {
   it('writes no relaunch time for a first launch', async () => {
     await givenJob('j-1');
     ec2.on(RunInstancesCommand).resolves({
+      OwnerId: '123456789012',
       Instances: [{ InstanceId: 'i-0def', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.6', Placement: { AvailabilityZone: 'us-east-1a' } }],
     });
     await launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 }, CONTEXT);

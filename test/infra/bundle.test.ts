@@ -57,8 +57,8 @@ describe('bundle', () => {
     [
       '@aws-sdk/client-dynamodb',
       ...(needs.workflow.length > 0 ? ['@aws-sdk/client-sfn'] : []),
-      ...(needs.compute !== false ? ['@aws-sdk/client-ec2'] : []),
-      ...(needs.compute === 'launch' ? ['@aws-sdk/client-ssm'] : []),
+      // EC2, and SSM for the default AMIs and the agents' secrets (a release deletes them).
+      ...(needs.compute !== false ? ['@aws-sdk/client-ec2', '@aws-sdk/client-ssm'] : []),
       ...(needs.notifies === true ? ['@aws-sdk/client-sns'] : []),
       ...(needs.deadLetters === true ? ['@aws-sdk/client-sqs'] : []),
     ].sort();

@@ -554,7 +554,7 @@ describe('JobApi', () => {
 });
 
 describe('JobInstances', () => {
-  it('gives the instance role Session Manager\'s shell and nothing else: no managed policy, no parameter, no data', () => {
+  it("gives the instance role Session Manager's shell and its own secret, nothing else: no managed policy, no other parameter, no data", () => {
     const role = Object.entries(resources).find(([id]) => id.startsWith('RelaunchInstancesRole'))?.[1] as Resource;
     expect(role.Properties.ManagedPolicyArns ?? []).toEqual([]);
     expect(role.Properties.Policies).toBeUndefined();
@@ -575,7 +575,34 @@ describe('JobInstances', () => {
         ],
         Resource: '*',
       },
+      {
+        Sid: 'ReadOwnAgentSecret',
+        Effect: 'Allow',
+        Action: 'ssm:GetParameter',
+        Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ssm:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':parameter/relaunch/agent-secrets/*']] },
+        // The instance whose credentials sign the request must be the one the parameter's tag names.
+        Condition: { StringEquals: { 'ssm:resourceTag/relaunch:instance-arn': '${ec2:SourceInstanceARN}' } },
+      },
     ]);
+  });
+
+  it('lets the launcher put agent secrets, and every function that releases delete them, only under the secrets path', () => {
+    const secrets = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ssm:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':parameter/relaunch/agent-secrets/*']] };
+    const statementsOf = (fn: string) =>
+      Object.values(resources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes(fn.replaceAll('-', '')))
+        .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    const ssmStatements = (fn: string) => statementsOf(fn).filter((statement) => [statement.Action].flat().some((action) => String(action).startsWith('ssm:')));
+    expect(ssmStatements('launchattempt')).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Sid: 'PutAgentSecrets', Action: ['ssm:PutParameter', 'ssm:AddTagsToResource'], Resource: secrets }),
+        expect.objectContaining({ Sid: 'DeleteAgentSecrets', Action: ['ssm:DeleteParameters', 'ssm:DeleteParameter'], Resource: secrets }),
+      ]),
+    );
+    for (const fn of ['releaseinstances', 'recordcontrollerfailure', 'onexecutionended', 'janitor']) {
+      expect(ssmStatements(fn).map((statement) => statement.Sid)).toEqual(['DeleteAgentSecrets']);
+    }
+    for (const fn of ['api', 'awaitattempt', 'evaluatepolicy', 'onec2event', 'continueasnew']) expect(ssmStatements(fn)).toEqual([]);
   });
 
   it('gives the security group no inbound rule by default', () => {

@@ -12,7 +12,7 @@ import {
   TerminateInstancesCommand,
   type RunInstancesCommandInput,
 } from '@aws-sdk/client-ec2';
-import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { DeleteParametersCommand, GetParameterCommand, PutParameterCommand, SSMClient, SSMServiceException } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -26,8 +26,8 @@ import {
 } from '../../../lib/adapters/ec2-compute.ts';
 import { LAMBDA_NEEDS, LambdaName } from '../../../infra/lambda-catalog.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
-import { ConfigurationError, NoCapacityError, PrecheckError, TransientError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
-import { ssmParameterReader } from '../../../lib/adapters/ssm-parameters.ts';
+import { NoCapacityError, PrecheckError, TransientError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
+import { SsmParameters } from '../../../lib/adapters/ssm-parameters.ts';
 import type { LaunchRequest } from '../../../lib/ports.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
@@ -38,6 +38,7 @@ type Ec2Mock = ReturnType<typeof mockEc2>;
 type SsmMock = ReturnType<typeof mockSsm>;
 
 const REGIONS = ['us-east-1', 'us-west-2'] as const;
+const ACCOUNT = '123456789012';
 type Region = (typeof REGIONS)[number];
 
 const CONFIG: Ec2ComputeConfig = {
@@ -81,7 +82,7 @@ let launched: number;
 function compute(config: Partial<Ec2ComputeConfig> = {}): Ec2Compute {
   return new Ec2Compute({
     ec2: (region) => clients.ec2[region as Region],
-    readParameter: ssmParameterReader((region) => clients.ssm[region as Region]),
+    parameters: new SsmParameters((region) => clients.ssm[region as Region]),
     config: { ...CONFIG, ...config },
     sleep: async (ms) => {
       sleeps.push(ms);
@@ -92,6 +93,7 @@ function compute(config: Partial<Ec2ComputeConfig> = {}): Ec2Compute {
 /** RunInstances succeeds: MinCount instances numbered 0..n-1 with private IPs. */
 function runSucceeds(mock: Ec2Mock, zone: string): void {
   mock.on(RunInstancesCommand).callsFake((input: RunInstancesCommandInput) => ({
+    OwnerId: ACCOUNT,
     Instances: Array.from({ length: input.MinCount ?? 0 }, (_, index) => {
       launched += 1;
       return { InstanceId: `i-${launched}`, AmiLaunchIndex: index, PrivateIpAddress: `10.0.0.${launched}`, Placement: { AvailabilityZone: zone } };
@@ -110,6 +112,8 @@ beforeEach(() => {
   ssm = { 'us-east-1': mockSsm(clients.ssm['us-east-1']), 'us-west-2': mockSsm(clients.ssm['us-west-2']) };
   for (const region of REGIONS) {
     ssm[region].on(GetParameterCommand).callsFake((input: { Name: string }) => ({ Parameter: { Value: amiOf(region, input.Name) } }));
+    ssm[region].on(PutParameterCommand).resolves({ Version: 1, Tier: 'Standard' });
+    ssm[region].on(DeleteParametersCommand).callsFake((input: { Names: string[] }) => ({ DeletedParameters: [], InvalidParameters: input.Names }));
     ec2[region].on(DescribeImagesCommand).resolves({ Images: [{ ImageId: 'ami', RootDeviceName: '/dev/sda1' }] });
     ec2[region].on(CreateTagsCommand).resolves({});
     ec2[region].on(TerminateInstancesCommand).resolves({});
@@ -177,7 +181,7 @@ describe('Ec2Compute.launch: what it sends', () => {
     });
   });
 
-  it('sends the agent as gzipped user data, with the callback secret, API and GPU count', async () => {
+  it('sends the agent as gzipped user data, with the API, where its secret is and the GPU count, never the secret', async () => {
     await compute().launch(request(spec({ accelerators: [{ name: 'A100', count: 8 }], diskSizeGb: 1024 })));
 
     const [input] = runInputs('us-east-1');
@@ -185,9 +189,58 @@ describe('Ec2Compute.launch: what it sends', () => {
     expect(input?.BlockDeviceMappings?.[0]?.Ebs?.VolumeSize).toBe(1024);
     const script = userDataScript(input as RunInstancesCommandInput);
     expect(script.startsWith('#!/bin/bash\n')).toBe(true);
-    expect(script).toContain(`'Authorization: ${authorizationHeader('cb-secret')}'`);
+    expect(script).not.toContain('cb-secret');
+    expect(script).toContain("SECRET_PATH='/relaunch/agent-secrets'");
+    expect(script).toContain("SSM_URL='https://ssm.us-east-1.amazonaws.com'");
+    expect(script).toContain(`AUTH_PREFIX='${authorizationHeader('')}'`);
     expect(script).toContain("REPORT_URL='https://api.example.com/prod/jobs/job-1/attempts/2/report'");
     expect(agentEnvironment(script)).toContain("export SKYPILOT_NUM_GPUS_PER_NODE='8'");
+  });
+
+  it("puts each node's secret as a SecureString only that instance may read, once the instances exist", async () => {
+    await compute().launch(request(spec(), { spec: { ...spec(), numNodes: 2 } }));
+
+    const puts = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input);
+    expect(puts).toEqual(
+      ['i-1', 'i-2'].map((id) => ({
+        Name: `/relaunch/agent-secrets/${id}`,
+        Value: 'cb-secret',
+        Type: 'SecureString',
+        Tier: 'Intelligent-Tiering',
+        Description: expect.any(String),
+        Tags: [
+          { Key: 'relaunch:instance-arn', Value: `arn:aws:ec2:us-east-1:123456789012:instance/${id}` },
+          { Key: 'relaunch:job-id', Value: 'job-1' },
+          { Key: 'relaunch:attempt', Value: '2' },
+        ],
+      })),
+    );
+    const order = [...ec2['us-east-1'].calls(), ...ssm['us-east-1'].calls()].map((call) => call.args[0].constructor.name);
+    expect(order.indexOf('RunInstancesCommand')).toBeLessThan(order.indexOf('PutParameterCommand'));
+  });
+
+  it('takes a secret an earlier try already wrote as written, and retries SSM throttling', async () => {
+    const exists = new SSMServiceException({ name: 'ParameterAlreadyExists', $fault: 'client', $metadata: { httpStatusCode: 400 }, message: 'exists' });
+    const throttled = new SSMServiceException({ name: 'ThrottlingException', $fault: 'client', $metadata: { httpStatusCode: 400 }, message: 'slow down' });
+    ssm['us-east-1'].on(PutParameterCommand).rejectsOnce(throttled).rejectsOnce(exists);
+
+    const result = await compute().launch(request(spec()));
+
+    expect(result.instances.map((instance) => instance.instanceId)).toEqual(['i-1']);
+    expect(ssm['us-east-1']).toHaveReceivedCommandTimes(PutParameterCommand, 2);
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+  });
+
+  it('gives the instances back when their secrets cannot be written, or EC2 does not say whose they are', async () => {
+    const denied = new SSMServiceException({ name: 'AccessDeniedException', $fault: 'client', $metadata: { httpStatusCode: 400 }, message: 'no' });
+    ssm['us-east-1'].on(PutParameterCommand).rejects(denied);
+
+    await expect(compute().launch(request(spec()))).rejects.toMatchObject({ name: 'AccessDeniedException' });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
+
+    ec2['us-east-1'].on(RunInstancesCommand).resolves({ Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] });
+    await expect(compute().launch(request(spec()))).rejects.toThrow(/without the account \(OwnerId\)/);
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-9'] });
   });
 
   it('picks the arm64 image for a Graviton type', async () => {
@@ -235,7 +288,7 @@ describe('Ec2Compute.launch: what it sends', () => {
   });
 
   it('tags every node with its rank and every node IP, head first, for the agent to read from IMDS', async () => {
-    ec2['us-east-1'].on(RunInstancesCommand).resolves({
+    ec2['us-east-1'].on(RunInstancesCommand).resolves({ OwnerId: ACCOUNT,
       Instances: [
         { InstanceId: 'i-b', AmiLaunchIndex: 1, PrivateIpAddress: '10.0.0.12' },
         { InstanceId: 'i-a', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.11' },
@@ -270,7 +323,7 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     ec2['us-east-1'].on(RunInstancesCommand).callsFake(() => {
       calls += 1;
       if (calls <= 4) throw awsError('InsufficientInstanceCapacity');
-      return { Instances: [{ InstanceId: 'i-h200', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.1.5' }] };
+      return { OwnerId: ACCOUNT, Instances: [{ InstanceId: 'i-h200', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.1.5' }] };
     });
 
     const result = await compute().launch(request(spec({ accelerators: [{ name: 'H100', count: 8 }, { name: 'H200', count: 8 }] }), { market: 'spot' }));
@@ -316,7 +369,7 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     ec2['us-east-1'].on(RunInstancesCommand).callsFake(() => {
       calls += 1;
       if (calls <= 3) throw awsError('RequestLimitExceeded');
-      return { Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] };
+      return { OwnerId: ACCOUNT, Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] };
     });
     ssm['us-east-1'].on(GetParameterCommand).rejectsOnce(awsError('ThrottlingException')).resolves({ Parameter: { Value: 'ami-x' } });
 
@@ -333,7 +386,7 @@ describe('Ec2Compute.launch: failing over and failing', () => {
       calls += 1;
       if (calls === 1) throw awsError('InsufficientInstanceCapacity');
       if (calls === 2) throw awsError('InternalError');
-      return { Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] };
+      return { OwnerId: ACCOUNT, Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] };
     });
 
     await compute().launch(request(spec({ instanceType: 'm6i.large' })));
@@ -450,8 +503,8 @@ describe('Ec2Compute.launch: failing over and failing', () => {
   it('terminates a partial multi-node launch and tries the next candidate', async () => {
     ec2['us-east-1']
       .on(RunInstancesCommand)
-      .resolvesOnce({ Instances: [{ InstanceId: 'i-lonely', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.1' }] })
-      .resolves({
+      .resolvesOnce({ OwnerId: ACCOUNT, Instances: [{ InstanceId: 'i-lonely', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.1' }] })
+      .resolves({ OwnerId: ACCOUNT,
         Instances: [
           { InstanceId: 'i-0', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.2.1' },
           { InstanceId: 'i-1', AmiLaunchIndex: 1, PrivateIpAddress: '10.0.2.2' },
@@ -516,19 +569,27 @@ describe('Ec2Compute.release', () => {
     expect(ec2['us-west-2']).not.toHaveReceivedCommand(TerminateInstancesCommand);
   });
 
-  it('needs no SSM access: an Ec2Compute without a parameter reader releases, and launches only a given image_id', async () => {
-    const releasing = new Ec2Compute({ ec2: (region) => clients.ec2[region as Region], config: CONFIG, sleep: async () => {} });
-    ec2['us-east-1'].on(DescribeInstancesCommand).resolvesOnce(reservations('i-1')).resolves({ Reservations: [] });
+  it('deletes the secrets of the recorded instances and of those found by tag, in every region, once they are going', async () => {
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolvesOnce(reservations('i-7')).resolves({ Reservations: [] });
 
-    await releasing.release('job-1', 2, [{ instanceId: 'i-1', nodeRank: 0, privateIp: null }]);
-    await releasing.launch(request(spec({ imageId: { kind: 'ami', imageId: 'ami-custom' } })));
-    const defaultImage = releasing.launch(request(spec()));
+    await compute().release('job-1', 2, [{ instanceId: 'i-1', nodeRank: 0, privateIp: null }]);
 
-    await expect(defaultImage).rejects.toThrow(ConfigurationError);
-    await expect(defaultImage).rejects.toThrow(/no SSM parameter reader to find the default AMI/);
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-custom' });
-    expect(ssm['us-east-1']).not.toHaveReceivedAnyCommand();
+    for (const region of REGIONS) {
+      expect(ssm[region]).toHaveReceivedCommandExactlyOnceWith(DeleteParametersCommand, {
+        Names: ['/relaunch/agent-secrets/i-1', '/relaunch/agent-secrets/i-7'],
+      });
+    }
+    const order = [...ec2['us-east-1'].calls(), ...ssm['us-east-1'].calls()].map((call) => call.args[0].constructor.name);
+    expect(order.indexOf('TerminateInstancesCommand')).toBeLessThan(order.indexOf('DeleteParametersCommand'));
+  });
+
+  it('deletes secrets ten names a call, as DeleteParameters takes them', async () => {
+    const instances = Array.from({ length: 23 }, (_, index) => ({ instanceId: `i-${index}`, nodeRank: index, privateIp: null }));
+
+    await compute().release('job-1', 2, instances);
+
+    const batches = ssm['us-east-1'].commandCalls(DeleteParametersCommand).map((call) => call.args[0].input.Names?.length);
+    expect(batches).toEqual([10, 10, 3]);
   });
 
   it('is idempotent: instances already gone need no call', async () => {

@@ -1,8 +1,9 @@
 // The agent script, run for real with bash against a local HTTP server standing in for
-// the API (and, where the test says so, for the instance metadata service).
+// the API, the instance metadata service and SSM (the local runtime's SSM, which checks
+// the agent's SigV4 signature and that the parameter is tagged for this instance).
 
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,12 +11,18 @@ import { delimiter, dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HeartbeatBodySchema, OUTPUT_TAIL_MAX_BYTES, ReportBodySchema, type ReportBody } from '../../../lib/agent/protocol.ts';
 import { renderAgentScript, type AgentScriptParams } from '../../../lib/agent/script.ts';
+import { agentSecretName } from '../../../lib/agent/secret-parameter.ts';
 import { PrecheckError } from '../../../lib/errors.ts';
+import { credentialsDocument, LocalSecretParameters, newNodeCredentials } from '../../../local/secret-parameters.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
 
-const SECRET = 's3cret-for-attempt';
+const SECRET = '5ec2e7'.repeat(10) + 'abcd';
 const JOB_ID = 'job-7f3a';
+const INSTANCE_ID = 'i-0a9b8c7d6e5f40312';
+const INSTANCE_ARN = `arn:aws:ec2:us-east-1:123456789012:instance/${INSTANCE_ID}`;
+const SECRET_PATH = '/relaunch/agent-secrets';
+const ROLE = 'relaunch-instance-role';
 
 interface Received {
   /** When it arrived (ms since the epoch). */
@@ -37,8 +44,19 @@ class FakeApi {
   heartbeatStatuses: number[] = [];
   /** The status of every heartbeat POST once heartbeatStatuses is used up. */
   heartbeatStatusAfter = 204;
-  /** IMDS metadata paths (after `/latest/meta-data/`) and their values; absent is 404. */
+  /** How long a heartbeat's answer takes (ms). */
+  heartbeatDelayMs = 0;
+  /**
+   * IMDS metadata paths (after `/latest/meta-data/`) and their values, besides the
+   * instance id and role credentials every instance has; absent is 404.
+   */
   metadata: Record<string, string> = {};
+  /** SSM's parameters; the attempt's secret is there for this instance unless a test says otherwise. */
+  readonly parameters = new LocalSecretParameters();
+  /** The instance role's credentials, served by IMDS and checked by SSM. */
+  readonly credentials = newNodeCredentials();
+  /** Every SSM request: its body and headers. */
+  readonly ssmRequests: { readonly body: string; readonly headers: IncomingMessage['headers'] }[] = [];
   private readonly imdsToken = 'imds-token-1';
   private server: Server | undefined;
 
@@ -66,6 +84,7 @@ class FakeApi {
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const path = request.url ?? '';
     if (path.startsWith('/latest/')) return this.imds(request, path, response);
+    if (path === '/ssm/') return this.ssm(request, Buffer.concat(chunks).toString('utf8'), response);
     this.requests.push({
       at: Date.now(),
       method: request.method ?? '',
@@ -80,6 +99,7 @@ class FakeApi {
       request.socket.destroy();
       return;
     }
+    if (path.endsWith('/heartbeat') && this.heartbeatDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.heartbeatDelayMs));
     response.writeHead(status, { 'content-type': 'application/json' }).end(status === 204 ? undefined : '{}');
   }
 
@@ -93,9 +113,26 @@ class FakeApi {
       response.writeHead(401).end();
       return;
     }
-    const value = this.metadata[path.replace('/latest/meta-data/', '')];
+    const metadata: Record<string, string> = {
+      'instance-id': INSTANCE_ID,
+      'iam/security-credentials/': ROLE,
+      [`iam/security-credentials/${ROLE}`]: credentialsDocument(this.credentials, new Date(Date.now() + 3_600_000)),
+      ...this.metadata,
+    };
+    const value = metadata[path.replace('/latest/meta-data/', '')];
     if (value === undefined) response.writeHead(404).end();
     else response.writeHead(200).end(value);
+  }
+
+  private ssm(request: IncomingMessage, body: string, response: ServerResponse): void {
+    this.ssmRequests.push({ body, headers: request.headers });
+    const headers = Object.fromEntries(Object.entries(request.headers).map(([key, value]) => [key, Array.isArray(value) ? value.join(', ') : value]));
+    const answer = this.parameters.answer(
+      { method: request.method ?? '', path: request.url ?? '', headers, body },
+      { instanceArn: INSTANCE_ARN, credentials: this.credentials },
+      new Date(),
+    );
+    response.writeHead(answer.statusCode, answer.headers).end(answer.body);
   }
 }
 
@@ -115,6 +152,7 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'relaunch-agent-'));
   api = new FakeApi();
   apiUrl = await api.start();
+  api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), SECRET, INSTANCE_ARN);
 });
 
 afterEach(async () => {
@@ -148,7 +186,7 @@ async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptPar
     apiUrl: `${apiUrl}/`,
     jobId: JOB_ID,
     attempt: 3,
-    secret: SECRET,
+    secretSource: { path: SECRET_PATH, region: 'us-east-1', endpoint: `${apiUrl}/ssm` },
     heartbeatSeconds: 1,
     rootDir: join(dir, 'agent'),
     imdsUrl: apiUrl,
@@ -353,6 +391,88 @@ describe('the agent script', () => {
   });
 });
 
+/** Every file under `root`, read as bytes. */
+function filesUnder(root: string): { readonly path: string; readonly content: Buffer }[] {
+  const found: { path: string; content: Buffer }[] = [];
+  for (const entry of readdirSync(root, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    found.push({ path, content: readFileSync(path) });
+  }
+  return found;
+}
+
+describe("the agent's callback secret", () => {
+  it('is read from its own instance parameter with a SigV4-signed GetParameter, and is in no file the job can read', async () => {
+    const result = await runAgent({ spec: spec({ run: DUMP_ENV }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.requests.every((request) => request.authorization === `Bearer ${SECRET}`)).toBe(true);
+    const [get] = api.ssmRequests;
+    expect(JSON.parse(get?.body ?? '')).toEqual({ Name: `${SECRET_PATH}/${INSTANCE_ID}`, WithDecryption: true });
+    expect(get?.headers).toMatchObject({
+      'x-amz-target': 'AmazonSSM.GetParameter',
+      'content-type': 'application/x-amz-json-1.1',
+      'x-amz-security-token': api.credentials.sessionToken,
+    });
+    expect(get?.headers.authorization).toMatch(
+      new RegExp(`^AWS4-HMAC-SHA256 Credential=${api.credentials.accessKeyId}/\\d{8}/us-east-1/ssm/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-amz-security-token;x-amz-target, Signature=[0-9a-f]{64}$`),
+    );
+    // The node's folder (user data, scripts, env, logs, report bodies) and the job's env.
+    const files = filesUnder(dir);
+    expect(files.length).toBeGreaterThan(5);
+    expect(files.filter((file) => file.content.includes(SECRET)).map((file) => file.path)).toEqual([]);
+    expect(Object.values(jobEnv()).some((value) => value.includes(SECRET))).toBe(false);
+  });
+
+  it('is on no command line and in no environment of any process while the agent heartbeats', async () => {
+    api.heartbeatDelayMs = 150;
+    const run = 'for i in $(seq 40); do cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null >> "$DUMP_DIR/proc"; sleep 0.03; done';
+
+    const result = await runAgent({ spec: spec({ run }), nodeRank: 0, heartbeatSeconds: 0.05 });
+
+    expect(result.exitCode).toBe(0);
+    const seen = readFileSync(join(dir, 'proc'));
+    // Heartbeat curls were running while the job looked.
+    expect(seen.includes(`${JOB_ID}/attempts/3/heartbeat`)).toBe(true);
+    expect(seen.includes(SECRET)).toBe(false);
+    expect(seen.includes(api.credentials.secretAccessKey)).toBe(false);
+  });
+
+  it('waits for a parameter the launcher writes after the instance boots: SSM refuses until then', async () => {
+    const name = agentSecretName(SECRET_PATH, INSTANCE_ID);
+    api.parameters.delete(name);
+    setTimeout(() => api.parameters.put(name, SECRET, INSTANCE_ARN), 2500);
+
+    const result = await runAgent({ spec: spec(), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(result.stderr).toContain('the callback secret is not readable yet: HTTP 400 AccessDeniedException');
+    expect(api.ssmRequests.length).toBeGreaterThanOrEqual(2);
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup', 'run']);
+  });
+
+  it("never reads another instance's parameter: with none of its own, it gives up without a heartbeat or a report", async () => {
+    api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), SECRET, 'arn:aws:ec2:us-east-1:123456789012:instance/i-someone-else');
+
+    const result = await runAgent({ spec: spec(), nodeRank: 0, discoveryTimeoutSeconds: 0 });
+
+    expect(result).toMatchObject({ exitCode: 1, shutDown: true });
+    expect(result.stderr).toContain('no callback secret from SSM after 0 s (HTTP 400 AccessDeniedException); giving up');
+    expect(api.requests).toEqual([]);
+  });
+
+  it('refuses a parameter that does not hold a secret', async () => {
+    api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), "'; touch /tmp/pwned; '", INSTANCE_ARN);
+
+    const result = await runAgent({ spec: spec(), nodeRank: 0, discoveryTimeoutSeconds: 0 });
+
+    expect(result).toMatchObject({ exitCode: 1, shutDown: true });
+    expect(result.stderr).toContain(`parameter ${SECRET_PATH}/${INSTANCE_ID} does not hold a callback secret`);
+    expect(api.requests).toEqual([]);
+  });
+});
+
 describe('the agent under throttling', () => {
   /** A long interval: the first, synchronous round is the only one a short job sees. */
   const ONE_ROUND = { heartbeatSeconds: 30, nodeRank: 0 } as const;
@@ -448,7 +568,8 @@ const NASTY = 'say "hi" \\ back\\slash\ttab\rcarriage \u0001 bell\u0007 esc\u001
 function pathWithoutPython(): string {
   const bin = join(dir, 'bin');
   mkdirSync(bin);
-  for (const tool of ['bash', 'curl', 'base64', 'tail', 'tr', 'awk', 'sleep', 'mkdir', 'printenv', 'touch', 'env', 'printf', 'cat']) {
+  const tools = ['bash', 'curl', 'base64', 'tail', 'tr', 'awk', 'sleep', 'mkdir', 'printenv', 'touch', 'env', 'printf', 'cat'];
+  for (const tool of [...tools, 'openssl', 'sha256sum', 'cut', 'sed', 'od', 'head', 'date']) {
     const found = (process.env.PATH ?? '')
       .split(delimiter)
       .map((folder) => join(folder, tool))
@@ -492,16 +613,18 @@ describe.each([
 });
 
 describe('renderAgentScript', () => {
+  const SOURCE = { path: SECRET_PATH, region: 'us-east-1', endpoint: 'https://ssm.us-east-1.amazonaws.com' };
+
   it('refuses an env name bash cannot export, naming it', () => {
     const render = () =>
-      renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secret: SECRET, heartbeatSeconds: 60, spec: spec({ envs: { 'MY-VAR': 'x' } }) });
+      renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: SOURCE, heartbeatSeconds: 60, spec: spec({ envs: { 'MY-VAR': 'x' } }) });
     expect(render).toThrow(PrecheckError);
     expect(render).toThrow(/envs\.MY-VAR: expected an environment variable name/);
   });
 
   it('embeds user scripts only base64-encoded, so they cannot become agent code', () => {
     const run = "'; echo injected; '\nEOF\n$(whoami)";
-    const script = renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secret: SECRET, heartbeatSeconds: 60, spec: spec({ run }) });
+    const script = renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: SOURCE, heartbeatSeconds: 60, spec: spec({ run }) });
     expect(script).not.toContain('injected');
     expect(script).toContain(Buffer.from(run).toString('base64'));
   });
