@@ -87,6 +87,8 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     store: 'write',
     workflow: ['start', 'resume', 'fail', 'heartbeat', 'stopBetweenSteps'],
     compute: false,
+    // A submit whose execution cannot start ends its job.
+    notifies: true,
     timeoutSeconds: 29,
   },
   [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },
@@ -94,5 +96,6 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', notifies: true, timeoutSeconds: 150 },
   // Replays dead letters (which may resume a task or release instances), then sweeps
   // for SWEEP_BUDGET_SECONDS (180 s) plus the last release's wait (40 s at most).
-  [LambdaName.janitor]: { store: 'write', workflow: ['resume'], compute: 'release', deadLetters: true, timeoutSeconds: 300 },
+  // A replayed execution end can end a job.
+  [LambdaName.janitor]: { store: 'write', workflow: ['resume'], compute: 'release', deadLetters: true, notifies: true, timeoutSeconds: 300 },
 };

@@ -8,6 +8,7 @@ import type { ApiResponse } from '../../lib/http/types.ts';
 import { clock, random, store, workflow } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
+import { announceJobEnded } from '../shared/notify.ts';
 import { parseEvent } from '../shared/parse.ts';
 
 /** The parts of API Gateway's REST proxy event the API reads. */
@@ -42,6 +43,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       clock,
       random,
       computeProblems: async (spec) => ec2TaskProblems(spec),
+      onJobEnded: announceJobEnded,
       onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),
     },
   );

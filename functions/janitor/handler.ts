@@ -7,6 +7,7 @@ import { sweepInstances, type SweepResult } from '../../lib/usecases/sweep-insta
 import type { ReplayedLetter } from '../../lib/usecases/replay-dead-letters.ts';
 import { clock, deadLetters, inventory, compute, store, workflow } from '../shared/deps.ts';
 import { startInvocation, type LambdaContext } from '../shared/log.ts';
+import { announceJobEnded } from '../shared/notify.ts';
 
 /** What one run did: the letters replayed, then the sweep. */
 export interface JanitorResult {
@@ -23,6 +24,7 @@ export async function handler(_event: unknown, context?: LambdaContext): Promise
     const line = { queue: letter.queue, action: 'REPLAY', outcome: letter.outcome, reason: letter.detail };
     if (letter.outcome === 'applied') log.info('dead letter replayed', line);
     else log.warn('dead letter not replayed', line);
+    if (letter.ended !== undefined) await announceJobEnded(letter.ended);
   }
   const sweep = await sweepInstances({ ...deps, inventory: inventory() });
   for (const swept of sweep.released) {

@@ -3,21 +3,12 @@
 // no Catch saw it) finishes its job: instances released, CANCELLED or FAILED_CONTROLLER.
 
 import { executionEndedOf, ExecutionEndedEventSchema } from '../../lib/aws-events.ts';
-import { JobStatus } from '../../lib/status.ts';
 import { onExecutionEnded, type ExecutionEndedResult } from '../../lib/usecases/execution-ended.ts';
 import { clock, compute, store } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
-import { recordJobEnded } from '../shared/metrics.ts';
-import { notifyJobEnded } from '../shared/notify.ts';
+import { announceJobEnded } from '../shared/notify.ts';
 import { parseEvent } from '../shared/parse.ts';
-
-/** The status each janitor action ends the job in; `ignored` ends nothing. */
-const ENDED_STATUS: Readonly<Record<ExecutionEndedResult['action'], JobStatus | null>> = {
-  ignored: null,
-  cancelled: JobStatus.CANCELLED,
-  failed: JobStatus.FAILED_CONTROLLER,
-};
 
 /** EventBridge delivers at least once: the use case is idempotent, a repeat changes nothing. */
 export const handler = lambdaHandler(async (event, log): Promise<ExecutionEndedResult> => {
@@ -25,10 +16,6 @@ export const handler = lambdaHandler(async (event, log): Promise<ExecutionEndedR
   withJob(ended);
   const result = await onExecutionEnded(ended, { store: store(), compute: compute(), clock });
   log.info('execution end applied', { status: ended.status, action: result.action, reason: result.reason });
-  const status = ENDED_STATUS[result.action];
-  if (status !== null) {
-    recordJobEnded(ended.jobId, status);
-    await notifyJobEnded({ jobId: ended.jobId, status, reason: result.reason });
-  }
+  if (result.ended !== undefined) await announceJobEnded(result.ended);
   return result;
 });

@@ -3,7 +3,8 @@
 // is never loaded: it sits in a chunk of its own that the first notification imports.
 
 import { logger } from './log.ts';
-import { recordNotificationFailure } from './metrics.ts';
+import type { JobEnded } from '../../lib/usecases/deps.ts';
+import { recordJobEnded, recordNotificationFailure } from './metrics.ts';
 import { JOB_NOTIFICATIONS_TOPIC_ENV } from './operations-contract.ts';
 
 /** A job that reached a terminal status, as the notification carries it. */
@@ -23,6 +24,12 @@ export interface JobEndedNotice {
  * an alarm watches), and not thrown: the job has ended whatever SNS says, and failing the
  * step would send a finished job down the controller's catch-all to FAILED_CONTROLLER.
  */
+/** Counts a job's end (the metric the FAILED_CONTROLLER alarm reads) and notifies it. */
+export async function announceJobEnded(ended: JobEnded): Promise<void> {
+  recordJobEnded(ended.jobId, ended.status);
+  await notifyJobEnded(ended);
+}
+
 export async function notifyJobEnded(notice: JobEndedNotice): Promise<void> {
   const topicArn = process.env[JOB_NOTIFICATIONS_TOPIC_ENV];
   if (topicArn === undefined || topicArn === '') return;

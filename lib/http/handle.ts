@@ -37,7 +37,7 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     // reports, and reads, cold-start without it.
     const { submitJob } = await import('../usecases/submit-job.ts');
     const idempotency = key === undefined ? undefined : { key, caller: request.caller ?? '' };
-    const { jobId, warnings, replayed } = await submitJob({ body, idempotency, computeProblems: deps.computeProblems }, deps);
+    const { jobId, warnings, replayed } = await submitJob({ body, idempotency, computeProblems: deps.computeProblems, onJobEnded: deps.onJobEnded }, deps);
     return json(202, { jobId, warnings }, replayed ? { [IDEMPOTENT_REPLAY_HEADER]: 'true' } : {});
   },
   async listJobs(request, _params, deps) {

@@ -3,7 +3,7 @@
 
 import type { InputIssue } from '../errors.ts';
 import type { TaskSpec } from '../spec/types.ts';
-import type { UseCaseDeps } from '../usecases/deps.ts';
+import type { JobEnded, UseCaseDeps } from '../usecases/deps.ts';
 
 /** An HTTP request, reduced to what relaunch reads. Header names in any case. */
 export interface ApiRequest {
@@ -32,6 +32,8 @@ export interface ApiResponse {
 export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random'> {
   /** What the compute behind this API cannot run, refused at submit (SubmitJobInput.computeProblems). */
   readonly computeProblems?: (spec: TaskSpec) => Promise<readonly InputIssue[]>;
+  /** Told of a job a request ended (a submit whose execution could not start). */
+  readonly onJobEnded?: (ended: JobEnded) => Promise<void>;
   /**
    * Called with an error no route expected, before a generic 500 is answered (the
    * response never carries it). A Lambda logs it here.

@@ -6,7 +6,7 @@ import type { AttemptRecord } from '../model.ts';
 import { isTerminal, JobStatus } from '../status.ts';
 import { CANCELLED_BY_USER } from './await-attempt.ts';
 import { recordControllerFailure } from './controller-failure.ts';
-import { nowIso, type UseCaseDeps } from './deps.ts';
+import { nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
 import { retryOnConflict } from './retry.ts';
 
 /** How Step Functions says an execution ended, for the ends no state of it recorded. */
@@ -22,10 +22,11 @@ export interface ExecutionEnded {
   readonly cause?: string;
 }
 
-/** What the janitor did, and why. */
+/** What the janitor did, and why; `ended` when it ended the job. */
 export interface ExecutionEndedResult {
   readonly action: 'ignored' | 'cancelled' | 'failed';
   readonly reason: string;
+  readonly ended?: JobEnded;
 }
 
 /**
@@ -62,23 +63,27 @@ export async function onExecutionEnded(
   }
   if (job.status !== JobStatus.CANCELLING) {
     const controllerError = { Error: `Execution${pascal(event.status)}`, Cause: describe(event) };
-    await recordControllerFailure({ jobId: job.jobId, attempt: job.attemptCount, attemptsInExecution: 0, controllerError }, deps);
-    return { action: 'failed', reason: `job ${job.jobId}: its execution ended ${event.status} while the job was ${job.status}` };
+    const { decision } = await recordControllerFailure({ jobId: job.jobId, attempt: job.attemptCount, attemptsInExecution: 0, controllerError }, deps);
+    const reason = `job ${job.jobId}: its execution ended ${event.status} while the job was ${job.status}`;
+    if (decision?.status !== JobStatus.FAILED_CONTROLLER) return { action: 'failed', reason };
+    return { action: 'failed', reason, ended: { jobId: job.jobId, status: JobStatus.FAILED_CONTROLLER, reason: decision.reason } };
   }
   if (job.attemptCount > 0) {
     const attempt = await releaseLatest(deps, job.jobId, job.attemptCount);
     if (attempt.outcome === null) await store.endAttempt(job.jobId, attempt.attempt, { kind: 'CANCELLED' }, nowIso(clock));
   }
-  await retryOnConflict(2, async () => {
+  const changed = await retryOnConflict(2, async () => {
     const current = await store.getJob(job.jobId);
-    if (isTerminal(current.status)) return;
+    if (isTerminal(current.status)) return false;
     await store.changeStatus(
       job.jobId,
       { from: current.status, to: JobStatus.CANCELLED, reason: CANCELLED_BY_USER, attempt: current.attemptCount > 0 ? current.attemptCount : null, at: nowIso(clock) },
       { failureReason: CANCELLED_BY_USER },
     );
+    return true;
   });
-  return { action: 'cancelled', reason: `job ${job.jobId} cancelled while its execution waited` };
+  const reason = `job ${job.jobId} cancelled while its execution waited`;
+  return changed ? { action: 'cancelled', reason, ended: { jobId: job.jobId, status: JobStatus.CANCELLED, reason: CANCELLED_BY_USER } } : { action: 'cancelled', reason };
 }
 
 async function releaseLatest(deps: Pick<UseCaseDeps, 'store' | 'compute'>, jobId: string, latest: number): Promise<AttemptRecord> {

@@ -12,7 +12,7 @@ import {
 } from '../aws-events.ts';
 import type { DeadLetter, DeadLetters } from '../ports.ts';
 import * as z from '../zod.ts';
-import { errorMessage, type UseCaseDeps } from './deps.ts';
+import { errorMessage, type JobEnded, type UseCaseDeps } from './deps.ts';
 import { onExecutionEnded } from './execution-ended.ts';
 import { onInstanceEvent } from './instance-event.ts';
 
@@ -25,11 +25,12 @@ export const REPLAY_BATCH = 50;
  */
 export const MAX_REPLAYS = 5;
 
-/** What happened to one letter. */
+/** What happened to one letter; `ended` when applying it ended a job. */
 export interface ReplayedLetter {
   readonly queue: string;
   readonly outcome: 'applied' | 'failed' | 'unreadable' | 'given up';
   readonly detail: string;
+  readonly ended?: JobEnded;
 }
 
 /**
@@ -67,7 +68,8 @@ export async function replayDeadLetters(
           ? await onExecutionEnded(executionEndedOf(event), deps)
           : await onInstanceEvent(instanceEventOf(event), deps);
       await deadLetters.remove(letter);
-      replayed.push({ queue: letter.queue, outcome: 'applied', detail: `${result.action}: ${result.reason}` });
+      const ended = 'ended' in result ? result.ended : undefined;
+      replayed.push({ queue: letter.queue, outcome: 'applied', detail: `${result.action}: ${result.reason}`, ...(ended === undefined ? {} : { ended }) });
     } catch (error) {
       replayed.push({ queue: letter.queue, outcome: 'failed', detail: errorMessage(error) });
     }

@@ -11,7 +11,7 @@ import type { SpecWarning, TaskSpec } from '../spec/types.ts';
 import { newJobId } from '../ids.ts';
 import type { JobRecord } from '../model.ts';
 import { JobStatus } from '../status.ts';
-import { errorMessage, nowIso, type UseCaseDeps } from './deps.ts';
+import { errorMessage, nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
 
 /** A task to run: YAML text, or an already-parsed object (a JSON body). */
 export interface SubmitJobInput {
@@ -32,6 +32,8 @@ export interface SubmitJobInput {
    * first launch (on AWS: user data over EC2's limit, a workdir it does not upload).
    */
   readonly computeProblems?: (spec: TaskSpec) => Promise<readonly InputIssue[]>;
+  /** Told of a job this submit ended (its execution could not start), once it is stored. */
+  readonly onJobEnded?: (ended: JobEnded) => Promise<void>;
 }
 
 /** The job's id and the spec's warnings, to show the user. */
@@ -76,7 +78,7 @@ export async function submitJob(
   if (idempotency === undefined) {
     const jobId = newJobId(clock, random);
     await store.createJob(newJobRecord(jobId, spec, nowIso(clock)));
-    await startController(jobId, deps);
+    await startController(jobId, deps, input.onJobEnded);
     return { jobId, warnings: parsed.warnings, replayed: false };
   }
 
@@ -93,20 +95,24 @@ export async function submitJob(
     return { holder, created: holder.jobId === claim.jobId };
   });
   if (held.created) {
-    await startController(held.holder.jobId, deps);
+    await startController(held.holder.jobId, deps, input.onJobEnded);
     return { jobId: held.holder.jobId, warnings: parsed.warnings, replayed: false };
   }
   if (held.holder.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError(held.holder.jobId);
   const job = await store.getJob(held.holder.jobId);
-  if (job.status === JobStatus.PENDING && job.executionArn === null) await startController(job.jobId, deps);
+  if (job.status === JobStatus.PENDING && job.executionArn === null) await startController(job.jobId, deps, input.onJobEnded);
   return { jobId: job.jobId, warnings: parsed.warnings, replayed: true };
 }
 
 /**
  * Starts the job's execution and records it. If it cannot start, the job is marked
- * FAILED_CONTROLLER with the reason and the error is rethrown.
+ * FAILED_CONTROLLER with the reason, `onJobEnded` is told, and the error is rethrown.
  */
-async function startController(jobId: string, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>): Promise<void> {
+async function startController(
+  jobId: string,
+  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>,
+  onJobEnded: SubmitJobInput['onJobEnded'],
+): Promise<void> {
   const { store, workflow, clock } = deps;
   let executionArn: string;
   try {
@@ -118,6 +124,7 @@ async function startController(jobId: string, deps: Pick<UseCaseDeps, 'store' | 
       { from: JobStatus.PENDING, to: JobStatus.FAILED_CONTROLLER, reason, attempt: null, at: nowIso(clock) },
       { failureReason: reason },
     );
+    await onJobEnded?.({ jobId, status: JobStatus.FAILED_CONTROLLER, reason });
     throw error;
   }
   await store.setExecution(jobId, executionArn);

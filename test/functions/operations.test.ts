@@ -4,13 +4,17 @@
 // environment says), against dynalite and mocked EC2, SSM and SNS.
 
 import { DescribeImagesCommand, DescribeInstancesCommand, EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
+import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { handler as api } from '../../functions/api/handler.ts';
 import { handler as evaluatePolicy } from '../../functions/evaluate-policy/handler.ts';
+import { handler as janitor } from '../../functions/janitor/handler.ts';
 import { handler as launchAttempt } from '../../functions/launch-attempt/handler.ts';
 import { handler as onExecutionEnded } from '../../functions/on-execution-ended/handler.ts';
 import { handler as recordControllerFailure } from '../../functions/record-controller-failure/handler.ts';
@@ -26,12 +30,13 @@ import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
 import type { AttemptOutcome } from '../../lib/policy/types.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
-import { computeConfig, givenAttempt, givenJob, instance, STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { computeConfig, givenAttempt, givenJob, instance, sfn, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
 const ssm = mockClient(SSMClient);
 const sns = mockClient(SNSClient);
+const sqs = mockClient(SQSClient);
 
 const TOPIC_ARN = 'arn:aws:sns:us-east-1:123456789012:relaunch-jobs';
 const CONTEXT = { functionName: 'relaunch-test', awsRequestId: 'request-1' };
@@ -88,6 +93,7 @@ beforeEach(() => {
   ec2.reset();
   ssm.reset();
   sns.reset();
+  sqs.reset();
   resetPublisher();
   delete process.env[JOB_NOTIFICATIONS_TOPIC_ENV];
   process.env[EnvVar.computeConfig] = JSON.stringify(CONFIG);
@@ -109,6 +115,28 @@ async function attemptEnded(outcome: AttemptOutcome, endedSecondsAgo = 0): Promi
   await givenJob('j-1', JobStatus.RUNNING);
   await givenAttempt('j-1', 1, { instances: [instance('i-0abc')] });
   await world.store().endAttempt('j-1', 1, outcome, secondsAgo(endedSecondsAgo));
+}
+
+/** Step Functions' event for job `jobId`'s execution, stopped by an operator. */
+function executionAborted(jobId: string) {
+  const executionArn = `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:${jobId}`;
+  return {
+    version: '0',
+    id: 'e-1',
+    'detail-type': EXECUTION_STATUS_CHANGE,
+    source: 'aws.states',
+    account: '123456789012',
+    time: new Date().toISOString(),
+    region: 'us-east-1',
+    resources: [executionArn],
+    detail: {
+      executionArn,
+      stateMachineArn: STATE_MACHINE_ARN,
+      name: jobId,
+      status: 'ABORTED',
+      input: JSON.stringify({ jobId, attempt: 0, attemptsInExecution: 0 }),
+    },
+  };
 }
 
 const exited = (exitCode: number): AttemptOutcome => ({ kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode }] });
@@ -206,27 +234,9 @@ describe('metrics (EMF on stdout)', () => {
   });
 
   it('counts the janitor ending a job, and nothing for an execution it ignores', async () => {
-    const executionArn = `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:j-1`;
-    const event = (jobId: string) => ({
-      version: '0',
-      id: 'e-1',
-      'detail-type': EXECUTION_STATUS_CHANGE,
-      source: 'aws.states',
-      account: '123456789012',
-      time: new Date().toISOString(),
-      region: 'us-east-1',
-      resources: [executionArn],
-      detail: {
-        executionArn,
-        stateMachineArn: STATE_MACHINE_ARN,
-        name: jobId,
-        status: 'ABORTED',
-        input: JSON.stringify({ jobId, attempt: 0, attemptsInExecution: 0 }),
-      },
-    });
     await givenJob('j-1', JobStatus.RUNNING);
-    await onExecutionEnded(event('j-1'), CONTEXT);
-    await onExecutionEnded(event('j-unknown'), CONTEXT);
+    await onExecutionEnded(executionAborted('j-1'), CONTEXT);
+    await onExecutionEnded(executionAborted('j-unknown'), CONTEXT);
     expect(metric(MetricName.jobsEnded)).toEqual([expect.objectContaining({ Status: JobStatus.FAILED_CONTROLLER, jobId: 'j-1' })]);
   });
 });
@@ -302,6 +312,44 @@ describe('job end notifications (SNS)', () => {
     expect(message).toMatchObject({ jobId: 'j-1', status: JobStatus.FAILED_CONTROLLER, reason: expect.stringContaining('Lambda.Unknown') });
   });
 
+  it('publish and count a job the API ended because its execution could not start', async () => {
+    process.env[JOB_NOTIFICATIONS_TOPIC_ENV] = TOPIC_ARN;
+    sns.on(PublishCommand).resolves({ MessageId: 'm-1' });
+    sfn.on(StartExecutionCommand).rejects(Object.assign(new Error('State Machine Does Not Exist'), { name: 'StateMachineDoesNotExist' }));
+
+    const response = await api(
+      { httpMethod: 'POST', path: '/jobs', headers: { 'content-type': 'application/yaml' }, body: 'name: n\nrun: echo hi\n', queryStringParameters: null },
+      CONTEXT,
+    );
+
+    expect(response.statusCode).toBe(500);
+    const [job] = await world.store().listJobs({ limit: 10 });
+    expect(job?.status).toBe(JobStatus.FAILED_CONTROLLER);
+    const message = JSON.parse(sns.commandCalls(PublishCommand)[0]?.args[0].input.Message ?? '{}') as Record<string, unknown>;
+    expect(message).toEqual({ jobId: job?.jobId, status: JobStatus.FAILED_CONTROLLER, reason: expect.stringContaining('could not start the controller') });
+    expect(metric(MetricName.jobsEnded)).toEqual([expect.objectContaining({ Status: JobStatus.FAILED_CONTROLLER, jobId: job?.jobId })]);
+  });
+
+  it("publish and count a job the janitor ended by replaying an execution's end from a dead-letter queue", async () => {
+    process.env[JOB_NOTIFICATIONS_TOPIC_ENV] = TOPIC_ARN;
+    const queue = 'https://sqs.us-east-1.amazonaws.com/123456789012/relaunch-execution-events-undelivered';
+    process.env[EnvVar.deadLetterQueues] = JSON.stringify([{ name: 'execution-events-undelivered', url: queue }]);
+    sns.on(PublishCommand).resolves({ MessageId: 'm-1' });
+    sqs
+      .on(ReceiveMessageCommand)
+      .resolvesOnce({ Messages: [{ MessageId: 'm', ReceiptHandle: 'r', Body: JSON.stringify(executionAborted('j-1')), Attributes: { ApproximateReceiveCount: '1' } }] })
+      .resolves({});
+    sqs.on(DeleteMessageCommand).resolves({});
+    await givenJob('j-1', JobStatus.RUNNING);
+
+    await janitor({}, CONTEXT);
+
+    const message = JSON.parse(sns.commandCalls(PublishCommand)[0]?.args[0].input.Message ?? '{}') as Record<string, unknown>;
+    expect(message).toMatchObject({ jobId: 'j-1', status: JobStatus.FAILED_CONTROLLER, reason: expect.stringContaining('ExecutionAborted') });
+    expect(metric(MetricName.jobsEnded)).toEqual([expect.objectContaining({ Status: JobStatus.FAILED_CONTROLLER, jobId: 'j-1' })]);
+    delete process.env[EnvVar.deadLetterQueues];
+  });
+
   it('when SNS refuses, log and count the failure and still answer the decision', async () => {
     process.env[JOB_NOTIFICATIONS_TOPIC_ENV] = TOPIC_ARN;
     sns.on(PublishCommand).rejects(Object.assign(new Error('topic gone'), { name: 'NotFoundException' }));
@@ -321,7 +369,7 @@ describe('job end notifications (SNS)', () => {
 describe('the Lambda catalog', () => {
   // The catalog gives a function the topic's variable and sns:Publish: exactly those that notify.
   it.each(LAMBDA_NAMES)('says whether %s notifies as its handler does', (name) => {
-    const notifies = /\bnotifyJobEnded\(/.test(readFileSync(handlerEntry(name), 'utf8'));
+    const notifies = /\b(notifyJobEnded\(|announceJobEnded\b)/.test(readFileSync(handlerEntry(name), 'utf8'));
     expect(notifies).toBe(LAMBDA_NEEDS[name].notifies === true);
   });
 });

@@ -28,11 +28,14 @@ describe('onExecutionEnded', () => {
     expect(await onExecutionEnded(ended('ABORTED'), h.deps)).toEqual({
       action: 'cancelled',
       reason: `job ${JOB_ID} cancelled while its execution waited`,
+      ended: { jobId: JOB_ID, status: 'CANCELLED', reason: 'cancelled by the user' },
     });
     const job = await h.store.getJob(JOB_ID);
     expect(job).toMatchObject({ status: 'CANCELLED', failureReason: 'cancelled by the user' });
     expect(h.compute.releases.map((r) => r.attempt)).toEqual([1]);
     expect((await h.store.listEvents(JOB_ID)).at(-1)).toMatchObject({ from: 'CANCELLING', to: 'CANCELLED', attempt: 1 });
+    // A repeat ends nothing more, so nothing is announced twice.
+    expect(await onExecutionEnded(ended('ABORTED'), h.deps)).not.toHaveProperty('ended');
   });
 
   it('ends a live job whose execution failed or timed out FAILED_CONTROLLER, with the execution\'s error', async () => {
