@@ -155,7 +155,7 @@ export class HttpJobsClient implements JobsClient {
         },
       ]);
     }
-    const text = withEnvOverrides(body, options.envOverrides ?? {});
+    const text = withOverrides(body, { envs: options.envOverrides ?? {}, secrets: options.secretOverrides ?? {} });
     // One key per submit, sent again with each retry: a retry after an answer that was
     // lost on the way back gets the job the first try made, not a second one.
     const headers = { 'content-type': 'application/yaml', [IDEMPOTENCY_KEY_HEADER.toLowerCase()]: randomUUID() };
@@ -260,15 +260,16 @@ function retryAfterMs(header: string, nowMs: number): number | null {
 }
 
 /**
- * The task with `--env` values written into its `envs`, for an API that takes only the
- * task. The CLI checks the file itself first, so errors keep the file's line numbers.
+ * The task with `--env` and `--secret` values written into its `envs` and `secrets`, for
+ * an API that takes only the task (over HTTPS; the API stores the secrets apart from the
+ * job). The CLI checks the file itself first, so errors keep the file's line numbers.
  */
-function withEnvOverrides(body: string, overrides: Readonly<Record<string, string>>): string {
-  const entries = Object.entries(overrides);
+function withOverrides(body: string, overrides: Readonly<Record<'envs' | 'secrets', Readonly<Record<string, string>>>>): string {
+  const entries = Object.entries(overrides).flatMap(([section, values]) => Object.entries(values).map(([key, value]) => [section, key, value] as const));
   if (entries.length === 0) return body;
   const doc = parseDocument(body);
   if (doc.errors.length > 0) return body;
-  for (const [key, value] of entries) doc.setIn(['envs', key], value);
+  for (const [section, key, value] of entries) doc.setIn([section, key], value);
   return doc.toString();
 }
 

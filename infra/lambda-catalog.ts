@@ -2,7 +2,7 @@
 // access, timeout). The CDK construct builds each from here; infra/bundle.ts bundles it.
 
 import { fileURLToPath } from 'node:url';
-import type { Workflow } from '../lib/ports.ts';
+import type { JobSecrets, Workflow } from '../lib/ports.ts';
 import { StateName, type TaskStateName } from '../lib/workflow/contract.ts';
 
 /** The handler folders under functions/. */
@@ -49,6 +49,9 @@ export const BUNDLE_ENTRY = { file: 'index.mjs', handler: 'index.handler' } as c
 /** A call of the Workflow port a Lambda may make. */
 export type WorkflowCall = keyof Workflow;
 
+/** A call of the JobSecrets port a Lambda may make. */
+export type JobSecretsCall = keyof JobSecrets;
+
 /** What a Lambda reaches, so the construct sets only its variables and grants only its access. */
 export interface LambdaNeeds {
   /** The jobs table: `read` (Get/Query) or `write` (and conditional writes). */
@@ -65,6 +68,11 @@ export interface LambdaNeeds {
   /** Reads and deletes from the dead-letter queues (DEAD_LETTER_QUEUES). */
   readonly deadLetters?: true;
   /**
+   * What it does with jobs' secrets (JOB_SECRETS_PATH is set when any): the JobSecrets
+   * calls it makes, each granted its one SSM action on that path.
+   */
+  readonly secrets?: readonly JobSecretsCall[];
+  /**
    * Ends jobs, so publishes each one's terminal status to the notifications topic
    * (JOB_NOTIFICATIONS_TOPIC_ARN and sns:Publish on it, when notifications are on).
    */
@@ -74,12 +82,12 @@ export interface LambdaNeeds {
 /** Each Lambda's needs; a test checks these against the ports each handler really calls. */
 export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   // Failing over across zones and types with backoff takes a while; 5 min bounds it.
-  [LambdaName.launchAttempt]: { store: 'write', workflow: [], compute: 'launch', timeoutSeconds: 300 },
+  [LambdaName.launchAttempt]: { store: 'write', workflow: [], compute: 'launch', secrets: ['get'], timeoutSeconds: 300 },
   [LambdaName.awaitAttempt]: { store: 'write', workflow: ['resume', 'fail'], compute: false, timeoutSeconds: 30 },
   [LambdaName.evaluatePolicy]: { store: 'write', workflow: [], compute: false, notifies: true, timeoutSeconds: 30 },
   // A release waits at most RELEASE_WAIT_BUDGET_MS (40 s) for instances, plus its EC2 calls.
-  [LambdaName.releaseInstances]: { store: 'read', workflow: [], compute: 'release', timeoutSeconds: 150 },
-  [LambdaName.recordControllerFailure]: { store: 'write', workflow: [], compute: 'release', notifies: true, timeoutSeconds: 150 },
+  [LambdaName.releaseInstances]: { store: 'read', workflow: [], compute: 'release', secrets: ['delete'], timeoutSeconds: 150 },
+  [LambdaName.recordControllerFailure]: { store: 'write', workflow: [], compute: 'release', secrets: ['delete'], notifies: true, timeoutSeconds: 150 },
   [LambdaName.continueAsNew]: { store: 'write', workflow: ['start'], compute: false, timeoutSeconds: 30 },
   // API Gateway gives up after 29 s. Submit starts; heartbeat, report and cancel answer the
   // task; a cancel also stops an execution that is in a Wait.
@@ -87,15 +95,17 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     store: 'write',
     workflow: ['start', 'resume', 'fail', 'heartbeat', 'stopBetweenSteps'],
     compute: false,
-    // A submit whose execution cannot start ends its job.
+    // A submit stores the job's secrets, and deletes them when its execution cannot start
+    // (it then ends the job) or an earlier submit with the same key made the job.
+    secrets: ['put', 'delete'],
     notifies: true,
     timeoutSeconds: 29,
   },
   [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },
   // Releases the instances of an execution that ended outside its states, as RecordControllerFailure does.
-  [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', notifies: true, timeoutSeconds: 150 },
+  [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', secrets: ['delete'], notifies: true, timeoutSeconds: 150 },
   // Replays dead letters (which may resume a task or release instances), then sweeps
   // for SWEEP_BUDGET_SECONDS (180 s) plus the last release's wait (40 s at most).
   // A replayed execution end can end a job.
-  [LambdaName.janitor]: { store: 'write', workflow: ['resume'], compute: 'release', deadLetters: true, notifies: true, timeoutSeconds: 300 },
+  [LambdaName.janitor]: { store: 'write', workflow: ['resume'], compute: 'release', deadLetters: true, secrets: ['delete'], notifies: true, timeoutSeconds: 300 },
 };

@@ -19,6 +19,7 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
     /:parameter\/[\w-]+\/agent-secrets\/\*$/,
     "The agents' secrets, one per instance and named after it: the launcher writes them, releases delete them, and an instance reads only the one tagged with its own ARN.",
   ],
+  [/:parameter\/[\w-]+\/job-secrets\/\*$/, "Jobs' secrets, one parameter per job named after it: written at submit, read at launch, deleted when the job ends."],
   [/:execution:[\w-]+:\*$/, "The executions of relaunch's own state machine: read one's history and stop it on a cancel."],
   [/\.Arn>:\*$/, 'Each task function and its versions, which the state machine invokes.'],
 ];

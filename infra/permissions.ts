@@ -6,7 +6,7 @@ import { Aws } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { TagKey, NODE_IPS_TAG_PREFIX } from '../lib/agent/tags.ts';
-import type { WorkflowCall } from './lambda-catalog.ts';
+import type { JobSecretsCall, WorkflowCall } from './lambda-catalog.ts';
 
 /** Table actions DynamoJobStore uses (a TransactWriteItems is authorized as its Puts and Updates). */
 const TABLE_READ = ['dynamodb:GetItem', 'dynamodb:Query'];
@@ -176,6 +176,23 @@ function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
     sid: 'PublicAmiParameters',
     actions: ['ssm:GetParameter'],
     resources: scope.regions.map(({ region }) => `arn:${Aws.PARTITION}:ssm:${region}::parameter/aws/service/*`),
+  });
+}
+
+/** The SSM action behind each call of the JobSecrets port (SsmJobSecrets). */
+export const JOB_SECRETS_ACTIONS: Readonly<Record<JobSecretsCall, string>> = {
+  put: 'ssm:PutParameter',
+  get: 'ssm:GetParameter',
+  delete: 'ssm:DeleteParameter',
+};
+
+/** Exactly the JobSecrets calls given, on the jobs' secrets only (the stack's region). */
+export function grantJobSecrets(grantee: iam.IGrantable, path: string, calls: readonly JobSecretsCall[]): void {
+  if (calls.length === 0) return;
+  allow(grantee, {
+    sid: 'JobSecrets',
+    actions: calls.map((call) => JOB_SECRETS_ACTIONS[call]),
+    resources: [`arn:${Aws.PARTITION}:ssm:${Aws.REGION}:${Aws.ACCOUNT_ID}:parameter${path}/*`],
   });
 }
 

@@ -23,7 +23,8 @@ import { Operations } from './constructs/operations.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-catalog.ts';
 import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
-import { grantCompute, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
+import { jobSecretsPath } from '../lib/adapters/ssm-job-secrets.ts';
+import { grantCompute, grantJobSecrets, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
 
 /** Everything Relaunch needs: where instances run, plus optional tuning. */
@@ -102,6 +103,7 @@ export class Relaunch extends Construct {
       grantTable(fn, this.table.table, needs.store);
       grantWorkflow(fn, controller, needs.workflow);
       if (needs.compute !== false) grantCompute(fn, launchScope, needs.compute);
+      grantJobSecrets(fn, jobSecretsPath(namePrefix), needs.secrets ?? []);
     }
 
     const tasks = Object.fromEntries(

@@ -140,6 +140,18 @@ export interface JobPatch {
   readonly counters?: RecoveryCounters;
 }
 
+/**
+ * Where a job's secret values live from its submit to its end, never in its record:
+ * SSM SecureStrings on AWS, a file only the user can read locally.
+ */
+export interface JobSecrets {
+  put(jobId: string, values: Readonly<Record<string, string>>): Promise<void>;
+  /** The job's values; {} when none are stored. */
+  get(jobId: string): Promise<Readonly<Record<string, string>>>;
+  /** Forgets them; a job with none stored is fine. */
+  delete(jobId: string): Promise<void>;
+}
+
 /** What a launch asks for. */
 export interface LaunchRequest {
   readonly jobId: string;
@@ -150,6 +162,8 @@ export interface LaunchRequest {
   readonly history: readonly { readonly placement: Placement; readonly outcome: AttemptOutcome['kind'] | null }[];
   /** The per-attempt secret the agent proves itself with. */
   readonly callbackSecret: string;
+  /** The task's secrets, for the job's environment only; absent when it has none. */
+  readonly secrets?: Readonly<Record<string, string>>;
 }
 
 /** A launch that worked. */

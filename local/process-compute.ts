@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { renderAgentScript } from '../lib/agent/script.ts';
-import { agentSecretName, instanceArn } from '../lib/agent/secret-parameter.ts';
+import { agentSecretName, agentSecretValue, instanceArn } from '../lib/agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
 import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
 import type { InstanceRef } from '../lib/model.ts';
@@ -231,7 +231,7 @@ export class LocalProcessCompute implements Compute {
     const arn = instanceArn(LOCAL_REGION, LOCAL_ACCOUNT, instanceId);
     // Written before the node starts: on EC2 the launcher writes it once the instance
     // exists, and an agent that asks first is refused and asks again.
-    this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instanceId), request.callbackSecret, arn);
+    this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instanceId), agentSecretValue(request.callbackSecret, request.secrets), arn);
     const script = renderAgentScript({
       apiUrl: network,
       imdsUrl: `${network}/imds`,

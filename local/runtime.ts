@@ -3,6 +3,7 @@
 // local compute, and dynalite persisted under a data folder, all wired to the same use
 // cases the Lambdas run.
 
+import { FileJobSecrets } from './file-job-secrets.ts';
 import { Agent } from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -60,6 +61,8 @@ export interface LocalRuntimeOptions {
 /** What `submit` may add to a task. */
 export interface LocalSubmitOptions {
   readonly envOverrides?: Readonly<Record<string, string>>;
+  /** Secrets given at submit (`--secret`), stored apart from the job. */
+  readonly secretOverrides?: Readonly<Record<string, string>>;
   /** Faults to inject into this job's attempts (`relaunch run --chaos`). */
   readonly chaos?: ChaosPlan;
 }
@@ -161,7 +164,7 @@ export class LocalRuntime {
       onTransition: options.onTransition,
       onEnded: (execution, result) => runtime.executionEnded(execution, result),
     });
-    const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random };
+    const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random, secrets: new FileJobSecrets(dataDir) };
     const runtime = new LocalRuntime(dynamo, plans, client, deps, dataDir, onError);
     await runtime.endOrphans();
     runtime.server = await LocalApiServer.start({ deps, nodes: compute, dataDir, port: options.port, onError });
@@ -182,7 +185,7 @@ export class LocalRuntime {
       heartbeat: (token) => workflow.heartbeat(token),
       stopBetweenSteps: (arn, cause) => workflow.stopBetweenSteps(arn, cause),
     };
-    return submitJob({ body, envOverrides: options.envOverrides ?? {} }, { ...this.deps, workflow: registering });
+    return submitJob({ body, envOverrides: options.envOverrides ?? {}, secretOverrides: options.secretOverrides ?? {} }, { ...this.deps, workflow: registering });
   }
 
   /** Resolves when the job's execution (and any it continued as) has ended. */

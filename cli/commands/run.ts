@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { parseDocument } from 'yaml';
 import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
+import { resolveSecrets } from '../../lib/spec/secrets.ts';
 import { JobStatus } from '../../lib/status.ts';
 import type { JobView } from '../../lib/views.ts';
 import { backgroundTarget, configuredApi, openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
@@ -18,6 +19,7 @@ export interface RunOptions extends TargetOptions {
   readonly json?: boolean;
   readonly detach?: boolean;
   readonly env?: readonly string[];
+  readonly secret?: readonly string[];
   readonly preemptAttempts?: readonly number[];
   readonly chaos?: string;
 }
@@ -31,6 +33,7 @@ export function runCommand(io: Io): Command {
       .option('--json', 'print only the final job as one JSON object')
       .option('--detach', 'return the job id at once; the job runs in the background')
       .option('--env <KEY=VALUE>', 'set or override an env of the task (repeatable)', collect, [])
+      .option('--secret <NAME[=VALUE]>', "give a secret of the task: NAME takes this shell's $NAME, NAME=VALUE the value (repeatable)", collect, [])
       .option('--preempt-attempts <list>', 'interrupt these attempts as a spot preemption would (local only), e.g. 1,3', attemptList)
       .option('--chaos <file>', 'inject the faults of this chaos file: preemptions, lost or silent nodes, no capacity... (local only)'),
   ).action(async (file: string, options: RunOptions) => exitWith(await runTask(file, options, io)));
@@ -44,15 +47,18 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
   let target: Target | null = null;
   try {
     const envOverrides = parseEnvs(options.env ?? []);
+    const secretOverrides = parseSecrets(options.secret ?? [], process.env);
     const text = await readTaskFile(file);
-    const { spec, warnings } = parseTaskFile(text);
+    const { spec, warnings, secrets } = parseTaskFile(text);
+    // Every secret needs a value before anything is opened: exit 2 naming the ones left.
+    resolveSecrets(spec, secrets, secretOverrides);
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
     const chaos = await chaosOf(options, spec.numNodes);
     const local = configuredApi(options) === null;
     const body = local && spec.workdir !== null ? withAbsoluteWorkdir(text, path.resolve(path.dirname(file), spec.workdir)) : text;
 
     target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io);
-    const { jobId } = await target.client.submit(body, { envOverrides, chaos });
+    const { jobId } = await target.client.submit(body, { envOverrides, secretOverrides, chaos });
     if (options.detach === true) {
       io.out(options.json === true ? JSON.stringify({ jobId }) : jobId);
       return ExitStatus.OK;
@@ -131,6 +137,27 @@ export function parseEnvs(pairs: readonly string[]): Record<string, string> {
     envs.set(key, pair.slice(at + 1));
   }
   return Object.fromEntries(envs);
+}
+
+/**
+ * `--secret` values: `NAME=VALUE` as given, `NAME` from `environment` (so the value stays
+ * out of the command line and the shell's history).
+ */
+export function parseSecrets(given: readonly string[], environment: NodeJS.ProcessEnv): Record<string, string> {
+  const secrets = new Map<string, string>();
+  for (const entry of given) {
+    const at = entry.indexOf('=');
+    const name = at < 0 ? entry : entry.slice(0, at);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new InvalidInputError([{ path: '--secret', message: `expected NAME or NAME=VALUE with NAME a variable name, got "${name.slice(0, 80)}"` }]);
+    }
+    const value = at < 0 ? environment[name] : entry.slice(at + 1);
+    if (value === undefined) {
+      throw new InvalidInputError([{ path: '--secret', message: `${name} is not set in this environment: export it, or give --secret ${name}=VALUE` }]);
+    }
+    secrets.set(name, value);
+  }
+  return Object.fromEntries(secrets);
 }
 
 function collect(value: string, previous: string[]): string[] {

@@ -5,7 +5,7 @@ import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
-import { clock, random, store, workflow } from '../shared/deps.ts';
+import { clock, jobSecrets, random, store, workflow } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { announceJobEnded } from '../shared/notify.ts';
@@ -39,6 +39,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
     },
     {
       store: store(),
+      secrets: jobSecrets(),
       workflow: workflow(),
       clock,
       random,

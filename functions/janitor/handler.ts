@@ -5,7 +5,7 @@
 import { replayDeadLetters } from '../../lib/usecases/replay-dead-letters.ts';
 import { sweepInstances, type SweepResult } from '../../lib/usecases/sweep-instances.ts';
 import type { ReplayedLetter } from '../../lib/usecases/replay-dead-letters.ts';
-import { clock, deadLetters, inventory, compute, store, workflow } from '../shared/deps.ts';
+import { clock, deadLetters, inventory, compute, store, workflow, jobSecrets } from '../shared/deps.ts';
 import { startInvocation, type LambdaContext } from '../shared/log.ts';
 import { announceJobEnded } from '../shared/notify.ts';
 
@@ -18,7 +18,7 @@ export interface JanitorResult {
 /** Invoked by a schedule: its event says nothing the janitor needs, so it is not read. */
 export async function handler(_event: unknown, context?: LambdaContext): Promise<JanitorResult> {
   const log = startInvocation(context);
-  const deps = { store: store(), workflow: workflow(), compute: compute(), clock };
+  const deps = { store: store(), workflow: workflow(), compute: compute(), secrets: jobSecrets(), clock };
   const replayed = await replayDeadLetters(deadLetters(), deps);
   for (const letter of replayed) {
     const line = { queue: letter.queue, action: 'REPLAY', outcome: letter.outcome, reason: letter.detail };

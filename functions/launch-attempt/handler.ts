@@ -2,7 +2,7 @@
 
 import { launchAttempt } from '../../lib/usecases/launch-attempt.ts';
 import { WorkflowStateSchema, type WorkflowState } from '../../lib/workflow/contract.ts';
-import { clock, compute, store } from '../shared/deps.ts';
+import { clock, compute, store, jobSecrets } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { recordLaunchFailure, recordRelaunch } from '../shared/metrics.ts';
@@ -14,7 +14,7 @@ export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> 
   withJob(state);
   let next: WorkflowState;
   try {
-    next = await launchAttempt(state, { store: store(), compute: compute(), clock });
+    next = await launchAttempt(state, { store: store(), compute: compute(), secrets: jobSecrets(), clock });
   } catch (error) {
     const thrown = error instanceof Error ? error : new Error(String(error));
     recordLaunchFailure(state.jobId, state.attempt + 1, thrown.name, thrown.message);

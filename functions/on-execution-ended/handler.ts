@@ -4,7 +4,7 @@
 
 import { executionEndedOf, ExecutionEndedEventSchema } from '../../lib/aws-events.ts';
 import { onExecutionEnded, type ExecutionEndedResult } from '../../lib/usecases/execution-ended.ts';
-import { clock, compute, store } from '../shared/deps.ts';
+import { clock, compute, store, jobSecrets } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { announceJobEnded } from '../shared/notify.ts';
@@ -14,7 +14,7 @@ import { parseEvent } from '../shared/parse.ts';
 export const handler = lambdaHandler(async (event, log): Promise<ExecutionEndedResult> => {
   const ended = executionEndedOf(parseEvent(ExecutionEndedEventSchema, event, 'event'));
   withJob(ended);
-  const result = await onExecutionEnded(ended, { store: store(), compute: compute(), clock });
+  const result = await onExecutionEnded(ended, { store: store(), compute: compute(), secrets: jobSecrets(), clock });
   log.info('execution end applied', { status: ended.status, action: result.action, reason: result.reason });
   if (result.ended !== undefined) await announceJobEnded(result.ended);
   return result;

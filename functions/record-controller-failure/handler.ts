@@ -3,7 +3,7 @@
 import { recordControllerFailure, type ControllerFailureState } from '../../lib/usecases/controller-failure.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { ControllerFailureStateSchema } from '../../lib/workflow/contract.ts';
-import { clock, compute, store } from '../shared/deps.ts';
+import { clock, compute, store, jobSecrets } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { recordJobEnded } from '../shared/metrics.ts';
@@ -14,7 +14,7 @@ import { parseEvent } from '../shared/parse.ts';
 export const handler = lambdaHandler(async (event, log): Promise<ControllerFailureState> => {
   const state = parseEvent(ControllerFailureStateSchema, event, 'state');
   withJob(state);
-  const next = await recordControllerFailure(state, { store: store(), compute: compute(), clock });
+  const next = await recordControllerFailure(state, { store: store(), compute: compute(), secrets: jobSecrets(), clock });
   const decision = next.decision;
   log.error('controller failed', {
     action: decision?.action,

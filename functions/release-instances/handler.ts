@@ -2,7 +2,7 @@
 
 import { releaseInstances } from '../../lib/usecases/release-instances.ts';
 import { WorkflowStateSchema, type WorkflowState } from '../../lib/workflow/contract.ts';
-import { compute, store } from '../shared/deps.ts';
+import { compute, store, jobSecrets } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { parseEvent } from '../shared/parse.ts';
@@ -11,7 +11,7 @@ import { parseEvent } from '../shared/parse.ts';
 export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> => {
   const state = parseEvent(WorkflowStateSchema, event, 'state');
   withJob(state);
-  const next = await releaseInstances(state, { store: store(), compute: compute() });
+  const next = await releaseInstances(state, { store: store(), compute: compute(), secrets: jobSecrets() });
   log.info('instances released', { action: state.decision?.action, reason: state.decision?.reason });
   return next;
 });

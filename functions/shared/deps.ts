@@ -11,9 +11,10 @@ import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
 import { Ec2Inventory } from '../../lib/adapters/ec2-inventory.ts';
 import { SqsDeadLetters } from '../../lib/adapters/sqs-dead-letters.ts';
+import { SsmJobSecrets } from '../../lib/adapters/ssm-job-secrets.ts';
 import { SsmParameters } from '../../lib/adapters/ssm-parameters.ts';
 import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
-import type { Clock, Compute, DeadLetters, InstanceInventory, JobStore, Random, Workflow } from '../../lib/ports.ts';
+import type { Clock, Compute, DeadLetters, InstanceInventory, JobSecrets, JobStore, Random, Workflow } from '../../lib/ports.ts';
 import { EnvVar, parseComputeConfig, parseDeadLetterQueues, requireEnv } from '../../lib/workflow/env.ts';
 import { traced } from './tracing.ts';
 
@@ -22,6 +23,7 @@ let cachedWorkflow: Workflow | undefined;
 let cachedCompute: Compute | undefined;
 let cachedInventory: InstanceInventory | undefined;
 let cachedDeadLetters: DeadLetters | undefined;
+let cachedJobSecrets: JobSecrets | undefined;
 
 /** The jobs table (TABLE_NAME). */
 export function store(): JobStore {
@@ -56,6 +58,12 @@ export function inventory(): InstanceInventory {
   return cachedInventory;
 }
 
+/** The jobs' secrets, SSM SecureStrings under JOB_SECRETS_PATH in the function's region. */
+export function jobSecrets(): JobSecrets {
+  cachedJobSecrets ??= new SsmJobSecrets({ ssm: traced(new SSMClient({})), path: requireEnv(EnvVar.jobSecretsPath) });
+  return cachedJobSecrets;
+}
+
 /** The dead-letter queues of the event deliveries (DEAD_LETTER_QUEUES), each read in its region. */
 export function deadLetters(): DeadLetters {
   cachedDeadLetters ??= new SqsDeadLetters({ queues: parseDeadLetterQueues(), client: perRegion((region) => new SQSClient({ region })) });
@@ -88,4 +96,5 @@ export function resetDeps(): void {
   cachedCompute = undefined;
   cachedInventory = undefined;
   cachedDeadLetters = undefined;
+  cachedJobSecrets = undefined;
 }

@@ -1,6 +1,7 @@
 // ControllerFunctions: every relaunch Lambda, bundled with esbuild (no Docker), Node 22 on
 // arm64, each given only the variables of the ports it uses.
 
+import { jobSecretsPath } from '../../lib/adapters/ssm-job-secrets.ts';
 import { execFileSync } from 'node:child_process';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,6 +77,7 @@ export class ControllerFunctions extends Construct {
     };
     if (needs.workflow.length > 0) environment[EnvVar.stateMachineArn] = props.stateMachineArn;
     if (needs.compute !== false) environment[EnvVar.computeConfig] = Stack.of(this).toJsonString(props.computeConfig);
+    if ((needs.secrets ?? []).length > 0) environment[EnvVar.jobSecretsPath] = jobSecretsPath(props.namePrefix);
 
     const logGroup = new logs.LogGroup(this, `${name}-logs`, {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,

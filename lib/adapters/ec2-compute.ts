@@ -36,7 +36,7 @@ import {
   type RunInstancesCommandInput,
   type Tag,
 } from '@aws-sdk/client-ec2';
-import { agentSecretName, agentSecretPath, instanceArn, SECRET_OWNER_TAG, ssmEndpoint } from '../agent/secret-parameter.ts';
+import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET_OWNER_TAG, ssmEndpoint } from '../agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
 import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
 import { architectureOf, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
@@ -395,7 +395,7 @@ export class Ec2Compute implements Compute {
     for (const node of nodes) {
       const secret = {
         name: agentSecretName(this.secretPath, node.instanceId),
-        value: request.callbackSecret,
+        value: agentSecretValue(request.callbackSecret, request.secrets),
         tags: {
           [SECRET_OWNER_TAG]: instanceArn(region, account, node.instanceId),
           [TagKey.jobId]: request.jobId,

@@ -446,6 +446,41 @@ ssm_get_parameter() {
   return 1
 }
 
+# Splits a parameter's value (secret-parameter.ts's agentSecretValue) into SECRET, the
+# callback secret, and SECRET_ENV, the job's secrets as NAME=base64 words; 1 when it is not
+# such a value.
+take_secrets() {
+  local first='' word rest=''
+  set -f
+  for word in $1; do
+    if [ -z "$first" ]; then
+      first=$word
+    elif [[ $word =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9+/=]*$ ]]; then
+      rest="$rest $word"
+    else
+      set +f
+      return 1
+    fi
+  done
+  set +f
+  if [[ ! $first =~ ^[0-9a-f]{64}$ ]]; then return 1; fi
+  SECRET=$first
+  SECRET_ENV=$rest
+}
+
+# Exports the job's secrets into the phase's shell, from memory: never into a file.
+export_secrets() {
+  local word name value
+  set -f
+  for word in $SECRET_ENV; do
+    name=$(printf '%s' "$word" | cut -d= -f1)
+    value=''
+    IFS= read -r -d '' value < <(printf '%s' "$word" | cut -d= -f2- | base64 -d) || true
+    export "$name=$value"
+  done
+  set +f
+}
+
 # The attempt's callback secret, in SECRET: this instance's parameter, which the launcher
 # writes once the instance exists. Until then SSM refuses (the parameter has no tag that
 # names this instance yet), so a refusal is tried again until the discovery deadline.
@@ -455,8 +490,7 @@ fetch_secret() {
     if ! instance_id=$(imds_get instance-id) || [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
       SSM_ERROR='no instance id in instance metadata'
     elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
-      if [[ $SSM_VALUE =~ ^[0-9a-f]{64}$ ]]; then
-        SECRET=$SSM_VALUE
+      if take_secrets "$(printf '%s' "$SSM_VALUE" | sed 's#\\/#/#g')"; then
         SSM_VALUE=''
         return 0
       fi
@@ -501,7 +535,7 @@ write_log() {
 
 # The phase itself: the job's environment, its work folder, its script.
 phase_shell() {
-  . "$ROOT_DIR/env.sh" && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
+  . "$ROOT_DIR/env.sh" && export_secrets && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
 }
 
 # Runs a phase in its own shell; returns its exit code as soon as that shell exits. Its
@@ -532,6 +566,7 @@ SSM_CONTENT_TYPE='application/x-amz-json-1.1'
 SSM_TARGET='AmazonSSM.GetParameter'
 SSM_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
 SECRET=''
+SECRET_ENV=''
 printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh"
 printf '%s' "$RUN_B64" | base64 -d >"$ROOT_DIR/run.sh"
 printf '%s' "$ENV_B64" | base64 -d >"$ROOT_DIR/env.sh"

@@ -37,6 +37,15 @@ export function ssmEndpoint(region: string): string {
   return `https://ssm.${region}.amazonaws.com${partitionOf(region) === 'aws-cn' ? '.cn' : ''}`;
 }
 
+/**
+ * A node's parameter value: the callback secret, then one `NAME=<value, base64>` per job
+ * secret, space-separated (no character in them needs escaping in SSM's JSON answer).
+ */
+export function agentSecretValue(callbackSecret: string, secrets: Readonly<Record<string, string>> = {}): string {
+  const pairs = Object.entries(secrets).map(([name, value]) => `${name}=${Buffer.from(value, 'utf8').toString('base64')}`);
+  return [callbackSecret, ...pairs].join(' ');
+}
+
 /** How an agent reaches its secret. */
 export interface SecretSource {
   /** The folder of the parameters; the agent appends `/<its instance id>`. */

@@ -34,8 +34,9 @@ function validate(task: unknown, lines: LineTable, readProblems: readonly Proble
   const found = [...(result.error?.issues.flatMap(problemsOfIssue) ?? []), ...crossFieldProblems(task)];
   const problems = [...readProblems, ...found.filter((problem) => !covered.has(formatPath(problem.path)))];
   if (!result.success || problems.length > 0) throw new InvalidTaskSpecError(placed(problems, lines));
-  const warnings: SpecWarning[] = placed(specWarnings(task, result.data, options), lines);
-  return { spec: result.data, warnings };
+  const { spec, secrets } = result.data;
+  const warnings: SpecWarning[] = placed(specWarnings(task, spec, options), lines);
+  return { spec, warnings, secrets };
 }
 
 /**

@@ -5,6 +5,7 @@ import { MAX_NUM_NODES } from '../report-tail.ts';
 import type { Resources, TaskSpec } from './types.ts';
 import { acceleratorsSchema } from './accelerators.ts';
 import { envsSchema } from './envs.ts';
+import { secretsSchema, type SecretValues } from './secrets.ts';
 import { flag, fromParser, integer, isMapping } from './fields.ts';
 import { imageIdSchema, imageProblems } from './image-id.ts';
 import { MAX_NAME_LENGTH, MAX_WORKDIR_LENGTH, taskTextProblem } from './limits.ts';
@@ -107,6 +108,7 @@ const taskShape = {
   // Bounded so an attempt's reports fit its one stored record (lib/report-tail.ts).
   num_nodes: z.nullish(integer(`an integer from 1 to ${MAX_NUM_NODES} (the most nodes relaunch runs a task on)`, 1, MAX_NUM_NODES)),
   envs: z.nullish(envsSchema),
+  secrets: z.nullish(secretsSchema),
   setup: z.nullish(scriptSchema),
   run: z.nullish(scriptSchema),
   resources: z.nullish(resourcesSchema),
@@ -120,10 +122,17 @@ export const SUPPORTED_KEYS: Readonly<Record<Section, readonly string[]>> = {
   restart_backoff: RESTART_BACKOFF_KEYS,
 };
 
-/** The whole task: a mapping of the supported keys, normalized into a TaskSpec. */
+/** The whole task: a mapping of the supported keys, normalized into a TaskSpec and its secrets' values. */
 export const taskSchema = z.pipe(
   z.strictObject(taskShape),
-  z.transform((given, ctx): TaskSpec => {
+  z.transform((given, ctx): { spec: TaskSpec; secrets: SecretValues } => {
+    const secrets = given.secrets ?? {};
+    const names = Object.keys(secrets).sort();
+    for (const name of names) {
+      if (given.envs?.[name] !== undefined) {
+        ctx.issues.push({ code: 'custom', message: `expected a name envs does not also set, got ${name}, which is in envs`, input: name, path: ['secrets', name] });
+      }
+    }
     const spec: TaskSpec = {
       name: given.name ?? null,
       workdir: given.workdir ?? null,
@@ -132,10 +141,11 @@ export const taskSchema = z.pipe(
       setup: given.setup ?? null,
       run: given.run ?? null,
       resources: given.resources ?? toResources({}),
+      ...(names.length === 0 ? {} : { secretNames: names }),
     };
     const tooLarge = taskTextProblem(spec);
     if (tooLarge !== undefined) ctx.issues.push({ code: 'custom', message: tooLarge, input: given, path: [] });
-    return spec;
+    return { spec, secrets };
   }),
 );
 

@@ -96,6 +96,11 @@ export interface TaskSpec {
   readonly setup: string | null;
   readonly run: string | null;
   readonly resources: Resources;
+  /**
+   * The names of the task's `secrets`, sorted; their values are stored apart (JobSecrets)
+   * and reach only the job's environment. Absent: none.
+   */
+  readonly secretNames?: readonly string[];
 }
 
 /** Something allowed but probably a mistake, shown at submit time. */
@@ -105,8 +110,10 @@ export interface SpecWarning {
   readonly line?: number;
 }
 
-/** A parse that succeeded: the spec and any warnings. */
+/** A parse that succeeded: the spec, any warnings, and the secrets' values, kept out of the spec. */
 export interface ParsedTask {
   readonly spec: TaskSpec;
   readonly warnings: readonly SpecWarning[];
+  /** `secrets` as the file gives them: null for a value to give at submit. */
+  readonly secrets: Readonly<Record<string, string | null>>;
 }

@@ -21,13 +21,14 @@ const MAX_REASON_CHARS = 500;
  *    itself failed) has its instances released first, so none outlives the job, and is
  *    ended LOST if still open, so late reports and events find it ended;
  * 2. a live job becomes FAILED_CONTROLLER with the reason (one retry on a fresh read if
- *    another writer changed it meanwhile); a job already terminal stays as it is.
+ *    another writer changed it meanwhile); a job already terminal stays as it is;
+ * 3. the job's secrets are deleted.
  *
  * Returns the state with a FAIL decision whose reason names the error.
  */
 export async function recordControllerFailure(
   state: ControllerFailureState,
-  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
+  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock' | 'secrets'>,
 ): Promise<ControllerFailureState> {
   const { store, compute, clock } = deps;
   const reason = truncate(`relaunch's controller failed: ${describeError(state.controllerError)}`);
@@ -42,6 +43,7 @@ export async function recordControllerFailure(
     }
   }
   const status = await markControllerFailed(store, state.jobId, reason, nowIso(clock));
+  await deps.secrets.delete(state.jobId);
   return {
     ...state,
     decision: { action: 'FAIL', status, reason, delaySeconds: 0, continueAsNew: false },

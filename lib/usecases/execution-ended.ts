@@ -43,7 +43,7 @@ export interface ExecutionEndedResult {
  */
 export async function onExecutionEnded(
   event: ExecutionEnded,
-  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
+  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock' | 'secrets'>,
 ): Promise<ExecutionEndedResult> {
   const { store, clock } = deps;
   let job;
@@ -82,6 +82,7 @@ export async function onExecutionEnded(
     );
     return true;
   });
+  await deps.secrets.delete(job.jobId);
   const reason = `job ${job.jobId} cancelled while its execution waited`;
   return changed ? { action: 'cancelled', reason, ended: { jobId: job.jobId, status: JobStatus.CANCELLED, reason: CANCELLED_BY_USER } } : { action: 'cancelled', reason };
 }

@@ -42,7 +42,7 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  */
 export async function launchAttempt(
   state: WorkflowState,
-  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
+  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock' | 'secrets'>,
 ): Promise<WorkflowState> {
   const { store, compute, clock } = deps;
   const job = await store.getJob(state.jobId);
@@ -67,16 +67,17 @@ export async function launchAttempt(
     return next;
   }
 
-  const request: LaunchRequest = {
-    jobId: state.jobId,
-    attempt,
-    spec: claim.job.spec,
-    market: claim.job.counters.market,
-    history: await placementHistory(store, state.jobId, attempt),
-    callbackSecret: secret,
-  };
   let launched;
   try {
+    const request: LaunchRequest = {
+      jobId: state.jobId,
+      attempt,
+      spec: claim.job.spec,
+      market: claim.job.counters.market,
+      history: await placementHistory(store, state.jobId, attempt),
+      callbackSecret: secret,
+      ...(await secretsOf(deps, claim.job)),
+    };
     launched = await compute.launch(request);
   } catch (error) {
     const outcome = launchFailure(error);
@@ -92,6 +93,16 @@ export async function launchAttempt(
     throw error;
   }
   return { ...next, launched: true, bootTimeoutSeconds: bootTimeoutOf(claim.job) };
+}
+
+/** The job's secrets, for the launch to hand its nodes; a PrecheckError when some are no longer stored. */
+async function secretsOf(deps: Pick<UseCaseDeps, 'secrets'>, job: JobRecord): Promise<Pick<LaunchRequest, 'secrets'>> {
+  const names = job.spec.secretNames ?? [];
+  if (names.length === 0) return {};
+  const values = await deps.secrets.get(job.jobId);
+  const missing = names.filter((name) => values[name] === undefined);
+  if (missing.length > 0) throw new PrecheckError(`secrets ${missing.join(', ')} of job ${job.jobId} are no longer stored; submit the job again`);
+  return { secrets: Object.fromEntries(names.map((name) => [name, values[name] as string])) };
 }
 
 function bootTimeoutOf(job: JobRecord): number {

@@ -48,7 +48,7 @@ const ReplayableSchema = z.union([Ec2EventSchema, ExecutionEndedEventSchema]);
  */
 export async function replayDeadLetters(
   deadLetters: DeadLetters,
-  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'compute' | 'clock'>,
+  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'compute' | 'clock' | 'secrets'>,
 ): Promise<ReplayedLetter[]> {
   const letters = await deadLetters.receive(REPLAY_BATCH);
   const replayed: ReplayedLetter[] = [];

@@ -6,6 +6,7 @@ import type { IdempotencyClaim } from '../ports.ts';
 import { retryOnConflict } from './retry.ts';
 import { initialCounters } from '../policy/decide.ts';
 import { withEnvOverrides } from '../spec/envs.ts';
+import { resolveSecrets } from '../spec/secrets.ts';
 import { parseTaskFile, parseTaskObject } from '../spec/parse.ts';
 import type { SpecWarning, TaskSpec } from '../spec/types.ts';
 import { newJobId } from '../ids.ts';
@@ -21,6 +22,11 @@ export interface SubmitJobInput {
    * same rules (names, sizes, count, the task's total size: lib/spec/limits.ts).
    */
   readonly envOverrides?: Readonly<Record<string, string>>;
+  /**
+   * Set or add `secrets` (`--secret NAME[=VALUE]`); every secret the file leaves null must
+   * be given here. Same rules as the file's secrets.
+   */
+  readonly secretOverrides?: Readonly<Record<string, string>>;
   /**
    * Makes a repeated submit safe (a client retrying after a lost answer): the caller's key,
    * already checked by the surface that took it, and who the caller is (keys of different
@@ -67,16 +73,22 @@ const CLAIM_TRIES = 3;
  */
 export async function submitJob(
   input: SubmitJobInput,
-  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random'>,
+  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random' | 'secrets'>,
 ): Promise<SubmitJobResult> {
   const { store, clock, random } = deps;
   const parsed = typeof input.body === 'string' ? parseTaskFile(input.body) : parseTaskObject(input.body);
-  const spec: TaskSpec = withEnvOverrides(parsed.spec, input.envOverrides ?? {});
+  const withEnvs: TaskSpec = withEnvOverrides(parsed.spec, input.envOverrides ?? {});
+  const { spec, values } = resolveSecrets(withEnvs, parsed.secrets, input.secretOverrides ?? {});
   const problems = (await input.computeProblems?.(spec)) ?? [];
   if (problems.length > 0) throw new InvalidTaskSpecError(problems);
+  // Stored before the job that names them, so no launch can find a job without them.
+  const storeSecrets = async (jobId: string) => {
+    if (Object.keys(values).length > 0) await deps.secrets.put(jobId, values);
+  };
   const { idempotency } = input;
   if (idempotency === undefined) {
     const jobId = newJobId(clock, random);
+    await storeSecrets(jobId);
     await store.createJob(newJobRecord(jobId, spec, nowIso(clock)));
     await startController(jobId, deps, input.onJobEnded);
     return { jobId, warnings: parsed.warnings, replayed: false };
@@ -91,8 +103,12 @@ export async function submitJob(
       fingerprint,
       expiresAt: new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString(),
     };
+    await storeSecrets(claim.jobId);
     const holder = await store.createJobOnce(newJobRecord(claim.jobId, spec, now.toISOString()), claim, now.toISOString());
-    return { holder, created: holder.jobId === claim.jobId };
+    const created = holder.jobId === claim.jobId;
+    // Another submit with this key made the job: the secrets stored for this one go.
+    if (!created && Object.keys(values).length > 0) await deps.secrets.delete(claim.jobId);
+    return { holder, created };
   });
   if (held.created) {
     await startController(held.holder.jobId, deps, input.onJobEnded);
@@ -110,7 +126,7 @@ export async function submitJob(
  */
 async function startController(
   jobId: string,
-  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>,
+  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'secrets'>,
   onJobEnded: SubmitJobInput['onJobEnded'],
 ): Promise<void> {
   const { store, workflow, clock } = deps;
@@ -124,6 +140,7 @@ async function startController(
       { from: JobStatus.PENDING, to: JobStatus.FAILED_CONTROLLER, reason, attempt: null, at: nowIso(clock) },
       { failureReason: reason },
     );
+    await deps.secrets.delete(jobId);
     await onJobEnded?.({ jobId, status: JobStatus.FAILED_CONTROLLER, reason });
     throw error;
   }

@@ -13,6 +13,8 @@ export const EnvVar = {
   computeConfig: 'COMPUTE_CONFIG',
   /** JSON list of the dead-letter queues the janitor replays: `[{ name, url }]`. */
   deadLetterQueues: 'DEAD_LETTER_QUEUES',
+  /** The SSM path under which each job's secrets are a SecureString (jobSecretsPath). */
+  jobSecretsPath: 'JOB_SECRETS_PATH',
 } as const;
 /** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];

@@ -41,9 +41,9 @@ function cliEnv(): NodeJS.ProcessEnv {
 
 const spawned = new Set<ChildProcess>();
 
-/** Starts `node cli/bin.js ...args` in `cwd`. */
-export function startCli(args: readonly string[], options: { cwd: string }): Cli {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: cliEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `node cli/bin.js ...args` in `cwd`, with `env` added to its environment. */
+export function startCli(args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Cli {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...cliEnv(), ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   spawned.add(child);
   let stdout = '';
   let stderr = '';
@@ -60,7 +60,7 @@ export function startCli(args: readonly string[], options: { cwd: string }): Cli
 }
 
 /** Runs the CLI to its end. */
-export function runCli(args: readonly string[], options: { cwd: string }): Promise<Finished> {
+export function runCli(args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<Finished> {
   return startCli(args, options).finished;
 }
 

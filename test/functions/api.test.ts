@@ -19,7 +19,8 @@ import { EnvVar } from '../../lib/workflow/env.ts';
 import { executionArnOf } from '../../lib/adapters/sfn-workflow.ts';
 import { authorizationHeader } from '../../lib/agent/protocol.ts';
 import { JobStatus } from '../../lib/status.ts';
-import { givenAttempt, givenJob, SECRET, sfn, STATE_MACHINE_ARN, TASK_YAML, useWorld } from './world.ts';
+import { PutParameterCommand } from '@aws-sdk/client-ssm';
+import { givenAttempt, givenJob, JOB_SECRETS_PATH, SECRET, sfn, ssm, STATE_MACHINE_ARN, TASK_YAML, useWorld } from './world.ts';
 
 const world = useWorld();
 
@@ -56,6 +57,35 @@ describe('POST /jobs', () => {
       input: JSON.stringify({ jobId, attempt: 0, attemptsInExecution: 0 }),
     });
     expect(await world.store().getJob(jobId)).toMatchObject({ status: JobStatus.PENDING, executionArn: 'arn:exec:1', name: 'train' });
+  });
+
+  it("stores the task's secrets as an SSM SecureString, and no answer or record holds a value", async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn:exec:1', startDate: new Date() });
+    ssm.on(PutParameterCommand).resolves({ Version: 1 });
+    const body = 'name: s\nrun: train\nsecrets:\n  HF_TOKEN: planted-API-value\n';
+
+    const res = await call(event('POST', '/jobs', { body, headers: { 'content-type': 'application/yaml' } }));
+
+    expect(res.statusCode).toBe(202);
+    const jobId = res.json.jobId as string;
+    expect(ssm).toHaveReceivedCommandWith(PutParameterCommand, {
+      Name: `${JOB_SECRETS_PATH}/${jobId}`,
+      Value: JSON.stringify({ HF_TOKEN: 'planted-API-value' }),
+      Type: 'SecureString',
+    });
+    const view = await handler(event('GET', `/jobs/${jobId}`));
+    const table = await new DynamoDBClient({}).send(new ScanCommand({ TableName: process.env[EnvVar.tableName] }));
+    expect(JSON.stringify([res.json, view, table.Items])).not.toContain('planted-API-value');
+    expect((await world.store().getJob(jobId)).spec.secretNames).toEqual(['HF_TOKEN']);
+  });
+
+  it('answers 400 naming a secret the file leaves null, storing nothing', async () => {
+    const res = await call(event('POST', '/jobs', { body: 'run: x\nsecrets:\n  HF_TOKEN: null\n' }));
+
+    expect(res.statusCode).toBe(400);
+    expect(res.json.issues).toEqual([expect.objectContaining({ path: 'secrets.HF_TOKEN', message: expect.stringContaining('expected a value at submit') })]);
+    expect(ssm).not.toHaveReceivedCommand(PutParameterCommand);
+    expect(await world.store().listJobs()).toEqual([]);
   });
 
   it('answers 400 with located issues for a bad file, storing and starting nothing', async () => {

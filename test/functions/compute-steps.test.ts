@@ -9,7 +9,7 @@ import {
   RunInstancesCommand,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
-import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -22,11 +22,10 @@ import { TagKey } from '../../lib/agent/tags.ts';
 import { ConfigurationError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
-import { computeConfig, givenAttempt, givenJob, instance, STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { computeConfig, givenAttempt, givenJob, instance, ssm, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
-const ssm = mockClient(SSMClient);
 
 const CONFIG = computeConfig({ releaseChecks: 1 });
 

@@ -34,7 +34,6 @@ import {
   GetParameterCommand,
   ParameterAlreadyExists,
   PutParameterCommand,
-  SSMClient,
   type DeleteParametersCommandInput,
   type PutParameterCommandInput,
 } from '@aws-sdk/client-ssm';
@@ -54,11 +53,10 @@ import { JobStatus } from '../../lib/status.ts';
 import { INTERRUPTED_LAUNCH_REASON } from '../../lib/usecases/launch-attempt.ts';
 import { StateName, WorkflowError, type WorkflowState } from '../../lib/workflow/contract.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
-import { computeConfig, givenAttempt, givenJob, instance, sfn, STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { computeConfig, givenAttempt, givenJob, instance, sfn, ssm, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
-const ssm = mockClient(SSMClient);
 
 // A throttled EC2 call is given up on at once, so a test need not wait out the backoff.
 const CONFIG = computeConfig({ throttleRetries: 0, releaseChecks: 2 });

@@ -5,7 +5,7 @@
 import { DescribeInstancesCommand, EC2Client, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { SendTaskSuccessCommand } from '@aws-sdk/client-sfn';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DeleteParametersCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { DeleteParametersCommand } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -14,12 +14,11 @@ import { TagKey } from '../../lib/agent/tags.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { instanceStateChange, onFailureRecord } from '../fixtures/events/shapes.ts';
-import { computeConfig, givenAttempt, givenJob, instance, sfn, useWorld } from './world.ts';
+import { computeConfig, givenAttempt, givenJob, instance, sfn, ssm, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
 const sqs = mockClient(SQSClient);
-const ssm = mockClient(SSMClient);
 
 const CONFIG = computeConfig({ releaseChecks: 2, releaseWaitBudgetMs: 5 });
 const FAILED_QUEUE = 'https://sqs.us-east-1.amazonaws.com/123456789012/relaunch-ec2-events-failed';

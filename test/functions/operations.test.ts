@@ -7,7 +7,7 @@ import { DescribeImagesCommand, DescribeInstancesCommand, EC2Client, RunInstance
 import { StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { readFileSync } from 'node:fs';
@@ -30,11 +30,10 @@ import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
 import type { AttemptOutcome } from '../../lib/policy/types.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
-import { computeConfig, givenAttempt, givenJob, instance, sfn, STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { computeConfig, givenAttempt, givenJob, instance, sfn, ssm, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
-const ssm = mockClient(SSMClient);
 const sns = mockClient(SNSClient);
 const sqs = mockClient(SQSClient);
 

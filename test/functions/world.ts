@@ -1,8 +1,9 @@
 // The world handler tests run in: dynalite behind the real DynamoJobStore (reached the way a
-// Lambda reaches DynamoDB: through the environment), and Step Functions / EC2 mocked.
+// Lambda reaches DynamoDB: through the environment), and Step Functions, SSM and EC2 mocked.
 
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SFNClient } from '@aws-sdk/client-sfn';
+import { SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { resetDeps } from '../../functions/shared/deps.ts';
@@ -31,6 +32,10 @@ run: python train.py
 `;
 
 export const sfn = mockClient(SFNClient);
+/** SSM: AMI parameters, agents' and jobs' secrets. A command no test stubs answers nothing, as a delete does. */
+export const ssm = mockClient(SSMClient);
+/** Where the jobs' secrets are, as the stack sets it. */
+export const JOB_SECRETS_PATH = '/relaunch/job-secrets';
 
 /** COMPUTE_CONFIG as a deployment in us-east-1 with one subnet would set it, with `overrides`. */
 export function computeConfig(overrides: Partial<ComputeEnvConfig> = {}): ComputeEnvConfig {
@@ -55,6 +60,7 @@ export function useWorld(): { store: () => DynamoJobStore } {
     process.env.AWS_SECRET_ACCESS_KEY = 'test';
     process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamo.endpoint;
     process.env[EnvVar.stateMachineArn] = STATE_MACHINE_ARN;
+    process.env[EnvVar.jobSecretsPath] = JOB_SECRETS_PATH;
     process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
   });
   afterAll(async () => {
@@ -69,6 +75,7 @@ export function useWorld(): { store: () => DynamoJobStore } {
     store = new DynamoJobStore({ client, tableName });
     resetDeps();
     sfn.reset();
+    ssm.reset();
   });
   return { store: () => store };
 }

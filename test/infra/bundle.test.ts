@@ -58,7 +58,9 @@ describe('bundle', () => {
       '@aws-sdk/client-dynamodb',
       ...(needs.workflow.length > 0 ? ['@aws-sdk/client-sfn'] : []),
       // EC2, and SSM for the default AMIs and the agents' secrets (a release deletes them).
-      ...(needs.compute !== false ? ['@aws-sdk/client-ec2', '@aws-sdk/client-ssm'] : []),
+      ...(needs.compute !== false ? ['@aws-sdk/client-ec2'] : []),
+      // SSM: the default AMIs, the agents' secrets (a release deletes them), jobs' secrets.
+      ...(needs.compute !== false || (needs.secrets ?? []).length > 0 ? ['@aws-sdk/client-ssm'] : []),
       ...(needs.notifies === true ? ['@aws-sdk/client-sns'] : []),
       ...(needs.deadLetters === true ? ['@aws-sdk/client-sqs'] : []),
     ].sort();

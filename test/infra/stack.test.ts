@@ -22,7 +22,8 @@ import {
 import { JobInstances } from '../../infra/constructs/job-instances.ts';
 import { Relaunch } from '../../infra/relaunch.ts';
 import { RelaunchStack } from '../../infra/relaunch-stack.ts';
-import { LAMBDA_NAMES, LAMBDA_NEEDS, TASK_LAMBDAS, type LambdaName } from '../../infra/lambda-catalog.ts';
+import { LAMBDA_NAMES, LAMBDA_NEEDS, TASK_LAMBDAS, type JobSecretsCall, type LambdaName } from '../../infra/lambda-catalog.ts';
+import { JOB_SECRETS_ACTIONS } from '../../infra/permissions.ts';
 import { flat } from '../fixtures/cfn.ts';
 
 process.env.CDK_VALIDATION = 'false';
@@ -592,7 +593,8 @@ describe('JobInstances', () => {
       Object.values(resources)
         .filter((r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes(fn.replaceAll('-', '')))
         .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
-    const ssmStatements = (fn: string) => statementsOf(fn).filter((statement) => [statement.Action].flat().some((action) => String(action).startsWith('ssm:')));
+    const ssmStatements = (fn: string) =>
+      statementsOf(fn).filter((statement) => statement.Sid !== 'JobSecrets' && [statement.Action].flat().some((action) => String(action).startsWith('ssm:')));
     expect(ssmStatements('launchattempt')).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ Sid: 'PutAgentSecrets', Action: ['ssm:PutParameter', 'ssm:AddTagsToResource'], Resource: secrets }),
@@ -603,6 +605,22 @@ describe('JobInstances', () => {
       expect(ssmStatements(fn).map((statement) => statement.Sid)).toEqual(['DeleteAgentSecrets']);
     }
     for (const fn of ['api', 'awaitattempt', 'evaluatepolicy', 'onec2event', 'continueasnew']) expect(ssmStatements(fn)).toEqual([]);
+  });
+
+  it("grants each function exactly the calls on jobs' secrets the catalog lists, only under the job secrets path", () => {
+    const path = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ssm:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':parameter/relaunch/job-secrets/*']] };
+    for (const name of LAMBDA_NAMES) {
+      const id = name.replaceAll('-', '');
+      const statements = Object.values(resources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes(`Functions${id}ServiceRole`))
+        .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement)
+        .filter((statement) => statement.Sid === 'JobSecrets');
+      const calls = LAMBDA_NEEDS[name].secrets ?? [];
+      const expected = calls.length === 0 ? [] : [{ Sid: 'JobSecrets', Effect: 'Allow', Action: calls.length === 1 ? JOB_SECRETS_ACTIONS[calls[0] as JobSecretsCall] : calls.map((call) => JOB_SECRETS_ACTIONS[call]), Resource: path }];
+      expect(statements, name).toEqual(expected);
+    }
+    expect(LAMBDA_NEEDS.api.secrets).toEqual(['put', 'delete']);
+    expect(LAMBDA_NEEDS['launch-attempt'].secrets).toEqual(['get']);
   });
 
   it('gives the security group no inbound rule by default', () => {

@@ -219,6 +219,14 @@ describe('Ec2Compute.launch: what it sends', () => {
     expect(order.indexOf('RunInstancesCommand')).toBeLessThan(order.indexOf('PutParameterCommand'));
   });
 
+  it("puts the job's secrets beside the callback secret in each node's parameter, never in user data", async () => {
+    await compute().launch(request(spec(), { secrets: { HF_TOKEN: 'hf_planted' } }));
+
+    const [put] = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input);
+    expect(put?.Value).toBe(`cb-secret HF_TOKEN=${Buffer.from('hf_planted').toString('base64')}`);
+    expect(userDataScript(runInputs('us-east-1')[0] as RunInstancesCommandInput)).not.toContain('hf_planted');
+  });
+
   it('takes a secret an earlier try already wrote as written, and retries SSM throttling', async () => {
     const exists = new SSMServiceException({ name: 'ParameterAlreadyExists', $fault: 'client', $metadata: { httpStatusCode: 400 }, message: 'exists' });
     const throttled = new SSMServiceException({ name: 'ThrottlingException', $fault: 'client', $metadata: { httpStatusCode: 400 }, message: 'slow down' });

@@ -11,7 +11,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HeartbeatBodySchema, OUTPUT_TAIL_MAX_BYTES, ReportBodySchema, type ReportBody } from '../../../lib/agent/protocol.ts';
 import { renderAgentScript, type AgentScriptParams } from '../../../lib/agent/script.ts';
-import { agentSecretName } from '../../../lib/agent/secret-parameter.ts';
+import { agentSecretName, agentSecretValue } from '../../../lib/agent/secret-parameter.ts';
 import { PrecheckError } from '../../../lib/errors.ts';
 import { credentialsDocument, LocalSecretParameters, newNodeCredentials } from '../../../local/secret-parameters.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
@@ -437,6 +437,31 @@ describe("the agent's callback secret", () => {
     expect(seen.includes(`${JOB_ID}/attempts/3/heartbeat`)).toBe(true);
     expect(seen.includes(SECRET)).toBe(false);
     expect(seen.includes(api.credentials.secretAccessKey)).toBe(false);
+  });
+
+  it("exports the job's secrets into setup and run exactly as given, from memory: in no file, not in the agent's own environment", async () => {
+    const secrets = { HF_TOKEN: 'hf_Planted-Value-42', TRICKY: `line one\n"quoted" 'single' $HOME \\ é 日本\n\n`, EMPTY: '' };
+    api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), agentSecretValue(SECRET, secrets), INSTANCE_ARN);
+
+    const result = await runAgent({ spec: spec({ setup: 'test "${#HF_TOKEN}" = 19', run: DUMP_ENV }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([
+      ['setup', 0],
+      ['run', 0],
+    ]);
+    expect(jobEnv()).toMatchObject(secrets);
+    const files = filesUnder(dir).filter((file) => file.path !== join(dir, 'env'));
+    expect(files.filter((file) => file.content.includes('Planted-Value') || file.content.includes(Buffer.from(secrets.HF_TOKEN).toString('base64'))).map((f) => f.path)).toEqual([]);
+  });
+
+  it('refuses a parameter whose job secrets are not NAME=base64 words', async () => {
+    api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), `${SECRET} BAD-NAME=eA==`, INSTANCE_ARN);
+
+    const result = await runAgent({ spec: spec(), nodeRank: 0, discoveryTimeoutSeconds: 0 });
+
+    expect(result).toMatchObject({ exitCode: 1, shutDown: true });
+    expect(api.requests).toEqual([]);
   });
 
   it('waits for a parameter the launcher writes after the instance boots: SSM refuses until then', async () => {

@@ -1,6 +1,7 @@
 // The API against hostile input, over the real DynamoJobStore on dynalite (DynamoDB's own
 // limits apply): what a store would refuse with a 500 is a 400 or 404 naming the field.
 
+import { InMemoryJobSecrets } from '../../../lib/adapters/memory-job-secrets.ts';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
@@ -68,6 +69,7 @@ beforeEach(async () => {
   const deps: ApiDeps = {
     store: watched,
     workflow,
+    secrets: new InMemoryJobSecrets(),
     clock: new TestClock(),
     random: () => ((draws += 1) * 0.137) % 1,
     onUnexpectedError: (error) => unexpected.push(error),

@@ -59,7 +59,6 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
     'service: not supported by relaunch yet (a SkyPilot key) (line 43)',
   ],
   '10-kimi-k2.yaml': [
-    'secrets: not supported by relaunch yet (a SkyPilot key) (line 10)',
     'resources.image_id: expected an AMI id such as ami-0123456789abcdef0, got the Docker image docker:vllm/vllm-openai:v0.10.0 (Docker images are not supported by relaunch yet) (line 14)',
     'resources.network_tier: not supported by relaunch yet (a SkyPilot key) (line 15)',
     'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 19)',
@@ -77,7 +76,6 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   ],
   '13-vllm-service-with-auth.yaml': [
     'service: not supported by relaunch yet (a SkyPilot key) (line 3)',
-    'secrets: not supported by relaunch yet (a SkyPilot key) (line 16)',
     'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 22)',
   ],
   '14-pvc-volume.yaml': [

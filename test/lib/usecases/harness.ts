@@ -1,5 +1,6 @@
 // The world the use-case tests run in: an in-memory store (or one a test brings), recording fakes, a clock tests move.
 
+import { InMemoryJobSecrets } from '../../../lib/adapters/memory-job-secrets.ts';
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
 import type { JobRecord } from '../../../lib/model.ts';
 import type { Clock, JobStore } from '../../../lib/ports.ts';
@@ -47,6 +48,7 @@ export interface Harness {
   readonly compute: FakeCompute;
   readonly workflow: FakeWorkflow;
   readonly clock: TestClock;
+  readonly secrets: InMemoryJobSecrets;
   readonly deps: UseCaseDeps;
 }
 
@@ -58,7 +60,8 @@ export function harness(store: JobStore = new InMemoryJobStore()): Harness {
   let draws = 0;
   // A fixed sequence, so ids and jitter differ between calls but not between runs.
   const random = (): number => ((draws += 1) * 0.137) % 1;
-  return { store, compute, workflow, clock, deps: { store, compute, workflow, clock, random } };
+  const secrets = new InMemoryJobSecrets();
+  return { store, compute, workflow, clock, secrets, deps: { store, compute, workflow, clock, random, secrets } };
 }
 
 export const JOB_ID = 'j-00mm8abcd-test01';
