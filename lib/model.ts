@@ -12,11 +12,26 @@ import type {
   RecoveryCounters,
 } from './policy/types.ts';
 
+/**
+ * A pipeline's tasks, run in order, each with its own resources and recovery budget; the
+ * job's `spec` is the one it runs now, `tasks[current]`.
+ */
+export interface PipelineState {
+  /** The header document's `name`, if the file has one. */
+  readonly name: string | null;
+  readonly tasks: readonly TaskSpec[];
+  /** 0-based. */
+  readonly current: number;
+}
+
 /** A job: one task file, run until the policy says stop. */
 export interface JobRecord {
   readonly jobId: string;
   readonly name: string | null;
+  /** The task it runs (a pipeline's current task). */
   readonly spec: TaskSpec;
+  /** The pipeline, when the file held several tasks; null or absent for one task. */
+  readonly pipeline?: PipelineState | null;
   readonly status: JobStatus;
   readonly counters: RecoveryCounters;
   /** Number of the latest attempt (1-based); 0 before the first launch. */
@@ -73,6 +88,8 @@ export interface AttemptRecord {
   readonly jobId: string;
   /** 1-based. */
   readonly attempt: number;
+  /** A pipeline's task (0-based) the attempt ran; null or absent for a one-task job. */
+  readonly task?: number | null;
   readonly market: Market;
   readonly placement: Placement | null;
   readonly instances: readonly InstanceRef[];

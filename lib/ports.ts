@@ -11,6 +11,7 @@ import type {
   JobEvent,
   JobRecord,
   NodeReport,
+  PipelineState,
   Placement,
   StoredDecision,
 } from './model.ts';
@@ -114,7 +115,7 @@ export interface JobStore {
     decision: StoredDecision,
     counters: RecoveryCounters,
     change: StatusChange,
-    patch?: Pick<JobPatch, 'failureReason'>,
+    patch?: Pick<JobPatch, 'failureReason' | 'nextTask'>,
   ): Promise<JobRecord>;
   /** The audit trail, oldest first. */
   listEvents(jobId: string): Promise<JobEvent[]>;
@@ -138,6 +139,8 @@ export interface IdempotencyClaim {
 export interface JobPatch {
   readonly failureReason?: string | null;
   readonly counters?: RecoveryCounters;
+  /** A pipeline moving on: its next task becomes the job's spec. */
+  readonly nextTask?: { readonly spec: TaskSpec; readonly pipeline: PipelineState };
 }
 
 /**

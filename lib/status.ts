@@ -48,6 +48,8 @@ const FAILURES_ANY_TIME = [JobStatus.FAILED_CONTROLLER, JobStatus.CANCELLING, Jo
 export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   PENDING: [JobStatus.STARTING, ...FAILURES_ANY_TIME],
   STARTING: [
+    // A pipeline's task done (one with no run succeeds before a heartbeat): the next waits to start.
+    JobStatus.PENDING,
     JobStatus.RUNNING,
     JobStatus.RECOVERING,
     JobStatus.SUCCEEDED,
@@ -58,6 +60,7 @@ export const TRANSITIONS: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
     ...FAILURES_ANY_TIME,
   ],
   RUNNING: [
+    JobStatus.PENDING,
     JobStatus.RECOVERING,
     JobStatus.SUCCEEDED,
     JobStatus.FAILED,

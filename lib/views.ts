@@ -1,12 +1,14 @@
 // What the API and `relaunch run --json` show of a job: pure projections of the records.
 
-import type { AttemptRecord, JobRecord, NodeReport, Placement } from './model.ts';
+import type { AttemptRecord, JobRecord, NodeReport, PipelineState, Placement } from './model.ts';
 import type { Market, OutcomeKind, Phase, RecoveryAction } from './policy/types.ts';
-import type { JobStatus } from './status.ts';
+import { isTerminal, JobStatus } from './status.ts';
 
 /** One attempt as shown: how it ended, each node's code, and what the policy decided. */
 export interface AttemptView {
   readonly attempt: number;
+  /** A pipeline's task (0-based) the attempt ran; absent for a one-task job. */
+  readonly task?: number;
   /** null while the attempt runs. */
   readonly outcome: OutcomeKind | null;
   /** The phase the codes belong to; null when no node has reported. */
@@ -32,6 +34,20 @@ export interface JobView {
   /** Why the job failed or was cancelled; null otherwise. */
   readonly failureReason: string | null;
   readonly attempts: readonly AttemptView[];
+  /** A pipeline's tasks, in order, each with its status; absent for a one-task job. */
+  readonly tasks?: readonly TaskView[];
+}
+
+/** One task of a pipeline as shown. */
+export interface TaskView {
+  /** 0-based. */
+  readonly task: number;
+  readonly name: string | null;
+  /**
+   * SUCCEEDED before the running task; the job's status for the running one; after it,
+   * PENDING while the job lives, CANCELLED once it has ended.
+   */
+  readonly status: JobStatus;
 }
 
 /** A job in a list: `GET /jobs`. */
@@ -50,8 +66,19 @@ export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): J
   return {
     ...headline(job),
     failureReason: job.failureReason,
-    attempts: [...attempts].sort((a, b) => a.attempt - b.attempt).map((attempt) => toAttemptView(attempt, job.spec.numNodes)),
+    attempts: [...attempts]
+      .sort((a, b) => a.attempt - b.attempt)
+      .map((attempt) => toAttemptView(attempt, (job.pipeline?.tasks[attempt.task ?? -1] ?? job.spec).numNodes)),
+    ...(job.pipeline === null || job.pipeline === undefined ? {} : { tasks: taskViews(job, job.pipeline) }),
   };
+}
+
+function taskViews(job: JobRecord, pipeline: PipelineState): TaskView[] {
+  return pipeline.tasks.map((spec, task) => {
+    const after: JobStatus = isTerminal(job.status) ? JobStatus.CANCELLED : JobStatus.PENDING;
+    const status = task < pipeline.current ? JobStatus.SUCCEEDED : task === pipeline.current ? job.status : after;
+    return { task, name: spec.name, status };
+  });
 }
 
 /** The job as one line of a list. */
@@ -78,6 +105,7 @@ function toAttemptView(attempt: AttemptRecord, numNodes: number): AttemptView {
   const { phase, exitCodes } = codesOf(attempt, numNodes);
   return {
     attempt: attempt.attempt,
+    ...(attempt.task === null || attempt.task === undefined ? {} : { task: attempt.task }),
     outcome: attempt.outcome?.kind ?? null,
     phase,
     exitCodes,

@@ -6,10 +6,12 @@ import { openTarget, withTargetOptions, type Target, type TargetOptions } from '
 import { jobIdArgument } from '../job-id.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob, LogTail } from '../follow.ts';
+import type { JobView } from '../../lib/views.ts';
 import { attemptLogs } from '../../local/paths.ts';
 
 interface LogsOptions extends TargetOptions {
   readonly attempt?: number;
+  readonly task?: number;
   readonly follow?: boolean;
 }
 
@@ -17,9 +19,10 @@ interface LogsOptions extends TargetOptions {
 export function logsCommand(io: Io): Command {
   return withTargetOptions(
     subcommand('logs', io)
-      .description("print a job's output (the latest attempt unless --attempt)")
+      .description("print a job's output (the latest attempt unless --attempt or --task)")
       .argument('<job>', 'a job id', jobIdArgument)
-      .option('--attempt <n>', 'the attempt (1-based)', attemptNumber)
+      .option('--attempt <n>', 'the attempt (1-based)', positive('--attempt', 'an attempt number'))
+      .option('--task <n>', "a pipeline's task (1-based): its latest attempt", positive('--task', 'a task number'))
       .option('--follow', 'keep printing until the job ends'),
   ).action(async (jobId: string, options: LogsOptions) => exitWith(await printLogs(jobId, options, io)));
 }
@@ -39,9 +42,13 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
       await followJob(target.client, jobId, io, { progress: false, output: true });
       return ExitStatus.OK;
     }
-    const attempt = options.attempt ?? job.attempts.length;
+    const attempt = options.attempt ?? (options.task === undefined ? job.attempts.length : latestOfTask(job, options.task));
     if (attempt < 1 || attempt > job.attempts.length) {
       throw new InvalidInputError([{ path: '--attempt', message: `expected 1-${job.attempts.length}, got ${attempt}` }]);
+    }
+    const ran = job.attempts[attempt - 1]?.task;
+    if (options.task !== undefined && ran !== options.task - 1) {
+      throw new InvalidInputError([{ path: '--task', message: `attempt ${attempt} ran task ${ran === undefined ? 1 : ran + 1}, not task ${options.task}` }]);
     }
     const text = new LogTail().read(attemptLogs(dataDir, jobId, attempt));
     io.out(text === '' ? `(attempt ${attempt} wrote no output)` : text);
@@ -53,10 +60,22 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
   }
 }
 
-/** `--attempt`: one attempt number, 1-based. */
-function attemptNumber(value: string): number {
-  if (!/^[1-9][0-9]*$/.test(value)) {
-    throw new InvalidInputError([{ path: '--attempt', message: `expected an attempt number (1-based), got "${value}"` }]);
-  }
-  return Number(value);
+/** A 1-based number option (`--attempt`, `--task`). */
+function positive(option: string, what: string): (value: string) => number {
+  return (value) => {
+    if (!/^[1-9][0-9]{0,8}$/.test(value)) {
+      throw new InvalidInputError([{ path: option, message: `expected ${what} (1-based), got "${value.slice(0, 40)}"` }]);
+    }
+    return Number(value);
+  };
+}
+
+/** The latest attempt of a pipeline's task `task` (1-based). */
+function latestOfTask(job: JobView, task: number): number {
+  const tasks = job.tasks?.length ?? 1;
+  if (task > tasks) throw new InvalidInputError([{ path: '--task', message: `expected 1-${tasks} (the job's tasks), got ${task}` }]);
+  const attempts = job.attempts.filter((attempt) => (attempt.task ?? 0) === task - 1);
+  const latest = attempts.at(-1);
+  if (latest === undefined) throw new InvalidInputError([{ path: '--task', message: `task ${task} has not started yet` }]);
+  return latest.attempt;
 }

@@ -2,9 +2,9 @@
 
 import path from 'node:path';
 import type { Command } from 'commander';
-import { parseDocument } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
-import { parseTaskFile } from '../../lib/spec/parse.ts';
+import { parseJobFile } from '../../lib/spec/parse.ts';
 import { resolveSecrets } from '../../lib/spec/secrets.ts';
 import { JobStatus } from '../../lib/status.ts';
 import type { JobView } from '../../lib/views.ts';
@@ -49,13 +49,13 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     const envOverrides = parseEnvs(options.env ?? []);
     const secretOverrides = parseSecrets(options.secret ?? [], process.env);
     const text = await readTaskFile(file);
-    const { spec, warnings, secrets } = parseTaskFile(text);
+    const { tasks, warnings } = parseJobFile(text);
     // Every secret needs a value before anything is opened: exit 2 naming the ones left.
-    resolveSecrets(spec, secrets, secretOverrides);
+    for (const task of tasks) resolveSecrets(task.spec, task.secrets, secretOverrides);
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
-    const chaos = await chaosOf(options, spec.numNodes);
+    const chaos = await chaosOf(options, Math.max(...tasks.map((task) => task.spec.numNodes)));
     const local = configuredApi(options) === null;
-    const body = local && spec.workdir !== null ? withAbsoluteWorkdir(text, path.resolve(path.dirname(file), spec.workdir)) : text;
+    const body = local ? withAbsoluteWorkdirs(text, path.dirname(file)) : text;
 
     target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io);
     const { jobId } = await target.client.submit(body, { envOverrides, secretOverrides, chaos });
@@ -105,11 +105,21 @@ function summary(view: JobView): string {
   return `${view.jobId} ${view.status} after ${view.attempts.length} attempt(s), ${view.recoveryCount} recovery(ies)${reason}`;
 }
 
-/** The task with its workdir made absolute, since the job may run from another folder. */
-function withAbsoluteWorkdir(text: string, workdir: string): string {
-  const doc = parseDocument(text);
-  doc.set('workdir', workdir);
-  return doc.toString();
+/**
+ * The file with each task's workdir made absolute (from `base`, the file's folder), since
+ * the job may run from another folder. A file with no workdir is returned as it is.
+ */
+function withAbsoluteWorkdirs(text: string, base: string): string {
+  const docs = parseAllDocuments(text);
+  if (!Array.isArray(docs)) return text;
+  let changed = false;
+  for (const doc of docs) {
+    const workdir = doc.get('workdir');
+    if (typeof workdir !== 'string') continue;
+    doc.set('workdir', path.resolve(base, workdir));
+    changed = true;
+  }
+  return changed ? docs.map((doc) => doc.toString()).join('') : text;
 }
 
 /**

@@ -55,8 +55,13 @@ function jobDetail(job: JobView): string {
     `recoveries: ${job.recoveryCount}, restarts on errors: ${job.restartsOnErrors}`,
     '',
   ];
+  const tasks = job.tasks ?? [];
+  if (tasks.length > 0) {
+    head.push(table(['TASK', 'NAME', 'STATUS'], tasks.map((task) => [String(task.task + 1), task.name ?? '-', task.status])), '');
+  }
   const rows = job.attempts.map((attempt) => [
     String(attempt.attempt),
+    ...(tasks.length > 0 ? [attempt.task === undefined ? '-' : String(attempt.task + 1)] : []),
     attempt.outcome ?? 'RUNNING',
     attempt.phase ?? '-',
     attempt.exitCodes.length === 0 ? '-' : attempt.exitCodes.map((c) => (c === null ? '?' : String(c))).join(','),
@@ -64,7 +69,8 @@ function jobDetail(job: JobView): string {
     duration(attempt),
     attempt.reason ?? '',
   ]);
-  return [...head, table(['ATTEMPT', 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'REASON'], rows)].join('\n');
+  const columns = ['ATTEMPT', ...(tasks.length > 0 ? ['TASK'] : []), 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'REASON'];
+  return [...head, table(columns, rows)].join('\n');
 }
 
 function duration(attempt: AttemptView): string {

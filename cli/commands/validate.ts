@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError, InvalidTaskSpecError } from '../../lib/errors.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/spec/bounds.ts';
-import { parseTaskFile } from '../../lib/spec/parse.ts';
+import { parseJobFile } from '../../lib/spec/parse.ts';
 import type { Accelerator, ImageId, Quantity, RecoveryPolicy, TaskSpec } from '../../lib/spec/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { readTaskFile, taskSourceName } from '../task-file.ts';
@@ -24,13 +24,20 @@ export interface ValidateOptions {
 export async function runValidate(file: string, options: ValidateOptions, io: Io): Promise<ExitStatus> {
   const json = options.json === true;
   try {
-    const { spec, warnings } = parseTaskFile(await readTaskFile(file), { review: true });
+    const { pipeline, tasks, warnings } = parseJobFile(await readTaskFile(file), { review: true });
+    const specs = tasks.map((task) => task.spec);
     if (json) {
-      io.out(JSON.stringify({ ok: true, spec, warnings }, null, 2));
-    } else {
-      for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
-      io.out(renderSpec(taskSourceName(file), spec));
+      const body = pipeline === null ? { ok: true, spec: specs[0], warnings } : { ok: true, pipeline, tasks: specs, warnings };
+      io.out(JSON.stringify(body, null, 2));
+      return ExitStatus.OK;
     }
+    for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
+    if (pipeline === null) {
+      io.out(renderSpec(taskSourceName(file), specs[0] as TaskSpec));
+      return ExitStatus.OK;
+    }
+    io.out(`${taskSourceName(file)}: a pipeline${pipeline.name === null ? '' : ` (${pipeline.name})`} of ${specs.length} tasks, run in order`);
+    specs.forEach((spec, index) => io.out(`\ntask ${index + 1} of ${specs.length}\n${renderSpec(taskSourceName(file), spec)}`));
     return ExitStatus.OK;
   } catch (error) {
     if (!json || !(error instanceof InvalidTaskSpecError || error instanceof InvalidInputError)) {

@@ -55,6 +55,7 @@ const JOB_FIELDS = allFields<JobRecord>()([
   'jobId',
   'name',
   'spec',
+  'pipeline',
   'status',
   'counters',
   'attemptCount',
@@ -67,6 +68,7 @@ const JOB_FIELDS = allFields<JobRecord>()([
 const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
   'jobId',
   'attempt',
+  'task',
   'market',
   'placement',
   'instances',
@@ -371,10 +373,14 @@ export class DynamoJobStore implements JobStore {
     decision: StoredDecision,
     counters: RecoveryCounters,
     change: StatusChange,
-    patch?: Pick<JobPatch, 'failureReason'>,
+    patch?: Pick<JobPatch, 'failureReason' | 'nextTask'>,
   ): Promise<JobRecord> {
     const set: Record<string, AttributeValue | null> = { counters: toAttribute(counters) };
     if (patch?.failureReason !== undefined) set.failureReason = nullable(patch.failureReason);
+    if (patch?.nextTask !== undefined) {
+      set.spec = toAttribute(patch.nextTask.spec);
+      set.pipeline = toAttribute(patch.nextTask.pipeline);
+    }
     const decide: TransactWriteItem = {
       Update: {
         TableName: this.#tableName,
@@ -754,8 +760,10 @@ function fromItem<T>(item: Item, fields: readonly string[]): T {
   return record as T;
 }
 
+/** A job item as a record; a one-task job has no `pipeline` (absent, as it was given). */
 function toJob(item: Item): JobRecord {
-  return fromItem<JobRecord>(item, JOB_FIELDS);
+  const { pipeline, ...job } = fromItem<JobRecord>(item, JOB_FIELDS);
+  return pipeline === null || pipeline === undefined ? job : { ...job, pipeline };
 }
 
 /**
@@ -769,10 +777,13 @@ function attemptItem(attempt: AttemptRecord): Item {
   return item;
 }
 
-/** An attempt item as a record; an attempt stored before a field existed gets its empty value. */
+/**
+ * An attempt item as a record; an attempt stored before a field existed gets its empty
+ * value, and one of a one-task job has no `task`.
+ */
 function toAttempt(item: Item): AttemptRecord {
-  const attempt = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
-  return { ...attempt, nodesHeardFrom: attempt.nodesHeardFrom ?? [] };
+  const { task, ...attempt } = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
+  return { ...attempt, nodesHeardFrom: attempt.nodesHeardFrom ?? [], ...(task === null || task === undefined ? {} : { task }) };
 }
 
 function toEvent(item: Item): JobEvent {

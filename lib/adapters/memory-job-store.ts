@@ -150,7 +150,7 @@ export class InMemoryJobStore implements JobStore {
     decision: StoredDecision,
     counters: RecoveryCounters,
     change: StatusChange,
-    patch?: Pick<JobPatch, 'failureReason'>,
+    patch?: Pick<JobPatch, 'failureReason' | 'nextTask'>,
   ): Promise<JobRecord> {
     const stored = this.#stored(jobId);
     rules.expectStatus(stored.job, change);
@@ -160,6 +160,7 @@ export class InMemoryJobStore implements JobStore {
     return this.#applyChange(stored, change, {
       counters,
       failureReason: patch?.failureReason === undefined ? stored.job.failureReason : patch.failureReason,
+      ...(patch?.nextTask === undefined ? {} : { spec: patch.nextTask.spec, pipeline: patch.nextTask.pipeline }),
     });
   }
 
@@ -194,7 +195,7 @@ export class InMemoryJobStore implements JobStore {
   #applyChange(
     stored: StoredJob,
     change: StatusChange,
-    fields: { counters: RecoveryCounters; failureReason: string | null },
+    fields: Pick<JobRecord, 'counters' | 'failureReason'> & Partial<Pick<JobRecord, 'spec' | 'pipeline'>>,
   ): JobRecord {
     const event = rules.statusEvent(stored.job.jobId, change);
     stored.job = frozenCopy({ ...stored.job, ...fields, status: change.to, updatedAt: change.at });

@@ -89,6 +89,8 @@ export const RecoveryAction = {
   RESTART: 'RESTART',
   RECOVER: 'RECOVER',
   FAIL: 'FAIL',
+  /** A pipeline's task succeeded and another follows: the job runs it (never from decideRecovery). */
+  NEXT_TASK: 'NEXT_TASK',
 } as const;
 export type RecoveryAction = (typeof RecoveryAction)[keyof typeof RecoveryAction];
 

@@ -2,13 +2,14 @@
 
 import { InvalidTaskSpecError, type InputIssue } from '../errors.ts';
 import type { ParsedTask, SpecWarning } from './types.ts';
-import { NO_LINES, type LineTable } from './locate.ts';
+import { NO_LINES, type LineTable, type LocatedValue } from './locate.ts';
 import { expectedGot, type Problem } from './messages.ts';
 import { formatPath } from './path.ts';
 import { isMapping } from './fields.ts';
 import { crossFieldProblems, problemsOfIssue, taskSchema } from './schema.ts';
 import { specWarnings, type WarningOptions } from './warnings.ts';
-import { readTaskYaml } from './yaml-file.ts';
+import { readTaskYaml, readYamlDocuments } from './yaml-file.ts';
+import { taskTextBytes } from './limits.ts';
 
 /** Problems as the user sees them: a dotted path, a line when known, in the file's order. */
 function placed(problems: readonly Problem[], lines: LineTable): InputIssue[] {
@@ -50,6 +51,90 @@ function validate(task: unknown, lines: LineTable, readProblems: readonly Proble
 export function parseTaskFile(text: string, options: WarningOptions = {}): ParsedTask {
   const { value, lines, problems } = readTaskYaml(text);
   return validate(value, lines, problems, options);
+}
+
+/** A file's job: one task, or a pipeline of tasks run in order. */
+export interface ParsedJob {
+  /** Set for a pipeline (several documents): its header's name, if it has a header. */
+  readonly pipeline: { readonly name: string | null } | null;
+  /** At least one. */
+  readonly tasks: readonly ParsedTask[];
+  /** Every task's warnings; a pipeline's carry `tasks[i].` in their paths. */
+  readonly warnings: readonly SpecWarning[];
+}
+
+/** The most tasks a pipeline may have. */
+export const MAX_PIPELINE_TASKS = 16;
+
+/**
+ * The most bytes (UTF-8) every task's envs, setup and run may take together in a pipeline:
+ * the job's record holds them all beside the running task's, within DynamoDB's 400 KB.
+ */
+export const MAX_PIPELINE_TEXT_BYTES = 160 * 1024;
+
+/** Keys of a pipeline's (or a job group's) header document. */
+const HEADER_KEYS: ReadonlySet<string> = new Set(['name', 'execution', 'primary_tasks']);
+
+/**
+ * Parses a task file that may be a SkyPilot pipeline: several YAML documents, an optional
+ * first one with only `name` (and `execution: serial`), then the tasks, run in order.
+ * `execution: parallel` (a job group) is refused. A task's problems carry `tasks[i].` in
+ * their paths, and every task's problems are reported at once.
+ *
+ * @throws InvalidTaskSpecError as parseTaskFile does, for every task.
+ */
+export function parseJobFile(text: string, options: WarningOptions = {}): ParsedJob {
+  const { documents, lines } = readYamlDocuments(text);
+  if (documents.length === 1) {
+    const [only] = documents as [LocatedValue];
+    const task = validate(only.value, only.lines, only.problems, options);
+    return { pipeline: null, tasks: [task], warnings: task.warnings };
+  }
+  const [first] = documents as [LocatedValue];
+  const header = isMapping(first.value) && Object.keys(first.value).every((key) => HEADER_KEYS.has(key)) ? first.value : null;
+  const taskDocuments = header === null ? documents : documents.slice(1);
+  const issues: InputIssue[] = [];
+  let name: string | null = null;
+  if (header !== null) {
+    if (header.execution !== undefined && header.execution !== null && header.execution !== 'serial') {
+      const message = `expected serial or nothing (relaunch runs a pipeline's tasks in order), got ${JSON.stringify(header.execution)}: job groups (execution: parallel) are not supported`;
+      issues.push({ path: 'execution', message, line: first.lines.lineOf(['execution']) ?? lines[0] ?? 1 });
+    }
+    if (header.primary_tasks !== undefined) {
+      const message = "not supported by relaunch: it names a job group's primary tasks, and relaunch runs a pipeline's tasks in order";
+      issues.push({ path: 'primary_tasks', message, line: first.lines.lineOf(['primary_tasks']) ?? lines[0] ?? 1 });
+    }
+    try {
+      name = validate({ name: header.name }, first.lines, [], {}).spec.name;
+    } catch (error) {
+      if (!(error instanceof InvalidTaskSpecError)) throw error;
+      issues.push(...error.issues);
+    }
+  }
+  if (taskDocuments.length > MAX_PIPELINE_TASKS) {
+    issues.push({ path: '', message: `expected a pipeline of at most ${MAX_PIPELINE_TASKS} tasks, got ${taskDocuments.length}` });
+  }
+  const tasks: ParsedTask[] = [];
+  taskDocuments.forEach((document, index) => {
+    try {
+      tasks.push(validate(document.value, document.lines, document.problems, options));
+    } catch (error) {
+      if (!(error instanceof InvalidTaskSpecError)) throw error;
+      issues.push(...error.issues.map((issue) => ({ ...issue, path: taskPath(index, issue.path) })));
+    }
+  });
+  const bytes = tasks.reduce((sum, task) => sum + taskTextBytes(task.spec), 0);
+  if (bytes > MAX_PIPELINE_TEXT_BYTES) {
+    issues.push({ path: '', message: `expected the tasks' envs, setup and run to take at most ${MAX_PIPELINE_TEXT_BYTES} bytes together (160 KiB), got ${bytes}` });
+  }
+  if (issues.length > 0) throw new InvalidTaskSpecError(issues.sort((a, b) => (a.line ?? 0) - (b.line ?? 0)));
+  const warnings = tasks.flatMap((task, index) => task.warnings.map((warning) => ({ ...warning, path: taskPath(index, warning.path) })));
+  return { pipeline: { name }, tasks, warnings };
+}
+
+/** `tasks[i]` before a task's own path. */
+function taskPath(index: number, path: string): string {
+  return path === '' ? `tasks[${index}]` : `tasks[${index}].${path}`;
 }
 
 /**

@@ -21,12 +21,18 @@ function templateHint(lineText: string): string {
   return lineText.includes('{{') ? ' (the line holds a {{...}} template placeholder: render the template first)' : '';
 }
 
+/** A file's documents as plain data with lines (file-wide), and the line each starts on. */
+export interface LocatedDocuments {
+  readonly documents: readonly LocatedValue[];
+  readonly lines: readonly number[];
+}
+
 /**
- * Reads a task file's text into plain data with lines. Throws InvalidTaskSpecError for
- * what makes the file unreadable as one task: YAML syntax errors (every one, with its
- * line), no content at all, or several documents (a SkyPilot pipeline).
+ * Reads a task file's text into its documents, each plain data with lines. Throws
+ * InvalidTaskSpecError for what makes the file unreadable: YAML syntax errors (every one,
+ * with its line), or no content at all. Documents with nothing in them are left out.
  */
-export function readTaskYaml(text: string): LocatedValue {
+export function readYamlDocuments(text: string): LocatedDocuments {
   const counter = new LineCounter();
   const docs = parseAllDocuments(text, { ...OPTIONS, lineCounter: counter });
   const sourceLines = text.split(/\r?\n/);
@@ -38,19 +44,26 @@ export function readTaskYaml(text: string): LocatedValue {
   );
   if (syntax.length > 0) throw new InvalidTaskSpecError(syntax);
   const tasks = docs.filter((doc) => !isEmpty(doc));
-  const [first, second] = tasks;
-  if (first === undefined) {
+  if (tasks.length === 0) {
     throw new InvalidTaskSpecError([{ path: '', message: 'expected a task (a mapping with run, resources, ...), got an empty file' }]);
   }
-  if (second !== undefined) {
-    const { line } = counter.linePos((second.contents as ParsedNode).range[0]);
+  return {
+    documents: tasks.map((doc) => locate(doc, text, counter)),
+    lines: tasks.map((doc) => counter.linePos((doc.contents as ParsedNode).range[0]).line),
+  };
+}
+
+/**
+ * Reads a file that must hold one task. Throws as readYamlDocuments does, and for several
+ * documents (a SkyPilot pipeline), naming where the second begins.
+ */
+export function readTaskYaml(text: string, pipelineNote = 'this command takes one task'): LocatedValue {
+  const { documents, lines } = readYamlDocuments(text);
+  const [first] = documents;
+  if (documents.length > 1 || first === undefined) {
     throw new InvalidTaskSpecError([
-      {
-        path: '',
-        message: `this file holds ${tasks.length} YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet`,
-        line,
-      },
+      { path: '', message: `this file holds ${documents.length} YAML documents, a SkyPilot pipeline; ${pipelineNote}`, line: lines[1] ?? 1 },
     ]);
   }
-  return locate(first, text, counter);
+  return first;
 }

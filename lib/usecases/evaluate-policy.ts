@@ -2,9 +2,9 @@
 
 import { InvalidInputError } from '../errors.ts';
 import type { AttemptRecord, JobRecord, StoredDecision } from '../model.ts';
-import { decideRecovery } from '../policy/decide.ts';
+import { decideRecovery, initialCounters } from '../policy/decide.ts';
 import type { AttemptOutcome, RecoveryDecision } from '../policy/types.ts';
-import type { Clock, JobStore } from '../ports.ts';
+import type { Clock, JobPatch, JobStore } from '../ports.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from '../spec/bounds.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import { JobStatus } from '../status.ts';
@@ -55,7 +55,9 @@ export async function evaluatePolicy(
     const job = await store.getJob(jobId);
     const outcome: AttemptOutcome = job.status === JobStatus.CANCELLING ? { kind: 'CANCELLED' } : ended;
     const capacityWaitSeconds = await secondsWaitingForCapacity(store, job, number, clock);
-    const decision = decideRecovery({ policy: job.spec.resources.jobRecovery, counters: job.counters, outcome, random, capacityWaitSeconds });
+    const decided = decideRecovery({ policy: job.spec.resources.jobRecovery, counters: job.counters, outcome, random, capacityWaitSeconds });
+    const next = nextTaskAfter(job, decided);
+    const decision = next?.decision ?? decided;
     const at = nowIso(clock);
     const stored = toStoredDecision(decision, at);
     await store.recordDecision(
@@ -64,7 +66,7 @@ export async function evaluatePolicy(
       stored,
       decision.counters,
       { from: job.status, to: decision.status, reason: decision.reason, attempt: number, at },
-      decision.action === 'FAIL' ? { failureReason: decision.reason } : undefined,
+      decision.action === 'FAIL' ? { failureReason: decision.reason } : next === null ? undefined : { nextTask: next.nextTask },
     );
     return withDecision(state, stored);
   });
@@ -137,6 +139,29 @@ async function secondsWaitingForCapacity(store: JobStore, job: JobRecord, attemp
   return Math.max(0, Math.floor((clock.now().getTime() - began) / 1000));
 }
 
+/**
+ * A pipeline's task that succeeded, with a task after it: the job goes on to that task,
+ * PENDING, with the budgets of its own policy (as SkyPilot counts them, per task).
+ * null for any other decision, and for the last task (its success ends the job).
+ */
+function nextTaskAfter(job: JobRecord, decided: RecoveryDecision): { decision: RecoveryDecision; nextTask: NonNullable<JobPatch['nextTask']> } | null {
+  const pipeline = job.pipeline;
+  if (decided.action !== 'SUCCEED' || pipeline === null || pipeline === undefined) return null;
+  const current = pipeline.current + 1;
+  const spec = pipeline.tasks[current];
+  if (spec === undefined) return null;
+  const total = pipeline.tasks.length;
+  const reason = `task ${current} of ${total}${named(job.spec)} succeeded; task ${current + 1} of ${total}${named(spec)} starts`;
+  return {
+    decision: { ...decided, action: 'NEXT_TASK', status: JobStatus.PENDING, reason, delaySeconds: 0, counters: initialCounters(spec.resources.useSpot) },
+    nextTask: { spec, pipeline: { ...pipeline, current } },
+  };
+}
+
+function named(spec: TaskSpec): string {
+  return spec.name === null ? '' : ` (${spec.name})`;
+}
+
 function toStoredDecision(decision: RecoveryDecision, decidedAt: string): StoredDecision {
   return {
     action: decision.action,
@@ -151,7 +176,7 @@ function toStoredDecision(decision: RecoveryDecision, decidedAt: string): Stored
 /** The state the Choice reads: the decision, and whether to continue as a new execution. */
 function withDecision(state: WorkflowState, decision: StoredDecision): WorkflowState {
   const { awaitError: _awaitError, awaited: _awaited, ...rest } = state;
-  const relaunching = decision.action === 'RESTART' || decision.action === 'RECOVER';
+  const relaunching = decision.action === 'RESTART' || decision.action === 'RECOVER' || decision.action === 'NEXT_TASK';
   const output: DecisionOutput = {
     action: decision.action,
     status: decision.status,

@@ -192,6 +192,7 @@ async function retireInterruptedLaunch(
 }
 
 function newAttempt(job: JobRecord, attempt: number, secretHash: string, at: string): AttemptRecord {
+  const task = job.pipeline === null || job.pipeline === undefined ? {} : { task: job.pipeline.current };
   return {
     jobId: job.jobId,
     attempt,
@@ -209,6 +210,7 @@ function newAttempt(job: JobRecord, attempt: number, secretHash: string, at: str
     nodesHeardFrom: [],
     interruptionNoticedAt: null,
     endedAt: null,
+    ...task,
   };
 }
 

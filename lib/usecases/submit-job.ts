@@ -7,10 +7,10 @@ import { retryOnConflict } from './retry.ts';
 import { initialCounters } from '../policy/decide.ts';
 import { withEnvOverrides } from '../spec/envs.ts';
 import { resolveSecrets } from '../spec/secrets.ts';
-import { parseTaskFile, parseTaskObject } from '../spec/parse.ts';
-import type { SpecWarning, TaskSpec } from '../spec/types.ts';
+import { parseJobFile, parseTaskObject, type ParsedJob } from '../spec/parse.ts';
+import type { ParsedTask, SpecWarning, TaskSpec } from '../spec/types.ts';
 import { newJobId } from '../ids.ts';
-import type { JobRecord } from '../model.ts';
+import type { JobRecord, PipelineState } from '../model.ts';
 import { JobStatus } from '../status.ts';
 import { errorMessage, nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
 
@@ -76,11 +76,16 @@ export async function submitJob(
   deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random' | 'secrets'>,
 ): Promise<SubmitJobResult> {
   const { store, clock, random } = deps;
-  const parsed = typeof input.body === 'string' ? parseTaskFile(input.body) : parseTaskObject(input.body);
-  const withEnvs: TaskSpec = withEnvOverrides(parsed.spec, input.envOverrides ?? {});
-  const { spec, values } = resolveSecrets(withEnvs, parsed.secrets, input.secretOverrides ?? {});
-  const problems = (await input.computeProblems?.(spec)) ?? [];
+  const parsed = typeof input.body === 'string' ? parseJobFile(input.body) : singleTask(parseTaskObject(input.body));
+  const { specs, values } = resolveTasks(parsed, input);
+  const problems = await taskProblems(specs, parsed.pipeline !== null, input.computeProblems);
   if (problems.length > 0) throw new InvalidTaskSpecError(problems);
+  const [spec] = specs as [TaskSpec, ...TaskSpec[]];
+  const pipeline: PipelineState | null = parsed.pipeline === null ? null : { name: parsed.pipeline.name, tasks: specs, current: 0 };
+  const record = (jobId: string, at: string): JobRecord => ({
+    ...newJobRecord(jobId, spec, at),
+    ...(pipeline === null ? {} : { name: pipeline.name ?? spec.name, pipeline }),
+  });
   // Stored before the job that names them, so no launch can find a job without them.
   const storeSecrets = async (jobId: string) => {
     if (Object.keys(values).length > 0) await deps.secrets.put(jobId, values);
@@ -89,12 +94,12 @@ export async function submitJob(
   if (idempotency === undefined) {
     const jobId = newJobId(clock, random);
     await storeSecrets(jobId);
-    await store.createJob(newJobRecord(jobId, spec, nowIso(clock)));
+    await store.createJob(record(jobId, nowIso(clock)));
     await startController(jobId, deps, input.onJobEnded);
     return { jobId, warnings: parsed.warnings, replayed: false };
   }
 
-  const fingerprint = taskFingerprint(spec);
+  const fingerprint = taskFingerprint(pipeline === null ? spec : pipeline);
   const held = await retryOnConflict(CLAIM_TRIES, async () => {
     const now = clock.now();
     const claim: IdempotencyClaim = {
@@ -104,7 +109,7 @@ export async function submitJob(
       expiresAt: new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString(),
     };
     await storeSecrets(claim.jobId);
-    const holder = await store.createJobOnce(newJobRecord(claim.jobId, spec, now.toISOString()), claim, now.toISOString());
+    const holder = await store.createJobOnce(record(claim.jobId, now.toISOString()), claim, now.toISOString());
     const created = holder.jobId === claim.jobId;
     // Another submit with this key made the job: the secrets stored for this one go.
     if (!created && Object.keys(values).length > 0) await deps.secrets.delete(claim.jobId);
@@ -160,7 +165,49 @@ export function idempotencyClaimKey(caller: string, key: string): string {
  * SHA-256 of the task as parsed: the same task in YAML or JSON, with other comments or
  * key order, is the same request; any change to what would run is a different one.
  */
-export function taskFingerprint(spec: TaskSpec): string {
+/** A one-task file's parse as a job's. */
+function singleTask(task: ParsedTask): ParsedJob {
+  return { pipeline: null, tasks: [task], warnings: task.warnings };
+}
+
+/**
+ * Each task with the env overrides and its secrets resolved (the overrides apply to every
+ * task, as `--env` and `--secret` do in SkyPilot), and the values of every task's secrets
+ * together. Two tasks may name one secret only with one value.
+ */
+function resolveTasks(parsed: ParsedJob, input: SubmitJobInput): { specs: TaskSpec[]; values: Record<string, string> } {
+  const specs: TaskSpec[] = [];
+  const values = new Map<string, string>();
+  const issues: InputIssue[] = [];
+  parsed.tasks.forEach((task, index) => {
+    try {
+      const resolved = resolveSecrets(withEnvOverrides(task.spec, input.envOverrides ?? {}), task.secrets, input.secretOverrides ?? {});
+      specs.push(resolved.spec);
+      for (const [name, value] of Object.entries(resolved.values)) {
+        if (values.has(name) && values.get(name) !== value) {
+          issues.push({ path: `tasks[${index}].secrets.${name}`, message: 'expected the value an earlier task gives this secret: one job holds one value per name' });
+        }
+        values.set(name, value);
+      }
+    } catch (error) {
+      if (!(error instanceof InvalidTaskSpecError) || parsed.pipeline === null) throw error;
+      issues.push(...error.issues.map((issue) => ({ ...issue, path: issue.path === '' ? `tasks[${index}]` : `tasks[${index}].${issue.path}` })));
+    }
+  });
+  if (issues.length > 0) throw new InvalidTaskSpecError(issues);
+  return { specs, values: Object.fromEntries(values) };
+}
+
+/** What the compute cannot run, task by task (a pipeline's paths carry `tasks[i].`). */
+async function taskProblems(specs: readonly TaskSpec[], isPipeline: boolean, check: SubmitJobInput['computeProblems']): Promise<InputIssue[]> {
+  if (check === undefined) return [];
+  const found = await Promise.all(specs.map((spec) => check(spec)));
+  return found.flatMap((issues, index) =>
+    isPipeline ? issues.map((issue) => ({ ...issue, path: issue.path === '' ? `tasks[${index}]` : `tasks[${index}].${issue.path}` })) : issues,
+  );
+}
+
+export function taskFingerprint(spec: TaskSpec | PipelineState): string {
   return createHash('sha256').update(JSON.stringify(canonical(spec)), 'utf8').digest('hex');
 }
 

@@ -79,6 +79,21 @@ describe('POST /jobs', () => {
     expect((await world.store().getJob(jobId)).spec.secretNames).toEqual(['HF_TOKEN']);
   });
 
+  it('takes a pipeline as one job, its tasks shown in order, and a task EC2 cannot run as a 400 under tasks[i]', async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn:exec:1', startDate: new Date() });
+    const pipeline = 'name: p\n---\nname: a\nrun: x\n---\nname: b\nrun: y\n';
+
+    const res = await call(event('POST', '/jobs', { body: pipeline, headers: { 'content-type': 'application/yaml' } }));
+    const refused = await call(event('POST', '/jobs', { body: 'run: x\n---\nworkdir: .\nrun: y\n' }));
+
+    expect(res.statusCode).toBe(202);
+    const view = await call(event('GET', `/jobs/${res.json.jobId as string}`));
+    expect(view.json).toMatchObject({ name: 'p', status: JobStatus.PENDING, tasks: [{ task: 0, name: 'a', status: JobStatus.PENDING }, { task: 1, name: 'b', status: JobStatus.PENDING }] });
+    expect(sfn).toHaveReceivedCommandTimes(StartExecutionCommand, 1);
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json.issues).toEqual([expect.objectContaining({ path: 'tasks[1].workdir' })]);
+  });
+
   it('answers 400 naming a secret the file leaves null, storing nothing', async () => {
     const res = await call(event('POST', '/jobs', { body: 'run: x\nsecrets:\n  HF_TOKEN: null\n' }));
 

@@ -573,6 +573,19 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         expect((await store.getJob('job-2')).failureReason).toBeNull();
       });
 
+      it("moves a pipeline to its next task in the same write: the task's spec and the pipeline's place", async () => {
+        await endedAttempt();
+        const before = await store.getJob('job-1');
+        const next = { ...before.spec, name: 'second', numNodes: 3 };
+        const pipeline = { name: 'p ✓', tasks: [before.spec, next], current: 1 };
+        const moveOn: StoredDecision = { ...restartDecision, action: 'NEXT_TASK', rule: 'ALL_EXITED_ZERO', status: JobStatus.PENDING };
+
+        const updated = await store.recordDecision('job-1', 1, moveOn, chargedCounters, change('RUNNING', 'PENDING'), { nextTask: { spec: next, pipeline } });
+
+        expect(updated).toMatchObject({ status: 'PENDING', spec: next, pipeline, counters: chargedCounters });
+        expect(await store.getJob('job-1')).toEqual(updated);
+      });
+
       it('writes nothing when the job is not in the expected status', async () => {
         await endedAttempt();
         const jobBefore = await store.getJob('job-1');

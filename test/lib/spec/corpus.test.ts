@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
-import { parseTaskFile } from '../../../lib/spec/parse.ts';
+import { parseJobFile } from '../../../lib/spec/parse.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CORPUS = path.resolve(REPO_ROOT, '../shared/corpus/skypilot');
@@ -19,9 +19,7 @@ const PRESENT = existsSync(CORPUS);
  * a git workdir, or a Jinja template placeholder.
  */
 const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
-  '01-managed-jobs-retry.yaml': [
-    'this file holds 2 YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet (line 12)',
-  ],
+  '01-managed-jobs-retry.yaml': 'accepted',
   '02-managed-job-with-storage.yaml': [
     'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 16)',
   ],
@@ -32,7 +30,14 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
     'workdir: expected a local directory path, got a mapping (a git workdir with url and ref is not supported by relaunch yet) (line 15)',
   ],
   '04-elastic-training-job-group.yaml': [
-    'this file holds 3 YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet (line 22)',
+    'execution: expected serial or nothing (relaunch runs a pipeline\'s tasks in order), got "parallel": job groups (execution: parallel) are not supported (line 17)',
+    'primary_tasks: not supported by relaunch: it names a job group\'s primary tasks, and relaunch runs a pipeline\'s tasks in order (line 18)',
+    'tasks[0].resources.infra: relaunch runs on AWS only, got kubernetes (line 25)',
+    'tasks[0].workdir: expected a local directory path, got a mapping (a git workdir with url and ref is not supported by relaunch yet) (line 32)',
+    'tasks[1].resources.infra: relaunch runs on AWS only, got kubernetes (line 43)',
+    'tasks[1].resources.job_recovery.strategy: expected EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none, got "DYNAMIC_NODE_SET" (line 47)',
+    'tasks[1].resources.job_recovery.min_nodes: unknown key (line 48)',
+    'tasks[1].workdir: expected a local directory path, got a mapping (a git workdir with url and ref is not supported by relaunch yet) (line 50)',
   ],
   '05-multi-accel-unordered-any-of.yaml': [
     'resources.any_of: not supported by relaunch yet (a SkyPilot key) (line 6)',
@@ -105,11 +110,10 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
     'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 16)',
   ],
   '21-distributed-pytorch.yaml': 'accepted',
-  '22-pipeline-aws.yaml': [
-    'this file holds 5 YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet (line 4)',
-  ],
+  '22-pipeline-aws.yaml': 'accepted',
   '23-bert-qa-train-eval.yaml': [
-    'this file holds 3 YAML documents, a SkyPilot pipeline; relaunch does not run pipelines yet (line 4)',
+    'tasks[0].file_mounts: not supported by relaunch yet (a SkyPilot key) (line 14)',
+    'tasks[1].file_mounts: not supported by relaunch yet (a SkyPilot key) (line 55)',
   ],
   '24-mixed-list-accelerators.yaml': 'accepted',
   '25-vicuna-train.yaml': [
@@ -143,7 +147,7 @@ interface CorpusFacts {
 /** The outcome of parsing one file: accepted, the issues, or (a bug) anything else thrown. */
 function outcomeOf(text: string): 'accepted' | string[] {
   try {
-    parseTaskFile(text);
+    parseJobFile(text);
     return 'accepted';
   } catch (error) {
     if (error instanceof InvalidTaskSpecError) return error.issues.map(formatIssue);
@@ -166,14 +170,14 @@ describe.skipIf(!PRESENT)(`SkyPilot corpus${PRESENT ? '' : ` (skipped: ${CORPUS}
     expect(outcomeOf(read(file))).toEqual(OUTCOMES[file]);
   });
 
-  it.each(files)('%s: a multi-document file is rejected as a pipeline and nothing else', (file) => {
-    const pipeline = /SkyPilot pipeline; relaunch does not run pipelines yet/;
+  it.each(files)('%s: a multi-document file is read as a pipeline, each problem under its task', (file) => {
     const outcome = outcomeOf(read(file));
     if (facts[file]?.multi_doc === true) {
-      expect(outcome).toHaveLength(1);
-      expect(outcome[0]).toMatch(pipeline);
+      if (outcome !== 'accepted') {
+        for (const issue of outcome) expect(issue).toMatch(/^(tasks\[\d+\]|execution:|primary_tasks:)/);
+      }
     } else {
-      expect(outcome === 'accepted' || outcome.every((issue) => !pipeline.test(issue))).toBe(true);
+      expect(outcome === 'accepted' || outcome.every((issue) => !issue.startsWith('tasks['))).toBe(true);
     }
   });
 

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
-import { parseTaskFile } from '../../../lib/spec/parse.ts';
+import { parseJobFile, parseTaskFile } from '../../../lib/spec/parse.ts';
 import { rejectionOf } from './rejection.ts';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/tasks/', import.meta.url));
@@ -21,7 +21,7 @@ function read(kind: 'valid' | 'invalid', file: string): string {
 
 /** The error a parse throws; fails the test when it does not throw. */
 function rejection(text: string): InvalidTaskSpecError {
-  return rejectionOf(() => parseTaskFile(text));
+  return rejectionOf(() => parseJobFile(text));
 }
 
 describe('valid task files', () => {
