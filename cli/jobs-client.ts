@@ -6,7 +6,7 @@ import { createHash, createHmac, randomUUID, type Hash, type Hmac } from 'node:c
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { parseDocument } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import {
   InvalidInputError,
   InvalidTaskSpecError,
@@ -16,6 +16,7 @@ import {
 } from '../lib/errors.ts';
 import { IDEMPOTENCY_KEY_HEADER } from '../lib/http/idempotency-key.ts';
 import type { JobEvent } from '../lib/model.ts';
+import { isPipelineHeader } from '../lib/spec/parse.ts';
 import type { SpecWarning } from '../lib/spec/types.ts';
 import { cancelJob, getJob, listJobs } from '../lib/usecases/index.ts';
 import type { JobSummary, JobView } from '../lib/views.ts';
@@ -264,13 +265,19 @@ function retryAfterMs(header: string, nowMs: number): number | null {
  * an API that takes only the task (over HTTPS; the API stores the secrets apart from the
  * job). The CLI checks the file itself first, so errors keep the file's line numbers.
  */
-function withOverrides(body: string, overrides: Readonly<Record<'envs' | 'secrets', Readonly<Record<string, string>>>>): string {
+export function withOverrides(body: string, overrides: Readonly<Record<'envs' | 'secrets', Readonly<Record<string, string>>>>): string {
   const entries = Object.entries(overrides).flatMap(([section, values]) => Object.entries(values).map(([key, value]) => [section, key, value] as const));
   if (entries.length === 0) return body;
-  const doc = parseDocument(body);
-  if (doc.errors.length > 0) return body;
-  for (const [section, key, value] of entries) doc.setIn([section, key], value);
-  return doc.toString();
+  const docs = parseAllDocuments(body);
+  if (!Array.isArray(docs) || docs.some((doc) => doc.errors.length > 0)) return body;
+  const tasks = docs.filter((doc) => doc.contents !== null);
+  // A pipeline's every task takes them; its header is not a task.
+  const header = isPipelineHeader(tasks[0]?.toJS(), tasks.length) ? tasks[0] : undefined;
+  for (const doc of tasks) {
+    if (doc === header) continue;
+    for (const [section, key, value] of entries) doc.setIn([section, key], value);
+  }
+  return docs.map((doc) => doc.toString()).join('');
 }
 
 /** The error a failed API call stands for, so the CLI maps it to the same exit status as locally. */

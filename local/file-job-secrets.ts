@@ -4,7 +4,7 @@
 
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { UnexpectedCloudResponseError } from '../lib/errors.ts';
+import { ConfigurationError, InvalidInputError } from '../lib/errors.ts';
 import { parseValues } from '../lib/adapters/ssm-job-secrets.ts';
 import type { JobSecrets } from '../lib/ports.ts';
 
@@ -36,7 +36,7 @@ export class FileJobSecrets implements JobSecrets {
       throw error;
     }
     const values = parseValues(text);
-    if (values === null) throw new UnexpectedCloudResponseError(`${this.file(jobId)} does not hold a job's secrets`);
+    if (values === null) throw new ConfigurationError(`${this.file(jobId)}: expected a job's secrets (a JSON object of strings); the file was changed outside relaunch`);
     return values;
   }
 
@@ -45,7 +45,7 @@ export class FileJobSecrets implements JobSecrets {
   }
 
   private file(jobId: string): string {
-    if (!JOB_ID.test(jobId)) throw new RangeError(`not a job id: ${JSON.stringify(jobId.slice(0, 40))}`);
+    if (!JOB_ID.test(jobId)) throw new InvalidInputError([{ path: 'jobId', message: `expected a job id, got ${JSON.stringify(jobId.slice(0, 40))}` }]);
     return path.join(this.dir, `${jobId}.json`);
   }
 }

@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { renderAgentScript } from '../lib/agent/script.ts';
-import { agentSecretName, agentSecretValue, instanceArn } from '../lib/agent/secret-parameter.ts';
+import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn } from '../lib/agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
 import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
 import type { InstanceRef } from '../lib/model.ts';
@@ -89,7 +89,7 @@ export const LOCAL_INSTANCE_TYPE = 'local-process';
 export const LOCAL_REGION = 'local';
 const LOCAL_ACCOUNT = '000000000000';
 /** The folder of local agents' secrets, as agentSecretPath names it on AWS. */
-export const LOCAL_SECRET_PATH = '/relaunch-local/agent-secrets';
+export const LOCAL_SECRET_PATH = agentSecretPath('relaunch-local');
 
 /**
  * The agent's `shutdown -h now`, locally: leave a mark and end the agent. Its process

@@ -5,7 +5,8 @@ import type { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
 import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
 import { parseJobFile } from '../../lib/spec/parse.ts';
-import { resolveSecrets } from '../../lib/spec/secrets.ts';
+import { envNameProblem } from '../../lib/spec/envs.ts';
+import { resolveJob } from '../../lib/spec/secrets.ts';
 import { JobStatus } from '../../lib/status.ts';
 import type { JobView } from '../../lib/views.ts';
 import { backgroundTarget, configuredApi, openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
@@ -49,9 +50,11 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     const envOverrides = parseEnvs(options.env ?? []);
     const secretOverrides = parseSecrets(options.secret ?? [], process.env);
     const text = await readTaskFile(file);
-    const { tasks, warnings } = parseJobFile(text);
-    // Every secret needs a value before anything is opened: exit 2 naming the ones left.
-    for (const task of tasks) resolveSecrets(task.spec, task.secrets, secretOverrides);
+    const parsed = parseJobFile(text);
+    const { tasks, warnings } = parsed;
+    // The overrides checked and every secret given before anything is opened: exit 2
+    // naming what is wrong, as the submit itself would.
+    resolveJob(parsed, { envs: envOverrides, secrets: secretOverrides });
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
     const chaos = await chaosOf(options, Math.max(...tasks.map((task) => task.spec.numNodes)));
     const local = configuredApi(options) === null;
@@ -158,9 +161,8 @@ export function parseSecrets(given: readonly string[], environment: NodeJS.Proce
   for (const entry of given) {
     const at = entry.indexOf('=');
     const name = at < 0 ? entry : entry.slice(0, at);
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-      throw new InvalidInputError([{ path: '--secret', message: `expected NAME or NAME=VALUE with NAME a variable name, got "${name.slice(0, 80)}"` }]);
-    }
+    const problem = envNameProblem(name);
+    if (problem !== undefined) throw new InvalidInputError([{ path: '--secret', message: `expected NAME or NAME=VALUE: ${problem}` }]);
     const value = at < 0 ? environment[name] : entry.slice(at + 1);
     if (value === undefined) {
       throw new InvalidInputError([{ path: '--secret', message: `${name} is not set in this environment: export it, or give --secret ${name}=VALUE` }]);

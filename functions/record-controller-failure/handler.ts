@@ -6,8 +6,7 @@ import { ControllerFailureStateSchema } from '../../lib/workflow/contract.ts';
 import { clock, compute, store, jobSecrets } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
-import { recordJobEnded } from '../shared/metrics.ts';
-import { notifyJobEnded } from '../shared/notify.ts';
+import { announceJobEnded } from '../shared/notify.ts';
 import { parseEvent } from '../shared/parse.ts';
 
 /** Returns the state with a FAIL decision whose reason the ControllerFailed state shows. */
@@ -24,8 +23,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ControllerFailu
   });
   // A job that had already ended keeps its status (and was counted when it ended).
   if (decision?.status === JobStatus.FAILED_CONTROLLER) {
-    recordJobEnded(state.jobId, decision.status);
-    await notifyJobEnded({ jobId: state.jobId, status: decision.status, reason: decision.reason, attempt: state.attempt });
+    await announceJobEnded({ jobId: state.jobId, status: JobStatus.FAILED_CONTROLLER, reason: decision.reason, attempt: state.attempt });
   }
   return next;
 });

@@ -16,6 +16,12 @@ export interface JobEndedNotice {
   readonly attempt?: number;
 }
 
+/** Counts a job's end (the metric the FAILED_CONTROLLER alarm reads) and notifies it. */
+export async function announceJobEnded(ended: JobEnded & Pick<JobEndedNotice, 'attempt'>): Promise<void> {
+  recordJobEnded(ended.jobId, ended.status);
+  await notifyJobEnded(ended);
+}
+
 /**
  * Publishes `notice` when a topic is configured. At least once, not exactly once: a step
  * the state machine retries after it published publishes again.
@@ -24,12 +30,6 @@ export interface JobEndedNotice {
  * an alarm watches), and not thrown: the job has ended whatever SNS says, and failing the
  * step would send a finished job down the controller's catch-all to FAILED_CONTROLLER.
  */
-/** Counts a job's end (the metric the FAILED_CONTROLLER alarm reads) and notifies it. */
-export async function announceJobEnded(ended: JobEnded): Promise<void> {
-  recordJobEnded(ended.jobId, ended.status);
-  await notifyJobEnded(ended);
-}
-
 export async function notifyJobEnded(notice: JobEndedNotice): Promise<void> {
   const topicArn = process.env[JOB_NOTIFICATIONS_TOPIC_ENV];
   if (topicArn === undefined || topicArn === '') return;

@@ -310,6 +310,9 @@ export class Ec2Compute implements Compute {
       await this.putSecrets(request, region, account, nodes);
     } catch (error) {
       await this.terminate(region, ids);
+      // Secrets already written go too: no release will find these instances again.
+      const names = ids.map((id) => agentSecretName(this.secretPath, id));
+      await this.withRetries(`SSM DeleteParameters in ${region}`, () => this.deps.parameters.delete(region, names));
       throw error;
     }
     const zone = candidate.zone ?? instances[0]?.Placement?.AvailabilityZone ?? null;

@@ -2,6 +2,7 @@
 
 import type { JobSecrets } from '../ports.ts';
 
+/** JobSecrets in a map, per job. */
 export class InMemoryJobSecrets implements JobSecrets {
   private readonly byJob = new Map<string, Readonly<Record<string, string>>>();
 

@@ -12,6 +12,7 @@ export function jobSecretsPath(namePrefix: string): string {
   return `/${namePrefix}/job-secrets`;
 }
 
+/** JobSecrets on SSM: one SecureString per job under `path`, in the client's region. */
 export class SsmJobSecrets implements JobSecrets {
   constructor(private readonly deps: { readonly ssm: SSMClient; readonly path: string }) {}
 
@@ -22,7 +23,7 @@ export class SsmJobSecrets implements JobSecrets {
           Name: this.name(jobId),
           Value: JSON.stringify(values),
           Type: 'SecureString',
-          // A repeated submit (the same idempotency key) writes the same values again.
+          // A put retried after an answer that was lost writes the same values again.
           Overwrite: true,
           // Standard up to 4 KB, advanced above: names and values may take 4 KiB as JSON text.
           Tier: 'Intelligent-Tiering',

@@ -69,7 +69,7 @@ export const envsSchema = fromParser<Readonly<Record<string, string>>>((value, r
 });
 
 /** An env's value as the environment holds it, or undefined for a value that cannot be one. */
-function envText(value: unknown): string | undefined {
+export function envText(value: unknown): string | undefined {
   if (typeof value === 'string' || typeof value === 'number') return String(value);
   if (typeof value === 'boolean') return value ? 'True' : 'False';
   if (value === null) return '';

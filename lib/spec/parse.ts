@@ -4,7 +4,7 @@ import { InvalidTaskSpecError, type InputIssue } from '../errors.ts';
 import type { ParsedTask, SpecWarning } from './types.ts';
 import { NO_LINES, type LineTable, type LocatedValue } from './locate.ts';
 import { expectedGot, type Problem } from './messages.ts';
-import { formatPath } from './path.ts';
+import { formatPath, taskPath } from './path.ts';
 import { isMapping } from './fields.ts';
 import { crossFieldProblems, problemsOfIssue, taskSchema } from './schema.ts';
 import { specWarnings, type WarningOptions } from './warnings.ts';
@@ -75,6 +75,11 @@ export const MAX_PIPELINE_TEXT_BYTES = 160 * 1024;
 /** Keys of a pipeline's (or a job group's) header document. */
 const HEADER_KEYS: ReadonlySet<string> = new Set(['name', 'execution', 'primary_tasks']);
 
+/** Whether the first of `count` documents, `value`, is a pipeline's header rather than a task. */
+export function isPipelineHeader(value: unknown, count: number): value is Record<string, unknown> {
+  return count > 1 && isMapping(value) && Object.keys(value).every((key) => HEADER_KEYS.has(key));
+}
+
 /**
  * Parses a task file that may be a SkyPilot pipeline: several YAML documents, an optional
  * first one with only `name` (and `execution: serial`), then the tasks, run in order.
@@ -91,7 +96,7 @@ export function parseJobFile(text: string, options: WarningOptions = {}): Parsed
     return { pipeline: null, tasks: [task], warnings: task.warnings };
   }
   const [first] = documents as [LocatedValue];
-  const header = isMapping(first.value) && Object.keys(first.value).every((key) => HEADER_KEYS.has(key)) ? first.value : null;
+  const header = isPipelineHeader(first.value, documents.length) ? first.value : null;
   const taskDocuments = header === null ? documents : documents.slice(1);
   const issues: InputIssue[] = [];
   let name: string | null = null;
@@ -130,11 +135,6 @@ export function parseJobFile(text: string, options: WarningOptions = {}): Parsed
   if (issues.length > 0) throw new InvalidTaskSpecError(issues.sort((a, b) => (a.line ?? 0) - (b.line ?? 0)));
   const warnings = tasks.flatMap((task, index) => task.warnings.map((warning) => ({ ...warning, path: taskPath(index, warning.path) })));
   return { pipeline: { name }, tasks, warnings };
-}
-
-/** `tasks[i]` before a task's own path. */
-function taskPath(index: number, path: string): string {
-  return path === '' ? `tasks[${index}]` : `tasks[${index}].${path}`;
 }
 
 /**

@@ -23,3 +23,8 @@ export function formatPath(path: Path): string {
   }
   return text;
 }
+
+/** `tasks[i]` before a task's own path: where a pipeline's task reports a problem. */
+export function taskPath(index: number, path: string): string {
+  return path === '' ? `tasks[${index}]` : `tasks[${index}].${path}`;
+}

@@ -3,11 +3,12 @@
 // with a value or with null (given at submit: `--secret NAME` or `--secret NAME=VALUE`).
 
 import { InvalidTaskSpecError, type InputIssue } from '../errors.ts';
-import { envNameProblem, envValueProblem } from './envs.ts';
+import { envNameProblem, envText, envValueProblem, withEnvOverrides } from './envs.ts';
 import { fromParser, isMapping } from './fields.ts';
 import { utf8Bytes } from './limits.ts';
-import { expectedGot } from './messages.ts';
-import { formatPath } from './path.ts';
+import { expectedGot, type Problem } from './messages.ts';
+import { formatPath, taskPath } from './path.ts';
+import type { ParsedJob } from './parse.ts';
 import type { TaskSpec } from './types.ts';
 
 /** The most secrets a task may have. */
@@ -41,7 +42,7 @@ export const secretsSchema = fromParser<SecretValues>((value, report) => {
   const secrets: [string, string | null][] = [];
   let failed = false;
   for (const [name, raw] of Object.entries(value)) {
-    const text = raw === null ? null : secretText(raw);
+    const text = raw === null ? null : envText(raw);
     const valueProblem = text === undefined ? expectedGot('a string, a number, true/false or null', raw) : text === null ? undefined : envValueProblem(text);
     const problem = envNameProblem(name) ?? valueProblem;
     if (problem !== undefined) {
@@ -57,10 +58,11 @@ export const secretsSchema = fromParser<SecretValues>((value, report) => {
   return tooLarge === undefined ? values : report(tooLarge);
 });
 
-function secretText(value: unknown): string | undefined {
-  if (typeof value === 'string' || typeof value === 'number') return String(value);
-  if (typeof value === 'boolean') return value ? 'True' : 'False';
-  return undefined;
+/** A secret whose name envs also sets: which value the job would see is not clear. */
+export function alsoInEnvs(names: readonly string[], envs: Readonly<Record<string, string>>): Problem[] {
+  return names
+    .filter((name) => Object.hasOwn(envs, name))
+    .map((name) => ({ path: ['secrets', name], message: `expected a name envs does not also set, got ${name}, which is in envs` }));
 }
 
 /** The secrets a submit stores, and the spec that names them. */
@@ -92,13 +94,51 @@ export function resolveSecrets(spec: TaskSpec, fromFile: SecretValues, overrides
       message: `expected a value at submit: give it with --secret ${name} (from your environment) or --secret ${name}=VALUE`,
     });
   }
-  for (const name of Object.keys(merged)) {
-    if (name in spec.envs) issues.push({ path: formatPath(['secrets', name]), message: `expected a name envs does not also set, got ${name}, which is in envs` });
-  }
+  issues.push(...alsoInEnvs(Object.keys(merged), spec.envs).map((problem) => ({ path: formatPath(problem.path), message: problem.message })));
   const tooLarge = totalProblem(merged);
   if (tooLarge !== undefined) issues.push({ path: 'secrets', message: `${tooLarge} (--secret values included)` });
   if (issues.length > 0) throw new InvalidTaskSpecError(issues);
   const values = merged as Record<string, string>;
   const names = Object.keys(values).sort();
   return { spec: names.length === 0 ? spec : { ...spec, secretNames: names }, values };
+}
+
+/** A job's tasks as a submit stores them, and the values of all their secrets. */
+export interface ResolvedJob {
+  readonly specs: readonly TaskSpec[];
+  readonly values: Readonly<Record<string, string>>;
+}
+
+/**
+ * Every task of a parsed file with the submit's env and secret overrides (they apply to
+ * every task, as `--env` and `--secret` do in SkyPilot) and its secrets resolved, and the
+ * values of all of them together: two tasks may name one secret only with one value.
+ *
+ * @throws InvalidTaskSpecError with every task's problems, a pipeline's under `tasks[i].`.
+ */
+export function resolveJob(
+  parsed: ParsedJob,
+  overrides: { readonly envs?: Readonly<Record<string, string>>; readonly secrets?: Readonly<Record<string, string>> },
+): ResolvedJob {
+  const specs: TaskSpec[] = [];
+  const values = new Map<string, string>();
+  const issues: InputIssue[] = [];
+  const where = (index: number, path: string) => (parsed.pipeline === null ? path : taskPath(index, path));
+  parsed.tasks.forEach((task, index) => {
+    try {
+      const resolved = resolveSecrets(withEnvOverrides(task.spec, overrides.envs ?? {}), task.secrets, overrides.secrets ?? {});
+      specs.push(resolved.spec);
+      for (const [name, value] of Object.entries(resolved.values)) {
+        if (values.has(name) && values.get(name) !== value) {
+          issues.push({ path: where(index, `secrets.${name}`), message: 'expected the value an earlier task gives this secret: one job holds one value per name' });
+        }
+        values.set(name, value);
+      }
+    } catch (error) {
+      if (!(error instanceof InvalidTaskSpecError)) throw error;
+      issues.push(...error.issues.map((issue) => ({ ...issue, path: where(index, issue.path) })));
+    }
+  });
+  if (issues.length > 0) throw new InvalidTaskSpecError(issues);
+  return { specs, values: Object.fromEntries(values) };
 }

@@ -3,7 +3,7 @@
 import { InvalidInputError } from '../errors.ts';
 import type { AttemptRecord, JobRecord, StoredDecision } from '../model.ts';
 import { decideRecovery, initialCounters } from '../policy/decide.ts';
-import type { AttemptOutcome, RecoveryDecision } from '../policy/types.ts';
+import { RecoveryAction, type AttemptOutcome, type RecoveryDecision } from '../policy/types.ts';
 import type { Clock, JobPatch, JobStore } from '../ports.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from '../spec/bounds.ts';
 import type { TaskSpec } from '../spec/types.ts';
@@ -146,14 +146,14 @@ async function secondsWaitingForCapacity(store: JobStore, job: JobRecord, attemp
  */
 function nextTaskAfter(job: JobRecord, decided: RecoveryDecision): { decision: RecoveryDecision; nextTask: NonNullable<JobPatch['nextTask']> } | null {
   const pipeline = job.pipeline;
-  if (decided.action !== 'SUCCEED' || pipeline === null || pipeline === undefined) return null;
+  if (decided.action !== RecoveryAction.SUCCEED || pipeline === null || pipeline === undefined) return null;
   const current = pipeline.current + 1;
   const spec = pipeline.tasks[current];
   if (spec === undefined) return null;
   const total = pipeline.tasks.length;
   const reason = `task ${current} of ${total}${named(job.spec)} succeeded; task ${current + 1} of ${total}${named(spec)} starts`;
   return {
-    decision: { ...decided, action: 'NEXT_TASK', status: JobStatus.PENDING, reason, delaySeconds: 0, counters: initialCounters(spec.resources.useSpot) },
+    decision: { ...decided, action: RecoveryAction.NEXT_TASK, status: JobStatus.PENDING, reason, delaySeconds: 0, counters: initialCounters(spec.resources.useSpot) },
     nextTask: { spec, pipeline: { ...pipeline, current } },
   };
 }
@@ -176,7 +176,7 @@ function toStoredDecision(decision: RecoveryDecision, decidedAt: string): Stored
 /** The state the Choice reads: the decision, and whether to continue as a new execution. */
 function withDecision(state: WorkflowState, decision: StoredDecision): WorkflowState {
   const { awaitError: _awaitError, awaited: _awaited, ...rest } = state;
-  const relaunching = decision.action === 'RESTART' || decision.action === 'RECOVER' || decision.action === 'NEXT_TASK';
+  const relaunching = decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER || decision.action === RecoveryAction.NEXT_TASK;
   const output: DecisionOutput = {
     action: decision.action,
     status: decision.status,

@@ -59,6 +59,7 @@ export async function onExecutionEnded(
   if (isTerminal(job.status)) {
     // Decided, but perhaps stopped before ReleaseInstances ran: release again (idempotent).
     if (job.attemptCount > 0) await releaseLatest(deps, job.jobId, job.attemptCount);
+    await deps.secrets.delete(job.jobId);
     return { action: 'ignored', reason: `job ${job.jobId} has already ended (${job.status})` };
   }
   if (job.status !== JobStatus.CANCELLING) {

@@ -5,9 +5,9 @@ import { IdempotencyKeyReusedError, InvalidTaskSpecError, type InputIssue } from
 import type { IdempotencyClaim } from '../ports.ts';
 import { retryOnConflict } from './retry.ts';
 import { initialCounters } from '../policy/decide.ts';
-import { withEnvOverrides } from '../spec/envs.ts';
-import { resolveSecrets } from '../spec/secrets.ts';
+import { resolveJob } from '../spec/secrets.ts';
 import { parseJobFile, parseTaskObject, type ParsedJob } from '../spec/parse.ts';
+import { taskPath } from '../spec/path.ts';
 import type { ParsedTask, SpecWarning, TaskSpec } from '../spec/types.ts';
 import { newJobId } from '../ids.ts';
 import type { JobRecord, PipelineState } from '../model.ts';
@@ -77,7 +77,7 @@ export async function submitJob(
 ): Promise<SubmitJobResult> {
   const { store, clock, random } = deps;
   const parsed = typeof input.body === 'string' ? parseJobFile(input.body) : singleTask(parseTaskObject(input.body));
-  const { specs, values } = resolveTasks(parsed, input);
+  const { specs, values } = resolveJob(parsed, { envs: input.envOverrides, secrets: input.secretOverrides });
   const problems = await taskProblems(specs, parsed.pipeline !== null, input.computeProblems);
   if (problems.length > 0) throw new InvalidTaskSpecError(problems);
   const [spec] = specs as [TaskSpec, ...TaskSpec[]];
@@ -86,20 +86,30 @@ export async function submitJob(
     ...newJobRecord(jobId, spec, at),
     ...(pipeline === null ? {} : { name: pipeline.name ?? spec.name, pipeline }),
   });
-  // Stored before the job that names them, so no launch can find a job without them.
+  // Stored before the job that names them, so no launch can find a job without them; a
+  // job that is then not written leaves none behind.
+  const hasSecrets = Object.keys(values).length > 0;
   const storeSecrets = async (jobId: string) => {
-    if (Object.keys(values).length > 0) await deps.secrets.put(jobId, values);
+    if (hasSecrets) await deps.secrets.put(jobId, values);
+  };
+  const forgetSecretsOnError = async <T>(jobId: string, write: () => Promise<T>): Promise<T> => {
+    try {
+      return await write();
+    } catch (error) {
+      if (hasSecrets) await deps.secrets.delete(jobId);
+      throw error;
+    }
   };
   const { idempotency } = input;
   if (idempotency === undefined) {
     const jobId = newJobId(clock, random);
     await storeSecrets(jobId);
-    await store.createJob(record(jobId, nowIso(clock)));
+    await forgetSecretsOnError(jobId, () => store.createJob(record(jobId, nowIso(clock))));
     await startController(jobId, deps, input.onJobEnded);
     return { jobId, warnings: parsed.warnings, replayed: false };
   }
 
-  const fingerprint = taskFingerprint(pipeline === null ? spec : pipeline);
+  const fingerprint = taskFingerprint(pipeline === null ? spec : pipeline, values);
   const held = await retryOnConflict(CLAIM_TRIES, async () => {
     const now = clock.now();
     const claim: IdempotencyClaim = {
@@ -109,10 +119,10 @@ export async function submitJob(
       expiresAt: new Date(now.getTime() + IDEMPOTENCY_KEY_LIFETIME_MS).toISOString(),
     };
     await storeSecrets(claim.jobId);
-    const holder = await store.createJobOnce(record(claim.jobId, now.toISOString()), claim, now.toISOString());
+    const holder = await forgetSecretsOnError(claim.jobId, () => store.createJobOnce(record(claim.jobId, now.toISOString()), claim, now.toISOString()));
     const created = holder.jobId === claim.jobId;
     // Another submit with this key made the job: the secrets stored for this one go.
-    if (!created && Object.keys(values).length > 0) await deps.secrets.delete(claim.jobId);
+    if (!created && hasSecrets) await deps.secrets.delete(claim.jobId);
     return { holder, created };
   });
   if (held.created) {
@@ -161,41 +171,9 @@ export function idempotencyClaimKey(caller: string, key: string): string {
   return createHash('sha256').update(JSON.stringify([caller, key]), 'utf8').digest('hex');
 }
 
-/**
- * SHA-256 of the task as parsed: the same task in YAML or JSON, with other comments or
- * key order, is the same request; any change to what would run is a different one.
- */
 /** A one-task file's parse as a job's. */
 function singleTask(task: ParsedTask): ParsedJob {
   return { pipeline: null, tasks: [task], warnings: task.warnings };
-}
-
-/**
- * Each task with the env overrides and its secrets resolved (the overrides apply to every
- * task, as `--env` and `--secret` do in SkyPilot), and the values of every task's secrets
- * together. Two tasks may name one secret only with one value.
- */
-function resolveTasks(parsed: ParsedJob, input: SubmitJobInput): { specs: TaskSpec[]; values: Record<string, string> } {
-  const specs: TaskSpec[] = [];
-  const values = new Map<string, string>();
-  const issues: InputIssue[] = [];
-  parsed.tasks.forEach((task, index) => {
-    try {
-      const resolved = resolveSecrets(withEnvOverrides(task.spec, input.envOverrides ?? {}), task.secrets, input.secretOverrides ?? {});
-      specs.push(resolved.spec);
-      for (const [name, value] of Object.entries(resolved.values)) {
-        if (values.has(name) && values.get(name) !== value) {
-          issues.push({ path: `tasks[${index}].secrets.${name}`, message: 'expected the value an earlier task gives this secret: one job holds one value per name' });
-        }
-        values.set(name, value);
-      }
-    } catch (error) {
-      if (!(error instanceof InvalidTaskSpecError) || parsed.pipeline === null) throw error;
-      issues.push(...error.issues.map((issue) => ({ ...issue, path: issue.path === '' ? `tasks[${index}]` : `tasks[${index}].${issue.path}` })));
-    }
-  });
-  if (issues.length > 0) throw new InvalidTaskSpecError(issues);
-  return { specs, values: Object.fromEntries(values) };
 }
 
 /** What the compute cannot run, task by task (a pipeline's paths carry `tasks[i].`). */
@@ -203,12 +181,18 @@ async function taskProblems(specs: readonly TaskSpec[], isPipeline: boolean, che
   if (check === undefined) return [];
   const found = await Promise.all(specs.map((spec) => check(spec)));
   return found.flatMap((issues, index) =>
-    isPipeline ? issues.map((issue) => ({ ...issue, path: issue.path === '' ? `tasks[${index}]` : `tasks[${index}].${issue.path}` })) : issues,
+    isPipeline ? issues.map((issue) => ({ ...issue, path: taskPath(index, issue.path) })) : issues,
   );
 }
 
-export function taskFingerprint(spec: TaskSpec | PipelineState): string {
-  return createHash('sha256').update(JSON.stringify(canonical(spec)), 'utf8').digest('hex');
+/**
+ * SHA-256 of the task (or pipeline) as parsed, and of its secrets' values: the same task in
+ * YAML or JSON, with other comments or key order, is the same request; any change to what
+ * would run, a secret's value included, is a different one.
+ */
+export function taskFingerprint(spec: TaskSpec | PipelineState, secrets: Readonly<Record<string, string>> = {}): string {
+  const request = Object.keys(secrets).length === 0 ? spec : { task: spec, secrets };
+  return createHash('sha256').update(JSON.stringify(canonical(request)), 'utf8').digest('hex');
 }
 
 /** A value with every object's keys sorted, so its JSON does not depend on insertion order. */

@@ -77,13 +77,13 @@ describe('FileJobSecrets', () => {
 
     expect(await secrets.get('j-1')).toEqual({});
     writeFileSync(join(dir, 'secrets', 'j-2.json'), '{"TOKEN": 42}');
-    await expect(secrets.get('j-2')).rejects.toThrow('does not hold a job');
+    await expect(secrets.get('j-2')).rejects.toThrow("expected a job's secrets");
   });
 
   it('refuses a job id that could name another path', async () => {
     const secrets = new FileJobSecrets(dir);
     for (const jobId of ['../escape', 'a/b', '', '.hidden']) {
-      await expect(secrets.put(jobId, { A: 'x' })).rejects.toThrow('not a job id');
+      await expect(secrets.put(jobId, { A: 'x' })).rejects.toThrow('jobId: expected a job id');
     }
   });
 });

@@ -64,3 +64,10 @@ describe('resolveSecrets', () => {
     ]);
   });
 });
+
+describe('secret names an object has by inheritance', () => {
+  it('are names like any other, not taken for envs', () => {
+    const parsed = parseTaskFile('run: x\nenvs:\n  A: "1"\nsecrets:\n  constructor: c\n  toString: t\n');
+    expect(resolveSecrets(parsed.spec, parsed.secrets, { valueOf: 'v' }).spec.secretNames).toEqual(['constructor', 'toString', 'valueOf']);
+  });
+});

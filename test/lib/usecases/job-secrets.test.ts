@@ -96,3 +96,15 @@ describe("a job's secrets", () => {
     expect(h.secrets.jobs()).toEqual([]);
   });
 });
+
+describe('an idempotent submit with secrets', () => {
+  it('is another request when a secret has another value: the key cannot reuse the job', async () => {
+    const h = harness();
+    const idempotency = { key: 'k-2', caller: 'me' };
+
+    await submitJob({ body: TASK, secretOverrides: { TOKEN: 'first' }, idempotency }, h.deps);
+
+    await expect(submitJob({ body: TASK, secretOverrides: { TOKEN: 'second' }, idempotency }, h.deps)).rejects.toMatchObject({ name: 'IdempotencyKeyReusedError' });
+    expect(h.secrets.jobs()).toHaveLength(1);
+  });
+});
