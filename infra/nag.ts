@@ -13,6 +13,7 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
     /:(instance|volume|network-interface|spot-instances-request)\/\*$/,
     "Conditioned on relaunch's job tag (terminate, tag) or on RunInstances creating the resource (launch): see infra/permissions.ts.",
   ],
+  [/:ecr:\*:<AWS::AccountId>:repository\/\*$/, "The account's ECR repositories, from which a task's Docker image may be pulled (read actions only)."],
   [/::(image|snapshot)\/\*$/, 'Any AMI a task names (`image_id`), and its snapshots, may be launched from.'],
   [/::parameter\/aws\/service\/\*$/, "AWS's public catalogue of current AMIs, read for the default images."],
   [

@@ -19,6 +19,7 @@ import { INSTANCE_GONE_STATES, type InstanceEvent } from '../lib/usecases/instan
 import { faultsOfAttempt, NO_CHAOS, type ChaosFault, type ChaosPlan } from './chaos.ts';
 import { jobWorkDir, nodeDir } from './paths.ts';
 import { INSTANCE_MARK, killMarked, markedProcesses, signalGroup, signalMarked } from './process-groups.ts';
+import { removeContainer } from './docker.ts';
 import { LocalSecretParameters, newNodeCredentials } from './secret-parameters.ts';
 import type { Credentials } from './sigv4.ts';
 
@@ -60,6 +61,8 @@ export interface LocalInstance {
   readonly arn: string;
   /** Its instance role's credentials, as IMDS hands them out. */
   readonly credentials: Required<Credentials>;
+  /** Whether its agent runs the task in a Docker container, which outlives the node's group. */
+  readonly container: boolean;
   state: LocalInstanceState;
   /** Set when the node's network is cut (a `silence` fault): the API does not answer it. */
   networkCut: boolean;
@@ -275,6 +278,7 @@ export class LocalProcessCompute implements Compute {
       imdsTokens: new Set(),
       arn,
       credentials: newNodeCredentials(),
+      container: spec.resources.containerImage !== undefined,
       state: 'running',
       networkCut: false,
       child,
@@ -343,6 +347,7 @@ export class LocalProcessCompute implements Compute {
         instance.state = 'terminated';
       }
       await this.waitForGroup(instance, SHUTDOWN_GRACE_MS);
+      if (instance.container) await removeContainer(instance.instanceId);
       this.secretParameters.delete(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId));
       this.emit(instance, { kind: 'STATE_CHANGE', state: 'terminated' });
       this.instances.delete(instance.instanceId);

@@ -3,6 +3,7 @@
 // local compute, and dynalite persisted under a data folder, all wired to the same use
 // cases the Lambdas run.
 
+import { localTaskProblems } from './docker.ts';
 import { FileJobSecrets } from './file-job-secrets.ts';
 import { Agent } from 'node:http';
 import path from 'node:path';
@@ -167,7 +168,7 @@ export class LocalRuntime {
     const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random, secrets: new FileJobSecrets(dataDir) };
     const runtime = new LocalRuntime(dynamo, plans, client, deps, dataDir, onError);
     await runtime.endOrphans();
-    runtime.server = await LocalApiServer.start({ deps, nodes: compute, dataDir, port: options.port, onError });
+    runtime.server = await LocalApiServer.start({ deps: { ...deps, computeProblems: localTaskProblems }, nodes: compute, dataDir, port: options.port, onError });
     return runtime;
   }
 
@@ -185,7 +186,8 @@ export class LocalRuntime {
       heartbeat: (token) => workflow.heartbeat(token),
       stopBetweenSteps: (arn, cause) => workflow.stopBetweenSteps(arn, cause),
     };
-    return submitJob({ body, envOverrides: options.envOverrides ?? {}, secretOverrides: options.secretOverrides ?? {} }, { ...this.deps, workflow: registering });
+    const input = { body, envOverrides: options.envOverrides ?? {}, secretOverrides: options.secretOverrides ?? {}, computeProblems: localTaskProblems };
+    return submitJob(input, { ...this.deps, workflow: registering });
   }
 
   /** Resolves when the job's execution (and any it continued as) has ended. */

@@ -162,7 +162,7 @@ export function parseSecrets(given: readonly string[], environment: NodeJS.Proce
     const at = entry.indexOf('=');
     const name = at < 0 ? entry : entry.slice(0, at);
     const problem = envNameProblem(name);
-    if (problem !== undefined) throw new InvalidInputError([{ path: '--secret', message: `expected NAME or NAME=VALUE: ${problem}` }]);
+    if (problem !== undefined) throw new InvalidInputError([{ path: '--secret', message: `${problem} (given as NAME or NAME=VALUE)` }]);
     const value = at < 0 ? environment[name] : entry.slice(at + 1);
     if (value === undefined) {
       throw new InvalidInputError([{ path: '--secret', message: `${name} is not set in this environment: export it, or give --secret ${name}=VALUE` }]);

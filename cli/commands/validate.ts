@@ -81,6 +81,7 @@ function quantity(q: Quantity, unit = ''): string {
 
 function image(imageId: ImageId): string {
   if (imageId.kind === 'ami') return imageId.imageId;
+  if (imageId.kind === 'alias') return `skypilot:${imageId.alias}`;
   return Object.entries(imageId.byRegion)
     .map(([region, ami]) => `${region} ${ami}`)
     .join(', ');
@@ -142,9 +143,11 @@ export function renderSpec(file: string, spec: TaskSpec): string {
     ['machine', [machine.length === 0 ? 'any' : machine.join(', ')]],
     ['accelerators', [accelerators(r.accelerators)]],
     ['image', [r.imageId === null ? 'default' : image(r.imageId)]],
+    ...(r.containerImage === undefined ? [] : ([['container', [`${r.containerImage} (setup and run run in it)`]]] as [string, string[]][])),
     ['recovery', recovery(r.jobRecovery)],
     ['workdir', [spec.workdir ?? '(none)']],
     ['envs', [Object.keys(spec.envs).join(', ') || '(none)']],
+    ['secrets', [(spec.secretNames ?? []).join(', ') || '(none)']],
     ['setup', [lineCount(spec.setup)]],
     ['run', [lineCount(spec.run)]],
   ];

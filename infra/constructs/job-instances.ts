@@ -1,7 +1,8 @@
 // JobInstances: what a job's EC2 instances run as. The role lets the agent read its own
-// instance's callback secret (and no other), and an operator open a shell on a node
-// (Session Manager); nothing else.
+// instance's callback secret (and no other) and pull a task's image from the account's
+// ECR, and an operator open a shell on a node (Session Manager); nothing else.
 
+import { Aws } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
@@ -53,6 +54,15 @@ export class JobInstances extends Construct {
         ],
         // These actions take no resource narrower than `*`.
         resources: ['*'],
+      }),
+    );
+    // A task's Docker image may be in the account's ECR: the agent logs in and pulls, no more.
+    this.role.addToPolicy(new iam.PolicyStatement({ sid: 'EcrLogin', actions: ['ecr:GetAuthorizationToken'], resources: ['*'] }));
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'PullFromAccountEcr',
+        actions: ['ecr:BatchCheckLayerAvailability', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchGetImage'],
+        resources: [`arn:${Aws.PARTITION}:ecr:*:${Aws.ACCOUNT_ID}:repository/*`],
       }),
     );
     this.instanceProfile = new iam.InstanceProfile(this, 'Profile', { role: this.role });

@@ -44,6 +44,7 @@ import type { InstanceRef, Placement } from '../model.ts';
 import { planPlacements, type PlacementCandidate } from '../placement.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
 import { awsErrorCode, isTransientAwsError, transientError } from './aws-errors.ts';
+import type { ImageAlias } from '../spec/image-id.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
 import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
@@ -409,19 +410,27 @@ export class Ec2Compute implements Compute {
     }
   }
 
-  /** The task's AMI for this region (null: its per-region map has none), else the default kind's. */
+  /**
+   * The task's AMI for this region (null: its per-region map has none, or the region has
+   * no image for its alias), else the default kind's. A `skypilot:` alias is read from its
+   * public SSM parameter for the type's architecture.
+   */
   private async image(region: string, spec: TaskSpec, instanceType: string): Promise<Image | null> {
     const wanted = spec.resources.imageId;
+    const given = wanted?.kind === 'ami' ? wanted.imageId : wanted?.kind === 'alias' ? `skypilot:${wanted.alias}` : wanted?.kind === 'per-region' ? (wanted.byRegion[region] ?? null) : undefined;
     let imageId: string | null;
-    if (wanted?.kind === 'ami') imageId = wanted.imageId;
-    else if (wanted?.kind === 'per-region') imageId = wanted.byRegion[region] ?? null;
-    else imageId = await this.defaultImageId(region, imageKind(instanceType));
+    if (given === undefined) imageId = await this.defaultImageId(region, imageKind(instanceType));
+    else if (given?.startsWith('skypilot:') === true) imageId = await this.parameterImageId(region, aliasParameter(given.slice('skypilot:'.length) as ImageAlias, architectureOf(instanceType)));
+    else imageId = given;
     if (imageId === null) return null;
     return this.describeImage(region, imageId);
   }
 
   private async defaultImageId(region: string, kind: ImageKind): Promise<string | null> {
-    const name = this.config.imageParameters?.[kind] ?? DEFAULT_IMAGE_PARAMETERS[kind];
+    return this.parameterImageId(region, this.config.imageParameters?.[kind] ?? DEFAULT_IMAGE_PARAMETERS[kind]);
+  }
+
+  private async parameterImageId(region: string, name: string): Promise<string | null> {
     return this.withRetries(`SSM GetParameter ${name} in ${region}`, () => this.deps.parameters.read(region, name));
   }
 
@@ -488,6 +497,20 @@ export class Ec2Compute implements Compute {
       }
     }
   }
+}
+
+/**
+ * The public SSM parameter of one of SkyPilot's image aliases for an architecture:
+ * Canonical's Ubuntu server (`cpu-`), or AWS's Deep Learning Base AMI with the NVIDIA driver,
+ * CUDA and Docker (`gpu-`).
+ */
+export function aliasParameter(alias: ImageAlias, arch: Architecture): string {
+  const [kind, , version] = alias.split('-') as [string, string, string];
+  const release = `${version.slice(0, 2)}.${version.slice(2)}`;
+  if (kind === 'gpu') return `/aws/service/deeplearning/ami/${arch}/base-oss-nvidia-driver-gpu-ubuntu-${release}/latest/ami-id`;
+  // Canonical publishes 24.04 on gp3 volumes, earlier releases on gp2.
+  const volume = release === '24.04' ? 'ebs-gp3' : 'ebs-gp2';
+  return `/aws/service/canonical/ubuntu/server/${release}/stable/current/${arch === 'x86_64' ? 'amd64' : 'arm64'}/hvm/${volume}/ami-id`;
 }
 
 /** A per-region image map that names none of the regions the plan may use cannot run anywhere. */

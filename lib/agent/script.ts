@@ -17,7 +17,8 @@
 // 4. Learns every node's IP (given, or its own `local-ipv4` for one node, or the
 //    `relaunch:node-ips:*` instance tags the launcher sets once all nodes exist).
 // 5. Runs setup in the work directory, output to `setup.log`, and reports it; runs run
-//    and reports it only if setup exited 0. A 2xx acknowledges a report; 408, 429, 5xx and
+//    and reports it only if setup exited 0. With a Docker image, both run in one container
+//    started before setup (a failure to start it is setup's, exit code 125). A 2xx acknowledges a report; 408, 429, 5xx and
 //    no answer at all are retried with jittered exponential backoff; any other answer (409: the
 //    attempt is no longer live; 400, 401, 404: it never will be accepted) is final and
 //    skips run. Retrying those forever would keep the attempt alive by heartbeat forever.
@@ -98,6 +99,16 @@ export interface AgentScriptParams {
    */
   readonly shutdownCommand?: string;
   /**
+   * Whether a Docker container gets the node's GPUs (`--gpus all`).
+   * @default gpusPerNode > 0
+   */
+  readonly containerGpus?: boolean;
+  /**
+   * Seconds before the second try at pulling a Docker image (twice that before the third).
+   * @default 5
+   */
+  readonly pullRetrySeconds?: number;
+  /**
    * Report and heartbeat retries wait about `initialMs`, doubling up to `maxMs`; each wait
    * is half its delay plus up to the other half at random, so agents throttled together
    * do not come back together. A heartbeat's retries also stop when the next beat is due.
@@ -171,6 +182,9 @@ export function renderAgentScript(params: AgentScriptParams): string {
     SETUP_B64: base64(spec.setup ?? ''),
     RUN_B64: base64(spec.run ?? ''),
     ENV_B64: base64(environmentFile(params)),
+    CONTAINER_IMAGE: spec.resources.containerImage ?? '',
+    CONTAINER_GPUS: (params.containerGpus ?? (params.gpusPerNode ?? 0) > 0) ? 1 : 0,
+    PULL_RETRY_SECONDS: params.pullRetrySeconds ?? 5,
   };
   const assignments = Object.entries(config).map(([name, value]) => `${name}=${shellQuote(String(value))}`);
   return [
@@ -492,6 +506,7 @@ fetch_secret() {
     elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
       if take_secrets "$(printf '%s' "$SSM_VALUE" | sed 's#\\/#/#g')"; then
         SSM_VALUE=''
+        INSTANCE_ID=$instance_id
         return 0
       fi
       SSM_ERROR="parameter $SECRET_PATH/$instance_id does not hold a callback secret"
@@ -533,9 +548,62 @@ write_log() {
   fi
 } 2>/dev/null
 
-# The phase itself: the job's environment, its work folder, its script.
+# The phase itself: the job's environment, its work folder, its script; in the task's
+# container when it has one (the secrets reach it by name through docker exec's
+# environment, never its command line).
 phase_shell() {
-  . "$ROOT_DIR/env.sh" && export_secrets && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
+  if [ -n "$CONTAINER_IMAGE" ]; then
+    export_secrets && exec docker exec -w "$WORK_DIR" $(secret_env_flags) "$CONTAINER" \
+      bash -c '. "$1/env.sh" && exec bash "$1/$2.sh"' relaunch-phase "$ROOT_DIR" "$1"
+  fi
+  # Secrets first: env.sh then sets relaunch's and SkyPilot's variables, which nothing shadows.
+  export_secrets && . "$ROOT_DIR/env.sh" && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
+}
+
+# -e NAME for each of the job's secrets.
+secret_env_flags() {
+  local word
+  set -f
+  for word in $SECRET_ENV; do printf -- '-e %s ' "$(printf '%s' "$word" | cut -d= -f1)"; done
+  set +f
+}
+
+# The task's container, started once for both phases: docker (installed from the
+# distribution's packages when the image lacks it), a login when the image is in ECR, the
+# image pulled (three tries), then the container, kept running with sleep: the host's
+# network (peers and instance metadata as on the host), the node's GPUs, and the agent's
+# and work folders at the same paths. Its output goes to setup's log; 1 when it fails.
+container_start() {
+  local registry region tries=0 gpus=''
+  CONTAINER="relaunch-$INSTANCE_ID"
+  if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    echo "relaunch: installing docker"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io ||
+      { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io; }
+  fi
+  if ! command -v docker >/dev/null 2>&1; then
+    echo "relaunch: docker is not installed on this machine image and could not be installed"
+    return 1
+  fi
+  registry=$(printf '%s' "$CONTAINER_IMAGE" | cut -d/ -f1)
+  if printf '%s' "$registry" | grep -Eq '^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$'; then
+    region=$(printf '%s' "$registry" | cut -d. -f4)
+    echo "relaunch: logging in to $registry"
+    aws ecr get-login-password --region "$region" | docker login --username AWS --password-stdin "$registry" || return 1
+  fi
+  until docker pull "$CONTAINER_IMAGE"; do
+    tries=$(( tries + 1 ))
+    if (( tries >= 3 )); then echo "relaunch: could not pull $CONTAINER_IMAGE"; return 1; fi
+    sleep $(( PULL_RETRY_SECONDS * tries ))
+  done
+  if (( CONTAINER_GPUS )); then gpus='--gpus all'; fi
+  docker rm -f "$CONTAINER" >/dev/null 2>&1
+  docker run -d --name "$CONTAINER" --network host $gpus -v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR" \
+    --entrypoint sleep "$CONTAINER_IMAGE" infinity >/dev/null
+}
+
+container_stop() {
+  if [ -n "$CONTAINER_IMAGE" ]; then docker rm -f "$CONTAINER" >/dev/null 2>&1; fi
 }
 
 # Runs a phase in its own shell; returns its exit code as soon as that shell exits. Its
@@ -601,14 +669,19 @@ fi
 } >>"$ROOT_DIR/env.sh"
 
 log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
-run_phase setup
-code=$?
+if [ -n "$CONTAINER_IMAGE" ] && ! container_start >"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
+  code=125
+else
+  run_phase setup
+  code=$?
+fi
 if report setup "$code" && (( code == 0 )); then
   log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
   run_phase run
   code=$?
   report run "$code"
 fi
+container_stop
 stop_heartbeat
 log "done (exit code $code); shutting down"
 shut_down

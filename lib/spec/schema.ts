@@ -5,7 +5,7 @@ import { MAX_NUM_NODES } from '../report-tail.ts';
 import type { Resources, TaskSpec } from './types.ts';
 import { acceleratorsSchema } from './accelerators.ts';
 import { envsSchema } from './envs.ts';
-import { secretsSchema, type SecretValues } from './secrets.ts';
+import { alsoInEnvs, secretsSchema, type SecretValues } from './secrets.ts';
 import { flag, fromParser, integer, isMapping } from './fields.ts';
 import { imageIdSchema, imageProblems } from './image-id.ts';
 import { MAX_NAME_LENGTH, MAX_WORKDIR_LENGTH, taskTextProblem } from './limits.ts';
@@ -91,7 +91,8 @@ function toResources(given: GivenResources): Resources {
     accelerators: given.accelerators ?? [],
     useSpot: given.use_spot ?? false,
     diskSizeGb: given.disk_size ?? null,
-    imageId: given.image_id ?? null,
+    imageId: given.image_id?.machine ?? null,
+    ...(given.image_id?.container == null ? {} : { containerImage: given.image_id.container }),
     jobRecovery: given.job_recovery ?? given.spot_recovery ?? DEFAULT_RECOVERY_POLICY,
   };
 }
@@ -128,10 +129,8 @@ export const taskSchema = z.pipe(
   z.transform((given, ctx): { spec: TaskSpec; secrets: SecretValues } => {
     const secrets = given.secrets ?? {};
     const names = Object.keys(secrets).sort();
-    for (const name of names) {
-      if (given.envs?.[name] !== undefined) {
-        ctx.issues.push({ code: 'custom', message: `expected a name envs does not also set, got ${name}, which is in envs`, input: name, path: ['secrets', name] });
-      }
+    for (const problem of alsoInEnvs(names, given.envs ?? {})) {
+      ctx.issues.push({ code: 'custom', message: problem.message, input: problem.path.at(-1), path: [...problem.path] });
     }
     const spec: TaskSpec = {
       name: given.name ?? null,

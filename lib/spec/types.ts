@@ -1,5 +1,7 @@
 // The normalized task spec: one shape for every form a SkyPilot task file can take.
 
+import type { ImageAlias } from './image-id.ts';
+
 /** Where to relaunch after an attempt dies. */
 export type RecoveryStrategy = 'EAGER_NEXT_REGION' | 'FAILOVER';
 
@@ -65,9 +67,13 @@ export interface Quantity {
   readonly orMore: boolean;
 }
 
-/** The AMI: one for every region, or one per region. */
+/**
+ * The machine image: one AMI for every region, one of SkyPilot's image aliases (resolved
+ * per region and architecture), or one per region (an AMI id or `skypilot:ALIAS` each).
+ */
 export type ImageId =
   | { readonly kind: 'ami'; readonly imageId: string }
+  | { readonly kind: 'alias'; readonly alias: ImageAlias }
   | { readonly kind: 'per-region'; readonly byRegion: Readonly<Record<string, string>> };
 
 /** `resources`, normalized. The cloud is always AWS. */
@@ -83,6 +89,8 @@ export interface Resources {
   readonly useSpot: boolean;
   readonly diskSizeGb: number | null;
   readonly imageId: ImageId | null;
+  /** A Docker image setup and run run in (`image_id: docker:IMAGE`); absent: on the machine. */
+  readonly containerImage?: string;
   readonly jobRecovery: RecoveryPolicy;
 }
 

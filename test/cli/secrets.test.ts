@@ -108,6 +108,6 @@ describe('secrets', () => {
     expect(unset.code).toBe(2);
     expect(unset.stderr).toContain('--secret: TOKEN is not set in this environment');
     expect(badName.code).toBe(2);
-    expect(badName.stderr).toContain('--secret: expected NAME or NAME=VALUE with NAME a variable name');
+    expect(badName.stderr).toContain('--secret: expected an environment variable name (letters, digits and _, not starting with a digit), got "1TOKEN" (given as NAME or NAME=VALUE)');
   });
 });

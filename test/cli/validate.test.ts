@@ -48,6 +48,7 @@ describe('runValidate, human output', () => {
       '                restart_backoff 30 s x2 up to 600 s, full jitter',
       '  workdir       .',
       '  envs          CHECKPOINT_DIR, GLOBAL_BATCH, RESUME',
+      '  secrets       (none)',
       '  setup         1 line',
       '  run           7 lines',
     ]);

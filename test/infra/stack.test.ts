@@ -555,7 +555,7 @@ describe('JobApi', () => {
 });
 
 describe('JobInstances', () => {
-  it("gives the instance role Session Manager's shell and its own secret, nothing else: no managed policy, no other parameter, no data", () => {
+  it("gives the instance role Session Manager's shell, its own secret and ECR pulls, nothing else: no managed policy, no other parameter, no data", () => {
     const role = Object.entries(resources).find(([id]) => id.startsWith('RelaunchInstancesRole'))?.[1] as Resource;
     expect(role.Properties.ManagedPolicyArns ?? []).toEqual([]);
     expect(role.Properties.Policies).toBeUndefined();
@@ -575,6 +575,13 @@ describe('JobInstances', () => {
           'ssmmessages:OpenDataChannel',
         ],
         Resource: '*',
+      },
+      { Sid: 'EcrLogin', Effect: 'Allow', Action: 'ecr:GetAuthorizationToken', Resource: '*' },
+      {
+        Sid: 'PullFromAccountEcr',
+        Effect: 'Allow',
+        Action: ['ecr:BatchCheckLayerAvailability', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchGetImage'],
+        Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ecr:*:', { Ref: 'AWS::AccountId' }, ':repository/*']] },
       },
       {
         Sid: 'ReadOwnAgentSecret',

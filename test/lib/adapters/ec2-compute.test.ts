@@ -17,6 +17,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
+  aliasParameter,
   clientToken,
   DEFAULT_IMAGE_PARAMETERS,
   Ec2Compute,
@@ -256,6 +257,25 @@ describe('Ec2Compute.launch: what it sends', () => {
 
     expect(ssm['us-east-1']).toHaveReceivedCommandWith(GetParameterCommand, { Name: DEFAULT_IMAGE_PARAMETERS.arm64 });
     expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-us-east-1-arm64', InstanceType: 'm7g.large' });
+  });
+
+  it("resolves SkyPilot's image aliases through AWS's public parameters, for the type's architecture", async () => {
+    await compute().launch(request(spec({ imageId: { kind: 'alias', alias: 'gpu-ubuntu-2204' }, instanceType: 'p4d.24xlarge' })));
+    await compute().launch(request(spec({ imageId: { kind: 'per-region', byRegion: { 'us-east-1': 'skypilot:cpu-ubuntu-2004' } }, instanceType: 'm7g.large' })));
+
+    expect(ssm['us-east-1']).toHaveReceivedCommandWith(GetParameterCommand, { Name: '/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id' });
+    expect(ssm['us-east-1']).toHaveReceivedCommandWith(GetParameterCommand, { Name: '/aws/service/canonical/ubuntu/server/20.04/stable/current/arm64/hvm/ebs-gp2/ami-id' });
+    expect(aliasParameter('cpu-ubuntu-2404', 'x86_64')).toBe(DEFAULT_IMAGE_PARAMETERS.x86_64);
+  });
+
+  it("tells the agent the task's Docker image, on the default machine image", async () => {
+    await compute().launch(request(spec({ containerImage: 'nvcr.io/nvidia/pytorch:24.07-py3', accelerators: [{ name: 'A100', count: 8 }] })));
+
+    const [input] = runInputs('us-east-1');
+    expect(input?.ImageId).toBe('ami-us-east-1-x86_64-gpu');
+    const script = userDataScript(input as RunInstancesCommandInput);
+    expect(script).toContain("CONTAINER_IMAGE='nvcr.io/nvidia/pytorch:24.07-py3'");
+    expect(script).toContain("CONTAINER_GPUS='1'");
   });
 
   it('uses image_id as given, with no SSM lookup', async () => {

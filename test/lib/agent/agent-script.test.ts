@@ -498,6 +498,97 @@ describe("the agent's callback secret", () => {
   });
 });
 
+/**
+ * A stand-in for the docker CLI on PATH: it records every call (one line of arguments) in
+ * `docker.log`, fails to pull `registry.example/missing:1`, and runs `docker exec`'s command
+ * on this machine with only the variables `-e` names (and IN_CONTAINER=yes), as a container
+ * would see them; plus an `aws` that hands out an ECR password.
+ */
+function dockerStandIn(): string {
+  const bin = join(dir, 'docker-bin');
+  mkdirSync(bin);
+  writeFileSync(
+    join(bin, 'docker'),
+    `#!/bin/bash
+printf '%s\\n' "$*" >> "$DUMP_DIR/docker.log"
+case "$1" in
+  pull) if [ "$2" = registry.example/missing:1 ]; then echo "manifest unknown: $2" >&2; exit 1; fi; echo "pulled $2" ;;
+  login) cat > "$DUMP_DIR/docker-login-password" ;;
+  exec)
+    shift; workdir=''; keep=()
+    while [ "$#" -gt 0 ]; do
+      case "$1" in
+        -w) workdir=$2; shift 2 ;;
+        -e) keep+=("$2=$(printenv "$2")"); shift 2 ;;
+        *) break ;;
+      esac
+    done
+    shift
+    cd "$workdir" && exec env -i PATH="$PATH" HOME="$HOME" DUMP_DIR="$DUMP_DIR" IN_CONTAINER=yes "\${keep[@]}" "$@" ;;
+esac
+`,
+    { mode: 0o755 },
+  );
+  writeFileSync(join(bin, 'aws'), `#!/bin/bash\nprintf '%s\\n' "$*" >> "$DUMP_DIR/aws.log"\necho ecr-password\n`, { mode: 0o755 });
+  return [bin, FAST_PATH].join(delimiter);
+}
+
+const dockerCalls = () => readFileSync(join(dir, 'docker.log'), 'utf8').trimEnd().split('\n');
+
+describe('the agent with a Docker image', () => {
+  const CONTAINER = `relaunch-${INSTANCE_ID}`;
+
+  it('pulls it, starts one container on the host network, runs setup and run inside with the env and secrets, then removes it', async () => {
+    api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), agentSecretValue(SECRET, { TOKEN: 'tok-planted' }), INSTANCE_ARN);
+    const task = spec({ setup: 'test "$IN_CONTAINER" = yes', run: DUMP_ENV }, { containerImage: 'ubuntu:22.04' });
+
+    const result = await runAgent({ spec: task, nodeRank: 0 }, dockerStandIn());
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([
+      ['setup', 0],
+      ['run', 0],
+    ]);
+    expect(jobEnv()).toMatchObject({ IN_CONTAINER: 'yes', TOKEN: 'tok-planted', RELAUNCH_JOB_ID: JOB_ID, RELAUNCH_NODE_RANK: '0' });
+    const calls = dockerCalls();
+    const root = join(dir, 'agent');
+    expect(calls[0]).toBe('pull ubuntu:22.04');
+    expect(calls).toContain(`run -d --name ${CONTAINER} --network host -v ${root}:${root} -v ${root}:${root} --entrypoint sleep ubuntu:22.04 infinity`);
+    expect(calls.filter((call) => call.startsWith('exec '))).toEqual(
+      ['setup', 'run'].map((phase) => `exec -w ${root} -e TOKEN ${CONTAINER} bash -c . "$1/env.sh" && exec bash "$1/$2.sh" relaunch-phase ${root} ${phase}`),
+    );
+    expect(calls.at(-1)).toBe(`rm -f ${CONTAINER}`);
+    expect(calls.join('\n')).not.toContain('tok-planted');
+  });
+
+  it('gives the container the GPUs of a GPU node', async () => {
+    await runAgent({ spec: spec({}, { containerImage: 'nvcr.io/nvidia/pytorch:24.07-py3' }), nodeRank: 0, gpusPerNode: 8 }, dockerStandIn());
+
+    expect(dockerCalls().find((call) => call.startsWith('run '))).toContain('--network host --gpus all -v');
+  });
+
+  it("logs in to the account's ECR with the instance role before pulling from it", async () => {
+    const image = '123456789012.dkr.ecr.us-west-2.amazonaws.com/team/model:1';
+
+    const result = await runAgent({ spec: spec({}, { containerImage: image }), nodeRank: 0 }, dockerStandIn());
+
+    expect(result.exitCode).toBe(0);
+    expect(readFileSync(join(dir, 'aws.log'), 'utf8')).toBe('ecr get-login-password --region us-west-2\n');
+    expect(readFileSync(join(dir, 'docker-login-password'), 'utf8')).toBe('ecr-password\n');
+    const calls = dockerCalls();
+    expect(calls.indexOf('login --username AWS --password-stdin 123456789012.dkr.ecr.us-west-2.amazonaws.com')).toBeLessThan(calls.indexOf(`pull ${image}`));
+  });
+
+  it('reports setup as 125 with why when the image cannot be pulled in three tries, and never runs', async () => {
+    const result = await runAgent({ spec: spec({ run: 'touch "$DUMP_DIR/run-started"' }, { containerImage: 'registry.example/missing:1' }), nodeRank: 0, pullRetrySeconds: 0 }, dockerStandIn());
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 125, outputTail: expect.stringContaining('relaunch: could not pull registry.example/missing:1') }]);
+    expect(dockerCalls().filter((call) => call.startsWith('pull '))).toHaveLength(3);
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+});
+
 describe('the agent under throttling', () => {
   /** A long interval: the first, synchronous round is the only one a short job sees. */
   const ONE_ROUND = { heartbeatSeconds: 30, nodeRank: 0 } as const;

@@ -64,7 +64,6 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
     'service: not supported by relaunch yet (a SkyPilot key) (line 43)',
   ],
   '10-kimi-k2.yaml': [
-    'resources.image_id: expected an AMI id such as ami-0123456789abcdef0, got the Docker image docker:vllm/vllm-openai:v0.10.0 (Docker images are not supported by relaunch yet) (line 14)',
     'resources.network_tier: not supported by relaunch yet (a SkyPilot key) (line 15)',
     'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 19)',
     'service: not supported by relaunch yet (a SkyPilot key) (line 69)',
@@ -93,17 +92,12 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   '16-k8s-remote-identity-none.yaml': [
     'config: not supported by relaunch yet (a SkyPilot key) (line 1)',
   ],
-  '17-efa-container.yaml': [
-    'resources.image_id: expected an AMI id such as ami-0123456789abcdef0, got the Docker image docker:public.ecr.aws/hpc-cloud/nccl-tests:latest (Docker images are not supported by relaunch yet) (line 8)',
-  ],
-  '18-aws-ami-and-docker.yaml': [
-    'resources.image_id.us-east-1: expected an AMI id such as ami-0123456789abcdef0, got "skypilot:cpu-ubuntu-2004" (line 8)',
-    'resources.image_id.docker: not supported by relaunch yet (a SkyPilot key: a Docker image to run in) (line 9)',
-  ],
+  '17-efa-container.yaml': 'accepted',
+  '18-aws-ami-and-docker.yaml': 'accepted',
   '19-gcp-per-region-images.yaml': [
     'resources.cloud: relaunch runs on AWS only, got gcp (line 2)',
-    'resources.image_id.us-central1: expected an AWS region such as us-east-1 as the key, got "us-central1" (line 4)',
-    'resources.image_id.us-east5: expected an AWS region such as us-east-1 as the key, got "us-east5" (line 5)',
+    'resources.image_id.us-central1: expected an AWS region such as us-east-1 (or docker) as the key, got "us-central1" (line 4)',
+    'resources.image_id.us-east5: expected an AWS region such as us-east-1 (or docker) as the key, got "us-east5" (line 5)',
   ],
   '20-http-server-service.yaml': [
     'service: not supported by relaunch yet (a SkyPilot key) (line 9)',
@@ -129,9 +123,7 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
     'resources.termination_hook: not supported by relaunch yet (a SkyPilot key) (line 10)',
   ],
   '28-torchtitan.yaml': 'accepted',
-  '29-autoresearch-experiment.yaml': [
-    'resources.image_id: expected an AMI id such as ami-0123456789abcdef0, got the Docker image docker:nvcr.io/nvidia/pytorch:24.07-py3 (Docker images are not supported by relaunch yet) (line 3)',
-  ],
+  '29-autoresearch-experiment.yaml': 'accepted',
   '30-rclone-mount-templated.yaml': [
     'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 1)',
     'file_mounts["/mount_private_rclone"].name: expected a YAML value, got the template placeholder {{storage_name}} (render the template first) (line 4)',

@@ -149,7 +149,7 @@ describe('parseTaskObject rejects', () => {
     ['an empty accelerator list', { resources: { accelerators: [] } }, ['resources.accelerators: expected an accelerator such as A100:8 or L4, a mapping such as {H100: 8, H200: 8} or a list of them, got an empty list']],
     ['a bad accelerator name with a count', { resources: { accelerators: { 'bad name': 1 } } }, ['resources.accelerators["bad name"]: expected an accelerator such as A100:8 or L4, got "bad name"']],
     ['an empty image mapping', { resources: { image_id: {} } }, ['resources.image_id: expected a mapping of region to AMI id, got an empty mapping']],
-    ['an image id that is a list', { resources: { image_id: ['ami-0123456789abcdef0'] } }, ['resources.image_id: expected an AMI id such as ami-0123456789abcdef0, or a mapping of region to AMI id, got a list']],
+    ['an image id that is a list', { resources: { image_id: ['ami-0123456789abcdef0'] } }, ['resources.image_id: expected an AMI id such as ami-0123456789abcdef0, skypilot:ALIAS, docker:IMAGE, or a mapping of region to AMI id, got a list']],
     ['infra that is not a string', { resources: { infra: 5 } }, ['resources.infra: expected aws, aws/REGION or aws/REGION/ZONE, got 5']],
     ['infra with no cloud', { resources: { infra: '/us-east-1' } }, ['resources.infra: expected aws, aws/REGION or aws/REGION/ZONE, got "/us-east-1"']],
     ['infra with a GCP region', { resources: { infra: 'aws/us-central1' } }, ['resources.infra: expected an AWS region such as us-east-1 after aws/, got "aws/us-central1"']],

@@ -1,0 +1,77 @@
+// A task with a Docker image, run locally with the real binary: refused at submit (exit 2)
+// where docker cannot run containers, and run through docker where it can. Docker itself
+// is a stand-in on PATH that records its calls and runs `docker exec`'s command here.
+
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { JobView } from '../../lib/views.ts';
+import { killStrayClis, parseStdout, removeTempDirs, runCli, SLOW, tempDir, writeTask } from './helpers.ts';
+
+afterAll(async () => {
+  killStrayClis();
+  await removeTempDirs();
+});
+
+const TASK = 'resources:\n  image_id: docker:ubuntu:22.04\nrun: |\n  echo "in container: $IN_CONTAINER"\n';
+
+/** A `docker` whose `info` succeeds or fails; every call is appended to $DOCKER_LOG. */
+function standInDocker(dir: string, usable: boolean): string {
+  const script = `#!/bin/bash
+printf '%s\\n' "$*" >> "$DOCKER_LOG"
+case "$1" in
+  info) ${usable ? "echo 28.2.2" : "echo 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock' >&2; exit 1"} ;;
+  exec)
+    shift; workdir=''
+    while [ "$#" -gt 0 ]; do case "$1" in -w) workdir=$2; shift 2 ;; -e) shift 2 ;; *) break ;; esac; done
+    shift
+    cd "$workdir" && exec env IN_CONTAINER=yes "$@" ;;
+esac
+`;
+  const file = join(dir, 'docker');
+  writeFileSync(file, script);
+  chmodSync(file, 0o755);
+  return [dir, process.env.PATH].join(delimiter);
+}
+
+describe('a task with a Docker image, locally', () => {
+  it('is refused at submit where docker cannot run containers, naming the field and why', async () => {
+    const dir = await tempDir('docker-unusable');
+    const file = await writeTask(dir, 'task.yaml', TASK);
+    const env = { PATH: standInDocker(dir, false), DOCKER_LOG: join(dir, 'docker.log') };
+
+    const result = await runCli(['run', file, '--data-dir', join(dir, 'data')], { cwd: dir, env });
+
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('resources.image_id: expected docker to be usable here to run docker:ubuntu:22.04 locally, but docker info failed: Cannot connect to the Docker daemon');
+  });
+
+  it(
+    'runs in the container where docker can, and the container is removed when the node goes',
+    async () => {
+      const dir = await tempDir('docker-usable');
+      const file = await writeTask(dir, 'task.yaml', TASK);
+      const log = join(dir, 'docker.log');
+      const env = { PATH: standInDocker(dir, true), DOCKER_LOG: log };
+
+      const result = await runCli(['run', file, '--json', '--data-dir', join(dir, 'data')], { cwd: dir, env });
+
+      expect(result.code, result.stderr).toBe(0);
+      const view = parseStdout<JobView>(result);
+      const calls = readFileSync(log, 'utf8').trimEnd().split('\n');
+      const container = `relaunch-local-${view.jobId}-1-0`;
+      expect(calls.filter((call) => !call.startsWith('info'))).toEqual([
+        'pull ubuntu:22.04',
+        `rm -f ${container}`,
+        expect.stringMatching(new RegExp(`^run -d --name ${container} --network host -v .* --entrypoint sleep ubuntu:22.04 infinity$`)),
+        expect.stringMatching(new RegExp(`^exec -w .* ${container} bash -c .* setup$`)),
+        expect.stringMatching(new RegExp(`^exec -w .* ${container} bash -c .* run$`)),
+        `rm -f ${container}`,
+        `rm -f ${container}`,
+      ]);
+      const logs = await runCli(['logs', view.jobId, '--data-dir', join(dir, 'data')], { cwd: dir, env });
+      expect(logs.stdout).toContain('in container: yes');
+    },
+    SLOW,
+  );
+});

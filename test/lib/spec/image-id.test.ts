@@ -1,0 +1,43 @@
+// resources.image_id: AMIs, SkyPilot's image aliases, and Docker images to run the task in.
+
+import { describe, expect, it } from 'vitest';
+import { parseTaskObject } from '../../../lib/spec/parse.ts';
+import type { Resources } from '../../../lib/spec/types.ts';
+import { rejectedIssues } from './rejection.ts';
+
+function resourcesOf(imageId: unknown): Resources {
+  return parseTaskObject({ run: 'x', resources: { image_id: imageId } }).spec.resources;
+}
+
+describe('image_id', () => {
+  it('takes docker:IMAGE as a container on the default machine image', () => {
+    expect(resourcesOf('docker:nvcr.io/nvidia/pytorch:24.07-py3')).toMatchObject({ imageId: null, containerImage: 'nvcr.io/nvidia/pytorch:24.07-py3' });
+    expect(resourcesOf('docker:ubuntu@sha256:' + 'a'.repeat(64)).containerImage).toBe(`ubuntu@sha256:${'a'.repeat(64)}`);
+    expect(resourcesOf('docker:localhost:5000/team/img:v1').containerImage).toBe('localhost:5000/team/img:v1');
+  });
+
+  it('takes a skypilot: alias, alone or per region, and a docker key beside the regions', () => {
+    expect(resourcesOf('skypilot:gpu-ubuntu-2204').imageId).toEqual({ kind: 'alias', alias: 'gpu-ubuntu-2204' });
+    expect(resourcesOf({ 'us-east-1': 'skypilot:cpu-ubuntu-2004', 'us-west-2': 'ami-0123456789abcdef0', docker: 'ubuntu:22.04' })).toMatchObject({
+      imageId: { kind: 'per-region', byRegion: { 'us-east-1': 'skypilot:cpu-ubuntu-2004', 'us-west-2': 'ami-0123456789abcdef0' } },
+      containerImage: 'ubuntu:22.04',
+    });
+    expect(resourcesOf({ docker: 'docker:ubuntu:22.04' })).toMatchObject({ imageId: null, containerImage: 'ubuntu:22.04' });
+  });
+
+  it('leaves containerImage out when the task has none', () => {
+    expect(resourcesOf('ami-0123456789abcdef0')).not.toHaveProperty('containerImage');
+  });
+
+  it.each([
+    ['an image with a space', 'docker:my image', 'expected a Docker image such as'],
+    ['an image with shell in it', 'docker:ubuntu;rm -rf /', 'expected a Docker image such as'],
+    ['an empty image', 'docker:', 'expected a Docker image such as'],
+    ['an image name over 255 characters', `docker:${'a'.repeat(256)}`, 'expected a Docker image such as'],
+    ['an alias relaunch does not resolve', 'skypilot:k80-ubuntu-2004', "expected one of SkyPilot's image aliases relaunch resolves"],
+    ['a Docker image as a region value', { 'us-east-1': 'docker:ubuntu' }, 'resources.image_id.us-east-1: expected an AMI id such as ami-0123456789abcdef0 here, got the Docker image docker:ubuntu: give it under the docker key'],
+  ])('refuses %s, naming the field', (_name, value, message) => {
+    const issues = rejectedIssues(() => parseTaskObject({ run: 'x', resources: { image_id: value } }));
+    expect(issues.some((issue) => issue.includes(message)), issues.join('\n')).toBe(true);
+  });
+});
