@@ -6,7 +6,7 @@ import { createHash, createHmac, randomUUID, type Hash, type Hmac } from 'node:c
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { parseAllDocuments } from 'yaml';
+import { isMap, isScalar, parseAllDocuments, type Scalar } from 'yaml';
 import {
   InvalidInputError,
   InvalidTaskSpecError,
@@ -270,12 +270,19 @@ export function withOverrides(body: string, overrides: Readonly<Record<'envs' | 
   if (entries.length === 0) return body;
   const docs = parseAllDocuments(body);
   if (!Array.isArray(docs) || docs.some((doc) => doc.errors.length > 0)) return body;
-  const tasks = docs.filter((doc) => doc.contents !== null);
+  const tasks = docs.filter((doc) => doc.contents !== null && !(isScalar(doc.contents) && doc.contents.value === null));
   // A pipeline's every task takes them; its header is not a task.
   const header = isPipelineHeader(tasks[0]?.toJS(), tasks.length) ? tasks[0] : undefined;
   for (const doc of tasks) {
     if (doc === header) continue;
-    for (const [section, key, value] of entries) doc.setIn([section, key], value);
+    for (const [section, key, value] of entries) {
+      // `envs:` with nothing after it (or `~`) is a section without entries yet.
+      if (!isMap(doc.get(section))) doc.set(section, doc.createNode({}));
+      // Quoted, so `yes` or `on` stays the text given, as it does without an API.
+      const scalar = doc.createNode(value) as Scalar;
+      scalar.type = 'QUOTE_DOUBLE';
+      doc.setIn([section, key], scalar);
+    }
   }
   return docs.map((doc) => doc.toString()).join('');
 }

@@ -2,7 +2,7 @@
 // containers (the client and a daemon it reaches), and removing a node's container when
 // its local instance goes (a container is the daemon's child, outside the node's group).
 
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, type ExecFileException } from 'node:child_process';
 import type { InputIssue } from '../lib/errors.ts';
 import type { TaskSpec } from '../lib/spec/types.ts';
 
@@ -17,27 +17,30 @@ export function containerName(instanceId: string): string {
 /**
  * Why docker cannot run containers here, or null when it can. Once it could, it is not
  * asked again; a failure is asked again next time (a daemon that was starting may be up).
+ * Asynchronous, so a slow daemon never holds up the API's other requests.
  */
 let dockerUsable = false;
-export function dockerUnusable(): string | null {
+export async function dockerUnusable(): Promise<string | null> {
   if (dockerUsable) return null;
-  const info = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8', timeout: INFO_TIMEOUT_MS });
-  if (info.error !== undefined) {
-    return (info.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'docker is not on PATH' : `docker info failed: ${info.error.message}`;
+  const answer = await new Promise<{ error: ExecFileException | null; stdout: string; stderr: string }>((resolve) => {
+    execFile('docker', ['info', '--format', '{{.ServerVersion}}'], { timeout: INFO_TIMEOUT_MS, encoding: 'utf8' }, (error, stdout, stderr) =>
+      resolve({ error, stdout, stderr }),
+    );
+  });
+  if (answer.error === null) {
+    dockerUsable = true;
+    return null;
   }
-  if (info.status !== 0) {
-    const reason = `${info.stderr}${info.stdout}`.trim().split('\n').find((line) => line.trim() !== '') ?? `exit status ${info.status}`;
-    return `docker info failed: ${reason}`;
-  }
-  dockerUsable = true;
-  return null;
+  if ((answer.error as NodeJS.ErrnoException).code === 'ENOENT') return 'docker is not on PATH';
+  const reason = `${answer.stderr}${answer.stdout}`.trim().split('\n').find((line) => line.trim() !== '') ?? answer.error.message;
+  return `docker info failed: ${reason}`;
 }
 
 /** A task that names a Docker image, where docker cannot run it: the problem, at submit. */
 export async function localTaskProblems(spec: TaskSpec): Promise<InputIssue[]> {
   const image = spec.resources.containerImage;
   if (image === undefined) return [];
-  const problem = dockerUnusable();
+  const problem = await dockerUnusable();
   if (problem === null) return [];
   return [{ path: 'resources.image_id', message: `expected docker to be usable here to run docker:${image} locally, but ${problem}` }];
 }

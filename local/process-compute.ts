@@ -163,10 +163,11 @@ export class LocalProcessCompute implements Compute {
   async release(jobId: string, attempt: number, recorded: readonly InstanceRef[]): Promise<void> {
     const known = [...this.instances.values()].filter((i) => i.jobId === jobId && i.attempt === attempt);
     await Promise.all(known.map((instance) => this.terminate(instance)));
-    // Instances a runtime that is gone started: found by their mark.
+    // Instances a runtime that is gone started: found by their mark, and their containers by name.
     for (const ref of recorded) {
       if (this.started.has(ref.instanceId) || ref.processGroupId === undefined) continue;
       killMarked(ref.instanceId, ref.processGroupId);
+      await removeContainer(ref.instanceId);
     }
   }
 

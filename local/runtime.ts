@@ -3,7 +3,7 @@
 // local compute, and dynalite persisted under a data folder, all wired to the same use
 // cases the Lambdas run.
 
-import { localTaskProblems } from './docker.ts';
+import { localTaskProblems, removeContainer } from './docker.ts';
 import { FileJobSecrets } from './file-job-secrets.ts';
 import { Agent } from 'node:http';
 import path from 'node:path';
@@ -272,6 +272,8 @@ export class LocalRuntime {
         for (const node of attempt.instances) {
           if (node.processGroupId !== undefined) killed += killMarked(node.instanceId, node.processGroupId);
         }
+        // A task's container is the docker daemon's child, not in the node's group.
+        if (job.spec.resources.containerImage !== undefined) await Promise.all(attempt.instances.map((node) => removeContainer(node.instanceId)));
       }
       const stopped =
         killed === 0

@@ -135,6 +135,7 @@ export function renderSpec(file: string, spec: TaskSpec): string {
     r.cpus && `cpus ${quantity(r.cpus)}`,
     r.memoryGb && `memory ${quantity(r.memoryGb, ' GB')}`,
     r.diskSizeGb === null ? null : `disk ${r.diskSizeGb} GB`,
+    r.diskTier === undefined ? null : `disk tier ${r.diskTier}`,
   ].filter(Boolean);
   const rows: [string, string[]][] = [
     ['name', [spec.name ?? '(none)']],

@@ -34,6 +34,7 @@ import {
   type EC2Client,
   type Instance,
   type RunInstancesCommandInput,
+  type EbsBlockDevice,
   type Tag,
 } from '@aws-sdk/client-ec2';
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET_OWNER_TAG, ssmEndpoint } from '../agent/secret-parameter.ts';
@@ -45,7 +46,7 @@ import { planPlacements, type PlacementCandidate } from '../placement.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
 import { awsErrorCode, isTransientAwsError, transientError } from './aws-errors.ts';
 import type { ImageAlias } from '../spec/image-id.ts';
-import type { TaskSpec } from '../spec/types.ts';
+import type { DiskTier, TaskSpec } from '../spec/types.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
 import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
@@ -350,8 +351,7 @@ export class Ec2Compute implements Compute {
         {
           DeviceName: image.rootDeviceName,
           Ebs: {
-            VolumeSize: spec.resources.diskSizeGb ?? this.config.defaultDiskSizeGb ?? 256,
-            VolumeType: 'gp3',
+            ...rootVolume(spec.resources.diskTier, spec.resources.diskSizeGb ?? this.config.defaultDiskSizeGb ?? 256),
             DeleteOnTermination: true,
             // With the account's default EBS key: checkpoints and data at rest are encrypted.
             Encrypted: true,
@@ -375,6 +375,8 @@ export class Ec2Compute implements Compute {
       spec: request.spec,
       heartbeatSeconds: this.config.heartbeatSeconds ?? HEARTBEAT_INTERVAL_SECONDS,
       gpusPerNode: instanceTypeInfo(instanceType)?.gpu?.count ?? request.spec.resources.accelerators[0]?.count ?? 0,
+      // Whatever the count says: a GPU type boots the GPU image, and its container gets them.
+      containerGpus: hasGpus(instanceType),
     });
     if (packed.length > USER_DATA_MAX_BYTES) throw new PrecheckError(tooLargeForUserData(packed.length));
     return packed.toString('base64');
@@ -511,6 +513,31 @@ export function aliasParameter(alias: ImageAlias, arch: Architecture): string {
   // Canonical publishes 24.04 on gp3 volumes, earlier releases on gp2.
   const volume = release === '24.04' ? 'ebs-gp3' : 'ebs-gp2';
   return `/aws/service/canonical/ubuntu/server/${release}/stable/current/${arch === 'x86_64' ? 'amd64' : 'arm64'}/hvm/${volume}/ami-id`;
+}
+
+/** What each disk tier asks of the root volume: gp3 at three speeds, or io2. */
+export const DISK_TIER_VOLUMES: Readonly<Record<DiskTier, { readonly type: 'gp3' | 'io2'; readonly iops: number; readonly throughputMiBs?: number }>> = {
+  low: { type: 'gp3', iops: 3000, throughputMiBs: 125 },
+  medium: { type: 'gp3', iops: 6000, throughputMiBs: 500 },
+  high: { type: 'gp3', iops: 16000, throughputMiBs: 1000 },
+  ultra: { type: 'io2', iops: 64000 },
+  best: { type: 'io2', iops: 64000 },
+};
+
+/**
+ * The root volume for a tier and size; with no tier, gp3 at its baseline (EBS's defaults,
+ * nothing provisioned). EBS allows at most 500 provisioned IOPS per GiB
+ * (gp3 and io2 alike), so a small volume gets fewer than its tier names; gp3 never fewer
+ * than its 3,000 baseline, io2 never fewer than 100, and gp3's throughput at most a quarter
+ * of its IOPS in MiB/s.
+ */
+export function rootVolume(tier: DiskTier | undefined, sizeGb: number): Pick<EbsBlockDevice, 'VolumeSize' | 'VolumeType' | 'Iops' | 'Throughput'> {
+  if (tier === undefined) return { VolumeSize: sizeGb, VolumeType: 'gp3' };
+  const wanted = DISK_TIER_VOLUMES[tier];
+  const floor = wanted.type === 'gp3' ? 3000 : 100;
+  const iops = Math.max(floor, Math.min(wanted.iops, 500 * sizeGb));
+  if (wanted.type === 'io2') return { VolumeSize: sizeGb, VolumeType: 'io2', Iops: iops };
+  return { VolumeSize: sizeGb, VolumeType: 'gp3', Iops: iops, Throughput: Math.min(wanted.throughputMiBs ?? 125, Math.floor(iops / 4)) };
 }
 
 /** A per-region image map that names none of the regions the plan may use cannot run anywhere. */

@@ -109,6 +109,11 @@ export interface AgentScriptParams {
    */
   readonly pullRetrySeconds?: number;
   /**
+   * ECR's API for the image's registry (the agent signs GetAuthorizationToken itself).
+   * @default `https://api.ecr.<the registry's region>.amazonaws.com`
+   */
+  readonly ecrEndpoint?: string;
+  /**
    * Report and heartbeat retries wait about `initialMs`, doubling up to `maxMs`; each wait
    * is half its delay plus up to the other half at random, so agents throttled together
    * do not come back together. A heartbeat's retries also stop when the next beat is due.
@@ -185,6 +190,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     CONTAINER_IMAGE: spec.resources.containerImage ?? '',
     CONTAINER_GPUS: (params.containerGpus ?? (params.gpusPerNode ?? 0) > 0) ? 1 : 0,
     PULL_RETRY_SECONDS: params.pullRetrySeconds ?? 5,
+    ECR_URL: (params.ecrEndpoint ?? '').replace(/\/+$/, ''),
   };
   const assignments = Object.entries(config).map(([name, value]) => `${name}=${shellQuote(String(value))}`);
   return [
@@ -416,19 +422,22 @@ json_value() {
   tr -d '\n' | sed -n 's/.*"'"$1"'" *: *"\([^"]*\)".*/\1/p'
 }
 
-# SSM GetParameter of $1 with decryption, signed with the instance role's credentials:
-# the value in SSM_VALUE (0), else what went wrong in SSM_ERROR (1). Values that carry
-# credentials or the secret move through pipes from printf (a builtin), never here-strings,
-# which an older bash keeps in a temporary file.
-ssm_get_parameter() {
-  local role creds key_id secret_key token amz_date day body host path canonical scope key part signature answer status
-  SSM_VALUE=''
+# One call of an AWS JSON API, signed (SigV4) with the instance role's credentials from
+# instance metadata: service $1 in region $2 at endpoint $3, target $4, body $5. The answer's
+# body in AWS_ANSWER and its HTTP status in AWS_STATUS (000: no answer); 1 with AWS_ERROR
+# set when it is not a 200. Values that carry credentials or secrets move through pipes
+# from printf (a builtin), never here-strings, which an older bash keeps in a temporary file.
+aws_call() {
+  local service=$1 region=$2 url=$3 target=$4 body=$5
+  local role creds key_id secret_key token amz_date day host path canonical scope key part signature answer
+  AWS_ANSWER=''
+  AWS_STATUS=000
   if ! role=$(imds_get iam/security-credentials/ | head -n 1) || [ -z "$role" ]; then
-    SSM_ERROR='no instance role in instance metadata'
+    AWS_ERROR='no instance role in instance metadata'
     return 1
   fi
   if ! creds=$(imds_get "iam/security-credentials/$role"); then
-    SSM_ERROR="no credentials for role $role in instance metadata"
+    AWS_ERROR="no credentials for role $role in instance metadata"
     return 1
   fi
   key_id=$(printf '%s' "$creds" | json_value AccessKeyId)
@@ -436,28 +445,52 @@ ssm_get_parameter() {
   token=$(printf '%s' "$creds" | json_value Token)
   amz_date=$(date -u +%Y%m%dT%H%M%SZ)
   day=$(printf '%s' "$amz_date" | cut -c1-8)
-  body=$(printf '{"Name":"%s","WithDecryption":true}' "$1")
-  host=$(printf '%s' "$SSM_URL" | sed -E 's#^[a-z]+://##; s#/.*$##')
-  path="$(printf '%s' "$SSM_URL" | sed -E 's#^[a-z]+://[^/]*##')/"
+  host=$(printf '%s' "$url" | sed -E 's#^[a-z]+://##; s#/.*$##')
+  path="$(printf '%s' "$url" | sed -E 's#^[a-z]+://[^/]*##')/"
   canonical=$(printf 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
-    "$path" "$SSM_CONTENT_TYPE" "$host" "$amz_date" "$token" "$SSM_TARGET" "$SSM_SIGNED_HEADERS" \
+    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$token" "$target" "$AWS_SIGNED_HEADERS" \
     "$(printf '%s' "$body" | sha256_hex)")
-  scope="$day/$SSM_REGION/ssm/aws4_request"
+  scope="$day/$region/$service/aws4_request"
   key=$(printf 'AWS4%s' "$secret_key" | od -An -v -tx1 | tr -d ' \n')
-  for part in "$day" "$SSM_REGION" ssm aws4_request; do key=$(hmac_hex "$key" "$part"); done
+  for part in "$day" "$region" "$service" aws4_request; do key=$(hmac_hex "$key" "$part"); done
   signature=$(hmac_hex "$key" "$(printf 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$(printf '%s' "$canonical" | sha256_hex)")")
-  answer=$(printf '%s\n' "Content-Type: $SSM_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
-    "X-Amz-Target: $SSM_TARGET" \
-    "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$SSM_SIGNED_HEADERS, Signature=$signature" |
-    curl -s --max-time 10 -X POST -H @- --data-binary "$body" -w '\n%{http_code}' "$SSM_URL/") || answer=$'\n000'
-  status=$(printf '%s' "$answer" | tail -n 1)
-  answer=$(printf '%s' "$answer" | sed '$d')
-  if [ "$status" = 200 ]; then
-    SSM_VALUE=$(printf '%s' "$answer" | json_value Value)
-    return 0
-  fi
-  SSM_ERROR="HTTP $status $(printf '%s' "$answer" | json_value __type)"
+  answer=$(printf '%s\n' "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
+    "X-Amz-Target: $target" \
+    "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$signature" |
+    curl -s --max-time 10 -X POST -H @- --data-binary "$body" -w '\n%{http_code}' "$url/") || answer=$'\n000'
+  AWS_STATUS=$(printf '%s' "$answer" | tail -n 1)
+  AWS_ANSWER=$(printf '%s' "$answer" | sed '$d')
+  if [ "$AWS_STATUS" = 200 ]; then return 0; fi
+  AWS_ERROR="HTTP $AWS_STATUS $(printf '%s' "$AWS_ANSWER" | json_value __type)"
   return 1
+}
+
+# SSM GetParameter of $1 with decryption: the value in SSM_VALUE (0), else what went wrong
+# in SSM_ERROR (1).
+ssm_get_parameter() {
+  SSM_VALUE=''
+  if ! aws_call ssm "$SSM_REGION" "$SSM_URL" AmazonSSM.GetParameter "$(printf '{"Name":"%s","WithDecryption":true}' "$1")"; then
+    SSM_ERROR=$AWS_ERROR
+    return 1
+  fi
+  SSM_VALUE=$(printf '%s' "$AWS_ANSWER" | json_value Value)
+  AWS_ANSWER=''
+}
+
+# Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
+# (a base64 of AWS:password), which reaches docker on its stdin only.
+ecr_login() {
+  local url=$ECR_URL
+  if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
+  if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
+    echo "relaunch: no ECR authorization token for $1: $AWS_ERROR"
+    return 1
+  fi
+  printf '%s' "$AWS_ANSWER" | json_value authorizationToken | base64 -d | cut -d: -f2- |
+    docker login --username AWS --password-stdin "$1"
+  local code=$?
+  AWS_ANSWER=''
+  return "$code"
 }
 
 # Splits a parameter's value (secret-parameter.ts's agentSecretValue) into SECRET, the
@@ -578,8 +611,9 @@ container_start() {
   CONTAINER="relaunch-$INSTANCE_ID"
   if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     echo "relaunch: installing docker"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io ||
-      { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io; }
+    # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io; }
   fi
   if ! command -v docker >/dev/null 2>&1; then
     echo "relaunch: docker is not installed on this machine image and could not be installed"
@@ -589,17 +623,24 @@ container_start() {
   if printf '%s' "$registry" | grep -Eq '^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$'; then
     region=$(printf '%s' "$registry" | cut -d. -f4)
     echo "relaunch: logging in to $registry"
-    aws ecr get-login-password --region "$region" | docker login --username AWS --password-stdin "$registry" || return 1
+    ecr_login "$registry" "$region" || return 1
   fi
   until docker pull "$CONTAINER_IMAGE"; do
     tries=$(( tries + 1 ))
     if (( tries >= 3 )); then echo "relaunch: could not pull $CONTAINER_IMAGE"; return 1; fi
     sleep $(( PULL_RETRY_SECONDS * tries ))
   done
-  if (( CONTAINER_GPUS )); then gpus='--gpus all'; fi
+  if (( CONTAINER_GPUS )); then
+    if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
+      echo "relaunch: this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
+      return 1
+    fi
+    gpus='--gpus all'
+  fi
   docker rm -f "$CONTAINER" >/dev/null 2>&1
-  docker run -d --name "$CONTAINER" --network host $gpus -v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR" \
-    --entrypoint sleep "$CONTAINER_IMAGE" infinity >/dev/null
+  # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
+  docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 $gpus \
+    -v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR" --entrypoint sleep "$CONTAINER_IMAGE" infinity >/dev/null
 }
 
 container_stop() {
@@ -630,9 +671,8 @@ run_phase() {
 
 if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
 mkdir -p "$ROOT_DIR" "$WORK_DIR" || exit 1
-SSM_CONTENT_TYPE='application/x-amz-json-1.1'
-SSM_TARGET='AmazonSSM.GetParameter'
-SSM_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
+AWS_CONTENT_TYPE='application/x-amz-json-1.1'
+AWS_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
 SECRET=''
 SECRET_ENV=''
 printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh"

@@ -19,11 +19,26 @@ export const IMAGE_ALIASES = ['cpu-ubuntu-2004', 'cpu-ubuntu-2204', 'cpu-ubuntu-
 /** One of them. */
 export type ImageAlias = (typeof IMAGE_ALIASES)[number];
 
-/**
- * A Docker image reference: an optional registry host (with a port), path components of
- * lowercase letters, digits and separators, then a tag or a digest. At most 255 characters.
- */
-const DOCKER_IMAGE = /^(?:[a-zA-Z0-9.-]+(?::[0-9]{1,5})?\/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$/;
+/** A registry host: DNS labels joined by dots, or an IPv6 address in brackets; then a port. */
+const DOCKER_HOST = String.raw`(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]{1,5})?`;
+/** A path component: lowercase letters and digits, joined by `.`, `_`, `__` or dashes. */
+const DOCKER_COMPONENT = String.raw`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*`;
+/** Docker's reference grammar: `[host[:port]/]path[:tag][@digest]`; the name part at most 255 characters. */
+const DOCKER_NAME = new RegExp(`^(?:${DOCKER_HOST}/)?${DOCKER_COMPONENT}(?:/${DOCKER_COMPONENT})*$`);
+const DOCKER_TAG = /^[\w][\w.-]{0,127}$/;
+const DOCKER_DIGEST = /^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$/;
+
+/** Whether `image` is a Docker image reference Docker itself would take. */
+export function isDockerReference(image: string): boolean {
+  const at = image.indexOf('@');
+  const beforeDigest = at < 0 ? image : image.slice(0, at);
+  if (at >= 0 && !DOCKER_DIGEST.test(image.slice(at + 1))) return false;
+  const colon = beforeDigest.lastIndexOf(':');
+  const hasTag = colon > beforeDigest.lastIndexOf('/');
+  const name = hasTag ? beforeDigest.slice(0, colon) : beforeDigest;
+  if (hasTag && !DOCKER_TAG.test(beforeDigest.slice(colon + 1))) return false;
+  return name.length > 0 && name.length <= 255 && DOCKER_NAME.test(name);
+}
 const DOCKER_EXAMPLE = 'a Docker image such as docker:ubuntu:22.04 or docker:nvcr.io/nvidia/pytorch:24.07-py3';
 
 /** The machine image and the container of a task. */
@@ -35,7 +50,7 @@ export interface ImageChoice {
 
 function dockerImageOf(value: string, report: Report): string | undefined {
   const image = value.slice('docker:'.length);
-  if (image.length > 0 && image.length <= 255 && DOCKER_IMAGE.test(image)) return image;
+  if (image.length <= 1024 && isDockerReference(image)) return image;
   return report(expectedGot(DOCKER_EXAMPLE, value));
 }
 

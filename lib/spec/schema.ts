@@ -2,7 +2,7 @@
 
 import * as z from '../zod.ts';
 import { MAX_NUM_NODES } from '../report-tail.ts';
-import type { Resources, TaskSpec } from './types.ts';
+import { DISK_TIERS, type DiskTier, type Resources, type TaskSpec } from './types.ts';
 import { acceleratorsSchema } from './accelerators.ts';
 import { envsSchema } from './envs.ts';
 import { alsoInEnvs, secretsSchema, type SecretValues } from './secrets.ts';
@@ -59,6 +59,13 @@ const instanceTypeSchema = fromParser<string>((value, report) =>
     : report(expectedGot('an EC2 instance type such as p4d.24xlarge', value)),
 );
 
+/** `disk_tier`: one of SkyPilot's tiers, in any case. */
+const diskTierSchema = fromParser<DiskTier>((value, report) => {
+  const tier = typeof value === 'string' ? value.toLowerCase() : undefined;
+  if (tier !== undefined && (DISK_TIERS as readonly string[]).includes(tier)) return tier as DiskTier;
+  return report(expectedGot(`one of ${DISK_TIERS.join(', ')}`, value));
+});
+
 /** `resources`'s keys, in the file's spelling; a key with no value means the default. */
 const resourcesShape = {
   cloud: z.nullish(cloudSchema),
@@ -71,6 +78,7 @@ const resourcesShape = {
   accelerators: z.nullish(acceleratorsSchema),
   use_spot: z.nullish(flag('true or false')),
   disk_size: z.nullish(diskSizeSchema),
+  disk_tier: z.nullish(diskTierSchema),
   image_id: z.nullish(imageIdSchema),
   job_recovery: z.nullish(jobRecoverySchema),
   /** SkyPilot's older name for job_recovery, read the same way (with a warning). */
@@ -91,6 +99,7 @@ function toResources(given: GivenResources): Resources {
     accelerators: given.accelerators ?? [],
     useSpot: given.use_spot ?? false,
     diskSizeGb: given.disk_size ?? null,
+    ...(given.disk_tier == null ? {} : { diskTier: given.disk_tier }),
     imageId: given.image_id?.machine ?? null,
     ...(given.image_id?.container == null ? {} : { containerImage: given.image_id.container }),
     jobRecovery: given.job_recovery ?? given.spot_recovery ?? DEFAULT_RECOVERY_POLICY,

@@ -21,6 +21,20 @@ export const MAX_SECRETS = 64;
  */
 export const MAX_SECRETS_BYTES = 4096;
 
+/**
+ * Names bash gives a meaning of its own, or will not let a script set: a secret named so
+ * would change how the agent runs the job (IFS, PATH) or never reach it (UID, ...).
+ */
+const SHELL_NAMES: ReadonlySet<string> = new Set(['IFS', 'PATH', 'UID', 'EUID', 'PPID', 'GROUPS', 'SHELLOPTS', 'BASHOPTS', 'HOSTNAME', 'OPTIND', 'OPTARG']);
+
+/** Why a name cannot be a secret's, or undefined when it can: envs' rules, and not a shell's own. */
+export function secretNameProblem(name: string): string | undefined {
+  const problem = envNameProblem(name);
+  if (problem !== undefined) return problem;
+  if (SHELL_NAMES.has(name) || name.startsWith('BASH')) return `expected a name the job's shell does not use itself, got ${name}`;
+  return undefined;
+}
+
 /** A secret's value as given in the file: text, or null when it must be given at submit. */
 export type SecretValues = Readonly<Record<string, string | null>>;
 
@@ -44,7 +58,7 @@ export const secretsSchema = fromParser<SecretValues>((value, report) => {
   for (const [name, raw] of Object.entries(value)) {
     const text = raw === null ? null : envText(raw);
     const valueProblem = text === undefined ? expectedGot('a string, a number, true/false or null', raw) : text === null ? undefined : envValueProblem(text);
-    const problem = envNameProblem(name) ?? valueProblem;
+    const problem = secretNameProblem(name) ?? valueProblem;
     if (problem !== undefined) {
       failed = true;
       report(problem, [name]);
@@ -81,7 +95,7 @@ export interface ResolvedSecrets {
 export function resolveSecrets(spec: TaskSpec, fromFile: SecretValues, overrides: Readonly<Record<string, string>>): ResolvedSecrets {
   const issues: InputIssue[] = [];
   for (const [name, value] of Object.entries(overrides)) {
-    const problem = envNameProblem(name) ?? envValueProblem(value);
+    const problem = secretNameProblem(name) ?? envValueProblem(value);
     if (problem !== undefined) issues.push({ path: formatPath(['secrets', name]), message: `${problem} (given with --secret)` });
   }
   if (issues.length > 0) throw new InvalidTaskSpecError(issues);

@@ -88,11 +88,18 @@ export interface Resources {
   readonly accelerators: readonly Accelerator[];
   readonly useSpot: boolean;
   readonly diskSizeGb: number | null;
+  /** How fast the root volume is (`disk_tier`); absent: gp3's baseline, as `low`. */
+  readonly diskTier?: DiskTier;
   readonly imageId: ImageId | null;
   /** A Docker image setup and run run in (`image_id: docker:IMAGE`); absent: on the machine. */
   readonly containerImage?: string;
   readonly jobRecovery: RecoveryPolicy;
 }
+
+/** SkyPilot's disk tiers; `best` is the fastest relaunch offers (`ultra`). */
+export const DISK_TIERS = ['low', 'medium', 'high', 'ultra', 'best'] as const;
+/** One of them. */
+export type DiskTier = (typeof DISK_TIERS)[number];
 
 /** A task file, parsed and normalized. */
 export interface TaskSpec {

@@ -23,7 +23,7 @@ export const UNSUPPORTED_KEYS: Readonly<Record<Section, ReadonlySet<string>>> = 
     'volume_mounts', 'managed_secrets', 'api_server_access', 'experimental', '_metadata',
   ]),
   resources: new Set([
-    'any_of', 'ordered', 'ports', 'labels', 'disk_tier', 'network_tier', 'autostop',
+    'any_of', 'ordered', 'ports', 'labels', 'network_tier', 'autostop',
     'termination_hook', 'accelerator_args', 'volumes', 'ephemeral_storage', 'local_disk',
     'max_hourly_cost', 'container_image', 'priority', 'priority_class',
     '_cluster_config_overrides', '_docker_login_config', '_is_image_managed', '_requires_fuse',

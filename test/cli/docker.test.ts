@@ -63,7 +63,7 @@ describe('a task with a Docker image, locally', () => {
       expect(calls.filter((call) => !call.startsWith('info'))).toEqual([
         'pull ubuntu:22.04',
         `rm -f ${container}`,
-        expect.stringMatching(new RegExp(`^run -d --name ${container} --network host -v .* --entrypoint sleep ubuntu:22.04 infinity$`)),
+        expect.stringMatching(new RegExp(`^run -d --name ${container} --network host --ipc host --ulimit memlock=-1 -v .* --entrypoint sleep ubuntu:22.04 infinity$`)),
         expect.stringMatching(new RegExp(`^exec -w .* ${container} bash -c .* setup$`)),
         expect.stringMatching(new RegExp(`^exec -w .* ${container} bash -c .* run$`)),
         `rm -f ${container}`,

@@ -25,6 +25,14 @@ describe('withOverrides', () => {
     ]);
   });
 
+  it('keeps values the text given (yes, on, 0x10), and fills sections the file left empty', () => {
+    const body = withOverrides('run: x\nenvs:\nsecrets: ~\n---\n', { envs: { A: 'yes', B: '0x10' }, secrets: { S: 'on' } });
+
+    const [task] = parseJobFile(body).tasks;
+    expect(task?.spec.envs).toEqual({ A: 'yes', B: '0x10' });
+    expect(task?.secrets).toEqual({ S: 'on' });
+  });
+
   it('leaves a file it cannot read as it is, for the API to refuse with its lines', () => {
     expect(withOverrides('run: [unclosed\n', { envs: { A: '1' }, secrets: {} })).toBe('run: [unclosed\n');
     expect(withOverrides('run: x\n', { envs: {}, secrets: {} })).toBe('run: x\n');

@@ -278,6 +278,23 @@ describe('Ec2Compute.launch: what it sends', () => {
     expect(script).toContain("CONTAINER_GPUS='1'");
   });
 
+  it.each([
+    ['low', 256, { VolumeType: 'gp3', Iops: 3000, Throughput: 125 }],
+    ['medium', 256, { VolumeType: 'gp3', Iops: 6000, Throughput: 500 }],
+    ['high', 1024, { VolumeType: 'gp3', Iops: 16000, Throughput: 1000 }],
+    ['ultra', 256, { VolumeType: 'io2', Iops: 64000 }],
+    ['best', 256, { VolumeType: 'io2', Iops: 64000 }],
+    // 500 IOPS per GiB at most, gp3's 3,000 baseline at least, throughput a quarter of the IOPS.
+    ['medium', 10, { VolumeType: 'gp3', Iops: 5000, Throughput: 500 }],
+    ['high', 20, { VolumeType: 'gp3', Iops: 10000, Throughput: 1000 }],
+    ['high', 4, { VolumeType: 'gp3', Iops: 3000, Throughput: 750 }],
+    ['ultra', 8, { VolumeType: 'io2', Iops: 4000 }],
+  ] as const)('sizes a %s-tier root volume of %i GB within what EBS allows', async (diskTier, diskSizeGb, volume) => {
+    await compute().launch(request(spec({ diskTier, diskSizeGb })));
+
+    expect(runInputs('us-east-1')[0]?.BlockDeviceMappings?.[0]?.Ebs).toEqual({ VolumeSize: diskSizeGb, ...volume, DeleteOnTermination: true, Encrypted: true });
+  });
+
   it('uses image_id as given, with no SSM lookup', async () => {
     await compute().launch(request(spec({ imageId: { kind: 'ami', imageId: 'ami-custom' } })));
 

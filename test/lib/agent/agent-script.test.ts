@@ -14,6 +14,7 @@ import { renderAgentScript, type AgentScriptParams } from '../../../lib/agent/sc
 import { agentSecretName, agentSecretValue } from '../../../lib/agent/secret-parameter.ts';
 import { PrecheckError } from '../../../lib/errors.ts';
 import { credentialsDocument, LocalSecretParameters, newNodeCredentials } from '../../../local/secret-parameters.ts';
+import { verifySigV4 } from '../../../local/sigv4.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
 
@@ -85,6 +86,7 @@ class FakeApi {
     const path = request.url ?? '';
     if (path.startsWith('/latest/')) return this.imds(request, path, response);
     if (path === '/ssm/') return this.ssm(request, Buffer.concat(chunks).toString('utf8'), response);
+    if (path === '/ecr/') return this.ecr(request, Buffer.concat(chunks).toString('utf8'), response);
     this.requests.push({
       at: Date.now(),
       method: request.method ?? '',
@@ -122,6 +124,18 @@ class FakeApi {
     const value = metadata[path.replace('/latest/meta-data/', '')];
     if (value === undefined) response.writeHead(404).end();
     else response.writeHead(200).end(value);
+  }
+
+  /** ECR's GetAuthorizationToken, signed with the instance role as ECR checks it. */
+  private ecr(request: IncomingMessage, body: string, response: ServerResponse): void {
+    const headers = Object.fromEntries(Object.entries(request.headers).map(([key, value]) => [key, Array.isArray(value) ? value.join(', ') : value]));
+    const verified = verifySigV4({ method: request.method ?? '', path: request.url ?? '', headers, body }, 'ecr', () => this.credentials, new Date());
+    if ('refused' in verified || headers['x-amz-target'] !== 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken' || verified.region !== 'us-west-2') {
+      response.writeHead(403).end(JSON.stringify({ __type: 'AccessDeniedException' }));
+      return;
+    }
+    const token = Buffer.from('AWS:ecr-password').toString('base64');
+    response.writeHead(200).end(JSON.stringify({ authorizationData: [{ authorizationToken: token, proxyEndpoint: 'https://x', expiresAt: 1 }] }));
   }
 
   private ssm(request: IncomingMessage, body: string, response: ServerResponse): void {
@@ -502,7 +516,7 @@ describe("the agent's callback secret", () => {
  * A stand-in for the docker CLI on PATH: it records every call (one line of arguments) in
  * `docker.log`, fails to pull `registry.example/missing:1`, and runs `docker exec`'s command
  * on this machine with only the variables `-e` names (and IN_CONTAINER=yes), as a container
- * would see them; plus an `aws` that hands out an ECR password.
+ * would see them.
  */
 function dockerStandIn(): string {
   const bin = join(dir, 'docker-bin');
@@ -512,6 +526,7 @@ function dockerStandIn(): string {
     `#!/bin/bash
 printf '%s\\n' "$*" >> "$DUMP_DIR/docker.log"
 case "$1" in
+  info) echo '{"nvidia":{},"runc":{}}' ;;
   pull) if [ "$2" = registry.example/missing:1 ]; then echo "manifest unknown: $2" >&2; exit 1; fi; echo "pulled $2" ;;
   login) cat > "$DUMP_DIR/docker-login-password" ;;
   exec)
@@ -529,7 +544,6 @@ esac
 `,
     { mode: 0o755 },
   );
-  writeFileSync(join(bin, 'aws'), `#!/bin/bash\nprintf '%s\\n' "$*" >> "$DUMP_DIR/aws.log"\necho ecr-password\n`, { mode: 0o755 });
   return [bin, FAST_PATH].join(delimiter);
 }
 
@@ -553,7 +567,7 @@ describe('the agent with a Docker image', () => {
     const calls = dockerCalls();
     const root = join(dir, 'agent');
     expect(calls[0]).toBe('pull ubuntu:22.04');
-    expect(calls).toContain(`run -d --name ${CONTAINER} --network host -v ${root}:${root} -v ${root}:${root} --entrypoint sleep ubuntu:22.04 infinity`);
+    expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 -v ${root}:${root} -v ${root}:${root} --entrypoint sleep ubuntu:22.04 infinity`);
     expect(calls.filter((call) => call.startsWith('exec '))).toEqual(
       ['setup', 'run'].map((phase) => `exec -w ${root} -e TOKEN ${CONTAINER} bash -c . "$1/env.sh" && exec bash "$1/$2.sh" relaunch-phase ${root} ${phase}`),
     );
@@ -564,19 +578,29 @@ describe('the agent with a Docker image', () => {
   it('gives the container the GPUs of a GPU node', async () => {
     await runAgent({ spec: spec({}, { containerImage: 'nvcr.io/nvidia/pytorch:24.07-py3' }), nodeRank: 0, gpusPerNode: 8 }, dockerStandIn());
 
-    expect(dockerCalls().find((call) => call.startsWith('run '))).toContain('--network host --gpus all -v');
+    expect(dockerCalls().find((call) => call.startsWith('run '))).toContain('--ulimit memlock=-1 --gpus all -v');
   });
 
   it("logs in to the account's ECR with the instance role before pulling from it", async () => {
     const image = '123456789012.dkr.ecr.us-west-2.amazonaws.com/team/model:1';
 
-    const result = await runAgent({ spec: spec({}, { containerImage: image }), nodeRank: 0 }, dockerStandIn());
+    const result = await runAgent({ spec: spec({}, { containerImage: image }), nodeRank: 0, ecrEndpoint: `${apiUrl}/ecr` }, dockerStandIn());
 
     expect(result.exitCode).toBe(0);
-    expect(readFileSync(join(dir, 'aws.log'), 'utf8')).toBe('ecr get-login-password --region us-west-2\n');
+    expect(api.reports[0]).toMatchObject({ phase: 'setup', exitCode: 0 });
+    // The password reached docker on its stdin, never its command line.
     expect(readFileSync(join(dir, 'docker-login-password'), 'utf8')).toBe('ecr-password\n');
     const calls = dockerCalls();
     expect(calls.indexOf('login --username AWS --password-stdin 123456789012.dkr.ecr.us-west-2.amazonaws.com')).toBeLessThan(calls.indexOf(`pull ${image}`));
+  });
+
+  it("refuses to start a GPU node's container on a docker without the NVIDIA runtime: setup 125, saying why", async () => {
+    const path = dockerStandIn();
+    writeFileSync(join(dir, 'docker-bin', 'docker'), readFileSync(join(dir, 'docker-bin', 'docker'), 'utf8').replace(`{"nvidia":{},"runc":{}}`, `{"runc":{}}`));
+
+    await runAgent({ spec: spec({}, { containerImage: 'ubuntu:22.04' }), nodeRank: 0, gpusPerNode: 1 }, path);
+
+    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 125, outputTail: expect.stringContaining('no NVIDIA runtime') }]);
   });
 
   it('reports setup as 125 with why when the image cannot be pulled in three tries, and never runs', async () => {

@@ -53,12 +53,10 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   ],
   '08-external-lb-llm-ordered.yaml': [
     'service: not supported by relaunch yet (a SkyPilot key) (line 10)',
-    'resources.disk_tier: not supported by relaunch yet (a SkyPilot key) (line 37)',
     'resources.ordered: not supported by relaunch yet (a SkyPilot key) (line 39)',
     'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 43)',
   ],
   '09-deepseek-r1-671b.yaml': [
-    'resources.disk_tier: not supported by relaunch yet (a SkyPilot key) (line 6)',
     'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 7)',
     'resources.any_of: not supported by relaunch yet (a SkyPilot key) (line 8)',
     'service: not supported by relaunch yet (a SkyPilot key) (line 43)',
@@ -75,7 +73,6 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   ],
   '12-llama3-serve.yaml': [
     'service: not supported by relaunch yet (a SkyPilot key) (line 60)',
-    'resources.disk_tier: not supported by relaunch yet (a SkyPilot key) (line 77)',
     'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 78)',
   ],
   '13-vllm-service-with-auth.yaml': [
@@ -111,7 +108,6 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   ],
   '24-mixed-list-accelerators.yaml': 'accepted',
   '25-vicuna-train.yaml': [
-    'resources.disk_tier: not supported by relaunch yet (a SkyPilot key) (line 7)',
     'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 11)',
   ],
   '26-spot-bert-qa-legacy.yaml': [

@@ -1,6 +1,7 @@
 // resources.image_id: AMIs, SkyPilot's image aliases, and Docker images to run the task in.
 
 import { describe, expect, it } from 'vitest';
+import { isDockerReference } from '../../../lib/spec/image-id.ts';
 import { parseTaskObject } from '../../../lib/spec/parse.ts';
 import type { Resources } from '../../../lib/spec/types.ts';
 import { rejectedIssues } from './rejection.ts';
@@ -39,5 +40,43 @@ describe('image_id', () => {
   ])('refuses %s, naming the field', (_name, value, message) => {
     const issues = rejectedIssues(() => parseTaskObject({ run: 'x', resources: { image_id: value } }));
     expect(issues.some((issue) => issue.includes(message)), issues.join('\n')).toBe(true);
+  });
+});
+
+describe('isDockerReference', () => {
+  it.each([
+    'ubuntu',
+    'ubuntu:22.04',
+    'library/ubuntu:latest',
+    'nvcr.io/nvidia/pytorch:24.07-py3',
+    'localhost:5000/team/img:v1',
+    '[::1]:5000/x',
+    'public.ecr.aws/hpc-cloud/nccl-tests:latest',
+    '123456789012.dkr.ecr.us-west-2.amazonaws.com/team/model:1',
+    'a__b/c--d/e.f',
+    `ubuntu@sha256:${'a'.repeat(64)}`,
+    `ubuntu@sha512:${'b'.repeat(128)}`,
+    `${'n'.repeat(200)}:tag@sha256:${'c'.repeat(64)}`,
+  ])('takes %s', (image) => {
+    expect(isDockerReference(image)).toBe(true);
+  });
+
+  it.each(['', '-v/x', '--help', './x', 'foo-/bar', 'a..b', 'a.-b', 'a___b', 'Ubuntu', 'ubuntu:', 'ubuntu:-x', 'ubuntu@sha256:short', 'my image', 'a;b', `${'n'.repeat(256)}`])('refuses %j', (image) => {
+    expect(isDockerReference(image)).toBe(false);
+  });
+});
+
+describe('disk_tier', () => {
+  it('takes each of SkyPilot tiers, in any case, and is left out when not given', () => {
+    for (const tier of ['low', 'medium', 'high', 'ultra', 'best']) {
+      expect(parseTaskObject({ run: 'x', resources: { disk_tier: tier.toUpperCase() } }).spec.resources.diskTier).toBe(tier);
+    }
+    expect(parseTaskObject({ run: 'x' }).spec.resources).not.toHaveProperty('diskTier');
+  });
+
+  it('refuses anything else, naming the tiers', () => {
+    expect(rejectedIssues(() => parseTaskObject({ run: 'x', resources: { disk_tier: 'fast' } }))).toEqual([
+      'resources.disk_tier: expected one of low, medium, high, ultra, best, got "fast"',
+    ]);
   });
 });

@@ -71,3 +71,13 @@ describe('secret names an object has by inheritance', () => {
     expect(resolveSecrets(parsed.spec, parsed.secrets, { valueOf: 'v' }).spec.secretNames).toEqual(['constructor', 'toString', 'valueOf']);
   });
 });
+
+describe("names the job's shell uses itself", () => {
+  it.each(['IFS', 'PATH', 'UID', 'BASH_ENV', 'SHELLOPTS'])('refuses %s as a secret, in the file or given at submit', (name) => {
+    expect(rejectedIssues(() => parseTaskObject({ run: 'x', secrets: { [name]: 'v' } }))).toEqual([
+      `secrets.${name}: expected a name the job's shell does not use itself, got ${name}`,
+    ]);
+    const parsed = parseTaskObject({ run: 'x' });
+    expect(rejectedIssues(() => resolveSecrets(parsed.spec, parsed.secrets, { [name]: 'v' }))[0]).toMatch(/does not use itself, got .* \(given with --secret\)$/);
+  });
+});
