@@ -1,10 +1,12 @@
 // `relaunch validate TASK.yaml`: the normalized task a file means, or every problem in it.
 
 import type { Command } from 'commander';
-import { formatIssue, InvalidInputError, InvalidTaskSpecError } from '../../lib/errors.ts';
+import { formatIssue, InvalidInputError, InvalidTaskSpecError, PrecheckError } from '../../lib/errors.ts';
+import { instanceTypeInfo } from '../../lib/instance-types.ts';
+import { instanceTypesFor } from '../../lib/placement.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/spec/bounds.ts';
 import { parseJobFile } from '../../lib/spec/parse.ts';
-import type { Accelerator, ImageId, Quantity, RecoveryPolicy, TaskSpec } from '../../lib/spec/types.ts';
+import type { Accelerator, ImageId, Quantity, RecoveryPolicy, SpecWarning, TaskSpec } from '../../lib/spec/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { readTaskFile, taskSourceName } from '../task-file.ts';
 
@@ -24,10 +26,16 @@ export interface ValidateOptions {
 export async function runValidate(file: string, options: ValidateOptions, io: Io): Promise<ExitStatus> {
   const json = options.json === true;
   try {
-    const { pipeline, tasks, warnings } = parseJobFile(await readTaskFile(file), { review: true });
+    const { pipeline, tasks, warnings: parsedWarnings } = parseJobFile(await readTaskFile(file), { review: true });
     const specs = tasks.map((task) => task.spec);
+    const found = specs.map((spec, index) => candidatesOf(spec, pipeline === null ? '' : `tasks[${index}].`));
+    const warnings = [...parsedWarnings, ...found.flatMap((c) => c.warnings)];
+    const candidates = found.map((c) => c.candidates);
     if (json) {
-      const body = pipeline === null ? { ok: true, spec: specs[0], warnings } : { ok: true, pipeline, tasks: specs, warnings };
+      const body =
+        pipeline === null
+          ? { ok: true, spec: specs[0], candidates: candidates[0], warnings }
+          : { ok: true, pipeline, tasks: specs, candidates, warnings };
       io.out(JSON.stringify(body, null, 2));
       return ExitStatus.OK;
     }
@@ -63,6 +71,36 @@ export function validateCommand(io: Io): Command {
     });
 }
 
+
+/** An instance type a task may launch on, as `validate --json` shows it. */
+export interface Candidate {
+  readonly instanceType: string;
+  /** null for a type relaunch's catalog does not describe (one named with instance_type). */
+  readonly vcpus: number | null;
+  readonly memoryGib: number | null;
+  readonly gpus: { readonly name: string; readonly count: number } | null;
+  readonly market: 'spot' | 'on-demand';
+}
+
+/**
+ * The instance types the task's resources allow, from relaunch's catalog (a deployment's
+ * allowed types may narrow them further), in the order launches try them. None fits: a
+ * warning saying so, as the launch would end FAILED_PRECHECKS.
+ */
+function candidatesOf(spec: TaskSpec, prefix: string): { candidates: Candidate[]; warnings: SpecWarning[] } {
+  const market = spec.resources.useSpot ? 'spot' : 'on-demand';
+  try {
+    const candidates = instanceTypesFor(spec.resources).map((instanceType): Candidate => {
+      const info = instanceTypeInfo(instanceType);
+      return { instanceType, vcpus: info?.vcpus ?? null, memoryGib: info?.memoryGib ?? null, gpus: info?.gpu ?? null, market };
+    });
+    return { candidates, warnings: [] };
+  } catch (error) {
+    if (!(error instanceof PrecheckError)) throw error;
+    const message = `${error.message.replace(/^resources: /, '')}; a launch would end FAILED_PRECHECKS`;
+    return { candidates: [], warnings: [{ path: `${prefix}resources`, message }] };
+  }
+}
 
 /** Exit codes as short runs: `[1, 2, 3, 7]` is `1-3, 7`. */
 export function codeRuns(codes: readonly number[]): string {

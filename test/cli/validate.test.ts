@@ -1,7 +1,7 @@
 // `relaunch validate`: the summary, --json, warnings, every error, exit statuses, and the real binary.
 
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -212,7 +212,35 @@ describe('runValidate --json', () => {
     expect(await runValidate(file, { json: true }, io)).toBe(0);
     const expected = JSON.parse(readFileSync(file.replace(/\.yaml$/, '.json'), 'utf8')) as object;
     expect(io.stderr).toEqual([]);
-    expect(JSON.parse(io.stdout.join(''))).toEqual({ ok: true, ...expected });
+    expect(JSON.parse(io.stdout.join(''))).toEqual({ ok: true, ...expected, candidates: expect.any(Array) });
+  });
+
+  it('lists the instance types a task may launch on, with vCPUs, memory, GPUs and market', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relaunch-validate-'));
+    const file = join(dir, 'gpu.yaml');
+    writeFileSync(file, 'resources:\n  accelerators: A100:8\n  use_spot: true\nrun: x\n');
+    const io = bufferIo();
+
+    expect(await runValidate(file, { json: true }, io)).toBe(0);
+
+    const body = JSON.parse(io.stdout.join('')) as { candidates: unknown[] };
+    expect(body.candidates).toContainEqual({ instanceType: 'p4d.24xlarge', vcpus: 96, memoryGib: 1152, gpus: { name: 'A100', count: 8 }, market: 'spot' });
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('warns, and lists no candidate, when no instance type fits the resources', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relaunch-validate-'));
+    const file = join(dir, 'huge.yaml');
+    writeFileSync(file, 'resources:\n  cpus: 100000\nrun: x\n---\nrun: y\n');
+    const io = bufferIo();
+
+    expect(await runValidate(file, { json: true }, io)).toBe(0);
+
+    const body = JSON.parse(io.stdout.join('')) as { candidates: unknown[][]; warnings: { path: string; message: string }[] };
+    expect(body.candidates[0]).toEqual([]);
+    expect(body.candidates[1]?.length).toBeGreaterThan(0);
+    expect(body.warnings).toContainEqual({ path: 'tasks[0].resources', message: 'no instance type has cpus 100000; name one with instance_type; a launch would end FAILED_PRECHECKS' });
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('prints {ok: false, issues: [{path, message, line}]} on stdout and returns 2', async () => {
