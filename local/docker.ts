@@ -3,6 +3,7 @@
 // its local instance goes (a container is the daemon's child, outside the node's group).
 
 import { execFile, spawn, type ExecFileException } from 'node:child_process';
+import { CONTAINER_PREFIX } from '../lib/agent/script.ts';
 import type { InputIssue } from '../lib/errors.ts';
 import type { TaskSpec } from '../lib/spec/types.ts';
 
@@ -11,7 +12,7 @@ const INFO_TIMEOUT_MS = 15_000;
 
 /** The container a node's agent runs setup and run in (lib/agent/script.ts names it so). */
 export function containerName(instanceId: string): string {
-  return `relaunch-${instanceId}`;
+  return `${CONTAINER_PREFIX}${instanceId}`;
 }
 
 /**

@@ -5,11 +5,10 @@
 // anyone else, or not signed at all, is refused with SSM's error codes.
 
 import { randomBytes } from 'node:crypto';
+import { GET_PARAMETER_TARGET } from '../lib/agent/secret-parameter.ts';
 import type { ApiResponse } from '../lib/http/index.ts';
 import { verifySigV4, type Credentials, type SignedRequest } from './sigv4.ts';
 
-/** The JSON protocol's target for GetParameter. */
-export const GET_PARAMETER_TARGET = 'AmazonSSM.GetParameter';
 
 /** The role name a local instance's metadata lists under `iam/security-credentials/`. */
 export const LOCAL_INSTANCE_ROLE = 'relaunch-local-node';

@@ -48,7 +48,7 @@ import {
   reportPath,
   STALE_ATTEMPT_STATUS,
 } from './protocol.ts';
-import type { SecretSource } from './secret-parameter.ts';
+import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount } from './tags.ts';
 
 /** Everything one node's agent needs to know. */
@@ -129,6 +129,9 @@ export interface AgentScriptParams {
   readonly discoveryTimeoutSeconds?: number;
 }
 
+/** A node's container is named this and its instance id (`docker rm -f` finds it so). */
+export const CONTAINER_PREFIX = 'relaunch-';
+
 /** Variables that differ per node, set by the script once it knows its rank and the IPs. */
 const PER_NODE_VARIABLES = ['RELAUNCH_NODE_RANK', 'SKYPILOT_NODE_RANK', 'RELAUNCH_NODE_IPS', 'SKYPILOT_NODE_IPS'];
 
@@ -165,6 +168,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     SECRET_PATH: params.secretSource.path,
     SSM_REGION: params.secretSource.region,
     SSM_URL: params.secretSource.endpoint.replace(/\/+$/, ''),
+    SSM_GET_PARAMETER: GET_PARAMETER_TARGET,
     NUM_NODES: spec.numNodes,
     NODE_RANK: params.nodeRank ?? '',
     NODE_IPS: params.nodeIps?.join('\n') ?? '',
@@ -188,6 +192,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     RUN_B64: base64(spec.run ?? ''),
     ENV_B64: base64(environmentFile(params)),
     CONTAINER_IMAGE: spec.resources.containerImage ?? '',
+    CONTAINER_PREFIX,
     CONTAINER_GPUS: (params.containerGpus ?? (params.gpusPerNode ?? 0) > 0) ? 1 : 0,
     PULL_RETRY_SECONDS: params.pullRetrySeconds ?? 5,
     ECR_URL: (params.ecrEndpoint ?? '').replace(/\/+$/, ''),
@@ -469,7 +474,7 @@ aws_call() {
 # in SSM_ERROR (1).
 ssm_get_parameter() {
   SSM_VALUE=''
-  if ! aws_call ssm "$SSM_REGION" "$SSM_URL" AmazonSSM.GetParameter "$(printf '{"Name":"%s","WithDecryption":true}' "$1")"; then
+  if ! aws_call ssm "$SSM_REGION" "$SSM_URL" "$SSM_GET_PARAMETER" "$(printf '{"Name":"%s","WithDecryption":true}' "$1")"; then
     SSM_ERROR=$AWS_ERROR
     return 1
   fi
@@ -608,7 +613,7 @@ secret_env_flags() {
 # and work folders at the same paths. Its output goes to setup's log; 1 when it fails.
 container_start() {
   local registry region tries=0 gpus=''
-  CONTAINER="relaunch-$INSTANCE_ID"
+  CONTAINER="$CONTAINER_PREFIX$INSTANCE_ID"
   if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     echo "relaunch: installing docker"
     # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.

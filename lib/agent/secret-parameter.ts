@@ -7,6 +7,9 @@
 // `${ec2:SourceInstanceARN}`, the ARN of the instance whose credentials sign the request:
 // a node reads its own secret and no other.
 
+/** SSM's JSON protocol target for GetParameter, which the agent signs and sends. */
+export const GET_PARAMETER_TARGET = 'AmazonSSM.GetParameter';
+
 /** The tag on a secret parameter naming the one instance that may read it. */
 export const SECRET_OWNER_TAG = 'relaunch:instance-arn';
 
