@@ -2,10 +2,12 @@
 
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError, InvalidTaskSpecError, PrecheckError } from '../../lib/errors.ts';
-import { instanceTypeInfo } from '../../lib/instance-types.ts';
+import { instanceTypeInfo, type GpuCount } from '../../lib/instance-types.ts';
+import type { Market } from '../../lib/policy/types.ts';
 import { instanceTypesFor } from '../../lib/placement.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/spec/bounds.ts';
 import { parseJobFile } from '../../lib/spec/parse.ts';
+import { taskPath } from '../../lib/spec/path.ts';
 import type { Accelerator, ImageId, Quantity, RecoveryPolicy, SpecWarning, TaskSpec } from '../../lib/spec/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { readTaskFile, taskSourceName } from '../task-file.ts';
@@ -28,7 +30,7 @@ export async function runValidate(file: string, options: ValidateOptions, io: Io
   try {
     const { pipeline, tasks, warnings: parsedWarnings } = parseJobFile(await readTaskFile(file), { review: true });
     const specs = tasks.map((task) => task.spec);
-    const found = specs.map((spec, index) => candidatesOf(spec, pipeline === null ? '' : `tasks[${index}].`));
+    const found = specs.map((spec, index) => candidatesOf(spec, pipeline === null ? 'resources' : taskPath(index, 'resources')));
     const warnings = [...parsedWarnings, ...found.flatMap((c) => c.warnings)];
     const candidates = found.map((c) => c.candidates);
     if (json) {
@@ -78,8 +80,8 @@ export interface Candidate {
   /** null for a type relaunch's catalog does not describe (one named with instance_type). */
   readonly vcpus: number | null;
   readonly memoryGib: number | null;
-  readonly gpus: { readonly name: string; readonly count: number } | null;
-  readonly market: 'spot' | 'on-demand';
+  readonly gpus: GpuCount | null;
+  readonly market: Market;
 }
 
 /**
@@ -87,8 +89,8 @@ export interface Candidate {
  * allowed types may narrow them further), in the order launches try them. None fits: a
  * warning saying so, as the launch would end FAILED_PRECHECKS.
  */
-function candidatesOf(spec: TaskSpec, prefix: string): { candidates: Candidate[]; warnings: SpecWarning[] } {
-  const market = spec.resources.useSpot ? 'spot' : 'on-demand';
+function candidatesOf(spec: TaskSpec, path: string): { candidates: Candidate[]; warnings: SpecWarning[] } {
+  const market: Market = spec.resources.useSpot ? 'spot' : 'on-demand';
   try {
     const candidates = instanceTypesFor(spec.resources).map((instanceType): Candidate => {
       const info = instanceTypeInfo(instanceType);
@@ -98,7 +100,7 @@ function candidatesOf(spec: TaskSpec, prefix: string): { candidates: Candidate[]
   } catch (error) {
     if (!(error instanceof PrecheckError)) throw error;
     const message = `${error.message.replace(/^resources: /, '')}; a launch would end FAILED_PRECHECKS`;
-    return { candidates: [], warnings: [{ path: `${prefix}resources`, message }] };
+    return { candidates: [], warnings: [{ path, message }] };
   }
 }
 
