@@ -12,10 +12,13 @@ describe('cancel, end to end', () => {
   it('cancels a running job: CANCELLED, and its process group is gone', async () => {
     const t = await open();
     const { jobId } = await t.runtime.submit(
+      // The sleeps are setup's, so no phase ends (and no report arrives) before the cancel,
+      // however the machine schedules the agent.
       yaml`
-        run: |
+        setup: |
           sleep 30 &
           sleep 30
+        run: "true"
       `,
     );
     await waitUntilAwaiting(t, jobId, 1);
