@@ -7,7 +7,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { ApiRequest, ApiResponse } from '../lib/http/index.ts';
-import { matchRoute } from '../lib/http/index.ts';
+import { headerValue, matchRoute } from '../lib/http/index.ts';
 import { LOCAL_INSTANCE_TYPE, LOCAL_REGION, type LocalInstance } from './process-compute.ts';
 import { credentialsDocument, LOCAL_INSTANCE_ROLE, type LocalSecretParameters } from './secret-parameters.ts';
 
@@ -86,14 +86,14 @@ function answerImds(
 ): ApiResponse {
   if (path === '/latest/api/token') {
     if (method !== 'PUT') return text(405, '');
-    const ttl = Number(header(headers, TOKEN_TTL_HEADER));
+    const ttl = Number(headerValue(headers, TOKEN_TTL_HEADER));
     if (!Number.isInteger(ttl) || ttl < 1 || ttl > 21_600) return text(400, '');
     const token = randomUUID();
     instance.imdsTokens.add(token);
     return text(200, token);
   }
   if (method !== 'GET') return text(405, '');
-  const token = header(headers, TOKEN_HEADER);
+  const token = headerValue(headers, TOKEN_HEADER);
   if (token === undefined || !instance.imdsTokens.has(token)) return text(401, '');
   const prefix = '/latest/meta-data/';
   if (!path.startsWith(prefix)) return text(404, '');
@@ -126,10 +126,6 @@ function metadata(instance: LocalInstance, key: string): string | undefined {
   }
 }
 
-function header(headers: Readonly<Record<string, string | undefined>>, name: string): string | undefined {
-  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value;
-  return undefined;
-}
 
 function text(statusCode: number, body: string): ApiResponse {
   return { statusCode, headers: { 'content-type': 'text/plain' }, body };

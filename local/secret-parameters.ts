@@ -6,6 +6,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { GET_PARAMETER_TARGET } from '../lib/agent/secret-parameter.ts';
+import { headerValue } from '../lib/http/headers.ts';
 import type { ApiResponse } from '../lib/http/index.ts';
 import { verifySigV4, type Credentials, type SignedRequest } from './sigv4.ts';
 
@@ -81,7 +82,7 @@ export class LocalSecretParameters {
       const status = verified.refused.code === 'InvalidSignatureException' || verified.refused.code === 'MissingAuthenticationToken' ? 403 : 400;
       return ssmError(status, verified.refused.code, verified.refused.message);
     }
-    const target = Object.entries(request.headers).find(([key]) => key.toLowerCase() === 'x-amz-target')?.[1];
+    const target = headerValue(request.headers, 'x-amz-target');
     if (target !== GET_PARAMETER_TARGET) return ssmError(400, 'UnknownOperationException', `the local SSM answers only ${GET_PARAMETER_TARGET}`);
     const name = parameterName(request.body);
     if (name === null) return ssmError(400, 'ValidationException', 'expected a JSON body with a Name');

@@ -4,6 +4,7 @@
 // the agent and the SDK send); a presigned URL or a chunked upload is refused.
 
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { headerValue } from '../lib/http/headers.ts';
 
 /** A request as it arrived: header names in any case. */
 export interface SignedRequest {
@@ -143,8 +144,7 @@ function parseAmzDate(text: string): number | null {
 }
 
 function header(request: SignedRequest, name: string): string | undefined {
-  for (const [key, value] of Object.entries(request.headers)) if (key.toLowerCase() === name) return value;
-  return undefined;
+  return headerValue(request.headers, name);
 }
 
 function refuse(code: SignatureRefusal['code'], message: string): { readonly refused: SignatureRefusal } {

@@ -1,6 +1,7 @@
 // handleApiRequest: the REST API with no framework. Route, parse, call one use case, answer;
 // API Gateway's Lambda and `relaunch serve` both adapt their requests to this.
 
+import { headerValue } from './headers.ts';
 import type * as z from '../zod.ts';
 import { InvalidInputError, UnauthorizedError } from '../errors.ts';
 import { isJobId, JOB_ID_LENGTH } from '../ids.ts';
@@ -132,8 +133,7 @@ function isJson(request: ApiRequest): boolean {
 }
 
 function header(request: ApiRequest, name: string): string | undefined {
-  for (const [key, value] of Object.entries(request.headers)) if (key.toLowerCase() === name) return value;
-  return undefined;
+  return headerValue(request.headers, name);
 }
 
 function listLimit(path: string): number | undefined {
