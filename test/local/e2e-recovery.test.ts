@@ -121,8 +121,12 @@ describe('recovery without an exit code, end to end', () => {
           echo "node $RELAUNCH_NODE_RANK done"
       `,
     );
-    // Node 1 fails only once both nodes run, so node 0 is surely running when it does.
-    await waitFor('both nodes of attempt 1', () => (t.runtime.deps.compute.liveGroups().length === 2 ? true : undefined));
+    // Node 1 fails only once both nodes run: both setup reports stored (a node's group exists
+    // from its start, before it has its secret, so the groups alone do not say so).
+    await waitFor('both nodes of attempt 1 running', async () => {
+      const attempt = (await t.runtime.deps.store.getJob(jobId)).attemptCount >= 1 ? await t.runtime.deps.store.getAttempt(jobId, 1) : null;
+      return attempt !== null && attempt.reports.filter((report) => report.phase === 'setup').length === 2 ? true : undefined;
+    });
     const pids = t.runtime.deps.compute.liveGroups();
     writeFileSync(`${jobWorkDir(t.runtime.dataDir, jobId)}/go`, '');
     const job = await finish(t, jobId);
