@@ -7,6 +7,7 @@ import type { Market } from '../../lib/policy/types.ts';
 import { instanceTypesFor } from '../../lib/placement.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/spec/bounds.ts';
 import { parseJobFile } from '../../lib/spec/parse.ts';
+import { describeSource } from '../../lib/spec/mounts.ts';
 import { taskPath } from '../../lib/spec/path.ts';
 import type { Accelerator, ImageId, Quantity, RecoveryPolicy, SpecWarning, TaskSpec } from '../../lib/spec/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
@@ -186,7 +187,8 @@ export function renderSpec(file: string, spec: TaskSpec): string {
     ['image', [r.imageId === null ? 'default' : image(r.imageId)]],
     ...(r.containerImage === undefined ? [] : ([['container', [`${r.containerImage} (setup and run run in it)`]]] as [string, string[]][])),
     ['recovery', recovery(r.jobRecovery)],
-    ['workdir', [spec.workdir ?? '(none)']],
+    ['workdir', [spec.gitWorkdir === undefined ? (spec.workdir ?? '(none)') : `${spec.gitWorkdir.url}${spec.gitWorkdir.ref === null ? '' : ` at ${spec.gitWorkdir.ref}`} (git)`]],
+    ['mounts', (spec.fileMounts ?? []).map((mount) => `${mount.path} <- ${describeSource(mount.source)}, ${mount.mode}`).concat(spec.fileMounts === undefined ? ['(none)'] : [])],
     ['envs', [Object.keys(spec.envs).join(', ') || '(none)']],
     ['secrets', [(spec.secretNames ?? []).join(', ') || '(none)']],
     ['setup', [lineCount(spec.setup)]],

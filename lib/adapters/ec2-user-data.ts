@@ -37,6 +37,12 @@ export function ec2TaskProblems(spec: TaskSpec): InputIssue[] {
       message: 'expected no workdir on AWS: its contents are not uploaded to the instances yet (locally it runs); put the files in the image or fetch them in setup',
     });
   }
+  if (spec.gitWorkdir !== undefined) {
+    problems.push({ path: 'workdir', message: 'expected a local folder or none: relaunch does not clone a git workdir on AWS yet; clone it in setup' });
+  }
+  if (spec.fileMounts !== undefined) {
+    problems.push({ path: 'file_mounts', message: 'expected no file_mounts on AWS: relaunch does not upload or mount them there yet; fetch the data in setup' });
+  }
   const packed = packedAgent({
     apiUrl: `https://${'x'.repeat(160)}.execute-api.us-east-1.amazonaws.com/v1/`,
     jobId: 'j-xxxxxxxxx-xxxxxx',

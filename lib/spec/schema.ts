@@ -8,7 +8,8 @@ import { envsSchema } from './envs.ts';
 import { alsoInEnvs, secretsSchema, type SecretValues } from './secrets.ts';
 import { flag, fromParser, integer, isMapping } from './fields.ts';
 import { imageIdSchema, imageProblems } from './image-id.ts';
-import { MAX_NAME_LENGTH, MAX_WORKDIR_LENGTH, taskTextProblem } from './limits.ts';
+import { MAX_NAME_LENGTH, taskTextProblem } from './limits.ts';
+import { fileMountsSchema, workdirSchema } from './mounts.ts';
 import { expected, expectedGot, type Problem } from './messages.ts';
 import type { Path } from './path.ts';
 import { cloudSchema, infraSchema, place, placementProblems, regionSchema, zoneSchema } from './placement.ts';
@@ -34,16 +35,6 @@ const nameSchema = fromParser<string>((value, report) => {
   return typeof value === 'string' && TASK_NAME.test(value)
     ? value
     : report(expectedGot('a name of letters and digits joined by . _ or - (such as train-llama)', value));
-});
-
-const workdirSchema = fromParser<string>((value, report) => {
-  if (typeof value === 'string' && value.length > MAX_WORKDIR_LENGTH) {
-    return report(`expected a local directory path of at most ${MAX_WORKDIR_LENGTH} characters, got ${value.length} characters`);
-  }
-  if (typeof value === 'string' && value.includes('\0')) return report('expected a local directory path without NUL characters');
-  if (typeof value === 'string' && value !== '') return value;
-  const gitNote = isMapping(value) ? ' (a git workdir with url and ref is not supported by relaunch yet)' : '';
-  return report(`${expectedGot('a local directory path', value)}${gitNote}`);
 });
 
 /** `setup` and `run`: shell text a process can be given (no NUL); their size counts in the task's total. */
@@ -115,6 +106,7 @@ const resourcesSchema = z.pipe(
 const taskShape = {
   name: z.nullish(nameSchema),
   workdir: z.nullish(workdirSchema),
+  file_mounts: z.nullish(fileMountsSchema),
   // Bounded so an attempt's reports fit its one stored record (lib/report-tail.ts).
   num_nodes: z.nullish(integer(`an integer from 1 to ${MAX_NUM_NODES} (the most nodes relaunch runs a task on)`, 1, MAX_NUM_NODES)),
   envs: z.nullish(envsSchema),
@@ -143,7 +135,9 @@ export const taskSchema = z.pipe(
     }
     const spec: TaskSpec = {
       name: given.name ?? null,
-      workdir: given.workdir ?? null,
+      workdir: given.workdir?.kind === 'path' ? given.workdir.path : null,
+      ...(given.workdir?.kind === 'git' ? { gitWorkdir: given.workdir.git } : {}),
+      ...(given.file_mounts == null || given.file_mounts.length === 0 ? {} : { fileMounts: given.file_mounts }),
       numNodes: given.num_nodes ?? 1,
       envs: given.envs ?? {},
       setup: given.setup ?? null,

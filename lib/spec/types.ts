@@ -1,6 +1,7 @@
 // The normalized task spec: one shape for every form a SkyPilot task file can take.
 
 import type { ImageAlias } from './image-id.ts';
+import type { FileMount, GitWorkdir } from './mounts.ts';
 
 /** Where to relaunch after an attempt dies. */
 export type RecoveryStrategy = 'EAGER_NEXT_REGION' | 'FAILOVER';
@@ -104,7 +105,15 @@ export type DiskTier = (typeof DISK_TIERS)[number];
 /** A task file, parsed and normalized. */
 export interface TaskSpec {
   readonly name: string | null;
+  /**
+   * A local folder as the file names it, copied to every node's ~/sky_workdir, where setup
+   * and run start; once `run` has uploaded it, `upload:dir:sha256:<hex>` (lib/spec/mounts.ts).
+   */
   readonly workdir: string | null;
+  /** SkyPilot's git workdir, cloned on every node instead. Absent: none. */
+  readonly gitWorkdir?: GitWorkdir;
+  /** `file_mounts`, in the file's order. Absent: none. */
+  readonly fileMounts?: readonly FileMount[];
   readonly numNodes: number;
   /** Values are strings, as the job's environment holds them; a null in the file is ''. */
   readonly envs: Readonly<Record<string, string>>;

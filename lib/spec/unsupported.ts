@@ -18,7 +18,7 @@ const SECTION_PREFIX: Readonly<Record<Section, string>> = {
  */
 export const UNSUPPORTED_KEYS: Readonly<Record<Section, ReadonlySet<string>>> = {
   task: new Set([
-    'file_mounts', 'service', 'volumes', 'config', 'event_callback', 'inputs',
+    'service', 'volumes', 'config', 'event_callback', 'inputs',
     'outputs', 'file_mounts_mapping', 'storage_mounts', 'execution', 'primary_tasks', 'pool',
     'volume_mounts', 'managed_secrets', 'api_server_access', 'experimental', '_metadata',
   ]),

@@ -3,6 +3,7 @@
 import type { TaskSpec } from './types.ts';
 import type { Problem } from './messages.ts';
 import { isMapping } from './fields.ts';
+import { mountWarnings } from './mounts.ts';
 
 /** SIGKILL's exit code: the kernel's out-of-memory killer is its usual sender. */
 const SIGKILL_EXIT = 137;
@@ -83,6 +84,7 @@ export function specWarnings(task: Readonly<Record<string, unknown>>, spec: Task
       message: 'has no effect: the task does not use spot (use_spot is not true)',
     });
   }
+  warnings.push(...mountWarnings(task, spec.fileMounts ?? []));
   if (spec.setup === null && spec.run === null) {
     warnings.push({ path: [], message: 'neither setup nor run is given: the job does nothing and succeeds' });
   }

@@ -47,6 +47,7 @@ describe('runValidate, human output', () => {
       '                recover_on_exit_codes 29, 64-78 (unlimited)',
       '                restart_backoff 30 s x2 up to 600 s, full jitter',
       '  workdir       .',
+      '  mounts        (none)',
       '  envs          CHECKPOINT_DIR, GLOBAL_BATCH, RESUME',
       '  secrets       (none)',
       '  setup         1 line',
@@ -70,6 +71,7 @@ describe('runValidate, human output', () => {
         '                restart_backoff 15 s x3 up to 300 s, none jitter',
         '                on-demand after 3 preemptions in a row',
         '  workdir       (none)',
+        '  mounts        (none)',
         '  envs          (none)',
       ].join('\n'),
     );
@@ -225,6 +227,46 @@ describe('runValidate --json', () => {
 
     const body = JSON.parse(io.stdout.join('')) as { candidates: unknown[] };
     expect(body.candidates).toContainEqual({ instanceType: 'p4d.24xlarge', vcpus: 96, memoryGib: 1152, gpus: { name: 'A100', count: 8 }, market: 'spot' });
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shows each mount with its mode and where its data comes from, and the git workdir', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relaunch-validate-'));
+    const file = join(dir, 'mounts.yaml');
+    writeFileSync(
+      file,
+      [
+        'workdir: {url: https://github.com/org/repo.git, ref: v1.2}',
+        'file_mounts:',
+        '  /data: s3://datasets/imagenet',
+        '  ~/config.json: ./config.json',
+        '  /checkpoint: {name: team-ckpts, mode: MOUNT_CACHED, persistent: false}',
+        '  /scratch: {mode: MOUNT}',
+        'run: x',
+        '',
+      ].join('\n'),
+    );
+    const json = bufferIo();
+    expect(await runValidate(file, { json: true }, json)).toBe(0);
+    const body = JSON.parse(json.stdout.join('')) as { spec: { gitWorkdir: unknown; fileMounts: unknown } };
+    expect(body.spec.gitWorkdir).toEqual({ url: 'https://github.com/org/repo.git', ref: 'v1.2' });
+    expect(body.spec.fileMounts).toEqual([
+      { path: '/data', source: { kind: 's3', bucket: 'datasets', key: 'imagenet' }, mode: 'COPY' },
+      { path: '~/config.json', source: { kind: 'local', path: './config.json' }, mode: 'COPY' },
+      { path: '/checkpoint', source: { kind: 'bucket', name: 'team-ckpts', persistent: false }, mode: 'MOUNT_CACHED' },
+      { path: '/scratch', source: { kind: 'bucket', name: null, persistent: true }, mode: 'MOUNT' },
+    ]);
+    const text = bufferIo();
+    expect(await runValidate(file, {}, text)).toBe(0);
+    expect(text.stdout.join('\n')).toContain(
+      [
+        '  workdir       https://github.com/org/repo.git at v1.2 (git)',
+        '  mounts        /data <- s3://datasets/imagenet, COPY',
+        '                ~/config.json <- ./config.json (local, uploaded at submit), COPY',
+        '                /checkpoint <- bucket team-ckpts (deleted after the job), MOUNT_CACHED',
+        "                /scratch <- a folder of relaunch's own bucket for this job, MOUNT",
+      ].join('\n'),
+    );
     rmSync(dir, { recursive: true, force: true });
   });
 

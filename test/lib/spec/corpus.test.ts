@@ -16,28 +16,23 @@ const PRESENT = existsSync(CORPUS);
  * rejection names what relaunch does not do: a SkyPilot key it does not support yet, a
  * pipeline, a cloud other than AWS, a Docker or SkyPilot-catalog image, DYNAMIC_NODE_SET
  * and its min_nodes (in no SkyPilot release: an unknown strategy and an unknown key),
- * a git workdir, or a Jinja template placeholder.
+ * a storage mode other than COPY, MOUNT or MOUNT_CACHED, or a Jinja template placeholder.
  */
 const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   '01-managed-jobs-retry.yaml': 'accepted',
-  '02-managed-job-with-storage.yaml': [
-    'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 16)',
-  ],
+  '02-managed-job-with-storage.yaml': 'accepted',
   '03-jax-fault-tolerant-job.yaml': [
     'resources.cloud: relaunch runs on AWS only, got kubernetes (line 4)',
     'resources.job_recovery.strategy: expected EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none, got "DYNAMIC_NODE_SET" (line 6)',
     'resources.job_recovery.min_nodes: unknown key (line 7)',
-    'workdir: expected a local directory path, got a mapping (a git workdir with url and ref is not supported by relaunch yet) (line 15)',
   ],
   '04-elastic-training-job-group.yaml': [
     'execution: expected serial or nothing (relaunch runs a pipeline\'s tasks in order), got "parallel": job groups (execution: parallel) are not supported (line 17)',
     'primary_tasks: not supported by relaunch: it names a job group\'s primary tasks, and relaunch runs a pipeline\'s tasks in order (line 18)',
     'tasks[0].resources.infra: relaunch runs on AWS only, got kubernetes (line 25)',
-    'tasks[0].workdir: expected a local directory path, got a mapping (a git workdir with url and ref is not supported by relaunch yet) (line 32)',
     'tasks[1].resources.infra: relaunch runs on AWS only, got kubernetes (line 43)',
     'tasks[1].resources.job_recovery.strategy: expected EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none, got "DYNAMIC_NODE_SET" (line 47)',
     'tasks[1].resources.job_recovery.min_nodes: unknown key (line 48)',
-    'tasks[1].workdir: expected a local directory path, got a mapping (a git workdir with url and ref is not supported by relaunch yet) (line 50)',
   ],
   '05-multi-accel-unordered-any-of.yaml': [
     'resources.any_of: not supported by relaunch yet (a SkyPilot key) (line 6)',
@@ -102,17 +97,10 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   ],
   '21-distributed-pytorch.yaml': 'accepted',
   '22-pipeline-aws.yaml': 'accepted',
-  '23-bert-qa-train-eval.yaml': [
-    'tasks[0].file_mounts: not supported by relaunch yet (a SkyPilot key) (line 14)',
-    'tasks[1].file_mounts: not supported by relaunch yet (a SkyPilot key) (line 55)',
-  ],
+  '23-bert-qa-train-eval.yaml': 'accepted',
   '24-mixed-list-accelerators.yaml': 'accepted',
-  '25-vicuna-train.yaml': [
-    'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 11)',
-  ],
-  '26-spot-bert-qa-legacy.yaml': [
-    'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 11)',
-  ],
+  '25-vicuna-train.yaml': 'accepted',
+  '26-spot-bert-qa-legacy.yaml': 'accepted',
   '27-k8s-termination-hook-autostop.yaml': [
     'resources.cloud: relaunch runs on AWS only, got kubernetes (line 5)',
     'resources.autostop: not supported by relaunch yet (a SkyPilot key) (line 7)',
@@ -121,9 +109,9 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   '28-torchtitan.yaml': 'accepted',
   '29-autoresearch-experiment.yaml': 'accepted',
   '30-rclone-mount-templated.yaml': [
-    'file_mounts: not supported by relaunch yet (a SkyPilot key) (line 1)',
     'file_mounts["/mount_private_rclone"].name: expected a YAML value, got the template placeholder {{storage_name}} (render the template first) (line 4)',
     'file_mounts["/mount_private_rclone"].store: expected a YAML value, got the template placeholder {{store_type}} (render the template first) (line 6)',
+    'file_mounts["/mount_private_rclone"].mode: expected one of COPY, MOUNT, MOUNT_CACHED, got "RCLONE" (line 7)',
   ],
 };
 

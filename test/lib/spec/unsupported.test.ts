@@ -25,7 +25,7 @@ describe('unknownKeyMessage', () => {
   };
 
   it.each([
-    ['a SkyPilot key relaunch does not support', 'task', 'file_mounts', 'not supported by relaunch yet (a SkyPilot key)'],
+    ['a SkyPilot key relaunch does not support', 'task', 'service', 'not supported by relaunch yet (a SkyPilot key)'],
     ['a relaunch key in a section without it is only unknown', 'restart_backoff', 'boot_timeout', 'unknown key'],
     ['a key of another section', 'task', 'cpus', 'unknown key here, did you mean `resources.cpus`?'],
     ['the first of equally close keys', 'task', 'abcf', 'unknown key, did you mean `abcd`?'],
