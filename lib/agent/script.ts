@@ -16,13 +16,17 @@
 //    round (a heartbeat is never final: the next round asks again).
 // 4. Learns every node's IP (given, or its own `local-ipv4` for one node, or the
 //    `relaunch:node-ips:*` instance tags the launcher sets once all nodes exist).
-// 5. Runs setup in the work directory, output to `setup.log`, and reports it; runs run
+// 5. Puts the workdir and the file mounts in place (mounts.ts: an upload fetched and
+//    unpacked, an S3 prefix copied, a bucket mounted with mountpoint-s3, a repository
+//    cloned), installing the AWS CLI, mountpoint-s3 or git when the image lacks them; a
+//    failure there is setup's, exit code 1, with what failed in `setup.log`.
+// 6. Runs setup in the work directory (`~/sky_workdir` with a workdir), output to `setup.log`, and reports it; runs run
 //    and reports it only if setup exited 0. With a Docker image, both run in one container
 //    started before setup (a failure to start it is setup's, exit code 125). A 2xx acknowledges a report; 408, 429, 5xx and
 //    no answer at all are retried with jittered exponential backoff; any other answer (409: the
 //    attempt is no longer live; 400, 401, 404: it never will be accepted) is final and
 //    skips run. Retrying those forever would keep the attempt alive by heartbeat forever.
-// 6. Stops the heartbeat and runs the shutdown command (on EC2 the instance terminates).
+// 7. Stops the heartbeat and runs the shutdown command (on EC2 the instance terminates).
 //
 // If the rank, the secret or the IPs never show up, the agent shuts down without
 // reporting: the controller sees a lost attempt, which never counts against the task's
@@ -48,6 +52,8 @@ import {
   reportPath,
   STALE_ATTEMPT_STATUS,
 } from './protocol.ts';
+import { WORKDIR_PATH } from '../spec/mounts.ts';
+import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount } from './tags.ts';
 
@@ -82,17 +88,38 @@ export interface AgentScriptParams {
    */
   readonly gpusPerNode?: number;
   /**
-   * Where the agent keeps the scripts, logs and reports. The task runs in `rootDir/workdir`
-   * when it has a workdir (relaunch does not upload its contents yet), else in `rootDir`.
+   * Where the agent keeps the scripts, logs and reports.
    * @default '/opt/relaunch'
    */
   readonly rootDir?: string;
   /**
-   * Where setup and run start. The local runtime gives each job one folder that outlives
-   * its attempts, as a checkpoint bucket would on AWS.
-   * @default `rootDir/workdir` when the task has a workdir, else `rootDir`
+   * Where setup and run start when the task has no workdir (with one, `~/sky_workdir`).
+   * The local runtime gives each job one folder that outlives its attempts.
+   * @default `rootDir`
    */
   readonly workDir?: string;
+  /**
+   * What to put on disk before setup: the workdir and the file mounts (mounts.ts).
+   * @default none
+   */
+  readonly mounts?: readonly AgentMount[];
+  /**
+   * Where uploaded sources are: `s3://bucket/prefix` (fetched with the AWS CLI) or a
+   * local folder (the local runtime's store). Needed when a mount is an upload.
+   */
+  readonly sourcesUrl?: string;
+  /**
+   * Prefixed to the mounts' absolute paths: the local runtime maps `/data` into the job's
+   * folder. Exported to the job as RELAUNCH_MOUNT_ROOT when set.
+   * @default '' (the paths as written)
+   */
+  readonly mountRoot?: string;
+  /**
+   * The job's home folder, where `~/` mounts and the workdir go: the local runtime gives
+   * each node one of its own rather than the user's.
+   * @default the agent's HOME (root's on EC2)
+   */
+  readonly jobHome?: string;
   /**
    * A shell command run once the reports are acknowledged, inserted as is.
    * @default 'shutdown -h now'
@@ -178,7 +205,11 @@ export function renderAgentScript(params: AgentScriptParams): string {
     HEARTBEAT_URL: apiUrl + heartbeatPath(jobId, attempt),
     REPORT_URL: apiUrl + reportPath(jobId, attempt),
     ROOT_DIR: rootDir,
-    WORK_DIR: params.workDir ?? (spec.workdir === null ? rootDir : `${rootDir}/workdir`),
+    WORK_DIR: spec.workdir !== null || spec.gitWorkdir !== undefined ? WORKDIR_PATH : (params.workDir ?? rootDir),
+    MOUNTS_B64: base64(mountLines(params.mounts ?? [])),
+    SOURCES_URL: (params.sourcesUrl ?? '').replace(/\/+$/, ''),
+    MOUNT_ROOT: (params.mountRoot ?? '').replace(/\/+$/, ''),
+    JOB_HOME: params.jobHome ?? '',
     IMDS_URL: (params.imdsUrl ?? 'http://169.254.169.254').replace(/\/+$/, ''),
     DISCOVERY_TIMEOUT_SECONDS: params.discoveryTimeoutSeconds ?? 600,
     NODE_IPS_TAG_PREFIX,
@@ -580,7 +611,7 @@ report() {
 # is, marked truncated, and the rest is read and dropped: the job keeps running, where a
 # broken pipe would have killed it at its next line of output.
 write_log() {
-  if ! cat >"$1"; then
+  if ! cat >>"$1"; then
     : >"$1.truncated"
     cat >/dev/null
   fi
@@ -591,7 +622,7 @@ write_log() {
 # environment, never its command line).
 phase_shell() {
   if [ -n "$CONTAINER_IMAGE" ]; then
-    export_secrets && exec docker exec -w "$WORK_DIR" $(secret_env_flags) "$CONTAINER" \
+    export_secrets && exec docker exec -w "$WORK_DIR" $HOME_FLAG $(secret_env_flags) "$CONTAINER" \
       bash -c '. "$1/env.sh" && exec bash "$1/$2.sh"' relaunch-phase "$ROOT_DIR" "$1"
   fi
   # Secrets first: env.sh then sets relaunch's and SkyPilot's variables, which nothing shadows.
@@ -644,12 +675,156 @@ container_start() {
   fi
   docker rm -f "$CONTAINER" >/dev/null 2>&1
   # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
+  # The mounts at the same paths (read from the file prepare_mounts wrote, one per line).
+  set -- -v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR"
+  while IFS= read -r path; do set -- "$@" -v "$path:$path"; done <"$ROOT_DIR/mounts.paths"
   docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 $gpus \
-    -v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR" --entrypoint sleep "$CONTAINER_IMAGE" infinity >/dev/null
+    "$@" --entrypoint sleep "$CONTAINER_IMAGE" infinity >/dev/null
 }
 
 container_stop() {
   if [ -n "$CONTAINER_IMAGE" ]; then docker rm -f "$CONTAINER" >/dev/null 2>&1; fi
+}
+
+# A task's path on this node: ~/x and x under the home folder, /x under MOUNT_ROOT (empty
+# on EC2; the local runtime maps absolute paths into the job's folder).
+node_path() {
+  case $1 in
+    '~') printf '%s' "$HOME" ;;
+    '~/'*) printf '%s/%s' "$HOME" "$(printf '%s' "$1" | cut -c3-)" ;;
+    /*) printf '%s%s' "$MOUNT_ROOT" "$1" ;;
+    *) printf '%s/%s' "$HOME" "$1" ;;
+  esac
+}
+
+# Installs a distribution's package when its command is missing; 1 if it is still missing.
+ensure_command() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  echo "relaunch: installing $2"
+  if command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2" ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2"; }
+  elif command -v dnf >/dev/null 2>&1; then
+    dnf install -y -q "$2"
+  fi
+  command -v "$1" >/dev/null 2>&1 || { echo "relaunch: $1 is not on this machine image and could not be installed"; return 1; }
+}
+
+# The AWS CLI, from AWS's own bundle when the distribution has none (Ubuntu 24.04).
+ensure_aws() {
+  command -v aws >/dev/null 2>&1 && return 0
+  echo "relaunch: installing the AWS CLI"
+  ensure_command unzip unzip || return 1
+  curl -fsSL --retry 5 -o "$ROOT_DIR/awscli.zip" "https://awscli.amazonaws.com/awscli-exe-linux-$(uname -m).zip" &&
+    unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null
+}
+
+# mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release.
+ensure_mount_s3() {
+  local arch package
+  command -v mount-s3 >/dev/null 2>&1 && return 0
+  command -v dnf >/dev/null 2>&1 && dnf install -y -q mount-s3 >/dev/null 2>&1 && return 0
+  arch=$(uname -m)
+  if [ "$arch" = aarch64 ]; then arch=arm64; fi
+  if command -v apt-get >/dev/null 2>&1; then package=deb; else package=rpm; fi
+  echo "relaunch: installing mountpoint-s3"
+  curl -fsSL --retry 5 -o "$ROOT_DIR/mount-s3.$package" "https://s3.amazonaws.com/mountpoint-s3-release/latest/$arch/mount-s3.$package" || return 1
+  if [ "$package" = deb ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"
+  else
+    dnf install -y -q "$ROOT_DIR/mount-s3.rpm" || yum install -y -q "$ROOT_DIR/mount-s3.rpm"
+  fi
+}
+
+# An uploaded file or folder: fetched from the store once per node, its SHA-256 checked
+# against its name, unpacked at the path (a folder's files over what is there).
+fetch_upload() {
+  local entry=$1 sha=$2 dest=$3 archive="$ROOT_DIR/sources/$2.tar.gz" unpacked="$ROOT_DIR/sources/$2.d" got
+  mkdir -p "$ROOT_DIR/sources" || return 1
+  if [ ! -f "$archive" ]; then
+    case $SOURCES_URL in
+      s3://*) ensure_aws && aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
+      *) cp "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
+    esac || { echo "relaunch: could not fetch $SOURCES_URL/$sha.tar.gz"; return 1; }
+    got=$(sha256sum "$archive.part" | cut -d' ' -f1)
+    if [ "$got" != "$sha" ]; then
+      echo "relaunch: $SOURCES_URL/$sha.tar.gz has SHA-256 $got, not the one its name says"
+      rm -f "$archive.part"
+      return 1
+    fi
+    mv -f "$archive.part" "$archive" || return 1
+  fi
+  if [ "$entry" = dir ]; then
+    mkdir -p "$dest" && tar -xzmf "$archive" --no-same-owner -C "$dest"
+    return
+  fi
+  rm -rf "$unpacked" && mkdir -p "$unpacked" "$(dirname "$dest")" && tar -xzmf "$archive" --no-same-owner -C "$unpacked" || return 1
+  find "$unpacked" -mindepth 1 -maxdepth 1 -exec mv -fT {} "$dest" ';'
+}
+
+# An S3 object, or every object under a prefix (or the whole bucket).
+copy_s3() {
+  local bucket=$1 key=$2 dest=$3
+  ensure_aws || return 1
+  if [ "$key" = - ]; then
+    mkdir -p "$dest" && aws s3 sync --only-show-errors "s3://$bucket" "$dest"
+    return
+  fi
+  mkdir -p "$(dirname "$dest")" || return 1
+  # An object first; a key no object has is a prefix.
+  aws s3 cp --only-show-errors "s3://$bucket/$key" "$dest" 2>/dev/null ||
+    { mkdir -p "$dest" && aws s3 sync --only-show-errors "s3://$bucket/$key" "$dest"; }
+}
+
+# A bucket (or a prefix of it) mounted with mountpoint-s3, writable: a file written here is
+# in S3 when it is closed, for the next attempt to read.
+mount_bucket() {
+  local bucket=$1 prefix=$2 cache=$3 dest=$4
+  ensure_mount_s3 || return 1
+  mkdir -p "$dest" || return 1
+  if mountpoint -q "$dest"; then return 0; fi
+  set -- "$bucket" "$dest" --allow-delete --allow-overwrite
+  if [ "$prefix" != - ]; then set -- "$@" --prefix "$prefix/"; fi
+  if [ "$cache" = cached ]; then
+    mkdir -p "$ROOT_DIR/mount-cache/$bucket" || return 1
+    set -- "$@" --cache "$ROOT_DIR/mount-cache/$bucket"
+  fi
+  mount-s3 "$@"
+}
+
+# A folder that stands in for a bucket, linked at the path.
+link_folder() {
+  mkdir -p "$1" "$(dirname "$2")" && ln -sfnT "$1" "$2"
+}
+
+# A git repository cloned at the path (once per node), at ref.
+clone_repo() {
+  local url=$1 ref=$2 dest=$3
+  ensure_command git git || return 1
+  if [ ! -d "$dest/.git" ]; then
+    GIT_TERMINAL_PROMPT=0 git clone --quiet -- "$url" "$dest" || return 1
+  fi
+  if [ "$ref" != - ]; then git -C "$dest" checkout --quiet "$ref" --; fi
+}
+
+# The workdir and file mounts, in order, before setup. Each path goes to mounts.paths (for
+# the container); where the local runtime maps one, the mapping is said.
+prepare_mounts() {
+  local kind a b c dest path
+  : >"$ROOT_DIR/mounts.paths"
+  while IFS=$'\t' read -r kind a b c dest; do
+    path=$(node_path "$dest")
+    if [ -n "$MOUNT_ROOT" ]; then echo "relaunch: $dest is $path on this machine"; fi
+    case $kind in
+      upload) fetch_upload "$a" "$b" "$path" ;;
+      s3-copy) copy_s3 "$a" "$b" "$path" ;;
+      s3-mount) mount_bucket "$a" "$b" "$c" "$path" ;;
+      link) link_folder "$a" "$path" ;;
+      git) clone_repo "$a" "$b" "$path" ;;
+      *) false ;;
+    esac || { echo "relaunch: could not prepare $dest ($kind)"; return 1; }
+    printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"
+  done < <(printf '%s' "$MOUNTS_B64" | base64 -d)
 }
 
 # Runs a phase in its own shell; returns its exit code as soon as that shell exits. Its
@@ -659,7 +834,7 @@ run_phase() {
   local fifo="$ROOT_DIR/$1.pipe" writer code tries
   rm -f "$fifo"
   if ! mkfifo "$fifo" 2>/dev/null; then
-    ( phase_shell "$1" ) >"$ROOT_DIR/$1.log" 2>&1 </dev/null
+    ( phase_shell "$1" ) >>"$ROOT_DIR/$1.log" 2>&1 </dev/null
     return
   fi
   write_log "$ROOT_DIR/$1.log" <"$fifo" &
@@ -674,8 +849,12 @@ run_phase() {
   return "$code"
 }
 
+HOME_FLAG=''
+# The job's own home: the container gets it too (it is one of the mounted paths).
+if [ -n "$JOB_HOME" ]; then export HOME="$JOB_HOME"; HOME_FLAG='-e HOME'; fi
 if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
-mkdir -p "$ROOT_DIR" "$WORK_DIR" || exit 1
+case $WORK_DIR in '~'*) WORK_DIR=$(node_path "$WORK_DIR") ;; esac
+mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || exit 1
 AWS_CONTENT_TYPE='application/x-amz-json-1.1'
 AWS_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
 SECRET=''
@@ -711,10 +890,13 @@ fi
 {
   printf 'export RELAUNCH_NODE_RANK=%q SKYPILOT_NODE_RANK=%q\n' "$NODE_RANK" "$NODE_RANK"
   printf 'export RELAUNCH_NODE_IPS=%q SKYPILOT_NODE_IPS=%q\n' "$NODE_IPS" "$NODE_IPS"
+  if [ -n "$MOUNT_ROOT" ]; then printf 'export RELAUNCH_MOUNT_ROOT=%q\n' "$MOUNT_ROOT"; fi
 } >>"$ROOT_DIR/env.sh"
 
 log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
-if [ -n "$CONTAINER_IMAGE" ] && ! container_start >"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
+if ! prepare_mounts >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
+  code=1
+elif [ -n "$CONTAINER_IMAGE" ] && ! container_start >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
   code=125
 else
   run_phase setup

@@ -72,6 +72,7 @@ function pathProblem(value: unknown, what: string): string | undefined {
   if (typeof value !== 'string' || value.trim() === '') return expectedGot(what, value);
   if (value.length > MAX_WORKDIR_LENGTH) return `expected ${what} of at most ${MAX_WORKDIR_LENGTH} characters, got ${value.length} characters`;
   if (value.includes('\0')) return `expected ${what} without NUL characters`;
+  if (/[\u0001-\u001f\u007f]/.test(value)) return `expected ${what} without tabs, line breaks or other control characters`;
   if (value.split('/').includes('..')) return `expected ${what} without .. in it, got ${describe(value)}`;
   return undefined;
 }

@@ -10,12 +10,15 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HeartbeatBodySchema, OUTPUT_TAIL_MAX_BYTES, ReportBodySchema, type ReportBody } from '../../../lib/agent/protocol.ts';
+import type { AgentMount } from '../../../lib/agent/mounts.ts';
 import { renderAgentScript, type AgentScriptParams } from '../../../lib/agent/script.ts';
 import { agentSecretName, agentSecretValue } from '../../../lib/agent/secret-parameter.ts';
 import { PrecheckError } from '../../../lib/errors.ts';
 import { credentialsDocument, LocalSecretParameters, newNodeCredentials } from '../../../local/secret-parameters.ts';
 import { verifySigV4 } from '../../../local/sigv4.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
+import { uploadReference } from '../../../lib/spec/mounts.ts';
+import { archiveName, packSource } from '../../../cli/sources.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
 
 const SECRET = '5ec2e7'.repeat(10) + 'abcd';
@@ -284,11 +287,11 @@ describe('the agent script', () => {
     expect(api.reports.map((report) => report.nodeRank)).toEqual([1, 1]);
   });
 
-  it('uses the launched type GPU count when given, and runs in the workdir when the task has one', async () => {
+  it('uses the launched type GPU count when given, and runs in ~/sky_workdir when the task has a workdir', async () => {
     await runAgent({ spec: spec({ workdir: '.', run: DUMP_ENV }), nodeRank: 0, gpusPerNode: 4 });
 
     expect(jobEnv().SKYPILOT_NUM_GPUS_PER_NODE).toBe('4');
-    expect(readFileSync(join(dir, 'pwd'), 'utf8').trim()).toBe(join(dir, 'agent', 'workdir'));
+    expect(readFileSync(join(dir, 'pwd'), 'utf8').trim()).toBe(join(dir, 'sky_workdir'));
   });
 
   it('reports a run that exits 29 with its code and output', async () => {
@@ -767,5 +770,200 @@ describe('renderAgentScript', () => {
     const script = renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: SOURCE, heartbeatSeconds: 60, spec: spec({ run }) });
     expect(script).not.toContain('injected');
     expect(script).toContain(Buffer.from(run).toString('base64'));
+  });
+});
+
+describe('the agent preparing the workdir and file mounts', () => {
+  /** Packs `files` (path → content) as `run` does and puts the archive in a store folder; returns its SHA-256. */
+  async function stored(store: string, files: Record<string, string>, entry: 'dir' | 'file' = 'dir'): Promise<string> {
+    const source = mkdtempSync(join(dir, 'source-'));
+    for (const [name, content] of Object.entries(files)) {
+      mkdirSync(dirname(join(source, name)), { recursive: true });
+      writeFileSync(join(source, name), content);
+    }
+    const packed = await packSource(entry === 'dir' ? source : join(source, Object.keys(files)[0] as string), mkdtempSync(join(dir, 'pack-')));
+    mkdirSync(store, { recursive: true });
+    writeFileSync(join(store, archiveName(packed.sha256)), readFileSync(packed.archive));
+    return packed.sha256;
+  }
+
+  /** Stand-ins for the AWS CLI and mountpoint-s3: each records its arguments; `aws s3 cp` serves a folder standing in for S3. */
+  function awsStandIns(s3: string): string {
+    const bin = join(dir, 'aws-bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(
+      join(bin, 'aws'),
+      `#!/bin/bash
+printf '%s\\n' "$*" >> "$DUMP_DIR/aws.log"
+[ "$1" = s3 ] || exit 2
+from=$(printf '%s' "$4" | sed 's|^s3://||'); to=$5
+case "$2" in
+  cp) [ -f "${s3}/$from" ] && cp "${s3}/$from" "$to" ;;
+  sync) mkdir -p "$to" && cp -r "${s3}/$from/." "$to/" ;;
+  *) exit 2 ;;
+esac
+`,
+      { mode: 0o755 },
+    );
+    writeFileSync(
+      join(bin, 'mount-s3'),
+      `#!/bin/bash
+printf '%s\\n' "$*" >> "$DUMP_DIR/mount-s3.log"
+mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
+`,
+      { mode: 0o755 },
+    );
+    return bin;
+  }
+
+  const called = (name: string): string[] => (existsSync(join(dir, name)) ? readFileSync(join(dir, name), 'utf8').trimEnd().split('\n') : []);
+
+  it('unpacks uploads into the job home and the mapped root, runs in ~/sky_workdir, and says where each path is', async () => {
+    const store = join(dir, 'store');
+    const code = await stored(store, { 'train.py': 'print(1)\n', 'lib/util.py': 'x = 2\n' });
+    const config = await stored(store, { 'config.json': '{"lr": 0.1}\n' }, 'file');
+    const home = join(dir, 'home');
+    const root = join(dir, 'root');
+    const task = spec({ workdir: uploadReference('dir', code), setup: 'ls lib', run: `cat train.py /data/config.json "$RELAUNCH_MOUNT_ROOT/data/config.json" > "$DUMP_DIR/seen" 2>&1; ${DUMP_ENV}` });
+
+    const result = await runAgent({
+      spec: task,
+      nodeRank: 0,
+      sourcesUrl: store,
+      jobHome: home,
+      mountRoot: root,
+      mounts: [
+        { kind: 'upload', entry: 'dir', sha256: code, dest: '~/sky_workdir' },
+        { kind: 'upload', entry: 'file', sha256: config, dest: '/data/config.json' },
+      ],
+    });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    expect(readFileSync(join(dir, 'pwd'), 'utf8').trim()).toBe(join(home, 'sky_workdir'));
+    // /data/config.json itself is not there here: the job reaches it under RELAUNCH_MOUNT_ROOT.
+    expect(readFileSync(join(dir, 'seen'), 'utf8')).toContain('print(1)\n');
+    expect(readFileSync(join(dir, 'seen'), 'utf8')).toContain('{"lr": 0.1}\n');
+    expect(readFileSync(join(root, 'data', 'config.json'), 'utf8')).toBe('{"lr": 0.1}\n');
+    expect(jobEnv()).toMatchObject({ HOME: home, RELAUNCH_MOUNT_ROOT: root });
+    const setupLog = readFileSync(join(dir, 'agent', 'setup.log'), 'utf8');
+    expect(setupLog).toContain(`relaunch: /data/config.json is ${root}/data/config.json on this machine`);
+    expect(setupLog).toContain('util.py');
+  });
+
+  it('refuses an archive whose bytes are not the ones its name says: setup fails with why, run never runs', async () => {
+    const store = join(dir, 'store');
+    const sha = await stored(store, { 'a.txt': 'genuine\n' });
+    writeFileSync(join(store, archiveName(sha)), 'tampered');
+
+    const result = await runAgent({
+      spec: spec({ run: 'touch "$DUMP_DIR/run-started"' }),
+      nodeRank: 0,
+      sourcesUrl: store,
+      jobHome: join(dir, 'home'),
+      mounts: [{ kind: 'upload', entry: 'dir', sha256: sha, dest: '~/data' }],
+    });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining('not the one its name says') }]);
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+
+  it('on EC2: fetches uploads with aws s3 cp, copies an S3 prefix, mounts buckets with mount-s3, and gives the container every path', async () => {
+    const s3 = join(dir, 's3');
+    const sha = await stored(join(s3, 'stack-bucket', 'sources'), { 'train.py': 'print(1)\n' });
+    mkdirSync(join(s3, 'datasets', 'imagenet', 'train'), { recursive: true });
+    writeFileSync(join(s3, 'datasets', 'imagenet', 'train', 'img0.jpg'), 'jpeg');
+    const bin = awsStandIns(s3);
+    const docker = dockerStandIn();
+    const task = spec(
+      { workdir: uploadReference('dir', sha), run: `ls /tmp >/dev/null; echo saved > "$HOME/ckpt/step-1"; ${DUMP_ENV}` },
+      { containerImage: 'ubuntu:22.04' },
+    );
+
+    const result = await runAgent(
+      {
+        spec: task,
+        nodeRank: 0,
+        sourcesUrl: 's3://stack-bucket/sources',
+        mounts: [
+          { kind: 'upload', entry: 'dir', sha256: sha, dest: '~/sky_workdir' },
+          { kind: 's3-copy', bucket: 'datasets', key: 'imagenet', dest: '~/imagenet' },
+          { kind: 's3-mount', bucket: 'team-ckpts', prefix: 'run-7', cached: false, dest: '~/ckpt' },
+          { kind: 's3-mount', bucket: 'stack-bucket', prefix: 'mounts/j-1/cache', cached: true, dest: '~/cache' },
+        ],
+      },
+      [bin, docker].join(delimiter),
+    );
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    expect(called('aws.log')).toEqual([
+      `s3 cp --only-show-errors s3://stack-bucket/sources/${sha}.tar.gz ${join(dir, 'agent', 'sources', `${sha}.tar.gz.part`)}`,
+      `s3 cp --only-show-errors s3://datasets/imagenet ${join(dir, 'imagenet')}`,
+      `s3 sync --only-show-errors s3://datasets/imagenet ${join(dir, 'imagenet')}`,
+    ]);
+    expect(readFileSync(join(dir, 'imagenet', 'train', 'img0.jpg'), 'utf8')).toBe('jpeg');
+    expect(called('mount-s3.log')).toEqual([
+      `team-ckpts ${join(dir, 'ckpt')} --allow-delete --allow-overwrite --prefix run-7/`,
+      `stack-bucket ${join(dir, 'cache')} --allow-delete --allow-overwrite --prefix mounts/j-1/cache/ --cache ${join(dir, 'agent', 'mount-cache', 'stack-bucket')}`,
+    ]);
+    // What the job wrote under the mount is in the bucket, for the next attempt.
+    expect(readFileSync(join(s3, 'team-ckpts', 'step-1'), 'utf8')).toBe('saved\n');
+    const run = dockerCalls().find((call) => call.startsWith('run ')) as string;
+    for (const path of ['sky_workdir', 'imagenet', 'ckpt', 'cache']) expect(run).toContain(`-v ${join(dir, path)}:${join(dir, path)}`);
+    expect(jobEnv()).not.toHaveProperty('RELAUNCH_MOUNT_ROOT');
+  });
+
+  it('clones a git workdir at its ref, and links a folder standing in for a bucket', async () => {
+    const repo = join(dir, 'repo');
+    const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' } });
+    mkdirSync(repo);
+    git('init', '-q');
+    writeFileSync(join(repo, 'version'), 'one\n');
+    git('add', 'version');
+    git('commit', '-qm', 'one');
+    git('tag', 'v1');
+    writeFileSync(join(repo, 'version'), 'two\n');
+    git('commit', '-qam', 'two');
+    const bucket = join(dir, 'buckets', 'ckpt');
+    const home = join(dir, 'home');
+
+    const result = await runAgent({
+      spec: spec({ gitWorkdir: { url: repo, ref: 'v1' }, run: `cat version > "$DUMP_DIR/version"; echo 3 > ~/ckpt/step; ${DUMP_ENV}` }),
+      nodeRank: 0,
+      jobHome: home,
+      mounts: [
+        { kind: 'git', url: repo, ref: 'v1', dest: '~/sky_workdir' },
+        { kind: 'link', dir: bucket, dest: '~/ckpt' },
+      ],
+    });
+
+    expect(result.exitCode).toBe(0);
+    expect(readFileSync(join(dir, 'version'), 'utf8')).toBe('one\n');
+    expect(readFileSync(join(dir, 'pwd'), 'utf8').trim()).toBe(join(home, 'sky_workdir'));
+    expect(readFileSync(join(bucket, 'step'), 'utf8')).toBe('3\n');
+  });
+
+  it('takes a hostile path literally: no field of a mount is ever run as code', async () => {
+    const store = join(dir, 'store');
+    const sha = await stored(store, { 'x.txt': 'x\n' }, 'file');
+    const hostile = '~/$(touch pwned)`touch pwned2`;touch pwned3 \'"';
+
+    const result = await runAgent({ spec: spec(), nodeRank: 0, sourcesUrl: store, mounts: [{ kind: 'upload', entry: 'file', sha256: sha, dest: hostile }] });
+
+    expect(result.exitCode).toBe(0);
+    expect(readFileSync(join(dir, hostile.slice(2)), 'utf8')).toBe('x\n');
+    for (const name of ['pwned', 'pwned2', 'pwned3']) {
+      expect(existsSync(join(dir, name))).toBe(false);
+      expect(existsSync(join(dir, 'agent', name))).toBe(false);
+    }
+  });
+
+  it('refuses at render a mount field bash could not read back: a tab, a line break, or a lone -', () => {
+    const render = (mount: AgentMount) => () => renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: { path: SECRET_PATH, region: 'us-east-1', endpoint: apiUrl }, spec: spec(), heartbeatSeconds: 1, mounts: [mount] });
+    expect(render({ kind: 'link', dir: '/a', dest: '~/x\ty' })).toThrow(PrecheckError);
+    expect(render({ kind: 'link', dir: '/a\nb', dest: '~/x' })).toThrow(PrecheckError);
+    expect(render({ kind: 's3-copy', bucket: 'b', key: '-', dest: '~/x' })).toThrow(PrecheckError);
   });
 });
