@@ -13,7 +13,7 @@ import { isMap, isScalar, parseAllDocuments, type Document } from 'yaml';
 import { InvalidInputError, type InputIssue } from '../lib/errors.ts';
 import { isPipelineHeader, type ParsedJob } from '../lib/spec/parse.ts';
 import { formatPath, taskPath } from '../lib/spec/path.ts';
-import { uploadReference } from '../lib/spec/mounts.ts';
+import { archiveName, uploadReference } from '../lib/spec/mounts.ts';
 import type { Io } from './exit.ts';
 
 /** Where archives go: has one by name, or takes one. */
@@ -32,13 +32,8 @@ export interface PackedSource {
   readonly bytes: number;
   /** The archive's file, in a temporary folder the caller removes. */
   readonly archive: string;
-  /** Files (and links) in it. */
+  /** Files (and symbolic links) in it, folders not counted. */
   readonly files: number;
-}
-
-/** The archive's name in a store: `<sha256>.tar.gz`. */
-export function archiveName(sha256: string): string {
-  return `${sha256}.tar.gz`;
 }
 
 /** The store in a local data folder: `<dataDir>/sources/<sha256>.tar.gz`. */
@@ -68,14 +63,14 @@ export class LocalSourceStore implements SourceStore {
 }
 
 /** Every path under `root`, relative, sorted so that the same tree always packs the same bytes. */
-async function treeEntries(root: string, relative = ''): Promise<string[]> {
+async function treeEntries(root: string, relative = ''): Promise<{ name: string; folder: boolean }[]> {
   const entries = await readdir(path.join(root, relative), { withFileTypes: true });
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const out: string[] = [];
+  const out: { name: string; folder: boolean }[] = [];
   for (const entry of entries) {
     const name = relative === '' ? entry.name : `${relative}/${entry.name}`;
-    if (entry.isDirectory()) out.push(name, ...(await treeEntries(root, name)));
-    else if (entry.isFile() || entry.isSymbolicLink()) out.push(name);
+    if (entry.isDirectory()) out.push({ name, folder: true }, ...(await treeEntries(root, name)));
+    else if (entry.isFile() || entry.isSymbolicLink()) out.push({ name, folder: false });
     // Sockets, FIFOs and devices are left out: no node could use them.
   }
   return out;
@@ -99,9 +94,9 @@ export async function packSource(source: string, tmpDir: string): Promise<Packed
   let files: number;
   if (info.isDirectory()) {
     const entries = await treeEntries(source);
-    files = entries.length;
+    files = entries.filter((entry) => !entry.folder).length;
     // An empty folder is still a folder: its archive holds just `.`.
-    await tar.create({ ...options, cwd: source }, entries.length === 0 ? ['.'] : entries);
+    await tar.create({ ...options, cwd: source }, entries.length === 0 ? ['.'] : entries.map((entry) => entry.name));
   } else if (info.isFile()) {
     files = 1;
     await tar.create({ ...options, cwd: path.dirname(source) }, [path.basename(source)]);

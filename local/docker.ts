@@ -38,9 +38,7 @@ export async function dockerUnusable(): Promise<string | null> {
 }
 
 /** A task that names a Docker image, where docker cannot run it: the problem, at submit. */
-export async function localTaskProblems(spec: TaskSpec): Promise<InputIssue[]> {
-  if (spec.gitWorkdir !== undefined) return [{ path: 'workdir', message: 'expected a local folder or none: the local runtime does not clone a git workdir yet' }];
-  if (spec.fileMounts !== undefined) return [{ path: 'file_mounts', message: 'expected no file_mounts: the local runtime does not copy or mount them yet' }];
+export async function dockerProblems(spec: TaskSpec): Promise<InputIssue[]> {
   const image = spec.resources.containerImage;
   if (image === undefined) return [];
   const problem = await dockerUnusable();

@@ -16,6 +16,31 @@ export function jobWorkDir(dataDir: string, jobId: string): string {
   return path.join(path.resolve(dataDir), 'jobs', jobId);
 }
 
+/** `<dataDir>/sources`: the store of uploaded workdirs and file mounts, one archive per SHA-256. */
+export function sourcesDir(dataDir: string): string {
+  return path.join(path.resolve(dataDir), 'sources');
+}
+
+/**
+ * `<dataDir>/buckets/<name>`: the folder standing in for a named bucket; a nameless mount's
+ * data is in `<dataDir>/buckets/relaunch-local/mounts/<jobId>/<path>`, as it would be in the
+ * stack's own bucket.
+ */
+export function bucketDir(dataDir: string, name: string): string {
+  return path.join(path.resolve(dataDir), 'buckets', name);
+}
+
+/** The bucket a nameless mount's folder is in, locally. */
+export const LOCAL_OWN_BUCKET = 'relaunch-local';
+
+/**
+ * `<dataDir>/jobs/<jobId>/nodes/<rank>`: a node's own disk, for a task with a workdir or
+ * file mounts: `home` is its home folder, `root` holds the absolute paths it mounts.
+ */
+export function nodeDiskDir(dataDir: string, jobId: string, rank: number): string {
+  return path.join(jobWorkDir(dataDir, jobId), 'nodes', String(rank));
+}
+
 /** One phase's output on one node, as the agent writes it. */
 export interface PhaseLog {
   readonly rank: number;

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { agentMounts } from '../lib/agent/mounts.ts';
 import { renderAgentScript } from '../lib/agent/script.ts';
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn } from '../lib/agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
@@ -17,7 +18,8 @@ import type { Compute, LaunchRequest, LaunchResult } from '../lib/ports.ts';
 import { errorMessage } from '../lib/usecases/deps.ts';
 import { INSTANCE_GONE_STATES, type InstanceEvent } from '../lib/usecases/instance-event.ts';
 import { faultsOfAttempt, NO_CHAOS, type ChaosFault, type ChaosPlan } from './chaos.ts';
-import { jobWorkDir, nodeDir } from './paths.ts';
+import { jobWorkDir, nodeDir, nodeDiskDir, sourcesDir } from './paths.ts';
+import { localMountPlaces } from './mounts.ts';
 import { INSTANCE_MARK, killMarked, markedProcesses, signalGroup, signalMarked } from './process-groups.ts';
 import { removeContainer } from './docker.ts';
 import { LocalSecretParameters, newNodeCredentials } from './secret-parameters.ts';
@@ -136,7 +138,7 @@ export class LocalProcessCompute implements Compute {
     const faults = faultsOfAttempt(this.chaosOf(jobId), attempt);
     await this.findCapacity(request, faults);
     if (this.closing) throw new Error('the local runtime is shutting down');
-    const workDir = spec.workdir === null ? jobWorkDir(this.options.dataDir, jobId) : path.resolve(spec.workdir);
+    const workDir = jobWorkDir(this.options.dataDir, jobId);
     mkdirSync(workDir, { recursive: true });
     const ips = Array.from({ length: spec.numNodes }, () => '127.0.0.1');
     const started: LocalInstance[] = [];
@@ -236,6 +238,8 @@ export class LocalProcessCompute implements Compute {
     // Written before the node starts: on EC2 the launcher writes it once the instance
     // exists, and an agent that asks first is refused and asks again.
     this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instanceId), agentSecretValue(request.callbackSecret, request.secrets), arn);
+    // A task with a workdir or mounts gets a disk per node, as each instance has its own.
+    const disk = spec.workdir !== null || spec.gitWorkdir !== undefined || spec.fileMounts !== undefined ? nodeDiskDir(this.options.dataDir, jobId, rank) : null;
     const script = renderAgentScript({
       apiUrl: network,
       imdsUrl: `${network}/imds`,
@@ -246,6 +250,9 @@ export class LocalProcessCompute implements Compute {
       heartbeatSeconds: (this.options.heartbeatIntervalMs ?? 30_000) / 1000,
       rootDir,
       workDir,
+      mounts: agentMounts(spec, jobId, localMountPlaces(this.options.dataDir)),
+      sourcesUrl: sourcesDir(this.options.dataDir),
+      ...(disk === null ? {} : { jobHome: path.join(disk, 'home'), mountRoot: path.join(disk, 'root') }),
       shutdownCommand: SHUTDOWN_STAND_IN,
       // Locally nothing is throttled: a refused report is retried soon.
       reportBackoff: { initialMs: 200, maxMs: 5_000 },

@@ -3,7 +3,8 @@
 // local compute, and dynalite persisted under a data folder, all wired to the same use
 // cases the Lambdas run.
 
-import { localTaskProblems, removeContainer } from './docker.ts';
+import { removeContainer } from './docker.ts';
+import { localTaskProblems } from './mounts.ts';
 import { FileJobSecrets } from './file-job-secrets.ts';
 import { Agent } from 'node:http';
 import path from 'node:path';
@@ -168,7 +169,7 @@ export class LocalRuntime {
     const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random, secrets: new FileJobSecrets(dataDir) };
     const runtime = new LocalRuntime(dynamo, plans, client, deps, dataDir, onError);
     await runtime.endOrphans();
-    runtime.server = await LocalApiServer.start({ deps: { ...deps, computeProblems: localTaskProblems }, nodes: compute, dataDir, port: options.port, onError });
+    runtime.server = await LocalApiServer.start({ deps: { ...deps, computeProblems: localTaskProblems(dataDir) }, nodes: compute, dataDir, port: options.port, onError });
     return runtime;
   }
 
@@ -186,7 +187,7 @@ export class LocalRuntime {
       heartbeat: (token) => workflow.heartbeat(token),
       stopBetweenSteps: (arn, cause) => workflow.stopBetweenSteps(arn, cause),
     };
-    const input = { body, envOverrides: options.envOverrides ?? {}, secretOverrides: options.secretOverrides ?? {}, computeProblems: localTaskProblems };
+    const input = { body, envOverrides: options.envOverrides ?? {}, secretOverrides: options.secretOverrides ?? {}, computeProblems: localTaskProblems(this.dataDir) };
     return submitJob(input, { ...this.deps, workflow: registering });
   }
 

@@ -2,7 +2,6 @@
 
 import path from 'node:path';
 import type { Command } from 'commander';
-import { parseAllDocuments } from 'yaml';
 import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
 import { parseJobFile } from '../../lib/spec/parse.ts';
 import { envNameProblem } from '../../lib/spec/envs.ts';
@@ -12,7 +11,9 @@ import type { JobView } from '../../lib/views.ts';
 import { backgroundTarget, configuredApi, openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
-import { readTaskFile } from '../task-file.ts';
+import { readTaskFile, STDIN_ARGUMENT } from '../task-file.ts';
+import { LocalSourceStore, uploadSources } from '../sources.ts';
+import { sourcesDir } from '../../local/paths.ts';
 import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan, readChaosFile, type ChaosPlan } from '../../local/chaos.ts';
 
 /** Options of `relaunch run`. */
@@ -58,7 +59,8 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
     const chaos = await chaosOf(options, Math.max(...tasks.map((task) => task.spec.numNodes)));
     const local = configuredApi(options) === null;
-    const body = local ? withAbsoluteWorkdirs(text, path.dirname(file)) : text;
+    const store = local ? new LocalSourceStore(sourcesDir(options.dataDir)) : null;
+    const body = store === null ? text : await uploadSources(text, parsed, file === STDIN_ARGUMENT ? process.cwd() : path.dirname(file), store, io);
 
     target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io);
     const { jobId } = await target.client.submit(body, { envOverrides, secretOverrides, chaos });
@@ -106,23 +108,6 @@ async function followUntilDone(target: Target, jobId: string, options: RunOption
 function summary(view: JobView): string {
   const reason = view.failureReason === null ? '' : `: ${view.failureReason}`;
   return `${view.jobId} ${view.status} after ${view.attempts.length} attempt(s), ${view.recoveryCount} recovery(ies)${reason}`;
-}
-
-/**
- * The file with each task's workdir made absolute (from `base`, the file's folder), since
- * the job may run from another folder. A file with no workdir is returned as it is.
- */
-function withAbsoluteWorkdirs(text: string, base: string): string {
-  const docs = parseAllDocuments(text);
-  if (!Array.isArray(docs)) return text;
-  let changed = false;
-  for (const doc of docs) {
-    const workdir = doc.get('workdir');
-    if (typeof workdir !== 'string') continue;
-    doc.set('workdir', path.resolve(base, workdir));
-    changed = true;
-  }
-  return changed ? docs.map((doc) => doc.toString()).join('') : text;
 }
 
 /**

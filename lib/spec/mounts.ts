@@ -61,6 +61,11 @@ export function uploadReference(entry: 'file' | 'dir', sha256: string): string {
   return `upload:${entry}:sha256:${sha256}`;
 }
 
+/** An upload's name in a store (a folder, or a prefix of the stack's bucket): `<sha256>.tar.gz`. */
+export function archiveName(sha256: string): string {
+  return `${sha256}.tar.gz`;
+}
+
 /** Why a name cannot be an S3 bucket's, or undefined when it can. */
 export function bucketNameProblem(name: string): string | undefined {
   if (S3_BUCKET.test(name) && !name.includes('..') && !/^\d+\.\d+\.\d+\.\d+$/.test(name)) return undefined;
@@ -72,7 +77,7 @@ function pathProblem(value: unknown, what: string): string | undefined {
   if (typeof value !== 'string' || value.trim() === '') return expectedGot(what, value);
   if (value.length > MAX_WORKDIR_LENGTH) return `expected ${what} of at most ${MAX_WORKDIR_LENGTH} characters, got ${value.length} characters`;
   if (value.includes('\0')) return `expected ${what} without NUL characters`;
-  if (/[\u0001-\u001f\u007f]/.test(value)) return `expected ${what} without tabs, line breaks or other control characters`;
+  if ([...value].some((char) => char < ' ' || char === '\u007f')) return `expected ${what} without tabs, line breaks or other control characters`;
   if (value.split('/').includes('..')) return `expected ${what} without .. in it, got ${describe(value)}`;
   return undefined;
 }
@@ -254,4 +259,43 @@ export function describeSource(source: MountSource): string {
       if (source.name === null) return "a folder of relaunch's own bucket for this job";
       return `bucket ${source.name} (${source.persistent ? 'kept after the job' : 'deleted after the job'})`;
   }
+}
+
+/** Every bucket a task's mounts name, with the field that names it. */
+export function namedBuckets(spec: { readonly fileMounts?: readonly FileMount[] }): { readonly field: string; readonly bucket: string; readonly mount: FileMount }[] {
+  return (spec.fileMounts ?? []).flatMap((mount) => {
+    const at = `file_mounts["${mount.path}"]`;
+    if (mount.source.kind === 's3') return [{ field: at, bucket: mount.source.bucket, mount }];
+    if (mount.source.kind === 'bucket' && mount.source.name !== null) return [{ field: `${at}.name`, bucket: mount.source.name, mount }];
+    return [];
+  });
+}
+
+/**
+ * What every runtime refuses at submit: a local path `run` did not upload (the task came
+ * another way, such as a plain POST), and a bucket name S3 would refuse.
+ */
+export function mountProblems(spec: { readonly workdir: string | null; readonly fileMounts?: readonly FileMount[] }): { path: string; message: string }[] {
+  const problems: { path: string; message: string }[] = [];
+  const notUploaded = (what: string) => `expected ${what} uploaded into relaunch's store first: submit the file with relaunch run, which packs local sources and names them upload:...`;
+  if (spec.workdir !== null && uploadedWorkdir(spec.workdir) === null) problems.push({ path: 'workdir', message: notUploaded(`the local folder ${spec.workdir}`) });
+  for (const mount of spec.fileMounts ?? []) {
+    if (mount.source.kind === 'local') problems.push({ path: `file_mounts["${mount.path}"]`, message: notUploaded(`the local path ${mount.source.path}`) });
+  }
+  for (const { field, bucket } of namedBuckets(spec)) {
+    const problem = bucketNameProblem(bucket);
+    if (problem !== undefined) problems.push({ path: field, message: problem });
+  }
+  return problems;
+}
+
+/** The uploads a task names (workdir and file mounts), each once. */
+export function uploadsOf(spec: { readonly workdir: string | null; readonly fileMounts?: readonly FileMount[] }): { readonly field: string; readonly sha256: string }[] {
+  const uploads: { field: string; sha256: string }[] = [];
+  const workdir = uploadedWorkdir(spec.workdir);
+  if (workdir !== null) uploads.push({ field: 'workdir', sha256: workdir.sha256 });
+  for (const mount of spec.fileMounts ?? []) {
+    if (mount.source.kind === 'upload') uploads.push({ field: `file_mounts["${mount.path}"]`, sha256: mount.source.sha256 });
+  }
+  return uploads.filter((upload, index) => uploads.findIndex((other) => other.sha256 === upload.sha256) === index);
 }

@@ -17,8 +17,8 @@ import { PrecheckError } from '../../../lib/errors.ts';
 import { credentialsDocument, LocalSecretParameters, newNodeCredentials } from '../../../local/secret-parameters.ts';
 import { verifySigV4 } from '../../../local/sigv4.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
-import { uploadReference } from '../../../lib/spec/mounts.ts';
-import { archiveName, packSource } from '../../../cli/sources.ts';
+import { archiveName, uploadReference } from '../../../lib/spec/mounts.ts';
+import { packSource } from '../../../cli/sources.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
 
 const SECRET = '5ec2e7'.repeat(10) + 'abcd';
