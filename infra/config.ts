@@ -19,6 +19,7 @@ export const ContextKey = {
   alarmTopicArn: 'relaunch:alarmTopicArn',
   jobNotifications: 'relaunch:jobNotifications',
   jobNotificationsTopicArn: 'relaunch:jobNotificationsTopicArn',
+  dataBuckets: 'relaunch:dataBuckets',
 } as const;
 
 /** Where job instances run and what they may be; see ContextKey for where each comes from. */
@@ -76,6 +77,13 @@ export interface RelaunchConfig {
    * @default - a topic named `<namePrefix>-job-ends` is created when jobNotifications is on
    */
   readonly jobNotificationsTopicArn?: string;
+  /**
+   * S3 buckets, besides the stack's own, that tasks may mount or copy from (`file_mounts`):
+   * names, or name prefixes ending in `*` (`team-ckpts-*`). Job instances may read and
+   * write them; a task naming any other bucket is refused at submit.
+   * @default - none
+   */
+  readonly dataBuckets?: readonly string[];
 }
 
 /** A string matching `pattern`; anything else is `message`. */
@@ -91,6 +99,7 @@ const topicArn = matching(
   /^arn:aws[a-z-]*:sns:[a-z]{2}(-[a-z]+)+-\d:\d{12}:[A-Za-z0-9_-]{1,256}$/,
   'expected a standard SNS topic ARN like arn:aws:sns:us-east-1:123456789012:relaunch-alarms',
 );
+const bucketPattern = matching(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$|^[a-z0-9][a-z0-9.-]{0,61}\*$/, 'expected an S3 bucket name, or a prefix of names ending in *');
 const namePrefix = matching(/^[a-zA-Z][a-zA-Z0-9-]{0,31}$/, 'expected 1-32 letters, digits or -, starting with a letter');
 
 /**
@@ -158,6 +167,7 @@ const ConfigObject = z.object({
   [ContextKey.alarmTopicArn]: z.optional(topicArn),
   [ContextKey.jobNotifications]: z.optional(flag),
   [ContextKey.jobNotificationsTopicArn]: z.optional(topicArn),
+  [ContextKey.dataBuckets]: z.optional(preprocess(splitList, z.array(bucketPattern))),
   [ContextKey.agentWafRateLimit]: z.optional(
     preprocess(
       (value) => (typeof value === 'string' && /^[0-9]{1,10}$/.test(value.trim()) ? Number(value) : value),
@@ -225,5 +235,6 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
     alarmTopicArn: config[ContextKey.alarmTopicArn],
     jobNotifications: config[ContextKey.jobNotifications],
     jobNotificationsTopicArn: config[ContextKey.jobNotificationsTopicArn],
+    dataBuckets: config[ContextKey.dataBuckets],
   };
 }

@@ -77,6 +77,8 @@ export interface LambdaNeeds {
    * (JOB_NOTIFICATIONS_TOPIC_ARN and sns:Publish on it, when notifications are on).
    */
   readonly notifies?: true;
+  /** Checks a task's mounts against the stack's buckets at submit (DATA_CONFIG). */
+  readonly data?: true;
 }
 
 /** Each Lambda's needs; a test checks these against the ports each handler really calls. */
@@ -99,6 +101,7 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     // (it then ends the job) or an earlier submit with the same key made the job.
     secrets: ['put', 'delete'],
     notifies: true,
+    data: true,
     timeoutSeconds: 29,
   },
   [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },

@@ -16,6 +16,7 @@ import { ExecutionEvents } from './constructs/execution-events.ts';
 import { Janitor } from './constructs/janitor.ts';
 import { InstanceEvents } from './constructs/instance-events.ts';
 import { JobApi } from './constructs/job-api.ts';
+import { JobData } from './constructs/job-data.ts';
 import { JobInstances } from './constructs/job-instances.ts';
 import { JobTable, type JobTableProps } from './constructs/job-table.ts';
 import { JobWorkflow } from './constructs/job-workflow.ts';
@@ -52,6 +53,8 @@ export class Relaunch extends Construct {
   readonly functions: ControllerFunctions;
   readonly workflow: JobWorkflow;
   readonly instances: JobInstances;
+  /** The stack's bucket: uploaded sources and nameless mounts. */
+  readonly data: JobData;
   readonly events: InstanceEvents;
   readonly executionEvents: ExecutionEvents;
   readonly janitor: Janitor;
@@ -85,10 +88,13 @@ export class Relaunch extends Construct {
       agentSecretPath: agentSecretPath(namePrefix),
     };
     this.instances.allowReadingOwnSecret(launchScope);
+    this.data = new JobData(this, 'Data', { allowedBuckets: props.dataBuckets });
+    this.data.grantInstances(this.instances.role);
     const computeConfig: ComputeEnvConfig = {
       regions,
       instanceProfileArn: this.instances.instanceProfile.instanceProfileArn,
       namePrefix,
+      data: this.data.config,
       ...(props.allowedInstanceTypes === undefined ? {} : { allowedInstanceTypes: props.allowedInstanceTypes }),
     };
     this.functions = new ControllerFunctions(this, 'Functions', {
@@ -96,6 +102,7 @@ export class Relaunch extends Construct {
       tableName: this.table.table.tableName,
       stateMachineArn,
       computeConfig,
+      dataConfig: this.data.config,
     });
     for (const name of LAMBDA_NAMES) {
       const fn = this.functions.functions[name];

@@ -4,6 +4,7 @@ import { ec2TaskProblems } from '../../lib/adapters/ec2-user-data.ts';
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
+import { parseDataConfig } from '../../lib/workflow/env.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
 import { clock, jobSecrets, random, store, workflow } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
@@ -22,6 +23,9 @@ const ProxyEventSchema = z.object({
   /** Who signed the request: IAM routes carry the caller's ARN, agent routes none. */
   requestContext: z.nullish(z.object({ identity: z.nullish(z.object({ userArn: z.nullish(z.string()) })) })),
 });
+
+/** The stack's data bucket and the buckets instances may use, read once per container. */
+const dataConfig = parseDataConfig();
 
 /** One request in, one response out; never throws for a bad request (lib/http maps errors). */
 export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> => {
@@ -43,7 +47,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       workflow: workflow(),
       clock,
       random,
-      computeProblems: async (spec) => ec2TaskProblems(spec),
+      computeProblems: async (spec) => ec2TaskProblems(spec, dataConfig),
       onJobEnded: announceJobEnded,
       onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),
     },

@@ -12,6 +12,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../functions/shared/operations-contract.ts';
 import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
+import type { DataConfig } from '../../lib/adapters/s3-data.ts';
 import { BUNDLE_ENTRY, handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
 
 const BUNDLE_CLI = fileURLToPath(new URL('../bundle-cli.ts', import.meta.url));
@@ -26,6 +27,8 @@ export interface ControllerFunctionsProps {
   readonly stateMachineArn: string;
   /** Ec2Compute's settings, as JSON in COMPUTE_CONFIG, for the functions that launch or release. */
   readonly computeConfig: ComputeEnvConfig;
+  /** The data bucket and the buckets instances may use (DATA_CONFIG), for the API's submit checks. */
+  readonly dataConfig?: DataConfig;
   /**
    * Memory of each function, in MB; CPU grows with it, and so does cold-start speed.
    * @default 512
@@ -78,6 +81,7 @@ export class ControllerFunctions extends Construct {
     if (needs.workflow.length > 0) environment[EnvVar.stateMachineArn] = props.stateMachineArn;
     if (needs.compute !== false) environment[EnvVar.computeConfig] = Stack.of(this).toJsonString(props.computeConfig);
     if ((needs.secrets ?? []).length > 0) environment[EnvVar.jobSecretsPath] = jobSecretsPath(props.namePrefix);
+    if (needs.data === true && props.dataConfig !== undefined) environment[EnvVar.dataConfig] = Stack.of(this).toJsonString(props.dataConfig);
 
     const logGroup = new logs.LogGroup(this, `${name}-logs`, {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,

@@ -49,6 +49,7 @@ import type { ImageAlias } from '../spec/image-id.ts';
 import type { DiskTier, TaskSpec } from '../spec/types.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
 import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
+import { s3AgentMounts, type DataConfig } from './s3-data.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
 /** One region relaunch launches in: its subnets (one per zone) and security groups. */
@@ -98,6 +99,11 @@ export interface Ec2ComputeConfig {
   readonly imageParameters?: Partial<Record<ImageKind, string>>;
   /** When set, only these instance types are launched. */
   readonly allowedInstanceTypes?: readonly string[];
+  /**
+   * The stack's bucket and the buckets instances may mount: where uploads and nameless
+   * mounts are. Absent (a stack from before them), a task with mounts is refused at submit.
+   */
+  readonly data?: DataConfig;
   /**
    * Retries of a throttled call before its error propagates, waiting 0.5 s, doubling,
    * capped at 20 s.
@@ -377,6 +383,7 @@ export class Ec2Compute implements Compute {
       gpusPerNode: instanceTypeInfo(instanceType)?.gpu?.count ?? request.spec.resources.accelerators[0]?.count ?? 0,
       // Whatever the count says: a GPU type boots the GPU image, and its container gets them.
       containerGpus: hasGpus(instanceType),
+      ...(this.config.data === undefined ? {} : s3AgentMounts(request.spec, request.jobId, this.config.data)),
     });
     if (packed.length > USER_DATA_MAX_BYTES) throw new PrecheckError(tooLargeForUserData(packed.length));
     return packed.toString('base64');

@@ -5,7 +5,9 @@ import { gzipSync } from 'node:zlib';
 import { renderAgentScript } from '../agent/script.ts';
 import { agentSecretPath, ssmEndpoint } from '../agent/secret-parameter.ts';
 import type { InputIssue } from '../errors.ts';
+import { mountProblems } from '../spec/mounts.ts';
 import type { TaskSpec } from '../spec/types.ts';
+import { s3AgentMounts, s3MountProblems, type DataConfig } from './s3-data.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
 /** EC2 user data is at most 16 KB before base64; the script goes gzipped (cloud-init inflates it). */
@@ -24,25 +26,16 @@ export function tooLargeForUserData(bytes: number): string {
 }
 
 /**
- * What EC2 cannot run, found at submit instead of at the first launch: a `workdir` (its
- * contents are not uploaded to instances yet), and an agent too large for user data. The
- * agent is rendered with the longest values its launch could put in: a 200-character API
- * URL, attempt 999999, the longest name prefix and region, 8 GPUs.
+ * What EC2 cannot run, found at submit instead of at the first launch: a local path `run`
+ * did not upload, a bucket S3 or the instance role would refuse (lib/spec/mounts.ts,
+ * s3-data.ts), and an agent too large for user data. The agent is rendered with the
+ * longest values its launch could put in: a 200-character API URL, attempt 999999, the
+ * longest name prefix, region and bucket, 8 GPUs.
  */
-export function ec2TaskProblems(spec: TaskSpec): InputIssue[] {
-  const problems: InputIssue[] = [];
-  if (spec.workdir !== null) {
-    problems.push({
-      path: 'workdir',
-      message: 'expected no workdir on AWS: its contents are not uploaded to the instances yet (locally it runs); put the files in the image or fetch them in setup',
-    });
-  }
-  if (spec.gitWorkdir !== undefined) {
-    problems.push({ path: 'workdir', message: 'expected a local folder or none: relaunch does not clone a git workdir on AWS yet; clone it in setup' });
-  }
-  if (spec.fileMounts !== undefined) {
-    problems.push({ path: 'file_mounts', message: 'expected no file_mounts on AWS: relaunch does not upload or mount them there yet; fetch the data in setup' });
-  }
+export function ec2TaskProblems(spec: TaskSpec, data?: DataConfig): InputIssue[] {
+  // A source never uploaded says all there is to say about the task's mounts.
+  const unmountable = mountProblems(spec);
+  const problems: InputIssue[] = unmountable.length > 0 ? unmountable : s3MountProblems(spec, data);
   const packed = packedAgent({
     apiUrl: `https://${'x'.repeat(160)}.execute-api.us-east-1.amazonaws.com/v1/`,
     jobId: 'j-xxxxxxxxx-xxxxxx',
@@ -51,6 +44,7 @@ export function ec2TaskProblems(spec: TaskSpec): InputIssue[] {
     spec,
     heartbeatSeconds: HEARTBEAT_INTERVAL_SECONDS,
     gpusPerNode: 8,
+    ...(unmountable.length === 0 ? s3AgentMounts(spec, 'j-xxxxxxxxx-xxxxxx', { bucket: 'x'.repeat(63), allowedBuckets: [] }) : {}),
   });
   if (packed.length > USER_DATA_MAX_BYTES) problems.push({ path: 'run', message: tooLargeForUserData(packed.length) });
   return problems;

@@ -2,6 +2,7 @@
 
 import * as z from '../zod.ts';
 import type { Ec2ComputeConfig } from '../adapters/ec2-compute.ts';
+import type { DataConfig } from '../adapters/s3-data.ts';
 import { ConfigurationError } from '../errors.ts';
 
 /** Every variable a relaunch Lambda may read; the CDK construct sets the ones each function needs. */
@@ -15,6 +16,8 @@ export const EnvVar = {
   deadLetterQueues: 'DEAD_LETTER_QUEUES',
   /** The SSM path under which each job's secrets are a SecureString (jobSecretsPath). */
   jobSecretsPath: 'JOB_SECRETS_PATH',
+  /** JSON of the stack's data bucket and the buckets instances may use (DataConfig), for the API's checks. */
+  dataConfig: 'DATA_CONFIG',
 } as const;
 /** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
@@ -37,6 +40,15 @@ export type ComputeEnvConfig = Omit<Ec2ComputeConfig, 'apiUrl'>;
 const positiveInt = z.number().check(z.int(), z.minimum(1));
 const nonEmpty = z.string().check(z.minLength(1));
 
+/** DATA_CONFIG's shape (and COMPUTE_CONFIG's `data`). */
+const DataConfigSchema = z.strictObject({ bucket: nonEmpty, allowedBuckets: z.array(nonEmpty) }) satisfies z.ZodMiniType<DataConfig>;
+
+/** Reads DATA_CONFIG, as parseComputeConfig reads its variable; unset is undefined (a stack without it). */
+export function parseDataConfig(env: NodeJS.ProcessEnv = process.env): DataConfig | undefined {
+  if ((env[EnvVar.dataConfig] ?? '') === '') return undefined;
+  return parseJsonEnv(EnvVar.dataConfig, DataConfigSchema, 'data configuration', env);
+}
+
 /** COMPUTE_CONFIG's shape; `satisfies` keeps it in step with Ec2ComputeConfig. */
 const ComputeEnvConfigSchema = z.strictObject({
   regions: z
@@ -57,6 +69,7 @@ const ComputeEnvConfigSchema = z.strictObject({
   throttleRetries: z.optional(z.number().check(z.int(), z.minimum(0))),
   releaseChecks: z.optional(positiveInt),
   releaseWaitBudgetMs: z.optional(z.number().check(z.int(), z.minimum(0))),
+  data: z.optional(DataConfigSchema),
 }) satisfies z.ZodMiniType<ComputeEnvConfig>;
 
 /**

@@ -114,7 +114,7 @@ describe('POST /jobs', () => {
   it('answers 400 for what EC2 cannot run (a workdir), at submit rather than at the first launch, storing nothing', async () => {
     const res = await call(event('POST', '/jobs', { body: 'workdir: .\nrun: python train.py\n' }));
     expect(res.statusCode).toBe(400);
-    expect(res.json.issues).toEqual([expect.objectContaining({ path: 'workdir', message: expect.stringContaining('not uploaded') })]);
+    expect(res.json.issues).toEqual([expect.objectContaining({ path: 'workdir', message: expect.stringContaining('uploaded into relaunch\'s store first: submit the file with relaunch run') })]);
     expect(sfn).not.toHaveReceivedCommand(StartExecutionCommand);
     expect(await world.store().listJobs()).toEqual([]);
   });

@@ -23,9 +23,10 @@ describe('configFromContext', () => {
       ...minimal,
       [ContextKey.otherRegions]: JSON.stringify([other]),
       [ContextKey.allowedInstanceTypes]: 'g5.xlarge,p4d.24xlarge',
+      [ContextKey.dataBuckets]: 'team-data, ckpt-*',
       [ContextKey.namePrefix]: 'team-a',
     })();
-    expect(config).toMatchObject({ otherRegions: [other], allowedInstanceTypes: ['g5.xlarge', 'p4d.24xlarge'], namePrefix: 'team-a' });
+    expect(config).toMatchObject({ otherRegions: [other], allowedInstanceTypes: ['g5.xlarge', 'p4d.24xlarge'], namePrefix: 'team-a', dataBuckets: ['team-data', 'ckpt-*'] });
   });
 
   it.each([
@@ -64,6 +65,7 @@ describe('configFromContext', () => {
     ],
     [{ ...minimal, [ContextKey.namePrefix]: '9lives' }, 'context relaunch:namePrefix: expected 1-32'],
     [{ ...minimal, [ContextKey.allowedInstanceTypes]: 'g5.*' }, 'context relaunch:allowedInstanceTypes[0]: expected an instance type'],
+    [{ ...minimal, [ContextKey.dataBuckets]: 'ok-bucket,Bad_Bucket' }, 'context relaunch:dataBuckets[1]: expected an S3 bucket name, or a prefix of names ending in *'],
     [{ ...minimal, [ContextKey.nodeToNodeTraffic]: 'yes' }, 'context relaunch:nodeToNodeTraffic: expected true or false'],
   ])('refuses %j with a message naming the key', (context, message) => {
     expect(from(context)).toThrow(message);

@@ -11,7 +11,7 @@ process.env.CDK_VALIDATION = 'false';
 const OTHER = { region: 'us-west-2', subnetsByZone: { 'us-west-2a': 'subnet-0aaaaaaaaaaaaaaaa' }, securityGroupIds: ['sg-0bbbbbbbbbbbbbbbb'] };
 
 /** The report of the packs' findings, or '' when synthesis raised none. */
-function findings(props: { jobNotifications?: boolean; agentWafRateLimit?: number } = {}): string {
+function findings(props: { jobNotifications?: boolean; agentWafRateLimit?: number; dataBuckets?: string[] } = {}): string {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   addRelaunchStacks(app, 'Relaunch', {
     vpcId: 'vpc-0123456789abcdef0',
@@ -34,7 +34,7 @@ describe('cdk-nag', () => {
     expect(findings()).toBe('');
   });
 
-  it('finds nothing unacknowledged with job notifications and the agent routes\' WAF on', () => {
-    expect(findings({ jobNotifications: true, agentWafRateLimit: 1000 })).toBe('');
+  it('finds nothing unacknowledged with job notifications, the agent routes\' WAF and data buckets on', () => {
+    expect(findings({ jobNotifications: true, agentWafRateLimit: 1000, dataBuckets: ['team-data', 'ckpt-*'] })).toBe('');
   });
 });

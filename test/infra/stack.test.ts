@@ -555,7 +555,7 @@ describe('JobApi', () => {
 });
 
 describe('JobInstances', () => {
-  it("gives the instance role Session Manager's shell, its own secret and ECR pulls, nothing else: no managed policy, no other parameter, no data", () => {
+  it("gives the instance role Session Manager's shell, its own secret, ECR pulls and the data bucket's two prefixes, nothing else: no managed policy, no other parameter, no other bucket", () => {
     const role = Object.entries(resources).find(([id]) => id.startsWith('RelaunchInstancesRole'))?.[1] as Resource;
     expect(role.Properties.ManagedPolicyArns ?? []).toEqual([]);
     expect(role.Properties.Policies).toBeUndefined();
@@ -563,6 +563,7 @@ describe('JobInstances', () => {
       (r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes('RelaunchInstancesRole'),
     );
     const statements = attached.flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    const dataBucket = Object.keys(resources).find((id) => id.startsWith('RelaunchDataBucket') && resources[id]?.Type === 'AWS::S3::Bucket') as string;
     expect(statements).toEqual([
       {
         Sid: 'SessionManagerShell',
@@ -591,7 +592,48 @@ describe('JobInstances', () => {
         // The instance whose credentials sign the request must be the one the parameter's tag names.
         Condition: { StringEquals: { 'ssm:resourceTag/relaunch:instance-arn': '${ec2:SourceInstanceARN}' } },
       },
+      { Sid: 'FetchSources', Effect: 'Allow', Action: 's3:GetObject', Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [dataBucket, 'Arn'] }, '/sources/*']] } },
+      { Sid: 'ListOwnMounts', Effect: 'Allow', Action: 's3:ListBucket', Resource: { 'Fn::GetAtt': [dataBucket, 'Arn'] }, Condition: { StringLike: { 's3:prefix': 'mounts/*' } } },
+      {
+        Sid: 'UseOwnMounts',
+        Effect: 'Allow',
+        Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+        Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [dataBucket, 'Arn'] }, '/mounts/*']] },
+      },
     ]);
+  });
+
+  it('lets instances use the buckets a deployer allows, by name or name prefix, and tells the API which they are', () => {
+    const withBuckets = synth({ dataBuckets: ['team-data', 'ckpt-*'] }).toJSON() as { Resources: Record<string, Resource> };
+    const statements = Object.values(withBuckets.Resources)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes('RelaunchInstancesRole'))
+      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    const arn = (name: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:s3:::${name}`]] });
+    expect(statements).toContainEqual({ Sid: 'ListAllowedBuckets', Effect: 'Allow', Action: ['s3:ListBucket', 's3:GetBucketLocation'], Resource: [arn('team-data'), arn('ckpt-*')] });
+    expect(statements).toContainEqual({
+      Sid: 'UseAllowedBuckets',
+      Effect: 'Allow',
+      Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+      Resource: [
+        { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::team-data/*']] },
+        { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::ckpt-*/*']] },
+      ],
+    });
+    const api = Object.values(withBuckets.Resources).find((r) => r.Type === 'AWS::Lambda::Function' && JSON.stringify(r.Properties.Environment ?? {}).includes('DATA_CONFIG')) as Resource;
+    const env = (api.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(JSON.stringify(env.DATA_CONFIG)).toContain('\\"allowedBuckets\\":[\\"team-data\\",\\"ckpt-*\\"]');
+  });
+
+  it('keeps the data bucket private, encrypted, TLS-only and retained, and lets sources expire', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      LifecycleConfiguration: { Rules: Match.arrayWith([Match.objectLike({ Id: 'expire-sources', Prefix: 'sources/', ExpirationInDays: 90, Status: 'Enabled' })]) },
+    });
+    template.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain' });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+    });
   });
 
   it('lets the launcher put agent secrets, and every function that releases delete them, only under the secrets path', () => {

@@ -7,15 +7,30 @@ import { parseTaskFile } from '../../../lib/spec/parse.ts';
 
 const spec = (yaml: string) => parseTaskFile(yaml).spec;
 
+/** The stack's bucket and the buckets its deployer allowed. */
+const DATA = { bucket: 'relaunch-data-123', allowedBuckets: ['team-data', 'ckpt-*'] };
+
 describe('ec2TaskProblems', () => {
   it('finds nothing in an ordinary task', () => {
     expect(ec2TaskProblems(spec('setup: pip install -r requirements.txt\nrun: python train.py\n'))).toEqual([]);
   });
 
-  it('refuses a workdir, saying it is not uploaded and what to do instead', () => {
-    expect(ec2TaskProblems(spec('workdir: .\nrun: python train.py\n'))).toEqual([
-      { path: 'workdir', message: expect.stringMatching(/^expected no workdir on AWS: its contents are not uploaded/) },
+  it('refuses a workdir that relaunch run did not upload, saying what to do instead', () => {
+    expect(ec2TaskProblems(spec('workdir: .\nrun: python train.py\n'), DATA)).toEqual([
+      { path: 'workdir', message: expect.stringMatching(/^expected the local folder \. uploaded into relaunch's store first: submit the file with relaunch run/) },
     ]);
+  });
+
+  it('takes uploads and the buckets the stack allows; refuses others, naming the context key', () => {
+    const sha = 'c'.repeat(64);
+    const task = `workdir: upload:dir:sha256:${sha}\nfile_mounts:\n  /a: s3://team-data/x\n  /b: {name: ckpt-7, mode: MOUNT}\n  /c: {mode: MOUNT}\n  /d: s3://other/y\nrun: x\n`;
+    expect(ec2TaskProblems(spec(task), DATA)).toEqual([
+      { path: 'file_mounts["/d"]', message: 'expected a bucket job instances may use, got other: add it to the context key relaunch:dataBuckets and redeploy (cdk deploy -c relaunch:dataBuckets=other)' },
+    ]);
+  });
+
+  it('refuses mounts on a stack without a data bucket, saying to redeploy', () => {
+    expect(ec2TaskProblems(spec('file_mounts:\n  /c: {mode: MOUNT}\nrun: x\n'))).toEqual([{ path: 'file_mounts', message: expect.stringContaining('redeploy relaunch') }]);
   });
 
   it('refuses a run script that would not fit in user data, naming both sizes', () => {

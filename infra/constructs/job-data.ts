@@ -1,0 +1,94 @@
+// JobData: the stack's own bucket. `sources/` holds what `relaunch run` uploads (a workdir
+// or a local file mount, one archive per SHA-256, shared by every job that names it);
+// `mounts/` holds the data of mounts with no bucket name, per job and path. Job instances
+// read sources and read and write mounts; the buckets a deployer allows
+// (`relaunch:dataBuckets`) they may read and write too. Nothing else.
+
+import { Aws, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import { MOUNTS_PREFIX, SOURCES_PREFIX, type DataConfig } from '../../lib/adapters/s3-data.ts';
+
+/** The bucket's settings. */
+export interface JobDataProps {
+  /**
+   * Other buckets job instances may mount and copy from (and write, for MOUNT): names, or
+   * name prefixes ending in `*`.
+   * @default - none: only the stack's bucket
+   */
+  readonly allowedBuckets?: readonly string[];
+  /**
+   * Days an uploaded source is kept after its upload; a job relaunched later than that
+   * fails setup on the missing archive (a resubmit uploads it again).
+   * @default 90
+   */
+  readonly sourceRetentionDays?: number;
+}
+
+/** The stack's data bucket and what the instance role may do with S3. */
+export class JobData extends Construct {
+  readonly bucket: s3.Bucket;
+  readonly allowedBuckets: readonly string[];
+
+  constructor(scope: Construct, id: string, props: JobDataProps = {}) {
+    super(scope, id);
+    this.allowedBuckets = props.allowedBuckets ?? [];
+    this.bucket = new s3.Bucket(this, 'Bucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      // Checkpoints live here: a stack deleted by mistake must not take them along.
+      removalPolicy: RemovalPolicy.RETAIN,
+      lifecycleRules: [
+        { id: 'expire-sources', prefix: `${SOURCES_PREFIX}/`, expiration: Duration.days(props.sourceRetentionDays ?? 90) },
+        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+    });
+    Validations.of(this.bucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason: 'Server access logs would need a second bucket for every deployment; S3 data events in CloudTrail record the same requests where an account wants them.',
+    });
+  }
+
+  /** What the functions are told (DATA_CONFIG, COMPUTE_CONFIG's `data`). */
+  get config(): DataConfig {
+    return { bucket: this.bucket.bucketName, allowedBuckets: this.allowedBuckets };
+  }
+
+  /**
+   * Lets job instances fetch sources, read and write nameless mounts, and use the allowed
+   * buckets: what `aws s3 cp`/`sync` and mountpoint-s3 (with --allow-delete and
+   * --allow-overwrite) call.
+   */
+  grantInstances(role: iam.IRole): void {
+    const bucketArn = this.bucket.bucketArn;
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'FetchSources', actions: ['s3:GetObject'], resources: [`${bucketArn}/${SOURCES_PREFIX}/*`] }));
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ListOwnMounts',
+        actions: ['s3:ListBucket'],
+        resources: [bucketArn],
+        conditions: { StringLike: { 's3:prefix': `${MOUNTS_PREFIX}/*` } },
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'UseOwnMounts',
+        actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+        resources: [`${bucketArn}/${MOUNTS_PREFIX}/*`],
+      }),
+    );
+    if (this.allowedBuckets.length === 0) return;
+    const arns = this.allowedBuckets.map((name) => `arn:${Aws.PARTITION}:s3:::${name}`);
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'ListAllowedBuckets', actions: ['s3:ListBucket', 's3:GetBucketLocation'], resources: arns }));
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'UseAllowedBuckets',
+        actions: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+        resources: arns.map((arn) => `${arn}/*`),
+      }),
+    );
+  }
+}

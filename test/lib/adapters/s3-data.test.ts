@@ -1,0 +1,66 @@
+// Mounts on EC2: which steps a node's agent is given for each kind of mount, and which
+// buckets a deployment lets tasks use.
+
+import { describe, expect, it } from 'vitest';
+import { bucketAllowed, s3AgentMounts } from '../../../lib/adapters/s3-data.ts';
+import { mountLines } from '../../../lib/agent/mounts.ts';
+import { renderAgentScript } from '../../../lib/agent/script.ts';
+import { PrecheckError } from '../../../lib/errors.ts';
+import { parseTaskFile } from '../../../lib/spec/parse.ts';
+
+const DATA = { bucket: 'relaunch-data-7', allowedBuckets: ['team-data', 'ckpt-*'] };
+const SHA = 'e'.repeat(64);
+const spec = (yaml: string) => parseTaskFile(yaml).spec;
+
+describe('s3AgentMounts', () => {
+  it('fetches uploads from the stack bucket, copies or mounts S3, and keeps a nameless mount per job and path', () => {
+    const task = spec(
+      [
+        `workdir: upload:dir:sha256:${SHA}`,
+        'file_mounts:',
+        `  ~/cfg.json: upload:file:sha256:${SHA}`,
+        '  /imagenet: {source: s3://team-data/imagenet/}',
+        '  /raw: s3://team-data/raw',
+        '  /checkpoint: {name: ckpt-bert, mode: MOUNT}',
+        '  /scratch: {mode: MOUNT_CACHED}',
+        'run: x',
+      ].join('\n'),
+    );
+
+    const { mounts, sourcesUrl } = s3AgentMounts(task, 'j-42', DATA);
+
+    expect(sourcesUrl).toBe('s3://relaunch-data-7/sources');
+    expect(mounts).toEqual([
+      { kind: 'upload', entry: 'dir', sha256: SHA, dest: '~/sky_workdir' },
+      { kind: 'upload', entry: 'file', sha256: SHA, dest: '~/cfg.json' },
+      { kind: 's3-mount', bucket: 'team-data', prefix: 'imagenet', cached: false, dest: '/imagenet' },
+      { kind: 's3-copy', bucket: 'team-data', key: 'raw', dest: '/raw' },
+      { kind: 's3-mount', bucket: 'ckpt-bert', prefix: '', cached: false, dest: '/checkpoint' },
+      { kind: 's3-mount', bucket: 'relaunch-data-7', prefix: 'mounts/j-42/scratch', cached: true, dest: '/scratch' },
+    ]);
+    // What the agent reads: one tab-separated line per step, in user data.
+    const script = renderAgentScript({ apiUrl: 'https://api', jobId: 'j-42', attempt: 1, secretSource: { path: '/p', region: 'us-east-1', endpoint: 'https://ssm' }, spec: task, heartbeatSeconds: 30, mounts, sourcesUrl });
+    expect(script).toContain(`MOUNTS_B64='${Buffer.from(mountLines(mounts ?? [])).toString('base64')}'`);
+    expect(script).toContain("SOURCES_URL='s3://relaunch-data-7/sources'");
+    expect(mountLines(mounts ?? []).split('\n')[4]).toBe('s3-mount\tckpt-bert\t-\t-\t/checkpoint');
+  });
+
+  it('refuses a local path no upload replaced: the launch fails its prechecks', () => {
+    expect(() => s3AgentMounts(spec('workdir: ./src\nrun: x\n'), 'j-1', DATA)).toThrow(PrecheckError);
+    expect(() => s3AgentMounts(spec('file_mounts:\n  /a: ./a\nrun: x\n'), 'j-1', DATA)).toThrow(/was never uploaded/);
+  });
+});
+
+describe('bucketAllowed', () => {
+  it.each([
+    ['relaunch-data-7', true],
+    ['team-data', true],
+    ['team-data-2', false],
+    ['ckpt-', true],
+    ['ckpt-bert', true],
+    ['ckp', false],
+    ['other', false],
+  ])('%s: %s', (bucket, allowed) => {
+    expect(bucketAllowed(bucket, DATA)).toBe(allowed);
+  });
+});
