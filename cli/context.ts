@@ -110,7 +110,7 @@ function remote(client: JobsClient): Target {
   return { client, runtime: null, close: async () => undefined };
 }
 
-function isLoopback(url: string): boolean {
+export function isLoopback(url: string): boolean {
   const host = new URL(url).hostname;
   return host === 'localhost' || host === '[::1]' || host.startsWith('127.');
 }

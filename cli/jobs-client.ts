@@ -2,6 +2,7 @@
 // process serves, or a deployed stack's REST API (SigV4-signed with the default AWS
 // credentials). Every command speaks to one of these through the same small interface.
 
+import type { SourcesLocation } from '../lib/http/types.ts';
 import { createHash, createHmac, randomUUID, type Hash, type Hmac } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
@@ -173,6 +174,11 @@ export class HttpJobsClient implements JobsClient {
 
   async cancel(jobId: string): Promise<{ status: string }> {
     return (await this.request('DELETE', `/jobs/${encodeURIComponent(jobId)}`)) as { status: string };
+  }
+
+  /** Where `run` uploads local sources for this API (`GET /sources`). */
+  async sourcesLocation(): Promise<SourcesLocation> {
+    return (await this.request('GET', '/sources')) as SourcesLocation;
   }
 
   /**

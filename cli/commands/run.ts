@@ -3,12 +3,14 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
-import { parseJobFile } from '../../lib/spec/parse.ts';
+import { parseJobFile, type ParsedJob } from '../../lib/spec/parse.ts';
 import { envNameProblem } from '../../lib/spec/envs.ts';
 import { resolveJob } from '../../lib/spec/secrets.ts';
 import { JobStatus } from '../../lib/status.ts';
 import type { JobView } from '../../lib/views.ts';
-import { backgroundTarget, configuredApi, openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
+import { backgroundTarget, configuredApi, isLoopback, openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
+import { ApiError, HttpJobsClient } from '../jobs-client.ts';
+import { ensureBuckets, S3SourceStore, s3Client } from '../s3-sources.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
 import { readTaskFile, STDIN_ARGUMENT } from '../task-file.ts';
@@ -58,9 +60,7 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     resolveJob(parsed, { envs: envOverrides, secrets: secretOverrides });
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
     const chaos = await chaosOf(options, Math.max(...tasks.map((task) => task.spec.numNodes)));
-    const local = configuredApi(options) === null;
-    const store = local ? new LocalSourceStore(sourcesDir(options.dataDir)) : null;
-    const body = store === null ? text : await uploadSources(text, parsed, file === STDIN_ARGUMENT ? process.cwd() : path.dirname(file), store, io);
+    const body = await withSources(text, parsed, file === STDIN_ARGUMENT ? process.cwd() : path.dirname(file), options, io);
 
     target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io);
     const { jobId } = await target.client.submit(body, { envOverrides, secretOverrides, chaos });
@@ -108,6 +108,30 @@ async function followUntilDone(target: Target, jobId: string, options: RunOption
 function summary(view: JobView): string {
   const reason = view.failureReason === null ? '' : `: ${view.failureReason}`;
   return `${view.jobId} ${view.status} after ${view.attempts.length} attempt(s), ${view.recoveryCount} recovery(ies)${reason}`;
+}
+
+/**
+ * The file with its local sources uploaded (lib/spec/mounts.ts names them `upload:...`):
+ * into the data folder for a local runtime, into the stack's bucket for a deployed API,
+ * which also gets the buckets MOUNTs name created when missing.
+ */
+async function withSources(text: string, parsed: ParsedJob, base: string, options: RunOptions, io: Io): Promise<string> {
+  const api = configuredApi(options);
+  if (api === null) return uploadSources(text, parsed, base, new LocalSourceStore(sourcesDir(options.dataDir)), io);
+  const usesData = parsed.tasks.some(({ spec }) => spec.workdir !== null || (spec.fileMounts ?? []).length > 0);
+  if (!usesData) return text;
+  const location = await new HttpJobsClient(api, { sign: !isLoopback(api) }).sourcesLocation().catch((error: unknown) => {
+    if (!(error instanceof ApiError) || error.statusCode !== 404) throw error;
+    throw new InvalidInputError([{ path: '--api', message: `expected an API that takes uploads, but ${api} keeps none in S3 (a local server): give its --data-dir instead of --api` }]);
+  });
+  const s3 = s3Client(location);
+  try {
+    const body = await uploadSources(text, parsed, base, new S3SourceStore(s3, location), io);
+    await ensureBuckets(parsed, s3, location.region, io);
+    return body;
+  } finally {
+    s3.destroy();
+  }
 }
 
 /**

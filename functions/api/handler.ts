@@ -1,6 +1,7 @@
 // The REST API (API Gateway proxy integration): adapt the event, let lib/http answer.
 
 import { ec2TaskProblems } from '../../lib/adapters/ec2-user-data.ts';
+import { SOURCES_PREFIX } from '../../lib/adapters/s3-data.ts';
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
@@ -49,6 +50,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       random,
       computeProblems: async (spec) => ec2TaskProblems(spec, dataConfig),
       onJobEnded: announceJobEnded,
+      ...(dataConfig === undefined ? {} : { sources: { bucket: dataConfig.bucket, prefix: SOURCES_PREFIX, region: process.env.AWS_REGION ?? '' } }),
       onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),
     },
   );

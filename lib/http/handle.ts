@@ -56,6 +56,10 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     await heartbeat(credentials(request, params, body.nodeRank), deps);
     return json(200, { status: 'accepted' });
   },
+  async sourcesLocation(_request, _params, deps) {
+    if (deps.sources === undefined) return json(404, { error: 'this relaunch keeps no uploads in S3: a local runtime takes them into its data folder' });
+    return json(200, deps.sources);
+  },
   async reportPhase(request, params, deps) {
     const body = parseBody(ReportBodySchema, request.body);
     const { phase, exitCode, outputTail } = body;

@@ -29,11 +29,24 @@ export interface ApiResponse {
 }
 
 /** What the routes need: the use cases' ports, and a place to report unexpected errors. */
+/** Where uploads go: `s3://<bucket>/<prefix>/<sha256>.tar.gz`, in `region`. */
+export interface SourcesLocation {
+  readonly bucket: string;
+  readonly prefix: string;
+  readonly region: string;
+}
+
 export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random' | 'secrets'> {
   /** What the compute behind this API cannot run, refused at submit (SubmitJobInput.computeProblems). */
   readonly computeProblems?: (spec: TaskSpec) => Promise<readonly InputIssue[]>;
   /** Told of a job a request ended (a submit whose execution could not start). */
   readonly onJobEnded?: (ended: JobEnded) => Promise<void>;
+  /**
+   * Where `relaunch run` uploads workdirs and local file mounts (`GET /sources`): the
+   * stack's bucket, the prefix, its region. Absent: this API keeps no uploads in S3 (the
+   * local runtime's are in its data folder), and the route answers 404.
+   */
+  readonly sources?: SourcesLocation;
   /**
    * Called with an error no route expected, before a generic 500 is answered (the
    * response never carries it). A Lambda logs it here.

@@ -198,3 +198,19 @@ describe('routing and unexpected errors', () => {
     expect(seen).toHaveLength(1);
   });
 });
+
+describe('GET /sources', () => {
+  it('says where relaunch run uploads, when the API has a bucket for it', async () => {
+    const h = harness();
+    const sources = { bucket: 'relaunch-data-1', prefix: 'sources', region: 'eu-west-1' };
+    const response = await handleApiRequest(request('GET', '/sources'), { ...deps(h), sources });
+    expect(response.statusCode).toBe(200);
+    expect(JSON.parse(response.body)).toEqual(sources);
+  });
+
+  it('answers 404 with why when it has none (the local runtime)', async () => {
+    const res = await call(harness(), request('GET', '/sources'));
+    expect(res.statusCode).toBe(404);
+    expect(res.json?.error).toMatch(/keeps no uploads in S3/);
+  });
+});

@@ -1,0 +1,177 @@
+// `relaunch run` against a deployed API: local sources go to the stack's bucket (S3
+// mocked, asserting what was sent), only when not there yet; a MOUNT's bucket is created
+// when missing; the API is given the task with each source named by its upload.
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  CreateBucketCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutBucketTaggingCommand,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runTask } from '../../cli/commands/run.ts';
+import { ensureBuckets, S3SourceStore } from '../../cli/s3-sources.ts';
+import { InvalidInputError } from '../../lib/errors.ts';
+import { parseJobFile } from '../../lib/spec/parse.ts';
+import { bufferIo } from './helpers.ts';
+import { removeTempDirs, tempDir } from './helpers.ts';
+
+const s3 = mockClient(S3Client);
+const LOCATION = { bucket: 'relaunch-data-9', prefix: 'sources', region: 'eu-west-1' };
+
+/** An S3 error as the SDK throws it for a HEAD: a name and a status, no body. */
+function s3Error(name: string, status: number): S3ServiceException {
+  return new S3ServiceException({ name, $fault: 'client', $metadata: { httpStatusCode: status }, message: name });
+}
+
+beforeEach(() => {
+  s3.reset();
+});
+
+afterAll(async () => {
+  await removeTempDirs();
+});
+
+describe('S3SourceStore', () => {
+  it('sends an archive under sources/<sha256>.tar.gz with its SHA-256 for S3 to check, and knows one it has', async () => {
+    const dir = await tempDir('s3-store');
+    const archive = join(dir, 'a.tar.gz');
+    await writeFile(archive, 'archive bytes');
+    const sha = 'ab'.repeat(32);
+    s3.on(HeadObjectCommand).rejectsOnce(s3Error('NotFound', 404)).resolves({});
+    s3.on(PutObjectCommand).resolves({});
+    const store = new S3SourceStore(new S3Client({ region: 'eu-west-1' }), LOCATION);
+    const seen: number[] = [];
+
+    expect(await store.has(sha)).toBe(false);
+    await store.put(sha, archive, 13, (sent) => seen.push(sent));
+    expect(await store.has(sha)).toBe(true);
+
+    const put = s3.commandCalls(PutObjectCommand)[0]?.args[0].input;
+    expect(put).toMatchObject({ Bucket: 'relaunch-data-9', Key: `sources/${sha}.tar.gz`, ContentLength: 13, ChecksumSHA256: Buffer.from(sha, 'hex').toString('base64') });
+    expect(s3.commandCalls(HeadObjectCommand).map((call) => call.args[0].input)).toEqual([
+      { Bucket: 'relaunch-data-9', Key: `sources/${sha}.tar.gz` },
+      { Bucket: 'relaunch-data-9', Key: `sources/${sha}.tar.gz` },
+    ]);
+  });
+
+  it('lets an error other than not-found through (no access is not "absent")', async () => {
+    s3.on(HeadObjectCommand).rejects(s3Error('Forbidden', 403));
+    await expect(new S3SourceStore(new S3Client({ region: 'eu-west-1' }), LOCATION).has('ab'.repeat(32))).rejects.toThrow('Forbidden');
+  });
+});
+
+describe('ensureBuckets', () => {
+  const job = parseJobFile('file_mounts:\n  /ckpt: {name: team-ckpt, mode: MOUNT}\n  /more: {name: team-ckpt}\n  /own: {mode: MOUNT}\nrun: x\n');
+
+  it('creates a missing bucket once, in the region, tagged as relaunch\'s', async () => {
+    s3.on(HeadBucketCommand).rejects(s3Error('NotFound', 404));
+    const io = bufferIo();
+
+    await ensureBuckets(job, new S3Client({ region: 'eu-west-1' }), 'eu-west-1', io);
+
+    expect(s3.commandCalls(CreateBucketCommand).map((call) => call.args[0].input)).toEqual([{ Bucket: 'team-ckpt', CreateBucketConfiguration: { LocationConstraint: 'eu-west-1' } }]);
+    expect(s3.commandCalls(PutBucketTaggingCommand)[0]?.args[0].input).toEqual({ Bucket: 'team-ckpt', Tagging: { TagSet: [{ Key: 'relaunch:created-by', Value: 'relaunch run' }] } });
+    expect(io.stderr).toEqual(['created bucket team-ckpt in eu-west-1 for file_mounts["/ckpt"].name']);
+  });
+
+  it('creates nothing for a bucket that exists; in us-east-1 a new one has no location constraint', async () => {
+    s3.on(HeadBucketCommand).resolves({});
+    await ensureBuckets(job, new S3Client({ region: 'us-east-1' }), 'us-east-1', bufferIo());
+    expect(s3.commandCalls(CreateBucketCommand)).toEqual([]);
+
+    s3.reset();
+    s3.on(HeadBucketCommand).rejects(s3Error('NotFound', 404));
+    await ensureBuckets(job, new S3Client({ region: 'us-east-1' }), 'us-east-1', bufferIo());
+    expect(s3.commandCalls(CreateBucketCommand)[0]?.args[0].input).toEqual({ Bucket: 'team-ckpt' });
+  });
+
+  it("refuses a bucket that exists but is another account's, naming the field", async () => {
+    s3.on(HeadBucketCommand).rejects(s3Error('Forbidden', 403));
+    const refused = ensureBuckets(job, new S3Client({ region: 'eu-west-1' }), 'eu-west-1', bufferIo());
+    await expect(refused).rejects.toThrow(InvalidInputError);
+    await expect(refused).rejects.toMatchObject({ issues: [{ path: 'file_mounts["/ckpt"].name', message: expect.stringContaining('refuses it (403)') }] });
+    expect(s3.commandCalls(CreateBucketCommand)).toEqual([]);
+  });
+});
+
+describe('relaunch run --api with local sources', () => {
+  let server: Server;
+  let api: string;
+  let submitted: string[];
+  let sourcesStatus: number;
+
+  beforeEach(async () => {
+    submitted = [];
+    sourcesStatus = 200;
+    server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      request.on('end', () => {
+        if (request.method === 'GET' && request.url === '/sources') {
+          response.writeHead(sourcesStatus, { 'content-type': 'application/json' }).end(JSON.stringify(sourcesStatus === 200 ? LOCATION : { error: 'none' }));
+          return;
+        }
+        if (request.method === 'POST' && request.url === '/jobs') {
+          submitted.push(body);
+          // Refused, so run stops here: what was sent is what the test reads.
+          response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'stop', issues: [{ path: 'run', message: 'stopped by the test' }] }));
+          return;
+        }
+        response.writeHead(404).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    api = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterEach(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('uploads each source the bucket lacks, creates the MOUNT bucket, and submits the task naming the uploads', async () => {
+    const dir = await tempDir('run-api');
+    await mkdir(join(dir, 'code'));
+    await writeFile(join(dir, 'code', 'train.py'), 'print(1)\n');
+    await writeFile(join(dir, 'cfg.json'), '{}\n');
+    const file = join(dir, 'task.yaml');
+    await writeFile(file, 'workdir: ./code\nfile_mounts:\n  ~/cfg.json: ./cfg.json\n  /ckpt:\n    name: team-ckpt\n    mode: MOUNT\nrun: python train.py\n');
+    s3.on(HeadObjectCommand).rejects(s3Error('NotFound', 404));
+    s3.on(PutObjectCommand).resolves({});
+    s3.on(HeadBucketCommand).rejects(s3Error('NotFound', 404));
+    const io = bufferIo();
+
+    expect(await runTask(file, { api, dataDir: join(dir, 'state') }, io)).toBe(2);
+
+    const keys = s3.commandCalls(PutObjectCommand).map((call) => call.args[0].input.Key);
+    expect(keys).toHaveLength(2);
+    const [sent] = submitted;
+    for (const key of keys) expect(sent).toContain(`upload:${key === keys[0] ? 'dir' : 'file'}:sha256:${/sources\/([0-9a-f]{64})\.tar\.gz/.exec(key ?? '')?.[1]}`);
+    expect(sent).not.toContain('./code');
+    expect(sent).toContain('name: team-ckpt');
+    expect(s3.commandCalls(CreateBucketCommand)).toHaveLength(1);
+    expect(io.stderr.filter((line) => line.includes('stored in s3://relaunch-data-9/sources'))).toHaveLength(2);
+  });
+
+  it('says to use --data-dir when the API keeps no uploads (a local server), and submits nothing', async () => {
+    sourcesStatus = 404;
+    const dir = await tempDir('run-api-local');
+    await mkdir(join(dir, 'code'));
+    const file = join(dir, 'task.yaml');
+    await writeFile(file, 'workdir: ./code\nrun: x\n');
+    const io = bufferIo();
+
+    expect(await runTask(file, { api, dataDir: join(dir, 'state') }, io)).toBe(2);
+
+    expect(io.stderr.join('\n')).toContain('--api: expected an API that takes uploads');
+    expect(submitted).toEqual([]);
+  });
+});
