@@ -234,6 +234,9 @@ export function mountWarnings(task: Readonly<Record<string, unknown>>, fileMount
   for (const mount of fileMounts) {
     const raw = given[mount.path];
     const at = ['file_mounts', mount.path];
+    if (mount.source.kind === 'bucket' && !mount.source.persistent) {
+      warnings.push({ path: [...at, 'persistent'], message: 'false is not acted on: relaunch keeps the bucket (or folder) after the job; delete it yourself when done' });
+    }
     if (mount.source.kind === 'bucket' && mount.source.name !== null) {
       const problem = bucketNameProblem(mount.source.name);
       if (problem !== undefined) warnings.push({ path: [...at, 'name'], message: `${problem}: run refuses it; fill in your bucket's name` });

@@ -99,6 +99,18 @@ const EXAMPLE_RUNS = [
     // The second attempt starts from the checkpoint the first one left, not from step 1.
     logs: [{ attempt: 2, has: ['resuming from checkpoint at step 4', 'step 5/8', 'training complete after 8 steps'], lacks: ['step 1/8'] }],
   },
+  {
+    example: 'checkpoint-bucket',
+    args: [],
+    exitStatus: 0,
+    job: { status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 },
+    attempts: [
+      { outcome: 'EXITED', phase: 'run', exitCodes: [29], decision: 'RESTART', reason: expect.stringContaining('exit code 29 (run) is in recover_on_exit_codes') },
+      { outcome: 'EXITED', phase: 'run', exitCodes: [0], decision: 'SUCCEED' },
+    ],
+    // The second attempt, on a node of its own, reads what the first wrote to the bucket.
+    logs: [{ attempt: 2, has: ["resuming from the bucket's checkpoint at step 4", 'step 5/8', 'training complete after 8 steps'], lacks: ['step 1/8'] }],
+  },
 ];
 
 describe.concurrent('relaunch run --json on each example', { timeout: SLOW }, () => {

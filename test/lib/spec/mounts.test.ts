@@ -94,11 +94,11 @@ describe('file_mounts', () => {
     expect(issuesOf('file_mounts:\n  /a: gs://x\n  /b: {mode: SYNC}\nrun: x\n')).toHaveLength(2);
   });
 
-  it('warns of a placeholder bucket name, a nameless storage and a name beside a local source', () => {
+  it('warns of a placeholder bucket name, a nameless storage, a name beside a local source, and persistent: false', () => {
     const { warnings } = parseTaskFile(
-      'file_mounts:\n  /a: {name: YOUR_BUCKET, mode: MOUNT}\n  /b: {mode: MOUNT}\n  /c: {name: abc, source: ./x, mode: COPY}\nrun: x\n',
+      'file_mounts:\n  /a: {name: YOUR_BUCKET, mode: MOUNT}\n  /b: {mode: MOUNT}\n  /c: {name: abc, source: ./x, mode: COPY}\n  /d: {name: tmp-bkt, persistent: false}\nrun: x\n',
     );
-    expect(warnings.map((warning) => warning.path)).toEqual(['file_mounts["/a"].name', 'file_mounts["/b"]', 'file_mounts["/c"].name']);
+    expect(warnings.map((warning) => warning.path)).toEqual(['file_mounts["/a"].name', 'file_mounts["/b"]', 'file_mounts["/c"].name', 'file_mounts["/d"].persistent']);
     expect(warnings[0]?.message).toMatch(/run refuses it/);
   });
 });
