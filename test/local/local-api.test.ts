@@ -45,6 +45,19 @@ describe('the local API, from a hostile page or process', () => {
     expect(await t.runtime.deps.store.listJobs()).toEqual([]);
   });
 
+  it.each([
+    ['a local path no run uploaded (a file of the machine, read by the job)', 'file_mounts:\n  /x: /etc/passwd\nrun: x\n', 'file_mounts["/x"]', "uploaded into relaunch's store first"],
+    ['a workdir no run uploaded', 'workdir: /home\nrun: x\n', 'workdir', "uploaded into relaunch's store first"],
+    ['an upload the store does not have', `file_mounts:\n  /x: upload:dir:sha256:${'0'.repeat(64)}\nrun: x\n`, 'file_mounts["/x"]', 'is not there'],
+    ['a bucket name climbing out of the data folder', 'file_mounts:\n  /x: {name: ../../../etc, mode: MOUNT}\nrun: x\n', 'file_mounts["/x"].name', 'expected an S3 bucket name'],
+  ])('answers 400 for %s, and stores no job', async (_name, task, path, message) => {
+    const t = await open();
+    const answer = await request(t, 'POST', '/jobs', { host: host(t), 'content-type': 'application/yaml' }, task);
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body).issues).toContainEqual({ path, message: expect.stringContaining(message) });
+    expect(await t.runtime.deps.store.listJobs()).toEqual([]);
+  });
+
   it('answers 400 naming the byte offset of invalid UTF-8, and a job id that cannot exist with a clear error', async () => {
     const t = await open();
     const bytes = Buffer.concat([Buffer.from('run: echo '), Buffer.from([0xff, 0xfe]), Buffer.from('\n')]);
