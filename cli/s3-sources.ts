@@ -14,7 +14,8 @@ import {
 import { awsErrorCode } from '../lib/adapters/aws-errors.ts';
 import { InvalidInputError } from '../lib/errors.ts';
 import type { SourcesLocation } from '../lib/http/types.ts';
-import { archiveName } from '../lib/spec/mounts.ts';
+import { bucketAllowed } from '../lib/adapters/s3-data.ts';
+import { archiveName, mountField } from '../lib/spec/mounts.ts';
 import type { ParsedJob } from '../lib/spec/parse.ts';
 import { taskPath } from '../lib/spec/path.ts';
 import type { Io } from './exit.ts';
@@ -22,6 +23,12 @@ import type { SourceStore } from './sources.ts';
 
 /** The most one PutObject takes: a larger source is refused before anything is sent. */
 export const MAX_SOURCE_BYTES = 5 * 1024 ** 3;
+
+/**
+ * Days after which a stored archive is uploaded again at submit. The stack expires them
+ * after 90 (infra/constructs/job-data.ts), so a job always has 60 days of relaunches.
+ */
+export const REFRESH_AFTER_DAYS = 30;
 
 /** The tag relaunch puts on a bucket it creates, so an account can find them. */
 export const CREATED_BUCKET_TAG = 'relaunch:created-by';
@@ -50,10 +57,15 @@ export class S3SourceStore implements SourceStore {
     return `${this.location.prefix}/${archiveName(sha256)}`;
   }
 
+  /**
+   * Whether the archive is there and young enough: one uploaded more than REFRESH_AFTER_DAYS
+   * ago is sent again, so that the bucket's expiry never takes it from a job just submitted.
+   */
   async has(sha256: string): Promise<boolean> {
     try {
-      await this.s3.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: this.key(sha256) }));
-      return true;
+      const head = await this.s3.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: this.key(sha256) }));
+      const age = Date.now() - (head.LastModified?.getTime() ?? 0);
+      return age < REFRESH_AFTER_DAYS * 24 * 60 * 60 * 1000;
     } catch (error) {
       if (notFound(error)) return false;
       throw error;
@@ -62,7 +74,7 @@ export class S3SourceStore implements SourceStore {
 
   async put(sha256: string, archive: string, bytes: number, progress: (sent: number) => void): Promise<void> {
     if (bytes > MAX_SOURCE_BYTES) {
-      throw new InvalidInputError([{ path: 'file_mounts', message: `expected each local source to pack into at most 5 GiB, got ${bytes} bytes: put large data in S3 and mount it` }]);
+      throw new InvalidInputError([{ path: this.where, message: `expected each local source to pack into at most 5 GiB for one upload, got ${bytes} bytes (sha256:${sha256.slice(0, 12)}): put large data in S3 and mount it` }]);
     }
     const body = createReadStream(archive);
     let sent = 0;
@@ -95,19 +107,27 @@ export function s3Client(location: SourcesLocation): S3Client {
  *
  * @throws InvalidInputError naming the field of a bucket that cannot be used.
  */
-export async function ensureBuckets(job: ParsedJob, s3: S3Client, region: string, io: Io): Promise<void> {
+export async function ensureBuckets(job: ParsedJob, s3: S3Client, location: SourcesLocation, io: Io): Promise<void> {
+  const { region } = location;
+  const data = { bucket: location.bucket, allowedBuckets: location.allowedBuckets };
   const seen = new Set<string>();
   for (const [index, { spec }] of job.tasks.entries()) {
     for (const mount of spec.fileMounts ?? []) {
       if (mount.source.kind !== 'bucket' || mount.source.name === null || seen.has(mount.source.name)) continue;
       const bucket = mount.source.name;
       seen.add(bucket);
-      const field = `file_mounts["${mount.path}"].name`;
+      const field = mountField(mount.path, 'name');
       const at = job.pipeline === null ? field : taskPath(index, field);
+      if (!bucketAllowed(bucket, data)) {
+        throw new InvalidInputError([{ path: at, message: `expected a bucket job instances may use, got ${bucket}: add it to the context key relaunch:dataBuckets and redeploy (cdk deploy -c relaunch:dataBuckets=${bucket})` }]);
+      }
       try {
         await s3.send(new HeadBucketCommand({ Bucket: bucket }));
         continue;
       } catch (error) {
+        if (statusOf(error) === 301 || awsErrorCode(error) === 'PermanentRedirect') {
+          throw new InvalidInputError([{ path: at, message: `expected a bucket in ${region} (the stack's region, where its instances mount it), but ${bucket} is in another region` }]);
+        }
         if (statusOf(error) === 403 || awsErrorCode(error) === 'Forbidden') {
           throw new InvalidInputError([{ path: at, message: `expected a bucket this account may use, but ${bucket} exists and refuses it (403)` }]);
         }

@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { copyFile, lstat, mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
@@ -99,7 +99,10 @@ export async function packSource(source: string, tmpDir: string): Promise<Packed
     await tar.create({ ...options, cwd: source }, entries.length === 0 ? ['.'] : entries.map((entry) => entry.name));
   } else if (info.isFile()) {
     files = 1;
-    await tar.create({ ...options, cwd: path.dirname(source) }, [path.basename(source)]);
+    // A link given as the source is followed (its file is what the task asked for); links
+    // inside a folder stay links, as rsync -a keeps them.
+    const file = await realpath(source);
+    await tar.create({ ...options, cwd: path.dirname(file) }, [path.basename(file)]);
   } else {
     throw new Error('not a regular file or a folder');
   }
@@ -180,21 +183,24 @@ function sourceSites(text: string, job: ParsedJob): { documents: Document[]; sit
 export async function uploadSources(text: string, job: ParsedJob, base: string, store: SourceStore, io: Io): Promise<string> {
   const { documents, sites } = sourceSites(text, job);
   if (sites.length === 0) return text;
-  const issues: InputIssue[] = [];
-  const resolved = await Promise.all(
-    sites.map(async (site) => {
+  const checked = await Promise.all(
+    sites.map(async (site): Promise<{ absolute: string; issue?: InputIssue }> => {
       const absolute = resolveLocal(site.given, base);
-      const info = await lstat(absolute).then(
-        () => stat(absolute),
-        () => undefined,
-      ).catch(() => undefined);
-      if (info === undefined) issues.push({ path: site.field, message: `expected an existing local ${site.folderOnly ? 'folder' : 'file or folder'}, got ${site.given} (${absolute} does not exist)` });
-      else if (site.folderOnly && !info.isDirectory()) issues.push({ path: site.field, message: `expected a local folder, got ${site.given} (${absolute} is not a folder)` });
-      else if (!info.isDirectory() && !info.isFile()) issues.push({ path: site.field, message: `expected a regular file or a folder, got ${site.given}` });
-      return absolute;
+      const info = await stat(absolute).catch(() => undefined);
+      const problem =
+        info === undefined
+          ? `expected an existing local ${site.folderOnly ? 'folder' : 'file or folder'}, got ${site.given} (${absolute} does not exist)`
+          : site.folderOnly && !info.isDirectory()
+            ? `expected a local folder, got ${site.given} (${absolute} is not a folder)`
+            : !info.isDirectory() && !info.isFile()
+              ? `expected a regular file or a folder, got ${site.given}`
+              : undefined;
+      return problem === undefined ? { absolute } : { absolute, issue: { path: site.field, message: problem } };
     }),
   );
+  const issues = checked.flatMap(({ issue }) => (issue === undefined ? [] : [issue]));
   if (issues.length > 0) throw new InvalidInputError(issues);
+  const resolved = checked.map(({ absolute }) => absolute);
   const tmpDir = await mkdtemp(path.join(os.tmpdir(), 'relaunch-sources-'));
   try {
     // One archive per distinct path: a file mounted at two places is packed once.

@@ -34,11 +34,12 @@ export function bucketDir(dataDir: string, name: string): string {
 export const LOCAL_OWN_BUCKET = 'relaunch-local';
 
 /**
- * `<dataDir>/jobs/<jobId>/nodes/<rank>`: a node's own disk, for a task with a workdir or
- * file mounts: `home` is its home folder, `root` holds the absolute paths it mounts.
+ * `<dataDir>/nodes/<jobId>/<attempt>/<rank>/disk`: a node's own disk, fresh each attempt
+ * as an instance's is, for a task with a workdir or file mounts: `home` is its home
+ * folder, `root` holds the absolute paths it mounts.
  */
-export function nodeDiskDir(dataDir: string, jobId: string, rank: number): string {
-  return path.join(jobWorkDir(dataDir, jobId), 'nodes', String(rank));
+export function nodeDiskDir(dataDir: string, jobId: string, attempt: number, rank: number): string {
+  return path.join(nodeDir(dataDir, jobId, attempt, rank), 'disk');
 }
 
 /** One phase's output on one node, as the agent writes it. */

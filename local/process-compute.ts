@@ -239,7 +239,7 @@ export class LocalProcessCompute implements Compute {
     // exists, and an agent that asks first is refused and asks again.
     this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instanceId), agentSecretValue(request.callbackSecret, request.secrets), arn);
     // A task with a workdir or mounts gets a disk per node, as each instance has its own.
-    const disk = spec.workdir !== null || spec.gitWorkdir !== undefined || spec.fileMounts !== undefined ? nodeDiskDir(this.options.dataDir, jobId, rank) : null;
+    const disk = spec.workdir !== null || spec.gitWorkdir !== undefined || spec.fileMounts !== undefined ? nodeDiskDir(this.options.dataDir, jobId, attempt, rank) : null;
     const script = renderAgentScript({
       apiUrl: network,
       imdsUrl: `${network}/imds`,

@@ -127,7 +127,7 @@ async function withSources(text: string, parsed: ParsedJob, base: string, option
   const s3 = s3Client(location);
   try {
     const body = await uploadSources(text, parsed, base, new S3SourceStore(s3, location), io);
-    await ensureBuckets(parsed, s3, location.region, io);
+    await ensureBuckets(parsed, s3, location, io);
     return body;
   } finally {
     s3.destroy();

@@ -50,7 +50,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       random,
       computeProblems: async (spec) => ec2TaskProblems(spec, dataConfig),
       onJobEnded: announceJobEnded,
-      ...(dataConfig === undefined ? {} : { sources: { bucket: dataConfig.bucket, prefix: SOURCES_PREFIX, region: process.env.AWS_REGION ?? '' } }),
+      ...(dataConfig === undefined ? {} : { sources: { bucket: dataConfig.bucket, prefix: SOURCES_PREFIX, region: process.env.AWS_REGION ?? '', allowedBuckets: dataConfig.allowedBuckets } }),
       onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),
     },
   );

@@ -4,7 +4,7 @@
 import { gzipSync } from 'node:zlib';
 import { renderAgentScript } from '../agent/script.ts';
 import { agentSecretPath, ssmEndpoint } from '../agent/secret-parameter.ts';
-import type { InputIssue } from '../errors.ts';
+import { PrecheckError, type InputIssue } from '../errors.ts';
 import { mountProblems } from '../spec/mounts.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import { s3AgentMounts, s3MountProblems, type DataConfig } from './s3-data.ts';
@@ -36,7 +36,9 @@ export function ec2TaskProblems(spec: TaskSpec, data?: DataConfig): InputIssue[]
   // A source never uploaded says all there is to say about the task's mounts.
   const unmountable = mountProblems(spec);
   const problems: InputIssue[] = unmountable.length > 0 ? unmountable : s3MountProblems(spec, data);
-  const packed = packedAgent({
+  let packed: Buffer;
+  try {
+    packed = packedAgent({
     apiUrl: `https://${'x'.repeat(160)}.execute-api.us-east-1.amazonaws.com/v1/`,
     jobId: 'j-xxxxxxxxx-xxxxxx',
     attempt: 999_999,
@@ -45,7 +47,12 @@ export function ec2TaskProblems(spec: TaskSpec, data?: DataConfig): InputIssue[]
     heartbeatSeconds: HEARTBEAT_INTERVAL_SECONDS,
     gpusPerNode: 8,
     ...(unmountable.length === 0 ? s3AgentMounts(spec, 'j-xxxxxxxxx-xxxxxx', { bucket: 'x'.repeat(63), allowedBuckets: [] }) : {}),
-  });
+    });
+  } catch (error) {
+    // A mount the agent could not be given (agent/mounts.ts): the submit's error, not a 500.
+    if (error instanceof PrecheckError) return [...problems, { path: 'file_mounts', message: error.message }];
+    throw error;
+  }
   if (packed.length > USER_DATA_MAX_BYTES) problems.push({ path: 'run', message: tooLargeForUserData(packed.length) });
   return problems;
 }

@@ -16,6 +16,8 @@ export type AgentMount =
   | { readonly kind: 's3-mount'; readonly bucket: string; readonly prefix: string; readonly cached: boolean; readonly dest: string }
   /** A folder that stands in for a bucket (the local runtime): linked at dest. */
   | { readonly kind: 'link'; readonly dir: string; readonly dest: string }
+  /** Such a folder's files, copied to dest (a bucket with mode COPY, locally). */
+  | { readonly kind: 'copy-dir'; readonly dir: string; readonly dest: string }
   /** Clone a git repository at dest, at ref. */
   | { readonly kind: 'git'; readonly url: string; readonly ref: string | null; readonly dest: string };
 
@@ -33,15 +35,20 @@ export interface MountPlaces {
   s3(bucket: string, key: string): BucketPlace;
 }
 
-/** A mount path as a key under a bucket prefix: `/data/ckpt` is `data/ckpt`, `~/x` is `home/x`. */
+/**
+ * A mount path as a key under a bucket prefix, absolute and home paths apart:
+ * `/data/ckpt` is `root/data/ckpt`; `~/x` and `x` (the same folder) are `home/x`.
+ */
 export function mountKey(path: string): string {
   const trimmed = path.replace(/\/+$/, '');
-  const home = trimmed === '~' || trimmed.startsWith('~/') ? `home/${trimmed.slice(2)}` : trimmed.startsWith('/') ? trimmed.slice(1) : `home/${trimmed}`;
-  return home.replace(/\/+/g, '/').replace(/\/$/, '');
+  const key = trimmed.startsWith('~/') ? `home/${trimmed.slice(2)}` : trimmed.startsWith('/') ? `root${trimmed}` : `home/${trimmed}`;
+  return key.replace(/\/+/g, '/');
 }
 
+/** A bucket's place as a step: mounted (MOUNT, MOUNT_CACHED), or its files copied (COPY). */
 function bucketStep(place: BucketPlace, mount: FileMount): AgentMount {
-  if ('dir' in place) return { kind: 'link', dir: place.dir, dest: mount.path };
+  if ('dir' in place) return mount.mode === 'COPY' ? { kind: 'copy-dir', dir: place.dir, dest: mount.path } : { kind: 'link', dir: place.dir, dest: mount.path };
+  if (mount.mode === 'COPY') return { kind: 's3-copy', bucket: place.bucket, key: place.prefix === '' ? '' : `${place.prefix}/`, dest: mount.path };
   return { kind: 's3-mount', bucket: place.bucket, prefix: place.prefix, cached: mount.mode === 'MOUNT_CACHED', dest: mount.path };
 }
 
@@ -51,6 +58,7 @@ function mountStep(mount: FileMount, jobId: string, places: MountPlaces): AgentM
     case 'upload':
       return { kind: 'upload', entry: source.entry, sha256: source.sha256, dest: mount.path };
     case 's3':
+      // A COPY keeps the key as written: `data/` is a prefix, `data.csv` may be an object.
       if (mount.mode === 'COPY') return { kind: 's3-copy', bucket: source.bucket, key: source.key, dest: mount.path };
       return bucketStep(places.s3(source.bucket, source.key), mount);
     case 'bucket':
@@ -102,6 +110,7 @@ export function mountLines(steps: readonly AgentMount[]): string {
       case 's3-mount':
         return [step.kind, step.bucket, optional(step.prefix, step.dest), step.cached ? 'cached' : '-', step.dest];
       case 'link':
+      case 'copy-dir':
         return [step.kind, step.dir, '-', '-', step.dest];
       case 'git':
         return [step.kind, step.url, optional(step.ref, step.dest), '-', step.dest];

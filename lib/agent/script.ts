@@ -677,6 +677,7 @@ container_start() {
   # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
   # The mounts at the same paths (read from the file prepare_mounts wrote, one per line).
   set -- -v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR"
+  if [ -n "$JOB_HOME" ]; then set -- "$@" -v "$HOME:$HOME"; fi
   while IFS= read -r path; do set -- "$@" -v "$path:$path"; done <"$ROOT_DIR/mounts.paths"
   docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 $gpus \
     "$@" --entrypoint sleep "$CONTAINER_IMAGE" infinity >/dev/null
@@ -730,7 +731,8 @@ ensure_mount_s3() {
   echo "relaunch: installing mountpoint-s3"
   curl -fsSL --retry 5 -o "$ROOT_DIR/mount-s3.$package" "https://s3.amazonaws.com/mountpoint-s3-release/latest/$arch/mount-s3.$package" || return 1
   if [ "$package" = deb ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb" ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"; }
   else
     dnf install -y -q "$ROOT_DIR/mount-s3.rpm" || yum install -y -q "$ROOT_DIR/mount-s3.rpm"
   fi
@@ -759,21 +761,27 @@ fetch_upload() {
     return
   fi
   rm -rf "$unpacked" && mkdir -p "$unpacked" "$(dirname "$dest")" && tar -xzmf "$archive" --no-same-owner -C "$unpacked" || return 1
-  find "$unpacked" -mindepth 1 -maxdepth 1 -exec mv -fT {} "$dest" ';'
+  # The archive of a file holds that one file, whatever its name (a dot file too).
+  ( shopt -s dotglob nullglob; set -- "$unpacked"/*; [ "$#" -eq 1 ] && mv -fT "$1" "$dest" )
 }
 
-# An S3 object, or every object under a prefix (or the whole bucket).
+# An S3 object, or every object under a prefix (or the whole bucket). A key that names an
+# object is copied as a file; otherwise it is a prefix, and one with nothing under it fails.
 copy_s3() {
-  local bucket=$1 key=$2 dest=$3
+  local bucket=$1 key=$2 dest=$3 source
   ensure_aws || return 1
-  if [ "$key" = - ]; then
-    mkdir -p "$dest" && aws s3 sync --only-show-errors "s3://$bucket" "$dest"
+  if [ "$key" = - ]; then source="s3://$bucket"; else source="s3://$bucket/$key"; fi
+  if [ "$key" != - ] && aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$dest")" && aws s3 cp --only-show-errors "$source" "$dest"
     return
   fi
-  mkdir -p "$(dirname "$dest")" || return 1
-  # An object first; a key no object has is a prefix.
-  aws s3 cp --only-show-errors "s3://$bucket/$key" "$dest" 2>/dev/null ||
-    { mkdir -p "$dest" && aws s3 sync --only-show-errors "s3://$bucket/$key" "$dest"; }
+  mkdir -p "$dest" && aws s3 sync --only-show-errors "$source" "$dest" || return 1
+  if [ -z "$(ls -A "$dest")" ]; then echo "relaunch: nothing at $source"; return 1; fi
+}
+
+# A folder's files copied (a bucket's, locally, with mode COPY).
+copy_folder() {
+  mkdir -p "$1" "$2" && cp -a "$1/." "$2/"
 }
 
 # A bucket (or a prefix of it) mounted with mountpoint-s3, writable: a file written here is
@@ -812,7 +820,8 @@ clone_repo() {
 prepare_mounts() {
   local kind a b c dest path
   : >"$ROOT_DIR/mounts.paths"
-  while IFS=$'\t' read -r kind a b c dest; do
+  # The list on fd 3: no step's command can read it from stdin.
+  while IFS=$'\t' read -r -u 3 kind a b c dest; do
     path=$(node_path "$dest")
     if [ -n "$MOUNT_ROOT" ]; then echo "relaunch: $dest is $path on this machine"; fi
     case $kind in
@@ -820,11 +829,22 @@ prepare_mounts() {
       s3-copy) copy_s3 "$a" "$b" "$path" ;;
       s3-mount) mount_bucket "$a" "$b" "$c" "$path" ;;
       link) link_folder "$a" "$path" ;;
+      copy-dir) copy_folder "$a" "$path" ;;
       git) clone_repo "$a" "$b" "$path" ;;
       *) false ;;
     esac || { echo "relaunch: could not prepare $dest ($kind)"; return 1; }
     printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"
-  done < <(printf '%s' "$MOUNTS_B64" | base64 -d)
+  done 3< <(printf '%s' "$MOUNTS_B64" | base64 -d)
+}
+
+# Unmounts what mount_bucket mounted, at the end (the local runtime's nodes share a
+# machine; on EC2 the instance goes anyway).
+unmount_buckets() {
+  local path
+  [ -f "$ROOT_DIR/mounts.paths" ] || return 0
+  while IFS= read -r path; do
+    if mountpoint -q "$path" 2>/dev/null; then umount "$path" 2>/dev/null || fusermount -u "$path" 2>/dev/null; fi
+  done <"$ROOT_DIR/mounts.paths"
 }
 
 # Runs a phase in its own shell; returns its exit code as soon as that shell exits. Its
@@ -850,7 +870,8 @@ run_phase() {
 }
 
 HOME_FLAG=''
-# The job's own home: the container gets it too (it is one of the mounted paths).
+# The job's own home (the local runtime's, per node): the container gets it too, bound at
+# the same path.
 if [ -n "$JOB_HOME" ]; then export HOME="$JOB_HOME"; HOME_FLAG='-e HOME'; fi
 if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
 case $WORK_DIR in '~'*) WORK_DIR=$(node_path "$WORK_DIR") ;; esac
@@ -890,7 +911,7 @@ fi
 {
   printf 'export RELAUNCH_NODE_RANK=%q SKYPILOT_NODE_RANK=%q\n' "$NODE_RANK" "$NODE_RANK"
   printf 'export RELAUNCH_NODE_IPS=%q SKYPILOT_NODE_IPS=%q\n' "$NODE_IPS" "$NODE_IPS"
-  if [ -n "$MOUNT_ROOT" ]; then printf 'export RELAUNCH_MOUNT_ROOT=%q\n' "$MOUNT_ROOT"; fi
+  printf 'export RELAUNCH_MOUNT_ROOT=%q\n' "$MOUNT_ROOT"
 } >>"$ROOT_DIR/env.sh"
 
 log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
@@ -909,6 +930,7 @@ if report setup "$code" && (( code == 0 )); then
   report run "$code"
 fi
 container_stop
+unmount_buckets
 stop_heartbeat
 log "done (exit code $code); shutting down"
 shut_down

@@ -28,14 +28,19 @@ export interface ApiResponse {
   readonly body: string;
 }
 
-/** What the routes need: the use cases' ports, and a place to report unexpected errors. */
-/** Where uploads go: `s3://<bucket>/<prefix>/<sha256>.tar.gz`, in `region`. */
+/**
+ * Where uploads go: `s3://<bucket>/<prefix>/<sha256>.tar.gz`, in `region`; and the other
+ * buckets the stack lets tasks use (names, or prefixes ending in `*`), so that `run`
+ * creates no bucket the submit would then refuse.
+ */
 export interface SourcesLocation {
   readonly bucket: string;
   readonly prefix: string;
   readonly region: string;
+  readonly allowedBuckets: readonly string[];
 }
 
+/** What the routes need: the use cases' ports, and a place to report unexpected errors. */
 export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random' | 'secrets'> {
   /** What the compute behind this API cannot run, refused at submit (SubmitJobInput.computeProblems). */
   readonly computeProblems?: (spec: TaskSpec) => Promise<readonly InputIssue[]>;

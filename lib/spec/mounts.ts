@@ -9,6 +9,7 @@
 import { describe, expectedGot, type Problem } from './messages.ts';
 import { fromParser, isMapping, type Report } from './fields.ts';
 import { MAX_WORKDIR_LENGTH } from './limits.ts';
+import { formatPath } from './path.ts';
 
 /** How a mount reaches the node: copied before setup, or a bucket mounted (with a local cache). */
 export const MOUNT_MODES = ['COPY', 'MOUNT', 'MOUNT_CACHED'] as const;
@@ -72,23 +73,37 @@ export function bucketNameProblem(name: string): string | undefined {
   return expectedGot('an S3 bucket name (3 to 63 lowercase letters, digits, dots and hyphens, a letter or digit at each end)', name);
 }
 
-/** A path without NUL and `..`, non-empty: what both ends of a mount must be. */
+/** Non-empty text without NUL or other control characters, of at most PATH_MAX: what both ends of a mount must be. */
 function pathProblem(value: unknown, what: string): string | undefined {
   if (typeof value !== 'string' || value.trim() === '') return expectedGot(what, value);
   if (value.length > MAX_WORKDIR_LENGTH) return `expected ${what} of at most ${MAX_WORKDIR_LENGTH} characters, got ${value.length} characters`;
   if (value.includes('\0')) return `expected ${what} without NUL characters`;
+  return controlProblem(value, what);
+}
+
+function controlProblem(value: string, what: string): string | undefined {
   if ([...value].some((char) => char < ' ' || char === '\u007f')) return `expected ${what} without tabs, line breaks or other control characters`;
-  if (value.split('/').includes('..')) return `expected ${what} without .. in it, got ${describe(value)}`;
   return undefined;
 }
+
+/**
+ * Where no mount may go on a node: the system's own folders, and the agent's
+ * (/opt/relaunch, where its scripts and logs are) or a folder above it.
+ */
+const RESERVED_PATHS = ['/bin', '/boot', '/dev', '/etc', '/home', '/lib', '/lib64', '/opt', '/proc', '/root', '/run', '/sbin', '/sys', '/tmp', '/usr', '/var'];
+const RESERVED_TREES = ['/dev/', '/opt/relaunch', '/proc/', '/sys/'];
 
 /** The destination of a mount: absolute, `~/...`, or relative to the home folder; not `/` nor the home folder itself. */
 function destinationProblem(dest: string): string | undefined {
   const problem = pathProblem(dest, 'a path on the node');
   if (problem !== undefined) return problem;
-  const trimmed = dest.replace(/\/+$/, '');
+  if (dest.split('/').includes('..')) return `expected a path on the node without .. in it, got ${describe(dest)}`;
+  const trimmed = dest.replace(/\/+$/, '').replace(/\/+/g, '/').replace(/\/\.(?=\/|$)/g, '');
   if (trimmed === '' || trimmed === '~' || trimmed === '.' || trimmed === '~/.') {
     return `expected a path below / or the home folder, got ${describe(dest)}`;
+  }
+  if (RESERVED_PATHS.includes(trimmed) || RESERVED_TREES.some((tree) => `${trimmed}/`.startsWith(tree.endsWith('/') ? tree : `${tree}/`))) {
+    return `expected a path that is not a system folder or relaunch's own (/opt/relaunch), got ${describe(dest)}`;
   }
   return undefined;
 }
@@ -99,9 +114,12 @@ function textSource(text: string, report: Report, path: readonly (string | numbe
   if (upload !== null) return { kind: 'upload', entry: upload[1] as 'file' | 'dir', sha256: upload[2] as string };
   if (/^s3:\/\//i.test(text)) {
     const [bucket = '', ...rest] = text.slice('s3://'.length).split('/');
-    const problem = bucketNameProblem(bucket);
+    const problem = bucketNameProblem(bucket) ?? controlProblem(text, 'an S3 URI');
     if (problem !== undefined) return report(`${problem} in ${describe(text)}`, [...path]);
-    return { kind: 's3', bucket, key: rest.join('/') };
+    const key = rest.join('/');
+    // The agent reads '-' as "no key" (agent/mounts.ts); no real dataset is named so.
+    if (key === '-') return report(`expected an S3 prefix other than "-", got ${describe(text)}`, [...path]);
+    return { kind: 's3', bucket, key };
   }
   if (OTHER_STORES.test(text)) {
     return report(`expected a local path or s3://bucket/prefix (relaunch runs on AWS), got ${describe(text)}`, [...path]);
@@ -201,6 +219,10 @@ export const workdirSchema = fromParser<WorkdirSource>((value, report) => {
   if (typeof url !== 'string' || !GIT_URL.test(url)) {
     failed = true;
     report(expectedGot('a git repository URL (https://, ssh:// or git@host:path)', url), ['url']);
+  } else if (/^https?:\/\/[^/@]+@/i.test(url)) {
+    // A token in the URL would be stored with the job and shown wherever the task is.
+    failed = true;
+    report('expected a URL without a user or token in it: the task is stored and shown as written; give the token in secrets instead', ['url']);
   }
   if (ref != null && (typeof ref !== 'string' || !/^[A-Za-z0-9._/-]{1,255}$/.test(ref) || ref.startsWith('-'))) {
     failed = true;
@@ -209,13 +231,6 @@ export const workdirSchema = fromParser<WorkdirSource>((value, report) => {
   if (failed) return undefined;
   return { kind: 'git', git: { url: url as string, ref: (ref as string | null | undefined) ?? null } };
 });
-
-/** The local paths a task's workdir and mounts read, for `run` to upload (or check). */
-export function localSources(spec: { readonly workdir: string | null; readonly fileMounts?: readonly FileMount[] }): string[] {
-  const paths = (spec.fileMounts ?? []).flatMap((mount) => (mount.source.kind === 'local' ? [mount.source.path] : []));
-  if (spec.workdir !== null && !UPLOAD_REFERENCE.test(spec.workdir)) paths.unshift(spec.workdir);
-  return paths;
-}
 
 /** The upload a workdir names, when `run` has uploaded it. */
 export function uploadedWorkdir(workdir: string | null): { readonly sha256: string } | null {
@@ -264,12 +279,16 @@ export function describeSource(source: MountSource): string {
   }
 }
 
+/** How a mount's field is named in messages: `file_mounts["/data"]`, `file_mounts["/data"].name`. */
+export function mountField(path: string, ...keys: string[]): string {
+  return formatPath(['file_mounts', path, ...keys]);
+}
+
 /** Every bucket a task's mounts name, with the field that names it. */
 export function namedBuckets(spec: { readonly fileMounts?: readonly FileMount[] }): { readonly field: string; readonly bucket: string; readonly mount: FileMount }[] {
   return (spec.fileMounts ?? []).flatMap((mount) => {
-    const at = `file_mounts["${mount.path}"]`;
-    if (mount.source.kind === 's3') return [{ field: at, bucket: mount.source.bucket, mount }];
-    if (mount.source.kind === 'bucket' && mount.source.name !== null) return [{ field: `${at}.name`, bucket: mount.source.name, mount }];
+    if (mount.source.kind === 's3') return [{ field: mountField(mount.path), bucket: mount.source.bucket, mount }];
+    if (mount.source.kind === 'bucket' && mount.source.name !== null) return [{ field: mountField(mount.path, 'name'), bucket: mount.source.name, mount }];
     return [];
   });
 }
@@ -283,7 +302,7 @@ export function mountProblems(spec: { readonly workdir: string | null; readonly 
   const notUploaded = (what: string) => `expected ${what} uploaded into relaunch's store first: submit the file with relaunch run, which packs local sources and names them upload:...`;
   if (spec.workdir !== null && uploadedWorkdir(spec.workdir) === null) problems.push({ path: 'workdir', message: notUploaded(`the local folder ${spec.workdir}`) });
   for (const mount of spec.fileMounts ?? []) {
-    if (mount.source.kind === 'local') problems.push({ path: `file_mounts["${mount.path}"]`, message: notUploaded(`the local path ${mount.source.path}`) });
+    if (mount.source.kind === 'local') problems.push({ path: mountField(mount.path), message: notUploaded(`the local path ${mount.source.path}`) });
   }
   for (const { field, bucket } of namedBuckets(spec)) {
     const problem = bucketNameProblem(bucket);
@@ -298,7 +317,7 @@ export function uploadsOf(spec: { readonly workdir: string | null; readonly file
   const workdir = uploadedWorkdir(spec.workdir);
   if (workdir !== null) uploads.push({ field: 'workdir', sha256: workdir.sha256 });
   for (const mount of spec.fileMounts ?? []) {
-    if (mount.source.kind === 'upload') uploads.push({ field: `file_mounts["${mount.path}"]`, sha256: mount.source.sha256 });
+    if (mount.source.kind === 'upload') uploads.push({ field: mountField(mount.path), sha256: mount.source.sha256 });
   }
   return uploads.filter((upload, index) => uploads.findIndex((other) => other.sha256 === upload.sha256) === index);
 }

@@ -25,7 +25,8 @@ import { bufferIo } from './helpers.ts';
 import { removeTempDirs, tempDir } from './helpers.ts';
 
 const s3 = mockClient(S3Client);
-const LOCATION = { bucket: 'relaunch-data-9', prefix: 'sources', region: 'eu-west-1' };
+const LOCATION = { bucket: 'relaunch-data-9', prefix: 'sources', region: 'eu-west-1', allowedBuckets: ['team-*'] };
+const IN_US_EAST_1 = { ...LOCATION, region: 'us-east-1' };
 
 /** An S3 error as the SDK throws it for a HEAD: a name and a status, no body. */
 function s3Error(name: string, status: number): S3ServiceException {
@@ -46,7 +47,7 @@ describe('S3SourceStore', () => {
     const archive = join(dir, 'a.tar.gz');
     await writeFile(archive, 'archive bytes');
     const sha = 'ab'.repeat(32);
-    s3.on(HeadObjectCommand).rejectsOnce(s3Error('NotFound', 404)).resolves({});
+    s3.on(HeadObjectCommand).rejectsOnce(s3Error('NotFound', 404)).resolvesOnce({ LastModified: new Date() }).resolves({ LastModified: new Date(Date.now() - 31 * 24 * 3600 * 1000) });
     s3.on(PutObjectCommand).resolves({});
     const store = new S3SourceStore(new S3Client({ region: 'eu-west-1' }), LOCATION);
     const seen: number[] = [];
@@ -54,13 +55,12 @@ describe('S3SourceStore', () => {
     expect(await store.has(sha)).toBe(false);
     await store.put(sha, archive, 13, (sent) => seen.push(sent));
     expect(await store.has(sha)).toBe(true);
+    // Older than 30 days: sent again, so the bucket's 90-day expiry never catches a new job.
+    expect(await store.has(sha)).toBe(false);
 
     const put = s3.commandCalls(PutObjectCommand)[0]?.args[0].input;
     expect(put).toMatchObject({ Bucket: 'relaunch-data-9', Key: `sources/${sha}.tar.gz`, ContentLength: 13, ChecksumSHA256: Buffer.from(sha, 'hex').toString('base64') });
-    expect(s3.commandCalls(HeadObjectCommand).map((call) => call.args[0].input)).toEqual([
-      { Bucket: 'relaunch-data-9', Key: `sources/${sha}.tar.gz` },
-      { Bucket: 'relaunch-data-9', Key: `sources/${sha}.tar.gz` },
-    ]);
+    expect(s3.commandCalls(HeadObjectCommand).map((call) => call.args[0].input)).toEqual(Array(3).fill({ Bucket: 'relaunch-data-9', Key: `sources/${sha}.tar.gz` }));
   });
 
   it('lets an error other than not-found through (no access is not "absent")', async () => {
@@ -76,7 +76,7 @@ describe('ensureBuckets', () => {
     s3.on(HeadBucketCommand).rejects(s3Error('NotFound', 404));
     const io = bufferIo();
 
-    await ensureBuckets(job, new S3Client({ region: 'eu-west-1' }), 'eu-west-1', io);
+    await ensureBuckets(job, new S3Client({ region: 'eu-west-1' }), LOCATION, io);
 
     expect(s3.commandCalls(CreateBucketCommand).map((call) => call.args[0].input)).toEqual([{ Bucket: 'team-ckpt', CreateBucketConfiguration: { LocationConstraint: 'eu-west-1' } }]);
     expect(s3.commandCalls(PutBucketTaggingCommand)[0]?.args[0].input).toEqual({ Bucket: 'team-ckpt', Tagging: { TagSet: [{ Key: 'relaunch:created-by', Value: 'relaunch run' }] } });
@@ -85,18 +85,31 @@ describe('ensureBuckets', () => {
 
   it('creates nothing for a bucket that exists; in us-east-1 a new one has no location constraint', async () => {
     s3.on(HeadBucketCommand).resolves({});
-    await ensureBuckets(job, new S3Client({ region: 'us-east-1' }), 'us-east-1', bufferIo());
+    await ensureBuckets(job, new S3Client({ region: 'us-east-1' }), IN_US_EAST_1, bufferIo());
     expect(s3.commandCalls(CreateBucketCommand)).toEqual([]);
 
     s3.reset();
     s3.on(HeadBucketCommand).rejects(s3Error('NotFound', 404));
-    await ensureBuckets(job, new S3Client({ region: 'us-east-1' }), 'us-east-1', bufferIo());
+    await ensureBuckets(job, new S3Client({ region: 'us-east-1' }), IN_US_EAST_1, bufferIo());
     expect(s3.commandCalls(CreateBucketCommand)[0]?.args[0].input).toEqual({ Bucket: 'team-ckpt' });
+  });
+
+  it('refuses, before asking S3, a bucket the stack does not let instances use, and one in another region', async () => {
+    const other = parseJobFile('file_mounts:\n  /ckpt: {name: elsewhere, mode: MOUNT}\nrun: x\n');
+    await expect(ensureBuckets(other, new S3Client({ region: 'eu-west-1' }), LOCATION, bufferIo())).rejects.toMatchObject({
+      issues: [{ path: 'file_mounts["/ckpt"].name', message: expect.stringContaining('add it to the context key relaunch:dataBuckets') }],
+    });
+    expect(s3.commandCalls(HeadBucketCommand)).toEqual([]);
+
+    s3.on(HeadBucketCommand).rejects(s3Error('PermanentRedirect', 301));
+    await expect(ensureBuckets(job, new S3Client({ region: 'eu-west-1' }), LOCATION, bufferIo())).rejects.toMatchObject({
+      issues: [{ path: 'file_mounts["/ckpt"].name', message: 'expected a bucket in eu-west-1 (the stack\'s region, where its instances mount it), but team-ckpt is in another region' }],
+    });
   });
 
   it("refuses a bucket that exists but is another account's, naming the field", async () => {
     s3.on(HeadBucketCommand).rejects(s3Error('Forbidden', 403));
-    const refused = ensureBuckets(job, new S3Client({ region: 'eu-west-1' }), 'eu-west-1', bufferIo());
+    const refused = ensureBuckets(job, new S3Client({ region: 'eu-west-1' }), LOCATION, bufferIo());
     await expect(refused).rejects.toThrow(InvalidInputError);
     await expect(refused).rejects.toMatchObject({ issues: [{ path: 'file_mounts["/ckpt"].name', message: expect.stringContaining('refuses it (403)') }] });
     expect(s3.commandCalls(CreateBucketCommand)).toEqual([]);

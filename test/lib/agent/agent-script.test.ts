@@ -795,11 +795,13 @@ describe('the agent preparing the workdir and file mounts', () => {
       join(bin, 'aws'),
       `#!/bin/bash
 printf '%s\\n' "$*" >> "$DUMP_DIR/aws.log"
+if [ "$1" = s3api ] && [ "$2" = head-object ]; then [ -f "${s3}/$4/$6" ]; exit; fi
 [ "$1" = s3 ] || exit 2
 from=$(printf '%s' "$4" | sed 's|^s3://||'); to=$5
 case "$2" in
   cp) [ -f "${s3}/$from" ] && cp "${s3}/$from" "$to" ;;
-  sync) mkdir -p "$to" && cp -r "${s3}/$from/." "$to/" ;;
+  # As the real CLI does, a prefix with nothing under it syncs nothing, successfully.
+  sync) mkdir -p "$to" && if [ -d "${s3}/$from" ]; then cp -r "${s3}/$from/." "$to/"; fi ;;
   *) exit 2 ;;
 esac
 `,
@@ -900,7 +902,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
     expect(called('aws.log')).toEqual([
       `s3 cp --only-show-errors s3://stack-bucket/sources/${sha}.tar.gz ${join(dir, 'agent', 'sources', `${sha}.tar.gz.part`)}`,
-      `s3 cp --only-show-errors s3://datasets/imagenet ${join(dir, 'imagenet')}`,
+      's3api head-object --bucket datasets --key imagenet',
       `s3 sync --only-show-errors s3://datasets/imagenet ${join(dir, 'imagenet')}`,
     ]);
     expect(readFileSync(join(dir, 'imagenet', 'train', 'img0.jpg'), 'utf8')).toBe('jpeg');
@@ -912,7 +914,62 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(readFileSync(join(s3, 'team-ckpts', 'step-1'), 'utf8')).toBe('saved\n');
     const run = dockerCalls().find((call) => call.startsWith('run ')) as string;
     for (const path of ['sky_workdir', 'imagenet', 'ckpt', 'cache']) expect(run).toContain(`-v ${join(dir, path)}:${join(dir, path)}`);
-    expect(jobEnv()).not.toHaveProperty('RELAUNCH_MOUNT_ROOT');
+    // Set, and empty: `"$RELAUNCH_MOUNT_ROOT/checkpoint"` is /checkpoint here, even under set -u.
+    expect(jobEnv().RELAUNCH_MOUNT_ROOT).toBe('');
+  });
+
+  it('copies an S3 object as a file and a bucket with mode COPY as files; fails setup on a prefix with nothing under it', async () => {
+    const s3 = join(dir, 's3');
+    mkdirSync(join(s3, 'datasets', 'labels'), { recursive: true });
+    writeFileSync(join(s3, 'datasets', 'labels', 'train.csv'), 'a,b\n');
+    mkdirSync(join(s3, 'team-ckpt'), { recursive: true });
+    writeFileSync(join(s3, 'team-ckpt', 'step'), '7\n');
+    const bin = awsStandIns(s3);
+    const ok = await runAgent(
+      {
+        spec: spec({ run: 'cat /dev/null' }),
+        nodeRank: 0,
+        mounts: [
+          { kind: 's3-copy', bucket: 'datasets', key: 'labels/train.csv', dest: '~/train.csv' },
+          { kind: 's3-copy', bucket: 'team-ckpt', key: '', dest: '~/ckpt' },
+        ],
+      },
+      [bin, FAST_PATH].join(delimiter),
+    );
+    expect(ok.exitCode).toBe(0);
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    expect(readFileSync(join(dir, 'train.csv'), 'utf8')).toBe('a,b\n');
+    expect(readFileSync(join(dir, 'ckpt', 'step'), 'utf8')).toBe('7\n');
+    // Copied, not mounted: nothing the job does there reaches the bucket.
+    expect(called('mount-s3.log')).toEqual([]);
+
+    api.requests.length = 0;
+    rmSync(join(dir, 'shut-down'));
+    await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-copy', bucket: 'datasets', key: 'typo/', dest: '~/typo' }] }, [bin, FAST_PATH].join(delimiter));
+    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining('relaunch: nothing at s3://datasets/typo/') }]);
+  });
+
+  it('unpacks an uploaded dot file under the name the task gives it, and copies a folder standing in for a COPY bucket', async () => {
+    const store = join(dir, 'store');
+    const sha = await stored(store, { '.env': 'A=1\n' }, 'file');
+    const bucket = join(dir, 'buckets', 'ckpt');
+    mkdirSync(bucket, { recursive: true });
+    writeFileSync(join(bucket, 'step'), '3\n');
+
+    const result = await runAgent({
+      spec: spec({ run: 'echo 9 > ~/copied/step' }),
+      nodeRank: 0,
+      sourcesUrl: store,
+      mounts: [
+        { kind: 'upload', entry: 'file', sha256: sha, dest: '~/settings.env' },
+        { kind: 'copy-dir', dir: bucket, dest: '~/copied' },
+      ],
+    });
+
+    expect(result.exitCode).toBe(0);
+    expect(readFileSync(join(dir, 'settings.env'), 'utf8')).toBe('A=1\n');
+    expect(readFileSync(join(dir, 'copied', 'step'), 'utf8')).toBe('9\n');
+    expect(readFileSync(join(bucket, 'step'), 'utf8')).toBe('3\n');
   });
 
   it('clones a git workdir at its ref, and links a folder standing in for a bucket', async () => {

@@ -202,7 +202,7 @@ describe('routing and unexpected errors', () => {
 describe('GET /sources', () => {
   it('says where relaunch run uploads, when the API has a bucket for it', async () => {
     const h = harness();
-    const sources = { bucket: 'relaunch-data-1', prefix: 'sources', region: 'eu-west-1' };
+    const sources = { bucket: 'relaunch-data-1', prefix: 'sources', region: 'eu-west-1', allowedBuckets: ['team-*'] };
     const response = await handleApiRequest(request('GET', '/sources'), { ...deps(h), sources });
     expect(response.statusCode).toBe(200);
     expect(JSON.parse(response.body)).toEqual(sources);

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
 import { parseTaskFile } from '../../../lib/spec/parse.ts';
-import { bucketNameProblem, localSources, uploadedWorkdir, uploadReference } from '../../../lib/spec/mounts.ts';
+import { bucketNameProblem, uploadedWorkdir, uploadReference } from '../../../lib/spec/mounts.ts';
 
 function issuesOf(text: string): string[] {
   try {
@@ -61,7 +61,12 @@ describe('file_mounts', () => {
     ['another cloud', '  /d: gs://bucket/x', 'file_mounts["/d"]: expected a local path or s3://bucket/prefix (relaunch runs on AWS), got "gs://bucket/x" (line 2)'],
     ['an https URL', '  /d: https://example.com/x', 'file_mounts["/d"]: expected a local path or s3://bucket/prefix (relaunch runs on AWS), got "https://example.com/x" (line 2)'],
     ['a bad bucket in an s3 URI', '  /d: s3://Bad_Bucket/x', 'file_mounts["/d"]: expected an S3 bucket name (3 to 63 lowercase letters, digits, dots and hyphens, a letter or digit at each end), got "Bad_Bucket" in "s3://Bad_Bucket/x" (line 2)'],
-    ['a source climbing out with ..', '  /d: ../../etc', 'file_mounts["/d"]: expected a local file or folder without .. in it, got "../../etc" (line 2)'],
+    ['an S3 key the agent would read as none', '  /d: s3://bucket/-', 'file_mounts["/d"]: expected an S3 prefix other than "-", got "s3://bucket/-" (line 2)'],
+    ['an S3 key with a tab', '  /d: "s3://bucket/a\\tb"', 'file_mounts["/d"]: expected an S3 URI without tabs, line breaks or other control characters in "s3://bucket/a\\tb" (line 2)'],
+    ['a system folder as destination', '  /etc: ./x', 'file_mounts["/etc"]: expected a path that is not a system folder or relaunch\'s own (/opt/relaunch), got "/etc" (line 2)'],
+    ["relaunch's own folder as destination", '  /opt/relaunch/x: ./x', 'file_mounts["/opt/relaunch/x"]: expected a path that is not a system folder or relaunch\'s own (/opt/relaunch), got "/opt/relaunch/x" (line 2)'],
+    ['a folder above it', '  /opt/: ./x', 'file_mounts["/opt/"]: expected a path that is not a system folder or relaunch\'s own (/opt/relaunch), got "/opt/" (line 2)'],
+    ['the kernel\'s files', '  /proc/self/x: ./x', 'file_mounts["/proc/self/x"]: expected a path that is not a system folder or relaunch\'s own (/opt/relaunch), got "/proc/self/x" (line 2)'],
     ['a destination climbing out with ..', '  /a/../../etc: ./x', 'file_mounts["/a/../../etc"]: expected a path on the node without .. in it, got "/a/../../etc" (line 2)'],
     ['the root as destination', '  /: ./x', 'file_mounts["/"]: expected a path below / or the home folder, got "/" (line 2)'],
     ['the home folder as destination', '  ~/: ./x', 'file_mounts["~/"]: expected a path below / or the home folder, got "~/" (line 2)'],
@@ -75,6 +80,10 @@ describe('file_mounts', () => {
     ['a local source mounted', '  /d: {source: ./x, mode: MOUNT}', 'file_mounts["/d"].mode: expected COPY for a local source (relaunch copies local files onto each node; to share what the job writes, give a bucket name without source), got MOUNT (line 2)'],
   ])('refuses %s, naming the mount', (_name, line, issue) => {
     expect(issuesOf(`file_mounts:\n${line}\nrun: x\n`)).toEqual([issue]);
+  });
+
+  it('takes a local source above the task file (..): it is the submitter\'s own file to read', () => {
+    expect(parseTaskFile('workdir: ..\nfile_mounts:\n  /tmp/data: ../data\nrun: x\n').spec).toMatchObject({ workdir: '..', fileMounts: [{ path: '/tmp/data', source: { kind: 'local', path: '../data' } }] });
   });
 
   it('reads a malformed upload reference as a local path, which run then finds missing', () => {
@@ -110,6 +119,8 @@ describe('workdir', () => {
     expect(git.workdir).toBeNull();
     expect(git.gitWorkdir).toEqual({ url: 'git@github.com:org/repo.git', ref: '0123abc' });
     expect(parseTaskFile('workdir: {url: https://example.com/r.git}\nrun: x\n').spec.gitWorkdir).toEqual({ url: 'https://example.com/r.git', ref: null });
+    // SSH's user is no secret: ssh://git@host is how SSH URLs are written.
+    expect(parseTaskFile('workdir: {url: "ssh://git@example.com/r.git"}\nrun: x\n').spec.gitWorkdir?.url).toBe('ssh://git@example.com/r.git');
   });
 
   it.each([
@@ -118,18 +129,17 @@ describe('workdir', () => {
     ['a git URL with spaces', 'workdir: {url: "https://x y"}', 'workdir.url: expected a git repository URL (https://, ssh:// or git@host:path), got "https://x y" (line 1)'],
     ['a ref git would read as an option', 'workdir: {url: "https://x/y", ref: "-c core.x=y"}', 'workdir.ref: expected a branch, tag or commit, got "-c core.x=y" (line 1)'],
     ['an unknown key', 'workdir: {url: "https://x/y", branch: main}', 'workdir.branch: unknown key (a git workdir takes url and ref) (line 1)'],
+    ['a token in the URL', 'workdir: {url: "https://user:ghp_abc@github.com/org/r.git"}', 'workdir.url: expected a URL without a user or token in it: the task is stored and shown as written; give the token in secrets instead (line 1)'],
   ])('refuses %s', (_name, line, issue) => {
     expect(issuesOf(`${line}\nrun: x\n`)).toEqual([issue]);
   });
 });
 
 describe('helpers', () => {
-  it('lists the local sources to upload, the workdir first, and knows an uploaded workdir', () => {
-    const { spec } = parseTaskFile('workdir: ./w\nfile_mounts:\n  /a: ./a\n  /b: s3://bkt\n  /c: {name: ckpt}\nrun: x\n');
-    expect(localSources(spec)).toEqual(['./w', './a']);
+  it('knows an uploaded workdir from a local one', () => {
     expect(uploadedWorkdir(uploadReference('dir', SHA))).toEqual({ sha256: SHA });
+    expect(uploadedWorkdir(uploadReference('file', SHA))).toBeNull();
     expect(uploadedWorkdir('./w')).toBeNull();
-    expect(localSources({ workdir: uploadReference('dir', SHA) })).toEqual([]);
   });
 
   it.each([
