@@ -129,3 +129,18 @@ export function placementProblems(resources: Readonly<Record<string, unknown>>):
   }
   return problems;
 }
+
+/**
+ * The cloud other than AWS a raw `resources` mapping names by `cloud` or `infra`
+ * (`gcp`, `kubernetes/ctx`), as written; null when it names AWS, a wildcard or none. An
+ * `any_of` or `ordered` entry naming one is left out of the candidates.
+ */
+export function otherCloudOf(resources: Readonly<Record<string, unknown>>): string | null {
+  const { cloud, infra } = resources;
+  if (typeof cloud === 'string' && cloud !== '' && cloud.toLowerCase() !== 'aws') return cloud;
+  if (typeof infra === 'string') {
+    const named = infra.split('/')[0] ?? '';
+    if (named !== '' && named !== '*' && named.toLowerCase() !== 'aws') return named;
+  }
+  return null;
+}

@@ -3,6 +3,7 @@
 import type { TaskSpec } from './types.ts';
 import type { Problem } from './messages.ts';
 import { isMapping } from './fields.ts';
+import { otherCloudOf } from './placement.ts';
 
 /** SIGKILL's exit code: the kernel's out-of-memory killer is its usual sender. */
 const SIGKILL_EXIT = 137;
@@ -22,7 +23,7 @@ export interface WarningOptions {
  * keys (SkyPilot drops the whole mapping then); exit codes 137 and 0 in
  * recover_on_exit_codes (137 with what bound to add when nothing caps it); with `review`,
  * other codes that nothing caps or paces; an on-demand fallback on a task that never uses
- * spot; and a task with nothing to run.
+ * spot; `any_of`/`ordered` entries for another cloud, left out; and a task with nothing to run.
  */
 export function specWarnings(task: Readonly<Record<string, unknown>>, spec: TaskSpec, options: WarningOptions = {}): Problem[] {
   const warnings: Problem[] = [];
@@ -81,6 +82,15 @@ export function specWarnings(task: Readonly<Record<string, unknown>>, spec: Task
     warnings.push({
       path: ['resources', policyKey, 'on_demand_fallback_after'],
       message: 'has no effect: the task does not use spot (use_spot is not true)',
+    });
+  }
+  for (const key of ['any_of', 'ordered']) {
+    const entries = resources[key];
+    if (!Array.isArray(entries)) continue;
+    entries.forEach((entry, index) => {
+      const cloud = isMapping(entry) ? otherCloudOf(entry) : null;
+      if (cloud === null) return;
+      warnings.push({ path: ['resources', key, index], message: `left out: it is for ${cloud}, and relaunch runs on AWS only (the AWS entries remain)` });
     });
   }
   if (spec.setup === null && spec.run === null) {

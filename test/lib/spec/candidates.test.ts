@@ -1,0 +1,85 @@
+// any_of, ordered, ports and network_tier: what each form of the file normalizes to.
+
+import { describe, expect, it } from 'vitest';
+import { parseTaskFile } from '../../../lib/spec/parse.ts';
+import type { Resources } from '../../../lib/spec/types.ts';
+
+function resourcesOf(yaml: string): Resources {
+  return parseTaskFile(`resources:\n${yaml}run: echo hi\n`).spec.resources;
+}
+
+describe('any_of and ordered', () => {
+  it.each<[string, string, Partial<Resources>]>([
+    [
+      'any_of keeps the AWS entries and drops the others',
+      '  use_spot: true\n  accelerators: {A100:1, T4:1}\n  any_of:\n    - cloud: aws\n    - cloud: gcp\n',
+      { useSpot: true, alternatives: { mode: 'any_of', options: [{}] } },
+    ],
+    [
+      'an entry placing itself replaces region and zone together; infra counts as placing',
+      '  any_of:\n    - infra: aws/us-east-1/us-east-1b\n    - region: us-west-2\n    - accelerators: T4:4\n',
+      {
+        alternatives: {
+          mode: 'any_of',
+          options: [{ region: 'us-east-1', zone: 'us-east-1b' }, { region: 'us-west-2', zone: null }, { accelerators: [{ name: 'T4', count: 4 }] }],
+        },
+      },
+    ],
+    [
+      'use_spot inside any_of mixes markets: the task may use spot',
+      '  any_of:\n    - use_spot: true\n    - use_spot: false\n',
+      { useSpot: true, alternatives: { mode: 'any_of', options: [{ useSpot: true }, { useSpot: false }] } },
+    ],
+    [
+      'entries that all turn spot off leave an outer use_spot unused',
+      '  use_spot: true\n  any_of:\n    - {use_spot: false, cpus: 4}\n',
+      { useSpot: false, alternatives: { mode: 'any_of', options: [{ useSpot: false, cpus: { value: 4, orMore: false } }] } },
+    ],
+    [
+      'ordered keeps its order and every machine field',
+      '  ordered:\n    - instance_type: p4d.24xlarge\n    - {cpus: 8+, memory: 64+}\n',
+      {
+        alternatives: {
+          mode: 'ordered',
+          options: [{ instanceType: 'p4d.24xlarge' }, { cpus: { value: 8, orMore: true }, memoryGb: { value: 64, orMore: true } }],
+        },
+      },
+    ],
+  ])('%s', (_name, yaml, expected) => {
+    expect(resourcesOf(yaml)).toMatchObject(expected);
+  });
+
+  it('warns about each entry left out for another cloud, by path and line', () => {
+    const parsed = parseTaskFile('resources:\n  any_of:\n    - cloud: aws\n    - cloud: gcp\n      accelerators: TPU:8\n    - infra: k8s/ctx\nrun: x\n');
+    expect(parsed.warnings).toEqual([
+      { path: 'resources.any_of[1]', line: 4, message: 'left out: it is for gcp, and relaunch runs on AWS only (the AWS entries remain)' },
+      { path: 'resources.any_of[2]', line: 6, message: 'left out: it is for k8s, and relaunch runs on AWS only (the AWS entries remain)' },
+    ]);
+  });
+
+  it('leaves the shape of a task without candidates as it was', () => {
+    const resources = resourcesOf('  cpus: 4\n');
+    expect(resources).not.toHaveProperty('alternatives');
+    expect(resources).not.toHaveProperty('ports');
+    expect(resources).not.toHaveProperty('networkTier');
+  });
+});
+
+describe('ports and network_tier', () => {
+  it.each<[string, string, Resources['ports']]>([
+    ['one port', '8080', [{ from: 8080, to: 8080 }]],
+    ['a range string', '"8080-8090"', [{ from: 8080, to: 8090 }]],
+    ['a port as a string', '"22"', [{ from: 22, to: 22 }]],
+    ['a list, merged and sorted', '[9000, "8080-8085", 8086, 8081]', [{ from: 8080, to: 8086 }, { from: 9000, to: 9000 }]],
+  ])('%s', (_name, value, expected) => {
+    expect(resourcesOf(`  ports: ${value}\n`).ports).toEqual(expected);
+  });
+
+  it.each([
+    ['best', 'best'],
+    ['BEST', 'best'],
+    ['standard', 'standard'],
+  ])('network_tier %s is %s', (value, expected) => {
+    expect(resourcesOf(`  network_tier: ${value}\n`).networkTier).toBe(expected);
+  });
+});
