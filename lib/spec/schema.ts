@@ -166,8 +166,11 @@ function alternativesOf(given: GivenResources): ResourceAlternatives | undefined
 function toResources(given: GivenResources): Resources {
   const { region, zone } = place(given);
   const outerSpot = given.use_spot ?? false;
-  const chosen = alternativesOf(given);
-  const useSpot = chosen === undefined ? outerSpot : chosen.options.some((option) => option.useSpot ?? outerSpot);
+  const found = alternativesOf(given);
+  // Each entry's market is fixed here: the outer use_spot is not kept apart once useSpot
+  // means "any candidate may use spot".
+  const chosen = found && { ...found, options: found.options.map((option) => ({ ...option, useSpot: option.useSpot ?? outerSpot })) };
+  const useSpot = chosen === undefined ? outerSpot : chosen.options.some((option) => option.useSpot);
   return {
     cloud: 'aws',
     region,

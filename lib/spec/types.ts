@@ -98,6 +98,7 @@ export interface ResourceOption {
   readonly cpus?: Quantity;
   readonly memoryGb?: Quantity;
   readonly accelerators?: readonly Accelerator[];
+  /** This entry's market: its own `use_spot`, else the outer one (the parser always sets it). */
   readonly useSpot?: boolean;
 }
 

@@ -13,7 +13,7 @@ describe('any_of and ordered', () => {
     [
       'any_of keeps the AWS entries and drops the others',
       '  use_spot: true\n  accelerators: {A100:1, T4:1}\n  any_of:\n    - cloud: aws\n    - cloud: gcp\n',
-      { useSpot: true, alternatives: { mode: 'any_of', options: [{}] } },
+      { useSpot: true, alternatives: { mode: 'any_of', options: [{ useSpot: true }] } },
     ],
     [
       'an entry placing itself replaces region and zone together; infra counts as placing',
@@ -21,7 +21,11 @@ describe('any_of and ordered', () => {
       {
         alternatives: {
           mode: 'any_of',
-          options: [{ region: 'us-east-1', zone: 'us-east-1b' }, { region: 'us-west-2', zone: null }, { accelerators: [{ name: 'T4', count: 4 }] }],
+          options: [
+            { region: 'us-east-1', zone: 'us-east-1b', useSpot: false },
+            { region: 'us-west-2', zone: null, useSpot: false },
+            { accelerators: [{ name: 'T4', count: 4 }], useSpot: false },
+          ],
         },
       },
     ],
@@ -36,12 +40,15 @@ describe('any_of and ordered', () => {
       { useSpot: false, alternatives: { mode: 'any_of', options: [{ useSpot: false, cpus: { value: 4, orMore: false } }] } },
     ],
     [
-      'ordered keeps its order and every machine field',
-      '  ordered:\n    - instance_type: p4d.24xlarge\n    - {cpus: 8+, memory: 64+}\n',
+      'ordered keeps its order and every machine field; an entry without use_spot takes the outer one',
+      '  use_spot: true\n  ordered:\n    - instance_type: p4d.24xlarge\n    - {cpus: 8+, memory: 64+, use_spot: false}\n',
       {
         alternatives: {
           mode: 'ordered',
-          options: [{ instanceType: 'p4d.24xlarge' }, { cpus: { value: 8, orMore: true }, memoryGb: { value: 64, orMore: true } }],
+          options: [
+            { instanceType: 'p4d.24xlarge', useSpot: true },
+            { cpus: { value: 8, orMore: true }, memoryGb: { value: 64, orMore: true }, useSpot: false },
+          ],
         },
       },
     ],
