@@ -24,7 +24,7 @@ import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-c
 import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
 import { jobSecretsPath } from '../lib/adapters/ssm-job-secrets.ts';
-import { grantCompute, grantJobSecrets, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
+import { grantCompute, grantJobSecrets, grantSweepLaunchTemplates, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
 
 /** Everything Relaunch needs: where instances run, plus optional tuning. */
@@ -68,7 +68,12 @@ export class Relaunch extends Construct {
     const controller = { stateMachineArn, executionsArn: JobWorkflow.executionsArn(this, stateMachineName) };
 
     this.table = new JobTable(this, 'Jobs', props.table);
-    this.instances = new JobInstances(this, 'Instances', { vpcId: props.vpcId, nodeToNodeTraffic: props.nodeToNodeTraffic ?? false });
+    this.instances = new JobInstances(this, 'Instances', {
+      vpcId: props.vpcId,
+      nodeToNodeTraffic: props.nodeToNodeTraffic ?? false,
+      openPorts: props.jobPorts,
+      openPortsTo: props.jobPortsCidr ?? props.vpcCidr,
+    });
     // The stack's own region first (its security group is made here), then the others given.
     const regions: Ec2RegionConfig[] = [
       { region: Aws.REGION, subnetsByZone: props.subnetsByZone, securityGroupIds: [this.instances.securityGroupId] },
@@ -90,6 +95,7 @@ export class Relaunch extends Construct {
       instanceProfileArn: this.instances.instanceProfile.instanceProfileArn,
       namePrefix,
       ...(props.allowedInstanceTypes === undefined ? {} : { allowedInstanceTypes: props.allowedInstanceTypes }),
+      ...(this.instances.openPorts.length === 0 ? {} : { openPorts: this.instances.openPorts }),
     };
     this.functions = new ControllerFunctions(this, 'Functions', {
       namePrefix,
@@ -103,6 +109,7 @@ export class Relaunch extends Construct {
       grantTable(fn, this.table.table, needs.store);
       grantWorkflow(fn, controller, needs.workflow);
       if (needs.compute !== false) grantCompute(fn, launchScope, needs.compute);
+      if (needs.sweepsLaunchTemplates === true) grantSweepLaunchTemplates(fn, launchScope);
       grantJobSecrets(fn, jobSecretsPath(namePrefix), needs.secrets ?? []);
     }
 

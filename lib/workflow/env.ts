@@ -54,6 +54,7 @@ const ComputeEnvConfigSchema = z.strictObject({
   defaultDiskSizeGb: z.optional(positiveInt),
   imageParameters: z.optional(z.partialRecord(z.enum(['x86_64', 'arm64', 'x86_64-gpu', 'arm64-gpu']), nonEmpty)),
   allowedInstanceTypes: z.optional(z.array(nonEmpty)),
+  openPorts: z.optional(z.array(z.strictObject({ from: positiveInt, to: positiveInt }))),
   throttleRetries: z.optional(z.number().check(z.int(), z.minimum(0))),
   releaseChecks: z.optional(positiveInt),
   releaseWaitBudgetMs: z.optional(z.number().check(z.int(), z.minimum(0))),
