@@ -79,7 +79,7 @@ export interface ResourceChoice {
   /** Without `alternatives`: this choice's own. */
   readonly resources: Resources;
   readonly market: Market;
-  /** The entry's index in `any_of`/`ordered`; null without alternatives. */
+  /** The entry's position in the file's `any_of`/`ordered`; null without alternatives. */
   readonly entry: number | null;
 }
 
@@ -93,10 +93,10 @@ export interface ResourceChoice {
 export function resourceChoices(resources: Resources, market: Market): ResourceChoice[] {
   const { alternatives, ...outer } = resources;
   if (alternatives === undefined) return [{ resources: outer, market, entry: null }];
-  const choices = alternatives.options.map((option, entry): ResourceChoice => ({
+  const choices = alternatives.options.map((option, position): ResourceChoice => ({
     resources: applyOption(outer, option),
     market: market === 'spot' && (option.useSpot ?? outer.useSpot) ? 'spot' : 'on-demand',
-    entry,
+    entry: option.index ?? position,
   }));
   if (alternatives.mode === 'ordered') return choices;
   return [...choices].sort((a, b) => marketOrder(a.market) - marketOrder(b.market) || (a.entry ?? 0) - (b.entry ?? 0));
@@ -108,6 +108,7 @@ function marketOrder(market: Market): number {
 
 /** The outer resources with an entry's fields put over them; a placed entry replaces region and zone together. */
 function applyOption(outer: Resources, option: ResourceOption): Resources {
+  // `index` says where the entry was written, nothing about the machine.
   const placed = option.region !== undefined || option.zone !== undefined;
   const namesMachine = option.cpus !== undefined || option.memoryGb !== undefined || option.accelerators !== undefined;
   return {

@@ -159,7 +159,7 @@ type GivenResources = z.output<z.ZodMiniObject<typeof resourcesShape>>;
 function alternativesOf(given: GivenResources): ResourceAlternatives | undefined {
   if (given.any_of != null && given.ordered != null) return undefined;
   const mode = given.ordered != null ? 'ordered' : 'any_of';
-  const options = (given.ordered ?? given.any_of ?? []).filter((entry): entry is ResourceOption => !('otherCloud' in entry));
+  const options = (given.ordered ?? given.any_of ?? []).flatMap((entry, index) => ('otherCloud' in entry ? [] : [{ index, ...entry }]));
   return options.length === 0 ? undefined : { mode, options };
 }
 

@@ -91,6 +91,8 @@ export type NetworkTier = 'standard' | 'best';
  * (disk, image, recovery, ports) is the task's, whichever candidate runs it.
  */
 export interface ResourceOption {
+  /** Its position in the file's list (entries for other clouds are left out, so positions may skip). */
+  readonly index?: number;
   /** Given with `zone` (or `infra`): both replace the outer ones together. */
   readonly region?: string | null;
   readonly zone?: string | null;

@@ -64,6 +64,17 @@ describe('any_of and ordered', () => {
     ]);
   });
 
+  it('each entry keeps its position in the file, entries for other clouds left out', () => {
+    const { alternatives } = resourcesOf('  any_of:\n    - cloud: gcp\n    - cpus: 4\n    - cloud: AWS\n');
+    expect(alternatives).toEqual({
+      mode: 'any_of',
+      options: [
+        { index: 1, cpus: { value: 4, orMore: false }, useSpot: false },
+        { index: 2, useSpot: false },
+      ],
+    });
+  });
+
   it('leaves the shape of a task without candidates as it was', () => {
     const resources = resourcesOf('  cpus: 4\n');
     expect(resources).not.toHaveProperty('alternatives');
