@@ -68,6 +68,8 @@ export interface Placement {
   readonly market?: Market;
   /** Candidates the launch asked EC2 for that it could not fill, with EC2's error code; absent: none. */
   readonly unavailable?: readonly string[];
+  /** The `any_of`/`ordered` entry (its position in the file) the attempt runs as; absent without them. */
+  readonly entry?: number;
 }
 
 /** One node's report of one phase: exactly what the agent sent. */

@@ -128,6 +128,8 @@ export interface FleetOverride {
   /** null: the region has no zones listed, so EC2 picks one. */
   readonly zone: string | null;
   readonly instanceType: string;
+  /** The `any_of`/`ordered` entry (its position in the file) it comes from; null without them. */
+  readonly entry: number | null;
 }
 
 /**
@@ -150,6 +152,7 @@ interface Candidate {
   readonly market: Market;
   readonly rank: number;
   readonly choice: number;
+  readonly entry: number | null;
   readonly regionIndex: number;
 }
 
@@ -183,7 +186,7 @@ export function planFleets(input: PlacementInput & { readonly market: Market }):
     }
     for (const { place, rank } of places) {
       for (const instanceType of types) {
-        candidates.push({ ...place, instanceType, market: choice.market, rank, choice: choiceIndex, regionIndex: input.regions.indexOf(place.region) });
+        candidates.push({ ...place, instanceType, market: choice.market, rank, choice: choiceIndex, entry: choice.entry, regionIndex: input.regions.indexOf(place.region) });
       }
     }
   });
@@ -214,7 +217,7 @@ export function planFleets(input: PlacementInput & { readonly market: Market }):
       return {
         region: first(group).region,
         market: first(group).market,
-        overrides: overrides.map(({ zone, instanceType }) => ({ zone, instanceType })),
+        overrides: overrides.map(({ zone, instanceType, entry }) => ({ zone, instanceType, entry })),
         prioritized,
       };
     });

@@ -398,12 +398,17 @@ export class Ec2Compute implements Compute {
       await this.tagNodes(region, nodes);
       await this.putSecrets(request, region, account, nodes);
       const first = instances[0];
+      const zone = first?.Placement?.AvailabilityZone ?? null;
+      const instanceType = first?.InstanceType ?? (candidates[0] as Candidate).override.instanceType;
+      // The entry whose candidate EC2 filled: same type, same zone (or any zone when EC2 picked it).
+      const entry = candidates.find(({ override }) => override.instanceType === instanceType && (override.zone === null || override.zone === zone))?.override.entry;
       const placement: Placement = {
         region,
-        zone: first?.Placement?.AvailabilityZone ?? null,
-        instanceType: first?.InstanceType ?? (candidates[0] as Candidate).override.instanceType,
+        zone,
+        instanceType,
         market: fleet.market,
         ...(failures.length === 0 ? {} : { unavailable: failures }),
+        ...(entry === null || entry === undefined ? {} : { entry }),
       };
       return { launched: { placement, instances: nodes } };
     } catch (error) {

@@ -95,6 +95,17 @@ describe('planFleets', () => {
     ]);
   });
 
+  it('each override names the entry it comes from, by its position in the file', () => {
+    const plan = fleets({ alternatives: anyOf({ index: 2, instanceType: 'm6i.large', useSpot: false }, { index: 5, instanceType: 'g5.xlarge', useSpot: false }) });
+    expect(plan[0]?.overrides.map((override) => [override.instanceType, override.entry])).toEqual([
+      ['m6i.large', 2],
+      ['m6i.large', 2],
+      ['g5.xlarge', 5],
+      ['g5.xlarge', 5],
+    ]);
+    expect(fleets({ instanceType: 'm6i.large' })[0]?.overrides[0]?.entry).toBeNull();
+  });
+
   it('leaves out an entry that cannot run here, and names each when none can', () => {
     expect(fleets({ alternatives: anyOf({ region: 'eu-west-1', zone: null }, { instanceType: 'm6i.large', region: 'us-west-2', zone: null }) }).map(brief)).toEqual([
       'us-west-2 on-demand: us-west-2a/m6i.large',

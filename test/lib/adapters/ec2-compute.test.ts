@@ -333,11 +333,13 @@ describe('Ec2Compute.launch: what it sends', () => {
     const result = await compute().launch(request(spec({ instanceType: 'g5.xlarge', useSpot: true, alternatives }), { market: 'spot' }));
 
     expect(fleetInputs('us-east-1').map((fleet) => fleet.TargetCapacitySpecification?.DefaultTargetCapacityType)).toEqual(['spot', 'on-demand']);
+    // The on-demand entry (the second) is the one that launched.
     expect(result.placement).toEqual({
       region: 'us-east-1',
       zone: 'us-east-1a',
       instanceType: 'g5.xlarge',
       market: 'on-demand',
+      entry: 1,
     });
   });
 
