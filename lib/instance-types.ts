@@ -71,6 +71,7 @@ const GPU_TYPES: readonly InstanceTypeInfo[] = [
   gpuType('p3dn.24xlarge', 96, 768, 'V100-32GB', 8),
   gpuType('p4d.24xlarge', 96, 1152, 'A100', 8),
   gpuType('p4de.24xlarge', 96, 1152, 'A100-80GB', 8),
+  gpuType('p5.4xlarge', 16, 256, 'H100', 1),
   gpuType('p5.48xlarge', 192, 2048, 'H100', 8),
   gpuType('p5e.48xlarge', 192, 2048, 'H200', 8),
   gpuType('p5en.48xlarge', 192, 2048, 'H200', 8),
