@@ -112,7 +112,7 @@ interface DroppedCandidate {
 const candidateSchema = z.pipe(
   z.unknown(),
   z.transform((value, ctx): ResourceOption | DroppedCandidate => {
-    const otherCloud = isMapping(value) ? otherCloudOf(value) : null;
+    const otherCloud = otherCloudOf(value);
     if (otherCloud !== null) return { otherCloud };
     const result = awsCandidateSchema.safeParse(value);
     if (result.success) return result.data;
@@ -288,7 +288,7 @@ export function crossFieldProblems(task: Readonly<Record<string, unknown>>): Pro
   for (const key of ['any_of', 'ordered']) {
     const entries = resources[key];
     if (!Array.isArray(entries)) continue;
-    const clouds = entries.map((entry) => (isMapping(entry) ? otherCloudOf(entry) : null));
+    const clouds = entries.map(otherCloudOf);
     if (entries.length > 0 && clouds.every((cloud) => cloud !== null)) {
       const named = [...new Set(clouds)].join(', ');
       problems.push({ path: ['resources', key], message: `expected at least one entry on AWS (relaunch runs on AWS only), got only ${named}` });

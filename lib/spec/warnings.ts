@@ -88,7 +88,7 @@ export function specWarnings(task: Readonly<Record<string, unknown>>, spec: Task
     const entries = resources[key];
     if (!Array.isArray(entries)) continue;
     entries.forEach((entry, index) => {
-      const cloud = isMapping(entry) ? otherCloudOf(entry) : null;
+      const cloud = otherCloudOf(entry);
       if (cloud === null) return;
       warnings.push({ path: ['resources', key, index], message: `left out: it is for ${cloud}, and relaunch runs on AWS only (the AWS entries remain)` });
     });

@@ -2,6 +2,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { parseTaskFile } from '../../../lib/spec/parse.ts';
+import { formatPortRange, mergePortRanges, portsWithin } from '../../../lib/spec/ports.ts';
+import { rejectedIssues } from './rejection.ts';
 import type { Resources } from '../../../lib/spec/types.ts';
 
 function resourcesOf(yaml: string): Resources {
@@ -99,5 +101,49 @@ describe('ports and network_tier', () => {
     ['standard', 'standard'],
   ])('network_tier %s is %s', (value, expected) => {
     expect(resourcesOf(`  network_tier: ${value}\n`).networkTier).toBe(expected);
+  });
+});
+
+describe('rejected candidates, ports and network tiers', () => {
+  it.each([
+    [
+      'any_of and ordered together, though each is valid',
+      '  any_of: [{cpus: 4}]\n  ordered: [{cpus: 8}]\n',
+      ['resources.ordered: expected any_of or ordered, got both (line 3)'],
+    ],
+    [
+      'a key of another section inside an ordered entry',
+      '  ordered:\n    - {cpus: 4, run: x}\n',
+      ['resources.ordered[0].run: unknown key here, did you mean `run`? (line 3)'],
+    ],
+    ['an empty any_of', '  any_of: []\n', ['resources.any_of: expected a list of resources mappings, such as [{accelerators: A100:8}, {use_spot: false}], got an empty list (line 2)']],
+    ['ports given as true', '  ports: true\n', ['resources.ports: expected a port 1-65535 such as 8080, or a range such as "8080-8090", got true (line 2)']],
+    ['ports given as a word', '  ports: http\n', ['resources.ports: expected a port 1-65535 such as 8080, or a range such as "8080-8090", got "http" (line 2)']],
+    ['a network tier that is not a word', '  network_tier: 3\n', ['resources.network_tier: expected standard or best (best: EFA on instance types that have it), got 3 (line 2)']],
+  ])('%s', (_name, yaml, expected) => {
+    expect(rejectedIssues(() => parseTaskFile(`resources:\n${yaml}run: echo hi\n`))).toEqual(expected);
+  });
+});
+
+describe('port ranges', () => {
+  it('formats one port as itself and a range with a dash', () => {
+    expect([{ from: 22, to: 22 }, { from: 8080, to: 8090 }].map(formatPortRange)).toEqual(['22', '8080-8090']);
+  });
+
+  it('joins overlapping and touching ranges, keeps gaps', () => {
+    expect(mergePortRanges([{ from: 10, to: 20 }, { from: 1, to: 5 }, { from: 21, to: 22 }, { from: 15, to: 18 }, { from: 30, to: 30 }])).toEqual([
+      { from: 1, to: 5 },
+      { from: 10, to: 22 },
+      { from: 30, to: 30 },
+    ]);
+  });
+
+  it.each([
+    [[{ from: 8080, to: 8085 }], true],
+    [[{ from: 8080, to: 8080 }, { from: 9000, to: 9000 }], true],
+    [[{ from: 8085, to: 8095 }], false],
+    [[{ from: 7000, to: 7000 }], false],
+  ])('%j within 8000-8090 and 9000: %s', (wanted, expected) => {
+    expect(portsWithin(wanted, [{ from: 8000, to: 8090 }, { from: 9000, to: 9000 }])).toBe(expected);
   });
 });
