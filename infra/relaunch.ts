@@ -8,7 +8,7 @@ import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { TASK_STATES } from '../lib/workflow/contract.ts';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
-import type { ComputeEnvConfig } from '../lib/workflow/env.ts';
+import { EnvVar, type ComputeEnvConfig } from '../lib/workflow/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
 import { forwardedDeadLetterQueueName } from './constructs/dead-letters.ts';
@@ -103,6 +103,10 @@ export class Relaunch extends Construct {
       stateMachineArn,
       computeConfig,
     });
+    // The API refuses at submit a task asking for ports the instances do not open.
+    if (this.instances.openPorts.length > 0) {
+      this.functions.functions[LambdaName.api].addEnvironment(EnvVar.openPorts, JSON.stringify(this.instances.openPorts));
+    }
     for (const name of LAMBDA_NAMES) {
       const fn = this.functions.functions[name];
       const needs = LAMBDA_NEEDS[name];

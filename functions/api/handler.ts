@@ -1,6 +1,8 @@
 // The REST API (API Gateway proxy integration): adapt the event, let lib/http answer.
 
 import { ec2TaskProblems } from '../../lib/adapters/ec2-user-data.ts';
+import { portProblems } from '../../lib/spec/ports.ts';
+import { parseOpenPorts } from '../../lib/workflow/env.ts';
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
@@ -43,7 +45,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       workflow: workflow(),
       clock,
       random,
-      computeProblems: async (spec) => ec2TaskProblems(spec),
+      computeProblems: async (spec) => [...ec2TaskProblems(spec), ...portProblems(spec, parseOpenPorts())],
       onJobEnded: announceJobEnded,
       onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),
     },

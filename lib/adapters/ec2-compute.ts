@@ -75,7 +75,7 @@ import type { Market } from '../policy/types.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
 import { awsErrorCode, isTransientAwsError, transientError } from './aws-errors.ts';
 import type { ImageAlias } from '../spec/image-id.ts';
-import { formatPortRange, portsWithin } from '../spec/ports.ts';
+import { portProblems } from '../spec/ports.ts';
 import type { DiskTier, PortRange, TaskSpec } from '../spec/types.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
 import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
@@ -806,12 +806,8 @@ export function fleetClientToken(request: Pick<LaunchRequest, 'jobId' | 'attempt
 
 /** Refuses ports the deployment does not open, before anything launches. */
 function assertPortsOpen(spec: TaskSpec, open: readonly PortRange[]): void {
-  const wanted = spec.resources.ports ?? [];
-  if (wanted.length === 0 || portsWithin(wanted, open)) return;
-  const opened = open.length === 0 ? 'none' : open.map(formatPortRange).join(', ');
-  throw new PrecheckError(
-    `resources.ports: ${wanted.map(formatPortRange).join(', ')} ${wanted.length === 1 ? 'is' : 'are'} not open on relaunch's job instances (this deployment opens ${opened}; see the relaunch:jobPorts context key)`,
-  );
+  const [problem] = portProblems(spec, open);
+  if (problem !== undefined) throw new PrecheckError(`${problem.path}: ${problem.message}`);
 }
 
 function tagFilter(key: string, value: string): { Name: string; Values: string[] } {

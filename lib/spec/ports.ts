@@ -1,6 +1,7 @@
 // resources.ports and resources.network_tier: what a job's nodes expose, and how fast they talk.
 
-import type { NetworkTier, PortRange } from './types.ts';
+import type { InputIssue } from '../errors.ts';
+import type { NetworkTier, PortRange, TaskSpec } from './types.ts';
 import { fromParser, type Report } from './fields.ts';
 import { expectedGot } from './messages.ts';
 
@@ -41,6 +42,23 @@ export function formatPortRange(range: PortRange): string {
 /** Whether every port of `wanted` lies in one of `allowed`'s ranges. */
 export function portsWithin(wanted: readonly PortRange[], allowed: readonly PortRange[]): boolean {
   return wanted.every((range) => allowed.some((open) => open.from <= range.from && range.to <= open.to));
+}
+
+/**
+ * The ports a task asks for that the deployment does not open (the relaunch:jobPorts context key),
+ * as one issue under `resources.ports`; none when all are open. The API refuses such a task
+ * at submit, and the launcher before it launches anything.
+ */
+export function portProblems(spec: TaskSpec, open: readonly PortRange[]): InputIssue[] {
+  const wanted = spec.resources.ports ?? [];
+  if (wanted.length === 0 || portsWithin(wanted, open)) return [];
+  const opened = open.length === 0 ? 'none' : open.map(formatPortRange).join(', ');
+  return [
+    {
+      path: 'resources.ports',
+      message: `${wanted.map(formatPortRange).join(', ')} ${wanted.length === 1 ? 'is' : 'are'} not open on relaunch's job instances (this deployment opens ${opened}; see the relaunch:jobPorts context key)`,
+    },
+  ];
 }
 
 /** `resources.ports`: SkyPilot's one port, range string, or a list of them; merged and sorted. */

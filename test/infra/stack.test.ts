@@ -685,6 +685,9 @@ describe('JobInstances', () => {
       JSON.stringify(r).includes('launch-attempt'),
     ) as Resource | undefined;
     expect(JSON.stringify(launcher?.Properties.Environment)).toContain('\\"openPorts\\":[{\\"from\\":8080,\\"to\\":8090},{\\"from\\":30000,\\"to\\":30000}]');
+    ports.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [EnvVar.openPorts]: '[{"from":8080,"to":8090},{"from":30000,"to":30000}]' }) },
+    });
   });
 
   it('opens job ports to a wider CIDR only when the deployment names one', () => {
