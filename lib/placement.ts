@@ -206,7 +206,7 @@ export function planFleets(input: PlacementInput & { readonly market: Market }):
         first(a).regionIndex - first(b).regionIndex ||
         marketOrder(first(a).market) - marketOrder(first(b).market),
     )
-    .map((group): FleetPlan => {
+    .flatMap((group): FleetPlan[] => {
       const seen = new Set<string>();
       const overrides = group.filter((candidate) => {
         const key = `${candidate.zone}|${candidate.instanceType}`;
@@ -214,14 +214,25 @@ export function planFleets(input: PlacementInput & { readonly market: Market }):
         seen.add(key);
         return true;
       });
-      return {
-        region: first(group).region,
-        market: first(group).market,
-        overrides: overrides.map(({ zone, instanceType, entry }) => ({ zone, instanceType, entry })),
-        prioritized,
-      };
+      const plans: FleetPlan[] = [];
+      for (let start = 0; start < overrides.length; start += MAX_FLEET_OVERRIDES) {
+        plans.push({
+          region: first(group).region,
+          market: first(group).market,
+          overrides: overrides.slice(start, start + MAX_FLEET_OVERRIDES).map(({ zone, instanceType, entry }) => ({ zone, instanceType, entry })),
+          prioritized,
+        });
+      }
+      return plans;
     });
 }
+
+/**
+ * The most overrides one fleet request carries: EC2 documents 300 for `request` and
+ * `maintain` fleets; relaunch keeps `instant` ones to it too, and sends the rest (the less
+ * preferred) in the next request.
+ */
+export const MAX_FLEET_OVERRIDES = 300;
 
 type Place = Pick<PlacementCandidate, 'region' | 'zone'>;
 

@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { PrecheckError } from '../../lib/errors.ts';
-import { planFleets, resourceChoices, type FleetPlan } from '../../lib/placement.ts';
+import { MAX_FLEET_OVERRIDES, planFleets, resourceChoices, type FleetPlan } from '../../lib/placement.ts';
 import type { Market } from '../../lib/policy/types.ts';
 import type { LaunchRequest } from '../../lib/ports.ts';
 import type { RecoveryStrategy, ResourceAlternatives, Resources } from '../../lib/spec/types.ts';
@@ -92,6 +92,21 @@ describe('planFleets', () => {
       'us-east-1 on-demand: us-east-1b/m6i.large',
       'us-east-1 on-demand: us-east-1a/m6i.large',
       'us-west-2 on-demand: us-west-2a/m6i.large',
+    ]);
+  });
+
+  it(`keeps a request to ${MAX_FLEET_OVERRIDES} overrides, the less preferred ones in the next`, () => {
+    const base = resources({ cpus: { value: 2, orMore: true } });
+    // 27 fitting types in 12 zones: 324 candidates.
+    const zones = [...'abcdefghijkl'].map((letter) => `us-east-1${letter}`);
+    const spec = taskSpec({ resources: base });
+    const plan = planFleets({ spec, history: [], regions: ['us-east-1'], zonesByRegion: { 'us-east-1': zones }, market: 'on-demand' });
+    const counts = plan.map((fleet) => fleet.overrides.length);
+    expect(counts.every((count) => count <= MAX_FLEET_OVERRIDES)).toBe(true);
+    expect(counts).toEqual([300, 24]);
+    expect(plan.flatMap((fleet) => fleet.overrides).slice(0, 2)).toEqual([
+      { zone: 'us-east-1a', instanceType: 'm6i.large', entry: null },
+      { zone: 'us-east-1a', instanceType: 'm7i.large', entry: null },
     ]);
   });
 
