@@ -9,6 +9,7 @@ import {
   DeleteLaunchTemplateCommand,
   DescribeImagesCommand,
   DescribeInstancesCommand,
+  DescribeLaunchTemplatesCommand,
   EC2Client,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
@@ -111,6 +112,7 @@ beforeEach(() => {
   ec2.on(DescribeInstancesCommand).resolves({ Reservations: [] });
   ec2.on(CreateLaunchTemplateCommand).resolves({ LaunchTemplate: { LaunchTemplateId: 'lt-0123456789abcdef0' } });
   ec2.on(DeleteLaunchTemplateCommand).resolves({});
+  ec2.on(DescribeLaunchTemplatesCommand).resolves({ LaunchTemplates: [] });
 });
 
 afterEach(() => {
