@@ -8,8 +8,9 @@
 //    delimiter in it can end up as agent code.
 // 2. Learns its node rank (given; 0 when it is the only node; else the `relaunch:node-rank`
 //    instance tag the launcher sets once every node exists, read from IMDSv2: an EC2 Fleet
-//    does not number its instances 0..n-1 the way one RunInstances call does), reads the attempt's callback secret from
-//    its instance's SSM parameter (secret-parameter.ts), and sends a first heartbeat.
+//    does not number its instances 0..n-1 the way one RunInstances call does), reads the
+//    attempt's callback secret from its instance's SSM parameter (secret-parameter.ts),
+//    and sends a first heartbeat.
 // 3. Heartbeats in the background every `heartbeatSeconds`. A beat answered 408, 429, a
 //    5xx or not at all is tried again after a jittered backoff, but a round of tries ends
 //    by the time the next beat is due: throttled agents spread out instead of piling up,
