@@ -2,7 +2,7 @@
 // instance's callback secret (and no other) and pull a task's image from the account's
 // ECR, and an operator open a shell on a node (Session Manager); nothing else.
 
-import { Aws } from 'aws-cdk-lib';
+import { Aws, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
@@ -109,7 +109,7 @@ export class JobInstances extends Construct {
     }
     this.openPorts = ports;
     for (const range of ports) {
-      new ec2.CfnSecurityGroupIngress(this, `Port${formatPortRange(range)}`, {
+      const ingress = new ec2.CfnSecurityGroupIngress(this, `Port${formatPortRange(range)}`, {
         groupId: group.attrGroupId,
         cidrIp: props.openPortsTo,
         ipProtocol: 'tcp',
@@ -117,6 +117,12 @@ export class JobInstances extends Construct {
         toPort: range.to,
         description: `relaunch jobs' resources.ports ${formatPortRange(range)}`,
       });
+      if (props.openPortsTo === '0.0.0.0/0') {
+        Validations.of(ingress).acknowledge({
+          id: 'AwsSolutions-EC23',
+          reason: 'The deployment opened these job ports to every address on purpose (relaunch:jobPortsCidr); by default they are open to the VPC only.',
+        });
+      }
     }
   }
 
