@@ -131,7 +131,7 @@ export function describeDecision(attempt: AttemptView): string {
 function where(attempt: AttemptView): string {
   const { placement } = attempt;
   if (placement === null) return 'ended before launch';
-  return `launched (${attempt.market}, ${placement.instanceType} in ${placement.zone ?? placement.region})`;
+  return `launched (${placement.market ?? attempt.market}, ${placement.instanceType} in ${placement.zone ?? placement.region})`;
 }
 
 function clock(): string {

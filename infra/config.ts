@@ -5,6 +5,8 @@
 import * as z from '../lib/zod.ts';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
 import { regionOfZone } from '../lib/spec/placement.ts';
+import { portsSchema } from '../lib/spec/ports.ts';
+import type { PortRange } from '../lib/spec/types.ts';
 import { issuePath } from '../lib/zod-issues.ts';
 
 /** The context keys relaunch reads. */
@@ -15,6 +17,9 @@ export const ContextKey = {
   allowedInstanceTypes: 'relaunch:allowedInstanceTypes',
   namePrefix: 'relaunch:namePrefix',
   nodeToNodeTraffic: 'relaunch:nodeToNodeTraffic',
+  jobPorts: 'relaunch:jobPorts',
+  vpcCidr: 'relaunch:vpcCidr',
+  jobPortsCidr: 'relaunch:jobPortsCidr',
   agentWafRateLimit: 'relaunch:agentWafRateLimit',
   alarmTopicArn: 'relaunch:alarmTopicArn',
   jobNotifications: 'relaunch:jobNotifications',
@@ -55,6 +60,26 @@ export interface RelaunchConfig {
    * @default false
    */
   readonly nodeToNodeTraffic?: boolean;
+  /**
+   * TCP ports (`8080`, `"30000-30010"`) the job instances' security group opens, to
+   * `jobPortsCidr`: a task's `resources.ports` must lie within them, or its launch is
+   * refused (FAILED_PRECHECKS). The group is shared by every job, so the ports are open
+   * on every job's nodes while they run, to that CIDR only.
+   * @default - none
+   */
+  readonly jobPorts?: readonly PortRange[];
+  /**
+   * The VPC's IPv4 CIDR (given, as synth looks nothing up): where `jobPorts` are open from
+   * unless `jobPortsCidr` says otherwise. Needed with `jobPorts`.
+   * @default - none
+   */
+  readonly vpcCidr?: string;
+  /**
+   * A wider CIDR that may reach `jobPorts` (e.g. an office range, or `0.0.0.0/0` with a
+   * public subnet). Opening ports beyond the VPC is a deliberate choice, hence its own key.
+   * @default - vpcCidr
+   */
+  readonly jobPortsCidr?: string;
   /**
    * Put a WAF web ACL on the API whose rate-based rule answers 429 to a source IP sending
    * more than this many agent callbacks (heartbeats, reports) in 5 minutes: an integer of
@@ -100,6 +125,7 @@ const topicArn = matching(
   'expected a standard SNS topic ARN like arn:aws:sns:us-east-1:123456789012:relaunch-alarms',
 );
 const bucketPattern = matching(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$|^[a-z0-9][a-z0-9.-]{0,61}\*$/, 'expected an S3 bucket name, or a prefix of names ending in *');
+const cidr = matching(/^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}\/(3[0-2]|[12]?\d)$/, 'expected an IPv4 CIDR like 10.0.0.0/16');
 const namePrefix = matching(/^[a-zA-Z][a-zA-Z0-9-]{0,31}$/, 'expected 1-32 letters, digits or -, starting with a letter');
 
 /**
@@ -164,6 +190,9 @@ const ConfigObject = z.object({
   [ContextKey.allowedInstanceTypes]: z.optional(preprocess(splitList, z.array(instanceType).check(z.minLength(1)))),
   [ContextKey.namePrefix]: z.optional(namePrefix),
   [ContextKey.nodeToNodeTraffic]: z.optional(flag),
+  [ContextKey.jobPorts]: z.optional(preprocess(splitList, portsSchema)),
+  [ContextKey.vpcCidr]: z.optional(cidr),
+  [ContextKey.jobPortsCidr]: z.optional(cidr),
   [ContextKey.alarmTopicArn]: z.optional(topicArn),
   [ContextKey.jobNotifications]: z.optional(flag),
   [ContextKey.jobNotificationsTopicArn]: z.optional(topicArn),
@@ -197,7 +226,17 @@ const distinctRegions = z.superRefine((config: z.output<typeof ConfigObject>, ct
   });
 });
 
-const ConfigSchema = ConfigObject.check(distinctRegions);
+/** Ports are opened to a CIDR that must be known: the VPC's, or a wider one given. */
+const portsHaveCidr = z.superRefine((config: z.output<typeof ConfigObject>, ctx) => {
+  if (config[ContextKey.jobPorts] === undefined || config[ContextKey.vpcCidr] !== undefined || config[ContextKey.jobPortsCidr] !== undefined) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: [ContextKey.vpcCidr],
+    message: `is not set: ${ContextKey.jobPorts} are opened to the VPC's CIDR (give it; synth looks nothing up), or to ${ContextKey.jobPortsCidr}`,
+  });
+});
+
+const ConfigSchema = ConfigObject.check(distinctRegions, portsHaveCidr);
 
 /** Context is read through this, so tests can pass a plain object. */
 export type ContextReader = (key: string) => unknown;
@@ -214,7 +253,7 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
       // The context key reads as written (`relaunch:subnets`), the rest as every path does.
       const [key, ...rest] = issue.path;
       const where = issuePath(rest, String(key));
-      const message = raw[String(key)] === undefined ? 'is not set' : issue.message;
+      const message = raw[String(key)] === undefined && !issue.message.startsWith('is not set') ? 'is not set' : issue.message;
       return `context ${where}: ${message}`;
     });
     throw new Error(
@@ -231,6 +270,9 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
     allowedInstanceTypes: config[ContextKey.allowedInstanceTypes],
     namePrefix: config[ContextKey.namePrefix],
     nodeToNodeTraffic: config[ContextKey.nodeToNodeTraffic],
+    jobPorts: config[ContextKey.jobPorts],
+    vpcCidr: config[ContextKey.vpcCidr],
+    jobPortsCidr: config[ContextKey.jobPortsCidr],
     agentWafRateLimit: config[ContextKey.agentWafRateLimit],
     alarmTopicArn: config[ContextKey.alarmTopicArn],
     jobNotifications: config[ContextKey.jobNotifications],

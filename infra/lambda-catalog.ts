@@ -67,6 +67,8 @@ export interface LambdaNeeds {
   readonly timeoutSeconds: number;
   /** Reads and deletes from the dead-letter queues (DEAD_LETTER_QUEUES). */
   readonly deadLetters?: true;
+  /** Lists and deletes the launch templates a launch left behind (the janitor). */
+  readonly sweepsLaunchTemplates?: true;
   /**
    * What it does with jobs' secrets (JOB_SECRETS_PATH is set when any): the JobSecrets
    * calls it makes, each granted its one SSM action on that path.
@@ -110,5 +112,14 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   // Replays dead letters (which may resume a task or release instances), then sweeps
   // for SWEEP_BUDGET_SECONDS (180 s) plus the last release's wait (40 s at most).
   // A replayed execution end can end a job.
-  [LambdaName.janitor]: { store: 'write', workflow: ['resume'], compute: 'release', deadLetters: true, secrets: ['delete'], notifies: true, timeoutSeconds: 300 },
+  [LambdaName.janitor]: {
+    store: 'write',
+    workflow: ['resume'],
+    compute: 'release',
+    deadLetters: true,
+    sweepsLaunchTemplates: true,
+    secrets: ['delete'],
+    notifies: true,
+    timeoutSeconds: 300,
+  },
 };

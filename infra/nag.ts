@@ -10,8 +10,8 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
   [/^\*$/, 'EC2 Describe*, X-Ray PutTraceSegments and Session Manager\'s instance actions take no resource but `*`.'],
   [/\.Arn>\/index\/\*$/, "The jobs table's two indexes (job list and instance lookup), queried by the store."],
   [
-    /:(instance|volume|network-interface|spot-instances-request)\/\*$/,
-    "Conditioned on relaunch's job tag (terminate, tag) or on RunInstances creating the resource (launch): see infra/permissions.ts.",
+    /:(instance|volume|network-interface|spot-instances-request|launch-template|fleet)\/\*$/,
+    "Conditioned on relaunch's job tag (terminate, tag, launch templates, fleets) or on CreateFleet/RunInstances creating the resource (launch): see infra/permissions.ts.",
   ],
   [/:ecr:\*:<AWS::AccountId>:repository\/\*$/, "The account's ECR repositories, from which a task's Docker image may be pulled (read actions only)."],
   [/::(image|snapshot)\/\*$/, 'Any AMI a task names (`image_id`), and its snapshots, may be launched from.'],

@@ -71,7 +71,7 @@ export interface LaunchScope {
 
 const JOB_TAG_PRESENT = { [`aws:RequestTag/${TagKey.jobId}`]: '*' };
 const TAGGED_JOB_RESOURCE = { [`aws:ResourceTag/${TagKey.jobId}`]: '*' };
-/** Tags the launcher adds after RunInstances (a node's rank and every node's IP). */
+/** Tags the launcher adds after CreateFleet (a node's rank and every node's IP). */
 const TAGS_AFTER_LAUNCH = [TagKey.nodeRank, `${NODE_IPS_TAG_PREFIX}*`];
 
 /** `arn:…:ec2:<region>:<account>:<resource>` in every region; images and snapshots have no account. */
@@ -83,12 +83,34 @@ function ec2Arn(region: string, resource: string, account: string = Aws.ACCOUNT_
   return `arn:${Aws.PARTITION}:ec2:${region}:${account}:${resource}`;
 }
 
+/** Deletes relaunch's own launch templates (tagged with a job) and nothing else. */
+function grantDeleteLaunchTemplates(grantee: iam.IGrantable, scope: LaunchScope): void {
+  allow(grantee, {
+    sid: 'DeleteOwnLaunchTemplates',
+    actions: ['ec2:DeleteLaunchTemplate'],
+    resources: ec2Arns(scope, 'launch-template/*'),
+    conditions: { StringLike: TAGGED_JOB_RESOURCE },
+  });
+}
+
+/**
+ * The janitor's sweep of launch templates a launch left behind: it lists them (a Describe,
+ * which takes no resource but `*`) and deletes relaunch's own.
+ */
+export function grantSweepLaunchTemplates(grantee: iam.IGrantable, scope: LaunchScope): void {
+  grantDeleteLaunchTemplates(grantee, scope);
+  allow(grantee, { sid: 'ListLaunchTemplates', actions: ['ec2:DescribeLaunchTemplates'], resources: ['*'] });
+}
+
 /**
  * EC2 access of a compute user: `release` terminates relaunch's instances; `launch` also
  * starts them (a launch that cannot record its instances gives them back at once).
  */
 export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access: 'launch' | 'release'): void {
-  if (access === 'launch') grantLaunch(grantee, scope);
+  if (access === 'launch') {
+    grantLaunch(grantee, scope);
+    grantDeleteLaunchTemplates(grantee, scope);
+  }
   allow(grantee, {
     sid: 'TerminateOnlyJobInstances',
     actions: ['ec2:TerminateInstances'],
@@ -109,34 +131,55 @@ export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access
 }
 
 /**
- * Launches instances (Ec2Compute's RunInstances): only tagged with `relaunch:job-id`, only
- * of allowed types, only in the configured subnets and security groups, only as the
- * instance role; tags only at launch, plus the rank and node-IP tags on relaunch's own
- * instances afterwards; the public SSM parameters naming default AMIs.
+ * Launches instances (Ec2Compute's launch templates and instant CreateFleet, which EC2
+ * authorizes as CreateFleet and RunInstances on every resource it creates or uses): the
+ * templates, fleets, instances and volumes only tagged with `relaunch:job-id`, only of
+ * allowed types, only in the configured subnets and security groups, only from
+ * relaunch's own (tagged) templates, only as the instance role; tags only at creation,
+ * plus the rank and node-IP tags on relaunch's own instances afterwards; the public SSM
+ * parameters naming default AMIs.
  */
 function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
   const typeCondition = scope.allowedInstanceTypes.length === 0 ? {} : { 'ec2:InstanceType': [...scope.allowedInstanceTypes] };
   allow(grantee, {
+    sid: 'CreateTaggedLaunchTemplates',
+    actions: ['ec2:CreateLaunchTemplate'],
+    resources: ec2Arns(scope, 'launch-template/*'),
+    conditions: { StringLike: JOB_TAG_PRESENT },
+  });
+  allow(grantee, {
+    sid: 'CreateTaggedInstantFleets',
+    actions: ['ec2:CreateFleet'],
+    resources: ec2Arns(scope, 'fleet/*'),
+    conditions: { StringLike: JOB_TAG_PRESENT },
+  });
+  allow(grantee, {
+    sid: 'LaunchFromOwnTemplates',
+    actions: ['ec2:CreateFleet', 'ec2:RunInstances'],
+    resources: ec2Arns(scope, 'launch-template/*'),
+    conditions: { StringLike: TAGGED_JOB_RESOURCE },
+  });
+  allow(grantee, {
     sid: 'LaunchTaggedInstances',
-    actions: ['ec2:RunInstances'],
+    actions: ['ec2:CreateFleet', 'ec2:RunInstances'],
     resources: ec2Arns(scope, 'instance/*'),
     conditions: { StringLike: { ...JOB_TAG_PRESENT, ...typeCondition } },
   });
   allow(grantee, {
     sid: 'LaunchTaggedVolumes',
-    actions: ['ec2:RunInstances'],
+    actions: ['ec2:CreateFleet', 'ec2:RunInstances'],
     resources: ec2Arns(scope, 'volume/*'),
     conditions: { StringLike: JOB_TAG_PRESENT },
   });
   allow(grantee, {
     sid: 'LaunchIntoGivenNetwork',
-    actions: ['ec2:RunInstances'],
+    actions: ['ec2:CreateFleet', 'ec2:RunInstances'],
     resources: [
       ...scope.regions.flatMap(({ region, subnetIds, securityGroupIds }) => [
         ...subnetIds.map((id) => ec2Arn(region, `subnet/${id}`)),
         ...securityGroupIds.map((id) => ec2Arn(region, `security-group/${id}`)),
       ]),
-      // The interface RunInstances creates, in those subnets only (the subnets above).
+      // The interface the launch creates (an EFA one with network_tier: best), in those subnets only.
       ...ec2Arns(scope, 'network-interface/*'),
       // The spot request of a spot launch; the instance it starts is tag-gated above.
       ...ec2Arns(scope, 'spot-instances-request/*'),
@@ -145,10 +188,10 @@ function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
     ],
   });
   allow(grantee, {
-    sid: 'TagOnlyAtLaunch',
+    sid: 'TagOnlyAtCreation',
     actions: ['ec2:CreateTags'],
-    resources: [...ec2Arns(scope, 'instance/*'), ...ec2Arns(scope, 'volume/*')],
-    conditions: { StringEquals: { 'ec2:CreateAction': ['RunInstances'] } },
+    resources: [...ec2Arns(scope, 'instance/*'), ...ec2Arns(scope, 'volume/*'), ...ec2Arns(scope, 'launch-template/*'), ...ec2Arns(scope, 'fleet/*')],
+    conditions: { StringEquals: { 'ec2:CreateAction': ['RunInstances', 'CreateFleet', 'CreateLaunchTemplate'] } },
   });
   allow(grantee, {
     sid: 'TagNodesOfJobInstances',

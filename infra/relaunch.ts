@@ -8,7 +8,7 @@ import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { TASK_STATES } from '../lib/workflow/contract.ts';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
-import type { ComputeEnvConfig } from '../lib/workflow/env.ts';
+import { EnvVar, type ComputeEnvConfig } from '../lib/workflow/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
 import { forwardedDeadLetterQueueName } from './constructs/dead-letters.ts';
@@ -25,7 +25,7 @@ import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-c
 import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
 import { jobSecretsPath } from '../lib/adapters/ssm-job-secrets.ts';
-import { grantCompute, grantJobSecrets, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
+import { grantCompute, grantJobSecrets, grantSweepLaunchTemplates, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
 
 /** Everything Relaunch needs: where instances run, plus optional tuning. */
@@ -71,7 +71,12 @@ export class Relaunch extends Construct {
     const controller = { stateMachineArn, executionsArn: JobWorkflow.executionsArn(this, stateMachineName) };
 
     this.table = new JobTable(this, 'Jobs', props.table);
-    this.instances = new JobInstances(this, 'Instances', { vpcId: props.vpcId, nodeToNodeTraffic: props.nodeToNodeTraffic ?? false });
+    this.instances = new JobInstances(this, 'Instances', {
+      vpcId: props.vpcId,
+      nodeToNodeTraffic: props.nodeToNodeTraffic ?? false,
+      openPorts: props.jobPorts,
+      openPortsTo: props.jobPortsCidr ?? props.vpcCidr,
+    });
     // The stack's own region first (its security group is made here), then the others given.
     const regions: Ec2RegionConfig[] = [
       { region: Aws.REGION, subnetsByZone: props.subnetsByZone, securityGroupIds: [this.instances.securityGroupId] },
@@ -96,6 +101,7 @@ export class Relaunch extends Construct {
       namePrefix,
       data: this.data.config,
       ...(props.allowedInstanceTypes === undefined ? {} : { allowedInstanceTypes: props.allowedInstanceTypes }),
+      ...(this.instances.openPorts.length === 0 ? {} : { openPorts: this.instances.openPorts }),
     };
     this.functions = new ControllerFunctions(this, 'Functions', {
       namePrefix,
@@ -104,12 +110,17 @@ export class Relaunch extends Construct {
       computeConfig,
       dataConfig: this.data.config,
     });
+    // The API refuses at submit a task asking for ports the instances do not open.
+    if (this.instances.openPorts.length > 0) {
+      this.functions.functions[LambdaName.api].addEnvironment(EnvVar.openPorts, JSON.stringify(this.instances.openPorts));
+    }
     for (const name of LAMBDA_NAMES) {
       const fn = this.functions.functions[name];
       const needs = LAMBDA_NEEDS[name];
       grantTable(fn, this.table.table, needs.store);
       grantWorkflow(fn, controller, needs.workflow);
       if (needs.compute !== false) grantCompute(fn, launchScope, needs.compute);
+      if (needs.sweepsLaunchTemplates === true) grantSweepLaunchTemplates(fn, launchScope);
       grantJobSecrets(fn, jobSecretsPath(namePrefix), needs.secrets ?? []);
     }
 

@@ -71,6 +71,7 @@ const GPU_TYPES: readonly InstanceTypeInfo[] = [
   gpuType('p3dn.24xlarge', 96, 768, 'V100-32GB', 8),
   gpuType('p4d.24xlarge', 96, 1152, 'A100', 8),
   gpuType('p4de.24xlarge', 96, 1152, 'A100-80GB', 8),
+  gpuType('p5.4xlarge', 16, 256, 'H100', 1),
   gpuType('p5.48xlarge', 192, 2048, 'H100', 8),
   gpuType('p5e.48xlarge', 192, 2048, 'H200', 8),
   gpuType('p5en.48xlarge', 192, 2048, 'H200', 8),
@@ -159,6 +160,25 @@ export function hasGpus(instanceType: string): boolean {
   const known = instanceTypeInfo(instanceType);
   if (known !== null) return known.gpu !== null;
   return /^[gp]\d/.test(instanceType);
+}
+
+/**
+ * Instance types with an Elastic Fabric Adapter (EFA), from EC2's list of supported types:
+ * the larger GPU sizes, every multi-GPU training type, and the largest CPU sizes of the
+ * families above. A type not listed gets EC2's default network with `network_tier: best`.
+ */
+const EFA_TYPES: ReadonlySet<string> = new Set([
+  'g4dn.8xlarge', 'g4dn.12xlarge', 'g4dn.16xlarge', 'g4dn.metal',
+  'g5.8xlarge', 'g5.12xlarge', 'g5.16xlarge', 'g5.24xlarge', 'g5.48xlarge',
+  'g6.8xlarge', 'g6.12xlarge', 'g6.16xlarge', 'g6.24xlarge', 'g6.48xlarge',
+  'g6e.8xlarge', 'g6e.12xlarge', 'g6e.16xlarge', 'g6e.24xlarge', 'g6e.48xlarge',
+  'p3dn.24xlarge', 'p4d.24xlarge', 'p4de.24xlarge', 'p5.48xlarge', 'p5e.48xlarge', 'p5en.48xlarge',
+  'c7i.48xlarge', 'm6i.32xlarge', 'm7i.48xlarge', 'r7i.48xlarge',
+]);
+
+/** Whether an instance type has EFA, which `network_tier: best` asks for. */
+export function hasEfa(instanceType: string): boolean {
+  return EFA_TYPES.has(instanceType);
 }
 
 function canonicalAccelerator(name: string): string {

@@ -61,6 +61,15 @@ export interface Placement {
   readonly region: string;
   readonly zone: string | null;
   readonly instanceType: string;
+  /**
+   * The market the instances run on, when a task's candidates mix markets (`use_spot` inside
+   * `any_of`) and so it may differ from the attempt's; absent: the attempt's.
+   */
+  readonly market?: Market;
+  /** Candidates the launch asked EC2 for that it could not fill, with EC2's error code; absent: none. */
+  readonly unavailable?: readonly string[];
+  /** The `any_of`/`ordered` entry (its position in the file) the attempt runs as; absent without them. */
+  readonly entry?: number;
 }
 
 /** One node's report of one phase: exactly what the agent sent. */

@@ -1,14 +1,17 @@
-// Where to launch an attempt: the ordered (region, zone, instance types) to try, per strategy.
+// Where to launch an attempt: the ordered (region, zone, instance types) to try, per strategy,
+// and the same as fleets: the (instance type, market, zone) candidates of `any_of`,
+// `ordered` and accelerator sets, grouped into the EC2 Fleet requests to send in turn.
 //
 // Pure: compute adapters call it with the regions and zones they can reach and try the
 // candidates in order, failing over on capacity errors. The instance types of one
 // candidate are alternatives for one launch (any one will do), cheapest first.
 
 import { PrecheckError } from './errors.ts';
+import type { Market } from './policy/types.ts';
 import { cpuInstanceTypes, gpuInstanceTypes, knownAccelerators, type InstanceTypeInfo } from './instance-types.ts';
 import type { Placement } from './model.ts';
 import type { LaunchRequest } from './ports.ts';
-import type { Quantity, Resources, TaskSpec } from './spec/types.ts';
+import type { Quantity, ResourceOption, Resources, TaskSpec } from './spec/types.ts';
 
 /** One place to try, with the instance types acceptable there, preferred first. */
 export interface PlacementCandidate {
@@ -57,14 +60,179 @@ const DEFAULT_GIB_PER_VCPU = 4;
  */
 export function planPlacements(input: PlacementInput): PlacementCandidate[] {
   const instanceTypes = instanceTypesFor(input.spec.resources, input.allowedInstanceTypes);
-  const places = allowedPlaces(input);
+  return rankedPlaces(input, input.spec.resources).map(({ place }) => ({ ...place, instanceTypes }));
+}
+
+/** The task's places, most preferred first, each with its strategy rank (lower first). */
+function rankedPlaces(input: PlacementInput, resources: Resources): { place: Place; rank: number }[] {
+  const places = allowedPlaces(input, resources);
   const last = input.history[0]?.placement;
   const rank = last === undefined ? () => 0 : preference(input.spec.resources.jobRecovery.strategy, last, input.history[0]?.outcome ?? null);
   return places
     .map((place, index) => ({ place, index, rank: rank(place) }))
     .sort((a, b) => a.rank - b.rank || a.index - b.index)
-    .map(({ place }) => ({ ...place, instanceTypes }));
+    .map(({ place, rank: placeRank }) => ({ place, rank: placeRank }));
 }
+
+/** One way to run the task: the outer resources with one `any_of`/`ordered` entry applied, and its market. */
+export interface ResourceChoice {
+  /** Without `alternatives`: this choice's own. */
+  readonly resources: Resources;
+  readonly market: Market;
+  /** The entry's position in the file's `any_of`/`ordered`; null without alternatives. */
+  readonly entry: number | null;
+}
+
+/**
+ * The ways to run the task on `market` (the job's counters'), in preference order. Without
+ * `any_of`/`ordered`, the resources themselves. With them, one choice per entry: `ordered`
+ * in its order; `any_of` spot entries first (cheaper), then the file's order. On the
+ * on-demand market (a task without spot, or one the on_demand_fallback_after moved there)
+ * every choice is on-demand; on spot each keeps its entry's own market.
+ */
+export function resourceChoices(resources: Resources, market: Market): ResourceChoice[] {
+  const { alternatives, ...outer } = resources;
+  if (alternatives === undefined) return [{ resources: outer, market, entry: null }];
+  const choices = alternatives.options.map((option, position): ResourceChoice => ({
+    resources: applyOption(outer, option),
+    market: market === 'spot' && (option.useSpot ?? outer.useSpot) ? 'spot' : 'on-demand',
+    entry: option.index ?? position,
+  }));
+  if (alternatives.mode === 'ordered') return choices;
+  return [...choices].sort((a, b) => marketOrder(a.market) - marketOrder(b.market) || (a.entry ?? 0) - (b.entry ?? 0));
+}
+
+function marketOrder(market: Market): number {
+  return market === 'spot' ? 0 : 1;
+}
+
+/** The outer resources with an entry's fields put over them; a placed entry replaces region and zone together. */
+function applyOption(outer: Resources, option: ResourceOption): Resources {
+  // `index` says where the entry was written, nothing about the machine.
+  const placed = option.region !== undefined || option.zone !== undefined;
+  const namesMachine = option.cpus !== undefined || option.memoryGb !== undefined || option.accelerators !== undefined;
+  return {
+    ...outer,
+    ...(placed ? { region: option.region ?? null, zone: option.zone ?? null } : {}),
+    // An entry that names its machine by cpus, memory or accelerators drops the outer instance_type.
+    instanceType: option.instanceType ?? (namesMachine ? null : outer.instanceType),
+    cpus: option.cpus ?? outer.cpus,
+    memoryGb: option.memoryGb ?? outer.memoryGb,
+    accelerators: option.accelerators ?? outer.accelerators,
+    useSpot: option.useSpot ?? outer.useSpot,
+  };
+}
+
+/** One (zone, instance type) of a fleet request. */
+export interface FleetOverride {
+  /** null: the region has no zones listed, so EC2 picks one. */
+  readonly zone: string | null;
+  readonly instanceType: string;
+  /** The `any_of`/`ordered` entry (its position in the file) it comes from; null without them. */
+  readonly entry: number | null;
+}
+
+/**
+ * One EC2 Fleet request: every candidate of one region and market that the strategy ranks
+ * alike. EC2 puts all the nodes in one of its zones and on one of its types.
+ */
+export interface FleetPlan {
+  readonly region: string;
+  readonly market: Market;
+  /** Preferred first: EC2's priorities when `prioritized`. */
+  readonly overrides: readonly FleetOverride[];
+  /** `ordered`: EC2 takes the overrides in order; otherwise it picks by price and capacity. */
+  readonly prioritized: boolean;
+}
+
+interface Candidate {
+  readonly region: string;
+  readonly zone: string | null;
+  readonly instanceType: string;
+  readonly market: Market;
+  readonly rank: number;
+  readonly choice: number;
+  readonly entry: number | null;
+  readonly regionIndex: number;
+}
+
+/**
+ * The fleet requests of an attempt on `market`, in the order to send them: every
+ * (instance type, market, zone) candidate of every resource choice (resourceChoices),
+ * grouped by region, market and the strategy's rank (planPlacements' order: after a
+ * preemption, EAGER_NEXT_REGION puts the zone just lost in a later request, FAILOVER the
+ * zone just used in the first). Requests go by rank, then (with `ordered`) the earliest
+ * entry they hold, then the configured region order, spot before on-demand.
+ *
+ * A choice that cannot run anywhere here (its region not configured, no type fitting) is
+ * left out; when no choice can run, PrecheckError says why for each.
+ */
+export function planFleets(input: PlacementInput & { readonly market: Market }): FleetPlan[] {
+  const choices = resourceChoices(input.spec.resources, input.market);
+  const prioritized = input.spec.resources.alternatives?.mode === 'ordered';
+  const candidates: Candidate[] = [];
+  const problems: string[] = [];
+  choices.forEach((choice, choiceIndex) => {
+    let places: { place: Place; rank: number }[];
+    let types: string[];
+    try {
+      places = rankedPlaces(input, choice.resources);
+      types = instanceTypesFor(choice.resources, input.allowedInstanceTypes);
+    } catch (error) {
+      if (!(error instanceof PrecheckError)) throw error;
+      const where = choice.entry === null ? '' : `resources.${input.spec.resources.alternatives?.mode}[${choice.entry}]: `;
+      problems.push(`${where}${error.message}`);
+      return;
+    }
+    for (const { place, rank } of places) {
+      for (const instanceType of types) {
+        candidates.push({ ...place, instanceType, market: choice.market, rank, choice: choiceIndex, entry: choice.entry, regionIndex: input.regions.indexOf(place.region) });
+      }
+    }
+  });
+  if (candidates.length === 0) throw new PrecheckError(problems.join('; '));
+  const groups = new Map<string, Candidate[]>();
+  for (const candidate of candidates) {
+    const key = `${candidate.rank}|${candidate.region}|${candidate.market}`;
+    groups.set(key, [...(groups.get(key) ?? []), candidate]);
+  }
+  const first = (group: readonly Candidate[]) => group[0] as Candidate;
+  const earliest = (group: readonly Candidate[]) => Math.min(...group.map((candidate) => candidate.choice));
+  return [...groups.values()]
+    .sort(
+      (a, b) =>
+        first(a).rank - first(b).rank ||
+        (prioritized ? earliest(a) - earliest(b) : 0) ||
+        first(a).regionIndex - first(b).regionIndex ||
+        marketOrder(first(a).market) - marketOrder(first(b).market),
+    )
+    .flatMap((group): FleetPlan[] => {
+      const seen = new Set<string>();
+      const overrides = group.filter((candidate) => {
+        const key = `${candidate.zone}|${candidate.instanceType}`;
+        if (seen.has(key)) return false;
+        seen.add(key);
+        return true;
+      });
+      const plans: FleetPlan[] = [];
+      for (let start = 0; start < overrides.length; start += MAX_FLEET_OVERRIDES) {
+        plans.push({
+          region: first(group).region,
+          market: first(group).market,
+          overrides: overrides.slice(start, start + MAX_FLEET_OVERRIDES).map(({ zone, instanceType, entry }) => ({ zone, instanceType, entry })),
+          prioritized,
+        });
+      }
+      return plans;
+    });
+}
+
+/**
+ * The most overrides one fleet request carries: EC2 documents 300 for `request` and
+ * `maintain` fleets; relaunch keeps `instant` ones to it too, and sends the rest (the less
+ * preferred) in the next request.
+ */
+export const MAX_FLEET_OVERRIDES = 300;
 
 type Place = Pick<PlacementCandidate, 'region' | 'zone'>;
 
@@ -85,9 +253,9 @@ function preference(
   return () => 0;
 }
 
-/** Every (region, zone) allowed by the configuration and the task, in configured order. */
-function allowedPlaces(input: PlacementInput): Place[] {
-  const { region: wantedRegion, zone: wantedZone } = input.spec.resources;
+/** Every (region, zone) allowed by the configuration and the resources, in configured order. */
+function allowedPlaces(input: PlacementInput, resources: Resources): Place[] {
+  const { region: wantedRegion, zone: wantedZone } = resources;
   const region = wantedRegion ?? (wantedZone === null ? null : regionOfZone(wantedZone, input));
   if (region !== null && !input.regions.includes(region)) {
     throw new PrecheckError(`resources.region: ${region} is not one of the regions relaunch launches in (${input.regions.join(', ')})`);

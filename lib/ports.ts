@@ -202,6 +202,25 @@ export interface InstanceInventory {
   listTagged(): Promise<TaggedInstance[]>;
 }
 
+/** A launch template relaunch made for an attempt, as EC2 lists it. */
+export interface TaggedLaunchTemplate {
+  readonly templateId: string;
+  readonly region: string;
+  readonly jobId: string;
+  /** When EC2 made it (ISO 8601); null when EC2 did not say. */
+  readonly createdAt: string | null;
+}
+
+/**
+ * The launch templates relaunch tagged, wherever it launches: a launch deletes its own,
+ * and the janitor those a launch that died left behind.
+ */
+export interface LaunchTemplateInventory {
+  listTagged(): Promise<TaggedLaunchTemplate[]>;
+  /** Deletes one; one already gone is fine. */
+  delete(template: TaggedLaunchTemplate): Promise<void>;
+}
+
 /** An event a delivery gave up on, kept in a dead-letter queue. */
 export interface DeadLetter {
   /** The queue it came from, as the deployment names it. */

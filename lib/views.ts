@@ -111,7 +111,8 @@ function toAttemptView(attempt: AttemptRecord, numNodes: number): AttemptView {
     exitCodes,
     decision: attempt.decision?.action ?? null,
     reason: attempt.decision?.reason ?? null,
-    market: attempt.market,
+    // With candidates on both markets the instances' own (the placement's) is the one that ran.
+    market: attempt.placement?.market ?? attempt.market,
     placement: attempt.placement,
     startedAt: attempt.startedAt,
     endedAt: attempt.endedAt,

@@ -14,6 +14,7 @@ import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn } from 
 import { nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
 import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
 import type { InstanceRef } from '../lib/model.ts';
+import { resourceChoices } from '../lib/placement.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../lib/ports.ts';
 import { errorMessage } from '../lib/usecases/deps.ts';
 import { INSTANCE_GONE_STATES, type InstanceEvent } from '../lib/usecases/instance-event.ts';
@@ -132,8 +133,16 @@ export class LocalProcessCompute implements Compute {
 
   constructor(private readonly options: LocalProcessComputeOptions) {}
 
+  /**
+   * Starts every node of the attempt as a process group. With candidates (`any_of`,
+   * `ordered`, several markets) a local machine is none of them: the attempt runs as the
+   * first one (resourceChoices' preference: its accelerators count as the node's GPUs),
+   * and the placement records its market and entry.
+   */
   async launch(request: LaunchRequest): Promise<LaunchResult> {
-    const { jobId, attempt, spec } = request;
+    const { jobId, attempt } = request;
+    const choice = resourceChoices(request.spec.resources, request.market)[0];
+    const spec = choice === undefined ? request.spec : { ...request.spec, resources: choice.resources };
     if (this.closing) throw new Error('the local runtime is shutting down');
     const faults = faultsOfAttempt(this.chaosOf(jobId), attempt);
     await this.findCapacity(request, faults);
@@ -144,7 +153,7 @@ export class LocalProcessCompute implements Compute {
     const started: LocalInstance[] = [];
     try {
       for (let rank = 0; rank < spec.numNodes; rank += 1) {
-        started.push(this.startNode(request, rank, workDir, ips));
+        started.push(this.startNode({ ...request, spec }, rank, workDir, ips));
       }
       await Promise.all(started.map((instance) => spawned(instance.child)));
     } catch (error) {
@@ -152,7 +161,12 @@ export class LocalProcessCompute implements Compute {
       throw new PrecheckError(`could not start the nodes of attempt ${attempt}: ${errorMessage(error)}`);
     }
     return {
-      placement: { region: LOCAL_REGION, zone: null, instanceType: LOCAL_INSTANCE_TYPE },
+      placement: {
+        region: LOCAL_REGION,
+        zone: null,
+        instanceType: LOCAL_INSTANCE_TYPE,
+        ...(choice?.entry == null ? {} : { market: choice.market, entry: choice.entry }),
+      },
       instances: started.map((instance) => ({
         instanceId: instance.instanceId,
         nodeRank: instance.rank,

@@ -4,12 +4,13 @@ import type { Command } from 'commander';
 import { formatIssue, InvalidInputError, InvalidTaskSpecError, PrecheckError } from '../../lib/errors.ts';
 import { instanceTypeInfo, type GpuCount } from '../../lib/instance-types.ts';
 import type { Market } from '../../lib/policy/types.ts';
-import { instanceTypesFor } from '../../lib/placement.ts';
+import { instanceTypesFor, resourceChoices } from '../../lib/placement.ts';
+import { formatPortRange } from '../../lib/spec/ports.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/spec/bounds.ts';
 import { parseJobFile } from '../../lib/spec/parse.ts';
 import { describeSource } from '../../lib/spec/mounts.ts';
 import { taskPath } from '../../lib/spec/path.ts';
-import type { Accelerator, ImageId, Quantity, RecoveryPolicy, SpecWarning, TaskSpec } from '../../lib/spec/types.ts';
+import type { Accelerator, ImageId, Quantity, RecoveryPolicy, ResourceOption, Resources, SpecWarning, TaskSpec } from '../../lib/spec/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { readTaskFile, taskSourceName } from '../task-file.ts';
 
@@ -83,26 +84,56 @@ export interface Candidate {
   readonly memoryGib: number | null;
   readonly gpus: GpuCount | null;
   readonly market: Market;
+  /** With `any_of`/`ordered`: the entry (0-based) this candidate comes from. */
+  readonly entry?: number;
+  /** Set when the task or its entry names a region (and a zone): the candidate runs only there. */
+  readonly region?: string;
+  readonly zone?: string;
 }
 
 /**
  * The instance types the task's resources allow, from relaunch's catalog (a deployment's
- * allowed types may narrow them further), in the order launches try them. None fits: a
- * warning saying so, as the launch would end FAILED_PRECHECKS.
+ * allowed types may narrow them further), in the order launches prefer them: for each
+ * `any_of`/`ordered` entry (lib/placement.ts resourceChoices, on the task's first market)
+ * its types, with the entry's market and place. An entry with no fitting type is a
+ * warning (it would never launch); none at all, a warning that the launch would end
+ * FAILED_PRECHECKS.
  */
 function candidatesOf(spec: TaskSpec, path: string): { candidates: Candidate[]; warnings: SpecWarning[] } {
   const market: Market = spec.resources.useSpot ? 'spot' : 'on-demand';
-  try {
-    const candidates = instanceTypesFor(spec.resources).map((instanceType): Candidate => {
+  const mode = spec.resources.alternatives?.mode;
+  const candidates: Candidate[] = [];
+  const problems: { path: string; message: string }[] = [];
+  const seen = new Set<string>();
+  for (const choice of resourceChoices(spec.resources, market)) {
+    let types: string[];
+    try {
+      types = instanceTypesFor(choice.resources);
+    } catch (error) {
+      if (!(error instanceof PrecheckError)) throw error;
+      problems.push({ path: choice.entry === null ? path : `${path}.${mode}[${choice.entry}]`, message: error.message.replace(/^resources: /, '') });
+      continue;
+    }
+    const { region, zone } = choice.resources;
+    for (const instanceType of types) {
+      const key = [instanceType, choice.market, region, zone].join('|');
+      if (seen.has(key)) continue;
+      seen.add(key);
       const info = instanceTypeInfo(instanceType);
-      return { instanceType, vcpus: info?.vcpus ?? null, memoryGib: info?.memoryGib ?? null, gpus: info?.gpu ?? null, market };
-    });
-    return { candidates, warnings: [] };
-  } catch (error) {
-    if (!(error instanceof PrecheckError)) throw error;
-    const message = `${error.message.replace(/^resources: /, '')}; a launch would end FAILED_PRECHECKS`;
-    return { candidates: [], warnings: [{ path, message }] };
+      candidates.push({
+        instanceType,
+        vcpus: info?.vcpus ?? null,
+        memoryGib: info?.memoryGib ?? null,
+        gpus: info?.gpu ?? null,
+        market: choice.market,
+        ...(choice.entry === null ? {} : { entry: choice.entry }),
+        ...(region === null ? {} : { region }),
+        ...(zone === null ? {} : { zone }),
+      });
+    }
   }
+  const outcome = candidates.length === 0 ? 'a launch would end FAILED_PRECHECKS' : 'that entry would never launch';
+  return { candidates, warnings: problems.map((problem) => ({ path: problem.path, message: `${problem.message}; ${outcome}` })) };
 }
 
 /** Exit codes as short runs: `[1, 2, 3, 7]` is `1-3, 7`. */
@@ -161,6 +192,30 @@ function accelerators(candidates: readonly Accelerator[]): string {
   return `any one of ${names.join(', ')}`;
 }
 
+/** One `any_of`/`ordered` entry, as what it changes: `us-east-1, A100:8, spot`. */
+function option(entry: ResourceOption): string {
+  const parts = [
+    entry.zone ?? entry.region,
+    entry.instanceType,
+    entry.cpus && `cpus ${quantity(entry.cpus)}`,
+    entry.memoryGb && `memory ${quantity(entry.memoryGb, ' GB')}`,
+    entry.accelerators && accelerators(entry.accelerators),
+    entry.useSpot === undefined ? null : entry.useSpot ? 'spot' : 'on-demand',
+  ].filter(Boolean);
+  return parts.length === 0 ? 'as above' : parts.join(', ');
+}
+
+function alternativesRows(r: Resources): [string, string[]][] {
+  const rows: [string, string[]][] = [];
+  if (r.alternatives !== undefined) {
+    const label = r.alternatives.mode === 'ordered' ? 'ordered' : 'any_of';
+    rows.push([label, r.alternatives.options.map((entry, index) => `${index + 1}. ${option(entry)}`)]);
+  }
+  if (r.ports !== undefined) rows.push(['ports', [r.ports.map(formatPortRange).join(', ')]]);
+  if (r.networkTier !== undefined) rows.push(['network', [r.networkTier === 'best' ? 'best (EFA on instance types that have it)' : 'standard']]);
+  return rows;
+}
+
 function lineCount(script: string | null): string {
   if (script === null) return '(none)';
   const count = script.trimEnd().split('\n').length;
@@ -181,9 +236,10 @@ export function renderSpec(file: string, spec: TaskSpec): string {
   const rows: [string, string[]][] = [
     ['name', [spec.name ?? '(none)']],
     ['nodes', [String(spec.numNodes)]],
-    ['cloud', [`aws, ${where}, ${r.useSpot ? 'spot' : 'on-demand'}`]],
+    ['cloud', [`aws, ${where}, ${r.alternatives === undefined ? (r.useSpot ? 'spot' : 'on-demand') : 'market per entry'}`]],
     ['machine', [machine.length === 0 ? 'any' : machine.join(', ')]],
     ['accelerators', [accelerators(r.accelerators)]],
+    ...alternativesRows(r),
     ['image', [r.imageId === null ? 'default' : image(r.imageId)]],
     ...(r.containerImage === undefined ? [] : ([['container', [`${r.containerImage} (setup and run run in it)`]]] as [string, string[]][])),
     ['recovery', recovery(r.jobRecovery)],

@@ -2,10 +2,11 @@
 
 import { ec2TaskProblems } from '../../lib/adapters/ec2-user-data.ts';
 import { SOURCES_PREFIX } from '../../lib/adapters/s3-data.ts';
+import { portProblems } from '../../lib/spec/ports.ts';
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
-import { parseDataConfig } from '../../lib/workflow/env.ts';
+import { parseDataConfig, parseOpenPorts } from '../../lib/workflow/env.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
 import { clock, jobSecrets, random, store, workflow } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
@@ -48,7 +49,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       workflow: workflow(),
       clock,
       random,
-      computeProblems: async (spec) => ec2TaskProblems(spec, dataConfig),
+      computeProblems: async (spec) => [...ec2TaskProblems(spec, dataConfig), ...portProblems(spec, parseOpenPorts())],
       onJobEnded: announceJobEnded,
       ...(dataConfig === undefined ? {} : { sources: { bucket: dataConfig.bucket, prefix: SOURCES_PREFIX, region: process.env.AWS_REGION ?? '', allowedBuckets: dataConfig.allowedBuckets } }),
       onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),

@@ -1,18 +1,21 @@
-// The janitor, every 10 minutes: events whose delivery gave up are applied again, and
+// The janitor, every 10 minutes: events whose delivery gave up are applied again,
 // instances relaunch tagged whose attempt is over (or whose job it does not know) are
-// terminated. Each thing it does is logged with its job.
+// terminated, and launch templates a launch left behind are deleted. Each thing it does
+// is logged with its job.
 
 import { replayDeadLetters } from '../../lib/usecases/replay-dead-letters.ts';
 import { sweepInstances, type SweepResult } from '../../lib/usecases/sweep-instances.ts';
+import { sweepLaunchTemplates, type TemplateSweepResult } from '../../lib/usecases/sweep-launch-templates.ts';
 import type { ReplayedLetter } from '../../lib/usecases/replay-dead-letters.ts';
-import { clock, deadLetters, inventory, compute, store, workflow, jobSecrets } from '../shared/deps.ts';
+import { clock, deadLetters, inventory, compute, store, workflow, jobSecrets, launchTemplates } from '../shared/deps.ts';
 import { startInvocation, type LambdaContext } from '../shared/log.ts';
 import { announceJobEnded } from '../shared/notify.ts';
 
-/** What one run did: the letters replayed, then the sweep. */
+/** What one run did: the letters replayed, then the sweeps. */
 export interface JanitorResult {
   readonly replayed: readonly ReplayedLetter[];
   readonly sweep: SweepResult;
+  readonly templates: TemplateSweepResult;
 }
 
 /** Invoked by a schedule: its event says nothing the janitor needs, so it is not read. */
@@ -33,6 +36,13 @@ export async function handler(_event: unknown, context?: LambdaContext): Promise
   for (const failed of sweep.failed) {
     log.error('instances not swept', { jobId: failed.jobId, attempt: failed.attempt, instanceIds: failed.instanceIds, reason: failed.reason, error: failed.error });
   }
+  const templates = await sweepLaunchTemplates({ templates: launchTemplates(), clock });
+  for (const template of templates.deleted) {
+    log.warn('launch template swept', { jobId: template.jobId, templateId: template.templateId, region: template.region, action: 'SWEEP' });
+  }
+  for (const failed of templates.failed) {
+    log.error('launch template not swept', { jobId: failed.jobId, templateId: failed.templateId, region: failed.region, error: failed.error });
+  }
   log.info('janitor run', {
     replayed: replayed.length,
     checked: sweep.checked,
@@ -40,6 +50,8 @@ export async function handler(_event: unknown, context?: LambdaContext): Promise
     failed: sweep.failed.length,
     kept: sweep.kept,
     deferred: sweep.deferred,
+    templatesChecked: templates.checked,
+    templatesDeleted: templates.deleted.length,
   });
-  return { replayed, sweep };
+  return { replayed, sweep, templates };
 }

@@ -9,12 +9,12 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
-import { Ec2Inventory } from '../../lib/adapters/ec2-inventory.ts';
+import { Ec2Inventory, Ec2LaunchTemplates } from '../../lib/adapters/ec2-inventory.ts';
 import { SqsDeadLetters } from '../../lib/adapters/sqs-dead-letters.ts';
 import { SsmJobSecrets } from '../../lib/adapters/ssm-job-secrets.ts';
 import { SsmParameters } from '../../lib/adapters/ssm-parameters.ts';
 import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
-import type { Clock, Compute, DeadLetters, InstanceInventory, JobSecrets, JobStore, Random, Workflow } from '../../lib/ports.ts';
+import type { Clock, Compute, DeadLetters, InstanceInventory, JobSecrets, JobStore, LaunchTemplateInventory, Random, Workflow } from '../../lib/ports.ts';
 import { EnvVar, parseComputeConfig, parseDeadLetterQueues, requireEnv } from '../../lib/workflow/env.ts';
 import { traced } from './tracing.ts';
 
@@ -22,6 +22,7 @@ let cachedStore: JobStore | undefined;
 let cachedWorkflow: Workflow | undefined;
 let cachedCompute: Compute | undefined;
 let cachedInventory: InstanceInventory | undefined;
+let cachedLaunchTemplates: LaunchTemplateInventory | undefined;
 let cachedDeadLetters: DeadLetters | undefined;
 let cachedJobSecrets: JobSecrets | undefined;
 
@@ -56,6 +57,13 @@ export function inventory(): InstanceInventory {
   const regions = parseComputeConfig().regions.map((r) => r.region);
   cachedInventory ??= new Ec2Inventory({ regions, ec2: perRegion((region) => new EC2Client({ region })) });
   return cachedInventory;
+}
+
+/** relaunch's launch templates in every configured region (COMPUTE_CONFIG), for the sweep. */
+export function launchTemplates(): LaunchTemplateInventory {
+  const regions = parseComputeConfig().regions.map((r) => r.region);
+  cachedLaunchTemplates ??= new Ec2LaunchTemplates({ regions, ec2: perRegion((region) => new EC2Client({ region })) });
+  return cachedLaunchTemplates;
 }
 
 /** The jobs' secrets, SSM SecureStrings under JOB_SECRETS_PATH in the function's region. */
@@ -95,6 +103,7 @@ export function resetDeps(): void {
   cachedWorkflow = undefined;
   cachedCompute = undefined;
   cachedInventory = undefined;
+  cachedLaunchTemplates = undefined;
   cachedDeadLetters = undefined;
   cachedJobSecrets = undefined;
 }

@@ -2,11 +2,13 @@
 // instance's callback secret (and no other) and pull a task's image from the account's
 // ECR, and an operator open a shell on a node (Session Manager); nothing else.
 
-import { Aws } from 'aws-cdk-lib';
+import { Aws, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { SECRET_OWNER_TAG } from '../../lib/agent/secret-parameter.ts';
+import { formatPortRange } from '../../lib/spec/ports.ts';
+import type { PortRange } from '../../lib/spec/types.ts';
 import { agentSecretArns, type LaunchScope } from '../permissions.ts';
 
 /** Where job instances live. */
@@ -25,13 +27,26 @@ export interface JobInstancesProps {
    * @default false: no inbound rule at all
    */
   readonly nodeToNodeTraffic?: boolean;
+  /**
+   * TCP ports every job instance opens to `openPortsTo` (a task's `resources.ports` must
+   * lie within them).
+   * @default - none
+   */
+  readonly openPorts?: readonly PortRange[];
+  /**
+   * Where `openPorts` may be reached from: the VPC's CIDR, or a wider one the deployment chose.
+   * @default - required when openPorts is given
+   */
+  readonly openPortsTo?: string;
 }
 
-/** The instance role and profile, and a security group that admits nothing from outside itself. */
+/** The instance role and profile, and a security group that admits nothing from outside itself but the open ports. */
 export class JobInstances extends Construct {
   readonly role: iam.Role;
   readonly instanceProfile: iam.InstanceProfile;
   readonly securityGroupId: string;
+  /** The TCP ports the group opens (openPorts), for the launcher to check tasks against. */
+  readonly openPorts: readonly PortRange[];
 
   constructor(scope: Construct, id: string, props: JobInstancesProps) {
     super(scope, id);
@@ -81,6 +96,33 @@ export class JobInstances extends Construct {
         ipProtocol: '-1',
         description: 'nodes of relaunch jobs, to each other',
       });
+    }
+    // Why a stack-level allow-list and not a security group per job: a group made at launch
+    // must be deleted at release, which EC2 refuses while the terminated instances' network
+    // interfaces linger (minutes), in every region, and it needs the VPC's CIDR looked up at
+    // runtime with more EC2 permissions for the launcher. Here the ports are opened once,
+    // to the VPC (or the CIDR the deployment names), and a task asking for others is refused
+    // at launch (Ec2Compute); the price is that every job's nodes have them open, to that CIDR.
+    const ports = props.openPorts ?? [];
+    if (ports.length > 0 && props.openPortsTo === undefined) {
+      throw new Error('JobInstances: openPorts needs openPortsTo, the CIDR (the VPC\'s, or wider) they are opened to');
+    }
+    this.openPorts = ports;
+    for (const range of ports) {
+      const ingress = new ec2.CfnSecurityGroupIngress(this, `Port${formatPortRange(range)}`, {
+        groupId: group.attrGroupId,
+        cidrIp: props.openPortsTo,
+        ipProtocol: 'tcp',
+        fromPort: range.from,
+        toPort: range.to,
+        description: `relaunch jobs' resources.ports ${formatPortRange(range)}`,
+      });
+      if (props.openPortsTo === '0.0.0.0/0') {
+        Validations.of(ingress).acknowledge({
+          id: 'AwsSolutions-EC23',
+          reason: 'The deployment opened these job ports to every address on purpose (relaunch:jobPortsCidr); by default they are open to the VPC only.',
+        });
+      }
     }
   }
 

@@ -1,52 +1,82 @@
-// The Compute port over EC2: RunInstances per (zone, instance type) until one has capacity.
+// The Compute port over EC2: one EC2 Fleet request (type `instant`) at a time, each over
+// every candidate (instance type, zone) of one region and market, until one has capacity.
 //
-// Why RunInstances and not CreateFleet: CreateFleet needs a launch template, which would
-// be created and deleted around every attempt (two more calls, and a template leaked when
-// a Lambda dies in between). RunInstances takes everything inline (user data, IMDSv2,
-// tags on instances and volumes, the spot market, the shutdown behaviour), and with
-// MinCount = MaxCount = num_nodes EC2 launches all the nodes of an attempt or none, so
-// a multi-node job never starts half-placed. Failover across instance types, zones and
-// regions is a loop over planPlacements' candidates, as SkyPilot's provisioner does.
+// Why CreateFleet: a task with candidates (`any_of`, `ordered`, an accelerator set, or just
+// several types fitting `cpus: 8+`) lets EC2 choose among all of them in one call, by price
+// and capacity (spot: `price-capacity-optimized`) or in the file's order (`ordered`:
+// `prioritized`, or `capacity-optimized-prioritized` on spot), instead of a RunInstances
+// call per candidate. SingleAvailabilityZone and SingleInstanceType with MinTargetCapacity =
+// num_nodes make it all or nothing: every node on one type in one zone (multi-node jobs
+// must be homogeneous), or no instance at all. Each candidate EC2 could not fill comes back
+// in the response's Errors[], and goes into the NoCapacityError message or, when a later
+// candidate launched, the placement's `unavailable`.
 //
-// How nodes learn their rank and the IPs: one RunInstances call numbers its instances
-// 0..n-1 (AmiLaunchIndex, which the agent reads from instance metadata), so the rank is
-// that index. Private IPs exist only after the launch, so the launcher then tags every
-// instance with `relaunch:node-rank` and the IP list (`relaunch:node-ips:*`, see
-// lib/agent/tags.ts); the instances launch with InstanceMetadataTags enabled and the
-// agent polls its tags from IMDS. No API round trip, nothing to store first.
+// The launch template problem: CreateFleet takes its instance settings (image, user data,
+// IMDSv2, tags, volumes, network) only from a launch template. The launcher creates one
+// per attempt and kind of node (image, user data, EFA), named after the job and attempt,
+// with a ClientToken (a retried create returns the same template) and the job's tags; it
+// deletes them once the fleet requests are answered, whatever their outcome: an instant
+// fleet's instances do not need their template afterwards. A Lambda that dies in between
+// leaves a template behind; nothing runs from it, and the janitor deletes relaunch-tagged
+// templates older than an hour (sweepLaunchTemplates). The fleet request itself keeps
+// nothing alive: an instant fleet is a record.
+//
+// Where the candidates and the order come from: planFleets (lib/placement.ts). Regions
+// fail over as before (EAGER_NEXT_REGION and FAILOVER rank zones; differently ranked
+// zones go in separate requests), and a mix of markets (`use_spot` inside `any_of`) is a
+// spot request, then an on-demand one, as a fleet has one market for all its nodes.
+//
+// How nodes learn their rank and the IPs: a fleet does not number its instances 0..n-1,
+// so once they exist the launcher describes them (their private IPs), orders them by
+// instance id, and tags every instance with `relaunch:node-rank` and the IP list
+// (`relaunch:node-ips:*`, see lib/agent/tags.ts); the instances launch with
+// InstanceMetadataTags enabled and the agent polls its tags from IMDS.
 //
 // The callback secret is not in the user data: once the instances exist, the launcher
 // puts one SSM SecureString per instance, tagged with its ARN, which only that instance's
 // credentials may read (lib/agent/secret-parameter.ts). A release deletes them.
 //
-// Errors: capacity errors move on to the next candidate; throttling and EC2's own faults
-// (5xx) retry the same call with exponential backoff, then propagate as TransientError
-// (the state machine retries the step); a bad AMI or instance type is a PrecheckError;
-// anything else (permissions, a missing subnet) is relaunch's own fault and propagates as is.
+// Ports (`resources.ports`) are opened by the stack, not here (infra/constructs/
+// job-instances.ts): a task asking for a port the deployment does not open is refused
+// before anything launches.
+//
+// Errors: capacity errors move on to the next request; throttling and EC2's own faults
+// (5xx) retry the same call with exponential backoff (same ClientToken), then propagate
+// as TransientError (the state machine retries the step); a bad AMI or instance type is a
+// PrecheckError; anything else (permissions, a missing subnet) is relaunch's own fault
+// and propagates as is.
 
 import { createHash } from 'node:crypto';
 import {
+  CreateFleetCommand,
+  CreateLaunchTemplateCommand,
   CreateTagsCommand,
+  DeleteLaunchTemplateCommand,
   DescribeImagesCommand,
   DescribeInstancesCommand,
-  RunInstancesCommand,
   TerminateInstancesCommand,
+  type CreateFleetCommandInput,
+  type CreateFleetError,
+  type CreateLaunchTemplateCommandInput,
   type EC2Client,
-  type Instance,
-  type RunInstancesCommandInput,
   type EbsBlockDevice,
+  type FleetLaunchTemplateOverridesRequest,
+  type Instance,
+  type RequestLaunchTemplateData,
   type Tag,
 } from '@aws-sdk/client-ec2';
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET_OWNER_TAG, ssmEndpoint } from '../agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
 import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
-import { architectureOf, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
+import { architectureOf, hasEfa, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
 import type { InstanceRef, Placement } from '../model.ts';
-import { planPlacements, type PlacementCandidate } from '../placement.ts';
+import { planFleets, type FleetOverride, type FleetPlan } from '../placement.ts';
+import type { Market } from '../policy/types.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
 import { awsErrorCode, isTransientAwsError, transientError } from './aws-errors.ts';
 import type { ImageAlias } from '../spec/image-id.ts';
-import type { DiskTier, TaskSpec } from '../spec/types.ts';
+import { portProblems } from '../spec/ports.ts';
+import type { DiskTier, PortRange, TaskSpec } from '../spec/types.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
 import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
 import { s3AgentMounts, type DataConfig } from './s3-data.ts';
@@ -104,6 +134,12 @@ export interface Ec2ComputeConfig {
    * mounts are. Absent (a stack from before them), a task with mounts is refused at submit.
    */
   readonly data?: DataConfig;
+  /**
+   * The ports the instances' security group opens (in the stack's region; other regions'
+   * groups are given as they are). A task asking for others is refused.
+   * @default - none: a task with `ports` is refused
+   */
+  readonly openPorts?: readonly PortRange[];
   /**
    * Retries of a throttled call before its error propagates, waiting 0.5 s, doubling,
    * capped at 20 s.
@@ -193,7 +229,28 @@ interface Image {
   readonly rootDeviceName: string;
 }
 
-type Attempted = { readonly launched: LaunchResult } | { readonly failure: string };
+type Attempted = { readonly launched: LaunchResult } | { readonly failures: readonly string[] };
+
+/** An override with the image its instance type boots. */
+interface Candidate {
+  readonly override: FleetOverride;
+  readonly image: Image;
+}
+
+/** A launch template of this launch: created once per region and content, deleted at the end. */
+interface LaunchTemplate {
+  readonly region: string;
+  readonly id: Promise<string>;
+}
+
+/** The tags every resource of an attempt carries. */
+function attemptTags(namePrefix: string, request: Pick<LaunchRequest, 'jobId' | 'attempt'>): Tag[] {
+  return [
+    { Key: TagKey.name, Value: `${namePrefix}-${request.jobId}-${request.attempt}` },
+    { Key: TagKey.jobId, Value: request.jobId },
+    { Key: TagKey.attempt, Value: String(request.attempt) },
+  ];
+}
 
 /** EC2 as the Compute port. */
 export class Ec2Compute implements Compute {
@@ -210,37 +267,53 @@ export class Ec2Compute implements Compute {
   }
 
   /**
-   * Tries every candidate of planPlacements in order, each instance type in turn, until a
-   * RunInstances call returns all `numNodes` instances; then tags the nodes with their
-   * rank and the IP list and puts each node's secret. NoCapacityError lists everything tried.
+   * Sends planFleets' requests in order until one launches all `numNodes` instances; then
+   * tags the nodes with their rank and the IP list and puts each node's secret. The
+   * attempt's launch templates are deleted before it returns or throws. NoCapacityError
+   * lists every candidate EC2 could not fill, and why.
    */
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { spec } = request;
-    const plan = planPlacements({
+    assertPortsOpen(spec, this.config.openPorts ?? []);
+    const plan = planFleets({
       spec,
       history: request.history,
       regions: this.config.regions.map((region) => region.region),
       zonesByRegion: Object.fromEntries(this.config.regions.map((region) => [region.region, Object.keys(region.subnetsByZone)])),
       allowedInstanceTypes: this.config.allowedInstanceTypes,
+      market: request.market,
     });
     assertImageSomewhere(spec, plan);
+    const templates = new Map<string, LaunchTemplate>();
+    try {
+      return await this.launchFleets(request, plan, templates);
+    } finally {
+      await this.deleteTemplates(templates);
+    }
+  }
+
+  private async launchFleets(request: LaunchRequest, plan: readonly FleetPlan[], templates: Map<string, LaunchTemplate>): Promise<LaunchResult> {
+    const { spec } = request;
     // One image lookup per region and kind; a region without one is noted once and skipped.
     const images = new Map<string, Promise<Image | null>>();
     const tried: string[] = [];
-    for (const candidate of plan) {
-      for (const instanceType of candidate.instanceTypes) {
-        const key = `${candidate.region}/${imageKind(instanceType)}`;
+    for (const [index, fleet] of plan.entries()) {
+      const candidates: Candidate[] = [];
+      for (const override of fleet.overrides) {
+        const key = `${fleet.region}/${imageKind(override.instanceType)}`;
         const known = images.has(key);
-        if (!known) images.set(key, this.image(candidate.region, spec, instanceType));
+        if (!known) images.set(key, this.image(fleet.region, spec, override.instanceType));
         const image = await images.get(key);
         if (image === null || image === undefined) {
-          if (!known) tried.push(`${instanceType} in ${candidate.region} (no image for it there)`);
+          if (!known) tried.push(`${override.instanceType} in ${fleet.region} (no image for it there)`);
           continue;
         }
-        const attempted = await this.tryLaunch(request, candidate, instanceType, image);
-        if ('launched' in attempted) return attempted.launched;
-        tried.push(`${instanceType} in ${candidate.zone ?? candidate.region} (${attempted.failure})`);
+        candidates.push({ override, image });
       }
+      if (candidates.length === 0) continue;
+      const attempted = await this.tryFleet(request, fleet, index, candidates, templates);
+      if ('launched' in attempted) return attempted.launched;
+      tried.push(...attempted.failures);
     }
     throw new NoCapacityError(
       `no capacity for job ${request.jobId} attempt ${request.attempt} (${request.market}, ${spec.numNodes} node${spec.numNodes === 1 ? '' : 's'}): tried ${tried.join(', ')}`,
@@ -284,38 +357,66 @@ export class Ec2Compute implements Compute {
     return agentSecretPath(this.config.namePrefix);
   }
 
-  private async tryLaunch(request: LaunchRequest, candidate: PlacementCandidate, instanceType: string, image: Image): Promise<Attempted> {
-    const { region } = candidate;
-    const input = this.runInstancesInput(request, candidate, instanceType, image);
-    let instances: Instance[];
-    let account: string | undefined;
+  /**
+   * One CreateFleet request. Its instances (all of them, or none) are described for their
+   * IPs and zone, ranked by instance id, tagged and given their secrets; fewer than
+   * `numNodes` are terminated and count as no capacity.
+   */
+  private async tryFleet(
+    request: LaunchRequest,
+    fleet: FleetPlan,
+    index: number,
+    candidates: readonly Candidate[],
+    templates: Map<string, LaunchTemplate>,
+  ): Promise<Attempted> {
+    const { region } = fleet;
+    const input = await this.createFleetInput(request, fleet, index, candidates, templates);
+    let response;
     try {
-      const response = await this.withRetries(`EC2 RunInstances in ${region}`, () => this.deps.ec2(region).send(new RunInstancesCommand(input)));
-      instances = [...(response.Instances ?? [])].sort((a, b) => (a.AmiLaunchIndex ?? 0) - (b.AmiLaunchIndex ?? 0));
-      account = response.OwnerId;
+      response = await this.withRetries(`EC2 CreateFleet in ${region}`, () => this.deps.ec2(region).send(new CreateFleetCommand(input)));
     } catch (error) {
+      // What EC2 refuses for the whole request: as if every candidate had answered it.
       const code = awsErrorCode(error);
-      if (CAPACITY_ERRORS.has(code)) return { failure: code };
-      if (isPrecheckError(code)) {
-        throw new PrecheckError(`EC2 cannot launch ${instanceType} from ${image.imageId} in ${region}: ${code}: ${errorMessage(error)}`);
-      }
+      if (CAPACITY_ERRORS.has(code)) return { failures: [`${region} ${fleet.market} (${code})`] };
+      if (isPrecheckError(code)) throw new PrecheckError(`EC2 cannot launch this task in ${region}: ${code}: ${errorMessage(error)}`);
       throw error;
     }
-    const ids = instances.flatMap((instance) => (instance.InstanceId === undefined ? [] : [instance.InstanceId]));
+    const ids = [...new Set((response.Instances ?? []).flatMap((launched) => launched.InstanceIds ?? []))].sort();
     for (const id of ids) this.launchedIn.set(id, region);
+    const failures = (response.Errors ?? []).map((error) => this.describeFleetError(region, fleet.market, error));
     const numNodes = request.spec.numNodes;
     if (ids.length < numNodes) {
       await this.terminate(region, ids);
-      return { failure: `only ${ids.length} of ${numNodes} instances launched` };
+      const codes = (response.Errors ?? []).map((error) => error.ErrorCode ?? '');
+      if (ids.length === 0 && codes.length > 0 && codes.every(isPrecheckError)) {
+        throw new PrecheckError(`EC2 cannot launch this task in ${region}: ${failures.join(', ')}`);
+      }
+      const short = ids.length === 0 ? [] : [`${region} ${fleet.market} (only ${ids.length} of ${numNodes} instances launched)`];
+      return { failures: failures.length + short.length === 0 ? [`${region} ${fleet.market} (no instance and no error from EC2)`] : [...failures, ...short] };
     }
-    const nodes: InstanceRef[] = instances.map((instance, index) => ({
-      instanceId: instance.InstanceId as string,
-      nodeRank: instance.AmiLaunchIndex ?? index,
-      privateIp: instance.PrivateIpAddress ?? null,
-    }));
     try {
+      const { instances, account } = await this.describeLaunched(region, ids);
+      const nodes: InstanceRef[] = instances.map((instance, rank) => ({
+        instanceId: instance.InstanceId as string,
+        nodeRank: rank,
+        privateIp: instance.PrivateIpAddress ?? null,
+      }));
       await this.tagNodes(region, nodes);
       await this.putSecrets(request, region, account, nodes);
+      const first = instances[0];
+      const zone = first?.Placement?.AvailabilityZone ?? null;
+      const instanceType = first?.InstanceType ?? (candidates[0] as Candidate).override.instanceType;
+      // The entry whose candidate EC2 filled: same type, same zone (or any zone when EC2 picked it).
+      const entry = candidates.find(({ override }) => override.instanceType === instanceType && (override.zone === null || override.zone === zone))?.override.entry;
+      const placement: Placement = {
+        region,
+        zone,
+        instanceType,
+        market: fleet.market,
+        ...(failures.length === 0 ? {} : { unavailable: failures }),
+        ...(entry === null || entry === undefined ? {} : { entry }),
+      };
+      return { launched: { placement, instances: nodes } };
     } catch (error) {
       await this.terminate(region, ids);
       // Secrets already written go too: no release will find these instances again.
@@ -323,36 +424,127 @@ export class Ec2Compute implements Compute {
       await this.withRetries(`SSM DeleteParameters in ${region}`, () => this.deps.parameters.delete(region, names));
       throw error;
     }
-    const zone = candidate.zone ?? instances[0]?.Placement?.AvailabilityZone ?? null;
-    const placement: Placement = { region, zone, instanceType };
-    return { launched: { placement, instances: nodes } };
   }
 
-  private runInstancesInput(request: LaunchRequest, candidate: PlacementCandidate, instanceType: string, image: Image): RunInstancesCommandInput {
-    const { spec } = request;
-    const network = this.config.regions.find((region) => region.region === candidate.region);
-    const tags: Tag[] = [
-      { Key: TagKey.name, Value: `${this.config.namePrefix}-${request.jobId}-${request.attempt}` },
-      { Key: TagKey.jobId, Value: request.jobId },
-      { Key: TagKey.attempt, Value: String(request.attempt) },
-    ];
+  /** `p4d.24xlarge in us-east-1a (spot): InsufficientInstanceCapacity`, from one of CreateFleet's Errors[]. */
+  private describeFleetError(region: string, market: Market, error: CreateFleetError): string {
+    const overrides = error.LaunchTemplateAndOverrides?.Overrides;
+    const zone = overrides?.AvailabilityZone ?? this.zoneOfSubnet(region, overrides?.SubnetId) ?? region;
+    const what = overrides?.InstanceType === undefined ? region : `${overrides.InstanceType} in ${zone}`;
+    return `${what} (${market}): ${error.ErrorCode ?? 'no error code'}`;
+  }
+
+  private zoneOfSubnet(region: string, subnetId: string | undefined): string | undefined {
+    const network = this.config.regions.find((config) => config.region === region);
+    return Object.entries(network?.subnetsByZone ?? {}).find(([, subnet]) => subnet === subnetId)?.[0];
+  }
+
+  /**
+   * The fleet request: a launch template config per kind of node (the templates are made
+   * on first use), all-or-nothing capacity on one type in one zone, and the allocation
+   * strategy of the market and mode.
+   */
+  private async createFleetInput(
+    request: LaunchRequest,
+    fleet: FleetPlan,
+    index: number,
+    candidates: readonly Candidate[],
+    templates: Map<string, LaunchTemplate>,
+  ): Promise<CreateFleetCommandInput> {
+    const numNodes = request.spec.numNodes;
+    const network = this.config.regions.find((region) => region.region === fleet.region);
+    const byTemplate = new Map<string, { data: RequestLaunchTemplateData; overrides: FleetLaunchTemplateOverridesRequest[] }>();
+    candidates.forEach(({ override, image }, priority) => {
+      const data = this.launchTemplateData(request, fleet.region, override.instanceType, image, network?.securityGroupIds ?? []);
+      const key = JSON.stringify(data);
+      const entry = byTemplate.get(key) ?? { data, overrides: [] };
+      entry.overrides.push({
+        InstanceType: override.instanceType as FleetLaunchTemplateOverridesRequest['InstanceType'],
+        ...(override.zone === null ? {} : { SubnetId: network?.subnetsByZone[override.zone] }),
+        ...(fleet.prioritized ? { Priority: priority } : {}),
+      });
+      byTemplate.set(key, entry);
+    });
+    const LaunchTemplateConfigs = await Promise.all(
+      [...byTemplate.values()].map(async ({ data, overrides }) => ({
+        LaunchTemplateSpecification: { LaunchTemplateId: await this.launchTemplate(request, fleet.region, data, templates), Version: '$Latest' },
+        Overrides: overrides,
+      })),
+    );
+    const single = { SingleInstanceType: true, SingleAvailabilityZone: true, MinTargetCapacity: numNodes };
     return {
-      ClientToken: clientToken(request, candidate, instanceType),
+      ClientToken: fleetClientToken(request, fleet.region, index),
+      Type: 'instant',
+      LaunchTemplateConfigs,
+      TargetCapacitySpecification:
+        fleet.market === 'spot'
+          ? { TotalTargetCapacity: numNodes, SpotTargetCapacity: numNodes, DefaultTargetCapacityType: 'spot' }
+          : { TotalTargetCapacity: numNodes, OnDemandTargetCapacity: numNodes, DefaultTargetCapacityType: 'on-demand' },
+      ...(fleet.market === 'spot'
+        ? {
+            SpotOptions: {
+              AllocationStrategy: fleet.prioritized ? 'capacity-optimized-prioritized' : 'price-capacity-optimized',
+              InstanceInterruptionBehavior: 'terminate',
+              ...single,
+            },
+          }
+        : { OnDemandOptions: { AllocationStrategy: fleet.prioritized ? 'prioritized' : 'lowest-price', ...single } }),
+      TagSpecifications: [{ ResourceType: 'fleet', Tags: attemptTags(this.config.namePrefix, request) }],
+    };
+  }
+
+  /** The template with this content in this region: created on first use, with a ClientToken so a retried create makes one. */
+  private launchTemplate(request: LaunchRequest, region: string, data: RequestLaunchTemplateData, templates: Map<string, LaunchTemplate>): Promise<string> {
+    const digest = createHash('sha256').update(JSON.stringify(data)).digest('hex').slice(0, 16);
+    const key = `${region}/${digest}`;
+    const known = templates.get(key);
+    if (known !== undefined) return known.id;
+    const name = `${this.config.namePrefix}-${request.jobId}-${request.attempt}-${digest}`;
+    const input: CreateLaunchTemplateCommandInput = {
+      LaunchTemplateName: name,
+      ClientToken: boundedToken(name),
+      LaunchTemplateData: data,
+      TagSpecifications: [{ ResourceType: 'launch-template', Tags: attemptTags(this.config.namePrefix, request) }],
+    };
+    const id = this.withRetries(`EC2 CreateLaunchTemplate in ${region}`, () => this.deps.ec2(region).send(new CreateLaunchTemplateCommand(input))).then(
+      (response) => {
+        const created = response.LaunchTemplate?.LaunchTemplateId;
+        if (created === undefined) throw new UnexpectedCloudResponseError(`EC2 CreateLaunchTemplate in ${region} answered without the template's id`);
+        return created;
+      },
+    );
+    templates.set(key, { region, id });
+    return id;
+  }
+
+  /** Deletes the launch's templates; one already gone is fine, one never created is skipped. */
+  private async deleteTemplates(templates: ReadonlyMap<string, LaunchTemplate>): Promise<void> {
+    for (const { region, id } of templates.values()) {
+      const created = await id.then(
+        (value) => value,
+        () => null,
+      );
+      if (created === null) continue;
+      try {
+        await this.withRetries(`EC2 DeleteLaunchTemplate in ${region}`, () => this.deps.ec2(region).send(new DeleteLaunchTemplateCommand({ LaunchTemplateId: created })));
+      } catch (error) {
+        if (!awsErrorCode(error).startsWith('InvalidLaunchTemplateId.')) throw error;
+      }
+    }
+  }
+
+  /** What every instance of one kind boots with: image, agent, IMDSv2, tags, root volume, network (EFA with network_tier: best). */
+  private launchTemplateData(request: LaunchRequest, region: string, instanceType: string, image: Image, securityGroupIds: readonly string[]): RequestLaunchTemplateData {
+    const { spec } = request;
+    const tags = attemptTags(this.config.namePrefix, request);
+    const efa = spec.resources.networkTier === 'best' && hasEfa(instanceType);
+    return {
       ImageId: image.imageId,
-      InstanceType: instanceType as RunInstancesCommandInput['InstanceType'],
-      MinCount: spec.numNodes,
-      MaxCount: spec.numNodes,
-      SubnetId: candidate.zone === null ? undefined : network?.subnetsByZone[candidate.zone],
-      SecurityGroupIds: network === undefined ? undefined : [...network.securityGroupIds],
       IamInstanceProfile: { Arn: this.config.instanceProfileArn },
-      UserData: this.userData(request, candidate.region, instanceType),
+      UserData: this.userData(request, region, instanceType),
       // Hop limit 1: a container on the node (one more hop) cannot reach IMDS and the role.
       MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 1 },
       InstanceInitiatedShutdownBehavior: 'terminate',
-      InstanceMarketOptions:
-        request.market === 'spot'
-          ? { MarketType: 'spot', SpotOptions: { SpotInstanceType: 'one-time', InstanceInterruptionBehavior: 'terminate' } }
-          : undefined,
       BlockDeviceMappings: [
         {
           DeviceName: image.rootDeviceName,
@@ -364,6 +556,10 @@ export class Ec2Compute implements Compute {
           },
         },
       ],
+      // With EFA the interface is described here, and the fleet's override gives its subnet.
+      ...(efa
+        ? { NetworkInterfaces: [{ DeviceIndex: 0, NetworkCardIndex: 0, InterfaceType: 'efa', Groups: [...securityGroupIds], DeleteOnTermination: true }] }
+        : { SecurityGroupIds: [...securityGroupIds] }),
       TagSpecifications: [
         { ResourceType: 'instance', Tags: tags },
         { ResourceType: 'volume', Tags: tags },
@@ -389,6 +585,37 @@ export class Ec2Compute implements Compute {
     return packed.toString('base64');
   }
 
+  /**
+   * The launched instances, ordered by id (their ranks), and the account that owns them.
+   * An instance EC2 does not list yet (its API is eventually consistent) or without a
+   * private IP is asked about again, a few times.
+   */
+  private async describeLaunched(region: string, ids: readonly string[]): Promise<{ instances: Instance[]; account: string | undefined }> {
+    for (let look = 0; ; look += 1) {
+      let instances: Instance[] = [];
+      let account: string | undefined;
+      try {
+        const response = await this.withRetries(`EC2 DescribeInstances in ${region}`, () =>
+          this.deps.ec2(region).send(new DescribeInstancesCommand({ InstanceIds: [...ids] })),
+        );
+        for (const reservation of response.Reservations ?? []) {
+          account ??= reservation.OwnerId;
+          instances.push(...(reservation.Instances ?? []));
+        }
+      } catch (error) {
+        if (awsErrorCode(error) !== 'InvalidInstanceID.NotFound') throw error;
+        instances = [];
+      }
+      instances.sort((a, b) => ((a.InstanceId ?? '') < (b.InstanceId ?? '') ? -1 : 1));
+      const complete = instances.length === ids.length && instances.every((instance) => instance.PrivateIpAddress !== undefined);
+      if (complete) return { instances, account };
+      if (look >= DESCRIBE_LOOKS) {
+        throw new UnexpectedCloudResponseError(`EC2 did not describe the launched instances ${ids.join(', ')} in ${region} with their private IPs`);
+      }
+      await this.sleep(500 * 2 ** look);
+    }
+  }
+
   /** Tags each node with its rank and every node's IP, which its agent reads from IMDS. */
   private async tagNodes(region: string, nodes: readonly InstanceRef[]): Promise<void> {
     const ips = nodes.map((node) => node.privateIp);
@@ -400,10 +627,10 @@ export class Ec2Compute implements Compute {
     }
   }
 
-  /** Each node's secret, readable by that node alone (its ARN needs the account RunInstances answered with). */
+  /** Each node's secret, readable by that node alone (its ARN needs the account that owns the instances). */
   private async putSecrets(request: LaunchRequest, region: string, account: string | undefined, nodes: readonly InstanceRef[]): Promise<void> {
     if (account === undefined || !/^\d{12}$/.test(account)) {
-      throw new UnexpectedCloudResponseError(`EC2 RunInstances in ${region} answered without the account (OwnerId): the agents' secrets cannot be scoped`);
+      throw new UnexpectedCloudResponseError(`EC2 DescribeInstances in ${region} answered without the account (OwnerId): the agents' secrets cannot be scoped`);
     }
     for (const node of nodes) {
       const secret = {
@@ -548,10 +775,10 @@ export function rootVolume(tier: DiskTier | undefined, sizeGb: number): Pick<Ebs
 }
 
 /** A per-region image map that names none of the regions the plan may use cannot run anywhere. */
-function assertImageSomewhere(spec: TaskSpec, plan: readonly PlacementCandidate[]): void {
+function assertImageSomewhere(spec: TaskSpec, plan: readonly FleetPlan[]): void {
   const wanted = spec.resources.imageId;
   if (wanted?.kind !== 'per-region') return;
-  const regions = [...new Set(plan.map((candidate) => candidate.region))];
+  const regions = [...new Set(plan.map((fleet) => fleet.region))];
   if (regions.some((region) => wanted.byRegion[region] !== undefined)) return;
   throw new PrecheckError(
     `resources.image_id: names AMIs for ${Object.keys(wanted.byRegion).join(', ')}, but relaunch may launch this task only in ${regions.join(', ')}`,
@@ -566,15 +793,28 @@ function imageKind(instanceType: string): ImageKind {
 /** EC2 caps a ClientToken at 64 ASCII characters. */
 const CLIENT_TOKEN_MAX = 64;
 
+/** How many more times launched instances are described before their IPs count as missing. */
+const DESCRIBE_LOOKS = 5;
+
+/** A token of at most 64 printable ASCII characters: `plain` itself, or its SHA-256 when it does not fit. */
+function boundedToken(plain: string): string {
+  if (plain.length <= CLIENT_TOKEN_MAX && /^[\x21-\x7e]*$/.test(plain)) return plain;
+  return createHash('sha256').update(plain).digest('hex');
+}
+
 /**
- * The same token for every try of one (job, attempt, zone, instance type): a RunInstances
+ * The same token for every try of one (job, attempt, region, request): a CreateFleet
  * retried after an InternalError whose launch went through returns those instances
  * instead of launching a second set. Too long, or not ASCII, it is hashed.
  */
-export function clientToken(request: Pick<LaunchRequest, 'jobId' | 'attempt'>, candidate: Pick<PlacementCandidate, 'region' | 'zone'>, instanceType: string): string {
-  const plain = `${request.jobId}-${request.attempt}-${candidate.zone ?? candidate.region}-${instanceType}`;
-  if (plain.length <= CLIENT_TOKEN_MAX && /^[\x21-\x7e]*$/.test(plain)) return plain;
-  return createHash('sha256').update(plain).digest('hex');
+export function fleetClientToken(request: Pick<LaunchRequest, 'jobId' | 'attempt'>, region: string, index: number): string {
+  return boundedToken(`${request.jobId}-${request.attempt}-${region}-${index}`);
+}
+
+/** Refuses ports the deployment does not open, before anything launches. */
+function assertPortsOpen(spec: TaskSpec, open: readonly PortRange[]): void {
+  const [problem] = portProblems(spec, open);
+  if (problem !== undefined) throw new PrecheckError(`${problem.path}: ${problem.message}`);
 }
 
 function tagFilter(key: string, value: string): { Name: string; Values: string[] } {

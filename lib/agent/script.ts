@@ -6,9 +6,11 @@
 // 1. Writes setup, run and the job's environment to files under `rootDir`. Every piece of
 //    user text (scripts, env values) travels base64-encoded, so no quoting or heredoc
 //    delimiter in it can end up as agent code.
-// 2. Learns its node rank (given, or EC2's `ami-launch-index` from IMDSv2: RunInstances
-//    numbers the instances of one launch 0..n-1), reads the attempt's callback secret from
-//    its instance's SSM parameter (secret-parameter.ts), and sends a first heartbeat.
+// 2. Learns its node rank (given; 0 when it is the only node; else the `relaunch:node-rank`
+//    instance tag the launcher sets once every node exists, read from IMDSv2: an EC2 Fleet
+//    does not number its instances 0..n-1 the way one RunInstances call does), reads the
+//    attempt's callback secret from its instance's SSM parameter (secret-parameter.ts),
+//    and sends a first heartbeat.
 // 3. Heartbeats in the background every `heartbeatSeconds`. A beat answered 408, 429, a
 //    5xx or not at all is tried again after a jittered backoff, but a round of tries ends
 //    by the time the next beat is due: throttled agents spread out instead of piling up,
@@ -55,7 +57,7 @@ import {
 import { WORKDIR_PATH } from '../spec/mounts.ts';
 import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';
-import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount } from './tags.ts';
+import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount, TagKey } from './tags.ts';
 
 /** Everything one node's agent needs to know. */
 export interface AgentScriptParams {
@@ -75,7 +77,7 @@ export interface AgentScriptParams {
    * steps of a millisecond (a local runtime beats faster than EC2 needs to).
    */
   readonly heartbeatSeconds: number;
-  /** This node's rank; omitted, the agent reads EC2's AMI launch index from IMDS. */
+  /** This node's rank; omitted, the agent takes 0 for one node, else reads its `relaunch:node-rank` tag from IMDS. */
   readonly nodeRank?: number;
   /**
    * Every node's private IP, head first; omitted, the agent reads its own IP (one node) or
@@ -213,6 +215,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     IMDS_URL: (params.imdsUrl ?? 'http://169.254.169.254').replace(/\/+$/, ''),
     DISCOVERY_TIMEOUT_SECONDS: params.discoveryTimeoutSeconds ?? 600,
     NODE_IPS_TAG_PREFIX,
+    NODE_RANK_TAG: TagKey.nodeRank,
     NODE_IPS_TAGS: nodeIpsTagCount(spec.numNodes),
     BACKOFF_INITIAL_MS: Math.max(1, Math.round(backoff.initialMs)),
     BACKOFF_MAX_MS: Math.max(1, Math.round(backoff.maxMs)),
@@ -316,11 +319,12 @@ imds_get() {
   curl -sf --max-time 5 -H "X-aws-ec2-metadata-token: $token" "$IMDS_URL/latest/meta-data/$1"
 }
 
-# This node's rank: given, or the order EC2 launched it in.
+# This node's rank: given, 0 for the only node, or the launcher's tag.
 resolve_node_rank() {
   local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
+  if [[ ! $NODE_RANK =~ ^[0-9]+$ ]] && (( NUM_NODES == 1 )); then NODE_RANK=0; fi
   while [[ ! $NODE_RANK =~ ^[0-9]+$ ]]; do
-    if NODE_RANK=$(imds_get ami-launch-index) && [[ $NODE_RANK =~ ^[0-9]+$ ]]; then break; fi
+    if NODE_RANK=$(imds_get "tags/instance/$NODE_RANK_TAG") && [[ $NODE_RANK =~ ^[0-9]+$ ]]; then break; fi
     NODE_RANK=''
     if (( SECONDS >= deadline )); then return 1; fi
     sleep 2

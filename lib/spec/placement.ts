@@ -1,6 +1,6 @@
 // Where a task runs: resources.cloud, region, zone, and SkyPilot's newer infra; AWS only.
 
-import { fromParser, validOrUndefined } from './fields.ts';
+import { fromParser, isMapping, validOrUndefined } from './fields.ts';
 import { describe, expectedGot, type Problem } from './messages.ts';
 
 /** An AWS region name: `us-east-1`, `ap-northeast-1`, `us-gov-west-1`. */
@@ -128,4 +128,18 @@ export function placementProblems(resources: Readonly<Record<string, unknown>>):
     problems.push({ path: ['zone'], message: expectedGot(`a zone of ${inRegion}`, zone) });
   }
   return problems;
+}
+
+/**
+ * The cloud other than AWS a raw `resources` mapping names by `cloud` or `infra`
+ * (`gcp`, `kubernetes/ctx`), as written; null when it names AWS, a wildcard or none, or is
+ * not a mapping. An `any_of` or `ordered` entry naming one is left out of the candidates.
+ */
+export function otherCloudOf(resources: unknown): string | null {
+  if (!isMapping(resources)) return null;
+  const { cloud, infra } = resources;
+  if (typeof cloud === 'string' && cloud !== '' && cloud.toLowerCase() !== 'aws') return cloud;
+  if (typeof infra !== 'string') return null;
+  const named = infra.split('/', 1).join('');
+  return named !== '' && named !== '*' && named.toLowerCase() !== 'aws' ? named : null;
 }

@@ -2,7 +2,7 @@
 
 import * as z from '../zod.ts';
 import { MAX_NUM_NODES } from '../report-tail.ts';
-import { DISK_TIERS, type DiskTier, type Resources, type TaskSpec } from './types.ts';
+import { DISK_TIERS, type DiskTier, type ResourceAlternatives, type ResourceOption, type Resources, type TaskSpec } from './types.ts';
 import { acceleratorsSchema } from './accelerators.ts';
 import { envsSchema } from './envs.ts';
 import { alsoInEnvs, secretsSchema, type SecretValues } from './secrets.ts';
@@ -12,7 +12,8 @@ import { MAX_NAME_LENGTH, taskTextProblem } from './limits.ts';
 import { fileMountsSchema, workdirSchema } from './mounts.ts';
 import { expected, expectedGot, type Problem } from './messages.ts';
 import type { Path } from './path.ts';
-import { cloudSchema, infraSchema, place, placementProblems, regionSchema, zoneSchema } from './placement.ts';
+import { cloudSchema, infraSchema, otherCloudOf, place, placementProblems, regionSchema, zoneSchema } from './placement.ts';
+import { networkTierSchema, portsSchema } from './ports.ts';
 import { cpusSchema, diskSizeSchema, memorySchema } from './quantity.ts';
 import {
   DEFAULT_RECOVERY_POLICY,
@@ -57,6 +58,66 @@ const diskTierSchema = fromParser<DiskTier>((value, report) => {
   return report(expectedGot(`one of ${DISK_TIERS.join(', ')}`, value));
 });
 
+/**
+ * The keys an `any_of` or `ordered` entry takes: where, on what machine, on which market.
+ * Anything else (disk, image, ports, recovery) is the task's whichever candidate runs it,
+ * and is set once, outside the list.
+ */
+const candidateShape = {
+  cloud: z.nullish(cloudSchema),
+  infra: z.nullish(infraSchema),
+  region: z.nullish(regionSchema),
+  zone: z.nullish(zoneSchema),
+  instance_type: z.nullish(instanceTypeSchema),
+  cpus: z.nullish(cpusSchema),
+  memory: z.nullish(memorySchema),
+  accelerators: z.nullish(acceleratorsSchema),
+  use_spot: z.nullish(flag('true or false')),
+};
+
+type GivenCandidate = z.output<z.ZodMiniObject<typeof candidateShape>>;
+
+function toOption(given: GivenCandidate): ResourceOption {
+  const placed = given.infra != null || given.region != null || given.zone != null;
+  return {
+    ...(placed ? place(given) : {}),
+    ...(given.instance_type == null ? {} : { instanceType: given.instance_type }),
+    ...(given.cpus == null ? {} : { cpus: given.cpus }),
+    ...(given.memory == null ? {} : { memoryGb: given.memory }),
+    ...(given.accelerators == null ? {} : { accelerators: given.accelerators }),
+    ...(given.use_spot == null ? {} : { useSpot: given.use_spot }),
+  };
+}
+
+const awsCandidateSchema = z.pipe(
+  z.strictObject(candidateShape, { error: expected('a mapping of resources (cloud, region, accelerators, use_spot, ...)') }),
+  z.transform(toOption),
+);
+
+/** An entry for another cloud: left out of the candidates (lib/spec/warnings.ts says so). */
+interface DroppedCandidate {
+  readonly otherCloud: string;
+}
+
+/** One entry: an AWS candidate, or one for another cloud, whose other keys are that cloud's business. */
+const candidateSchema = z.pipe(
+  z.unknown(),
+  z.transform((value, ctx): ResourceOption | DroppedCandidate => {
+    const otherCloud = otherCloudOf(value);
+    if (otherCloud !== null) return { otherCloud };
+    const result = awsCandidateSchema.safeParse(value);
+    if (result.success) return result.data;
+    // The inner issues keep their codes and paths, so unknown keys are still worded by name.
+    ctx.issues.push(...(result.error.issues as z.core.$ZodRawIssue[]));
+    return z.NEVER;
+  }),
+);
+
+const CANDIDATE_LIST = 'a list of resources mappings, such as [{accelerators: A100:8}, {use_spot: false}]';
+
+/** `any_of` and `ordered`: a non-empty list of entries. */
+const candidateListSchema = z.array(candidateSchema, { error: expected(CANDIDATE_LIST) }).check(z.minLength(1, { error: expected(CANDIDATE_LIST) }));
+
 /** `resources`'s keys, in the file's spelling; a key with no value means the default. */
 const resourcesShape = {
   cloud: z.nullish(cloudSchema),
@@ -74,12 +135,33 @@ const resourcesShape = {
   job_recovery: z.nullish(jobRecoverySchema),
   /** SkyPilot's older name for job_recovery, read the same way (with a warning). */
   spot_recovery: z.nullish(jobRecoverySchema),
+  any_of: z.nullish(candidateListSchema),
+  ordered: z.nullish(candidateListSchema),
+  ports: z.nullish(portsSchema),
+  network_tier: z.nullish(networkTierSchema),
 };
 
 type GivenResources = z.output<z.ZodMiniObject<typeof resourcesShape>>;
 
+/**
+ * The AWS entries of `any_of` or `ordered` (whichever is given); undefined when neither is,
+ * or none is on AWS, or both are given (crossFieldProblems reports those two).
+ */
+function alternativesOf(given: GivenResources): ResourceAlternatives | undefined {
+  if (given.any_of != null && given.ordered != null) return undefined;
+  const mode = given.ordered != null ? 'ordered' : 'any_of';
+  const options = (given.ordered ?? given.any_of ?? []).flatMap((entry, index) => ('otherCloud' in entry ? [] : [{ index, ...entry }]));
+  return options.length === 0 ? undefined : { mode, options };
+}
+
 function toResources(given: GivenResources): Resources {
   const { region, zone } = place(given);
+  const outerSpot = given.use_spot ?? false;
+  const found = alternativesOf(given);
+  // Each entry's market is fixed here: the outer use_spot is not kept apart once useSpot
+  // means "any candidate may use spot".
+  const chosen = found && { ...found, options: found.options.map((option) => ({ ...option, useSpot: option.useSpot ?? outerSpot })) };
+  const useSpot = chosen === undefined ? outerSpot : chosen.options.some((option) => option.useSpot);
   return {
     cloud: 'aws',
     region,
@@ -88,12 +170,15 @@ function toResources(given: GivenResources): Resources {
     cpus: given.cpus ?? null,
     memoryGb: given.memory ?? null,
     accelerators: given.accelerators ?? [],
-    useSpot: given.use_spot ?? false,
+    useSpot,
     diskSizeGb: given.disk_size ?? null,
     ...(given.disk_tier == null ? {} : { diskTier: given.disk_tier }),
     imageId: given.image_id?.machine ?? null,
     ...(given.image_id?.container == null ? {} : { containerImage: given.image_id.container }),
     jobRecovery: given.job_recovery ?? given.spot_recovery ?? DEFAULT_RECOVERY_POLICY,
+    ...(chosen === undefined ? {} : { alternatives: chosen }),
+    ...(given.ports == null ? {} : { ports: given.ports }),
+    ...(given.network_tier == null ? {} : { networkTier: given.network_tier }),
   };
 }
 
@@ -122,6 +207,7 @@ export const SUPPORTED_KEYS: Readonly<Record<Section, readonly string[]>> = {
   resources: Object.keys(resourcesShape),
   job_recovery: JOB_RECOVERY_KEYS,
   restart_backoff: RESTART_BACKOFF_KEYS,
+  candidate: Object.keys(candidateShape),
 };
 
 /** The whole task: a mapping of the supported keys, normalized into a TaskSpec and its secrets' values. */
@@ -151,10 +237,11 @@ export const taskSchema = z.pipe(
   }),
 );
 
-/** Which section a strict mapping at this path is (only four mappings are strict). */
+/** Which section a strict mapping at this path is (only five kinds of mapping are strict). */
 function sectionAt(path: Path): Section {
   const last = path.at(-1);
   if (last === undefined) return 'task';
+  if (typeof last === 'number' && (path.at(-2) === 'any_of' || path.at(-2) === 'ordered')) return 'candidate';
   if (last === 'resources' || last === 'restart_backoff') return last;
   return 'job_recovery';
 }
@@ -188,6 +275,21 @@ export function crossFieldProblems(task: Readonly<Record<string, unknown>>): Pro
   }
   for (const key of ['job_recovery', 'spot_recovery']) {
     problems.push(...under(['resources', key], recoveryProblems(resources[key])));
+  }
+  if (resources.any_of != null && resources.ordered != null) {
+    problems.push({ path: ['resources', 'ordered'], message: 'expected any_of or ordered, got both' });
+  }
+  for (const key of ['any_of', 'ordered']) {
+    const entries = resources[key];
+    if (!Array.isArray(entries)) continue;
+    const clouds = entries.map(otherCloudOf);
+    if (entries.length > 0 && clouds.every((cloud) => cloud !== null)) {
+      const named = [...new Set(clouds)].join(', ');
+      problems.push({ path: ['resources', key], message: `expected at least one entry on AWS (relaunch runs on AWS only), got only ${named}` });
+    }
+    entries.forEach((entry, index) => {
+      if (isMapping(entry) && otherCloudOf(entry) === null) problems.push(...under(['resources', key, index], placementProblems(entry)));
+    });
   }
   return problems;
 }

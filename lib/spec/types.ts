@@ -77,6 +77,44 @@ export type ImageId =
   | { readonly kind: 'alias'; readonly alias: ImageAlias }
   | { readonly kind: 'per-region'; readonly byRegion: Readonly<Record<string, string>> };
 
+/** One port or a range of them (`8080`, `8080-8090`): from <= to, both 1-65535. */
+export interface PortRange {
+  readonly from: number;
+  readonly to: number;
+}
+
+/** `network_tier`: `best` asks for EFA on instance types that have it; `standard` is EC2's default network. */
+export type NetworkTier = 'standard' | 'best';
+
+/**
+ * One entry of `any_of` or `ordered`: the fields it changes of the outer resources (a
+ * field left out keeps the outer value). Placement, machine and market only: the rest
+ * (disk, image, recovery, ports) is the task's, whichever candidate runs it.
+ */
+export interface ResourceOption {
+  /** Its position in the file's list (entries for other clouds are left out, so positions may skip). */
+  readonly index?: number;
+  /** Given with `zone` (or `infra`): both replace the outer ones together. */
+  readonly region?: string | null;
+  readonly zone?: string | null;
+  readonly instanceType?: string;
+  readonly cpus?: Quantity;
+  readonly memoryGb?: Quantity;
+  readonly accelerators?: readonly Accelerator[];
+  /** This entry's market: its own `use_spot`, else the outer one (the parser always sets it). */
+  readonly useSpot?: boolean;
+}
+
+/**
+ * `resources.any_of` (any one will do; relaunch lets EC2 pick the cheapest or the one with
+ * capacity) or `resources.ordered` (in preference order). Entries for other clouds are
+ * dropped at parse time (with a warning): `options` holds AWS ones only, at least one.
+ */
+export interface ResourceAlternatives {
+  readonly mode: 'any_of' | 'ordered';
+  readonly options: readonly ResourceOption[];
+}
+
 /** `resources`, normalized. The cloud is always AWS. */
 export interface Resources {
   readonly cloud: 'aws';
@@ -87,6 +125,10 @@ export interface Resources {
   readonly memoryGb: Quantity | null;
   /** Candidates, any one of which will do; empty when no accelerator is asked for. */
   readonly accelerators: readonly Accelerator[];
+  /**
+   * Whether the task may use spot: the outer `use_spot`, or, with `any_of`/`ordered`,
+   * whether any candidate asks for it (each candidate keeps its own market).
+   */
   readonly useSpot: boolean;
   readonly diskSizeGb: number | null;
   /** How fast the root volume is (`disk_tier`); absent: gp3's baseline, as `low`. */
@@ -95,6 +137,12 @@ export interface Resources {
   /** A Docker image setup and run run in (`image_id: docker:IMAGE`); absent: on the machine. */
   readonly containerImage?: string;
   readonly jobRecovery: RecoveryPolicy;
+  /** `any_of` or `ordered`, when given: the candidates placement chooses among. */
+  readonly alternatives?: ResourceAlternatives;
+  /** `ports` to open to the job's nodes, merged and sorted; absent: none. */
+  readonly ports?: readonly PortRange[];
+  /** Absent: `standard`. */
+  readonly networkTier?: NetworkTier;
 }
 
 /** SkyPilot's disk tiers; `best` is the fastest relaunch offers (`ultra`). */

@@ -1,7 +1,7 @@
 // Keys relaunch does not take: SkyPilot's not supported yet, and unknown ones.
 
 /** The mappings whose keys are checked: the task itself and the sections inside it. */
-export type Section = 'task' | 'resources' | 'job_recovery' | 'restart_backoff';
+export type Section = 'task' | 'resources' | 'job_recovery' | 'restart_backoff' | 'candidate';
 
 /** Where each section sits, as a path prefix for "did you mean" suggestions. */
 const SECTION_PREFIX: Readonly<Record<Section, string>> = {
@@ -9,6 +9,7 @@ const SECTION_PREFIX: Readonly<Record<Section, string>> = {
   resources: 'resources.',
   job_recovery: 'resources.job_recovery.',
   restart_backoff: 'resources.job_recovery.restart_backoff.',
+  candidate: 'resources.any_of[i].',
 };
 
 /**
@@ -23,7 +24,7 @@ export const UNSUPPORTED_KEYS: Readonly<Record<Section, ReadonlySet<string>>> = 
     'volume_mounts', 'managed_secrets', 'api_server_access', 'experimental', '_metadata',
   ]),
   resources: new Set([
-    'any_of', 'ordered', 'ports', 'labels', 'network_tier', 'autostop',
+    'labels', 'autostop',
     'termination_hook', 'accelerator_args', 'volumes', 'ephemeral_storage', 'local_disk',
     'max_hourly_cost', 'container_image', 'priority', 'priority_class',
     '_cluster_config_overrides', '_docker_login_config', '_is_image_managed', '_requires_fuse',
@@ -33,6 +34,7 @@ export const UNSUPPORTED_KEYS: Readonly<Record<Section, ReadonlySet<string>>> = 
   // either, so they are unknown keys here.
   job_recovery: new Set(),
   restart_backoff: new Set(),
+  candidate: new Set(),
 };
 
 /** Keys compared for suggestions: case and `-` versus `_` never matter. */
@@ -80,6 +82,9 @@ export function unknownKeyMessage(
   supported: Readonly<Record<Section, readonly string[]>>,
 ): string {
   if (UNSUPPORTED_KEYS[section].has(key)) return 'not supported by relaunch yet (a SkyPilot key)';
+  if (section === 'candidate' && (supported.resources.includes(key) || UNSUPPORTED_KEYS.resources.has(key))) {
+    return `not taken inside any_of or ordered: relaunch varies only ${supported.candidate.join(', ')} between candidates; set ${key} once, outside the list`;
+  }
   const home = (Object.keys(supported) as Section[]).find((other) => supported[other].includes(key));
   if (home !== undefined) return `unknown key here, did you mean \`${SECTION_PREFIX[home]}${key}\`?`;
   const typo = closest(key, supported[section]);

@@ -4,6 +4,7 @@ import type { TaskSpec } from './types.ts';
 import type { Problem } from './messages.ts';
 import { isMapping } from './fields.ts';
 import { mountWarnings } from './mounts.ts';
+import { otherCloudOf } from './placement.ts';
 
 /** SIGKILL's exit code: the kernel's out-of-memory killer is its usual sender. */
 const SIGKILL_EXIT = 137;
@@ -23,7 +24,7 @@ export interface WarningOptions {
  * keys (SkyPilot drops the whole mapping then); exit codes 137 and 0 in
  * recover_on_exit_codes (137 with what bound to add when nothing caps it); with `review`,
  * other codes that nothing caps or paces; an on-demand fallback on a task that never uses
- * spot; and a task with nothing to run.
+ * spot; `any_of`/`ordered` entries for another cloud, left out; and a task with nothing to run.
  */
 export function specWarnings(task: Readonly<Record<string, unknown>>, spec: TaskSpec, options: WarningOptions = {}): Problem[] {
   const warnings: Problem[] = [];
@@ -85,6 +86,15 @@ export function specWarnings(task: Readonly<Record<string, unknown>>, spec: Task
     });
   }
   warnings.push(...mountWarnings(task, spec.fileMounts ?? []));
+  for (const key of ['any_of', 'ordered']) {
+    const entries = resources[key];
+    if (!Array.isArray(entries)) continue;
+    entries.forEach((entry, index) => {
+      const cloud = otherCloudOf(entry);
+      if (cloud === null) return;
+      warnings.push({ path: ['resources', key, index], message: `left out: it is for ${cloud}, and relaunch runs on AWS only (the AWS entries remain)` });
+    });
+  }
   if (spec.setup === null && spec.run === null) {
     warnings.push({ path: [], message: 'neither setup nor run is given: the job does nothing and succeeds' });
   }

@@ -4,6 +4,7 @@ import * as z from '../zod.ts';
 import type { Ec2ComputeConfig } from '../adapters/ec2-compute.ts';
 import type { DataConfig } from '../adapters/s3-data.ts';
 import { ConfigurationError } from '../errors.ts';
+import type { PortRange } from '../spec/types.ts';
 
 /** Every variable a relaunch Lambda may read; the CDK construct sets the ones each function needs. */
 export const EnvVar = {
@@ -18,6 +19,8 @@ export const EnvVar = {
   jobSecretsPath: 'JOB_SECRETS_PATH',
   /** JSON of the stack's data bucket and the buckets instances may use (DataConfig), for the API's checks. */
   dataConfig: 'DATA_CONFIG',
+  /** JSON list of the TCP port ranges job instances open, `[{ from, to }]`; unset: none. */
+  openPorts: 'OPEN_PORTS',
 } as const;
 /** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
@@ -39,6 +42,7 @@ export type ComputeEnvConfig = Omit<Ec2ComputeConfig, 'apiUrl'>;
 
 const positiveInt = z.number().check(z.int(), z.minimum(1));
 const nonEmpty = z.string().check(z.minLength(1));
+const PortRangesSchema = z.array(z.strictObject({ from: positiveInt, to: positiveInt }));
 
 /** DATA_CONFIG's shape (and COMPUTE_CONFIG's `data`). */
 const DataConfigSchema = z.strictObject({ bucket: nonEmpty, allowedBuckets: z.array(nonEmpty) }) satisfies z.ZodMiniType<DataConfig>;
@@ -66,6 +70,7 @@ const ComputeEnvConfigSchema = z.strictObject({
   defaultDiskSizeGb: z.optional(positiveInt),
   imageParameters: z.optional(z.partialRecord(z.enum(['x86_64', 'arm64', 'x86_64-gpu', 'arm64-gpu']), nonEmpty)),
   allowedInstanceTypes: z.optional(z.array(nonEmpty)),
+  openPorts: z.optional(PortRangesSchema),
   throttleRetries: z.optional(z.number().check(z.int(), z.minimum(0))),
   releaseChecks: z.optional(positiveInt),
   releaseWaitBudgetMs: z.optional(z.number().check(z.int(), z.minimum(0))),
@@ -93,6 +98,16 @@ const DeadLetterQueuesSchema = z.array(
 /** Reads DEAD_LETTER_QUEUES, as parseComputeConfig reads its variable. */
 export function parseDeadLetterQueues(env: NodeJS.ProcessEnv = process.env): readonly DeadLetterQueueConfig[] {
   return parseJsonEnv(EnvVar.deadLetterQueues, DeadLetterQueuesSchema, 'list of dead-letter queues', env);
+}
+
+/**
+ * Reads OPEN_PORTS, the ports the stack opens on job instances (for the API to refuse a
+ * task asking for others at submit); unset is none. Not JSON of that shape is a
+ * ConfigurationError naming the variable.
+ */
+export function parseOpenPorts(env: NodeJS.ProcessEnv = process.env): readonly PortRange[] {
+  if (env[EnvVar.openPorts] === undefined) return [];
+  return parseJsonEnv(EnvVar.openPorts, PortRangesSchema, 'list of port ranges', env);
 }
 
 /** A variable holding JSON of `schema`'s shape; anything else names the variable and each wrong field. */

@@ -55,6 +55,28 @@ describe('runValidate, human output', () => {
     ]);
   });
 
+  it('shows ordered entries, ports and the network tier', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relaunch-validate-'));
+    const file = join(dir, 'ordered.yaml');
+    writeFileSync(file, 'resources:\n  ordered:\n    - {region: us-east-2, accelerators: L4:1}\n    - {instance_type: g5.xlarge, use_spot: true}\n  ports: [8081, "9000-9010"]\n  network_tier: best\nrun: x\n');
+    const io = bufferIo();
+
+    expect(await runValidate(file, {}, io)).toBe(0);
+
+    expect(io.stdout.join('\n')).toContain(
+      [
+        '  cloud         aws, any region, market per entry',
+        '  machine       any',
+        '  accelerators  none',
+        '  ordered       1. us-east-2, L4:1, on-demand',
+        '                2. g5.xlarge, spot',
+        '  ports         8081, 9000-9010',
+        '  network       best (EFA on instance types that have it)',
+      ].join('\n'),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it('shows every part a task can set', async () => {
     const io = bufferIo();
     const file = `${VALID}spot-recover-exit-codes.yaml`;
@@ -267,6 +289,25 @@ describe('runValidate --json', () => {
         "                /scratch <- a folder of relaunch's own bucket for this job, MOUNT",
       ].join('\n'),
     );
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lists each any_of entry\'s types with its market and place, and warns of an entry that can never launch', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relaunch-validate-'));
+    const file = join(dir, 'any-of.yaml');
+    writeFileSync(file, 'resources:\n  accelerators: H100:8\n  any_of:\n    - use_spot: true\n    - cloud: gcp\n    - {use_spot: false, region: us-west-2}\n    - {accelerators: TPU:8}\nrun: x\n');
+    const io = bufferIo();
+
+    expect(await runValidate(file, { json: true }, io)).toBe(0);
+
+    const body = JSON.parse(io.stdout.join('')) as { candidates: unknown[]; warnings: { path: string; message: string }[] };
+    const h100 = { instanceType: 'p5.48xlarge', vcpus: 192, memoryGib: 2048, gpus: { name: 'H100', count: 8 } };
+    expect(body.candidates).toEqual([
+      { ...h100, market: 'spot', entry: 0 },
+      { ...h100, market: 'on-demand', entry: 2, region: 'us-west-2' },
+    ]);
+    expect(body.warnings.map((warning) => warning.path)).toEqual(['resources.any_of[1]', 'resources.any_of[3]']);
+    expect(body.warnings[1]?.message).toMatch(/unknown accelerator TPU.*; that entry would never launch$/);
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -119,6 +119,30 @@ describe('POST /jobs', () => {
     expect(await world.store().listJobs()).toEqual([]);
   });
 
+  it('answers 400 for ports the instances do not open (OPEN_PORTS), at submit, storing nothing', async () => {
+    sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn:exec:1', startDate: new Date() });
+    process.env[EnvVar.openPorts] = JSON.stringify([{ from: 8000, to: 8100 }]);
+    try {
+      const refused = await call(event('POST', '/jobs', { body: 'resources:\n  ports: [8080, 9000]\nrun: serve\n' }));
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json.issues).toEqual([
+        {
+          path: 'resources.ports',
+          message: "8080, 9000 are not open on relaunch's job instances (this deployment opens 8000-8100; see the relaunch:jobPorts context key)",
+        },
+      ]);
+      expect(await world.store().listJobs()).toEqual([]);
+
+      const accepted = await call(event('POST', '/jobs', { body: 'resources:\n  ports: 8080\nrun: serve\n' }));
+      expect(accepted.statusCode).toBe(202);
+    } finally {
+      delete process.env[EnvVar.openPorts];
+    }
+    // Unset: no port is open, so any ports are refused.
+    const none = await call(event('POST', '/jobs', { body: 'resources:\n  ports: 8080\nrun: serve\n' }));
+    expect(none.json.issues).toEqual([expect.objectContaining({ message: expect.stringContaining('this deployment opens none') })]);
+  });
+
   it('answers a generic 500 when Step Functions fails, and marks the job FAILED_CONTROLLER', async () => {
     sfn.on(StartExecutionCommand).rejects(new Error('AccessDenied: internal detail'));
     const res = await call(event('POST', '/jobs', { body: TASK_YAML }));

@@ -24,5 +24,6 @@ describe('the Lambda catalog', () => {
     expect(/\blaunchAttempt\(/.test(code), 'launchAttempt()').toBe(needs.compute === 'launch');
     expect(/\bstore\(\)/.test(code), 'store()').toBe(true);
     expect(/\bdeadLetters\(\)/.test(code), 'deadLetters()').toBe(needs.deadLetters === true);
+    expect(/\blaunchTemplates\(\)/.test(code), 'launchTemplates()').toBe(needs.sweepsLaunchTemplates === true);
   });
 });

@@ -2,11 +2,13 @@
 // from COMPUTE_CONFIG and API_URL as deployed, against dynalite and a mocked EC2/SSM.
 
 import {
+  CreateFleetCommand,
+  CreateLaunchTemplateCommand,
   CreateTagsCommand,
+  DeleteLaunchTemplateCommand,
   DescribeImagesCommand,
   DescribeInstancesCommand,
   EC2Client,
-  RunInstancesCommand,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
@@ -39,37 +41,40 @@ beforeEach(() => {
   ec2.on(CreateTagsCommand).resolves({});
   ec2.on(TerminateInstancesCommand).resolves({});
   ec2.on(DescribeInstancesCommand).resolves({ Reservations: [] });
+  ec2.on(CreateLaunchTemplateCommand).resolves({ LaunchTemplate: { LaunchTemplateId: 'lt-0123456789abcdef0' } });
+  ec2.on(DeleteLaunchTemplateCommand).resolves({});
 });
 
 describe('launch-attempt', () => {
   it('launches tagged spot instances in the configured subnet and records them on the attempt', async () => {
-    ec2.on(RunInstancesCommand).resolves({
-      OwnerId: '123456789012',
-      Instances: [{ InstanceId: 'i-0abc', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.5', Placement: { AvailabilityZone: 'us-east-1a' } }],
+    ec2.on(CreateFleetCommand).resolves({ Instances: [{ InstanceIds: ['i-0abc'], InstanceType: 'm6i.2xlarge' }] });
+    ec2.on(DescribeInstancesCommand, { InstanceIds: ['i-0abc'] }).resolves({
+      Reservations: [{ OwnerId: '123456789012', Instances: [{ InstanceId: 'i-0abc', PrivateIpAddress: '10.0.0.5', Placement: { AvailabilityZone: 'us-east-1a' } }] }],
     });
     await givenJob('j-1');
     const next = await launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 });
     expect(next).toEqual({ jobId: 'j-1', attempt: 1, attemptsInExecution: 1, launched: true, bootTimeoutSeconds: 600 });
-    expect(ec2).toHaveReceivedCommandWith(RunInstancesCommand, {
-      SubnetId: 'subnet-0123456789abcdef0',
-      SecurityGroupIds: ['sg-0123456789abcdef0'],
-      IamInstanceProfile: { Arn: CONFIG.instanceProfileArn },
-      InstanceMarketOptions: expect.objectContaining({ MarketType: 'spot' }),
+    expect(ec2).toHaveReceivedCommandWith(CreateLaunchTemplateCommand, {
+      LaunchTemplateData: expect.objectContaining({ SecurityGroupIds: ['sg-0123456789abcdef0'], IamInstanceProfile: { Arn: CONFIG.instanceProfileArn } }),
     });
-    const sent = ec2.commandCalls(RunInstancesCommand)[0]?.args[0].input;
+    const sent = ec2.commandCalls(CreateFleetCommand)[0]?.args[0].input;
+    expect(sent).toMatchObject({ Type: 'instant', TargetCapacitySpecification: { DefaultTargetCapacityType: 'spot' } });
+    expect(sent?.LaunchTemplateConfigs?.[0]?.Overrides?.[0]).toMatchObject({ SubnetId: 'subnet-0123456789abcdef0' });
     expect(sent?.TagSpecifications?.[0]?.Tags).toContainEqual({ Key: TagKey.jobId, Value: 'j-1' });
+    expect(ec2).toHaveReceivedCommandWith(DeleteLaunchTemplateCommand, { LaunchTemplateId: 'lt-0123456789abcdef0' });
     const attempt = await world.store().getAttempt('j-1', 1);
     expect(attempt.instances).toEqual([instance('i-0abc')]);
+    expect(attempt.placement).toMatchObject({ zone: 'us-east-1a', market: 'spot' });
     expect((await world.store().findAttemptByInstance('i-0abc'))?.attempt).toBe(1);
     expect((await world.store().getJob('j-1')).status).toBe(JobStatus.STARTING);
   });
 
   it('answers launched: false (no instances) when no zone has capacity', async () => {
-    ec2.on(RunInstancesCommand).rejects(Object.assign(new Error('none left'), { name: 'InsufficientInstanceCapacity' }));
+    ec2.on(CreateFleetCommand).resolves({ Instances: [], Errors: [{ ErrorCode: 'InsufficientInstanceCapacity', LaunchTemplateAndOverrides: { Overrides: { InstanceType: 'm6i.2xlarge' } } }] });
     await givenJob('j-1');
     const next = await launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 });
     expect(next.launched).toBe(false);
-    expect((await world.store().getAttempt('j-1', 1)).outcome).toMatchObject({ kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE' });
+    expect((await world.store().getAttempt('j-1', 1)).outcome).toMatchObject({ kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: expect.stringContaining('InsufficientInstanceCapacity') });
   });
 
   it('names the missing variable when the function is misconfigured', async () => {

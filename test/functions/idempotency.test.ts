@@ -10,15 +10,18 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import {
+  CreateFleetCommand,
+  CreateLaunchTemplateCommand,
   CreateTagsCommand,
+  DeleteLaunchTemplateCommand,
   DescribeImagesCommand,
   DescribeInstancesCommand,
   EC2Client,
   EC2ServiceException,
-  RunInstancesCommand,
   TerminateInstancesCommand,
+  type CreateFleetCommandInput,
+  type CreateLaunchTemplateCommandInput,
   type DescribeInstancesCommandInput,
-  type RunInstancesCommandInput,
   type TerminateInstancesCommandInput,
 } from '@aws-sdk/client-ec2';
 import {
@@ -61,10 +64,12 @@ const ec2 = mockClient(EC2Client);
 // A throttled EC2 call is given up on at once, so a test need not wait out the backoff.
 const CONFIG = computeConfig({ throttleRetries: 0, releaseChecks: 2 });
 
-/** EC2 as far as these steps see it: live instances with their tags, and the ClientTokens already used. */
+/** EC2 as far as these steps see it: live instances with their tags, launch templates, and the ClientTokens already used. */
 interface FakeEc2 {
   readonly live: Map<string, Record<string, string>>;
   readonly byToken: Map<string, string[]>;
+  /** The instance tags of each launch template, by id. */
+  readonly templates: Map<string, Record<string, string>>;
   launched: number;
   /** SSM's parameters by name: the agents' secrets. */
   readonly parameters: Map<string, string>;
@@ -83,7 +88,7 @@ function throttled(): EC2ServiceException {
 beforeEach(() => {
   ec2.reset();
   ssm.reset();
-  fakeEc2 = { live: new Map(), byToken: new Map(), launched: 0, parameters: new Map() };
+  fakeEc2 = { live: new Map(), byToken: new Map(), templates: new Map(), launched: 0, parameters: new Map() };
   process.env[EnvVar.computeConfig] = JSON.stringify(CONFIG);
   process.env[EnvVar.apiUrl] = 'https://api.example.com/v1/';
   ssm.on(GetParameterCommand).resolves({ Parameter: { Value: 'ami-0123456789abcdef0' } });
@@ -101,13 +106,21 @@ beforeEach(() => {
   });
   ec2.on(DescribeImagesCommand).resolves({ Images: [{ ImageId: 'ami-0123456789abcdef0', RootDeviceName: '/dev/sda1' }] });
   ec2.on(CreateTagsCommand).resolves({});
+  ec2.on(CreateLaunchTemplateCommand).callsFake((input: CreateLaunchTemplateCommandInput) => {
+    const id = `lt-${fakeEc2.templates.size + 1}`;
+    const tags = input.LaunchTemplateData?.TagSpecifications?.find((spec) => spec.ResourceType === 'instance')?.Tags ?? [];
+    fakeEc2.templates.set(id, Object.fromEntries(tags.map((tag) => [tag.Key ?? '', tag.Value ?? ''])));
+    return { LaunchTemplate: { LaunchTemplateId: id } };
+  });
+  ec2.on(DeleteLaunchTemplateCommand).resolves({});
   // As EC2 does: a ClientToken already used returns the instances it launched, not new ones.
-  ec2.on(RunInstancesCommand).callsFake((input: RunInstancesCommandInput) => {
+  ec2.on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => {
     const token = input.ClientToken ?? '';
     let ids = fakeEc2.byToken.get(token);
     if (ids === undefined) {
-      const tags = Object.fromEntries((input.TagSpecifications?.[0]?.Tags ?? []).map((tag) => [tag.Key ?? '', tag.Value ?? '']));
-      ids = Array.from({ length: input.MinCount ?? 0 }, () => {
+      const template = input.LaunchTemplateConfigs?.[0]?.LaunchTemplateSpecification?.LaunchTemplateId ?? '';
+      const tags = fakeEc2.templates.get(template) ?? {};
+      ids = Array.from({ length: input.TargetCapacitySpecification?.TotalTargetCapacity ?? 0 }, () => {
         fakeEc2.launched += 1;
         const id = `i-${fakeEc2.launched}`;
         fakeEc2.live.set(id, tags);
@@ -115,10 +128,7 @@ beforeEach(() => {
       });
       fakeEc2.byToken.set(token, ids);
     }
-    return {
-      OwnerId: '123456789012',
-      Instances: ids.map((InstanceId, index) => ({ InstanceId, AmiLaunchIndex: index, PrivateIpAddress: `10.0.0.${index + 5}`, Placement: { AvailabilityZone: 'us-east-1a' } })),
-    };
+    return { Instances: [{ InstanceIds: ids }] };
   });
   ec2.on(DescribeInstancesCommand).callsFake((input: DescribeInstancesCommandInput) => {
     const matches = ([id, tags]: [string, Record<string, string>]) =>
@@ -127,8 +137,9 @@ beforeEach(() => {
         if (Name.startsWith('tag:')) return Values.includes(tags[Name.slice('tag:'.length)] ?? '');
         return true;
       });
-    const Instances = [...fakeEc2.live].filter(matches).map(([InstanceId]) => ({ InstanceId }));
-    return { Reservations: Instances.length === 0 ? [] : [{ Instances }] };
+    const listed = input.InstanceIds === undefined ? [...fakeEc2.live].filter(matches) : [...fakeEc2.live].filter(([id]) => input.InstanceIds?.includes(id));
+    const Instances = listed.map(([InstanceId]) => ({ InstanceId, PrivateIpAddress: `10.0.0.${InstanceId.slice(2)}`, Placement: { AvailabilityZone: 'us-east-1a' } }));
+    return { Reservations: Instances.length === 0 ? [] : [{ OwnerId: '123456789012', Instances }] };
   });
   ec2.on(TerminateInstancesCommand).callsFake((input: TerminateInstancesCommandInput) => {
     for (const id of input.InstanceIds ?? []) fakeEc2.live.delete(id);
@@ -186,7 +197,7 @@ describe('launch-attempt, as its use case documents a replayed step', () => {
 
     expect(next).toMatchObject({ jobId: 'j-1', attempt: 2, attemptsInExecution: 2, launched: true });
     // Each attempt launched once, under its own ClientToken; only the retry's instance is left.
-    const tokens = ec2.commandCalls(RunInstancesCommand).map((call) => call.args[0].input.ClientToken);
+    const tokens = ec2.commandCalls(CreateFleetCommand).map((call) => call.args[0].input.ClientToken);
     expect(tokens).toHaveLength(2);
     expect(new Set(tokens).size).toBe(2);
     expect([...fakeEc2.live.keys()]).toEqual(['i-2']);
@@ -207,7 +218,7 @@ describe('launch-attempt, as its use case documents a replayed step', () => {
     expect(await launchAttempt(input)).toEqual(first);
 
     expect(first).toMatchObject({ attempt: 1, launched: true });
-    expect(ec2).toHaveReceivedCommandTimes(RunInstancesCommand, 1);
+    expect(ec2).toHaveReceivedCommandTimes(CreateFleetCommand, 1);
     expect(ec2).not.toHaveReceivedCommand(TerminateInstancesCommand);
     expect([...fakeEc2.live.keys()]).toEqual(['i-1']);
     expect(ssm).toHaveReceivedCommandTimes(PutParameterCommand, 1);

@@ -1,8 +1,14 @@
 // functions/janitor as a schedule invokes it, against dynalite with EC2, SSM and SQS
-// mocked: a dead-lettered termination is applied and deleted, and a stale instance is
-// terminated and its secret deleted.
+// mocked: a dead-lettered termination is applied and deleted, a stale instance is
+// terminated and its secret deleted, and a launch template a launch left behind is deleted.
 
-import { DescribeInstancesCommand, EC2Client, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import {
+  DeleteLaunchTemplateCommand,
+  DescribeInstancesCommand,
+  DescribeLaunchTemplatesCommand,
+  EC2Client,
+  TerminateInstancesCommand,
+} from '@aws-sdk/client-ec2';
 import { SendTaskSuccessCommand } from '@aws-sdk/client-sfn';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DeleteParametersCommand } from '@aws-sdk/client-ssm';
@@ -38,10 +44,29 @@ beforeEach(() => {
   sqs.on(DeleteMessageCommand).resolves({});
   ec2.on(DescribeInstancesCommand).resolves({ Reservations: [] });
   ec2.on(TerminateInstancesCommand).resolves({});
+  ec2.on(DescribeLaunchTemplatesCommand).resolves({ LaunchTemplates: [] });
+  ec2.on(DeleteLaunchTemplateCommand).resolves({});
   sfn.on(SendTaskSuccessCommand).resolves({});
 });
 
 describe('janitor', () => {
+  it('deletes relaunch launch templates older than the grace period, and leaves a young one and untagged ones', async () => {
+    const old = new Date(Date.now() - 3_600_000);
+    const tags = [{ Key: TagKey.jobId, Value: 'j-1' }];
+    ec2.on(DescribeLaunchTemplatesCommand, { Filters: [{ Name: 'tag-key', Values: [TagKey.jobId] }] }).resolves({
+      LaunchTemplates: [
+        { LaunchTemplateId: 'lt-old', CreateTime: old, Tags: tags },
+        { LaunchTemplateId: 'lt-young', CreateTime: new Date(), Tags: tags },
+        { LaunchTemplateId: 'lt-theirs', CreateTime: old, Tags: [] },
+      ],
+    });
+
+    const result = await handler(TICK);
+
+    expect(ec2).toHaveReceivedCommandExactlyOnceWith(DeleteLaunchTemplateCommand, { LaunchTemplateId: 'lt-old' });
+    expect(result.templates).toMatchObject({ checked: 2, deleted: [{ templateId: 'lt-old', jobId: 'j-1', region: 'us-east-1' }], failed: [] });
+  });
+
   it('applies a termination on-ec2-event failed on, ending the attempt LOST, and deletes the letter', async () => {
     await givenJob('j-1', JobStatus.RUNNING);
     await givenAttempt('j-1', 1, { instances: [instance('i-0abc')], taskToken: 'token-1' });

@@ -3,7 +3,16 @@
 // notification of a job's end. Handlers run as deployed (in Lambda, as far as the
 // environment says), against dynalite and mocked EC2, SSM and SNS.
 
-import { DescribeImagesCommand, DescribeInstancesCommand, EC2Client, RunInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import {
+  CreateFleetCommand,
+  CreateLaunchTemplateCommand,
+  DeleteLaunchTemplateCommand,
+  DescribeImagesCommand,
+  DescribeInstancesCommand,
+  DescribeLaunchTemplatesCommand,
+  EC2Client,
+  TerminateInstancesCommand,
+} from '@aws-sdk/client-ec2';
 import { StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -101,6 +110,9 @@ beforeEach(() => {
   ec2.on(DescribeImagesCommand).resolves({ Images: [{ ImageId: 'ami-0123456789abcdef0', RootDeviceName: '/dev/sda1' }] });
   ec2.on(TerminateInstancesCommand).resolves({});
   ec2.on(DescribeInstancesCommand).resolves({ Reservations: [] });
+  ec2.on(CreateLaunchTemplateCommand).resolves({ LaunchTemplate: { LaunchTemplateId: 'lt-0123456789abcdef0' } });
+  ec2.on(DeleteLaunchTemplateCommand).resolves({});
+  ec2.on(DescribeLaunchTemplatesCommand).resolves({ LaunchTemplates: [] });
 });
 
 afterEach(() => {
@@ -140,6 +152,15 @@ function executionAborted(jobId: string) {
 
 const exited = (exitCode: number): AttemptOutcome => ({ kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode }] });
 const evaluateState = { jobId: 'j-1', attempt: 1, attemptsInExecution: 1, launched: true };
+
+
+/** EC2 launches one instance for the fleet, in us-east-1a. */
+function fleetLaunches(instanceId: string): void {
+  ec2.on(CreateFleetCommand).resolves({ Instances: [{ InstanceIds: [instanceId] }] });
+  ec2.on(DescribeInstancesCommand, { InstanceIds: [instanceId] }).resolves({
+    Reservations: [{ OwnerId: '123456789012', Instances: [{ InstanceId: instanceId, PrivateIpAddress: '10.0.0.6', Placement: { AvailabilityZone: 'us-east-1a' } }] }],
+  });
+}
 
 describe('metrics (EMF on stdout)', () => {
   it('counts a decision by action and deciding exit code, under the namespace, with the job as plain fields', async () => {
@@ -182,10 +203,7 @@ describe('metrics (EMF on stdout)', () => {
     await givenJob('j-1', JobStatus.RECOVERING);
     await givenAttempt('j-1', 1);
     await world.store().endAttempt('j-1', 1, exited(29), secondsAgo(2));
-    ec2.on(RunInstancesCommand).resolves({
-      OwnerId: '123456789012',
-      Instances: [{ InstanceId: 'i-0def', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.6', Placement: { AvailabilityZone: 'us-east-1a' } }],
-    });
+    fleetLaunches('i-0def');
     const next = await launchAttempt({ jobId: 'j-1', attempt: 1, attemptsInExecution: 1 }, CONTEXT);
     expect(next).toMatchObject({ attempt: 2, launched: true });
     const [gap] = metric(MetricName.exitToRelaunch);
@@ -198,17 +216,14 @@ describe('metrics (EMF on stdout)', () => {
 
   it('writes no relaunch time for a first launch', async () => {
     await givenJob('j-1');
-    ec2.on(RunInstancesCommand).resolves({
-      OwnerId: '123456789012',
-      Instances: [{ InstanceId: 'i-0def', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.6', Placement: { AvailabilityZone: 'us-east-1a' } }],
-    });
+    fleetLaunches('i-0def');
     await launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 }, CONTEXT);
     expect(metric(MetricName.exitToRelaunch)).toEqual([]);
     expect(metric(MetricName.launchFailures)).toEqual([]);
   });
 
   it('counts a launch that found no capacity by its cause', async () => {
-    ec2.on(RunInstancesCommand).rejects(Object.assign(new Error('none left'), { name: 'InsufficientInstanceCapacity' }));
+    ec2.on(CreateFleetCommand).resolves({ Instances: [], Errors: [{ ErrorCode: 'InsufficientInstanceCapacity' }] });
     await givenJob('j-1');
     await launchAttempt({ jobId: 'j-1', attempt: 0, attemptsInExecution: 0 }, CONTEXT);
     const [failure] = metric(MetricName.launchFailures);

@@ -37,6 +37,15 @@ describe('configFromContext', () => {
     expect(from({ ...minimal, [ContextKey.nodeToNodeTraffic]: value })()).toMatchObject({ nodeToNodeTraffic: expected });
   });
 
+  it('takes job ports from a -c list and from cdk.json alike, with the VPC CIDR or a wider one', () => {
+    const expected = [{ from: 8080, to: 8090 }, { from: 30000, to: 30000 }];
+    expect(from({ ...minimal, [ContextKey.jobPorts]: '8080-8090, 30000', [ContextKey.vpcCidr]: '10.0.0.0/16' })()).toMatchObject({ jobPorts: expected, vpcCidr: '10.0.0.0/16' });
+    expect(from({ ...minimal, [ContextKey.jobPorts]: ['8080-8090', 30000], [ContextKey.jobPortsCidr]: '0.0.0.0/0' })()).toMatchObject({
+      jobPorts: expected,
+      jobPortsCidr: '0.0.0.0/0',
+    });
+  });
+
   it('names each missing key and how to set it', () => {
     expect(from({})).toThrow(/context relaunch:vpcId: is not set\n\s+context relaunch:subnets: is not set\n.*-c relaunch:subnets=/);
   });
@@ -67,6 +76,10 @@ describe('configFromContext', () => {
     [{ ...minimal, [ContextKey.allowedInstanceTypes]: 'g5.*' }, 'context relaunch:allowedInstanceTypes[0]: expected an instance type'],
     [{ ...minimal, [ContextKey.dataBuckets]: 'ok-bucket,Bad_Bucket' }, 'context relaunch:dataBuckets[1]: expected an S3 bucket name, or a prefix of names ending in *'],
     [{ ...minimal, [ContextKey.nodeToNodeTraffic]: 'yes' }, 'context relaunch:nodeToNodeTraffic: expected true or false'],
+    [{ ...minimal, [ContextKey.jobPorts]: '8080' }, "context relaunch:vpcCidr: is not set: relaunch:jobPorts are opened to the VPC's CIDR"],
+    [{ ...minimal, [ContextKey.jobPorts]: '9000-8000', [ContextKey.vpcCidr]: '10.0.0.0/16' }, 'context relaunch:jobPorts[0]: expected a port 1-65535'],
+    [{ ...minimal, [ContextKey.jobPorts]: '8080', [ContextKey.vpcCidr]: '10.0.0.0' }, 'context relaunch:vpcCidr: expected an IPv4 CIDR like 10.0.0.0/16'],
+    [{ ...minimal, [ContextKey.jobPorts]: '8080', [ContextKey.jobPortsCidr]: '300.0.0.0/8' }, 'context relaunch:jobPortsCidr: expected an IPv4 CIDR'],
   ])('refuses %j with a message naming the key', (context, message) => {
     expect(from(context)).toThrow(message);
   });

@@ -11,7 +11,9 @@ process.env.CDK_VALIDATION = 'false';
 const OTHER = { region: 'us-west-2', subnetsByZone: { 'us-west-2a': 'subnet-0aaaaaaaaaaaaaaaa' }, securityGroupIds: ['sg-0bbbbbbbbbbbbbbbb'] };
 
 /** The report of the packs' findings, or '' when synthesis raised none. */
-function findings(props: { jobNotifications?: boolean; agentWafRateLimit?: number; dataBuckets?: string[] } = {}): string {
+function findings(
+  props: { jobNotifications?: boolean; agentWafRateLimit?: number; jobPorts?: { from: number; to: number }[]; vpcCidr?: string; jobPortsCidr?: string; dataBuckets?: string[] } = {},
+): string {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   addRelaunchStacks(app, 'Relaunch', {
     vpcId: 'vpc-0123456789abcdef0',
@@ -36,5 +38,10 @@ describe('cdk-nag', () => {
 
   it('finds nothing unacknowledged with job notifications, the agent routes\' WAF and data buckets on', () => {
     expect(findings({ jobNotifications: true, agentWafRateLimit: 1000, dataBuckets: ['team-data', 'ckpt-*'] })).toBe('');
+  });
+
+  it('finds nothing unacknowledged with job ports open to the VPC, or to a wider CIDR chosen on purpose', () => {
+    expect(findings({ jobPorts: [{ from: 8080, to: 8090 }], vpcCidr: '10.0.0.0/16' })).toBe('');
+    expect(findings({ jobPorts: [{ from: 8080, to: 8080 }], jobPortsCidr: '0.0.0.0/0' })).toBe('');
   });
 });

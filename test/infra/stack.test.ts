@@ -127,7 +127,7 @@ describe('ControllerFunctions', () => {
 });
 
 describe('IAM', () => {
-  const ALLOWED_STAR = new Set(['Ec2DescribeHasNoResourceScope']);
+  const ALLOWED_STAR = new Set(['Ec2DescribeHasNoResourceScope', 'ListLaunchTemplates']);
 
   it('uses `*` only where the service has no resource scope (X-Ray, EC2 Describe)', () => {
     for (const name of LAMBDA_NAMES) {
@@ -156,22 +156,48 @@ describe('IAM', () => {
     }
   });
 
-  it('launches only tagged instances of allowed types, into the given subnets and group', () => {
-    const ec2 = withAction(statementsOf('launch-attempt'), 'ec2:RunInstances');
-    const instance = ec2.find((s) => flat(s.Resource).endsWith(':instance/*'));
-    expect(instance?.Condition).toEqual({
-      StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*', 'ec2:InstanceType': ['g5.*', 'm5.large'] },
-    });
-    const network = flat(ec2.find((s) => s.Sid === 'LaunchIntoGivenNetwork')?.Resource);
-    for (const subnet of Object.values(SUBNETS)) expect(network).toContain(`:subnet/${subnet}`);
-    expect(network).not.toContain('subnet/*');
-    expect(network).toMatch(/security-group\/<RelaunchInstancesSecurityGroup\w+\.GroupId>/);
+  it('launches only tagged instances of allowed types, into the given subnets and group, by CreateFleet and the RunInstances it makes', () => {
+    for (const action of ['ec2:CreateFleet', 'ec2:RunInstances']) {
+      const ec2 = withAction(statementsOf('launch-attempt'), action);
+      const instance = ec2.find((s) => flat(s.Resource).endsWith(':instance/*'));
+      expect(instance?.Condition, action).toEqual({
+        StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*', 'ec2:InstanceType': ['g5.*', 'm5.large'] },
+      });
+      const network = flat(ec2.find((s) => s.Sid === 'LaunchIntoGivenNetwork')?.Resource);
+      for (const subnet of Object.values(SUBNETS)) expect(network).toContain(`:subnet/${subnet}`);
+      expect(network).not.toContain('subnet/*');
+      expect(network).toMatch(/security-group\/<RelaunchInstancesSecurityGroup\w+\.GroupId>/);
+      // Only from relaunch's own launch templates: tagged with a job.
+      const template = ec2.find((s) => flat(s.Resource).endsWith(':launch-template/*'));
+      expect(template?.Condition, action).toEqual({ StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' } });
+    }
+  });
+
+  it('creates launch templates and fleets only tagged with a job, and deletes only those so tagged', () => {
+    const statements = statementsOf('launch-attempt');
+    const tagged = { StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*' } };
+    expect(withAction(statements, 'ec2:CreateLaunchTemplate')).toEqual([
+      expect.objectContaining({ Condition: tagged, Resource: expect.anything() }),
+    ]);
+    expect(flat(withAction(statements, 'ec2:CreateLaunchTemplate')[0]?.Resource)).toMatch(/:launch-template\/\*$/);
+    const fleets = withAction(statements, 'ec2:CreateFleet').filter((s) => flat(s.Resource).endsWith(':fleet/*'));
+    expect(fleets.map((s) => s.Condition)).toEqual([tagged]);
+    for (const name of ['launch-attempt', 'janitor'] as const) {
+      expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([
+        expect.objectContaining({ Condition: { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' } } }),
+      ]);
+    }
+    for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt' && n !== 'janitor')) {
+      expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([]);
+      expect(withAction(statementsOf(name), 'ec2:CreateFleet'), name).toEqual([]);
+    }
+    expect(withAction(statementsOf('janitor'), 'ec2:DescribeLaunchTemplates')).toEqual([expect.objectContaining({ Resource: '*' })]);
   });
 
   it('tags only at creation, or the node-IP tags of relaunch instances', () => {
     const tagging = withAction(statementsOf('launch-attempt'), 'ec2:CreateTags');
     expect(tagging.map((s) => s.Condition)).toEqual([
-      { StringEquals: { 'ec2:CreateAction': ['RunInstances'] } },
+      { StringEquals: { 'ec2:CreateAction': ['RunInstances', 'CreateFleet', 'CreateLaunchTemplate'] } },
       {
         StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' },
         'ForAllValues:StringLike': { 'aws:TagKeys': [TagKey.nodeRank, 'relaunch:node-ips:*'] },
@@ -686,6 +712,33 @@ describe('JobInstances', () => {
     own.resourceCountIs('AWS::EC2::SecurityGroupIngress', 1);
     const [ingress] = Object.values(own.findResources('AWS::EC2::SecurityGroupIngress')) as Resource[];
     expect(flat(ingress?.Properties.SourceSecurityGroupId)).toBe(flat(ingress?.Properties.GroupId));
+  });
+
+  it('opens the deployment\'s job ports over TCP to the given CIDR only, and tells the launcher which', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'Ports', { env: { account: '123456789012', region: 'us-east-1' } });
+    const jobPorts = [{ from: 8080, to: 8090 }, { from: 30000, to: 30000 }];
+    new Relaunch(stack, 'Jobs', { vpcId: NETWORK.vpcId, subnetsByZone: SUBNETS, jobPorts, vpcCidr: '10.0.0.0/16' });
+    const ports = Template.fromStack(stack);
+    ports.resourceCountIs('AWS::EC2::SecurityGroupIngress', 2);
+    ports.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { IpProtocol: 'tcp', FromPort: 8080, ToPort: 8090, CidrIp: '10.0.0.0/16' });
+    ports.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { IpProtocol: 'tcp', FromPort: 30000, ToPort: 30000, CidrIp: '10.0.0.0/16' });
+    const launcher = Object.values(ports.findResources('AWS::Lambda::Function')).find((r) =>
+      JSON.stringify(r).includes('launch-attempt'),
+    ) as Resource | undefined;
+    expect(JSON.stringify(launcher?.Properties.Environment)).toContain('\\"openPorts\\":[{\\"from\\":8080,\\"to\\":8090},{\\"from\\":30000,\\"to\\":30000}]');
+    ports.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ [EnvVar.openPorts]: '[{"from":8080,"to":8090},{"from":30000,"to":30000}]' }) },
+    });
+  });
+
+  it('opens job ports to a wider CIDR only when the deployment names one', () => {
+    const stack = new Stack(new App(), 'Wide');
+    new JobInstances(stack, 'I', { vpcId: NETWORK.vpcId, openPorts: [{ from: 8080, to: 8080 }], openPortsTo: '0.0.0.0/0' });
+    Template.fromStack(stack).hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 8080, ToPort: 8080, CidrIp: '0.0.0.0/0' });
+    expect(() => new JobInstances(new Stack(new App(), 'NoCidr'), 'I', { vpcId: NETWORK.vpcId, openPorts: [{ from: 8080, to: 8080 }] })).toThrow(
+      /openPorts needs openPortsTo/,
+    );
   });
 });
 

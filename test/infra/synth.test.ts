@@ -12,9 +12,10 @@ const out = mkdtempSync(join(tmpdir(), 'relaunch-synth-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 describe('npx cdk synth', () => {
-  it('synthesizes offline with no AWS credentials and bundles every Lambda', () => {
+  it('synthesizes offline with no AWS credentials and bundles every Lambda; -c job ports open them to the VPC', () => {
     const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('AWS_')));
-    const run = spawnSync('npx', ['cdk', 'synth', '-q', '--output', out], {
+    const ports = ['-c', 'relaunch:jobPorts=8080-8090,30000', '-c', 'relaunch:vpcCidr=10.0.0.0/16'];
+    const run = spawnSync('npx', ['cdk', 'synth', '-q', '--output', out, ...ports], {
       cwd: new URL('../..', import.meta.url).pathname,
       env: { ...env, CDK_VALIDATION: 'false', CDK_DISABLE_VERSION_CHECK: '1', AWS_EC2_METADATA_DISABLED: 'true' },
       encoding: 'utf8',
@@ -22,8 +23,13 @@ describe('npx cdk synth', () => {
     });
     expect(run.status, run.stderr).toBe(0);
     const template = JSON.parse(readFileSync(join(out, 'Relaunch.template.json'), 'utf8')) as {
-      Resources: Record<string, { Type: string; Metadata?: Record<string, string> }>;
+      Resources: Record<string, { Type: string; Metadata?: Record<string, string>; Properties?: Record<string, unknown> }>;
     };
+    const ingress = Object.values(template.Resources).filter((r) => r.Type === 'AWS::EC2::SecurityGroupIngress');
+    expect(ingress.map((r) => [r.Properties?.FromPort, r.Properties?.ToPort, r.Properties?.CidrIp, r.Properties?.IpProtocol])).toEqual([
+      [8080, 8090, '10.0.0.0/16', 'tcp'],
+      [30000, 30000, '10.0.0.0/16', 'tcp'],
+    ]);
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
     expect(functions).toHaveLength(LAMBDA_NAMES.length);
     for (const fn of functions) {

@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { PrecheckError } from '../../lib/errors.ts';
-import { architectureOf, hasGpus } from '../../lib/instance-types.ts';
+import { architectureOf, hasEfa, hasGpus } from '../../lib/instance-types.ts';
 import { instanceTypesFor, planPlacements, type PlacementInput } from '../../lib/placement.ts';
 import type { LaunchRequest } from '../../lib/ports.ts';
 import type { Accelerator, Quantity, RecoveryStrategy, Resources, TaskSpec } from '../../lib/spec/types.ts';
@@ -184,5 +184,16 @@ describe('instance type facts', () => {
     ['c7gn.xlarge', false],
   ])('%s has GPUs: %s', (type, expected) => {
     expect(hasGpus(type)).toBe(expected);
+  });
+
+  it.each([
+    ['p4d.24xlarge', true],
+    ['p5.48xlarge', true],
+    ['g5.12xlarge', true],
+    ['g5.xlarge', false],
+    ['p3.16xlarge', false],
+    ['m6i.large', false],
+  ])('%s has EFA: %s', (type, expected) => {
+    expect(hasEfa(type)).toBe(expected);
   });
 });

@@ -82,4 +82,30 @@ describe('the environment of a job, end to end', () => {
 
     expect(job.attempts.map((a) => a.reports.find((r) => r.phase === 'run')?.outputTail)).toEqual([`1 ${job.jobId}-1`, `2 ${job.jobId}-2`]);
   });
+
+  it('runs an any_of task as its first candidate, recording its market and entry; ports and network_tier change nothing locally', async () => {
+    const t = await open();
+    const job = await runToEnd(
+      t,
+      yaml`
+        resources:
+          ports: 8080
+          network_tier: best
+          any_of:
+            - cloud: gcp
+              accelerators: TPU-v5:8
+            - accelerators: L4:4
+              use_spot: false
+            - accelerators: H100:8
+              use_spot: true
+        run: echo "gpus=$SKYPILOT_NUM_GPUS_PER_NODE"
+      `,
+    );
+
+    expect(job.view.status).toBe('SUCCEEDED');
+    const [attempt] = job.attempts;
+    // Spot entries come first in any_of: the H100 one, third in the file.
+    expect(attempt?.placement).toEqual({ region: 'local', zone: null, instanceType: 'local-process', market: 'spot', entry: 2 });
+    expect(attempt?.reports.find((r) => r.phase === 'run')?.outputTail).toBe('gpus=8');
+  });
 });

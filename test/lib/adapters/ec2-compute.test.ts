@@ -3,14 +3,20 @@
 import { gunzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import {
+  CreateFleetCommand,
+  CreateLaunchTemplateCommand,
   CreateTagsCommand,
+  DeleteLaunchTemplateCommand,
   DescribeImagesCommand,
   DescribeInstancesCommand,
   EC2Client,
   EC2ServiceException,
-  RunInstancesCommand,
   TerminateInstancesCommand,
-  type RunInstancesCommandInput,
+  type CreateFleetCommandInput,
+  type CreateFleetCommandOutput,
+  type CreateLaunchTemplateCommandInput,
+  type DescribeInstancesCommandInput,
+  type RequestLaunchTemplateData,
 } from '@aws-sdk/client-ec2';
 import { DeleteParametersCommand, GetParameterCommand, PutParameterCommand, SSMClient, SSMServiceException } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -18,9 +24,9 @@ import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
   aliasParameter,
-  clientToken,
   DEFAULT_IMAGE_PARAMETERS,
   Ec2Compute,
+  fleetClientToken,
   InstancesStillRunningError,
   RELEASE_WAIT_BUDGET_MS,
   type Ec2ComputeConfig,
@@ -52,6 +58,10 @@ const CONFIG: Ec2ComputeConfig = {
   namePrefix: 'relaunch',
 };
 
+const ZONE_OF_SUBNET: Readonly<Record<string, string>> = Object.fromEntries(
+  CONFIG.regions.flatMap((region) => Object.entries(region.subnetsByZone).map(([zone, subnet]) => [subnet, zone])),
+);
+
 /** The AMI each region's SSM parameter names: `ami-<region>-<kind>`. */
 function amiOf(region: string, parameter: string): string {
   const kind = Object.entries(DEFAULT_IMAGE_PARAMETERS).find(([, name]) => name === parameter)?.[0] ?? 'unknown';
@@ -79,6 +89,10 @@ let ec2: Record<Region, Ec2Mock>;
 let ssm: Record<Region, SsmMock>;
 let sleeps: number[];
 let launched: number;
+/** Every instance the mocked fleets launched: what DescribeInstances says of it. */
+let world: Map<string, { zone: string; type: string; ip: string | undefined }>;
+/** Every launch template the mocked EC2 holds, by id: what CreateLaunchTemplate was sent. */
+let templates: Map<string, CreateLaunchTemplateCommandInput>;
 
 function compute(config: Partial<Ec2ComputeConfig> = {}): Ec2Compute {
   return new Ec2Compute({
@@ -91,20 +105,47 @@ function compute(config: Partial<Ec2ComputeConfig> = {}): Ec2Compute {
   });
 }
 
-/** RunInstances succeeds: MinCount instances numbered 0..n-1 with private IPs. */
-function runSucceeds(mock: Ec2Mock, zone: string): void {
-  mock.on(RunInstancesCommand).callsFake((input: RunInstancesCommandInput) => ({
-    OwnerId: ACCOUNT,
-    Instances: Array.from({ length: input.MinCount ?? 0 }, (_, index) => {
-      launched += 1;
-      return { InstanceId: `i-${launched}`, AmiLaunchIndex: index, PrivateIpAddress: `10.0.0.${launched}`, Placement: { AvailabilityZone: zone } };
-    }),
-  }));
+/** A fleet that fills its capacity with its first override: instances i-1, i-2, ... with private IPs. */
+function fleetLaunches(input: CreateFleetCommandInput, ip = true): Partial<CreateFleetCommandOutput> {
+  const override = input.LaunchTemplateConfigs?.[0]?.Overrides?.[0];
+  const ids = Array.from({ length: input.TargetCapacitySpecification?.TotalTargetCapacity ?? 0 }, () => {
+    launched += 1;
+    const id = `i-${launched}`;
+    world.set(id, { zone: ZONE_OF_SUBNET[override?.SubnetId ?? ''] ?? 'unknown', type: override?.InstanceType ?? 'unknown', ip: ip ? `10.0.0.${launched}` : undefined });
+    return id;
+  });
+  return { FleetId: 'fleet-1', Instances: [{ InstanceIds: ids, InstanceType: override?.InstanceType, LaunchTemplateAndOverrides: { Overrides: override } }], Errors: [] };
+}
+
+/** A fleet EC2 could not fill: one error per override, with this code. */
+function fleetFails(input: CreateFleetCommandInput, code = 'InsufficientInstanceCapacity'): Partial<CreateFleetCommandOutput> {
+  const overrides = (input.LaunchTemplateConfigs ?? []).flatMap((config) => config.Overrides ?? []);
+  return {
+    FleetId: 'fleet-0',
+    Instances: [],
+    Errors: overrides.map((override) => ({
+      LaunchTemplateAndOverrides: { Overrides: { InstanceType: override.InstanceType, SubnetId: override.SubnetId } },
+      Lifecycle: input.TargetCapacitySpecification?.DefaultTargetCapacityType === 'spot' ? 'spot' : 'on-demand',
+      ErrorCode: code,
+      ErrorMessage: `${code} (from the test)`,
+    })),
+  };
+}
+
+function describeWorld(input: DescribeInstancesCommandInput) {
+  if (input.InstanceIds === undefined) return { Reservations: [] };
+  const instances = input.InstanceIds.flatMap((id) => {
+    const known = world.get(id);
+    return known === undefined ? [] : [{ InstanceId: id, InstanceType: known.type, PrivateIpAddress: known.ip, Placement: { AvailabilityZone: known.zone } }];
+  });
+  return { Reservations: [{ OwnerId: ACCOUNT, Instances: instances }] };
 }
 
 beforeEach(() => {
   sleeps = [];
   launched = 0;
+  world = new Map();
+  templates = new Map();
   clients = {
     ec2: { 'us-east-1': new EC2Client({ region: 'us-east-1' }), 'us-west-2': new EC2Client({ region: 'us-west-2' }) },
     ssm: { 'us-east-1': new SSMClient({ region: 'us-east-1' }), 'us-west-2': new SSMClient({ region: 'us-west-2' }) },
@@ -118,18 +159,39 @@ beforeEach(() => {
     ec2[region].on(DescribeImagesCommand).resolves({ Images: [{ ImageId: 'ami', RootDeviceName: '/dev/sda1' }] });
     ec2[region].on(CreateTagsCommand).resolves({});
     ec2[region].on(TerminateInstancesCommand).resolves({});
-    ec2[region].on(DescribeInstancesCommand).resolves({ Reservations: [] });
-    runSucceeds(ec2[region], `${region}a`);
+    ec2[region].on(DescribeInstancesCommand).callsFake(describeWorld);
+    ec2[region].on(CreateLaunchTemplateCommand).callsFake((input: CreateLaunchTemplateCommandInput) => {
+      const id = `lt-${region}-${templates.size + 1}`;
+      templates.set(id, input);
+      return { LaunchTemplate: { LaunchTemplateId: id, LaunchTemplateName: input.LaunchTemplateName } };
+    });
+    ec2[region].on(DeleteLaunchTemplateCommand).resolves({});
+    ec2[region].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetLaunches(input));
   }
 });
 
-function runInputs(region: Region): RunInstancesCommandInput[] {
-  return ec2[region].commandCalls(RunInstancesCommand).map((call) => call.args[0].input as RunInstancesCommandInput);
+function fleetInputs(region: Region): CreateFleetCommandInput[] {
+  return ec2[region].commandCalls(CreateFleetCommand).map((call) => call.args[0].input as CreateFleetCommandInput);
+}
+
+/** The launch template data behind a fleet's `index`th config. */
+function templateData(fleet: CreateFleetCommandInput | undefined, index = 0): RequestLaunchTemplateData {
+  const id = fleet?.LaunchTemplateConfigs?.[index]?.LaunchTemplateSpecification?.LaunchTemplateId ?? '';
+  const data = templates.get(id)?.LaunchTemplateData;
+  if (data === undefined) throw new Error(`no launch template ${id}`);
+  return data;
+}
+
+/** The fleet's overrides as `zone/type`, over every config. */
+function overridesOf(fleet: CreateFleetCommandInput | undefined): string[] {
+  return (fleet?.LaunchTemplateConfigs ?? []).flatMap((config) =>
+    (config.Overrides ?? []).map((override) => `${ZONE_OF_SUBNET[override.SubnetId ?? ''] ?? '*'}/${override.InstanceType}`),
+  );
 }
 
 /** The agent script a launch sent, un-gzipped. */
-function userDataScript(input: RunInstancesCommandInput): string {
-  return gunzipSync(Buffer.from(input.UserData ?? '', 'base64')).toString('utf8');
+function userDataScript(data: RequestLaunchTemplateData): string {
+  return gunzipSync(Buffer.from(data.UserData ?? '', 'base64')).toString('utf8');
 }
 
 /** The environment file the agent script carries, decoded. */
@@ -138,57 +200,169 @@ function agentEnvironment(script: string): string {
   return Buffer.from(encoded, 'base64').toString('utf8');
 }
 
+const TAGS = [
+  { Key: 'Name', Value: 'relaunch-job-1-2' },
+  { Key: 'relaunch:job-id', Value: 'job-1' },
+  { Key: 'relaunch:attempt', Value: '2' },
+];
+
 describe('Ec2Compute.launch: what it sends', () => {
-  it('launches on-demand with IMDSv2, terminate-on-shutdown, tags on instances and volumes, and the Ubuntu AMI from SSM', async () => {
-    const result = await compute().launch(request(spec()));
+  it('one instant fleet over every fitting type and zone of the region, all or nothing, in one zone on one type', async () => {
+    const result = await compute().launch(request(spec({ cpus: { value: 8, orMore: false }, memoryGb: { value: 32, orMore: false } })));
 
     expect(ssm['us-east-1']).toHaveReceivedCommandWith(GetParameterCommand, { Name: DEFAULT_IMAGE_PARAMETERS.x86_64 });
     expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeImagesCommand, { ImageIds: ['ami-us-east-1-x86_64'] });
-    const tags = [
-      { Key: 'Name', Value: 'relaunch-job-1-2' },
-      { Key: 'relaunch:job-id', Value: 'job-1' },
-      { Key: 'relaunch:attempt', Value: '2' },
-    ];
-    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(RunInstancesCommand, {
-      ImageId: 'ami-us-east-1-x86_64',
-      InstanceType: 'm6i.2xlarge',
-      MinCount: 1,
-      MaxCount: 1,
-      SubnetId: 'subnet-east-a',
-      SecurityGroupIds: ['sg-east'],
-      IamInstanceProfile: { Arn: CONFIG.instanceProfileArn },
-      // IMDSv2 only, one hop: a container on the node cannot reach the instance's credentials.
-      MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 1 },
-      InstanceInitiatedShutdownBehavior: 'terminate',
-      BlockDeviceMappings: [{ DeviceName: '/dev/sda1', Ebs: { VolumeSize: 256, VolumeType: 'gp3', DeleteOnTermination: true, Encrypted: true } }],
-      TagSpecifications: [
-        { ResourceType: 'instance', Tags: tags },
-        { ResourceType: 'volume', Tags: tags },
+    const [fleet] = fleetInputs('us-east-1');
+    expect(fleet).toEqual({
+      ClientToken: 'job-1-2-us-east-1-0',
+      Type: 'instant',
+      LaunchTemplateConfigs: [
+        {
+          LaunchTemplateSpecification: { LaunchTemplateId: 'lt-us-east-1-1', Version: '$Latest' },
+          Overrides: [
+            { InstanceType: 'm6i.2xlarge', SubnetId: 'subnet-east-a' },
+            { InstanceType: 'm7i.2xlarge', SubnetId: 'subnet-east-a' },
+            { InstanceType: 'm6i.2xlarge', SubnetId: 'subnet-east-b' },
+            { InstanceType: 'm7i.2xlarge', SubnetId: 'subnet-east-b' },
+          ],
+        },
       ],
+      TargetCapacitySpecification: { TotalTargetCapacity: 1, OnDemandTargetCapacity: 1, DefaultTargetCapacityType: 'on-demand' },
+      OnDemandOptions: { AllocationStrategy: 'lowest-price', SingleInstanceType: true, SingleAvailabilityZone: true, MinTargetCapacity: 1 },
+      TagSpecifications: [{ ResourceType: 'fleet', Tags: TAGS }],
     });
-    expect(runInputs('us-east-1')[0]?.InstanceMarketOptions).toBeUndefined();
     expect(result).toEqual({
-      placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm6i.2xlarge' },
+      placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm6i.2xlarge', market: 'on-demand' },
       instances: [{ instanceId: 'i-1', nodeRank: 0, privateIp: '10.0.0.1' }],
     });
   });
 
-  it('asks for one-time spot capacity on the spot market', async () => {
-    await compute().launch(request(spec(), { market: 'spot' }));
+  it('the launch template holds the image, IMDSv2, terminate-on-shutdown, tags and the root volume; it is deleted after the fleet', async () => {
+    await compute().launch(request(spec()));
 
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, {
-      InstanceMarketOptions: { MarketType: 'spot', SpotOptions: { SpotInstanceType: 'one-time', InstanceInterruptionBehavior: 'terminate' } },
-      InstanceInitiatedShutdownBehavior: 'terminate',
+    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(CreateLaunchTemplateCommand, {
+      LaunchTemplateName: expect.stringMatching(/^relaunch-job-1-2-[0-9a-f]{16}$/),
+      ClientToken: expect.stringMatching(/^relaunch-job-1-2-[0-9a-f]{16}$/),
+      TagSpecifications: [{ ResourceType: 'launch-template', Tags: TAGS }],
     });
+    const data = templateData(fleetInputs('us-east-1')[0]);
+    expect(data).toEqual({
+      ImageId: 'ami-us-east-1-x86_64',
+      IamInstanceProfile: { Arn: CONFIG.instanceProfileArn },
+      UserData: expect.any(String),
+      // IMDSv2 only, one hop: a container on the node cannot reach the instance's credentials.
+      MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 1 },
+      InstanceInitiatedShutdownBehavior: 'terminate',
+      BlockDeviceMappings: [{ DeviceName: '/dev/sda1', Ebs: { VolumeSize: 256, VolumeType: 'gp3', DeleteOnTermination: true, Encrypted: true } }],
+      SecurityGroupIds: ['sg-east'],
+      TagSpecifications: [
+        { ResourceType: 'instance', Tags: TAGS },
+        { ResourceType: 'volume', Tags: TAGS },
+      ],
+    });
+    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(DeleteLaunchTemplateCommand, { LaunchTemplateId: 'lt-us-east-1-1' });
+    const order = ec2['us-east-1'].calls().map((call) => call.args[0].constructor.name);
+    expect(order.indexOf('CreateFleetCommand')).toBeLessThan(order.indexOf('DeleteLaunchTemplateCommand'));
+  });
+
+  it('asks for spot capacity, price-capacity-optimized, terminated on interruption', async () => {
+    const result = await compute().launch(request(spec(), { market: 'spot' }));
+
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateFleetCommand, {
+      TargetCapacitySpecification: { TotalTargetCapacity: 1, SpotTargetCapacity: 1, DefaultTargetCapacityType: 'spot' },
+      SpotOptions: {
+        AllocationStrategy: 'price-capacity-optimized',
+        InstanceInterruptionBehavior: 'terminate',
+        SingleInstanceType: true,
+        SingleAvailabilityZone: true,
+        MinTargetCapacity: 1,
+      },
+    });
+    expect(fleetInputs('us-east-1')[0]?.OnDemandOptions).toBeUndefined();
+    expect(result.placement.market).toBe('spot');
+  });
+
+  it('ordered: prioritized (capacity-optimized-prioritized on spot), with the entries\' priorities', async () => {
+    const alternatives = { mode: 'ordered' as const, options: [{ instanceType: 'g5.xlarge', useSpot: true }, { instanceType: 'g6.xlarge', useSpot: true }] };
+
+    await compute().launch(request(spec({ useSpot: true, alternatives, region: 'us-west-2' }), { market: 'spot' }));
+
+    const [fleet] = fleetInputs('us-west-2');
+    expect(fleet?.SpotOptions?.AllocationStrategy).toBe('capacity-optimized-prioritized');
+    expect(fleet?.LaunchTemplateConfigs?.[0]?.Overrides).toEqual([
+      { InstanceType: 'g5.xlarge', SubnetId: 'subnet-west-a', Priority: 0 },
+      { InstanceType: 'g6.xlarge', SubnetId: 'subnet-west-a', Priority: 1 },
+    ]);
+
+    await compute().launch(request(spec({ alternatives: { ...alternatives, options: alternatives.options.map((o) => ({ ...o, useSpot: false })) } })));
+    expect(fleetInputs('us-east-1')[0]?.OnDemandOptions?.AllocationStrategy).toBe('prioritized');
+  });
+
+  it('one launch template per kind of node: a GPU type and a CPU type in one fleet boot different images', async () => {
+    const alternatives = { mode: 'any_of' as const, options: [{ accelerators: [{ name: 'A100', count: 8 }], useSpot: false }, { instanceType: 'm6i.large', useSpot: false }] };
+
+    await compute().launch(request(spec({ alternatives, region: 'us-west-2' })));
+
+    const [fleet] = fleetInputs('us-west-2');
+    expect(overridesOf(fleet)).toEqual(['us-west-2a/p4d.24xlarge', 'us-west-2a/m6i.large']);
+    expect(templateData(fleet, 0).ImageId).toBe('ami-us-west-2-x86_64-gpu');
+    expect(templateData(fleet, 1).ImageId).toBe('ami-us-west-2-x86_64');
+    expect(ec2['us-west-2']).toHaveReceivedCommandTimes(DeleteLaunchTemplateCommand, 2);
+  });
+
+  it('network_tier best: an EFA interface on types that have it, the security groups on it; others keep the default network', async () => {
+    const alternatives = { mode: 'any_of' as const, options: [{ instanceType: 'p4d.24xlarge', useSpot: false }, { instanceType: 'g5.xlarge', useSpot: false }] };
+
+    await compute().launch(request(spec({ alternatives, networkTier: 'best', region: 'us-west-2' })));
+
+    const [fleet] = fleetInputs('us-west-2');
+    expect(templateData(fleet, 0).NetworkInterfaces).toEqual([
+      { DeviceIndex: 0, NetworkCardIndex: 0, InterfaceType: 'efa', Groups: ['sg-west'], DeleteOnTermination: true },
+    ]);
+    expect(templateData(fleet, 0).SecurityGroupIds).toBeUndefined();
+    expect(templateData(fleet, 1).NetworkInterfaces).toBeUndefined();
+    expect(templateData(fleet, 1).SecurityGroupIds).toEqual(['sg-west']);
+  });
+
+  it('use_spot inside any_of: a spot fleet, then an on-demand one in the same region', async () => {
+    ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) =>
+      input.TargetCapacitySpecification?.DefaultTargetCapacityType === 'spot' ? fleetFails(input) : fleetLaunches(input),
+    );
+    const alternatives = { mode: 'any_of' as const, options: [{ useSpot: true }, { useSpot: false }] };
+
+    const result = await compute().launch(request(spec({ instanceType: 'g5.xlarge', useSpot: true, alternatives }), { market: 'spot' }));
+
+    expect(fleetInputs('us-east-1').map((fleet) => fleet.TargetCapacitySpecification?.DefaultTargetCapacityType)).toEqual(['spot', 'on-demand']);
+    // The on-demand entry (the second) is the one that launched.
+    expect(result.placement).toEqual({
+      region: 'us-east-1',
+      zone: 'us-east-1a',
+      instanceType: 'g5.xlarge',
+      market: 'on-demand',
+      entry: 1,
+    });
+  });
+
+  it('records the candidates EC2 could not fill beside the one that launched', async () => {
+    ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => ({
+      ...fleetLaunches(input),
+      Errors: [{ LaunchTemplateAndOverrides: { Overrides: { InstanceType: 'p5.48xlarge', SubnetId: 'subnet-east-b' } }, ErrorCode: 'InsufficientInstanceCapacity' }],
+    }));
+
+    const result = await compute().launch(request(spec({ instanceType: 'm6i.large' })));
+
+    expect(result.placement.unavailable).toEqual(['p5.48xlarge in us-east-1b (on-demand): InsufficientInstanceCapacity']);
   });
 
   it('sends the agent as gzipped user data, with the API, where its secret is and the GPU count, never the secret', async () => {
     await compute().launch(request(spec({ accelerators: [{ name: 'A100', count: 8 }], diskSizeGb: 1024 })));
 
-    const [input] = runInputs('us-east-1');
-    expect(input).toMatchObject({ InstanceType: 'p4d.24xlarge', ImageId: 'ami-us-east-1-x86_64-gpu' });
-    expect(input?.BlockDeviceMappings?.[0]?.Ebs?.VolumeSize).toBe(1024);
-    const script = userDataScript(input as RunInstancesCommandInput);
+    const [fleet] = fleetInputs('us-east-1');
+    expect(overridesOf(fleet)).toEqual(['us-east-1a/p4d.24xlarge', 'us-east-1b/p4d.24xlarge']);
+    const data = templateData(fleet);
+    expect(data.ImageId).toBe('ami-us-east-1-x86_64-gpu');
+    expect(data.BlockDeviceMappings?.[0]?.Ebs?.VolumeSize).toBe(1024);
+    const script = userDataScript(data);
     expect(script.startsWith('#!/bin/bash\n')).toBe(true);
     expect(script).not.toContain('cb-secret');
     expect(script).toContain("SECRET_PATH='/relaunch/agent-secrets'");
@@ -217,7 +391,7 @@ describe('Ec2Compute.launch: what it sends', () => {
       })),
     );
     const order = [...ec2['us-east-1'].calls(), ...ssm['us-east-1'].calls()].map((call) => call.args[0].constructor.name);
-    expect(order.indexOf('RunInstancesCommand')).toBeLessThan(order.indexOf('PutParameterCommand'));
+    expect(order.indexOf('CreateFleetCommand')).toBeLessThan(order.indexOf('PutParameterCommand'));
   });
 
   it("puts the job's secrets beside the callback secret in each node's parameter, never in user data", async () => {
@@ -225,7 +399,7 @@ describe('Ec2Compute.launch: what it sends', () => {
 
     const [put] = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input);
     expect(put?.Value).toBe(`cb-secret HF_TOKEN=${Buffer.from('hf_planted').toString('base64')}`);
-    expect(userDataScript(runInputs('us-east-1')[0] as RunInstancesCommandInput)).not.toContain('hf_planted');
+    expect(userDataScript(templateData(fleetInputs('us-east-1')[0]))).not.toContain('hf_planted');
   });
 
   it('takes a secret an earlier try already wrote as written, and retries SSM throttling', async () => {
@@ -246,17 +420,18 @@ describe('Ec2Compute.launch: what it sends', () => {
 
     await expect(compute().launch(request(spec()))).rejects.toMatchObject({ name: 'AccessDeniedException' });
     expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DeleteLaunchTemplateCommand, { LaunchTemplateId: 'lt-us-east-1-1' });
 
-    ec2['us-east-1'].on(RunInstancesCommand).resolves({ Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] });
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolves({ Reservations: [{ Instances: [{ InstanceId: 'i-2', PrivateIpAddress: '10.0.0.9' }] }] });
     await expect(compute().launch(request(spec()))).rejects.toThrow(/without the account \(OwnerId\)/);
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-9'] });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-2'] });
   });
 
   it('picks the arm64 image for a Graviton type', async () => {
     await compute().launch(request(spec({ instanceType: 'm7g.large' })));
 
     expect(ssm['us-east-1']).toHaveReceivedCommandWith(GetParameterCommand, { Name: DEFAULT_IMAGE_PARAMETERS.arm64 });
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-us-east-1-arm64', InstanceType: 'm7g.large' });
+    expect(templateData(fleetInputs('us-east-1')[0]).ImageId).toBe('ami-us-east-1-arm64');
   });
 
   it("resolves SkyPilot's image aliases through AWS's public parameters, for the type's architecture", async () => {
@@ -271,9 +446,9 @@ describe('Ec2Compute.launch: what it sends', () => {
   it("tells the agent the task's Docker image, on the default machine image", async () => {
     await compute().launch(request(spec({ containerImage: 'nvcr.io/nvidia/pytorch:24.07-py3', accelerators: [{ name: 'A100', count: 8 }] })));
 
-    const [input] = runInputs('us-east-1');
-    expect(input?.ImageId).toBe('ami-us-east-1-x86_64-gpu');
-    const script = userDataScript(input as RunInstancesCommandInput);
+    const data = templateData(fleetInputs('us-east-1')[0]);
+    expect(data.ImageId).toBe('ami-us-east-1-x86_64-gpu');
+    const script = userDataScript(data);
     expect(script).toContain("CONTAINER_IMAGE='nvcr.io/nvidia/pytorch:24.07-py3'");
     expect(script).toContain("CONTAINER_GPUS='1'");
   });
@@ -292,7 +467,7 @@ describe('Ec2Compute.launch: what it sends', () => {
   ] as const)('sizes a %s-tier root volume of %i GB within what EBS allows', async (diskTier, diskSizeGb, volume) => {
     await compute().launch(request(spec({ diskTier, diskSizeGb })));
 
-    expect(runInputs('us-east-1')[0]?.BlockDeviceMappings?.[0]?.Ebs).toEqual({ VolumeSize: diskSizeGb, ...volume, DeleteOnTermination: true, Encrypted: true });
+    expect(templateData(fleetInputs('us-east-1')[0]).BlockDeviceMappings?.[0]?.Ebs).toEqual({ VolumeSize: diskSizeGb, ...volume, DeleteOnTermination: true, Encrypted: true });
   });
 
   it('uses image_id as given, with no SSM lookup', async () => {
@@ -300,7 +475,7 @@ describe('Ec2Compute.launch: what it sends', () => {
 
     expect(ssm['us-east-1']).not.toHaveReceivedCommand(GetParameterCommand);
     expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeImagesCommand, { ImageIds: ['ami-custom'] });
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-custom' });
+    expect(templateData(fleetInputs('us-east-1')[0]).ImageId).toBe('ami-custom');
   });
 
   it('sizes the root volume of a custom image on its own root device', async () => {
@@ -308,17 +483,19 @@ describe('Ec2Compute.launch: what it sends', () => {
 
     await compute().launch(request(spec({ imageId: { kind: 'ami', imageId: 'ami-al2023' }, diskSizeGb: 100 })));
 
-    expect(runInputs('us-east-1')[0]?.BlockDeviceMappings).toEqual([
+    expect(templateData(fleetInputs('us-east-1')[0]).BlockDeviceMappings).toEqual([
       { DeviceName: '/dev/xvda', Ebs: { VolumeSize: 100, VolumeType: 'gp3', DeleteOnTermination: true, Encrypted: true } },
     ]);
   });
 
   it('skips a region the per-region image_id does not cover', async () => {
-    const result = await compute().launch(request(spec({ imageId: { kind: 'per-region', byRegion: { 'us-west-2': 'ami-west' } } })));
+    const result = await compute().launch(request(spec({ imageId: { kind: 'per-region', byRegion: { 'us-west-2': 'ami-west' } }, instanceType: 'm6i.2xlarge' })));
 
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
-    expect(ec2['us-west-2']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-west', SubnetId: 'subnet-west-a', SecurityGroupIds: ['sg-west'] });
-    expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.2xlarge' });
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
+    const [fleet] = fleetInputs('us-west-2');
+    expect(overridesOf(fleet)).toEqual(['us-west-2a/m6i.2xlarge']);
+    expect(templateData(fleet)).toMatchObject({ ImageId: 'ami-west', SecurityGroupIds: ['sg-west'] });
+    expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.2xlarge', market: 'on-demand' });
   });
 
   it('skips a region whose SSM parameter for the default image does not exist, looking it up once', async () => {
@@ -327,29 +504,39 @@ describe('Ec2Compute.launch: what it sends', () => {
     const result = await compute().launch(request(spec({ instanceType: 'g5.xlarge' })));
 
     expect(ssm['us-east-1']).toHaveReceivedCommandTimes(GetParameterCommand, 1);
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
-    expect(ec2['us-west-2']).toHaveReceivedCommandWith(RunInstancesCommand, { ImageId: 'ami-us-west-2-x86_64-gpu' });
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
+    expect(templateData(fleetInputs('us-west-2')[0]).ImageId).toBe('ami-us-west-2-x86_64-gpu');
     expect(result.placement.region).toBe('us-west-2');
   });
 
-  it('tags every node with its rank and every node IP, head first, for the agent to read from IMDS', async () => {
-    ec2['us-east-1'].on(RunInstancesCommand).resolves({ OwnerId: ACCOUNT,
-      Instances: [
-        { InstanceId: 'i-b', AmiLaunchIndex: 1, PrivateIpAddress: '10.0.0.12' },
-        { InstanceId: 'i-a', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.11' },
-      ],
-    });
+  it('ranks nodes by instance id and tags every node with its rank and every node IP, head first, for the agent to read from IMDS', async () => {
+    ec2['us-east-1'].on(CreateFleetCommand).resolves({ Instances: [{ InstanceIds: ['i-b', 'i-a'] }] });
+    world.set('i-a', { zone: 'us-east-1b', type: 'm6i.2xlarge', ip: '10.0.0.11' });
+    world.set('i-b', { zone: 'us-east-1b', type: 'm6i.2xlarge', ip: '10.0.0.12' });
 
     const result = await compute().launch(request(spec({}, { numNodes: 2 })));
 
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { MinCount: 2, MaxCount: 2 });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateFleetCommand, {
+      TargetCapacitySpecification: { TotalTargetCapacity: 2, OnDemandTargetCapacity: 2, DefaultTargetCapacityType: 'on-demand' },
+    });
+    expect(fleetInputs('us-east-1')[0]?.OnDemandOptions?.MinTargetCapacity).toBe(2);
     expect(result.instances).toEqual([
       { instanceId: 'i-a', nodeRank: 0, privateIp: '10.0.0.11' },
       { instanceId: 'i-b', nodeRank: 1, privateIp: '10.0.0.12' },
     ]);
+    expect(result.placement.zone).toBe('us-east-1b');
     const ips = { Key: 'relaunch:node-ips:0', Value: '10.0.0.11 10.0.0.12' };
     expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateTagsCommand, { Resources: ['i-a'], Tags: [{ Key: 'relaunch:node-rank', Value: '0' }, ips] });
     expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateTagsCommand, { Resources: ['i-b'], Tags: [{ Key: 'relaunch:node-rank', Value: '1' }, ips] });
+  });
+
+  it('asks again while EC2 does not list the new instances or their IPs yet', async () => {
+    ec2['us-east-1'].on(DescribeInstancesCommand).rejectsOnce(awsError('InvalidInstanceID.NotFound')).callsFake(describeWorld);
+
+    const result = await compute().launch(request(spec()));
+
+    expect(result.instances).toEqual([{ instanceId: 'i-1', nodeRank: 0, privateIp: '10.0.0.1' }]);
+    expect(sleeps).toEqual([500]);
   });
 
   it('moves to another region first after a preemption (EAGER_NEXT_REGION)', async () => {
@@ -357,94 +544,101 @@ describe('Ec2Compute.launch: what it sends', () => {
 
     const result = await compute().launch(request(spec(), { history }));
 
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
     expect(result.placement.region).toBe('us-west-2');
+  });
+
+  it('refuses ports the deployment does not open, before calling AWS', async () => {
+    const ports = [{ from: 8080, to: 8080 }, { from: 9000, to: 9010 }];
+
+    await expect(compute({ openPorts: [{ from: 8000, to: 8999 }] }).launch(request(spec({ ports })))).rejects.toThrow(
+      "resources.ports: 8080, 9000-9010 are not open on relaunch's job instances (this deployment opens 8000-8999; see the relaunch:jobPorts context key)",
+    );
+    expect(ec2['us-east-1']).not.toHaveReceivedAnyCommand();
+
+    await compute({ openPorts: [{ from: 8000, to: 9999 }] }).launch(request(spec({ ports })));
+    expect(ec2['us-east-1']).toHaveReceivedCommand(CreateFleetCommand);
   });
 });
 
 describe('Ec2Compute.launch: failing over and failing', () => {
-  it('fails over across instance types within a zone, then to the next zone', async () => {
-    let calls = 0;
-    ec2['us-east-1'].on(RunInstancesCommand).callsFake(() => {
-      calls += 1;
-      if (calls <= 4) throw awsError('InsufficientInstanceCapacity');
-      return { OwnerId: ACCOUNT, Instances: [{ InstanceId: 'i-h200', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.1.5' }] };
-    });
+  it('fails over to the next region when a fleet comes back empty, every candidate in the message if none launches', async () => {
+    ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetFails(input));
 
     const result = await compute().launch(request(spec({ accelerators: [{ name: 'H100', count: 8 }, { name: 'H200', count: 8 }] }), { market: 'spot' }));
 
-    const tried = runInputs('us-east-1').map((input) => [input.SubnetId, input.InstanceType]);
-    expect(tried).toEqual([
-      ['subnet-east-a', 'p5.48xlarge'],
-      ['subnet-east-a', 'p5e.48xlarge'],
-      ['subnet-east-a', 'p5en.48xlarge'],
-      ['subnet-east-b', 'p5.48xlarge'],
-      ['subnet-east-b', 'p5e.48xlarge'],
+    expect(overridesOf(fleetInputs('us-east-1')[0])).toEqual([
+      'us-east-1a/p5.48xlarge',
+      'us-east-1a/p5e.48xlarge',
+      'us-east-1a/p5en.48xlarge',
+      'us-east-1b/p5.48xlarge',
+      'us-east-1b/p5e.48xlarge',
+      'us-east-1b/p5en.48xlarge',
     ]);
-    expect(result.placement).toEqual({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p5e.48xlarge' });
+    expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'p5.48xlarge', market: 'spot' });
     expect(sleeps).toEqual([]);
   });
 
   it.each(['InsufficientInstanceCapacity', 'SpotMaxPriceTooLow', 'MaxSpotInstanceCountExceeded', 'InsufficientCapacity', 'Unsupported', 'VcpuLimitExceeded'])(
-    'treats %s as no capacity and fails over to the next region',
+    'treats %s, per candidate or for the whole request, as no capacity and fails over to the next region',
     async (code) => {
-      ec2['us-east-1'].on(RunInstancesCommand).rejects(awsError(code));
+      ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetFails(input, code));
+      const first = await compute().launch(request(spec({ instanceType: 'm6i.large' })));
+      ec2['us-east-1'].on(CreateFleetCommand).rejects(awsError(code));
+      const second = await compute().launch(request(spec({ instanceType: 'm6i.large' })));
 
-      const result = await compute().launch(request(spec({ instanceType: 'm6i.large' })));
-
-      expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 2);
-      expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.large' });
+      for (const result of [first, second]) expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.large', market: 'on-demand' });
     },
   );
 
-  it('throws NoCapacityError naming everything it tried when all candidates are exhausted', async () => {
-    for (const region of REGIONS) ec2[region].on(RunInstancesCommand).rejects(awsError('InsufficientInstanceCapacity'));
+  it('throws NoCapacityError naming every candidate EC2 could not fill, and deletes its templates', async () => {
+    for (const region of REGIONS) ec2[region].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetFails(input));
 
     const launch = compute().launch(request(spec({ accelerators: [{ name: 'T4', count: 4 }] }), { market: 'spot' }));
 
     await expect(launch).rejects.toThrow(NoCapacityError);
     await expect(launch).rejects.toThrow(
-      'no capacity for job job-1 attempt 2 (spot, 1 node): tried g4dn.12xlarge in us-east-1a (InsufficientInstanceCapacity), ' +
-        'g4dn.12xlarge in us-east-1b (InsufficientInstanceCapacity), g4dn.12xlarge in us-west-2a (InsufficientInstanceCapacity)',
+      'no capacity for job job-1 attempt 2 (spot, 1 node): tried g4dn.12xlarge in us-east-1a (spot): InsufficientInstanceCapacity, ' +
+        'g4dn.12xlarge in us-east-1b (spot): InsufficientInstanceCapacity, g4dn.12xlarge in us-west-2a (spot): InsufficientInstanceCapacity',
     );
+    for (const region of REGIONS) expect(ec2[region]).toHaveReceivedCommandTimes(DeleteLaunchTemplateCommand, 1);
   });
 
   it('retries a throttled call with exponential backoff, never counting it as a failure', async () => {
     let calls = 0;
-    ec2['us-east-1'].on(RunInstancesCommand).callsFake(() => {
+    ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => {
       calls += 1;
       if (calls <= 3) throw awsError('RequestLimitExceeded');
-      return { OwnerId: ACCOUNT, Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] };
+      return fleetLaunches(input);
     });
     ssm['us-east-1'].on(GetParameterCommand).rejectsOnce(awsError('ThrottlingException')).resolves({ Parameter: { Value: 'ami-x' } });
 
-    const result = await compute().launch(request(spec()));
+    const result = await compute().launch(request(spec({ instanceType: 'm6i.large' })));
 
     expect(result.placement.zone).toBe('us-east-1a');
-    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 4);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(CreateFleetCommand, 4);
     expect(sleeps).toEqual([500, 500, 1000, 2000]);
   });
 
-  it('sends one ClientToken per job, attempt, zone and type, so a retried RunInstances cannot launch twice', async () => {
+  it('sends one ClientToken per job, attempt, region and request, the same on a retry, so a retried CreateFleet cannot launch twice', async () => {
     let calls = 0;
-    ec2['us-east-1'].on(RunInstancesCommand).callsFake(() => {
+    ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => {
       calls += 1;
-      if (calls === 1) throw awsError('InsufficientInstanceCapacity');
-      if (calls === 2) throw awsError('InternalError');
-      return { OwnerId: ACCOUNT, Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.9' }] };
+      if (calls === 1) throw serverError('InternalError', 500);
+      return calls === 2 ? fleetFails(input) : fleetLaunches(input);
     });
+    // FAILOVER after an attempt in us-east-1a: that zone's request first, then the rest of its region.
+    const history = [{ placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm6i.large' }, outcome: 'EXITED' as const }];
+    const failover = spec({ instanceType: 'm6i.large' });
+    const resources = { ...failover.resources, jobRecovery: { ...failover.resources.jobRecovery, strategy: 'FAILOVER' as const } };
 
-    await compute().launch(request(spec({ instanceType: 'm6i.large' })));
+    await compute().launch(request({ ...failover, resources }, { history }));
 
-    expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(RunInstancesCommand, 1, { ClientToken: 'job-1-2-us-east-1a-m6i.large' });
-    expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(RunInstancesCommand, 2, { ClientToken: 'job-1-2-us-east-1b-m6i.large' });
-    expect(ec2['us-east-1']).toHaveReceivedNthCommandWith(RunInstancesCommand, 3, { ClientToken: 'job-1-2-us-east-1b-m6i.large' });
-  });
-
-  it('names the error when EC2 returns an instance without a private IP', async () => {
-    ec2['us-east-1'].on(RunInstancesCommand).resolves({ Instances: [{ InstanceId: 'i-9', AmiLaunchIndex: 0 }] });
-
-    await expect(compute().launch(request(spec({ instanceType: 'm6i.large' })))).rejects.toBeInstanceOf(UnexpectedCloudResponseError);
+    expect(fleetInputs('us-east-1').map((fleet) => [fleet.ClientToken, overridesOf(fleet)])).toEqual([
+      ['job-1-2-us-east-1-0', ['us-east-1a/m6i.large']],
+      ['job-1-2-us-east-1-0', ['us-east-1a/m6i.large']],
+      ['job-1-2-us-east-1-1', ['us-east-1b/m6i.large']],
+    ]);
   });
 
   it('hashes a ClientToken longer than the 64 characters EC2 takes', async () => {
@@ -452,26 +646,33 @@ describe('Ec2Compute.launch: failing over and failing', () => {
 
     await compute().launch(request(spec({ instanceType: 'm6i.large' }), { jobId }));
 
-    const token = runInputs('us-east-1')[0]?.ClientToken ?? '';
+    const token = fleetInputs('us-east-1')[0]?.ClientToken ?? '';
     expect(token).toMatch(/^[0-9a-f]{64}$/);
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(RunInstancesCommand, { ClientToken: clientToken({ jobId, attempt: 2 }, { region: 'us-east-1', zone: 'us-east-1a' }, 'm6i.large') });
-    expect(clientToken({ jobId, attempt: 3 }, { region: 'us-east-1', zone: 'us-east-1a' }, 'm6i.large')).not.toBe(token);
+    expect(token).toBe(fleetClientToken({ jobId, attempt: 2 }, 'us-east-1', 0));
+    expect(fleetClientToken({ jobId, attempt: 3 }, 'us-east-1', 0)).not.toBe(token);
   });
 
-  it('raises a throttle as TransientError once its retries are used up, trying no other zone', async () => {
+  it('names the error when EC2 never lists a launched instance with a private IP, and gives it back', async () => {
+    ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetLaunches(input, false));
+
+    await expect(compute().launch(request(spec({ instanceType: 'm6i.large' })))).rejects.toBeInstanceOf(UnexpectedCloudResponseError);
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
+  });
+
+  it('raises a throttle as TransientError once its retries are used up, trying no other region', async () => {
     const throttled = awsError('RequestLimitExceeded');
-    ec2['us-east-1'].on(RunInstancesCommand).rejects(throttled);
+    ec2['us-east-1'].on(CreateFleetCommand).rejects(throttled);
 
     const launch = compute({ throttleRetries: 2 }).launch(request(spec()));
 
     await expect(launch).rejects.toBeInstanceOf(TransientError);
     await expect(launch).rejects.toMatchObject({
       name: TransientError.errorName,
-      message: expect.stringMatching(/^EC2 RunInstances in us-east-1: .*2 of relaunch's own.*RequestLimitExceeded/),
+      message: expect.stringMatching(/^EC2 CreateFleet in us-east-1: .*2 of relaunch's own.*RequestLimitExceeded/),
       cause: throttled,
     });
-    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 3);
-    expect(ec2['us-west-2']).not.toHaveReceivedCommand(RunInstancesCommand);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(CreateFleetCommand, 3);
+    expect(ec2['us-west-2']).not.toHaveReceivedCommand(CreateFleetCommand);
   });
 
   it.each([
@@ -479,37 +680,38 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     ['Unavailable', serverError('Unavailable', 503)],
     ['a 5xx with a code EC2 has not used before', serverError('SomethingNew', 502)],
   ])('retries %s from EC2, then raises it as TransientError', async (_case, fault) => {
-    ec2['us-east-1'].on(RunInstancesCommand).rejects(fault);
+    ec2['us-east-1'].on(CreateFleetCommand).rejects(fault);
 
     await expect(compute({ throttleRetries: 1 }).launch(request(spec()))).rejects.toMatchObject({ name: TransientError.errorName, cause: fault });
-    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 2);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(CreateFleetCommand, 2);
     expect(sleeps).toEqual([500]);
   });
 
   it('keeps capacity errors apart from transient ones, though EC2 answers them as server errors', async () => {
-    ec2['us-east-1'].on(RunInstancesCommand).rejects(serverError('InsufficientInstanceCapacity', 500));
-    ec2['us-west-2'].on(RunInstancesCommand).rejects(serverError('InsufficientInstanceCapacity', 500));
+    ec2['us-east-1'].on(CreateFleetCommand).rejects(serverError('InsufficientInstanceCapacity', 500));
+    ec2['us-west-2'].on(CreateFleetCommand).rejects(serverError('InsufficientInstanceCapacity', 500));
 
     const launch = compute().launch(request(spec({ instanceType: 'm6i.large' })));
 
     await expect(launch).rejects.toBeInstanceOf(NoCapacityError);
     expect(sleeps).toEqual([]);
-    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 2);
-    expect(ec2['us-west-2']).toHaveReceivedCommandTimes(RunInstancesCommand, 1);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(CreateFleetCommand, 1);
+    expect(ec2['us-west-2']).toHaveReceivedCommandTimes(CreateFleetCommand, 1);
   });
 
   it.each([
-    ['an unknown instance type', 'InvalidParameterValue', /EC2 cannot launch m9z.large .*InvalidParameterValue/],
-    ['a bad AMI', 'InvalidAMIID.NotFound', /InvalidAMIID.NotFound/],
-  ])('refuses %s with a PrecheckError and tries nothing else', async (_name, code, message) => {
-    ec2['us-east-1'].on(RunInstancesCommand).rejects(awsError(code));
+    ['an unknown instance type, as every candidate\'s error', 'errors', 'InvalidParameterValue', /EC2 cannot launch this task in us-east-1: m9z.large in us-east-1a \(on-demand\): InvalidParameterValue/],
+    ['a bad AMI, as the request\'s error', 'throws', 'InvalidAMIID.NotFound', /InvalidAMIID.NotFound/],
+  ])('refuses %s with a PrecheckError and tries nothing else', async (_name, how, code, message) => {
+    if (how === 'errors') ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetFails(input, code));
+    else ec2['us-east-1'].on(CreateFleetCommand).rejects(awsError(code));
 
     const launch = compute().launch(request(spec({ instanceType: 'm9z.large' })));
 
     await expect(launch).rejects.toThrow(PrecheckError);
     await expect(launch).rejects.toThrow(message);
-    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 1);
-    expect(ec2['us-west-2']).not.toHaveReceivedCommand(RunInstancesCommand);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(CreateFleetCommand, 1);
+    expect(ec2['us-west-2']).not.toHaveReceivedCommand(CreateFleetCommand);
   });
 
   it('refuses an image_id EC2 does not know before launching anything', async () => {
@@ -518,7 +720,7 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     await expect(compute().launch(request(spec({ imageId: { kind: 'ami', imageId: 'ami-nope' } })))).rejects.toThrow(
       /resources.image_id: ami-nope cannot be used in us-east-1: InvalidAMIID.Malformed/,
     );
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
   });
 
   it('refuses a per-region image_id that covers none of the usable regions', async () => {
@@ -527,7 +729,7 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     await expect(compute().launch(request(taskSpec))).rejects.toThrow(
       'resources.image_id: names AMIs for eu-west-1, but relaunch may launch this task only in us-east-1, us-west-2',
     );
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
   });
 
   it('refuses an unknown accelerator before calling AWS', async () => {
@@ -538,30 +740,22 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     expect(ec2['us-east-1']).not.toHaveReceivedAnyCommand();
   });
 
-  it('refuses a task too large for user data', async () => {
+  it('refuses a task too large for user data, creating no template', async () => {
     const run = `echo ${randomBytes(24_000).toString('base64')}`;
 
     await expect(compute().launch(request(spec({}, { run })))).rejects.toThrow(/too large for EC2 user data/);
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(RunInstancesCommand);
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateLaunchTemplateCommand);
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
   });
 
-  it('terminates a partial multi-node launch and tries the next candidate', async () => {
-    ec2['us-east-1']
-      .on(RunInstancesCommand)
-      .resolvesOnce({ OwnerId: ACCOUNT, Instances: [{ InstanceId: 'i-lonely', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.0.1' }] })
-      .resolves({ OwnerId: ACCOUNT,
-        Instances: [
-          { InstanceId: 'i-0', AmiLaunchIndex: 0, PrivateIpAddress: '10.0.2.1' },
-          { InstanceId: 'i-1', AmiLaunchIndex: 1, PrivateIpAddress: '10.0.2.2' },
-        ],
-      });
+  it('terminates a partial multi-node launch and tries the next request', async () => {
+    ec2['us-east-1'].on(CreateFleetCommand).resolves({ Instances: [{ InstanceIds: ['i-lonely'] }] });
 
     const result = await compute().launch(request(spec({ instanceType: 'm6i.large' }, { numNodes: 2 })));
 
     expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(TerminateInstancesCommand, { InstanceIds: ['i-lonely'] });
-    expect(runInputs('us-east-1').map((input) => input.SubnetId)).toEqual(['subnet-east-a', 'subnet-east-b']);
-    expect(result.placement.zone).toBe('us-east-1b');
-    expect(result.instances.map((instance) => instance.instanceId)).toEqual(['i-0', 'i-1']);
+    expect(result.placement.region).toBe('us-west-2');
+    expect(result.instances.map((instance) => instance.instanceId)).toEqual(['i-1', 'i-2']);
   });
 
   it('terminates what it launched when tagging fails, and lets the error through', async () => {
@@ -571,13 +765,14 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
   });
 
-  it("lets relaunch's own configuration errors through as they are", async () => {
-    ec2['us-east-1'].on(RunInstancesCommand).rejects(awsError('InvalidSubnetID.NotFound'));
+  it("lets relaunch's own configuration errors through as they are, still deleting the template", async () => {
+    ec2['us-east-1'].on(CreateFleetCommand).rejects(awsError('InvalidSubnetID.NotFound'));
 
     const launch = compute().launch(request(spec()));
 
     await expect(launch).rejects.toThrow(/InvalidSubnetID.NotFound/);
     await expect(launch).rejects.not.toThrow(NoCapacityError);
+    expect(ec2['us-east-1']).toHaveReceivedCommand(DeleteLaunchTemplateCommand);
   });
 
   it.each([
@@ -585,11 +780,17 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     ['a missing subnet', 'InvalidSubnetID.NotFound'],
   ])('never retries nor calls transient %s: waiting will not fix it', async (_case, code) => {
     const refused = awsError(code);
-    ec2['us-east-1'].on(RunInstancesCommand).rejects(refused);
+    ec2['us-east-1'].on(CreateFleetCommand).rejects(refused);
 
     await expect(compute().launch(request(spec()))).rejects.toBe(refused);
-    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(RunInstancesCommand, 1);
+    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(CreateFleetCommand, 1);
     expect(sleeps).toEqual([]);
+  });
+
+  it('takes a template already gone as deleted', async () => {
+    ec2['us-east-1'].on(DeleteLaunchTemplateCommand).rejects(awsError('InvalidLaunchTemplateId.NotFound'));
+
+    await expect(compute().launch(request(spec()))).resolves.toMatchObject({ placement: { region: 'us-east-1' } });
   });
 });
 

@@ -1,10 +1,11 @@
-// Ec2Inventory: relaunch's live instances in every region, every page, read from their tags.
+// Ec2Inventory and Ec2LaunchTemplates: relaunch's live instances and launch templates in
+// every region, every page, read from their tags.
 
-import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { DeleteLaunchTemplateCommand, DescribeInstancesCommand, DescribeLaunchTemplatesCommand, EC2Client, EC2ServiceException } from '@aws-sdk/client-ec2';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Ec2Inventory } from '../../../lib/adapters/ec2-inventory.ts';
+import { Ec2Inventory, Ec2LaunchTemplates } from '../../../lib/adapters/ec2-inventory.ts';
 import { TagKey } from '../../../lib/agent/tags.ts';
 
 const ec2 = mockClient(EC2Client);
@@ -72,5 +73,36 @@ describe('Ec2Inventory', () => {
     ec2.on(DescribeInstancesCommand).rejects(Object.assign(new Error('Request limit exceeded.'), { name: 'RequestLimitExceeded', $metadata: { httpStatusCode: 503 } }));
     const inventory = new Ec2Inventory({ regions: ['eu-west-1'], ec2: () => new EC2Client({}) });
     await expect(inventory.listTagged()).rejects.toMatchObject({ name: 'TransientError', message: expect.stringContaining('EC2 DescribeInstances in eu-west-1') });
+  });
+});
+
+describe('Ec2LaunchTemplates', () => {
+  const templates = () => new Ec2LaunchTemplates({ regions: ['us-east-1', 'eu-west-1'], ec2: (region) => new EC2Client({ region }) });
+  const made = new Date('2026-03-01T11:00:00.000Z');
+
+  it('lists the job-tagged templates of every region and page, skipping any without a job tag', async () => {
+    ec2
+      .on(DescribeLaunchTemplatesCommand)
+      .resolvesOnce({ LaunchTemplates: [{ LaunchTemplateId: 'lt-1', CreateTime: made, Tags: [{ Key: TagKey.jobId, Value: 'j-a' }] }], NextToken: 'p2' })
+      .resolvesOnce({ LaunchTemplates: [{ LaunchTemplateId: 'lt-2', Tags: [{ Key: 'Name', Value: 'theirs' }] }] })
+      .resolvesOnce({ LaunchTemplates: [{ LaunchTemplateId: 'lt-3', Tags: [{ Key: TagKey.jobId, Value: 'j-b' }] }] });
+
+    expect(await templates().listTagged()).toEqual([
+      { templateId: 'lt-1', region: 'us-east-1', jobId: 'j-a', createdAt: made.toISOString() },
+      { templateId: 'lt-3', region: 'eu-west-1', jobId: 'j-b', createdAt: null },
+    ]);
+    expect(ec2).toHaveReceivedNthCommandWith(DescribeLaunchTemplatesCommand, 1, { Filters: [{ Name: 'tag-key', Values: [TagKey.jobId] }] });
+    expect(ec2).toHaveReceivedNthCommandWith(DescribeLaunchTemplatesCommand, 2, { NextToken: 'p2' });
+  });
+
+  it('deletes a template, takes one already gone as deleted, and lets other errors through', async () => {
+    const template = { templateId: 'lt-1', region: 'us-east-1', jobId: 'j-a', createdAt: null };
+    const error = (name: string) => new EC2ServiceException({ name, $fault: 'client', $metadata: { httpStatusCode: 400 }, message: name });
+    ec2.on(DeleteLaunchTemplateCommand).resolvesOnce({}).rejectsOnce(error('InvalidLaunchTemplateId.NotFound')).rejectsOnce(error('UnauthorizedOperation'));
+
+    await templates().delete(template);
+    await templates().delete(template);
+    await expect(templates().delete(template)).rejects.toThrow('UnauthorizedOperation');
+    expect(ec2).toHaveReceivedCommandWith(DeleteLaunchTemplateCommand, { LaunchTemplateId: 'lt-1' });
   });
 });

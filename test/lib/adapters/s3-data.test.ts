@@ -36,7 +36,7 @@ describe('s3AgentMounts', () => {
       { kind: 's3-mount', bucket: 'team-data', prefix: 'imagenet', cached: false, dest: '/imagenet' },
       { kind: 's3-copy', bucket: 'team-data', key: 'raw', dest: '/raw' },
       { kind: 's3-mount', bucket: 'ckpt-bert', prefix: '', cached: false, dest: '/checkpoint' },
-      { kind: 's3-mount', bucket: 'relaunch-data-7', prefix: 'mounts/j-42/scratch', cached: true, dest: '/scratch' },
+      { kind: 's3-mount', bucket: 'relaunch-data-7', prefix: 'mounts/j-42/root/scratch', cached: true, dest: '/scratch' },
     ]);
     // What the agent reads: one tab-separated line per step, in user data.
     const script = renderAgentScript({ apiUrl: 'https://api', jobId: 'j-42', attempt: 1, secretSource: { path: '/p', region: 'us-east-1', endpoint: 'https://ssm' }, spec: task, heartbeatSeconds: 30, mounts, sourcesUrl });

@@ -378,8 +378,9 @@ describe('the agent script', () => {
     expect(api.heartbeats).toHaveLength(heartbeatsAtExit);
   });
 
-  it('learns its rank and every node IP from instance metadata (IMDSv2)', async () => {
-    api.metadata = { 'ami-launch-index': '1', 'tags/instance/relaunch:node-ips:0': '10.1.0.7 10.1.0.8' };
+  it("learns its rank from the launcher's tag and every node IP from instance metadata (IMDSv2), never from the launch index", async () => {
+    // A fleet may number every instance 0: the launch index must not decide the rank.
+    api.metadata = { 'ami-launch-index': '0', 'tags/instance/relaunch:node-rank': '1', 'tags/instance/relaunch:node-ips:0': '10.1.0.7 10.1.0.8' };
 
     const result = await runAgent({ spec: spec({ numNodes: 2, run: DUMP_ENV }) });
 
@@ -389,16 +390,26 @@ describe('the agent script', () => {
     expect(JSON.parse(api.heartbeats[0]?.body ?? '')).toEqual({ nodeRank: 1 });
   });
 
-  it('a single node takes its own IP from instance metadata', async () => {
-    api.metadata = { 'ami-launch-index': '0', 'local-ipv4': '172.31.5.9' };
+  it('a single node is rank 0 with no tag, and takes its own IP from instance metadata', async () => {
+    api.metadata = { 'local-ipv4': '172.31.5.9' };
 
     await runAgent({ spec: spec({ run: DUMP_ENV }) });
 
     expect(jobEnv()).toMatchObject({ RELAUNCH_NODE_RANK: '0', RELAUNCH_NODE_IPS: '172.31.5.9', SKYPILOT_NODE_IPS: '172.31.5.9' });
   });
 
+  it('gives up without reporting when the rank tag of one of several nodes never appears', async () => {
+    api.metadata = { 'ami-launch-index': '0', 'tags/instance/relaunch:node-ips:0': '10.1.0.7 10.1.0.8' };
+
+    const result = await runAgent({ spec: spec({ numNodes: 2 }), discoveryTimeoutSeconds: 0 });
+
+    expect(result).toMatchObject({ exitCode: 1, shutDown: true });
+    expect(result.stderr).toContain('no node rank from instance metadata');
+    expect(api.reports).toEqual([]);
+  });
+
   it('gives up without reporting when the node IPs never appear', async () => {
-    api.metadata = { 'ami-launch-index': '0' };
+    api.metadata = { 'tags/instance/relaunch:node-rank': '0' };
 
     const result = await runAgent({ spec: spec({ numNodes: 2 }), discoveryTimeoutSeconds: 0 });
 

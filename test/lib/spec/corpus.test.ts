@@ -34,45 +34,30 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
     'tasks[1].resources.job_recovery.strategy: expected EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none, got "DYNAMIC_NODE_SET" (line 47)',
     'tasks[1].resources.job_recovery.min_nodes: unknown key (line 48)',
   ],
-  '05-multi-accel-unordered-any-of.yaml': [
-    'resources.any_of: not supported by relaunch yet (a SkyPilot key) (line 6)',
-  ],
-  '06-multiple-resources-any-of.yaml': [
-    'resources.any_of: not supported by relaunch yet (a SkyPilot key) (line 4)',
-  ],
+  '05-multi-accel-unordered-any-of.yaml': 'accepted',
+  '06-multiple-resources-any-of.yaml': 'accepted',
   '07-serve-multi-accelerators-ordered.yaml': [
     'service: not supported by relaunch yet (a SkyPilot key) (line 5)',
-    'resources.ordered: not supported by relaunch yet (a SkyPilot key) (line 14)',
-    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 17)',
     'resources.cloud: relaunch runs on AWS only, got gcp (line 18)',
   ],
   '08-external-lb-llm-ordered.yaml': [
     'service: not supported by relaunch yet (a SkyPilot key) (line 10)',
-    'resources.ordered: not supported by relaunch yet (a SkyPilot key) (line 39)',
-    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 43)',
   ],
   '09-deepseek-r1-671b.yaml': [
-    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 7)',
-    'resources.any_of: not supported by relaunch yet (a SkyPilot key) (line 8)',
     'service: not supported by relaunch yet (a SkyPilot key) (line 43)',
   ],
   '10-kimi-k2.yaml': [
-    'resources.network_tier: not supported by relaunch yet (a SkyPilot key) (line 15)',
-    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 19)',
     'service: not supported by relaunch yet (a SkyPilot key) (line 69)',
   ],
   '11-gpt-oss-vllm.yaml': [
     'resources.infra: relaunch runs on AWS only, got nebius (line 2)',
-    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 5)',
     'service: not supported by relaunch yet (a SkyPilot key) (line 29)',
   ],
   '12-llama3-serve.yaml': [
     'service: not supported by relaunch yet (a SkyPilot key) (line 60)',
-    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 78)',
   ],
   '13-vllm-service-with-auth.yaml': [
     'service: not supported by relaunch yet (a SkyPilot key) (line 3)',
-    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 22)',
   ],
   '14-pvc-volume.yaml': [
     'volumes: not supported by relaunch yet (a SkyPilot key) (line 7)',
@@ -93,7 +78,6 @@ const OUTCOMES: Readonly<Record<string, 'accepted' | readonly string[]>> = {
   ],
   '20-http-server-service.yaml': [
     'service: not supported by relaunch yet (a SkyPilot key) (line 9)',
-    'resources.ports: not supported by relaunch yet (a SkyPilot key) (line 16)',
   ],
   '21-distributed-pytorch.yaml': 'accepted',
   '22-pipeline-aws.yaml': 'accepted',

@@ -19,15 +19,22 @@ describe('editDistance', () => {
 describe('unknownKeyMessage', () => {
   const supported: Record<Section, readonly string[]> = {
     task: ['abcd', 'abce', 'run'],
-    resources: ['cpus'],
+    resources: ['cpus', 'disk_size'],
     job_recovery: [],
     restart_backoff: [],
+    candidate: ['cpus'],
   };
 
   it.each([
     ['a SkyPilot key relaunch does not support', 'task', 'service', 'not supported by relaunch yet (a SkyPilot key)'],
     ['a relaunch key in a section without it is only unknown', 'restart_backoff', 'boot_timeout', 'unknown key'],
     ['a key of another section', 'task', 'cpus', 'unknown key here, did you mean `resources.cpus`?'],
+    [
+      'a resources key inside any_of or ordered, set once outside the list',
+      'candidate',
+      'disk_size',
+      'not taken inside any_of or ordered: relaunch varies only cpus between candidates; set disk_size once, outside the list',
+    ],
     ['the first of equally close keys', 'task', 'abcf', 'unknown key, did you mean `abcd`?'],
     ['a key differing only in case and dashes', 'resources', 'CPUS', 'unknown key, did you mean `cpus`?'],
     ['a short key too far from any', 'task', 'xy', 'unknown key'],

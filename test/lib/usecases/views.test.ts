@@ -72,6 +72,11 @@ describe('toJobView', () => {
     });
   });
 
+  it('shows the market the instances run on when a task with candidates on both markets launched on-demand', () => {
+    const onDemand: AttemptRecord = { ...attempt(1, null), placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'g5.xlarge', market: 'on-demand', entry: 1 } };
+    expect(toJobView(job(), [onDemand]).attempts[0]).toMatchObject({ market: 'on-demand', placement: { market: 'on-demand', entry: 1 } });
+  });
+
   it.each<{ name: string; numNodes: number; outcome: AttemptOutcome | null; reports: NodeReport[]; phase: string | null; exitCodes: (number | null)[] }>([
     {
       name: 'an exited multi-node attempt: one code per node in rank order, null for a killed node',
