@@ -120,15 +120,7 @@ const candidateListSchema = z.array(candidateSchema, { error: expected(CANDIDATE
 
 /** `resources`'s keys, in the file's spelling; a key with no value means the default. */
 const resourcesShape = {
-  cloud: z.nullish(cloudSchema),
-  infra: z.nullish(infraSchema),
-  region: z.nullish(regionSchema),
-  zone: z.nullish(zoneSchema),
-  instance_type: z.nullish(instanceTypeSchema),
-  cpus: z.nullish(cpusSchema),
-  memory: z.nullish(memorySchema),
-  accelerators: z.nullish(acceleratorsSchema),
-  use_spot: z.nullish(flag('true or false')),
+  ...candidateShape,
   disk_size: z.nullish(diskSizeSchema),
   disk_tier: z.nullish(diskTierSchema),
   image_id: z.nullish(imageIdSchema),
