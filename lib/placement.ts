@@ -86,7 +86,8 @@ export interface ResourceChoice {
 /**
  * The ways to run the task on `market` (the job's counters'), in preference order. Without
  * `any_of`/`ordered`, the resources themselves. With them, one choice per entry: `ordered`
- * in its order; `any_of` spot entries first (cheaper), then the file's order. On the
+ * in its order; `any_of` spot entries first (cheaper), then the file's order, within each region:
+ * the region's rank comes before the market. On the
  * on-demand market (a task without spot, or one the on_demand_fallback_after moved there)
  * every choice is on-demand; on spot each keeps its entry's own market.
  */

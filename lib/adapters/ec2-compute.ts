@@ -18,7 +18,7 @@
 // deletes them once the fleet requests are answered, whatever their outcome: an instant
 // fleet's instances do not need their template afterwards. A Lambda that dies in between
 // leaves a template behind; nothing runs from it, and the janitor deletes relaunch-tagged
-// templates older than an hour (sweepLaunchTemplates). The fleet request itself keeps
+// templates made more than 15 minutes before (sweepLaunchTemplates). The fleet request itself keeps
 // nothing alive: an instant fleet is a record.
 //
 // Where the candidates and the order come from: planFleets (lib/placement.ts). Regions
@@ -275,11 +275,14 @@ export class Ec2Compute implements Compute {
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { spec } = request;
     assertPortsOpen(spec, this.config.openPorts ?? []);
+    // Ports are opened only by the stack's own security group, in its region (the first):
+    // a task that asks for some is never placed where they would stay shut.
+    const regions = (spec.resources.ports ?? []).length > 0 ? this.config.regions.slice(0, 1) : this.config.regions;
     const plan = planFleets({
       spec,
       history: request.history,
-      regions: this.config.regions.map((region) => region.region),
-      zonesByRegion: Object.fromEntries(this.config.regions.map((region) => [region.region, Object.keys(region.subnetsByZone)])),
+      regions: regions.map((region) => region.region),
+      zonesByRegion: Object.fromEntries(regions.map((region) => [region.region, Object.keys(region.subnetsByZone)])),
       allowedInstanceTypes: this.config.allowedInstanceTypes,
       market: request.market,
     });
@@ -518,19 +521,18 @@ export class Ec2Compute implements Compute {
   }
 
   /** Deletes the launch's templates; one already gone is fine, one never created is skipped. */
+  /**
+   * Deletes the attempt's templates, each on its own. A delete that fails is left to the
+   * janitor's sweep (sweepLaunchTemplates): never a reason to throw away instances just
+   * launched, or to hide why a launch failed.
+   */
   private async deleteTemplates(templates: ReadonlyMap<string, LaunchTemplate>): Promise<void> {
-    for (const { region, id } of templates.values()) {
-      const created = await id.then(
-        (value) => value,
-        () => null,
-      );
-      if (created === null) continue;
-      try {
+    await Promise.allSettled(
+      [...templates.values()].map(async ({ region, id }) => {
+        const created = await id;
         await this.withRetries(`EC2 DeleteLaunchTemplate in ${region}`, () => this.deps.ec2(region).send(new DeleteLaunchTemplateCommand({ LaunchTemplateId: created })));
-      } catch (error) {
-        if (!awsErrorCode(error).startsWith('InvalidLaunchTemplateId.')) throw error;
-      }
-    }
+      }),
+    );
   }
 
   /** What every instance of one kind boots with: image, agent, IMDSv2, tags, root volume, network (EFA with network_tier: best). */
@@ -576,7 +578,9 @@ export class Ec2Compute implements Compute {
       secretSource: { path: this.secretPath, region, endpoint: ssmEndpoint(region) },
       spec: request.spec,
       heartbeatSeconds: this.config.heartbeatSeconds ?? HEARTBEAT_INTERVAL_SECONDS,
-      gpusPerNode: instanceTypeInfo(instanceType)?.gpu?.count ?? request.spec.resources.accelerators[0]?.count ?? 0,
+      // A type the catalog knows has its own count (0 for a CPU type, whatever the task
+      // asked for); only an unknown one is taken at the task's word.
+      gpusPerNode: gpusOf(instanceType, request.spec),
       // Whatever the count says: a GPU type boots the GPU image, and its container gets them.
       containerGpus: hasGpus(instanceType),
       ...(this.config.data === undefined ? {} : s3AgentMounts(request.spec, request.jobId, this.config.data)),
@@ -812,6 +816,13 @@ export function fleetClientToken(request: Pick<LaunchRequest, 'jobId' | 'attempt
 }
 
 /** Refuses ports the deployment does not open, before anything launches. */
+/** SKYPILOT_NUM_GPUS_PER_NODE for a node of this type. */
+function gpusOf(instanceType: string, spec: TaskSpec): number {
+  const info = instanceTypeInfo(instanceType);
+  if (info !== null && info !== undefined) return info.gpu?.count ?? 0;
+  return spec.resources.accelerators[0]?.count ?? 0;
+}
+
 function assertPortsOpen(spec: TaskSpec, open: readonly PortRange[]): void {
   const [problem] = portProblems(spec, open);
   if (problem !== undefined) throw new PrecheckError(`${problem.path}: ${problem.message}`);

@@ -34,6 +34,7 @@ import {
 import { LAMBDA_NEEDS, LambdaName } from '../../../infra/lambda-catalog.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { NoCapacityError, PrecheckError, TransientError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
+import { parseTaskFile } from '../../../lib/spec/parse.ts';
 import { SsmParameters } from '../../../lib/adapters/ssm-parameters.ts';
 import type { LaunchRequest } from '../../../lib/ports.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
@@ -791,6 +792,32 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     ec2['us-east-1'].on(DeleteLaunchTemplateCommand).rejects(awsError('InvalidLaunchTemplateId.NotFound'));
 
     await expect(compute().launch(request(spec()))).resolves.toMatchObject({ placement: { region: 'us-east-1' } });
+  });
+
+  it('keeps a launch whose template cannot be deleted (the janitor sweeps it), and a failure its own cause', async () => {
+    ec2['us-east-1'].on(DeleteLaunchTemplateCommand).rejects(awsError('UnauthorizedOperation'));
+    await expect(compute().launch(request(spec()))).resolves.toMatchObject({ placement: { region: 'us-east-1' } });
+
+    for (const region of REGIONS) ec2[region].on(CreateFleetCommand).resolves({ Instances: [], Errors: [{ ErrorCode: 'InsufficientInstanceCapacity', ErrorMessage: 'none' }] });
+    ec2['us-west-2'].on(DeleteLaunchTemplateCommand).rejects(awsError('RequestLimitExceeded'));
+    await expect(compute().launch(request(spec()))).rejects.toThrow(NoCapacityError);
+  });
+
+  it('tells a node of a CPU type it has no GPUs, whatever the task asked for', async () => {
+    const task = parseTaskFile('resources:\n  accelerators: A100:8\n  any_of:\n    - instance_type: m6i.large\nrun: x\n').spec;
+
+    await compute().launch(request(task));
+
+    const script = userDataScript(templateData(fleetInputs('us-east-1')[0]));
+    expect(agentEnvironment(script)).toContain("export SKYPILOT_NUM_GPUS_PER_NODE='0'");
+  });
+
+  it('places a task with ports only in the stack\'s region, whose security group opens them', async () => {
+    ec2['us-east-1'].on(CreateFleetCommand).resolves({ Instances: [], Errors: [{ ErrorCode: 'InsufficientInstanceCapacity', ErrorMessage: 'none' }] });
+    const task = parseTaskFile('resources:\n  ports: 8080\nrun: x\n').spec;
+
+    await expect(compute({ openPorts: [{ from: 8080, to: 8080 }] }).launch(request(task))).rejects.toThrow(NoCapacityError);
+    expect(ec2['us-west-2']).not.toHaveReceivedCommand(CreateFleetCommand);
   });
 });
 
