@@ -8,7 +8,7 @@
 
 import { PrecheckError } from './errors.ts';
 import type { Market } from './policy/types.ts';
-import { cpuInstanceTypes, gpuInstanceTypes, knownAccelerators, type InstanceTypeInfo } from './instance-types.ts';
+import { cpuInstanceTypes, gpuInstanceTypes, instanceTypeInfo, knownAccelerators, type InstanceTypeInfo } from './instance-types.ts';
 import type { Placement } from './model.ts';
 import type { LaunchRequest } from './ports.ts';
 import type { Quantity, ResourceOption, Resources, TaskSpec } from './spec/types.ts';
@@ -155,6 +155,8 @@ interface Candidate {
   readonly choice: number;
   readonly entry: number | null;
   readonly regionIndex: number;
+  /** In relaunch's catalog: a type it does not know (a typo, or one newer) is asked for apart, last. */
+  readonly known: boolean;
 }
 
 /**
@@ -163,7 +165,8 @@ interface Candidate {
  * grouped by region, market and the strategy's rank (planPlacements' order: after a
  * preemption, EAGER_NEXT_REGION puts the zone just lost in a later request, FAILOVER the
  * zone just used in the first). Requests go by rank, then (with `ordered`) the earliest
- * entry they hold, then the configured region order, spot before on-demand.
+ * entry they hold, then the configured region order, spot before on-demand, and types
+ * relaunch's catalog knows before those it does not (each such group its own request).
  *
  * A choice that cannot run anywhere here (its region not configured, no type fitting) is
  * left out; when no choice can run, PrecheckError says why for each.
@@ -187,14 +190,16 @@ export function planFleets(input: PlacementInput & { readonly market: Market }):
     }
     for (const { place, rank } of places) {
       for (const instanceType of types) {
-        candidates.push({ ...place, instanceType, market: choice.market, rank, choice: choiceIndex, entry: choice.entry, regionIndex: input.regions.indexOf(place.region) });
+        const known = instanceTypeInfo(instanceType) !== null;
+        candidates.push({ ...place, instanceType, market: choice.market, rank, choice: choiceIndex, entry: choice.entry, regionIndex: input.regions.indexOf(place.region), known });
       }
     }
   });
   if (candidates.length === 0) throw new PrecheckError(problems.join('; '));
   const groups = new Map<string, Candidate[]>();
   for (const candidate of candidates) {
-    const key = `${candidate.rank}|${candidate.region}|${candidate.market}`;
+    // A type EC2 may refuse outright goes in a request of its own: it cannot sink the others.
+    const key = `${candidate.rank}|${candidate.region}|${candidate.market}|${candidate.known}`;
     groups.set(key, [...(groups.get(key) ?? []), candidate]);
   }
   const first = (group: readonly Candidate[]) => group[0] as Candidate;
@@ -205,7 +210,8 @@ export function planFleets(input: PlacementInput & { readonly market: Market }):
         first(a).rank - first(b).rank ||
         (prioritized ? earliest(a) - earliest(b) : 0) ||
         first(a).regionIndex - first(b).regionIndex ||
-        marketOrder(first(a).market) - marketOrder(first(b).market),
+        marketOrder(first(a).market) - marketOrder(first(b).market) ||
+        Number(!first(a).known) - Number(!first(b).known),
     )
     .flatMap((group): FleetPlan[] => {
       const seen = new Set<string>();

@@ -133,7 +133,17 @@ function candidatesOf(spec: TaskSpec, path: string): { candidates: Candidate[]; 
     }
   }
   const outcome = candidates.length === 0 ? 'a launch would end FAILED_PRECHECKS' : 'that entry would never launch';
-  return { candidates, warnings: problems.map((problem) => ({ path: problem.path, message: `${problem.message}; ${outcome}` })) };
+  const unknown = [...new Set(candidates.filter((candidate) => candidate.vcpus === null).map((candidate) => candidate.instanceType))];
+  return {
+    candidates,
+    warnings: [
+      ...problems.map((problem) => ({ path: problem.path, message: `${problem.message}; ${outcome}` })),
+      ...unknown.map((instanceType) => ({
+        path,
+        message: `${instanceType} is not a type relaunch knows (a typo, or one newer than its catalog): it is asked for in a request of its own, after the others, and EC2 may refuse it`,
+      })),
+    ],
+  };
 }
 
 /** Exit codes as short runs: `[1, 2, 3, 7]` is `1-3, 7`. */

@@ -311,6 +311,19 @@ describe('runValidate --json', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('warns of an instance type relaunch does not know, in an any_of entry as anywhere', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relaunch-validate-'));
+    const file = join(dir, 'typo.yaml');
+    writeFileSync(file, 'resources:\n  any_of:\n    - instance_type: zz9.huge\n    - cpus: 2\nrun: x\n');
+    const io = bufferIo();
+
+    expect(await runValidate(file, { json: true }, io)).toBe(0);
+
+    const body = JSON.parse(io.stdout.join('')) as { warnings: { path: string; message: string }[] };
+    expect(body.warnings).toContainEqual({ path: 'resources', message: expect.stringMatching(/^zz9\.huge is not a type relaunch knows/) });
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it('warns, and lists no candidate, when no instance type fits the resources', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'relaunch-validate-'));
     const file = join(dir, 'huge.yaml');

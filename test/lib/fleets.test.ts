@@ -41,6 +41,11 @@ describe('planFleets', () => {
     ]);
   });
 
+  it('asks for a type relaunch does not know in a request of its own, after the known ones', () => {
+    const plan = fleets({ region: 'us-east-1', alternatives: anyOf({ instanceType: 'zz9.huge' }, { instanceType: 'm6i.large' }) });
+    expect(plan.map(brief)).toEqual(['us-east-1 on-demand: us-east-1a/m6i.large us-east-1b/m6i.large', 'us-east-1 on-demand: us-east-1a/zz9.huge us-east-1b/zz9.huge']);
+  });
+
   it('an accelerator set is one request over every type of every accelerator', () => {
     const [first] = fleets({ accelerators: [A100, { name: 'H100', count: 8 }], region: 'us-west-2' }, 'spot');
     expect(first && brief(first)).toBe('us-west-2 spot: us-west-2a/p4d.24xlarge us-west-2a/p5.48xlarge');
