@@ -319,7 +319,7 @@ export class Ec2Compute implements Compute {
       tried.push(...attempted.failures);
     }
     throw new NoCapacityError(
-      `no capacity for job ${request.jobId} attempt ${request.attempt} (${request.market}, ${spec.numNodes} node${spec.numNodes === 1 ? '' : 's'}): tried ${tried.join(', ')}`,
+      `no capacity for job ${request.jobId} attempt ${request.attempt} (${request.market}, ${spec.numNodes} node${spec.numNodes === 1 ? '' : 's'}): tried ${capped(tried).join(', ')}`,
     );
   }
 
@@ -416,7 +416,7 @@ export class Ec2Compute implements Compute {
         zone,
         instanceType,
         market: fleet.market,
-        ...(failures.length === 0 ? {} : { unavailable: failures }),
+        ...(failures.length === 0 ? {} : { unavailable: capped(failures) }),
         ...(entry === null || entry === undefined ? {} : { entry }),
       };
       return { launched: { placement, instances: nodes } };
@@ -816,6 +816,18 @@ export function fleetClientToken(request: Pick<LaunchRequest, 'jobId' | 'attempt
 }
 
 /** Refuses ports the deployment does not open, before anything launches. */
+/**
+ * The most failed candidates a reason or a placement names: a fleet may hold 300, and
+ * both are stored with the job (DynamoDB's 400 KB item).
+ */
+export const MAX_LISTED_FAILURES = 40;
+
+/** The first MAX_LISTED_FAILURES, then how many more. */
+function capped(failures: readonly string[]): string[] {
+  if (failures.length <= MAX_LISTED_FAILURES) return [...failures];
+  return [...failures.slice(0, MAX_LISTED_FAILURES), `and ${failures.length - MAX_LISTED_FAILURES} more`];
+}
+
 /** SKYPILOT_NUM_GPUS_PER_NODE for a node of this type. */
 function gpusOf(instanceType: string, spec: TaskSpec): number {
   const info = instanceTypeInfo(instanceType);

@@ -794,6 +794,21 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     await expect(compute().launch(request(spec()))).resolves.toMatchObject({ placement: { region: 'us-east-1' } });
   });
 
+  it('names at most 40 failed candidates in the reason, then how many more: it is stored with the job', async () => {
+    for (const region of REGIONS) {
+      ec2[region].on(CreateFleetCommand).resolves({
+        Instances: [],
+        Errors: Array.from({ length: 60 }, (_, index) => ({ ErrorCode: 'InsufficientInstanceCapacity', ErrorMessage: `none ${index}`, LaunchTemplateAndOverrides: { Overrides: { InstanceType: `m6i.large`, SubnetId: `subnet-${index}` } } })),
+      });
+    }
+
+    const error = (await compute().launch(request(spec())).catch((caught: unknown) => caught)) as NoCapacityError;
+
+    expect(error).toBeInstanceOf(NoCapacityError);
+    expect(error.message).toMatch(/, and \d+ more$/);
+    expect(error.message.length).toBeLessThan(8000);
+  });
+
   it('keeps a launch whose template cannot be deleted (the janitor sweeps it), and a failure its own cause', async () => {
     ec2['us-east-1'].on(DeleteLaunchTemplateCommand).rejects(awsError('UnauthorizedOperation'));
     await expect(compute().launch(request(spec()))).resolves.toMatchObject({ placement: { region: 'us-east-1' } });
