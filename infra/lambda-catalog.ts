@@ -111,10 +111,11 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', secrets: ['delete'], notifies: true, timeoutSeconds: 150 },
   // Replays dead letters (which may resume a task or release instances), then sweeps
   // for SWEEP_BUDGET_SECONDS (180 s) plus the last release's wait (40 s at most).
-  // A replayed execution end can end a job.
+  // A replayed execution end can end a job. It starts the executions of queued jobs
+  // (a submit whose StartExecution was throttled).
   [LambdaName.janitor]: {
     store: 'write',
-    workflow: ['resume'],
+    workflow: ['resume', 'start'],
     compute: 'release',
     deadLetters: true,
     sweepsLaunchTemplates: true,

@@ -1,9 +1,11 @@
 // The janitor, every 10 minutes: events whose delivery gave up are applied again,
 // instances relaunch tagged whose attempt is over (or whose job it does not know) are
-// terminated, and launch templates a launch left behind are deleted. Each thing it does
+// terminated, jobs whose start Step Functions throttled are started, and launch templates
+// a launch left behind are deleted. Each thing it does
 // is logged with its job.
 
 import { replayDeadLetters } from '../../lib/usecases/replay-dead-letters.ts';
+import { startQueuedJobs, type QueuedStartResult } from '../../lib/usecases/start-queued.ts';
 import { sweepInstances, type SweepResult } from '../../lib/usecases/sweep-instances.ts';
 import { sweepLaunchTemplates, type TemplateSweepResult } from '../../lib/usecases/sweep-launch-templates.ts';
 import type { ReplayedLetter } from '../../lib/usecases/replay-dead-letters.ts';
@@ -15,6 +17,7 @@ import { announceJobEnded } from '../shared/notify.ts';
 export interface JanitorResult {
   readonly replayed: readonly ReplayedLetter[];
   readonly sweep: SweepResult;
+  readonly queued: QueuedStartResult;
   readonly templates: TemplateSweepResult;
 }
 
@@ -36,6 +39,16 @@ export async function handler(_event: unknown, context?: LambdaContext): Promise
   for (const failed of sweep.failed) {
     log.error('instances not swept', { jobId: failed.jobId, attempt: failed.attempt, instanceIds: failed.instanceIds, reason: failed.reason, error: failed.error });
   }
+  const queued = await startQueuedJobs(deps);
+  for (const jobId of queued.started) log.info('queued job started', { jobId, action: 'START' });
+  for (const ended of queued.cancelled) {
+    log.info('queued job cancelled', { jobId: ended.jobId, action: 'CANCEL' });
+    await announceJobEnded(ended);
+  }
+  for (const failed of queued.failed) {
+    log.error('queued job could not start', { jobId: failed.jobId, reason: failed.reason, error: failed.error });
+    await announceJobEnded(failed);
+  }
   const templates = await sweepLaunchTemplates({ templates: launchTemplates(), clock });
   for (const template of templates.deleted) {
     log.warn('launch template swept', { jobId: template.jobId, templateId: template.templateId, region: template.region, action: 'SWEEP' });
@@ -50,8 +63,10 @@ export async function handler(_event: unknown, context?: LambdaContext): Promise
     failed: sweep.failed.length,
     kept: sweep.kept,
     deferred: sweep.deferred,
+    queuedStarted: queued.started.length,
+    stillQueued: queued.stillQueued.length,
     templatesChecked: templates.checked,
     templatesDeleted: templates.deleted.length,
   });
-  return { replayed, sweep, templates };
+  return { replayed, sweep, queued, templates };
 }

@@ -1,7 +1,7 @@
 // Submitting a job: parse the task, store the job, start the controller's execution.
 
 import { createHash } from 'node:crypto';
-import { IdempotencyKeyReusedError, InvalidTaskSpecError, type InputIssue } from '../errors.ts';
+import { IdempotencyKeyReusedError, InvalidTaskSpecError, TransientError, type InputIssue } from '../errors.ts';
 import type { IdempotencyClaim } from '../ports.ts';
 import { retryOnConflict } from './retry.ts';
 import { initialCounters } from '../policy/decide.ts';
@@ -60,9 +60,11 @@ const CLAIM_TRIES = 3;
  * Parses the task and applies the env overrides (an invalid task, an invalid override, a
  * task they make too large, or one the compute cannot run throws InvalidTaskSpecError and
  * stores nothing), creates
- * the job PENDING with fresh counters, and starts its execution, named by the job id. If
- * the execution cannot start, the job is marked FAILED_CONTROLLER with the reason, so it
- * never sits PENDING forever, and the error is rethrown.
+ * the job PENDING with fresh counters, and starts its execution, named by the job id. A
+ * start Step Functions throttles (or answers with a 5xx) leaves the job queued: PENDING,
+ * with no execution, until startQueuedJobs starts it. If the execution cannot start for
+ * any other reason, the job is marked FAILED_CONTROLLER with the reason, so it never sits
+ * PENDING forever, and the error is rethrown.
  *
  * With an idempotency key, the job and the caller's claim on the key are written together
  * (JobStore.createJobOnce), so of any number of submits with one key, at once or within
@@ -136,19 +138,23 @@ export async function submitJob(
 }
 
 /**
- * Starts the job's execution and records it. If it cannot start, the job is marked
- * FAILED_CONTROLLER with the reason, `onJobEnded` is told, and the error is rethrown.
+ * Starts the job's execution and records it; true when it started. A start refused for now
+ * (Step Functions throttling StartExecution, or a 5xx: TransientError) leaves the job
+ * PENDING with no execution, for startQueuedJobs (the janitor) or a retried submit to
+ * start: a submit is answered 202 whatever the backlog. Any other failure marks the job
+ * FAILED_CONTROLLER with the reason, tells `onJobEnded`, and rethrows.
  */
-async function startController(
+export async function startController(
   jobId: string,
   deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'secrets'>,
   onJobEnded: SubmitJobInput['onJobEnded'],
-): Promise<void> {
+): Promise<boolean> {
   const { store, workflow, clock } = deps;
   let executionArn: string;
   try {
     executionArn = await workflow.start(jobId, { jobId, attempt: 0, attemptsInExecution: 0 });
   } catch (error) {
+    if (error instanceof TransientError) return false;
     const reason = `could not start the controller: ${errorMessage(error)}`;
     await store.changeStatus(
       jobId,
@@ -160,6 +166,7 @@ async function startController(
     throw error;
   }
   await store.setExecution(jobId, executionArn);
+  return true;
 }
 
 /**

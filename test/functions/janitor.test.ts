@@ -9,7 +9,7 @@ import {
   EC2Client,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
-import { SendTaskSuccessCommand } from '@aws-sdk/client-sfn';
+import { SendTaskSuccessCommand, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DeleteParametersCommand } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -20,7 +20,9 @@ import { TagKey } from '../../lib/agent/tags.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { instanceStateChange, onFailureRecord } from '../fixtures/events/shapes.ts';
-import { computeConfig, givenAttempt, givenJob, instance, sfn, ssm, useWorld } from './world.ts';
+import { computeConfig, givenAttempt, givenJob, instance, sfn, ssm, STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { parseTaskFile } from '../../lib/spec/parse.ts';
+import { newJobRecord } from '../../lib/usecases/submit-job.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
@@ -50,6 +52,21 @@ beforeEach(() => {
 });
 
 describe('janitor', () => {
+  it('starts a job whose StartExecution was throttled at submit (PENDING, no execution), once past its grace', async () => {
+    const spec = parseTaskFile('run: x\n').spec;
+    const old = new Date(Date.now() - 120_000).toISOString();
+    await world.store().createJob(newJobRecord('j-queued', spec, old));
+    await world.store().createJob(newJobRecord('j-young', spec, new Date().toISOString()));
+    sfn.on(StartExecutionCommand).resolves({ executionArn: `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:j-queued` });
+
+    const result = await handler(TICK);
+
+    expect(result.queued).toEqual({ started: ['j-queued'], cancelled: [], stillQueued: [], failed: [] });
+    expect(sfn).toHaveReceivedCommandExactlyOnceWith(StartExecutionCommand, { stateMachineArn: STATE_MACHINE_ARN, name: 'j-queued' });
+    expect((await world.store().getJob('j-queued')).executionArn).toMatch(/:execution:relaunch-controller:j-queued$/);
+    expect((await world.store().getJob('j-young')).executionArn).toBeNull();
+  });
+
   it('deletes relaunch launch templates older than the grace period, and leaves a young one and untagged ones', async () => {
     const old = new Date(Date.now() - 3_600_000);
     const tags = [{ Key: TagKey.jobId, Value: 'j-1' }];

@@ -236,7 +236,7 @@ describe('IAM', () => {
       ],
       'on-ec2-event': ['states:SendTaskSuccess'],
       'on-execution-ended': [],
-      janitor: ['states:SendTaskSuccess'],
+      janitor: ['states:SendTaskSuccess', 'states:StartExecution'],
     };
     const onExecutions = new Set(['states:GetExecutionHistory', 'states:StopExecution']);
     for (const name of LAMBDA_NAMES) {
