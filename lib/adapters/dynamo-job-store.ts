@@ -13,6 +13,7 @@
 // lets conditions say `attribute_not_exists(outcome)`.
 
 import {
+  BatchGetItemCommand,
   ConditionalCheckFailedException,
   GetItemCommand,
   QueryCommand,
@@ -35,6 +36,11 @@ import type { AwaitStateName } from '../workflow/contract.ts';
 import { sendAws, transientError } from './aws-errors.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
 import * as rules from './job-store-rules.ts';
+
+/** The most keys one BatchGetItem takes. */
+const BATCH_GET_LIMIT = 100;
+/** Tries of a batch whose keys DynamoDB keeps leaving unprocessed, before a TransientError. */
+const BATCH_GET_ROUNDS = 8;
 
 /** What a DynamoJobStore needs: a client (built by the caller) and the table's name. */
 export interface DynamoJobStoreOptions {
@@ -154,7 +160,7 @@ export class DynamoJobStore implements JobStore {
       },
       limit,
     );
-    return items.map(toJob);
+    return (await this.#getMany(items.map((keys) => ({ [TABLE_KEY.partitionKey]: keys[TABLE_KEY.partitionKey] as AttributeValue, [TABLE_KEY.sortKey]: keys[TABLE_KEY.sortKey] as AttributeValue })))).map(toJob);
   }
 
   async changeStatus(jobId: string, change: StatusChange, patch?: JobPatch): Promise<JobRecord> {
@@ -529,6 +535,32 @@ export class DynamoJobStore implements JobStore {
       this.#client.send(new GetItemCommand({ TableName: this.#tableName, Key: key, ConsistentRead: true })),
     );
     return result.Item;
+  }
+
+  /**
+   * Items by key, in the keys' order, skipping any gone since the keys were read: 100 per
+   * BatchGetItem, and the keys DynamoDB leaves unprocessed (throttling) asked again after
+   * a short, growing pause.
+   */
+  async #getMany(keys: readonly Item[]): Promise<Item[]> {
+    const found = new Map<string, Item>();
+    const id = (item: Item) => `${item[TABLE_KEY.partitionKey]?.S}\u0000${item[TABLE_KEY.sortKey]?.S}`;
+    for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
+      let pending: Item[] = keys.slice(start, start + BATCH_GET_LIMIT);
+      for (let round = 0; pending.length > 0; round += 1) {
+        if (round > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(50 * 2 ** round, 2000)));
+        const result = await sendAws('DynamoDB BatchGetItem', () =>
+          this.#client.send(new BatchGetItemCommand({ RequestItems: { [this.#tableName]: { Keys: pending } } })),
+        );
+        for (const item of result.Responses?.[this.#tableName] ?? []) found.set(id(item), item);
+        pending = result.UnprocessedKeys?.[this.#tableName]?.Keys ?? [];
+        if (round >= BATCH_GET_ROUNDS && pending.length > 0) throw transientError('DynamoDB BatchGetItem', new Error(`${pending.length} keys left unprocessed after ${round + 1} tries`));
+      }
+    }
+    return keys.flatMap((key) => {
+      const item = found.get(id(key));
+      return item === undefined ? [] : [item];
+    });
   }
 
   async #queryJobPartition(jobId: string, prefix: string): Promise<Item[]> {

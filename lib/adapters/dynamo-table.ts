@@ -14,8 +14,11 @@
 //
 // Two indexes: InstanceIndex finds an attempt by instance id (keys only: pk and gsi1sk
 // name the attempt item); JobListIndex lists jobs newest first without a Scan. All jobs
-// share one JobListIndex partition: simple and right for the hundreds of jobs a team runs,
-// at the price of a write ceiling on that partition well above any launch rate relaunch has.
+// share one JobListIndex partition, which projects keys only: a job's status writes change
+// no key, so they never write to the index, and the partition takes one write per job
+// created. (Projecting whole items put every status write of every job into that one
+// partition, whose ~1,000 writes a second would throttle the table's writes with it.) A
+// list reads the keys, then the items (BatchGetItem, 100 at a time).
 
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
@@ -45,12 +48,12 @@ export const INSTANCE_INDEX: IndexDefinition = {
   projection: 'KEYS_ONLY',
 };
 
-/** Lists jobs by creation time; projects whole job items so a list is one Query. */
+/** Lists jobs by creation time; keys only, so status writes stay out of it. */
 export const JOB_LIST_INDEX: IndexDefinition = {
   indexName: 'JobListIndex',
   partitionKey: 'gsi2pk',
   sortKey: 'gsi2sk',
-  projection: 'ALL',
+  projection: 'KEYS_ONLY',
 };
 
 /** The JobListIndex partition every job item sits in. */

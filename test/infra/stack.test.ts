@@ -81,7 +81,7 @@ describe('JobTable', () => {
       ],
       GlobalSecondaryIndexes: Match.arrayWith([
         Match.objectLike({ IndexName: INSTANCE_INDEX.indexName, Projection: { ProjectionType: 'KEYS_ONLY' } }),
-        Match.objectLike({ IndexName: JOB_LIST_INDEX.indexName, Projection: { ProjectionType: 'ALL' } }),
+        Match.objectLike({ IndexName: JOB_LIST_INDEX.indexName, Projection: { ProjectionType: 'KEYS_ONLY' } }),
       ]),
     });
   });

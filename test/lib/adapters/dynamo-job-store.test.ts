@@ -1,7 +1,9 @@
 // DynamoJobStore against the JobStore contract on dynalite (a real DynamoDB API, in process),
 // plus what only the DynamoDB layout promises: the items it writes and the indexes it uses.
 
-import { GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, DynamoDBClient, GetItemCommand, QueryCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { JobStatus } from '../../../lib/status.ts';
 import { describe, expect, it } from 'vitest';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX } from '../../../lib/adapters/dynamo-table.ts';
@@ -85,5 +87,61 @@ describe('DynamoJobStore layout', () => {
     const listed = await store.listJobs();
     expect(listed.map((j) => j.jobId)).toEqual(['job-6', 'job-5', 'job-4', 'job-3', 'job-2', 'job-1', 'job-0']);
     expect(listed[0]?.spec).toEqual(bigSpec);
+  });
+
+  it('keeps status writes out of the list index: it holds each job\'s keys only', async () => {
+    const { store, tableName } = await freshStore();
+    await store.createJob(job);
+    await store.changeStatus('job-1', { from: JobStatus.PENDING, to: JobStatus.STARTING, reason: 'launching', attempt: 1, at: '2026-01-01T00:01:00.000Z' });
+
+    const { Items } = await dynalite.client().send(
+      new QueryCommand({
+        TableName: tableName,
+        IndexName: JOB_LIST_INDEX.indexName,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': JOB_LIST_INDEX.partitionKey },
+        ExpressionAttributeValues: { ':pk': { S: 'JOBS' } },
+      }),
+    );
+    expect(Items?.map((item) => Object.keys(item).sort())).toEqual([['gsi2pk', 'gsi2sk', 'pk', 'sk']]);
+    expect((await store.listJobs())[0]?.status).toBe(JobStatus.STARTING);
+  });
+
+  it('lists more jobs than one BatchGetItem takes, newest first, and with a limit', async () => {
+    const { store } = await freshStore();
+    for (let n = 0; n < 230; n += 1) {
+      await store.createJob({ ...job, jobId: `job-${String(n).padStart(3, '0')}`, createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString() });
+    }
+    const listed = await store.listJobs();
+    expect(listed).toHaveLength(230);
+    expect(listed[0]?.jobId).toBe('job-229');
+    expect(listed.at(-1)?.jobId).toBe('job-000');
+    expect((await store.listJobs({ limit: 150 })).map((j) => j.jobId)).toEqual(listed.slice(0, 150).map((j) => j.jobId));
+  });
+});
+
+describe('DynamoJobStore.listJobs with DynamoDB leaving keys unprocessed', () => {
+  it('asks for those keys again, and keeps the list\'s order', async () => {
+    const keys = (id: string) => ({ pk: { S: `JOB#${id}` }, sk: { S: 'JOB' } });
+    // Real items, written and read on dynalite before DynamoDB's client is mocked.
+    const { store: real, tableName } = await freshStore();
+    await real.createJob({ ...job, jobId: 'a' });
+    await real.createJob({ ...job, jobId: 'b' });
+    const item = async (id: string) => (await dynalite.client().send(new GetItemCommand({ TableName: tableName, Key: keys(id) }))).Item as Record<string, AttributeValue>;
+    const [itemA, itemB] = [await item('a'), await item('b')];
+    const dynamo = mockClient(DynamoDBClient);
+    dynamo.on(QueryCommand).resolves({ Items: ['b', 'a'].map((id) => ({ ...keys(id), gsi2pk: { S: 'JOBS' }, gsi2sk: { S: `t#${id}` } })) });
+    dynamo
+      .on(BatchGetItemCommand)
+      .resolvesOnce({ Responses: { [tableName]: [itemA] }, UnprocessedKeys: { [tableName]: { Keys: [keys('b')] } } })
+      .resolves({ Responses: { [tableName]: [itemB] } });
+    const store = new DynamoJobStore({ client: new DynamoDBClient({ region: 'us-east-1' }), tableName });
+
+    try {
+      expect((await store.listJobs()).map((j) => j.jobId)).toEqual(['b', 'a']);
+      expect(dynamo.commandCalls(BatchGetItemCommand).map((call) => call.args[0].input.RequestItems?.[tableName]?.Keys)).toEqual([[keys('b'), keys('a')], [keys('b')]]);
+    } finally {
+      dynamo.restore();
+    }
   });
 });
