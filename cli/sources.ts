@@ -12,8 +12,8 @@ import * as tar from 'tar';
 import { isMap, isScalar, parseAllDocuments, type Document } from 'yaml';
 import { InvalidInputError, type InputIssue } from '../lib/errors.ts';
 import { isPipelineHeader, type ParsedJob } from '../lib/spec/parse.ts';
-import { formatPath, taskPath } from '../lib/spec/path.ts';
-import { archiveName, uploadReference } from '../lib/spec/mounts.ts';
+import { taskPath } from '../lib/spec/path.ts';
+import { archiveName, mountField, uploadedWorkdir, uploadReference } from '../lib/spec/mounts.ts';
 import type { Io } from './exit.ts';
 
 /** Where archives go: has one by name, or takes one. */
@@ -159,14 +159,14 @@ function sourceSites(text: string, job: ParsedJob): { documents: Document[]; sit
   job.tasks.forEach(({ spec }, index) => {
     const document = taskDocs[index] as Document;
     const at = (field: string): string => (job.pipeline === null ? field : taskPath(index, field));
-    if (spec.workdir !== null && !spec.workdir.startsWith('upload:')) {
+    if (spec.workdir !== null && uploadedWorkdir(spec.workdir) === null) {
       sites.push({ document, key: ['workdir'], field: at('workdir'), given: spec.workdir, folderOnly: true });
     }
     for (const mount of spec.fileMounts ?? []) {
       if (mount.source.kind !== 'local') continue;
       const entry = document.getIn(['file_mounts', mount.path]);
       const key = isMap(entry) ? ['file_mounts', mount.path, 'source'] : ['file_mounts', mount.path];
-      sites.push({ document, key, field: at(formatPath(['file_mounts', mount.path])), given: mount.source.path, folderOnly: false });
+      sites.push({ document, key, field: at(mountField(mount.path)), given: mount.source.path, folderOnly: false });
     }
   });
   return { documents, sites };

@@ -6,7 +6,7 @@ import { delimiter, join } from 'node:path';
 import os from 'node:os';
 import { mountKey, type MountPlaces } from '../lib/agent/mounts.ts';
 import { PrecheckError, type InputIssue } from '../lib/errors.ts';
-import { archiveName, bucketNameProblem, mountProblems, uploadsOf } from '../lib/spec/mounts.ts';
+import { archiveName, bucketNameProblem, mountField, mountProblems, uploadsOf } from '../lib/spec/mounts.ts';
 import type { TaskSpec } from '../lib/spec/types.ts';
 import { dockerProblems } from './docker.ts';
 import { bucketDir, LOCAL_OWN_BUCKET, sourcesDir } from './paths.ts';
@@ -22,7 +22,7 @@ export function localMountPlaces(dataDir: string): MountPlaces {
       if (source.name === null) return { dir: join(bucketDir(dataDir, LOCAL_OWN_BUCKET), 'mounts', jobId, mountKey(path)) };
       // Checked at submit; checked again here, since the name becomes part of a path.
       const problem = bucketNameProblem(source.name);
-      if (problem !== undefined) throw new PrecheckError(`file_mounts["${path}"].name: ${problem}`);
+      if (problem !== undefined) throw new PrecheckError(`${mountField(path, 'name')}: ${problem}`);
       return { dir: bucketDir(dataDir, source.name) };
     },
     s3: (bucket, key) => ({ bucket, prefix: key.replace(/\/+$/, '') }),
@@ -60,7 +60,7 @@ export function localMountProblems(spec: TaskSpec, dataDir: string): InputIssue[
   }
   for (const mount of spec.fileMounts ?? []) {
     if (mount.source.kind !== 's3') continue;
-    const at = `file_mounts["${mount.path}"]`;
+    const at = mountField(mount.path);
     const uri = `s3://${mount.source.bucket}/${mount.source.key}`;
     if (!hasAwsCredentials()) problems.push({ path: at, message: `expected AWS credentials to read ${uri} from this machine (none in the environment or ~/.aws); give some, or run on AWS` });
     else if (mount.mode === 'COPY' && !onPath('aws')) problems.push({ path: at, message: `expected the AWS CLI (aws) on PATH to copy ${uri} here` });

@@ -2,8 +2,7 @@
 // the same on AWS and locally except where a bucket is (S3, or a folder standing in for it).
 
 import { PrecheckError } from '../errors.ts';
-import { WORKDIR_PATH, uploadedWorkdir, type FileMount, type MountSource } from '../spec/mounts.ts';
-import { formatPath } from '../spec/path.ts';
+import { mountField, WORKDIR_PATH, uploadedWorkdir, type FileMount, type MountSource } from '../spec/mounts.ts';
 import type { TaskSpec } from '../spec/types.ts';
 
 /** One step of the agent's preparation; `dest` as the task writes it (`/data`, `~/x`, `x`). */
@@ -65,7 +64,7 @@ function mountStep(mount: FileMount, jobId: string, places: MountPlaces): AgentM
       return bucketStep(places.bucket(source, jobId, mount.path), mount);
     case 'local':
       // `run` uploads every local source before it submits; one left means a bypassed CLI.
-      throw new PrecheckError(`${formatPath(['file_mounts', mount.path])}: the local path ${source.path} was never uploaded (submit with relaunch run)`);
+      throw new PrecheckError(`${mountField(mount.path)}: the local path ${source.path} was never uploaded (submit with relaunch run)`);
   }
 }
 
