@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import os from 'node:os';
+import { MOUNTS_PREFIX } from '../lib/adapters/s3-data.ts';
 import { mountKey, type MountPlaces } from '../lib/agent/mounts.ts';
 import { PrecheckError, type InputIssue } from '../lib/errors.ts';
 import { archiveName, bucketNameProblem, mountField, mountProblems, uploadsOf } from '../lib/spec/mounts.ts';
@@ -19,7 +20,7 @@ import { bucketDir, LOCAL_OWN_BUCKET, sourcesDir } from './paths.ts';
 export function localMountPlaces(dataDir: string): MountPlaces {
   return {
     bucket(source, jobId, path) {
-      if (source.name === null) return { dir: join(bucketDir(dataDir, LOCAL_OWN_BUCKET), 'mounts', jobId, mountKey(path)) };
+      if (source.name === null) return { dir: join(bucketDir(dataDir, LOCAL_OWN_BUCKET), MOUNTS_PREFIX, jobId, mountKey(path)) };
       // Checked at submit; checked again here, since the name becomes part of a path.
       const problem = bucketNameProblem(source.name);
       if (problem !== undefined) throw new PrecheckError(`${mountField(path, 'name')}: ${problem}`);

@@ -105,6 +105,8 @@ describe('a checkpoint in a MOUNT bucket', () => {
   /checkpoint:
     name: team-checkpoints
     mode: MOUNT
+  /scratch:
+    mode: MOUNT
 resources:
   job_recovery:
     recover_on_exit_codes: [29]
@@ -117,6 +119,7 @@ run: |
     echo "$step" > "$ckpt"
     if [ "$RELAUNCH_ATTEMPT" -eq 1 ] && [ "$step" -eq 3 ]; then echo "crashed at step 3"; exit 29; fi
   done
+  echo "attempt $RELAUNCH_ATTEMPT" >> "$RELAUNCH_MOUNT_ROOT/scratch/attempts"
   echo "done at step $step"
 `,
       );
@@ -132,6 +135,8 @@ run: |
       expect(second.stdout).toContain('done at step 6');
       // The bucket outlives the job, as a persistent S3 bucket does.
       expect(readFileSync(join(state, 'buckets', 'team-checkpoints', 'step'), 'utf8')).toBe('6\n');
+      // A nameless mount is this job's folder of relaunch's own bucket, under its path.
+      expect(readFileSync(join(state, 'buckets', 'relaunch-local', 'mounts', view.jobId, 'root', 'scratch', 'attempts'), 'utf8')).toBe('attempt 2\n');
     },
     SLOW,
   );
