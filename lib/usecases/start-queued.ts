@@ -21,7 +21,7 @@ export interface QueuedStartResult {
   readonly started: readonly string[];
   /** Cancelled while queued: ended CANCELLED, never started. */
   readonly cancelled: readonly JobEnded[];
-  /** Throttled again: left for the next round. */
+  /** Throttled again, or started but not recorded: left for the next round. */
   readonly stillQueued: readonly string[];
   /** Refused for good: ended FAILED_CONTROLLER, with why. */
   readonly failed: readonly (JobEnded & { readonly error: string })[];
@@ -53,6 +53,9 @@ export async function startQueuedJobs(deps: Pick<UseCaseDeps, 'store' | 'workflo
   const queued = waiting.filter((job) => job.status === JobStatus.PENDING).reverse();
   const started: string[] = [];
   const failed: (JobEnded & { error: string })[] = [];
+  // Started, but not recorded (the store refused the write): the next round's start, by
+  // the same execution name, gets the same execution and records it.
+  const unrecorded: string[] = [];
   for (const [index, job] of queued.entries()) {
     // Read again: a cancel may have come since the list.
     const current = await deps.store.getJob(job.jobId);
@@ -62,12 +65,12 @@ export async function startQueuedJobs(deps: Pick<UseCaseDeps, 'store' | 'workflo
       const ok = await startController(job.jobId, deps, async (end) => {
         ended = end;
       });
-      if (!ok) return { started, cancelled, stillQueued: queued.slice(index).map((rest) => rest.jobId), failed };
+      if (!ok) return { started, cancelled, stillQueued: [...unrecorded, ...queued.slice(index).map((rest) => rest.jobId)], failed };
       started.push(job.jobId);
     } catch (error) {
-      if (ended === undefined) throw error;
-      failed.push({ ...ended, error: errorMessage(error) });
+      if (ended === undefined) unrecorded.push(job.jobId);
+      else failed.push({ ...ended, error: errorMessage(error) });
     }
   }
-  return { started, cancelled, stillQueued: [], failed };
+  return { started, cancelled, stillQueued: unrecorded, failed };
 }

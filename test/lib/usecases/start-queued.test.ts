@@ -49,6 +49,26 @@ describe('a throttled start', () => {
     expect((await h.store.getJob(third)).executionArn).toMatch(/execution:relaunch-controller:/);
   });
 
+  it('leaves a job whose start the store could not record for the next round, and goes on with the others', async () => {
+    const h = harness();
+    h.workflow.failNextStart(throttled()).failNextStart(throttled());
+    const first = (await submitJob({ body: TASK }, h.deps)).jobId;
+    h.clock.advance(1);
+    const second = (await submitJob({ body: TASK }, h.deps)).jobId;
+    h.clock.advance(QUEUED_GRACE_SECONDS);
+    const setExecution = h.store.setExecution.bind(h.store);
+    let refusals = 1;
+    h.store.setExecution = async (jobId, arn) => {
+      if (jobId === first && refusals-- > 0) throw new Error('the database refused the write');
+      return setExecution(jobId, arn);
+    };
+
+    expect(await startQueuedJobs(h.deps)).toEqual({ started: [second], cancelled: [], stillQueued: [first], failed: [] });
+    expect(await startQueuedJobs(h.deps)).toEqual({ started: [first], cancelled: [], stillQueued: [], failed: [] });
+    // The same execution name both times: one execution.
+    expect(h.workflow.starts.map((start) => start.executionName)).toEqual([first, second]);
+  });
+
   it('never starts a job cancelled while it was queued, and ends it CANCELLED', async () => {
     const h = harness();
     h.workflow.failNextStart(throttled());
