@@ -26,7 +26,6 @@ export function localMountPlaces(dataDir: string): MountPlaces {
       if (problem !== undefined) throw new PrecheckError(`${mountField(path, 'name')}: ${problem}`);
       return { dir: bucketDir(dataDir, source.name) };
     },
-    s3: (bucket, key) => ({ bucket, prefix: key.replace(/\/+$/, '') }),
   };
 }
 

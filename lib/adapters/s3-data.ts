@@ -33,7 +33,6 @@ export function bucketAllowed(bucket: string, data: DataConfig): boolean {
 export function s3MountPlaces(data: DataConfig): MountPlaces {
   return {
     bucket: (source, jobId, path) => (source.name === null ? { bucket: data.bucket, prefix: `${MOUNTS_PREFIX}/${jobId}/${mountKey(path)}` } : { bucket: source.name, prefix: '' }),
-    s3: (bucket, key) => ({ bucket, prefix: key.replace(/\/+$/, '') }),
   };
 }
 

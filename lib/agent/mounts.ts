@@ -23,15 +23,16 @@ export type AgentMount =
 /** Where a bucket mount's data lives: a bucket and prefix, or (locally) a folder. */
 export type BucketPlace = { readonly bucket: string; readonly prefix: string } | { readonly dir: string };
 
-/** What a compute knows that the task does not: where each bucket mount's data lives. */
+/**
+ * What a compute knows that the task does not: where each `bucket` source's data lives.
+ * An `s3://` source is S3 itself on every runtime.
+ */
 export interface MountPlaces {
   /**
    * A `bucket` source's place: its named bucket, or for a nameless one a folder of
    * relaunch's own bucket, per job and mount path (`mounts/<jobId>/<path>/`).
    */
   bucket(source: Extract<MountSource, { kind: 'bucket' }>, jobId: string, path: string): BucketPlace;
-  /** An `s3` source mounted: where it is (a bucket; locally, a refusal happens at submit). */
-  s3(bucket: string, key: string): BucketPlace;
 }
 
 /**
@@ -59,7 +60,7 @@ function mountStep(mount: FileMount, jobId: string, places: MountPlaces): AgentM
     case 's3':
       // A COPY keeps the key as written: `data/` is a prefix, `data.csv` may be an object.
       if (mount.mode === 'COPY') return { kind: 's3-copy', bucket: source.bucket, key: source.key, dest: mount.path };
-      return bucketStep(places.s3(source.bucket, source.key), mount);
+      return bucketStep({ bucket: source.bucket, prefix: source.key.replace(/\/+$/, '') }, mount);
     case 'bucket':
       return bucketStep(places.bucket(source, jobId, mount.path), mount);
     case 'local':
