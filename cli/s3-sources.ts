@@ -14,7 +14,7 @@ import {
 import { awsErrorCode } from '../lib/adapters/aws-errors.ts';
 import { InvalidInputError } from '../lib/errors.ts';
 import type { SourcesLocation } from '../lib/http/types.ts';
-import { bucketAllowed } from '../lib/adapters/s3-data.ts';
+import { bucketAllowed, notAllowedBucket } from '../lib/adapters/s3-data.ts';
 import { archiveName, mountField } from '../lib/spec/mounts.ts';
 import type { ParsedJob } from '../lib/spec/parse.ts';
 import { taskPath } from '../lib/spec/path.ts';
@@ -119,7 +119,7 @@ export async function ensureBuckets(job: ParsedJob, s3: S3Client, location: Sour
       const field = mountField(mount.path, 'name');
       const at = job.pipeline === null ? field : taskPath(index, field);
       if (!bucketAllowed(bucket, data)) {
-        throw new InvalidInputError([{ path: at, message: `expected a bucket job instances may use, got ${bucket}: add it to the context key relaunch:dataBuckets and redeploy (cdk deploy -c relaunch:dataBuckets=${bucket})` }]);
+        throw new InvalidInputError([{ path: at, message: notAllowedBucket(bucket) }]);
       }
       try {
         await s3.send(new HeadBucketCommand({ Bucket: bucket }));

@@ -29,6 +29,11 @@ export function bucketAllowed(bucket: string, data: DataConfig): boolean {
   return data.allowedBuckets.some((allowed) => (allowed.endsWith('*') ? bucket.startsWith(allowed.slice(0, -1)) : bucket === allowed));
 }
 
+/** Why a bucket the stack does not let instances use is refused, and what the deployer does. */
+export function notAllowedBucket(bucket: string): string {
+  return `expected a bucket job instances may use, got ${bucket}: add it to the context key relaunch:dataBuckets and redeploy (cdk deploy -c relaunch:dataBuckets=${bucket})`;
+}
+
 /** Buckets on EC2: a named one is itself, a nameless one a prefix of the stack's bucket per job and path. */
 export function s3MountPlaces(data: DataConfig): MountPlaces {
   return {
@@ -60,6 +65,6 @@ export function s3MountProblems(spec: { readonly workdir: string | null; readonl
     .filter(({ bucket }) => !bucketAllowed(bucket, data))
     .map(({ field, bucket }) => ({
       path: field,
-      message: `expected a bucket job instances may use, got ${bucket}: add it to the context key relaunch:dataBuckets and redeploy (cdk deploy -c relaunch:dataBuckets=${bucket})`,
+      message: notAllowedBucket(bucket),
     }));
 }
