@@ -4,6 +4,7 @@
 
 import * as z from '../lib/zod.ts';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
+import { LaunchPaceConfigSchema, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { regionOfZone } from '../lib/spec/placement.ts';
 import { portsSchema } from '../lib/spec/ports.ts';
 import type { PortRange } from '../lib/spec/types.ts';
@@ -25,6 +26,7 @@ export const ContextKey = {
   jobNotifications: 'relaunch:jobNotifications',
   jobNotificationsTopicArn: 'relaunch:jobNotificationsTopicArn',
   dataBuckets: 'relaunch:dataBuckets',
+  launchPace: 'relaunch:launchPace',
 } as const;
 
 /** Where job instances run and what they may be; see ContextKey for where each comes from. */
@@ -109,6 +111,14 @@ export interface RelaunchConfig {
    * @default - none
    */
   readonly dataBuckets?: readonly string[];
+  /**
+   * The bucket every launch draws on (`{ "burst": 1000, "perSecond": 2 }`, or `1000/2`
+   * with -c): launches beyond it wait in the state machine (WaitForLaunchPace) for their
+   * slot. Lower it when other tools launch in the same account and region; raise it with
+   * the EC2 limit increase AWS granted.
+   * @default EC2_LAUNCH_PACE (EC2's default instance-launch bucket: 1,000, then 2 a second)
+   */
+  readonly launchPace?: LaunchPaceConfig;
 }
 
 /** A string matching `pattern`; anything else is `message`. */
@@ -144,6 +154,13 @@ const splitList = (value: unknown): unknown =>
 /** From `-c`, subnets are `zone=subnet,…`; from cdk.json, an object. */
 const splitPairs = (value: unknown): unknown =>
   typeof value === 'string' ? Object.fromEntries((splitList(value) as string[]).map((pair) => pair.split('=').map((s) => s.trim()))) : value;
+
+/** From `-c`, a launch pace is `BURST/PERSECOND` (`1000/2`); from cdk.json, an object. */
+const splitPace = (value: unknown): unknown => {
+  if (typeof value !== 'string') return value;
+  const match = /^\s*(\d+)\s*\/\s*(\d+(?:\.\d+)?)\s*$/.exec(value);
+  return match === null ? value : { burst: Number(match[1]), perSecond: Number(match[2]) };
+};
 
 /** From `-c`, other regions are a JSON string. */
 const parseJson = (value: unknown): unknown => {
@@ -197,6 +214,7 @@ const ConfigObject = z.object({
   [ContextKey.jobNotifications]: z.optional(flag),
   [ContextKey.jobNotificationsTopicArn]: z.optional(topicArn),
   [ContextKey.dataBuckets]: z.optional(preprocess(splitList, z.array(bucketPattern))),
+  [ContextKey.launchPace]: z.optional(preprocess(splitPace, LaunchPaceConfigSchema)),
   [ContextKey.agentWafRateLimit]: z.optional(
     preprocess(
       (value) => (typeof value === 'string' && /^[0-9]{1,10}$/.test(value.trim()) ? Number(value) : value),
@@ -278,5 +296,6 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
     jobNotifications: config[ContextKey.jobNotifications],
     jobNotificationsTopicArn: config[ContextKey.jobNotificationsTopicArn],
     dataBuckets: config[ContextKey.dataBuckets],
+    launchPace: config[ContextKey.launchPace],
   };
 }

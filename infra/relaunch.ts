@@ -109,6 +109,7 @@ export class Relaunch extends Construct {
       stateMachineArn,
       computeConfig,
       dataConfig: this.data.config,
+      ...(props.launchPace === undefined ? {} : { launchPace: props.launchPace }),
     });
     // The API refuses at submit a task asking for ports the instances do not open.
     if (this.instances.openPorts.length > 0) {

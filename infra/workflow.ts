@@ -23,6 +23,7 @@ import {
   FAIL_ERROR_PATH,
   JOB_ID_PATH,
   LAUNCHED_PATH,
+  LAUNCH_WAIT_SECONDS_PATH,
   HEARTBEAT_TIMEOUT_SECONDS,
   LAMBDA_CRASH_ERRORS,
   LAMBDA_TRANSIENT_ERRORS,
@@ -105,7 +106,9 @@ export function taskTimeoutSeconds(state: TaskStateName): number {
  *   LaunchAttempt → AwaitOrEvaluate → AwaitBoot → AwaitAttempt → EvaluateRecoveryPolicy →
  *   ReleaseInstances → RelaunchOrFinish → [WaitBeforeRelaunch →] LaunchAttempt
  *
- * that is 7 transitions (8 with a backoff), 5 when the launch got no instances. Every
+ * that is 7 transitions (8 with a backoff), 5 when the launch got no instances. A launch
+ * the shared launch pace gives a later slot adds AwaitOrEvaluate → WaitForLaunchPace →
+ * LaunchAttempt before it: 3 transitions, however long the wait. Every
  * handler returns the whole state (ResultPath unset) except the two waits, whose result
  * (what resumed them) lands at AWAITED_PATH. Every Task retries Lambda's service errors,
  * TransientError and a Lambda that died; the Tasks that take a Lambda's answer also
@@ -202,7 +205,15 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
     .when(sfn.Condition.numberGreaterThan(DELAY_SECONDS_PATH, 0), wait)
     .otherwise(launch);
 
+  // A launch the shared pace gave a later slot waits here: a Wait is one transition,
+  // where a Lambda retrying a throttled EC2 would hold a function for minutes.
+  const waitForPace = sfn.Wait.jsonPath(scope, StateName.WaitForLaunchPace, {
+    stateName: StateName.WaitForLaunchPace,
+    time: sfn.WaitTime.secondsPath(LAUNCH_WAIT_SECONDS_PATH),
+  });
+
   const awaitOrEvaluate = sfn.Choice.jsonPath(scope, StateName.AwaitOrEvaluate, { stateName: StateName.AwaitOrEvaluate })
+    .when(sfn.Condition.isPresent(LAUNCH_WAIT_SECONDS_PATH), waitForPace)
     .when(sfn.Condition.booleanEquals(LAUNCHED_PATH, false), evaluate)
     .otherwise(awaitBoot);
 
@@ -214,6 +225,7 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
   evaluate.next(release);
   release.next(nextStep);
   wait.next(launch);
+  waitForPace.next(launch);
   continueAsNew.next(continued);
   return launch;
 }

@@ -144,6 +144,20 @@ export interface JobPatch {
 }
 
 /**
+ * The account's launch pace, shared by every execution: EC2 refills its instance-launch
+ * bucket at a fixed rate, so launches beyond its burst are given later slots instead of
+ * being throttled. Kept in the store, so all executions draw on one bucket.
+ */
+export interface LaunchPace {
+  /**
+   * Takes `instances` launch tokens and returns when the launch may go (ms since the
+   * epoch): `now` or earlier when the bucket had them, else the slot reserved for it. The
+   * caller waits until then and launches without reserving again.
+   */
+  reserve(instances: number, now: number): Promise<number>;
+}
+
+/**
  * Where a job's secret values live from its submit to its end, never in its record:
  * SSM SecureStrings on AWS, a file only the user can read locally.
  */

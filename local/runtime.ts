@@ -14,6 +14,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { renderControllerAsl } from '../infra/asl.ts';
 import { DynamoJobStore } from '../lib/adapters/dynamo-job-store.ts';
+import { DynamoLaunchPace } from '../lib/adapters/dynamo-launch-pace.ts';
+import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../lib/adapters/dynalite.ts';
 import { RelaunchError, TransientError } from '../lib/errors.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
@@ -52,6 +54,8 @@ export interface LocalRuntimeOptions {
   readonly port?: number;
   /** Faults to inject into every job (`relaunch serve --chaos`). @default none */
   readonly chaos?: ChaosPlan;
+  /** The launch pace's bucket. @default EC2_LAUNCH_PACE */
+  readonly launchPace?: LaunchPaceConfig;
   readonly clock?: Clock;
   readonly random?: Random;
   /** Every state the controller enters, for progress output and transition counts. */
@@ -166,7 +170,10 @@ export class LocalRuntime {
       onTransition: options.onTransition,
       onEnded: (execution, result) => runtime.executionEnded(execution, result),
     });
-    const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random, secrets: new FileJobSecrets(dataDir) };
+    // The same bucket as on AWS, in the local table: locally it is seldom reached (EC2's
+    // 1,000 instances at once), but a test or a sweep can size it with launchPace.
+    const pace = new DynamoLaunchPace({ client, tableName: LOCAL_TABLE_NAME, config: options.launchPace ?? EC2_LAUNCH_PACE });
+    const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random, secrets: new FileJobSecrets(dataDir), pace };
     const runtime = new LocalRuntime(dynamo, plans, client, deps, dataDir, onError);
     await runtime.endOrphans();
     runtime.server = await LocalApiServer.start({ deps: { ...deps, computeProblems: localTaskProblems(dataDir) }, nodes: compute, dataDir, port: options.port, onError });

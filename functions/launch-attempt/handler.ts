@@ -2,7 +2,7 @@
 
 import { launchAttempt } from '../../lib/usecases/launch-attempt.ts';
 import { WorkflowStateSchema, type WorkflowState } from '../../lib/workflow/contract.ts';
-import { clock, compute, store, jobSecrets } from '../shared/deps.ts';
+import { clock, compute, jobSecrets, pace, store } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { recordLaunchFailure, recordRelaunch } from '../shared/metrics.ts';
@@ -14,14 +14,21 @@ export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> 
   withJob(state);
   let next: WorkflowState;
   try {
-    next = await launchAttempt(state, { store: store(), compute: compute(), secrets: jobSecrets(), clock });
+    next = await launchAttempt(state, { store: store(), compute: compute(), secrets: jobSecrets(), pace: pace(), clock });
   } catch (error) {
     const thrown = error instanceof Error ? error : new Error(String(error));
     recordLaunchFailure(state.jobId, state.attempt + 1, thrown.name, thrown.message);
     throw error;
   }
-  const launchedAt = clock.now();
   withJob(next);
+  if (next.launchWaitSeconds !== undefined) {
+    log.info('launch paced', {
+      action: 'WAIT_FOR_LAUNCH_PACE',
+      reason: `the shared launch pace gives this launch a slot in ${next.launchWaitSeconds} s`,
+    });
+    return next;
+  }
+  const launchedAt = clock.now();
   log.info('attempt launched', {
     action: next.launched === true ? 'LAUNCHED' : 'NOT_LAUNCHED',
     reason: next.launched === true ? 'instances are starting' : 'the attempt ended without instances',

@@ -8,17 +8,31 @@ import { SFNClient } from '@aws-sdk/client-sfn';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
+import { DynamoLaunchPace } from '../../lib/adapters/dynamo-launch-pace.ts';
 import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
 import { Ec2Inventory, Ec2LaunchTemplates } from '../../lib/adapters/ec2-inventory.ts';
 import { SqsDeadLetters } from '../../lib/adapters/sqs-dead-letters.ts';
 import { SsmJobSecrets } from '../../lib/adapters/ssm-job-secrets.ts';
 import { SsmParameters } from '../../lib/adapters/ssm-parameters.ts';
 import { SfnWorkflow } from '../../lib/adapters/sfn-workflow.ts';
-import type { Clock, Compute, DeadLetters, InstanceInventory, JobSecrets, JobStore, LaunchTemplateInventory, Random, Workflow } from '../../lib/ports.ts';
-import { EnvVar, parseComputeConfig, parseDeadLetterQueues, requireEnv } from '../../lib/workflow/env.ts';
+import type {
+  Clock,
+  Compute,
+  DeadLetters,
+  InstanceInventory,
+  JobSecrets,
+  JobStore,
+  LaunchPace,
+  LaunchTemplateInventory,
+  Random,
+  Workflow,
+} from '../../lib/ports.ts';
+import { EnvVar, parseComputeConfig, parseDeadLetterQueues, parseLaunchPace, requireEnv } from '../../lib/workflow/env.ts';
 import { traced } from './tracing.ts';
 
+let cachedDynamo: DynamoDBClient | undefined;
 let cachedStore: JobStore | undefined;
+let cachedPace: LaunchPace | undefined;
 let cachedWorkflow: Workflow | undefined;
 let cachedCompute: Compute | undefined;
 let cachedInventory: InstanceInventory | undefined;
@@ -28,8 +42,19 @@ let cachedJobSecrets: JobSecrets | undefined;
 
 /** The jobs table (TABLE_NAME). */
 export function store(): JobStore {
-  cachedStore ??= new DynamoJobStore({ client: traced(new DynamoDBClient({})), tableName: requireEnv(EnvVar.tableName) });
+  cachedStore ??= new DynamoJobStore({ client: dynamo(), tableName: requireEnv(EnvVar.tableName) });
   return cachedStore;
+}
+
+/** The launch pace's bucket, an item of the jobs table (TABLE_NAME), sized by LAUNCH_PACE. */
+export function pace(): LaunchPace {
+  cachedPace ??= new DynamoLaunchPace({ client: dynamo(), tableName: requireEnv(EnvVar.tableName), config: parseLaunchPace() });
+  return cachedPace;
+}
+
+function dynamo(): DynamoDBClient {
+  cachedDynamo ??= traced(new DynamoDBClient({}));
+  return cachedDynamo;
 }
 
 /** The controller's state machine (STATE_MACHINE_ARN). */

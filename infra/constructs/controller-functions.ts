@@ -11,6 +11,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../functions/shared/operations-contract.ts';
+import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../../lib/launch-pace.ts';
 import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
 import type { DataConfig } from '../../lib/adapters/s3-data.ts';
 import { BUNDLE_ENTRY, handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
@@ -29,6 +30,11 @@ export interface ControllerFunctionsProps {
   readonly computeConfig: ComputeEnvConfig;
   /** The data bucket and the buckets instances may use (DATA_CONFIG), for the API's submit checks. */
   readonly dataConfig?: DataConfig;
+  /**
+   * The launch pace's bucket (LAUNCH_PACE), for the function that launches.
+   * @default EC2_LAUNCH_PACE
+   */
+  readonly launchPace?: LaunchPaceConfig;
   /**
    * Memory of each function, in MB; CPU grows with it, and so does cold-start speed.
    * @default 512
@@ -81,6 +87,7 @@ export class ControllerFunctions extends Construct {
     if (needs.workflow.length > 0) environment[EnvVar.stateMachineArn] = props.stateMachineArn;
     if (needs.compute !== false) environment[EnvVar.computeConfig] = Stack.of(this).toJsonString(props.computeConfig);
     if ((needs.secrets ?? []).length > 0) environment[EnvVar.jobSecretsPath] = jobSecretsPath(props.namePrefix);
+    if (needs.paces === true) environment[EnvVar.launchPace] = JSON.stringify(props.launchPace ?? EC2_LAUNCH_PACE);
     if (needs.data === true && props.dataConfig !== undefined) environment[EnvVar.dataConfig] = Stack.of(this).toJsonString(props.dataConfig);
 
     const logGroup = new logs.LogGroup(this, `${name}-logs`, {

@@ -1,6 +1,6 @@
 // The ports a use case may be given: each use case names the subset it needs.
 
-import type { Clock, Compute, JobSecrets, JobStore, Random, Workflow } from '../ports.ts';
+import type { Clock, Compute, JobSecrets, JobStore, LaunchPace, Random, Workflow } from '../ports.ts';
 import type { JobStatus } from '../status.ts';
 
 /**
@@ -15,6 +15,7 @@ export interface UseCaseDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly secrets: JobSecrets;
+  readonly pace: LaunchPace;
 }
 
 /** A job that reached a terminal status, for whoever counts and announces ends. */

@@ -1,6 +1,7 @@
 // LaunchAttempt: start the next attempt on the market the counters say, or end it at once.
 
 import { ConcurrentUpdateError, NoCapacityError, PrecheckError } from '../errors.ts';
+import { secondsUntil } from '../launch-pace.ts';
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { AttemptOutcome } from '../policy/types.ts';
 import type { JobStore, LaunchRequest } from '../ports.ts';
@@ -17,6 +18,9 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
 /**
  * Starts attempt `state.attempt + 1`.
  *
+ * - First the launch takes its nodes from the shared launch pace (paceLaunch): when the
+ *   pace gives it a later slot, nothing else happens and the machine waits for the slot
+ *   in WaitForLaunchPace, then runs this step again, which launches at once.
  * - A job being cancelled gets the attempt written as CANCELLED with nothing launched, so
  *   the policy ends the job through the usual path (evaluate, release, JobFailed).
  * - Otherwise the job goes PENDING|RECOVERING -> STARTING (conditional), the attempt is
@@ -42,12 +46,14 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  */
 export async function launchAttempt(
   state: WorkflowState,
-  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock' | 'secrets'>,
+  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock' | 'secrets' | 'pace'>,
 ): Promise<WorkflowState> {
   const { store, compute, clock } = deps;
   const job = await store.getJob(state.jobId);
   const finished = await finishedLaunch(store, state, job);
   if (finished !== null) return finished;
+  const paced = await paceLaunch(deps, state, job);
+  if (paced !== null) return paced;
   const claim = await claimLaunch(store, job, state.attempt + 1, nowIso(clock));
   const attempt =
     claim.job.attemptCount > state.attempt
@@ -93,6 +99,31 @@ export async function launchAttempt(
     throw error;
   }
   return { ...next, launched: true, bootTimeoutSeconds: bootTimeoutOf(claim.job) };
+}
+
+/**
+ * Takes the launch's instances from the shared pace, unless this launch already holds a
+ * slot (it waited for it) or will launch nothing (the job is being cancelled). Returns
+ * the state that sends the machine to WaitForLaunchPace when the slot is later than now;
+ * null to launch at once. Nothing is written on the job: it stays as it was (PENDING or
+ * RECOVERING) while it waits.
+ */
+async function paceLaunch(
+  deps: Pick<UseCaseDeps, 'clock' | 'pace'>,
+  state: WorkflowState,
+  job: JobRecord,
+): Promise<WorkflowState | null> {
+  if (state.launchReserved === true || job.status === JobStatus.CANCELLING) return null;
+  const now = deps.clock.now().getTime();
+  const waitSeconds = secondsUntil(await deps.pace.reserve(job.spec.numNodes, now), now);
+  if (waitSeconds === 0) return null;
+  return {
+    jobId: state.jobId,
+    attempt: state.attempt,
+    attemptsInExecution: state.attemptsInExecution,
+    launchWaitSeconds: waitSeconds,
+    launchReserved: true,
+  };
 }
 
 /** The job's secrets, for the launch to hand its nodes; a PrecheckError when some are no longer stored. */

@@ -8,7 +8,10 @@ import { JOB_STATUSES } from '../status.ts';
 /** State names, as the AWS console's execution history shows them. */
 export const StateName = {
   LaunchAttempt: 'LaunchAttempt',
-  /** A Choice: AwaitBoot, unless the launch ended the attempt without instances. */
+  /**
+   * A Choice: AwaitBoot, unless the launch ended the attempt without instances (then the
+   * policy) or is waiting for its slot in the launch pace (WaitForLaunchPace).
+   */
   AwaitOrEvaluate: 'AwaitOrEvaluate',
   /** Until every node's first heartbeat, on the boot_timeout clock. */
   AwaitBoot: 'AwaitBoot',
@@ -16,6 +19,8 @@ export const StateName = {
   AwaitAttempt: 'AwaitAttempt',
   EvaluateRecoveryPolicy: 'EvaluateRecoveryPolicy',
   ReleaseInstances: 'ReleaseInstances',
+  /** Until the launch's slot in the shared launch pace (skipped when it is due). */
+  WaitForLaunchPace: 'WaitForLaunchPace',
   NextStep: 'RelaunchOrFinish',
   WaitBeforeRelaunch: 'WaitBeforeRelaunch',
   ContinueAsNewExecution: 'ContinueAsNewExecution',
@@ -125,6 +130,10 @@ export const WorkflowStateSchema = z.object({
    * it through TimeoutSecondsPath, so it must be an integer >= 1.
    */
   bootTimeoutSeconds: z.optional(z.number().check(z.int(), z.minimum(1))),
+  /** Set by LaunchAttempt when the launch pace gave it a later slot: WaitForLaunchPace waits this long. */
+  launchWaitSeconds: z.optional(z.number().check(z.int(), z.minimum(1))),
+  /** true once the launch holds its slot: LaunchAttempt, run again after the wait, launches without reserving. */
+  launchReserved: z.optional(z.boolean()),
   awaited: z.optional(z.lazy(() => AwaitResultSchema)),
   awaitError: z.optional(AwaitErrorSchema),
   decision: z.optional(DecisionOutputSchema),
@@ -187,6 +196,8 @@ export const AWAITED_PATH = '$.awaited';
 export const AWAIT_ERROR_PATH = '$.awaitError';
 /** false when LaunchAttempt ended the attempt without instances: AwaitOrEvaluate skips the wait. */
 export const LAUNCHED_PATH = '$.launched';
+/** How long WaitForLaunchPace waits; present only when the launch has a later slot. */
+export const LAUNCH_WAIT_SECONDS_PATH = '$.launchWaitSeconds';
 /** AwaitBoot's TimeoutSecondsPath. */
 export const BOOT_TIMEOUT_SECONDS_PATH = '$.bootTimeoutSeconds';
 /** The decision's action: RelaunchOrFinish branches on it. */

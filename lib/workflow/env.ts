@@ -4,6 +4,7 @@ import * as z from '../zod.ts';
 import type { Ec2ComputeConfig } from '../adapters/ec2-compute.ts';
 import type { DataConfig } from '../adapters/s3-data.ts';
 import { ConfigurationError } from '../errors.ts';
+import { EC2_LAUNCH_PACE, LaunchPaceConfigSchema, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { PortRange } from '../spec/types.ts';
 
 /** Every variable a relaunch Lambda may read; the CDK construct sets the ones each function needs. */
@@ -21,6 +22,8 @@ export const EnvVar = {
   dataConfig: 'DATA_CONFIG',
   /** JSON list of the TCP port ranges job instances open, `[{ from, to }]`; unset: none. */
   openPorts: 'OPEN_PORTS',
+  /** JSON of the launch pace's bucket, `{ burst, perSecond }`; unset: EC2's default bucket. */
+  launchPace: 'LAUNCH_PACE',
 } as const;
 /** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
@@ -51,6 +54,12 @@ const DataConfigSchema = z.strictObject({ bucket: nonEmpty, allowedBuckets: z.ar
 export function parseDataConfig(env: NodeJS.ProcessEnv = process.env): DataConfig | undefined {
   if ((env[EnvVar.dataConfig] ?? '') === '') return undefined;
   return parseJsonEnv(EnvVar.dataConfig, DataConfigSchema, 'data configuration', env);
+}
+
+/** Reads LAUNCH_PACE, as parseComputeConfig reads its variable; unset is EC2's default bucket. */
+export function parseLaunchPace(env: NodeJS.ProcessEnv = process.env): LaunchPaceConfig {
+  if ((env[EnvVar.launchPace] ?? '') === '') return EC2_LAUNCH_PACE;
+  return parseJsonEnv(EnvVar.launchPace, LaunchPaceConfigSchema, 'launch pace', env);
 }
 
 /** COMPUTE_CONFIG's shape; `satisfies` keeps it in step with Ec2ComputeConfig. */

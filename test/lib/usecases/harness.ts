@@ -5,6 +5,7 @@ import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
 import type { JobRecord } from '../../../lib/model.ts';
 import type { Clock, JobStore } from '../../../lib/ports.ts';
 import type { RecoveryPolicy, TaskSpec } from '../../../lib/spec/types.ts';
+import { MemoryLaunchPace, type LaunchPaceConfig } from '../../../lib/launch-pace.ts';
 import type { UseCaseDeps } from '../../../lib/usecases/deps.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
 import { newJobRecord } from '../../../lib/usecases/submit-job.ts';
@@ -49,11 +50,12 @@ export interface Harness {
   readonly workflow: FakeWorkflow;
   readonly clock: TestClock;
   readonly secrets: InMemoryJobSecrets;
+  readonly pace: MemoryLaunchPace;
   readonly deps: UseCaseDeps;
 }
 
 /** The fakes around `store`: an in-memory one unless a test brings another (DynamoJobStore on dynalite). */
-export function harness(store: JobStore = new InMemoryJobStore()): Harness {
+export function harness(store: JobStore = new InMemoryJobStore(), paceConfig?: LaunchPaceConfig): Harness {
   const compute = new FakeCompute();
   const workflow = new FakeWorkflow();
   const clock = new TestClock();
@@ -61,7 +63,8 @@ export function harness(store: JobStore = new InMemoryJobStore()): Harness {
   // A fixed sequence, so ids and jitter differ between calls but not between runs.
   const random = (): number => ((draws += 1) * 0.137) % 1;
   const secrets = new InMemoryJobSecrets();
-  return { store, compute, workflow, clock, secrets, deps: { store, compute, workflow, clock, random, secrets } };
+  const pace = new MemoryLaunchPace(paceConfig);
+  return { store, compute, workflow, clock, secrets, pace, deps: { store, compute, workflow, clock, random, secrets, pace } };
 }
 
 export const JOB_ID = 'j-00mm8abcd-test01';
