@@ -214,7 +214,9 @@ const ConfigObject = z.object({
   [ContextKey.jobNotifications]: z.optional(flag),
   [ContextKey.jobNotificationsTopicArn]: z.optional(topicArn),
   [ContextKey.dataBuckets]: z.optional(preprocess(splitList, z.array(bucketPattern))),
-  [ContextKey.launchPace]: z.optional(preprocess(splitPace, LaunchPaceConfigSchema)),
+  [ContextKey.launchPace]: z.optional(
+    preprocess(splitPace, z.strictObject(LaunchPaceConfigSchema.shape, { error: 'expected BURST/PERSECOND like 1000/2, or { "burst": 1000, "perSecond": 2 }' })),
+  ),
   [ContextKey.agentWafRateLimit]: z.optional(
     preprocess(
       (value) => (typeof value === 'string' && /^[0-9]{1,10}$/.test(value.trim()) ? Number(value) : value),

@@ -29,6 +29,12 @@ describe('configFromContext', () => {
     expect(config).toMatchObject({ otherRegions: [other], allowedInstanceTypes: ['g5.xlarge', 'p4d.24xlarge'], namePrefix: 'team-a', dataBuckets: ['team-data', 'ckpt-*'] });
   });
 
+  it('takes a launch pace as BURST/PERSECOND from -c or an object from cdk.json', () => {
+    expect(from({ ...minimal, [ContextKey.launchPace]: ' 500 / 1.5 ' })().launchPace).toEqual({ burst: 500, perSecond: 1.5 });
+    expect(from({ ...minimal, [ContextKey.launchPace]: { burst: 500, perSecond: 1.5 } })().launchPace).toEqual({ burst: 500, perSecond: 1.5 });
+    expect(from(minimal)().launchPace).toBeUndefined();
+  });
+
   it.each([
     ['true', true],
     [true, true],
@@ -76,6 +82,10 @@ describe('configFromContext', () => {
     [{ ...minimal, [ContextKey.allowedInstanceTypes]: 'g5.*' }, 'context relaunch:allowedInstanceTypes[0]: expected an instance type'],
     [{ ...minimal, [ContextKey.dataBuckets]: 'ok-bucket,Bad_Bucket' }, 'context relaunch:dataBuckets[1]: expected an S3 bucket name, or a prefix of names ending in *'],
     [{ ...minimal, [ContextKey.nodeToNodeTraffic]: 'yes' }, 'context relaunch:nodeToNodeTraffic: expected true or false'],
+    [{ ...minimal, [ContextKey.launchPace]: '1000' }, 'context relaunch:launchPace: expected BURST/PERSECOND like 1000/2, or { "burst": 1000, "perSecond": 2 }'],
+    [{ ...minimal, [ContextKey.launchPace]: '0/2' }, 'context relaunch:launchPace.burst: Too small'],
+    [{ ...minimal, [ContextKey.launchPace]: { burst: 10, perSecond: 0 } }, 'context relaunch:launchPace.perSecond: Too small'],
+    [{ ...minimal, [ContextKey.launchPace]: { burst: 10, perSecond: 1, rate: 2 } }, 'context relaunch:launchPace: expected BURST/PERSECOND like 1000/2, or { "burst": 1000, "perSecond": 2 }'],
     [{ ...minimal, [ContextKey.jobPorts]: '8080' }, "context relaunch:vpcCidr: is not set: relaunch:jobPorts are opened to the VPC's CIDR"],
     [{ ...minimal, [ContextKey.jobPorts]: '9000-8000', [ContextKey.vpcCidr]: '10.0.0.0/16' }, 'context relaunch:jobPorts[0]: expected a port 1-65535'],
     [{ ...minimal, [ContextKey.jobPorts]: '8080', [ContextKey.vpcCidr]: '10.0.0.0' }, 'context relaunch:vpcCidr: expected an IPv4 CIDR like 10.0.0.0/16'],

@@ -122,7 +122,19 @@ describe('ControllerFunctions', () => {
       expect(Object.hasOwn(variables, EnvVar.stateMachineArn), name).toBe(needs.workflow.length > 0);
       expect(Object.hasOwn(variables, EnvVar.computeConfig), name).toBe(needs.compute !== false);
       expect(Object.hasOwn(variables, EnvVar.apiUrl), name).toBe(needs.compute !== false);
+      expect(Object.hasOwn(variables, EnvVar.launchPace), name).toBe(needs.paces === true);
     }
+  });
+
+  it("sizes the launch pace at EC2's default bucket, or at the one the context gives", () => {
+    const paceOf = (template: Template): unknown => {
+      const launcher = Object.entries(template.toJSON().Resources as Record<string, { Type: string; Properties: { Environment?: { Variables: Record<string, unknown> } } }>).find(
+        ([id, r]) => r.Type === 'AWS::Lambda::Function' && id.startsWith('RelaunchFunctionslaunchattempt'),
+      );
+      return JSON.parse(String(launcher?.[1].Properties.Environment?.Variables[EnvVar.launchPace]));
+    };
+    expect(paceOf(template)).toEqual({ burst: 1000, perSecond: 2 });
+    expect(paceOf(synth({ launchPace: { burst: 200, perSecond: 1.5 } }))).toEqual({ burst: 200, perSecond: 1.5 });
   });
 });
 

@@ -20,6 +20,7 @@ import {
   HEARTBEAT_TIMEOUT_SECONDS,
   LAMBDA_CRASH_ERRORS,
   LAMBDA_TRANSIENT_ERRORS,
+  LAUNCH_WAIT_SECONDS_PATH,
   StateName,
   TASK_STATES,
   WorkflowError,
@@ -197,6 +198,15 @@ describe('the rendered controller ASL', () => {
     });
   });
 
+  it('sends a launch with a later slot to WaitForLaunchPace, which waits $.launchWaitSeconds and launches again', () => {
+    expect((state(StateName.AwaitOrEvaluate).Choices as unknown[])[0]).toEqual({
+      Variable: LAUNCH_WAIT_SECONDS_PATH,
+      IsPresent: true,
+      Next: StateName.WaitForLaunchPace,
+    });
+    expect(state(StateName.WaitForLaunchPace)).toEqual({ Type: 'Wait', SecondsPath: LAUNCH_WAIT_SECONDS_PATH, Next: StateName.LaunchAttempt });
+  });
+
   it('makes at most 8 transitions per attempt on every loop, by walking the graph', () => {
     const loops = loopsThrough(StateName.LaunchAttempt);
     expect(loops.length).toBeGreaterThanOrEqual(3);
@@ -221,20 +231,23 @@ describe('the controller on the local engine, as the local runtime runs it', () 
   /** Errors a state's handler throws on its first visits, one per visit, before it answers. */
   type Faults = Partial<Record<string, Error[]>>;
 
-  async function run(launches: boolean[], awaits: (() => unknown)[], decisions: Step[], boots: (() => unknown)[] = [], faults: Faults = {}) {
+  /** Each launch's answer: launched, not (no capacity), or given a later slot by the launch pace. */
+  type Launch = boolean | 'paced';
+
+  async function run(launches: Launch[], awaits: (() => unknown)[], decisions: Step[], boots: (() => unknown)[] = [], faults: Faults = {}) {
     let launch = 0;
     let booted = 0;
     let awaited = 0;
     let decided = 0;
     const seen: string[] = [];
+    const launchInputs: WorkflowState[] = [];
     const handlers = {
-      [StateName.LaunchAttempt]: async (s: WorkflowState) => ({
-        jobId: s.jobId,
-        attempt: s.attempt + 1,
-        attemptsInExecution: s.attemptsInExecution + 1,
-        launched: launches[launch++] ?? true,
-        bootTimeoutSeconds: 1,
-      }),
+      [StateName.LaunchAttempt]: async (s: WorkflowState) => {
+        launchInputs.push(s);
+        const answer = launches[launch++] ?? true;
+        if (answer === 'paced') return { jobId: s.jobId, attempt: s.attempt, attemptsInExecution: s.attemptsInExecution, launchWaitSeconds: 30, launchReserved: true };
+        return { jobId: s.jobId, attempt: s.attempt + 1, attemptsInExecution: s.attemptsInExecution + 1, launched: answer, bootTimeoutSeconds: 1 };
+      },
       [StateName.AwaitBoot]: async () => (boots[booted++] ?? (() => ({ booted: true })))(),
       [StateName.AwaitAttempt]: async () => awaits[awaited++]?.(),
       [StateName.EvaluateRecoveryPolicy]: async (s: WorkflowState) => (decisions[decided++] as Step)(s),
@@ -267,7 +280,7 @@ describe('the controller on the local engine, as the local runtime runs it', () 
     const execution = machine.run({ jobId: 'j1', attempt: 0, attemptsInExecution: 0 } as never, {
       overrides: {
         taskResourceLocalHandlers: faulty as never,
-        waitTimeOverrides: { [StateName.WaitBeforeRelaunch]: 0 },
+        waitTimeOverrides: { [StateName.WaitBeforeRelaunch]: 0, [StateName.WaitForLaunchPace]: 0 },
         // Retries without their backoff, so a test waits for nothing.
         retryIntervalOverrides: Object.fromEntries(TASK_STATES.map((name) => [name, 0])),
       },
@@ -281,7 +294,7 @@ describe('the controller on the local engine, as the local runtime runs it', () 
       (error: unknown) => ({ output: undefined, error }),
     );
     await logging.catch(() => undefined);
-    return { ...result, seen, calls };
+    return { ...result, seen, calls, launchInputs };
   }
 
   const named = (name: string, message = `${name} (from the test)`): Error => Object.assign(new Error(message), { name });
@@ -310,6 +323,21 @@ describe('the controller on the local engine, as the local runtime runs it', () 
     const starts = seen.flatMap((name, index) => (name === StateName.LaunchAttempt ? [index] : []));
     const perAttempt = starts.map((start, i) => (starts[i + 1] ?? seen.length - 1) - start);
     expect(perAttempt).toEqual([7, 8, 7]);
+    expect(seen.at(-1)).toBe(StateName.JobSucceeded);
+  });
+
+  it('waits in WaitForLaunchPace when the pace gives a launch a later slot, then runs LaunchAttempt again holding it', async () => {
+    const { output, seen, launchInputs } = await run(['paced', true], [() => ({ outcome: 'EXITED' })], [decide('SUCCEED', 'SUCCEEDED')]);
+    expect(seen.slice(0, 5)).toEqual([
+      StateName.LaunchAttempt,
+      StateName.AwaitOrEvaluate,
+      StateName.WaitForLaunchPace,
+      StateName.LaunchAttempt,
+      StateName.AwaitOrEvaluate,
+    ]);
+    expect(launchInputs[1]).toMatchObject({ attempt: 0, launchReserved: true });
+    // The launch's answer replaces the state: no wait is left over for the attempt.
+    expect(output).not.toHaveProperty('launchWaitSeconds');
     expect(seen.at(-1)).toBe(StateName.JobSucceeded);
   });
 

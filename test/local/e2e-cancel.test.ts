@@ -51,6 +51,24 @@ describe('cancel, end to end', () => {
     expect(t.errors).toEqual([]);
   });
 
+  it('cancels a job waiting for its launch slot at once: CANCELLED, never launched', async () => {
+    // One instance at once, then one every 100 s: the 2-node launch waits 100 s.
+    const t = await open({ launchPace: { burst: 1, perSecond: 0.01 } });
+    const { jobId } = await t.runtime.submit(yaml`
+      num_nodes: 2
+      run: echo never
+    `);
+    await waitFor('the wait for a launch slot', () => (t.transitions.some((x) => x.state === StateName.WaitForLaunchPace) ? true : undefined));
+    expect(await t.runtime.cancel(jobId)).toBe('CANCELLING');
+    const job = await finish(t, jobId);
+
+    expect(job.result.status).toBe('ABORTED');
+    expect(job.view).toMatchObject({ status: 'CANCELLED', attempts: [], failureReason: 'cancelled by the user' });
+    expect(t.launches).toEqual([]);
+    expect(statusTrail(job.events)).toEqual(['PENDING', 'CANCELLING', 'CANCELLED']);
+    expect(t.errors).toEqual([]);
+  });
+
   it('cancels a job waiting out an hour of restart backoff at once: CANCELLED, and no new process starts', async () => {
     const t = await open();
     const { jobId } = await t.runtime.submit(

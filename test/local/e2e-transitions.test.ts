@@ -54,6 +54,38 @@ describe('state transitions', () => {
     for (const states of attempts) expect(states.length).toBeLessThanOrEqual(8);
   });
 
+  it('waits for a launch slot in WaitForLaunchPace when a job has more nodes than the pace lets go at once, on every attempt', async () => {
+    // One instance at once, then one a second: a 2-node launch always waits a second.
+    const t = await open({ launchPace: { burst: 1, perSecond: 1 } });
+    const job = await runToEnd(
+      t,
+      yaml`
+        num_nodes: 2
+        resources:
+          job_recovery:
+            recover_on_exit_codes: [29]
+        run: |
+          if [ "$RELAUNCH_ATTEMPT" -le 1 ]; then exit 29; fi
+      `,
+    );
+    expect(job.job.status).toBe('SUCCEEDED');
+    expect(job.view.attempts.map((a) => a.decision)).toEqual(['RESTART', 'SUCCEED']);
+    const states = t.transitions.filter((x) => x.execution === job.jobId).map((x) => x.state);
+    const waits = states.flatMap((state, index) => (state === StateName.WaitForLaunchPace ? [index] : []));
+    expect(waits).toHaveLength(2);
+    for (const at of waits) {
+      expect(states.slice(at - 2, at + 3)).toEqual([
+        StateName.LaunchAttempt,
+        StateName.AwaitOrEvaluate,
+        StateName.WaitForLaunchPace,
+        StateName.LaunchAttempt,
+        StateName.AwaitOrEvaluate,
+      ]);
+    }
+    // The wait is not an attempt: two attempts, two launches.
+    expect(t.launches.filter((launch) => launch.jobId === job.jobId)).toHaveLength(2);
+  });
+
   it('makes none while the job runs, though the job heartbeats all along', async () => {
     const t = await open({ heartbeatIntervalMs: 200 });
     const job = await runToEnd(
