@@ -15,6 +15,7 @@ import { awsErrorCode } from '../lib/adapters/aws-errors.ts';
 import { InvalidInputError } from '../lib/errors.ts';
 import type { SourcesLocation } from '../lib/http/types.ts';
 import { bucketAllowed, notAllowedBucket } from '../lib/adapters/s3-data.ts';
+import { CREATED_BUCKET_TAG, CREATED_FOR_JOB_TAG } from '../lib/adapters/s3-job-buckets.ts';
 import { archiveName, mountField } from '../lib/spec/mounts.ts';
 import type { ParsedJob } from '../lib/spec/parse.ts';
 import { taskPath } from '../lib/spec/path.ts';
@@ -29,9 +30,6 @@ export const MAX_SOURCE_BYTES = 5 * 1024 ** 3;
  * after 90 (infra/constructs/job-data.ts), so a job always has 60 days of relaunches.
  */
 export const REFRESH_AFTER_DAYS = 30;
-
-/** The tag relaunch puts on a bucket it creates, so an account can find them. */
-export const CREATED_BUCKET_TAG = 'relaunch:created-by';
 
 /** The HTTP status of an S3 error: a HEAD's errors have no body, only their status. */
 function statusOf(error: unknown): number | undefined {
@@ -107,10 +105,11 @@ export function s3Client(location: SourcesLocation): S3Client {
  *
  * @throws InvalidInputError naming the field of a bucket that cannot be used.
  */
-export async function ensureBuckets(job: ParsedJob, s3: S3Client, location: SourcesLocation, io: Io): Promise<void> {
+export async function ensureBuckets(job: ParsedJob, s3: S3Client, location: SourcesLocation, io: Io): Promise<string[]> {
   const { region } = location;
   const data = { bucket: location.bucket, allowedBuckets: location.allowedBuckets };
   const seen = new Set<string>();
+  const created: string[] = [];
   for (const [index, { spec }] of job.tasks.entries()) {
     for (const mount of spec.fileMounts ?? []) {
       if (mount.source.kind !== 'bucket' || mount.source.name === null || seen.has(mount.source.name)) continue;
@@ -141,6 +140,23 @@ export async function ensureBuckets(job: ParsedJob, s3: S3Client, location: Sour
       );
       await s3.send(new PutBucketTaggingCommand({ Bucket: bucket, Tagging: { TagSet: [{ Key: CREATED_BUCKET_TAG, Value: 'relaunch run' }] } }));
       io.err(`created bucket ${bucket} in ${region} for ${at}`);
+      created.push(bucket);
     }
+  }
+  return created;
+}
+
+/**
+ * Tags the buckets `ensureBuckets` created with the job they were created for, once the
+ * submit named it: what lets the job's end delete those its mounts say not to keep.
+ */
+export async function tagCreatedBuckets(s3: S3Client, buckets: readonly string[], jobId: string): Promise<void> {
+  for (const bucket of buckets) {
+    await s3.send(
+      new PutBucketTaggingCommand({
+        Bucket: bucket,
+        Tagging: { TagSet: [{ Key: CREATED_BUCKET_TAG, Value: 'relaunch run' }, { Key: CREATED_FOR_JOB_TAG, Value: jobId }] },
+      }),
+    );
   }
 }

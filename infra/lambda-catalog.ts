@@ -17,6 +17,7 @@ export const LambdaName = {
   onEc2Event: 'on-ec2-event',
   onExecutionEnded: 'on-execution-ended',
   janitor: 'janitor',
+  deleteTransientMounts: 'delete-transient-mounts',
 } as const;
 export type LambdaName = (typeof LambdaName)[keyof typeof LambdaName];
 
@@ -79,8 +80,13 @@ export interface LambdaNeeds {
    * (JOB_NOTIFICATIONS_TOPIC_ARN and sns:Publish on it, when notifications are on).
    */
   readonly notifies?: true;
-  /** Checks a task's mounts against the stack's buckets at submit (DATA_CONFIG). */
+  /** Reads the stack's data bucket and the buckets instances may use (DATA_CONFIG). */
   readonly data?: true;
+  /**
+   * Deletes jobs' `persistent: false` mounts: the buckets `run` created for them (among
+   * those instances may use) and their folders of the stack's bucket.
+   */
+  readonly deletesMounts?: true;
   /** Draws on the shared launch pace, an item of the jobs table (LAUNCH_PACE sizes it). */
   readonly paces?: true;
 }
@@ -125,4 +131,7 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     notifies: true,
     timeoutSeconds: 300,
   },
+  // Emptying a bucket is a page of 1,000 objects a round; a larger one than 15 minutes
+  // allows goes on in EventBridge's next delivery, where this one stopped.
+  [LambdaName.deleteTransientMounts]: { store: 'read', workflow: [], compute: false, data: true, deletesMounts: true, timeoutSeconds: 900 },
 };

@@ -13,6 +13,7 @@ import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
 import { forwardedDeadLetterQueueName } from './constructs/dead-letters.ts';
 import { ExecutionEvents } from './constructs/execution-events.ts';
+import { TransientMounts } from './constructs/transient-mounts.ts';
 import { Janitor } from './constructs/janitor.ts';
 import { InstanceEvents } from './constructs/instance-events.ts';
 import { JobApi } from './constructs/job-api.ts';
@@ -57,6 +58,8 @@ export class Relaunch extends Construct {
   readonly data: JobData;
   readonly events: InstanceEvents;
   readonly executionEvents: ExecutionEvents;
+  /** Every execution's end, to the function that deletes `persistent: false` mounts. */
+  readonly transientMounts: TransientMounts;
   readonly janitor: Janitor;
   readonly api: JobApi;
   /** The alarms, their topic, the dashboard and the optional job notifications topic. */
@@ -123,6 +126,7 @@ export class Relaunch extends Construct {
       if (needs.compute !== false) grantCompute(fn, launchScope, needs.compute);
       if (needs.sweepsLaunchTemplates === true) grantSweepLaunchTemplates(fn, launchScope);
       grantJobSecrets(fn, jobSecretsPath(namePrefix), needs.secrets ?? []);
+      if (needs.deletesMounts === true) this.data.grantMountDeletion(fn);
     }
 
     const tasks = Object.fromEntries(
@@ -132,6 +136,10 @@ export class Relaunch extends Construct {
     this.events = new InstanceEvents(this, 'Ec2Events', { handler: this.functions.functions[LambdaName.onEc2Event] });
     this.executionEvents = new ExecutionEvents(this, 'ExecutionEvents', {
       handler: this.functions.functions[LambdaName.onExecutionEnded],
+      stateMachineArn,
+    });
+    this.transientMounts = new TransientMounts(this, 'TransientMounts', {
+      handler: this.functions.functions[LambdaName.deleteTransientMounts],
       stateMachineArn,
     });
     this.janitor = new Janitor(this, 'Janitor', {
@@ -164,7 +172,7 @@ export class Relaunch extends Construct {
     });
     if (this.operations.jobNotificationsTopic !== undefined) this.functions.notifyJobEnds(this.operations.jobNotificationsTopic);
     // A letter waiting in a dead-letter queue pages on-call like any other alarm.
-    for (const alarm of this.janitor.alarms) this.operations.addAlarm(alarm);
+    for (const alarm of [...this.janitor.alarms, this.transientMounts.alarm]) this.operations.addAlarm(alarm);
     acknowledgeWildcards(this);
 
     if (props.outputs ?? true) {

@@ -60,21 +60,32 @@ const executionInput = z.pipe(
   }),
 );
 
+/** Every end an execution can come to: what the rule that deletes `persistent: false` mounts forwards. */
+export const END_STATUSES = ['SUCCEEDED', ...UNRECORDED_END_STATUSES] as const satisfies readonly ExecutionEndStatus[];
+
+/** The status change of an execution that ended in one of `statuses`, with what the janitors read. */
+function executionEndSchema<S extends readonly [ExecutionEndStatus, ...ExecutionEndStatus[]]>(statuses: S) {
+  return z.object({
+    'detail-type': z.literal(EXECUTION_STATUS_CHANGE),
+    detail: z.object({
+      executionArn: z.string().check(z.minLength(1)),
+      status: z.enum(statuses),
+      // Only the job is read: any execution this machine started names one.
+      input: z.pipe(executionInput, z.object({ jobId: ExecutionInputSchema.shape.jobId })),
+      error: z.optional(z.nullable(z.string())),
+      cause: z.optional(z.nullable(z.string())),
+    }),
+  });
+}
+
 /** The status change of an execution that ended outside its own states, with what the janitor reads. */
-export const ExecutionEndedEventSchema = z.object({
-  'detail-type': z.literal(EXECUTION_STATUS_CHANGE),
-  detail: z.object({
-    executionArn: z.string().check(z.minLength(1)),
-    status: z.enum(UNRECORDED_END_STATUSES),
-    // Only the job is read: any execution this machine started names one.
-    input: z.pipe(executionInput, z.object({ jobId: ExecutionInputSchema.shape.jobId })),
-    error: z.optional(z.nullable(z.string())),
-    cause: z.optional(z.nullable(z.string())),
-  }),
-});
+export const ExecutionEndedEventSchema = executionEndSchema(UNRECORDED_END_STATUSES);
+
+/** The status change of an execution that ended in any way. */
+export const ExecutionFinishedEventSchema = executionEndSchema(END_STATUSES);
 
 /** An execution's end as `onExecutionEnded` takes it. */
-export function executionEndedOf(event: z.infer<typeof ExecutionEndedEventSchema>): ExecutionEnded {
+export function executionEndedOf(event: z.infer<typeof ExecutionFinishedEventSchema>): ExecutionEnded {
   const { detail } = event;
   return {
     jobId: detail.input.jobId,

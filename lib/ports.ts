@@ -157,6 +157,23 @@ export interface LaunchPace {
   reserve(instances: number, now: number): Promise<number>;
 }
 
+/** What deleting a bucket at a job's end came to. */
+export type BucketDeletion = 'deleted' | 'kept' | 'gone';
+
+/**
+ * Where a job's `persistent: false` mounts go when it ends: S3 on AWS, the data folder's
+ * bucket folders locally. Both deletions may be run again (a retried event).
+ */
+export interface JobBuckets {
+  /**
+   * Empties and deletes bucket `name` if relaunch created it for job `jobId` (`run` marked
+   * it so after the submit): 'kept' when it did not, 'gone' when there is no such bucket.
+   */
+  deleteCreatedBucket(name: string, jobId: string): Promise<BucketDeletion>;
+  /** Deletes the folder of relaunch's own bucket that holds the job's nameless mount at `path`. */
+  deleteJobFolder(jobId: string, path: string): Promise<void>;
+}
+
 /**
  * Where a job's secret values live from its submit to its end, never in its record:
  * SSM SecureStrings on AWS, a file only the user can read locally.

@@ -20,13 +20,18 @@ import { bucketDir, LOCAL_OWN_BUCKET, sourcesDir } from './paths.ts';
 export function localMountPlaces(dataDir: string): MountPlaces {
   return {
     bucket(source, jobId, path) {
-      if (source.name === null) return { dir: join(bucketDir(dataDir, LOCAL_OWN_BUCKET), MOUNTS_PREFIX, jobId, mountKey(path)) };
+      if (source.name === null) return { dir: join(jobMountsDir(dataDir, jobId), mountKey(path)) };
       // Checked at submit; checked again here, since the name becomes part of a path.
       const problem = bucketNameProblem(source.name);
       if (problem !== undefined) throw new PrecheckError(`${mountField(path, 'name')}: ${problem}`);
       return { dir: bucketDir(dataDir, source.name) };
     },
   };
+}
+
+/** The folder of a job's nameless mounts, in relaunch's own bucket as the data folder has it. */
+export function jobMountsDir(dataDir: string, jobId: string): string {
+  return join(bucketDir(dataDir, LOCAL_OWN_BUCKET), MOUNTS_PREFIX, jobId);
 }
 
 /** What the local runtime cannot run of a task, at submit: its mounts' problems, then Docker's. */

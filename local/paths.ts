@@ -30,6 +30,15 @@ export function bucketDir(dataDir: string, name: string): string {
   return path.join(path.resolve(dataDir), 'buckets', name);
 }
 
+/**
+ * `<dataDir>/buckets/.created/<name>`: the mark `run` leaves on a bucket folder it created,
+ * holding the job it was created for (the tags of a bucket on S3). Bucket names cannot
+ * start with a dot, so no bucket is named `.created`.
+ */
+export function createdBucketMark(dataDir: string, name: string): string {
+  return path.join(path.resolve(dataDir), 'buckets', '.created', name);
+}
+
 /** The bucket a nameless mount's folder is in, locally. */
 export const LOCAL_OWN_BUCKET = 'relaunch-local';
 

@@ -22,6 +22,7 @@ import type { Clock, Random, Workflow } from '../lib/ports.ts';
 import { isTerminal } from '../lib/status.ts';
 import {
   cancelJob,
+  deleteTransientMounts,
   onExecutionEnded,
   onInstanceEvent,
   recordControllerFailure,
@@ -32,6 +33,7 @@ import {
 import { BOOT_TIMEOUT_SECONDS_PATH, HEARTBEAT_TIMEOUT_SECONDS, StateName } from '../lib/workflow/contract.ts';
 import { AwaitTaskInputSchema, awaitAttemptTask, controllerTasks } from '../lib/workflow/task-handlers.ts';
 import { mergeChaos, NO_CHAOS, type ChaosPlan } from './chaos.ts';
+import { LocalJobBuckets } from './job-buckets.ts';
 import { LocalWorkflow, type LocalExecutionResult, type LocalTaskHandler, type TaskClock } from './local-workflow.ts';
 import { LocalProcessCompute } from './process-compute.ts';
 import { killMarked } from './process-groups.ts';
@@ -233,14 +235,22 @@ export class LocalRuntime {
   }
 
   /**
-   * The local janitor (what an EventBridge rule on "Execution Status Change" does on AWS):
+   * The local janitor (what the EventBridge rules on "Execution Status Change" do on AWS):
    * an execution that ended outside its own end states, a cancel's stop during a backoff
-   * among them, leaves its job to `onExecutionEnded`.
+   * among them, leaves its job to `onExecutionEnded`; then, whatever the end, the job's
+   * `persistent: false` mounts are deleted.
    */
   private executionEnded(execution: { arn: string; jobId: string }, result: LocalExecutionResult): void {
-    if (this.closed || result.status === 'SUCCEEDED') return;
+    if (this.closed) return;
     const event = { jobId: execution.jobId, executionArn: execution.arn, status: result.status, error: result.error, cause: result.cause };
-    const cleanup: Promise<void> = this.retryUntilStored(() => onExecutionEnded(event, this.deps)).finally(() => {
+    const buckets = new LocalJobBuckets(this.dataDir);
+    // One write to retry: both steps may run again (each ignores what it already did).
+    const finish = async (): Promise<void> => {
+      if (result.status !== 'SUCCEEDED') await onExecutionEnded(event, this.deps);
+      // Once the job has ended: what its mounts said not to keep (the second EventBridge rule on AWS).
+      await deleteTransientMounts(event, { store: this.deps.store, buckets });
+    };
+    const cleanup: Promise<void> = this.retryUntilStored(finish).finally(() => {
       if (this.cleanups.get(execution.jobId) === cleanup) this.cleanups.delete(execution.jobId);
     });
     this.cleanups.set(execution.jobId, cleanup);

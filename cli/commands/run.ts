@@ -7,15 +7,17 @@ import { parseJobFile, type ParsedJob } from '../../lib/spec/parse.ts';
 import { envNameProblem } from '../../lib/spec/envs.ts';
 import { resolveJob } from '../../lib/spec/secrets.ts';
 import { JobStatus } from '../../lib/status.ts';
+import { errorMessage } from '../../lib/usecases/deps.ts';
 import type { JobView } from '../../lib/views.ts';
 import { backgroundTarget, configuredApi, isLoopback, openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { ApiError, HttpJobsClient } from '../jobs-client.ts';
-import { ensureBuckets, S3SourceStore, s3Client } from '../s3-sources.ts';
+import { ensureBuckets, S3SourceStore, s3Client, tagCreatedBuckets } from '../s3-sources.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
 import { readTaskFile, STDIN_ARGUMENT } from '../task-file.ts';
 import { LocalSourceStore, uploadSources } from '../sources.ts';
 import { sourcesDir } from '../../local/paths.ts';
+import { ensureLocalBuckets, markCreatedBuckets } from '../local-buckets.ts';
 import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan, readChaosFile, type ChaosPlan } from '../../local/chaos.ts';
 
 /** Options of `relaunch run`. */
@@ -60,15 +62,22 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     resolveJob(parsed, { envs: envOverrides, secrets: secretOverrides });
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
     const chaos = await chaosOf(options, Math.max(...tasks.map((task) => task.spec.numNodes)));
-    const body = await withSources(text, parsed, file === STDIN_ARGUMENT ? process.cwd() : path.dirname(file), options, io);
+    const sources = await withSources(text, parsed, file === STDIN_ARGUMENT ? process.cwd() : path.dirname(file), options, io);
 
     target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io);
-    const { jobId } = await target.client.submit(body, { envOverrides, secretOverrides, chaos });
+    const { jobId } = await target.client.submit(sources.body, { envOverrides, secretOverrides, chaos });
+    // The job runs either way: a bucket left unmarked is only kept after it.
+    await sources.submitted(jobId).catch((error: unknown) => {
+      io.err(`warning: could not mark the buckets run created as made for ${jobId}, so its end keeps them: ${errorMessage(error)}`);
+    });
     if (options.detach === true) {
       io.out(options.json === true ? JSON.stringify({ jobId }) : jobId);
       return ExitStatus.OK;
     }
     const view = await followUntilDone(target, jobId, options, io);
+    // The job has ended; in this process its execution and clean-up (instances released,
+    // `persistent: false` mounts deleted) finish before the runtime closes.
+    await target.runtime?.waitForJob(jobId);
     if (options.json === true) io.out(JSON.stringify(view, null, 2));
     else io.out(summary(view));
     return view.status === JobStatus.SUCCEEDED ? ExitStatus.OK : ExitStatus.JOB_FAILED;
@@ -115,23 +124,50 @@ function summary(view: JobView): string {
  * into the data folder for a local runtime, into the stack's bucket for a deployed API,
  * which also gets the buckets MOUNTs name created when missing.
  */
-async function withSources(text: string, parsed: ParsedJob, base: string, options: RunOptions, io: Io): Promise<string> {
+async function withSources(text: string, parsed: ParsedJob, base: string, options: RunOptions, io: Io): Promise<SubmittedSources> {
   const api = configuredApi(options);
-  if (api === null) return uploadSources(text, parsed, base, new LocalSourceStore(sourcesDir(options.dataDir)), io);
+  if (api === null) {
+    const body = await uploadSources(text, parsed, base, new LocalSourceStore(sourcesDir(options.dataDir)), io);
+    const created = await ensureLocalBuckets(parsed, options.dataDir, io);
+    return { body, submitted: (jobId) => markCreatedBuckets(options.dataDir, created, jobId) };
+  }
   const usesData = parsed.tasks.some(({ spec }) => spec.workdir !== null || (spec.fileMounts ?? []).length > 0);
-  if (!usesData) return text;
+  if (!usesData) return { body: text, submitted: () => Promise.resolve() };
   const location = await new HttpJobsClient(api, { sign: !isLoopback(api) }).sourcesLocation().catch((error: unknown) => {
     if (!(error instanceof ApiError) || error.statusCode !== 404) throw error;
     throw new InvalidInputError([{ path: '--api', message: `expected an API that takes uploads, but ${api} keeps none in S3 (a local server): give its --data-dir instead of --api` }]);
   });
   const s3 = s3Client(location);
+  let created: string[];
+  let body: string;
   try {
-    const body = await uploadSources(text, parsed, base, new S3SourceStore(s3, location), io);
-    await ensureBuckets(parsed, s3, location, io);
-    return body;
+    body = await uploadSources(text, parsed, base, new S3SourceStore(s3, location), io);
+    created = await ensureBuckets(parsed, s3, location, io);
   } finally {
     s3.destroy();
   }
+  return {
+    body,
+    async submitted(jobId) {
+      if (created.length === 0) return;
+      const tagging = s3Client(location);
+      try {
+        await tagCreatedBuckets(tagging, created, jobId);
+      } finally {
+        tagging.destroy();
+      }
+    },
+  };
+}
+
+/**
+ * The task as submitted (local sources replaced by what they were stored as), and what is
+ * done once the submit named the job: the buckets `run` created are marked as made for it,
+ * so its end can delete those its mounts say not to keep.
+ */
+interface SubmittedSources {
+  readonly body: string;
+  submitted(jobId: string): Promise<void>;
 }
 
 /**

@@ -5,12 +5,14 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { SFNClient } from '@aws-sdk/client-sfn';
+import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { DynamoLaunchPace } from '../../lib/adapters/dynamo-launch-pace.ts';
 import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
 import { Ec2Inventory, Ec2LaunchTemplates } from '../../lib/adapters/ec2-inventory.ts';
+import { S3JobBuckets } from '../../lib/adapters/s3-job-buckets.ts';
 import { SqsDeadLetters } from '../../lib/adapters/sqs-dead-letters.ts';
 import { SsmJobSecrets } from '../../lib/adapters/ssm-job-secrets.ts';
 import { SsmParameters } from '../../lib/adapters/ssm-parameters.ts';
@@ -20,6 +22,7 @@ import type {
   Compute,
   DeadLetters,
   InstanceInventory,
+  JobBuckets,
   JobSecrets,
   JobStore,
   LaunchPace,
@@ -27,7 +30,7 @@ import type {
   Random,
   Workflow,
 } from '../../lib/ports.ts';
-import { EnvVar, parseComputeConfig, parseDeadLetterQueues, parseLaunchPace, requireEnv } from '../../lib/workflow/env.ts';
+import { EnvVar, parseComputeConfig, parseDataConfig, parseDeadLetterQueues, parseLaunchPace, requireEnv } from '../../lib/workflow/env.ts';
 import { traced } from './tracing.ts';
 
 let cachedDynamo: DynamoDBClient | undefined;
@@ -39,6 +42,7 @@ let cachedInventory: InstanceInventory | undefined;
 let cachedLaunchTemplates: LaunchTemplateInventory | undefined;
 let cachedDeadLetters: DeadLetters | undefined;
 let cachedJobSecrets: JobSecrets | undefined;
+let cachedJobBuckets: JobBuckets | null | undefined;
 
 /** The jobs table (TABLE_NAME). */
 export function store(): JobStore {
@@ -97,6 +101,19 @@ export function jobSecrets(): JobSecrets {
   return cachedJobSecrets;
 }
 
+/**
+ * Where jobs' `persistent: false` mounts are deleted: the stack's buckets (DATA_CONFIG), in
+ * the function's region, where `run` creates buckets. null for a stack without a data
+ * bucket, whose jobs have no mounts.
+ */
+export function jobBuckets(): JobBuckets | null {
+  if (cachedJobBuckets === undefined) {
+    const data = parseDataConfig();
+    cachedJobBuckets = data === undefined ? null : new S3JobBuckets({ s3: traced(new S3Client({})), data });
+  }
+  return cachedJobBuckets;
+}
+
 /** The dead-letter queues of the event deliveries (DEAD_LETTER_QUEUES), each read in its region. */
 export function deadLetters(): DeadLetters {
   cachedDeadLetters ??= new SqsDeadLetters({ queues: parseDeadLetterQueues(), client: perRegion((region) => new SQSClient({ region })) });
@@ -124,7 +141,10 @@ export const random: Random = Math.random;
 
 /** Forgets every built port, so a test can point the next invocation at other resources. */
 export function resetDeps(): void {
+  cachedDynamo = undefined;
   cachedStore = undefined;
+  cachedPace = undefined;
+  cachedJobBuckets = undefined;
   cachedWorkflow = undefined;
   cachedCompute = undefined;
   cachedInventory = undefined;

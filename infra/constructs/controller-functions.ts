@@ -47,7 +47,7 @@ export interface ControllerFunctionsProps {
   readonly logRetention?: logs.RetentionDays;
 }
 
-/** The eight Lambdas, by name. */
+/** Every Lambda of the catalog, by name. */
 export class ControllerFunctions extends Construct {
   readonly functions: Readonly<Record<LambdaName, lambda.Function>>;
 

@@ -6,16 +6,22 @@ import type { Construct } from 'constructs';
 
 /**
  * A queue for events a delivery gave up on: kept 14 days (SQS's longest), encrypted,
- * reachable over TLS only. The janitor replays what it holds every 10 minutes.
+ * reachable over TLS only. The janitor replays what most of them hold every 10 minutes;
+ * `whatHappens` says otherwise for one it does not.
  */
-export function deadLetterQueue(scope: Construct, id: string, queueName?: string): sqs.Queue {
+export function deadLetterQueue(
+  scope: Construct,
+  id: string,
+  queueName?: string,
+  whatHappens = 'what it holds is replayed by the janitor',
+): sqs.Queue {
   const queue = new sqs.Queue(scope, id, {
     ...(queueName === undefined ? {} : { queueName }),
     retentionPeriod: Duration.days(14),
     encryption: sqs.QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
   });
-  const reason = 'This queue is itself a dead-letter queue: what it holds is replayed by the janitor, never redriven further.';
+  const reason = `This queue is itself a dead-letter queue: ${whatHappens}, never redriven further.`;
   Validations.of(queue).acknowledge({ id: 'AwsSolutions-SQS3', reason });
   Validations.of(queue).acknowledge({ id: 'Serverless-SQSRedrivePolicy', reason });
   return queue;

@@ -18,12 +18,12 @@ export interface ExecutionEventsProps {
   readonly stateMachineArn: string;
 }
 
-/** The rule's pattern: this controller's executions, in the ends no state of it records. */
-export function executionEndedPattern(stateMachineArn: string): events.EventPattern {
+/** The rule's pattern: this controller's executions, in the ends no state of it records (or in `statuses`). */
+export function executionEndedPattern(stateMachineArn: string, statuses: readonly string[] = UNRECORDED_END_STATUSES): events.EventPattern {
   return {
     source: ['aws.states'],
     detailType: [EXECUTION_STATUS_CHANGE],
-    detail: { stateMachineArn: [stateMachineArn], status: [...UNRECORDED_END_STATUSES] },
+    detail: { stateMachineArn: [stateMachineArn], status: [...statuses] },
   };
 }
 

@@ -26,7 +26,7 @@ export interface JobDataProps {
   readonly sourceRetentionDays?: number;
 }
 
-/** The stack's data bucket and what the instance role may do with S3. */
+/** The stack's data bucket and what the instance role (and the function that deletes mounts) may do with S3. */
 export class JobData extends Construct {
   readonly bucket: s3.Bucket;
   readonly allowedBuckets: readonly string[];
@@ -81,7 +81,7 @@ export class JobData extends Construct {
       }),
     );
     if (this.allowedBuckets.length === 0) return;
-    const arns = this.allowedBuckets.map((name) => `arn:${Aws.PARTITION}:s3:::${name}`);
+    const arns = this.allowedBucketArns();
     role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'ListAllowedBuckets', actions: ['s3:ListBucket', 's3:GetBucketLocation'], resources: arns }));
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
@@ -90,5 +90,29 @@ export class JobData extends Construct {
         resources: arns.map((arn) => `${arn}/*`),
       }),
     );
+  }
+
+  /**
+   * Lets `grantee` delete what jobs' mounts say not to keep: every object version under
+   * the stack's `mounts/`, and the allowed buckets with their objects (the function checks
+   * a bucket's tags name the job before it deletes anything).
+   */
+  grantMountDeletion(grantee: iam.IGrantable): void {
+    const bucketArn = this.bucket.bucketArn;
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['s3:ListBucketVersions', 's3:ListBucket'],
+      resourceArns: [bucketArn],
+      conditions: { StringLike: { 's3:prefix': `${MOUNTS_PREFIX}/*` } },
+    });
+    iam.Grant.addToPrincipal({ grantee, actions: ['s3:DeleteObject', 's3:DeleteObjectVersion'], resourceArns: [`${bucketArn}/${MOUNTS_PREFIX}/*`] });
+    if (this.allowedBuckets.length === 0) return;
+    const arns = this.allowedBucketArns();
+    iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetBucketTagging', 's3:ListBucketVersions', 's3:ListBucket', 's3:DeleteBucket'], resourceArns: arns });
+    iam.Grant.addToPrincipal({ grantee, actions: ['s3:DeleteObject', 's3:DeleteObjectVersion'], resourceArns: arns.map((arn) => `${arn}/*`) });
+  }
+
+  private allowedBucketArns(): string[] {
+    return this.allowedBuckets.map((name) => `arn:${Aws.PARTITION}:s3:::${name}`);
   }
 }

@@ -249,8 +249,8 @@ export function mountWarnings(task: Readonly<Record<string, unknown>>, fileMount
   for (const mount of fileMounts) {
     const raw = given[mount.path];
     const at = ['file_mounts', mount.path];
-    if (mount.source.kind === 'bucket' && !mount.source.persistent) {
-      warnings.push({ path: [...at, 'persistent'], message: 'false is not acted on: relaunch keeps the bucket (or folder) after the job; delete it yourself when done' });
+    if (mount.source.kind === 'bucket' && mount.source.name !== null && !mount.source.persistent) {
+      warnings.push({ path: [...at, 'persistent'], message: `false deletes bucket ${mount.source.name} and its data when the job ends, if run creates it for this job; a bucket that already exists is kept` });
     }
     if (mount.source.kind === 'bucket' && mount.source.name !== null) {
       const problem = bucketNameProblem(mount.source.name);
@@ -277,6 +277,26 @@ export function describeSource(source: MountSource): string {
       if (source.name === null) return "a folder of relaunch's own bucket for this job";
       return `bucket ${source.name} (${source.persistent ? 'kept after the job' : 'deleted after the job'})`;
   }
+}
+
+/**
+ * What a job's end deletes (`persistent: false`): the named buckets every mount of which
+ * says so (one mount that keeps a bucket keeps it), and the paths of nameless mounts that
+ * say so (their folders of relaunch's own bucket). In every task of a pipeline.
+ */
+export function transientMounts(specs: readonly { readonly fileMounts?: readonly FileMount[] }[]): { readonly buckets: string[]; readonly folders: string[] } {
+  const kept = new Set<string>();
+  const buckets = new Set<string>();
+  const folders = new Set<string>();
+  for (const mount of specs.flatMap((spec) => spec.fileMounts ?? [])) {
+    if (mount.source.kind !== 'bucket') continue;
+    if (mount.source.name === null) {
+      if (!mount.source.persistent) folders.add(mount.path);
+    } else {
+      (mount.source.persistent ? kept : buckets).add(mount.source.name);
+    }
+  }
+  return { buckets: [...buckets].filter((name) => !kept.has(name)), folders: [...folders] };
 }
 
 /** How a mount's field is named in messages: `file_mounts["/data"]`, `file_mounts["/data"].name`. */

@@ -14,4 +14,5 @@ export { recordControllerFailure, type ControllerFailureState } from './controll
 export { continueAsNew } from './continue-as-new.ts';
 export { cancelJob, type CancelJobResult } from './cancel-job.ts';
 export { onExecutionEnded, type ExecutionEnded, type ExecutionEndedResult, type ExecutionEndStatus } from './execution-ended.ts';
+export { deleteTransientMounts, type DeletedMount } from './job-buckets.ts';
 export { getJob, listJobs } from './queries.ts';

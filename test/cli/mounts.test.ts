@@ -142,6 +142,62 @@ run: |
   );
 });
 
+describe('persistent: false', () => {
+  it(
+    'deletes, when the job ends, the bucket run created for it and its nameless folder, but never a bucket that was there before',
+    async () => {
+      const dir = await tempDir('transient');
+      const state = join(dir, 'state');
+      // A bucket that exists before the job: persistent: false must not take it.
+      await mkdir(join(state, 'buckets', 'team-shared'), { recursive: true });
+      await writeFile(join(state, 'buckets', 'team-shared', 'keep-me'), 'older data\n');
+      const file = await writeTask(
+        dir,
+        'train.yaml',
+        `file_mounts:
+  /checkpoint:
+    name: scratch-ckpt-7
+    mode: MOUNT
+    persistent: false
+  /shared:
+    name: team-shared
+    mode: MOUNT
+    persistent: false
+  /tmpdata:
+    mode: MOUNT
+    persistent: false
+resources:
+  job_recovery:
+    recover_on_exit_codes: [29]
+run: |
+  root="$RELAUNCH_MOUNT_ROOT"
+  if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then
+    echo 3 > "$root/checkpoint/step"; echo a1 > "$root/tmpdata/seen"; echo written > "$root/shared/by-job"; exit 29
+  fi
+  echo "resumed at $(cat "$root/checkpoint/step") after $(cat "$root/tmpdata/seen")"
+`,
+      );
+
+      const run = await runCli(['run', file, '--json', '--data-dir', state], { cwd: dir });
+
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toContain('created bucket folder scratch-ckpt-7');
+      const view = parseStdout<JobView>(run);
+      expect(view.status).toBe('SUCCEEDED');
+      // Kept between attempts: the second read what the first wrote.
+      const second = await runCli(['logs', view.jobId, '--attempt', '2', '--data-dir', state], { cwd: dir });
+      expect(second.stdout).toContain('resumed at 3 after a1');
+      // Gone after the job: the bucket run created for it, its mark, and the nameless folder.
+      expect(existsSync(join(state, 'buckets', 'scratch-ckpt-7'))).toBe(false);
+      expect(existsSync(join(state, 'buckets', '.created', 'scratch-ckpt-7'))).toBe(false);
+      expect(existsSync(join(state, 'buckets', 'relaunch-local', 'mounts', view.jobId))).toBe(false);
+      // Kept: the bucket that was there before, with what the job wrote in it.
+      expect(readdirSync(join(state, 'buckets', 'team-shared')).sort()).toEqual(['by-job', 'keep-me']);
+    },
+    SLOW,
+  );
+});
+
 describe('bad sources, refused before anything is submitted (exit 2)', () => {
   it.each([
     ['a missing local path', 'file_mounts:\n  /data: ./nowhere\nrun: x\n', 'file_mounts["/data"]: expected an existing local file or folder, got ./nowhere'],

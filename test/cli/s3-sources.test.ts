@@ -121,10 +121,12 @@ describe('relaunch run --api with local sources', () => {
   let api: string;
   let submitted: string[];
   let sourcesStatus: number;
+  let acceptJobs: boolean;
 
   beforeEach(async () => {
     submitted = [];
     sourcesStatus = 200;
+    acceptJobs = false;
     server = createServer((request, response) => {
       let body = '';
       request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
@@ -135,6 +137,10 @@ describe('relaunch run --api with local sources', () => {
         }
         if (request.method === 'POST' && request.url === '/jobs') {
           submitted.push(body);
+          if (acceptJobs) {
+            response.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ jobId: 'j-00mm8abcd-s3tag1', status: 'PENDING', warnings: [] }));
+            return;
+          }
           // Refused, so run stops here: what was sent is what the test reads.
           response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'stop', issues: [{ path: 'run', message: 'stopped by the test' }] }));
           return;
@@ -172,6 +178,40 @@ describe('relaunch run --api with local sources', () => {
     expect(sent).toContain('name: team-ckpt');
     expect(s3.commandCalls(CreateBucketCommand)).toHaveLength(1);
     expect(io.stderr.filter((line) => line.includes('stored in s3://relaunch-data-9/sources'))).toHaveLength(2);
+  });
+
+  it('tags the bucket it created with the job the submit named, so its end can delete it (persistent: false)', async () => {
+    acceptJobs = true;
+    const dir = await tempDir('run-api-tag');
+    const file = join(dir, 'task.yaml');
+    await writeFile(file, 'file_mounts:\n  /ckpt:\n    name: team-scratch\n    mode: MOUNT\n    persistent: false\n  /kept: {name: team-kept, mode: MOUNT}\nrun: x\n');
+    s3.on(HeadBucketCommand, { Bucket: 'team-scratch' }).rejects(s3Error('NotFound', 404));
+    s3.on(HeadBucketCommand, { Bucket: 'team-kept' }).resolves({});
+    const io = bufferIo();
+
+    expect(await runTask(file, { api, dataDir: join(dir, 'state'), detach: true }, io)).toBe(0);
+
+    expect(io.stdout).toEqual(['j-00mm8abcd-s3tag1']);
+    // Created untagged for a job first, then tagged once the submit named it; the bucket that was there is left alone.
+    expect(s3.commandCalls(PutBucketTaggingCommand).map((call) => call.args[0].input)).toEqual([
+      { Bucket: 'team-scratch', Tagging: { TagSet: [{ Key: 'relaunch:created-by', Value: 'relaunch run' }] } },
+      { Bucket: 'team-scratch', Tagging: { TagSet: [{ Key: 'relaunch:created-by', Value: 'relaunch run' }, { Key: 'relaunch:job', Value: 'j-00mm8abcd-s3tag1' }] } },
+    ]);
+  });
+
+  it('warns, and still answers with the job, when the tagging fails: the job runs, the bucket is kept after it', async () => {
+    acceptJobs = true;
+    const dir = await tempDir('run-api-tag-fails');
+    const file = join(dir, 'task.yaml');
+    await writeFile(file, 'file_mounts:\n  /ckpt: {name: team-scratch, mode: MOUNT, persistent: false}\nrun: x\n');
+    s3.on(HeadBucketCommand).rejects(s3Error('NotFound', 404));
+    s3.on(PutBucketTaggingCommand).resolvesOnce({}).rejects(s3Error('AccessDenied', 403));
+    const io = bufferIo();
+
+    expect(await runTask(file, { api, dataDir: join(dir, 'state'), detach: true }, io)).toBe(0);
+
+    expect(io.stdout).toEqual(['j-00mm8abcd-s3tag1']);
+    expect(io.stderr.join('\n')).toContain('warning: could not mark the buckets run created as made for j-00mm8abcd-s3tag1, so its end keeps them');
   });
 
   it('says to use --data-dir when the API keeps no uploads (a local server), and submits nothing', async () => {

@@ -63,6 +63,7 @@ describe('bundle', () => {
       ...(needs.compute !== false || (needs.secrets ?? []).length > 0 ? ['@aws-sdk/client-ssm'] : []),
       ...(needs.notifies === true ? ['@aws-sdk/client-sns'] : []),
       ...(needs.deadLetters === true ? ['@aws-sdk/client-sqs'] : []),
+      ...(needs.deletesMounts === true ? ['@aws-sdk/client-s3'] : []),
     ].sort();
 
   it.each(LAMBDA_NAMES)('puts in %s only the SDK clients it uses', async (name) => {

@@ -249,6 +249,7 @@ describe('IAM', () => {
       'on-ec2-event': ['states:SendTaskSuccess'],
       'on-execution-ended': [],
       janitor: ['states:SendTaskSuccess', 'states:StartExecution'],
+      'delete-transient-mounts': [],
     };
     const onExecutions = new Set(['states:GetExecutionHistory', 'states:StopExecution']);
     for (const name of LAMBDA_NAMES) {
@@ -371,7 +372,8 @@ describe('InstanceEvents', () => {
       },
       Targets: target,
     });
-    template.resourceCountIs('AWS::Events::Rule', 4);
+    // And the execution rules (one for the janitor, one for transient mounts) and the janitor's schedule.
+    template.resourceCountIs('AWS::Events::Rule', 5);
   });
 
   it('keeps what EventBridge could not deliver, and what on-ec2-event failed on, in queues the janitor reads', () => {
@@ -427,8 +429,10 @@ describe('Janitor', () => {
   });
 
   it('keeps every dead letter 14 days, encrypted, over TLS only', () => {
+    // The janitor's queues, and the one of transient mounts' deletions, which an operator reads.
+    const allQueues = [...queueIds, 'RelaunchTransientMountsUndelivered'];
     const queues = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::SQS::Queue');
-    expect(queues.map(([id]) => queueIds.find((q) => id.startsWith(q))).sort()).toEqual([...queueIds].sort());
+    expect(queues.map(([id]) => allQueues.find((q) => id.startsWith(q))).sort()).toEqual([...allQueues].sort());
     for (const [, queue] of queues) expect(queue.Properties).toMatchObject({ MessageRetentionPeriod: 1_209_600, SqsManagedSseEnabled: true });
   });
 });
@@ -660,6 +664,37 @@ describe('JobInstances', () => {
     const api = Object.values(withBuckets.Resources).find((r) => r.Type === 'AWS::Lambda::Function' && JSON.stringify(r.Properties.Environment ?? {}).includes('DATA_CONFIG')) as Resource;
     const env = (api.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
     expect(JSON.stringify(env.DATA_CONFIG)).toContain('\\"allowedBuckets\\":[\\"team-data\\",\\"ckpt-*\\"]');
+  });
+
+  it("lets only delete-transient-mounts delete mounts: its job folders of the stack's bucket, and the allowed buckets after reading their tags", () => {
+    const withBuckets = synth({ dataBuckets: ['team-data', 'ckpt-*'] }).toJSON() as { Resources: Record<string, Resource> };
+    const policies = Object.values(withBuckets.Resources).filter((r) => r.Type === 'AWS::IAM::Policy');
+    const deleting = policies.filter((p) => JSON.stringify(p.Properties.PolicyDocument).includes('s3:DeleteBucket'));
+    expect(deleting.map((p) => flat(p.Properties.Roles))).toEqual([expect.stringContaining('deletetransientmounts')]);
+    const statements = (deleting[0]?.Properties.PolicyDocument as { Statement: Statement[] }).Statement.filter((st) => JSON.stringify(st.Action).includes('s3:'));
+    const dataBucket = Object.keys(withBuckets.Resources).find((id) => withBuckets.Resources[id]?.Type === 'AWS::S3::Bucket') as string;
+    const own = { 'Fn::GetAtt': [dataBucket, 'Arn'] };
+    const arn = (name: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:s3:::${name}`]] });
+    expect(statements).toEqual([
+      { Effect: 'Allow', Action: ['s3:ListBucketVersions', 's3:ListBucket'], Resource: own, Condition: { StringLike: { 's3:prefix': 'mounts/*' } } },
+      { Effect: 'Allow', Action: ['s3:DeleteObject', 's3:DeleteObjectVersion'], Resource: { 'Fn::Join': ['', [own, '/mounts/*']] } },
+      { Effect: 'Allow', Action: ['s3:GetBucketTagging', 's3:ListBucketVersions', 's3:ListBucket', 's3:DeleteBucket'], Resource: [arn('team-data'), arn('ckpt-*')] },
+      {
+        Effect: 'Allow',
+        Action: ['s3:DeleteObject', 's3:DeleteObjectVersion'],
+        Resource: [
+          { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::team-data/*']] },
+          { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::ckpt-*/*']] },
+        ],
+      },
+    ]);
+    // Every end of an execution reaches it, with a day of retries and a queue (alarmed) after.
+    const rule = Object.values(withBuckets.Resources).find(
+      (r) => r.Type === 'AWS::Events::Rule' && JSON.stringify(r.Properties.EventPattern ?? {}).includes('SUCCEEDED'),
+    );
+    expect((rule?.Properties.EventPattern as { detail: { status: string[] } }).detail.status).toEqual(['SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED']);
+    expect(JSON.stringify(rule?.Properties.Targets)).toContain('"MaximumRetryAttempts":185');
+    expect(JSON.stringify(rule?.Properties.Targets)).toContain('DeadLetterConfig');
   });
 
   it('keeps the data bucket private, encrypted, TLS-only and retained, and lets sources expire', () => {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatIssue, InvalidTaskSpecError } from '../../../lib/errors.ts';
 import { parseTaskFile } from '../../../lib/spec/parse.ts';
-import { bucketNameProblem, uploadedWorkdir, uploadReference } from '../../../lib/spec/mounts.ts';
+import { bucketNameProblem, transientMounts, uploadedWorkdir, uploadReference } from '../../../lib/spec/mounts.ts';
 
 function issuesOf(text: string): string[] {
   try {
@@ -109,6 +109,28 @@ describe('file_mounts', () => {
     );
     expect(warnings.map((warning) => warning.path)).toEqual(['file_mounts["/a"].name', 'file_mounts["/b"]', 'file_mounts["/c"].name', 'file_mounts["/d"].persistent']);
     expect(warnings[0]?.message).toMatch(/run refuses it/);
+    expect(warnings[3]?.message).toBe('false deletes bucket tmp-bkt and its data when the job ends, if run creates it for this job; a bucket that already exists is kept');
+  });
+});
+
+describe('transientMounts', () => {
+  const specOf = (mounts: string) => parseTaskFile(`file_mounts:\n${mounts}run: x\n`).spec;
+
+  it('names the buckets and nameless folders a job end deletes, across a pipeline', () => {
+    const first = specOf('  /a: {name: tmp-a, persistent: false}\n  /b: {mode: MOUNT, persistent: false}\n  /c: {name: kept-c}\n');
+    const second = specOf('  /d: {name: tmp-d, persistent: false}\n  /b: {mode: MOUNT, persistent: false}\n  /e: {mode: MOUNT}\n');
+    expect(transientMounts([first, second])).toEqual({ buckets: ['tmp-a', 'tmp-d'], folders: ['/b'] });
+  });
+
+  it('keeps a bucket any of the job\'s mounts keeps, in any task', () => {
+    const first = specOf('  /a: {name: shared, persistent: false}\n');
+    const second = specOf('  /z: {name: shared}\n');
+    expect(transientMounts([first, second])).toEqual({ buckets: [], folders: [] });
+    expect(transientMounts([second, first])).toEqual({ buckets: [], folders: [] });
+  });
+
+  it('never names an s3:// source or a local one, whatever they say', () => {
+    expect(transientMounts([specOf('  /a: s3://team-data/x\n  /b: {source: s3://team-data, mode: COPY, persistent: false}\n')])).toEqual({ buckets: [], folders: [] });
   });
 });
 
