@@ -5,7 +5,7 @@ import { JobStatus } from '../status.ts';
 import { ConcurrentUpdateError, IllegalTransitionError } from '../errors.ts';
 import { CANCELLED_BY_USER } from './await-attempt.ts';
 import { errorMessage, nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
-import { startController } from './submit-job.ts';
+import { startController } from './start-controller.ts';
 
 /**
  * How long after its submit a queued job is left to the submit itself: one still

@@ -1,7 +1,7 @@
 // Submitting a job: parse the task, store the job, start the controller's execution.
 
 import { createHash } from 'node:crypto';
-import { IdempotencyKeyReusedError, InvalidTaskSpecError, TransientError, type InputIssue } from '../errors.ts';
+import { IdempotencyKeyReusedError, InvalidTaskSpecError, type InputIssue } from '../errors.ts';
 import type { IdempotencyClaim } from '../ports.ts';
 import { retryOnConflict } from './retry.ts';
 import { initialCounters } from '../policy/decide.ts';
@@ -12,7 +12,8 @@ import type { ParsedTask, SpecWarning, TaskSpec } from '../spec/types.ts';
 import { newJobId } from '../ids.ts';
 import type { JobRecord, PipelineState } from '../model.ts';
 import { JobStatus } from '../status.ts';
-import { errorMessage, nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
+import { nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
+import { startController } from './start-controller.ts';
 
 /** A task to run: YAML text, or an already-parsed object (a JSON body). */
 export interface SubmitJobInput {
@@ -135,38 +136,6 @@ export async function submitJob(
   const job = await store.getJob(held.holder.jobId);
   if (job.status === JobStatus.PENDING && job.executionArn === null) await startController(job.jobId, deps, input.onJobEnded);
   return { jobId: job.jobId, warnings: parsed.warnings, replayed: true };
-}
-
-/**
- * Starts the job's execution and records it; true when it started. A start refused for now
- * (Step Functions throttling StartExecution, or a 5xx: TransientError) leaves the job
- * PENDING with no execution, for startQueuedJobs (the janitor) or a retried submit to
- * start: a submit is answered 202 whatever the backlog. Any other failure marks the job
- * FAILED_CONTROLLER with the reason, tells `onJobEnded`, and rethrows.
- */
-export async function startController(
-  jobId: string,
-  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'secrets'>,
-  onJobEnded: SubmitJobInput['onJobEnded'],
-): Promise<boolean> {
-  const { store, workflow, clock } = deps;
-  let executionArn: string;
-  try {
-    executionArn = await workflow.start(jobId, { jobId, attempt: 0, attemptsInExecution: 0 });
-  } catch (error) {
-    if (error instanceof TransientError) return false;
-    const reason = `could not start the controller: ${errorMessage(error)}`;
-    await store.changeStatus(
-      jobId,
-      { from: JobStatus.PENDING, to: JobStatus.FAILED_CONTROLLER, reason, attempt: null, at: nowIso(clock) },
-      { failureReason: reason },
-    );
-    await deps.secrets.delete(jobId);
-    await onJobEnded?.({ jobId, status: JobStatus.FAILED_CONTROLLER, reason });
-    throw error;
-  }
-  await store.setExecution(jobId, executionArn);
-  return true;
 }
 
 /**
