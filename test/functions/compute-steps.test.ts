@@ -23,8 +23,7 @@ import { EnvVar } from '../../lib/workflow/env.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { ConfigurationError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';
-import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
-import { computeConfig, givenAttempt, givenJob, instance, ssm, STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { computeConfig, executionArnOf, executionStatusChange, givenAttempt, givenJob, instance, ssm, useWorld } from './world.ts';
 
 const world = useWorld();
 const ec2 = mockClient(EC2Client);
@@ -132,28 +131,7 @@ describe('on-execution-ended (the janitor)', () => {
   /** EC2 shows the instance once (so it is terminated), then gone. */
   const stillRunning = (id: string) =>
     ec2.on(DescribeInstancesCommand).resolvesOnce({ Reservations: [{ Instances: [{ InstanceId: id }] }] }).resolves({ Reservations: [] });
-  const executionArn = (jobId: string) => `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:${jobId}`;
-  /** Step Functions' "Execution Status Change" event for the job's execution, as EventBridge delivers it. */
-  const ended = (jobId: string, status: string, detail: Record<string, unknown> = {}) => ({
-    version: '0',
-    id: 'e-1',
-    source: 'aws.states',
-    account: '123456789012',
-    region: 'us-east-1',
-    time: '2026-03-01T12:00:00Z',
-    resources: [executionArn(jobId)],
-    'detail-type': EXECUTION_STATUS_CHANGE,
-    detail: {
-      executionArn: executionArn(jobId),
-      stateMachineArn: STATE_MACHINE_ARN,
-      name: jobId,
-      status,
-      input: JSON.stringify({ jobId, attempt: 0, attemptsInExecution: 0 }),
-      error: null,
-      cause: null,
-      ...detail,
-    },
-  });
+  const ended = executionStatusChange;
 
   async function cancelledInItsBackoff(): Promise<void> {
     stillRunning('i-0abc');
@@ -189,8 +167,7 @@ describe('on-execution-ended (the janitor)', () => {
 
   it('leaves a job alone whose execution is not the one that ended (it continued as a new one)', async () => {
     await givenJob('j-1', JobStatus.RUNNING);
-    const event = ended('j-1', 'FAILED');
-    event.detail.executionArn = `${executionArn('j-1')}-older`;
+    const event = ended('j-1', 'FAILED', {}, executionArnOf('j-1', '-older'));
     expect(await onExecutionEnded(event)).toMatchObject({ action: 'ignored' });
     expect((await world.store().getJob('j-1')).status).toBe(JobStatus.RUNNING);
   });

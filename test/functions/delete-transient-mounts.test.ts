@@ -15,12 +15,11 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { handler } from '../../functions/delete-transient-mounts/handler.ts';
 import { resetDeps } from '../../functions/shared/deps.ts';
-import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import { newJobRecord } from '../../lib/usecases/submit-job.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
-import { STATE_MACHINE_ARN, useWorld } from './world.ts';
+import { executionArnOf, executionStatusChange, useWorld } from './world.ts';
 
 const world = useWorld();
 const s3 = mockClient(S3Client);
@@ -35,21 +34,9 @@ const TASK = `file_mounts:
 run: x
 `;
 
-const executionArn = (jobId: string, suffix = '') => `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:${jobId}${suffix}`;
-
-/** Step Functions' "Execution Status Change", as EventBridge delivers it. */
-function ended(jobId: string, status: string, arn = executionArn(jobId)): unknown {
-  return {
-    version: '0',
-    id: 'e-1',
-    source: 'aws.states',
-    account: '123456789012',
-    region: 'us-east-1',
-    time: '2026-03-01T12:00:00Z',
-    resources: [arn],
-    'detail-type': EXECUTION_STATUS_CHANGE,
-    detail: { executionArn: arn, stateMachineArn: STATE_MACHINE_ARN, name: jobId, status, input: JSON.stringify({ jobId, attempt: 0, attemptsInExecution: 0 }), error: null, cause: null },
-  };
+/** An end of the job's execution (or of another one, by its ARN). */
+function ended(jobId: string, status: string, arn = executionArnOf(jobId)): unknown {
+  return executionStatusChange(jobId, status, {}, arn);
 }
 
 function s3Error(name: string, status: number): S3ServiceException {
@@ -58,7 +45,7 @@ function s3Error(name: string, status: number): S3ServiceException {
 
 async function givenJob(task = TASK): Promise<void> {
   const job = newJobRecord(JOB, parseTaskFile(task).spec, new Date().toISOString());
-  await world.store().createJob({ ...job, executionArn: executionArn(JOB) });
+  await world.store().createJob({ ...job, executionArn: executionArnOf(JOB) });
 }
 
 /** One page of versions under `prefix` (keys a and b), then nothing: as S3 lists after the delete. */
@@ -132,7 +119,7 @@ describe('delete-transient-mounts', () => {
 
   it('passes over an execution that handed its job to a new one, and a job it does not know', async () => {
     await givenJob();
-    expect(await handler(ended(JOB, 'SUCCEEDED', executionArn(JOB, '-continued')), {} as never)).toEqual([]);
+    expect(await handler(ended(JOB, 'SUCCEEDED', executionArnOf(JOB, '-continued')), {} as never)).toEqual([]);
     expect(await handler(ended('j-00mm8abcd-nobody', 'SUCCEEDED'), {} as never)).toEqual([]);
     expect(s3.calls()).toEqual([]);
   });

@@ -16,6 +16,7 @@ import { parseTaskFile } from '../../lib/spec/parse.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { newJobRecord } from '../../lib/usecases/submit-job.ts';
 import { attemptRecord } from '../fixtures/records.ts';
+import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
 
 export const STATE_MACHINE_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:relaunch-controller';
 export const SECRET = 'the-attempt-secret';
@@ -86,7 +87,7 @@ export async function givenJob(jobId: string, status: JobStatus = JobStatus.PEND
   const at = new Date().toISOString();
   await store.createJob({
     ...newJobRecord(jobId, spec, at),
-    executionArn: `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:${jobId}`,
+    executionArn: executionArnOf(jobId),
   });
   const path: JobStatus[] = {
     [JobStatus.PENDING]: [],
@@ -120,4 +121,33 @@ export async function givenAttempt(
 /** One instance, rank 0. */
 export function instance(instanceId: string): InstanceRef {
   return { instanceId, nodeRank: 0, privateIp: '10.0.0.5' };
+}
+
+/** The ARN of the job's execution (named after the job), with `suffix` for a later one. */
+export function executionArnOf(jobId: string, suffix = ''): string {
+  return `${STATE_MACHINE_ARN.replace(':stateMachine:', ':execution:')}:${jobId}${suffix}`;
+}
+
+/** Step Functions' "Execution Status Change" event for an execution of the job, as EventBridge delivers it. */
+export function executionStatusChange(jobId: string, status: string, detail: Record<string, unknown> = {}, executionArn = executionArnOf(jobId)) {
+  return {
+    version: '0',
+    id: 'e-1',
+    source: 'aws.states',
+    account: '123456789012',
+    region: 'us-east-1',
+    time: '2026-03-01T12:00:00Z',
+    resources: [executionArn],
+    'detail-type': EXECUTION_STATUS_CHANGE,
+    detail: {
+      executionArn,
+      stateMachineArn: STATE_MACHINE_ARN,
+      name: jobId,
+      status,
+      input: JSON.stringify({ jobId, attempt: 0, attemptsInExecution: 0 }),
+      error: null,
+      cause: null,
+      ...detail,
+    },
+  };
 }
