@@ -32,7 +32,7 @@ export function renderJob(main: HTMLElement, jobId: string, api: Api, config: Pa
     if (text !== shown || live) {
       shown = text;
       head.replaceChildren(...headline(job));
-      body.replaceChildren(timeline(job), policy(job.recoveryPolicy), attempts(job, config));
+      body.replaceChildren(timeline(job), attempts(job, config), policy(job.recoveryPolicy));
     }
     cancel.update(job);
     return live;
@@ -44,21 +44,21 @@ function headline(job: JobView): Node[] {
   const facts = el(
     'dl',
     { class: 'facts' },
-    ...fact('Job', el('span', { class: 'mono' }, job.jobId)),
-    ...fact('Status', statusBadge(job.status)),
-    ...fact('Attempts', String(job.attempts.length)),
-    ...fact('Recoveries', String(job.recoveryCount)),
-    ...fact('Restarts on errors', `${job.restartsOnErrors} / ${job.recoveryPolicy.maxRestartsOnErrors}`),
-    ...fact('Submitted', formatTime(job.createdAt)),
-    ...fact('Duration', formatDuration(end - Date.parse(job.createdAt))),
+    fact('Job', el('span', { class: 'mono' }, job.jobId)),
+    fact('Status', statusBadge(job.status)),
+    fact('Attempts', String(job.attempts.length)),
+    fact('Recoveries', String(job.recoveryCount)),
+    fact('Restarts on errors', `${job.restartsOnErrors} / ${job.recoveryPolicy.maxRestartsOnErrors}`),
+    fact('Submitted', formatTime(job.createdAt)),
+    fact('Duration', formatDuration(end - Date.parse(job.createdAt))),
   );
   const nodes: Node[] = [el('h1', { class: 'job-title' }, job.name ?? '(no name)'), facts];
   if (job.failureReason !== null) nodes.push(el('p', { class: 'failure' }, job.failureReason));
   return nodes;
 }
 
-function fact(term: string, value: string | Node): HTMLElement[] {
-  return [el('dt', {}, term), el('dd', {}, value)];
+function fact(term: string, value: string | Node): HTMLElement {
+  return el('div', {}, el('dt', {}, term), el('dd', {}, value));
 }
 
 /** The Cancel button, with a confirmation in the page (no modal dialog), shown while the job lives. */
@@ -287,7 +287,6 @@ function attempts(job: JobView, config: PageConfig): HTMLElement {
 function decision(attempt: AttemptView, job: JobView): HTMLElement {
   if (attempt.decision === null) return el('p', { class: 'decision muted' }, attempt.outcome === null ? 'Running: no decision yet.' : 'Ended; the decision is being made.');
   const parts: (string | Node)[] = [el('strong', { class: `action action-${attempt.decision.toLowerCase()}` }, attempt.decision), ' ', attempt.reason ?? ''];
-  if ((attempt.delaySeconds ?? 0) > 0) parts.push(` Then waited ${attempt.delaySeconds} s.`);
   const after = attempt.countersAfter;
   const counters =
     after === null
