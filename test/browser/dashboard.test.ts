@@ -222,9 +222,15 @@ describe('the jobs page in Chromium', () => {
     await row(victim).locator('a.job-name').click();
     await expect.poll(() => page.locator('h1.job-title').textContent()).toBe(HOSTILE);
     expect(await page.locator('img').count()).toBe(0);
+    await page.unrouteAll();
+
+    // An address naming no job, in markup: the API's 404, shown as text.
+    await page.goto(`${url}/#/jobs/${encodeURIComponent(HOSTILE)}`);
+    await expect.poll(() => page.locator('main h1').textContent()).toBe('No such job');
+    expect(await page.locator('main [role="alert"]').textContent()).toContain('no job with id');
+    expect(await page.locator('img').count()).toBe(0);
     expect(dialogs).toEqual([]);
     expect(pageErrors).toEqual([]);
-    await page.unrouteAll();
   });
 
   it('refuses a cancel sent by a page of another origin, whatever token it guesses', async () => {

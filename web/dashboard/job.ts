@@ -107,7 +107,9 @@ function barKind(attempt: AttemptView, node: number): { kind: string; label: str
   const code = attempt.exitCodes[node];
   switch (attempt.outcome) {
     case null:
-      return { kind: 'running', label: code === undefined || code === null ? 'running' : `setup ${code}`, words: 'running' };
+      // A node whose run has ended while its peers run on shows its code already.
+      if (attempt.phase !== 'run' || code === null || code === undefined) return { kind: 'running', label: 'running', words: 'running' };
+      return { kind: code === 0 ? 'ok' : 'error', label: String(code), words: `exited ${code}; other nodes still run` };
     case 'EXITED':
       if (code === null || code === undefined) return { kind: 'killed', label: '—', words: 'no exit code (killed or unknown)' };
       return code === 0 ? { kind: 'ok', label: '0', words: 'exited 0' } : { kind: 'error', label: String(code), words: `exited ${code}` };
