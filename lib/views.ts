@@ -69,6 +69,8 @@ export interface JobView {
   readonly failureReason: string | null;
   /** The recovery policy of the task it runs (a pipeline's current task), normalized. */
   readonly recoveryPolicy: RecoveryPolicy;
+  /** num_nodes of the task it runs: the rows of its timeline. */
+  readonly numNodes: number;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly attempts: readonly AttemptView[];
@@ -109,6 +111,7 @@ export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): J
     ...headline(job),
     failureReason: job.failureReason,
     recoveryPolicy: job.spec.resources.jobRecovery,
+    numNodes: job.spec.numNodes,
     createdAt: job.createdAt,
     updatedAt: job.updatedAt,
     attempts: [...attempts]

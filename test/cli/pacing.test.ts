@@ -60,6 +60,7 @@ function scriptedClient(pacing: Pacing, statuses: readonly JobStatus[]): JobsCli
     restartsOnErrors: 0,
     failureReason: null,
     recoveryPolicy: DEFAULT_RECOVERY_POLICY,
+    numNodes: 1,
     createdAt: '2026-03-01T12:00:00.000Z',
     updatedAt: '2026-03-01T12:00:00.000Z',
     attempts: [],

@@ -101,6 +101,7 @@ describe('relaunch serve --port 0, driven with curl', { timeout: SLOW }, () => {
       'failureReason',
       'jobId',
       'name',
+      'numNodes',
       'recoveryCount',
       'recoveryPolicy',
       'restartsOnErrors',

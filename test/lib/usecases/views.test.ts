@@ -53,6 +53,7 @@ describe('toJobView', () => {
       restartsOnErrors: 1,
       failureReason: null,
       recoveryPolicy: taskSpec().resources.jobRecovery,
+      numNodes: 1,
       createdAt: AT,
       updatedAt: '2026-03-01T13:00:00.000Z',
       attempts: [
