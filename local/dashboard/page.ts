@@ -99,7 +99,7 @@ export function pageHtml(options: PageOptions): string {
     '<script src="/dashboard.js" defer></script>',
     '</head>',
     '<body>',
-    '<header class="top"><a class="brand" href="#/">relaunch</a><span class="where" id="where"></span><span class="live" id="live" role="status" aria-live="polite"></span></header>',
+    '<header class="top"><a class="brand" href="#/">relaunch</a><span class="where" id="where"></span><span class="live" id="live" aria-live="off"></span></header>',
     '<main id="main" tabindex="-1"><p class="muted">Loading…</p></main>',
     '<noscript>This page needs JavaScript; <code>relaunch status</code> shows the same jobs in a terminal.</noscript>',
     '</body>',

@@ -75,10 +75,14 @@ export interface Screen {
   stop(): void;
 }
 
-/** Says on the page how fresh what it shows is, for screen readers too. */
+/**
+ * Says on the page how fresh what it shows is. Screen readers hear only a failure: a
+ * region announcing "updated" every second would drown everything else.
+ */
 export function setLive(text: string, failed = false): void {
   const live = document.getElementById('live');
   if (live === null) return;
+  live.setAttribute('aria-live', failed ? 'assertive' : 'off');
   live.textContent = text;
   live.classList.toggle('failed', failed);
 }
