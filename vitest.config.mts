@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.mts).
+    exclude: [...configDefaults.exclude, 'test/browser/**'],
     setupFiles: ['test/setup.ts'],
     // Many tests wait on real processes (a 90 s job, a 60 s wait for capacity) rather
     // than use the CPU: three workers let them wait beside the others on two cores.

@@ -187,13 +187,28 @@ export class HttpJobsClient implements JobsClient {
    * reads, a cancel, and a submit that carries its idempotency key on every try.
    */
   private async request(method: string, path: string, body?: string, headers: Readonly<Record<string, string>> = {}): Promise<unknown> {
+    const answer = await this.finalAnswer(method, path, body, headers);
+    if (answer.ok) return answer.body;
+    throw apiError(answer.status, answer.body, path);
+  }
+
+  /**
+   * One read or cancel as the API answered it, status and body, signed and retried as
+   * every call is: for `relaunch dashboard`, which hands the answer to its page as it is.
+   */
+  async relay(method: 'GET' | 'DELETE', path: string): Promise<{ status: number; body: unknown }> {
+    const { status, body } = await this.finalAnswer(method, path, undefined, {});
+    return { status, body };
+  }
+
+  /** The answer once no more tries are due (see `request`); nothing answering at all is an ApiError of status 0. */
+  private async finalAnswer(method: string, path: string, body: string | undefined, headers: Readonly<Record<string, string>>): Promise<Answer> {
     for (let tryNumber = 1; ; tryNumber += 1) {
       const answer = await this.send(method, path, body, headers);
       const delay = tryNumber < this.pacing.tries ? retryDelayMs(answer, tryNumber, Date.now(), this.random) : null;
       if (delay === null) {
         if (answer.status === 0) throw new ApiError(0, `cannot reach ${this.where}: ${answer.failure}`);
-        if (answer.ok) return answer.body;
-        throw apiError(answer.status, answer.body, path);
+        return answer;
       }
       await this.sleep(delay);
     }

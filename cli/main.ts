@@ -2,6 +2,7 @@
 
 import { Command, CommanderError } from 'commander';
 import { cancelCommand } from './commands/cancel.ts';
+import { dashboardCommand } from './commands/dashboard.ts';
 import { logsCommand } from './commands/logs.ts';
 import { runCommand } from './commands/run.ts';
 import { serveCommand } from './commands/serve.ts';
@@ -28,6 +29,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
   program.addCommand(validateCommand(io));
   program.addCommand(simulateCommand(io));
   program.addCommand(serveCommand(io));
+  program.addCommand(dashboardCommand(io));
   try {
     await program.parseAsync([...argv]);
     return ExitStatus.OK;

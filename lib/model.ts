@@ -90,6 +90,8 @@ export interface StoredDecision {
   readonly reason: string;
   readonly delaySeconds: number;
   readonly decidedAt: string;
+  /** The job's counters once the decision was applied; absent on decisions stored before they were kept. */
+  readonly counters?: RecoveryCounters;
 }
 
 /** One launch of a job, from placement to outcome and decision. */

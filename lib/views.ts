@@ -1,7 +1,8 @@
 // What the API and `relaunch run --json` show of a job: pure projections of the records.
 
 import type { AttemptRecord, JobRecord, NodeReport, PipelineState, Placement } from './model.ts';
-import type { Market, OutcomeKind, Phase, RecoveryAction } from './policy/types.ts';
+import type { Market, OutcomeKind, Phase, PolicyRule, RecoveryAction, RecoveryCounters } from './policy/types.ts';
+import type { RecoveryPolicy } from './spec/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
 
 /** One attempt as shown: how it ended, each node's code, and what the policy decided. */
@@ -17,12 +18,45 @@ export interface AttemptView {
   readonly exitCodes: readonly (number | null)[];
   readonly decision: RecoveryAction | null;
   readonly reason: string | null;
+  /** The decision table's row that matched; null while undecided. */
+  readonly rule: PolicyRule | null;
+  /** Whole seconds waited before the next launch (backoff, or a wait for capacity); null while undecided. */
+  readonly delaySeconds: number | null;
+  /** The job's counters right after this decision; null while undecided, and for decisions stored before they were kept. */
+  readonly countersAfter: CountersView | null;
+  /** The last lines each node wrote in the furthest phase it reported, rank order; [] before any report. */
+  readonly outputTails: readonly OutputTailView[];
   readonly market: Market;
   readonly placement: Placement | null;
   readonly startedAt: string;
   /** null while the attempt runs. */
   readonly endedAt: string | null;
+  /** When the policy decided; null while undecided. */
+  readonly decidedAt: string | null;
 }
+
+/** The counters a person reads after a decision (RecoveryCounters' budgets, without streaks). */
+export interface CountersView {
+  readonly restartsOnErrors: number;
+  readonly restartsOnExitCodes: number;
+  readonly recoveryCount: number;
+  /** The market the next attempt uses. */
+  readonly market: Market;
+}
+
+/** One node's last lines of one phase, as its agent reported them (cut to OUTPUT_TAIL_VIEW_LINES). */
+export interface OutputTailView {
+  readonly nodeRank: number;
+  readonly phase: Phase;
+  readonly text: string;
+}
+
+/**
+ * Lines of each report's tail a view carries. The store keeps up to a few KiB per node and
+ * phase; a view of every attempt would repeat all of it on each poll, so it keeps the end
+ * a person reads at a glance (the local runtime serves the whole log apart).
+ */
+export const OUTPUT_TAIL_VIEW_LINES = 20;
 
 /** A job with its attempts: `GET /jobs/{id}` and `relaunch run --json`. */
 export interface JobView {
@@ -33,6 +67,12 @@ export interface JobView {
   readonly restartsOnErrors: number;
   /** Why the job failed or was cancelled; null otherwise. */
   readonly failureReason: string | null;
+  /** The recovery policy of the task it runs (a pipeline's current task), normalized. */
+  readonly recoveryPolicy: RecoveryPolicy;
+  /** num_nodes of the task it runs: the rows of its timeline. */
+  readonly numNodes: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
   readonly attempts: readonly AttemptView[];
   /** A pipeline's tasks, in order, each with its status; absent for a one-task job. */
   readonly tasks?: readonly TaskView[];
@@ -57,6 +97,10 @@ export interface JobSummary {
   readonly status: JobStatus;
   readonly recoveryCount: number;
   readonly restartsOnErrors: number;
+  /** max_restarts_on_errors of the task it runs: the budget restartsOnErrors draws on. */
+  readonly maxRestartsOnErrors: number;
+  /** Attempts launched so far. */
+  readonly attemptCount: number;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -66,6 +110,10 @@ export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): J
   return {
     ...headline(job),
     failureReason: job.failureReason,
+    recoveryPolicy: job.spec.resources.jobRecovery,
+    numNodes: job.spec.numNodes,
+    createdAt: job.createdAt,
+    updatedAt: job.updatedAt,
     attempts: [...attempts]
       .sort((a, b) => a.attempt - b.attempt)
       .map((attempt) => toAttemptView(attempt, (job.pipeline?.tasks[attempt.task ?? -1] ?? job.spec).numNodes)),
@@ -85,6 +133,8 @@ function taskViews(job: JobRecord, pipeline: PipelineState): TaskView[] {
 export function toJobSummary(job: JobRecord): JobSummary {
   return {
     ...headline(job),
+    maxRestartsOnErrors: job.spec.resources.jobRecovery.maxRestartsOnErrors,
+    attemptCount: job.attemptCount,
     createdAt: job.createdAt,
     updatedAt: job.updatedAt,
   };
@@ -111,12 +161,40 @@ function toAttemptView(attempt: AttemptRecord, numNodes: number): AttemptView {
     exitCodes,
     decision: attempt.decision?.action ?? null,
     reason: attempt.decision?.reason ?? null,
+    rule: attempt.decision?.rule ?? null,
+    delaySeconds: attempt.decision?.delaySeconds ?? null,
+    countersAfter: countersView(attempt.decision?.counters),
+    outputTails: outputTails(attempt.reports),
     // With candidates on both markets the instances' own (the placement's) is the one that ran.
     market: attempt.placement?.market ?? attempt.market,
     placement: attempt.placement,
     startedAt: attempt.startedAt,
     endedAt: attempt.endedAt,
+    decidedAt: attempt.decision?.decidedAt ?? null,
   };
+}
+
+function countersView(counters: RecoveryCounters | undefined): CountersView | null {
+  if (counters === undefined) return null;
+  const { restartsOnErrors, restartsOnExitCodes, recoveryCount, market } = counters;
+  return { restartsOnErrors, restartsOnExitCodes, recoveryCount, market };
+}
+
+/** Each node's tail of the furthest phase it reported (run over setup), by rank. */
+function outputTails(reports: readonly NodeReport[]): OutputTailView[] {
+  const latest = new Map<number, NodeReport>();
+  for (const report of reports) {
+    const seen = latest.get(report.nodeRank);
+    if (seen === undefined || (seen.phase === 'setup' && report.phase === 'run')) latest.set(report.nodeRank, report);
+  }
+  return [...latest.values()]
+    .sort((a, b) => a.nodeRank - b.nodeRank)
+    .map((report) => ({ nodeRank: report.nodeRank, phase: report.phase, text: lastLines(report.outputTail, OUTPUT_TAIL_VIEW_LINES) }));
+}
+
+function lastLines(text: string, count: number): string {
+  const lines = text.replace(/\n$/, '').split('\n');
+  return lines.slice(-count).join('\n');
 }
 
 /**

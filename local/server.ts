@@ -1,5 +1,6 @@
 // The local REST API: the same routes and handlers as API Gateway (lib/http), served on
-// 127.0.0.1 over a LocalRuntime, plus each local node's own network path (node-network.ts).
+// 127.0.0.1 over a LocalRuntime, plus each local node's own network path (node-network.ts)
+// and the jobs page (dashboard/page.ts).
 // The runtime that owns a data folder serves it, and says where in
 // `<dataDir>/server.json`, so other commands on the same folder can reach it.
 
@@ -12,6 +13,8 @@ import { errorResponse } from '../lib/http/responses.ts';
 import { decodeUtf8 } from '../lib/http/utf8.ts';
 import { answerNodeRequest, isNodeRequest, type NodeDirectory } from './node-network.ts';
 import { guardLocalRequest } from './request-guard.ts';
+import { answerPageRequest, LOCAL_POLL_MS } from './dashboard/page.ts';
+import { newPageToken, pageTokenRefusal } from './dashboard/page-token.ts';
 import { serverInfoPath, writeServerInfo } from './server-info.ts';
 
 /** What the server answers from. */
@@ -36,8 +39,10 @@ export class LocalApiServer {
   /** Listens on 127.0.0.1 and records itself in server.json. */
   static async start(options: LocalApiServerOptions): Promise<LocalApiServer> {
     let port = 0;
+    // New on every start: a page served by an earlier server cannot cancel through this one.
+    const token = newPageToken();
     const server = http.createServer((req, res) => {
-      void answer(options, port, req, res);
+      void answer(options, port, token, req, res);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -62,13 +67,24 @@ export class LocalApiServer {
   }
 }
 
-async function answer(options: LocalApiServerOptions, port: number, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function answer(options: LocalApiServerOptions, port: number, token: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   try {
     const request = { method: req.method ?? 'GET', path: req.url ?? '/', headers: flatHeaders(req.headers) };
-    const refused = guardLocalRequest(request, { port });
+    const refused = guardLocalRequest(request, { port }) ?? pageTokenRefusal(request, token);
     if (refused !== null) {
       req.resume();
       send(res, { statusCode: refused.statusCode, headers: { 'content-type': 'application/json' }, body: refused.body });
+      return;
+    }
+    const page = await answerPageRequest(request, {
+      token,
+      logs: { dataDir: options.dataDir, store: options.deps.store },
+      pollMs: LOCAL_POLL_MS,
+      where: 'local',
+    });
+    if (page !== null) {
+      req.resume();
+      send(res, page);
       return;
     }
     const bytes = await readBody(req);

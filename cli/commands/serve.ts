@@ -1,4 +1,5 @@
-// `relaunch serve`: the REST API of a deployed stack, on 127.0.0.1, over the local runtime.
+// `relaunch serve`: the REST API of a deployed stack, on 127.0.0.1, over the local runtime,
+// and the jobs page at `/`.
 
 import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,8 +25,8 @@ const IDLE_EXIT_MS = 3_000;
 /** The `serve` subcommand. */
 export function serveCommand(io: Io): Command {
   return subcommand('serve', io)
-    .description('serve the REST API (POST/GET /jobs, GET/DELETE /jobs/{id}) on 127.0.0.1 over the local runtime')
-    .option('--port <n>', 'the port (0: any free one)', port, 8080)
+    .description('serve the REST API (POST/GET /jobs, GET/DELETE /jobs/{id}) and the jobs page (/) on 127.0.0.1 over the local runtime')
+    .option('--port <n>', 'the port (0: any free one)', parsePort, 8080)
     .option('--data-dir <dir>', "the local runtime's data folder", process.env.RELAUNCH_DATA_DIR ?? '.relaunch')
     .option('--exit-when-idle', 'exit once no job is live (used by run --detach)')
     .option('--chaos <file>', 'inject the faults of this chaos file into every job, to rehearse recovery')
@@ -50,6 +51,7 @@ async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
       onError: (error) => io.err(`relaunch: ${String(error)}`),
     });
     io.out(`relaunch API on ${runtime.url} (data in ${runtime.dataDir}); Ctrl-C to stop`);
+    io.out(`jobs page: ${runtime.url}/`);
     const stop = new AbortController();
     const onSignal = (): void => stop.abort();
     process.once('SIGINT', onSignal);
@@ -95,7 +97,8 @@ async function cancelLiveJobs(runtime: LocalRuntime): Promise<void> {
   patience.abort();
 }
 
-function port(value: string): number {
+/** `--port`: 0-65535 (0: any free one); anything else is a usage error. */
+export function parsePort(value: string): number {
   const n = Number(value);
   if (!/^[0-9]+$/.test(value) || n > 65_535) {
     throw new InvalidInputError([{ path: '--port', message: `expected a port 0-65535, got "${value}"` }]);

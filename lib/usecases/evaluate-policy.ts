@@ -170,6 +170,7 @@ function toStoredDecision(decision: RecoveryDecision, decidedAt: string): Stored
     reason: decision.reason,
     delaySeconds: decision.delaySeconds,
     decidedAt,
+    counters: decision.counters,
   };
 }
 

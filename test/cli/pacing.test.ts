@@ -2,6 +2,7 @@
 // a call that was throttled or not served, Retry-After honoured. Waits are injected and
 // recorded, never slept; the HTTP is real (a local server that answers as each test says).
 
+import { DEFAULT_RECOVERY_POLICY } from '../../lib/spec/recovery.ts';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -58,6 +59,10 @@ function scriptedClient(pacing: Pacing, statuses: readonly JobStatus[]): JobsCli
     recoveryCount: 0,
     restartsOnErrors: 0,
     failureReason: null,
+    recoveryPolicy: DEFAULT_RECOVERY_POLICY,
+    numNodes: 1,
+    createdAt: '2026-03-01T12:00:00.000Z',
+    updatedAt: '2026-03-01T12:00:00.000Z',
     attempts: [],
   }));
   return {

@@ -95,7 +95,19 @@ describe('relaunch serve --port 0, driven with curl', { timeout: SLOW }, () => {
     succeededJob = submitted.body.jobId as string;
 
     const job = await getUntilTerminal(succeededJob);
-    expect(Object.keys(job).sort()).toEqual(['attempts', 'failureReason', 'jobId', 'name', 'recoveryCount', 'restartsOnErrors', 'status']);
+    expect(Object.keys(job).sort()).toEqual([
+      'attempts',
+      'createdAt',
+      'failureReason',
+      'jobId',
+      'name',
+      'numNodes',
+      'recoveryCount',
+      'recoveryPolicy',
+      'restartsOnErrors',
+      'status',
+      'updatedAt',
+    ]);
     expect(job).toMatchObject({
       jobId: succeededJob,
       name: 'max-restarts',

@@ -86,6 +86,8 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
         status: 'SUCCEEDED',
         recoveryCount: 1,
         restartsOnErrors: 1,
+        maxRestartsOnErrors: 1,
+        attemptCount: 2,
         createdAt: expect.any(String),
         updatedAt: expect.any(String),
       },

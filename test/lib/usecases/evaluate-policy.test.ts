@@ -58,6 +58,8 @@ describe('evaluatePolicy', () => {
     expect(job.counters).toMatchObject(counters);
     const attempt = await h.store.getAttempt(JOB_ID, 1);
     expect(attempt.decision).toMatchObject({ action, status, reason: next.decision?.reason });
+    // The counters after each decision stay on its attempt, for the attempt's history.
+    expect(attempt.decision?.counters).toEqual(job.counters);
     const events = await h.store.listEvents(JOB_ID);
     expect(events.at(-1)).toMatchObject({ to: status, attempt: 1, reason: next.decision?.reason });
   });

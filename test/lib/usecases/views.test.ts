@@ -33,7 +33,16 @@ describe('toJobView', () => {
   it('shows the documented fields plus placement, market, times and failure reason, attempts oldest first', () => {
     const decided: AttemptRecord = {
       ...attempt(1, { kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 29 }] }),
-      decision: { action: 'RESTART', rule: 'RECOVER_ON_EXIT_CODE', status: 'RECOVERING', reason: 'exit code 29 is listed', delaySeconds: 0, decidedAt: AT },
+      decision: {
+        action: 'RESTART',
+        rule: 'RECOVER_ON_EXIT_CODE',
+        status: 'RECOVERING',
+        reason: 'exit code 29 is listed',
+        delaySeconds: 0,
+        decidedAt: AT,
+        counters: { restartsOnErrors: 0, restartsOnExitCodes: 1, recoveryCount: 1, consecutivePreemptions: 0, market: 'spot', capacityWaits: 0 },
+      },
+      reports: [{ nodeRank: 0, phase: 'run', exitCode: 29, outputTail: 'epoch 1\nepoch 2\n', reportedAt: AT }],
     };
     const view = toJobView(job(), [attempt(2, null), decided]);
     expect(view).toEqual({
@@ -43,6 +52,10 @@ describe('toJobView', () => {
       recoveryCount: 3,
       restartsOnErrors: 1,
       failureReason: null,
+      recoveryPolicy: taskSpec().resources.jobRecovery,
+      numNodes: 1,
+      createdAt: AT,
+      updatedAt: '2026-03-01T13:00:00.000Z',
       attempts: [
         {
           attempt: 1,
@@ -51,10 +64,15 @@ describe('toJobView', () => {
           exitCodes: [29],
           decision: 'RESTART',
           reason: 'exit code 29 is listed',
+          rule: 'RECOVER_ON_EXIT_CODE',
+          delaySeconds: 0,
+          countersAfter: { restartsOnErrors: 0, restartsOnExitCodes: 1, recoveryCount: 1, market: 'spot' },
+          outputTails: [{ nodeRank: 0, phase: 'run', text: 'epoch 1\nepoch 2' }],
           market: 'spot',
           placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' },
           startedAt: AT,
           endedAt: null,
+          decidedAt: AT,
         },
         {
           attempt: 2,
@@ -63,10 +81,15 @@ describe('toJobView', () => {
           exitCodes: [],
           decision: null,
           reason: null,
+          rule: null,
+          delaySeconds: null,
+          countersAfter: null,
+          outputTails: [],
           market: 'spot',
           placement: expect.anything(),
           startedAt: AT,
           endedAt: null,
+          decidedAt: null,
         },
       ],
     });
@@ -125,6 +148,22 @@ describe('toJobView', () => {
   });
 });
 
+describe('toJobView output tails', () => {
+  it('keeps, per node in rank order, the last lines of the furthest phase it reported', () => {
+    const long = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+    const reports: NodeReport[] = [
+      { ...rep(1, 'setup', 0), outputTail: 'node 1 setup' },
+      { ...rep(0, 'setup', 0), outputTail: 'node 0 setup' },
+      { ...rep(0, 'run', 1), outputTail: long },
+    ];
+    const [view] = toJobView(job(2), [attempt(1, null, reports)]).attempts;
+    expect(view?.outputTails).toEqual([
+      { nodeRank: 0, phase: 'run', text: Array.from({ length: 20 }, (_, i) => `line ${i + 11}`).join('\n') },
+      { nodeRank: 1, phase: 'setup', text: 'node 1 setup' },
+    ]);
+  });
+});
+
 describe('toJobSummary', () => {
   it('shows the list fields only', () => {
     expect(toJobSummary(job())).toEqual({
@@ -133,6 +172,8 @@ describe('toJobSummary', () => {
       status: 'RUNNING',
       recoveryCount: 3,
       restartsOnErrors: 1,
+      maxRestartsOnErrors: taskSpec().resources.jobRecovery.maxRestartsOnErrors,
+      attemptCount: 1,
       createdAt: AT,
       updatedAt: '2026-03-01T13:00:00.000Z',
     });

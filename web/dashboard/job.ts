@@ -1,0 +1,304 @@
+// One job: its headline, a Cancel button, a timeline of its attempts (one row per node,
+// one bar per attempt, gaps for backoff and capacity waits), its recovery policy, and
+// each attempt's decision with its reason, counters, placement and last output lines.
+
+import type { AttemptView, JobView } from '../../lib/views.ts';
+import type { RecoveryPolicy } from '../../lib/spec/types.ts';
+import { isTerminal } from '../../lib/status.ts';
+import { ApiFailure, poll, setLive, type Api, type PageConfig, type Screen } from './api.ts';
+import { el, formatDuration, formatTime, statusBadge } from './dom.ts';
+
+/** Shows job `jobId` in `main` and keeps it current until it ends or the user leaves. */
+export function renderJob(main: HTMLElement, jobId: string, api: Api, config: PageConfig): Screen {
+  const back = el('p', {}, el('a', { href: '#/' }, '← All jobs'));
+  const head = el('div', { class: 'job-head' });
+  const cancel = cancelPanel(jobId, api);
+  const body = el('div', { class: 'job-body' });
+  main.append(back, head, cancel.element, body);
+  let shown = '';
+  return poll(async () => {
+    let job: JobView;
+    try {
+      job = await api.job(jobId);
+    } catch (error) {
+      if (!(error instanceof ApiFailure) || error.status !== 404) throw error;
+      head.replaceChildren(el('h1', {}, 'No such job'), el('p', { role: 'alert' }, error.message));
+      cancel.element.hidden = true;
+      return false;
+    }
+    const text = JSON.stringify(job);
+    const live = !isTerminal(job.status);
+    // Only a change is drawn again; a live job's running bar grows, so it is drawn each time.
+    if (text !== shown || live) {
+      shown = text;
+      head.replaceChildren(...headline(job));
+      body.replaceChildren(timeline(job), attempts(job, config), policy(job.recoveryPolicy));
+    }
+    cancel.update(job);
+    return live;
+  }, config.pollMs);
+}
+
+function headline(job: JobView): Node[] {
+  const end = isTerminal(job.status) ? Date.parse(job.updatedAt) : Date.now();
+  const facts = el(
+    'dl',
+    { class: 'facts' },
+    fact('Job', el('span', { class: 'mono' }, job.jobId)),
+    fact('Status', statusBadge(job.status)),
+    fact('Attempts', String(job.attempts.length)),
+    fact('Recoveries', String(job.recoveryCount)),
+    fact('Restarts on errors', `${job.restartsOnErrors} / ${job.recoveryPolicy.maxRestartsOnErrors}`),
+    fact('Submitted', formatTime(job.createdAt)),
+    fact('Duration', formatDuration(end - Date.parse(job.createdAt))),
+  );
+  const nodes: Node[] = [el('h1', { class: 'job-title' }, job.name ?? '(no name)'), facts];
+  if (job.failureReason !== null) nodes.push(el('p', { class: 'failure' }, job.failureReason));
+  return nodes;
+}
+
+function fact(term: string, value: string | Node): HTMLElement {
+  return el('div', {}, el('dt', {}, term), el('dd', {}, value));
+}
+
+/** The Cancel button, with a confirmation in the page (no modal dialog), shown while the job lives. */
+function cancelPanel(jobId: string, api: Api): { element: HTMLElement; update(job: JobView): void } {
+  const button = el('button', { type: 'button', class: 'danger', id: 'cancel-job' }, 'Cancel job…');
+  const yes = el('button', { type: 'button', class: 'danger', id: 'cancel-confirm' }, 'Yes, cancel it');
+  const no = el('button', { type: 'button', id: 'cancel-keep' }, 'Keep it running');
+  const confirm = el('span', { class: 'confirm', hidden: '' }, 'Stop every node of this job? ', yes, ' ', no);
+  const message = el('span', { class: 'cancel-message', role: 'status' });
+  const element = el('div', { class: 'cancel', hidden: '' }, button, confirm, message);
+  button.addEventListener('click', () => {
+    confirm.hidden = false;
+    button.hidden = true;
+    yes.focus();
+  });
+  no.addEventListener('click', () => {
+    confirm.hidden = true;
+    button.hidden = false;
+    button.focus();
+  });
+  yes.addEventListener('click', () => {
+    yes.disabled = true;
+    message.textContent = 'cancelling…';
+    api.cancel(jobId).then(
+      (answer) => {
+        message.textContent = `cancel asked: ${answer.status}`;
+        setLive(`cancel asked for ${jobId}`);
+      },
+      (error: unknown) => {
+        message.textContent = `cancel refused: ${(error as Error).message}`;
+        message.setAttribute('role', 'alert');
+        yes.disabled = false;
+      },
+    );
+  });
+  return {
+    element,
+    update(job) {
+      element.hidden = isTerminal(job.status) || job.status === 'CANCELLING';
+    },
+  };
+}
+
+/** How an attempt ended on one node, as the bar's class and its words. */
+function barKind(attempt: AttemptView, node: number): { kind: string; label: string; words: string } {
+  const code = attempt.exitCodes[node];
+  switch (attempt.outcome) {
+    case null:
+      // A node whose run has ended while its peers run on shows its code already.
+      if (attempt.phase !== 'run' || code === null || code === undefined) return { kind: 'running', label: 'running', words: 'running' };
+      return { kind: code === 0 ? 'ok' : 'error', label: String(code), words: `exited ${code}; other nodes still run` };
+    case 'EXITED':
+      if (code === null || code === undefined) return { kind: 'killed', label: '—', words: 'no exit code (killed or unknown)' };
+      return code === 0 ? { kind: 'ok', label: '0', words: 'exited 0' } : { kind: 'error', label: String(code), words: `exited ${code}` };
+    case 'PREEMPTED':
+      return { kind: 'preempted', label: 'preempted', words: 'preempted' };
+    case 'LOST':
+      return { kind: 'lost', label: 'lost', words: 'lost' };
+    case 'LAUNCH_FAILED':
+      return { kind: 'launch-failed', label: 'no launch', words: 'launch failed' };
+    case 'CANCELLED':
+      return { kind: 'cancelled', label: 'cancelled', words: 'cancelled' };
+  }
+}
+
+/** One row per node, one bar per attempt from launch to end, and the waits between them. */
+function timeline(job: JobView): HTMLElement {
+  const start = Date.parse(job.createdAt);
+  const now = Date.now();
+  const ends = job.attempts.map((attempt) => (attempt.endedAt === null ? now : Date.parse(attempt.endedAt)));
+  const end = Math.max(isTerminal(job.status) ? Date.parse(job.updatedAt) : now, ...ends, start + 1000);
+  const span = end - start;
+  const at = (ms: number): string => `${(((ms - start) / span) * 100).toFixed(3)}%`;
+  const width = (from: number, to: number): string => `${((Math.max(0, to - from) / span) * 100).toFixed(3)}%`;
+  const nodes = Math.max(job.numNodes, 1);
+
+  const rows = Array.from({ length: nodes }, (_, node) => {
+    const track = el('div', { class: 'track' });
+    job.attempts.forEach((attempt, index) => {
+      const from = Date.parse(attempt.startedAt);
+      const to = ends[index] ?? now;
+      const previous = job.attempts[index - 1];
+      const previousEnd = ends[index - 1];
+      if (previous !== undefined && previousEnd !== undefined && from > previousEnd) {
+        const wait = waitWords(previous, from - previousEnd);
+        const gap = el('div', { class: `gap gap-${wait.kind}`, title: wait.words, 'data-gap-after': String(previous.attempt) });
+        gap.style.left = at(previousEnd);
+        gap.style.width = width(previousEnd, from);
+        track.append(gap);
+      }
+      const { kind, label, words } = barKind(attempt, node);
+      const description = `attempt ${attempt.attempt}, node ${node}: ${words}; ${formatDuration(to - from)}`;
+      const bar = el(
+        'a',
+        {
+          class: `bar bar-${kind}`,
+          href: `#attempt-${attempt.attempt}`,
+          title: description,
+          'aria-label': description,
+          'data-attempt': String(attempt.attempt),
+          'data-node': String(node),
+          'data-outcome': attempt.outcome ?? 'RUNNING',
+          'data-exit-code': attempt.exitCodes[node] === undefined || attempt.exitCodes[node] === null ? '' : String(attempt.exitCodes[node]),
+        },
+        el('span', { class: 'bar-label' }, label),
+      );
+      // The fragment would replace the view's own; the bar moves focus to its attempt instead.
+      bar.addEventListener('click', (event) => {
+        event.preventDefault();
+        const target = document.getElementById(`attempt-${attempt.attempt}`);
+        target?.scrollIntoView({ block: 'nearest' });
+        target?.focus();
+      });
+      bar.style.left = at(from);
+      bar.style.width = width(from, to);
+      track.append(bar);
+    });
+    return el('div', { class: 'timeline-row' }, el('span', { class: 'row-label' }, `node ${node}`), track);
+  });
+  const axis = el(
+    'div',
+    { class: 'axis' },
+    el('span', {}, formatTime(job.createdAt)),
+    el('span', {}, `+${formatDuration(span)}${isTerminal(job.status) ? '' : ' (now)'}`),
+  );
+  return el(
+    'section',
+    { class: 'timeline', 'aria-labelledby': 'timeline-title' },
+    el('h2', { id: 'timeline-title' }, 'Attempts over time'),
+    ...rows,
+    axis,
+    legend(),
+  );
+}
+
+function waitWords(previous: AttemptView, ms: number): { kind: string; words: string } {
+  const seconds = formatDuration(ms);
+  if (previous.rule === 'WAITING_FOR_CAPACITY') return { kind: 'capacity', words: `waited ${seconds} for capacity after attempt ${previous.attempt}` };
+  if ((previous.delaySeconds ?? 0) > 0) return { kind: 'backoff', words: `backoff of ${previous.delaySeconds} s after attempt ${previous.attempt} (${seconds} in all)` };
+  return { kind: 'relaunch', words: `${seconds} between attempt ${previous.attempt} and the next launch` };
+}
+
+function legend(): HTMLElement {
+  const items: [string, string][] = [
+    ['ok', 'exited 0'],
+    ['error', 'exited non-zero'],
+    ['killed', 'no exit code'],
+    ['preempted', 'preempted'],
+    ['lost', 'lost'],
+    ['launch-failed', 'launch failed'],
+    ['cancelled', 'cancelled'],
+    ['running', 'running'],
+  ];
+  return el(
+    'ul',
+    { class: 'legend', 'aria-label': 'Colours of the bars' },
+    ...items.map(([kind, words]) => el('li', {}, el('span', { class: `swatch bar-${kind}`, 'aria-hidden': 'true' }), words)),
+    el('li', {}, el('span', { class: 'swatch gap-backoff', 'aria-hidden': 'true' }), 'backoff or wait for capacity'),
+  );
+}
+
+/** The job's recovery policy, in the task file's own keys. */
+function policy(recovery: RecoveryPolicy): HTMLElement {
+  const codes = (list: readonly number[]): string => `[${list.join(', ')}]`;
+  const lines = [
+    'job_recovery:',
+    `  strategy: ${recovery.strategy}`,
+    `  max_restarts_on_errors: ${recovery.maxRestartsOnErrors}`,
+    `  recover_on_exit_codes: ${codes(recovery.recoverOnExitCodes)}`,
+  ];
+  if (recovery.failOnExitCodes.length > 0) lines.push(`  fail_on_exit_codes: ${codes(recovery.failOnExitCodes)}`);
+  if (recovery.maxRestartsOnExitCodes !== null) lines.push(`  max_restarts_on_exit_codes: ${recovery.maxRestartsOnExitCodes}`);
+  const backoff = recovery.restartBackoff;
+  if (backoff !== null) {
+    lines.push(
+      '  restart_backoff:',
+      `    initial_seconds: ${backoff.initialSeconds}`,
+      `    factor: ${backoff.factor}`,
+      `    max_seconds: ${backoff.maxSeconds}`,
+      `    jitter: ${backoff.jitter}`,
+    );
+  }
+  if (recovery.onDemandFallbackAfter !== null) lines.push(`  on_demand_fallback_after: ${recovery.onDemandFallbackAfter}`);
+  if (recovery.launchTimeoutSeconds !== undefined && recovery.launchTimeoutSeconds !== null) lines.push(`  launch_timeout: ${recovery.launchTimeoutSeconds}s`);
+  if (recovery.maxRecoveries !== undefined && recovery.maxRecoveries !== null) lines.push(`  max_recoveries: ${recovery.maxRecoveries}`);
+  return el(
+    'section',
+    { class: 'policy', 'aria-labelledby': 'policy-title' },
+    el('h2', { id: 'policy-title' }, 'Recovery policy'),
+    el('pre', {}, lines.join('\n')),
+  );
+}
+
+/** Each attempt, newest last: how it ended, what the policy decided and why, and its output. */
+function attempts(job: JobView, config: PageConfig): HTMLElement {
+  const items = job.attempts.map((attempt) => {
+    const ended = attempt.endedAt === null ? null : Date.parse(attempt.endedAt);
+    const codes = attempt.exitCodes.length === 0 ? 'no exit code reported' : `exit codes ${attempt.exitCodes.map((code) => (code === null ? '—' : String(code))).join(', ')}${attempt.phase === null ? '' : ` (${attempt.phase})`}`;
+    const where = attempt.placement === null ? 'not placed' : [attempt.placement.region, attempt.placement.zone, attempt.placement.instanceType].filter((part) => part !== null).join(' / ');
+    const item = el(
+      'li',
+      { id: `attempt-${attempt.attempt}`, class: 'attempt', tabindex: '-1', 'data-attempt': String(attempt.attempt) },
+      el('h3', {}, `Attempt ${attempt.attempt}${attempt.task === undefined ? '' : ` (task ${attempt.task + 1})`}: `, el('span', { class: 'outcome' }, attempt.outcome ?? 'running'), ` · ${codes}`),
+      el(
+        'p',
+        { class: 'muted' },
+        `${attempt.market} · ${where} · started ${formatTime(attempt.startedAt)}`,
+        ended === null ? '' : ` · ran ${formatDuration(ended - Date.parse(attempt.startedAt))}`,
+      ),
+      decision(attempt, job),
+    );
+    for (const tail of attempt.outputTails) {
+      item.append(el('p', { class: 'tail-title' }, `node ${tail.nodeRank}, ${tail.phase}: last lines`), el('pre', { class: 'tail' }, tail.text === '' ? '(no output)' : tail.text));
+    }
+    if (config.logs) {
+      item.append(el('p', {}, el('a', { href: `/jobs/${encodeURIComponent(job.jobId)}/attempts/${attempt.attempt}/log`, target: '_blank', rel: 'noopener' }, `full log of attempt ${attempt.attempt}`)));
+    }
+    return item;
+  });
+  return el(
+    'section',
+    { class: 'attempts', 'aria-labelledby': 'attempts-title' },
+    el('h2', { id: 'attempts-title' }, 'Decisions'),
+    items.length === 0 ? el('p', { class: 'muted' }, 'Not launched yet.') : el('ol', {}, ...items),
+  );
+}
+
+function decision(attempt: AttemptView, job: JobView): HTMLElement {
+  if (attempt.decision === null) return el('p', { class: 'decision muted' }, attempt.outcome === null ? 'Running: no decision yet.' : 'Ended; the decision is being made.');
+  const parts: (string | Node)[] = [el('strong', { class: `action action-${attempt.decision.toLowerCase()}` }, attempt.decision), ' ', attempt.reason ?? ''];
+  const after = attempt.countersAfter;
+  const counters =
+    after === null
+      ? null
+      : el(
+          'p',
+          { class: 'counters' },
+          `After it: restarts on errors ${after.restartsOnErrors} of ${job.recoveryPolicy.maxRestartsOnErrors} · restarts on exit codes ${after.restartsOnExitCodes}${job.recoveryPolicy.maxRestartsOnExitCodes === null ? ' (unlimited)' : ` of ${job.recoveryPolicy.maxRestartsOnExitCodes}`} · recoveries ${after.recoveryCount} · next market ${after.market}`,
+        );
+  const box = el('div', { class: 'decision' }, el('p', {}, ...parts));
+  if (counters !== null) box.append(counters);
+  return box;
+}
