@@ -74,6 +74,7 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
       io.out(options.json === true ? JSON.stringify({ jobId }) : jobId);
       return ExitStatus.OK;
     }
+    if (target.runtime !== null && options.json !== true) io.err(`jobs page: ${target.runtime.url}/#/jobs/${jobId} (while this runs)`);
     const view = await followUntilDone(target, jobId, options, io);
     // The job has ended; in this process its execution and clean-up (instances released,
     // `persistent: false` mounts deleted) finish before the runtime closes.
