@@ -131,7 +131,7 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     notifies: true,
     timeoutSeconds: 300,
   },
-  // Emptying a bucket is a page of 1,000 objects a round; a larger one than 15 minutes
-  // allows goes on in EventBridge's next delivery, where this one stopped.
+  // Emptying a bucket is a page of 1,000 objects a round; a bucket larger than 15 minutes
+  // empties goes on in Lambda's retry of the invocation, where this one stopped.
   [LambdaName.deleteTransientMounts]: { store: 'read', workflow: [], compute: false, data: true, deletesMounts: true, timeoutSeconds: 900 },
 };

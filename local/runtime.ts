@@ -20,6 +20,7 @@ import { ensureTable, startDynalite, type LocalDynamo } from '../lib/adapters/dy
 import { RelaunchError, TransientError } from '../lib/errors.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
 import { isTerminal } from '../lib/status.ts';
+import { errorMessage } from '../lib/usecases/deps.ts';
 import {
   cancelJob,
   deleteTransientMounts,
@@ -243,17 +244,27 @@ export class LocalRuntime {
   private executionEnded(execution: { arn: string; jobId: string }, result: LocalExecutionResult): void {
     if (this.closed) return;
     const event = { jobId: execution.jobId, executionArn: execution.arn, status: result.status, error: result.error, cause: result.cause };
-    const buckets = new LocalJobBuckets(this.dataDir);
-    // One write to retry: both steps may run again (each ignores what it already did).
     const finish = async (): Promise<void> => {
-      if (result.status !== 'SUCCEEDED') await onExecutionEnded(event, this.deps);
+      if (result.status !== 'SUCCEEDED') await this.retryUntilStored(() => onExecutionEnded(event, this.deps));
       // Once the job has ended: what its mounts said not to keep (the second EventBridge rule on AWS).
-      await deleteTransientMounts(event, { store: this.deps.store, buckets });
+      await this.deleteTransientMounts(event);
     };
-    const cleanup: Promise<void> = this.retryUntilStored(finish).finally(() => {
+    const cleanup: Promise<void> = finish().finally(() => {
       if (this.cleanups.get(execution.jobId) === cleanup) this.cleanups.delete(execution.jobId);
     });
     this.cleanups.set(execution.jobId, cleanup);
+  }
+
+  /**
+   * Deletes the ended job's `persistent: false` mounts, once: a folder that cannot be
+   * deleted (a file the job made read-only) is reported and left, never waited on.
+   */
+  private async deleteTransientMounts(event: { jobId: string; executionArn: string }): Promise<void> {
+    try {
+      await deleteTransientMounts(event, { store: this.deps.store, buckets: new LocalJobBuckets(this.dataDir) });
+    } catch (error) {
+      this.onError(new Error(`could not delete the persistent: false mounts of ${event.jobId}, which stay in ${this.dataDir}: ${errorMessage(error)}`));
+    }
   }
 
   /**
@@ -308,6 +319,7 @@ export class LocalRuntime {
         },
         this.deps,
       );
+      if (job.executionArn !== null) await this.deleteTransientMounts({ jobId: job.jobId, executionArn: job.executionArn });
     }
   }
 }

@@ -3,6 +3,7 @@
 
 import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
+import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -29,8 +30,8 @@ export function executionEndedPattern(stateMachineArn: string, statuses: readonl
 
 /**
  * One rule on the default bus. A missed event would leave a job CANCELLING or RUNNING with
- * its instances on, so delivery is retried for a day and what still fails is kept in a
- * queue the janitor replays.
+ * its instances on, so delivery is retried for a day, a failed invocation twice, and what
+ * still fails is kept in a queue the janitor replays.
  */
 export class ExecutionEvents extends Construct {
   readonly rule: events.Rule;
@@ -39,6 +40,13 @@ export class ExecutionEvents extends Construct {
   constructor(scope: Construct, id: string, props: ExecutionEventsProps) {
     super(scope, id);
     this.deadLetters = deadLetterQueue(this, 'Undelivered');
+    // EventBridge invokes the function asynchronously: its queue covers a failed delivery;
+    // an invocation that fails is retried twice by Lambda, then kept in the same queue.
+    props.handler.configureAsyncInvoke({
+      onFailure: new destinations.SqsDestination(this.deadLetters),
+      retryAttempts: 2,
+      maxEventAge: Duration.hours(6),
+    });
     this.rule = new events.Rule(this, 'ExecutionEnded', {
       description: 'relaunch: a controller execution ended outside its own states (stopped, timed out, failed)',
       eventPattern: executionEndedPattern(props.stateMachineArn),

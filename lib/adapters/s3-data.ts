@@ -1,11 +1,11 @@
 // The stack's data on S3: its own bucket (uploaded sources, nameless mounts) and the
 // buckets a deployment lets tasks mount or copy from.
 
-import { agentMounts, mountKey, type MountPlaces } from '../agent/mounts.ts';
+import { agentMounts, type MountPlaces } from '../agent/mounts.ts';
 import type { AgentScriptParams } from '../agent/script.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import type { InputIssue } from '../errors.ts';
-import { namedBuckets, type FileMount } from '../spec/mounts.ts';
+import { mountKey, namedBuckets, type FileMount } from '../spec/mounts.ts';
 
 /** Prefix of uploaded sources in the stack's bucket: `sources/<sha256>.tar.gz`. */
 export const SOURCES_PREFIX = 'sources';

@@ -35,15 +35,6 @@ export interface MountPlaces {
   bucket(source: Extract<MountSource, { kind: 'bucket' }>, jobId: string, path: string): BucketPlace;
 }
 
-/**
- * A mount path as a key under a bucket prefix, absolute and home paths apart:
- * `/data/ckpt` is `root/data/ckpt`; `~/x` and `x` (the same folder) are `home/x`.
- */
-export function mountKey(path: string): string {
-  const trimmed = path.replace(/\/+$/, '');
-  const key = trimmed.startsWith('~/') ? `home/${trimmed.slice(2)}` : trimmed.startsWith('/') ? `root${trimmed}` : `home/${trimmed}`;
-  return key.replace(/\/+/g, '/');
-}
 
 /** A bucket's place as a step: mounted (MOUNT, MOUNT_CACHED), or its files copied (COPY). */
 function bucketStep(place: BucketPlace, mount: FileMount): AgentMount {

@@ -280,23 +280,41 @@ export function describeSource(source: MountSource): string {
 }
 
 /**
- * What a job's end deletes (`persistent: false`): the named buckets every mount of which
- * says so (one mount that keeps a bucket keeps it), and the paths of nameless mounts that
- * say so (their folders of relaunch's own bucket). In every task of a pipeline.
+ * A mount path as a key under a bucket prefix, absolute and home paths apart:
+ * `/data/ckpt` is `root/data/ckpt`; `~/x` and `x` (the same folder) are `home/x`.
+ */
+export function mountKey(path: string): string {
+  const trimmed = path.replace(/\/+$/, '');
+  const key = trimmed.startsWith('~/') ? `home/${trimmed.slice(2)}` : trimmed.startsWith('/') ? `root${trimmed}` : `home/${trimmed}`;
+  return key.replace(/\/+/g, '/');
+}
+
+/**
+ * What a job's end deletes (`persistent: false`), in every task of a pipeline: the named
+ * buckets every mount of which says so (one mount that keeps a bucket keeps it), and the
+ * paths of nameless mounts that say so (their folders of relaunch's own bucket), unless
+ * a kept nameless mount shares the folder (`~/x` and `x`), lies inside it or holds it.
  */
 export function transientMounts(specs: readonly { readonly fileMounts?: readonly FileMount[] }[]): { readonly buckets: string[]; readonly folders: string[] } {
-  const kept = new Set<string>();
+  const keptBuckets = new Set<string>();
   const buckets = new Set<string>();
-  const folders = new Set<string>();
+  const keptKeys: string[] = [];
+  const folders = new Map<string, string>();
   for (const mount of specs.flatMap((spec) => spec.fileMounts ?? [])) {
     if (mount.source.kind !== 'bucket') continue;
-    if (mount.source.name === null) {
-      if (!mount.source.persistent) folders.add(mount.path);
-    } else {
-      (mount.source.persistent ? kept : buckets).add(mount.source.name);
+    if (mount.source.name !== null) {
+      (mount.source.persistent ? keptBuckets : buckets).add(mount.source.name);
+    } else if (mount.source.persistent) {
+      keptKeys.push(mountKey(mount.path));
+    } else if (!folders.has(mountKey(mount.path))) {
+      folders.set(mountKey(mount.path), mount.path);
     }
   }
-  return { buckets: [...buckets].filter((name) => !kept.has(name)), folders: [...folders] };
+  const overlaps = (a: string, b: string): boolean => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+  return {
+    buckets: [...buckets].filter((name) => !keptBuckets.has(name)),
+    folders: [...folders].filter(([key]) => !keptKeys.some((kept) => overlaps(key, kept))).map(([, path]) => path),
+  };
 }
 
 /** How a mount's field is named in messages: `file_mounts["/data"]`, `file_mounts["/data"].name`. */

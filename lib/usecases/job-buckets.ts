@@ -23,7 +23,7 @@ export interface DeletedMount {
  * deleted only when relaunch created it for this job; any other is kept.
  */
 export async function deleteTransientMounts(
-  event: ExecutionEnded,
+  event: Pick<ExecutionEnded, 'jobId' | 'executionArn'>,
   deps: Pick<UseCaseDeps, 'store'> & { readonly buckets: JobBuckets },
 ): Promise<DeletedMount[]> {
   let job;

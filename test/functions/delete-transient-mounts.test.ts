@@ -130,7 +130,7 @@ describe('delete-transient-mounts', () => {
     expect(s3.calls()).toEqual([]);
   });
 
-  it('fails (EventBridge delivers again) when S3 refuses to delete an object, before deleting the bucket', async () => {
+  it('fails (Lambda invokes it again, then keeps it in the queue) when S3 refuses to delete an object, before deleting the bucket', async () => {
     await givenJob();
     s3.on(GetBucketTaggingCommand).resolves({ TagSet: [{ Key: 'relaunch:job', Value: JOB }] });
     s3.on(ListObjectVersionsCommand).resolves({ Versions: [{ Key: 'locked', VersionId: 'v1' }] });

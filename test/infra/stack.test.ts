@@ -697,6 +697,18 @@ describe('JobInstances', () => {
     expect(JSON.stringify(rule?.Properties.Targets)).toContain('DeadLetterConfig');
   });
 
+  it('keeps an execution end whose Lambda failed twice more in a queue: on-execution-ended in the one the janitor replays, delete-transient-mounts in its own', () => {
+    const queueOf = (name: LambdaName): string => {
+      const config = Object.values(resources).find(
+        (r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && JSON.stringify(r.Properties.FunctionName) === JSON.stringify({ Ref: functionId(name) }),
+      );
+      expect(config?.Properties, name).toMatchObject({ MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 21_600 });
+      return flat((config?.Properties.DestinationConfig as { OnFailure: { Destination: unknown } }).OnFailure.Destination);
+    };
+    expect(queueOf('on-execution-ended')).toMatch(/^<RelaunchExecutionEventsUndelivered/);
+    expect(queueOf('delete-transient-mounts')).toMatch(/^<RelaunchTransientMountsUndelivered/);
+  });
+
   it('keeps the data bucket private, encrypted, TLS-only and retained, and lets sources expire', () => {
     template.hasResourceProperties('AWS::S3::Bucket', {
       PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },

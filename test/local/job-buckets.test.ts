@@ -6,13 +6,13 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { markCreatedBuckets } from '../../cli/local-buckets.ts';
 import { LocalJobBuckets } from '../../local/job-buckets.ts';
 import { jobMountsDir } from '../../local/mounts.ts';
 import { StateName } from '../../lib/workflow/contract.ts';
 import { waitFor } from '../fixtures/wait.ts';
-import { finish, useLocalRuntimes, yaml } from './harness.ts';
+import { finish, runToEnd, useLocalRuntimes, yaml } from './harness.ts';
 
 const JOB = 'j-00mm8abcd-local01';
 const made: string[] = [];
@@ -110,5 +110,32 @@ describe('a job cancelled in its backoff', () => {
     expect(job.view.status).toBe('CANCELLED');
     expect(existsSync(jobMountsDir(t.dataDir, jobId))).toBe(false);
     expect(t.errors).toEqual([]);
+  });
+});
+
+describe('a deletion that fails', () => {
+  it('is reported once and left: the job ends and its runtime does not wait on it', async () => {
+    const t = await open();
+    const refused = vi.spyOn(LocalJobBuckets.prototype, 'deleteJobFolder').mockRejectedValue(new Error("EACCES: permission denied, rmdir 'scratch/ro'"));
+    try {
+      const job = await runToEnd(
+        t,
+        yaml`
+          file_mounts:
+            /scratch:
+              mode: MOUNT
+              persistent: false
+          run: echo kept > "$RELAUNCH_MOUNT_ROOT/scratch/out"
+        `,
+      );
+      expect(job.view.status).toBe('SUCCEEDED');
+      expect(refused).toHaveBeenCalledTimes(1);
+      expect(t.errors.map(String)).toEqual([
+        `Error: could not delete the persistent: false mounts of ${job.jobId}, which stay in ${t.dataDir}: EACCES: permission denied, rmdir 'scratch/ro'`,
+      ]);
+      expect(existsSync(join(jobMountsDir(t.dataDir, job.jobId), 'root', 'scratch', 'out'))).toBe(true);
+    } finally {
+      refused.mockRestore();
+    }
   });
 });

@@ -129,6 +129,19 @@ describe('transientMounts', () => {
     expect(transientMounts([second, first])).toEqual({ buckets: [], folders: [] });
   });
 
+  it('keeps a nameless folder a kept mount shares, lies inside, or holds, in any task', () => {
+    const spec = specOf(
+      '  /data: {mode: MOUNT, persistent: false}\n  /data/keep: {mode: MOUNT}\n' +
+        '  ~/x: {mode: MOUNT, persistent: false}\n  x: {mode: MOUNT}\n' +
+        '  /out/run: {mode: MOUNT, persistent: false}\n  /out: {mode: MOUNT}\n' +
+        '  /tmp-a: {mode: MOUNT, persistent: false}\n  /tmp-ab: {mode: MOUNT}\n',
+    );
+    expect(transientMounts([spec])).toEqual({ buckets: [], folders: ['/tmp-a'] });
+    const keeps = specOf('  /ckpt: {mode: MOUNT}\n');
+    const drops = specOf('  /ckpt/: {mode: MOUNT, persistent: false}\n');
+    expect(transientMounts([drops, keeps])).toEqual({ buckets: [], folders: [] });
+  });
+
   it('never names an s3:// source or a local one, whatever they say', () => {
     expect(transientMounts([specOf('  /a: s3://team-data/x\n  /b: {source: s3://team-data, mode: COPY, persistent: false}\n')])).toEqual({ buckets: [], folders: [] });
   });

@@ -14,6 +14,8 @@ import { stagger } from '../../fixtures/stagger.ts';
 import { givenJob, harness, initialState, taskSpec, type Harness } from './harness.ts';
 
 const ROUNDS = 100;
+/** 100 rounds of real DynamoDB writes: well under a minute alone, longer beside a full suite on 2 cores. */
+const RACE_TIMEOUT_MS = 180_000;
 const NODES = 3;
 
 const dynalite = useDynalite();
@@ -40,7 +42,7 @@ async function race(h: Harness, jobId: string, round: number, ranks: readonly nu
   await Promise.all([store, ...ranks.map((rank) => () => beat(rank))].map((call, index) => stagger(round + index).then(call)));
 }
 
-describe('AwaitBoot\'s token racing the nodes\' first heartbeats (DynamoJobStore on dynalite)', () => {
+describe('AwaitBoot\'s token racing the nodes\' first heartbeats (DynamoJobStore on dynalite)', { timeout: RACE_TIMEOUT_MS }, () => {
   it(`resumes AwaitBoot with booted in every one of ${ROUNDS} rounds once all ${NODES} nodes beat`, async () => {
     const wrong: string[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {

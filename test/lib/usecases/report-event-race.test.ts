@@ -13,6 +13,8 @@ import { stagger } from '../../fixtures/stagger.ts';
 import { givenLaunched, harness, report, taskSpec } from './harness.ts';
 
 const ROUNDS = 100;
+/** 100 rounds of real DynamoDB writes: well under a minute alone, longer beside a full suite on 2 cores. */
+const RACE_TIMEOUT_MS = 180_000;
 
 const dynalite = useDynalite();
 let store: HookedStore;
@@ -59,7 +61,7 @@ async function answerOf(sent: Promise<{ status: string }>): Promise<string> {
 }
 
 
-describe('a final exit-0 report racing its instance\'s terminated event (DynamoJobStore on dynalite)', () => {
+describe('a final exit-0 report racing its instance\'s terminated event (DynamoJobStore on dynalite)', { timeout: RACE_TIMEOUT_MS }, () => {
   it(`ends EXITED 0 with the report accepted in every one of ${ROUNDS} rounds when the instance goes as the report is stored`, async () => {
     const wrong: string[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {
