@@ -57,6 +57,8 @@ export interface ScaleOptions {
   readonly limits?: Partial<Record<keyof typeof AWS_LIMITS, Pick<BucketLimit, 'burst' | 'perSecond'>>>;
   /** Spot capacity of each (zone, instance type) pool: drawn uniformly in this range. */
   readonly spotPoolCapacity?: readonly [number, number];
+  /** How long a job's run phase lasts, drawn uniformly in this range (s); MODEL.runSeconds by default. */
+  readonly runSeconds?: readonly [number, number];
   /** Virtual time after which the run stops, finished or not (hours). */
   readonly maxHours?: number;
 }
@@ -290,7 +292,7 @@ class Simulation {
       'run: python train.py',
       '',
     ].join('\n');
-    const [low, high] = MODEL.runSeconds;
+    const [low, high] = this.options.runSeconds ?? MODEL.runSeconds;
     return { name, yaml, script, runSeconds: Math.round(low + r() * (high - low)), launched: 0 };
   }
 
