@@ -6,6 +6,7 @@
 // The "before" runs: SCALE_PACE=off gives the launch pace a bucket far larger than EC2's
 // (launches race EC2's throttle, as before the pace), SCALE_JOB_LIST=ALL meters
 // JobListIndex projecting every attribute (every status write lands in its one partition).
+// SCALE_SUBMIT_SECONDS (60 by default) spreads the submits over another span.
 
 import { availableParallelism } from 'node:os';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
@@ -32,20 +33,21 @@ export const scaleBenchmark: Benchmark = {
     const projection: JobListProjection = process.env.SCALE_JOB_LIST === 'ALL' ? 'ALL' : 'KEYS_ONLY';
     const pace = paceOff ? NO_PACE : EC2_LAUNCH_PACE;
     const started = process.hrtime.bigint();
-    const result = await runScaleSimulation({ jobs, seed: Number(process.env.SCALE_SEED ?? 1), asl: renderControllerAsl(), pace, jobListProjection: projection });
+    const submitSeconds = Number(process.env.SCALE_SUBMIT_SECONDS ?? 60);
+    const result = await runScaleSimulation({ jobs, seed: Number(process.env.SCALE_SEED ?? 1), asl: renderControllerAsl(), pace, jobListProjection: projection, submitSeconds });
     const wallSeconds = Number(process.hrtime.bigint() - started) / 1e9;
-    return report(result, { paceOff, projection, wallSeconds });
+    return report(result, { paceOff, projection, wallSeconds, submitSeconds });
   },
 };
 
-function report(r: ScaleResult, run: { paceOff: boolean; projection: JobListProjection; wallSeconds: number }): BenchResult {
+function report(r: ScaleResult, run: { paceOff: boolean; projection: JobListProjection; wallSeconds: number; submitSeconds: number }): BenchResult {
   const cost = costOf(r);
   const lines: string[] = [];
   const n = (value: number, digits = 0) => value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
   const usd = (value: number) => `$${value.toFixed(value < 1 ? 4 : 2)}`;
   const launch = AWS_LIMITS.ec2InstanceLaunches;
   lines.push(
-    `${n(r.jobs)} jobs submitted within one minute; launch pace ${run.paceOff ? `off (a bucket of ${n(NO_PACE.burst)})` : `${n(launch.burst)} then ${launch.perSecond}/s`}; JobListIndex metered as ${run.projection}.`,
+    `${n(r.jobs)} jobs submitted within ${n(run.submitSeconds)} s; launch pace ${run.paceOff ? `off (a bucket of ${n(NO_PACE.burst)})` : `${n(launch.burst)} then ${launch.perSecond}/s`}; JobListIndex metered as ${run.projection}.`,
     `Wall time ${n(run.wallSeconds, 1)} s on ${availableParallelism()} CPUs for ${n(r.eventsRun)} events and ${n(r.virtualSeconds / 3600, 2)} h of virtual time.`,
     `Modelled: Lambda ms ${Object.entries(MODEL.lambdaMs).map(([fn, ms]) => `${fn} ${ms}`).join(', ')} (submit ${MODEL.submitMs}), ${MODEL.lambdaMemoryGb * 1024} MB each; boot ${MODEL.bootSeconds.join('-')} s; run ${MODEL.runSeconds.join('-')} s; ${MODEL.spotShare * 100}% spot; spot pools of 10-120 instances per zone and type.`,
     '',
@@ -62,7 +64,8 @@ function report(r: ScaleResult, run: { paceOff: boolean; projection: JobListProj
   const paceShare = floor === 0 ? 1 : floor / paceWindow;
   row('time until the last job started (its floor: (instances - 1,000) / 2)', `${n(r.lastJobStartSeconds)} s (${n(floor)} s for ${n(r.instancesByLastJobStart)} instances)`);
   row('launch pace achieved against the bucket', `${n(paceShare * 100, 1)}%`);
-  row('launches that waited in WaitForLaunchPace / seconds waited', `${n(r.launchesWaitedForPace)} / ${n(r.sfn.launchPaceWaits)}`);
+  const meanWait = r.launchesWaitedForPace === 0 ? 0 : r.sfn.launchPaceWaits / r.launchesWaitedForPace;
+  row('launches that waited in WaitForLaunchPace / mean wait', `${n(r.launchesWaitedForPace)} / ${n(meanWait)} s`);
   row('EC2 CreateFleet calls / RequestLimitExceeded answers (retried by the adapter)', `${n(r.ec2.createFleetCalls)} / ${n(r.ec2.requestLimitExceeded)}`);
   row('instances EC2 refused for the launch bucket', n(r.ec2.instanceLaunchesThrottled));
   row('InsufficientInstanceCapacity / VcpuLimitExceeded answers', `${n(r.ec2.insufficientCapacity)} / ${n(r.ec2.vcpuLimitExceeded)}`);

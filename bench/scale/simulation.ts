@@ -57,6 +57,8 @@ export interface ScaleOptions {
   readonly limits?: Partial<Record<keyof typeof AWS_LIMITS, Pick<BucketLimit, 'burst' | 'perSecond'>>>;
   /** Spot capacity of each (zone, instance type) pool: drawn uniformly in this range. */
   readonly spotPoolCapacity?: readonly [number, number];
+  /** The submits are spread evenly over this many seconds (60 by default). */
+  readonly submitSeconds?: number;
   /** How long a job's run phase lasts, drawn uniformly in this range (s); MODEL.runSeconds by default. */
   readonly runSeconds?: readonly [number, number];
   /** Virtual time after which the run stops, finished or not (hours). */
@@ -258,7 +260,7 @@ class Simulation {
       const plan = this.planJob(i);
       this.plans.push(plan);
       this.planByName.set(plan.name, plan);
-      this.queue.at(this.queue.epochMs + Math.floor((i * 60_000) / n), () => this.submit(plan));
+      this.queue.at(this.queue.epochMs + Math.floor((i * (this.options.submitSeconds ?? 60) * 1000) / n), () => this.submit(plan));
     }
     this.scheduleJanitor();
     const stopAt = this.queue.epochMs + (this.options.maxHours ?? 72) * 3_600_000;
