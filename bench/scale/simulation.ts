@@ -32,7 +32,7 @@ import { planFleets } from '../../lib/placement.ts';
 import type { Market } from '../../lib/policy/types.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../../lib/ports.ts';
 import { isTerminal, JobStatus } from '../../lib/status.ts';
-import { heartbeat, onInstanceEvent, reportPhase, submitJob, type InstanceEvent, type UseCaseDeps } from '../../lib/usecases/index.ts';
+import { heartbeat, onExecutionEnded, onInstanceEvent, reportPhase, submitJob, type InstanceEvent, type UseCaseDeps } from '../../lib/usecases/index.ts';
 import { startQueuedJobs } from '../../lib/usecases/start-queued.ts';
 import { awaitAttemptTask, controllerTasks } from '../../lib/workflow/task-handlers.ts';
 import { AWAIT_STATES, HEARTBEAT_INTERVAL_SECONDS, StateName, type TaskStateName } from '../../lib/workflow/contract.ts';
@@ -79,6 +79,7 @@ export const MODEL = {
     [LambdaName.continueAsNew]: 100,
     [LambdaName.api]: 60,
     [LambdaName.onEc2Event]: 60,
+    [LambdaName.onExecutionEnded]: 100,
     [LambdaName.janitor]: 1500,
   } as Readonly<Record<string, number>>,
   submitMs: 150,
@@ -203,6 +204,7 @@ class Simulation {
   readonly instanceHours = new Map<string, number>();
   readonly agentErrors = new Map<string, number>();
   readonly handlerErrors = new Map<string, number>();
+  readonly ended = new Set<string>();
   gbSeconds = 0;
   peakConcurrency = 0;
   lambdaThrottles = 0;
@@ -240,7 +242,7 @@ class Simulation {
         startExecution: this.buckets.sfnStartExecution,
         transitions: this.buckets.sfnStateTransitions,
         invoke: (state, input) => this.invokeTask(state, input),
-        ended: (execution, status) => this.executionEnded(execution.input.jobId, status),
+        ended: (execution, status, error) => this.executionEnded(execution.input.jobId, execution.arn, status, error),
       },
       StateName.WaitForLaunchPace,
     );
@@ -410,19 +412,39 @@ class Simulation {
     return { durationMs, result };
   }
 
-  executionEnded(jobId: string, status: 'SUCCEEDED' | 'FAILED'): void {
+  /**
+   * An execution's end, as Step Functions announces it on the default bus: the
+   * on-execution-ended Lambda (the real use case) finishes a job its execution left live,
+   * then the job's status is counted.
+   */
+  executionEnded(jobId: string, executionArn: string, status: 'SUCCEEDED' | 'FAILED', error: TaskError | null): void {
     this.eventBridge.executionEvents += 1;
-    void status;
-    this.queue.after(0, async () => {
+    const deliver = async (): Promise<void> => {
+      if (!this.lambdaStart(LambdaName.onExecutionEnded, MODEL.lambdaMs[LambdaName.onExecutionEnded] as number)) {
+        this.queue.after(MODEL.agentRetryMs, deliver);
+        return;
+      }
+      try {
+        await onExecutionEnded({ jobId, executionArn, status, ...(error === null ? {} : { error: error.Error, cause: error.Cause }) }, this.deps);
+      } catch (caught) {
+        if (caught instanceof TransientError) {
+          this.queue.after(MODEL.agentRetryMs * 5, deliver);
+          return;
+        }
+        this.count(this.handlerErrors, `on-execution-ended: ${(caught as Error).name}: ${(caught as Error).message.slice(0, 80)}`);
+      }
       const job = await this.inner.getJob(jobId);
       if (!isTerminal(job.status)) {
         this.count(this.handlerErrors, `execution ended with job ${job.status}`);
         return;
       }
+      if (this.ended.has(jobId)) return;
+      this.ended.add(jobId);
       this.terminal += 1;
       this.count(this.statuses, job.status);
       if (job.status !== JobStatus.SUCCEEDED) this.count(this.failedByCause, `${job.status}: ${causeOf(job.failureReason)}`);
-    });
+    };
+    this.queue.after(MODEL.eventDeliveryMs, deliver);
   }
 
   // --- EC2 ----------------------------------------------------------------------------
