@@ -2,7 +2,7 @@
 // the controller's ASL as rendered from the definition `cdk deploy` ships (infra/asl.ts),
 // in virtual time. It supports exactly what that definition uses: Task (Lambda, and Lambda
 // with .waitForTaskToken) with Retry, Catch, ResultPath, ResultSelector, Parameters,
-// TimeoutSecondsPath and HeartbeatSeconds; Choice (IsPresent, BooleanEquals,
+// TimeoutSeconds, TimeoutSecondsPath and HeartbeatSeconds; Choice (IsPresent, BooleanEquals,
 // StringEquals, NumericGreaterThan); Wait with SecondsPath; Succeed; Fail. Anything else
 // in the definition is an error at load, so a new state type cannot be skipped silently.
 //
@@ -263,6 +263,11 @@ export class StepFunctionsSim implements Workflow {
       return this.#failTask(execution, name, input, retries, { Error: LAMBDA_THROTTLED, Cause: 'Rate Exceeded.' });
     }
     const { result } = invoked;
+    const timeoutMs = state.TimeoutSeconds === undefined ? Number.POSITIVE_INFINITY : Number(state.TimeoutSeconds) * 1000;
+    if (invoked.durationMs > timeoutMs) {
+      queue.after(timeoutMs, () => this.#failTask(execution, name, input, retries, { Error: 'States.Timeout', Cause: `${name} timed out after ${timeoutMs / 1000} s` }));
+      return;
+    }
     queue.after(invoked.durationMs, () =>
       result.ok ? this.#succeedTask(execution, name, input, result.value) : this.#failTask(execution, name, input, retries, result.error),
     );
