@@ -64,7 +64,7 @@ export const VCPU_QUOTAS = {
  * prices move by the hour and zone: SPOT_PRICE_SHARE is an assumption, not a list price.
  */
 export const PRICES = {
-  /** Lambda's and DynamoDB's checked that day against stored copies of their pages; the rest are long-standing list prices. */
+  /** Step Functions', Lambda's and DynamoDB's checked that day against stored copies of their pages; the rest are long-standing list prices. */
   date: '2026-12-03',
   sfnPerStateTransition: 0.025 / 1000,
   lambdaPerRequest: 0.2 / 1_000_000,
