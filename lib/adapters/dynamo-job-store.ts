@@ -663,7 +663,8 @@ const CONDITION_NAMES: Readonly<Record<string, string>> = {
   '#reports': 'reports',
 };
 
-function jobPk(jobId: string): string {
+/** The partition key of every item of a job (its JOB, ATTEMPT, INSTANCE and EVENT items). */
+export function jobPk(jobId: string): string {
   return `JOB#${jobId}`;
 }
 

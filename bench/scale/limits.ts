@@ -1,0 +1,99 @@
+// The AWS limits and list prices the scale simulation uses, each with where it comes from.
+// BENCHMARKS.md lists the same numbers; the simulation reads them only from here.
+
+import { EC2_LAUNCH_PACE } from '../../lib/launch-pace.ts';
+
+/** A token bucket's size and refill. */
+export interface BucketLimit {
+  readonly burst: number;
+  readonly perSecond: number;
+  readonly source: string;
+}
+
+const EC2_THROTTLING = 'Request throttling for the Amazon EC2 API (docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html)';
+const SFN_QUOTAS = 'Step Functions service quotas (docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html), us-east-1';
+
+/** The account's limits in us-east-1, as published defaults unless the source says otherwise. */
+export const AWS_LIMITS = {
+  /** CreateFleet's request bucket: counted as a resource-intensive action, the stricter of the two it could be. */
+  ec2CreateFleetRequests: { burst: 50, perSecond: 5, source: `${EC2_THROTTLING}, request tokens, resource-intensive actions` },
+  /** TerminateInstances' request bucket (a mutating action). */
+  ec2TerminateRequests: { burst: 200, perSecond: 5, source: `${EC2_THROTTLING}, request tokens, mutating actions` },
+  /** Instances launched (RunInstances' resource bucket; an instant fleet's instances draw on it too). */
+  ec2InstanceLaunches: { ...EC2_LAUNCH_PACE, source: `${EC2_THROTTLING}, resource tokens, RunInstances` },
+  /** Instances terminated (TerminateInstances' resource bucket). */
+  ec2InstanceTerminations: { burst: 1000, perSecond: 20, source: `${EC2_THROTTLING}, resource tokens, TerminateInstances` },
+  /** StartExecution, standard workflows. */
+  sfnStartExecution: { burst: 1300, perSecond: 300, source: `${SFN_QUOTAS}, API action throttling: StartExecution` },
+  /** State transitions, standard workflows. */
+  sfnStateTransitions: { burst: 5000, perSecond: 5000, source: `${SFN_QUOTAS}, state throttling: StateTransition` },
+  /** API Gateway REST: the account's (and a stage's default) throttle. */
+  apiGateway: {
+    burst: 5000,
+    perSecond: 10_000,
+    source: 'Amazon API Gateway quotas (docs.aws.amazon.com/apigateway/latest/developerguide/limits.html): throttle quota per account per Region, 10,000 rps, burst 5,000',
+  },
+} as const satisfies Record<string, BucketLimit>;
+
+/** Lambda's concurrent executions per account and region. */
+export const LAMBDA_CONCURRENCY = {
+  limit: 1000,
+  source: 'Lambda quotas (docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html): concurrent executions, 1,000',
+} as const;
+
+/** What one partition of a DynamoDB table or index serves per second. */
+export const DYNAMODB_PARTITION = {
+  writeUnitsPerSecond: 1000,
+  readUnitsPerSecond: 3000,
+  source:
+    'DynamoDB: partitions and data distribution (docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.Partitions.html) and burst and adaptive capacity: 1,000 WCU and 3,000 RCU per partition',
+} as const;
+
+/**
+ * vCPUs the simulated account may run per market. The published defaults are far lower
+ * (and raised on request); these are a stated assumption, sized for a sweep like this one.
+ */
+export const VCPU_QUOTAS = {
+  'on-demand': 40_000,
+  spot: 40_000,
+  source: 'assumed: the account raised Running On-Demand Standard and All Standard Spot Instance Requests to 40,000 vCPUs each (Service Quotas, EC2)',
+} as const;
+
+/**
+ * us-east-1 list prices as of the date below, from the pricing pages in `sources`. Spot
+ * prices move by the hour and zone: SPOT_PRICE_SHARE is an assumption, not a list price.
+ */
+export const PRICES = {
+  /** Step Functions', Lambda's and DynamoDB's checked that day against stored copies of their pages; the rest are long-standing list prices. */
+  date: '2026-12-03',
+  sfnPerStateTransition: 0.025 / 1000,
+  lambdaPerRequest: 0.2 / 1_000_000,
+  lambdaPerGbSecondX86: 0.0000166667,
+  dynamoPerWriteUnit: 0.625 / 1_000_000,
+  dynamoPerReadUnit: 0.125 / 1_000_000,
+  apiGatewayRestPerRequest: 3.5 / 1_000_000,
+  eventBridgeCustomPerEvent: 1 / 1_000_000,
+  /** AWS service events (EC2 state changes, Step Functions status changes) on the default bus. */
+  eventBridgeAwsServiceEvent: 0,
+  /** Standard parameters with standard throughput: API interactions are free. */
+  ssmStandardPerCall: 0,
+  /** Advanced parameters, or higher throughput: $0.05 per 10,000 API interactions. */
+  ssmHigherThroughputPerCall: 0.05 / 10_000,
+  /** On-demand Linux, per hour. */
+  onDemandHourly: { 'm6i.large': 0.096, 'm6i.xlarge': 0.192, 'c6i.xlarge': 0.17, 'r6i.large': 0.126, 'r6i.xlarge': 0.252 } as Readonly<Record<string, number>>,
+  sources: [
+    'aws.amazon.com/step-functions/pricing: standard workflows, $0.025 per 1,000 state transitions',
+    'aws.amazon.com/lambda/pricing: x86, $0.20 per 1M requests, $0.0000166667 per GB-second',
+    'aws.amazon.com/dynamodb/pricing/on-demand: $0.625 per million write request units, $0.125 per million read request units',
+    'aws.amazon.com/api-gateway/pricing: REST APIs, $3.50 per million requests (first 333 million)',
+    'aws.amazon.com/eventbridge/pricing: custom events $1.00 per million; AWS service events on the default bus free',
+    'aws.amazon.com/systems-manager/pricing: Parameter Store, standard throughput free; higher throughput $0.05 per 10,000 API interactions',
+    'aws.amazon.com/ec2/pricing/on-demand: Linux on-demand hourly, us-east-1',
+  ],
+} as const;
+
+/** The share of the on-demand price a spot instance is assumed to cost (spot prices move; not a list price). */
+export const SPOT_PRICE_SHARE = 0.35;
+
+/** SkyPilot's managed-jobs controller VM, always on. */
+export const SKYPILOT_CONTROLLER = { instanceType: 'r6i.xlarge', hoursPerMonth: 730 } as const;
