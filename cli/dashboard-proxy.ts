@@ -79,8 +79,13 @@ async function answer(options: DashboardProxyOptions, port: number, token: strin
   }
   const id = match.params.id;
   if (id !== undefined && !isJobId(id)) return json(404, { error: `no job with id ${JSON.stringify(id.slice(0, 64))}` });
-  // The path alone: the page asks with no query, and the signature covers the path.
-  const path = id === undefined ? '/jobs' : `/jobs/${encodeURIComponent(id)}`;
+  // Rebuilt from what was checked: the id, and for the list only a `limit` the API takes.
+  let path = `/jobs/${encodeURIComponent(id ?? '')}`;
+  if (id === undefined) {
+    const limit = new URLSearchParams(request.path.split('?')[1] ?? '').get('limit');
+    if (limit !== null && !/^[1-9][0-9]{0,2}$|^1000$/.test(limit)) return json(400, { error: `limit: expected an integer 1-1000, got ${JSON.stringify(limit.slice(0, 16))}` });
+    path = limit === null ? '/jobs' : `/jobs?limit=${limit}`;
+  }
   try {
     const relayed = await options.client.relay(match.route.method === 'DELETE' ? 'DELETE' : 'GET', path);
     return json(relayed.status, relayed.body);

@@ -223,6 +223,8 @@ export class HttpJobsClient implements JobsClient {
         protocol: url.protocol,
         hostname: url.hostname,
         path: url.pathname,
+        // API Gateway's IAM check covers the query too (`GET /jobs?limit=`).
+        query: Object.fromEntries(url.searchParams),
         headers,
         body,
       });

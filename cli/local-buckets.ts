@@ -3,7 +3,6 @@
 // tags the buckets it creates on S3. The job's end deletes the marked ones its mounts say
 // not to keep (local/job-buckets.ts).
 
-import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { bucketNameProblem, mountField } from '../lib/spec/mounts.ts';
@@ -26,8 +25,17 @@ export async function ensureLocalBuckets(job: ParsedJob, dataDir: string, io: Pi
       if (mount.source.kind !== 'bucket' || mount.source.name === null) continue;
       const name = mount.source.name;
       const dir = bucketDir(dataDir, name);
-      if (created.includes(name) || bucketNameProblem(name) !== undefined || existsSync(dir)) continue;
-      await mkdir(dir, { recursive: true });
+      if (created.includes(name) || bucketNameProblem(name) !== undefined) continue;
+      await mkdir(dirname(dir), { recursive: true });
+      // Not recursive: a folder another run made first is not this job's to delete.
+      const made = await mkdir(dir).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => {
+          if (error.code === 'EEXIST') return false;
+          throw error;
+        },
+      );
+      if (!made) continue;
       await mark(dataDir, name, UNCLAIMED);
       created.push(name);
       const field = mountField(mount.path, 'name');

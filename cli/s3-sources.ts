@@ -101,7 +101,8 @@ export function s3Client(location: SourcesLocation): S3Client {
 
 /**
  * Creates each bucket a task's MOUNT names that does not exist yet, in the stack's region,
- * tagged as relaunch's. A bucket that exists but this account may not use is refused.
+ * tagged as relaunch's, and returns the ones it created. A bucket that exists but this
+ * account may not use is refused.
  *
  * @throws InvalidInputError naming the field of a bucket that cannot be used.
  */
@@ -132,12 +133,21 @@ export async function ensureBuckets(job: ParsedJob, s3: S3Client, location: Sour
         }
         if (!notFound(error)) throw error;
       }
-      await s3.send(
-        new CreateBucketCommand({
-          Bucket: bucket,
-          ...(region === 'us-east-1' ? {} : { CreateBucketConfiguration: { LocationConstraint: region as BucketLocationConstraint } }),
-        }),
-      );
+      try {
+        await s3.send(
+          new CreateBucketCommand({
+            Bucket: bucket,
+            ...(region === 'us-east-1' ? {} : { CreateBucketConfiguration: { LocationConstraint: region as BucketLocationConstraint } }),
+          }),
+        );
+      } catch (error) {
+        // Made since the HEAD, by another run: it is not this job's to delete.
+        if (awsErrorCode(error) === 'BucketAlreadyOwnedByYou') continue;
+        if (awsErrorCode(error) === 'BucketAlreadyExists') {
+          throw new InvalidInputError([{ path: at, message: `expected a bucket name no other account holds, but ${bucket} is taken (S3 bucket names are global): choose another` }]);
+        }
+        throw error;
+      }
       await s3.send(new PutBucketTaggingCommand({ Bucket: bucket, Tagging: { TagSet: [{ Key: CREATED_BUCKET_TAG, Value: 'relaunch run' }] } }));
       io.err(`created bucket ${bucket} in ${region} for ${at}`);
       created.push(bucket);

@@ -7,7 +7,7 @@ import { readFile, rm, rmdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { BucketDeletion, JobBuckets } from '../lib/ports.ts';
 import { bucketNameProblem } from '../lib/spec/mounts.ts';
-import { jobMountsDir, localMountPlaces } from './mounts.ts';
+import { jobMountsDir, localJobFolder } from './mounts.ts';
 import { bucketDir, createdBucketMark } from './paths.ts';
 
 /** JobBuckets on the data folder. */
@@ -31,13 +31,12 @@ export class LocalJobBuckets implements JobBuckets {
   }
 
   async deleteJobFolder(jobId: string, path: string): Promise<void> {
-    const place = localMountPlaces(this.#dataDir).bucket({ kind: 'bucket', name: null, persistent: false }, jobId, path);
-    if (!('dir' in place)) throw new Error(`expected a folder for ${path}`);
-    await rm(place.dir, { recursive: true, force: true });
+    const folder = localJobFolder(this.#dataDir, jobId, path);
+    await rm(folder, { recursive: true, force: true });
     // As on S3, where a prefix is gone once nothing is under it: the job's folders that
     // held only this mount go too, up to the job's own.
     const jobRoot = jobMountsDir(this.#dataDir, jobId);
-    for (let dir = dirname(place.dir); dir === jobRoot || dir.startsWith(`${jobRoot}/`); dir = dirname(dir)) {
+    for (let dir = dirname(folder); dir === jobRoot || dir.startsWith(`${jobRoot}/`); dir = dirname(dir)) {
       const removed = await rmdir(dir).then(
         () => true,
         () => false,

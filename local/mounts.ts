@@ -20,13 +20,18 @@ import { bucketDir, LOCAL_OWN_BUCKET, sourcesDir } from './paths.ts';
 export function localMountPlaces(dataDir: string): MountPlaces {
   return {
     bucket(source, jobId, path) {
-      if (source.name === null) return { dir: join(jobMountsDir(dataDir, jobId), mountKey(path)) };
+      if (source.name === null) return { dir: localJobFolder(dataDir, jobId, path) };
       // Checked at submit; checked again here, since the name becomes part of a path.
       const problem = bucketNameProblem(source.name);
       if (problem !== undefined) throw new PrecheckError(`${mountField(path, 'name')}: ${problem}`);
       return { dir: bucketDir(dataDir, source.name) };
     },
   };
+}
+
+/** A nameless mount's folder: the job's folder of relaunch's own bucket, under the path's key. */
+export function localJobFolder(dataDir: string, jobId: string, path: string): string {
+  return join(jobMountsDir(dataDir, jobId), mountKey(path));
 }
 
 /** The folder of a job's nameless mounts, in relaunch's own bucket as the data folder has it. */

@@ -37,8 +37,13 @@ export function notAllowedBucket(bucket: string): string {
 /** Buckets on EC2: a named one is itself, a nameless one a prefix of the stack's bucket per job and path. */
 export function s3MountPlaces(data: DataConfig): MountPlaces {
   return {
-    bucket: (source, jobId, path) => (source.name === null ? { bucket: data.bucket, prefix: `${MOUNTS_PREFIX}/${jobId}/${mountKey(path)}` } : { bucket: source.name, prefix: '' }),
+    bucket: (source, jobId, path) => (source.name === null ? s3JobFolder(data, jobId, path) : { bucket: source.name, prefix: '' }),
   };
+}
+
+/** A nameless mount's folder: `mounts/<jobId>/<path key>` in the stack's bucket. */
+export function s3JobFolder(data: DataConfig, jobId: string, path: string): { readonly bucket: string; readonly prefix: string } {
+  return { bucket: data.bucket, prefix: `${MOUNTS_PREFIX}/${jobId}/${mountKey(path)}` };
 }
 
 /** The URL the agent fetches uploads under. */

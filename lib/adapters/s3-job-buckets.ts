@@ -11,7 +11,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { BucketDeletion, JobBuckets } from '../ports.ts';
 import { awsErrorCode, sendAws } from './aws-errors.ts';
-import { s3MountPlaces, type DataConfig } from './s3-data.ts';
+import { s3JobFolder, type DataConfig } from './s3-data.ts';
 
 /** The tag `run` puts on a bucket it creates, so an account can find them. */
 export const CREATED_BUCKET_TAG = 'relaunch:created-by';
@@ -55,9 +55,8 @@ export class S3JobBuckets implements JobBuckets {
   }
 
   async deleteJobFolder(jobId: string, path: string): Promise<void> {
-    const place = s3MountPlaces(this.#data).bucket({ kind: 'bucket', name: null, persistent: false }, jobId, path);
-    if (!('bucket' in place)) throw new Error(`expected an S3 place for ${path}`);
-    await this.#empty(place.bucket, `${place.prefix}/`);
+    const folder = s3JobFolder(this.#data, jobId, path);
+    await this.#empty(folder.bucket, `${folder.prefix}/`);
   }
 
   /**

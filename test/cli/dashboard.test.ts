@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { verifySigV4 } from '../../local/sigv4.ts';
 import { DashboardProxy } from '../../cli/dashboard-proxy.ts';
 import { HttpJobsClient, LOCAL_PACING } from '../../cli/jobs-client.ts';
 import { PAGE_TOKEN_HEADER } from '../../local/dashboard/page-token.ts';
@@ -32,7 +33,13 @@ async function fakeApi(): Promise<{ url: string; seen: Seen[]; close(): Promise<
       res.writeHead(status, { 'content-type': 'application/json', 'x-amzn-requestid': 'req-1', 'set-cookie': 'session=s' });
       res.end(JSON.stringify(body));
     };
-    if (req.method === 'GET' && req.url === '/jobs') reply(200, { jobs: [{ jobId: JOB, name: 'train', status: 'RUNNING' }] });
+    // API Gateway's IAM check on a signed request (a loopback API is not signed): the
+    // signature must cover the method, path, query and headers.
+    const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(',') : value]));
+    const checked = verifySigV4({ method: req.method ?? '', path: req.url ?? '', headers, body: '' }, 'execute-api', (key) =>
+      key === ACCESS_KEY ? { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY } : undefined, new Date());
+    if (req.headers.authorization !== undefined && 'refused' in checked) reply(403, { message: checked.refused.message });
+    else if (req.method === 'GET' && (req.url === '/jobs' || req.url === '/jobs?limit=200')) reply(200, { jobs: [{ jobId: JOB, name: 'train', status: 'RUNNING' }] });
     else if (req.method === 'GET' && req.url === `/jobs/${JOB}`) reply(200, { jobId: JOB, name: 'train', status: 'RUNNING', attempts: [] });
     else if (req.method === 'DELETE' && req.url === `/jobs/${JOB}`) reply(202, { jobId: JOB, status: 'CANCELLING', alreadyFinished: false });
     else reply(404, { error: 'no job with id x' });
@@ -101,8 +108,9 @@ describe('relaunch dashboard, relaying to a deployed API', () => {
 
   it.each([
     ['GET', '/jobs', 200],
+    ['GET', '/jobs?limit=200', 200],
     ['GET', `/jobs/${JOB}`, 200],
-  ])('relays %s %s signed with SigV4, and answers only its status and JSON', async (method, path, status) => {
+  ])('relays %s %s signed with SigV4 (checked as API Gateway would), and answers only its status and JSON', async (method, path, status) => {
     const answer = await request(proxy, method, path, { origin: proxy.url.slice(0, -1), 'sec-fetch-site': 'same-origin' });
     expect(answer.status).toBe(status);
     expect(api.seen).toHaveLength(1);
@@ -114,7 +122,7 @@ describe('relaunch dashboard, relaying to a deployed API', () => {
     expect(answer.headers['set-cookie']).toBeUndefined();
     expect(answer.headers['x-amzn-requestid']).toBeUndefined();
     expect(answer.body).not.toContain(SECRET_KEY);
-    expect(JSON.parse(answer.body)).toMatchObject({ ...(path === '/jobs' ? { jobs: [{ jobId: JOB }] } : { jobId: JOB }) });
+    expect(JSON.parse(answer.body)).toMatchObject({ ...(path.startsWith('/jobs?') || path === '/jobs' ? { jobs: [{ jobId: JOB }] } : { jobId: JOB }) });
   });
 
   it('relays a cancel only with the page token, and refuses it (403) without one or with a wrong one, from any client', async () => {
@@ -138,6 +146,8 @@ describe('relaunch dashboard, relaying to a deployed API', () => {
     ["an agent's report", 'POST', `/jobs/${JOB}/attempts/1/report`, {}, 404],
     ['an upload location', 'GET', '/sources', {}, 404],
     ['a malformed job id', 'GET', '/jobs/..%2Fsources', {}, 404],
+    ['a limit the API does not take', 'GET', '/jobs?limit=5000', {}, 400],
+    ['a limit that smuggles a query', 'GET', '/jobs?limit=1%26x%3Dy', {}, 400],
     ['an unknown path', 'GET', '/admin', {}, 404],
   ])('refuses %s without calling the API', async (_name, method, path, headers, status) => {
     const answer = await request(proxy, method, path, headers);

@@ -114,6 +114,21 @@ describe('ensureBuckets', () => {
     await expect(refused).rejects.toMatchObject({ issues: [{ path: 'file_mounts["/ckpt"].name', message: expect.stringContaining('refuses it (403)') }] });
     expect(s3.commandCalls(CreateBucketCommand)).toEqual([]);
   });
+
+  it('counts as not created, so never deleted for this job, a bucket another run made between the HEAD and the create', async () => {
+    s3.on(HeadBucketCommand).rejects(s3Error('NotFound', 404));
+    s3.on(CreateBucketCommand).rejects(s3Error('BucketAlreadyOwnedByYou', 409));
+    expect(await ensureBuckets(job, new S3Client({ region: 'eu-west-1' }), LOCATION, bufferIo())).toEqual([]);
+    expect(s3.commandCalls(PutBucketTaggingCommand)).toEqual([]);
+  });
+
+  it('refuses, naming the field, a name another account took meanwhile', async () => {
+    s3.on(HeadBucketCommand).rejects(s3Error('NotFound', 404));
+    s3.on(CreateBucketCommand).rejects(s3Error('BucketAlreadyExists', 409));
+    await expect(ensureBuckets(job, new S3Client({ region: 'eu-west-1' }), LOCATION, bufferIo())).rejects.toMatchObject({
+      issues: [{ path: 'file_mounts["/ckpt"].name', message: expect.stringContaining('team-ckpt is taken (S3 bucket names are global)') }],
+    });
+  });
 });
 
 describe('relaunch run --api with local sources', () => {

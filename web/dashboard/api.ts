@@ -57,10 +57,14 @@ async function call(method: string, path: string, headers: Record<string, string
 /** The page's API calls, as a type (views take them as a parameter). */
 export type Api = typeof api;
 
+/** How many of the newest jobs the list shows. */
+export const PAGE_JOBS = 200;
+
 /** The calls the page makes. */
 export const api = {
+  /** The newest PAGE_JOBS jobs: the list refreshes every few seconds, so it never reads them all. */
   async jobs(): Promise<JobSummary[]> {
-    return ((await call('GET', '/jobs')) as { jobs: JobSummary[] }).jobs;
+    return ((await call('GET', `/jobs?limit=${PAGE_JOBS}`)) as { jobs: JobSummary[] }).jobs;
   },
   async job(jobId: string): Promise<JobView> {
     return (await call('GET', `/jobs/${encodeURIComponent(jobId)}`)) as JobView;
