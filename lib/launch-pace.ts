@@ -6,11 +6,6 @@
 // arrival time" of the generic cell rate algorithm): each instance adds 1/perSecond
 // seconds to it, and a launch may go once that time is at most `burst` instances ahead
 // of the clock. One number means one conditional write per launch, however many wait.
-//
-// Slots are handed out at most PACE_HORIZON_SECONDS ahead. A launch that would go later
-// takes no slot and asks again then: a job cancelled while it waits holds no slot far
-// ahead, so a cancelled sweep does not hold up the next one for hours, and a launch that
-// is retried can take at most that much twice.
 
 import type { LaunchPace } from './ports.ts';
 import * as z from './zod.ts';
@@ -31,32 +26,18 @@ export type LaunchPaceConfig = z.infer<typeof LaunchPaceConfigSchema>;
 export const EC2_LAUNCH_PACE: LaunchPaceConfig = { burst: 1000, perSecond: 2 };
 
 /**
- * How far ahead a slot is handed out. A launch that would go later asks again within it
- * (one more LaunchAttempt and two transitions per half hour of waiting).
- */
-export const PACE_HORIZON_SECONDS = 1800;
-
-/** What a reservation gave: a slot (now or later), or none yet and when to ask again. */
-export type PaceSlot = { readonly reserved: true; readonly launchAt: number } | { readonly reserved: false; readonly askAgainAt: number };
-
-/**
  * One reservation: `paidOffAt` (ms since the epoch) is the bucket as stored, `instances`
- * the launch's size. A slot is given, and the bucket moved, when it is at most the horizon
- * ahead, or when the bucket is idle (a launch larger than the bucket then goes when its
- * tokens are in); otherwise nothing changes and the answer says when the slot would be
- * within the horizon.
+ * the launch's size. Returns the bucket's new paid-off time and when the launch may go
+ * (at or before `now` when the bucket had room).
  */
-export function reserveSlot(paidOffAt: number, now: number, instances: number, config: LaunchPaceConfig): { readonly paidOffAt: number; readonly slot: PaceSlot } {
+export function reserveSlot(
+  paidOffAt: number,
+  now: number,
+  instances: number,
+  config: LaunchPaceConfig,
+): { readonly paidOffAt: number; readonly launchAt: number } {
   const next = Math.max(paidOffAt, now) + paceMs(instances, config);
-  const launchAt = launchAtFor(next, config);
-  const horizon = now + PACE_HORIZON_SECONDS * 1000;
-  if (paidOffAt > now && launchAt > horizon) return { paidOffAt, slot: { reserved: false, askAgainAt: launchAt - PACE_HORIZON_SECONDS * 1000 } };
-  return { paidOffAt: next, slot: { reserved: true, launchAt } };
-}
-
-/** The latest paid-off time a queued bucket may have for a launch of `instances` to be given a slot within the horizon. */
-export function latestQueuedFor(now: number, instances: number, config: LaunchPaceConfig): number {
-  return now + PACE_HORIZON_SECONDS * 1000 + paceMs(config.burst, config) - paceMs(instances, config);
+  return { paidOffAt: next, launchAt: launchAtFor(next, config) };
 }
 
 /** How far `instances` launches move the bucket's paid-off time (ms). */
@@ -74,16 +55,7 @@ export function secondsUntil(launchAt: number, now: number): number {
   return launchAt <= now ? 0 : Math.ceil((launchAt - now) / 1000);
 }
 
-/**
- * How long a launch given no slot waits before it asks again: until its slot would be
- * within the horizon, plus up to one horizon more drawn by `draw` (0..1), so that the
- * launches waiting together do not all ask in the same second. At least 1 s.
- */
-export function askAgainSeconds(askAgainAt: number, now: number, draw: number): number {
-  return Math.max(1, secondsUntil(askAgainAt, now) + Math.floor(draw * PACE_HORIZON_SECONDS));
-}
-
-/** A LaunchPace held in memory: for one process (tests, the scale benchmark). */
+/** A LaunchPace held in memory: for one process (tests, the scale simulation). */
 export class MemoryLaunchPace implements LaunchPace {
   #paidOffAt = 0;
   readonly #config: LaunchPaceConfig;
@@ -92,14 +64,9 @@ export class MemoryLaunchPace implements LaunchPace {
     this.#config = config;
   }
 
-  /** The bucket as stored: when its debt is paid off (ms since the epoch). */
-  get paidOffAt(): number {
-    return this.#paidOffAt;
-  }
-
-  reserve(instances: number, now: number): Promise<PaceSlot> {
-    const { paidOffAt, slot } = reserveSlot(this.#paidOffAt, now, instances, this.#config);
-    this.#paidOffAt = paidOffAt;
-    return Promise.resolve(slot);
+  reserve(instances: number, now: number): Promise<number> {
+    const slot = reserveSlot(this.#paidOffAt, now, instances, this.#config);
+    this.#paidOffAt = slot.paidOffAt;
+    return Promise.resolve(slot.launchAt);
   }
 }

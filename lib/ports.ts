@@ -1,6 +1,5 @@
 // Ports: the small interfaces the use cases need from the outside world, named by role.
 
-import type { PaceSlot } from './launch-pace.ts';
 import type { DecisionBasis } from './outcome.ts';
 import type { AttemptOutcome, Market, RecoveryCounters } from './policy/types.ts';
 import type { TaskSpec } from './spec/types.ts';
@@ -151,12 +150,11 @@ export interface JobPatch {
  */
 export interface LaunchPace {
   /**
-   * Takes `instances` launch tokens and says when the launch may go (ms since the epoch):
-   * `now` or earlier when the bucket had them, else the slot reserved for it, which the
-   * caller waits for and then launches without reserving again. A slot further than
-   * PACE_HORIZON_SECONDS away is not given: the answer says when to ask again.
+   * Takes `instances` launch tokens and returns when the launch may go (ms since the
+   * epoch): `now` or earlier when the bucket had them, else the slot reserved for it. The
+   * caller waits until then and launches without reserving again.
    */
-  reserve(instances: number, now: number): Promise<PaceSlot>;
+  reserve(instances: number, now: number): Promise<number>;
 }
 
 /** What deleting a bucket at a job's end came to. */

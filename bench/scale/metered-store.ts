@@ -20,7 +20,6 @@ import type { AttemptRecord, InstanceRef, JobRecord, NodeReport, Placement, Stor
 import type { DecisionBasis } from '../../lib/outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../lib/policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, LaunchPace, StatusChange } from '../../lib/ports.ts';
-import { latestQueuedFor, type LaunchPaceConfig, type MemoryLaunchPace, type PaceSlot } from '../../lib/launch-pace.ts';
 import type { AwaitStateName } from '../../lib/workflow/contract.ts';
 import { PerSecondMeter } from './des.ts';
 import type { EventQueue } from './des.ts';
@@ -274,23 +273,24 @@ export class MeteredJobStore implements JobStore {
 }
 
 /**
- * A LaunchPace that meters the DynamoDB calls DynamoLaunchPace makes on its one item: one
- * conditional UpdateItem while launches queue within the horizon; when that condition
- * fails (it is still charged) one consistent GetItem, then a second UpdateItem when the
- * bucket had fallen behind the clock.
+ * A LaunchPace that meters the DynamoDB writes DynamoLaunchPace makes on its one item: one
+ * conditional UpdateItem while launches queue, two when the bucket had fallen behind the
+ * clock (the first write's condition fails, and is still charged).
  */
 export class MeteredLaunchPace implements LaunchPace {
+  #paidOffAt = 0;
+
   constructor(
-    readonly inner: MemoryLaunchPace,
+    readonly inner: LaunchPace,
     readonly meter: PartitionMeter,
-    readonly config: LaunchPaceConfig,
+    readonly config: { readonly burst: number; readonly perSecond: number },
   ) {}
 
-  async reserve(instances: number, now: number): Promise<PaceSlot> {
-    const stored = this.inner.paidOffAt;
-    const queuedWithin = stored >= now && stored <= latestQueuedFor(now, instances, this.config);
-    const writes = queuedWithin ? 1 : stored < now ? 2 : 1;
-    this.meter.charge('UpdateItem (launch pace)', [{ partition: PACE_PARTITION, units: writes }], queuedWithin ? [] : [{ partition: PACE_PARTITION, units: 1 }]);
-    return this.inner.reserve(instances, now);
+  async reserve(instances: number, now: number): Promise<number> {
+    const writes = this.#paidOffAt >= now ? 1 : 2;
+    this.meter.charge('UpdateItem (launch pace)', [{ partition: PACE_PARTITION, units: writes }], []);
+    const launchAt = await this.inner.reserve(instances, now);
+    this.#paidOffAt = launchAt + (this.config.burst * 1000) / this.config.perSecond;
+    return launchAt;
   }
 }

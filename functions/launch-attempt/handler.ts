@@ -1,9 +1,8 @@
 // LaunchAttempt: start the job's next attempt on EC2, or end it at once (no capacity, cancelled).
 
-import { PACE_HORIZON_SECONDS } from '../../lib/launch-pace.ts';
 import { launchAttempt } from '../../lib/usecases/launch-attempt.ts';
 import { WorkflowStateSchema, type WorkflowState } from '../../lib/workflow/contract.ts';
-import { clock, compute, jobSecrets, pace, random, store } from '../shared/deps.ts';
+import { clock, compute, jobSecrets, pace, store } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { recordLaunchFailure, recordRelaunch } from '../shared/metrics.ts';
@@ -15,7 +14,7 @@ export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> 
   withJob(state);
   let next: WorkflowState;
   try {
-    next = await launchAttempt(state, { store: store(), compute: compute(), secrets: jobSecrets(), pace: pace(), clock, random });
+    next = await launchAttempt(state, { store: store(), compute: compute(), secrets: jobSecrets(), pace: pace(), clock });
   } catch (error) {
     const thrown = error instanceof Error ? error : new Error(String(error));
     recordLaunchFailure(state.jobId, state.attempt + 1, thrown.name, thrown.message);
@@ -25,10 +24,7 @@ export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> 
   if (next.launchWaitSeconds !== undefined) {
     log.info('launch paced', {
       action: 'WAIT_FOR_LAUNCH_PACE',
-      reason:
-        next.launchReserved === true
-          ? `the shared launch pace gives this launch a slot in ${next.launchWaitSeconds} s`
-          : `the shared launch pace has no slot within ${PACE_HORIZON_SECONDS} s; asking again in ${next.launchWaitSeconds} s`,
+      reason: `the shared launch pace gives this launch a slot in ${next.launchWaitSeconds} s`,
     });
     return next;
   }

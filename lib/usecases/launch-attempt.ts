@@ -1,7 +1,7 @@
 // LaunchAttempt: start the next attempt on the market the counters say, or end it at once.
 
 import { ConcurrentUpdateError, NoCapacityError, PrecheckError } from '../errors.ts';
-import { askAgainSeconds, secondsUntil } from '../launch-pace.ts';
+import { secondsUntil } from '../launch-pace.ts';
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { AttemptOutcome } from '../policy/types.ts';
 import type { JobStore, LaunchRequest } from '../ports.ts';
@@ -19,9 +19,8 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  * Starts attempt `state.attempt + 1`.
  *
  * - First the launch takes its nodes from the shared launch pace (paceLaunch): when the
- *   pace gives it a later slot, or none yet, nothing else happens and the machine waits
- *   in WaitForLaunchPace, then runs this step again, which launches at once (or asks the
- *   pace again).
+ *   pace gives it a later slot, nothing else happens and the machine waits for the slot
+ *   in WaitForLaunchPace, then runs this step again, which launches at once.
  * - A job being cancelled gets the attempt written as CANCELLED with nothing launched, so
  *   the policy ends the job through the usual path (evaluate, release, JobFailed).
  * - Otherwise the job goes PENDING|RECOVERING -> STARTING (conditional), the attempt is
@@ -47,7 +46,7 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  */
 export async function launchAttempt(
   state: WorkflowState,
-  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock' | 'secrets' | 'pace' | 'random'>,
+  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock' | 'secrets' | 'pace'>,
 ): Promise<WorkflowState> {
   const { store, compute, clock } = deps;
   const job = await store.getJob(state.jobId);
@@ -104,32 +103,26 @@ export async function launchAttempt(
 
 /**
  * Takes the launch's instances from the shared pace, unless this launch already holds a
- * slot (it waited for it), will launch nothing (the job is being cancelled), or was
- * claimed by an earlier run of this step (STARTING: that run took its slot). Returns the
- * state that sends the machine to WaitForLaunchPace when the slot is later than now, or
- * when no slot was given yet (it is beyond the horizon: the launch asks again after the
- * wait); null to launch at once. Nothing is written on the job: it stays as it was
- * (PENDING or RECOVERING) while it waits.
+ * slot (it waited for it) or will launch nothing (the job is being cancelled). Returns
+ * the state that sends the machine to WaitForLaunchPace when the slot is later than now;
+ * null to launch at once. Nothing is written on the job: it stays as it was (PENDING or
+ * RECOVERING) while it waits.
  */
 async function paceLaunch(
-  deps: Pick<UseCaseDeps, 'store' | 'clock' | 'pace' | 'random'>,
+  deps: Pick<UseCaseDeps, 'clock' | 'pace'>,
   state: WorkflowState,
   job: JobRecord,
 ): Promise<WorkflowState | null> {
-  if (state.launchReserved === true || job.status === JobStatus.CANCELLING || job.status === JobStatus.STARTING) return null;
+  if (state.launchReserved === true || job.status === JobStatus.CANCELLING) return null;
   const now = deps.clock.now().getTime();
-  const slot = await deps.pace.reserve(job.spec.numNodes, now);
-  const waitSeconds = slot.reserved ? secondsUntil(slot.launchAt, now) : askAgainSeconds(slot.askAgainAt, now, deps.random());
+  const waitSeconds = secondsUntil(await deps.pace.reserve(job.spec.numNodes, now), now);
   if (waitSeconds === 0) return null;
-  // A cancel that landed while this step ran found no Wait to stop: it is seen now, and
-  // the launch goes on to end the attempt CANCELLED instead of waiting first.
-  if ((await deps.store.getJob(job.jobId)).status === JobStatus.CANCELLING) return null;
   return {
     jobId: state.jobId,
     attempt: state.attempt,
     attemptsInExecution: state.attemptsInExecution,
     launchWaitSeconds: waitSeconds,
-    ...(slot.reserved ? { launchReserved: true } : {}),
+    launchReserved: true,
   };
 }
 
