@@ -9,7 +9,7 @@
 // again.
 
 import { ConditionalCheckFailedException, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ConcurrentUpdateError } from '../errors.ts';
+import { TransientError } from '../errors.ts';
 import { launchAtFor, paceMs, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { LaunchPace } from '../ports.ts';
 import { sendAws } from './aws-errors.ts';
@@ -43,7 +43,7 @@ export class DynamoLaunchPace implements LaunchPace {
       const fresh = await this.#update('SET #t = :next', 'attribute_not_exists(#t) OR #t < :now', { ':next': now + cost, ':now': now });
       if (fresh !== null) return launchAtFor(fresh, this.#options.config);
     }
-    throw new ConcurrentUpdateError(`the launch pace's bucket changed under ${ROUNDS} reservations in a row; try again`);
+    throw new TransientError(`the launch pace's bucket changed under ${ROUNDS} reservations in a row; the step is retried`);
   }
 
   /** One conditional update; the stored time after it, or null when the condition was false. */

@@ -103,20 +103,24 @@ export async function launchAttempt(
 
 /**
  * Takes the launch's instances from the shared pace, unless this launch already holds a
- * slot (it waited for it) or will launch nothing (the job is being cancelled). Returns
- * the state that sends the machine to WaitForLaunchPace when the slot is later than now;
- * null to launch at once. Nothing is written on the job: it stays as it was (PENDING or
+ * slot (it waited for it), will launch nothing (the job is being cancelled), or was
+ * claimed by an earlier run of this step (STARTING: that run took the slot). Returns the
+ * state that sends the machine to WaitForLaunchPace when the slot is later than now; null
+ * to launch at once. Nothing is written on the job: it stays as it was (PENDING or
  * RECOVERING) while it waits.
  */
 async function paceLaunch(
-  deps: Pick<UseCaseDeps, 'clock' | 'pace'>,
+  deps: Pick<UseCaseDeps, 'store' | 'clock' | 'pace'>,
   state: WorkflowState,
   job: JobRecord,
 ): Promise<WorkflowState | null> {
-  if (state.launchReserved === true || job.status === JobStatus.CANCELLING) return null;
+  if (state.launchReserved === true || job.status === JobStatus.CANCELLING || job.status === JobStatus.STARTING) return null;
   const now = deps.clock.now().getTime();
   const waitSeconds = secondsUntil(await deps.pace.reserve(job.spec.numNodes, now), now);
   if (waitSeconds === 0) return null;
+  // A cancel that landed while this step ran found no Wait to stop: it is seen now, and
+  // the launch goes on to end the attempt CANCELLED instead of waiting first.
+  if ((await deps.store.getJob(job.jobId)).status === JobStatus.CANCELLING) return null;
   return {
     jobId: state.jobId,
     attempt: state.attempt,

@@ -5,7 +5,7 @@ import { ConditionalCheckFailedException, DynamoDBClient, GetItemCommand, Update
 import { mockClient } from 'aws-sdk-client-mock';
 import { describe, expect, it } from 'vitest';
 import { DynamoLaunchPace, LAUNCH_PACE_KEY } from '../../lib/adapters/dynamo-launch-pace.ts';
-import { ConcurrentUpdateError, TransientError } from '../../lib/errors.ts';
+import { TransientError } from '../../lib/errors.ts';
 import { EC2_LAUNCH_PACE, MemoryLaunchPace, reserveSlot, secondsUntil, type LaunchPaceConfig } from '../../lib/launch-pace.ts';
 import type { LaunchPace } from '../../lib/ports.ts';
 import { useDynalite } from '../fixtures/dynalite.ts';
@@ -111,7 +111,7 @@ describe('DynamoLaunchPace', () => {
 
     mock.reset();
     mock.on(UpdateItemCommand).rejects(refused);
-    await expect(pace.reserve(1, T0)).rejects.toThrow(ConcurrentUpdateError);
+    await expect(pace.reserve(1, T0)).rejects.toThrow(TransientError);
     expect(mock.commandCalls(UpdateItemCommand)).toHaveLength(8);
     mock.restore();
   });

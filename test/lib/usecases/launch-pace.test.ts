@@ -63,6 +63,29 @@ describe('launchAttempt with the launch pace', () => {
     expect(await h.pace.reserve(1, h.clock.now().getTime())).toBe(h.clock.now().getTime() + 1000);
   });
 
+  it('takes no second slot when a run that claimed the launch failed after it, and the step runs again', async () => {
+    const h = harness(new InMemoryJobStore(), PACE);
+    await givenJob(h, taskSpec({ numNodes: 4 }));
+    h.compute.scriptLaunch({ error: new Error('the Lambda died here') });
+    await expect(launchAttempt(initialState(), h.deps)).rejects.toThrow('the Lambda died here');
+    expect(await launchAttempt(initialState(), h.deps)).toMatchObject({ attempt: 2, launched: true });
+    // Only the first run took its 4: the next instance's slot is the burst's end plus one.
+    expect(await h.pace.reserve(1, h.clock.now().getTime())).toBe(h.clock.now().getTime() + 1000);
+  });
+
+  it('sees a cancel that landed while it reserved, and ends the attempt CANCELLED instead of waiting', async () => {
+    const h = harness(new InMemoryJobStore(), PACE);
+    await givenJob(h, taskSpec({ numNodes: 8 }));
+    const reserve = h.pace.reserve.bind(h.pace);
+    h.pace.reserve = async (instances, now) => {
+      const slot = await reserve(instances, now);
+      await h.store.changeStatus(JOB_ID, { from: 'PENDING', to: 'CANCELLING', reason: 'user', attempt: null, at: h.clock.now().toISOString() });
+      return slot;
+    };
+    expect(await launchAttempt(initialState(), h.deps)).toMatchObject({ attempt: 1, launched: false });
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'CANCELLED' });
+  });
+
   it('paces a relaunch as a first launch: after a restart the next attempt waits its turn', async () => {
     const h = harness(new InMemoryJobStore(), { burst: 1, perSecond: 1 });
     await givenJob(h, taskSpec({ numNodes: 1, recovery: { maxRestartsOnErrors: 1 } }));
