@@ -56,8 +56,15 @@ export interface JobStore {
   listJobs(options?: { limit?: number }): Promise<JobRecord[]>;
   /** Changes status (with its EVENT row) atomically; returns the updated job. */
   changeStatus(jobId: string, change: StatusChange, patch?: JobPatch): Promise<JobRecord>;
-  /** Records the execution that controls the job. */
+  /** Records the execution that controls the job; the job leaves the queue (queueJob). */
   setExecution(jobId: string, executionArn: string): Promise<void>;
+  /**
+   * Puts the job in the queue of jobs whose execution has not started (Step Functions
+   * throttled its start). It leaves the queue when its execution is recorded or it ends.
+   */
+  queueJob(jobId: string): Promise<void>;
+  /** Jobs in the queue, oldest first; one may have started or ended since (read it again). */
+  listQueued(options: { limit: number }): Promise<JobRecord[]>;
 
   /**
    * Starts attempt `attempt.attempt`: writes it and bumps the job's attemptCount, only if

@@ -11,11 +11,12 @@
 // consistent (every GetItem and job-partition Query the store makes), half that eventually
 // consistent (index queries, BatchGetItem). A failed conditional write is charged too.
 
-import { JOB_LIST_INDEX, JOB_LIST_PARTITION, INSTANCE_INDEX } from '../../lib/adapters/dynamo-table.ts';
+import { JOB_LIST_INDEX, JOB_LIST_PARTITION, INSTANCE_INDEX, QUEUE_INDEX, QUEUE_PARTITION } from '../../lib/adapters/dynamo-table.ts';
 import { jobPk } from '../../lib/adapters/dynamo-job-store.ts';
 import { LAUNCH_PACE_KEY } from '../../lib/adapters/dynamo-launch-pace.ts';
 import type { InMemoryJobStore } from '../../lib/adapters/memory-job-store.ts';
 import { TransientError } from '../../lib/errors.ts';
+import { isTerminal } from '../../lib/status.ts';
 import type { AttemptRecord, InstanceRef, JobRecord, NodeReport, Placement, StoredDecision } from '../../lib/model.ts';
 import type { DecisionBasis } from '../../lib/outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../lib/policy/types.ts';
@@ -88,6 +89,8 @@ export function tablePartition(pk: string): string {
 }
 /** JobListIndex's one partition. */
 export const JOB_LIST_GSI_PARTITION = `${JOB_LIST_INDEX.indexName} ${JOB_LIST_PARTITION}`;
+/** QueueIndex's one partition: the jobs whose start waits. */
+export const QUEUE_GSI_PARTITION = `${QUEUE_INDEX.indexName} ${QUEUE_PARTITION}`;
 /** The launch pace's item's partition. */
 export const PACE_PARTITION = tablePartition(LAUNCH_PACE_KEY.pk.S);
 
@@ -105,6 +108,9 @@ const rcu = (bytes: number, consistent: boolean): number => Math.ceil(bytes / 40
 
 /** A JobStore that meters (and throttles) as DynamoDB would, over an in-memory one. */
 export class MeteredJobStore implements JobStore {
+  /** Jobs in QueueIndex, so the write that takes one out is charged. */
+  readonly #queued = new Set<string>();
+
   constructor(
     readonly inner: InMemoryJobStore,
     readonly meter: PartitionMeter,
@@ -159,14 +165,40 @@ export class MeteredJobStore implements JobStore {
     const job = await this.inner.getJob(jobId);
     const j = wcu(bytesOf(job));
     const read = rcu(bytesOf(job), true);
-    this.meter.charge('TransactWriteItems (status)', [{ partition: tablePartition(jobPk(jobId)), units: 2 * (j + wcu(EVENT_BYTES)) }, ...this.#listIndexUpdate(j)], [{ partition: tablePartition(jobPk(jobId)), units: 2 * read }]);
+    const leaves = isTerminal(change.to) && this.#queued.delete(jobId) ? [{ partition: QUEUE_GSI_PARTITION, units: wcu(LIST_KEY_BYTES) }] : [];
+    this.meter.charge('TransactWriteItems (status)', [{ partition: tablePartition(jobPk(jobId)), units: 2 * (j + wcu(EVENT_BYTES)) }, ...this.#listIndexUpdate(j), ...leaves], [{ partition: tablePartition(jobPk(jobId)), units: 2 * read }]);
     return this.inner.changeStatus(jobId, change, patch);
   }
 
   async setExecution(jobId: string, executionArn: string): Promise<void> {
     const j = wcu(bytesOf(await this.inner.getJob(jobId)) + executionArn.length);
-    this.meter.charge('UpdateItem', [{ partition: tablePartition(jobPk(jobId)), units: j }, ...this.#listIndexUpdate(j)], []);
+    // A queued job leaves QueueIndex: one more index write (the keys' delete).
+    const queued = this.#queued.delete(jobId) ? [{ partition: QUEUE_GSI_PARTITION, units: wcu(LIST_KEY_BYTES) }] : [];
+    this.meter.charge('UpdateItem', [{ partition: tablePartition(jobPk(jobId)), units: j }, ...this.#listIndexUpdate(j), ...queued], []);
     return this.inner.setExecution(jobId, executionArn);
+  }
+
+  async queueJob(jobId: string): Promise<void> {
+    const bytes = bytesOf(await this.inner.getJob(jobId));
+    const j = wcu(bytes);
+    // DynamoJobStore reads the job for its list key, then sets the index keys.
+    this.meter.charge('GetItem', [], [{ partition: tablePartition(jobPk(jobId)), units: rcu(bytes, true) }]);
+    this.meter.charge('UpdateItem (queue)', [{ partition: tablePartition(jobPk(jobId)), units: j }, { partition: QUEUE_GSI_PARTITION, units: wcu(LIST_KEY_BYTES) }, ...this.#listIndexUpdate(j)], []);
+    this.#queued.add(jobId);
+    return this.inner.queueJob(jobId);
+  }
+
+  async listQueued(options: { limit: number }): Promise<JobRecord[]> {
+    const jobs = await this.inner.listQueued(options);
+    this.meter.charge(
+      'Query and BatchGetItem (queue)',
+      [],
+      [
+        { partition: QUEUE_GSI_PARTITION, units: rcu(jobs.length * LIST_KEY_BYTES, false) },
+        ...jobs.map((job) => ({ partition: tablePartition(jobPk(job.jobId)), units: rcu(bytesOf(job), false) })),
+      ],
+    );
+    return jobs;
   }
 
   async putAttempt(attempt: AttemptRecord): Promise<void> {

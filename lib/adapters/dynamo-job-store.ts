@@ -34,7 +34,8 @@ import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
 import type { AwaitStateName } from '../workflow/contract.ts';
 import { sendAws, transientError } from './aws-errors.ts';
-import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
+import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, QUEUE_INDEX, QUEUE_PARTITION, TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
+import { isTerminal } from '../status.ts';
 import * as rules from './job-store-rules.ts';
 
 /** The most keys one BatchGetItem takes. */
@@ -94,6 +95,9 @@ const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
 const EVENT_FIELDS = allFields<JobEvent>()(['jobId', 'at', 'from', 'to', 'attempt', 'reason']);
 
 const CLAIM_FIELDS = allFields<IdempotencyClaim>()(['key', 'jobId', 'fingerprint', 'expiresAt']);
+
+/** The QueueIndex keys removed (a null removes an attribute): the job's start no longer waits. */
+const LEAVE_QUEUE = { [QUEUE_INDEX.partitionKey]: null, [QUEUE_INDEX.sortKey]: null };
 
 /** Bookkeeping attributes that are not part of any record. */
 const EVENT_COUNT = 'eventCount';
@@ -173,11 +177,36 @@ export class DynamoJobStore implements JobStore {
 
   async setExecution(jobId: string, executionArn: string): Promise<void> {
     try {
-      await this.#update(jobKey(jobId), { executionArn: str(executionArn) }, 'attribute_exists(#pk)');
+      await this.#update(jobKey(jobId), { executionArn: str(executionArn), ...LEAVE_QUEUE }, 'attribute_exists(#pk)');
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) throw new JobNotFoundError(jobId);
       throw error;
     }
+  }
+
+  async queueJob(jobId: string): Promise<void> {
+    const { job } = await this.#job(jobId);
+    try {
+      await this.#update(jobKey(jobId), { [QUEUE_INDEX.partitionKey]: str(QUEUE_PARTITION), [QUEUE_INDEX.sortKey]: str(rules.listKey(job)) }, 'attribute_exists(#pk)');
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new JobNotFoundError(jobId);
+      throw error;
+    }
+  }
+
+  async listQueued(options: { limit: number }): Promise<JobRecord[]> {
+    if (options.limit <= 0) return [];
+    const items = await this.#query(
+      {
+        IndexName: QUEUE_INDEX.indexName,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': QUEUE_INDEX.partitionKey },
+        ExpressionAttributeValues: { ':pk': str(QUEUE_PARTITION) },
+        ScanIndexForward: true,
+      },
+      options.limit,
+    );
+    return (await this.#getMany(items.map((keys) => ({ [TABLE_KEY.partitionKey]: keys[TABLE_KEY.partitionKey] as AttributeValue, [TABLE_KEY.sortKey]: keys[TABLE_KEY.sortKey] as AttributeValue })))).map(toJob);
   }
 
   async putAttempt(attempt: AttemptRecord): Promise<void> {
@@ -428,7 +457,7 @@ export class DynamoJobStore implements JobStore {
     // count is part of the condition, so two writers can never take the same number.
     const seq = eventCount + 1;
     const event = rules.statusEvent(jobId, change);
-    const update = updateParts({ ...set, status: str(change.to), updatedAt: str(change.at), [EVENT_COUNT]: num(seq) });
+    const update = updateParts({ ...set, status: str(change.to), updatedAt: str(change.at), [EVENT_COUNT]: num(seq), ...(isTerminal(change.to) ? LEAVE_QUEUE : {}) });
     const reasons = await this.#transact([
       {
         Update: {
@@ -494,7 +523,7 @@ export class DynamoJobStore implements JobStore {
    */
   async #update(
     key: Item,
-    set: Record<string, AttributeValue>,
+    set: Record<string, AttributeValue | null>,
     condition: string,
     conditionValues: Record<string, AttributeValue> = {},
   ): Promise<Item> {

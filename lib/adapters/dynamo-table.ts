@@ -4,7 +4,8 @@
 // Layout (DESIGN.md section 5), every item of a job in its own partition:
 //
 //   pk            sk                        what
-//   JOB#<id>      JOB                       the job; gsi2pk = JOBS, gsi2sk = <createdAt>#<id>
+//   JOB#<id>      JOB                       the job; gsi2pk = JOBS, gsi2sk = <createdAt>#<id>;
+//                                           while its start waits, gsi3pk = QUEUED, gsi3sk = gsi2sk
 //   JOB#<id>      ATTEMPT#<nnnn>            one attempt (4+ digits, zero-padded)
 //   JOB#<id>      INSTANCE#<instanceId>     which attempt owns an instance; gsi1pk = <instanceId>,
 //                                           gsi1sk = ATTEMPT#<nnnn>
@@ -12,8 +13,9 @@
 //   IDEMPOTENCY#<digest>  IDEMPOTENCY       a submit's idempotency key claim: jobId, fingerprint,
 //                                           expiresAt; TTL_ATTRIBUTE lets DynamoDB delete it later
 //
-// Two indexes: InstanceIndex finds an attempt by instance id (keys only: pk and gsi1sk
-// name the attempt item); JobListIndex lists jobs newest first without a Scan. All jobs
+// Three indexes: InstanceIndex finds an attempt by instance id (keys only: pk and gsi1sk
+// name the attempt item); JobListIndex lists jobs newest first without a Scan; QueueIndex
+// holds only the jobs whose start Step Functions throttled, oldest first. All jobs
 // share one JobListIndex partition, which projects keys only: a job's status writes change
 // no key, so they never write to the index, and the partition takes one write per job
 // created. (Projecting whole items put every status write of every job into that one
@@ -59,8 +61,23 @@ export const JOB_LIST_INDEX: IndexDefinition = {
 /** The JobListIndex partition every job item sits in. */
 export const JOB_LIST_PARTITION = 'JOBS';
 
+/**
+ * Jobs whose execution could not start yet (StartExecution throttled), oldest first, for
+ * the janitor: sparse, since only a queued job carries its keys, and they go when its
+ * execution is recorded or it ends.
+ */
+export const QUEUE_INDEX: IndexDefinition = {
+  indexName: 'QueueIndex',
+  partitionKey: 'gsi3pk',
+  sortKey: 'gsi3sk',
+  projection: 'KEYS_ONLY',
+};
+
+/** The QueueIndex partition a queued job sits in. */
+export const QUEUE_PARTITION = 'QUEUED';
+
 /** Every index of the table. */
-export const TABLE_INDEXES: readonly IndexDefinition[] = [INSTANCE_INDEX, JOB_LIST_INDEX];
+export const TABLE_INDEXES: readonly IndexDefinition[] = [INSTANCE_INDEX, JOB_LIST_INDEX, QUEUE_INDEX];
 
 /**
  * CreateTable's input for this table, on-demand billing, as the CDK construct declares it:

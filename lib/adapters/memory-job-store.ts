@@ -7,6 +7,7 @@
 // can change stored state by mutating an object it passed in or got back.
 
 import { JobNotFoundError } from '../errors.ts';
+import { isTerminal } from '../status.ts';
 import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
 import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
@@ -23,6 +24,8 @@ interface StoredJob {
 /** A JobStore held in memory; one instance is one isolated database. */
 export class InMemoryJobStore implements JobStore {
   readonly #jobs = new Map<string, StoredJob>();
+  /** Jobs whose start waits (queueJob), by id. */
+  readonly #queued = new Set<string>();
   readonly #instances = new Map<string, { readonly jobId: string; readonly attempt: number }>();
   readonly #claims = new Map<string, IdempotencyClaim>();
 
@@ -62,6 +65,19 @@ export class InMemoryJobStore implements JobStore {
   async setExecution(jobId: string, executionArn: string): Promise<void> {
     const stored = this.#stored(jobId);
     stored.job = frozenCopy({ ...stored.job, executionArn });
+    this.#queued.delete(jobId);
+  }
+
+  async queueJob(jobId: string): Promise<void> {
+    this.#stored(jobId);
+    this.#queued.add(jobId);
+  }
+
+  async listQueued(options: { limit: number }): Promise<JobRecord[]> {
+    const oldestFirst = [...this.#queued]
+      .map((jobId) => this.#stored(jobId).job)
+      .sort((a, b) => compareStrings(rules.listKey(a), rules.listKey(b)));
+    return oldestFirst.slice(0, Math.max(0, options.limit));
   }
 
   async putAttempt(attempt: AttemptRecord): Promise<void> {
@@ -199,6 +215,7 @@ export class InMemoryJobStore implements JobStore {
   ): JobRecord {
     const event = rules.statusEvent(stored.job.jobId, change);
     stored.job = frozenCopy({ ...stored.job, ...fields, status: change.to, updatedAt: change.at });
+    if (isTerminal(change.to)) this.#queued.delete(stored.job.jobId);
     // Oldest first by time, and in write order for equal times (a frozen test clock).
     const at = stored.events.findLastIndex((e) => compareStrings(e.at, change.at) <= 0);
     stored.events.splice(at + 1, 0, frozenCopy(event));

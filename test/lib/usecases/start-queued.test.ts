@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { TransientError } from '../../../lib/errors.ts';
 import { JobStatus } from '../../../lib/status.ts';
-import { QUEUED_GRACE_SECONDS, startQueuedJobs } from '../../../lib/usecases/start-queued.ts';
+import { QUEUED_GRACE_SECONDS, QUEUED_SCAN_LIMIT, startQueuedJobs } from '../../../lib/usecases/start-queued.ts';
 import { submitJob } from '../../../lib/usecases/submit-job.ts';
 import { cancelJob } from '../../../lib/usecases/cancel-job.ts';
 import { harness } from './harness.ts';
@@ -47,6 +47,31 @@ describe('a throttled start', () => {
     expect(next).toEqual({ started: [second, third], cancelled: [], stillQueued: [], failed: [] });
     expect(h.workflow.starts.map((start) => start.executionName)).toEqual([second, third]);
     expect((await h.store.getJob(third)).executionArn).toMatch(/execution:relaunch-controller:/);
+  });
+
+  it('starts a queued job however many jobs were submitted after it', async () => {
+    const h = harness();
+    h.workflow.failNextStart(throttled());
+    const queued = (await submitJob({ body: TASK }, h.deps)).jobId;
+    // QUEUED_SCAN_LIMIT newer jobs, started as usual: the queued one is not among the newest.
+    for (let i = 0; i < QUEUED_SCAN_LIMIT; i += 1) {
+      h.clock.advance(0.001);
+      await submitJob({ body: TASK }, h.deps);
+    }
+    expect((await h.store.listJobs({ limit: QUEUED_SCAN_LIMIT })).map((job) => job.jobId)).not.toContain(queued);
+    h.clock.advance(QUEUED_GRACE_SECONDS);
+
+    expect(await startQueuedJobs(h.deps)).toEqual({ started: [queued], cancelled: [], stillQueued: [], failed: [] });
+    expect(await h.store.listQueued({ limit: 10 })).toEqual([]);
+  });
+
+  it('still finds, among the newest jobs, one whose queue write failed along with its start', async () => {
+    const h = harness();
+    h.workflow.failNextStart(throttled());
+    h.store.queueJob = () => Promise.reject(throttled());
+    const { jobId } = await submitJob({ body: TASK }, h.deps);
+    h.clock.advance(QUEUED_GRACE_SECONDS);
+    expect((await startQueuedJobs(h.deps)).started).toEqual([jobId]);
   });
 
   it('leaves a job whose start the store could not record for the next round, and goes on with the others', async () => {
