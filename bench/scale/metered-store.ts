@@ -11,7 +11,7 @@
 // consistent (every GetItem and job-partition Query the store makes), half that eventually
 // consistent (index queries, BatchGetItem). A failed conditional write is charged too.
 
-import { JOB_LIST_INDEX, JOB_LIST_PARTITION, INSTANCE_INDEX, QUEUE_INDEX, QUEUE_PARTITION } from '../../lib/adapters/dynamo-table.ts';
+import { JOB_LIST_INDEX, JOB_LIST_PARTITION, INSTANCE_INDEX, jobListPartition, QUEUE_INDEX, QUEUE_PARTITION } from '../../lib/adapters/dynamo-table.ts';
 import { jobPk } from '../../lib/adapters/dynamo-job-store.ts';
 import { LAUNCH_PACE_KEY } from '../../lib/adapters/dynamo-launch-pace.ts';
 import type { InMemoryJobStore } from '../../lib/adapters/memory-job-store.ts';
@@ -119,7 +119,7 @@ export class MeteredJobStore implements JobStore {
 
   async createJob(job: JobRecord): Promise<void> {
     const j = wcu(bytesOf(job));
-    this.meter.charge('TransactWriteItems', [{ partition: tablePartition(jobPk(job.jobId)), units: 2 * (j + wcu(EVENT_BYTES)) }, this.#listIndexWrite(j)], []);
+    this.meter.charge('TransactWriteItems', [{ partition: tablePartition(jobPk(job.jobId)), units: 2 * (j + wcu(EVENT_BYTES)) }, this.#listIndexWrite(j, job.jobId)], []);
     return this.inner.createJob(job);
   }
 
@@ -130,7 +130,7 @@ export class MeteredJobStore implements JobStore {
       [
         { partition: tablePartition(`IDEMPOTENCY#${claim.key}`), units: 2 },
         { partition: tablePartition(jobPk(job.jobId)), units: 2 * (j + wcu(EVENT_BYTES)) },
-        this.#listIndexWrite(j),
+        this.#listIndexWrite(j, job.jobId),
       ],
       [],
     );
@@ -154,7 +154,8 @@ export class MeteredJobStore implements JobStore {
       'Query and BatchGetItem',
       [],
       [
-        { partition: JOB_LIST_GSI_PARTITION, units: rcu(jobs.length * LIST_KEY_BYTES, false) },
+        // One query per list partition, each reading its share of the keys.
+        ...this.#listPartitions(jobs).map(([partition, count]) => ({ partition, units: rcu(count * LIST_KEY_BYTES, false) })),
         ...jobs.map((job) => ({ partition: tablePartition(jobPk(job.jobId)), units: rcu(bytesOf(job), false) })),
       ],
     );
@@ -294,8 +295,23 @@ export class MeteredJobStore implements JobStore {
   }
 
   /** A job created: its JobListIndex entry, keys only or the whole item. */
-  #listIndexWrite(jobUnits: number): Charge {
-    return { partition: JOB_LIST_GSI_PARTITION, units: this.projection === 'ALL' ? jobUnits : wcu(LIST_KEY_BYTES) };
+  /**
+   * A job created: its list index entry, the whole item with ALL (the layout before the
+   * index was sharded: one partition), its keys in its shard with KEYS_ONLY (today's).
+   */
+  #listIndexWrite(jobUnits: number, jobId: string): Charge {
+    if (this.projection === 'ALL') return { partition: JOB_LIST_GSI_PARTITION, units: jobUnits };
+    return { partition: `${JOB_LIST_INDEX.indexName} ${jobListPartition(jobId)}`, units: wcu(LIST_KEY_BYTES) };
+  }
+
+  /** The list partitions a list of jobs came from, with how many keys each gave. */
+  #listPartitions(jobs: readonly JobRecord[]): [string, number][] {
+    const counts = new Map<string, number>();
+    for (const job of jobs) {
+      const partition = `${JOB_LIST_INDEX.indexName} ${jobListPartition(job.jobId)}`;
+      counts.set(partition, (counts.get(partition) ?? 0) + 1);
+    }
+    return [...counts];
   }
 
   /** A job item updated: no index write with keys only (no key changes), the whole item with ALL. */

@@ -34,7 +34,7 @@ import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
 import type { AwaitStateName } from '../workflow/contract.ts';
 import { sendAws, transientError } from './aws-errors.ts';
-import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITION, QUEUE_INDEX, QUEUE_PARTITION, TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
+import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITIONS, jobListPartition, QUEUE_INDEX, QUEUE_PARTITION, TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
 import { isTerminal } from '../status.ts';
 import * as rules from './job-store-rules.ts';
 
@@ -154,16 +154,24 @@ export class DynamoJobStore implements JobStore {
   async listJobs(options?: { limit?: number }): Promise<JobRecord[]> {
     const limit = options?.limit;
     if (limit !== undefined && limit <= 0) return [];
-    const items = await this.#query(
-      {
-        IndexName: JOB_LIST_INDEX.indexName,
-        KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': JOB_LIST_INDEX.partitionKey },
-        ExpressionAttributeValues: { ':pk': str(JOB_LIST_PARTITION) },
-        ScanIndexForward: false,
-      },
-      limit,
+    // Each partition newest first, up to the limit; merged, the newest `limit` of them all.
+    const pages = await Promise.all(
+      JOB_LIST_PARTITIONS.map((partition) =>
+        this.#query(
+          {
+            IndexName: JOB_LIST_INDEX.indexName,
+            KeyConditionExpression: '#pk = :pk',
+            ExpressionAttributeNames: { '#pk': JOB_LIST_INDEX.partitionKey },
+            ExpressionAttributeValues: { ':pk': str(partition) },
+            ScanIndexForward: false,
+          },
+          limit,
+        ),
+      ),
     );
+    const listKey = (item: Item): string => item[JOB_LIST_INDEX.sortKey]?.S ?? '';
+    const newest = pages.flat().sort((a, b) => (listKey(a) < listKey(b) ? 1 : listKey(a) > listKey(b) ? -1 : 0));
+    const items = limit === undefined ? newest : newest.slice(0, limit);
     return (await this.#getMany(items.map((keys) => ({ [TABLE_KEY.partitionKey]: keys[TABLE_KEY.partitionKey] as AttributeValue, [TABLE_KEY.sortKey]: keys[TABLE_KEY.sortKey] as AttributeValue })))).map(toJob);
   }
 
@@ -725,7 +733,7 @@ function eventKey(jobId: string, at: string, seq: number): Item {
 function jobItem(job: JobRecord): Item {
   return {
     ...recordItem(job),
-    [JOB_LIST_INDEX.partitionKey]: str(JOB_LIST_PARTITION),
+    [JOB_LIST_INDEX.partitionKey]: str(jobListPartition(job.jobId)),
     [JOB_LIST_INDEX.sortKey]: str(rules.listKey(job)),
   };
 }

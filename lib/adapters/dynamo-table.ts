@@ -4,7 +4,7 @@
 // Layout (DESIGN.md section 5), every item of a job in its own partition:
 //
 //   pk            sk                        what
-//   JOB#<id>      JOB                       the job; gsi2pk = JOBS, gsi2sk = <createdAt>#<id>;
+//   JOB#<id>      JOB                       the job; gsi2pk = JOBS#<0-9>, gsi2sk = <createdAt>#<id>;
 //                                           while its start waits, gsi3pk = QUEUED, gsi3sk = gsi2sk
 //   JOB#<id>      ATTEMPT#<nnnn>            one attempt (4+ digits, zero-padded)
 //   JOB#<id>      INSTANCE#<instanceId>     which attempt owns an instance; gsi1pk = <instanceId>,
@@ -15,12 +15,13 @@
 //
 // Three indexes: InstanceIndex finds an attempt by instance id (keys only: pk and gsi1sk
 // name the attempt item); JobListIndex lists jobs newest first without a Scan; QueueIndex
-// holds only the jobs whose start Step Functions throttled, oldest first. All jobs
-// share one JobListIndex partition, which projects keys only: a job's status writes change
-// no key, so they never write to the index, and the partition takes one write per job
-// created. (Projecting whole items put every status write of every job into that one
-// partition, whose ~1,000 writes a second would throttle the table's writes with it.) A
-// list reads the keys, then the items (BatchGetItem, 100 at a time).
+// holds only the jobs whose start Step Functions throttled, oldest first. JobListIndex
+// projects keys only: a job's status writes change no key, so they never write to the
+// index, which takes one write per job created. (Projecting whole items put every status
+// write of every job into the index, whose ~1,000 writes a second per partition would
+// throttle the table's writes with it.) Jobs are spread over ten partitions by id; a list
+// reads all of them newest first, merges the keys, then reads the items (BatchGetItem,
+// 100 at a time).
 
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 
@@ -58,8 +59,28 @@ export const JOB_LIST_INDEX: IndexDefinition = {
   projection: 'KEYS_ONLY',
 };
 
-/** The JobListIndex partition every job item sits in. */
+/**
+ * The JobListIndex partition jobs created before the list was sharded sit in; the list
+ * still reads it.
+ */
 export const JOB_LIST_PARTITION = 'JOBS';
+
+/**
+ * How many JobListIndex partitions new jobs are spread over. One partition takes about
+ * 1,000 writes a second, one per job created: ten take a burst of submits as fast as API
+ * Gateway's default 10,000 requests a second.
+ */
+export const JOB_LIST_SHARDS = 10;
+
+/** The JobListIndex partition a job sits in: `JOBS#<0-9>`, from its id (FNV-1a). */
+export function jobListPartition(jobId: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < jobId.length; i += 1) hash = Math.imul(hash ^ jobId.charCodeAt(i), 0x01000193) >>> 0;
+  return `${JOB_LIST_PARTITION}#${hash % JOB_LIST_SHARDS}`;
+}
+
+/** Every partition a list reads: the shards, and the one unsharded jobs are in. */
+export const JOB_LIST_PARTITIONS: readonly string[] = [...Array.from({ length: JOB_LIST_SHARDS }, (_, i) => `${JOB_LIST_PARTITION}#${i}`), JOB_LIST_PARTITION];
 
 /**
  * Jobs whose execution could not start yet (StartExecution throttled), oldest first, for

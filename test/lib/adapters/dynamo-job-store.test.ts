@@ -1,12 +1,12 @@
 // DynamoJobStore against the JobStore contract on dynalite (a real DynamoDB API, in process),
 // plus what only the DynamoDB layout promises: the items it writes and the indexes it uses.
 
-import { BatchGetItemCommand, DynamoDBClient, GetItemCommand, QueryCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, DynamoDBClient, GetItemCommand, QueryCommand, UpdateItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { JobStatus } from '../../../lib/status.ts';
 import { describe, expect, it } from 'vitest';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
-import { INSTANCE_INDEX, JOB_LIST_INDEX } from '../../../lib/adapters/dynamo-table.ts';
+import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITIONS, jobListPartition } from '../../../lib/adapters/dynamo-table.ts';
 import { useDynalite } from '../../fixtures/dynalite.ts';
 import { attemptRecord } from '../../fixtures/records.ts';
 import { describeJobStoreContract, richSpec, sampleJob as job } from './job-store.contract.ts';
@@ -30,7 +30,7 @@ describe('DynamoJobStore layout', () => {
     );
     expect(Item).toMatchObject({
       status: { S: 'PENDING' },
-      [JOB_LIST_INDEX.partitionKey]: { S: 'JOBS' },
+      [JOB_LIST_INDEX.partitionKey]: { S: jobListPartition('job-1') },
       [JOB_LIST_INDEX.sortKey]: { S: '2026-01-01T00:00:00.000Z#job-1' },
       spec: { M: expect.objectContaining({ envs: { M: expect.objectContaining({ EMPTY: { S: '' } }) } }) },
     });
@@ -100,7 +100,7 @@ describe('DynamoJobStore layout', () => {
         IndexName: JOB_LIST_INDEX.indexName,
         KeyConditionExpression: '#pk = :pk',
         ExpressionAttributeNames: { '#pk': JOB_LIST_INDEX.partitionKey },
-        ExpressionAttributeValues: { ':pk': { S: 'JOBS' } },
+        ExpressionAttributeValues: { ':pk': { S: jobListPartition('job-1') } },
       }),
     );
     expect(Items?.map((item) => Object.keys(item).sort())).toEqual([['gsi2pk', 'gsi2sk', 'pk', 'sk']]);
@@ -120,6 +120,27 @@ describe('DynamoJobStore layout', () => {
   });
 });
 
+describe('DynamoJobStore list shards', () => {
+  it('spreads new jobs over the ten partitions by id, and lists them newest first across all, the unsharded one included', async () => {
+    const { store, tableName } = await freshStore();
+    const ids = Array.from({ length: 40 }, (_, n) => `j-${String(n).padStart(2, '0')}`);
+    for (const [n, id] of ids.entries()) await store.createJob({ ...job, jobId: id, createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString() });
+    expect(new Set(ids.map(jobListPartition)).size).toBe(10);
+    // A job written before the shards, in the one partition all jobs then shared.
+    await dynalite.client().send(
+      new UpdateItemCommand({
+        TableName: tableName,
+        Key: { pk: { S: 'JOB#j-00' }, sk: { S: 'JOB' } },
+        UpdateExpression: 'SET gsi2pk = :old',
+        ExpressionAttributeValues: { ':old': { S: 'JOBS' } },
+      }),
+    );
+    expect(JOB_LIST_PARTITIONS).toContain('JOBS');
+    expect((await store.listJobs()).map((j) => j.jobId)).toEqual([...ids].reverse());
+    expect((await store.listJobs({ limit: 5 })).map((j) => j.jobId)).toEqual(ids.slice(-5).reverse());
+  });
+});
+
 describe('DynamoJobStore.listJobs with DynamoDB leaving keys unprocessed', () => {
   it('asks for those keys again, and keeps the list\'s order', async () => {
     const keys = (id: string) => ({ pk: { S: `JOB#${id}` }, sk: { S: 'JOB' } });
@@ -130,7 +151,9 @@ describe('DynamoJobStore.listJobs with DynamoDB leaving keys unprocessed', () =>
     const item = async (id: string) => (await dynalite.client().send(new GetItemCommand({ TableName: tableName, Key: keys(id) }))).Item as Record<string, AttributeValue>;
     const [itemA, itemB] = [await item('a'), await item('b')];
     const dynamo = mockClient(DynamoDBClient);
-    dynamo.on(QueryCommand).resolves({ Items: ['b', 'a'].map((id) => ({ ...keys(id), gsi2pk: { S: 'JOBS' }, gsi2sk: { S: `t#${id}` } })) });
+    // Both in the partition of jobs from before the shards; the others are empty.
+    dynamo.on(QueryCommand).resolves({ Items: [] });
+    dynamo.on(QueryCommand, { ExpressionAttributeValues: { ':pk': { S: 'JOBS' } } }).resolves({ Items: ['b', 'a'].map((id) => ({ ...keys(id), gsi2pk: { S: 'JOBS' }, gsi2sk: { S: `t#${id}` } })) });
     dynamo
       .on(BatchGetItemCommand)
       .resolvesOnce({ Responses: { [tableName]: [itemA] }, UnprocessedKeys: { [tableName]: { Keys: [keys('b')] } } })
