@@ -1,13 +1,13 @@
 // Following a job: each status change and decision as it happens, and the job's output.
 
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobEvent } from '../lib/model.ts';
 import { isTerminal, type JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
 import type { JobsClient, Pacing } from './jobs-client.ts';
-import { attemptLogs, type PhaseLog } from '../local/paths.ts';
+import { attemptLogs, readLogFrom, type PhaseLog } from '../local/paths.ts';
 
 /** Each poll that finds the job unchanged makes the next wait this much longer. */
 const POLL_GROWTH = 1.5;
@@ -169,22 +169,10 @@ export class LogTail {
   }
 
   private appended(file: string): string {
-    let size: number;
-    try {
-      size = statSync(file).size;
-    } catch {
-      return '';
-    }
     const from = this.offsets.get(file) ?? 0;
-    if (size <= from) return '';
-    const buffer = Buffer.alloc(size - from);
-    const fd = openSync(file, 'r');
-    try {
-      readSync(fd, buffer, 0, buffer.length, from);
-    } finally {
-      closeSync(fd);
-    }
-    this.offsets.set(file, size);
-    return buffer.toString('utf8');
+    const read = readLogFrom(file, () => from);
+    if (read === null || read.size <= from) return '';
+    this.offsets.set(file, read.size);
+    return read.text;
   }
 }

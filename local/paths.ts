@@ -2,7 +2,7 @@
 // each job's working folder, for the compute that writes them and the commands that read
 // them.
 
-import { existsSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Phase } from '../lib/policy/types.ts';
 
@@ -78,4 +78,29 @@ export function attemptLogs(dataDir: string, jobId: string, attempt: number): Ph
 
 function attemptDir(dataDir: string, jobId: string, attempt: number): string {
   return path.join(path.resolve(dataDir), 'nodes', jobId, String(attempt));
+}
+
+/**
+ * A log's text from the byte `startOf` picks (given the file's size) to its end, with
+ * where that was and the size read to; null when the file does not exist (the phase has
+ * not written it).
+ */
+export function readLogFrom(file: string, startOf: (size: number) => number): { readonly text: string; readonly start: number; readonly size: number } | null {
+  let size: number;
+  try {
+    size = statSync(file).size;
+  } catch {
+    return null;
+  }
+  const start = Math.min(size, Math.max(0, startOf(size)));
+  const buffer = Buffer.alloc(size - start);
+  if (buffer.length > 0) {
+    const fd = openSync(file, 'r');
+    try {
+      readSync(fd, buffer, 0, buffer.length, start);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return { text: buffer.toString('utf8'), start, size };
 }

@@ -4,14 +4,13 @@
 // memory, so a fresh clone serves the page with no build step.
 
 import { readFile } from 'node:fs/promises';
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { isJobId } from '../../lib/ids.ts';
 import { JobNotFoundError } from '../../lib/errors.ts';
 import { json } from '../../lib/http/responses.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
 import type { JobStore } from '../../lib/ports.ts';
-import { attemptLogs } from '../paths.ts';
+import { attemptLogs, readLogFrom } from '../paths.ts';
 import { PAGE_TOKEN_HEADER } from './page-token.ts';
 
 const WEB_DIR = fileURLToPath(new URL('../../web/dashboard/', import.meta.url));
@@ -179,22 +178,9 @@ async function attemptLog(jobId: string, attemptText: string, logs: LocalLogs | 
 
 /** A log's text, its last MAX_LOG_BYTES_PER_PHASE bytes when longer; null when the phase never wrote one. */
 function readEnd(file: string): string | null {
-  let size: number;
-  try {
-    size = statSync(file).size;
-  } catch {
-    return null;
-  }
-  const start = Math.max(0, size - MAX_LOG_BYTES_PER_PHASE);
-  const buffer = Buffer.alloc(size - start);
-  const fd = openSync(file, 'r');
-  try {
-    readSync(fd, buffer, 0, buffer.length, start);
-  } finally {
-    closeSync(fd);
-  }
-  const text = buffer.toString('utf8');
-  return start === 0 ? text : `(the first ${start} bytes are left out)\n${text}`;
+  const read = readLogFrom(file, (size) => size - MAX_LOG_BYTES_PER_PHASE);
+  if (read === null) return null;
+  return read.start === 0 ? read.text : `(the first ${read.start} bytes are left out)\n${read.text}`;
 }
 
 function decoded(segment: string): string {

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { verifySigV4 } from '../../local/sigv4.ts';
+import { pageTokenAt, rawRequest, type RawAnswer } from '../fixtures/raw-request.ts';
 import { DashboardProxy } from '../../cli/dashboard-proxy.ts';
 import { HttpJobsClient, LOCAL_PACING } from '../../cli/jobs-client.ts';
 import { PAGE_TOKEN_HEADER } from '../../local/dashboard/page-token.ts';
@@ -49,28 +50,13 @@ async function fakeApi(): Promise<{ url: string; seen: Seen[]; close(): Promise<
   return { url: `http://127.0.0.1:${port}`, seen, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-interface Answer {
-  readonly status: number;
-  readonly headers: http.IncomingHttpHeaders;
-  readonly body: string;
+
+function request(proxy: DashboardProxy, method: string, path: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+  return rawRequest(proxy.url, method, path, headers);
 }
 
-function request(proxy: DashboardProxy, method: string, path: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const { port, host } = new URL(proxy.url);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { host, ...headers }, setHost: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function tokenOf(proxy: DashboardProxy): Promise<string> {
-  const page = await request(proxy, 'GET', '/');
-  return /<meta name="relaunch-page-token" content="([0-9a-f]{64})">/.exec(page.body)?.[1] ?? '';
+function tokenOf(proxy: DashboardProxy): Promise<string> {
+  return pageTokenAt(proxy.url);
 }
 
 describe('relaunch dashboard, relaying to a deployed API', () => {

@@ -2,40 +2,21 @@
 // a browser's cancel must carry (while the CLI's cancel keeps working without one), and
 // an attempt's full log, each against a real runtime's server.
 
-import http from 'node:http';
 import { describe, expect, it } from 'vitest';
+import { pageTokenAt, rawRequest, type RawAnswer } from '../fixtures/raw-request.ts';
 import { isTerminal } from '../../lib/status.ts';
 import { PAGE_TOKEN_HEADER } from '../../local/dashboard/page-token.ts';
 import { finish, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml, type TestRuntime } from './harness.ts';
 
 const open = useLocalRuntimes();
 
-interface Answer {
-  readonly status: number;
-  readonly headers: http.IncomingHttpHeaders;
-  readonly body: string;
+
+function request(t: TestRuntime, method: string, path: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+  return rawRequest(t.runtime.url, method, path, headers);
 }
 
-/** One raw request with exactly these headers (fetch would not let a test set Host). */
-function request(t: TestRuntime, method: string, path: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const { port, host } = new URL(t.runtime.url);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { host, ...headers }, setHost: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** The token the page served by this runtime carries. */
-async function pageToken(t: TestRuntime): Promise<string> {
-  const page = await request(t, 'GET', '/');
-  const token = /<meta name="relaunch-page-token" content="([0-9a-f]+)">/.exec(page.body)?.[1];
-  if (token === undefined) throw new Error(`no token in the page:\n${page.body}`);
-  return token;
+function pageToken(t: TestRuntime): Promise<string> {
+  return pageTokenAt(t.runtime.url);
 }
 
 /** The headers a browser adds to a fetch from the page itself. */
