@@ -56,14 +56,13 @@ export interface JobStore {
   listJobs(options?: { limit?: number }): Promise<JobRecord[]>;
   /** Changes status (with its EVENT row) atomically; returns the updated job. */
   changeStatus(jobId: string, change: StatusChange, patch?: JobPatch): Promise<JobRecord>;
-  /** Records the execution that controls the job; the job leaves the queue (queueJob). */
+  /** Records the execution that controls the job; the job leaves the queue (listQueued). */
   setExecution(jobId: string, executionArn: string): Promise<void>;
   /**
-   * Puts the job in the queue of jobs whose execution has not started (Step Functions
-   * throttled its start). It leaves the queue when its execution is recorded or it ends.
+   * Jobs whose execution is not recorded yet, oldest first: a job is in this queue from
+   * its creation until its execution is recorded or it ends. One may have started or
+   * ended since (read it again).
    */
-  queueJob(jobId: string): Promise<void>;
-  /** Jobs in the queue, oldest first; one may have started or ended since (read it again). */
   listQueued(options: { limit: number }): Promise<JobRecord[]>;
 
   /**

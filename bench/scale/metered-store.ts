@@ -11,7 +11,8 @@
 // consistent (every GetItem and job-partition Query the store makes), half that eventually
 // consistent (index queries, BatchGetItem). A failed conditional write is charged too.
 
-import { JOB_LIST_INDEX, JOB_LIST_PARTITION, INSTANCE_INDEX, jobListPartition, QUEUE_INDEX, QUEUE_PARTITION } from '../../lib/adapters/dynamo-table.ts';
+import { JOB_LIST_INDEX, JOB_LIST_PARTITION, INSTANCE_INDEX, jobListPartition, QUEUE_INDEX, QUEUE_PARTITIONS, queuePartition } from '../../lib/adapters/dynamo-table.ts';
+import { queuedAtCreation } from '../../lib/adapters/job-store-rules.ts';
 import { jobPk } from '../../lib/adapters/dynamo-job-store.ts';
 import { LAUNCH_PACE_KEY } from '../../lib/adapters/dynamo-launch-pace.ts';
 import type { InMemoryJobStore } from '../../lib/adapters/memory-job-store.ts';
@@ -89,8 +90,6 @@ export function tablePartition(pk: string): string {
 }
 /** JobListIndex's one partition. */
 export const JOB_LIST_GSI_PARTITION = `${JOB_LIST_INDEX.indexName} ${JOB_LIST_PARTITION}`;
-/** QueueIndex's one partition: the jobs whose start waits. */
-export const QUEUE_GSI_PARTITION = `${QUEUE_INDEX.indexName} ${QUEUE_PARTITION}`;
 /** The launch pace's item's partition. */
 export const PACE_PARTITION = tablePartition(LAUNCH_PACE_KEY.pk.S);
 
@@ -119,7 +118,7 @@ export class MeteredJobStore implements JobStore {
 
   async createJob(job: JobRecord): Promise<void> {
     const j = wcu(bytesOf(job));
-    this.meter.charge('TransactWriteItems', [{ partition: tablePartition(jobPk(job.jobId)), units: 2 * (j + wcu(EVENT_BYTES)) }, this.#listIndexWrite(j, job.jobId)], []);
+    this.meter.charge('TransactWriteItems', [{ partition: tablePartition(jobPk(job.jobId)), units: 2 * (j + wcu(EVENT_BYTES)) }, this.#listIndexWrite(j, job.jobId), ...this.#queueWrite(job)], []);
     return this.inner.createJob(job);
   }
 
@@ -131,6 +130,7 @@ export class MeteredJobStore implements JobStore {
         { partition: tablePartition(`IDEMPOTENCY#${claim.key}`), units: 2 },
         { partition: tablePartition(jobPk(job.jobId)), units: 2 * (j + wcu(EVENT_BYTES)) },
         this.#listIndexWrite(j, job.jobId),
+        ...this.#queueWrite(job),
       ],
       [],
     );
@@ -166,39 +166,20 @@ export class MeteredJobStore implements JobStore {
     const job = await this.inner.getJob(jobId);
     const j = wcu(bytesOf(job));
     const read = rcu(bytesOf(job), true);
-    const leaves = isTerminal(change.to) && this.#queued.delete(jobId) ? [{ partition: QUEUE_GSI_PARTITION, units: wcu(LIST_KEY_BYTES) }] : [];
+    const leaves = isTerminal(change.to) ? this.#queueLeave(jobId) : [];
     this.meter.charge('TransactWriteItems (status)', [{ partition: tablePartition(jobPk(jobId)), units: 2 * (j + wcu(EVENT_BYTES)) }, ...this.#listIndexUpdate(j), ...leaves], [{ partition: tablePartition(jobPk(jobId)), units: 2 * read }]);
     return this.inner.changeStatus(jobId, change, patch);
   }
 
   async setExecution(jobId: string, executionArn: string): Promise<void> {
     const j = wcu(bytesOf(await this.inner.getJob(jobId)) + executionArn.length);
-    // A queued job leaves QueueIndex: one more index write (the keys' delete).
-    const queued = this.#queued.delete(jobId) ? [{ partition: QUEUE_GSI_PARTITION, units: wcu(LIST_KEY_BYTES) }] : [];
-    this.meter.charge('UpdateItem', [{ partition: tablePartition(jobPk(jobId)), units: j }, ...this.#listIndexUpdate(j), ...queued], []);
+    this.meter.charge('UpdateItem', [{ partition: tablePartition(jobPk(jobId)), units: j }, ...this.#listIndexUpdate(j), ...this.#queueLeave(jobId)], []);
     return this.inner.setExecution(jobId, executionArn);
-  }
-
-  async queueJob(jobId: string): Promise<void> {
-    const bytes = bytesOf(await this.inner.getJob(jobId));
-    const j = wcu(bytes);
-    // DynamoJobStore reads the job for its list key, then sets the index keys.
-    this.meter.charge('GetItem', [], [{ partition: tablePartition(jobPk(jobId)), units: rcu(bytes, true) }]);
-    this.meter.charge('UpdateItem (queue)', [{ partition: tablePartition(jobPk(jobId)), units: j }, { partition: QUEUE_GSI_PARTITION, units: wcu(LIST_KEY_BYTES) }, ...this.#listIndexUpdate(j)], []);
-    this.#queued.add(jobId);
-    return this.inner.queueJob(jobId);
   }
 
   async listQueued(options: { limit: number }): Promise<JobRecord[]> {
     const jobs = await this.inner.listQueued(options);
-    this.meter.charge(
-      'Query and BatchGetItem (queue)',
-      [],
-      [
-        { partition: QUEUE_GSI_PARTITION, units: rcu(jobs.length * LIST_KEY_BYTES, false) },
-        ...jobs.map((job) => ({ partition: tablePartition(jobPk(job.jobId)), units: rcu(bytesOf(job), false) })),
-      ],
-    );
+    this.meter.charge('Query (ten partitions) and BatchGetItem (queue)', [], [...this.#queueReads(jobs), ...jobs.map((job) => ({ partition: tablePartition(jobPk(job.jobId)), units: rcu(bytesOf(job), false) }))]);
     return jobs;
   }
 
@@ -279,7 +260,8 @@ export class MeteredJobStore implements JobStore {
     const j = wcu(bytesOf(job));
     const a = wcu(bytesOf(await this.inner.getAttempt(jobId, attempt)) + ATTEMPT_GROWTH_BYTES);
     const read = rcu(bytesOf(job), true);
-    this.meter.charge('TransactWriteItems (decision)', [{ partition: tablePartition(jobPk(jobId)), units: 2 * (j + a + wcu(EVENT_BYTES)) }, ...this.#listIndexUpdate(j)], [{ partition: tablePartition(jobPk(jobId)), units: 2 * read }]);
+    const leaves = isTerminal(change.to) ? this.#queueLeave(jobId) : [];
+    this.meter.charge('TransactWriteItems (decision)', [{ partition: tablePartition(jobPk(jobId)), units: 2 * (j + a + wcu(EVENT_BYTES)) }, ...this.#listIndexUpdate(j), ...leaves], [{ partition: tablePartition(jobPk(jobId)), units: 2 * read }]);
     return this.inner.recordDecision(jobId, attempt, decision, counters, change, patch);
   }
 
@@ -295,6 +277,26 @@ export class MeteredJobStore implements JobStore {
   }
 
   /** A job created: its JobListIndex entry, keys only or the whole item. */
+  /** A job created without an execution: its QueueIndex entry, in its shard. */
+  #queueWrite(job: JobRecord): Charge[] {
+    if (!queuedAtCreation(job)) return [];
+    this.#queued.add(job.jobId);
+    return [{ partition: `${QUEUE_INDEX.indexName} ${queuePartition(job.jobId)}`, units: wcu(LIST_KEY_BYTES) }];
+  }
+
+  /** A job leaving QueueIndex (its execution recorded, or its end): the index's delete. */
+  #queueLeave(jobId: string): Charge[] {
+    return this.#queued.delete(jobId) ? [{ partition: `${QUEUE_INDEX.indexName} ${queuePartition(jobId)}`, units: wcu(LIST_KEY_BYTES) }] : [];
+  }
+
+  /** A read of QueueIndex: every partition queried (at least 0.5 RCU each), each giving its keys. */
+  #queueReads(jobs: readonly JobRecord[]): Charge[] {
+    return QUEUE_PARTITIONS.map((partition) => {
+      const keys = jobs.filter((job) => queuePartition(job.jobId) === partition).length;
+      return { partition: `${QUEUE_INDEX.indexName} ${partition}`, units: Math.max(0.5, rcu(keys * LIST_KEY_BYTES, false)) };
+    });
+  }
+
   /**
    * A job created: its list index entry, the whole item with ALL (the layout before the
    * index was sharded: one partition), its keys in its shard with KEYS_ONLY (today's).

@@ -34,7 +34,18 @@ import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
 import type { AwaitStateName } from '../workflow/contract.ts';
 import { sendAws, transientError } from './aws-errors.ts';
-import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITIONS, jobListPartition, QUEUE_INDEX, QUEUE_PARTITION, TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
+import {
+  INSTANCE_INDEX,
+  JOB_LIST_INDEX,
+  JOB_LIST_PARTITIONS,
+  jobListPartition,
+  QUEUE_INDEX,
+  QUEUE_PARTITIONS,
+  queuePartition,
+  TABLE_KEY,
+  TTL_ATTRIBUTE,
+  type IndexDefinition,
+} from './dynamo-table.ts';
 import { isTerminal } from '../status.ts';
 import * as rules from './job-store-rules.ts';
 
@@ -154,24 +165,33 @@ export class DynamoJobStore implements JobStore {
   async listJobs(options?: { limit?: number }): Promise<JobRecord[]> {
     const limit = options?.limit;
     if (limit !== undefined && limit <= 0) return [];
-    // Each partition newest first, up to the limit; merged, the newest `limit` of them all.
+    return this.#listAcross(JOB_LIST_INDEX, JOB_LIST_PARTITIONS, 'newest', limit);
+  }
+
+  /**
+   * The jobs an index holds across its partitions, by its sort key (`<createdAt>#<id>`):
+   * each partition read up to `limit` in that order, the keys merged, the first `limit`
+   * of them all read (BatchGetItem).
+   */
+  async #listAcross(index: IndexDefinition, partitions: readonly string[], order: 'newest' | 'oldest', limit: number | undefined): Promise<JobRecord[]> {
     const pages = await Promise.all(
-      JOB_LIST_PARTITIONS.map((partition) =>
+      partitions.map((partition) =>
         this.#query(
           {
-            IndexName: JOB_LIST_INDEX.indexName,
+            IndexName: index.indexName,
             KeyConditionExpression: '#pk = :pk',
-            ExpressionAttributeNames: { '#pk': JOB_LIST_INDEX.partitionKey },
+            ExpressionAttributeNames: { '#pk': index.partitionKey },
             ExpressionAttributeValues: { ':pk': str(partition) },
-            ScanIndexForward: false,
+            ScanIndexForward: order === 'oldest',
           },
           limit,
         ),
       ),
     );
-    const listKey = (item: Item): string => item[JOB_LIST_INDEX.sortKey]?.S ?? '';
-    const newest = pages.flat().sort((a, b) => (listKey(a) < listKey(b) ? 1 : listKey(a) > listKey(b) ? -1 : 0));
-    const items = limit === undefined ? newest : newest.slice(0, limit);
+    const keyOf = (item: Item): string => item[index.sortKey]?.S ?? '';
+    const direction = order === 'newest' ? -1 : 1;
+    const merged = pages.flat().sort((a, b) => direction * (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
+    const items = limit === undefined ? merged : merged.slice(0, limit);
     return (await this.#getMany(items.map((keys) => ({ [TABLE_KEY.partitionKey]: keys[TABLE_KEY.partitionKey] as AttributeValue, [TABLE_KEY.sortKey]: keys[TABLE_KEY.sortKey] as AttributeValue })))).map(toJob);
   }
 
@@ -192,29 +212,9 @@ export class DynamoJobStore implements JobStore {
     }
   }
 
-  async queueJob(jobId: string): Promise<void> {
-    const { job } = await this.#job(jobId);
-    try {
-      await this.#update(jobKey(jobId), { [QUEUE_INDEX.partitionKey]: str(QUEUE_PARTITION), [QUEUE_INDEX.sortKey]: str(rules.listKey(job)) }, 'attribute_exists(#pk)');
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) throw new JobNotFoundError(jobId);
-      throw error;
-    }
-  }
-
   async listQueued(options: { limit: number }): Promise<JobRecord[]> {
     if (options.limit <= 0) return [];
-    const items = await this.#query(
-      {
-        IndexName: QUEUE_INDEX.indexName,
-        KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': QUEUE_INDEX.partitionKey },
-        ExpressionAttributeValues: { ':pk': str(QUEUE_PARTITION) },
-        ScanIndexForward: true,
-      },
-      options.limit,
-    );
-    return (await this.#getMany(items.map((keys) => ({ [TABLE_KEY.partitionKey]: keys[TABLE_KEY.partitionKey] as AttributeValue, [TABLE_KEY.sortKey]: keys[TABLE_KEY.sortKey] as AttributeValue })))).map(toJob);
+    return this.#listAcross(QUEUE_INDEX, QUEUE_PARTITIONS, 'oldest', options.limit);
   }
 
   async putAttempt(attempt: AttemptRecord): Promise<void> {
@@ -735,6 +735,7 @@ function jobItem(job: JobRecord): Item {
     ...recordItem(job),
     [JOB_LIST_INDEX.partitionKey]: str(jobListPartition(job.jobId)),
     [JOB_LIST_INDEX.sortKey]: str(rules.listKey(job)),
+    ...(rules.queuedAtCreation(job) ? { [QUEUE_INDEX.partitionKey]: str(queuePartition(job.jobId)), [QUEUE_INDEX.sortKey]: str(rules.listKey(job)) } : {}),
   };
 }
 

@@ -5,7 +5,7 @@
 //
 //   pk            sk                        what
 //   JOB#<id>      JOB                       the job; gsi2pk = JOBS#<0-9>, gsi2sk = <createdAt>#<id>;
-//                                           while its start waits, gsi3pk = QUEUED, gsi3sk = gsi2sk
+//                                           until its execution is recorded, gsi3pk = QUEUED#<0-9>, gsi3sk = gsi2sk
 //   JOB#<id>      ATTEMPT#<nnnn>            one attempt (4+ digits, zero-padded)
 //   JOB#<id>      INSTANCE#<instanceId>     which attempt owns an instance; gsi1pk = <instanceId>,
 //                                           gsi1sk = ATTEMPT#<nnnn>
@@ -15,7 +15,7 @@
 //
 // Three indexes: InstanceIndex finds an attempt by instance id (keys only: pk and gsi1sk
 // name the attempt item); JobListIndex lists jobs newest first without a Scan; QueueIndex
-// holds only the jobs whose start Step Functions throttled, oldest first. JobListIndex
+// holds only the jobs whose execution is not recorded yet, oldest first. JobListIndex
 // projects keys only: a job's status writes change no key, so they never write to the
 // index, which takes one write per job created. (Projecting whole items put every status
 // write of every job into the index, whose ~1,000 writes a second per partition would
@@ -72,20 +72,31 @@ export const JOB_LIST_PARTITION = 'JOBS';
  */
 export const JOB_LIST_SHARDS = 10;
 
-/** The JobListIndex partition a job sits in: `JOBS#<0-9>`, from its id (FNV-1a). */
-export function jobListPartition(jobId: string): string {
+/** A job's shard, 0-9, from its id (FNV-1a): where it sits in JobListIndex and QueueIndex. */
+function shardOf(jobId: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < jobId.length; i += 1) hash = Math.imul(hash ^ jobId.charCodeAt(i), 0x01000193) >>> 0;
-  return `${JOB_LIST_PARTITION}#${hash % JOB_LIST_SHARDS}`;
+  return hash % JOB_LIST_SHARDS;
+}
+
+/** The JobListIndex partition a job sits in: `JOBS#<0-9>`. */
+export function jobListPartition(jobId: string): string {
+  return `${JOB_LIST_PARTITION}#${shardOf(jobId)}`;
+}
+
+/** The QueueIndex partition a job sits in until its execution is recorded: `QUEUED#<0-9>`. */
+export function queuePartition(jobId: string): string {
+  return `${QUEUE_PARTITION}#${shardOf(jobId)}`;
 }
 
 /** Every partition a list reads: the shards, and the one unsharded jobs are in. */
 export const JOB_LIST_PARTITIONS: readonly string[] = [...Array.from({ length: JOB_LIST_SHARDS }, (_, i) => `${JOB_LIST_PARTITION}#${i}`), JOB_LIST_PARTITION];
 
 /**
- * Jobs whose execution could not start yet (StartExecution throttled), oldest first, for
- * the janitor: sparse, since only a queued job carries its keys, and they go when its
- * execution is recorded or it ends.
+ * Jobs whose execution is not recorded yet, oldest first, for the janitor to start those
+ * Step Functions throttled: sparse, since a job carries its keys from its creation (in the
+ * same write) until its execution is recorded or it ends. Spread over ten partitions as
+ * the job list is.
  */
 export const QUEUE_INDEX: IndexDefinition = {
   indexName: 'QueueIndex',
@@ -94,8 +105,11 @@ export const QUEUE_INDEX: IndexDefinition = {
   projection: 'KEYS_ONLY',
 };
 
-/** The QueueIndex partition a queued job sits in. */
+/** The prefix of QueueIndex's partitions. */
 export const QUEUE_PARTITION = 'QUEUED';
+
+/** Every QueueIndex partition. */
+export const QUEUE_PARTITIONS: readonly string[] = Array.from({ length: JOB_LIST_SHARDS }, (_, i) => `${QUEUE_PARTITION}#${i}`);
 
 /** Every index of the table. */
 export const TABLE_INDEXES: readonly IndexDefinition[] = [INSTANCE_INDEX, JOB_LIST_INDEX, QUEUE_INDEX];

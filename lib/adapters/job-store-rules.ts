@@ -5,6 +5,7 @@
 // between a read and its write) but not in what the check is or how a refusal reads, so
 // the same contract suite can hold both to the same messages.
 
+import { isTerminal } from '../status.ts';
 import { ConcurrentUpdateError, StaleAttemptError } from '../errors.ts';
 import type { AttemptRecord, JobEvent, JobRecord, NodeReport } from '../model.ts';
 import type { DecisionBasis } from '../outcome.ts';
@@ -98,4 +99,9 @@ export function decisionSetError(jobId: string, attempt: number): ConcurrentUpda
 /** A report or heartbeat (`what`) for an attempt whose outcome is set. */
 export function endedError(jobId: string, attempt: number, what: string): StaleAttemptError {
   return new StaleAttemptError(`attempt ${attempt} of job ${jobId} has already ended; ${what} changes nothing`);
+}
+
+/** Whether a job is created in the queue of jobs whose execution is not recorded yet: one without an execution that has not ended. */
+export function queuedAtCreation(job: JobRecord): boolean {
+  return job.executionArn === null && !isTerminal(job.status);
 }

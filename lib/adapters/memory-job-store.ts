@@ -24,7 +24,7 @@ interface StoredJob {
 /** A JobStore held in memory; one instance is one isolated database. */
 export class InMemoryJobStore implements JobStore {
   readonly #jobs = new Map<string, StoredJob>();
-  /** Jobs whose start waits (queueJob), by id. */
+  /** Jobs whose execution is not recorded yet, by id (listQueued). */
   readonly #queued = new Set<string>();
   readonly #instances = new Map<string, { readonly jobId: string; readonly attempt: number }>();
   readonly #claims = new Map<string, IdempotencyClaim>();
@@ -66,11 +66,6 @@ export class InMemoryJobStore implements JobStore {
     const stored = this.#stored(jobId);
     stored.job = frozenCopy({ ...stored.job, executionArn });
     this.#queued.delete(jobId);
-  }
-
-  async queueJob(jobId: string): Promise<void> {
-    this.#stored(jobId);
-    this.#queued.add(jobId);
   }
 
   async listQueued(options: { limit: number }): Promise<JobRecord[]> {
@@ -187,6 +182,7 @@ export class InMemoryJobStore implements JobStore {
   #create(job: JobRecord): void {
     if (this.#jobs.has(job.jobId)) throw rules.jobExistsError(job.jobId);
     this.#jobs.set(job.jobId, { job: frozenCopy(job), attempts: new Map(), events: [frozenCopy(rules.createdEvent(job))] });
+    if (rules.queuedAtCreation(job)) this.#queued.add(job.jobId);
   }
 
   #stored(jobId: string): StoredJob {

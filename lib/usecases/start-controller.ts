@@ -8,8 +8,8 @@ import { errorMessage, nowIso, type JobEnded, type UseCaseDeps } from './deps.ts
 /**
  * Starts the job's execution and records it; true when it started. A start refused for now
  * (Step Functions throttling StartExecution, or a 5xx: TransientError) leaves the job
- * PENDING with no execution, in the store's queue, for startQueuedJobs (the janitor) or a
- * retried submit to start: a submit is answered 202 whatever the backlog. Any other failure marks the job
+ * PENDING with no execution, still in the store's queue of jobs whose execution is not
+ * recorded (listQueued), for startQueuedJobs (the janitor) or a retried submit to start: a submit is answered 202 whatever the backlog. Any other failure marks the job
  * FAILED_CONTROLLER with the reason, tells `onJobEnded`, and rethrows.
  */
 export async function startController(
@@ -22,12 +22,7 @@ export async function startController(
   try {
     executionArn = await workflow.start(jobId, { jobId, attempt: 0, attemptsInExecution: 0 });
   } catch (error) {
-    if (error instanceof TransientError) {
-      // Queued for the janitor, however many are submitted after it. A queue write that
-      // fails too leaves the job to the janitor's look at the newest jobs.
-      await store.queueJob(jobId).catch(() => undefined);
-      return false;
-    }
+    if (error instanceof TransientError) return false;
     const reason = `could not start the controller: ${errorMessage(error)}`;
     await store.changeStatus(
       jobId,

@@ -13,7 +13,7 @@ import { startController } from './start-controller.ts';
  */
 export const QUEUED_GRACE_SECONDS = 60;
 
-/** The queued jobs (oldest first), and the newest jobs, read per round. */
+/** The queued jobs read per round, oldest first. */
 export const QUEUED_SCAN_LIMIT = 1000;
 
 /** What one round did. */
@@ -29,21 +29,18 @@ export interface QueuedStartResult {
 
 /**
  * Starts queued jobs submitted more than QUEUED_GRACE_SECONDS ago: the store's queue's
- * oldest QUEUED_SCAN_LIMIT and any among the newest QUEUED_SCAN_LIMIT jobs, oldest first, and stops at the first throttled start (the
+ * oldest QUEUED_SCAN_LIMIT (jobs whose execution is not recorded), oldest first, and stops at the first throttled start (the
  * rest would be throttled too). A start that fails for good ends its job FAILED_CONTROLLER,
  * as a submit's would. A queued job cancelled meanwhile (CANCELLING with no execution to
  * end it) is ended CANCELLED here.
  */
 export async function startQueuedJobs(deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'secrets'>): Promise<QueuedStartResult> {
   const now = deps.clock.now().getTime();
-  // The queue (oldest first, however many came after), and the newest jobs too: a job
-  // whose queue write failed along with its start is found there.
-  const [queue, newest] = await Promise.all([deps.store.listQueued({ limit: QUEUED_SCAN_LIMIT }), deps.store.listJobs({ limit: QUEUED_SCAN_LIMIT })]);
-  const seen = new Set<string>();
-  const waiting = [...newest, ...[...queue].reverse()]
-    .filter((job) => !seen.has(job.jobId) && seen.add(job.jobId))
+  // Every job whose execution is not recorded, oldest first, however many came after it;
+  // newest first here, as the steps below take them.
+  const waiting = (await deps.store.listQueued({ limit: QUEUED_SCAN_LIMIT }))
     .filter((job) => job.executionArn === null && job.attemptCount === 0 && now - Date.parse(job.createdAt) >= QUEUED_GRACE_SECONDS * 1000)
-    .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.jobId.localeCompare(a.jobId));
+    .reverse();
   const cancelled: JobEnded[] = [];
   for (const job of waiting.filter((candidate) => candidate.status === JobStatus.CANCELLING)) {
     const ended = await deps.store.changeStatus(job.jobId, { from: JobStatus.CANCELLING, to: JobStatus.CANCELLED, reason: CANCELLED_BY_USER, attempt: null, at: nowIso(deps.clock) }).catch((error: unknown) => {

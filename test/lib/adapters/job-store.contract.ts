@@ -161,22 +161,23 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         expect(await store.listJobs({ limit: 1 })).toEqual([makeJob('job-new', { createdAt: T2, updatedAt: T2 })]);
       });
 
-      it('queues jobs whose start waits, oldest first, until their execution is recorded or they end', async () => {
+      it('queues each job from its creation until its execution is recorded or it ends, oldest first', async () => {
         expect(await store.listQueued({ limit: 10 })).toEqual([]);
         await store.createJob(makeJob('job-b', { createdAt: T1, updatedAt: T1 }));
         await store.createJob(makeJob('job-old', { createdAt: T0, updatedAt: T0 }));
         await store.createJob(makeJob('job-new', { createdAt: T2, updatedAt: T2 }));
-        await store.createJob(makeJob('job-never', { createdAt: T0, updatedAt: T0 }));
-        for (const id of ['job-new', 'job-b', 'job-old', 'job-b']) await store.queueJob(id);
+        await store.createJob(makeJob('job-a', { createdAt: T1, updatedAt: T1 }));
+        // Created with its execution already known: never queued.
+        await store.createJob(makeJob('job-started', { createdAt: T0, updatedAt: T0, executionArn: 'arn:exec:started' }));
         const ids = (jobs: JobRecord[]) => jobs.map((j) => j.jobId);
-        expect(ids(await store.listQueued({ limit: 10 }))).toEqual(['job-old', 'job-b', 'job-new']);
-        expect(ids(await store.listQueued({ limit: 2 }))).toEqual(['job-old', 'job-b']);
+        expect(ids(await store.listQueued({ limit: 10 }))).toEqual(['job-old', 'job-a', 'job-b', 'job-new']);
+        expect(ids(await store.listQueued({ limit: 2 }))).toEqual(['job-old', 'job-a']);
         await store.setExecution('job-old', 'arn:exec:old');
         await store.changeStatus('job-new', { from: 'PENDING', to: 'CANCELLING', reason: 'user', attempt: null, at: T2 });
-        expect(ids(await store.listQueued({ limit: 10 }))).toEqual(['job-b', 'job-new']);
+        expect(ids(await store.listQueued({ limit: 10 }))).toEqual(['job-a', 'job-b', 'job-new']);
         await store.changeStatus('job-new', { from: 'CANCELLING', to: 'CANCELLED', reason: 'user', attempt: null, at: T2 });
-        expect(ids(await store.listQueued({ limit: 10 }))).toEqual(['job-b']);
-        await expect(store.queueJob('job-missing')).rejects.toThrow(JobNotFoundError);
+        expect(ids(await store.listQueued({ limit: 10 }))).toEqual(['job-a', 'job-b']);
+        expect(await store.listQueued({ limit: 0 })).toEqual([]);
       });
 
       it('records the execution that controls the job', async () => {

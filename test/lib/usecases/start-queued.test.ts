@@ -65,15 +65,6 @@ describe('a throttled start', () => {
     expect(await h.store.listQueued({ limit: 10 })).toEqual([]);
   });
 
-  it('still finds, among the newest jobs, one whose queue write failed along with its start', async () => {
-    const h = harness();
-    h.workflow.failNextStart(throttled());
-    h.store.queueJob = () => Promise.reject(throttled());
-    const { jobId } = await submitJob({ body: TASK }, h.deps);
-    h.clock.advance(QUEUED_GRACE_SECONDS);
-    expect((await startQueuedJobs(h.deps)).started).toEqual([jobId]);
-  });
-
   it('leaves a job whose start the store could not record for the next round, and goes on with the others', async () => {
     const h = harness();
     h.workflow.failNextStart(throttled()).failNextStart(throttled());
