@@ -210,19 +210,23 @@ describe('the jobs page in Chromium', () => {
     // Names are checked at submit, so the API never holds such a name: the page's answer is
     // rewritten here, to test the page's own escaping.
     const victim = jobIds['max-restarts'];
-    await page.route(/\/jobs(\/[^/]+)?$/, async (route) => {
+    // The list (`/jobs?limit=...`) and one job (`/jobs/<id>`).
+    await page.route(/\/jobs(\/[^/?]+)?(\?[^/]*)?$/, async (route) => {
       const response = await route.fetch();
       const body = (await response.json()) as { jobs?: { jobId: string; name: string | null }[]; name?: string | null; jobId?: string };
       for (const job of body.jobs ?? []) if (job.jobId === victim) job.name = HOSTILE;
       if (body.jobId === victim) body.name = HOSTILE;
       await route.fulfill({ response, json: body });
     });
-    await page.goto(`${url}/#/`);
-    await expect.poll(() => row(victim).locator('a.job-name').textContent()).toBe(HOSTILE);
-    await row(victim).locator('a.job-name').click();
-    await expect.poll(() => page.locator('h1.job-title').textContent()).toBe(HOSTILE);
-    expect(await page.locator('img').count()).toBe(0);
-    await page.unrouteAll();
+    try {
+      await page.goto(`${url}/#/`);
+      await expect.poll(() => row(victim).locator('a.job-name').textContent()).toBe(HOSTILE);
+      await row(victim).locator('a.job-name').click();
+      await expect.poll(() => page.locator('h1.job-title').textContent()).toBe(HOSTILE);
+      expect(await page.locator('img').count()).toBe(0);
+    } finally {
+      await page.unrouteAll();
+    }
 
     // An address naming no job, in markup: the API's 404, shown as text.
     await page.goto(`${url}/#/jobs/${encodeURIComponent(HOSTILE)}`);
