@@ -1,5 +1,6 @@
-// Jobs whose start Step Functions throttled: submitted (202) and PENDING with no execution.
-// The janitor starts them on its rounds, at the pace StartExecution then allows.
+// Jobs whose start Step Functions throttled: submitted (202) and PENDING with no execution,
+// in the store's queue. The janitor starts them on its rounds, at the pace StartExecution
+// then allows.
 
 import { JobStatus } from '../status.ts';
 import { ConcurrentUpdateError, IllegalTransitionError } from '../errors.ts';
@@ -28,9 +29,9 @@ export interface QueuedStartResult {
 }
 
 /**
- * Starts queued jobs submitted more than QUEUED_GRACE_SECONDS ago: the store's queue's
- * oldest QUEUED_SCAN_LIMIT (jobs whose execution is not recorded), oldest first, and stops at the first throttled start (the
- * rest would be throttled too). A start that fails for good ends its job FAILED_CONTROLLER,
+ * Starts queued jobs submitted more than QUEUED_GRACE_SECONDS ago, from the store's
+ * queue's oldest QUEUED_SCAN_LIMIT (jobs whose execution is not recorded), oldest first,
+ * and stops at the first throttled start (the rest would be throttled too). A start that fails for good ends its job FAILED_CONTROLLER,
  * as a submit's would. A queued job cancelled meanwhile (CANCELLING with no execution to
  * end it) is ended CANCELLED here.
  */
