@@ -335,7 +335,6 @@ class Simulation {
   scheduleJanitor(): void {
     this.queue.after(MODEL.janitorEveryMinutes * 60_000, async () => {
       if (this.terminal >= this.options.jobs) return;
-      this.eventBridge.executionEvents += 0;
       if (this.lambdaStart(LambdaName.janitor, MODEL.lambdaMs[LambdaName.janitor] as number)) {
         const round = await startQueuedJobs(this.deps);
         this.janitorStarts += round.started.length;

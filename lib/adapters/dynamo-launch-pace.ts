@@ -2,11 +2,12 @@
 // execution in the account and region draws on it. See lib/launch-pace.ts for the model.
 //
 // A reservation is one conditional UpdateItem, with no read before it: while launches
-// queue (the bucket's paid-off time is ahead of the clock) it adds the launch's time to
-// the stored one, which any number of writers can do at once; when the bucket has room
-// (the time is behind the clock) it sets the time from the clock instead. A writer that
-// finds the other case true, because the clock passed the stored time in between, tries
-// again.
+// queue (the bucket's paid-off time is ahead of the caller's clock) it adds the launch's
+// time to the stored one, which any number of writers can do at once; when the bucket has
+// room (the time is behind the clock) it sets the time from the clock instead. That second
+// write is refused when another writer moved the stored time past the caller's clock in
+// between; since the time only moves forward, the first write then succeeds on the next
+// round, so more than two rounds do not happen in practice (ROUNDS bounds them anyway).
 
 import { ConditionalCheckFailedException, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { TransientError } from '../errors.ts';
@@ -18,7 +19,7 @@ import { TABLE_KEY } from './dynamo-table.ts';
 /** The bucket's item: one per table, beside the jobs. */
 export const LAUNCH_PACE_KEY = { [TABLE_KEY.partitionKey]: { S: 'PACE#launch' }, [TABLE_KEY.sortKey]: { S: 'PACE' } };
 const PAID_OFF_AT = 'paidOffAt';
-/** Rounds of the two writes before a reservation gives up (each round means the clock passed the stored time). */
+/** Rounds of the two writes before a reservation gives up, as a TransientError the machine retries. */
 const ROUNDS = 4;
 
 export interface DynamoLaunchPaceOptions {
