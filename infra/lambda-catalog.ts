@@ -87,7 +87,7 @@ export interface LambdaNeeds {
    * those instances may use) and their folders of the stack's bucket.
    */
   readonly deletesMounts?: true;
-  /** Draws on the shared launch pace, an item of the jobs table (LAUNCH_PACE sizes it). */
+  /** Draws on the shared launch pace, or gives a cancelled job's slot back (LAUNCH_PACE sizes it). */
   readonly paces?: true;
 }
 
@@ -112,6 +112,7 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     secrets: ['put', 'delete'],
     notifies: true,
     data: true,
+    paces: true,
     timeoutSeconds: 29,
   },
   [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },

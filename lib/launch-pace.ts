@@ -40,6 +40,15 @@ export function reserveSlot(
   return { paidOffAt: next, launchAt: launchAtFor(next, config) };
 }
 
+/**
+ * The bucket's paid-off time once a launch of `instances` that will not happen gives its
+ * tokens back: earlier by its time, but never behind `now` (the bucket holds no more than
+ * its burst).
+ */
+export function releasedSlot(paidOffAt: number, now: number, instances: number, config: LaunchPaceConfig): number {
+  return Math.max(now, paidOffAt - paceMs(instances, config));
+}
+
 /** How far `instances` launches move the bucket's paid-off time (ms). */
 export function paceMs(instances: number, config: LaunchPaceConfig): number {
   return (instances * 1000) / config.perSecond;
@@ -58,15 +67,26 @@ export function secondsUntil(launchAt: number, now: number): number {
 /** A LaunchPace held in memory: for one process (tests, the scale simulation). */
 export class MemoryLaunchPace implements LaunchPace {
   #paidOffAt = 0;
+  /** The later slots given, by holder. */
+  readonly #slots = new Map<string, { readonly instances: number; readonly launchAt: number }>();
   readonly #config: LaunchPaceConfig;
 
   constructor(config: LaunchPaceConfig = EC2_LAUNCH_PACE) {
     this.#config = config;
   }
 
-  reserve(instances: number, now: number): Promise<number> {
+  reserve(instances: number, now: number, holder?: string): Promise<number> {
     const slot = reserveSlot(this.#paidOffAt, now, instances, this.#config);
     this.#paidOffAt = slot.paidOffAt;
+    if (holder !== undefined && slot.launchAt > now) this.#slots.set(holder, { instances, launchAt: slot.launchAt });
     return Promise.resolve(slot.launchAt);
+  }
+
+  release(holder: string, now: number): Promise<boolean> {
+    const slot = this.#slots.get(holder);
+    this.#slots.delete(holder);
+    if (slot === undefined || slot.launchAt <= now) return Promise.resolve(false);
+    this.#paidOffAt = releasedSlot(this.#paidOffAt, now, slot.instances, this.#config);
+    return Promise.resolve(true);
   }
 }

@@ -158,9 +158,16 @@ export interface LaunchPace {
   /**
    * Takes `instances` launch tokens and returns when the launch may go (ms since the
    * epoch): `now` or earlier when the bucket had them, else the slot reserved for it. The
-   * caller waits until then and launches without reserving again.
+   * caller waits until then and launches without reserving again. A later slot is noted
+   * for `holder` (a job id), so that `release` can give it back.
    */
-  reserve(instances: number, now: number): Promise<number>;
+  reserve(instances: number, now: number, holder?: string): Promise<number>;
+  /**
+   * Gives back the slot `holder` was given, if it is still ahead of `now`: the launch will
+   * not happen (its job was cancelled while it waited), and the launches after it may go
+   * sooner. Whether a slot was given back; a second call gives back nothing.
+   */
+  release(holder: string, now: number): Promise<boolean>;
 }
 
 /** What deleting a bucket at a job's end came to. */

@@ -323,9 +323,10 @@ export class MeteredJobStore implements JobStore {
 }
 
 /**
- * A LaunchPace that meters the DynamoDB writes DynamoLaunchPace makes on its one item: one
+ * A LaunchPace that meters the DynamoDB writes DynamoLaunchPace makes: on its one item, one
  * conditional UpdateItem while launches queue, two when the bucket had fallen behind the
- * clock (the first write's condition fails, and is still charged).
+ * clock (the first write's condition fails, and is still charged); and a later slot's own
+ * item, written at the reservation.
  */
 export class MeteredLaunchPace implements LaunchPace {
   #paidOffAt = 0;
@@ -336,11 +337,21 @@ export class MeteredLaunchPace implements LaunchPace {
     readonly config: { readonly burst: number; readonly perSecond: number },
   ) {}
 
-  async reserve(instances: number, now: number): Promise<number> {
+  async reserve(instances: number, now: number, holder?: string): Promise<number> {
     const writes = this.#paidOffAt >= now ? 1 : 2;
     this.meter.charge('UpdateItem (launch pace)', [{ partition: PACE_PARTITION, units: writes }], []);
-    const launchAt = await this.inner.reserve(instances, now);
+    const launchAt = await this.inner.reserve(instances, now, holder);
     this.#paidOffAt = launchAt + (this.config.burst * 1000) / this.config.perSecond;
+    // A later slot is noted for its holder, in an item of its own.
+    if (holder !== undefined && launchAt > now) this.meter.charge('PutItem (launch slot)', [{ partition: tablePartition(`PACE#slot#${holder}`), units: 1 }], []);
     return launchAt;
+  }
+
+  /** The slot's item taken out, then (when it was still ahead) a read and a write of the bucket. */
+  async release(holder: string, now: number): Promise<boolean> {
+    this.meter.charge('DeleteItem (launch slot)', [{ partition: tablePartition(`PACE#slot#${holder}`), units: 1 }], []);
+    const given = await this.inner.release(holder, now);
+    if (given) this.meter.charge('GetItem and UpdateItem (launch pace)', [{ partition: PACE_PARTITION, units: 1 }], [{ partition: PACE_PARTITION, units: 1 }]);
+    return given;
   }
 }

@@ -8,7 +8,7 @@ import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
 import { parseDataConfig, parseOpenPorts } from '../../lib/workflow/env.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
-import { clock, jobSecrets, random, store, workflow } from '../shared/deps.ts';
+import { clock, jobSecrets, pace, random, store, workflow } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { announceJobEnded } from '../shared/notify.ts';
@@ -47,6 +47,8 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       store: store(),
       secrets: jobSecrets(),
       workflow: workflow(),
+      // A cancel gives back the launch slot its job waited for.
+      pace: pace(),
       clock,
       random,
       computeProblems: async (spec) => [...ec2TaskProblems(spec, dataConfig), ...portProblems(spec, parseOpenPorts())],

@@ -9,16 +9,28 @@
 // between; since the time only moves forward, the first write then succeeds on the next
 // round, so more than two rounds do not happen in practice (ROUNDS bounds them anyway).
 
-import { ConditionalCheckFailedException, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import { TransientError } from '../errors.ts';
-import { launchAtFor, paceMs, type LaunchPaceConfig } from '../launch-pace.ts';
+import { launchAtFor, paceMs, releasedSlot, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { LaunchPace } from '../ports.ts';
 import { sendAws } from './aws-errors.ts';
-import { TABLE_KEY } from './dynamo-table.ts';
+import { TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
 
 /** The bucket's item: one per table, beside the jobs. */
 export const LAUNCH_PACE_KEY = { [TABLE_KEY.partitionKey]: { S: 'PACE#launch' }, [TABLE_KEY.sortKey]: { S: 'PACE' } };
 const PAID_OFF_AT = 'paidOffAt';
+
+/** A later slot's item, by its holder (a job): what `release` gives back. */
+function slotKey(holder: string): Record<string, { S: string }> {
+  return { [TABLE_KEY.partitionKey]: { S: `PACE#slot#${holder}` }, [TABLE_KEY.sortKey]: { S: 'SLOT' } };
+}
 /** Rounds of the two writes before a reservation gives up, as a TransientError the machine retries. */
 const ROUNDS = 4;
 
@@ -36,7 +48,39 @@ export class DynamoLaunchPace implements LaunchPace {
     this.#options = options;
   }
 
-  async reserve(instances: number, now: number): Promise<number> {
+  async reserve(instances: number, now: number, holder?: string): Promise<number> {
+    const launchAt = await this.#take(instances, now);
+    if (holder !== undefined && launchAt > now) await this.#noteSlot(holder, instances, launchAt);
+    return launchAt;
+  }
+
+  async release(holder: string, now: number): Promise<boolean> {
+    // Taken out first, with a condition: of two releases, only one gives the slot back.
+    const output = await this.#conditional('DynamoDB DeleteItem', () =>
+      this.#options.client.send(
+        new DeleteItemCommand({
+          TableName: this.#options.tableName,
+          Key: slotKey(holder),
+          ConditionExpression: 'attribute_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': TABLE_KEY.partitionKey },
+          ReturnValues: 'ALL_OLD',
+        }),
+      ),
+    );
+    const instances = Number(output?.Attributes?.instances?.N);
+    const launchAt = Number(output?.Attributes?.launchAt?.N);
+    if (output === null || !(launchAt > now) || !(instances > 0)) return false;
+    for (let round = 0; round < ROUNDS; round += 1) {
+      const stored = await this.#read();
+      if (stored === null) return false;
+      const given = await this.#update('SET #t = :next', '#t = :stored', { ':next': releasedSlot(stored, now, instances, this.#options.config), ':stored': stored });
+      if (given !== null) return true;
+    }
+    throw new TransientError(`the launch pace's bucket changed under ${ROUNDS} releases in a row; try the cancel again`);
+  }
+
+  /** The bucket's reservation itself (see the module's comment); when the launch may go. */
+  async #take(instances: number, now: number): Promise<number> {
     const cost = paceMs(instances, this.#options.config);
     for (let round = 0; round < ROUNDS; round += 1) {
       const queued = await this.#update(`SET #t = #t + :cost`, '#t >= :now', { ':cost': cost, ':now': now });
@@ -45,6 +89,36 @@ export class DynamoLaunchPace implements LaunchPace {
       if (fresh !== null) return launchAtFor(fresh, this.#options.config);
     }
     throw new TransientError(`the launch pace's bucket changed under ${ROUNDS} reservations in a row; the step is retried`);
+  }
+
+  /** Notes a later slot for its holder, in an item of its own that TTL deletes an hour after the slot. */
+  async #noteSlot(holder: string, instances: number, launchAt: number): Promise<void> {
+    const item = {
+      ...slotKey(holder),
+      instances: { N: String(instances) },
+      launchAt: { N: String(launchAt) },
+      [TTL_ATTRIBUTE]: { N: String(Math.ceil(launchAt / 1000) + 3600) },
+    };
+    await sendAws('DynamoDB PutItem', () => this.#options.client.send(new PutItemCommand({ TableName: this.#options.tableName, Item: item })));
+  }
+
+  /** The stored paid-off time, read consistently; null when the bucket has never been used. */
+  async #read(): Promise<number | null> {
+    const output = await sendAws('DynamoDB GetItem', () =>
+      this.#options.client.send(new GetItemCommand({ TableName: this.#options.tableName, Key: LAUNCH_PACE_KEY, ConsistentRead: true })),
+    );
+    const value = output.Item?.[PAID_OFF_AT]?.N;
+    return value === undefined ? null : Number(value);
+  }
+
+  /** One conditional call; null when its condition was false. */
+  async #conditional<T>(call: string, send: () => Promise<T>): Promise<T | null> {
+    try {
+      return await sendAws(call, send);
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return null;
+      throw error;
+    }
   }
 
   /** One conditional update; the stored time after it, or null when the condition was false. */
@@ -58,12 +132,7 @@ export class DynamoLaunchPace implements LaunchPace {
       ExpressionAttributeValues: Object.fromEntries(Object.entries(values).map(([name, value]) => [name, { N: String(value) }])),
       ReturnValues: 'UPDATED_NEW',
     });
-    try {
-      const output = await sendAws('DynamoDB UpdateItem', () => this.#options.client.send(command));
-      return Number(output.Attributes?.[PAID_OFF_AT]?.N);
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return null;
-      throw error;
-    }
+    const output = await this.#conditional('DynamoDB UpdateItem', () => this.#options.client.send(command));
+    return output === null ? null : Number(output.Attributes?.[PAID_OFF_AT]?.N);
   }
 }

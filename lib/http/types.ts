@@ -41,7 +41,7 @@ export interface SourcesLocation {
 }
 
 /** What the routes need: the use cases' ports, and a place to report unexpected errors. */
-export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random' | 'secrets'> {
+export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'random' | 'secrets' | 'pace'> {
   /** What the compute behind this API cannot run, refused at submit (SubmitJobInput.computeProblems). */
   readonly computeProblems?: (spec: TaskSpec) => Promise<readonly InputIssue[]>;
   /** Told of a job a request ended (a submit whose execution could not start). */

@@ -28,15 +28,19 @@ const MAX_CANCEL_TRIES = 3;
  * - AwaitAttempt waiting on the attempt's token: that task is failed with JobCancelled.
  * - STARTING or RUNNING before the token is stored: AwaitAttempt sees CANCELLING when it
  *   stores the token.
- * - PENDING, or RECOVERING in a Wait (a backoff, a wait for capacity): the execution is
+ * - PENDING, or RECOVERING in a Wait (a backoff, a wait for capacity or for a launch
+ *   slot, which is given back to the launch pace): the execution is
  *   stopped there at once (`stopBetweenSteps`), and the janitor (`onExecutionEnded`, on
  *   the execution's end) releases what is left and ends the job CANCELLED. Between two
  *   steps, the next LaunchAttempt sees CANCELLING and ends the job without launching.
  */
-export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>): Promise<CancelJobResult> {
+export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'pace'>): Promise<CancelJobResult> {
   const { store, workflow, clock } = deps;
   const { job, repeated } = await markCancelling(store, jobId, nowIso(clock));
   if (isTerminal(job.status)) return { status: job.status, alreadyFinished: true };
+  // A launch slot still ahead will not be used (a CANCELLING job launches nothing): the
+  // launches after it may go sooner. A repeated cancel finds it given back already.
+  if (!repeated) await deps.pace.release(jobId, clock.now().getTime());
   if (job.attemptCount > 0) {
     const attempt = await store.getAttempt(jobId, job.attemptCount);
     if (attempt.taskToken !== null && attempt.outcome === null) {

@@ -116,7 +116,7 @@ async function paceLaunch(
 ): Promise<WorkflowState | null> {
   if (state.launchReserved === true || job.status === JobStatus.CANCELLING || job.status === JobStatus.STARTING) return null;
   const now = deps.clock.now().getTime();
-  const waitSeconds = secondsUntil(await deps.pace.reserve(job.spec.numNodes, now), now);
+  const waitSeconds = secondsUntil(await deps.pace.reserve(job.spec.numNodes, now, job.jobId), now);
   if (waitSeconds === 0) return null;
   // A cancel that landed while this step ran found no Wait to stop: it is seen now, and
   // the launch goes on to end the attempt CANCELLED instead of waiting first.

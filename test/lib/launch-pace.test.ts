@@ -82,6 +82,25 @@ describe.each(stores)('%s', (_name, make) => {
     expect(await pace.reserve(10, T0 + 10_000)).toBeLessThanOrEqual(T0 + 10_000);
   });
 
+  it("gives a later slot back for its holder once, so the next launch goes sooner; a slot that is due, or no one's, gives nothing", async () => {
+    const pace = await make(SMALL);
+    expect(await pace.reserve(10, T0, 'job-a')).toBe(T0);
+    expect(await pace.reserve(4, T0, 'job-b')).toBe(T0 + 2000);
+    expect(await pace.release('job-a', T0)).toBe(false);
+    expect(await pace.release('job-nobody', T0)).toBe(false);
+    expect(await pace.release('job-b', T0 + 500)).toBe(true);
+    expect(await pace.release('job-b', T0 + 500)).toBe(false);
+    // job-b's 4 are back: the next instance goes where the first after the burst would have.
+    expect(await pace.reserve(1, T0 + 500, 'job-c')).toBe(T0 + 500);
+  });
+
+  it('gives back a launch larger than the burst, cancelled before its slot: the next launch goes at once', async () => {
+    const pace = await make({ burst: 1, perSecond: 2 });
+    expect(await pace.reserve(4, T0, 'job-big')).toBe(T0 + 1500);
+    expect(await pace.release('job-big', T0 + 1000)).toBe(true);
+    expect(await pace.reserve(1, T0 + 1000)).toBe(T0 + 1000);
+  });
+
   it('hands every one of many reservations made at once its own slot', async () => {
     const pace = await make(SMALL);
     const slots = await Promise.all(Array.from({ length: 60 }, () => pace.reserve(1, T0)));

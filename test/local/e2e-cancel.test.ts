@@ -4,7 +4,7 @@
 import { StateName } from '../../lib/workflow/contract.ts';
 import { attemptLogs } from '../../local/paths.ts';
 import { describe, expect, it } from 'vitest';
-import { alive, finish, liveInGroup, statusTrail, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from './harness.ts';
+import { alive, finish, liveInGroup, runToEnd, statusTrail, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from './harness.ts';
 
 const open = useLocalRuntimes();
 
@@ -66,6 +66,13 @@ describe('cancel, end to end', () => {
     expect(job.view).toMatchObject({ status: 'CANCELLED', attempts: [], failureReason: 'cancelled by the user' });
     expect(t.launches).toEqual([]);
     expect(statusTrail(job.events)).toEqual(['PENDING', 'CANCELLING', 'CANCELLED']);
+
+    // Its slot was given back: a 1-node job launches at once instead of 100 s later.
+    const next = await runToEnd(t, yaml`
+      run: echo next
+    `);
+    expect(next.view.status).toBe('SUCCEEDED');
+    expect(t.transitions.filter((x) => x.execution === next.jobId).map((x) => x.state)).not.toContain(StateName.WaitForLaunchPace);
     expect(t.errors).toEqual([]);
   });
 

@@ -4,6 +4,7 @@
 import { InMemoryJobSecrets } from '../../../lib/adapters/memory-job-secrets.ts';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MemoryLaunchPace } from '../../../lib/launch-pace.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
@@ -70,6 +71,7 @@ beforeEach(async () => {
     store: watched,
     workflow,
     secrets: new InMemoryJobSecrets(),
+    pace: new MemoryLaunchPace(),
     clock: new TestClock(),
     random: () => ((draws += 1) * 0.137) % 1,
     onUnexpectedError: (error) => unexpected.push(error),

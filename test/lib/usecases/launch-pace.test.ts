@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
+import { cancelJob } from '../../../lib/usecases/cancel-job.ts';
 import { evaluatePolicy } from '../../../lib/usecases/evaluate-policy.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';
 import { givenJob, harness, initialState, JOB_ID, launchAndAwait, report, taskSpec } from './harness.ts';
@@ -84,6 +85,21 @@ describe('launchAttempt with the launch pace', () => {
     };
     expect(await launchAttempt(initialState(), h.deps)).toMatchObject({ attempt: 1, launched: false });
     expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'CANCELLED' });
+  });
+
+  it('gives the slot back when the job is cancelled while it waits: the next launch takes it', async () => {
+    const h = harness(new InMemoryJobStore(), PACE);
+    await givenJob(h, taskSpec({ numNodes: 8 }));
+    const waiting = await launchAttempt(initialState(), h.deps);
+    expect(waiting).toMatchObject({ launchWaitSeconds: 4, launchReserved: true });
+
+    await cancelJob(JOB_ID, h.deps);
+
+    // The 8 are back: 4 go at once, as from a fresh bucket after its burst of 4 refilled.
+    expect(await h.pace.reserve(4, h.clock.now().getTime())).toBe(h.clock.now().getTime());
+    // A second cancel gives nothing more back.
+    await cancelJob(JOB_ID, h.deps);
+    expect(await h.pace.reserve(1, h.clock.now().getTime())).toBe(h.clock.now().getTime() + 1000);
   });
 
   it('paces a relaunch as a first launch: after a restart the next attempt waits its turn', async () => {
