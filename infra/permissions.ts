@@ -8,9 +8,9 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import { TagKey, NODE_IPS_TAG_PREFIX } from '../lib/agent/tags.ts';
 import type { JobSecretsCall, WorkflowCall } from './lambda-catalog.ts';
 
-/** Table actions DynamoJobStore uses (a TransactWriteItems is authorized as its Puts and Updates). */
-const TABLE_READ = ['dynamodb:GetItem', 'dynamodb:Query'];
-const TABLE_WRITE = ['dynamodb:PutItem', 'dynamodb:UpdateItem'];
+/** Table actions the stores use (a TransactWriteItems is authorized as its Puts and Updates; a list reads jobs with BatchGetItem; a cancel deletes its launch slot's item). */
+const TABLE_READ = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'];
+const TABLE_WRITE = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
 
 /** Reads the table and queries its indexes; `write` adds the conditional writes. */
 export function grantTable(grantee: iam.IGrantable, table: dynamodb.ITable, access: 'read' | 'write'): void {

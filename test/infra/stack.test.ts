@@ -272,10 +272,17 @@ describe('IAM', () => {
     for (const name of LAMBDA_NAMES) {
       const dynamo = withAction(statementsOf(name), 'dynamodb:');
       for (const statement of dynamo) expect(flat(statement.Resource), name).toMatch(/^<RelaunchJobsTable\w+\.Arn>(\/index\/\*)?$/);
-      const writes = dynamo.flatMap(actionsOf).filter((a) => /Put|Update|Delete|Batch|Scan/.test(a));
+      const writes = dynamo.flatMap(actionsOf).filter((a) => /Put|Update|Delete|BatchWrite|Scan/.test(a));
       if (LAMBDA_NEEDS[name].store === 'read') expect(writes, name).toEqual([]);
       expect(dynamo.flatMap(actionsOf), name).not.toContain('dynamodb:Scan');
     }
+  });
+
+  it('lets the API read jobs in batches (a list reads keys, then BatchGetItem) and delete an item (a cancel takes its launch slot out)', () => {
+    const actions = withAction(statementsOf('api'), 'dynamodb:').flatMap(actionsOf);
+    expect(actions).toEqual(expect.arrayContaining(['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem']));
+    // The janitor reads its queue the same way.
+    expect(withAction(statementsOf('janitor'), 'dynamodb:').flatMap(actionsOf)).toContain('dynamodb:BatchGetItem');
   });
 
   it('lets the state machine invoke exactly the six task functions', () => {
