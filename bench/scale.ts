@@ -121,11 +121,20 @@ function maxPeak(peaks: ReadonlyMap<string, { amount: number }>): { key: string;
   return best;
 }
 
-/** The busiest second per kind of partition: a job's, JobListIndex's, InstanceIndex's, the launch pace's. */
+/**
+ * The busiest second per kind of partition: a job's, a launch slot's, InstanceIndex's
+ * (many of each), and each of JobListIndex's, QueueIndex's and the launch pace's.
+ */
 function peaksByClass(peaks: ReadonlyMap<string, { amount: number }>): Map<string, { amount: number }> {
   const out = new Map<string, { amount: number }>();
   for (const [key, peak] of peaks) {
-    const cls = key.startsWith('table JOB#') ? 'a job\'s partition' : key.startsWith('InstanceIndex ') ? 'an InstanceIndex partition' : key;
+    const cls = key.startsWith('table JOB#')
+      ? "a job's partition"
+      : key.startsWith('table PACE#slot#')
+        ? "a launch slot's item"
+        : key.startsWith('InstanceIndex ')
+          ? 'an InstanceIndex partition'
+          : key;
     if ((out.get(cls)?.amount ?? -1) < peak.amount) out.set(cls, { amount: peak.amount });
   }
   return out;
