@@ -12,13 +12,12 @@
 import {
   ConditionalCheckFailedException,
   DeleteItemCommand,
-  GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { TransientError } from '../errors.ts';
-import { launchAtFor, paceMs, releasedSlot, type LaunchPaceConfig } from '../launch-pace.ts';
+import { launchAtFor, paceMs, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { LaunchPace } from '../ports.ts';
 import { sendAws } from './aws-errors.ts';
 import { TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
@@ -70,13 +69,15 @@ export class DynamoLaunchPace implements LaunchPace {
     const instances = Number(output?.Attributes?.instances?.N);
     const launchAt = Number(output?.Attributes?.launchAt?.N);
     if (output === null || !(launchAt > now) || !(instances > 0)) return false;
+    // As a reservation, with no read: the launch's time taken off the stored one while that
+    // leaves it at or ahead of the clock, else the stored time set to the clock (a bucket
+    // with its burst: releasedSlot's floor).
+    const cost = paceMs(instances, this.#options.config);
     for (let round = 0; round < ROUNDS; round += 1) {
-      const stored = await this.#read();
-      if (stored === null) return false;
-      const given = await this.#update('SET #t = :next', '#t = :stored', { ':next': releasedSlot(stored, now, instances, this.#options.config), ':stored': stored });
-      if (given !== null) return true;
+      if ((await this.#update('SET #t = #t - :cost', '#t >= :floor', { ':cost': cost, ':floor': now + cost })) !== null) return true;
+      if ((await this.#update('SET #t = :now', '#t < :floor', { ':now': now, ':floor': now + cost })) !== null) return true;
     }
-    throw new TransientError(`the launch pace's bucket changed under ${ROUNDS} releases in a row; try the cancel again`);
+    throw new TransientError(`the launch pace's bucket changed under ${ROUNDS} releases in a row`);
   }
 
   /** The bucket's reservation itself (see the module's comment); when the launch may go. */
@@ -100,15 +101,6 @@ export class DynamoLaunchPace implements LaunchPace {
       [TTL_ATTRIBUTE]: { N: String(Math.ceil(launchAt / 1000) + 3600) },
     };
     await sendAws('DynamoDB PutItem', () => this.#options.client.send(new PutItemCommand({ TableName: this.#options.tableName, Item: item })));
-  }
-
-  /** The stored paid-off time, read consistently; null when the bucket has never been used. */
-  async #read(): Promise<number | null> {
-    const output = await sendAws('DynamoDB GetItem', () =>
-      this.#options.client.send(new GetItemCommand({ TableName: this.#options.tableName, Key: LAUNCH_PACE_KEY, ConsistentRead: true })),
-    );
-    const value = output.Item?.[PAID_OFF_AT]?.N;
-    return value === undefined ? null : Number(value);
   }
 
   /** One conditional call; null when its condition was false. */

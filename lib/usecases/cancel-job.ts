@@ -38,9 +38,6 @@ export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' |
   const { store, workflow, clock } = deps;
   const { job, repeated } = await markCancelling(store, jobId, nowIso(clock));
   if (isTerminal(job.status)) return { status: job.status, alreadyFinished: true };
-  // A launch slot still ahead will not be used (a CANCELLING job launches nothing): the
-  // launches after it may go sooner. A repeated cancel finds it given back already.
-  if (!repeated) await deps.pace.release(jobId, clock.now().getTime());
   if (job.attemptCount > 0) {
     const attempt = await store.getAttempt(jobId, job.attemptCount);
     if (attempt.taskToken !== null && attempt.outcome === null) {
@@ -51,6 +48,9 @@ export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' |
   // A repeated cancel stops nothing: the first one did, and a stop that landed after the
   // decision would cut off the machine's own cleanup.
   if (!repeated && job.executionArn !== null) await workflow.stopBetweenSteps(job.executionArn, CANCELLED_BY_USER);
+  // A launch slot still ahead will not be used (a CANCELLING job launches nothing): the
+  // launches after it may go sooner. A repeated cancel finds it given back already.
+  if (!repeated) await deps.pace.release(jobId, clock.now().getTime());
   return { status: job.status, alreadyFinished: false };
 }
 

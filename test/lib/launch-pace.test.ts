@@ -135,6 +135,18 @@ describe('DynamoLaunchPace', () => {
     mock.restore();
   });
 
+  it('gives a slot back among many reservations made at the same moment, with nothing lost or counted twice', async () => {
+    const tableName = await dynalite.freshTable('pace');
+    const pace = new DynamoLaunchPace({ client: dynalite.client(), tableName, config: SMALL });
+    await pace.reserve(10, T0);
+    expect(await pace.reserve(4, T0, 'job-b')).toBe(T0 + 2000);
+    const [given] = await Promise.all([pace.release('job-b', T0), ...Array.from({ length: 20 }, () => pace.reserve(1, T0))]);
+    expect(given).toBe(true);
+    // 10 + 4 + 20 instances taken, 4 given back: 30 at 500 ms each from T0.
+    const { Item } = await dynalite.client().send(new GetItemCommand({ TableName: tableName, Key: LAUNCH_PACE_KEY }));
+    expect(Item?.paidOffAt).toEqual({ N: String(T0 + 30 * 500) });
+  });
+
   it('reports a throttled table as a TransientError, which the machine retries', async () => {
     const mock = mockClient(DynamoDBClient);
     mock.on(UpdateItemCommand).rejects(Object.assign(new Error('slow down'), { name: 'ProvisionedThroughputExceededException' }));
