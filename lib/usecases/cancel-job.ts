@@ -29,10 +29,10 @@ const MAX_CANCEL_TRIES = 3;
  * - STARTING or RUNNING before the token is stored: AwaitAttempt sees CANCELLING when it
  *   stores the token.
  * - PENDING, or RECOVERING in a Wait (a backoff, a wait for capacity or for a launch
- *   slot, which is given back to the launch pace): the execution is
- *   stopped there at once (`stopBetweenSteps`), and the janitor (`onExecutionEnded`, on
- *   the execution's end) releases what is left and ends the job CANCELLED. Between two
- *   steps, the next LaunchAttempt sees CANCELLING and ends the job without launching.
+ *   slot, which is given back to the launch pace): the execution is stopped there at
+ *   once (`stopBetweenSteps`), and the janitor (`onExecutionEnded`, on the execution's
+ *   end) releases what is left and ends the job CANCELLED. Between two steps, the next
+ *   LaunchAttempt sees CANCELLING and ends the job without launching.
  */
 export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'pace'>): Promise<CancelJobResult> {
   const { store, workflow, clock } = deps;
