@@ -178,6 +178,9 @@ describe('recovery without an exit code, end to end', () => {
       `,
     );
     await waitUntilAwaiting(t, jobId, 2);
+    // Attempt 2 settles first: its setup reports, then its run waits for `go`, writing
+    // nothing more (a beat comes only every 30 s), so the snapshot below stays true.
+    await waitFor('attempt 2 to report its setup', async () => ((await t.runtime.deps.store.getAttempt(jobId, 2)).reports.some((r) => r.phase === 'setup') ? true : undefined));
     const secret = t.launches[0]?.callbackSecret as string;
     expect(t.launches.map((l) => l.attempt)).toEqual([1, 2]);
     const before = await stored(t, jobId);
