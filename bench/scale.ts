@@ -9,6 +9,7 @@
 // SCALE_SUBMIT_SECONDS (60 by default) spreads the submits over another span.
 
 import { availableParallelism } from 'node:os';
+import { LAUNCH_SLOT_PREFIX } from '../lib/adapters/dynamo-launch-pace.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { renderControllerAsl } from '../infra/asl.ts';
 import { DYNAMODB_PARTITION, LAMBDA_CONCURRENCY, PRICES, SPOT_PRICE_SHARE, AWS_LIMITS, VCPU_QUOTAS } from './scale/limits.ts';
@@ -130,7 +131,7 @@ function peaksByClass(peaks: ReadonlyMap<string, { amount: number }>): Map<strin
   for (const [key, peak] of peaks) {
     const cls = key.startsWith('table JOB#')
       ? "a job's partition"
-      : key.startsWith('table PACE#slot#')
+      : key.startsWith(`table ${LAUNCH_SLOT_PREFIX}`)
         ? "a launch slot's item"
         : key.startsWith('InstanceIndex ')
           ? 'an InstanceIndex partition'

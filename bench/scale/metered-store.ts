@@ -14,7 +14,7 @@
 import { JOB_LIST_INDEX, JOB_LIST_PARTITION, INSTANCE_INDEX, jobListPartition, QUEUE_INDEX, QUEUE_PARTITIONS, queuePartition } from '../../lib/adapters/dynamo-table.ts';
 import { queuedAtCreation } from '../../lib/adapters/job-store-rules.ts';
 import { jobPk } from '../../lib/adapters/dynamo-job-store.ts';
-import { LAUNCH_PACE_KEY } from '../../lib/adapters/dynamo-launch-pace.ts';
+import { LAUNCH_PACE_KEY, LAUNCH_SLOT_PREFIX } from '../../lib/adapters/dynamo-launch-pace.ts';
 import type { InMemoryJobStore } from '../../lib/adapters/memory-job-store.ts';
 import { TransientError } from '../../lib/errors.ts';
 import { isTerminal } from '../../lib/status.ts';
@@ -343,13 +343,13 @@ export class MeteredLaunchPace implements LaunchPace {
     const launchAt = await this.inner.reserve(instances, now, holder);
     this.#paidOffAt = launchAt + (this.config.burst * 1000) / this.config.perSecond;
     // A later slot is noted for its holder, in an item of its own.
-    if (holder !== undefined && launchAt > now) this.meter.charge('PutItem (launch slot)', [{ partition: tablePartition(`PACE#slot#${holder}`), units: 1 }], []);
+    if (holder !== undefined && launchAt > now) this.meter.charge('PutItem (launch slot)', [{ partition: tablePartition(`${LAUNCH_SLOT_PREFIX}${holder}`), units: 1 }], []);
     return launchAt;
   }
 
   /** The slot's item taken out, then (when it was still ahead) a read and a write of the bucket. */
   async release(holder: string, now: number): Promise<boolean> {
-    this.meter.charge('DeleteItem (launch slot)', [{ partition: tablePartition(`PACE#slot#${holder}`), units: 1 }], []);
+    this.meter.charge('DeleteItem (launch slot)', [{ partition: tablePartition(`${LAUNCH_SLOT_PREFIX}${holder}`), units: 1 }], []);
     const given = await this.inner.release(holder, now);
     if (given) this.meter.charge('GetItem and UpdateItem (launch pace)', [{ partition: PACE_PARTITION, units: 1 }], [{ partition: PACE_PARTITION, units: 1 }]);
     return given;

@@ -26,9 +26,12 @@ import { TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
 export const LAUNCH_PACE_KEY = { [TABLE_KEY.partitionKey]: { S: 'PACE#launch' }, [TABLE_KEY.sortKey]: { S: 'PACE' } };
 const PAID_OFF_AT = 'paidOffAt';
 
-/** A later slot's item, by its holder (a job): what `release` gives back. */
+/** The partition key of a later slot's item: the prefix, then its holder (a job). */
+export const LAUNCH_SLOT_PREFIX = 'PACE#slot#';
+
+/** A later slot's item, by its holder: what `release` gives back. */
 function slotKey(holder: string): Record<string, { S: string }> {
-  return { [TABLE_KEY.partitionKey]: { S: `PACE#slot#${holder}` }, [TABLE_KEY.sortKey]: { S: 'SLOT' } };
+  return { [TABLE_KEY.partitionKey]: { S: `${LAUNCH_SLOT_PREFIX}${holder}` }, [TABLE_KEY.sortKey]: { S: 'SLOT' } };
 }
 /** Rounds of the two writes before a reservation gives up, as a TransientError the machine retries. */
 const ROUNDS = 4;
