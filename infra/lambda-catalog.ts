@@ -83,6 +83,11 @@ export interface LambdaNeeds {
   /** Reads the stack's data bucket and the buckets instances may use (DATA_CONFIG). */
   readonly data?: true;
   /**
+   * Gives nodes sessions of the data access role, each narrowed to its job's data
+   * (DATA_ACCESS_ROLE_ARN, and sts:AssumeRole on that role alone).
+   */
+  readonly givesDataCredentials?: true;
+  /**
    * Deletes jobs' `persistent: false` mounts: the buckets `run` created for them (among
    * those instances may use) and their folders of the stack's bucket.
    */
@@ -112,6 +117,7 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     secrets: ['put', 'delete'],
     notifies: true,
     data: true,
+    givesDataCredentials: true,
     paces: true,
     timeoutSeconds: 29,
   },

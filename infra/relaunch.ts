@@ -3,6 +3,7 @@
 
 import { ArnFormat, Aws, CfnOutput, Stack } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
@@ -56,6 +57,8 @@ export class Relaunch extends Construct {
   readonly instances: JobInstances;
   /** The stack's bucket: uploaded sources and nameless mounts. */
   readonly data: JobData;
+  /** The role whose per-job sessions reach jobs' S3 data (JobData.createAccessRole). */
+  readonly dataAccessRole: iam.Role;
   readonly events: InstanceEvents;
   readonly executionEvents: ExecutionEvents;
   /** Every execution's end, to the function that deletes `persistent: false` mounts. */
@@ -97,7 +100,6 @@ export class Relaunch extends Construct {
     };
     this.instances.allowReadingOwnSecret(launchScope);
     this.data = new JobData(this, 'Data', { allowedBuckets: props.dataBuckets });
-    this.data.grantInstances(this.instances.role);
     const computeConfig: ComputeEnvConfig = {
       regions,
       instanceProfileArn: this.instances.instanceProfile.instanceProfileArn,
@@ -114,6 +116,14 @@ export class Relaunch extends Construct {
       dataConfig: this.data.config,
       ...(props.launchPace === undefined ? {} : { launchPace: props.launchPace }),
     });
+    // Nodes reach S3 only with the sessions the API gives them, each narrowed to its job's data.
+    const vendors = LAMBDA_NAMES.filter((name) => LAMBDA_NEEDS[name].givesDataCredentials === true).map((name) => this.functions.functions[name]);
+    const vendorRoles = vendors.map((fn) => {
+      if (fn.role === undefined) throw new Error(`function ${fn.node.id} has no role to give data credentials with`);
+      return fn.role;
+    });
+    this.dataAccessRole = this.data.createAccessRole(vendorRoles);
+    for (const fn of vendors) fn.addEnvironment(EnvVar.dataAccessRoleArn, this.dataAccessRole.roleArn);
     // The API refuses at submit a task asking for ports the instances do not open.
     if (this.instances.openPorts.length > 0) {
       this.functions.functions[LambdaName.api].addEnvironment(EnvVar.openPorts, JSON.stringify(this.instances.openPorts));

@@ -1,5 +1,6 @@
 // Ports: the small interfaces the use cases need from the outside world, named by role.
 
+import type { ProcessCredentials } from './agent/protocol.ts';
 import type { DecisionBasis } from './outcome.ts';
 import type { AttemptOutcome, Market, RecoveryCounters } from './policy/types.ts';
 import type { TaskSpec } from './spec/types.ts';
@@ -185,6 +186,18 @@ export interface JobBuckets {
   deleteCreatedBucket(name: string, jobId: string): Promise<BucketDeletion>;
   /** Deletes the folder of relaunch's own bucket that holds the job's nameless mount at `path`. */
   deleteJobFolder(jobId: string, path: string): Promise<void>;
+}
+
+/**
+ * Credentials for a job's S3 data (AWS: its nodes' instance role has none): each job's
+ * reach only its own uploads, the prefixes it copies and the ones it mounts.
+ */
+export interface DataAccess {
+  /**
+   * Credentials for a node of attempt `attempt` of `job`, good for about an hour.
+   * InvalidInputError when the job's task has no S3 data to reach.
+   */
+  credentialsFor(job: JobRecord, attempt: number): Promise<ProcessCredentials>;
 }
 
 /**

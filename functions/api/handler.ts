@@ -6,7 +6,8 @@ import { portProblems } from '../../lib/spec/ports.ts';
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
-import { parseDataConfig, parseOpenPorts } from '../../lib/workflow/env.ts';
+import { EnvVar, parseDataConfig, parseOpenPorts } from '../../lib/workflow/env.ts';
+import type { DataAccess } from '../../lib/ports.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
 import { clock, jobSecrets, pace, random, store, workflow } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
@@ -28,6 +29,15 @@ const ProxyEventSchema = z.object({
 
 /** The stack's data bucket and the buckets instances may use, read once per container. */
 const dataConfig = parseDataConfig();
+
+/**
+ * The nodes' credentials for their jobs' S3 data, where the stack has an access role; its
+ * module (and STS client) loads with the first ask.
+ */
+const dataAccess: DataAccess | undefined =
+  (process.env[EnvVar.dataAccessRoleArn] ?? '') === ''
+    ? undefined
+    : { credentialsFor: async (job, attempt) => (await import('../shared/data-access.ts')).dataAccess().credentialsFor(job, attempt) };
 
 /** One request in, one response out; never throws for a bad request (lib/http maps errors). */
 export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> => {
@@ -53,6 +63,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       random,
       computeProblems: async (spec) => [...ec2TaskProblems(spec, dataConfig), ...portProblems(spec, parseOpenPorts())],
       onJobEnded: announceJobEnded,
+      ...(dataAccess === undefined ? {} : { dataAccess }),
       ...(dataConfig === undefined ? {} : { sources: { bucket: dataConfig.bucket, prefix: SOURCES_PREFIX, region: process.env.AWS_REGION ?? '', allowedBuckets: dataConfig.allowedBuckets } }),
       onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),
     },

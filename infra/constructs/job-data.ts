@@ -1,8 +1,10 @@
 // JobData: the stack's own bucket. `sources/` holds what `relaunch run` uploads (a workdir
 // or a local file mount, one archive per SHA-256, shared by every job that names it);
 // `mounts/` holds the data of mounts with no bucket name, per job and path. Job instances
-// read sources and read and write mounts; the buckets a deployer allows
-// (`relaunch:dataBuckets`) they may read and write too. Nothing else.
+// reach none of it with their own role: the access role here holds the most any job may
+// do (read sources, read and write mounts and the buckets a deployer allows with
+// `relaunch:dataBuckets`), and the API gives each node a session of it narrowed to its
+// own job's uploads, copies and mounts (lib/adapters/s3-data.ts, jobDataPolicy).
 
 import { Aws, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -54,15 +56,31 @@ export class JobData extends Construct {
 
   /** What the functions are told (DATA_CONFIG, COMPUTE_CONFIG's `data`). */
   get config(): DataConfig {
-    return { bucket: this.bucket.bucketName, allowedBuckets: this.allowedBuckets };
+    return { bucket: this.bucket.bucketName, allowedBuckets: this.allowedBuckets, partition: Aws.PARTITION };
   }
 
   /**
-   * Lets job instances fetch sources, read and write nameless mounts, and use the allowed
-   * buckets: what `aws s3 cp`/`sync` and mountpoint-s3 (with --allow-delete and
-   * --allow-overwrite) call.
+   * The role whose sessions reach jobs' data: only `vendors` (the API function's role) may
+   * assume it, and they do so with a session policy per job, so IAM grants each node the
+   * intersection. Sessions last at most an hour (role chaining's limit).
    */
-  grantInstances(role: iam.IRole): void {
+  createAccessRole(vendors: readonly iam.IRole[]): iam.Role {
+    const role = new iam.Role(this, 'AccessRole', {
+      assumedBy: new iam.CompositePrincipal(...vendors.map((vendor) => new iam.ArnPrincipal(vendor.roleArn))),
+      description: "relaunch: jobs' S3 data, each node's session narrowed to its own job's",
+      maxSessionDuration: Duration.hours(1),
+    });
+    for (const vendor of vendors) role.grantAssumeRole(vendor);
+    this.grantJobData(role);
+    return role;
+  }
+
+  /**
+   * The ceiling of every job's data access: fetch sources, read and write nameless mounts,
+   * use the allowed buckets; what `aws s3 cp`/`sync` and mountpoint-s3 (with --allow-delete
+   * and --allow-overwrite) call.
+   */
+  private grantJobData(role: iam.IRole): void {
     const bucketArn = this.bucket.bucketArn;
     role.addToPrincipalPolicy(new iam.PolicyStatement({ sid: 'FetchSources', actions: ['s3:GetObject'], resources: [`${bucketArn}/${SOURCES_PREFIX}/*`] }));
     role.addToPrincipalPolicy(

@@ -7,7 +7,7 @@ import { agentSecretPath, ssmEndpoint } from '../agent/secret-parameter.ts';
 import { PrecheckError, type InputIssue } from '../errors.ts';
 import { mountProblems } from '../spec/mounts.ts';
 import type { TaskSpec } from '../spec/types.ts';
-import { s3AgentMounts, s3MountProblems, type DataConfig } from './s3-data.ts';
+import { jobDataPolicy, s3AgentMounts, s3MountProblems, SESSION_POLICY_MAX_CHARS, type DataConfig } from './s3-data.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
 /** EC2 user data is at most 16 KB before base64; the script goes gzipped (cloud-init inflates it). */
@@ -17,6 +17,9 @@ export const USER_DATA_MAX_BYTES = 16_384;
 export function packedAgent(params: Parameters<typeof renderAgentScript>[0]): Buffer {
   return gzipSync(renderAgentScript(params), { level: 9 });
 }
+
+/** As long as any job id. */
+const SAMPLE_JOB_ID = 'j-xxxxxxxxx-xxxxxx';
 
 /** As long as any AWS region's name (ap-southeast-5, us-gov-west-1: 14 and 13 characters). */
 const LONGEST_REGION = 'xx-xxxxxxxxx-9';
@@ -28,7 +31,7 @@ export function tooLargeForUserData(bytes: number): string {
 /**
  * What EC2 cannot run, found at submit instead of at the first launch: a local path `run`
  * did not upload, a bucket S3 or the instance role would refuse (lib/spec/mounts.ts,
- * s3-data.ts), and an agent too large for user data. The agent is rendered with the
+ * s3-data.ts), S3 data too varied for one session policy, and an agent too large for user data. The agent is rendered with the
  * longest values its launch could put in: a 200-character API URL, attempt 999999, the
  * longest name prefix, region and bucket, 8 GPUs.
  */
@@ -40,14 +43,15 @@ export function ec2TaskProblems(spec: TaskSpec, data?: DataConfig): InputIssue[]
   try {
     packed = packedAgent({
     apiUrl: `https://${'x'.repeat(160)}.execute-api.us-east-1.amazonaws.com/v1/`,
-    jobId: 'j-xxxxxxxxx-xxxxxx',
+    jobId: SAMPLE_JOB_ID,
     attempt: 999_999,
     secretSource: { path: agentSecretPath('x'.repeat(32)), region: LONGEST_REGION, endpoint: ssmEndpoint(LONGEST_REGION) },
     spec,
     heartbeatSeconds: HEARTBEAT_INTERVAL_SECONDS,
     gpusPerNode: 8,
-    ...(unmountable.length === 0 ? s3AgentMounts(spec, 'j-xxxxxxxxx-xxxxxx', { bucket: 'x'.repeat(63), allowedBuckets: [] }) : {}),
+    ...(unmountable.length === 0 ? s3AgentMounts(spec, SAMPLE_JOB_ID, { bucket: 'x'.repeat(63), allowedBuckets: [] }) : {}),
     });
+    if (problems.length === 0 && data !== undefined) problems.push(...dataPolicyProblems(spec, data));
   } catch (error) {
     // A mount the agent could not be given (agent/mounts.ts): the submit's error, not a 500.
     if (error instanceof PrecheckError) return [...problems, { path: 'file_mounts', message: error.message }];
@@ -55,4 +59,21 @@ export function ec2TaskProblems(spec: TaskSpec, data?: DataConfig): InputIssue[]
   }
   if (packed.length > USER_DATA_MAX_BYTES) problems.push({ path: 'run', message: tooLargeForUserData(packed.length) });
   return problems;
+}
+
+/**
+ * A task whose nodes' S3 access would not fit in one session policy (IAM's 2,048
+ * characters): each upload, copied prefix and mount adds a resource to it.
+ */
+function dataPolicyProblems(spec: TaskSpec, data: DataConfig): InputIssue[] {
+  const { mounts } = s3AgentMounts(spec, SAMPLE_JOB_ID, data);
+  const policy = jobDataPolicy(mounts ?? [], data);
+  const size = policy === null ? 0 : JSON.stringify(policy).length;
+  if (size <= SESSION_POLICY_MAX_CHARS) return [];
+  return [
+    {
+      path: 'file_mounts',
+      message: `expected S3 data whose access fits one IAM session policy (at most ${SESSION_POLICY_MAX_CHARS} characters), got ${size}: put local files in one folder, or mount fewer buckets and prefixes`,
+    },
+  ];
 }

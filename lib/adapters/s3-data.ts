@@ -1,11 +1,11 @@
 // The stack's data on S3: its own bucket (uploaded sources, nameless mounts) and the
 // buckets a deployment lets tasks mount or copy from.
 
-import { agentMounts, type MountPlaces } from '../agent/mounts.ts';
+import { agentMounts, type AgentMount, type MountPlaces } from '../agent/mounts.ts';
 import type { AgentScriptParams } from '../agent/script.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import type { InputIssue } from '../errors.ts';
-import { mountKey, namedBuckets, type FileMount } from '../spec/mounts.ts';
+import { archiveName, mountKey, namedBuckets, type FileMount } from '../spec/mounts.ts';
 
 /** Prefix of uploaded sources in the stack's bucket: `sources/<sha256>.tar.gz`. */
 export const SOURCES_PREFIX = 'sources';
@@ -21,6 +21,11 @@ export interface DataConfig {
    * prefixes of names ending in `*`.
    */
   readonly allowedBuckets: readonly string[];
+  /**
+   * The AWS partition the buckets are in (`aws`, `aws-cn`, `aws-us-gov`), for their ARNs.
+   * @default 'aws'
+   */
+  readonly partition?: string;
 }
 
 /** Whether a bucket is one the instance role may use: the stack's own, or one allowed by name or pattern. */
@@ -51,9 +56,92 @@ export function sourcesUrl(data: DataConfig): string {
   return `s3://${data.bucket}/${SOURCES_PREFIX}`;
 }
 
-/** What an EC2 node's agent is given to put the task's workdir and mounts in place. */
-export function s3AgentMounts(spec: TaskSpec, jobId: string, data: DataConfig): Pick<AgentScriptParams, 'mounts' | 'sourcesUrl'> {
-  return { mounts: agentMounts(spec, jobId, s3MountPlaces(data)), sourcesUrl: sourcesUrl(data) };
+/**
+ * What an EC2 node's agent is given to put the task's workdir and mounts in place; with
+ * any S3 step, it asks the API for the job's data credentials first (jobDataPolicy).
+ */
+export function s3AgentMounts(spec: TaskSpec, jobId: string, data: DataConfig): Pick<AgentScriptParams, 'mounts' | 'sourcesUrl' | 'dataCredentials'> {
+  const mounts = agentMounts(spec, jobId, s3MountPlaces(data));
+  return { mounts, sourcesUrl: sourcesUrl(data), dataCredentials: jobDataPolicy(mounts, data) !== null };
+}
+
+/** IAM's limit on the plain text of a session policy (AssumeRole's `Policy`), in characters. */
+export const SESSION_POLICY_MAX_CHARS = 2048;
+
+/** An IAM policy document, as a session policy is written. */
+export interface IamPolicy {
+  readonly Version: '2012-10-17';
+  readonly Statement: readonly IamStatement[];
+}
+
+interface IamStatement {
+  readonly Effect: 'Allow';
+  readonly Action: string | readonly string[];
+  readonly Resource: string | readonly string[];
+  readonly Condition?: { readonly StringLike: { readonly 's3:prefix': readonly string[] } };
+}
+
+/** What a MOUNT needs on its objects (mountpoint-s3 with --allow-delete and --allow-overwrite). */
+const MOUNT_OBJECT_ACTIONS = ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'];
+
+/**
+ * What one job's nodes may do in S3, as the session policy of the credentials the API
+ * gives them (POST .../data-credentials): read its own uploads and COPY sources, read and
+ * write the prefixes it mounts (a nameless mount's folder is its own job's), and list only
+ * under those. IAM grants the intersection of this and the access role's own policy, the
+ * stack-wide ceiling (infra JobData), so no job reaches another's data through the stack's
+ * grants. Null when the steps touch no S3.
+ */
+export function jobDataPolicy(steps: readonly AgentMount[], data: DataConfig): IamPolicy | null {
+  // `pattern` is IAM's: a key in it goes through iamLiteral first.
+  const arn = (bucket: string, pattern?: string) => `arn:${data.partition ?? 'aws'}:s3:::${bucket}${pattern === undefined ? '' : `/${pattern}`}`;
+  const reads = new Set<string>();
+  const writes = new Set<string>();
+  /** Per bucket, the s3:prefix patterns it may be listed under; null: all of it. */
+  const lists = new Map<string, Set<string> | null>();
+  const listable = (bucket: string, pattern: string | null) => {
+    const known = lists.get(bucket);
+    if (known === null) return;
+    if (pattern === null) lists.set(bucket, null);
+    else lists.set(bucket, (known ?? new Set<string>()).add(pattern));
+  };
+  for (const step of steps) {
+    switch (step.kind) {
+      case 'upload':
+        reads.add(arn(data.bucket, `${SOURCES_PREFIX}/${iamLiteral(archiveName(step.sha256))}`));
+        break;
+      case 's3-copy':
+        // A key is an object or a prefix: aws s3 sync lists under it as written.
+        reads.add(arn(step.bucket, `${iamLiteral(step.key)}*`));
+        listable(step.bucket, step.key === '' ? null : `${iamLiteral(step.key)}*`);
+        break;
+      case 's3-mount':
+        writes.add(arn(step.bucket, step.prefix === '' ? '*' : `${iamLiteral(step.prefix)}/*`));
+        listable(step.bucket, step.prefix === '' ? null : `${iamLiteral(step.prefix)}/*`);
+        break;
+      case 'link':
+      case 'copy-dir':
+      case 'git':
+        break;
+    }
+  }
+  if (reads.size === 0 && writes.size === 0) return null;
+  const statements: IamStatement[] = [];
+  if (reads.size > 0) statements.push({ Effect: 'Allow', Action: 's3:GetObject', Resource: [...reads] });
+  if (writes.size > 0) statements.push({ Effect: 'Allow', Action: MOUNT_OBJECT_ACTIONS, Resource: [...writes] });
+  for (const [bucket, patterns] of lists) {
+    statements.push(
+      patterns === null
+        ? { Effect: 'Allow', Action: 's3:ListBucket', Resource: arn(bucket) }
+        : { Effect: 'Allow', Action: 's3:ListBucket', Resource: arn(bucket), Condition: { StringLike: { 's3:prefix': [...patterns] } } },
+    );
+  }
+  return { Version: '2012-10-17', Statement: statements };
+}
+
+/** A key as IAM reads it literally: its `*`, `?` and `$` escaped as IAM's `${*}`, `${?}` and `${$}`. */
+function iamLiteral(key: string): string {
+  return key.replace(/[*?$]/g, (char) => `\${${char}}`);
 }
 
 /**

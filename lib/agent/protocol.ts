@@ -17,6 +17,11 @@ export function reportPath(jobId: string, attempt: number): string {
   return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/report`;
 }
 
+/** The path of an attempt's data credentials (AWS only: S3 access scoped to the job). */
+export function dataCredentialsPath(jobId: string, attempt: number): string {
+  return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/data-credentials`;
+}
+
 /**
  * The HTTP status that tells the agent its attempt is no longer the live one: it stops
  * retrying. Every 2xx is an acknowledgement; 408, 429, 5xx and no answer are retried with
@@ -33,6 +38,23 @@ const nodeRank = z.number().check(z.int(), z.minimum(0));
 export const HeartbeatBodySchema = z.object({ nodeRank });
 /** A heartbeat's body, parsed. */
 export type HeartbeatBody = z.infer<typeof HeartbeatBodySchema>;
+
+/** `POST .../data-credentials`: the node asking, as a heartbeat names it. */
+export const DataCredentialsBodySchema = HeartbeatBodySchema;
+
+/**
+ * The answer to `POST .../data-credentials`: temporary credentials in the shape an AWS
+ * profile's `credential_process` prints, so the agent hands the body to the AWS CLI and
+ * mountpoint-s3 as it is; they ask again before `Expiration`.
+ */
+export interface ProcessCredentials {
+  readonly Version: 1;
+  readonly AccessKeyId: string;
+  readonly SecretAccessKey: string;
+  readonly SessionToken: string;
+  /** ISO 8601. */
+  readonly Expiration: string;
+}
 
 /**
  * `POST .../report`: one node's end of one phase. Every node reports `setup` (exit 0 when

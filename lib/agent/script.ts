@@ -21,7 +21,9 @@
 // 5. Puts the workdir and the file mounts in place (mounts.ts: an upload fetched and
 //    unpacked, an S3 prefix copied, a bucket mounted with mountpoint-s3, a repository
 //    cloned), installing the AWS CLI, mountpoint-s3 or git when the image lacks them; a
-//    failure there is setup's, exit code 1, with what failed in `setup.log`.
+//    failure there is setup's, exit code 1, with what failed in `setup.log`. On EC2 the
+//    S3 steps use the job's own data credentials, asked of the API first and again every
+//    15 minutes in the background (the instance role has no S3 access).
 // 6. Runs setup in the work directory (`~/sky_workdir` with a workdir), output to `setup.log`, and reports it; runs run
 //    and reports it only if setup exited 0. With a Docker image, both run in one container
 //    started before setup (a failure to start it is setup's, exit code 125). A 2xx acknowledges a report; 408, 429, 5xx and
@@ -51,6 +53,7 @@ import {
   heartbeatPath,
   OUTPUT_TAIL_LINES,
   OUTPUT_TAIL_MAX_BYTES,
+  dataCredentialsPath,
   reportPath,
   STALE_ATTEMPT_STATUS,
 } from './protocol.ts';
@@ -110,6 +113,19 @@ export interface AgentScriptParams {
    * local folder (the local runtime's store). Needed when a mount is an upload.
    */
   readonly sourcesUrl?: string;
+  /**
+   * Whether the S3 steps (uploads from S3, s3-copy, s3-mount) use the job's own data
+   * credentials, asked of the API (`POST .../data-credentials`) with the callback secret
+   * before the mounts and again every `dataCredentialsRefreshSeconds`, rather than the
+   * machine's. EC2 nodes do: their instance role has no S3 access of its own.
+   * @default false
+   */
+  readonly dataCredentials?: boolean;
+  /**
+   * Seconds between the asks for fresh data credentials (they last an hour).
+   * @default 900
+   */
+  readonly dataCredentialsRefreshSeconds?: number;
   /**
    * Prefixed to the mounts' absolute paths: the local runtime maps `/data` into the job's
    * folder. Exported to the job as RELAUNCH_MOUNT_ROOT when set.
@@ -206,6 +222,8 @@ export function renderAgentScript(params: AgentScriptParams): string {
     HEARTBEAT_TRY_MAX_MS,
     HEARTBEAT_URL: apiUrl + heartbeatPath(jobId, attempt),
     REPORT_URL: apiUrl + reportPath(jobId, attempt),
+    DATA_CREDENTIALS_URL: params.dataCredentials === true ? apiUrl + dataCredentialsPath(jobId, attempt) : '',
+    DATA_REFRESH_MS: Math.max(1000, Math.round((params.dataCredentialsRefreshSeconds ?? 900) * 1000)),
     ROOT_DIR: rootDir,
     WORK_DIR: spec.workdir !== null || spec.gitWorkdir !== undefined ? WORKDIR_PATH : (params.workDir ?? rootDir),
     MOUNTS_B64: base64(mountLines(params.mounts ?? [])),
@@ -441,10 +459,13 @@ output_tail() {
 }
 
 # Prints the HTTP status of a JSON POST of file $2 to $1, 000 when nothing answered
-# within $3 seconds. The Authorization header reaches curl on its stdin.
+# within $3 seconds; the answer's body goes to file $4 (none: dropped). The Authorization
+# header reaches curl on its stdin.
 post_json() {
+  local out=/dev/null
+  if [ "$#" -ge 4 ]; then out=$4; fi
   printf 'Authorization: %s%s\n' "$AUTH_PREFIX" "$SECRET" |
-    curl -s -o /dev/null -w '%{http_code}' --max-time "$3" -X POST -H @- \
+    curl -s -o "$out" -w '%{http_code}' --max-time "$3" -X POST -H @- \
       -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
 }
 
@@ -742,6 +763,70 @@ ensure_mount_s3() {
   fi
 }
 
+# The job's own S3 credentials, on EC2 (DATA_CREDENTIALS_URL set): the instance role reaches
+# no S3 data, so the API gives each node credentials for its job's uploads, copies and
+# mounts only (s3-data.ts's jobDataPolicy), asked with the callback secret. They sit in a
+# folder only root reads, where an AWS profile's credential_process prints them from: the
+# AWS CLI and mountpoint-s3 run with that profile, and ask again before they expire.
+DATA_DIR="$ROOT_DIR/aws"
+DATA_PROFILE=relaunch-data
+DATA_PID=''
+
+# Asks for the credentials until answered (0), refused for good or past SECONDS $1 (1,
+# why on stdout). The answer replaces the last one in one rename.
+fetch_data_credentials() {
+  local deadline=$1 delay=$BACKOFF_INITIAL_MS status file="$DATA_DIR/credentials.json"
+  while :; do
+    status=$(post_json "$DATA_CREDENTIALS_URL" "$HEARTBEAT_BODY" 30 "$file.part")
+    case $status in
+      2??) mv -f "$file.part" "$file"; return 0 ;;
+      408 | 429 | 5?? | 000) ;;
+      *)
+        echo "relaunch: the API refused this node's data credentials (HTTP $status): $(json_value error <"$file.part" 2>/dev/null)"
+        rm -f "$file.part"
+        return 1
+        ;;
+    esac
+    rm -f "$file.part"
+    if (( SECONDS >= deadline )); then echo "relaunch: no data credentials from the API (last answer: HTTP $status)"; return 1; fi
+    jittered_ms "$delay"
+    sleep "$(seconds_of_ms "$JITTERED_MS")"
+    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
+  done
+}
+
+# Fresh credentials every DATA_REFRESH_MS until the attempt ends, or the API refuses.
+data_credentials_loop() {
+  local sleeper=''
+  trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; exit 0' TERM
+  while :; do
+    pause_ms "$DATA_REFRESH_MS"
+    fetch_data_credentials $(( SECONDS + DATA_REFRESH_MS / 1000 )) || return
+  done
+}
+
+# The profile, the first credentials (the discovery deadline to get them), then the refreshes.
+start_data_credentials() {
+  mkdir -p "$DATA_DIR" && chmod 700 "$DATA_DIR" || return 1
+  printf '[profile %s]\ncredential_process = cat "%s"\n' "$DATA_PROFILE" "$DATA_DIR/credentials.json" >"$DATA_DIR/config" || return 1
+  fetch_data_credentials $(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) || return 1
+  data_credentials_loop </dev/null >>"$ROOT_DIR/data-credentials.log" 2>&1 &
+  DATA_PID=$!
+}
+
+stop_data_credentials() {
+  if [ -z "$DATA_PID" ]; then return; fi
+  kill "$DATA_PID" 2>/dev/null
+  wait "$DATA_PID" 2>/dev/null
+}
+
+# Runs a command (the AWS CLI, mountpoint-s3) with the job's data credentials where the
+# API gives them, else with whatever credentials the machine has.
+with_data_credentials() {
+  if [ -z "$DATA_CREDENTIALS_URL" ]; then "$@"; return; fi
+  AWS_CONFIG_FILE="$DATA_DIR/config" AWS_PROFILE=$DATA_PROFILE "$@"
+}
+
 # An uploaded file or folder: fetched from the store once per node, its SHA-256 checked
 # against its name, unpacked at the path (a folder's files over what is there).
 fetch_upload() {
@@ -749,7 +834,7 @@ fetch_upload() {
   mkdir -p "$ROOT_DIR/sources" || return 1
   if [ ! -f "$archive" ]; then
     case $SOURCES_URL in
-      s3://*) ensure_aws && aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
+      s3://*) ensure_aws && with_data_credentials aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
       *) cp "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
     esac || { echo "relaunch: could not fetch $SOURCES_URL/$sha.tar.gz"; return 1; }
     got=$(sha256sum "$archive.part" | cut -d' ' -f1)
@@ -775,11 +860,11 @@ copy_s3() {
   local bucket=$1 key=$2 dest=$3 source
   ensure_aws || return 1
   if [ "$key" = - ]; then source="s3://$bucket"; else source="s3://$bucket/$key"; fi
-  if [ "$key" != - ] && aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
-    mkdir -p "$(dirname "$dest")" && aws s3 cp --only-show-errors "$source" "$dest"
+  if [ "$key" != - ] && with_data_credentials aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$dest")" && with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
     return
   fi
-  mkdir -p "$dest" && aws s3 sync --only-show-errors "$source" "$dest" || return 1
+  mkdir -p "$dest" && with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
   if [ -z "$(ls -A "$dest")" ]; then echo "relaunch: nothing at $source"; return 1; fi
 }
 
@@ -801,7 +886,7 @@ mount_bucket() {
     mkdir -p "$ROOT_DIR/mount-cache/$bucket" || return 1
     set -- "$@" --cache "$ROOT_DIR/mount-cache/$bucket"
   fi
-  mount-s3 "$@"
+  with_data_credentials mount-s3 "$@"
 }
 
 # A folder that stands in for a bucket, linked at the path.
@@ -919,7 +1004,9 @@ fi
 } >>"$ROOT_DIR/env.sh"
 
 log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
-if ! prepare_mounts >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
+if [ -n "$DATA_CREDENTIALS_URL" ] && ! start_data_credentials >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
+  code=1
+elif ! prepare_mounts >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
   code=1
 elif [ -n "$CONTAINER_IMAGE" ] && ! container_start >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
   code=125
@@ -935,6 +1022,7 @@ if report setup "$code" && (( code == 0 )); then
 fi
 container_stop
 unmount_buckets
+stop_data_credentials
 stop_heartbeat
 log "done (exit code $code); shutting down"
 shut_down

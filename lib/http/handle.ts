@@ -5,8 +5,9 @@ import { headerValue } from './headers.ts';
 import type * as z from '../zod.ts';
 import { InvalidInputError, UnauthorizedError } from '../errors.ts';
 import { isJobId, JOB_ID_LENGTH } from '../ids.ts';
-import { HeartbeatBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
+import { DataCredentialsBodySchema, HeartbeatBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
 import { cancelJob } from '../usecases/cancel-job.ts';
+import { issueDataCredentials } from '../usecases/data-credentials.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
 import { getJob, listJobs } from '../usecases/queries.ts';
 import { reportPhase } from '../usecases/report-phase.ts';
@@ -55,6 +56,13 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     const body = parseBody(HeartbeatBodySchema, request.body);
     await heartbeat(credentials(request, params, body.nodeRank), deps);
     return json(200, { status: 'accepted' });
+  },
+  async dataCredentials(request, params, deps) {
+    if (deps.dataAccess === undefined) return json(404, { error: 'this relaunch gives no data credentials: its nodes reach their data without' });
+    const body = parseBody(DataCredentialsBodySchema, request.body);
+    const issued = await issueDataCredentials(credentials(request, params, body.nodeRank), { store: deps.store, dataAccess: deps.dataAccess });
+    // Credentials: no cache between the node and the API may keep a copy.
+    return json(200, issued, { 'cache-control': 'no-store' });
   },
   async sourcesLocation(_request, _params, deps) {
     if (deps.sources === undefined) return json(404, { error: 'this relaunch keeps no uploads in S3: a local runtime takes them into its data folder' });

@@ -2,6 +2,7 @@
 // (`relaunch serve`) can both adapt to it.
 
 import type { InputIssue } from '../errors.ts';
+import type { DataAccess } from '../ports.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import type { JobEnded, UseCaseDeps } from '../usecases/deps.ts';
 
@@ -52,6 +53,12 @@ export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock
    * local runtime's are in its data folder), and the route answers 404.
    */
   readonly sources?: SourcesLocation;
+  /**
+   * Gives EC2 nodes the credentials for their job's S3 data (`POST .../data-credentials`).
+   * Absent: this API's nodes reach their data without (the local runtime's folders), and
+   * the route answers 404.
+   */
+  readonly dataAccess?: DataAccess;
   /**
    * Called with an error no route expected, before a generic 500 is answered (the
    * response never carries it). A Lambda logs it here.

@@ -6,6 +6,7 @@ export { launchAttempt } from './launch-attempt.ts';
 export { awaitAttempt, CANCELLED_BY_USER } from './await-attempt.ts';
 export { reportPhase, type ReportPhaseInput, type ReportPhaseResult } from './report-phase.ts';
 export { heartbeat, type HeartbeatInput } from './heartbeat.ts';
+export { issueDataCredentials } from './data-credentials.ts';
 export type { AgentCredentials } from './agent.ts';
 export { onInstanceEvent, type InstanceEvent, type InstanceEventResult } from './instance-event.ts';
 export { evaluatePolicy } from './evaluate-policy.ts';

@@ -20,6 +20,8 @@ export const EnvVar = {
   jobSecretsPath: 'JOB_SECRETS_PATH',
   /** JSON of the stack's data bucket and the buckets instances may use (DataConfig), for the API's checks. */
   dataConfig: 'DATA_CONFIG',
+  /** The role whose sessions, narrowed per job, reach jobs' S3 data (the API gives them to nodes). */
+  dataAccessRoleArn: 'DATA_ACCESS_ROLE_ARN',
   /** JSON list of the TCP port ranges job instances open, `[{ from, to }]`; unset: none. */
   openPorts: 'OPEN_PORTS',
   /** JSON of the launch pace's bucket, `{ burst, perSecond }`; unset: EC2's default bucket. */
@@ -48,7 +50,7 @@ const nonEmpty = z.string().check(z.minLength(1));
 const PortRangesSchema = z.array(z.strictObject({ from: positiveInt, to: positiveInt }));
 
 /** DATA_CONFIG's shape (and COMPUTE_CONFIG's `data`). */
-const DataConfigSchema = z.strictObject({ bucket: nonEmpty, allowedBuckets: z.array(nonEmpty) }) satisfies z.ZodMiniType<DataConfig>;
+const DataConfigSchema = z.strictObject({ bucket: nonEmpty, allowedBuckets: z.array(nonEmpty), partition: z.optional(nonEmpty) }) satisfies z.ZodMiniType<DataConfig>;
 
 /** Reads DATA_CONFIG, as parseComputeConfig reads its variable; unset is undefined (a stack without it). */
 export function parseDataConfig(env: NodeJS.ProcessEnv = process.env): DataConfig | undefined {

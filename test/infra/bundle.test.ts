@@ -64,6 +64,7 @@ describe('bundle', () => {
       ...(needs.notifies === true ? ['@aws-sdk/client-sns'] : []),
       ...(needs.deadLetters === true ? ['@aws-sdk/client-sqs'] : []),
       ...(needs.deletesMounts === true ? ['@aws-sdk/client-s3'] : []),
+      ...(needs.givesDataCredentials === true ? ['@aws-sdk/client-sts'] : []),
     ].sort();
 
   it.each(LAMBDA_NAMES)('puts in %s only the SDK clients it uses', async (name) => {

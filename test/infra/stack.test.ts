@@ -22,7 +22,7 @@ import {
 import { JobInstances } from '../../infra/constructs/job-instances.ts';
 import { Relaunch } from '../../infra/relaunch.ts';
 import { RelaunchStack } from '../../infra/relaunch-stack.ts';
-import { LAMBDA_NAMES, LAMBDA_NEEDS, TASK_LAMBDAS, type JobSecretsCall, type LambdaName } from '../../infra/lambda-catalog.ts';
+import { LAMBDA_NAMES, LAMBDA_NEEDS, TASK_LAMBDAS, type JobSecretsCall, LambdaName } from '../../infra/lambda-catalog.ts';
 import { JOB_SECRETS_ACTIONS } from '../../infra/permissions.ts';
 import { flat } from '../fixtures/cfn.ts';
 
@@ -532,7 +532,7 @@ describe('JobApi', () => {
 
   it('gives each agent route a throttle of its own, so users polling cannot use up the heartbeats\' share', () => {
     const agentRoutes = ROUTES.filter((route) => route.auth === 'agent-secret');
-    expect(agentRoutes.map((route) => route.name).sort()).toEqual(['heartbeat', 'reportPhase']);
+    expect(agentRoutes.map((route) => route.name).sort()).toEqual(['dataCredentials', 'heartbeat', 'reportPhase']);
     const stage = Object.values(template.findResources('AWS::ApiGateway::Stage'))[0] as Resource;
     const settings = stage.Properties.MethodSettings as Record<string, unknown>[];
     for (const route of agentRoutes) {
@@ -604,7 +604,7 @@ describe('JobApi', () => {
 });
 
 describe('JobInstances', () => {
-  it("gives the instance role Session Manager's shell, its own secret, ECR pulls and the data bucket's two prefixes, nothing else: no managed policy, no other parameter, no other bucket", () => {
+  it("gives the instance role Session Manager's shell, its own secret and ECR pulls, nothing else: no managed policy, no other parameter, no S3 at all", () => {
     const role = Object.entries(resources).find(([id]) => id.startsWith('RelaunchInstancesRole'))?.[1] as Resource;
     expect(role.Properties.ManagedPolicyArns ?? []).toEqual([]);
     expect(role.Properties.Policies).toBeUndefined();
@@ -612,7 +612,6 @@ describe('JobInstances', () => {
       (r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes('RelaunchInstancesRole'),
     );
     const statements = attached.flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
-    const dataBucket = Object.keys(resources).find((id) => id.startsWith('RelaunchDataBucket') && resources[id]?.Type === 'AWS::S3::Bucket') as string;
     expect(statements).toEqual([
       {
         Sid: 'SessionManagerShell',
@@ -641,6 +640,33 @@ describe('JobInstances', () => {
         // The instance whose credentials sign the request must be the one the parameter's tag names.
         Condition: { StringEquals: { 'ssm:resourceTag/relaunch:instance-arn': '${ec2:SourceInstanceARN}' } },
       },
+    ]);
+  });
+});
+
+describe("JobData's access role", () => {
+  /** The statements of the policies attached to the role whose logical id starts with `prefix`. */
+  const roleStatements = (all: Record<string, Resource>, prefix: string): Statement[] =>
+    Object.values(all)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes(prefix))
+      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+
+  it("is assumable by the API function's role alone, for an hour, and holds the data bucket's two prefixes as its ceiling", () => {
+    const [id, role] = Object.entries(resources).find(([key]) => key.startsWith('RelaunchDataAccessRole') && resources[key]?.Type === 'AWS::IAM::Role') as [string, Resource];
+    const apiRole = Object.keys(resources).find((key) => key.startsWith(`RelaunchFunctions${LambdaName.api.replaceAll('-', '')}ServiceRole`) && resources[key]?.Type === 'AWS::IAM::Role') as string;
+    expect(role.Properties.MaxSessionDuration).toBe(3600);
+    expect(role.Properties.AssumeRolePolicyDocument).toEqual({
+      Version: '2012-10-17',
+      Statement: [{ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { AWS: { 'Fn::GetAtt': [apiRole, 'Arn'] } } }],
+    });
+    // The API's role may assume it, and no other function's.
+    const assuming = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.PolicyDocument).includes('sts:AssumeRole'));
+    expect(assuming.map((p) => flat(p.Properties.Roles))).toEqual([expect.stringContaining(apiRole)]);
+    expect(JSON.stringify(assuming[0]?.Properties.PolicyDocument)).toContain(JSON.stringify({ Action: 'sts:AssumeRole', Effect: 'Allow', Resource: { 'Fn::GetAtt': [id, 'Arn'] } }));
+    const api = resources[functionId(LambdaName.api)] as Resource;
+    expect((api.Properties.Environment as { Variables: Record<string, unknown> }).Variables.DATA_ACCESS_ROLE_ARN).toEqual({ 'Fn::GetAtt': [id, 'Arn'] });
+    const dataBucket = Object.keys(resources).find((key) => key.startsWith('RelaunchDataBucket') && resources[key]?.Type === 'AWS::S3::Bucket') as string;
+    expect(roleStatements(resources, 'RelaunchDataAccessRole')).toEqual([
       { Sid: 'FetchSources', Effect: 'Allow', Action: 's3:GetObject', Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [dataBucket, 'Arn'] }, '/sources/*']] } },
       { Sid: 'ListOwnMounts', Effect: 'Allow', Action: 's3:ListBucket', Resource: { 'Fn::GetAtt': [dataBucket, 'Arn'] }, Condition: { StringLike: { 's3:prefix': 'mounts/*' } } },
       {
@@ -652,11 +678,9 @@ describe('JobInstances', () => {
     ]);
   });
 
-  it('lets instances use the buckets a deployer allows, by name or name prefix, and tells the API which they are', () => {
+  it('adds the buckets a deployer allows, by name or name prefix, and tells the API which they are', () => {
     const withBuckets = synth({ dataBuckets: ['team-data', 'ckpt-*'] }).toJSON() as { Resources: Record<string, Resource> };
-    const statements = Object.values(withBuckets.Resources)
-      .filter((r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes('RelaunchInstancesRole'))
-      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    const statements = roleStatements(withBuckets.Resources, 'RelaunchDataAccessRole');
     const arn = (name: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:s3:::${name}`]] });
     expect(statements).toContainEqual({ Sid: 'ListAllowedBuckets', Effect: 'Allow', Action: ['s3:ListBucket', 's3:GetBucketLocation'], Resource: [arn('team-data'), arn('ckpt-*')] });
     expect(statements).toContainEqual({
@@ -671,6 +695,7 @@ describe('JobInstances', () => {
     const api = Object.values(withBuckets.Resources).find((r) => r.Type === 'AWS::Lambda::Function' && JSON.stringify(r.Properties.Environment ?? {}).includes('DATA_CONFIG')) as Resource;
     const env = (api.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
     expect(JSON.stringify(env.DATA_CONFIG)).toContain('\\"allowedBuckets\\":[\\"team-data\\",\\"ckpt-*\\"]');
+    expect(JSON.stringify(env.DATA_CONFIG)).toContain('\\"partition\\":\\"');
   });
 
   it("lets only delete-transient-mounts delete mounts: its job folders of the stack's bucket, and the allowed buckets after reading their tags", () => {

@@ -373,6 +373,17 @@ describe('Ec2Compute.launch: what it sends', () => {
     expect(agentEnvironment(script)).toContain("export SKYPILOT_NUM_GPUS_PER_NODE='8'");
   });
 
+  it("has a node with S3 data ask the API for its job's data credentials, and one without S3 ask nothing", async () => {
+    const data = { bucket: 'relaunch-data-1', allowedBuckets: ['team-data'] };
+    const withS3 = parseTaskFile('file_mounts:\n  /ckpt: {source: s3://team-data/ckpt, mode: MOUNT}\nrun: x\n').spec;
+    await compute({ data }).launch(request(withS3));
+    await compute({ data }).launch(request(spec(), { attempt: 3 }));
+
+    const [first, second] = fleetInputs('us-east-1');
+    expect(userDataScript(templateData(first))).toContain("DATA_CREDENTIALS_URL='https://api.example.com/prod/jobs/job-1/attempts/2/data-credentials'");
+    expect(userDataScript(templateData(second))).toContain("DATA_CREDENTIALS_URL=''");
+  });
+
   it("puts each node's secret as a SecureString only that instance may read, once the instances exist", async () => {
     await compute().launch(request(spec(), { spec: { ...spec(), numNodes: 2 } }));
 

@@ -29,6 +29,15 @@ describe('ec2TaskProblems', () => {
     ]);
   });
 
+  it("refuses S3 data whose nodes' access would not fit in one IAM session policy, naming both sizes", () => {
+    // Each upload is one resource of about 100 characters: 16 of them fit, 25 do not.
+    const uploads = (count: number) => Array.from({ length: count }, (_, n) => `  /in/${n}: upload:file:sha256:${n.toString(16).padStart(64, '0')}`).join('\n');
+    expect(ec2TaskProblems(spec(`file_mounts:\n${uploads(16)}\nrun: x\n`), DATA)).toEqual([]);
+    expect(ec2TaskProblems(spec(`file_mounts:\n${uploads(25)}\nrun: x\n`), DATA)).toEqual([
+      { path: 'file_mounts', message: expect.stringMatching(/^expected S3 data whose access fits one IAM session policy \(at most 2048 characters\), got \d{4}: put local files in one folder/) },
+    ]);
+  });
+
   it('refuses mounts on a stack without a data bucket, saying to redeploy', () => {
     expect(ec2TaskProblems(spec('file_mounts:\n  /c: {mode: MOUNT}\nrun: x\n'))).toEqual([{ path: 'file_mounts', message: expect.stringContaining('redeploy relaunch') }]);
   });

@@ -188,6 +188,7 @@ function agentSummary(userData: string | undefined): Record<string, string> {
     NUM_NODES: setting('NUM_NODES'),
     CONTAINER_IMAGE: setting('CONTAINER_IMAGE'),
     CONTAINER_GPUS: setting('CONTAINER_GPUS'),
+    DATA_CREDENTIALS_URL: setting('DATA_CREDENTIALS_URL'),
     SKYPILOT_NUM_GPUS_PER_NODE: /SKYPILOT_NUM_GPUS_PER_NODE='(\d+)'/.exec(environment)?.[1] ?? '',
   };
 }

@@ -2,7 +2,8 @@
 // buckets a deployment lets tasks use.
 
 import { describe, expect, it } from 'vitest';
-import { bucketAllowed, s3AgentMounts } from '../../../lib/adapters/s3-data.ts';
+import { bucketAllowed, jobDataPolicy, s3AgentMounts, s3MountPlaces } from '../../../lib/adapters/s3-data.ts';
+import { agentMounts } from '../../../lib/agent/mounts.ts';
 import { mountLines } from '../../../lib/agent/mounts.ts';
 import { renderAgentScript } from '../../../lib/agent/script.ts';
 import { PrecheckError } from '../../../lib/errors.ts';
@@ -48,6 +49,60 @@ describe('s3AgentMounts', () => {
   it('refuses a local path no upload replaced: the launch fails its prechecks', () => {
     expect(() => s3AgentMounts(spec('workdir: ./src\nrun: x\n'), 'j-1', DATA)).toThrow(PrecheckError);
     expect(() => s3AgentMounts(spec('file_mounts:\n  /a: ./a\nrun: x\n'), 'j-1', DATA)).toThrow(/was never uploaded/);
+  });
+});
+
+describe('jobDataPolicy', () => {
+  const policyOf = (yaml: string, data: Parameters<typeof jobDataPolicy>[1] = DATA) => jobDataPolicy(agentMounts(spec(yaml), 'j-42', s3MountPlaces(data)), data);
+
+  it("reads the job's uploads and copies, reads and writes what it mounts, and lists only under those: never another job's folder", () => {
+    const policy = policyOf(
+      [
+        `workdir: upload:dir:sha256:${SHA}`,
+        'file_mounts:',
+        '  /raw: s3://team-data/raw',
+        '  /imagenet: {source: s3://team-data/imagenet/}',
+        '  /checkpoint: {name: ckpt-bert, mode: MOUNT}',
+        '  /scratch: {mode: MOUNT_CACHED}',
+        '  /labels: {source: s3://team-data/labels/train.csv, mode: COPY}',
+        'run: x',
+      ].join('\n'),
+    );
+    expect(policy).toEqual({
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Effect: 'Allow',
+          Action: 's3:GetObject',
+          Resource: [`arn:aws:s3:::relaunch-data-7/sources/${SHA}.tar.gz`, 'arn:aws:s3:::team-data/raw*', 'arn:aws:s3:::team-data/labels/train.csv*'],
+        },
+        {
+          Effect: 'Allow',
+          Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+          Resource: ['arn:aws:s3:::team-data/imagenet/*', 'arn:aws:s3:::ckpt-bert/*', 'arn:aws:s3:::relaunch-data-7/mounts/j-42/root/scratch/*'],
+        },
+        { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws:s3:::team-data', Condition: { StringLike: { 's3:prefix': ['raw*', 'imagenet/*', 'labels/train.csv*'] } } },
+        { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws:s3:::ckpt-bert' },
+        { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws:s3:::relaunch-data-7', Condition: { StringLike: { 's3:prefix': ['mounts/j-42/root/scratch/*'] } } },
+      ],
+    });
+  });
+
+  it("takes IAM's wildcards in a key literally, and names the stack's partition", () => {
+    const policy = policyOf('file_mounts:\n  /a: {source: s3://team-data/run*?$x/, mode: MOUNT}\n  /b: {source: s3://team-data/q?, mode: COPY}\nrun: x\n', { ...DATA, partition: 'aws-cn' });
+    expect(policy?.Statement).toEqual([
+      { Effect: 'Allow', Action: 's3:GetObject', Resource: ['arn:aws-cn:s3:::team-data/q${?}*'] },
+      { Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'], Resource: ['arn:aws-cn:s3:::team-data/run${*}${?}${$}x/*'] },
+      { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws-cn:s3:::team-data', Condition: { StringLike: { 's3:prefix': ['run${*}${?}${$}x/*', 'q${?}*'] } } },
+    ]);
+  });
+
+  it('lists a whole bucket once one step takes all of it, and is null for a task that touches no S3', () => {
+    const policy = policyOf('file_mounts:\n  /a: s3://team-data/x\n  /b: {source: s3://team-data, mode: COPY}\nrun: x\n');
+    expect(policy?.Statement.filter((statement) => statement.Action === 's3:ListBucket')).toEqual([{ Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws:s3:::team-data' }]);
+    expect(policyOf('run: x\n')).toBeNull();
+    expect(s3AgentMounts(spec('run: x\n'), 'j-1', DATA).dataCredentials).toBe(false);
+    expect(s3AgentMounts(spec(`workdir: upload:dir:sha256:${SHA}\nrun: x\n`), 'j-1', DATA).dataCredentials).toBe(true);
   });
 });
 

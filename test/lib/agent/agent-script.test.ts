@@ -3,7 +3,7 @@
 // the agent's SigV4 signature and that the parameter is tagged for this instance).
 
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -50,6 +50,12 @@ class FakeApi {
   heartbeatStatusAfter = 204;
   /** How long a heartbeat's answer takes (ms). */
   heartbeatDelayMs = 0;
+  /** Statuses for the next data-credentials POSTs, in order (0: drop the connection); 200 once used up. */
+  dataCredentialStatuses: number[] = [];
+  /** Data-credentials POSTs answered 200 so far: the Nth gets AccessKeyId `AKIADATA<N>`, and file `data-issued-<N>` appears in `markerDir`. */
+  dataCredentialsIssued = 0;
+  /** Where the data-credentials markers go (the test's folder). */
+  markerDir = '';
   /**
    * IMDS metadata paths (after `/latest/meta-data/`) and their values, besides the
    * instance id and role credentials every instance has; absent is 404.
@@ -97,6 +103,7 @@ class FakeApi {
       authorization: request.headers.authorization,
       body: Buffer.concat(chunks).toString('utf8'),
     });
+    if (path.endsWith('/data-credentials')) return this.dataCredentials(request, response);
     const status = path.endsWith('/report')
       ? (this.reportStatuses.shift() ?? this.reportStatusAfter)
       : (this.heartbeatStatuses.shift() ?? this.heartbeatStatusAfter);
@@ -106,6 +113,27 @@ class FakeApi {
     }
     if (path.endsWith('/heartbeat') && this.heartbeatDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.heartbeatDelayMs));
     response.writeHead(status, { 'content-type': 'application/json' }).end(status === 204 ? undefined : '{}');
+  }
+
+  get dataCredentialRequests(): Received[] {
+    return this.requests.filter((r) => r.path.endsWith('/data-credentials'));
+  }
+
+  private dataCredentials(request: IncomingMessage, response: ServerResponse): void {
+    const status = this.dataCredentialStatuses.shift() ?? 200;
+    if (status === 0) {
+      request.socket.destroy();
+      return;
+    }
+    if (status !== 200) {
+      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `refused with ${status}` }));
+      return;
+    }
+    this.dataCredentialsIssued += 1;
+    const n = this.dataCredentialsIssued;
+    const body = { Version: 1, AccessKeyId: `AKIADATA${n}`, SecretAccessKey: `data-secret-${n}`, SessionToken: `data-token-${n}`, Expiration: new Date(Date.now() + 3_600_000).toISOString() };
+    response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+    if (this.markerDir !== '') writeFileSync(join(this.markerDir, `data-issued-${n}`), '');
   }
 
   /** IMDSv2: a PUT for a token, then GETs that carry it. */
@@ -168,6 +196,7 @@ let apiUrl: string;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'relaunch-agent-'));
   api = new FakeApi();
+  api.markerDir = dir;
   apiUrl = await api.start();
   api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), SECRET, INSTANCE_ARN);
 });
@@ -798,14 +827,31 @@ describe('the agent preparing the workdir and file mounts', () => {
     return packed.sha256;
   }
 
-  /** Stand-ins for the AWS CLI and mountpoint-s3: each records its arguments; `aws s3 cp` serves a folder standing in for S3. */
+  /**
+   * Bash that records, in \$DUMP_DIR/<$1>, the profile a call runs with and the AccessKeyId
+   * its config's credential_process prints: what the real CLI and mountpoint-s3 would sign with.
+   */
+  const RECORD_CREDENTIALS = [
+    'if [ -n "$AWS_CONFIG_FILE" ]; then',
+    '  process=$(sed -n "/^\\[profile $AWS_PROFILE\\]/,/^\\[/s/^credential_process = //p" "$AWS_CONFIG_FILE")',
+    '  key=$(bash -c "$process" | python3 -c \'import json, sys; print(json.load(sys.stdin)["AccessKeyId"])\')',
+    '  printf \'%s %s\\n\' "$AWS_PROFILE" "$key" >> "$DUMP_DIR/$1"',
+    'fi',
+  ].join('\n');
+
+  /**
+   * Stand-ins for the AWS CLI and mountpoint-s3: each records its arguments and the
+   * credentials it would use (RECORD_CREDENTIALS); `aws s3 cp` serves a folder standing in for S3.
+   */
   function awsStandIns(s3: string): string {
     const bin = join(dir, 'aws-bin');
     mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'record-credentials'), `#!/bin/bash\n${RECORD_CREDENTIALS}\n`, { mode: 0o755 });
     writeFileSync(
       join(bin, 'aws'),
       `#!/bin/bash
 printf '%s\\n' "$*" >> "$DUMP_DIR/aws.log"
+record-credentials aws-credentials.log
 if [ "$1" = s3api ] && [ "$2" = head-object ]; then [ -f "${s3}/$4/$6" ]; exit; fi
 [ "$1" = s3 ] || exit 2
 from=$(printf '%s' "$4" | sed 's|^s3://||'); to=$5
@@ -822,6 +868,7 @@ esac
       join(bin, 'mount-s3'),
       `#!/bin/bash
 printf '%s\\n' "$*" >> "$DUMP_DIR/mount-s3.log"
+record-credentials mount-s3-credentials.log
 mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
 `,
       { mode: 0o755 },
@@ -927,6 +974,93 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     for (const path of ['sky_workdir', 'imagenet', 'ckpt', 'cache']) expect(run).toContain(`-v ${join(dir, path)}:${join(dir, path)}`);
     // Set, and empty: `"$RELAUNCH_MOUNT_ROOT/checkpoint"` is /checkpoint here, even under set -u.
     expect(jobEnv().RELAUNCH_MOUNT_ROOT).toBe('');
+  });
+
+  /** One upload, one copied prefix and one mounted bucket, all in the stand-in S3 under `dir/s3`, and the stand-ins' PATH. */
+  async function s3Task(): Promise<{ sha: string; path: string; mounts: AgentMount[] }> {
+    const s3 = join(dir, 's3');
+    const sha = await stored(join(s3, 'stack-bucket', 'sources'), { 'train.py': 'print(1)\n' });
+    mkdirSync(join(s3, 'datasets', 'imagenet'), { recursive: true });
+    writeFileSync(join(s3, 'datasets', 'imagenet', 'img0.jpg'), 'jpeg');
+    return {
+      sha,
+      path: [awsStandIns(s3), FAST_PATH].join(delimiter),
+      mounts: [
+        { kind: 'upload', entry: 'dir', sha256: sha, dest: '~/sky_workdir' },
+        { kind: 's3-copy', bucket: 'datasets', key: 'imagenet', dest: '~/imagenet' },
+        { kind: 's3-mount', bucket: 'team-ckpts', prefix: 'run-7', cached: false, dest: '~/ckpt' },
+      ],
+    };
+  }
+
+  it("on EC2: runs every S3 step with the job's data credentials, asked of the API with the callback secret, and asks again while the job runs", async () => {
+    const { sha, path, mounts } = await s3Task();
+    // The job runs until the agent has asked a second time (the refresh), however busy the machine.
+    const waitForRefresh = `for i in $(seq 300); do [ -e "$DUMP_DIR/data-issued-2" ] && break; sleep 0.05; done; ${DUMP_ENV}`;
+
+    const result = await runAgent(
+      { spec: spec({ workdir: uploadReference('dir', sha), run: waitForRefresh }), nodeRank: 0, sourcesUrl: 's3://stack-bucket/sources', mounts, dataCredentials: true, dataCredentialsRefreshSeconds: 1 },
+      path,
+    );
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    const asks = api.dataCredentialRequests;
+    expect(asks.length).toBeGreaterThanOrEqual(2);
+    for (const ask of asks) {
+      expect(ask).toMatchObject({ method: 'POST', path: `/jobs/${JOB_ID}/attempts/3/data-credentials`, authorization: `Bearer ${SECRET}` });
+      expect(HeartbeatBodySchema.parse(JSON.parse(ask.body))).toEqual({ nodeRank: 0 });
+    }
+    // Each aws call and the mount signed with the first credentials, through the profile.
+    expect(called('aws.log')).toHaveLength(3);
+    expect(called('aws-credentials.log')).toEqual(['relaunch-data AKIADATA1', 'relaunch-data AKIADATA1', 'relaunch-data AKIADATA1']);
+    expect(called('mount-s3-credentials.log')).toEqual(['relaunch-data AKIADATA1']);
+    // The refresh replaced them where the profile reads them; only the agent's user may read the folder.
+    const folder = join(dir, 'agent', 'aws');
+    expect(JSON.parse(readFileSync(join(folder, 'credentials.json'), 'utf8')).AccessKeyId).toMatch(/^AKIADATA[2-9]$/);
+    expect(statSync(folder).mode & 0o777).toBe(0o700);
+    for (const name of readdirSync(folder)) expect(readFileSync(join(folder, name), 'utf8')).not.toContain(SECRET);
+    // The job's own AWS calls are its own business: no profile is set for it.
+    expect(jobEnv()).not.toHaveProperty('AWS_PROFILE');
+    expect(jobEnv()).not.toHaveProperty('AWS_CONFIG_FILE');
+  });
+
+  it('retries an ask for data credentials that is throttled, fails or goes unanswered, then goes on', async () => {
+    const { sha, path, mounts } = await s3Task();
+    api.dataCredentialStatuses = [429, 503, 0];
+
+    const result = await runAgent({ spec: spec({ workdir: uploadReference('dir', sha) }), nodeRank: 0, sourcesUrl: 's3://stack-bucket/sources', mounts, dataCredentials: true }, path);
+
+    expect(result.exitCode).toBe(0);
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    expect(api.dataCredentialRequests).toHaveLength(4);
+    expect(called('aws-credentials.log')).toEqual(['relaunch-data AKIADATA1', 'relaunch-data AKIADATA1', 'relaunch-data AKIADATA1']);
+  });
+
+  it.each([403, 409])('fails setup when the API refuses the data credentials (%i), saying so, before any S3 step; run never runs', async (status) => {
+    const { sha, path, mounts } = await s3Task();
+    api.dataCredentialStatuses = [status];
+
+    const result = await runAgent({ spec: spec({ workdir: uploadReference('dir', sha), run: 'touch "$DUMP_DIR/run-started"' }), nodeRank: 0, sourcesUrl: 's3://stack-bucket/sources', mounts, dataCredentials: true }, path);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining(`relaunch: the API refused this node's data credentials (HTTP ${status}): refused with ${status}`) },
+    ]);
+    expect(api.dataCredentialRequests).toHaveLength(1);
+    expect(called('aws.log')).toEqual([]);
+    expect(called('mount-s3.log')).toEqual([]);
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+
+  it('asks for no data credentials where the S3 steps use the machine\'s own (the local runtime), nor for a task without S3', async () => {
+    const { sha, path, mounts } = await s3Task();
+    const result = await runAgent({ spec: spec({ workdir: uploadReference('dir', sha) }), nodeRank: 0, sourcesUrl: 's3://stack-bucket/sources', mounts }, path);
+
+    expect(result.exitCode).toBe(0);
+    expect(api.dataCredentialRequests).toEqual([]);
+    expect(called('aws.log')).toHaveLength(3);
+    expect(called('aws-credentials.log')).toEqual([]);
   });
 
   it('copies an S3 object as a file and a bucket with mode COPY as files; fails setup on a prefix with nothing under it', async () => {

@@ -164,6 +164,60 @@ describe('agent callbacks', () => {
   });
 });
 
+describe('POST /jobs/{id}/attempts/{n}/data-credentials', () => {
+  const ISSUED = { Version: 1, AccessKeyId: 'ASIADATA', SecretAccessKey: 's', SessionToken: 't', Expiration: '2026-12-03T15:00:00.000Z' } as const;
+
+  /** A DataAccess that records whom it gave credentials to. */
+  function recordingAccess(): NonNullable<ApiDeps['dataAccess']> & { readonly given: [string, number][] } {
+    const given: [string, number][] = [];
+    return {
+      given,
+      credentialsFor: async (job, attempt) => {
+        given.push([job.jobId, attempt]);
+        return ISSUED;
+      },
+    };
+  }
+
+  const ask = async (h: Harness, access: ApiDeps['dataAccess'], req: ApiRequest) => {
+    const response = await handleApiRequest(req, { ...h.deps, dataAccess: access });
+    return { ...response, json: JSON.parse(response.body) as Record<string, unknown> };
+  };
+
+  it("answers the live attempt's agent with its job's credentials, never to be cached", async () => {
+    const h = harness();
+    const secret = await running(h);
+    const access = recordingAccess();
+    const res = await ask(h, access, agent(secret, { nodeRank: 0 }, 1, 'data-credentials'));
+    expect(res).toMatchObject({ statusCode: 200, json: ISSUED });
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(access.given).toEqual([[JOB_ID, 1]]);
+  });
+
+  it('gives nothing to a wrong or missing secret (401), a stale or ended attempt (409), or a bad body (400)', async () => {
+    const h = harness();
+    const secret = await running(h);
+    const access = recordingAccess();
+    const wrong = await ask(h, access, agent('not-the-secret', { nodeRank: 0 }, 1, 'data-credentials'));
+    const missing = await ask(h, access, { ...agent(secret, { nodeRank: 0 }, 1, 'data-credentials'), headers: { 'content-type': 'application/json' } });
+    const badBody = await ask(h, access, agent(secret, { nodeRank: 5 }, 1, 'data-credentials'));
+    const notJson = await ask(h, access, { ...agent(secret, {}, 1, 'data-credentials'), body: 'nodeRank=0' });
+    expect([wrong.statusCode, missing.statusCode, badBody.statusCode, notJson.statusCode]).toEqual([401, 401, 400, 400]);
+    expect(badBody.json.issues).toEqual([{ path: 'nodeRank', message: 'expected 0 (the job has 1 node), got 5' }]);
+    await call(h, agent(secret, { nodeRank: 0, phase: 'setup', exitCode: 3, outputTail: '' }));
+    const ended = await ask(h, access, agent(secret, { nodeRank: 0 }, 1, 'data-credentials'));
+    expect(ended.statusCode).toBe(409);
+    expect(access.given).toEqual([]);
+  });
+
+  it('answers 404 with why where the API gives no data credentials (the local runtime)', async () => {
+    const h = harness();
+    const secret = await running(h);
+    const res = await ask(h, undefined, agent(secret, { nodeRank: 0 }, 1, 'data-credentials'));
+    expect(res).toMatchObject({ statusCode: 404, json: { error: expect.stringContaining('gives no data credentials') } });
+  });
+});
+
 describe('routing and unexpected errors', () => {
   it.each([
     ['GET', '/nothing', 404],
