@@ -119,7 +119,7 @@ export async function ensureBuckets(job: ParsedJob, s3: S3Client, location: Sour
       const field = mountField(mount.path, 'name');
       const at = job.pipeline === null ? field : taskPath(index, field);
       if (!bucketAllowed(bucket, data)) {
-        throw new InvalidInputError([{ path: at, message: notAllowedBucket(bucket) }]);
+        throw new InvalidInputError([{ path: at, message: notAllowedBucket(bucket, data) }]);
       }
       try {
         await s3.send(new HeadBucketCommand({ Bucket: bucket }));

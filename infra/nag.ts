@@ -21,8 +21,8 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
     "The agents' secrets, one per instance and named after it: the launcher writes them, releases delete them, and an instance reads only the one tagged with its own ARN.",
   ],
   [/:parameter\/[\w-]+\/job-secrets\/\*$/, "Jobs' secrets, one parameter per job named after it: written at submit, read at launch, deleted when the job ends."],
-  [/DataBucket\w*\.Arn>\/(sources|mounts)\/\*$/, "The stack's bucket: job instances fetch uploaded sources (read) and use nameless mounts (read and write), each under its prefix."],
-  [/^arn:<AWS::Partition>:s3:::[a-z0-9.-]+\*?(\/\*)?$/, 'The buckets a deployer allowed tasks to mount (relaunch:dataBuckets): their objects, or every bucket of a name prefix they gave.'],
+  [/DataBucket\w*\.Arn>\/(sources|mounts)\/\*$/, "The stack's bucket, as the data access role's ceiling: nodes fetch uploaded sources (read) and use nameless mounts (read and write), each session narrowed to its own job's objects."],
+  [/^arn:<AWS::Partition>:s3:::[a-z0-9.-]+\*?(\/\*)?$/, "The buckets a deployer allowed tasks to mount (relaunch:dataBuckets), as the data access role's ceiling: their objects, or every bucket of a name prefix they gave; each session is narrowed to its own job's."],
   [/:execution:[\w-]+:\*$/, "The executions of relaunch's own state machine: read one's history and stop it on a cancel."],
   [/\.Arn>:\*$/, 'Each task function and its versions, which the state machine invokes.'],
 ];

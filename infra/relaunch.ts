@@ -117,13 +117,14 @@ export class Relaunch extends Construct {
       ...(props.launchPace === undefined ? {} : { launchPace: props.launchPace }),
     });
     // Nodes reach S3 only with the sessions the API gives them, each narrowed to its job's data.
-    const vendors = LAMBDA_NAMES.filter((name) => LAMBDA_NEEDS[name].givesDataCredentials === true).map((name) => this.functions.functions[name]);
-    const vendorRoles = vendors.map((fn) => {
-      if (fn.role === undefined) throw new Error(`function ${fn.node.id} has no role to give data credentials with`);
-      return fn.role;
-    });
-    this.dataAccessRole = this.data.createAccessRole(vendorRoles);
-    for (const fn of vendors) fn.addEnvironment(EnvVar.dataAccessRoleArn, this.dataAccessRole.roleArn);
+    const givers = LAMBDA_NAMES.filter((name) => LAMBDA_NEEDS[name].givesDataCredentials === true).map((name) => this.functions.functions[name]);
+    this.dataAccessRole = this.data.createAccessRole(
+      givers.map((fn) => {
+        if (fn.role === undefined) throw new Error(`function ${fn.node.id} has no role to give data credentials with`);
+        return fn.role;
+      }),
+    );
+    for (const fn of givers) fn.addEnvironment(EnvVar.dataAccessRoleArn, this.dataAccessRole.roleArn);
     // The API refuses at submit a task asking for ports the instances do not open.
     if (this.instances.openPorts.length > 0) {
       this.functions.functions[LambdaName.api].addEnvironment(EnvVar.openPorts, JSON.stringify(this.instances.openPorts));

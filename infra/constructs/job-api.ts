@@ -37,7 +37,7 @@ export interface JobApiProps {
    */
   readonly throttleBurstLimit?: number;
   /**
-   * Steady requests per second of each agent route (heartbeat, report), set per route so
+   * Steady requests per second of each agent route (heartbeat, report, data credentials), set per route so
    * that users cannot use them up. A node beats once a minute and reports twice per
    * attempt: the default serves thousands of nodes.
    * @default 100
@@ -214,7 +214,7 @@ export class JobApi extends Construct {
     );
     acknowledge(
       'AwsSolutions-APIG4',
-      'The agent routes (heartbeat, report) are authorized by the per-attempt callback secret in the Authorization header, ' +
+      'The agent routes (heartbeat, report, data credentials) are authorized by the per-attempt callback secret in the Authorization header, ' +
         'checked by the Lambda: an instance has no AWS identity the API could use.',
     );
     acknowledge(

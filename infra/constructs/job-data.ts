@@ -28,7 +28,7 @@ export interface JobDataProps {
   readonly sourceRetentionDays?: number;
 }
 
-/** The stack's data bucket and what the instance role (and the function that deletes mounts) may do with S3. */
+/** The stack's data bucket, the access role whose per-job sessions reach it, and what the function that deletes mounts may do. */
 export class JobData extends Construct {
   readonly bucket: s3.Bucket;
   readonly allowedBuckets: readonly string[];
@@ -60,17 +60,17 @@ export class JobData extends Construct {
   }
 
   /**
-   * The role whose sessions reach jobs' data: only `vendors` (the API function's role) may
+   * The role whose sessions reach jobs' data: only `assumers` (the API function's role) may
    * assume it, and they do so with a session policy per job, so IAM grants each node the
    * intersection. Sessions last at most an hour (role chaining's limit).
    */
-  createAccessRole(vendors: readonly iam.IRole[]): iam.Role {
+  createAccessRole(assumers: readonly iam.IRole[]): iam.Role {
     const role = new iam.Role(this, 'AccessRole', {
-      assumedBy: new iam.CompositePrincipal(...vendors.map((vendor) => new iam.ArnPrincipal(vendor.roleArn))),
+      assumedBy: new iam.CompositePrincipal(...assumers.map((assumer) => new iam.ArnPrincipal(assumer.roleArn))),
       description: "relaunch: jobs' S3 data, each node's session narrowed to its own job's",
       maxSessionDuration: Duration.hours(1),
     });
-    for (const vendor of vendors) role.grantAssumeRole(vendor);
+    for (const assumer of assumers) role.grantAssumeRole(assumer);
     this.grantJobData(role);
     return role;
   }

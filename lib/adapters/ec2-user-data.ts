@@ -7,7 +7,7 @@ import { agentSecretPath, ssmEndpoint } from '../agent/secret-parameter.ts';
 import { PrecheckError, type InputIssue } from '../errors.ts';
 import { mountProblems } from '../spec/mounts.ts';
 import type { TaskSpec } from '../spec/types.ts';
-import { jobDataPolicy, s3AgentMounts, s3MountProblems, SESSION_POLICY_MAX_CHARS, type DataConfig } from './s3-data.ts';
+import { jobDataPolicyOf, s3AgentMounts, s3MountProblems, SESSION_POLICY_MAX_CHARS, type DataConfig } from './s3-data.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
 /** EC2 user data is at most 16 KB before base64; the script goes gzipped (cloud-init inflates it). */
@@ -66,8 +66,7 @@ export function ec2TaskProblems(spec: TaskSpec, data?: DataConfig): InputIssue[]
  * characters): each upload, copied prefix and mount adds a resource to it.
  */
 function dataPolicyProblems(spec: TaskSpec, data: DataConfig): InputIssue[] {
-  const { mounts } = s3AgentMounts(spec, SAMPLE_JOB_ID, data);
-  const policy = jobDataPolicy(mounts ?? [], data);
+  const policy = jobDataPolicyOf(spec, SAMPLE_JOB_ID, data);
   const size = policy === null ? 0 : JSON.stringify(policy).length;
   if (size <= SESSION_POLICY_MAX_CHARS) return [];
   return [

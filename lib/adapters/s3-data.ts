@@ -4,7 +4,7 @@
 import { agentMounts, type AgentMount, type MountPlaces } from '../agent/mounts.ts';
 import type { AgentScriptParams } from '../agent/script.ts';
 import type { TaskSpec } from '../spec/types.ts';
-import type { InputIssue } from '../errors.ts';
+import { InvalidInputError, type InputIssue } from '../errors.ts';
 import { archiveName, mountKey, namedBuckets, type FileMount } from '../spec/mounts.ts';
 
 /** Prefix of uploaded sources in the stack's bucket: `sources/<sha256>.tar.gz`. */
@@ -17,7 +17,7 @@ export interface DataConfig {
   /** The stack's own bucket. */
   readonly bucket: string;
   /**
-   * Other buckets job instances may read and write (`relaunch:dataBuckets`): names, or
+   * Other buckets tasks may copy and mount (`relaunch:dataBuckets`): names, or
    * prefixes of names ending in `*`.
    */
   readonly allowedBuckets: readonly string[];
@@ -28,14 +28,21 @@ export interface DataConfig {
   readonly partition?: string;
 }
 
-/** Whether a bucket is one the instance role may use: the stack's own, or one allowed by name or pattern. */
+/**
+ * Whether a task may name a bucket: one the deployment allows by name or pattern, never
+ * the stack's own, which holds every job's uploads and nameless mounts (a task reaches its
+ * own folder of it with a mount that has no name).
+ */
 export function bucketAllowed(bucket: string, data: DataConfig): boolean {
-  if (bucket === data.bucket) return true;
+  if (bucket === data.bucket) return false;
   return data.allowedBuckets.some((allowed) => (allowed.endsWith('*') ? bucket.startsWith(allowed.slice(0, -1)) : bucket === allowed));
 }
 
-/** Why a bucket the stack does not let instances use is refused, and what the deployer does. */
-export function notAllowedBucket(bucket: string): string {
+/** Why a bucket a task may not name is refused, and what to do instead. */
+export function notAllowedBucket(bucket: string, data: DataConfig): string {
+  if (bucket === data.bucket) {
+    return `expected a bucket other than the stack's own (${bucket}), which holds every job's uploads and mounts: give the mount no name for a folder of it for this job`;
+  }
   return `expected a bucket job instances may use, got ${bucket}: add it to the context key relaunch:dataBuckets and redeploy (cdk deploy -c relaunch:dataBuckets=${bucket})`;
 }
 
@@ -62,7 +69,15 @@ export function sourcesUrl(data: DataConfig): string {
  */
 export function s3AgentMounts(spec: TaskSpec, jobId: string, data: DataConfig): Pick<AgentScriptParams, 'mounts' | 'sourcesUrl' | 'dataCredentials'> {
   const mounts = agentMounts(spec, jobId, s3MountPlaces(data));
-  return { mounts, sourcesUrl: sourcesUrl(data), dataCredentials: jobDataPolicy(mounts, data) !== null };
+  return { mounts, sourcesUrl: sourcesUrl(data), dataCredentials: mounts.some((step) => S3_STEPS.has(step.kind)) };
+}
+
+/** The steps that reach S3 (an upload, on EC2, is fetched from the stack's bucket). */
+const S3_STEPS: ReadonlySet<AgentMount['kind']> = new Set(['upload', 's3-copy', 's3-mount']);
+
+/** The session policy of job `jobId`'s nodes on EC2 (jobDataPolicy of its steps); null when its task touches no S3. */
+export function jobDataPolicyOf(spec: TaskSpec, jobId: string, data: DataConfig): IamPolicy | null {
+  return jobDataPolicy(agentMounts(spec, jobId, s3MountPlaces(data)), jobId, data);
 }
 
 /** IAM's limit on the plain text of a session policy (AssumeRole's `Policy`), in characters. */
@@ -92,9 +107,17 @@ const MOUNT_OBJECT_ACTIONS = ['s3:GetObject', 's3:PutObject', 's3:DeleteObject',
  * stack-wide ceiling (infra JobData), so no job reaches another's data through the stack's
  * grants. Null when the steps touch no S3.
  */
-export function jobDataPolicy(steps: readonly AgentMount[], data: DataConfig): IamPolicy | null {
+export function jobDataPolicy(steps: readonly AgentMount[], jobId: string, data: DataConfig): IamPolicy | null {
   // `pattern` is IAM's: a key in it goes through iamLiteral first.
   const arn = (bucket: string, pattern?: string) => `arn:${data.partition ?? 'aws'}:s3:::${bucket}${pattern === undefined ? '' : `/${pattern}`}`;
+  // A second guard behind submit's (bucketAllowed): in the stack's bucket a job copies or
+  // mounts nothing but its own folder.
+  const ownFolder = `${MOUNTS_PREFIX}/${jobId}/`;
+  const ownFolderOnly = (bucket: string, key: string) => {
+    if (bucket === data.bucket && !`${key}/`.startsWith(ownFolder)) {
+      throw new InvalidInputError([{ path: 'file_mounts', message: notAllowedBucket(bucket, data) }]);
+    }
+  };
   const reads = new Set<string>();
   const writes = new Set<string>();
   /** Per bucket, the s3:prefix patterns it may be listed under; null: all of it. */
@@ -110,12 +133,23 @@ export function jobDataPolicy(steps: readonly AgentMount[], data: DataConfig): I
       case 'upload':
         reads.add(arn(data.bucket, `${SOURCES_PREFIX}/${iamLiteral(archiveName(step.sha256))}`));
         break;
-      case 's3-copy':
-        // A key is an object or a prefix: aws s3 sync lists under it as written.
-        reads.add(arn(step.bucket, `${iamLiteral(step.key)}*`));
-        listable(step.bucket, step.key === '' ? null : `${iamLiteral(step.key)}*`);
+      case 's3-copy': {
+        ownFolderOnly(step.bucket, step.key);
+        // A key is an object (read by name) or a prefix (aws s3 sync lists under `key/`);
+        // `key*` would also take the siblings `key-old/` and `key2`.
+        const folder = step.key.replace(/\/+$/, '');
+        if (folder === '') {
+          reads.add(arn(step.bucket, '*'));
+          listable(step.bucket, null);
+          break;
+        }
+        if (!step.key.endsWith('/')) reads.add(arn(step.bucket, iamLiteral(step.key)));
+        reads.add(arn(step.bucket, `${iamLiteral(folder)}/*`));
+        listable(step.bucket, `${iamLiteral(folder)}/*`);
         break;
+      }
       case 's3-mount':
+        ownFolderOnly(step.bucket, step.prefix);
         writes.add(arn(step.bucket, step.prefix === '' ? '*' : `${iamLiteral(step.prefix)}/*`));
         listable(step.bucket, step.prefix === '' ? null : `${iamLiteral(step.prefix)}/*`);
         break;
@@ -146,7 +180,7 @@ function iamLiteral(key: string): string {
 
 /**
  * Mounts an EC2 deployment cannot give: any, when the stack has no data bucket; a bucket
- * the instance role may not use (the deployer adds it to `relaunch:dataBuckets`).
+ * outside `relaunch:dataBuckets` (the deployer adds it), or the stack's own.
  */
 export function s3MountProblems(spec: { readonly workdir: string | null; readonly fileMounts?: readonly FileMount[] }, data: DataConfig | undefined): InputIssue[] {
   const hasData = spec.workdir !== null || (spec.fileMounts ?? []).length > 0;
@@ -158,6 +192,6 @@ export function s3MountProblems(spec: { readonly workdir: string | null; readonl
     .filter(({ bucket }) => !bucketAllowed(bucket, data))
     .map(({ field, bucket }) => ({
       path: field,
-      message: notAllowedBucket(bucket),
+      message: notAllowedBucket(bucket, data),
     }));
 }

@@ -8,7 +8,7 @@ import { InvalidInputError, UnexpectedCloudResponseError } from '../errors.ts';
 import type { JobRecord } from '../model.ts';
 import type { DataAccess } from '../ports.ts';
 import { awsErrorCode, sendAws } from './aws-errors.ts';
-import { jobDataPolicy, s3AgentMounts, type DataConfig } from './s3-data.ts';
+import { jobDataPolicyOf, type DataConfig } from './s3-data.ts';
 
 /**
  * How long a session lasts, in seconds: an hour, the most a role may give a session it
@@ -22,8 +22,7 @@ export class StsDataAccess implements DataAccess {
   constructor(private readonly deps: { readonly sts: STSClient; readonly roleArn: string; readonly data: DataConfig }) {}
 
   async credentialsFor(job: JobRecord, attempt: number): Promise<ProcessCredentials> {
-    const { mounts } = s3AgentMounts(job.spec, job.jobId, this.deps.data);
-    const policy = jobDataPolicy(mounts ?? [], this.deps.data);
+    const policy = jobDataPolicyOf(job.spec, job.jobId, this.deps.data);
     if (policy === null) {
       throw new InvalidInputError([{ path: 'file_mounts', message: `job ${job.jobId} has no S3 data: its nodes need no data credentials` }]);
     }

@@ -38,6 +38,15 @@ describe('ec2TaskProblems', () => {
     ]);
   });
 
+  it("refuses a task naming the stack's own bucket, which holds every job's uploads and mounts", () => {
+    const task = 'file_mounts:\n  /all: {source: s3://relaunch-data-123/mounts, mode: MOUNT}\n  /up: s3://relaunch-data-123/sources/\n  /b: {name: relaunch-data-123, mode: MOUNT}\nrun: x\n';
+    expect(ec2TaskProblems(spec(task), DATA).map(({ path, message }) => [path, message.slice(0, 46)])).toEqual([
+      ['file_mounts["/all"]', "expected a bucket other than the stack's own ("],
+      ['file_mounts["/up"]', "expected a bucket other than the stack's own ("],
+      ['file_mounts["/b"].name', "expected a bucket other than the stack's own ("],
+    ]);
+  });
+
   it('refuses mounts on a stack without a data bucket, saying to redeploy', () => {
     expect(ec2TaskProblems(spec('file_mounts:\n  /c: {mode: MOUNT}\nrun: x\n'))).toEqual([{ path: 'file_mounts', message: expect.stringContaining('redeploy relaunch') }]);
   });

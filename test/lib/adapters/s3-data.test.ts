@@ -6,7 +6,7 @@ import { bucketAllowed, jobDataPolicy, s3AgentMounts, s3MountPlaces } from '../.
 import { agentMounts } from '../../../lib/agent/mounts.ts';
 import { mountLines } from '../../../lib/agent/mounts.ts';
 import { renderAgentScript } from '../../../lib/agent/script.ts';
-import { PrecheckError } from '../../../lib/errors.ts';
+import { InvalidInputError, PrecheckError } from '../../../lib/errors.ts';
 import { parseTaskFile } from '../../../lib/spec/parse.ts';
 
 const DATA = { bucket: 'relaunch-data-7', allowedBuckets: ['team-data', 'ckpt-*'] };
@@ -53,7 +53,7 @@ describe('s3AgentMounts', () => {
 });
 
 describe('jobDataPolicy', () => {
-  const policyOf = (yaml: string, data: Parameters<typeof jobDataPolicy>[1] = DATA) => jobDataPolicy(agentMounts(spec(yaml), 'j-42', s3MountPlaces(data)), data);
+  const policyOf = (yaml: string, data: Parameters<typeof jobDataPolicy>[2] = DATA) => jobDataPolicy(agentMounts(spec(yaml), 'j-42', s3MountPlaces(data)), 'j-42', data);
 
   it("reads the job's uploads and copies, reads and writes what it mounts, and lists only under those: never another job's folder", () => {
     const policy = policyOf(
@@ -74,14 +74,20 @@ describe('jobDataPolicy', () => {
         {
           Effect: 'Allow',
           Action: 's3:GetObject',
-          Resource: [`arn:aws:s3:::relaunch-data-7/sources/${SHA}.tar.gz`, 'arn:aws:s3:::team-data/raw*', 'arn:aws:s3:::team-data/labels/train.csv*'],
+          Resource: [
+            `arn:aws:s3:::relaunch-data-7/sources/${SHA}.tar.gz`,
+            'arn:aws:s3:::team-data/raw',
+            'arn:aws:s3:::team-data/raw/*',
+            'arn:aws:s3:::team-data/labels/train.csv',
+            'arn:aws:s3:::team-data/labels/train.csv/*',
+          ],
         },
         {
           Effect: 'Allow',
           Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
           Resource: ['arn:aws:s3:::team-data/imagenet/*', 'arn:aws:s3:::ckpt-bert/*', 'arn:aws:s3:::relaunch-data-7/mounts/j-42/root/scratch/*'],
         },
-        { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws:s3:::team-data', Condition: { StringLike: { 's3:prefix': ['raw*', 'imagenet/*', 'labels/train.csv*'] } } },
+        { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws:s3:::team-data', Condition: { StringLike: { 's3:prefix': ['raw/*', 'imagenet/*', 'labels/train.csv/*'] } } },
         { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws:s3:::ckpt-bert' },
         { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws:s3:::relaunch-data-7', Condition: { StringLike: { 's3:prefix': ['mounts/j-42/root/scratch/*'] } } },
       ],
@@ -91,10 +97,26 @@ describe('jobDataPolicy', () => {
   it("takes IAM's wildcards in a key literally, and names the stack's partition", () => {
     const policy = policyOf('file_mounts:\n  /a: {source: s3://team-data/run*?$x/, mode: MOUNT}\n  /b: {source: s3://team-data/q?, mode: COPY}\nrun: x\n', { ...DATA, partition: 'aws-cn' });
     expect(policy?.Statement).toEqual([
-      { Effect: 'Allow', Action: 's3:GetObject', Resource: ['arn:aws-cn:s3:::team-data/q${?}*'] },
+      { Effect: 'Allow', Action: 's3:GetObject', Resource: ['arn:aws-cn:s3:::team-data/q${?}', 'arn:aws-cn:s3:::team-data/q${?}/*'] },
       { Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'], Resource: ['arn:aws-cn:s3:::team-data/run${*}${?}${$}x/*'] },
-      { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws-cn:s3:::team-data', Condition: { StringLike: { 's3:prefix': ['run${*}${?}${$}x/*', 'q${?}*'] } } },
+      { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws-cn:s3:::team-data', Condition: { StringLike: { 's3:prefix': ['run${*}${?}${$}x/*', 'q${?}/*'] } } },
     ]);
+  });
+
+  it("never copies a key's siblings: s3://b/run-1 is neither run-10 nor run-1-old", () => {
+    const policy = policyOf('file_mounts:\n  /a: s3://team-data/run-1\n  /b: s3://team-data/logs/\nrun: x\n');
+    expect(policy?.Statement).toEqual([
+      { Effect: 'Allow', Action: 's3:GetObject', Resource: ['arn:aws:s3:::team-data/run-1', 'arn:aws:s3:::team-data/run-1/*', 'arn:aws:s3:::team-data/logs/*'] },
+      { Effect: 'Allow', Action: 's3:ListBucket', Resource: 'arn:aws:s3:::team-data', Condition: { StringLike: { 's3:prefix': ['run-1/*', 'logs/*'] } } },
+    ]);
+  });
+
+  it("refuses any step in the stack's bucket outside the job's own folder, even one submit let through", () => {
+    const foreign = [{ kind: 's3-mount' as const, bucket: 'relaunch-data-7', prefix: 'mounts', cached: false, dest: '/all' }];
+    const sources = [{ kind: 's3-copy' as const, bucket: 'relaunch-data-7', key: 'mounts/j-41/root/x/', dest: '/theirs' }];
+    expect(() => jobDataPolicy(foreign, 'j-42', DATA)).toThrow(/expected a bucket other than the stack's own/);
+    expect(() => jobDataPolicy(sources, 'j-42', DATA)).toThrow(InvalidInputError);
+    expect(jobDataPolicy([{ ...sources[0], key: 'mounts/j-42/root/x/' } as (typeof sources)[0]], 'j-42', DATA)).not.toBeNull();
   });
 
   it('lists a whole bucket once one step takes all of it, and is null for a task that touches no S3', () => {
@@ -108,7 +130,8 @@ describe('jobDataPolicy', () => {
 
 describe('bucketAllowed', () => {
   it.each([
-    ['relaunch-data-7', true],
+    // The stack's own holds every job's data: never a task's to name, whatever a pattern says.
+    ['relaunch-data-7', false],
     ['team-data', true],
     ['team-data-2', false],
     ['ckpt-', true],
@@ -117,5 +140,9 @@ describe('bucketAllowed', () => {
     ['other', false],
   ])('%s: %s', (bucket, allowed) => {
     expect(bucketAllowed(bucket, DATA)).toBe(allowed);
+  });
+
+  it("refuses the stack's own bucket even where an allowed pattern covers it", () => {
+    expect(bucketAllowed('relaunch-data-7', { ...DATA, allowedBuckets: ['relaunch-*'] })).toBe(false);
   });
 });

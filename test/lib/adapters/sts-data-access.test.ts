@@ -5,7 +5,7 @@ import { AssumeRoleCommand, STSClient, STSServiceException } from '@aws-sdk/clie
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { jobDataPolicy, s3AgentMounts, SESSION_POLICY_MAX_CHARS } from '../../../lib/adapters/s3-data.ts';
+import { jobDataPolicyOf, SESSION_POLICY_MAX_CHARS } from '../../../lib/adapters/s3-data.ts';
 import { StsDataAccess } from '../../../lib/adapters/sts-data-access.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { InvalidInputError, TransientError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';
@@ -20,7 +20,9 @@ const SHA = 'a'.repeat(64);
 const TASK = `workdir: upload:dir:sha256:${SHA}\nfile_mounts:\n  /data: s3://team-data/imagenet/\n  /checkpoint: {name: ckpt-bert, mode: MOUNT}\nrun: python train.py\n`;
 const EXPIRATION = new Date('2026-12-03T16:00:00Z');
 
-const stsError = (name: string, status = 400) => new STSServiceException({ name, $fault: status >= 500 ? 'server' : 'client', $metadata: { httpStatusCode: status }, message: `${name} happened` });
+/** An STS error as the SDK throws it from a query-protocol answer: the exception's name, and the answer's code in `Code`. */
+const stsError = (code: string, status = 400) =>
+  Object.assign(new STSServiceException({ name: `${code}Exception`, $fault: status >= 500 ? 'server' : 'client', $metadata: { httpStatusCode: status }, message: `${code} happened` }), { Code: code });
 
 describe('StsDataAccess', () => {
   const sts = mockClient(STSClient);
@@ -37,8 +39,7 @@ describe('StsDataAccess', () => {
     expect(sts).toHaveReceivedCommandTimes(AssumeRoleCommand, 1);
     const input = sts.commandCalls(AssumeRoleCommand)[0]?.args[0].input;
     expect(input).toMatchObject({ RoleArn: ROLE_ARN, RoleSessionName: `${JOB_ID}-3`, DurationSeconds: 3600 });
-    const { mounts } = s3AgentMounts(job.spec, JOB_ID, DATA);
-    expect(JSON.parse(input?.Policy ?? '')).toEqual(jobDataPolicy(mounts ?? [], DATA));
+    expect(JSON.parse(input?.Policy ?? '')).toEqual(jobDataPolicyOf(job.spec, JOB_ID, DATA));
     expect(input?.Policy).toContain(`"arn:aws:s3:::relaunch-data-7/sources/${SHA}.tar.gz"`);
     expect(input?.Policy).toContain('"arn:aws:s3:::ckpt-bert/*"');
     expect(input?.Policy?.length).toBeLessThanOrEqual(SESSION_POLICY_MAX_CHARS);

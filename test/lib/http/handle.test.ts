@@ -5,7 +5,7 @@ import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES, UNAUTHORIZED_MESSAGE, type ApiDeps, type ApiRequest } from '../../../lib/http/index.ts';
 import { JobStatus } from '../../../lib/status.ts';
 import { WorkflowError } from '../../../lib/workflow/contract.ts';
-import { givenJob, givenLaunched, harness, JOB_ID, tokenFor, type Harness } from '../usecases/harness.ts';
+import { givenJob, givenLaunched, givenReplacedAttempt, harness, JOB_ID, tokenFor, type Harness } from '../usecases/harness.ts';
 
 const GOOD_TASK = 'name: train\nresources:\n  cpus: 2\nrun: python train.py\n';
 
@@ -207,6 +207,16 @@ describe('POST /jobs/{id}/attempts/{n}/data-credentials', () => {
     await call(h, agent(secret, { nodeRank: 0, phase: 'setup', exitCode: 3, outputTail: '' }));
     const ended = await ask(h, access, agent(secret, { nodeRank: 0 }, 1, 'data-credentials'));
     expect(ended.statusCode).toBe(409);
+    expect(access.given).toEqual([]);
+  });
+
+  it("answers 409 to a stale attempt's agent once the next attempt is live", async () => {
+    const h = harness();
+    const secret = await running(h);
+    await givenReplacedAttempt(h);
+    const access = recordingAccess();
+    const stale = await ask(h, access, agent(secret, { nodeRank: 0 }, 1, 'data-credentials'));
+    expect(stale).toMatchObject({ statusCode: 409, json: { error: expect.stringContaining('attempt 2 is the live one') } });
     expect(access.given).toEqual([]);
   });
 
