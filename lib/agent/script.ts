@@ -772,8 +772,8 @@ DATA_DIR="$ROOT_DIR/aws"
 DATA_PROFILE=relaunch-data
 DATA_PID=''
 
-# Asks for the credentials until answered (0), refused for good or past SECONDS $1 (1,
-# why on stdout). The answer replaces the last one in one rename.
+# Asks for the credentials until answered (0), refused for good (1) or past SECONDS $1
+# (2); why on stdout. The answer replaces the last one in one rename.
 fetch_data_credentials() {
   local deadline=$1 delay=$BACKOFF_INITIAL_MS status file="$DATA_DIR/credentials.json"
   while :; do
@@ -788,20 +788,24 @@ fetch_data_credentials() {
         ;;
     esac
     rm -f "$file.part"
-    if (( SECONDS >= deadline )); then echo "relaunch: no data credentials from the API (last answer: HTTP $status)"; return 1; fi
+    if (( SECONDS >= deadline )); then echo "relaunch: no data credentials from the API (last answer: HTTP $status)"; return 2; fi
     jittered_ms "$delay"
-    sleep "$(seconds_of_ms "$JITTERED_MS")"
+    # In the background, so the refresher's TERM ends the wait at once (pause_ms).
+    pause_ms "$JITTERED_MS"
     delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
   done
 }
 
-# Fresh credentials every DATA_REFRESH_MS until the attempt ends, or the API refuses.
+# Fresh credentials every DATA_REFRESH_MS until the attempt ends. An API that does not
+# answer for a whole round (an outage) is asked again the next round, while the last
+# credentials still last; a refusal (409: the attempt is over) ends the refreshes.
 data_credentials_loop() {
   local sleeper=''
   trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; exit 0' TERM
   while :; do
     pause_ms "$DATA_REFRESH_MS"
-    fetch_data_credentials $(( SECONDS + DATA_REFRESH_MS / 1000 )) || return
+    fetch_data_credentials $(( SECONDS + DATA_REFRESH_MS / 1000 ))
+    if [ "$?" -eq 1 ]; then return; fi
   done
 }
 

@@ -56,6 +56,13 @@ class FakeApi {
   dataCredentialsIssued = 0;
   /** Where the data-credentials markers go (the test's folder). */
   markerDir = '';
+  /** For this long (ms) after the first credentials, every ask is answered 503: an API outage. */
+  dataCredentialOutageMs = 0;
+  /** The status each data-credentials POST got, in order (0: dropped). */
+  readonly dataCredentialAnswers: number[] = [];
+  /** Told of every data-credentials answer so far, as each is given. */
+  onDataCredentialAnswer: ((answers: readonly number[]) => void) | undefined;
+  private outageEndsAt = 0;
   /**
    * IMDS metadata paths (after `/latest/meta-data/`) and their values, besides the
    * instance id and role credentials every instance has; absent is 404.
@@ -120,7 +127,9 @@ class FakeApi {
   }
 
   private dataCredentials(request: IncomingMessage, response: ServerResponse): void {
-    const status = this.dataCredentialStatuses.shift() ?? 200;
+    const status = Date.now() < this.outageEndsAt ? 503 : (this.dataCredentialStatuses.shift() ?? 200);
+    this.dataCredentialAnswers.push(status);
+    this.onDataCredentialAnswer?.(this.dataCredentialAnswers);
     if (status === 0) {
       request.socket.destroy();
       return;
@@ -131,6 +140,7 @@ class FakeApi {
     }
     this.dataCredentialsIssued += 1;
     const n = this.dataCredentialsIssued;
+    if (n === 1) this.outageEndsAt = Date.now() + this.dataCredentialOutageMs;
     const body = { Version: 1, AccessKeyId: `AKIADATA${n}`, SecretAccessKey: `data-secret-${n}`, SessionToken: `data-token-${n}`, Expiration: new Date(Date.now() + 3_600_000).toISOString() };
     response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
     if (this.markerDir !== '') writeFileSync(join(this.markerDir, `data-issued-${n}`), '');
@@ -225,7 +235,7 @@ interface AgentRun {
  * gives the rank gets node IPs too, unless it says otherwise; a run that outlives
  * AGENT_DEADLINE_MS is killed, so a hang fails the test instead of leaking a process.
  */
-async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptParams, 'spec'>, pathEnv?: string): Promise<AgentRun> {
+async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptParams, 'spec'>, pathEnv?: string, deadlineMs = AGENT_DEADLINE_MS): Promise<AgentRun> {
   const nodeIps = params.nodeRank === undefined ? undefined : Array.from({ length: params.spec.numNodes }, (_, rank) => `10.0.0.${rank + 1}`);
   const script = renderAgentScript({
     nodeIps,
@@ -249,7 +259,7 @@ async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptPar
   });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const deadline = setTimeout(() => child.kill('SIGKILL'), AGENT_DEADLINE_MS);
+  const deadline = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
   const exitCode = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   clearTimeout(deadline);
   return { exitCode, stderr, shutDown: existsSync(join(dir, 'shut-down')) };
@@ -995,8 +1005,8 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
 
   it("on EC2: runs every S3 step with the job's data credentials, asked of the API with the callback secret, and asks again while the job runs", async () => {
     const { sha, path, mounts } = await s3Task();
-    // The job runs until the agent has asked a second time (the refresh), however busy the machine.
-    const waitForRefresh = `for i in $(seq 300); do [ -e "$DUMP_DIR/data-issued-2" ] && break; sleep 0.05; done; ${DUMP_ENV}`;
+    // The job runs until the refreshed credentials are where the profile reads them, however busy the machine.
+    const waitForRefresh = `for i in $(seq 260); do grep -qs AKIADATA2 '${join(dir, 'agent', 'aws', 'credentials.json')}' && break; sleep 0.05; done; ${DUMP_ENV}`;
 
     const result = await runAgent(
       { spec: spec({ workdir: uploadReference('dir', sha), run: waitForRefresh }), nodeRank: 0, sourcesUrl: 's3://stack-bucket/sources', mounts, dataCredentials: true, dataCredentialsRefreshSeconds: 1 },
@@ -1011,10 +1021,13 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
       expect(ask).toMatchObject({ method: 'POST', path: `/jobs/${JOB_ID}/attempts/3/data-credentials`, authorization: `Bearer ${SECRET}` });
       expect(HeartbeatBodySchema.parse(JSON.parse(ask.body))).toEqual({ nodeRank: 0 });
     }
-    // Each aws call and the mount signed with the first credentials, through the profile.
+    // Each aws call and the mount signed, through the profile, with the API's credentials:
+    // the first ones, or a refresh when setup ran slower than a refresh interval.
     expect(called('aws.log')).toHaveLength(3);
-    expect(called('aws-credentials.log')).toEqual(['relaunch-data AKIADATA1', 'relaunch-data AKIADATA1', 'relaunch-data AKIADATA1']);
-    expect(called('mount-s3-credentials.log')).toEqual(['relaunch-data AKIADATA1']);
+    const signed = [...called('aws-credentials.log'), ...called('mount-s3-credentials.log')];
+    expect(signed).toHaveLength(4);
+    expect(signed[0]).toBe('relaunch-data AKIADATA1');
+    for (const line of signed) expect(line).toMatch(/^relaunch-data AKIADATA\d+$/);
     // The refresh replaced them where the profile reads them; only the agent's user may read the folder.
     const folder = join(dir, 'agent', 'aws');
     expect(JSON.parse(readFileSync(join(folder, 'credentials.json'), 'utf8')).AccessKeyId).toMatch(/^AKIADATA[2-9]$/);
@@ -1053,7 +1066,41 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(existsSync(join(dir, 'run-started'))).toBe(false);
   });
 
-  it('asks for no data credentials where the S3 steps use the machine\'s own (the local runtime), nor for a task without S3', async () => {
+  it('keeps refreshing through an API outage longer than a refresh interval, and asks no more once the attempt is over (409)', async () => {
+    const { sha, path, mounts } = await s3Task();
+    // After the first credentials the API fails for 2.5 s: longer than a round of retries
+    // (a refresh interval, 1 s) and the pause after it. Then a refresh, then the end.
+    api.dataCredentialOutageMs = 2500;
+    api.dataCredentialStatuses = [200, 200, 409];
+    const refreshed = `until grep -qs AKIADATA2 '${join(dir, 'agent', 'aws', 'credentials.json')}'; do sleep 0.05; done`;
+    const ended = 'until grep -qs 409 "$DUMP_DIR/answers"; do sleep 0.05; done';
+    api.onDataCredentialAnswer = (answers) => writeFileSync(join(dir, 'answers'), answers.join('\n'));
+
+    const result = await runAgent(
+      {
+        // Past the 409, the job runs two more refresh intervals: no ask may come.
+        spec: spec({ workdir: uploadReference('dir', sha), run: `${refreshed}; ${ended}; sleep 2` }),
+        nodeRank: 0,
+        sourcesUrl: 's3://stack-bucket/sources',
+        mounts,
+        dataCredentials: true,
+        dataCredentialsRefreshSeconds: 1,
+      },
+      path,
+      30_000,
+    );
+
+    expect(result.exitCode).toBe(0);
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    const answers = api.dataCredentialAnswers;
+    expect(answers[0]).toBe(200);
+    expect(answers.filter((status) => status === 503).length).toBeGreaterThan(0);
+    // The refresh came after the outage outlasted a round; the 409 was the last ask.
+    expect(answers.slice(-2)).toEqual([200, 409]);
+    expect(answers.filter((status) => status === 409)).toHaveLength(1);
+  });
+
+  it("asks for no data credentials where the S3 steps use the machine's own credentials (the local runtime)", async () => {
     const { sha, path, mounts } = await s3Task();
     const result = await runAgent({ spec: spec({ workdir: uploadReference('dir', sha) }), nodeRank: 0, sourcesUrl: 's3://stack-bucket/sources', mounts }, path);
 
