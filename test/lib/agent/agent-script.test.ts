@@ -233,7 +233,8 @@ interface AgentRun {
 /**
  * Renders the script for this test's API and runs it with bash until it exits. A test that
  * gives the rank gets node IPs too, unless it says otherwise; a run that outlives
- * AGENT_DEADLINE_MS is killed, so a hang fails the test instead of leaking a process.
+ * `deadlineMs` is killed with everything it started, so a hang fails the test instead of
+ * leaking a process (what a run that ended left running is its own finding, not killed here).
  */
 async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptParams, 'spec'>, pathEnv?: string, deadlineMs = AGENT_DEADLINE_MS): Promise<AgentRun> {
   const nodeIps = params.nodeRank === undefined ? undefined : Array.from({ length: params.spec.numNodes }, (_, rank) => `10.0.0.${rank + 1}`);
@@ -252,14 +253,23 @@ async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptPar
   });
   const file = join(dir, 'agent.sh');
   writeFileSync(file, script);
+  // A process group of its own: a run past the deadline is killed with every process it started.
   const child = spawn('bash', [file], {
     cwd: dir,
     env: { PATH: pathEnv ?? FAST_PATH, HOME: dir, DUMP_DIR: dir },
     stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
   });
+  const killGroup = () => {
+    try {
+      process.kill(-(child.pid ?? 0), 'SIGKILL');
+    } catch {
+      // The group is gone already.
+    }
+  };
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const deadline = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
+  const deadline = setTimeout(killGroup, deadlineMs);
   const exitCode = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   clearTimeout(deadline);
   return { exitCode, stderr, shutDown: existsSync(join(dir, 'shut-down')) };
@@ -1072,8 +1082,8 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     // (a refresh interval, 1 s) and the pause after it. Then a refresh, then the end.
     api.dataCredentialOutageMs = 2500;
     api.dataCredentialStatuses = [200, 200, 409];
-    const refreshed = `until grep -qs AKIADATA2 '${join(dir, 'agent', 'aws', 'credentials.json')}'; do sleep 0.05; done`;
-    const ended = 'until grep -qs 409 "$DUMP_DIR/answers"; do sleep 0.05; done';
+    const refreshed = `for i in $(seq 400); do grep -qs AKIADATA2 '${join(dir, 'agent', 'aws', 'credentials.json')}' && break; sleep 0.05; done`;
+    const ended = 'for i in $(seq 400); do grep -qs 409 "$DUMP_DIR/answers" && break; sleep 0.05; done';
     api.onDataCredentialAnswer = (answers) => writeFileSync(join(dir, 'answers'), answers.join('\n'));
 
     const result = await runAgent(
