@@ -275,6 +275,23 @@ async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptPar
   return { exitCode, stderr, shutDown: existsSync(join(dir, 'shut-down')) };
 }
 
+/** The live processes still running this test's agent script (a zombie is dead and left out). */
+function agentProcesses(): string[] {
+  const script = join(dir, 'agent.sh');
+  const found: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+      const state = readFileSync(`/proc/${entry}/stat`, 'utf8').replace(/^.*\) /, '').charAt(0);
+      if (command.includes(script) && state !== 'Z') found.push(`${entry}: ${command}`);
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return found;
+}
+
 /** The environment the run script saved. */
 function jobEnv(): Record<string, string> {
   const entries = readFileSync(join(dir, 'env'), 'utf8').split('\0').filter((entry) => entry !== '');
@@ -1046,6 +1063,8 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     // The job's own AWS calls are its own business: no profile is set for it.
     expect(jobEnv()).not.toHaveProperty('AWS_PROFILE');
     expect(jobEnv()).not.toHaveProperty('AWS_CONFIG_FILE');
+    // The refresher (and the heartbeat) ended with the agent.
+    expect(agentProcesses()).toEqual([]);
   });
 
   it('retries an ask for data credentials that is throttled, fails or goes unanswered, then goes on', async () => {
