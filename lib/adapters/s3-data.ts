@@ -173,9 +173,14 @@ export function jobDataPolicy(steps: readonly AgentMount[], jobId: string, data:
   return { Version: '2012-10-17', Statement: statements };
 }
 
-/** A key as IAM reads it literally: its `*`, `?` and `$` escaped as IAM's `${*}`, `${?}` and `${$}`. */
+/**
+ * A key as IAM reads it literally: its `*`, `?` and `$` escaped as IAM's `${*}`, `${?}`
+ * and `${$}`. A run of characters past U+00FF, which a session policy may not hold
+ * (STS takes U+0020-U+00FF, tab and line breaks), becomes `*`: the grant widens there,
+ * never past the ASCII part before it (`mounts/<job id>/`, a bucket's prefix).
+ */
 function iamLiteral(key: string): string {
-  return key.replace(/[*?$]/g, (char) => `\${${char}}`);
+  return key.replace(/[*?$]/g, (char) => `\${${char}}`).replace(/[^\t\n\r\u0020-\u00ff]+/gu, '*');
 }
 
 /**

@@ -41,8 +41,13 @@ export class StsDataAccess implements DataAccess {
       );
     } catch (error) {
       // Submit measured the plain text; IAM also packs the policy, and may still refuse it.
-      if (awsErrorCode(error) === 'PackedPolicyTooLarge') {
+      // A refusal is final (400): the agent stops asking, and setup fails saying why.
+      const code = awsErrorCode(error);
+      if (code === 'PackedPolicyTooLarge') {
         throw new InvalidInputError([{ path: 'file_mounts', message: `job ${job.jobId}'s S3 data is too varied for one IAM session policy: ${(error as Error).message}` }]);
+      }
+      if (code === 'MalformedPolicyDocument' || code === 'ValidationError') {
+        throw new InvalidInputError([{ path: 'file_mounts', message: `IAM refused the session policy of job ${job.jobId}'s S3 data: ${(error as Error).message}` }]);
       }
       throw error;
     }

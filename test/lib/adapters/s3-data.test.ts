@@ -103,6 +103,16 @@ describe('jobDataPolicy', () => {
     ]);
   });
 
+  it('widens a run of characters a session policy cannot hold (past U+00FF) to *, never past the job\'s own folder', () => {
+    const policy = policyOf('file_mounts:\n  /数据/x: {mode: MOUNT}\n  /b: {source: s3://team-data/ckpt/😀/run, mode: MOUNT}\nrun: x\n');
+    expect(policy?.Statement[0]).toEqual({
+      Effect: 'Allow',
+      Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+      Resource: ['arn:aws:s3:::relaunch-data-7/mounts/j-42/root/*/x/*', 'arn:aws:s3:::team-data/ckpt/*/run/*'],
+    });
+    expect(JSON.stringify(policy)).toMatch(/^[\t\n\r\u0020-\u00ff]*$/);
+  });
+
   it("never copies a key's siblings: s3://b/run-1 is neither run-10 nor run-1-old", () => {
     const policy = policyOf('file_mounts:\n  /a: s3://team-data/run-1\n  /b: s3://team-data/logs/\nrun: x\n');
     expect(policy?.Statement).toEqual([

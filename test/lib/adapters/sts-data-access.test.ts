@@ -53,13 +53,19 @@ describe('StsDataAccess', () => {
     expect(sts).toHaveReceivedCommandTimes(AssumeRoleCommand, 0);
   });
 
-  it('is a TransientError when STS throttles or fails, a named refusal for a policy IAM packs too large, and a cloud error without credentials', async () => {
-    sts.on(AssumeRoleCommand).rejectsOnce(stsError('Throttling')).rejectsOnce(stsError('InternalFailure', 500)).rejectsOnce(stsError('PackedPolicyTooLarge')).resolves({});
+  it('is a TransientError when STS throttles or fails, a named refusal for a policy IAM packs too large or calls malformed, and a cloud error without credentials', async () => {
+    sts.on(AssumeRoleCommand)
+      .rejectsOnce(stsError('Throttling'))
+      .rejectsOnce(stsError('InternalFailure', 500))
+      .rejectsOnce(stsError('PackedPolicyTooLarge'))
+      .rejectsOnce(stsError('MalformedPolicyDocument'))
+      .resolves({});
     await expect(access.credentialsFor(job, 1)).rejects.toBeInstanceOf(TransientError);
     await expect(access.credentialsFor(job, 1)).rejects.toBeInstanceOf(TransientError);
     const tooLarge = await access.credentialsFor(job, 1).catch((error: unknown) => error);
     expect(tooLarge).toBeInstanceOf(InvalidInputError);
     expect((tooLarge as InvalidInputError).issues).toEqual([{ path: 'file_mounts', message: expect.stringContaining('too varied for one IAM session policy: PackedPolicyTooLarge happened') }]);
+    await expect(access.credentialsFor(job, 1)).rejects.toThrow(/IAM refused the session policy of job .*: MalformedPolicyDocument happened/);
     await expect(access.credentialsFor(job, 1)).rejects.toBeInstanceOf(UnexpectedCloudResponseError);
   });
 
