@@ -777,7 +777,10 @@ DATA_PID=''
 fetch_data_credentials() {
   local deadline=$1 delay=$BACKOFF_INITIAL_MS status file="$DATA_DIR/credentials.json"
   while :; do
-    status=$(post_json "$DATA_CREDENTIALS_URL" "$HEARTBEAT_BODY" 30 "$file.part")
+    # 10 s at most: a TERM from stop_data_credentials waits for this call to end.
+    status=$(post_json "$DATA_CREDENTIALS_URL" "$HEARTBEAT_BODY" 10 "$file.part")
+    # An answer cut off by the time limit still says 200: only a whole one replaces the last.
+    if [[ $status == 2?? ]] && ! grep -q '"Expiration" *: *"[^"]' "$file.part" 2>/dev/null; then status=000; fi
     case $status in
       2??) mv -f "$file.part" "$file"; return 0 ;;
       408 | 429 | 5?? | 000) ;;
@@ -864,7 +867,8 @@ copy_s3() {
   local bucket=$1 key=$2 dest=$3 source
   ensure_aws || return 1
   if [ "$key" = - ]; then source="s3://$bucket"; else source="s3://$bucket/$key"; fi
-  if [ "$key" != - ] && with_data_credentials aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
+  # A key ending in / is a prefix, even where a console's empty "folder" object has its name.
+  if [ "$key" != - ] && [[ $key != */ ]] && with_data_credentials aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
     mkdir -p "$(dirname "$dest")" && with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
     return
   fi

@@ -58,6 +58,8 @@ class FakeApi {
   markerDir = '';
   /** For this long (ms) after the first credentials, every ask is answered 503: an API outage. */
   dataCredentialOutageMs = 0;
+  /** The next this many 200 answers are cut off halfway, as a time limit would cut them. */
+  dataCredentialCutOffs = 0;
   /** The status each data-credentials POST got, in order (0: dropped). */
   readonly dataCredentialAnswers: number[] = [];
   /** Told of every data-credentials answer so far, as each is given. */
@@ -136,6 +138,12 @@ class FakeApi {
     }
     if (status !== 200) {
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `refused with ${status}` }));
+      return;
+    }
+    if (this.dataCredentialCutOffs > 0) {
+      this.dataCredentialCutOffs -= 1;
+      const whole = JSON.stringify({ Version: 1, AccessKeyId: 'AKIACUT', SecretAccessKey: 'cut', SessionToken: 'cut', Expiration: new Date().toISOString() });
+      response.writeHead(200, { 'content-type': 'application/json' }).end(whole.slice(0, whole.indexOf('"Expiration"')));
       return;
     }
     this.dataCredentialsIssued += 1;
@@ -1067,15 +1075,16 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(agentProcesses()).toEqual([]);
   });
 
-  it('retries an ask for data credentials that is throttled, fails or goes unanswered, then goes on', async () => {
+  it('retries an ask for data credentials that is throttled, fails, goes unanswered or is cut off, then goes on', async () => {
     const { sha, path, mounts } = await s3Task();
     api.dataCredentialStatuses = [429, 503, 0];
+    api.dataCredentialCutOffs = 1;
 
     const result = await runAgent({ spec: spec({ workdir: uploadReference('dir', sha) }), nodeRank: 0, sourcesUrl: 's3://stack-bucket/sources', mounts, dataCredentials: true }, path);
 
     expect(result.exitCode).toBe(0);
     expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
-    expect(api.dataCredentialRequests).toHaveLength(4);
+    expect(api.dataCredentialRequests).toHaveLength(5);
     expect(called('aws-credentials.log')).toEqual(['relaunch-data AKIADATA1', 'relaunch-data AKIADATA1', 'relaunch-data AKIADATA1']);
   });
 
@@ -1168,6 +1177,8 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     rmSync(join(dir, 'shut-down'));
     await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-copy', bucket: 'datasets', key: 'typo/', dest: '~/typo' }] }, [bin, FAST_PATH].join(delimiter));
     expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining('relaunch: nothing at s3://datasets/typo/') }]);
+    // A key ending in / is a prefix: no head-object could take a console's empty "folder" object for it.
+    expect(called('aws.log').filter((line) => line.includes('typo/'))).toEqual([`s3 sync --only-show-errors s3://datasets/typo/ ${join(dir, 'typo')}`]);
   });
 
   it('unpacks an uploaded dot file under the name the task gives it, and copies a folder standing in for a COPY bucket', async () => {
