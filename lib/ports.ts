@@ -190,7 +190,7 @@ export interface JobBuckets {
 
 /**
  * Credentials for a job's S3 data (AWS: its nodes' instance role has none): each job's
- * reach only its own uploads, the prefixes it copies and the ones it mounts.
+ * credentials reach only its own uploads, the prefixes it copies and the ones it mounts.
  */
 export interface DataAccess {
   /**

@@ -58,7 +58,7 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     return json(200, { status: 'accepted' });
   },
   async dataCredentials(request, params, deps) {
-    if (deps.dataAccess === undefined) return json(404, { error: 'this relaunch gives no data credentials: its nodes reach their data without' });
+    if (deps.dataAccess === undefined) return json(404, { error: 'this relaunch gives no data credentials: its nodes reach their data without them' });
     const body = parseBody(DataCredentialsBodySchema, request.body);
     const issued = await issueDataCredentials(credentials(request, params, body.nodeRank), { store: deps.store, dataAccess: deps.dataAccess });
     // Credentials: no cache between the node and the API may keep a copy.

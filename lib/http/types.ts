@@ -55,8 +55,8 @@ export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock
   readonly sources?: SourcesLocation;
   /**
    * Gives EC2 nodes the credentials for their job's S3 data (`POST .../data-credentials`).
-   * Absent: this API's nodes reach their data without (the local runtime's folders), and
-   * the route answers 404.
+   * Absent: this API's nodes reach their data without them (the local runtime's folders),
+   * and the route answers 404.
    */
   readonly dataAccess?: DataAccess;
   /**
