@@ -3,8 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.mts).
-    exclude: [...configDefaults.exclude, 'test/browser/**'],
+    // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.mts);
+    // the AWS contract suite needs moto_server and cfn-lint: `npm run test:aws` (vitest.aws.config.mts).
+    exclude: [...configDefaults.exclude, 'test/browser/**', 'test/aws/**'],
     setupFiles: ['test/setup.ts'],
     // Many tests wait on real processes (a 90 s job, a 60 s wait for capacity) rather
     // than use the CPU: three workers let them wait beside the others on two cores.
