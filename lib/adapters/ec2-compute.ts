@@ -175,6 +175,24 @@ export interface Ec2ComputeDeps {
 export { InstancesStillRunningError };
 
 
+/**
+ * EC2's service-linked role for spot instances. An account that never ran spot has none;
+ * EC2 creates it at the first spot launch when the caller may (the launch function is
+ * granted exactly that), else refuses the launch with SPOT_ROLE_MISSING_ERROR.
+ */
+export const SPOT_SERVICE_LINKED_ROLE = { name: 'AWSServiceRoleForEC2Spot', service: 'spot.amazonaws.com' } as const;
+
+/** EC2's answer to a spot launch in an account without the role, by a caller who may not create it. */
+export const SPOT_ROLE_MISSING_ERROR = 'AuthFailure.ServiceLinkedRoleCreationNotPermitted';
+
+/** The reason a job ends with when spot cannot launch for want of the role: what to run once. */
+export function spotRoleMissingReason(region: string, detail: string): string {
+  return (
+    `EC2 refused a spot launch in ${region}: the account has no ${SPOT_SERVICE_LINKED_ROLE.name} service-linked role and it could not be created ` +
+    `(${SPOT_ROLE_MISSING_ERROR}: ${detail}); create it once with \`aws iam create-service-linked-role --aws-service-name ${SPOT_SERVICE_LINKED_ROLE.service}\` and submit the job again`
+  );
+}
+
 /** Errors that mean "no capacity here": try the next type, zone or region. */
 const CAPACITY_ERRORS = new Set([
   'InsufficientInstanceCapacity',
@@ -380,6 +398,7 @@ export class Ec2Compute implements Compute {
     } catch (error) {
       // What EC2 refuses for the whole request: as if every candidate had answered it.
       const code = awsErrorCode(error);
+      if (code === SPOT_ROLE_MISSING_ERROR) throw new PrecheckError(spotRoleMissingReason(region, errorMessage(error)));
       if (CAPACITY_ERRORS.has(code)) return { failures: [`${region} ${fleet.market} (${code})`] };
       if (isPrecheckError(code)) throw new PrecheckError(`EC2 cannot launch this task in ${region}: ${code}: ${errorMessage(error)}`);
       throw error;
@@ -390,6 +409,9 @@ export class Ec2Compute implements Compute {
     const numNodes = request.spec.numNodes;
     if (ids.length < numNodes) {
       await this.terminate(region, ids);
+      // Not "no capacity": no spot launch anywhere in the account can succeed until the role exists.
+      const roleMissing = (response.Errors ?? []).find((error) => error.ErrorCode === SPOT_ROLE_MISSING_ERROR);
+      if (roleMissing !== undefined) throw new PrecheckError(spotRoleMissingReason(region, roleMissing.ErrorMessage ?? 'no message'));
       const codes = (response.Errors ?? []).map((error) => error.ErrorCode ?? '');
       if (ids.length === 0 && codes.length > 0 && codes.every(isPrecheckError)) {
         throw new PrecheckError(`EC2 cannot launch this task in ${region}: ${failures.join(', ')}`);
@@ -492,7 +514,10 @@ export class Ec2Compute implements Compute {
             },
           }
         : { OnDemandOptions: { AllocationStrategy: fleet.prioritized ? 'prioritized' : 'lowest-price', ...single } }),
-      TagSpecifications: [{ ResourceType: 'fleet', Tags: attemptTags(this.config.namePrefix, request) }],
+      // The instances and volumes carry these from their launch template too, but IAM is
+      // not documented to count a template's tags as the request's: the launch's tag
+      // conditions (aws:RequestTag) must find them in the request itself.
+      TagSpecifications: (['fleet', 'instance', 'volume'] as const).map((ResourceType) => ({ ResourceType, Tags: attemptTags(this.config.namePrefix, request) })),
     };
   }
 

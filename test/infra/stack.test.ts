@@ -141,19 +141,20 @@ describe('ControllerFunctions', () => {
 describe('IAM', () => {
   const ALLOWED_STAR = new Set(['Ec2DescribeHasNoResourceScope', 'ListLaunchTemplates']);
 
-  it('uses `*` only where the service has no resource scope (X-Ray, EC2 Describe)', () => {
+  it('uses `*` only where the service has no resource scope (X-Ray, EC2 Describe, Step Functions task tokens)', () => {
     for (const name of LAMBDA_NAMES) {
       for (const statement of statementsOf(name)) {
         if (flat(statement.Resource) !== '*') continue;
         const xray = actionsOf(statement).every((a) => a.startsWith('xray:'));
-        expect(xray || ALLOWED_STAR.has(statement.Sid ?? ''), `${name}: ${JSON.stringify(statement)}`).toBe(true);
+        const taskToken = actionsOf(statement).every((a) => /^states:SendTask(Success|Failure|Heartbeat)$/.test(a));
+        expect(xray || taskToken || ALLOWED_STAR.has(statement.Sid ?? ''), `${name}: ${JSON.stringify(statement)}`).toBe(true);
       }
     }
   });
 
   it('passes only the instance role, only to EC2, and only from the launching function', () => {
     for (const name of LAMBDA_NAMES) {
-      const passRole = withAction(statementsOf(name), 'iam:');
+      const passRole = withAction(statementsOf(name), 'iam:PassRole');
       if (LAMBDA_NEEDS[name].compute !== 'launch') {
         expect(passRole, name).toEqual([]);
         continue;
@@ -252,14 +253,29 @@ describe('IAM', () => {
       'delete-transient-mounts': [],
     };
     const onExecutions = new Set(['states:GetExecutionHistory', 'states:StopExecution']);
+    // AWS's reference gives these no resource type: only `*` grants them (the task token scopes them).
+    const onTaskTokens = new Set(['states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat']);
     for (const name of LAMBDA_NAMES) {
       const states = withAction(statementsOf(name), 'states:');
       expect(states.flatMap(actionsOf).sort(), name).toEqual(expected[name]);
       for (const statement of states) {
-        const execution = actionsOf(statement).every((action) => onExecutions.has(action));
-        expect(flat(statement.Resource), name).toMatch(execution ? /:execution:relaunch-controller:\*$/ : /:stateMachine:relaunch-controller$/);
+        const actions = actionsOf(statement);
+        if (actions.every((action) => onTaskTokens.has(action))) expect(statement.Resource, name).toBe('*');
+        else if (actions.every((action) => onExecutions.has(action))) expect(flat(statement.Resource), name).toMatch(/:execution:relaunch-controller:\*$/);
+        else expect(flat(statement.Resource), name).toMatch(/:stateMachine:relaunch-controller$/);
       }
     }
+  });
+
+  it('reads AWS\'s public AMI parameters in either ARN form (with an account, or none as AWS answers), and creates only the spot service-linked role', () => {
+    const launch = statementsOf('launch-attempt');
+    const ami = launch.find((s) => s.Sid === 'PublicAmiParameters') as Statement;
+    expect(flat(ami.Resource)).toBe('arn:<AWS::Partition>:ssm:<AWS::Region>:*:parameter/aws/service/*');
+    const role = launch.find((s) => s.Sid === 'CreateSpotServiceLinkedRole') as Statement;
+    expect(role.Action).toBe('iam:CreateServiceLinkedRole');
+    expect(flat(role.Resource)).toBe('arn:<AWS::Partition>:iam::<AWS::AccountId>:role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot');
+    expect(role.Condition).toEqual({ StringEquals: { 'iam:AWSServiceName': 'spot.amazonaws.com' } });
+    for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt')) expect(withAction(statementsOf(name), 'iam:Create'), name).toEqual([]);
   });
 
   it('grants no DynamoDB action the store never sends (ConditionCheckItem)', () => {

@@ -230,7 +230,11 @@ describe('Ec2Compute.launch: what it sends', () => {
       ],
       TargetCapacitySpecification: { TotalTargetCapacity: 1, OnDemandTargetCapacity: 1, DefaultTargetCapacityType: 'on-demand' },
       OnDemandOptions: { AllocationStrategy: 'lowest-price', SingleInstanceType: true, SingleAvailabilityZone: true, MinTargetCapacity: 1 },
-      TagSpecifications: [{ ResourceType: 'fleet', Tags: TAGS }],
+      TagSpecifications: [
+        { ResourceType: 'fleet', Tags: TAGS },
+        { ResourceType: 'instance', Tags: TAGS },
+        { ResourceType: 'volume', Tags: TAGS },
+      ],
     });
     expect(result).toEqual({
       placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm6i.2xlarge', market: 'on-demand' },
