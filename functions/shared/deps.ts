@@ -114,9 +114,17 @@ export function jobBuckets(): JobBuckets | null {
   return cachedJobBuckets;
 }
 
-/** The dead-letter queues of the event deliveries (DEAD_LETTER_QUEUES), each read in its region. */
+/**
+ * The dead-letter queues of the event deliveries (DEAD_LETTER_QUEUES), each read in its
+ * region. A queue's URL picks its region's client and nothing more: the client's own
+ * endpoint (SQS's regional one, the very host of the URL, or one configured with
+ * AWS_ENDPOINT_URL) is where requests go, as for every other client.
+ */
 export function deadLetters(): DeadLetters {
-  cachedDeadLetters ??= new SqsDeadLetters({ queues: parseDeadLetterQueues(), client: perRegion((region) => new SQSClient({ region })) });
+  cachedDeadLetters ??= new SqsDeadLetters({
+    queues: parseDeadLetterQueues(),
+    client: perRegion((region) => new SQSClient({ region, useQueueUrlAsEndpoint: false })),
+  });
   return cachedDeadLetters;
 }
 

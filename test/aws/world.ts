@@ -73,6 +73,8 @@ export class StackInWorld {
   /** The latest state each execution entered. */
   private readonly currentState = new Map<string, string>();
   private readonly ends: Promise<void>[] = [];
+  /** Execution ends whose handlers failed (a test fails on them). */
+  readonly endFailures: string[] = [];
   /** Answers the suite gives instead of moto, once each, in order: AWS behaviour moto has no way to show. */
   private readonly injected: { readonly service: string; readonly operation: string; readonly answer: (call: RecordedCall) => Record<string, unknown> }[] = [];
 
@@ -88,7 +90,11 @@ export class StackInWorld {
       heartbeatTimeoutMs: 30 * 60 * 1000,
       onTransition: (executionName, state) => this.currentState.set(executionName, state),
       onEnded: (execution, result) => {
-        this.ends.push(this.executionEnded(execution.jobId, execution.arn, result));
+        this.ends.push(
+          this.executionEnded(execution.jobId, execution.arn, result).catch((error: unknown) => {
+            this.endFailures.push(`${execution.arn}: ${(error as Error).message}`);
+          }),
+        );
       },
     });
   }
@@ -469,12 +475,13 @@ export class World {
   }
 
   /** The IAM check of every call since the last one: each must be allowed by its function's role. */
-  async checkCalls(): Promise<{ calls: RecordedCall[]; refused: string[] }> {
+  async checkCalls(): Promise<{ calls: RecordedCall[]; refused: string[]; endFailures: string[] }> {
     for (const stack of this.stacks.values()) await stack.settled();
     const calls = takeCalls();
     const deployments = new Map([...this.stacks].map(([id, stack]) => [id, stack.deployment]));
     const refused = (await refusals(calls, deployments)).map(describeRefusal);
-    return { calls, refused };
+    const endFailures = [...this.stacks.values()].flatMap((stack) => stack.endFailures.splice(0));
+    return { calls, refused, endFailures };
   }
 }
 
@@ -513,12 +520,15 @@ export function useWorld(): () => World {
   });
   afterEach(async () => {
     if (world === undefined) return;
-    const { calls, refused } = await world.checkCalls();
+    const { calls, refused, endFailures } = await world.checkCalls();
     for (const call of calls) checkedFunctions.add(call.fn);
     expect(refused, 'AWS calls the functions\' roles do not allow').toEqual([]);
+    expect(endFailures, 'execution ends whose handlers failed').toEqual([]);
   });
   afterAll(async () => {
+    // Executions a test left running end here, their handlers run while moto still answers.
     for (const stack of world?.stacks.values() ?? []) stack.workflow.stopAll();
+    for (const stack of world?.stacks.values() ?? []) await stack.settled();
     restoreEnv?.();
     await moto?.stop();
   });
