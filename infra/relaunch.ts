@@ -97,6 +97,7 @@ export class Relaunch extends Construct {
       instanceRoleArn: this.instances.role.roleArn,
       allowedInstanceTypes: props.allowedInstanceTypes ?? [],
       agentSecretPath: agentSecretPath(namePrefix),
+      deployment: namePrefix,
     };
     this.instances.allowReadingOwnSecret(launchScope);
     this.data = new JobData(this, 'Data', { allowedBuckets: props.dataBuckets });

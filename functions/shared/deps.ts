@@ -81,17 +81,21 @@ export function compute(): Compute {
   return cachedCompute;
 }
 
-/** relaunch's live instances in every configured region (COMPUTE_CONFIG), for the sweep. */
+/** This deployment's live instances in every configured region (COMPUTE_CONFIG), for the sweep. */
 export function inventory(): InstanceInventory {
-  const regions = parseComputeConfig().regions.map((r) => r.region);
-  cachedInventory ??= new Ec2Inventory({ regions, ec2: perRegion((region) => new EC2Client({ region })) });
+  const { regions, namePrefix } = parseComputeConfig();
+  cachedInventory ??= new Ec2Inventory({ regions: regions.map((r) => r.region), deployment: namePrefix, ec2: perRegion((region) => new EC2Client({ region })) });
   return cachedInventory;
 }
 
-/** relaunch's launch templates in every configured region (COMPUTE_CONFIG), for the sweep. */
+/** This deployment's launch templates in every configured region (COMPUTE_CONFIG), for the sweep. */
 export function launchTemplates(): LaunchTemplateInventory {
-  const regions = parseComputeConfig().regions.map((r) => r.region);
-  cachedLaunchTemplates ??= new Ec2LaunchTemplates({ regions, ec2: perRegion((region) => new EC2Client({ region })) });
+  const { regions, namePrefix } = parseComputeConfig();
+  cachedLaunchTemplates ??= new Ec2LaunchTemplates({
+    regions: regions.map((r) => r.region),
+    deployment: namePrefix,
+    ec2: perRegion((region) => new EC2Client({ region })),
+  });
   return cachedLaunchTemplates;
 }
 

@@ -261,12 +261,21 @@ interface LaunchTemplate {
   readonly id: Promise<string>;
 }
 
+/**
+ * The tag naming the deployment (its name prefix) that made an instance, volume, fleet or
+ * launch template. Two deployments in one account and region (staging and prod) share the
+ * job tags' keys, which the agent reads: this one keeps them apart in releases, the
+ * janitor's sweeps and the IAM conditions.
+ */
+export const DEPLOYMENT_TAG_KEY = 'relaunch:deployment';
+
 /** The tags every resource of an attempt carries. */
 function attemptTags(namePrefix: string, request: Pick<LaunchRequest, 'jobId' | 'attempt'>): Tag[] {
   return [
     { Key: TagKey.name, Value: `${namePrefix}-${request.jobId}-${request.attempt}` },
     { Key: TagKey.jobId, Value: request.jobId },
     { Key: TagKey.attempt, Value: String(request.attempt) },
+    { Key: DEPLOYMENT_TAG_KEY, Value: namePrefix },
   ];
 }
 
@@ -343,7 +352,7 @@ export class Ec2Compute implements Compute {
 
   /**
    * Terminates the attempt's instances in every region: those this object launched, and
-   * any still live that carry the attempt's tags (so an instance from a launch whose
+   * any still live that carry the attempt's and this deployment's tags (so an instance from a launch whose
    * result was lost goes too). Then checks until none is live. Instances already gone
    * are fine; still live after the checks, or once the wait budget is spent, is
    * InstancesStillRunningError (the controller retries the release). Then the secrets of
@@ -355,7 +364,12 @@ export class Ec2Compute implements Compute {
     let budget = this.config.releaseWaitBudgetMs ?? RELEASE_WAIT_BUDGET_MS;
     for (const { region } of this.config.regions) {
       const known = instances.filter((instance) => this.launchedIn.get(instance.instanceId) === region).map((i) => i.instanceId);
-      let live = [...new Set([...known, ...(await this.liveInstances(region, [tagFilter(TagKey.jobId, jobId), tagFilter(TagKey.attempt, String(attempt))]))])];
+      const tagged = await this.liveInstances(region, [
+        tagFilter(DEPLOYMENT_TAG_KEY, this.config.namePrefix),
+        tagFilter(TagKey.jobId, jobId),
+        tagFilter(TagKey.attempt, String(attempt)),
+      ]);
+      let live = [...new Set([...known, ...tagged])];
       for (const id of live) released.add(id);
       for (let check = 0; live.length > 0; check += 1) {
         if (check >= checks || budget <= 0) {

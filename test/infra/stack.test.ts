@@ -8,6 +8,7 @@ import { EC2_DETAIL_TYPES, EXECUTION_STATUS_CHANGE, GONE_STATE_NAMES } from '../
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
 import { InstancesStillRunningError, TransientError } from '../../lib/errors.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, TABLE_KEY } from '../../lib/adapters/dynamo-table.ts';
 import { ROUTES } from '../../lib/http/routes.ts';
@@ -139,6 +140,9 @@ describe('ControllerFunctions', () => {
 });
 
 describe('IAM', () => {
+  /** What a resource the launch creates must carry, and what one a function touches must have: the job tag and this deployment's. */
+  const CREATED_HERE = { StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*' }, StringEquals: { [`aws:RequestTag/${DEPLOYMENT_TAG_KEY}`]: 'relaunch' } };
+  const OWNED_HERE = { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' }, StringEquals: { [`aws:ResourceTag/${DEPLOYMENT_TAG_KEY}`]: 'relaunch' } };
   const ALLOWED_STAR = new Set(['Ec2DescribeHasNoResourceScope', 'ListLaunchTemplates']);
 
   it('uses `*` only where the service has no resource scope (X-Ray, EC2 Describe, Step Functions task tokens)', () => {
@@ -169,26 +173,29 @@ describe('IAM', () => {
     }
   });
 
-  it('launches only tagged instances of allowed types, into the given subnets and group, by CreateFleet and the RunInstances it makes', () => {
+  it('launches only instances tagged with a job and this deployment, of allowed types, into the given subnets and group, by CreateFleet and the RunInstances it makes', () => {
     for (const action of ['ec2:CreateFleet', 'ec2:RunInstances']) {
       const ec2 = withAction(statementsOf('launch-attempt'), action);
       const instance = ec2.find((s) => flat(s.Resource).endsWith(':instance/*'));
       expect(instance?.Condition, action).toEqual({
         StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*', 'ec2:InstanceType': ['g5.*', 'm5.large'] },
+        StringEquals: { [`aws:RequestTag/${DEPLOYMENT_TAG_KEY}`]: 'relaunch' },
       });
+      const volume = ec2.find((s) => flat(s.Resource).endsWith(':volume/*'));
+      expect(volume?.Condition, action).toEqual(CREATED_HERE);
       const network = flat(ec2.find((s) => s.Sid === 'LaunchIntoGivenNetwork')?.Resource);
       for (const subnet of Object.values(SUBNETS)) expect(network).toContain(`:subnet/${subnet}`);
       expect(network).not.toContain('subnet/*');
       expect(network).toMatch(/security-group\/<RelaunchInstancesSecurityGroup\w+\.GroupId>/);
-      // Only from relaunch's own launch templates: tagged with a job.
+      // Only from this deployment's own launch templates: tagged with a job and its name.
       const template = ec2.find((s) => flat(s.Resource).endsWith(':launch-template/*'));
-      expect(template?.Condition, action).toEqual({ StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' } });
+      expect(template?.Condition, action).toEqual(OWNED_HERE);
     }
   });
 
-  it('creates launch templates and fleets only tagged with a job, and deletes only those so tagged', () => {
+  it('creates launch templates and fleets only tagged with a job and this deployment, and deletes only those so tagged', () => {
     const statements = statementsOf('launch-attempt');
-    const tagged = { StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*' } };
+    const tagged = CREATED_HERE;
     expect(withAction(statements, 'ec2:CreateLaunchTemplate')).toEqual([
       expect.objectContaining({ Condition: tagged, Resource: expect.anything() }),
     ]);
@@ -196,9 +203,7 @@ describe('IAM', () => {
     const fleets = withAction(statements, 'ec2:CreateFleet').filter((s) => flat(s.Resource).endsWith(':fleet/*'));
     expect(fleets.map((s) => s.Condition)).toEqual([tagged]);
     for (const name of ['launch-attempt', 'janitor'] as const) {
-      expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([
-        expect.objectContaining({ Condition: { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' } } }),
-      ]);
+      expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([expect.objectContaining({ Condition: OWNED_HERE })]);
     }
     for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt' && n !== 'janitor')) {
       expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([]);
@@ -207,27 +212,22 @@ describe('IAM', () => {
     expect(withAction(statementsOf('janitor'), 'ec2:DescribeLaunchTemplates')).toEqual([expect.objectContaining({ Resource: '*' })]);
   });
 
-  it('tags only at creation, or the node-IP tags of relaunch instances', () => {
+  it('tags only at creation, or the node-IP tags of this deployment\'s instances', () => {
     const tagging = withAction(statementsOf('launch-attempt'), 'ec2:CreateTags');
     expect(tagging.map((s) => s.Condition)).toEqual([
       { StringEquals: { 'ec2:CreateAction': ['RunInstances', 'CreateFleet', 'CreateLaunchTemplate'] } },
-      {
-        StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' },
-        'ForAllValues:StringLike': { 'aws:TagKeys': [TagKey.nodeRank, 'relaunch:node-ips:*'] },
-      },
+      { ...OWNED_HERE, 'ForAllValues:StringLike': { 'aws:TagKeys': [TagKey.nodeRank, 'relaunch:node-ips:*'] } },
     ]);
   });
 
-  it('terminates only instances tagged as relaunch jobs, and only from the compute functions', () => {
+  it('terminates only instances tagged as this deployment\'s jobs, and only from the compute functions', () => {
     for (const name of LAMBDA_NAMES) {
       const terminate = withAction(statementsOf(name), 'ec2:TerminateInstances');
       if (LAMBDA_NEEDS[name].compute === false) {
         expect(withAction(statementsOf(name), 'ec2:'), name).toEqual([]);
         continue;
       }
-      expect(terminate, name).toEqual([
-        expect.objectContaining({ Condition: { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' } } }),
-      ]);
+      expect(terminate, name).toEqual([expect.objectContaining({ Condition: OWNED_HERE })]);
     }
   });
 

@@ -205,6 +205,7 @@ const TAGS = [
   { Key: 'Name', Value: 'relaunch-job-1-2' },
   { Key: 'relaunch:job-id', Value: 'job-1' },
   { Key: 'relaunch:attempt', Value: '2' },
+  { Key: 'relaunch:deployment', Value: 'relaunch' },
 ];
 
 describe('Ec2Compute.launch: what it sends', () => {
@@ -853,7 +854,12 @@ describe('Ec2Compute.launch: failing over and failing', () => {
 
 describe('Ec2Compute.release', () => {
   const liveStates = { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] };
-  const attemptFilters = [{ Name: 'tag:relaunch:job-id', Values: ['job-1'] }, { Name: 'tag:relaunch:attempt', Values: ['2'] }, liveStates];
+  const attemptFilters = [
+    { Name: 'tag:relaunch:deployment', Values: ['relaunch'] },
+    { Name: 'tag:relaunch:job-id', Values: ['job-1'] },
+    { Name: 'tag:relaunch:attempt', Values: ['2'] },
+    liveStates,
+  ];
 
   function reservations(...ids: string[]) {
     return { Reservations: [{ Instances: ids.map((InstanceId) => ({ InstanceId })) }] };
