@@ -518,11 +518,31 @@ describe('JobApi', () => {
     }
   });
 
-  it.each(['BAD_REQUEST_BODY', 'BAD_REQUEST_PARAMETERS'])('answers a %s refusal with the API error shape', (type) => {
+  /**
+   * A gateway response's body as API Gateway renders it: plain substitution of `$context`
+   * variables, no VTL (no $util to escape with). Only the `...String` variables are quoted
+   * (JSON strings); every other is put in as it is, quotes and backslashes included.
+   */
+  function renderGatewayResponse(body: string, error: { message: string; validationErrorString: string }): string {
+    return body.replace(/\$context\.error\.(messageString|message|validationErrorString|responseType)/g, (_, name: string) => {
+      if (name === 'messageString') return JSON.stringify(error.message);
+      if (name === 'message') return error.message;
+      if (name === 'responseType') return 'BAD_REQUEST_BODY';
+      return error.validationErrorString;
+    });
+  }
+
+  it.each(['BAD_REQUEST_BODY', 'BAD_REQUEST_PARAMETERS'])('answers a %s refusal with the API error shape, valid JSON whatever the validator says', (type) => {
     const [response] = Object.values(template.findResources('AWS::ApiGateway::GatewayResponse', { Properties: { ResponseType: type } })) as Resource[];
     expect(response?.Properties.StatusCode).toBe('400');
-    const body = JSON.parse((response?.Properties.ResponseTemplates as Record<string, string>)['application/json'] ?? '{}') as object;
-    expect(body).toEqual({ error: expect.any(String), issues: [{ path: '', message: '$context.error.validationErrorString' }] });
+    const source = (response?.Properties.ResponseTemplates as Record<string, string>)['application/json'] ?? '';
+    // What API Gateway's validator says about a body with a wrong phase: its text holds quotes.
+    const rendered = renderGatewayResponse(source, {
+      message: 'Invalid request body',
+      validationErrorString: '[instance value ("build") not found in enum (possible values: ["setup","run"])]',
+    });
+    expect(() => JSON.parse(rendered), rendered).not.toThrow();
+    expect(JSON.parse(rendered)).toEqual({ error: expect.any(String), issues: [{ path: '', message: 'Invalid request body' }] });
   });
 
   it('validates agent bodies against the protocol schema before invoking the Lambda', () => {
