@@ -121,8 +121,9 @@ describe('ControllerFunctions', () => {
       const needs = LAMBDA_NEEDS[name];
       expect(Object.hasOwn(variables, EnvVar.tableName), name).toBe(true);
       expect(Object.hasOwn(variables, EnvVar.stateMachineArn), name).toBe(needs.workflow.length > 0);
-      expect(Object.hasOwn(variables, EnvVar.computeConfig), name).toBe(needs.compute !== false);
-      expect(Object.hasOwn(variables, EnvVar.apiUrl), name).toBe(needs.compute !== false);
+      expect(Object.hasOwn(variables, EnvVar.computeConfig), name).toBe(needs.compute === 'launch');
+      expect(Object.hasOwn(variables, EnvVar.apiUrl), name).toBe(needs.compute === 'launch');
+      expect(Object.hasOwn(variables, EnvVar.releaseConfig), name).toBe(needs.compute === 'release');
       expect(Object.hasOwn(variables, EnvVar.launchPace), name).toBe(needs.paces === true);
     }
   });
