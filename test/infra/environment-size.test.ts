@@ -9,7 +9,7 @@ import type { RelaunchConfig } from '../../infra/config.ts';
 import { LAMBDA_NAMES } from '../../infra/lambda-catalog.ts';
 import { environmentBound, LAMBDA_ENVIRONMENT_MAX_BYTES } from '../../infra/lambda-environment.ts';
 import { RelaunchStack } from '../../infra/relaunch-stack.ts';
-import { resolveCfn, type CfnValues } from '../aws/cfn.ts';
+import { resolveCfn, type CfnValues, type Physical } from '../aws/cfn.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
@@ -53,7 +53,7 @@ function deployed(resources: ReturnType<typeof synth>): CfnValues {
   const account = '123456789012';
   return {
     pseudo: { 'AWS::Region': region, 'AWS::AccountId': account, 'AWS::Partition': 'aws', 'AWS::URLSuffix': 'amazonaws.com', 'AWS::StackName': 'Relaunch' },
-    physical: (id) => {
+    physical: (id): Physical => {
       const name = `Relaunch-${id}-ABCDEFGHIJKLM`;
       const type = resources[id]?.Type;
       const arn = (service: string, path: string, where = `${region}:${account}`) => `arn:aws:${service}:${where}:${path}`;
