@@ -68,7 +68,7 @@ import {
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET_OWNER_TAG, ssmEndpoint } from '../agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
 import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
-import { architectureOf, hasEfa, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
+import { architectureOf, hasEfa, hasGpus, instanceTypeInfo, networkCards, type Architecture } from '../instance-types.ts';
 import type { InstanceRef, Placement } from '../model.ts';
 import { planFleets, type FleetOverride, type FleetPlan } from '../placement.ts';
 import type { Market } from '../policy/types.ts';
@@ -78,6 +78,7 @@ import type { ImageAlias } from '../spec/image-id.ts';
 import { portProblems } from '../spec/ports.ts';
 import type { DiskTier, PortRange, TaskSpec } from '../spec/types.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
+import { nodeTrafficProblems } from './ec2-network.ts';
 import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
 import { s3AgentMounts, type DataConfig } from './s3-data.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
@@ -140,6 +141,12 @@ export interface Ec2ComputeConfig {
    * @default - none: a task with `ports` is refused
    */
   readonly openPorts?: readonly PortRange[];
+  /**
+   * Whether the instances' security group admits its own members (the stack's
+   * relaunch:nodeToNodeTraffic): false refuses a multi-node task before anything launches.
+   * @default true
+   */
+  readonly nodeToNodeTraffic?: boolean;
   /**
    * Retries of a throttled call before its error propagates, waiting 0.5 s, doubling,
    * capped at 20 s.
@@ -302,6 +309,8 @@ export class Ec2Compute implements Compute {
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { spec } = request;
     assertPortsOpen(spec, this.config.openPorts ?? []);
+    const [unreachable] = nodeTrafficProblems(spec, this.config.nodeToNodeTraffic ?? true);
+    if (unreachable !== undefined) throw new PrecheckError(`${unreachable.path}: ${unreachable.message}`);
     // Ports are opened only by the stack's own security group, in its region (the first):
     // a task that asks for some is never placed where they would stay shut.
     const regions = (spec.resources.ports ?? []).length > 0 ? this.config.regions.slice(0, 1) : this.config.regions;
@@ -597,10 +606,8 @@ export class Ec2Compute implements Compute {
           },
         },
       ],
-      // With EFA the interface is described here, and the fleet's override gives its subnet.
-      ...(efa
-        ? { NetworkInterfaces: [{ DeviceIndex: 0, NetworkCardIndex: 0, InterfaceType: 'efa', Groups: [...securityGroupIds], DeleteOnTermination: true }] }
-        : { SecurityGroupIds: [...securityGroupIds] }),
+      // With EFA the interfaces are described here, and the fleet's override gives their subnet.
+      ...(efa ? { NetworkInterfaces: efaInterfaces(instanceType, securityGroupIds) } : { SecurityGroupIds: [...securityGroupIds] }),
       TagSpecifications: [
         { ResourceType: 'instance', Tags: tags },
         { ResourceType: 'volume', Tags: tags },
@@ -865,6 +872,22 @@ export const MAX_LISTED_FAILURES = 40;
 function capped(failures: readonly string[]): string[] {
   if (failures.length <= MAX_LISTED_FAILURES) return [...failures];
   return [...failures.slice(0, MAX_LISTED_FAILURES), `and ${failures.length - MAX_LISTED_FAILURES} more`];
+}
+
+/**
+ * One EFA interface per network card, as EC2 recommends for types with several (p4d: 4,
+ * p5: 32): the primary (card 0, device 0) is an EFA with ENA, which carries the node's IP;
+ * every other card's (device 1) is EFA-only, which takes no IP from the subnet (32 per p5
+ * node otherwise). One card only is all a single-card type gets.
+ */
+export function efaInterfaces(instanceType: string, securityGroupIds: readonly string[]): NonNullable<RequestLaunchTemplateData['NetworkInterfaces']> {
+  return Array.from({ length: networkCards(instanceType) }, (_, card) => ({
+    NetworkCardIndex: card,
+    DeviceIndex: card === 0 ? 0 : 1,
+    InterfaceType: card === 0 ? 'efa' : 'efa-only',
+    Groups: [...securityGroupIds],
+    DeleteOnTermination: true,
+  }));
 }
 
 /** SKYPILOT_NUM_GPUS_PER_NODE for a node of this type. */

@@ -28,6 +28,8 @@ export const EnvVar = {
   openPorts: 'OPEN_PORTS',
   /** JSON of the launch pace's bucket, `{ burst, perSecond }`; unset: EC2's default bucket. */
   launchPace: 'LAUNCH_PACE',
+  /** `false` when the job instances may not reach each other (multi-node jobs are refused); unset: they may. */
+  nodeToNodeTraffic: 'NODE_TO_NODE_TRAFFIC',
 } as const;
 /** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
@@ -84,6 +86,7 @@ const ComputeEnvConfigSchema = z.strictObject({
   imageParameters: z.optional(z.partialRecord(z.enum(['x86_64', 'arm64', 'x86_64-gpu', 'arm64-gpu']), nonEmpty)),
   allowedInstanceTypes: z.optional(z.array(nonEmpty)),
   openPorts: z.optional(PortRangesSchema),
+  nodeToNodeTraffic: z.optional(z.boolean()),
   throttleRetries: z.optional(z.number().check(z.int(), z.minimum(0))),
   releaseChecks: z.optional(positiveInt),
   releaseWaitBudgetMs: z.optional(z.number().check(z.int(), z.minimum(0))),
@@ -169,6 +172,18 @@ export function parseDeadLetterQueues(env: NodeJS.ProcessEnv = process.env): rea
 export function parseOpenPorts(env: NodeJS.ProcessEnv = process.env): readonly PortRange[] {
   if (env[EnvVar.openPorts] === undefined) return [];
   return parseJsonEnv(EnvVar.openPorts, PortRangesSchema, 'list of port ranges', env);
+}
+
+/**
+ * Reads NODE_TO_NODE_TRAFFIC, whether the job instances may reach each other (for the API to
+ * refuse a multi-node task at submit): unset or `true` is yes, `false` no, anything else a
+ * ConfigurationError naming the variable.
+ */
+export function parseNodeToNodeTraffic(env: NodeJS.ProcessEnv = process.env): boolean {
+  const value = env[EnvVar.nodeToNodeTraffic];
+  if (value === undefined || value === 'true') return true;
+  if (value === 'false') return false;
+  throw new ConfigurationError(`environment variable ${EnvVar.nodeToNodeTraffic}: expected true or false, got ${JSON.stringify(value)}`);
 }
 
 /** A variable holding JSON of `schema`'s shape; anything else names the variable and each wrong field. */

@@ -1,7 +1,7 @@
 // A job's life on moto: the real handlers, the deployment's own state machine definition,
 // and what moto holds afterwards.
 
-import { DescribeLaunchTemplatesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { DescribeLaunchTemplatesCommand, DescribeLaunchTemplateVersionsCommand, DescribeSecurityGroupsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TagKey } from '../../lib/agent/tags.ts';
@@ -71,5 +71,46 @@ describe('the default image', () => {
     const job = await stack.job(jobId);
     expect(job.status).toBe('FAILED_NO_RESOURCE');
     expect(String(job.failureReason)).toContain('no image for it there');
+  });
+});
+
+describe('multi-node and EFA jobs', () => {
+  it.each([
+    ['p4d.24xlarge', 4],
+    ['p5.48xlarge', 32],
+    ['g5.48xlarge', 1],
+  ])('launch %s with network_tier: best with one EFA interface per network card (%i), all in the group that admits its own nodes', async (type, cards) => {
+    // The template is kept (its delete refused) so that moto can be asked what it holds.
+    stack.answerNext('EC2', 'DeleteLaunchTemplate', () => {
+      throw awsError('UnauthorizedOperation', 'kept for the test');
+    });
+    const jobId = await stack.submit(`name: efa\nnum_nodes: 2\nresources:\n  instance_type: ${type}\n  network_tier: best\n  image_id: ${ami}\nrun: echo hi\n`);
+    await stack.awaiting(jobId, 1, 'AwaitBoot');
+    const ec2 = new EC2Client({ region: 'us-east-1', endpoint: world().moto.endpoint });
+    const [template] = (await ec2.send(new DescribeLaunchTemplatesCommand({ Filters: [{ Name: `tag:${TagKey.jobId}`, Values: [jobId] }] }))).LaunchTemplates ?? [];
+    const versions = await ec2.send(new DescribeLaunchTemplateVersionsCommand({ LaunchTemplateId: template?.LaunchTemplateId, Versions: ['$Latest'] }));
+    const interfaces = versions.LaunchTemplateVersions?.[0]?.LaunchTemplateData?.NetworkInterfaces ?? [];
+    const group = stack.deployment.only('AWS::EC2::SecurityGroup').physical.ref;
+    expect(interfaces.map((nic) => [nic.NetworkCardIndex, nic.DeviceIndex, nic.InterfaceType, nic.Groups])).toEqual(
+      Array.from({ length: cards }, (_, card) => [card, card === 0 ? 0 : 1, card === 0 ? 'efa' : 'efa-only', [group]]),
+    );
+    // The group every node is in admits every other member (NCCL, torchrun's rendezvous).
+    const groups = await ec2.send(new DescribeSecurityGroupsCommand({ GroupIds: [group] }));
+    expect(groups.SecurityGroups?.[0]?.IpPermissions).toContainEqual(expect.objectContaining({ IpProtocol: '-1', UserIdGroupPairs: [expect.objectContaining({ GroupId: group })] }));
+    expect(await world().instances('us-east-1', { [TagKey.jobId]: jobId })).toHaveLength(2);
+    const cancelled = await stack.api('DELETE', `/jobs/${jobId}`);
+    expect(cancelled.statusCode).toBe(202);
+    expect((await stack.ended(jobId)).status).toBe('FAILED');
+    expect((await stack.job(jobId)).status).toBe('CANCELLED');
+  });
+
+  it('are refused at submit, naming num_nodes and the setting, by a stack whose nodes may not reach each other', async () => {
+    const closed = await world().deploy('Closed', { config: { namePrefix: 'closed', nodeToNodeTraffic: false } });
+    const answer = await closed.api('POST', '/jobs', { body: `name: two\nnum_nodes: 2\nresources:\n  image_id: ${ami}\nrun: echo hi\n`, headers: { 'content-type': 'application/yaml' } });
+    expect(answer.statusCode).toBe(400);
+    expect(answer.body.issues).toEqual([expect.objectContaining({ path: 'num_nodes', message: expect.stringContaining('relaunch:nodeToNodeTraffic') })]);
+    const one = await closed.submit(`name: one\nresources:\n  cpus: 2\n  image_id: ${ami}\nrun: echo hi\n`);
+    await closed.api('DELETE', `/jobs/${one}`);
+    await closed.ended(one);
   });
 });

@@ -826,20 +826,27 @@ describe("JobData's access role", () => {
     expect(LAMBDA_NEEDS['launch-attempt'].secrets).toEqual(['get']);
   });
 
-  it('gives the security group no inbound rule by default', () => {
+  it('gives the security group one inbound rule by default: its own members (a multi-node job\'s nodes, EFA), all traffic', () => {
     const group = Object.values(resources).find((r) => r.Type === 'AWS::EC2::SecurityGroup') as Resource;
     expect(group.Properties.SecurityGroupIngress).toBeUndefined();
     expect(group.Properties.VpcId).toBe(NETWORK.vpcId);
-    expect(Object.values(resources).filter((r) => r.Type === 'AWS::EC2::SecurityGroupIngress')).toEqual([]);
+    const ingress = Object.values(resources).filter((r) => r.Type === 'AWS::EC2::SecurityGroupIngress');
+    expect(ingress).toHaveLength(1);
+    expect(ingress[0]?.Properties.IpProtocol).toBe('-1');
+    expect(flat(ingress[0]?.Properties.SourceSecurityGroupId)).toBe(flat(ingress[0]?.Properties.GroupId));
   });
 
-  it('admits node-to-node traffic, and only that, when asked', () => {
+  it('admits nothing inbound when node-to-node traffic is turned off, and has the API refuse multi-node tasks', () => {
     const stack = new Stack(new App(), 'Own');
-    new JobInstances(stack, 'I', { vpcId: NETWORK.vpcId, nodeToNodeTraffic: true });
-    const own = Template.fromStack(stack);
-    own.resourceCountIs('AWS::EC2::SecurityGroupIngress', 1);
-    const [ingress] = Object.values(own.findResources('AWS::EC2::SecurityGroupIngress')) as Resource[];
-    expect(flat(ingress?.Properties.SourceSecurityGroupId)).toBe(flat(ingress?.Properties.GroupId));
+    new JobInstances(stack, 'I', { vpcId: NETWORK.vpcId, nodeToNodeTraffic: false });
+    Template.fromStack(stack).resourceCountIs('AWS::EC2::SecurityGroupIngress', 0);
+    const closed = synth({ nodeToNodeTraffic: false }).toJSON().Resources as Record<string, Resource>;
+    const variablesOf = (all: Record<string, Resource>, name: string) =>
+      (Object.entries(all).find(([id, r]) => r.Type === 'AWS::Lambda::Function' && id.startsWith(`RelaunchFunctions${name}`))?.[1].Properties.Environment as { Variables: Record<string, unknown> })
+        .Variables;
+    expect(variablesOf(closed, 'api')[EnvVar.nodeToNodeTraffic]).toBe('false');
+    expect(variablesOf(resources, 'api')[EnvVar.nodeToNodeTraffic]).toBeUndefined();
+    expect(JSON.stringify(variablesOf(closed, 'launchattempt')[EnvVar.computeConfig])).toContain('\\"nodeToNodeTraffic\\":false');
   });
 
   it('opens the deployment\'s job ports over TCP to the given CIDR only, and tells the launcher which', () => {
@@ -848,7 +855,8 @@ describe("JobData's access role", () => {
     const jobPorts = [{ from: 8080, to: 8090 }, { from: 30000, to: 30000 }];
     new Relaunch(stack, 'Jobs', { vpcId: NETWORK.vpcId, subnetsByZone: SUBNETS, jobPorts, vpcCidr: '10.0.0.0/16' });
     const ports = Template.fromStack(stack);
-    ports.resourceCountIs('AWS::EC2::SecurityGroupIngress', 2);
+    // The two port ranges, and the group's own members.
+    ports.resourceCountIs('AWS::EC2::SecurityGroupIngress', 3);
     ports.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { IpProtocol: 'tcp', FromPort: 8080, ToPort: 8090, CidrIp: '10.0.0.0/16' });
     ports.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { IpProtocol: 'tcp', FromPort: 30000, ToPort: 30000, CidrIp: '10.0.0.0/16' });
     const launcher = Object.values(ports.findResources('AWS::Lambda::Function')).find((r) =>
