@@ -57,10 +57,10 @@ export interface DeployOptions {
   /** The rest of its configuration (its network is made in moto). */
   readonly config?: Omit<Partial<RelaunchConfig>, 'vpcId' | 'subnetsByZone'>;
   /**
-   * Rewrites each execution's input as the engine starts it (a test that needs an
-   * execution far into its history).
+   * Rewrites an execution's input as the engine starts it, by its name (a test that needs
+   * an execution far into its history).
    */
-  readonly startInput?: (input: ExecutionInput) => Record<string, unknown>;
+  readonly startInput?: (input: ExecutionInput, executionName: string) => Record<string, unknown>;
 }
 
 /** One relaunch stack in the world, its handlers and its executions. */
@@ -267,7 +267,7 @@ export class StackInWorld {
         const name = String(input.name);
         this.executionNames.set(String(call.output?.executionArn), name);
         const start = JSON.parse(String(input.input)) as ExecutionInput;
-        await this.workflow.start(name, (this.options.startInput?.(start) ?? start) as ExecutionInput);
+        await this.workflow.start(name, (this.options.startInput?.(start, name) ?? start) as ExecutionInput);
         return;
       }
       case 'SendTaskSuccess':
