@@ -4,12 +4,15 @@
 import { DescribeLaunchTemplatesCommand, DescribeLaunchTemplateVersionsCommand, DescribeSecurityGroupsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from '@aws-sdk/client-sfn';
+import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { SPOT_ROLE_MISSING_ERROR } from '../../lib/adapters/ec2-compute.ts';
 import { MAX_ATTEMPTS_PER_EXECUTION } from '../../lib/workflow/contract.ts';
-import { awsError, tagOf, useWorld, type StackInWorld } from './world.ts';
+import { LAMBDA_NAMES } from '../../infra/lambda-catalog.ts';
+import { instanceStateChange, onFailureRecord } from '../fixtures/events/shapes.ts';
+import { awsError, checkedFunctions, tagOf, useWorld, type StackInWorld } from './world.ts';
 
 const world = useWorld();
 let stack: StackInWorld;
@@ -256,5 +259,34 @@ describe('a long job', () => {
       new GetItemCommand({ TableName: long.deployment.only('AWS::DynamoDB::Table').physical.ref, Key: { pk: { S: `JOB#${jobId}` }, sk: { S: 'JOB' } } }),
     );
     expect(Item?.executionArn?.S).toMatch(new RegExp(`:execution:long-controller:${continuation}$`));
+  });
+});
+
+describe('an EC2 event whose delivery failed', () => {
+  it("waits in on-ec2-event's failure queue in moto until the janitor replays it: the attempt ends LOST and the job comes back", async () => {
+    const jobId = await stack.submit(`name: replayed\nresources:\n  cpus: 2\n  image_id: ${ami}\nrun: train\n`);
+    await stack.awaiting(jobId, 1, 'AwaitBoot');
+    const [agent] = await stack.agents(jobId, 1);
+    await agent!.heartbeat();
+    await stack.awaiting(jobId, 1, 'AwaitAttempt');
+    // The instance went, and on-ec2-event failed on its event: Lambda put the record in the failure queue.
+    const queues = JSON.parse(stack.deployment.functions.janitor.environment.DEAD_LETTER_QUEUES as string) as { name: string; url: string }[];
+    const failed = queues.find((queue) => queue.name === 'ec2-events-failed')?.url as string;
+    const sqs = new SQSClient({ region: 'us-east-1', endpoint: world().moto.endpoint, useQueueUrlAsEndpoint: false });
+    await sqs.send(new SendMessageCommand({ QueueUrl: failed, MessageBody: JSON.stringify(onFailureRecord(instanceStateChange(agent!.instanceId, 'terminated'))) }));
+    const run = (await stack.invoke('janitor', { source: 'aws.events', 'detail-type': 'Scheduled Event', detail: {} })) as { replayed: { queue: string; outcome: string }[] };
+    expect(run.replayed).toEqual([expect.objectContaining({ queue: 'ec2-events-failed', outcome: 'applied' })]);
+    expect((await sqs.send(new ReceiveMessageCommand({ QueueUrl: failed, WaitTimeSeconds: 0 }))).Messages ?? []).toEqual([]);
+    await stack.awaiting(jobId, 2, 'AwaitBoot');
+    expect((await stack.job(jobId)).attempts[0]).toMatchObject({ outcome: 'LOST', decision: 'RECOVER' });
+    const cancelled = await stack.api('DELETE', `/jobs/${jobId}`);
+    expect(cancelled.statusCode).toBe(202);
+    await stack.ended(jobId);
+  });
+});
+
+describe('the IAM check', () => {
+  it("saw every function's calls in this file, each allowed by its role", () => {
+    expect([...checkedFunctions].sort()).toEqual([...LAMBDA_NAMES].sort());
   });
 });
