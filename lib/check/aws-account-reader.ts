@@ -281,7 +281,8 @@ export class AwsAccountReader implements AccountReader {
 
   async offerings(region: string, instanceTypes: readonly string[], zones: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>> {
     const offered = new Map<string, string[]>();
-    if (zones.length === 0) return offered;
+    // No zones named (no subnets configured yet): every zone of the region.
+    const location = zones.length === 0 ? [] : [{ Name: 'location', Values: [...zones] }];
     for (const chunk of chunks([...new Set(instanceTypes)], FILTER_VALUES)) {
       let NextToken: string | undefined;
       do {
@@ -289,10 +290,7 @@ export class AwsAccountReader implements AccountReader {
           this.#clients.ec2(region).send(
             new DescribeInstanceTypeOfferingsCommand({
               LocationType: 'availability-zone',
-              Filters: [
-                { Name: 'instance-type', Values: chunk },
-                { Name: 'location', Values: [...zones] },
-              ],
+              Filters: [{ Name: 'instance-type', Values: chunk }, ...location],
               NextToken,
             }),
           ),

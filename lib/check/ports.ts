@@ -70,7 +70,7 @@ export interface AccountReader {
   subnets(region: string, subnetIds: readonly string[]): Promise<SubnetFacts[]>;
   routeTables(region: string, vpcIds: readonly string[]): Promise<RouteTableFacts[]>;
   vpcEndpoints(region: string, vpcIds: readonly string[]): Promise<VpcEndpointFacts[]>;
-  /** The zones, among `zones`, that offer each type: `type -> zones`. */
+  /** The zones, among `zones` (every zone of the region when none is given), that offer each type: `type -> zones`. */
   offerings(region: string, instanceTypes: readonly string[], zones: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>>;
   /** An SSM parameter's value (public AMI parameters); null when there is none of that name. */
   parameter(region: string, name: string): Promise<string | null>;

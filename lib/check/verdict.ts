@@ -99,8 +99,10 @@ function judgePlace(input: CandidateInput, region: DeploymentRegion): PlaceJudge
   const { candidate } = input;
   const type = candidate.instanceType;
   const facts = input.facts(region.region);
-  const zones = Object.keys(region.subnetsByZone).filter((zone) => candidate.zone === undefined || zone === candidate.zone);
-  if (zones.length === 0) {
+  const configured = Object.keys(region.subnetsByZone);
+  // No subnets known (nothing deployed, no cdk.json): judged in every zone of the region.
+  const zones = configured.length === 0 ? null : configured.filter((zone) => candidate.zone === undefined || zone === candidate.zone);
+  if (zones !== null && zones.length === 0) {
     return { status: 'fail', reasons: [{ message: `the task asks for ${candidate.zone}, which has no subnet in relaunch:subnets`, fix: `add a subnet of ${candidate.zone} to relaunch:subnets and redeploy` }] };
   }
   const fails: Reason[] = [];
@@ -108,10 +110,11 @@ function judgePlace(input: CandidateInput, region: DeploymentRegion): PlaceJudge
   let offeredZones: readonly string[] = [];
   if (!facts.offerings.known) unknowns.push({ message: `offerings of ${type} not checked: ${facts.offerings.why}` });
   else {
-    offeredZones = zones.filter((zone) => facts.offerings.known && (facts.offerings.value.get(type) ?? []).includes(zone));
+    const offering = facts.offerings.value.get(type) ?? [];
+    offeredZones = zones === null ? offering.filter((zone) => candidate.zone === undefined || zone === candidate.zone) : zones.filter((zone) => offering.includes(zone));
     if (offeredZones.length === 0) {
       fails.push({
-        message: `${type} is not offered in ${zones.join(', ')}`,
+        message: `${type} is not offered in ${zones === null ? (candidate.zone ?? `any zone of ${region.region}`) : zones.join(', ')}`,
         fix: `add subnets of zones that offer it (aws ec2 describe-instance-type-offerings --region ${region.region} --location-type availability-zone --filters Name=instance-type,Values=${type}), or ask for another type`,
       });
     }

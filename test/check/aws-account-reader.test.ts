@@ -86,9 +86,14 @@ describe.skipIf(!motoInstalled())('AwsAccountReader on moto', () => {
     it('reads which configured zones offer a type, by type', async () => {
       const offered = await reader.offerings(REGION, ['p4de.24xlarge', 'm6i.large', 'zz9.huge'], ['us-west-2a', 'us-west-2d']);
       expect(offered.get('m6i.large')).toEqual(expect.arrayContaining(['us-west-2a', 'us-west-2d']));
-      // moto's offering data, as EC2's: p4de.24xlarge is in 2a and 2b, not 2d.
+      // moto's offering data, as EC2's: p4de.24xlarge is in 2a, 2b and 2c, not 2d.
       expect(offered.get('p4de.24xlarge')).toEqual(['us-west-2a']);
       expect(offered.has('zz9.huge')).toBe(false);
+    });
+
+    it('reads every zone of the region that offers a type when no zones are named', async () => {
+      const offered = await reader.offerings(REGION, ['p4de.24xlarge'], []);
+      expect([...(offered.get('p4de.24xlarge') ?? [])].sort()).toEqual(['us-west-2a', 'us-west-2b', 'us-west-2c']);
     });
 
     it('reads an image, and null for an AMI the account cannot see', async () => {

@@ -84,6 +84,14 @@ describe('judgeCandidate', () => {
     expect(verdict.reasons[0]).toMatch(/^us-east-1: needs 4/);
   });
 
+  it('judges every zone of the region where no subnets are known yet (nothing deployed, no cdk.json)', () => {
+    const bare = { region: 'us-east-1', subnetsByZone: {} };
+    const offered = facts({ offered: known(new Map([['g5.xlarge', ['us-east-1a', 'us-east-1c']]])) });
+    expect(judgeCandidate(input({ regions: [bare] }, { 'us-east-1': offered })).verdict).toMatchObject({ launchable: true, places: [{ region: 'us-east-1', zones: ['us-east-1a', 'us-east-1c'] }] });
+    const none = judgeCandidate(input({ regions: [bare] }, { 'us-east-1': facts({ offered: known(new Map()) }) })).verdict;
+    expect(none.reasons).toEqual(['us-east-1: g5.xlarge is not offered in any zone of us-east-1']);
+  });
+
   it('names the pipeline task a candidate belongs to', () => {
     expect(judgeCandidate(input({ task: 2 })).verdict.task).toBe(2);
   });
