@@ -3,6 +3,7 @@
 // verdict on its candidates. A read these credentials may not make is a warning naming
 // the permission; nothing here throws for what the account holds.
 
+import { awsErrorCode } from '../adapters/aws-errors.ts';
 import { aliasParameter, DEFAULT_IMAGE_PARAMETERS, type ImageKind } from '../adapters/ec2-compute.ts';
 import { bucketAllowed, notAllowedBucket } from '../adapters/s3-data.ts';
 import { candidatesOf, type Candidate } from '../candidates.ts';
@@ -66,8 +67,18 @@ async function read<T>(call: () => Promise<T>): Promise<{ readonly known: true; 
     return { known: true, value: await call() };
   } catch (error) {
     if (error instanceof PermissionDeniedError) return { known: false, why: `these credentials may not call ${error.action}`, action: error.action };
-    return { known: false, why: error instanceof Error ? error.message || error.name : String(error) };
+    return { known: false, why: describeError(error) };
   }
+}
+
+/** An unexpected error in one line: AWS's code and HTTP status when there are, and the first line of its message. */
+function describeError(error: unknown): string {
+  const code = awsErrorCode(error);
+  const status = (error as { $metadata?: { httpStatusCode?: unknown } } | null)?.$metadata?.httpStatusCode;
+  const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]?.trim() ?? '';
+  const label = [code, typeof status === 'number' ? `HTTP ${status}` : ''].filter((part) => part !== '').join(', ');
+  if (label === '') return message;
+  return message === '' || message === code ? label : `${label}: ${message}`;
 }
 
 /** The warning for a check that could not be made; it names the permission that was refused. */

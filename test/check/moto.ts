@@ -3,6 +3,9 @@
 // a test can assert that check only ever read.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -69,11 +72,13 @@ export async function startMoto(options: { readonly env?: Readonly<Record<string
   for (let tries = 1; ; tries += 1) {
     const port = await freePort();
     const endpoint = `http://127.0.0.1:${port}`;
-    const child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // moto writes its recording (moto_recording) in its working folder: one of its own.
+    const folder = mkdtempSync(join(tmpdir(), 'relaunch-check-moto-'));
+    const child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { cwd: folder, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (log = (log + chunk).slice(-4000)));
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (log = (log + chunk).slice(-4000)));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve())).then(() => rmSync(folder, { recursive: true, force: true }));
     try {
       await answering(endpoint, child, () => log, options.timeoutMs ?? 60_000);
     } catch (error) {
