@@ -130,6 +130,10 @@ export async function localSettings(folder: string): Promise<LocalSettings> {
   }
 }
 
+/** How long a connection to AWS may take to open, and an answer to come, before the call fails. */
+const CONNECT_TIMEOUT_MS = 5_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+
 /** Clients with the default credential chain: one of each global service, regional ones made once per region. */
 export function defaultClients(home: string): CheckClients & { destroy(): void } {
   const made: { destroy(): void }[] = [];
@@ -142,14 +146,16 @@ export function defaultClients(home: string): CheckClients & { destroy(): void }
       return found;
     };
   };
+  // A network that swallows packets would otherwise hold every call (and check) forever.
+  const config = (region: string) => ({ region, requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS } });
   return {
-    sts: keep(new STSClient({ region: home })),
-    iam: keep(new IAMClient({ region: home })),
-    s3: keep(new S3Client({ region: home })),
-    cloudFormation: perRegion((region) => new CloudFormationClient({ region })),
-    ec2: perRegion((region) => new EC2Client({ region })),
-    ssm: perRegion((region) => new SSMClient({ region })),
-    serviceQuotas: perRegion((region) => new ServiceQuotasClient({ region })),
+    sts: keep(new STSClient(config(home))),
+    iam: keep(new IAMClient(config(home))),
+    s3: keep(new S3Client(config(home))),
+    cloudFormation: perRegion((region) => new CloudFormationClient(config(region))),
+    ec2: perRegion((region) => new EC2Client(config(region))),
+    ssm: perRegion((region) => new SSMClient(config(region))),
+    serviceQuotas: perRegion((region) => new ServiceQuotasClient(config(region))),
     destroy: () => made.forEach((client) => client.destroy()),
   };
 }

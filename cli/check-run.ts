@@ -68,6 +68,15 @@ export async function checkAccount(file: string | undefined, options: CheckOptio
   }
 }
 
+/**
+ * Text from the account or an API, made safe for a terminal: control characters (an
+ * escape sequence in a stack's status reason, a bucket policy's message) shown as `?`.
+ */
+function plain(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+}
+
 /** The human report: a header, one line per check (its fix below a failure or warning), the verdict. */
 function render(report: CheckReport, input: CheckInput, file: string | null): string {
   const width = Math.max(...report.checks.map((check) => check.id.length));
@@ -75,7 +84,7 @@ function render(report: CheckReport, input: CheckInput, file: string | null): st
   for (const check of report.checks) lines.push(...checkLines(check, width));
   const verdict = report.verdict;
   if (verdict !== undefined && file !== null) {
-    lines.push('', `${file}: ${verdict.launchable ? 'would launch now' : 'would not launch now'}`);
+    lines.push('', `${plain(file)}: ${verdict.launchable ? 'would launch now' : 'would not launch now'}`);
     for (const candidate of verdict.candidates) lines.push(...candidateLines(candidate));
   }
   const failed = report.checks.filter((check) => check.status === 'fail').length;
@@ -85,8 +94,8 @@ function render(report: CheckReport, input: CheckInput, file: string | null): st
 }
 
 function checkLines(check: CheckResult, width: number): string[] {
-  const lines = [`  ${check.status.padEnd(4)}  ${check.id.padEnd(width)}  ${check.message}`];
-  if (check.fix !== undefined && check.status !== 'ok') lines.push(`  ${''.padEnd(4)}  ${''.padEnd(width)}  fix: ${check.fix}`);
+  const lines = [`  ${check.status.padEnd(4)}  ${plain(check.id).padEnd(width)}  ${plain(check.message)}`];
+  if (check.fix !== undefined && check.status !== 'ok') lines.push(`  ${''.padEnd(4)}  ${''.padEnd(width)}  fix: ${plain(check.fix)}`);
   return lines;
 }
 
@@ -97,5 +106,5 @@ function candidateLines(candidate: CandidateVerdict): string[] {
     return [`  yes   ${what}: ${candidate.places.map((place) => `${place.region} (${place.zones.join(', ')})`).join('; ')}`];
   }
   const label = candidate.launchable === false ? 'no  ' : '?   ';
-  return [`  ${label}  ${what}`, ...candidate.reasons.map((reason) => `          ${reason}`)];
+  return [`  ${label}  ${what}`, ...candidate.reasons.map((reason) => `          ${plain(reason)}`)];
 }

@@ -22,7 +22,7 @@ import {
   type DeploymentSettings,
 } from './deployment.ts';
 import { subnetCheck, type RouteTableFacts, type SubnetFacts, type VpcEndpointFacts } from './network.ts';
-import { PermissionDeniedError, type AccountReader, type ApiProbe, type BucketFacts, type StackFacts } from './ports.ts';
+import { PermissionDeniedError, type AccountReader, type ApiProbe, type BucketFacts, type CallerIdentity, type StackFacts } from './ports.ts';
 import { quotaCheck, quotaGroupOf, vcpusInUse, type AllowedInGroup, type InstanceInUse, type QuotaGroup, type QuotaUse } from './quotas.ts';
 import { reportOf, type CheckReport, type CheckResult, type Verdict } from './report.ts';
 import { judgeCandidate, launchCheck, type ImageOutcome, type JudgedCandidate, type Known, type RegionFacts } from './verdict.ts';
@@ -71,6 +71,19 @@ async function read<T>(call: () => Promise<T>): Promise<{ readonly known: true; 
   }
 }
 
+/**
+ * Why STS would not say who the caller is: no credentials found, credentials AWS refuses,
+ * or STS not reached at all (the network). Each has its own fix.
+ */
+function credentialsFailure(error: unknown): CheckResult {
+  const why = describeError(error);
+  const status = (error as { $metadata?: { httpStatusCode?: unknown } } | null)?.$metadata?.httpStatusCode;
+  const configure = 'configure credentials (aws configure, aws sso login, or AWS_PROFILE), then aws sts get-caller-identity';
+  if (awsErrorCode(error) === 'CredentialsProviderError') return { id: 'credentials', status: 'fail', message: `no AWS credentials found: ${why}`, fix: configure };
+  if (typeof status === 'number') return { id: 'credentials', status: 'fail', message: `AWS refused these credentials: ${why}`, fix: configure };
+  return { id: 'credentials', status: 'fail', message: `AWS STS could not be reached: ${why}`, fix: 'check the network (and AWS_ENDPOINT_URL, if set), then aws sts get-caller-identity' };
+}
+
 /** An unexpected error in one line: AWS's code and HTTP status when there are, and the first line of its message. */
 function describeError(error: unknown): string {
   const code = awsErrorCode(error);
@@ -114,25 +127,22 @@ class Reads {
 export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<CheckReport> {
   const { reader } = deps;
   const checks: CheckResult[] = [{ id: 'region', status: 'ok', message: `${input.region} (from ${input.regionSource})` }];
-  const identity = await read(() => reader.identity());
-  if (!identity.known) {
-    checks.push({
-      id: 'credentials',
-      status: 'fail',
-      message: `no usable AWS credentials: ${identity.why}`,
-      fix: 'configure credentials (aws configure, aws sso login, or AWS_PROFILE), then aws sts get-caller-identity',
-    });
+  let identity: CallerIdentity;
+  try {
+    identity = await reader.identity();
+  } catch (error) {
+    checks.push(credentialsFailure(error));
     return reportOf(checks);
   }
-  const caller = identity.value.arn;
-  checks.push({ id: 'credentials', status: 'ok', message: `${caller} in account ${identity.value.account}` });
+  const caller = identity.arn;
+  checks.push({ id: 'credentials', status: 'ok', message: `${caller} in account ${identity.account}` });
 
   const stack = await read(() => reader.stack(input.region, input.stackName));
   const record = stackChecks(input, stack, caller, checks);
   const settings = settingsCheck(input, record, checks);
   const reads = new Reads();
   const regions = settings?.settings.regions.map(({ region }) => region) ?? [input.region];
-  for (const region of regions) checks.push(await bootstrapCheck(reader, region, identity.value.account, caller));
+  for (const region of regions) checks.push(await bootstrapCheck(reader, region, identity.account, caller));
   const api = await apiCheck(input, record, deps.api, caller);
   if (api !== null) checks.push(api);
 
@@ -296,7 +306,9 @@ async function apiCheck(input: CheckInput, record: DeploymentRecord | null, prob
   }
   if (answer.status === 0) return { id: 'api', status: 'fail', message: `${named} does not answer: ${answer.failure ?? 'no answer'}`, fix: 'check the URL (the stack\'s Deployment output holds it) and the network' };
   const error = (answer.body as { error?: unknown; message?: unknown } | null) ?? {};
-  const said = typeof error.error === 'string' ? error.error : typeof error.message === 'string' ? error.message : 'no message';
+  const given = typeof error.error === 'string' ? error.error : typeof error.message === 'string' ? error.message : 'no message';
+  // Whatever answered may not be relaunch's: its words are cut short.
+  const said = given.length > 200 ? `${given.slice(0, 200)}…` : given;
   return { id: 'api', status: 'fail', message: `${named} answered ${answer.status} to GET /sources (${said}): it is not a relaunch API this CLI can use`, fix: 'npx cdk deploy from this checkout, and use the ApiUrl it prints' };
 }
 

@@ -31,13 +31,13 @@ function capture(): Io & { stdout: () => string; stderr: () => string } {
 }
 
 /** A stand-in for the deployed API on 127.0.0.1: `GET /v1/sources` answers `status`. */
-async function fakeApi(): Promise<{ url: string; status: number; asked: string[]; close(): Promise<void> } & { server: Server }> {
-  const state = { status: 200, asked: [] as string[] };
+async function fakeApi(): Promise<{ url: string; status: number; message: string; asked: string[]; close(): Promise<void> } & { server: Server }> {
+  const state = { status: 200, asked: [] as string[], message: 'User is not authorized to perform: execute-api:Invoke' };
   const server = createServer((request, response) => {
     state.asked.push(`${request.method} ${request.url}`);
     const ok = request.method === 'GET' && request.url === '/v1/sources';
     response.writeHead(ok ? state.status : 404, { 'content-type': 'application/json' });
-    response.end(JSON.stringify(ok && state.status === 200 ? { bucket: 'relaunch-stack-data', prefix: 'sources', region: REGION, allowedBuckets: ['team-data'] } : { message: 'User is not authorized to perform: execute-api:Invoke' }));
+    response.end(JSON.stringify(ok && state.status === 200 ? { bucket: 'relaunch-stack-data', prefix: 'sources', region: REGION, allowedBuckets: ['team-data'] } : { message: state.message }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address() as { port: number };
@@ -68,6 +68,7 @@ describe.skipIf(!motoInstalled())('relaunch check', () => {
   beforeEach(async () => {
     await moto.reset();
     api.status = 200;
+    api.message = 'User is not authorized to perform: execute-api:Invoke';
     api.asked.length = 0;
     account = new MotoAccount(moto.endpoint, REGION);
     net = await account.network(ZONES, 'nat');
@@ -149,6 +150,27 @@ describe.skipIf(!motoInstalled())('relaunch check', () => {
     expect(down.checks.find((entry) => entry.id === 'api')).toMatchObject({ status: 'fail', message: expect.stringContaining('does not answer') });
   });
 
+  it("shows an API's hostile answer with its control characters made visible, and cut short", async () => {
+    api.status = 500;
+    api.message = `\u001b[2J\u001b]0;owned\u0007${'x'.repeat(500)}`;
+    const { status, stdout } = await check(undefined);
+    expect(status).toBe(ExitStatus.JOB_FAILED);
+    expect([...stdout].filter((char) => char !== '\n' && char.charCodeAt(0) < 0x20)).toEqual([]);
+    const line = stdout.split('\n').find((text) => text.includes('answered 500')) ?? '';
+    expect(line).toContain('?[2J?]0;owned?');
+    expect(line).toContain(`${'x'.repeat(185)}…)`);
+    expect(line).not.toContain('x'.repeat(201));
+  });
+
+  it('fails the credentials check, saying the network, when STS cannot be reached', async () => {
+    const io = capture();
+    const status = await runCheck(undefined, { region: REGION, json: true }, io, { clients: (home) => motoClients('http://127.0.0.1:9', home), api: httpApiProbe, folder });
+    const report = JSON.parse(io.stdout()) as { ok: boolean; checks: { id: string; status: string; message: string; fix?: string }[] };
+    expect(status).toBe(ExitStatus.JOB_FAILED);
+    expect(report.checks.map((entry) => entry.id)).toEqual(['region', 'credentials']);
+    expect(report.checks[1]).toMatchObject({ status: 'fail', message: expect.stringMatching(/^AWS STS could not be reached: .*ECONNREFUSED/), fix: expect.stringContaining('check the network') });
+  });
+
   it('refuses a bad task file with the errors validate gives, and exit status 2', async () => {
     const file = await taskFile('bad.yaml', 'resources:\n  cloud: gcp\n  job_recovery:\n    max_restarts_on_errors: -1\nrun: echo\n');
     const checked = await check(file);
@@ -173,6 +195,23 @@ describe.skipIf(!motoInstalled())('relaunch check', () => {
     expect(status).toBe(ExitStatus.USAGE);
     expect(stderr).toContain(message);
     expect(stdout).toBe('');
+  });
+
+  it('runs as the relaunch binary with no credentials at all, and says so', async () => {
+    const cwd = await mkdtemp(join(folder, 'bare-'));
+    const env: NodeJS.ProcessEnv = {
+      AWS_ENDPOINT_URL: moto.endpoint,
+      AWS_REGION: REGION,
+      AWS_EC2_METADATA_DISABLED: 'true',
+      AWS_CONFIG_FILE: join(cwd, 'no-config'),
+      AWS_SHARED_CREDENTIALS_FILE: join(cwd, 'no-credentials'),
+    };
+    for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE', 'AWS_WEB_IDENTITY_TOKEN_FILE', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI']) {
+      if (process.env[name] !== undefined) env[name] = '';
+    }
+    const finished = await runCli(['check'], { cwd, env });
+    expect(finished.code).toBe(1);
+    expect(finished.stdout).toMatch(/^ {2}fail {2}credentials +no AWS credentials found: /m);
   });
 
   it('runs as the relaunch binary, every client pointed at moto by AWS_ENDPOINT_URL, with cdk.json before the first deploy', async () => {
