@@ -121,8 +121,8 @@ class Reads {
 /**
  * Checks the account, the region, the deployment and (with a task) whether it would
  * launch now. The report's checks come in a fixed order: region, credentials, stack,
- * version, settings, bootstrap per region, api, spot role, quotas, subnets, then the
- * task's buckets and launch.
+ * version, settings, bootstrap per region, api, the failover regions' forwarders, spot
+ * role, quotas, subnets, then the task's buckets and launch.
  */
 export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<CheckReport> {
   const { reader } = deps;
@@ -145,6 +145,8 @@ export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<Che
   for (const region of regions) checks.push(await bootstrapCheck(reader, region, identity.account, caller));
   const api = await apiCheck(input, record, deps.api, caller);
   if (api !== null) checks.push(api);
+  // Failover regions need their EC2 event forwarder, deployed with the stack (cdk deploy --all).
+  if (record !== null) for (const { region } of record.otherRegions) checks.push(await forwarderCheck(reader, input.stackName, region, caller));
 
   const candidates = input.task === null ? null : input.task.specs.map((spec) => candidatesOf(spec, 'resources').candidates);
   checks.push(await spotRoleCheck(reader, candidates, caller));
@@ -310,6 +312,19 @@ async function apiCheck(input: CheckInput, record: DeploymentRecord | null, prob
   // Whatever answered may not be relaunch's: its words are cut short.
   const said = given.length > 200 ? `${given.slice(0, 200)}…` : given;
   return { id: 'api', status: 'fail', message: `${named} answered ${answer.status} to GET /sources (${said}): it is not a relaunch API this CLI can use`, fix: 'npx cdk deploy from this checkout, and use the ApiUrl it prints' };
+}
+
+/** The stack that forwards a failover region's EC2 events home (infra/event-forwarder-stack.ts, named `<stack>-events-<region>`). */
+async function forwarderCheck(reader: AccountReader, stackName: string, region: string, caller: string): Promise<CheckResult> {
+  const id = `forwarder:${region}`;
+  const name = `${stackName}-events-${region}`;
+  const stack = await read(() => reader.stack(region, name));
+  if (!stack.known) return notChecked(id, `stack ${name} in ${region}`, stack, caller);
+  if (stack.value === null) {
+    return { id, status: 'warn', message: `stack ${name} is not deployed in ${region}: a preemption there is noticed only when heartbeats stop`, fix: 'npx cdk deploy --all (with the same -c settings)' };
+  }
+  const status = stackStatusCheck(name, region, stack.value);
+  return { ...status, id };
 }
 
 async function spotRoleCheck(reader: AccountReader, candidates: readonly (readonly Candidate[])[] | null, caller: string): Promise<CheckResult> {

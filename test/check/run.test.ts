@@ -187,6 +187,20 @@ run: echo
       expect(report.verdict?.candidates[0]?.reasons).toEqual([`${REGION}: needs 4 G and VT spot vCPUs (1 x 4), 0 free (quota L-3819A6DF: 4, 4 in use)`]);
     });
 
+    it('judges each task of a pipeline apart, and launches it only when every task can', async () => {
+      const yaml = `name: two-steps\n---\nname: prep\nresources:\n  instance_type: m6i.large\n  image_id: ${net.imageId}\nrun: echo\n---\nname: train\nresources:\n  instance_type: g5.xlarge\n  use_spot: true\n  image_id: ${net.imageId}\nrun: echo\n`;
+      const job = parseJobFile(yaml);
+      expect(job.pipeline).not.toBeNull();
+      const report = await check({ input: { task: { specs: job.tasks.map((task) => task.spec), pipeline: true } }, limits: { 'L-3819A6DF': 0 } });
+      expect(byId(report, 'launch:task-0').status).toBe('ok');
+      expect(byId(report, 'launch:task-1').status).toBe('fail');
+      expect(report.verdict?.candidates.map((candidate) => [candidate.task, candidate.instanceType, candidate.launchable])).toEqual([
+        [0, 'm6i.large', true],
+        [1, 'g5.xlarge', false],
+      ]);
+      expect(report.verdict?.launchable).toBe(false);
+    });
+
     it("refuses a bucket the deployment does not allow, and one that does not exist", async () => {
       const report = await check({
         input: {
@@ -257,6 +271,21 @@ run: echo
       // Settings then come from cdk.json, and the subnets are still checked.
       expect(byId(report, 'settings').message).toBe('read from cdk.json (no deployed stack yet)');
       expect(byId(report, 'subnet:us-east-1a').status).toBe('ok');
+    });
+
+    it("checks each failover region: its bootstrap, its EC2 event forwarder, its quotas and subnets", async () => {
+      const away = new MotoAccount(moto.endpoint, 'us-west-2');
+      const awayNet = await away.network(['us-west-2a'], 'nat');
+      await away.bootstrap(28);
+      await account.deleteStack('Relaunch');
+      await account.stack('Relaunch', recordOf(net, { otherRegions: [{ region: 'us-west-2', subnetsByZone: awayNet.subnetsByZone }] }));
+      const before = await check();
+      expect(byId(before, 'bootstrap:us-west-2').status).toBe('ok');
+      expect(byId(before, 'forwarder:us-west-2')).toMatchObject({ status: 'warn', fix: 'npx cdk deploy --all (with the same -c settings)' });
+      expect(byId(before, 'subnet:us-west-2a').status).toBe('ok');
+      expect(byId(before, 'quota:us-west-2:g-vt:spot').status).toBe('ok');
+      await away.stack('Relaunch-events-us-west-2', null);
+      expect(byId(await check(), 'forwarder:us-west-2')).toMatchObject({ status: 'ok', message: 'stack Relaunch-events-us-west-2 is CREATE_COMPLETE in us-west-2' });
     });
 
     it('fails a subnet with no route out, naming its route table', async () => {
