@@ -146,8 +146,9 @@ export function defaultClients(home: string): CheckClients & { destroy(): void }
       return found;
     };
   };
-  // A network that swallows packets would otherwise hold every call (and check) forever.
-  const config = (region: string) => ({ region, requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS } });
+  // A network that swallows packets would otherwise hold every call (and check) forever;
+  // without throwOnRequestTimeout the SDK only warns when the answer is late.
+  const config = (region: string) => ({ region, requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true } });
   return {
     sts: keep(new STSClient(config(home))),
     iam: keep(new IAMClient(config(home))),
