@@ -127,6 +127,13 @@ describe('links in the documentation', () => {
     expect(broken).toEqual([]);
   });
 
+  it('the README links to every page of docs/', () => {
+    const linked = new Set(linksOf(readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8')).map((target) => target.split('#')[0]));
+    const pages = DOCS.filter((file) => file.startsWith('docs/'));
+    expect(pages.filter((page) => !linked.has(page))).toEqual([]);
+    expect(pages.length).toBeGreaterThan(0);
+  });
+
   it('every Markdown file a source file names, with its anchor, resolves', () => {
     const broken: string[] = [];
     for (const file of SOURCE_FOLDERS.flatMap(sourceFiles)) {
