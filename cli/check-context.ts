@@ -170,7 +170,8 @@ export const httpApiProbe: ApiProbe = {
     } catch (error) {
       // Nothing answered (ApiError 0), or the request could not be made (signing without credentials).
       if (error instanceof ApiError && error.statusCode !== 0) throw error;
-      return { status: 0, body: null, failure: error instanceof Error ? error.message : String(error) };
+      const message = error instanceof Error ? error.message : String(error);
+      return { status: 0, body: null, failure: message.replace(/^cannot reach \S+: /, '') };
     }
   },
 };

@@ -79,9 +79,9 @@ export interface AllowedInGroup {
   readonly explicit: boolean;
 }
 
-/** The families of some types, for messages: `g5, g6e`. */
+/** The families of some types, for messages, in alphabetical order: `g5, g6e`. */
 export function familiesOf(types: readonly { readonly instanceType: string }[]): string {
-  return [...new Set(types.map(({ instanceType }) => instanceType.split('.')[0]))].join(', ');
+  return [...new Set(types.map(({ instanceType }) => instanceType.split('.')[0]))].sort().join(', ');
 }
 
 /** The AWS CLI command that asks for a quota of at least `vcpus`. */

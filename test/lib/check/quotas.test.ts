@@ -1,7 +1,7 @@
 // EC2's vCPU quota groups and the account-level verdict on each: pure, table-driven.
 
 import { describe, expect, it } from 'vitest';
-import { quotaCheck, quotaGroupOf, vcpusInUse, type AllowedInGroup } from '../../../lib/check/quotas.ts';
+import { familiesOf, quotaCheck, quotaGroupOf, vcpusInUse, type AllowedInGroup } from '../../../lib/check/quotas.ts';
 
 describe('quotaGroupOf', () => {
   it.each([
@@ -41,6 +41,12 @@ describe('vcpusInUse', () => {
       'spot',
     );
     expect(used).toEqual({ vcpus: 12, unknown: ['g9.mystery'] });
+  });
+});
+
+describe('familiesOf', () => {
+  it('names each family once, alphabetically, whatever the sizes', () => {
+    expect(familiesOf([{ instanceType: 'p5.4xlarge' }, { instanceType: 'p3dn.24xlarge' }, { instanceType: 'p3.2xlarge' }, { instanceType: 'p5.48xlarge' }])).toBe('p3, p3dn, p5');
   });
 });
 
