@@ -157,8 +157,8 @@ export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access
  * deployment's DEPLOYMENT_TAG_KEY, only of allowed types, only in the configured subnets
  * and security groups, only from this deployment's own (tagged) templates, only as the
  * instance role; tags only at creation, plus the rank and node-IP tags on this
- * deployment's own instances afterwards; the public SSM
- * parameters naming default AMIs; and the spot service-linked role where it is missing.
+ * deployment's own instances afterwards; the public SSM parameters naming default AMIs;
+ * and the spot service-linked role where it is missing.
  */
 function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
   const typeCondition: Record<string, string[]> = scope.allowedInstanceTypes.length === 0 ? {} : { 'ec2:InstanceType': [...scope.allowedInstanceTypes] };
@@ -245,9 +245,10 @@ function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
     actions: ['ssm:GetParameter'],
     resources: scope.regions.map(({ region }) => `arn:${Aws.PARTITION}:ssm:${region}:*:parameter/aws/service/*`),
   });
-  // An account that never launched spot has no AWSServiceRoleForEC2Spot; EC2 creates it at
-  // the first spot launch when the caller may, and refuses the launch otherwise
-  // (AuthFailure.ServiceLinkedRoleCreationNotPermitted). This role, and only for EC2 Spot.
+  // An account that never launched spot has no AWSServiceRoleForEC2Spot. EC2 may create it
+  // during a spot launch only for a caller allowed to, and refuses the launch otherwise
+  // (AuthFailure.ServiceLinkedRoleCreationNotPermitted); AWS's documentation asks API
+  // callers to create it beforehand (docs/aws.md). This role, and only for EC2 Spot.
   allow(grantee, {
     sid: 'CreateSpotServiceLinkedRole',
     actions: ['iam:CreateServiceLinkedRole'],

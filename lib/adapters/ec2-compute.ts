@@ -183,9 +183,10 @@ export { InstancesStillRunningError };
 
 
 /**
- * EC2's service-linked role for spot instances. An account that never ran spot has none;
- * EC2 creates it at the first spot launch when the caller may (the launch function is
- * granted exactly that), else refuses the launch with SPOT_ROLE_MISSING_ERROR.
+ * EC2's service-linked role for spot instances, which an account that never ran spot does
+ * not have. The launch function may create it (infra/permissions.ts), which is what EC2
+ * needs to create it during a spot launch; AWS's documentation asks API callers to create
+ * it beforehand. A launch refused for want of it answers SPOT_ROLE_MISSING_ERROR.
  */
 export const SPOT_SERVICE_LINKED_ROLE = { name: 'AWSServiceRoleForEC2Spot', service: 'spot.amazonaws.com' } as const;
 
@@ -361,11 +362,11 @@ export class Ec2Compute implements Compute {
 
   /**
    * Terminates the attempt's instances in every region: those this object launched, and
-   * any still live that carry the attempt's and this deployment's tags (so an instance from a launch whose
-   * result was lost goes too). Then checks until none is live. Instances already gone
-   * are fine; still live after the checks, or once the wait budget is spent, is
-   * InstancesStillRunningError (the controller retries the release). Then the secrets of
-   * every instance found go, in every region (an id names at most one of them).
+   * any still live that carry the attempt's and this deployment's tags (so an instance
+   * from a launch whose result was lost goes too). Then checks until none is live.
+   * Instances already gone are fine; still live after the checks, or once the wait budget
+   * is spent, is InstancesStillRunningError (the controller retries the release). Then the
+   * secrets of every instance found go, in every region (an id names at most one of them).
    */
   async release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void> {
     const released = new Set(instances.map((instance) => instance.instanceId));
