@@ -1,13 +1,18 @@
 // moto_server as a test fixture: a second implementation of the AWS APIs, started on
 // 127.0.0.1 on a free port, waited for until it answers, reset between tests when a test
 // asks, and stopped (its whole process group) when done. One port serves every service.
+// Its request recorder tells what moto received, so a test can assert what was sent
+// (relaunch check's: only reads).
 //
 // Nothing here reaches beyond 127.0.0.1: `awsEnvironment` points every SDK client at the
 // server through AWS_ENDPOINT_URL, with dummy credentials and IMDS turned off, so no SDK
 // default (a credentials provider, an endpoint) looks elsewhere.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** The one command that installs what `npm run test:aws` needs. */
 export const INSTALL_COMMAND = 'pip install "moto[server]" cfn-lint';
@@ -22,8 +27,20 @@ export interface Moto {
   readonly port: number;
   /** Forgets every resource of every service (POST /moto-api/reset). */
   reset(): Promise<void>;
+  /** Forgets what was recorded and records every request from now on. */
+  record(): Promise<void>;
+  /** What moto received since `record()`. */
+  recorded(): Promise<RecordedCall[]>;
   /** Stops the server and waits for it to exit. */
   stop(): Promise<void>;
+}
+
+/** One request moto received: its service (from the SigV4 scope), operation and HTTP method. */
+export interface RecordedCall {
+  readonly service: string;
+  /** The API operation (query `Action`, JSON `X-Amz-Target`); for S3's REST calls, the HTTP method and path. */
+  readonly operation: string;
+  readonly method: string;
 }
 
 /** Options of startMoto. */
@@ -71,8 +88,11 @@ class PortTakenError extends Error {
 
 async function startOn(port: number, options: StartMotoOptions): Promise<Moto> {
   const endpoint = `http://127.0.0.1:${port}`;
+  // moto writes its recording (moto_recording) in its working folder: one of its own.
+  const folder = mkdtempSync(join(tmpdir(), 'relaunch-moto-'));
   // Its own process group, so that stop() ends whatever the server started, by its id.
   const child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], {
+    cwd: folder,
     detached: true,
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, ...options.env },
@@ -81,7 +101,10 @@ async function startOn(port: number, options: StartMotoOptions): Promise<Moto> {
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-4000);
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))).then((code) => {
+    rmSync(folder, { recursive: true, force: true });
+    return code;
+  });
   const spawnFailed = new Promise<never>((_, reject) =>
     child.once('error', (error) => reject(new Error(`moto_server could not start (${error.message}); install it with: ${INSTALL_COMMAND}`))),
   );
@@ -103,15 +126,47 @@ async function startOn(port: number, options: StartMotoOptions): Promise<Moto> {
     await stopProcess(child, exited);
     throw error;
   }
+  const post = async (path: string): Promise<void> => {
+    const response = await fetch(`${endpoint}${path}`, { method: 'POST' });
+    if (!response.ok) throw new Error(`moto_server ${path} answered ${response.status}`);
+  };
   return {
     endpoint,
     port,
-    reset: async () => {
-      const response = await fetch(`${endpoint}/moto-api/reset`, { method: 'POST' });
-      if (!response.ok) throw new Error(`moto_server reset answered ${response.status}`);
+    reset: () => post('/moto-api/reset'),
+    record: async () => {
+      await post('/moto-api/recorder/reset-recording');
+      await post('/moto-api/recorder/start-recording');
+    },
+    recorded: async () => {
+      const response = await fetch(`${endpoint}/moto-api/recorder/download-recording`);
+      return parseRecording(await response.text());
     },
     stop: () => stopProcess(child, exited),
   };
+}
+
+/** moto's recording: one JSON object per line (headers, method, url, body, base64 when `body_encoded`). */
+export function parseRecording(text: string): RecordedCall[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const entry = JSON.parse(line) as { headers: Record<string, string>; method: string; url: string; body: string | null; body_encoded?: boolean };
+      const headers = Object.fromEntries(Object.entries(entry.headers).map(([key, value]) => [key.toLowerCase(), value]));
+      const service = /Credential=[^/]+\/[^/]+\/[^/]+\/([^/]+)\//.exec(headers.authorization ?? '')?.[1] ?? 'unsigned';
+      const body = entry.body === null ? '' : entry.body_encoded === true ? Buffer.from(entry.body, 'base64').toString('utf8') : entry.body;
+      const target = headers['x-amz-target'];
+      const action = new URLSearchParams(body).get('Action');
+      const operation = target !== undefined ? (target.split('.').at(-1) ?? target) : action !== null ? action : `${entry.method} ${new URL(entry.url).pathname}`;
+      return { service, operation, method: entry.method };
+    });
+}
+
+/** Whether a recorded call only reads: a Describe/Get/List/Head operation, or an S3 GET or HEAD. */
+export function isRead(call: RecordedCall): boolean {
+  if (/^(Describe|Get|List|Head)/.test(call.operation)) return true;
+  return call.service === 's3' && (call.method === 'GET' || call.method === 'HEAD');
 }
 
 /** Whether the server answers HTTP at all yet. */

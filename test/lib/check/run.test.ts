@@ -1,6 +1,6 @@
 // runChecks' decisions on what no emulator produces on demand (a stack in each of
 // CloudFormation's statuses, cdk.json drifting from what is deployed), over an in-memory
-// AccountReader. The reads themselves are tested against moto_server (test/check/).
+// AccountReader. The reads themselves are tested against moto_server (test/aws/check/).
 
 import { describe, expect, it } from 'vitest';
 import { deploymentRecord, type DeploymentSettings } from '../../../lib/check/deployment.ts';

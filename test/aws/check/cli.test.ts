@@ -12,12 +12,12 @@ import { GetServiceQuotaCommand, ServiceQuotasClient } from '@aws-sdk/client-ser
 import { DeleteParameterCommand } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { httpApiProbe } from '../../cli/check-context.ts';
-import { runCheck } from '../../cli/commands/check.ts';
-import { runValidate } from '../../cli/commands/validate.ts';
-import { ExitStatus, type Io } from '../../cli/exit.ts';
-import { runCli } from '../cli/helpers.ts';
-import { isRead, motoInstalled, startMoto, type Moto } from './moto.ts';
+import { httpApiProbe } from '../../../cli/check-context.ts';
+import { runCheck } from '../../../cli/commands/check.ts';
+import { runValidate } from '../../../cli/commands/validate.ts';
+import { ExitStatus, type Io } from '../../../cli/exit.ts';
+import { runCli } from '../../cli/helpers.ts';
+import { isRead, startMoto, type Moto } from '../moto.ts';
 import { DUMMY_CREDENTIALS, MotoAccount, motoClients, recordOf, type Deployment } from './world.ts';
 
 const REGION = 'us-east-1';
@@ -48,7 +48,7 @@ async function fakeApi(): Promise<{ url: string; status: number; message: string
   });
 }
 
-describe.skipIf(!motoInstalled())('relaunch check', () => {
+describe('relaunch check', () => {
   let moto: Moto;
   let api: Awaited<ReturnType<typeof fakeApi>>;
   let account: MotoAccount;

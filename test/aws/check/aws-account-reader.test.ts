@@ -11,14 +11,14 @@ import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AwsAccountReader } from '../../lib/check/aws-account-reader.ts';
-import { PermissionDeniedError } from '../../lib/check/ports.ts';
-import { isRead, motoInstalled, startMoto, type Moto } from './moto.ts';
+import { AwsAccountReader } from '../../../lib/check/aws-account-reader.ts';
+import { PermissionDeniedError } from '../../../lib/check/ports.ts';
+import { isRead, startMoto, type Moto } from '../moto.ts';
 import { DUMMY_CREDENTIALS, MotoAccount, motoClients, type Deployment } from './world.ts';
 
 const REGION = 'us-west-2';
 
-describe.skipIf(!motoInstalled())('AwsAccountReader on moto', () => {
+describe('AwsAccountReader on moto', () => {
   let moto: Moto;
   let account: MotoAccount;
   let reader: AwsAccountReader;
@@ -168,7 +168,7 @@ describe.skipIf(!motoInstalled())('AwsAccountReader on moto', () => {
   });
 });
 
-describe.skipIf(!motoInstalled())('AwsAccountReader on moto enforcing IAM', () => {
+describe('AwsAccountReader on moto enforcing IAM', () => {
   let moto: Moto;
   let reader: AwsAccountReader;
   let admin: MotoAccount;

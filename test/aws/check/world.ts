@@ -25,8 +25,8 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { ServiceQuotasClient } from '@aws-sdk/client-service-quotas';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { STSClient } from '@aws-sdk/client-sts';
-import type { CheckClients } from '../../lib/check/aws-account-reader.ts';
-import { deploymentRecord, type DeploymentRecord } from '../../lib/check/deployment.ts';
+import type { CheckClients } from '../../../lib/check/aws-account-reader.ts';
+import { deploymentRecord, type DeploymentRecord } from '../../../lib/check/deployment.ts';
 
 /** Any credentials do for moto with authentication off. */
 export const DUMMY_CREDENTIALS = { accessKeyId: 'AKIDCHECKTEST', secretAccessKey: 'check-test-secret' };

@@ -10,13 +10,13 @@ import { CreateAccessKeyCommand, CreateUserCommand, DeleteRoleCommand, IAMClient
 import { CreateVpcEndpointCommand, DeleteRouteCommand } from '@aws-sdk/client-ec2';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AwsAccountReader } from '../../lib/check/aws-account-reader.ts';
-import { RELAUNCH_VERSION, settingsOfRecord, type DeploymentRecord } from '../../lib/check/deployment.ts';
-import type { ApiAnswer, ApiProbe } from '../../lib/check/ports.ts';
-import type { CheckReport, CheckResult } from '../../lib/check/report.ts';
-import { runChecks, type CheckInput, type LocalSettings } from '../../lib/check/run.ts';
-import { parseJobFile } from '../../lib/spec/parse.ts';
-import { isRead, motoInstalled, startMoto, type Moto } from './moto.ts';
+import { AwsAccountReader } from '../../../lib/check/aws-account-reader.ts';
+import { RELAUNCH_VERSION, settingsOfRecord, type DeploymentRecord } from '../../../lib/check/deployment.ts';
+import type { ApiAnswer, ApiProbe } from '../../../lib/check/ports.ts';
+import type { CheckReport, CheckResult } from '../../../lib/check/report.ts';
+import { runChecks, type CheckInput, type LocalSettings } from '../../../lib/check/run.ts';
+import { parseJobFile } from '../../../lib/spec/parse.ts';
+import { isRead, startMoto, type Moto } from '../moto.ts';
 import { DUMMY_CREDENTIALS, MotoAccount, motoClients, recordOf, type Credentials, type Deployment } from './world.ts';
 
 const REGION = 'us-east-1';
@@ -47,7 +47,7 @@ function taskOf(yaml: string): CheckInput['task'] {
   return { specs: parseJobFile(yaml).tasks.map((task) => task.spec), pipeline: false };
 }
 
-describe.skipIf(!motoInstalled())('runChecks on moto', () => {
+describe('runChecks on moto', () => {
   let moto: Moto;
   let account: MotoAccount;
   let net: Deployment;
