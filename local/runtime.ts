@@ -39,6 +39,8 @@ import { LocalWorkflow, type LocalExecutionResult, type LocalTaskHandler, type T
 import { LocalProcessCompute } from './process-compute.ts';
 import { killMarked } from './process-groups.ts';
 import { LocalApiServer } from './server.ts';
+import { DataDirInUseError, OwnerLock } from './owner-lock.ts';
+import { removeServerInfo, type OwnerRole } from './server-info.ts';
 
 /** The table's name in the local DynamoDB. */
 export const LOCAL_TABLE_NAME = 'relaunch-jobs';
@@ -55,6 +57,12 @@ export interface LocalRuntimeOptions {
   readonly heartbeatIntervalMs?: number;
   /** The API's port on 127.0.0.1 (0: any free one). @default 0 */
   readonly port?: number;
+  /**
+   * Who opens the folder, as server.json tells other commands: a runtime that does not
+   * take jobs refuses `POST /jobs` from them (it closes when its own work is done).
+   * @default { command: 'serve', takesJobs: true }
+   */
+  readonly role?: OwnerRole;
   /** Faults to inject into every job (`relaunch serve --chaos`). @default none */
   readonly chaos?: ChaosPlan;
   /** The launch pace's bucket. @default EC2_LAUNCH_PACE */
@@ -99,6 +107,7 @@ export class LocalRuntime {
   private readonly cleanups = new Map<string, Promise<unknown>>();
 
   private constructor(
+    private readonly lock: OwnerLock,
     private readonly dynamo: LocalDynamo,
     private readonly plans: Map<string, ChaosPlan>,
     private readonly client: DynamoDBClient,
@@ -114,13 +123,28 @@ export class LocalRuntime {
   }
 
   /**
-   * Opens the data folder: starts dynalite on it, creates the table on first use, stops
-   * the processes of any job a previous runtime left live and ends that job
-   * FAILED_CONTROLLER, then serves the API on 127.0.0.1.
+   * Opens the data folder: takes its lock (one owner at a time), starts dynalite on it,
+   * creates the table on first use, stops the processes of any job a previous runtime
+   * left live and ends that job FAILED_CONTROLLER, then serves the API on 127.0.0.1.
+   *
+   * @throws DataDirInUseError when another process owns the folder.
    */
   static async open(options: LocalRuntimeOptions): Promise<LocalRuntime> {
     const dataDir = path.resolve(options.dataDir);
     mkdirSync(dataDir, { recursive: true });
+    const lock = OwnerLock.tryAcquire(dataDir);
+    if (lock === null) throw new DataDirInUseError(dataDir);
+    try {
+      // Whatever a crashed owner left there names a process that no longer owns the folder.
+      removeServerInfo(dataDir);
+      return await LocalRuntime.openOwned(options, dataDir, lock);
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
+  }
+
+  private static async openOwned(options: LocalRuntimeOptions, dataDir: string, lock: OwnerLock): Promise<LocalRuntime> {
     const dynamo = await startDynalite(options.inMemory === true ? {} : { path: path.join(dataDir, 'db') });
     const client = new DynamoDBClient({
       endpoint: dynamo.endpoint,
@@ -132,7 +156,7 @@ export class LocalRuntime {
       requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 1024 }) },
     });
     try {
-      return await LocalRuntime.assemble(options, dataDir, dynamo, client);
+      return await LocalRuntime.assemble(options, dataDir, lock, dynamo, client);
     } catch (error) {
       client.destroy();
       await dynamo.close();
@@ -143,6 +167,7 @@ export class LocalRuntime {
   private static async assemble(
     options: LocalRuntimeOptions,
     dataDir: string,
+    lock: OwnerLock,
     dynamo: LocalDynamo,
     client: DynamoDBClient,
   ): Promise<LocalRuntime> {
@@ -177,9 +202,16 @@ export class LocalRuntime {
     // 1,000 instances at once), but a test or a sweep can size it with launchPace.
     const pace = new DynamoLaunchPace({ client, tableName: LOCAL_TABLE_NAME, config: options.launchPace ?? EC2_LAUNCH_PACE });
     const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random, secrets: new FileJobSecrets(dataDir), pace };
-    const runtime = new LocalRuntime(dynamo, plans, client, deps, dataDir, onError);
+    const runtime = new LocalRuntime(lock, dynamo, plans, client, deps, dataDir, onError);
     await runtime.endOrphans();
-    runtime.server = await LocalApiServer.start({ deps: { ...deps, computeProblems: localTaskProblems(dataDir) }, nodes: compute, dataDir, port: options.port, onError });
+    runtime.server = await LocalApiServer.start({
+      deps: { ...deps, computeProblems: localTaskProblems(dataDir) },
+      nodes: compute,
+      dataDir,
+      port: options.port,
+      role: options.role ?? { command: 'serve', takesJobs: true },
+      onError,
+    });
     return runtime;
   }
 
@@ -220,19 +252,26 @@ export class LocalRuntime {
   }
 
   /**
-   * Stops every execution, kills every node's processes and closes the database. Jobs
-   * still live stay so in the table: the next runtime on this folder ends them.
+   * Stops every execution, kills every node's processes, closes the database and lets the
+   * folder's lock go, last. Jobs still live stay so in the table: the next runtime on this
+   * folder ends them.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.closing.abort();
-    this.deps.workflow.stopAll();
-    await this.deps.compute.releaseAll();
-    await this.server?.close();
-    await Promise.all([...this.cleanups.values()]);
-    this.client.destroy();
-    await this.dynamo.close();
+    try {
+      this.deps.workflow.stopAll();
+      await this.deps.compute.releaseAll();
+      await this.server?.close();
+      await Promise.all([...this.cleanups.values()]);
+      this.client.destroy();
+      await this.dynamo.close();
+    } finally {
+      // server.json goes before the lock, so no reader believes it once another may own the folder.
+      removeServerInfo(this.dataDir);
+      this.lock.release();
+    }
   }
 
   /**

@@ -6,16 +6,15 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { rmSync } from 'node:fs';
 import { InvalidInputError } from '../lib/errors.ts';
-import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES, type ApiDeps, type ApiRequest, type ApiResponse } from '../lib/http/index.ts';
+import { handleApiRequest, INTERNAL_ERROR_MESSAGE, matchRoute, MAX_BODY_BYTES, type ApiDeps, type ApiRequest, type ApiResponse } from '../lib/http/index.ts';
 import { errorResponse } from '../lib/http/responses.ts';
 import { decodeUtf8 } from '../lib/http/utf8.ts';
 import { answerNodeRequest, isNodeRequest, type NodeDirectory } from './node-network.ts';
 import { guardLocalRequest } from './request-guard.ts';
 import { answerPageRequest, LOCAL_POLL_MS } from './dashboard/page.ts';
 import { newPageToken, pageTokenRefusal } from './dashboard/page-token.ts';
-import { serverInfoPath, writeServerInfo } from './server-info.ts';
+import { removeServerInfo, takesNoJobsMessage, writeServerInfo, type OwnerRole } from './server-info.ts';
 
 /** What the server answers from. */
 export interface LocalApiServerOptions {
@@ -25,6 +24,8 @@ export interface LocalApiServerOptions {
   readonly dataDir: string;
   /** The port (0: any free one). @default 0 */
   readonly port?: number;
+  /** The command that owns the folder, and whether this server takes jobs from others (`POST /jobs`). */
+  readonly role: OwnerRole;
   readonly onError?: (error: unknown) => void;
 }
 
@@ -33,7 +34,7 @@ export class LocalApiServer {
   private constructor(
     private readonly server: http.Server,
     readonly url: string,
-    private readonly infoFile: string,
+    private readonly dataDir: string,
   ) {}
 
   /** Listens on 127.0.0.1 and records itself in server.json. */
@@ -51,17 +52,17 @@ export class LocalApiServer {
     port = (server.address() as AddressInfo).port;
     const url = `http://127.0.0.1:${port}`;
     try {
-      writeServerInfo(options.dataDir, url);
+      writeServerInfo(options.dataDir, url, options.role);
     } catch (error) {
       server.close();
       throw error;
     }
-    return new LocalApiServer(server, url, serverInfoPath(options.dataDir));
+    return new LocalApiServer(server, url, options.dataDir);
   }
 
   /** Stops listening and removes server.json. */
   async close(): Promise<void> {
-    rmSync(this.infoFile, { force: true });
+    removeServerInfo(this.dataDir);
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -70,7 +71,7 @@ export class LocalApiServer {
 async function answer(options: LocalApiServerOptions, port: number, token: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   try {
     const request = { method: req.method ?? 'GET', path: req.url ?? '/', headers: flatHeaders(req.headers) };
-    const refused = guardLocalRequest(request, { port }) ?? pageTokenRefusal(request, token);
+    const refused = guardLocalRequest(request, { port }) ?? pageTokenRefusal(request, token) ?? submitRefusal(request, options.role);
     if (refused !== null) {
       req.resume();
       send(res, { statusCode: refused.statusCode, headers: { 'content-type': 'application/json' }, body: refused.body });
@@ -115,6 +116,18 @@ async function answer(options: LocalApiServerOptions, port: number, token: strin
     if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: INTERNAL_ERROR_MESSAGE }));
   }
+}
+
+/**
+ * `POST /jobs` to a runtime that takes no jobs but its own (a `relaunch run` in progress):
+ * 409, saying why. Such a runtime closes when its own job ends, and would take any job
+ * submitted through it down with it.
+ */
+function submitRefusal(request: { method: string; path: string }, role: OwnerRole): { statusCode: number; body: string } | null {
+  if (role.takesJobs) return null;
+  const match = matchRoute(request.method, request.path);
+  if (match === undefined || !('route' in match) || match.route.name !== 'submitJob') return null;
+  return { statusCode: 409, body: JSON.stringify({ error: takesNoJobsMessage(role, process.pid) }) };
 }
 
 function send(res: http.ServerResponse, response: ApiResponse): void {

@@ -64,7 +64,7 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     const chaos = await chaosOf(options, Math.max(...tasks.map((task) => task.spec.numNodes)));
     const sources = await withSources(text, parsed, file === STDIN_ARGUMENT ? process.cwd() : path.dirname(file), options, io);
 
-    target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io);
+    target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io, { command: 'run', submits: true });
     const { jobId } = await target.client.submit(sources.body, { envOverrides, secretOverrides, chaos });
     // The job runs either way: a bucket left unmarked is only kept after it.
     await sources.submitted(jobId).catch((error: unknown) => {
