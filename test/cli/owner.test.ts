@@ -20,7 +20,6 @@ import {
   SLOW,
   startCli,
   tempDir,
-  waitFor,
   waitForOutput,
   waitForPid,
   writeTask,
