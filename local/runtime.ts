@@ -373,14 +373,22 @@ export class LocalRuntime {
  *   input, so `$.x` becomes `$.Payload.x` (the payload carries the same value);
  * - TransientError retried within seconds, not minutes: the embedded database is never
  *   throttled, and its one 5xx, a full disk, is waited out by the janitor once the
- *   execution has ended.
+ *   execution has ended;
+ * - the Lambda Tasks without their timeouts (the engine's longest instead). On AWS a
+ *   Task's timeout means the invocation was lost, and its retry cannot overlap it. Here
+ *   the step runs in this process and is never lost, only late when the process stalls
+ *   (a busy event loop, a paused process), and a retry beside it would do the step twice
+ *   at once, and end the job FAILED_CONTROLLER when the retries ran out. A stall can still
+ *   make an attempt LOST, on its heartbeat clock; it never fails a job's controller.
  */
 export function localControllerDefinition(): StateMachineDefinition {
   const asl = renderControllerAsl();
-  for (const state of Object.values(asl.States)) {
+  for (const [name, state] of Object.entries(asl.States)) {
     for (const retry of (state.Retry as { ErrorEquals: string[] }[] | undefined) ?? []) {
       if (retry.ErrorEquals.includes(TransientError.errorName)) Object.assign(retry, { IntervalSeconds: 1, BackoffRate: 1, MaxDelaySeconds: 1 });
     }
+    const clocked = name === StateName.AwaitBoot || name === StateName.AwaitAttempt;
+    if (state.Type === 'Task' && !clocked && typeof state.TimeoutSeconds === 'number') state.TimeoutSeconds = LOCAL_MAX_TASK_SECONDS;
   }
   const awaitState = asl.States[StateName.AwaitAttempt];
   if (awaitState !== undefined && awaitState.TimeoutSeconds === undefined && awaitState.TimeoutSecondsPath === undefined) {
