@@ -58,6 +58,7 @@ async function openRuntime(options: TargetOptions, io: Io, runtimeOptions: Parti
     return await LocalRuntime.open({
       dataDir: options.dataDir,
       onError: (error) => io.err(`relaunch: ${error instanceof Error ? error.message : String(error)}`),
+      onNotice: (message) => io.err(`relaunch: ${message}`),
       ...runtimeOptions,
     });
   } catch (error) {

@@ -17,9 +17,10 @@ import { DynamoJobStore } from '../lib/adapters/dynamo-job-store.ts';
 import { DynamoLaunchPace } from '../lib/adapters/dynamo-launch-pace.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../lib/adapters/dynalite.ts';
-import { RelaunchError, TransientError } from '../lib/errors.ts';
+import { RelaunchError, StaleAttemptError, TransientError } from '../lib/errors.ts';
+import type { AttemptRecord, JobRecord } from '../lib/model.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
-import { isTerminal } from '../lib/status.ts';
+import { isTerminal, JobStatus } from '../lib/status.ts';
 import { errorMessage } from '../lib/usecases/deps.ts';
 import {
   cancelJob,
@@ -73,6 +74,8 @@ export interface LocalRuntimeOptions {
   readonly onTransition?: (executionName: string, stateName: string) => void;
   /** Errors no caller is waiting for (an EC2 event or a janitor's write that failed). */
   readonly onError?: (error: unknown) => void;
+  /** What opening the folder repaired (a write a crash cut in half), one line each. */
+  readonly onNotice?: (message: string) => void;
 }
 
 /** What `submit` may add to a task. */
@@ -203,7 +206,9 @@ export class LocalRuntime {
     const pace = new DynamoLaunchPace({ client, tableName: LOCAL_TABLE_NAME, config: options.launchPace ?? EC2_LAUNCH_PACE });
     const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random, secrets: new FileJobSecrets(dataDir), pace };
     const runtime = new LocalRuntime(lock, dynamo, plans, client, deps, dataDir, onError);
-    await runtime.endOrphans();
+    const notice = options.onNotice ?? (() => undefined);
+    for (const undone of dynamo.undone) notice(`repaired the database of ${dataDir}: ${undone}`);
+    await runtime.endOrphans(notice);
     runtime.server = await LocalApiServer.start({
       deps: { ...deps, computeProblems: localTaskProblems(dataDir) },
       nodes: compute,
@@ -329,14 +334,22 @@ export class LocalRuntime {
   /**
    * Jobs left live by a runtime that is gone: their nodes' processes are killed first (by
    * the process groups stored with the attempt, checked against each node's mark), then
-   * the job ends FAILED_CONTROLLER saying so.
+   * the job ends FAILED_CONTROLLER saying so. A job whose latest attempt was never written
+   * (a folder a crash left so before its writes were made whole) is ended all the same,
+   * the reason and a notice saying what was missing: a folder is never refused for it.
    */
-  private async endOrphans(): Promise<void> {
+  private async endOrphans(notice: (message: string) => void): Promise<void> {
     const jobs = await this.deps.store.listJobs();
     for (const job of jobs.filter((j) => !isTerminal(j.status))) {
+      const attempt = job.attemptCount > 0 ? await this.latestAttempt(job.jobId, job.attemptCount) : null;
+      if (attempt === 'missing') {
+        const reason = `${ORPHAN_REASON}; its attempt ${job.attemptCount} was never written (a write a crash cut in half)`;
+        await this.endUnrecorded(job, reason);
+        notice(`repaired job ${job.jobId}: ${reason}`);
+        continue;
+      }
       let killed = 0;
-      if (job.attemptCount > 0) {
-        const attempt = await this.deps.store.getAttempt(job.jobId, job.attemptCount);
+      if (attempt !== null) {
         for (const node of attempt.instances) {
           if (node.processGroupId !== undefined) killed += killMarked(node.instanceId, node.processGroupId);
         }
@@ -361,7 +374,32 @@ export class LocalRuntime {
       if (job.executionArn !== null) await this.deleteTransientMounts({ jobId: job.jobId, executionArn: job.executionArn });
     }
   }
+
+  /** The job's latest attempt, or `missing` when its row was never written. */
+  private async latestAttempt(jobId: string, attempt: number): Promise<AttemptRecord | 'missing'> {
+    try {
+      return await this.deps.store.getAttempt(jobId, attempt);
+    } catch (error) {
+      if (error instanceof StaleAttemptError) return 'missing';
+      throw error;
+    }
+  }
+
+  /**
+   * Ends FAILED_CONTROLLER a job whose latest attempt has no row: recordControllerFailure
+   * would read that attempt. Its instances were never recorded, so there are none to
+   * release by record; its processes died with the runtime that started them (each node's
+   * watcher), and its secrets go as for any other end.
+   */
+  private async endUnrecorded(job: JobRecord, reason: string): Promise<void> {
+    const at = this.deps.clock.now().toISOString();
+    await this.deps.store.changeStatus(job.jobId, { from: job.status, to: JobStatus.FAILED_CONTROLLER, reason, attempt: job.attemptCount, at }, { failureReason: reason });
+    await this.deps.secrets.delete(job.jobId);
+  }
 }
+
+/** What a job left live by a runtime that stopped ends with (recordControllerFailure's wording of LocalRuntimeStopped). */
+const ORPHAN_REASON = "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended";
 
 /**
  * The controller's ASL as the local engine must run it to behave as Step Functions does:

@@ -38,7 +38,12 @@ async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
     const chaos = options.chaos === undefined ? NO_CHAOS : await readChaosFile(options.chaos);
     // A folder another runtime owns is refused, naming it; a port in use fails in open,
     // which then closes the database it opened and lets the folder go.
-    const runtime = await openServedRuntime(options, { port: options.port, chaos, onError: (error) => io.err(`relaunch: ${String(error)}`) });
+    const runtime = await openServedRuntime(options, {
+      port: options.port,
+      chaos,
+      onError: (error) => io.err(`relaunch: ${String(error)}`),
+      onNotice: (message) => io.err(`relaunch: ${message}`),
+    });
     io.out(`relaunch API on ${runtime.url} (data in ${runtime.dataDir}); Ctrl-C to stop`);
     io.out(`jobs page: ${runtime.url}/`);
     const stop = new AbortController();
