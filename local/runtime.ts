@@ -21,13 +21,17 @@ import { RelaunchError, StaleAttemptError, TransientError } from '../lib/errors.
 import type { AttemptRecord, JobRecord } from '../lib/model.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
 import { isTerminal, JobStatus } from '../lib/status.ts';
-import { errorMessage } from '../lib/usecases/deps.ts';
+import { errorMessage, nowIso } from '../lib/usecases/deps.ts';
+import { settleAttempt } from '../lib/usecases/settle-attempt.ts';
+import { leftReports } from './left-reports.ts';
 import {
   cancelJob,
   deleteTransientMounts,
+  evaluatePolicy,
   onExecutionEnded,
   onInstanceEvent,
   recordControllerFailure,
+  releaseInstances,
   submitJob,
   type SubmitJobResult,
   type UseCaseDeps,
@@ -355,6 +359,10 @@ export class LocalRuntime {
         }
         // A task's container is the docker daemon's child, not in the node's group.
         if (job.spec.resources.containerImage !== undefined) await Promise.all(attempt.instances.map((node) => removeContainer(node.instanceId)));
+        if (await this.decideFromNodeFolders(job, attempt, notice)) {
+          if (job.executionArn !== null) await this.deleteTransientMounts({ jobId: job.jobId, executionArn: job.executionArn });
+          continue;
+        }
       }
       const stopped =
         killed === 0
@@ -373,6 +381,34 @@ export class LocalRuntime {
       );
       if (job.executionArn !== null) await this.deleteTransientMounts({ jobId: job.jobId, executionArn: job.executionArn });
     }
+  }
+
+  /**
+   * Stores the reports the attempt's nodes wrote in their folders and the database never
+   * took (left-reports.ts), and, when they decide the attempt, applies the job's policy
+   * as EvaluateRecoveryPolicy would. True when that ended the job: its exit codes decided
+   * it, not the runtime's end. A decision to relaunch leaves it to the caller, which ends
+   * the job FAILED_CONTROLLER with the attempt's codes and decision on record.
+   */
+  private async decideFromNodeFolders(job: JobRecord, attempt: AttemptRecord, notice: (message: string) => void): Promise<boolean> {
+    if (attempt.outcome !== null) return false;
+    const { store } = this.deps;
+    const at = nowIso(this.deps.clock);
+    const found = leftReports(this.dataDir, attempt, job.spec.numNodes, at);
+    if (found.length === 0) return false;
+    let latest = attempt;
+    for (const report of found) latest = (await store.addReport(job.jobId, attempt.attempt, report)).attempt;
+    const codes = found.map((r) => `${r.phase} exit code ${r.exitCode} on node ${r.nodeRank}`).join(', ');
+    const settled = await settleAttempt(latest, job.spec.numNodes, [], at, this.deps);
+    if (!settled.ended) {
+      notice(`job ${job.jobId}: stored what attempt ${attempt.attempt}'s nodes wrote before its runtime stopped (${codes}), found in their folders`);
+      return false;
+    }
+    const state = await evaluatePolicy({ jobId: job.jobId, attempt: attempt.attempt, attemptsInExecution: 0 }, this.deps);
+    await releaseInstances(state, this.deps);
+    const status = state.decision?.status ?? job.status;
+    notice(`job ${job.jobId}: attempt ${attempt.attempt} had ended before its runtime stopped (${codes}, found in its nodes' folders): ${status}`);
+    return isTerminal(status as JobStatus);
   }
 
   /** The job's latest attempt, or `missing` when its row was never written. */
