@@ -126,6 +126,15 @@ export function inUse(dataDir: string, owner: FolderOwner): InvalidInputError {
 const SHORT_COMMANDS: ReadonlySet<string> = new Set(['status', 'logs', 'cancel']);
 
 /**
+ * Whether an owner that takes no jobs will let the folder go soon, so a command that
+ * needs the folder waits for it: a short command, or a serve that stopped taking jobs
+ * because it is about to exit.
+ */
+function passing(server: ServerInfo): boolean {
+  return SHORT_COMMANDS.has(server.command) || (server.command === 'serve' && !server.takesJobs);
+}
+
+/**
  * Opens the target for `command`. To read or cancel, any owner's API will do; to submit
  * (`submits`), only one that takes jobs: another `run`'s runtime is refused at once, a
  * short command's is waited out. A runtime opened here serves the API on 127.0.0.1 (its
@@ -140,7 +149,7 @@ export async function openTarget(
   if (api !== null) return remote(new HttpJobsClient(api, { sign: !isLoopback(api) }));
   const found = await useOrOwn(
     options,
-    (server) => (usage.submits !== true || server.takesJobs ? 'use' : SHORT_COMMANDS.has(server.command) ? 'wait' : 'refuse'),
+    (server) => (usage.submits !== true || server.takesJobs ? 'use' : passing(server) ? 'wait' : 'refuse'),
     () => openRuntime(options, io, { ...usage.runtime, role: { command: usage.command, takesJobs: false } }),
   );
   if ('server' in found) return remote(new HttpJobsClient(found.server.url, { dataDir: options.dataDir }));
@@ -155,7 +164,7 @@ export async function openTarget(
 export async function openServedRuntime(options: TargetOptions, runtimeOptions: Partial<LocalRuntimeOptions> & { readonly onError: (error: unknown) => void }): Promise<LocalRuntime> {
   const found = await useOrOwn(
     options,
-    (server) => (SHORT_COMMANDS.has(server.command) ? 'wait' : 'refuse'),
+    (server) => (passing(server) ? 'wait' : 'refuse'),
     async () => {
       assertWritableDataDir(options.dataDir);
       const { LocalRuntime } = await import('../local/runtime.ts');
@@ -179,7 +188,7 @@ export async function backgroundTarget(options: TargetOptions): Promise<Target> 
   for (;;) {
     const owner = findFolderOwner(options.dataDir);
     if (owner.kind === 'serving' && owner.server.takesJobs) return remote(new HttpJobsClient(owner.server.url, { dataDir: options.dataDir }));
-    if (owner.kind === 'serving' && !SHORT_COMMANDS.has(owner.server.command)) throw inUse(options.dataDir, owner);
+    if (owner.kind === 'serving' && !passing(owner.server)) throw inUse(options.dataDir, owner);
     if (owner.kind === 'none' && !started) {
       // Said here: the background server's own refusal would go nowhere.
       assertWritableDataDir(options.dataDir);

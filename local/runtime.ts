@@ -255,6 +255,19 @@ export class LocalRuntime {
     }
   }
 
+  /**
+   * Stops taking jobs from other commands over the API (a background runtime about to
+   * exit); resolves once the submissions already taken are stored.
+   */
+  async stopTakingJobs(): Promise<void> {
+    await this.server?.stopTakingJobs();
+  }
+
+  /** Takes jobs over the API again. */
+  resumeTakingJobs(): void {
+    this.server?.resumeTakingJobs();
+  }
+
   /** Cancels a job through the same use case `DELETE /jobs/{id}` runs. */
   async cancel(jobId: string): Promise<string> {
     return (await cancelJob(jobId, this.deps)).status;

@@ -48,6 +48,7 @@ const MAX_INFO_BYTES = 4096;
 
 /** Why a runtime owned by `role` (pid `pid`) takes no jobs from other commands, and what to do instead. */
 export function takesNoJobsMessage(role: OwnerRole, pid: number): string {
+  if (role.command === 'serve') return `the runtime serving this data folder (pid ${pid}) is stopping and takes no more jobs: submit again once it has stopped`;
   return `this data folder belongs to \`relaunch ${role.command}\` (pid ${pid}), whose runtime takes no other jobs and stops when its own work ends: start \`relaunch serve\` on the folder to share it between jobs, or give another --data-dir`;
 }
 

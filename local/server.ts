@@ -29,21 +29,48 @@ export interface LocalApiServerOptions {
   readonly onError?: (error: unknown) => void;
 }
 
+/** Whether the server takes jobs now, and the submissions it is answering. */
+interface Intake {
+  role: OwnerRole;
+  submitting: number;
+  /** Called once no submission is being answered. */
+  readonly drained: Set<() => void>;
+}
+
 /** An HTTP server answering the REST API and the local nodes. */
 export class LocalApiServer {
   private constructor(
     private readonly server: http.Server,
     readonly url: string,
     private readonly dataDir: string,
+    private readonly intake: Intake,
   ) {}
+
+  /**
+   * Stops taking jobs from other commands (`relaunch serve --exit-when-idle` about to
+   * exit): `POST /jobs` answers 409 from now on and server.json says so; resolves once
+   * every submission already taken has been answered, so its job is in the store.
+   */
+  async stopTakingJobs(): Promise<void> {
+    this.intake.role = { ...this.intake.role, takesJobs: false };
+    writeServerInfo(this.dataDir, this.url, this.intake.role);
+    if (this.intake.submitting > 0) await new Promise<void>((resolve) => this.intake.drained.add(resolve));
+  }
+
+  /** Takes jobs again (a job came in while it was stopping). */
+  resumeTakingJobs(): void {
+    this.intake.role = { ...this.intake.role, takesJobs: true };
+    writeServerInfo(this.dataDir, this.url, this.intake.role);
+  }
 
   /** Listens on 127.0.0.1 and records itself in server.json. */
   static async start(options: LocalApiServerOptions): Promise<LocalApiServer> {
     let port = 0;
     // New on every start: a page served by an earlier server cannot cancel through this one.
     const token = newPageToken();
+    const intake: Intake = { role: options.role, submitting: 0, drained: new Set() };
     const server = http.createServer((req, res) => {
-      void answer(options, port, token, req, res);
+      void answer(options, intake, port, token, req, res);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -57,7 +84,7 @@ export class LocalApiServer {
       server.close();
       throw error;
     }
-    return new LocalApiServer(server, url, options.dataDir);
+    return new LocalApiServer(server, url, options.dataDir, intake);
   }
 
   /** Stops listening and removes server.json. */
@@ -68,10 +95,32 @@ export class LocalApiServer {
   }
 }
 
-async function answer(options: LocalApiServerOptions, port: number, token: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function answer(options: LocalApiServerOptions, intake: Intake, port: number, token: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const request = { method: req.method ?? 'GET', path: req.url ?? '/', headers: flatHeaders(req.headers) };
+  if (!isSubmit(request)) return answerRequest(options, intake, port, token, request, req, res);
+  intake.submitting += 1;
   try {
-    const request = { method: req.method ?? 'GET', path: req.url ?? '/', headers: flatHeaders(req.headers) };
-    const refused = guardLocalRequest(request, { port }) ?? pageTokenRefusal(request, token) ?? submitRefusal(request, options.role);
+    await answerRequest(options, intake, port, token, request, req, res);
+  } finally {
+    intake.submitting -= 1;
+    if (intake.submitting === 0) {
+      for (const drained of intake.drained) drained();
+      intake.drained.clear();
+    }
+  }
+}
+
+async function answerRequest(
+  options: LocalApiServerOptions,
+  intake: Intake,
+  port: number,
+  token: string,
+  request: { readonly method: string; readonly path: string; readonly headers: Record<string, string | undefined> },
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
+  try {
+    const refused = guardLocalRequest(request, { port }) ?? pageTokenRefusal(request, token) ?? submitRefusal(request, intake.role);
     if (refused !== null) {
       req.resume();
       send(res, { statusCode: refused.statusCode, headers: { 'content-type': 'application/json' }, body: refused.body });
@@ -119,15 +168,18 @@ async function answer(options: LocalApiServerOptions, port: number, token: strin
 }
 
 /**
- * `POST /jobs` to a runtime that takes no jobs but its own (a `relaunch run` in progress):
- * 409, saying why. Such a runtime closes when its own job ends, and would take any job
- * submitted through it down with it.
+ * `POST /jobs` to a runtime that takes no jobs but its own (a `relaunch run` in progress),
+ * or none any more (a `serve --exit-when-idle` stopping): 409, saying why. Such a runtime
+ * closes when its own work is done, and would take any job submitted through it down with it.
  */
 function submitRefusal(request: { method: string; path: string }, role: OwnerRole): { statusCode: number; body: string } | null {
-  if (role.takesJobs) return null;
-  const match = matchRoute(request.method, request.path);
-  if (match === undefined || !('route' in match) || match.route.name !== 'submitJob') return null;
+  if (role.takesJobs || !isSubmit(request)) return null;
   return { statusCode: 409, body: JSON.stringify({ error: takesNoJobsMessage(role, process.pid) }) };
+}
+
+function isSubmit(request: { method: string; path: string }): boolean {
+  const match = matchRoute(request.method, request.path);
+  return match !== undefined && 'route' in match && match.route.name === 'submitJob';
 }
 
 function send(res: http.ServerResponse, response: ApiResponse): void {

@@ -66,13 +66,22 @@ function untilAborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
-/** Resolves when no job has been live for IDLE_EXIT_MS (or on a signal). */
+/**
+ * Resolves when no job has been live for IDLE_EXIT_MS (or on a signal). Before it does,
+ * the runtime stops taking jobs and looks once more: a job submitted meanwhile is never
+ * taken by a runtime about to exit, and one taken just before keeps it up.
+ */
 async function untilIdle(runtime: LocalRuntime, signal: AbortSignal): Promise<void> {
+  const anyLive = async (): Promise<boolean> => (await listJobs(runtime.deps)).jobs.some((job) => !isTerminal(job.status));
   let idleSince = Date.now();
   while (!signal.aborted) {
-    const { jobs } = await listJobs(runtime.deps);
-    if (jobs.some((job) => !isTerminal(job.status))) idleSince = Date.now();
-    else if (Date.now() - idleSince >= IDLE_EXIT_MS) return;
+    if (await anyLive()) idleSince = Date.now();
+    else if (Date.now() - idleSince >= IDLE_EXIT_MS) {
+      await runtime.stopTakingJobs();
+      if (!(await anyLive())) return;
+      runtime.resumeTakingJobs();
+      idleSince = Date.now();
+    }
     await sleep(500, undefined, { signal }).catch(() => undefined);
   }
 }

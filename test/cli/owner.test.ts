@@ -73,6 +73,10 @@ describe('one owner per data folder', { timeout: SLOW }, () => {
     expect(second.stderr).toContain(
       `error: --data-dir: ${data} is in use: this data folder belongs to \`relaunch run\` (pid ${first.child.pid}), whose runtime takes no other jobs and stops when its own work ends`,
     );
+    // Nor does a detached run start a background runtime beside it, or submit through it.
+    const detached = await runCli(['run', task, '--detach', '--data-dir', data, '--env', `GATE=${gate}`, '--env', `PIDFILE=${join(dir, 'third.pid')}`], { cwd: dir });
+    expect(detached.code, detached.stderr).toBe(2);
+    expect(detached.stderr).toContain(`error: --data-dir: ${data} is in use: this data folder belongs to \`relaunch run\` (pid ${first.child.pid})`);
     // Nothing of the second run was submitted anywhere.
     const status = await runCli(['status', '--json', '--data-dir', data], { cwd: dir });
     expect(status.code, status.stderr).toBe(0);
