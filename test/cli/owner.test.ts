@@ -137,20 +137,16 @@ describe('a stale server.json never wedges the folder', { timeout: SLOW }, () =>
     ['with startedAt null, naming a live sleep', () => ({ url: deadUrl, pid: sleeper.pid, startedAt: null })],
     ['naming a live process with a start identity it does not have', () => ({ url: deadUrl, pid: sleeper.pid, startedAt: 'x:1', command: 'serve', takesJobs: true })],
     ['not JSON at all', () => '{"url": '],
-  ])('%s: status opens the folder and a serve takes it', async (_what, content) => {
+  ])('%s: status opens the folder', async (_what, content) => {
     const dir = await tempDir('stale-info');
     const data = join(dir, 'data');
     const written = content();
-    await runCli(['status', '--data-dir', data], { cwd: dir }); // makes the folder
+    mkdirSync(data);
     writeFileSync(serverInfoPath(data), typeof written === 'string' ? written : JSON.stringify(written));
 
     const status = await runCli(['status', '--data-dir', data], { cwd: dir });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toContain('no jobs yet');
-    const server = startCli(['serve', '--port', '0', '--data-dir', data], { cwd: dir });
-    await waitForOutput(server, /relaunch API on/);
-    server.child.kill('SIGTERM');
-    expect((await server.finished).code).toBe(0);
   });
 
   it.runIf(process.getuid?.() === 0)("from before start identities, read by another user, to whom the process's /proc/<pid>/exe is unreadable", async () => {

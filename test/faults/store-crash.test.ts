@@ -25,6 +25,8 @@ const LOAD = fileURLToPath(new URL('./store-load.ts', import.meta.url));
 /** The table the load writes, named as the local runtime names its own. */
 const LOAD_TABLE = 'relaunch-jobs';
 const ROUNDS = 20;
+/** Rounds with a whole `relaunch serve` (seconds each to start): the load above makes the 20. */
+const SERVE_ROUNDS = 2;
 /** The kill lands this long after the writes are under way, at most (chosen at random). */
 const MAX_KILL_DELAY_MS = 700;
 
@@ -142,7 +144,7 @@ describe('kill -9 of relaunch serve under load', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'relaunch-serve-crash-'));
     folders.push(dataDir);
     const found: string[] = [];
-    for (let round = 1; round <= 3; round += 1) {
+    for (let round = 1; round <= SERVE_ROUNDS; round += 1) {
       const server = await serve(dataDir);
       const jobs = await Promise.all(Array.from({ length: 8 }, () => server.submit(RESTARTS_FOREVER)));
       await waitFor('the jobs to be restarting', async () => ((await server.job(jobs[0] as string)).attempts.length >= 3 ? true : undefined), 60_000);
