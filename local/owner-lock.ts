@@ -92,6 +92,8 @@ function openLockFile(dataDir: string, flags: 'r'): number | null;
 function openLockFile(dataDir: string, flags: 'a' | 'r'): number | null {
   const file = ownerLockPath(dataDir);
   try {
+    // The user's alone: a flock needs only a file open to read, so a file others could read
+    // would let any user of the machine hold the folder's lock and keep relaunch out of it.
     return openSync(file, flags, 0o600);
   } catch (error) {
     if (flags === 'r' && ['ENOENT', 'ENOTDIR'].includes((error as NodeJS.ErrnoException).code ?? '')) return null;
