@@ -4,12 +4,14 @@
 
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { bundlesBenchmark } from './bundles.ts';
+import { hostileYamlBenchmark } from './hostile-yaml.ts';
 import { localRuntimeBenchmark } from './local.ts';
 import { scaleBenchmark } from './scale.ts';
+import { transactionsBenchmark } from './transactions.ts';
 import { userDataBenchmark } from './user-data.ts';
 import type { Benchmark } from './types.ts';
 
-const BENCHMARKS: readonly Benchmark[] = [bundlesBenchmark, userDataBenchmark, localRuntimeBenchmark, scaleBenchmark];
+const BENCHMARKS: readonly Benchmark[] = [bundlesBenchmark, userDataBenchmark, localRuntimeBenchmark, transactionsBenchmark, hostileYamlBenchmark, scaleBenchmark];
 const words = process.argv.slice(2).map((word) => word.toLowerCase());
 const chosen = words.length === 0 ? BENCHMARKS : BENCHMARKS.filter((b) => words.some((word) => b.name.toLowerCase().includes(word)));
 if (chosen.length === 0) {

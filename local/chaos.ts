@@ -2,9 +2,10 @@
 // EC2 events) to inject into which attempts of a job, to rehearse recovery locally.
 
 import { stat } from 'node:fs/promises';
-import { isAlias, isCollection, isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type ParsedNode } from 'yaml';
+import { isAlias, isCollection, isMap, isScalar, isSeq, LineCounter, type Document, type ParsedNode } from 'yaml';
 import { readTaskFile } from '../cli/task-file.ts';
 import { InvalidInputError, type InputIssue } from '../lib/errors.ts';
+import { parseYamlDocuments, yamlShapeIssue, type YamlBounds } from '../lib/spec/yaml-bounds.ts';
 import { MAX_BODY_BYTES } from '../lib/http/handle.ts';
 import { MAX_NUM_NODES } from '../lib/report-tail.ts';
 import { fromParser, integer, isMapping, type Report } from '../lib/spec/fields.ts';
@@ -347,8 +348,12 @@ function placed(problems: readonly Problem[], lines: LineTable): InputIssue[] {
   return [...issues.values()].sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
 }
 
-/** Parse options as the task parser's: YAML 1.2 core schema, duplicate keys refused, tags unresolved. */
-const YAML_OPTIONS = { prettyErrors: false, uniqueKeys: true, resolveKnownTags: false, logLevel: 'silent' } as const;
+/**
+ * How much shape a chaos file may have before it is parsed (lib/spec/yaml-bounds.ts): a
+ * full file of MAX_FAULTS faults, each with every setting of a `silence`, holds 7,001 keys
+ * and list items.
+ */
+const CHAOS_YAML_BOUNDS: YamlBounds = { maxEntries: 8192, maxFlowDepth: MAX_DEPTH };
 
 /** A document with no content, or only comments. */
 function isEmptyDocument(doc: Document.Parsed): boolean {
@@ -425,8 +430,10 @@ function readChaosYaml(text: string): LocatedValue {
     const line = text.slice(0, replaced).split('\n').length;
     throw new InvalidInputError([{ path: '', message: 'expected text without U+FFFD, the mark of bytes that were not UTF-8', line }]);
   }
+  const shape = yamlShapeIssue(text, CHAOS_YAML_BOUNDS);
+  if (shape !== undefined) throw new InvalidInputError([shape]);
   const counter = new LineCounter();
-  const docs = parseAllDocuments(text, { ...YAML_OPTIONS, lineCounter: counter });
+  const docs = parseYamlDocuments(text, counter);
   const syntax = docs.flatMap((doc) =>
     doc.errors.map((error): InputIssue => ({ path: '', message: `invalid YAML: ${error.message}`, line: counter.linePos(error.pos[0]).line })),
   );

@@ -44,6 +44,8 @@ interface LocalExecution {
   readonly abort: () => void;
   readonly done: Promise<LocalExecutionResult>;
   readonly progress: ExecutionProgress;
+  /** Settles every step of the execution still in flight, as the runtime shuts down. */
+  readonly halt: (error: Error) => void;
 }
 
 interface ExecutionProgress {
@@ -53,6 +55,9 @@ interface ExecutionProgress {
   /** A stop asked for while a step ran: it happens when that step ends. */
   stopRequested: boolean;
 }
+
+/** The error a step still in flight ends with when the runtime stops. */
+export const LOCAL_RUNTIME_STOPPED = 'LocalRuntimeStopped';
 
 /** An error whose name a Catch clause matches, as Step Functions reports it. */
 export class NamedWorkflowError extends Error {
@@ -96,12 +101,20 @@ export class LocalWorkflow implements Workflow {
     // The engine may call the first handler before run() returns: the counter exists first.
     const progress: ExecutionProgress = { inFlight: 0, ended: false, stopRequested: false };
     let abort = (): void => undefined;
+    // Rejected on shutdown: a step still in flight then ends at once for the engine, which
+    // clears its timer for that Task (up to 2^31-1 ms long) only when the step's promise
+    // settles; the handler itself runs on to its own end.
+    let halt: (error: Error) => void = () => undefined;
+    const halted = new Promise<never>((_resolve, reject) => {
+      halt = reject;
+    });
+    halted.catch(() => undefined);
     const handlers: Record<string, LocalTaskHandler> = {};
     for (const [state, handler] of Object.entries(this.options.tasks())) {
       handlers[state] = async (taskInput) => {
         progress.inFlight += 1;
         try {
-          return await handler(taskInput);
+          return await Promise.race([handler(taskInput), halted]);
         } finally {
           progress.inFlight -= 1;
           if (progress.inFlight === 0 && progress.stopRequested) abort();
@@ -113,7 +126,7 @@ export class LocalWorkflow implements Workflow {
       context: { Execution: { Id: arn, Name: executionName, Input: input as unknown as Json }, Task: { Token: 'local' } },
     });
     abort = run.abort;
-    const execution: LocalExecution = { arn, abort: run.abort, done: this.follow(executionName, run), progress };
+    const execution: LocalExecution = { arn, abort: run.abort, done: this.follow(executionName, run), progress, halt };
     void execution.done.then((result) => {
       progress.ended = true;
       this.options.onEnded?.({ arn, jobId: input.jobId }, result);
@@ -188,13 +201,23 @@ export class LocalWorkflow implements Workflow {
     waiter.timer = this.heartbeatTimer(taskToken);
   }
 
-  /** Aborts every execution and forgets every waiting task (shutdown). */
+  /**
+   * Aborts every execution, ends every step still in flight and forgets every waiting task
+   * (shutdown): nothing of the engine is left pending, so no timer of it keeps the process
+   * up. A step ended this way fails with LocalRuntimeStopped, which no Retry matches, in an
+   * execution already aborted, so no Catch runs either: the jobs stay as they are in the
+   * table, for the next runtime on the folder.
+   */
   stopAll(): void {
     for (const [token, waiter] of this.waiters) {
       clearTimeout(waiter.timer);
       this.waiters.delete(token);
     }
-    for (const execution of this.executions.values()) execution.abort();
+    const stopped = new NamedWorkflowError(LOCAL_RUNTIME_STOPPED, 'the local runtime stopped while this step ran');
+    for (const execution of this.executions.values()) {
+      execution.abort();
+      execution.halt(stopped);
+    }
   }
 
   private take(taskToken: string): Waiter {

@@ -1,11 +1,15 @@
 // The network a local node sees. Each node reaches the local server through a path of its
-// own, `/_node/<instance id>`, as an EC2 instance reaches the API, SSM and IMDS from its
-// own interface: `<path>/imds/latest/...` is the node's instance metadata (IMDSv2),
-// `<path>/ssm/` SSM's endpoint (secret-parameters.ts), and `<path>/jobs/...` the API's
-// agent routes. A node whose network is cut gets no answer from the API or SSM, and a
-// node whose instance is gone none at all.
+// own, `/_node/<instance id>/<route token>`, as an EC2 instance reaches the API, SSM and
+// IMDS from its own interface: `<path>/imds/latest/...` is the node's instance metadata
+// (IMDSv2), `<path>/ssm/` SSM's endpoint (secret-parameters.ts), and `<path>/jobs/...` the
+// API's agent routes for its own attempt. On EC2 only the instance itself can reach its
+// IMDS; here any local process can reach the server, so the path carries a credential only
+// the node's agent is given (in its user data, a file only its user reads): a request
+// without it gets no answer at all, as one naming an unknown node does, so nothing tells
+// a prober which nodes exist. A node whose network is cut gets no answer from the API or
+// SSM, and a node whose instance is gone none at all.
 
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { ApiRequest, ApiResponse } from '../lib/http/index.ts';
 import { headerValue, matchRoute } from '../lib/http/index.ts';
 import { LOCAL_INSTANCE_TYPE, LOCAL_REGION, type LocalInstance } from './process-compute.ts';
@@ -35,20 +39,20 @@ export function isNodeRequest(path: string): boolean {
 
 /**
  * Answers a request on a node's path; null means no answer at all (the caller drops the
- * connection): the node is unknown, gone, or cut off. API requests go to `api` with the
- * node's prefix removed; only the agent routes are reachable.
+ * connection): the node is unknown, gone, or cut off, or the path lacks its route token.
+ * API requests go to `api` with the node's prefix removed; only the agent routes of the
+ * node's own attempt are reachable.
  */
 export async function answerNodeRequest(
   nodes: NodeDirectory,
   request: ApiRequest,
   api: (request: ApiRequest) => Promise<ApiResponse>,
 ): Promise<ApiResponse | null> {
-  const rest = request.path.slice(NODE_PATH_PREFIX.length);
-  const slash = rest.indexOf('/');
-  const instanceId = safeDecode(slash < 0 ? rest : rest.slice(0, slash));
+  const [instanceSegment = '', token = '', ...restSegments] = request.path.slice(NODE_PATH_PREFIX.length).split('/');
+  const instanceId = safeDecode(instanceSegment);
   const instance = instanceId === null ? undefined : nodes.instance(instanceId);
-  if (instance === undefined || instance.state !== 'running') return null;
-  const path = slash < 0 ? '/' : rest.slice(slash);
+  if (instance === undefined || instance.state !== 'running' || !sameToken(token, instance.routeToken)) return null;
+  const path = `/${restSegments.join('/')}`;
   // IMDS is the instance's own (link-local on EC2): a cut network still reaches it.
   if (path.startsWith('/imds/')) return answerImds(instance, request.method, path.slice('/imds'.length), request.headers);
   if (instance.networkCut) return null;
@@ -61,10 +65,20 @@ export async function answerNodeRequest(
   if (match === undefined || !('route' in match) || match.route.auth !== 'agent-secret') {
     return text(403, 'a node reaches only the agent routes of the API');
   }
+  if (match.params.id !== instance.jobId || match.params.n !== String(instance.attempt)) {
+    return text(403, `a node reaches only the routes of its own attempt (attempt ${instance.attempt} of ${instance.jobId})`);
+  }
   const response = await api({ ...request, path });
   if (instance.networkCut) return null;
   if (match.route.name === 'reportPhase' && response.statusCode < 300 && startsRun(request.body)) nodes.runStarted(instance.instanceId);
   return response;
+}
+
+/** Whether a path's token is the node's, compared in constant time (its length is no secret). */
+function sameToken(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** A setup report with exit code 0: the agent goes on to run. */

@@ -5,6 +5,7 @@
 // EventBridge delivers about an instance, and injects the chaos plan's faults.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -60,6 +61,8 @@ export interface LocalInstance {
   readonly tags: ReadonlyMap<string, string>;
   /** IMDSv2 session tokens handed out to this instance. */
   readonly imdsTokens: Set<string>;
+  /** The credential in the path of the node's routes (node-network.ts): only its agent has it. */
+  readonly routeToken: string;
   /** Its ARN, as a request signed with its credentials names it (ec2:SourceInstanceARN). */
   readonly arn: string;
   /** Its instance role's credentials, as IMDS hands them out. */
@@ -247,7 +250,9 @@ export class LocalProcessCompute implements Compute {
     const instanceId = localInstanceId(jobId, attempt, rank);
     const rootDir = nodeDir(this.options.dataDir, jobId, attempt, rank);
     mkdirSync(rootDir, { recursive: true });
-    const network = `${this.options.apiUrl()}/_node/${encodeURIComponent(instanceId)}`;
+    // The node's routes answer only a caller with this in the path, as IMDS answers only its instance.
+    const routeToken = randomBytes(32).toString('base64url');
+    const network = `${this.options.apiUrl()}/_node/${encodeURIComponent(instanceId)}/${routeToken}`;
     const arn = instanceArn(LOCAL_REGION, LOCAL_ACCOUNT, instanceId);
     // Written before the node starts: on EC2 the launcher writes it once the instance
     // exists, and an agent that asks first is refused and asks again.
@@ -298,6 +303,7 @@ export class LocalProcessCompute implements Compute {
       rootDir,
       tags,
       imdsTokens: new Set(),
+      routeToken,
       arn,
       credentials: newNodeCredentials(),
       container: spec.resources.containerImage !== undefined,

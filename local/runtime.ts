@@ -17,16 +17,21 @@ import { DynamoJobStore } from '../lib/adapters/dynamo-job-store.ts';
 import { DynamoLaunchPace } from '../lib/adapters/dynamo-launch-pace.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../lib/adapters/dynalite.ts';
-import { RelaunchError, TransientError } from '../lib/errors.ts';
+import { RelaunchError, StaleAttemptError, TransientError } from '../lib/errors.ts';
+import type { AttemptRecord, JobRecord } from '../lib/model.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
-import { isTerminal } from '../lib/status.ts';
-import { errorMessage } from '../lib/usecases/deps.ts';
+import { isTerminal, JobStatus } from '../lib/status.ts';
+import { errorMessage, nowIso } from '../lib/usecases/deps.ts';
+import { settleAttempt } from '../lib/usecases/settle-attempt.ts';
+import { leftReports } from './left-reports.ts';
 import {
   cancelJob,
   deleteTransientMounts,
+  evaluatePolicy,
   onExecutionEnded,
   onInstanceEvent,
   recordControllerFailure,
+  releaseInstances,
   submitJob,
   type SubmitJobResult,
   type UseCaseDeps,
@@ -39,6 +44,8 @@ import { LocalWorkflow, type LocalExecutionResult, type LocalTaskHandler, type T
 import { LocalProcessCompute } from './process-compute.ts';
 import { killMarked } from './process-groups.ts';
 import { LocalApiServer } from './server.ts';
+import { DataDirInUseError, OwnerLock } from './owner-lock.ts';
+import { removeServerInfo, type OwnerRole } from './server-info.ts';
 
 /** The table's name in the local DynamoDB. */
 export const LOCAL_TABLE_NAME = 'relaunch-jobs';
@@ -55,6 +62,12 @@ export interface LocalRuntimeOptions {
   readonly heartbeatIntervalMs?: number;
   /** The API's port on 127.0.0.1 (0: any free one). @default 0 */
   readonly port?: number;
+  /**
+   * Who opens the folder, as server.json tells other commands: a runtime that does not
+   * take jobs refuses `POST /jobs` from them (it closes when its own work is done).
+   * @default { command: 'serve', takesJobs: true }
+   */
+  readonly role?: OwnerRole;
   /** Faults to inject into every job (`relaunch serve --chaos`). @default none */
   readonly chaos?: ChaosPlan;
   /** The launch pace's bucket. @default EC2_LAUNCH_PACE */
@@ -65,6 +78,8 @@ export interface LocalRuntimeOptions {
   readonly onTransition?: (executionName: string, stateName: string) => void;
   /** Errors no caller is waiting for (an EC2 event or a janitor's write that failed). */
   readonly onError?: (error: unknown) => void;
+  /** What opening the folder repaired (a write a crash cut in half), one line each. */
+  readonly onNotice?: (message: string) => void;
 }
 
 /** What `submit` may add to a task. */
@@ -99,6 +114,7 @@ export class LocalRuntime {
   private readonly cleanups = new Map<string, Promise<unknown>>();
 
   private constructor(
+    private readonly lock: OwnerLock,
     private readonly dynamo: LocalDynamo,
     private readonly plans: Map<string, ChaosPlan>,
     private readonly client: DynamoDBClient,
@@ -114,13 +130,28 @@ export class LocalRuntime {
   }
 
   /**
-   * Opens the data folder: starts dynalite on it, creates the table on first use, stops
-   * the processes of any job a previous runtime left live and ends that job
-   * FAILED_CONTROLLER, then serves the API on 127.0.0.1.
+   * Opens the data folder: takes its lock (one owner at a time), starts dynalite on it,
+   * creates the table on first use, stops the processes of any job a previous runtime
+   * left live and ends that job FAILED_CONTROLLER, then serves the API on 127.0.0.1.
+   *
+   * @throws DataDirInUseError when another process owns the folder.
    */
   static async open(options: LocalRuntimeOptions): Promise<LocalRuntime> {
     const dataDir = path.resolve(options.dataDir);
     mkdirSync(dataDir, { recursive: true });
+    const lock = OwnerLock.tryAcquire(dataDir);
+    if (lock === null) throw new DataDirInUseError(dataDir);
+    try {
+      // Whatever a crashed owner left there names a process that no longer owns the folder.
+      removeServerInfo(dataDir);
+      return await LocalRuntime.openOwned(options, dataDir, lock);
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
+  }
+
+  private static async openOwned(options: LocalRuntimeOptions, dataDir: string, lock: OwnerLock): Promise<LocalRuntime> {
     const dynamo = await startDynalite(options.inMemory === true ? {} : { path: path.join(dataDir, 'db') });
     const client = new DynamoDBClient({
       endpoint: dynamo.endpoint,
@@ -132,7 +163,7 @@ export class LocalRuntime {
       requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 1024 }) },
     });
     try {
-      return await LocalRuntime.assemble(options, dataDir, dynamo, client);
+      return await LocalRuntime.assemble(options, dataDir, lock, dynamo, client);
     } catch (error) {
       client.destroy();
       await dynamo.close();
@@ -143,6 +174,7 @@ export class LocalRuntime {
   private static async assemble(
     options: LocalRuntimeOptions,
     dataDir: string,
+    lock: OwnerLock,
     dynamo: LocalDynamo,
     client: DynamoDBClient,
   ): Promise<LocalRuntime> {
@@ -177,9 +209,18 @@ export class LocalRuntime {
     // 1,000 instances at once), but a test or a sweep can size it with launchPace.
     const pace = new DynamoLaunchPace({ client, tableName: LOCAL_TABLE_NAME, config: options.launchPace ?? EC2_LAUNCH_PACE });
     const deps: LocalRuntime['deps'] = { store, compute, workflow, clock, random, secrets: new FileJobSecrets(dataDir), pace };
-    const runtime = new LocalRuntime(dynamo, plans, client, deps, dataDir, onError);
-    await runtime.endOrphans();
-    runtime.server = await LocalApiServer.start({ deps: { ...deps, computeProblems: localTaskProblems(dataDir) }, nodes: compute, dataDir, port: options.port, onError });
+    const runtime = new LocalRuntime(lock, dynamo, plans, client, deps, dataDir, onError);
+    const notice = options.onNotice ?? (() => undefined);
+    for (const undone of dynamo.undone) notice(`repaired the database of ${dataDir}: ${undone}`);
+    await runtime.endOrphans(notice);
+    runtime.server = await LocalApiServer.start({
+      deps: { ...deps, computeProblems: localTaskProblems(dataDir) },
+      nodes: compute,
+      dataDir,
+      port: options.port,
+      role: options.role ?? { command: 'serve', takesJobs: true },
+      onError,
+    });
     return runtime;
   }
 
@@ -214,25 +255,45 @@ export class LocalRuntime {
     }
   }
 
+  /**
+   * Stops taking jobs from other commands over the API (a background runtime about to
+   * exit); resolves once the submissions already taken are stored.
+   */
+  async stopTakingJobs(): Promise<void> {
+    await this.server?.stopTakingJobs();
+  }
+
+  /** Takes jobs over the API again. */
+  resumeTakingJobs(): void {
+    this.server?.resumeTakingJobs();
+  }
+
   /** Cancels a job through the same use case `DELETE /jobs/{id}` runs. */
   async cancel(jobId: string): Promise<string> {
     return (await cancelJob(jobId, this.deps)).status;
   }
 
   /**
-   * Stops every execution, kills every node's processes and closes the database. Jobs
-   * still live stay so in the table: the next runtime on this folder ends them.
+   * Stops every execution, kills every node's processes, closes the database and lets the
+   * folder's lock go, last. Jobs still live stay so in the table: the next runtime on this
+   * folder ends them.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.closing.abort();
-    this.deps.workflow.stopAll();
-    await this.deps.compute.releaseAll();
-    await this.server?.close();
-    await Promise.all([...this.cleanups.values()]);
-    this.client.destroy();
-    await this.dynamo.close();
+    try {
+      this.deps.workflow.stopAll();
+      await this.deps.compute.releaseAll();
+      await this.server?.close();
+      await Promise.all([...this.cleanups.values()]);
+      this.client.destroy();
+      await this.dynamo.close();
+    } finally {
+      // server.json goes before the lock, so no reader believes it once another may own the folder.
+      removeServerInfo(this.dataDir);
+      this.lock.release();
+    }
   }
 
   /**
@@ -290,19 +351,31 @@ export class LocalRuntime {
   /**
    * Jobs left live by a runtime that is gone: their nodes' processes are killed first (by
    * the process groups stored with the attempt, checked against each node's mark), then
-   * the job ends FAILED_CONTROLLER saying so.
+   * the job ends FAILED_CONTROLLER saying so. A job whose latest attempt was never written
+   * (a folder a crash left so before its writes were made whole) is ended all the same,
+   * the reason and a notice saying what was missing: a folder is never refused for it.
    */
-  private async endOrphans(): Promise<void> {
+  private async endOrphans(notice: (message: string) => void): Promise<void> {
     const jobs = await this.deps.store.listJobs();
     for (const job of jobs.filter((j) => !isTerminal(j.status))) {
+      const attempt = job.attemptCount > 0 ? await this.latestAttempt(job.jobId, job.attemptCount) : null;
+      if (attempt === 'missing') {
+        const reason = `${ORPHAN_REASON}; its attempt ${job.attemptCount} was never written (a write a crash cut in half)`;
+        await this.endUnrecorded(job, reason);
+        notice(`repaired job ${job.jobId}: ${reason}`);
+        continue;
+      }
       let killed = 0;
-      if (job.attemptCount > 0) {
-        const attempt = await this.deps.store.getAttempt(job.jobId, job.attemptCount);
+      if (attempt !== null) {
         for (const node of attempt.instances) {
           if (node.processGroupId !== undefined) killed += killMarked(node.instanceId, node.processGroupId);
         }
         // A task's container is the docker daemon's child, not in the node's group.
         if (job.spec.resources.containerImage !== undefined) await Promise.all(attempt.instances.map((node) => removeContainer(node.instanceId)));
+        if (await this.decideFromNodeFolders(job, attempt, notice)) {
+          if (job.executionArn !== null) await this.deleteTransientMounts({ jobId: job.jobId, executionArn: job.executionArn });
+          continue;
+        }
       }
       const stopped =
         killed === 0
@@ -322,7 +395,60 @@ export class LocalRuntime {
       if (job.executionArn !== null) await this.deleteTransientMounts({ jobId: job.jobId, executionArn: job.executionArn });
     }
   }
+
+  /**
+   * Stores the reports the attempt's nodes wrote in their folders and the database never
+   * took (left-reports.ts), and, when they decide the attempt, applies the job's policy
+   * as EvaluateRecoveryPolicy would. True when that ended the job: its exit codes decided
+   * it, not the runtime's end. A decision to relaunch leaves it to the caller, which ends
+   * the job FAILED_CONTROLLER with the attempt's codes and decision on record.
+   */
+  private async decideFromNodeFolders(job: JobRecord, attempt: AttemptRecord, notice: (message: string) => void): Promise<boolean> {
+    if (attempt.outcome !== null) return false;
+    const { store } = this.deps;
+    const at = nowIso(this.deps.clock);
+    const found = leftReports(this.dataDir, attempt, job.spec.numNodes, at);
+    if (found.length === 0) return false;
+    let latest = attempt;
+    for (const report of found) latest = (await store.addReport(job.jobId, attempt.attempt, report)).attempt;
+    const codes = found.map((r) => `${r.phase} exit code ${r.exitCode} on node ${r.nodeRank}`).join(', ');
+    const settled = await settleAttempt(latest, job.spec.numNodes, [], at, this.deps);
+    if (!settled.ended) {
+      notice(`job ${job.jobId}: stored what attempt ${attempt.attempt}'s nodes wrote before its runtime stopped (${codes}), found in their folders`);
+      return false;
+    }
+    const state = await evaluatePolicy({ jobId: job.jobId, attempt: attempt.attempt, attemptsInExecution: 0 }, this.deps);
+    await releaseInstances(state, this.deps);
+    const status = state.decision?.status ?? job.status;
+    notice(`job ${job.jobId}: attempt ${attempt.attempt} had ended before its runtime stopped (${codes}, found in its nodes' folders): ${status}`);
+    return isTerminal(status as JobStatus);
+  }
+
+  /** The job's latest attempt, or `missing` when its row was never written. */
+  private async latestAttempt(jobId: string, attempt: number): Promise<AttemptRecord | 'missing'> {
+    try {
+      return await this.deps.store.getAttempt(jobId, attempt);
+    } catch (error) {
+      if (error instanceof StaleAttemptError) return 'missing';
+      throw error;
+    }
+  }
+
+  /**
+   * Ends FAILED_CONTROLLER a job whose latest attempt has no row: recordControllerFailure
+   * would read that attempt. Its instances were never recorded, so there are none to
+   * release by record; its processes died with the runtime that started them (each node's
+   * watcher), and its secrets go as for any other end.
+   */
+  private async endUnrecorded(job: JobRecord, reason: string): Promise<void> {
+    const at = this.deps.clock.now().toISOString();
+    await this.deps.store.changeStatus(job.jobId, { from: job.status, to: JobStatus.FAILED_CONTROLLER, reason, attempt: job.attemptCount, at }, { failureReason: reason });
+    await this.deps.secrets.delete(job.jobId);
+  }
 }
+
+/** What a job left live by a runtime that stopped ends with (recordControllerFailure's wording of LocalRuntimeStopped). */
+const ORPHAN_REASON = "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended";
 
 /**
  * The controller's ASL (read from infra/controller.asl.json, the render of the chain `cdk
@@ -335,14 +461,22 @@ export class LocalRuntime {
  *   input, so `$.x` becomes `$.Payload.x` (the payload carries the same value);
  * - TransientError retried within seconds, not minutes: the embedded database is never
  *   throttled, and its one 5xx, a full disk, is waited out by the janitor once the
- *   execution has ended.
+ *   execution has ended;
+ * - the Lambda Tasks without their timeouts (the engine's longest instead). On AWS a
+ *   Task's timeout means the invocation was lost, and its retry cannot overlap it. Here
+ *   the step runs in this process and is never lost, only late when the process stalls
+ *   (a busy event loop, a paused process), and a retry beside it would do the step twice
+ *   at once, and end the job FAILED_CONTROLLER when the retries ran out. A stall can still
+ *   make an attempt LOST, on its heartbeat clock; it never fails a job's controller.
  */
 export function localControllerDefinition(): StateMachineDefinition {
   const asl = readControllerAsl();
-  for (const state of Object.values(asl.States)) {
+  for (const [name, state] of Object.entries(asl.States)) {
     for (const retry of (state.Retry as { ErrorEquals: string[] }[] | undefined) ?? []) {
       if (retry.ErrorEquals.includes(TransientError.errorName)) Object.assign(retry, { IntervalSeconds: 1, BackoffRate: 1, MaxDelaySeconds: 1 });
     }
+    const clocked = name === StateName.AwaitBoot || name === StateName.AwaitAttempt;
+    if (state.Type === 'Task' && !clocked && typeof state.TimeoutSeconds === 'number') state.TimeoutSeconds = LOCAL_MAX_TASK_SECONDS;
   }
   const awaitState = asl.States[StateName.AwaitAttempt];
   if (awaitState !== undefined && awaitState.TimeoutSeconds === undefined && awaitState.TimeoutSecondsPath === undefined) {

@@ -1,11 +1,13 @@
 // `<dataDir>/server.json`: where the runtime that owns a data folder serves its API, so
 // other commands on the same folder talk to it instead of opening the database twice.
-// A server that died without removing it leaves a pid the system may give to another
-// process; the file therefore records the process's start identity too, and a pid whose
-// identity differs is a stale file, not a live server.
+// Who owns the folder is the folder's lock (owner-lock.ts); this file only says where the
+// owner serves. A file is believed only while the lock is held and its pid is the process
+// that wrote it (same start identity): one a crashed owner left, whatever its form, is
+// never a reason to refuse the folder.
 
-import { closeSync, openSync, readFileSync, readlinkSync, readSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { isOwned } from './owner-lock.ts';
 
 /** What `server.json` holds. */
 export interface ServerInfo {
@@ -13,14 +15,42 @@ export interface ServerInfo {
   readonly pid: number;
   /**
    * The process's start identity (`startIdentityOf`): which boot, and when in it the
-   * process started. Absent in files written before it was recorded, and null where
-   * /proc is not there to read it.
+   * process started. Files written before it was recorded lack it; they are never believed.
    */
-  readonly startedAt?: string | null;
+  readonly startedAt: string;
+  /** The relaunch command that owns the folder (`serve`, `run`, `status`...), for messages. */
+  readonly command: string;
+  /**
+   * Whether its API takes jobs from other commands. Only `relaunch serve` does: any other
+   * owner closes its runtime when its own work is done, and a job submitted through it
+   * would die with it.
+   */
+  readonly takesJobs: boolean;
+}
+
+/** Who owns a data folder, as other commands find it. */
+export type FolderOwner =
+  /** No process holds the folder's lock: the first to take it owns the folder. */
+  | { readonly kind: 'none' }
+  /** The owner serves its API at `server.url`. */
+  | { readonly kind: 'serving'; readonly server: ServerInfo }
+  /** A process holds the lock but has not said where it serves (it is starting, or stopping). */
+  | { readonly kind: 'busy' };
+
+/** What the owner writes in server.json about itself, besides its url and process. */
+export interface OwnerRole {
+  readonly command: string;
+  readonly takesJobs: boolean;
 }
 
 /** A server.json larger than this was not written by relaunch; it is not read. */
 const MAX_INFO_BYTES = 4096;
+
+/** Why a runtime owned by `role` (pid `pid`) takes no jobs from other commands, and what to do instead. */
+export function takesNoJobsMessage(role: OwnerRole, pid: number): string {
+  if (role.command === 'serve') return `the runtime serving this data folder (pid ${pid}) is stopping and takes no more jobs: submit again once it has stopped`;
+  return `this data folder belongs to \`relaunch ${role.command}\` (pid ${pid}), whose runtime takes no other jobs and stops when its own work ends: start \`relaunch serve\` on the folder to share it between jobs, or give another --data-dir`;
+}
 
 /** Where the runtime of a data folder says it serves. */
 export function serverInfoPath(dataDir: string): string {
@@ -28,34 +58,46 @@ export function serverInfoPath(dataDir: string): string {
 }
 
 /**
- * Records that this process serves the data folder at `url`: its pid and start identity.
- * Written to a temporary file and renamed, so a reader sees the old file or the new one,
- * never half of one.
+ * Records that this process serves the data folder at `url`, as `role`: its pid and start
+ * identity. The caller holds the folder's lock. Written to a temporary file and renamed,
+ * so a reader sees the old file or the new one, never half of one.
+ *
+ * @throws Error where /proc cannot tell this process's start identity (not Linux): a file
+ *   without one would never be believed.
  */
-export function writeServerInfo(dataDir: string, url: string): void {
+export function writeServerInfo(dataDir: string, url: string, role: OwnerRole): void {
+  const startedAt = startIdentityOf(process.pid);
+  if (startedAt === null) throw new Error('cannot record where this runtime serves: /proc does not tell its start identity (the local runtime runs on Linux)');
   const file = serverInfoPath(dataDir);
-  const info: ServerInfo = { url, pid: process.pid, startedAt: startIdentityOf(process.pid) };
+  const info: ServerInfo = { url, pid: process.pid, startedAt, command: role.command, takesJobs: role.takesJobs };
   const temporary = `${file}.${process.pid}.tmp`;
   writeFileSync(temporary, `${JSON.stringify(info)}\n`);
   renameSync(temporary, file);
 }
 
+/** Removes server.json: the owner does so as it starts (a crashed owner's file) and before it lets the lock go. */
+export function removeServerInfo(dataDir: string): void {
+  rmSync(serverInfoPath(dataDir), { force: true });
+}
+
 /**
- * The live server of a data folder, or null. A file is trusted only when its pid is a
- * running process (not a zombie) that is still the process that wrote it: its start
- * identity matches, or, for a file without one, it runs this same Node executable. A
- * missing, unreadable or malformed file, or one not naming a loopback http URL, is null.
+ * Who owns the data folder: nobody (its lock is free, whatever server.json says), an owner
+ * serving at the url its server.json gives, or an owner that has not said where it serves.
+ * server.json is believed only while the lock is held, and only when its pid is a running
+ * process (not a zombie) that is still the one that wrote it (its start identity matches);
+ * a missing, malformed or old-format file, or one not naming a loopback http URL, is not.
  */
-export function findLocalServer(dataDir: string): ServerInfo | null {
+export function findFolderOwner(dataDir: string): FolderOwner {
   const info = readServerInfo(serverInfoPath(dataDir));
-  if (info === null || !isRunning(info.pid)) return null;
-  if (typeof info.startedAt === 'string') {
-    const now = startIdentityOf(info.pid);
-    // No identity to compare: without /proc, kill(0) is all there is; with it, the process just ended.
-    if (now === null) return procAvailable() ? null : info;
-    return now === info.startedAt ? info : null;
-  }
-  return runsThisExecutable(info.pid) ? info : null;
+  const believed = info !== null && isRunning(info.pid) && startIdentityOf(info.pid) === info.startedAt;
+  if (!isOwned(dataDir)) return { kind: 'none' };
+  return believed ? { kind: 'serving', server: info } : { kind: 'busy' };
+}
+
+/** The live server of a data folder, or null (see findFolderOwner). */
+export function findLocalServer(dataDir: string): ServerInfo | null {
+  const owner = findFolderOwner(dataDir);
+  return owner.kind === 'serving' ? owner.server : null;
 }
 
 /**
@@ -106,12 +148,12 @@ function readServerInfo(file: string): ServerInfo | null {
     return null;
   }
   if (typeof parsed !== 'object' || parsed === null) return null;
-  const { url, pid, startedAt } = parsed as Record<string, unknown>;
+  const { url, pid, startedAt, command, takesJobs } = parsed as Record<string, unknown>;
   // pid 0 and negative pids name process groups (-1: every process), which always "exist".
   if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return null;
   if (typeof url !== 'string' || !isLoopbackHttp(url)) return null;
-  if (startedAt !== undefined && startedAt !== null && typeof startedAt !== 'string') return null;
-  return { url, pid, ...(startedAt === undefined ? {} : { startedAt }) };
+  if (typeof startedAt !== 'string' || typeof command !== 'string' || typeof takesJobs !== 'boolean') return null;
+  return { url, pid, startedAt, command, takesJobs };
 }
 
 /** The local server listens on 127.0.0.1 only: any other address in the file is not its. */
@@ -132,32 +174,6 @@ function isRunning(pid: number): boolean {
   try {
     return procStatFields(pid)[0] !== 'Z';
   } catch {
-    return true; // no /proc to ask: kill(0) is all there is
-  }
-}
-
-/**
- * For a file written before start identities were recorded: whether the pid runs the
- * Node executable this process runs, as the server that wrote it did. A pid reused by any
- * other program (a shell, `sleep`) is not the server. True where /proc cannot tell.
- */
-function runsThisExecutable(pid: number): boolean {
-  let executable: string;
-  try {
-    // A binary replaced while it runs (an upgrade) reads as "<path> (deleted)".
-    executable = readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, '');
-  } catch (error) {
-    // EACCES: another user's process, which /proc will not describe; ENOENT without /proc: no way to tell.
-    return (error as NodeJS.ErrnoException).code !== 'ENOENT' || !procAvailable();
-  }
-  return executable === realpathSync(process.execPath);
-}
-
-function procAvailable(): boolean {
-  try {
-    statSync('/proc/self/stat');
-    return true;
-  } catch {
-    return false;
+    return false; // ended between the two looks
   }
 }

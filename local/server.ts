@@ -6,16 +6,15 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { rmSync } from 'node:fs';
 import { InvalidInputError } from '../lib/errors.ts';
-import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES, type ApiDeps, type ApiRequest, type ApiResponse } from '../lib/http/index.ts';
+import { handleApiRequest, INTERNAL_ERROR_MESSAGE, matchRoute, MAX_BODY_BYTES, type ApiDeps, type ApiRequest, type ApiResponse } from '../lib/http/index.ts';
 import { errorResponse } from '../lib/http/responses.ts';
 import { decodeUtf8 } from '../lib/http/utf8.ts';
 import { answerNodeRequest, isNodeRequest, type NodeDirectory } from './node-network.ts';
 import { guardLocalRequest } from './request-guard.ts';
 import { answerPageRequest, LOCAL_POLL_MS } from './dashboard/page.ts';
 import { newPageToken, pageTokenRefusal } from './dashboard/page-token.ts';
-import { serverInfoPath, writeServerInfo } from './server-info.ts';
+import { removeServerInfo, takesNoJobsMessage, writeServerInfo, type OwnerRole } from './server-info.ts';
 
 /** What the server answers from. */
 export interface LocalApiServerOptions {
@@ -25,7 +24,17 @@ export interface LocalApiServerOptions {
   readonly dataDir: string;
   /** The port (0: any free one). @default 0 */
   readonly port?: number;
+  /** The command that owns the folder, and whether this server takes jobs from others (`POST /jobs`). */
+  readonly role: OwnerRole;
   readonly onError?: (error: unknown) => void;
+}
+
+/** Whether the server takes jobs now, and the submissions it is answering. */
+interface Intake {
+  role: OwnerRole;
+  submitting: number;
+  /** Called once no submission is being answered. */
+  readonly drained: Set<() => void>;
 }
 
 /** An HTTP server answering the REST API and the local nodes. */
@@ -33,16 +42,35 @@ export class LocalApiServer {
   private constructor(
     private readonly server: http.Server,
     readonly url: string,
-    private readonly infoFile: string,
+    private readonly dataDir: string,
+    private readonly intake: Intake,
   ) {}
+
+  /**
+   * Stops taking jobs from other commands (`relaunch serve --exit-when-idle` about to
+   * exit): `POST /jobs` answers 409 from now on and server.json says so; resolves once
+   * every submission already taken has been answered, so its job is in the store.
+   */
+  async stopTakingJobs(): Promise<void> {
+    this.intake.role = { ...this.intake.role, takesJobs: false };
+    writeServerInfo(this.dataDir, this.url, this.intake.role);
+    if (this.intake.submitting > 0) await new Promise<void>((resolve) => this.intake.drained.add(resolve));
+  }
+
+  /** Takes jobs again (a job came in while it was stopping). */
+  resumeTakingJobs(): void {
+    this.intake.role = { ...this.intake.role, takesJobs: true };
+    writeServerInfo(this.dataDir, this.url, this.intake.role);
+  }
 
   /** Listens on 127.0.0.1 and records itself in server.json. */
   static async start(options: LocalApiServerOptions): Promise<LocalApiServer> {
     let port = 0;
     // New on every start: a page served by an earlier server cannot cancel through this one.
     const token = newPageToken();
+    const intake: Intake = { role: options.role, submitting: 0, drained: new Set() };
     const server = http.createServer((req, res) => {
-      void answer(options, port, token, req, res);
+      void answer(options, intake, port, token, req, res);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -51,26 +79,48 @@ export class LocalApiServer {
     port = (server.address() as AddressInfo).port;
     const url = `http://127.0.0.1:${port}`;
     try {
-      writeServerInfo(options.dataDir, url);
+      writeServerInfo(options.dataDir, url, options.role);
     } catch (error) {
       server.close();
       throw error;
     }
-    return new LocalApiServer(server, url, serverInfoPath(options.dataDir));
+    return new LocalApiServer(server, url, options.dataDir, intake);
   }
 
   /** Stops listening and removes server.json. */
   async close(): Promise<void> {
-    rmSync(this.infoFile, { force: true });
+    removeServerInfo(this.dataDir);
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }
 
-async function answer(options: LocalApiServerOptions, port: number, token: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function answer(options: LocalApiServerOptions, intake: Intake, port: number, token: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const request = { method: req.method ?? 'GET', path: req.url ?? '/', headers: flatHeaders(req.headers) };
+  if (!isSubmit(request)) return answerRequest(options, intake, port, token, request, req, res);
+  intake.submitting += 1;
   try {
-    const request = { method: req.method ?? 'GET', path: req.url ?? '/', headers: flatHeaders(req.headers) };
-    const refused = guardLocalRequest(request, { port }) ?? pageTokenRefusal(request, token);
+    await answerRequest(options, intake, port, token, request, req, res);
+  } finally {
+    intake.submitting -= 1;
+    if (intake.submitting === 0) {
+      for (const drained of intake.drained) drained();
+      intake.drained.clear();
+    }
+  }
+}
+
+async function answerRequest(
+  options: LocalApiServerOptions,
+  intake: Intake,
+  port: number,
+  token: string,
+  request: { readonly method: string; readonly path: string; readonly headers: Record<string, string | undefined> },
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
+  try {
+    const refused = guardLocalRequest(request, { port }) ?? pageTokenRefusal(request, token) ?? submitRefusal(request, intake.role);
     if (refused !== null) {
       req.resume();
       send(res, { statusCode: refused.statusCode, headers: { 'content-type': 'application/json' }, body: refused.body });
@@ -115,6 +165,21 @@ async function answer(options: LocalApiServerOptions, port: number, token: strin
     if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: INTERNAL_ERROR_MESSAGE }));
   }
+}
+
+/**
+ * `POST /jobs` to a runtime that takes no jobs but its own (a `relaunch run` in progress),
+ * or none any more (a `serve --exit-when-idle` stopping): 409, saying why. Such a runtime
+ * closes when its own work is done, and would take any job submitted through it down with it.
+ */
+function submitRefusal(request: { method: string; path: string }, role: OwnerRole): { statusCode: number; body: string } | null {
+  if (role.takesJobs || !isSubmit(request)) return null;
+  return { statusCode: 409, body: JSON.stringify({ error: takesNoJobsMessage(role, process.pid) }) };
+}
+
+function isSubmit(request: { method: string; path: string }): boolean {
+  const match = matchRoute(request.method, request.path);
+  return match !== undefined && 'route' in match && match.route.name === 'submitJob';
 }
 
 function send(res: http.ServerResponse, response: ApiResponse): void {

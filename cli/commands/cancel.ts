@@ -15,7 +15,7 @@ export function cancelCommand(io: Io): Command {
 async function cancel(jobId: string, options: TargetOptions, io: Io): Promise<ExitStatus> {
   let target: Target | null = null;
   try {
-    target = await openTarget(options, io);
+    target = await openTarget(options, io, { command: 'cancel' });
     const { status } = await target.client.cancel(jobId);
     io.out(`${jobId}: ${status}`);
     return ExitStatus.OK;

@@ -30,7 +30,7 @@ export function logsCommand(io: Io): Command {
 async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<ExitStatus> {
   let target: Target | null = null;
   try {
-    target = await openTarget(options, io);
+    target = await openTarget(options, io, { command: 'logs' });
     const { dataDir } = target.client;
     if (dataDir === null) {
       throw new InvalidInputError([

@@ -11,6 +11,7 @@ import { errorMessage } from '../../lib/usecases/deps.ts';
 import type { JobView } from '../../lib/views.ts';
 import { backgroundTarget, configuredApi, isLoopback, openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { ApiError, HttpJobsClient } from '../jobs-client.ts';
+import type { LocalSubmitOptions } from '../../local/runtime.ts';
 import { ensureBuckets, S3SourceStore, s3Client, tagCreatedBuckets } from '../s3-sources.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
@@ -64,8 +65,9 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     const chaos = await chaosOf(options, Math.max(...tasks.map((task) => task.spec.numNodes)));
     const sources = await withSources(text, parsed, file === STDIN_ARGUMENT ? process.cwd() : path.dirname(file), options, io);
 
-    target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io);
-    const { jobId } = await target.client.submit(sources.body, { envOverrides, secretOverrides, chaos });
+    const submitted = await submitToTarget(options, io, sources.body, { envOverrides, secretOverrides, chaos });
+    target = submitted.target;
+    const { jobId } = submitted;
     // The job runs either way: a bucket left unmarked is only kept after it.
     await sources.submitted(jobId).catch((error: unknown) => {
       io.err(`warning: could not mark the buckets run created as made for ${jobId}, so its end keeps them: ${errorMessage(error)}`);
@@ -86,6 +88,28 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     return reportError(io, error);
   } finally {
     await target?.close();
+  }
+}
+
+/** Tries of a submit a local runtime refused because it was stopping (it found another, or started one, each time). */
+const SUBMIT_TRIES = 3;
+
+/**
+ * Opens the target and submits the task. A local runtime that stopped taking jobs between
+ * the look and the submit (a background `serve` about to exit) answers 409 and took
+ * nothing: the target is opened again, which waits for it to go, and the task submitted
+ * there.
+ */
+async function submitToTarget(options: RunOptions, io: Io, body: string, submit: LocalSubmitOptions): Promise<{ target: Target; jobId: string }> {
+  for (let tries = 1; ; tries += 1) {
+    const target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io, { command: 'run', submits: true });
+    try {
+      return { target, jobId: (await target.client.submit(body, submit)).jobId };
+    } catch (error) {
+      await target.close();
+      const stopping = error instanceof ApiError && error.statusCode === 409 && target.runtime === null && configuredApi(options) === null;
+      if (!stopping || tries >= SUBMIT_TRIES) throw error;
+    }
   }
 }
 

@@ -4,11 +4,10 @@
 import type { Command } from 'commander';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidInputError } from '../../lib/errors.ts';
+import { openServedRuntime } from '../context.ts';
 import { isTerminal } from '../../lib/status.ts';
 import { cancelJob, listJobs } from '../../lib/usecases/index.ts';
 import type { LocalRuntime } from '../../local/runtime.ts';
-import { assertWritableDataDir } from '../../local/data-dir.ts';
-import { findLocalServer } from '../../local/server-info.ts';
 import { NO_CHAOS, readChaosFile } from '../../local/chaos.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 
@@ -35,20 +34,15 @@ export function serveCommand(io: Io): Command {
 
 async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
   try {
-    const running = findLocalServer(options.dataDir);
-    if (running !== null) {
-      throw new InvalidInputError([{ path: '--data-dir', message: `${options.dataDir} is already served at ${running.url} (pid ${running.pid})` }]);
-    }
     // Read before anything is opened: a bad file ends the command with nothing started.
     const chaos = options.chaos === undefined ? NO_CHAOS : await readChaosFile(options.chaos);
-    assertWritableDataDir(options.dataDir);
-    const { LocalRuntime } = await import('../../local/runtime.ts');
-    // A port in use fails in open, which then closes the database it opened.
-    const runtime = await LocalRuntime.open({
-      dataDir: options.dataDir,
+    // A folder another runtime owns is refused, naming it; a port in use fails in open,
+    // which then closes the database it opened and lets the folder go.
+    const runtime = await openServedRuntime(options, {
       port: options.port,
       chaos,
       onError: (error) => io.err(`relaunch: ${String(error)}`),
+      onNotice: (message) => io.err(`relaunch: ${message}`),
     });
     io.out(`relaunch API on ${runtime.url} (data in ${runtime.dataDir}); Ctrl-C to stop`);
     io.out(`jobs page: ${runtime.url}/`);
@@ -72,13 +66,22 @@ function untilAborted(signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
-/** Resolves when no job has been live for IDLE_EXIT_MS (or on a signal). */
+/**
+ * Resolves when no job has been live for IDLE_EXIT_MS (or on a signal). Before it does,
+ * the runtime stops taking jobs and looks once more: a job submitted meanwhile is never
+ * taken by a runtime about to exit, and one taken just before keeps it up.
+ */
 async function untilIdle(runtime: LocalRuntime, signal: AbortSignal): Promise<void> {
+  const anyLive = async (): Promise<boolean> => (await listJobs(runtime.deps)).jobs.some((job) => !isTerminal(job.status));
   let idleSince = Date.now();
   while (!signal.aborted) {
-    const { jobs } = await listJobs(runtime.deps);
-    if (jobs.some((job) => !isTerminal(job.status))) idleSince = Date.now();
-    else if (Date.now() - idleSince >= IDLE_EXIT_MS) return;
+    if (await anyLive()) idleSince = Date.now();
+    else if (Date.now() - idleSince >= IDLE_EXIT_MS) {
+      await runtime.stopTakingJobs();
+      if (!(await anyLive())) return;
+      runtime.resumeTakingJobs();
+      idleSince = Date.now();
+    }
     await sleep(500, undefined, { signal }).catch(() => undefined);
   }
 }

@@ -24,7 +24,7 @@ export function statusCommand(io: Io): Command {
 export async function showStatus(jobId: string | undefined, options: StatusOptions, io: Io): Promise<ExitStatus> {
   let target: Target | null = null;
   try {
-    target = await openTarget(options, io);
+    target = await openTarget(options, io, { command: 'status' });
     if (jobId === undefined) {
       const jobs = await target.client.listJobs();
       io.out(options.json === true ? JSON.stringify({ jobs }, null, 2) : jobTable(jobs));

@@ -2,11 +2,22 @@
 // that adds the TransactWriteItems operation dynalite lacks (architect/dynalite issue 151).
 //
 // The proxy runs one request at a time. A transaction is then a sequence of ordinary
-// conditional writes sent to dynalite, each asking for the item's old image; if any
-// condition fails, the old images are written back before anything else runs, and the
-// caller gets DynamoDB's TransactionCanceledException with one reason per item. Nothing
-// can observe a transaction half done. The price is throughput, which a local run and a
-// test suite do not need; DynamoJobStore speaks plain DynamoDB and never knows.
+// conditional writes sent to dynalite; if any condition fails, the items' old images are
+// written back before anything else runs, and the caller gets DynamoDB's
+// TransactionCanceledException with one reason per item. Nothing can observe a
+// transaction half done. The price is throughput, which a local run and a test suite do
+// not need; DynamoJobStore speaks plain DynamoDB and never knows.
+//
+// A persisted store must also survive a crash between two of those writes (kill -9, a
+// power cut). Before its first write, a transaction records its items' old images in an
+// intent (items of a table of the proxy's own, INTENT_TABLE, in the same LevelDB); the
+// intent is deleted once the transaction is done or undone. Opening the folder again
+// writes back the old images of any intent left, so a transaction is found whole or not at
+// all. LevelDB applies writes in the order they were made, a power cut loses only the
+// latest of them, so the intent is always there when any of its transaction's writes is.
+// One trace of a cut can stay: dynalite writes an item's index entries before the item,
+// so an index may keep an entry for an item that was never written, which every reader
+// skips (DynamoDB's own eventually consistent indexes can show the same).
 //
 // The proxy also keeps a persisted store off a full disk: LevelDB's write error on a full
 // disk is thrown by dynalite where nothing can catch it, ending the whole process. So a
@@ -32,6 +43,8 @@ import { createTableInput } from './dynamo-table.ts';
 export interface LocalDynamo {
   /** Where to point a DynamoDBClient: `http://127.0.0.1:<port>`. */
   readonly endpoint: string;
+  /** Transactions a crash had cut in half, undone as the store opened: one line each. */
+  readonly undone: readonly string[];
   /** Stops serving and closes the store (a persisted one is flushed to its folder). */
   close(): Promise<void>;
 }
@@ -50,6 +63,12 @@ export interface StartDynaliteOptions {
 /** The free space a persisted store keeps in hand: LevelDB flushes and compacts in MiBs. */
 export const DEFAULT_MIN_FREE_BYTES = 32 * 1024 * 1024;
 
+/**
+ * The proxy's own table in a persisted store: the intents of transactions in progress.
+ * It is empty between transactions.
+ */
+export const INTENT_TABLE = 'relaunch-local-transactions';
+
 /** DynamoDB operations that write. */
 const WRITE_OPERATIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'TransactWriteItems', 'CreateTable']);
 
@@ -64,10 +83,23 @@ export async function startDynalite(options: StartDynaliteOptions = {}): Promise
   const backend = new Backend(storePort, agent);
   const queue = new SerialQueue();
   const roomToWrite = options.path === undefined ? () => null : diskGuard(options.path, options.minFreeBytes ?? DEFAULT_MIN_FREE_BYTES);
+  let intents: IntentLog | null = null;
+  let undone: string[] = [];
+  try {
+    if (options.path !== undefined) {
+      intents = new IntentLog(backend);
+      undone = await intents.open();
+    }
+  } catch (error) {
+    agent.destroy();
+    await closeServer(store);
+    throw error;
+  }
+  const transactions = new Transactions(backend, intents);
 
   const front = http.createServer((req, res) => {
     readBody(req)
-      .then((body) => queue.run(async () => (isWrite(req) ? (roomToWrite() ?? serve(backend, req, body)) : serve(backend, req, body))))
+      .then((body) => queue.run(async () => (isWrite(req) ? (roomToWrite() ?? serve(transactions, req, body)) : serve(transactions, req, body))))
       .then((reply) => send(res, reply))
       .catch((error: unknown) => send(res, internalError(error)));
   });
@@ -75,6 +107,7 @@ export async function startDynalite(options: StartDynaliteOptions = {}): Promise
 
   return {
     endpoint: `http://127.0.0.1:${frontPort}`,
+    undone,
     async close() {
       await closeServer(front);
       agent.destroy();
@@ -211,23 +244,33 @@ class Backend {
   }
 }
 
-async function serve(backend: Backend, req: http.IncomingMessage, body: Buffer): Promise<Reply> {
-  if (req.headers['x-amz-target'] !== `${API_VERSION}.TransactWriteItems`) return backend.forward(req, body);
+async function serve(transactions: Transactions, req: http.IncomingMessage, body: Buffer): Promise<Reply> {
+  // A transaction a failed undo left in the store is finished before anything else is served.
+  const unfinished = await transactions.finishUndo();
+  if (unfinished !== null) return unfinished;
+  if (req.headers['x-amz-target'] !== `${API_VERSION}.TransactWriteItems`) return transactions.backend.forward(req, body);
   let input: Json;
   try {
     input = JSON.parse(body.toString('utf8')) as Json;
   } catch {
     return jsonReply(400, { __type: 'com.amazon.coral.service#SerializationException' });
   }
-  return transactWriteItems(backend, input);
+  return transactions.write(input);
 }
 
-/** One item of a transaction, as an ordinary write plus what it takes to undo it. */
+/** One item of a transaction, as an ordinary write. */
 interface Step {
   readonly kind: 'Put' | 'Update' | 'Delete' | 'ConditionCheck';
   readonly params: Json;
   readonly tableName: string;
   readonly key: Json;
+}
+
+/** An item as it was before a transaction: its table, key, and old image (undefined: there was none). */
+interface Image {
+  readonly tableName: string;
+  readonly key: Json;
+  readonly old: Json | undefined;
 }
 
 const OPERATION_OF: Readonly<Record<Step['kind'], string>> = {
@@ -239,44 +282,86 @@ const OPERATION_OF: Readonly<Record<Step['kind'], string>> = {
   ConditionCheck: 'UpdateItem',
 };
 
-async function transactWriteItems(backend: Backend, input: Json): Promise<Reply> {
-  const planned = await plan(backend, input.TransactItems);
-  if (!Array.isArray(planned)) return planned;
+/** TransactWriteItems over dynalite, with an intent for each transaction when the store is persisted. */
+class Transactions {
+  /** A transaction whose undo failed (the store refused a write): it is finished before anything else runs. */
+  #pendingUndo: { readonly images: readonly Image[]; readonly intent: Intent | null } | null = null;
 
-  const undo: { step: Step; old: Json | undefined }[] = [];
-  const reasons: Json[] = [];
-  for (const step of planned) {
-    const { ReturnValuesOnConditionCheckFailure: returnOnFailure, ...params } = step.params;
-    const result = await backend.call(OPERATION_OF[step.kind], { ...params, ReturnValues: 'ALL_OLD' });
-    if (result.ok) {
-      undo.push({ step, old: result.body.Attributes as Json | undefined });
-      reasons.push({ Code: 'None' });
-    } else if (result.body.__type === `${ERROR_PREFIX}ConditionalCheckFailedException`) {
-      const reason: Json = { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed' };
-      if (returnOnFailure === 'ALL_OLD') {
-        const current = await backend.call('GetItem', { TableName: step.tableName, Key: step.key, ConsistentRead: true });
-        if (current.body.Item !== undefined) reason.Item = current.body.Item;
+  constructor(
+    readonly backend: Backend,
+    private readonly intents: IntentLog | null,
+  ) {}
+
+  async write(input: Json): Promise<Reply> {
+    const planned = await plan(this.backend, input.TransactItems);
+    if (!Array.isArray(planned)) return planned;
+    const images: Image[] = [];
+    for (const step of planned) {
+      const current = await this.backend.call('GetItem', { TableName: step.tableName, Key: step.key, ConsistentRead: true });
+      if (!current.ok) return jsonReply(400, current.body);
+      images.push({ tableName: step.tableName, key: step.key, old: current.body.Item as Json | undefined });
+    }
+    const intent = this.intents === null ? null : await this.intents.record(images);
+
+    const reasons: Json[] = [];
+    for (const [index, step] of planned.entries()) {
+      const { ReturnValuesOnConditionCheckFailure: returnOnFailure, ...params } = step.params;
+      const result = await this.backend.call(OPERATION_OF[step.kind], params);
+      if (result.ok) {
+        reasons.push({ Code: 'None' });
+      } else if (result.body.__type === `${ERROR_PREFIX}ConditionalCheckFailedException`) {
+        const reason: Json = { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed' };
+        // Nothing else runs meanwhile: the item is still as it was before the transaction.
+        const old = images[index]?.old;
+        if (returnOnFailure === 'ALL_OLD' && old !== undefined) reason.Item = old;
+        reasons.push(reason);
+      } else {
+        await this.#undo(images.slice(0, index), intent);
+        return jsonReply(400, result.body);
       }
-      reasons.push(reason);
-    } else {
-      await restore(backend, undo);
-      return jsonReply(400, result.body);
+    }
+
+    if (reasons.some((r) => r.Code !== 'None')) {
+      await this.#undo(images, intent);
+      return jsonReply(400, {
+        __type: `${ERROR_PREFIX}TransactionCanceledException`,
+        Message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => String(r.Code)).join(', ')}]`,
+        CancellationReasons: reasons,
+      });
+    }
+    await this.#undo(
+      images.filter((_, index) => planned[index]?.kind === 'ConditionCheck'),
+      intent,
+    );
+    return jsonReply(200, {});
+  }
+
+  /**
+   * Finishes an undo the store refused earlier; null once none is pending, else the 500
+   * that refuses the request meanwhile (the store still holds the transaction half done).
+   */
+  async finishUndo(): Promise<Reply | null> {
+    const pending = this.#pendingUndo;
+    if (pending === null) return null;
+    this.#pendingUndo = null;
+    try {
+      await this.#undo(pending.images, pending.intent);
+      return null;
+    } catch (error) {
+      return internalError(error);
     }
   }
 
-  if (reasons.some((r) => r.Code !== 'None')) {
-    await restore(backend, undo);
-    return jsonReply(400, {
-      __type: `${ERROR_PREFIX}TransactionCanceledException`,
-      Message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => String(r.Code)).join(', ')}]`,
-      CancellationReasons: reasons,
-    });
+  /** Writes back the old images, newest change first, then lets the intent go. */
+  async #undo(images: readonly Image[], intent: Intent | null): Promise<void> {
+    try {
+      await restore(this.backend, images);
+      if (intent !== null) await this.intents?.discard(intent);
+    } catch (error) {
+      this.#pendingUndo = { images, intent };
+      throw error;
+    }
   }
-  await restore(
-    backend,
-    undo.filter((u) => u.step.kind === 'ConditionCheck'),
-  );
-  return jsonReply(200, {});
 }
 
 /** Checks the request as DynamoDB does before writing anything; an error reply if it is bad. */
@@ -308,15 +393,152 @@ async function plan(backend: Backend, items: unknown): Promise<Step[] | Reply> {
   return steps;
 }
 
-/** Writes back the old images, newest change first. */
-async function restore(backend: Backend, undo: readonly { step: Step; old: Json | undefined }[]): Promise<void> {
-  for (const { step, old } of [...undo].reverse()) {
+/** Writes back the old images, the last item first. */
+async function restore(backend: Backend, images: readonly Image[]): Promise<void> {
+  for (const { tableName, key, old } of [...images].reverse()) {
     const result =
       old === undefined
-        ? await backend.call('DeleteItem', { TableName: step.tableName, Key: step.key })
-        : await backend.call('PutItem', { TableName: step.tableName, Item: old });
+        ? await backend.call('DeleteItem', { TableName: tableName, Key: key })
+        : await backend.call('PutItem', { TableName: tableName, Item: old });
     if (!result.ok) throw new Error(`could not undo a transaction step: ${JSON.stringify(result.body)}`);
   }
+}
+
+/** An intent in the store: its id and how many parts hold its images. */
+interface Intent {
+  readonly id: string;
+  readonly parts: number;
+}
+
+/**
+ * Bytes of images one intent part holds: within dynalite's 400 KB item, with room for the
+ * key. A transaction of 100 items of 400 KB takes 134 parts.
+ */
+const INTENT_PART_BYTES = 300 * 1024;
+
+/**
+ * The intents of transactions in progress, in INTENT_TABLE. An intent is its parts (the
+ * old images as JSON, cut into binary chunks) and a head naming how many there are: the
+ * parts are written first and the head last, so a head is only ever there with all its
+ * parts; the head is deleted first and the parts after, so parts without a head are
+ * leftovers of an intent already let go.
+ */
+class IntentLog {
+  #sequence = 0;
+  readonly #prefix = randomBytes(6).toString('hex');
+
+  constructor(private readonly backend: Backend) {}
+
+  /**
+   * Creates the table on first use and undoes every transaction a crash left in progress;
+   * returns a line for each one undone.
+   */
+  async open(): Promise<string[]> {
+    const created = await this.backend.call('CreateTable', {
+      TableName: INTENT_TABLE,
+      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    });
+    if (!created.ok && created.body.__type !== `${ERROR_PREFIX}ResourceInUseException`) {
+      throw new Error(`could not create the table of transactions in progress: ${JSON.stringify(created.body)}`);
+    }
+    await this.#untilActive();
+    const items = await this.#scan();
+    const heads = items.filter((item) => idOf(item).endsWith(HEAD_SUFFIX));
+    const undone: string[] = [];
+    for (const head of heads) {
+      const id = idOf(head).slice(0, -HEAD_SUFFIX.length);
+      const intent: Intent = { id, parts: Number((head.parts as { N?: string } | undefined)?.N ?? '0') };
+      const images = await this.#images(intent);
+      await restore(this.backend, images);
+      await this.discard(intent);
+      undone.push(describeUndone(images));
+    }
+    // Parts whose head was already deleted: an intent let go, all but its last deletes.
+    for (const item of await this.#scan()) await this.#delete(idOf(item));
+    return undone;
+  }
+
+  /** Writes the intent of a transaction whose items are `images`, before its first write. */
+  async record(images: readonly Image[]): Promise<Intent> {
+    this.#sequence += 1;
+    const id = `${this.#prefix}-${this.#sequence}`;
+    const bytes = Buffer.from(JSON.stringify(images), 'utf8');
+    const parts = Math.max(1, Math.ceil(bytes.length / INTENT_PART_BYTES));
+    for (let part = 0; part < parts; part += 1) {
+      const chunk = bytes.subarray(part * INTENT_PART_BYTES, (part + 1) * INTENT_PART_BYTES);
+      await this.#put({ id: { S: partId(id, part) }, chunk: { B: chunk.toString('base64') } });
+    }
+    await this.#put({ id: { S: `${id}${HEAD_SUFFIX}` }, parts: { N: String(parts) } });
+    return { id, parts };
+  }
+
+  /** Lets an intent go once its transaction is done or undone: the head first, then the parts. */
+  async discard(intent: Intent): Promise<void> {
+    await this.#delete(`${intent.id}${HEAD_SUFFIX}`);
+    for (let part = 0; part < intent.parts; part += 1) await this.#delete(partId(intent.id, part));
+  }
+
+  async #images(intent: Intent): Promise<Image[]> {
+    const chunks: Buffer[] = [];
+    for (let part = 0; part < intent.parts; part += 1) {
+      const got = await this.backend.call('GetItem', { TableName: INTENT_TABLE, Key: { id: { S: partId(intent.id, part) } }, ConsistentRead: true });
+      const chunk = (got.body.Item as { chunk?: { B?: string } } | undefined)?.chunk?.B;
+      if (!got.ok || chunk === undefined) throw new Error(`the intent of transaction ${intent.id} lacks its part ${part}: ${JSON.stringify(got.body)}`);
+      chunks.push(Buffer.from(chunk, 'base64'));
+    }
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Image[];
+  }
+
+  /** dynalite makes a new table ACTIVE on its next turn, even with no delay set. */
+  async #untilActive(): Promise<void> {
+    for (let polls = 0; polls < TABLE_ACTIVE_POLLS; polls += 1) {
+      const described = await this.backend.call('DescribeTable', { TableName: INTENT_TABLE });
+      if (described.ok && (described.body.Table as { TableStatus?: string } | undefined)?.TableStatus === 'ACTIVE') return;
+      await sleep(TABLE_ACTIVE_POLL_MS);
+    }
+    throw new Error(`table ${INTENT_TABLE} did not become ACTIVE after ${TABLE_ACTIVE_POLLS} polls`);
+  }
+
+  async #scan(): Promise<Json[]> {
+    const items: Json[] = [];
+    let start: Json | undefined;
+    do {
+      const page = await this.backend.call('Scan', { TableName: INTENT_TABLE, ConsistentRead: true, ...(start === undefined ? {} : { ExclusiveStartKey: start }) });
+      if (!page.ok) throw new Error(`could not read the transactions in progress: ${JSON.stringify(page.body)}`);
+      items.push(...((page.body.Items as Json[] | undefined) ?? []));
+      start = page.body.LastEvaluatedKey as Json | undefined;
+    } while (start !== undefined);
+    return items;
+  }
+
+  async #put(item: Json): Promise<void> {
+    const result = await this.backend.call('PutItem', { TableName: INTENT_TABLE, Item: item });
+    if (!result.ok) throw new Error(`could not record a transaction's intent: ${JSON.stringify(result.body)}`);
+  }
+
+  async #delete(id: string): Promise<void> {
+    const result = await this.backend.call('DeleteItem', { TableName: INTENT_TABLE, Key: { id: { S: id } } });
+    if (!result.ok) throw new Error(`could not let a transaction's intent go: ${JSON.stringify(result.body)}`);
+  }
+}
+
+const HEAD_SUFFIX = '#head';
+
+function partId(id: string, part: number): string {
+  return `${id}#part#${String(part).padStart(4, '0')}`;
+}
+
+function idOf(item: Json): string {
+  return (item.id as { S?: string } | undefined)?.S ?? '';
+}
+
+/** One line about an undone transaction: how many items, and the first few keys. */
+function describeUndone(images: readonly Image[]): string {
+  const keys = images.map((image) => Object.values(image.key).map((value) => (value as { S?: string; N?: string }).S ?? (value as { N?: string }).N ?? '?').join(' '));
+  const shown = keys.slice(0, 3).join(', ');
+  return `a transaction of ${images.length} item(s) (${shown}${keys.length > 3 ? ', ...' : ''}) that a crash had cut in half was undone`;
 }
 
 function validationError(message: string): Reply {

@@ -1,15 +1,9 @@
 // Reading a task file's YAML: syntax errors with lines, one document or a pipeline, then data.
 
-import { LineCounter, isScalar, parseAllDocuments, type Document, type ParsedNode } from 'yaml';
+import { LineCounter, isScalar, type Document, type ParsedNode } from 'yaml';
 import { InvalidTaskSpecError, type InputIssue } from '../errors.ts';
 import { locate, type LocatedValue } from './locate.ts';
-
-/**
- * Parse options: YAML 1.2 core schema (as SkyPilot's files need, plus the YAML 1.1
- * booleans `locate` adds); duplicate keys are errors (PyYAML keeps the last one silently);
- * tags like `!!binary` stay unresolved rather than become objects no field accepts.
- */
-const OPTIONS = { prettyErrors: false, uniqueKeys: true, resolveKnownTags: false, logLevel: 'silent' } as const;
+import { parseYamlDocuments, TASK_YAML_BOUNDS, yamlShapeIssue } from './yaml-bounds.ts';
 
 /** A document with nothing in it: no content, or only comments (`# ...` then `---`). */
 function isEmpty(doc: Document.Parsed): boolean {
@@ -28,13 +22,19 @@ export interface LocatedDocuments {
 }
 
 /**
- * Reads a task file's text into its documents, each plain data with lines. Throws
- * InvalidTaskSpecError for what makes the file unreadable: YAML syntax errors (every one,
- * with its line), or no content at all. Documents with nothing in them are left out.
+ * Reads a task file's text into its documents, each plain data with lines, with YAML 1.2's
+ * core schema (as SkyPilot's files need, plus the YAML 1.1 booleans `locate` adds), tags
+ * like `!!binary` left unresolved rather than made objects no field accepts. Throws
+ * InvalidTaskSpecError for what makes the file unreadable: a shape past TASK_YAML_BOUNDS
+ * (found before parsing), YAML syntax errors and duplicate keys (every one, with its line;
+ * PyYAML keeps the last of a repeated key silently), or no content at all. Documents with
+ * nothing in them are left out.
  */
 export function readYamlDocuments(text: string): LocatedDocuments {
+  const shape = yamlShapeIssue(text, TASK_YAML_BOUNDS);
+  if (shape !== undefined) throw new InvalidTaskSpecError([shape]);
   const counter = new LineCounter();
-  const docs = parseAllDocuments(text, { ...OPTIONS, lineCounter: counter });
+  const docs = parseYamlDocuments(text, counter);
   const sourceLines = text.split(/\r?\n/);
   const syntax: InputIssue[] = docs.flatMap((doc) =>
     doc.errors.map((error) => {

@@ -46,13 +46,20 @@ export async function evaluatePolicy(
 ): Promise<WorkflowState> {
   const { store, clock, random } = deps;
   const { jobId, attempt: number } = state;
+  // The job is always read before the attempt. A decision is written in one transaction
+  // with the job's status, so an attempt read after the job shows any decision made
+  // before that job read; when it shows none, the decision below is written on the status
+  // read, and a decision made meanwhile (a run of this step that came late, beside its
+  // retry) refuses it. Read the other way round, a job already decided could be decided again.
+  const firstJob = await store.getJob(jobId);
   const first = await store.getAttempt(jobId, number);
-  const ended = first.outcome ?? (await endAwaitedAttempt(store, first, state.awaitError, clock));
+  if (first.decision !== null) return withDecision(state, first.decision);
+  const ended = first.outcome ?? (await endAwaitedAttempt(store, first, firstJob.spec, state.awaitError, clock));
 
   return retryOnConflict(MAX_DECISION_TRIES, async (tryNumber) => {
+    const job = tryNumber === 1 ? firstJob : await store.getJob(jobId);
     const attempt = tryNumber === 1 ? first : await store.getAttempt(jobId, number);
     if (attempt.decision !== null) return withDecision(state, attempt.decision);
-    const job = await store.getJob(jobId);
     const outcome: AttemptOutcome = job.status === JobStatus.CANCELLING ? { kind: 'CANCELLED' } : ended;
     const capacityWaitSeconds = await secondsWaitingForCapacity(store, job, number, clock);
     const decided = decideRecovery({ policy: job.spec.resources.jobRecovery, counters: job.counters, outcome, random, capacityWaitSeconds });
@@ -76,10 +83,10 @@ export async function evaluatePolicy(
 async function endAwaitedAttempt(
   store: JobStore,
   attempt: AttemptRecord,
+  spec: TaskSpec,
   awaitError: AwaitError | undefined,
   clock: Clock,
 ): Promise<AttemptOutcome> {
-  const { spec } = await store.getJob(attempt.jobId);
   const outcome = outcomeOfAwaitError(attempt, spec, awaitError, clock.now());
   const ended = await store.endAttempt(attempt.jobId, attempt.attempt, outcome, nowIso(clock));
   return ended.attempt.outcome ?? outcome;

@@ -85,7 +85,7 @@ describe('relaunch serve --port 0, driven with curl', { timeout: SLOW }, () => {
 
   it('prints its URL first and records it, with its pid, in server.json', () => {
     expect(server.stdout().split('\n')[0]).toMatch(/^relaunch API on http:\/\/127\.0\.0\.1:\d+ /);
-    expect(serverInfo(data)).toEqual({ url, pid: server.child.pid, startedAt: startIdentityOf(server.child.pid as number) });
+    expect(serverInfo(data)).toEqual({ url, pid: server.child.pid, startedAt: startIdentityOf(server.child.pid as number), command: 'serve', takesJobs: true });
   });
 
   it('POST /jobs with a YAML body answers 202 {jobId}; GET /jobs/{id} shows it to the end, as run --json would', async () => {

@@ -1,7 +1,9 @@
 // A full disk, for real: the data folder on a small tmpfs (this needs root, as CI has).
 // A job whose output fills it keeps running with its log cut short and a note in `logs`;
 // a database write that fails ends only the job whose step it was, once the janitor can
-// write again; the runtime stays up for every other job.
+// write again; the runtime stays up for every other job. A real `relaunch serve` stopped
+// with SIGTERM while the disk is full exits at once, and an exit code its database could
+// not take then is not lost: the next runtime finds it where the node wrote it.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
@@ -10,9 +12,10 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LogTail } from '../../cli/follow.ts';
 import { StateName } from '../../lib/workflow/contract.ts';
-import { attemptLogs, jobWorkDir } from '../../local/paths.ts';
-import { finish, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from '../local/harness.ts';
-import { processesOfJob } from './world.ts';
+import { attemptLogs, jobWorkDir, nodeDir } from '../../local/paths.ts';
+import { killStrayClis } from '../cli/helpers.ts';
+import { finish, statusTrail, stored, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from '../local/harness.ts';
+import { processesOfJob, serve } from './world.ts';
 
 const open = useLocalRuntimes();
 const mounts: string[] = [];
@@ -40,6 +43,7 @@ const CAN_MOUNT = (() => {
 })();
 
 afterEach(() => {
+  killStrayClis();
   for (const dir of mounts.splice(0)) {
     execFileSync('umount', ['-l', dir]);
     rmSync(dir, { recursive: true, force: true });
@@ -111,5 +115,41 @@ describe.skipIf(!CAN_MOUNT)('a full disk', () => {
     expect(done.view).toMatchObject({ status: 'SUCCEEDED', attempts: [{ outcome: 'EXITED', exitCodes: [0] }] });
     expect(processesOfJob(jobId)).toEqual([]);
     expect(processesOfJob(other)).toEqual([]);
+  });
+
+  it('SIGTERM of serve while the disk is full: it exits at once, and the exit code its database refused is stored by the next runtime', { timeout: 120_000 }, async () => {
+    const dataDir = smallDisk('96m') as string;
+    const server = await serve(dataDir);
+    const jobId = await server.submit(yaml`
+      run: |
+        touch started
+        while [ ! -f go ]; do sleep 0.1; done
+        echo "through"
+    `);
+    // Its setup report stored and acknowledged, its run going.
+    await waitFor('the job to run', () => (existsSync(path.join(jobWorkDir(dataDir, jobId), 'started')) ? true : undefined));
+
+    // The disk fills; the job then exits 0, and its report finds the database refusing writes.
+    const ballast = path.join(dataDir, 'ballast');
+    const { bavail, bsize } = statfsSync(dataDir);
+    writeFileSync(ballast, Buffer.alloc(Math.max(0, bavail * bsize - 1024 * 1024)));
+    writeFileSync(path.join(jobWorkDir(dataDir, jobId), 'go'), '');
+    const reportFile = path.join(nodeDir(dataDir, jobId, 1, 0), 'run.report.json');
+    await waitFor('the node to write its report', () => (existsSync(reportFile) ? true : undefined));
+    // Written before it is sent: with the database refusing writes, it is stored nowhere else.
+    expect((await server.job(jobId)).status).toBe('RUNNING');
+
+    server.cli.child.kill('SIGTERM');
+    const ended = await server.cli.finished;
+    expect(ended.signal).toBeNull();
+    expect(processesOfJob(jobId)).toEqual([]);
+
+    rmSync(ballast);
+    const t = await open({ inMemory: false, dataDir });
+    const job = await stored(t, jobId);
+    expect(job.job.status).toBe('SUCCEEDED');
+    expect(job.attempts).toMatchObject([{ attempt: 1, outcome: { kind: 'EXITED' }, reports: [{ phase: 'setup', exitCode: 0 }, { phase: 'run', exitCode: 0 }], decision: { action: 'SUCCEED' } }]);
+    expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'SUCCEEDED']);
+    expect(t.notices).toEqual([expect.stringContaining(`job ${jobId}: attempt 1 had ended before its runtime stopped`)]);
   });
 });

@@ -18,6 +18,7 @@ import {
   type ChaosFault,
   type ChaosPlan,
 } from '../../local/chaos.ts';
+import { HOSTILE_CHAOS } from '../fixtures/hostile-yaml.ts';
 
 /** The issues a parse threw; fails the test when it did not throw InvalidInputError. */
 function issuesOf(parse: () => unknown): readonly InputIssue[] {
@@ -176,8 +177,9 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
     ['faults with no value', 'faults:', [{ path: 'faults', message: `${LIST}, got null`, line: 1 }]],
     ['faults a mapping', 'faults: {attempt: 1}', [{ path: 'faults', message: `${LIST}, got a mapping`, line: 1 }]],
     ['faults a string', 'faults: preempt', [{ path: 'faults', message: `${LIST}, got "preempt"`, line: 1 }]],
+    // Refused before parsing: four keys and list items a line, the 8,193rd on line 2049.
     ['10,000 entries (in 250 KB)', `faults:\n${'- {attempt: 1, lose: {}}\n'.repeat(10_000)}`, [
-      { path: 'faults', message: 'expected at most 1000 faults, got 10000', line: 1 },
+      { path: 'faults', message: 'expected at most 8192 keys and list items in all, got more; refused before parsing', line: 2049 },
     ]],
     ['1001 entries', `faults:\n${'  - {attempt: 1, drop_events: true}\n'.repeat(1_001)}`, [
       { path: 'faults', message: 'expected at most 1000 faults, got 1001', line: 1 },
@@ -354,7 +356,7 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
     [
       'a flow list of 120,000 numbers',
       `faults: [${'1,'.repeat(120_000)}]`,
-      [{ path: '', message: 'expected at most 100000 values, each alias counted as the values it repeats, got more', line: 1 }],
+      [{ path: 'faults', message: 'expected at most 8192 keys and list items in all, got more; refused before parsing', line: 1 }],
     ],
     ['an alias with no anchor', 'faults: *none', [
       { path: 'faults', message: 'expected a value, got the alias *none, which names no anchor before it', line: 1 },
@@ -363,7 +365,10 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
       { path: 'faults[0]', message: 'expected a value, got the alias *f, which refers to a mapping or list that holds it', line: 1 },
     ]],
     ['nesting 20 levels deep', `faults: ${'['.repeat(20)}${']'.repeat(20)}`, [
-      { path: '', message: 'expected at most 16 levels of nesting, got more', line: 1 },
+      { path: 'faults', message: 'expected at most 16 levels of [ ] and { } one inside another, got more', line: 1 },
+    ]],
+    ['block nesting 20 levels deep', `faults:\n${Array.from({ length: 20 }, (_, i) => `${'  '.repeat(i)}- `).join('\n')}1\n`, [
+      { path: '', message: 'expected at most 16 levels of nesting, got more', line: 16 },
     ]],
     ['text read from bytes that are not UTF-8', 'faults:\n  - attempt: 1\n    preempt: {after: 2\uFFFDs}', [
       { path: '', message: 'expected text without U+FFFD, the mark of bytes that were not UTF-8', line: 3 },
@@ -395,6 +400,19 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
     ],
   ])('%s', (_name, text, issues) => {
     expect(issuesOf(() => parseChaosFile(text))).toEqual(issues);
+  });
+
+  it('refuses a mapping of tens of thousands of keys (the body limit full) before parsing it, naming the key it is under', () => {
+    expect(HOSTILE_CHAOS.length).toBeLessThanOrEqual(256 * 1024);
+    expect(issuesOf(() => parseChaosFile(HOSTILE_CHAOS))).toEqual([
+      { path: 'attempts', message: 'expected at most 8192 keys and list items in all, got more; refused before parsing', line: 2 },
+    ]);
+  });
+
+  it('refuses [ ] nested deeper than a chaos file ever is, before parsing it', () => {
+    expect(issuesOf(() => parseChaosFile(`faults: ${'['.repeat(100_000)}\n`))).toEqual([
+      { path: 'faults', message: 'expected at most 16 levels of [ ] and { } one inside another, got more', line: 1 },
+    ]);
   });
 
   it('names the path and line in the error message itself', () => {

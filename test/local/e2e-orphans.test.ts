@@ -1,8 +1,13 @@
 // A data folder outlives its runtime: a job left live by a runtime that stopped (its
 // processes died with it) is ended FAILED_CONTROLLER by the next runtime that opens it.
 
+import path from 'node:path';
+import { DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { startDynalite } from '../../lib/adapters/dynalite.ts';
 import { JOB_CREATED_REASON } from '../../lib/adapters/job-store-rules.ts';
+import { getJob } from '../../lib/usecases/index.ts';
+import { LOCAL_TABLE_NAME } from '../../local/runtime.ts';
 import { initialCounters } from '../../lib/policy/decide.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import { alive, runToEnd, statusTrail, stored, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from './harness.ts';
@@ -69,5 +74,49 @@ describe('jobs left live by a runtime that stopped', () => {
       [null, 'PENDING', null],
       ['PENDING', 'FAILED_CONTROLLER', null],
     ]);
+  });
+
+  it('repairs a job whose attempt a crash left unwritten (attemptCount 1, no attempt row): it ends FAILED_CONTROLLER, saying so, and the folder opens', async () => {
+    const first = await open({ inMemory: false });
+    const at = new Date().toISOString();
+    const { store } = first.runtime.deps;
+    await store.createJob({
+      jobId: 'j-half-written',
+      name: null,
+      spec: parseTaskFile('run: echo never\n').spec,
+      status: 'PENDING',
+      counters: initialCounters(false),
+      attemptCount: 0,
+      executionArn: null,
+      failureReason: null,
+      createdAt: at,
+      updatedAt: at,
+    });
+    await store.changeStatus('j-half-written', { from: 'PENDING', to: 'STARTING', reason: 'launching attempt 1', attempt: 1, at });
+    await first.runtime.close();
+    // What a kill -9 between the two writes of a launch left, before those writes were made whole.
+    const dynamo = await startDynalite({ path: path.join(first.dataDir, 'db') });
+    const client = new DynamoDBClient({ endpoint: dynamo.endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    await client.send(
+      new UpdateItemCommand({
+        TableName: LOCAL_TABLE_NAME,
+        Key: { pk: { S: 'JOB#j-half-written' }, sk: { S: 'JOB' } },
+        UpdateExpression: 'SET attemptCount = :one',
+        ExpressionAttributeValues: { ':one': { N: '1' } },
+      }),
+    );
+    client.destroy();
+    await dynamo.close();
+
+    const second = await open({ inMemory: false, dataDir: first.dataDir });
+    const reason =
+      "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended; its attempt 1 was never written (a write a crash cut in half)";
+    const repaired = await stored(second, 'j-half-written');
+    expect(repaired.job).toMatchObject({ status: 'FAILED_CONTROLLER', failureReason: reason, attemptCount: 1 });
+    expect(repaired.attempts).toEqual([]);
+    expect(statusTrail(repaired.events)).toEqual(['PENDING', 'STARTING', 'FAILED_CONTROLLER']);
+    expect(second.notices).toEqual([`repaired job j-half-written: ${reason}`]);
+    // Every command reads it from now on.
+    expect(await getJob('j-half-written', second.runtime.deps)).toMatchObject({ status: 'FAILED_CONTROLLER', attempts: [] });
   });
 });

@@ -29,6 +29,8 @@ export interface TestRuntime {
   readonly launches: LaunchRequest[];
   /** Errors the runtime reported that no caller was waiting for. */
   readonly errors: unknown[];
+  /** What opening the folder repaired, as the runtime said it. */
+  readonly notices: string[];
 }
 
 /** A finished job: the execution's result, the job as `relaunch run --json` shows it, and the table's rows. */
@@ -45,7 +47,7 @@ export interface StoredJob {
   readonly events: JobEvent[];
 }
 
-type OpenOptions = Partial<Omit<LocalRuntimeOptions, 'onTransition' | 'onError'>>;
+type OpenOptions = Partial<Omit<LocalRuntimeOptions, 'onTransition' | 'onError' | 'onNotice'>>;
 
 /**
  * Registers an afterEach that closes every runtime the test opened and removes its folder;
@@ -65,12 +67,14 @@ export function useLocalRuntimes(): (options?: OpenOptions) => Promise<TestRunti
     if (options.dataDir === undefined) folders.push(dataDir);
     const transitions: Transition[] = [];
     const errors: unknown[] = [];
+    const notices: string[] = [];
     const runtime = await LocalRuntime.open({
       inMemory: true,
       ...options,
       dataDir,
       onTransition: (execution, state) => transitions.push({ execution, state, at: Date.now() }),
       onError: (error) => errors.push(error),
+      onNotice: (notice) => notices.push(notice),
     });
     const launches: LaunchRequest[] = [];
     const { compute } = runtime.deps;
@@ -79,7 +83,7 @@ export function useLocalRuntimes(): (options?: OpenOptions) => Promise<TestRunti
       launches.push(request);
       return launch(request);
     });
-    const t: TestRuntime = { runtime, dataDir, transitions, launches, errors };
+    const t: TestRuntime = { runtime, dataDir, transitions, launches, errors, notices };
     opened.push(t);
     return t;
   };

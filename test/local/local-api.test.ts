@@ -76,7 +76,9 @@ describe('the local API, from a hostile page or process', () => {
       run: sleep 30
     `);
     await waitUntilAwaiting(t, jobId, 1);
-    const node = `/_node/local-${jobId}-1-0`;
+    // The node's path, with the credential only its agent is given (test/local/node-routes.test.ts).
+    const routeToken = t.runtime.deps.compute.instance(`local-${jobId}-1-0`)?.routeToken;
+    const node = `/_node/local-${jobId}-1-0/${routeToken}`;
     const headers = { host: host(t) };
 
     // IMDSv2: a token first, with a TTL; then the metadata with it.
@@ -100,7 +102,7 @@ describe('the local API, from a hostile page or process', () => {
     expect(beat.status).toBe(401);
 
     // No such node, a node of an attempt that never ran, a broken escape: no answer.
-    for (const path of ['/_node/local-j-nope-1-0/jobs', `/_node/local-${jobId}-2-0/imds/latest/api/token`, '/_node/%E0%A4%A/jobs']) {
+    for (const path of [`/_node/local-j-nope-1-0/${routeToken}/jobs`, `/_node/local-${jobId}-2-0/${routeToken}/imds/latest/api/token`, `/_node/%E0%A4%A/${routeToken}/jobs`]) {
       expect((await request(t, 'PUT', path, headers)).status).toBeNull();
     }
     expect((await t.runtime.deps.store.getJob(jobId)).status).toBe('RUNNING');

@@ -4,16 +4,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  DeleteItemCommand,
   DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
+  ScanCommand,
   TransactionCanceledException,
   TransactWriteItemsCommand,
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTable, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
+import { ensureTable, INTENT_TABLE, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
 
 function clientFor(endpoint: string): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
@@ -162,6 +164,102 @@ describe('startDynalite: a persisted store', () => {
     } finally {
       client.destroy();
       await dynamo.close();
+    }
+  });
+
+  /** A store on the folder, its client, and a way to close both. */
+  async function opened(): Promise<{ dynamo: LocalDynamo; client: DynamoDBClient; close: () => Promise<void> }> {
+    const dynamo = await startDynalite({ path: folder });
+    const client = clientFor(dynamo.endpoint);
+    await ensureTable(client, 'persisted');
+    return { dynamo, client, close: async () => (client.destroy(), await dynamo.close()) };
+  }
+
+  const intentsLeft = async (client: DynamoDBClient): Promise<number> => (await client.send(new ScanCommand({ TableName: INTENT_TABLE }))).Items?.length ?? 0;
+  const item = async (client: DynamoDBClient, pk: string): Promise<Record<string, AttributeValue> | undefined> =>
+    (await client.send(new GetItemCommand({ TableName: 'persisted', Key: key(pk), ConsistentRead: true }))).Item;
+
+  /** An intent as a transaction writes it before its first write: its old images in one part, then its head. */
+  async function intent(client: DynamoDBClient, id: string, images: unknown[], head = true): Promise<void> {
+    const chunk = Buffer.from(JSON.stringify(images), 'utf8');
+    await client.send(new PutItemCommand({ TableName: INTENT_TABLE, Item: { id: { S: `${id}#part#0000` }, chunk: { B: chunk } } }));
+    if (head) await client.send(new PutItemCommand({ TableName: INTENT_TABLE, Item: { id: { S: `${id}#head` }, parts: { N: '1' } } }));
+  }
+
+  it('leaves no intent behind a transaction, done or cancelled', async () => {
+    const { client, close } = await opened();
+    try {
+      await client.send(new TransactWriteItemsCommand({ TransactItems: [{ Put: { TableName: 'persisted', Item: key('a') } }, { Put: { TableName: 'persisted', Item: key('b') } }] }));
+      const refused = client.send(
+        new TransactWriteItemsCommand({
+          TransactItems: [
+            { Put: { TableName: 'persisted', Item: { ...key('c'), v: { N: '1' } } } },
+            { Put: { TableName: 'persisted', Item: key('a'), ConditionExpression: 'attribute_not_exists(pk)' } },
+          ],
+        }),
+      );
+      await expect(refused).rejects.toThrow(TransactionCanceledException);
+      expect(await item(client, 'c')).toBeUndefined();
+      expect(await intentsLeft(client)).toBe(0);
+    } finally {
+      await close();
+    }
+  });
+
+  it('undoes, as it opens, a transaction a crash left in progress, and says so', async () => {
+    const first = await opened();
+    await first.client.send(new PutItemCommand({ TableName: 'persisted', Item: { ...key('x'), v: { N: '1' } } }));
+    // The crash came after the intent and the transaction's first two writes.
+    await intent(first.client, 'crashed-1', [
+      { tableName: 'persisted', key: key('x'), old: { ...key('x'), v: { N: '1' } } },
+      { tableName: 'persisted', key: key('y') },
+      { tableName: 'persisted', key: key('z'), old: { ...key('z'), v: { N: '9' } } },
+    ]);
+    await first.client.send(new PutItemCommand({ TableName: 'persisted', Item: { ...key('x'), v: { N: '2' } } }));
+    await first.client.send(new PutItemCommand({ TableName: 'persisted', Item: { ...key('y'), v: { N: '2' } } }));
+    await first.close();
+
+    const second = await opened();
+    try {
+      expect(second.dynamo.undone).toEqual(['a transaction of 3 item(s) (x A, y A, z A) that a crash had cut in half was undone']);
+      expect(await item(second.client, 'x')).toEqual({ ...key('x'), v: { N: '1' } });
+      expect(await item(second.client, 'y')).toBeUndefined();
+      // An item the crash came before is written back as it was: no change.
+      expect(await item(second.client, 'z')).toEqual({ ...key('z'), v: { N: '9' } });
+      expect(await intentsLeft(second.client)).toBe(0);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('only deletes the parts of an intent whose head was already let go: that transaction was done', async () => {
+    const first = await opened();
+    await first.client.send(new PutItemCommand({ TableName: 'persisted', Item: { ...key('done'), v: { N: '2' } } }));
+    await intent(first.client, 'done-1', [{ tableName: 'persisted', key: key('done'), old: { ...key('done'), v: { N: '1' } } }], false);
+    await first.close();
+
+    const second = await opened();
+    try {
+      expect(second.dynamo.undone).toEqual([]);
+      expect(await item(second.client, 'done')).toEqual({ ...key('done'), v: { N: '2' } });
+      expect(await intentsLeft(second.client)).toBe(0);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('answers a transaction of items larger than one intent part', async () => {
+    const { client, close } = await opened();
+    try {
+      const big = (pk: string) => ({ ...key(pk), blob: { S: 'x'.repeat(350 * 1024) } });
+      await client.send(new PutItemCommand({ TableName: 'persisted', Item: big('p') }));
+      await client.send(new PutItemCommand({ TableName: 'persisted', Item: big('q') }));
+      await client.send(new TransactWriteItemsCommand({ TransactItems: [{ Delete: { TableName: 'persisted', Key: key('p') } }, { Delete: { TableName: 'persisted', Key: key('q') } }] }));
+      expect(await item(client, 'p')).toBeUndefined();
+      expect(await intentsLeft(client)).toBe(0);
+      await client.send(new DeleteItemCommand({ TableName: 'persisted', Key: key('q') }));
+    } finally {
+      await close();
     }
   });
 });

@@ -249,6 +249,37 @@ describe('evaluatePolicy', () => {
     expect((await h.store.getJob(JOB_ID)).counters).toEqual(counters);
   });
 
+  it('a run that came late and its retry, at the same moment, answer one decision, recorded once', async () => {
+    // The late run reads, then writes its decision between the retry's first and second reads.
+    const h = harness();
+    const state = await attemptRunning(h);
+    await ended(h, { kind: 'PREEMPTED' });
+    const retryHasRead = deferred();
+    const lateRecorded = deferred();
+    let retryReads = 0;
+    const late = watched(h.store, {
+      before: async (method) => (method === 'recordDecision' ? retryHasRead.promise : undefined),
+      after: (method) => (method === 'recordDecision' ? lateRecorded.resolve() : undefined),
+    });
+    const retry = watched(h.store, {
+      before: async (method) => {
+        if (!method.startsWith('get')) return;
+        retryReads += 1;
+        if (retryReads === 2) {
+          retryHasRead.resolve();
+          await lateRecorded.promise;
+        }
+      },
+    });
+
+    const [first, second] = await Promise.all([evaluatePolicy(state, { ...h.deps, store: late }), evaluatePolicy(state, { ...h.deps, store: retry })]);
+
+    expect(first.decision).toMatchObject({ action: 'RECOVER', status: 'RECOVERING' });
+    expect(second).toEqual(first);
+    expect((await h.store.listEvents(JOB_ID)).map((e) => e.to)).toEqual(['PENDING', 'STARTING', 'RECOVERING']);
+    expect((await h.store.getJob(JOB_ID)).counters.recoveryCount).toBe(1);
+  });
+
   it('refuses an attempt that has not ended when the wait ended without an error', async () => {
     const h = harness();
     const state = await attemptRunning(h);
@@ -271,6 +302,31 @@ describe('evaluatePolicy', () => {
     expect((await store.listEvents(JOB_ID)).map((e) => e.to)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'RECOVERING']);
   });
 });
+
+/** A promise and its resolve. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = (): void => undefined;
+  const promise = new Promise<void>((done) => {
+    resolve = done;
+  });
+  return { promise, resolve };
+}
+
+/** `store` as one caller sees it: `before` runs (and is awaited) before each call, `after` once it returned. */
+function watched(store: JobStore, hooks: { before?: (method: string) => Promise<unknown>; after?: (method: string) => void }): JobStore {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        await hooks.before?.(String(property));
+        const result: unknown = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        hooks.after?.(String(property));
+        return result;
+      };
+    },
+  });
+}
 
 /** A store where the agent's first heartbeat lands just before the first decision is written. */
 class HeartbeatDuringDecision extends InMemoryJobStore {
