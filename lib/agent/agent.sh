@@ -1,58 +1,126 @@
 #!/bin/bash
-# The relaunch agent: run as an instance's user data, it runs the task on one node and
-# tells the API how each phase ended. lib/agent/script.ts renders it for one attempt: it
-# puts the attempt's settings in place of the block below, each value single-quoted, and
-# ships it without its comment lines.
+# The relaunch agent. It runs as an instance's user data and runs the task on one node:
+# setup, then run, telling the API how each ended. lib/agent/script.ts renders it for one
+# attempt: the settings block below gets the attempt's values, each single-quoted, and the
+# comment lines stay here (user data is small; the renderer strips them).
+#
+# main, in order:
+#  1. writes setup, run and the job's environment to files under ROOT_DIR;
+#  2. learns its rank (given; 0 for the only node; else the relaunch:node-rank tag the
+#     launcher sets once every node exists, read from IMDSv2), reads the attempt's callback
+#     secret from its instance's SSM parameter, sends a first heartbeat and goes on beating
+#     in the background;
+#  3. learns every node's IP (given; its own for one node; else the relaunch:node-ips:*
+#     tags);
+#  4. prepares the node: the job's S3 credentials, the workdir and file mounts, the task's
+#     container;
+#  5. runs setup and reports it, then, if setup exited 0, runs run and reports it;
+#  6. shuts the node down (on EC2 the instance terminates).
+# If the rank, the secret or the IPs never show up, it shuts down without a report: the
+# controller sees a lost attempt, which never counts against the task's error budget.
+#
+# Processes. cloud-init runs user data as a child in its own process group, without a new
+# session, so the agent keeps the job out of that group: each phase runs in a session and
+# process group of its own (setsid), and a job that signals its group (kill 0) reaches
+# only itself. A phase's output goes to its log through a FIFO whose reader ignores
+# SIGTERM: a node that shuts down signals every process, and a job saving a checkpoint
+# must still be able to print. The heartbeat, the data credentials refresher and the
+# interruption watcher are subshells that end by themselves once the agent is gone.
+#
+# Ends. One EXIT trap ends the node whatever ended the agent: it stops the phase (SIGTERM
+# to its group, STOP_GRACE_SECONDS for it to end with its output still flowing, then
+# SIGKILL), the container, the mounts and the helpers, and shuts the node down. SIGTERM,
+# SIGINT or SIGHUP (the node shutting down, a cancel) and a spot interruption notice in
+# instance metadata stop the job that way and report nothing: its code would then be
+# relaunch's doing, not the job's. An agent killed outright (SIGKILL, the OOM killer) runs
+# no trap: its heartbeat finds it gone at the next beat, kills the phase and shuts down.
+#
+# Secrets. The callback secret stays in the agent's memory, an unexported variable handed
+# to curl on its stdin: never on a command line, in a file or in the job's environment. The
+# job's secrets reach each phase on its stdin, as exports it sources before its env. The
+# SSM request is signed here (SigV4, with openssl) with the instance role's credentials
+# from IMDS: stock AMIs need not carry the AWS CLI. A job running as root can still read
+# the agent's memory; what it could do with the secret is report for its own attempt.
+#
+# Needs bash 4.2 or later, curl 7.55 or later, openssl, coreutils, procps and util-linux
+# (all on Ubuntu and Amazon Linux AMIs); python3 escapes the output tail as JSON when
+# present, awk otherwise.
 set -uo pipefail
 
+# Every setting is the agent's own: declared unexported, so none reaches a process the agent
+# starts, whatever environment cloud-init gave it.
 # relaunch:settings-begin
-JOB_ID=''
-ATTEMPT=''
-AUTH_PREFIX=''
-SECRET_PATH=''
-SSM_REGION=''
-SSM_URL=''
-SSM_GET_PARAMETER=''
-NUM_NODES=''
-NODE_RANK=''
-NODE_IPS=''
-HEARTBEAT_MS=''
-HEARTBEAT_TRY_MIN_MS=''
-HEARTBEAT_TRY_MAX_MS=''
-HEARTBEAT_URL=''
-REPORT_URL=''
-DATA_CREDENTIALS_URL=''
-DATA_REFRESH_MS=''
-ROOT_DIR=''
-WORK_DIR=''
-MOUNTS_B64=''
-SOURCES_URL=''
-MOUNT_ROOT=''
-JOB_HOME=''
-IMDS_URL=''
-DISCOVERY_TIMEOUT_SECONDS=''
-NODE_IPS_TAG_PREFIX=''
-NODE_RANK_TAG=''
-NODE_IPS_TAGS=''
-BACKOFF_INITIAL_MS=''
-BACKOFF_MAX_MS=''
-STALE_STATUS=''
-TAIL_LINES=''
-TAIL_BYTES=''
-SETUP_B64=''
-RUN_B64=''
-ENV_B64=''
-CONTAINER_IMAGE=''
-CONTAINER_PREFIX=''
-CONTAINER_GPUS=''
-PULL_RETRY_SECONDS=''
-ECR_URL=''
-SHUTDOWN_COMMAND=''
+declare +x JOB_ID=''
+declare +x ATTEMPT=''
+declare +x AUTH_PREFIX=''
+declare +x SECRET_PATH=''
+declare +x SSM_REGION=''
+declare +x SSM_URL=''
+declare +x SSM_GET_PARAMETER=''
+declare +x NUM_NODES=''
+declare +x NODE_RANK=''
+declare +x NODE_IPS=''
+declare +x HEARTBEAT_MS=''
+declare +x HEARTBEAT_TRY_MIN_MS=''
+declare +x HEARTBEAT_TRY_MAX_MS=''
+declare +x HEARTBEAT_URL=''
+declare +x REPORT_URL=''
+declare +x DATA_CREDENTIALS_URL=''
+declare +x DATA_REFRESH_MS=''
+declare +x ROOT_DIR=''
+declare +x WORK_DIR=''
+declare +x MOUNTS_B64=''
+declare +x SOURCES_URL=''
+declare +x MOUNT_ROOT=''
+declare +x JOB_HOME=''
+declare +x IMDS_URL=''
+declare +x DISCOVERY_TIMEOUT_SECONDS=''
+declare +x INTERRUPTION_POLL_MS=''
+declare +x STOP_GRACE_SECONDS=''
+declare +x NODE_IPS_TAG_PREFIX=''
+declare +x NODE_RANK_TAG=''
+declare +x NODE_IPS_TAGS=''
+declare +x BACKOFF_INITIAL_MS=''
+declare +x BACKOFF_MAX_MS=''
+declare +x STALE_STATUS=''
+declare +x TAIL_LINES=''
+declare +x TAIL_BYTES=''
+declare +x SETUP_B64=''
+declare +x RUN_B64=''
+declare +x ENV_B64=''
+declare +x CONTAINER_IMAGE=''
+declare +x CONTAINER_PREFIX=''
+declare +x CONTAINER_GPUS=''
+declare +x PULL_RETRY_SECONDS=''
+declare +x ECR_URL=''
+declare +x SHUTDOWN_COMMAND=''
 # relaunch:settings-end
+
+# The agent's state, unexported for the same reason. SECRET is the callback secret;
+# SECRET_WORDS the job's secrets, NAME=<value, base64> each. PHASE_PID is the running
+# phase's process (its pid is its session's and group's id); the *_PID below, the helpers.
+declare +x AGENT_PID='' SECRET='' INSTANCE_ID='' CONTAINER='' HEARTBEAT_BODY='' SSM_VALUE='' SSM_ERROR=''
+declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 NOW_MS=0 JITTERED_MS=0 SLEEPER=''
+declare +x PHASE_PID='' PHASE_CODE=0 PREPARE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID=''
+declare +x -a SECRET_WORDS=() HOME_FLAGS=()
+declare +x AWS_CONTENT_TYPE='application/x-amz-json-1.1'
+declare +x AWS_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
+
+# The program each phase's shell runs, in a session of its own: the job's secrets from its
+# stdin (exports; then stdin is /dev/null), its environment, its folder, its script. $1 is
+# the agent's folder, $2 the work folder, $3 the phase. It has no variable of its own, so
+# nothing the job names can change what it does.
+declare +x PHASE_PROGRAM=". /dev/stdin && exec </dev/null && . \"\$1/env.sh\" && cd \"\$2\" && exec bash \"\$1/\$3.sh\""
+
+# The container's first process: it waits, and on SIGTERM (docker stop, or dockerd on the
+# node's shutdown) passes it to every other process in the container and waits until they
+# have ended, so the job gets its grace period inside the container too.
+declare +x CONTAINER_INIT='trap '\''kill -TERM -1 2>/dev/null; while kill -0 -1 2>/dev/null; do sleep 0.2; done; exit 0'\'' TERM; while :; do sleep 3600 & wait $!; done'
 
 shut_down() {
   eval "$SHUTDOWN_COMMAND"
 }
+
 log() { printf 'relaunch-agent: %s\n' "$*" >&2; }
 
 seconds_of_ms() { printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"; }
@@ -62,7 +130,8 @@ seconds_of_ms() { printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"; }
 clock_ms() {
   local seconds fraction
   if (( BASH_VERSINFO[0] >= 5 )); then
-    IFS=., read -r seconds fraction <<<"$EPOCHREALTIME"
+    seconds=${EPOCHREALTIME%[.,]*}
+    fraction=${EPOCHREALTIME#*[.,]}
     NOW_MS=$(( seconds * 1000 + 10#$fraction / 1000 ))
   else
     NOW_MS=$(( SECONDS * 1000 ))
@@ -76,53 +145,74 @@ jittered_ms() {
   JITTERED_MS=$(( $1 - half + (RANDOM * 32768 + RANDOM) % (half + 1) ))
 }
 
-# Sleeps $1 ms in the background and waits for it, so a TERM ends the wait at once
-# (heartbeat_loop's trap kills the sleeper).
+# Sleeps $1 ms in the background and waits for it, so a signal's trap runs at once (a
+# helper's TERM trap kills the sleeper).
 pause_ms() {
   sleep "$(seconds_of_ms "$1")" &
-  sleeper=$!
-  wait "$sleeper"
-  sleeper=''
+  SLEEPER=$!
+  wait "$SLEEPER"
+  SLEEPER=''
 }
 
-# IMDSv2: a session token first, then the metadata path.
+# Whether the agent that started this helper still runs: a helper whose parent is no
+# longer the agent was orphaned (the agent was killed outright) and ends itself.
+agent_alive() {
+  local stat parent
+  if read -r stat 2>/dev/null <"/proc/$BASHPID/stat"; then
+    # After "pid (command) ": the state, then the parent's pid.
+    stat=${stat##*) }
+    parent=${stat#* }
+    parent=${parent%% *}
+  else
+    parent=$(ps -o ppid= -p "$BASHPID" 2>/dev/null)
+    parent=${parent//[[:space:]]/}
+  fi
+  [ "$parent" = "$AGENT_PID" ]
+}
+
+# IMDSv2: a session token (kept for four of its five minutes), then the metadata path.
 imds_get() {
-  local token
-  token=$(curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$IMDS_URL/latest/api/token") || return 1
-  curl -sf --max-time 5 -H "X-aws-ec2-metadata-token: $token" "$IMDS_URL/latest/meta-data/$1"
+  if [ -z "$IMDS_TOKEN" ] || (( SECONDS >= IMDS_TOKEN_UNTIL )); then
+    IMDS_TOKEN=$(curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$IMDS_URL/latest/api/token") || { IMDS_TOKEN=''; return 1; }
+    IMDS_TOKEN_UNTIL=$(( SECONDS + 240 ))
+  fi
+  curl -sf --max-time 5 -H "X-aws-ec2-metadata-token: $IMDS_TOKEN" "$IMDS_URL/latest/meta-data/$1"
 }
 
 # This node's rank: given, 0 for the only node, or the launcher's tag.
 resolve_node_rank() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) value
   if [[ ! $NODE_RANK =~ ^[0-9]+$ ]] && (( NUM_NODES == 1 )); then NODE_RANK=0; fi
   while [[ ! $NODE_RANK =~ ^[0-9]+$ ]]; do
-    if NODE_RANK=$(imds_get "tags/instance/$NODE_RANK_TAG") && [[ $NODE_RANK =~ ^[0-9]+$ ]]; then break; fi
-    NODE_RANK=''
+    if value=$(imds_get "tags/instance/$NODE_RANK_TAG") && [[ $value =~ ^[0-9]+$ ]]; then NODE_RANK=$value; break; fi
     if (( SECONDS >= deadline )); then return 1; fi
-    sleep 2
+    pause_ms 2000
   done
 }
 
 # Every node's IP, head first, one a line: given, this node's own, or the launcher's tags.
 resolve_node_ips() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) ips value chunk complete
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) value chunk complete
+  local -a ips words
   while [ -z "$NODE_IPS" ]; do
     if (( NUM_NODES == 1 )); then
       if value=$(imds_get local-ipv4) && [ -n "$value" ]; then NODE_IPS=$value; break; fi
     else
-      ips=''
+      ips=()
       complete=1
       for (( chunk = 0; chunk < NODE_IPS_TAGS; chunk++ )); do
-        if value=$(imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"); then ips="$ips $value"; else complete=0; break; fi
+        if value=$(imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"); then
+          read -r -a words < <(printf '%s\n' "$value")
+          ips+=("${words[@]}")
+        else
+          complete=0
+          break
+        fi
       done
-      set -f
-      set -- $ips
-      set +f
-      if (( complete && $# == NUM_NODES )); then NODE_IPS=$(printf '%s\n' "$@"); break; fi
+      if (( complete && ${#ips[@]} == NUM_NODES )); then NODE_IPS=$(printf '%s\n' "${ips[@]}"); break; fi
     fi
     if (( SECONDS >= deadline )); then return 1; fi
-    sleep 2
+    pause_ms 2000
   done
 }
 
@@ -157,22 +247,72 @@ heartbeat_once() {
 }
 
 # A round every HEARTBEAT_MS from $1 (the first round's start), each over by the next: a
-# round that ran late (a slow try) starts the cadence again from its end.
+# round that ran late (a slow try) starts the cadence again from its end. Before each
+# round it checks that the agent still runs; one killed outright is ended for it.
 heartbeat_loop() {
-  local sleeper='' next=$1
-  trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; exit 0' TERM
+  local next=$1
+  trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
   while :; do
     next=$(( next + HEARTBEAT_MS ))
     clock_ms
     if (( next < NOW_MS )); then next=$NOW_MS; fi
     pause_ms $(( next - NOW_MS ))
+    if ! agent_alive; then
+      end_orphaned_node
+      exit 0
+    fi
     heartbeat_once $(( next + HEARTBEAT_MS ))
   done
 }
 
-stop_heartbeat() {
-  kill "$HEARTBEAT_PID" 2>/dev/null
-  wait "$HEARTBEAT_PID" 2>/dev/null
+# The agent died without its EXIT trap (SIGKILL, the OOM killer): the heartbeat ends the
+# node as that trap would have, but for a report, so the instance cannot run on unheard.
+# The controller sees it go before a final report: a lost attempt, recovered.
+end_orphaned_node() {
+  local group
+  log "the agent is gone: stopping the job and shutting down"
+  if read -r group 2>/dev/null <"$ROOT_DIR/phase.group" && [[ $group =~ ^[0-9]+$ ]]; then kill -KILL -- "-$group" 2>/dev/null; fi
+  container_remove
+  unmount_buckets
+  shut_down
+}
+
+start_heartbeat() {
+  local first
+  HEARTBEAT_BODY="$ROOT_DIR/heartbeat.json"
+  printf '{"nodeRank":%d}' "$NODE_RANK" >"$HEARTBEAT_BODY"
+  clock_ms
+  first=$NOW_MS
+  heartbeat_once $(( first + HEARTBEAT_MS ))
+  heartbeat_loop "$first" </dev/null >/dev/null 2>&1 &
+  HEARTBEAT_PID=$!
+}
+
+# Asks instance metadata every INTERRUPTION_POLL_MS for a spot interruption notice
+# (spot/instance-action: 404 until EC2 decides to reclaim the instance, two minutes before
+# it does); on one, tells the agent (SIGUSR1) and ends. Ends by itself once the agent is gone.
+interruption_watch() {
+  trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
+  while agent_alive; do
+    if imds_get spot/instance-action >/dev/null 2>&1; then
+      kill -USR1 "$AGENT_PID"
+      exit 0
+    fi
+    pause_ms "$INTERRUPTION_POLL_MS"
+  done
+}
+
+start_interruption_watch() {
+  if (( INTERRUPTION_POLL_MS <= 0 )); then return; fi
+  interruption_watch </dev/null >/dev/null 2>&1 &
+  WATCH_PID=$!
+}
+
+# Ends a helper ($1, a pid, or nothing) and waits for it.
+stop_helper() {
+  if [ -z "$1" ]; then return; fi
+  kill "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
 }
 
 # stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
@@ -260,7 +400,7 @@ aws_call() {
   secret_key=$(printf '%s' "$creds" | json_value SecretAccessKey)
   token=$(printf '%s' "$creds" | json_value Token)
   amz_date=$(date -u +%Y%m%dT%H%M%SZ)
-  day=$(printf '%s' "$amz_date" | cut -c1-8)
+  day=${amz_date:0:8}
   host=$(printf '%s' "$url" | sed -E 's#^[a-z]+://##; s#/.*$##')
   path="$(printf '%s' "$url" | sed -E 's#^[a-z]+://[^/]*##')/"
   canonical=$(printf 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
@@ -296,7 +436,7 @@ ssm_get_parameter() {
 # Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
 # (a base64 of AWS:password), which reaches docker on its stdin only.
 ecr_login() {
-  local url=$ECR_URL
+  local url=$ECR_URL code
   if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
   if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
     echo "relaunch: no ECR authorization token for $1: $AWS_ERROR"
@@ -304,44 +444,35 @@ ecr_login() {
   fi
   printf '%s' "$AWS_ANSWER" | json_value authorizationToken | base64 -d | cut -d: -f2- |
     docker login --username AWS --password-stdin "$1"
-  local code=$?
+  code=$?
   AWS_ANSWER=''
   return "$code"
 }
 
 # Splits a parameter's value (secret-parameter.ts's agentSecretValue) into SECRET, the
-# callback secret, and SECRET_ENV, the job's secrets as NAME=base64 words; 1 when it is not
-# such a value.
+# callback secret, and SECRET_WORDS, the job's secrets as NAME=base64 words; 1 when it is
+# not such a value.
 take_secrets() {
-  local first='' word rest=''
-  set -f
-  for word in $1; do
-    if [ -z "$first" ]; then
-      first=$word
-    elif [[ $word =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9+/=]*$ ]]; then
-      rest="$rest $word"
-    else
-      set +f
-      return 1
-    fi
+  local word
+  local -a words
+  read -r -a words < <(printf '%s\n' "$1")
+  if [[ ! ${words[0]:-} =~ ^[0-9a-f]{64}$ ]]; then return 1; fi
+  for word in "${words[@]:1}"; do
+    if [[ ! $word =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9+/=]*$ ]]; then return 1; fi
   done
-  set +f
-  if [[ ! $first =~ ^[0-9a-f]{64}$ ]]; then return 1; fi
-  SECRET=$first
-  SECRET_ENV=$rest
+  SECRET=${words[0]}
+  SECRET_WORDS=("${words[@]:1}")
 }
 
-# Exports the job's secrets into the phase's shell, from memory: never into a file.
-export_secrets() {
-  local word name value
-  set -f
-  for word in $SECRET_ENV; do
-    name=$(printf '%s' "$word" | cut -d= -f1)
-    value=''
-    IFS= read -r -d '' value < <(printf '%s' "$word" | cut -d= -f2- | base64 -d) || true
-    export "$name=$value"
+# The job's secrets as exports, one a line, for a phase to source: from memory (printf is a
+# builtin, and this runs in a subshell whose output is a pipe), never a file or a command line.
+secret_exports() {
+  local word value
+  for word in "${SECRET_WORDS[@]}"; do
+    # The x keeps the value's trailing newlines from the command substitution.
+    value=$(printf '%s' "${word#*=}" | base64 -d; printf x)
+    printf 'export %s=%q\n' "${word%%=*}" "${value%x}"
   done
-  set +f
 }
 
 # The attempt's callback secret, in SECRET: this instance's parameter, which the launcher
@@ -362,7 +493,7 @@ fetch_secret() {
     fi
     if [ "$SSM_ERROR" != "$last" ]; then log "the callback secret is not readable yet: $SSM_ERROR"; last=$SSM_ERROR; fi
     if (( SECONDS >= deadline )); then return 1; fi
-    sleep 2
+    pause_ms 2000
   done
 }
 
@@ -382,49 +513,117 @@ report() {
     esac
     jittered_ms "$delay"
     log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
-    sleep "$(seconds_of_ms "$JITTERED_MS")"
+    pause_ms "$JITTERED_MS"
     delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
   done
 }
 
-# Copies stdin to a phase's log. A log that cannot be written (a full disk) is left as it
-# is, marked truncated, and the rest is read and dropped: the job keeps running, where a
-# broken pipe would have killed it at its next line of output.
-write_log() {
+# Copies a phase's output (stdin, its FIFO) to its log ($1) until every writer has closed
+# it. It ignores SIGTERM, SIGINT and SIGHUP: a node that shuts down signals every process,
+# and a job saving its state on SIGTERM must still be able to print (a reader that died
+# first would kill it with SIGPIPE at its next line). A log that cannot be written (a full
+# disk) is left as it is, marked truncated, and the rest is read and dropped: the job
+# keeps running.
+log_writer() {
+  trap '' TERM INT HUP
   if ! cat >>"$1"; then
     : >"$1.truncated"
     cat >/dev/null
   fi
 } 2>/dev/null
 
-# The phase itself: the job's environment, its work folder, its script; in the task's
-# container when it has one (the secrets reach it by name through docker exec's
-# environment, never its command line).
-phase_shell() {
+# The phase $1 as the process the agent waits for: it becomes the phase's shell (or, with a
+# container, the docker exec that runs it there) in a session of its own, its pid the
+# session's and the process group's id. Called in a background subshell, which is no
+# group leader, so setsid does not fork.
+phase_process() {
   if [ -n "$CONTAINER_IMAGE" ]; then
-    export_secrets && exec docker exec -w "$WORK_DIR" $HOME_FLAG $(secret_env_flags) "$CONTAINER" \
-      bash -c '. "$1/env.sh" && exec bash "$1/$2.sh"' relaunch-phase "$ROOT_DIR" "$1"
+    exec setsid docker exec -i -w "$WORK_DIR" "${HOME_FLAGS[@]}" "$CONTAINER" \
+      bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
   fi
-  # Secrets first: env.sh then sets relaunch's and SkyPilot's variables, which nothing shadows.
-  export_secrets && . "$ROOT_DIR/env.sh" && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
+  exec setsid bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
 }
 
-# -e NAME for each of the job's secrets.
-secret_env_flags() {
-  local word
-  set -f
-  for word in $SECRET_ENV; do printf -- '-e %s ' "$(printf '%s' "$word" | cut -d= -f1)"; done
-  set +f
+# Runs phase $1 and sets PHASE_CODE to its exit code, as soon as its shell exits. Its
+# output reaches the log through a FIFO read by log_writer; a background child of the
+# phase may hold that FIFO open long after, so the writer gets a moment to finish, no more.
+run_phase() {
+  local phase=$1 fifo="$ROOT_DIR/$1.pipe" tries
+  rm -f "$fifo"
+  WRITER_PID=''
+  if mkfifo "$fifo" 2>/dev/null; then
+    log_writer "$ROOT_DIR/$phase.log" <"$fifo" &
+    WRITER_PID=$!
+    phase_process "$phase" >"$fifo" 2>&1 &
+  else
+    phase_process "$phase" >>"$ROOT_DIR/$phase.log" 2>&1 &
+  fi
+  PHASE_PID=$!
+  printf '%s\n' "$PHASE_PID" >"$ROOT_DIR/phase.group"
+  wait "$PHASE_PID"
+  PHASE_CODE=$?
+  PHASE_PID=''
+  for (( tries = 0; tries < 20; tries++ )); do
+    if [ -z "$WRITER_PID" ] || ! kill -0 "$WRITER_PID" 2>/dev/null; then break; fi
+    pause_ms 10
+  done
+  rm -f "$fifo"
+}
+
+# Whether a live process (a zombie is dead) is left in process group $1.
+group_alive() {
+  if ! command -v ps >/dev/null 2>&1; then
+    kill -0 -- "-$1" 2>/dev/null
+    return
+  fi
+  ps -A -o pgid= -o stat= 2>/dev/null | awk -v group="$1" '$1 == group && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+}
+
+# Stops the running phase, if one runs: SIGTERM to its whole process group (in a container,
+# docker stop gives the container's processes the same), STOP_GRACE_SECONDS for every
+# process of it to end while its output still reaches the log, then SIGKILL to what is left.
+stop_phase() {
+  local group=$PHASE_PID deadline
+  if [ -z "$group" ]; then return; fi
+  log "stopping the job: SIGTERM, and SIGKILL after $STOP_GRACE_SECONDS s"
+  clock_ms
+  deadline=$(( NOW_MS + STOP_GRACE_SECONDS * 1000 ))
+  if [ -n "$CONTAINER" ]; then
+    docker stop --time "$STOP_GRACE_SECONDS" "$CONTAINER" >/dev/null 2>&1 &
+  else
+    kill -TERM -- "-$group" 2>/dev/null
+  fi
+  while group_alive "$group"; do
+    clock_ms
+    if (( NOW_MS >= deadline )); then
+      log "the job did not end in $STOP_GRACE_SECONDS s: SIGKILL"
+      break
+    fi
+    pause_ms 100
+  done
+  kill -KILL -- "-$group" 2>/dev/null
+  wait "$group" 2>/dev/null
+  PHASE_PID=''
+}
+
+# The job's environment file, finished once the rank and the IPs are known.
+write_node_env() {
+  {
+    printf 'export RELAUNCH_NODE_RANK=%q SKYPILOT_NODE_RANK=%q\n' "$NODE_RANK" "$NODE_RANK"
+    printf 'export RELAUNCH_NODE_IPS=%q SKYPILOT_NODE_IPS=%q\n' "$NODE_IPS" "$NODE_IPS"
+    printf 'export RELAUNCH_MOUNT_ROOT=%q\n' "$MOUNT_ROOT"
+  } >>"$ROOT_DIR/env.sh"
 }
 
 # The task's container, started once for both phases: docker (installed from the
 # distribution's packages when the image lacks it), a login when the image is in ECR, the
-# image pulled (three tries), then the container, kept running with sleep: the host's
-# network (peers and instance metadata as on the host), the node's GPUs, and the agent's
-# and work folders at the same paths. Its output goes to setup's log; 1 when it fails.
+# image pulled (three tries), then the container: the host's network (peers and instance
+# metadata as on the host), the node's GPUs, and the agent's and work folders at the same
+# paths. Its first process is CONTAINER_INIT, and docker stops it with the job's grace
+# period. Its output goes to setup's log; 1 when it fails.
 container_start() {
-  local registry region tries=0 gpus=''
-  CONTAINER="$CONTAINER_PREFIX$INSTANCE_ID"
+  local registry region tries=0 path
+  local -a gpus=() volumes
   if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     echo "relaunch: installing docker"
     # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.
@@ -435,36 +634,37 @@ container_start() {
     echo "relaunch: docker is not installed on this machine image and could not be installed"
     return 1
   fi
-  registry=$(printf '%s' "$CONTAINER_IMAGE" | cut -d/ -f1)
-  if printf '%s' "$registry" | grep -Eq '^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$'; then
-    region=$(printf '%s' "$registry" | cut -d. -f4)
+  registry=${CONTAINER_IMAGE%%/*}
+  if [[ $registry =~ ^[0-9]{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$ ]]; then
+    region=${BASH_REMATCH[1]}
     echo "relaunch: logging in to $registry"
     ecr_login "$registry" "$region" || return 1
   fi
   until docker pull "$CONTAINER_IMAGE"; do
     tries=$(( tries + 1 ))
     if (( tries >= 3 )); then echo "relaunch: could not pull $CONTAINER_IMAGE"; return 1; fi
-    sleep $(( PULL_RETRY_SECONDS * tries ))
+    pause_ms $(( PULL_RETRY_SECONDS * tries * 1000 ))
   done
   if (( CONTAINER_GPUS )); then
     if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
       echo "relaunch: this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
       return 1
     fi
-    gpus='--gpus all'
+    gpus=(--gpus all)
   fi
   docker rm -f "$CONTAINER" >/dev/null 2>&1
-  # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
   # The mounts at the same paths (read from the file prepare_mounts wrote, one per line).
-  set -- -v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR"
-  if [ -n "$JOB_HOME" ]; then set -- "$@" -v "$HOME:$HOME"; fi
-  while IFS= read -r path; do set -- "$@" -v "$path:$path"; done <"$ROOT_DIR/mounts.paths"
-  docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 $gpus \
-    "$@" --entrypoint sleep "$CONTAINER_IMAGE" infinity >/dev/null
+  volumes=(-v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR")
+  if [ -n "$JOB_HOME" ]; then volumes+=(-v "$HOME:$HOME"); fi
+  while IFS= read -r path; do volumes+=(-v "$path:$path"); done <"$ROOT_DIR/mounts.paths"
+  # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
+  docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
+    "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null
 }
 
-container_stop() {
-  if [ -n "$CONTAINER_IMAGE" ]; then docker rm -f "$CONTAINER" >/dev/null 2>&1; fi
+# Removes the task's container, whatever state it is in (none: nothing to do).
+container_remove() {
+  if [ -n "$CONTAINER" ] && command -v docker >/dev/null 2>&1; then docker rm -f "$CONTAINER" >/dev/null 2>&1; fi
 }
 
 # A task's path on this node: ~/x and x under the home folder, /x under MOUNT_ROOT (empty
@@ -472,7 +672,7 @@ container_stop() {
 node_path() {
   case $1 in
     '~') printf '%s' "$HOME" ;;
-    '~/'*) printf '%s/%s' "$HOME" "$(printf '%s' "$1" | cut -c3-)" ;;
+    [~]/*) printf '%s/%s' "$HOME" "${1:2}" ;;
     /*) printf '%s%s' "$MOUNT_ROOT" "$1" ;;
     *) printf '%s/%s' "$HOME" "$1" ;;
   esac
@@ -480,7 +680,7 @@ node_path() {
 
 # Installs a distribution's package when its command is missing; 1 if it is still missing.
 ensure_command() {
-  command -v "$1" >/dev/null 2>&1 && return 0
+  if command -v "$1" >/dev/null 2>&1; then return 0; fi
   echo "relaunch: installing $2"
   if command -v apt-get >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2" ||
@@ -493,7 +693,7 @@ ensure_command() {
 
 # The AWS CLI, from AWS's own bundle when the distribution has none (Ubuntu 24.04).
 ensure_aws() {
-  command -v aws >/dev/null 2>&1 && return 0
+  if command -v aws >/dev/null 2>&1; then return 0; fi
   echo "relaunch: installing the AWS CLI"
   ensure_command unzip unzip || return 1
   curl -fsSL --retry 5 -o "$ROOT_DIR/awscli.zip" "https://awscli.amazonaws.com/awscli-exe-linux-$(uname -m).zip" &&
@@ -503,8 +703,8 @@ ensure_aws() {
 # mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release.
 ensure_mount_s3() {
   local arch package
-  command -v mount-s3 >/dev/null 2>&1 && return 0
-  command -v dnf >/dev/null 2>&1 && dnf install -y -q mount-s3 >/dev/null 2>&1 && return 0
+  if command -v mount-s3 >/dev/null 2>&1; then return 0; fi
+  if command -v dnf >/dev/null 2>&1 && dnf install -y -q mount-s3 >/dev/null 2>&1; then return 0; fi
   arch=$(uname -m)
   if [ "$arch" = aarch64 ]; then arch=arm64; fi
   if command -v apt-get >/dev/null 2>&1; then package=deb; else package=rpm; fi
@@ -523,16 +723,15 @@ ensure_mount_s3() {
 # mounts only (s3-data.ts's jobDataPolicy), asked with the callback secret. They sit in a
 # folder only root reads, where an AWS profile's credential_process prints them from: the
 # AWS CLI and mountpoint-s3 run with that profile, and ask again before they expire.
-DATA_DIR="$ROOT_DIR/aws"
+DATA_DIR=''
 DATA_PROFILE=relaunch-data
-DATA_PID=''
 
 # Asks for the credentials until answered (0), refused for good (1) or past SECONDS $1
 # (2); why on stdout. The answer replaces the last one in one rename.
 fetch_data_credentials() {
   local deadline=$1 delay=$BACKOFF_INITIAL_MS status file="$DATA_DIR/credentials.json"
   while :; do
-    # 10 s at most: a TERM from stop_data_credentials waits for this call to end.
+    # 10 s at most: a TERM from stop_helper waits for this call to end.
     status=$(post_json "$DATA_CREDENTIALS_URL" "$HEARTBEAT_BODY" 10 "$file.part")
     # An answer cut off by the time limit still says 200: only a whole one replaces the last.
     if [[ $status == 2?? ]] && ! grep -q '"Expiration" *: *"[^"]' "$file.part" 2>/dev/null; then status=000; fi
@@ -556,12 +755,13 @@ fetch_data_credentials() {
 
 # Fresh credentials every DATA_REFRESH_MS until the attempt ends. An API that does not
 # answer for a whole round (an outage) is asked again the next round, while the last
-# credentials still last; a refusal (409: the attempt is over) ends the refreshes.
+# credentials still last; a refusal (409: the attempt is over) ends the refreshes, and so
+# does the agent being gone.
 data_credentials_loop() {
-  local sleeper=''
-  trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; exit 0' TERM
+  trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
   while :; do
     pause_ms "$DATA_REFRESH_MS"
+    if ! agent_alive; then return; fi
     fetch_data_credentials $(( SECONDS + DATA_REFRESH_MS / 1000 ))
     if [ "$?" -eq 1 ]; then return; fi
   done
@@ -569,17 +769,12 @@ data_credentials_loop() {
 
 # The profile, the first credentials (the discovery deadline to get them), then the refreshes.
 start_data_credentials() {
+  DATA_DIR="$ROOT_DIR/aws"
   mkdir -p "$DATA_DIR" && chmod 700 "$DATA_DIR" || return 1
   printf '[profile %s]\ncredential_process = cat "%s"\n' "$DATA_PROFILE" "$DATA_DIR/credentials.json" >"$DATA_DIR/config" || return 1
   fetch_data_credentials $(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) || return 1
   data_credentials_loop </dev/null >>"$ROOT_DIR/data-credentials.log" 2>&1 &
   DATA_PID=$!
-}
-
-stop_data_credentials() {
-  if [ -z "$DATA_PID" ]; then return; fi
-  kill "$DATA_PID" 2>/dev/null
-  wait "$DATA_PID" 2>/dev/null
 }
 
 # Runs a command (the AWS CLI, mountpoint-s3) with the job's data credentials where the
@@ -640,16 +835,16 @@ copy_folder() {
 # in S3 when it is closed, for the next attempt to read.
 mount_bucket() {
   local bucket=$1 prefix=$2 cache=$3 dest=$4
+  local -a options=(--allow-delete --allow-overwrite)
   ensure_mount_s3 || return 1
   mkdir -p "$dest" || return 1
   if mountpoint -q "$dest"; then return 0; fi
-  set -- "$bucket" "$dest" --allow-delete --allow-overwrite
-  if [ "$prefix" != - ]; then set -- "$@" --prefix "$prefix/"; fi
+  if [ "$prefix" != - ]; then options+=(--prefix "$prefix/"); fi
   if [ "$cache" = cached ]; then
     mkdir -p "$ROOT_DIR/mount-cache/$bucket" || return 1
-    set -- "$@" --cache "$ROOT_DIR/mount-cache/$bucket"
+    options+=(--cache "$ROOT_DIR/mount-cache/$bucket")
   fi
-  with_data_credentials mount-s3 "$@"
+  with_data_credentials mount-s3 "$bucket" "$dest" "${options[@]}"
 }
 
 # A folder that stands in for a bucket, linked at the path.
@@ -693,99 +888,100 @@ prepare_mounts() {
 # machine; on EC2 the instance goes anyway).
 unmount_buckets() {
   local path
-  [ -f "$ROOT_DIR/mounts.paths" ] || return 0
+  if [ ! -f "$ROOT_DIR/mounts.paths" ]; then return 0; fi
   while IFS= read -r path; do
     if mountpoint -q "$path" 2>/dev/null; then umount "$path" 2>/dev/null || fusermount -u "$path" 2>/dev/null; fi
   done <"$ROOT_DIR/mounts.paths"
 }
 
-# Runs a phase in its own shell; returns its exit code as soon as that shell exits. Its
-# output reaches the log through a pipe read by write_log; a background child of the phase
-# may hold that pipe open long after, so the writer gets a moment to finish, no more.
-run_phase() {
-  local fifo="$ROOT_DIR/$1.pipe" writer code tries
-  rm -f "$fifo"
-  if ! mkfifo "$fifo" 2>/dev/null; then
-    ( phase_shell "$1" ) >>"$ROOT_DIR/$1.log" 2>&1 </dev/null
-    return
+# Everything before setup that is the agent's own work: the job's S3 credentials, the
+# workdir and file mounts, the container. Its output goes to setup's log. Sets PREPARE_CODE
+# to setup's exit code when it fails: 1, or 125 for the container.
+prepare_node() {
+  PREPARE_CODE=1
+  if [ -n "$DATA_CREDENTIALS_URL" ]; then start_data_credentials || return 1; fi
+  prepare_mounts || return 1
+  if [ -n "$CONTAINER_IMAGE" ]; then
+    PREPARE_CODE=125
+    container_start || return 1
   fi
-  write_log "$ROOT_DIR/$1.log" <"$fifo" &
-  writer=$!
-  ( phase_shell "$1" ) >"$fifo" 2>&1 </dev/null
-  code=$?
-  for (( tries = 0; tries < 20; tries++ )); do
-    kill -0 "$writer" 2>/dev/null || break
-    sleep 0.01
-  done
-  rm -f "$fifo"
-  return "$code"
 }
 
-HOME_FLAG=''
-# The job's own home (the local runtime's, per node): the container gets it too, bound at
-# the same path.
-if [ -n "$JOB_HOME" ]; then export HOME="$JOB_HOME"; HOME_FLAG='-e HOME'; fi
-if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
-case $WORK_DIR in '~'*) WORK_DIR=$(node_path "$WORK_DIR") ;; esac
-mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || exit 1
-AWS_CONTENT_TYPE='application/x-amz-json-1.1'
-AWS_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
-SECRET=''
-SECRET_ENV=''
-printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh"
-printf '%s' "$RUN_B64" | base64 -d >"$ROOT_DIR/run.sh"
-printf '%s' "$ENV_B64" | base64 -d >"$ROOT_DIR/env.sh"
+# The node's folders and files: its home (the local runtime gives each node its own, which
+# the container gets too), the work folder, the scripts and the job's environment.
+init_node() {
+  if [ -n "$JOB_HOME" ]; then
+    export HOME="$JOB_HOME"
+    HOME_FLAGS=(-e HOME)
+  fi
+  if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
+  case $WORK_DIR in '~'*) WORK_DIR=$(node_path "$WORK_DIR") ;; esac
+  mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || return 1
+  printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh" &&
+    printf '%s' "$RUN_B64" | base64 -d >"$ROOT_DIR/run.sh" &&
+    printf '%s' "$ENV_B64" | base64 -d >"$ROOT_DIR/env.sh"
+}
 
-if ! resolve_node_rank; then
-  log "no node rank from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
+# The one way out, whatever ended the agent (its work done, a signal, a command that failed
+# under set -u): the job, the container, the mounts and the helpers are stopped, then the
+# node shuts down. Signals that arrive meanwhile (the node's own shutdown signals every
+# process) are ignored: the job's grace period runs to its end.
+end_node() {
+  local code=$1
+  trap '' TERM INT HUP USR1
+  trap - EXIT
+  stop_phase
+  container_remove
+  unmount_buckets
+  stop_helper "$DATA_PID"
+  stop_helper "$WATCH_PID"
+  stop_helper "$HEARTBEAT_PID"
+  log "shutting down (exit code $code)"
   shut_down
-  exit 1
-fi
-if ! fetch_secret; then
-  log "no callback secret from SSM after $DISCOVERY_TIMEOUT_SECONDS s ($SSM_ERROR); giving up"
-  shut_down
-  exit 1
-fi
-HEARTBEAT_BODY="$ROOT_DIR/heartbeat.json"
-printf '{"nodeRank":%d}' "$NODE_RANK" >"$HEARTBEAT_BODY"
-clock_ms
-first_beat=$NOW_MS
-heartbeat_once $(( first_beat + HEARTBEAT_MS ))
-heartbeat_loop "$first_beat" </dev/null >/dev/null 2>&1 &
-HEARTBEAT_PID=$!
+  exit "$code"
+}
 
-if ! resolve_node_ips; then
-  log "no node IPs from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
-  stop_heartbeat
-  shut_down
-  exit 1
-fi
-{
-  printf 'export RELAUNCH_NODE_RANK=%q SKYPILOT_NODE_RANK=%q\n' "$NODE_RANK" "$NODE_RANK"
-  printf 'export RELAUNCH_NODE_IPS=%q SKYPILOT_NODE_IPS=%q\n' "$NODE_IPS" "$NODE_IPS"
-  printf 'export RELAUNCH_MOUNT_ROOT=%q\n' "$MOUNT_ROOT"
-} >>"$ROOT_DIR/env.sh"
+main() {
+  AGENT_PID=$$
+  trap 'end_node "$?"' EXIT
+  # SIGTERM, SIGINT or SIGHUP: the node shuts down (a cancel, a release) or the agent is told
+  # to stop. SIGUSR1: the interruption watcher saw a spot interruption notice, and the
+  # instance goes in two minutes. Either way the job is stopped now and not reported: its
+  # code would be relaunch's doing. After a notice the controller ends the attempt as
+  # preempted when the instance goes.
+  trap 'log "got SIGTERM: stopping"; exit 0' TERM
+  trap 'log "got SIGINT: stopping"; exit 0' INT
+  trap 'log "got SIGHUP: stopping"; exit 0' HUP
+  trap 'log "spot interruption notice in instance metadata: stopping"; exit 0' USR1
+  init_node || exit 1
+  if ! resolve_node_rank; then
+    log "no node rank from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
+    exit 1
+  fi
+  if ! fetch_secret; then
+    log "no callback secret from SSM after $DISCOVERY_TIMEOUT_SECONDS s ($SSM_ERROR); giving up"
+    exit 1
+  fi
+  if [ -n "$CONTAINER_IMAGE" ]; then CONTAINER="$CONTAINER_PREFIX$INSTANCE_ID"; fi
+  start_heartbeat
+  start_interruption_watch
+  if ! resolve_node_ips; then
+    log "no node IPs from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
+    exit 1
+  fi
+  write_node_env
 
-log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
-if [ -n "$DATA_CREDENTIALS_URL" ] && ! start_data_credentials >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
-  code=1
-elif ! prepare_mounts >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
-  code=1
-elif [ -n "$CONTAINER_IMAGE" ] && ! container_start >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
-  code=125
-else
+  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
+  if ! prepare_node >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
+    report setup "$PREPARE_CODE"
+    end_node 0
+  fi
   run_phase setup
-  code=$?
-fi
-if report setup "$code" && (( code == 0 )); then
+  if ! report setup "$PHASE_CODE" || (( PHASE_CODE != 0 )); then end_node 0; fi
   log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
   run_phase run
-  code=$?
-  report run "$code"
-fi
-container_stop
-unmount_buckets
-stop_data_credentials
-stop_heartbeat
-log "done (exit code $code); shutting down"
-shut_down
+  report run "$PHASE_CODE"
+  end_node 0
+}
+
+main "$@"

@@ -173,7 +173,30 @@ export interface AgentScriptParams {
    * @default 600
    */
   readonly discoveryTimeoutSeconds?: number;
+  /**
+   * Seconds a stopped job gets between SIGTERM and SIGKILL: a cancel, a release, the node
+   * shutting down, a spot interruption notice. A whole number from 0 to 100.
+   * @default STOP_GRACE_SECONDS
+   */
+  readonly stopGraceSeconds?: number;
+  /**
+   * Seconds between two looks at instance metadata for a spot interruption notice; 0 never
+   * looks. At least 0.1 otherwise.
+   * @default INTERRUPTION_POLL_SECONDS
+   */
+  readonly interruptionPollSeconds?: number;
 }
+
+/**
+ * A stopped job's grace period on EC2, in seconds. EC2 reclaims a spot instance two
+ * minutes after its interruption notice; the agent sees the notice within
+ * INTERRUPTION_POLL_SECONDS, and the job's grace, the cleanup and the shutdown that follow
+ * must fit in what is left.
+ */
+export const STOP_GRACE_SECONDS = 90;
+
+/** How often the agent looks for a spot interruption notice on EC2, in seconds (AWS suggests every 5 s). */
+export const INTERRUPTION_POLL_SECONDS = 5;
 
 /** A node's container is named this and its instance id (`docker rm -f` finds it so). */
 export const CONTAINER_PREFIX = 'relaunch-';
@@ -204,6 +227,10 @@ export function renderAgentScript(params: AgentScriptParams): string {
   if (!Number.isFinite(params.heartbeatSeconds) || params.heartbeatSeconds < 0.01) {
     throw new RangeError(`heartbeatSeconds: expected a number of seconds >= 0.01, got ${params.heartbeatSeconds}`);
   }
+  const grace = params.stopGraceSeconds ?? STOP_GRACE_SECONDS;
+  if (!Number.isInteger(grace) || grace < 0 || grace > 100) throw new RangeError(`stopGraceSeconds: expected a whole number of seconds 0-100, got ${grace}`);
+  const poll = params.interruptionPollSeconds ?? INTERRUPTION_POLL_SECONDS;
+  if (!Number.isFinite(poll) || (poll !== 0 && poll < 0.1)) throw new RangeError(`interruptionPollSeconds: expected 0 or a number of seconds >= 0.1, got ${poll}`);
   if (params.nodeIps !== undefined && params.nodeIps.length !== spec.numNodes) {
     throw new RangeError(`nodeIps: expected ${spec.numNodes} addresses (one per node), got ${params.nodeIps.length}`);
   }
@@ -237,6 +264,8 @@ export function renderAgentScript(params: AgentScriptParams): string {
     JOB_HOME: params.jobHome ?? '',
     IMDS_URL: (params.imdsUrl ?? 'http://169.254.169.254').replace(/\/+$/, ''),
     DISCOVERY_TIMEOUT_SECONDS: params.discoveryTimeoutSeconds ?? 600,
+    INTERRUPTION_POLL_MS: Math.round((params.interruptionPollSeconds ?? INTERRUPTION_POLL_SECONDS) * 1000),
+    STOP_GRACE_SECONDS: params.stopGraceSeconds ?? STOP_GRACE_SECONDS,
     NODE_IPS_TAG_PREFIX,
     NODE_RANK_TAG: TagKey.nodeRank,
     NODE_IPS_TAGS: nodeIpsTagCount(spec.numNodes),
@@ -308,8 +337,8 @@ function shippedAgent(source: string): { before: string[]; settings: string[]; a
   const end = lines.indexOf(SETTINGS_END);
   if (begin < 0 || end < begin) throw new Error(`agent.sh: expected a settings block between "${SETTINGS_BEGIN}" and "${SETTINGS_END}"`);
   const settings = lines.slice(begin + 1, end).map((line) => {
-    const name = /^([A-Z][A-Z0-9_]*)=''$/.exec(line)?.[1];
-    if (name === undefined) throw new Error(`agent.sh: expected NAME='' in the settings block, got ${line}`);
+    const name = /^declare \+x ([A-Z][A-Z0-9_]*)=''$/.exec(line)?.[1];
+    if (name === undefined) throw new Error(`agent.sh: expected declare +x NAME='' in the settings block, got ${line}`);
     return name;
   });
   // The shebang is the renderer's own first line.
@@ -322,5 +351,5 @@ function settingLines(config: Readonly<Record<string, string | number>>): string
   const given = Object.keys(config).sort();
   const expected = [...AGENT.settings].sort();
   if (given.join() !== expected.join()) throw new Error(`agent.sh sets ${expected.join(', ')}; the renderer gives ${given.join(', ')}`);
-  return AGENT.settings.map((name) => `${name}=${shellQuote(String(config[name]))}`);
+  return AGENT.settings.map((name) => `declare +x ${name}=${shellQuote(String(config[name]))}`);
 }

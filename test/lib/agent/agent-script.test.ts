@@ -330,6 +330,9 @@ describe("the agent's callback secret", () => {
 
 describe('the agent with a Docker image', () => {
   const CONTAINER = `relaunch-${INSTANCE_ID}`;
+  /** What the container runs first, and what a phase runs (agent.sh's CONTAINER_INIT and PHASE_PROGRAM). */
+  const CONTAINER_INIT = `trap 'kill -TERM -1 2>/dev/null; while kill -0 -1 2>/dev/null; do sleep 0.2; done; exit 0' TERM; while :; do sleep 3600 & wait $!; done`;
+  const PHASE_PROGRAM = '. /dev/stdin && exec </dev/null && . "$1/env.sh" && cd "$2" && exec bash "$1/$3.sh"';
 
   it('pulls it, starts one container on the host network, runs setup and run inside with the env and secrets, then removes it', async () => {
     api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), agentSecretValue(SECRET, { TOKEN: 'tok-planted' }), INSTANCE_ARN);
@@ -346,9 +349,9 @@ describe('the agent with a Docker image', () => {
     const calls = dockerCalls();
     const root = join(dir, 'agent');
     expect(calls[0]).toBe('pull ubuntu:22.04');
-    expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 -v ${root}:${root} -v ${root}:${root} --entrypoint sleep ubuntu:22.04 infinity`);
+    expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 --stop-timeout 90 -v ${root}:${root} -v ${root}:${root} --entrypoint bash ubuntu:22.04 -c ${CONTAINER_INIT}`);
     expect(calls.filter((call) => call.startsWith('exec '))).toEqual(
-      ['setup', 'run'].map((phase) => `exec -w ${root} -e TOKEN ${CONTAINER} bash -c . "$1/env.sh" && exec bash "$1/$2.sh" relaunch-phase ${root} ${phase}`),
+      ['setup', 'run'].map((phase) => `exec -i -w ${root} ${CONTAINER} bash -c ${PHASE_PROGRAM} relaunch-phase ${root} ${root} ${phase}`),
     );
     expect(calls.at(-1)).toBe(`rm -f ${CONTAINER}`);
     expect(calls.join('\n')).not.toContain('tok-planted');
@@ -357,7 +360,7 @@ describe('the agent with a Docker image', () => {
   it('gives the container the GPUs of a GPU node', async () => {
     await runAgent({ spec: spec({}, { containerImage: 'nvcr.io/nvidia/pytorch:24.07-py3' }), nodeRank: 0, gpusPerNode: 8 }, dockerStandIn());
 
-    expect(dockerCalls().find((call) => call.startsWith('run '))).toContain('--ulimit memlock=-1 --gpus all -v');
+    expect(dockerCalls().find((call) => call.startsWith('run '))).toContain('--ulimit memlock=-1 --stop-timeout 90 --gpus all -v');
   });
 
   it("logs in to the account's ECR with the instance role before pulling from it", async () => {
@@ -487,7 +490,7 @@ const NASTY = 'say "hi" \\ back\\slash\ttab\rcarriage \u0001 bell\u0007 esc\u001
 function pathWithoutPython(): string {
   const bin = join(dir, 'bin');
   mkdirSync(bin);
-  const tools = ['bash', 'curl', 'base64', 'tail', 'tr', 'awk', 'sleep', 'mkdir', 'printenv', 'touch', 'env', 'printf', 'cat'];
+  const tools = ['bash', 'curl', 'base64', 'tail', 'tr', 'awk', 'sleep', 'mkdir', 'printenv', 'touch', 'env', 'printf', 'cat', 'setsid', 'ps', 'mkfifo', 'rm'];
   for (const tool of [...tools, 'openssl', 'sha256sum', 'cut', 'sed', 'od', 'head', 'date']) {
     const found = (process.env.PATH ?? '')
       .split(delimiter)

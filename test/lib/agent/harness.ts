@@ -404,6 +404,7 @@ case "$1" in
     shift; workdir=''; keep=()
     while [ "$#" -gt 0 ]; do
       case "$1" in
+        -i) shift ;;
         -w) workdir=$2; shift 2 ;;
         -e) keep+=("$2=$(printenv "$2")"); shift 2 ;;
         *) break ;;

@@ -1,0 +1,181 @@
+// Faults of a real node injected into the real agent, run as cloud-init runs user data
+// (test/lib/agent/harness.ts: a parent sharing the agent's process group and session):
+// jobs that signal their own group or name the agent's variables, an agent killed alone,
+// a Docker task whose mount fails, answers the agent must not retry forever, two caches
+// of one bucket, and a job that saves a checkpoint when it is told to stop.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { agentSecretName, agentSecretValue } from '../../lib/agent/secret-parameter.ts';
+import { linesInOrder } from '../fixtures/text.ts';
+import { waitFor } from '../fixtures/wait.ts';
+import {
+  agentProcesses,
+  api,
+  dir,
+  dockerCalls,
+  dockerStandIn,
+  DUMP_ENV,
+  INSTANCE_ARN,
+  INSTANCE_ID,
+  jobEnv,
+  processesWithEnv,
+  runAgent,
+  SECRET,
+  SECRET_PATH,
+  spec,
+  startAgent,
+  useAgentWorld,
+} from '../lib/agent/harness.ts';
+
+useAgentWorld();
+
+/** Whether a process is alive (a zombie is dead). */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').charAt(0) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** A file the job writes once it runs, holding its shell's pid. */
+const STARTED = 'echo $$ > "$DUMP_DIR/started"';
+
+/** Waits for the job to have started; its shell's pid. */
+async function jobStarted(): Promise<number> {
+  const file = join(dir, 'started');
+  return waitFor('the job to start', () => (existsSync(file) && readFileSync(file, 'utf8').endsWith('\n') ? Number(readFileSync(file, 'utf8')) : undefined));
+}
+
+/**
+ * A job that saves a checkpoint when it is told to stop, as a spot user's job does: on
+ * SIGTERM it prints, works one more second, writes the file and prints again.
+ */
+const CHECKPOINTING_JOB = [
+  `trap 'echo "got SIGTERM, saving"; sleep 1; echo step-42 > "$DUMP_DIR/checkpoint"; echo saved; exit 0' TERM`,
+  STARTED,
+  'echo training',
+  'while :; do sleep 0.1; done',
+].join('\n');
+
+/** What CHECKPOINTING_JOB prints when it is stopped, in order. */
+const CHECKPOINT_LINES = ['training', 'got SIGTERM, saving', 'saved'];
+
+describe('a job that signals its own process group', () => {
+  it("reaches neither the agent nor cloud-init's group: both phases are reported and the node shuts down", async () => {
+    const result = await runAgent({ spec: spec({ run: "trap 'kill 0' EXIT; echo trained" }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true, parentSurvived: true });
+    // The job's shell signals itself too, on its way out: SIGTERM's 143 is its own code.
+    expect(api.reports.map(({ phase, exitCode, outputTail }) => [phase, exitCode, outputTail])).toEqual([
+      ['setup', 0, 'setting up'],
+      ['run', 143, 'trained'],
+    ]);
+  });
+});
+
+describe("a task env or secret named like one of the agent's own variables", () => {
+  it('is the job\'s own value and changes nothing the agent does', async () => {
+    const envs = { WORK_DIR: '/srv/work', ROOT_DIR: '/srv/root', CONTAINER: 'theirs', HOME_FLAG: '-e X', JOB_ID: 'their-job', REPORT_URL: 'http://127.0.0.1:9/x' };
+    api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), agentSecretValue(SECRET, { SECRET_ENV: 'theirs too', NODE_RANK: '7' }), INSTANCE_ARN);
+
+    const result = await runAgent({ spec: spec({ envs, setup: 'echo setting up', run: DUMP_ENV }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([
+      ['setup', 0],
+      ['run', 0],
+    ]);
+    expect(jobEnv()).toMatchObject({ ...envs, SECRET_ENV: 'theirs too', NODE_RANK: '7', RELAUNCH_NODE_RANK: '0' });
+    expect(readFileSync(join(dir, 'pwd'), 'utf8').trim()).toBe(join(dir, 'agent'));
+  });
+});
+
+describe('an agent killed alone (SIGKILL, the OOM killer)', () => {
+  it('stops heartbeating within one beat, and its job and node go with it', async () => {
+    const agent = await startAgent({ spec: spec({ run: `${STARTED}; sleep 60` }), nodeRank: 0, heartbeatSeconds: 0.3 }, undefined, 20_000);
+    const job = await jobStarted();
+
+    process.kill(agent.pid, 'SIGKILL');
+    const beatsAtKill = api.heartbeats.length;
+    await waitFor('every process of the agent to be gone', () => (agentProcesses().length === 0 ? true : undefined), 10_000);
+
+    // One beat may have been on its way when the agent died; none after it.
+    expect(api.heartbeats.length).toBeLessThanOrEqual(beatsAtKill + 1);
+    await waitFor('the job to be killed', () => (alive(job) ? undefined : true), 5_000);
+    expect(existsSync(join(dir, 'shut-down'))).toBe(true);
+  });
+});
+
+describe('a Docker task whose mount fails before the container starts', () => {
+  it('still stops its heartbeat and shuts the node down', async () => {
+    const result = await runAgent(
+      { spec: spec({}, { containerImage: 'ubuntu:22.04' }), nodeRank: 0, sourcesUrl: join(dir, 'store'), mounts: [{ kind: 'upload', entry: 'dir', sha256: 'ab'.repeat(32), dest: '~/data' }] },
+      dockerStandIn(),
+    );
+
+    expect(result.stderr).not.toContain('unbound variable');
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(agentProcesses()).toEqual([]);
+    expect(existsSync(join(dir, 'docker.log')) ? dockerCalls().filter((call) => call.startsWith('run ')) : []).toEqual([]);
+  });
+});
+
+describe('a job told to stop (the node shutting down, a spot interruption)', () => {
+  it("gets SIGTERM and its grace period when systemd's shutdown signals every process of the node: its output still reaches the log", async () => {
+    const agent = await startAgent({ spec: spec({ run: CHECKPOINTING_JOB }), nodeRank: 0, stopGraceSeconds: 10 }, undefined, 20_000);
+    await jobStarted();
+
+    // As systemd's final sweep does: SIGTERM to every process at once.
+    for (const pid of processesWithEnv(`DUMP_DIR=${dir}`)) process.kill(pid, 'SIGTERM');
+    const result = await agent.done;
+
+    expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe('step-42\n');
+    expect(linesInOrder(readFileSync(join(dir, 'agent', 'run.log'), 'utf8'), CHECKPOINT_LINES)).toEqual(CHECKPOINT_LINES);
+    expect(result.shutDown).toBe(true);
+    // Stopped by relaunch, not ended by itself: its code is no result of the job.
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+  });
+
+  it('gets SIGTERM and its grace period when the agent alone is told to stop', async () => {
+    const agent = await startAgent({ spec: spec({ run: CHECKPOINTING_JOB }), nodeRank: 0, stopGraceSeconds: 10 }, undefined, 20_000);
+    await jobStarted();
+
+    process.kill(agent.pid, 'SIGTERM');
+    const result = await agent.done;
+
+    expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe('step-42\n');
+    expect(linesInOrder(readFileSync(join(dir, 'agent', 'run.log'), 'utf8'), CHECKPOINT_LINES)).toEqual(CHECKPOINT_LINES);
+    expect(result).toMatchObject({ shutDown: true, parentSurvived: true });
+    expect(agentProcesses()).toEqual([]);
+  });
+
+  it('is killed at the end of its grace period when it does not stop', async () => {
+    const stubborn = `trap 'echo ignoring SIGTERM' TERM; ${STARTED}; while :; do sleep 0.1; done`;
+    const agent = await startAgent({ spec: spec({ run: stubborn }), nodeRank: 0, stopGraceSeconds: 1 }, undefined, 20_000);
+    const job = await jobStarted();
+
+    process.kill(agent.pid, 'SIGTERM');
+    const result = await agent.done;
+
+    expect(alive(job)).toBe(false);
+    expect(readFileSync(join(dir, 'agent', 'run.log'), 'utf8')).toContain('ignoring SIGTERM');
+    expect(result.shutDown).toBe(true);
+  });
+
+  it('gets SIGTERM as soon as instance metadata announces a spot interruption, with no report of its code', async () => {
+    const agent = await startAgent({ spec: spec({ run: CHECKPOINTING_JOB }), nodeRank: 0, stopGraceSeconds: 10, interruptionPollSeconds: 0.2 }, undefined, 20_000);
+    await jobStarted();
+
+    api.metadata['spot/instance-action'] = JSON.stringify({ action: 'terminate', time: new Date(Date.now() + 120_000).toISOString() });
+    const result = await agent.done;
+
+    expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe('step-42\n');
+    expect(linesInOrder(readFileSync(join(dir, 'agent', 'run.log'), 'utf8'), CHECKPOINT_LINES)).toEqual(CHECKPOINT_LINES);
+    expect(result.stderr).toContain('spot interruption');
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+    expect(result.shutDown).toBe(true);
+  });
+});
