@@ -65,6 +65,7 @@ declare +x HEARTBEAT_TRY_MIN_MS=''
 declare +x HEARTBEAT_TRY_MAX_MS=''
 declare +x HEARTBEAT_URL=''
 declare +x REPORT_URL=''
+declare +x REPORT_RETRY_SECONDS=''
 declare +x DATA_CREDENTIALS_URL=''
 declare +x DATA_REFRESH_MS=''
 declare +x ROOT_DIR=''
@@ -497,10 +498,13 @@ fetch_secret() {
   done
 }
 
-# Sends a phase's report until it is acknowledged (0) or refused for good (1): stale, or
-# an answer no retry can change. Only a timeout, throttling, a 5xx or silence is retried.
+# Sends a phase's report until it is acknowledged (0) or refused for good (1): stale (409),
+# any other answer but a timeout, throttling or a 5xx (a 3xx or a 4xx: no retry would change
+# it), or REPORT_RETRY_SECONDS of those and of silence. Giving up ends the agent and the node
+# shuts down; the controller then decides the attempt as it does for an instance that went.
 report() {
   local phase=$1 code=$2 body="$ROOT_DIR/$1.report.json" delay=$BACKOFF_INITIAL_MS status
+  local deadline=$(( SECONDS + REPORT_RETRY_SECONDS ))
   printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
     "$NODE_RANK" "$phase" "$code" "$(output_tail "$ROOT_DIR/$phase.log")" >"$body"
   while :; do
@@ -509,8 +513,12 @@ report() {
       2??) log "reported $phase exit code $code"; return 0 ;;
       "$STALE_STATUS") log "attempt $ATTEMPT is no longer live: the API refused the $phase report ($status)"; return 1 ;;
       408 | 429 | 5?? | 000) ;;
-      4??) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
+      *) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
     esac
+    if (( SECONDS >= deadline )); then
+      log "the $phase report was not acknowledged in $REPORT_RETRY_SECONDS s (last answer: HTTP $status); giving up"
+      return 1
+    fi
     jittered_ms "$delay"
     log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
     pause_ms "$JITTERED_MS"

@@ -58,6 +58,7 @@ import {
   STALE_ATTEMPT_STATUS,
 } from './protocol.ts';
 import { WORKDIR_PATH } from '../spec/mounts.ts';
+import { HEARTBEAT_TIMEOUT_SECONDS } from '../workflow/contract.ts';
 import { AGENT_SOURCE } from './agent-source.ts';
 import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';
@@ -174,6 +175,12 @@ export interface AgentScriptParams {
    */
   readonly discoveryTimeoutSeconds?: number;
   /**
+   * How long a report answered with a timeout, throttling, a 5xx or nothing at all is tried
+   * again before the agent gives up and shuts the node down. A whole number of seconds.
+   * @default REPORT_RETRY_SECONDS
+   */
+  readonly reportRetrySeconds?: number;
+  /**
    * Seconds a stopped job gets between SIGTERM and SIGKILL: a cancel, a release, the node
    * shutting down, a spot interruption notice. A whole number from 0 to 100.
    * @default STOP_GRACE_SECONDS
@@ -194,6 +201,13 @@ export interface AgentScriptParams {
  * must fit in what is left.
  */
 export const STOP_GRACE_SECONDS = 90;
+
+/**
+ * How long the agent tries a report the API does not acknowledge, in seconds: ten minutes,
+ * twice the heartbeat timeout, past which the controller has ended the attempt as lost
+ * anyway (a late report is then refused as stale).
+ */
+export const REPORT_RETRY_SECONDS = 2 * HEARTBEAT_TIMEOUT_SECONDS;
 
 /** How often the agent looks for a spot interruption notice on EC2, in seconds (AWS suggests every 5 s). */
 export const INTERRUPTION_POLL_SECONDS = 5;
@@ -227,6 +241,8 @@ export function renderAgentScript(params: AgentScriptParams): string {
   if (!Number.isFinite(params.heartbeatSeconds) || params.heartbeatSeconds < 0.01) {
     throw new RangeError(`heartbeatSeconds: expected a number of seconds >= 0.01, got ${params.heartbeatSeconds}`);
   }
+  const retry = params.reportRetrySeconds ?? REPORT_RETRY_SECONDS;
+  if (!Number.isInteger(retry) || retry < 1) throw new RangeError(`reportRetrySeconds: expected a whole number of seconds >= 1, got ${retry}`);
   const grace = params.stopGraceSeconds ?? STOP_GRACE_SECONDS;
   if (!Number.isInteger(grace) || grace < 0 || grace > 100) throw new RangeError(`stopGraceSeconds: expected a whole number of seconds 0-100, got ${grace}`);
   const poll = params.interruptionPollSeconds ?? INTERRUPTION_POLL_SECONDS;
@@ -254,6 +270,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     HEARTBEAT_TRY_MAX_MS,
     HEARTBEAT_URL: apiUrl + heartbeatPath(jobId, attempt),
     REPORT_URL: apiUrl + reportPath(jobId, attempt),
+    REPORT_RETRY_SECONDS: retry,
     DATA_CREDENTIALS_URL: params.dataCredentials === true ? apiUrl + dataCredentialsPath(jobId, attempt) : '',
     DATA_REFRESH_MS: Math.max(1000, Math.round((params.dataCredentialsRefreshSeconds ?? 900) * 1000)),
     ROOT_DIR: rootDir,

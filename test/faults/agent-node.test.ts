@@ -123,6 +123,31 @@ describe('a Docker task whose mount fails before the container starts', () => {
   });
 });
 
+describe('report answers no retry can change', () => {
+  it('takes a 302 as final: no retry, no run, the node shuts down', async () => {
+    api.reportStatusAfter = 302;
+
+    const result = await runAgent({ spec: spec({ run: 'touch "$DUMP_DIR/run-started"' }), nodeRank: 0 }, undefined, 8_000);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+    expect(result.stderr).toContain('the API refused the setup report for good (HTTP 302)');
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+
+  it('retries 5xx answers for reportRetrySeconds, then shuts the node down for the controller to decide', async () => {
+    api.reportStatusAfter = 503;
+
+    const result = await runAgent({ spec: spec({ run: 'touch "$DUMP_DIR/run-started"' }), nodeRank: 0, reportRetrySeconds: 1 }, undefined, 8_000);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.length).toBeGreaterThan(1);
+    expect(new Set(api.reports.map((report) => report.phase))).toEqual(new Set(['setup']));
+    expect(result.stderr).toContain('the setup report was not acknowledged in 1 s (last answer: HTTP 503); giving up');
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+});
+
 describe('a job told to stop (the node shutting down, a spot interruption)', () => {
   it("gets SIGTERM and its grace period when systemd's shutdown signals every process of the node: its output still reaches the log", async () => {
     const agent = await startAgent({ spec: spec({ run: CHECKPOINTING_JOB }), nodeRank: 0, stopGraceSeconds: 10 }, undefined, 20_000);
