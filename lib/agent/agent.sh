@@ -840,17 +840,18 @@ copy_folder() {
 }
 
 # A bucket (or a prefix of it) mounted with mountpoint-s3, writable: a file written here is
-# in S3 when it is closed, for the next attempt to read.
+# in S3 when it is closed, for the next attempt to read. A cached mount gets the cache
+# folder $5, its own: mountpoint-s3 needs one per process, two mounts of a bucket included.
 mount_bucket() {
-  local bucket=$1 prefix=$2 cache=$3 dest=$4
+  local bucket=$1 prefix=$2 cache=$3 dest=$4 cache_dir=$5
   local -a options=(--allow-delete --allow-overwrite)
   ensure_mount_s3 || return 1
   mkdir -p "$dest" || return 1
   if mountpoint -q "$dest"; then return 0; fi
   if [ "$prefix" != - ]; then options+=(--prefix "$prefix/"); fi
   if [ "$cache" = cached ]; then
-    mkdir -p "$ROOT_DIR/mount-cache/$bucket" || return 1
-    options+=(--cache "$ROOT_DIR/mount-cache/$bucket")
+    mkdir -p "$cache_dir" || return 1
+    options+=(--cache "$cache_dir")
   fi
   with_data_credentials mount-s3 "$bucket" "$dest" "${options[@]}"
 }
@@ -873,7 +874,7 @@ clone_repo() {
 # The workdir and file mounts, in order, before setup. Each path goes to mounts.paths (for
 # the container); where the local runtime maps one, the mapping is said.
 prepare_mounts() {
-  local kind a b c dest path
+  local kind a b c dest path step=0
   : >"$ROOT_DIR/mounts.paths"
   # The list on fd 3: no step's command can read it from stdin.
   while IFS=$'\t' read -r -u 3 kind a b c dest; do
@@ -882,13 +883,14 @@ prepare_mounts() {
     case $kind in
       upload) fetch_upload "$a" "$b" "$path" ;;
       s3-copy) copy_s3 "$a" "$b" "$path" ;;
-      s3-mount) mount_bucket "$a" "$b" "$c" "$path" ;;
+      s3-mount) mount_bucket "$a" "$b" "$c" "$path" "$ROOT_DIR/mount-cache/$step" ;;
       link) link_folder "$a" "$path" ;;
       copy-dir) copy_folder "$a" "$path" ;;
       git) clone_repo "$a" "$b" "$path" ;;
       *) false ;;
     esac || { echo "relaunch: could not prepare $dest ($kind)"; return 1; }
     printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"
+    step=$(( step + 1 ))
   done 3< <(printf '%s' "$MOUNTS_B64" | base64 -d)
 }
 

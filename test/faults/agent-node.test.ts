@@ -4,8 +4,8 @@
 // a Docker task whose mount fails, answers the agent must not retry forever, two caches
 // of one bucket, and a job that saves a checkpoint when it is told to stop.
 
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentSecretName, agentSecretValue } from '../../lib/agent/secret-parameter.ts';
 import { linesInOrder } from '../fixtures/text.ts';
@@ -17,6 +17,7 @@ import {
   dockerCalls,
   dockerStandIn,
   DUMP_ENV,
+  FAST_PATH,
   INSTANCE_ARN,
   INSTANCE_ID,
   jobEnv,
@@ -145,6 +146,36 @@ describe('report answers no retry can change', () => {
     expect(new Set(api.reports.map((report) => report.phase))).toEqual(new Set(['setup']));
     expect(result.stderr).toContain('the setup report was not acknowledged in 1 s (last answer: HTTP 503); giving up');
     expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+});
+
+describe('two cached mounts of one bucket', () => {
+  it('get a mountpoint-s3 cache folder each', async () => {
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'mount-s3'), '#!/bin/bash\nprintf \'%s\\n\' "$*" >> "$DUMP_DIR/mount-s3.log"\n', { mode: 0o755 });
+
+    const result = await runAgent(
+      {
+        spec: spec(),
+        nodeRank: 0,
+        mounts: [
+          { kind: 's3-mount', bucket: 'team-data', prefix: 'train', cached: true, dest: '/data/train' },
+          { kind: 's3-mount', bucket: 'team-data', prefix: 'eval', cached: true, dest: '/data/eval' },
+        ],
+        mountRoot: join(dir, 'root'),
+      },
+      [bin, FAST_PATH].join(delimiter),
+    );
+
+    expect(result.exitCode).toBe(0);
+    const caches = readFileSync(join(dir, 'mount-s3.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => /--cache (\S+)/.exec(line)?.[1]);
+    expect(caches).toHaveLength(2);
+    expect(caches.every((cache) => cache !== undefined)).toBe(true);
+    expect(new Set(caches).size).toBe(2);
   });
 });
 

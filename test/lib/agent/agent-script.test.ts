@@ -714,7 +714,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(readFileSync(join(dir, 'imagenet', 'train', 'img0.jpg'), 'utf8')).toBe('jpeg');
     expect(called('mount-s3.log')).toEqual([
       `team-ckpts ${join(dir, 'ckpt')} --allow-delete --allow-overwrite --prefix run-7/`,
-      `stack-bucket ${join(dir, 'cache')} --allow-delete --allow-overwrite --prefix mounts/j-1/cache/ --cache ${join(dir, 'agent', 'mount-cache', 'stack-bucket')}`,
+      `stack-bucket ${join(dir, 'cache')} --allow-delete --allow-overwrite --prefix mounts/j-1/cache/ --cache ${join(dir, 'agent', 'mount-cache', '3')}`,
     ]);
     // What the job wrote under the mount is in the bucket, for the next attempt.
     expect(readFileSync(join(s3, 'team-ckpts', 'step-1'), 'utf8')).toBe('saved\n');
