@@ -925,7 +925,8 @@ init_node() {
     HOME_FLAGS=(-e HOME)
   fi
   if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
-  case $WORK_DIR in '~'*) WORK_DIR=$(node_path "$WORK_DIR") ;; esac
+  # A relative work folder (a task's workdir, sky_workdir) is under the home folder.
+  if [[ $WORK_DIR != /* ]]; then WORK_DIR="$HOME/$WORK_DIR"; fi
   mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || return 1
   printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh" &&
     printf '%s' "$RUN_B64" | base64 -d >"$ROOT_DIR/run.sh" &&

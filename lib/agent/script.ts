@@ -274,7 +274,8 @@ export function renderAgentScript(params: AgentScriptParams): string {
     DATA_CREDENTIALS_URL: params.dataCredentials === true ? apiUrl + dataCredentialsPath(jobId, attempt) : '',
     DATA_REFRESH_MS: Math.max(1000, Math.round((params.dataCredentialsRefreshSeconds ?? 900) * 1000)),
     ROOT_DIR: rootDir,
-    WORK_DIR: spec.workdir !== null || spec.gitWorkdir !== undefined ? WORKDIR_PATH : (params.workDir ?? rootDir),
+    // The workdir's path relative to the home folder, which the agent learns on the node.
+    WORK_DIR: spec.workdir !== null || spec.gitWorkdir !== undefined ? WORKDIR_PATH.replace(/^~\//, '') : (params.workDir ?? rootDir),
     MOUNTS_B64: base64(mountLines(params.mounts ?? [])),
     SOURCES_URL: (params.sourcesUrl ?? '').replace(/\/+$/, ''),
     MOUNT_ROOT: (params.mountRoot ?? '').replace(/\/+$/, ''),
