@@ -309,11 +309,18 @@ start_interruption_watch() {
   WATCH_PID=$!
 }
 
-# Ends a helper ($1, a pid, or nothing) and waits for it.
+# Ends a helper ($1, a pid, or nothing) and waits for it: up to 15 s, as long as its call
+# of the API may take to end, then SIGKILL. It waits by looking, not with wait: a wait in
+# the exit path for a child that has just ended can hang bash.
 stop_helper() {
+  local tries
   if [ -z "$1" ]; then return; fi
   kill "$1" 2>/dev/null
-  wait "$1" 2>/dev/null
+  for (( tries = 0; tries < 1500; tries++ )); do
+    if ! kill -0 "$1" 2>/dev/null; then return; fi
+    pause_ms 10
+  done
+  kill -KILL "$1" 2>/dev/null
 }
 
 # stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
@@ -504,7 +511,9 @@ fetch_secret() {
 # shuts down; the controller then decides the attempt as it does for an instance that went.
 report() {
   local phase=$1 code=$2 body="$ROOT_DIR/$1.report.json" delay=$BACKOFF_INITIAL_MS status
-  local deadline=$(( SECONDS + REPORT_RETRY_SECONDS ))
+  local deadline
+  clock_ms
+  deadline=$(( NOW_MS + REPORT_RETRY_SECONDS * 1000 ))
   printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
     "$NODE_RANK" "$phase" "$code" "$(output_tail "$ROOT_DIR/$phase.log")" >"$body"
   while :; do
@@ -515,7 +524,8 @@ report() {
       408 | 429 | 5?? | 000) ;;
       *) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
     esac
-    if (( SECONDS >= deadline )); then
+    clock_ms
+    if (( NOW_MS >= deadline )); then
       log "the $phase report was not acknowledged in $REPORT_RETRY_SECONDS s (last answer: HTTP $status); giving up"
       return 1
     fi
@@ -610,7 +620,6 @@ stop_phase() {
     pause_ms 100
   done
   kill -KILL -- "-$group" 2>/dev/null
-  wait "$group" 2>/dev/null
   PHASE_PID=''
 }
 

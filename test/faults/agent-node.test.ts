@@ -41,6 +41,15 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Sends a signal to a process that may have ended meanwhile. */
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // It ended between the look and the signal.
+  }
+}
+
 /** A file the job writes once it runs, holding its shell's pid. */
 const STARTED = 'echo $$ > "$DUMP_DIR/started"';
 
@@ -185,7 +194,7 @@ describe('a job told to stop (the node shutting down, a spot interruption)', () 
     await jobStarted();
 
     // As systemd's final sweep does: SIGTERM to every process at once.
-    for (const pid of processesWithEnv(`DUMP_DIR=${dir}`)) process.kill(pid, 'SIGTERM');
+    for (const pid of processesWithEnv(`DUMP_DIR=${dir}`)) signal(pid, 'SIGTERM');
     const result = await agent.done;
 
     expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe('step-42\n');

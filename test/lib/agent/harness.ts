@@ -73,6 +73,10 @@ export class FakeApi {
   readonly parameters = new LocalSecretParameters();
   /** The instance role's credentials, served by IMDS and checked by SSM. */
   readonly credentials = newNodeCredentials();
+  /** Statuses for the next signed ECR GetAuthorizationToken calls, in order; 200 once used up. */
+  ecrStatuses: number[] = [];
+  /** The status each signed ECR call got, in order. */
+  readonly ecrAnswers: number[] = [];
   /** Every SSM request: its body and headers. */
   readonly ssmRequests: { readonly body: string; readonly headers: IncomingMessage['headers'] }[] = [];
   private readonly imdsToken = 'imds-token-1';
@@ -182,6 +186,12 @@ export class FakeApi {
       response.writeHead(403).end(JSON.stringify({ __type: 'AccessDeniedException' }));
       return;
     }
+    const status = this.ecrStatuses.shift() ?? 200;
+    this.ecrAnswers.push(status);
+    if (status !== 200) {
+      response.writeHead(status).end(JSON.stringify({ __type: status === 403 ? 'AccessDeniedException' : 'ServerException' }));
+      return;
+    }
     const token = Buffer.from('AWS:ecr-password').toString('base64');
     response.writeHead(200).end(JSON.stringify({ authorizationData: [{ authorizationToken: token, proxyEndpoint: 'https://x', expiresAt: 1 }] }));
   }
@@ -254,7 +264,7 @@ export interface AgentRun {
 
 /** An agent started by `startAgent`, while it runs. */
 export interface StartedAgent {
-  /** The agent's own process (its parent's child, in its parent's group). */
+  /** The agent's own process (its parent's child, in its parent's group); 0 when it ended before it was seen. */
   readonly pid: number;
   /** The parent's process: cloud-init's stand-in, leader of the group the agent runs in. */
   readonly parentPid: number;
@@ -265,11 +275,11 @@ export interface StartedAgent {
 }
 
 /**
- * cloud-init's part: runs the user data as a child in its own process group and session
- * (no setsid), writes the child's pid, waits for it and writes how it ended. A signal sent
- * to the group kills this parent before it can write that.
+ * cloud-init's part: runs the user data as a child in the foreground, in its own process
+ * group and session (no setsid), and writes how it ended. A signal sent to the group kills
+ * this parent before it can write that.
  */
-const CLOUD_INIT_STAND_IN = 'bash "$1" & agent=$!; printf "%s\\n" "$agent" >"$2/agent.pid"; wait "$agent"; printf "%s\\n" "$?" >"$2/agent.exit"';
+const CLOUD_INIT_STAND_IN = 'bash "$1"; printf "%s\\n" "$?" >"$2/agent.exit"';
 
 /**
  * Renders the script for this test's API and starts it as cloud-init would. A test that
@@ -323,11 +333,20 @@ export async function startAgent(
       resolve({ exitCode, stderr, shutDown: existsSync(join(dir, 'shut-down')), parentSurvived: parent.exitCode === 0 && exitCode !== null });
     });
   });
+  const parentPid = parent.pid ?? 0;
+  let parentEnded = false;
+  parent.once('exit', () => (parentEnded = true));
+  // The parent's one child is the agent (0: it has ended already, and its parent with it).
   const pid = await waitFor('the agent to start', () => {
-    const file = join(dir, 'agent.pid');
-    return existsSync(file) && readFileSync(file, 'utf8').endsWith('\n') ? Number(readFileSync(file, 'utf8')) : undefined;
+    if (parentEnded) return 0;
+    try {
+      const child = readFileSync(`/proc/${parentPid}/task/${parentPid}/children`, 'utf8').trim();
+      return child === '' ? undefined : Number(child.split(' ')[0]);
+    } catch {
+      return undefined;
+    }
   });
-  return { pid, parentPid: parent.pid ?? 0, done, stderr: () => stderr };
+  return { pid, parentPid, done, stderr: () => stderr };
 }
 
 /** Starts the agent as `startAgent` does and waits until its parent has ended. */
