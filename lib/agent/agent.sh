@@ -92,7 +92,7 @@ declare +x ENV_B64=''
 declare +x CONTAINER_IMAGE=''
 declare +x CONTAINER_PREFIX=''
 declare +x CONTAINER_GPUS=''
-declare +x PULL_RETRY_SECONDS=''
+declare +x PULL_RETRY_MS=''
 declare +x ECR_URL=''
 declare +x SHUTDOWN_COMMAND=''
 # relaunch:settings-end
@@ -102,8 +102,10 @@ declare +x SHUTDOWN_COMMAND=''
 # phase's process (its pid is its session's and group's id); the *_PID below, the helpers.
 declare +x AGENT_PID='' SECRET='' INSTANCE_ID='' CONTAINER='' HEARTBEAT_BODY='' SSM_VALUE='' SSM_ERROR=''
 declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 NOW_MS=0 JITTERED_MS=0 SLEEPER=''
-declare +x PHASE_PID='' PHASE_CODE=0 PREPARE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID=''
+declare +x PHASE_PID='' PHASE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID=''
 declare +x -a SECRET_WORDS=() HOME_FLAGS=()
+# The first of the agent's own steps that failed before setup, and why: its failure report.
+declare +x FAILED_STEP='' FAILED_ERROR='' CURRENT_STEP='' PULL_ERROR='' LOGIN_ERROR='' DATA_ERROR=''
 declare +x AWS_CONTENT_TYPE='application/x-amz-json-1.1'
 declare +x AWS_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
 
@@ -123,6 +125,29 @@ shut_down() {
 }
 
 log() { printf 'relaunch-agent: %s\n' "$*" >&2; }
+
+# Says why one of the agent's own steps ($1, agent/protocol.ts's AgentStep) failed ($2, one
+# line, into setup's log) and keeps it for the failure report, unless an earlier failure is
+# kept already: the first one is the cause. Returns 1, for `|| fail_step ...`.
+fail_step() {
+  echo "relaunch: $2"
+  if [ -z "$FAILED_STEP" ]; then
+    FAILED_STEP=$1
+    FAILED_ERROR=$2
+  fi
+  return 1
+}
+
+# After try $1 of $2 failed: 1 when it was the last, else a wait of about $3 ms, doubled
+# for each try before (jittered), and 0 to try again. For what a busy registry or network
+# fails now and then: pulls, logins, clones.
+next_try() {
+  local try=$1 tries=$2 delay=$3
+  if (( try >= tries )); then return 1; fi
+  jittered_ms $(( delay << (try - 1) ))
+  echo "relaunch: try $try of $tries failed; trying again in $(seconds_of_ms "$JITTERED_MS") s"
+  pause_ms "$JITTERED_MS"
+}
 
 seconds_of_ms() { printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"; }
 
@@ -442,18 +467,21 @@ ssm_get_parameter() {
 }
 
 # Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
-# (a base64 of AWS:password), which reaches docker on its stdin only.
+# (a base64 of AWS:password), which reaches docker on its stdin only. Why it failed in
+# LOGIN_ERROR.
 ecr_login() {
   local url=$ECR_URL code
   if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
   if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
-    echo "relaunch: no ECR authorization token for $1: $AWS_ERROR"
+    LOGIN_ERROR="no ECR authorization token for $1: $AWS_ERROR"
+    echo "relaunch: $LOGIN_ERROR"
     return 1
   fi
   printf '%s' "$AWS_ANSWER" | json_value authorizationToken | base64 -d | cut -d: -f2- |
     docker login --username AWS --password-stdin "$1"
   code=$?
   AWS_ANSWER=''
+  if (( code != 0 )); then LOGIN_ERROR="docker login to $1 failed (exit code $code)"; fi
   return "$code"
 }
 
@@ -505,21 +533,20 @@ fetch_secret() {
   done
 }
 
-# Sends a phase's report until it is acknowledged (0) or refused for good (1): stale (409),
-# any other answer but a timeout, throttling or a 5xx (a 3xx or a 4xx: no retry would change
-# it), or REPORT_RETRY_SECONDS of those and of silence. Giving up ends the agent and the node
-# shuts down; the controller then decides the attempt as it does for an instance that went.
-report() {
-  local phase=$1 code=$2 body="$ROOT_DIR/$1.report.json" delay=$BACKOFF_INITIAL_MS status
+# Sends a report (the JSON in file $2, about phase $1, described as $3 in the agent's log)
+# until it is acknowledged (0) or refused for good (1): stale (409), any other answer but
+# a timeout, throttling or a 5xx (a 3xx or a 4xx: no retry would change it), or
+# REPORT_RETRY_SECONDS of those and of silence. Giving up ends the agent and the node shuts
+# down; the controller then decides the attempt as it does for an instance that went.
+send_report() {
+  local phase=$1 body=$2 what=$3 delay=$BACKOFF_INITIAL_MS status
   local deadline
   clock_ms
   deadline=$(( NOW_MS + REPORT_RETRY_SECONDS * 1000 ))
-  printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
-    "$NODE_RANK" "$phase" "$code" "$(output_tail "$ROOT_DIR/$phase.log")" >"$body"
   while :; do
     status=$(post_json "$REPORT_URL" "$body" 30)
     case $status in
-      2??) log "reported $phase exit code $code"; return 0 ;;
+      2??) log "reported $what"; return 0 ;;
       "$STALE_STATUS") log "attempt $ATTEMPT is no longer live: the API refused the $phase report ($status)"; return 1 ;;
       408 | 429 | 5?? | 000) ;;
       *) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
@@ -534,6 +561,24 @@ report() {
     pause_ms "$JITTERED_MS"
     delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
   done
+}
+
+# Reports phase $1's exit code $2, with the end of its log.
+report() {
+  local body="$ROOT_DIR/$1.report.json"
+  printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
+    "$NODE_RANK" "$1" "$2" "$(output_tail "$ROOT_DIR/$1.log")" >"$body"
+  send_report "$1" "$body" "$1 exit code $2"
+}
+
+# Reports that one of the agent's own steps failed before setup (FAILED_STEP, else the step
+# it was in), with why and the end of setup's log, where the agent said what it did: the
+# controller recovers the attempt, and the job's error budget is untouched.
+report_agent_failure() {
+  local body="$ROOT_DIR/setup.report.json" step=${FAILED_STEP:-$CURRENT_STEP} error=${FAILED_ERROR:-"see setup.log"}
+  printf '{"nodeRank":%d,"phase":"setup","agentFailure":{"step":"%s","error":%s},"outputTail":%s}' \
+    "$NODE_RANK" "$step" "$(printf '%s' "${error:0:1000}" | json_string)" "$(output_tail "$ROOT_DIR/setup.log")" >"$body"
+  send_report setup "$body" "the agent's failure at $step"
 }
 
 # Copies a phase's output (stdin, its FIFO) to its log ($1) until every writer has closed
@@ -632,15 +677,28 @@ write_node_env() {
   } >>"$ROOT_DIR/env.sh"
 }
 
+# Pulls the task's image once; its output to setup's log, its last line in PULL_ERROR.
+pull_image() {
+  local output code
+  output=$(docker pull "$CONTAINER_IMAGE" 2>&1)
+  code=$?
+  printf '%s\n' "$output"
+  PULL_ERROR=${output##*$'\n'}
+  return "$code"
+}
+
 # The task's container, started once for both phases: docker (installed from the
 # distribution's packages when the image lacks it), a login when the image is in ECR, the
-# image pulled (three tries), then the container: the host's network (peers and instance
-# metadata as on the host), the node's GPUs, and the agent's and work folders at the same
-# paths. Its first process is CONTAINER_INIT, and docker stops it with the job's grace
-# period. Its output goes to setup's log; 1 when it fails.
+# image pulled (three tries, PULL_RETRY_MS apart, then twice that), then the
+# container: the host's network (peers and instance metadata as on the host), the node's
+# GPUs, and the agent's and work folders at the same paths. Its first process is
+# CONTAINER_INIT, and docker stops it with the job's grace period. Its output goes to
+# setup's log; a failure is one of the agent's steps (install, image-login, image-pull,
+# container).
 container_start() {
-  local registry region tries=0 path
+  local registry region path try
   local -a gpus=() volumes
+  CURRENT_STEP=install
   if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     echo "relaunch: installing docker"
     # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.
@@ -648,23 +706,28 @@ container_start() {
       { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io; }
   fi
   if ! command -v docker >/dev/null 2>&1; then
-    echo "relaunch: docker is not installed on this machine image and could not be installed"
+    fail_step install "docker is not installed on this machine image and could not be installed"
     return 1
   fi
   registry=${CONTAINER_IMAGE%%/*}
   if [[ $registry =~ ^[0-9]{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$ ]]; then
     region=${BASH_REMATCH[1]}
+    CURRENT_STEP=image-login
     echo "relaunch: logging in to $registry"
-    ecr_login "$registry" "$region" || return 1
+    for (( try = 1; ; try++ )); do
+      if ecr_login "$registry" "$region"; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-login "$LOGIN_ERROR"; return 1; }
+    done
   fi
-  until docker pull "$CONTAINER_IMAGE"; do
-    tries=$(( tries + 1 ))
-    if (( tries >= 3 )); then echo "relaunch: could not pull $CONTAINER_IMAGE"; return 1; fi
-    pause_ms $(( PULL_RETRY_SECONDS * tries * 1000 ))
+  CURRENT_STEP=image-pull
+  for (( try = 1; ; try++ )); do
+    if pull_image; then break; fi
+    next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $PULL_ERROR"; return 1; }
   done
+  CURRENT_STEP=container
   if (( CONTAINER_GPUS )); then
     if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
-      echo "relaunch: this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
+      fail_step container "this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
       return 1
     fi
     gpus=(--gpus all)
@@ -676,7 +739,8 @@ container_start() {
   while IFS= read -r path; do volumes+=(-v "$path:$path"); done <"$ROOT_DIR/mounts.paths"
   # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
   docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
-    "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null
+    "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null ||
+    fail_step container "docker could not start the container from $CONTAINER_IMAGE"
 }
 
 # Removes the task's container, whatever state it is in (none: nothing to do).
@@ -705,7 +769,7 @@ ensure_command() {
   elif command -v dnf >/dev/null 2>&1; then
     dnf install -y -q "$2"
   fi
-  command -v "$1" >/dev/null 2>&1 || { echo "relaunch: $1 is not on this machine image and could not be installed"; return 1; }
+  command -v "$1" >/dev/null 2>&1 || fail_step install "$1 is not on this machine image and could not be installed"
 }
 
 # The AWS CLI, from AWS's own bundle when the distribution has none (Ubuntu 24.04).
@@ -713,8 +777,9 @@ ensure_aws() {
   if command -v aws >/dev/null 2>&1; then return 0; fi
   echo "relaunch: installing the AWS CLI"
   ensure_command unzip unzip || return 1
-  curl -fsSL --retry 5 -o "$ROOT_DIR/awscli.zip" "https://awscli.amazonaws.com/awscli-exe-linux-$(uname -m).zip" &&
-    unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null
+  { curl -fsSL --retry 5 --retry-connrefused -o "$ROOT_DIR/awscli.zip" "https://awscli.amazonaws.com/awscli-exe-linux-$(uname -m).zip" &&
+    unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null; } ||
+    fail_step install "could not install the AWS CLI from awscli.amazonaws.com"
 }
 
 # mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release.
@@ -726,13 +791,14 @@ ensure_mount_s3() {
   if [ "$arch" = aarch64 ]; then arch=arm64; fi
   if command -v apt-get >/dev/null 2>&1; then package=deb; else package=rpm; fi
   echo "relaunch: installing mountpoint-s3"
-  curl -fsSL --retry 5 -o "$ROOT_DIR/mount-s3.$package" "https://s3.amazonaws.com/mountpoint-s3-release/latest/$arch/mount-s3.$package" || return 1
+  curl -fsSL --retry 5 --retry-connrefused -o "$ROOT_DIR/mount-s3.$package" "https://s3.amazonaws.com/mountpoint-s3-release/latest/$arch/mount-s3.$package" ||
+    { fail_step install "could not download mountpoint-s3 from s3.amazonaws.com/mountpoint-s3-release"; return 1; }
   if [ "$package" = deb ]; then
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb" ||
       { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"; }
   else
     dnf install -y -q "$ROOT_DIR/mount-s3.rpm" || yum install -y -q "$ROOT_DIR/mount-s3.rpm"
-  fi
+  fi || fail_step install "could not install mountpoint-s3"
 }
 
 # The job's own S3 credentials, on EC2 (DATA_CREDENTIALS_URL set): the instance role reaches
@@ -744,7 +810,7 @@ DATA_DIR=''
 DATA_PROFILE=relaunch-data
 
 # Asks for the credentials until answered (0), refused for good (1) or past SECONDS $1
-# (2); why on stdout. The answer replaces the last one in one rename.
+# (2); why in DATA_ERROR. The answer replaces the last one in one rename.
 fetch_data_credentials() {
   local deadline=$1 delay=$BACKOFF_INITIAL_MS status file="$DATA_DIR/credentials.json"
   while :; do
@@ -756,13 +822,16 @@ fetch_data_credentials() {
       2??) mv -f "$file.part" "$file"; return 0 ;;
       408 | 429 | 5?? | 000) ;;
       *)
-        echo "relaunch: the API refused this node's data credentials (HTTP $status): $(json_value error <"$file.part" 2>/dev/null)"
+        DATA_ERROR="the API refused this node's data credentials (HTTP $status): $(json_value error <"$file.part" 2>/dev/null)"
         rm -f "$file.part"
         return 1
         ;;
     esac
     rm -f "$file.part"
-    if (( SECONDS >= deadline )); then echo "relaunch: no data credentials from the API (last answer: HTTP $status)"; return 2; fi
+    if (( SECONDS >= deadline )); then
+      DATA_ERROR="no data credentials from the API (last answer: HTTP $status)"
+      return 2
+    fi
     jittered_ms "$delay"
     # In the background, so the refresher's TERM ends the wait at once (pause_ms).
     pause_ms "$JITTERED_MS"
@@ -780,16 +849,20 @@ data_credentials_loop() {
     pause_ms "$DATA_REFRESH_MS"
     if ! agent_alive; then return; fi
     fetch_data_credentials $(( SECONDS + DATA_REFRESH_MS / 1000 ))
-    if [ "$?" -eq 1 ]; then return; fi
+    case $? in
+      1) echo "relaunch: $DATA_ERROR"; return ;;
+      2) echo "relaunch: $DATA_ERROR" ;;
+    esac
   done
 }
 
 # The profile, the first credentials (the discovery deadline to get them), then the refreshes.
 start_data_credentials() {
   DATA_DIR="$ROOT_DIR/aws"
-  mkdir -p "$DATA_DIR" && chmod 700 "$DATA_DIR" || return 1
-  printf '[profile %s]\ncredential_process = cat "%s"\n' "$DATA_PROFILE" "$DATA_DIR/credentials.json" >"$DATA_DIR/config" || return 1
-  fetch_data_credentials $(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) || return 1
+  { mkdir -p "$DATA_DIR" && chmod 700 "$DATA_DIR" &&
+    printf '[profile %s]\ncredential_process = cat "%s"\n' "$DATA_PROFILE" "$DATA_DIR/credentials.json" >"$DATA_DIR/config"; } ||
+    { fail_step data-credentials "could not write the AWS profile in $DATA_DIR"; return 1; }
+  fetch_data_credentials $(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) || { fail_step data-credentials "$DATA_ERROR"; return 1; }
   data_credentials_loop </dev/null >>"$ROOT_DIR/data-credentials.log" 2>&1 &
   DATA_PID=$!
 }
@@ -810,11 +883,11 @@ fetch_upload() {
     case $SOURCES_URL in
       s3://*) ensure_aws && with_data_credentials aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
       *) cp "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
-    esac || { echo "relaunch: could not fetch $SOURCES_URL/$sha.tar.gz"; return 1; }
+    esac || { fail_step mounts "could not fetch $SOURCES_URL/$sha.tar.gz"; return 1; }
     got=$(sha256sum "$archive.part" | cut -d' ' -f1)
     if [ "$got" != "$sha" ]; then
-      echo "relaunch: $SOURCES_URL/$sha.tar.gz has SHA-256 $got, not the one its name says"
       rm -f "$archive.part"
+      fail_step mounts "$SOURCES_URL/$sha.tar.gz has SHA-256 $got, not the one its name says"
       return 1
     fi
     mv -f "$archive.part" "$archive" || return 1
@@ -840,7 +913,7 @@ copy_s3() {
     return
   fi
   mkdir -p "$dest" && with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
-  if [ -z "$(ls -A "$dest")" ]; then echo "relaunch: nothing at $source"; return 1; fi
+  if [ -z "$(ls -A "$dest")" ]; then fail_step mounts "nothing at $source"; fi
 }
 
 # A folder's files copied (a bucket's, locally, with mode COPY).
@@ -870,12 +943,21 @@ link_folder() {
   mkdir -p "$1" "$(dirname "$2")" && ln -sfnT "$1" "$2"
 }
 
+# One try at cloning $1 into $2, starting from nothing (a try cut short leaves a partial clone).
+clone_fresh() {
+  rm -rf "$2"
+  GIT_TERMINAL_PROMPT=0 git clone --quiet -- "$1" "$2"
+}
+
 # A git repository cloned at the path (once per node), at ref.
 clone_repo() {
-  local url=$1 ref=$2 dest=$3
+  local url=$1 ref=$2 dest=$3 try
   ensure_command git git || return 1
   if [ ! -d "$dest/.git" ]; then
-    GIT_TERMINAL_PROMPT=0 git clone --quiet -- "$url" "$dest" || return 1
+    for (( try = 1; ; try++ )); do
+      if clone_fresh "$url" "$dest"; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step mounts "could not clone $url"; return 1; }
+    done
   fi
   if [ "$ref" != - ]; then git -C "$dest" checkout --quiet "$ref" --; fi
 }
@@ -897,7 +979,12 @@ prepare_mounts() {
       copy-dir) copy_folder "$a" "$path" ;;
       git) clone_repo "$a" "$b" "$path" ;;
       *) false ;;
-    esac || { echo "relaunch: could not prepare $dest ($kind)"; return 1; }
+    esac || {
+      # The mount's own failure says what went wrong; an install's stays the install's.
+      if [ "$FAILED_STEP" = mounts ]; then FAILED_ERROR="could not prepare $dest ($kind): $FAILED_ERROR"; fi
+      fail_step mounts "could not prepare $dest ($kind)"
+      return 1
+    }
     printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"
     step=$(( step + 1 ))
   done 3< <(printf '%s' "$MOUNTS_B64" | base64 -d)
@@ -914,16 +1001,16 @@ unmount_buckets() {
 }
 
 # Everything before setup that is the agent's own work: the job's S3 credentials, the
-# workdir and file mounts, the container. Its output goes to setup's log. Sets PREPARE_CODE
-# to setup's exit code when it fails: 1, or 125 for the container.
+# workdir and file mounts, the container. Its output goes to setup's log. A failure is the
+# agent's, never the job's: FAILED_STEP and FAILED_ERROR say which step and why.
 prepare_node() {
-  PREPARE_CODE=1
-  if [ -n "$DATA_CREDENTIALS_URL" ]; then start_data_credentials || return 1; fi
-  prepare_mounts || return 1
-  if [ -n "$CONTAINER_IMAGE" ]; then
-    PREPARE_CODE=125
-    container_start || return 1
+  if [ -n "$DATA_CREDENTIALS_URL" ]; then
+    CURRENT_STEP=data-credentials
+    start_data_credentials || return 1
   fi
+  CURRENT_STEP=mounts
+  prepare_mounts || return 1
+  if [ -n "$CONTAINER_IMAGE" ]; then container_start || return 1; fi
 }
 
 # The node's folders and files: its home (the local runtime gives each node its own, which
@@ -993,7 +1080,8 @@ main() {
 
   log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
   if ! prepare_node >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
-    report setup "$PREPARE_CODE"
+    log "the agent failed at ${FAILED_STEP:-$CURRENT_STEP} before setup: ${FAILED_ERROR:-see setup.log}"
+    report_agent_failure
     end_node 0
   fi
   run_phase setup

@@ -151,7 +151,8 @@ export interface AgentScriptParams {
    */
   readonly containerGpus?: boolean;
   /**
-   * Seconds before the second try at pulling a Docker image (twice that before the third).
+   * Seconds before the second try at pulling a Docker image, logging in to its registry or
+   * cloning a repository (twice that before the third), each wait jittered.
    * @default 5
    */
   readonly pullRetrySeconds?: number;
@@ -298,7 +299,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     CONTAINER_IMAGE: spec.resources.containerImage ?? '',
     CONTAINER_PREFIX,
     CONTAINER_GPUS: (params.containerGpus ?? (params.gpusPerNode ?? 0) > 0) ? 1 : 0,
-    PULL_RETRY_SECONDS: params.pullRetrySeconds ?? 5,
+    PULL_RETRY_MS: Math.round((params.pullRetrySeconds ?? 5) * 1000),
     ECR_URL: (params.ecrEndpoint ?? '').replace(/\/+$/, ''),
     SHUTDOWN_COMMAND: params.shutdownCommand ?? 'shutdown -h now',
   };

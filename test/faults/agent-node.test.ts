@@ -13,6 +13,7 @@ import { waitFor } from '../fixtures/wait.ts';
 import {
   agentProcesses,
   api,
+  apiUrl,
   dir,
   dockerCalls,
   dockerStandIn,
@@ -185,6 +186,61 @@ describe('two cached mounts of one bucket', () => {
     expect(caches).toHaveLength(2);
     expect(caches.every((cache) => cache !== undefined)).toBe(true);
     expect(new Set(caches).size).toBe(2);
+  });
+});
+
+describe("the agent's own steps failing before setup (the registry, the image)", () => {
+  const ECR_IMAGE = '123456789012.dkr.ecr.us-west-2.amazonaws.com/team/model:1';
+
+  it("retries ECR answering 503 with backoff, then logs in and runs the job", async () => {
+    api.ecrStatuses = [503, 503];
+
+    const result = await runAgent({ spec: spec({}, { containerImage: ECR_IMAGE }), nodeRank: 0, ecrEndpoint: `${apiUrl}/ecr`, pullRetrySeconds: 0.01 }, dockerStandIn());
+
+    expect(result.exitCode).toBe(0);
+    expect(api.ecrAnswers).toEqual([503, 503, 200]);
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([
+      ['setup', 0],
+      ['run', 0],
+    ]);
+  });
+
+  it("reports ECR's refusal as the agent's failure at image-login, never as the job's setup code", async () => {
+    api.ecrStatuses = [403, 403, 403];
+
+    const result = await runAgent({ spec: spec({ setup: 'touch "$DUMP_DIR/setup-ran"' }, { containerImage: ECR_IMAGE }), nodeRank: 0, ecrEndpoint: `${apiUrl}/ecr`, pullRetrySeconds: 0.01 }, dockerStandIn());
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'image-login', error: `no ECR authorization token for 123456789012.dkr.ecr.us-west-2.amazonaws.com: HTTP 403 AccessDeniedException` },
+        outputTail: expect.stringContaining('relaunch: try 2 of 3 failed'),
+      },
+    ]);
+    expect(existsSync(join(dir, 'setup-ran'))).toBe(false);
+    expect(agentProcesses()).toEqual([]);
+  });
+
+  it("reports Docker Hub's 429 on every pull, after three tries, as the agent's failure at image-pull", async () => {
+    const path = dockerStandIn();
+    const docker = join(dir, 'docker-bin', 'docker');
+    const rateLimited = 'pull) echo "toomanyrequests: You have reached your pull rate limit" >&2; exit 1 ;;';
+    writeFileSync(docker, readFileSync(docker, 'utf8').replace(/^ {2}pull\).*$/m, `  ${rateLimited}`));
+
+    const result = await runAgent({ spec: spec({}, { containerImage: 'ubuntu:22.04' }), nodeRank: 0, pullRetrySeconds: 0.01 }, path);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(dockerCalls().filter((call) => call.startsWith('pull '))).toHaveLength(3);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'image-pull', error: 'could not pull ubuntu:22.04 in 3 tries: toomanyrequests: You have reached your pull rate limit' },
+        outputTail: expect.stringContaining('relaunch: try 2 of 3 failed'),
+      },
+    ]);
   });
 });
 

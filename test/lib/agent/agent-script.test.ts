@@ -376,20 +376,34 @@ describe('the agent with a Docker image', () => {
     expect(calls.indexOf('login --username AWS --password-stdin 123456789012.dkr.ecr.us-west-2.amazonaws.com')).toBeLessThan(calls.indexOf(`pull ${image}`));
   });
 
-  it("refuses to start a GPU node's container on a docker without the NVIDIA runtime: setup 125, saying why", async () => {
+  it("refuses to start a GPU node's container on a docker without the NVIDIA runtime: the agent's failure at container, saying why", async () => {
     const path = dockerStandIn();
     writeFileSync(join(dir, 'docker-bin', 'docker'), readFileSync(join(dir, 'docker-bin', 'docker'), 'utf8').replace(`{"nvidia":{},"runc":{}}`, `{"runc":{}}`));
 
     await runAgent({ spec: spec({}, { containerImage: 'ubuntu:22.04' }), nodeRank: 0, gpusPerNode: 1 }, path);
 
-    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 125, outputTail: expect.stringContaining('no NVIDIA runtime') }]);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'container', error: expect.stringContaining('this node has GPUs but its docker has no NVIDIA runtime') },
+        outputTail: expect.stringContaining('no NVIDIA runtime'),
+      },
+    ]);
   });
 
-  it('reports setup as 125 with why when the image cannot be pulled in three tries, and never runs', async () => {
+  it("reports the agent's failure at image-pull with why when the image cannot be pulled in three tries, and never runs", async () => {
     const result = await runAgent({ spec: spec({ run: 'touch "$DUMP_DIR/run-started"' }, { containerImage: 'registry.example/missing:1' }), nodeRank: 0, pullRetrySeconds: 0 }, dockerStandIn());
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
-    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 125, outputTail: expect.stringContaining('relaunch: could not pull registry.example/missing:1') }]);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'image-pull', error: 'could not pull registry.example/missing:1 in 3 tries: manifest unknown: registry.example/missing:1' },
+        outputTail: expect.stringContaining('relaunch: try 2 of 3 failed; trying again in'),
+      },
+    ]);
     expect(dockerCalls().filter((call) => call.startsWith('pull '))).toHaveLength(3);
     expect(existsSync(join(dir, 'run-started'))).toBe(false);
   });
@@ -659,7 +673,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(setupLog).toContain('util.py');
   });
 
-  it('refuses an archive whose bytes are not the ones its name says: setup fails with why, run never runs', async () => {
+  it("refuses an archive whose bytes are not the ones its name says: the agent's failure at mounts, with why; run never runs", async () => {
     const store = join(dir, 'store');
     const sha = await stored(store, { 'a.txt': 'genuine\n' });
     writeFileSync(join(store, archiveName(sha)), 'tampered');
@@ -673,7 +687,14 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     });
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
-    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining('not the one its name says') }]);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'mounts', error: expect.stringMatching(/^could not prepare ~\/data \(upload\): .* has SHA-256 [0-9a-f]{64}, not the one its name says$/) },
+        outputTail: expect.stringContaining('not the one its name says'),
+      },
+    ]);
     expect(existsSync(join(dir, 'run-started'))).toBe(false);
   });
 
@@ -791,7 +812,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(called('aws-credentials.log')).toEqual(['relaunch-data AKIADATA1', 'relaunch-data AKIADATA1', 'relaunch-data AKIADATA1']);
   });
 
-  it.each([403, 409])('fails setup when the API refuses the data credentials (%i), saying so, before any S3 step; run never runs', async (status) => {
+  it.each([403, 409])("reports the agent's failure when the API refuses the data credentials (%i), saying so, before any S3 step; run never runs", async (status) => {
     const { sha, path, mounts } = await s3Task();
     api.dataCredentialStatuses = [status];
 
@@ -799,7 +820,12 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
     expect(api.reports).toEqual([
-      { nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining(`relaunch: the API refused this node's data credentials (HTTP ${status}): refused with ${status}`) },
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'data-credentials', error: `the API refused this node's data credentials (HTTP ${status}): refused with ${status}` },
+        outputTail: expect.stringContaining(`relaunch: the API refused this node's data credentials (HTTP ${status}): refused with ${status}`),
+      },
     ]);
     expect(api.dataCredentialRequests).toHaveLength(1);
     expect(called('aws.log')).toEqual([]);
@@ -851,7 +877,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(called('aws-credentials.log')).toEqual([]);
   });
 
-  it('copies an S3 object as a file and a bucket with mode COPY as files; fails setup on a prefix with nothing under it', async () => {
+  it("copies an S3 object as a file and a bucket with mode COPY as files; a prefix with nothing under it is the agent's failure at mounts", async () => {
     const s3 = join(dir, 's3');
     mkdirSync(join(s3, 'datasets', 'labels'), { recursive: true });
     writeFileSync(join(s3, 'datasets', 'labels', 'train.csv'), 'a,b\n');
@@ -879,7 +905,14 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     api.requests.length = 0;
     rmSync(join(dir, 'shut-down'));
     await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-copy', bucket: 'datasets', key: 'typo/', dest: '~/typo' }] }, [bin, FAST_PATH].join(delimiter));
-    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining('relaunch: nothing at s3://datasets/typo/') }]);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'mounts', error: 'could not prepare ~/typo (s3-copy): nothing at s3://datasets/typo/' },
+        outputTail: expect.stringContaining('relaunch: nothing at s3://datasets/typo/'),
+      },
+    ]);
     // A key ending in / is a prefix: no head-object could take a console's empty "folder" object for it.
     expect(called('aws.log').filter((line) => line.includes('typo/'))).toEqual([`s3 sync --only-show-errors s3://datasets/typo/ ${join(dir, 'typo')}`]);
   });
