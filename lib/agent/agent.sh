@@ -70,7 +70,7 @@ declare +x DATA_CREDENTIALS_URL=''
 declare +x DATA_REFRESH_MS=''
 declare +x ROOT_DIR=''
 declare +x WORK_DIR=''
-declare +x MOUNTS_B64=''
+declare +x MOUNTS=''
 declare +x SOURCES_URL=''
 declare +x MOUNT_ROOT=''
 declare +x JOB_HOME=''
@@ -86,9 +86,9 @@ declare +x BACKOFF_MAX_MS=''
 declare +x STALE_STATUS=''
 declare +x TAIL_LINES=''
 declare +x TAIL_BYTES=''
-declare +x SETUP_B64=''
-declare +x RUN_B64=''
-declare +x ENV_B64=''
+declare +x SETUP_SCRIPT=''
+declare +x RUN_SCRIPT=''
+declare +x JOB_ENV=''
 declare +x CONTAINER_IMAGE=''
 declare +x CONTAINER_PREFIX=''
 declare +x CONTAINER_GPUS=''
@@ -987,7 +987,7 @@ prepare_mounts() {
     }
     printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"
     step=$(( step + 1 ))
-  done 3< <(printf '%s' "$MOUNTS_B64" | base64 -d)
+  done 3< <(printf '%s' "$MOUNTS")
 }
 
 # Unmounts what mount_bucket mounted, at the end (the local runtime's nodes share a
@@ -1024,9 +1024,9 @@ init_node() {
   # A relative work folder (a task's workdir, sky_workdir) is under the home folder.
   if [[ $WORK_DIR != /* ]]; then WORK_DIR="$HOME/$WORK_DIR"; fi
   mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || return 1
-  printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh" &&
-    printf '%s' "$RUN_B64" | base64 -d >"$ROOT_DIR/run.sh" &&
-    printf '%s' "$ENV_B64" | base64 -d >"$ROOT_DIR/env.sh"
+  printf '%s' "$SETUP_SCRIPT" >"$ROOT_DIR/setup.sh" &&
+    printf '%s' "$RUN_SCRIPT" >"$ROOT_DIR/run.sh" &&
+    printf '%s' "$JOB_ENV" >"$ROOT_DIR/env.sh"
 }
 
 # The one way out, whatever ended the agent (its work done, a signal, a command that failed

@@ -1,49 +1,8 @@
-// The agent: a bash script, run as an instance's user data, that runs the task on one node
-// and tells the API how each phase ended.
-//
-// What the script does, in order:
-//
-// 1. Writes setup, run and the job's environment to files under `rootDir`. Every piece of
-//    user text (scripts, env values) travels base64-encoded, so no quoting or heredoc
-//    delimiter in it can end up as agent code.
-// 2. Learns its node rank (given; 0 when it is the only node; else the `relaunch:node-rank`
-//    instance tag the launcher sets once every node exists, read from IMDSv2: an EC2 Fleet
-//    does not number its instances 0..n-1 the way one RunInstances call does), reads the
-//    attempt's callback secret from its instance's SSM parameter (secret-parameter.ts),
-//    and sends a first heartbeat.
-// 3. Heartbeats in the background every `heartbeatSeconds`. A beat answered 408, 429, a
-//    5xx or not at all is tried again after a jittered backoff, but a round of tries ends
-//    by the time the next beat is due: throttled agents spread out instead of piling up,
-//    and a slow API never makes beats queue behind each other. Any other answer ends the
-//    round (a heartbeat is never final: the next round asks again).
-// 4. Learns every node's IP (given, or its own `local-ipv4` for one node, or the
-//    `relaunch:node-ips:*` instance tags the launcher sets once all nodes exist).
-// 5. Puts the workdir and the file mounts in place (mounts.ts: an upload fetched and
-//    unpacked, an S3 prefix copied, a bucket mounted with mountpoint-s3, a repository
-//    cloned), installing the AWS CLI, mountpoint-s3 or git when the image lacks them; a
-//    failure there is setup's, exit code 1, with what failed in `setup.log`. On EC2 the
-//    S3 steps use the job's own data credentials, asked of the API first and again every
-//    15 minutes in the background (the instance role has no S3 access).
-// 6. Runs setup in the work directory (`~/sky_workdir` with a workdir), output to `setup.log`, and reports it; runs run
-//    and reports it only if setup exited 0. With a Docker image, both run in one container
-//    started before setup (a failure to start it is setup's, exit code 125). A 2xx acknowledges a report; 408, 429, 5xx and
-//    no answer at all are retried with jittered exponential backoff; any other answer (409: the
-//    attempt is no longer live; 400, 401, 404: it never will be accepted) is final and
-//    skips run. Retrying those forever would keep the attempt alive by heartbeat forever.
-// 7. Stops the heartbeat and runs the shutdown command (on EC2 the instance terminates).
-//
-// If the rank, the secret or the IPs never show up, the agent shuts down without
-// reporting: the controller sees a lost attempt, which never counts against the task's
-// error budget.
-//
-// The secret stays in the agent's memory: an unexported shell variable, handed to curl on
-// its stdin (`-H @-`), never on a command line, in a file or in the job's environment. The
-// SSM request is signed here (SigV4, with openssl) with the instance role's credentials
-// from IMDS: stock AMIs need not carry the AWS CLI. A job running as root can still read
-// the agent's memory; what it could do with the secret is report for its own attempt.
-//
-// Needs bash, curl (7.55 or later), openssl and coreutils (all on Ubuntu AMIs); python3
-// escapes the output tail as JSON when present, awk otherwise.
+// The agent for one attempt: lib/agent/agent.sh, the shell program an instance runs as its
+// user data (what it does, its processes and how it ends are described there), with its
+// settings block filled in. Every setting is single-quoted, the task's setup, run, envs
+// and mounts included: no text of the user's can end up as agent code. The program ships
+// without its comment lines, which would take a quarter of user data's 16 KiB gzipped.
 
 import { PrecheckError } from '../errors.ts';
 import { jobEnvironment } from '../job-env.ts';
@@ -216,6 +175,14 @@ export const INTERRUPTION_POLL_SECONDS = 5;
 /** A node's container is named this and its instance id (`docker rm -f` finds it so). */
 export const CONTAINER_PREFIX = 'relaunch-';
 
+/**
+ * What shellcheck says of quoted text alone, which the settings hold (a `$` or a leading
+ * `~` inside single quotes, a quote written as '\\''): the user's text is data there, so
+ * the rendered agent turns these three off for the file. agent.sh itself passes with every
+ * check on (npm run lint).
+ */
+const SETTINGS_DIRECTIVE = '# shellcheck disable=SC1003,SC2016,SC2088';
+
 /** The comment lines that enclose agent.sh's settings block, which the renderer fills in. */
 const SETTINGS_BEGIN = '# relaunch:settings-begin';
 const SETTINGS_END = '# relaunch:settings-end';
@@ -277,7 +244,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     ROOT_DIR: rootDir,
     // The workdir's path relative to the home folder, which the agent learns on the node.
     WORK_DIR: spec.workdir !== null || spec.gitWorkdir !== undefined ? WORKDIR_PATH.replace(/^~\//, '') : (params.workDir ?? rootDir),
-    MOUNTS_B64: base64(mountLines(params.mounts ?? [])),
+    MOUNTS: mountLines(params.mounts ?? []),
     SOURCES_URL: (params.sourcesUrl ?? '').replace(/\/+$/, ''),
     MOUNT_ROOT: (params.mountRoot ?? '').replace(/\/+$/, ''),
     JOB_HOME: params.jobHome ?? '',
@@ -293,9 +260,9 @@ export function renderAgentScript(params: AgentScriptParams): string {
     STALE_STATUS: STALE_ATTEMPT_STATUS,
     TAIL_LINES: OUTPUT_TAIL_LINES,
     TAIL_BYTES: OUTPUT_TAIL_MAX_BYTES,
-    SETUP_B64: base64(spec.setup ?? ''),
-    RUN_B64: base64(spec.run ?? ''),
-    ENV_B64: base64(environmentFile(params)),
+    SETUP_SCRIPT: spec.setup ?? '',
+    RUN_SCRIPT: spec.run ?? '',
+    JOB_ENV: environmentFile(params),
     CONTAINER_IMAGE: spec.resources.containerImage ?? '',
     CONTAINER_PREFIX,
     CONTAINER_GPUS: (params.containerGpus ?? (params.gpusPerNode ?? 0) > 0) ? 1 : 0,
@@ -306,6 +273,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
   return [
     '#!/bin/bash',
     `# relaunch agent for job ${oneLine(jobId)}, attempt ${attempt}: rendered by lib/agent/script.ts from agent.sh.`,
+    SETTINGS_DIRECTIVE,
     ...AGENT.before,
     ...settingLines(config),
     ...AGENT.after,
@@ -328,13 +296,13 @@ function environmentFile(params: AgentScriptParams): string {
     .join('');
 }
 
-/** Single-quoted for bash: safe for any text without NUL. */
+/**
+ * Single-quoted for bash: any text without NUL is read back exactly, never as code (a
+ * quote inside ends the quoting, adds an escaped quote, and starts it again).
+ */
 export function shellQuote(text: string): string {
+  if (text.includes('\0')) throw new RangeError('shellQuote: a NUL cannot be quoted for bash (no shell word holds one)');
   return `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
-function base64(text: string): string {
-  return Buffer.from(text, 'utf8').toString('base64');
 }
 
 function oneLine(text: string): string {

@@ -561,17 +561,40 @@ describe('renderAgentScript', () => {
   it('ships no comment line but its header (the tests here run what is shipped), and bash parses it', () => {
     const script = renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: SOURCE, heartbeatSeconds: 60, spec: spec() });
     const lines = script.split('\n');
-    expect(lines.slice(0, 2)).toEqual(['#!/bin/bash', `# relaunch agent for job ${JOB_ID}, attempt 1: rendered by lib/agent/script.ts from agent.sh.`]);
-    expect(lines.slice(2).filter((line) => /^\s*#/.test(line))).toEqual([]);
+    expect(lines.slice(0, 3)).toEqual([
+      '#!/bin/bash',
+      `# relaunch agent for job ${JOB_ID}, attempt 1: rendered by lib/agent/script.ts from agent.sh.`,
+      '# shellcheck disable=SC1003,SC2016,SC2088',
+    ]);
+    expect(lines.slice(3).filter((line) => /^\s*#/.test(line))).toEqual([]);
     // bash -n parses without running: a syntax error fails it (execFileSync throws on a non-zero exit).
     execFileSync('bash', ['-n', '-c', script]);
   });
 
-  it('embeds user scripts only base64-encoded, so they cannot become agent code', () => {
-    const run = "'; echo injected; '\nEOF\n$(whoami)";
-    const script = renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: SOURCE, heartbeatSeconds: 60, spec: spec({ run }) });
-    expect(script).not.toContain('injected');
-    expect(script).toContain(Buffer.from(run).toString('base64'));
+  it('refuses a NUL, which no quoting can carry to bash', () => {
+    const render = () => renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: SOURCE, heartbeatSeconds: 60, spec: spec({ run: 'echo a\0b' }) });
+    expect(render).toThrow(RangeError);
+  });
+});
+
+describe("the task's own text in the agent", () => {
+  /** Quotes, expansions, an end of heredoc, a backslash before a quote, wide characters. */
+  const HOSTILE = "'; touch \"$DUMP_DIR/pwned\"; '\nEOF\n$(touch \"$DUMP_DIR/pwned2\") `touch pwned3` it\\'s \\\\ ~/x ${HOME} é 日本\ttab\n";
+
+  it('is quoted, never base64: setup, run and envs reach the node exactly as written, and none of it runs as agent code', async () => {
+    const setup = `true\n: <<'X'\n${HOSTILE}X\n`;
+    const run = `printf '%s' "$TEXT" > "$DUMP_DIR/text"\n: <<'X'\n${HOSTILE}X\n`;
+
+    const result = await runAgent({ spec: spec({ setup, run, envs: { TEXT: HOSTILE } }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(readFileSync(join(dir, 'agent', 'setup.sh'), 'utf8')).toBe(setup);
+    expect(readFileSync(join(dir, 'agent', 'run.sh'), 'utf8')).toBe(run);
+    expect(readFileSync(join(dir, 'text'), 'utf8')).toBe(HOSTILE);
+    for (const name of ['pwned', 'pwned2', 'pwned3']) expect(existsSync(join(dir, name))).toBe(false);
+    const script = readFileSync(join(dir, 'agent.sh'), 'utf8');
+    expect(script).not.toContain(Buffer.from(run).toString('base64'));
+    expect(script).toContain(`declare +x RUN_SCRIPT='printf '\\''%s'\\'' "$TEXT"`);
   });
 });
 

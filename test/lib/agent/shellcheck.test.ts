@@ -1,6 +1,7 @@
 // The agent as instances get it, checked by shellcheck at its default severity: the script
 // rendered for each kind of node, not only the source it is rendered from (the renderer
-// strips the comments, and with them any directive a check would need).
+// strips the comments, and with them any directive a check would need). The rendered
+// script turns off only the checks that quoted text triggers (script.ts).
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,9 @@ const BASE: AgentScriptParams = {
   heartbeatSeconds: 60,
 };
 
+/** Text shellcheck would read as code were it not quoted. */
+const HOSTILE = `'; touch pwned; '\nEOF\n$(whoami) \`id\` it\\'s \\\\ ~/x $HOME \${A:-b} "q" é 日本\ttab`;
+
 const NODES: [string, AgentScriptParams][] = [
   ['one node', BASE],
   ['a node of four, with S3 data and every kind of mount', {
@@ -37,6 +41,11 @@ const NODES: [string, AgentScriptParams][] = [
     ],
   }],
   ['a GPU node with a container from ECR', { ...BASE, spec: spec({}, { containerImage: '123456789012.dkr.ecr.us-west-2.amazonaws.com/team/model:1' }), gpusPerNode: 8 }],
+  ['a node whose setup, run, envs and mounts hold quotes, $, ~, backslashes and wide characters', {
+    ...BASE,
+    spec: spec({ setup: HOSTILE, run: `~/start.sh\n${HOSTILE}`, envs: { TEXT: HOSTILE } }),
+    mounts: [{ kind: 'link', dir: `/data/$HOME/'x'`, dest: '~/data' }],
+  }],
   ['a local node', { ...BASE, nodeRank: 0, nodeIps: ['127.0.0.1'], shutdownCommand: ": >'/tmp/node/shutdown'; exit 0", jobHome: '/tmp/home', mountRoot: '/tmp/root' }],
 ];
 
