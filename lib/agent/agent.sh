@@ -1004,6 +1004,12 @@ unmount_buckets() {
 # workdir and file mounts, the container. Its output goes to setup's log. A failure is the
 # agent's, never the job's: FAILED_STEP and FAILED_ERROR say which step and why.
 prepare_node() {
+  CURRENT_STEP=install
+  # A phase runs in a session of its own: without setsid the job would share the agent's group.
+  if ! command -v setsid >/dev/null 2>&1; then
+    fail_step install "setsid (util-linux) is not on this machine image: the job needs a session of its own"
+    return 1
+  fi
   if [ -n "$DATA_CREDENTIALS_URL" ]; then
     CURRENT_STEP=data-credentials
     start_data_credentials || return 1

@@ -22,6 +22,7 @@ import {
   INSTANCE_ARN,
   INSTANCE_ID,
   jobEnv,
+  pathWithout,
   processesWithEnv,
   runAgent,
   SECRET,
@@ -84,6 +85,23 @@ describe('a job that signals its own process group', () => {
       ['setup', 0, 'setting up'],
       ['run', 143, 'trained'],
     ]);
+  });
+});
+
+describe('a machine image without setsid', () => {
+  it("is the agent's failure at install, never the job's: the job cannot be kept out of cloud-init's group", async () => {
+    const result = await runAgent({ spec: spec({ setup: 'touch "$DUMP_DIR/setup-ran"' }), nodeRank: 0 }, pathWithout('setsid'));
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'install', error: 'setsid (util-linux) is not on this machine image: the job needs a session of its own' },
+        outputTail: expect.any(String),
+      },
+    ]);
+    expect(existsSync(join(dir, 'setup-ran'))).toBe(false);
   });
 });
 

@@ -5,7 +5,7 @@
 // and session, so whatever the agent lets reach that group reaches the parent too.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -248,6 +248,30 @@ export const AGENT_DEADLINE_MS = 15_000;
  * second per start, the agent starts python3 once per report.
  */
 export const FAST_PATH = [dirname(execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim()), process.env.PATH].join(delimiter);
+
+/**
+ * A PATH of one folder that holds every command of FAST_PATH but `names`: a machine image
+ * without them.
+ */
+export function pathWithout(...names: string[]): string {
+  const bin = join(dir, 'bin-without');
+  mkdirSync(bin);
+  const seen = new Set(names);
+  for (const folder of FAST_PATH.split(delimiter)) {
+    let entries: string[];
+    try {
+      entries = readdirSync(folder);
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      if (seen.has(entry)) continue;
+      seen.add(entry);
+      symlinkSync(join(folder, entry), join(bin, entry));
+    }
+  }
+  return bin;
+}
 
 /** How one run of the agent ended. */
 export interface AgentRun {
