@@ -3,8 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.mts).
-    exclude: [...configDefaults.exclude, 'test/browser/**'],
+    // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.mts);
+    // relaunch check's need moto_server: `npm run test:check` (vitest.check.config.mts).
+    exclude: [...configDefaults.exclude, 'test/browser/**', 'test/check/**'],
     setupFiles: ['test/setup.ts'],
     // Many tests wait on real processes (a 90 s job, a 60 s wait for capacity) rather
     // than use the CPU: three workers let them wait beside the others on two cores.

@@ -2,6 +2,7 @@
 
 import { Command, CommanderError } from 'commander';
 import { cancelCommand } from './commands/cancel.ts';
+import { checkCommand } from './commands/check.ts';
 import { dashboardCommand } from './commands/dashboard.ts';
 import { logsCommand } from './commands/logs.ts';
 import { runCommand } from './commands/run.ts';
@@ -30,6 +31,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
   program.addCommand(simulateCommand(io));
   program.addCommand(serveCommand(io));
   program.addCommand(dashboardCommand(io));
+  program.addCommand(checkCommand(io));
   try {
     await program.parseAsync([...argv]);
     return ExitStatus.OK;

@@ -26,6 +26,7 @@ import { Operations } from './constructs/operations.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-catalog.ts';
 import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
+import { DEPLOYMENT_OUTPUT_ID, deploymentRecord } from '../lib/check/deployment.ts';
 import { jobSecretsPath } from '../lib/adapters/ssm-job-secrets.ts';
 import { grantCompute, grantJobSecrets, grantSweepLaunchTemplates, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
@@ -191,6 +192,8 @@ export class Relaunch extends Construct {
       new CfnOutput(this, 'StateMachineArn', { value: this.workflow.stateMachine.stateMachineArn });
       new CfnOutput(this, 'AlarmTopicArn', { value: this.operations.alarmTopic.topicArn, description: 'subscribe on-call here' });
       new CfnOutput(this, 'DashboardName', { value: this.operations.dashboard.dashboardName });
+      const record = deploymentRecord({ ...props, namePrefix, apiUrl: this.api.url, dataBucket: this.data.bucket.bucketName });
+      new CfnOutput(this, DEPLOYMENT_OUTPUT_ID, { value: Stack.of(this).toJsonString(record), description: 'what relaunch check reads: version and settings' });
       if (this.operations.jobNotificationsTopic !== undefined) {
         new CfnOutput(this, 'JobNotificationsTopicArn', { value: this.operations.jobNotificationsTopic.topicArn });
       }

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdirSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
-import { renderControllerAsl } from '../infra/asl.ts';
+import { readControllerAsl } from '../infra/controller-asl.ts';
 import { DynamoJobStore } from '../lib/adapters/dynamo-job-store.ts';
 import { DynamoLaunchPace } from '../lib/adapters/dynamo-launch-pace.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
@@ -325,7 +325,8 @@ export class LocalRuntime {
 }
 
 /**
- * The controller's ASL as the local engine must run it to behave as Step Functions does:
+ * The controller's ASL (read from infra/controller.asl.json, the render of the chain `cdk
+ * deploy` ships) as the local engine must run it to behave as Step Functions does:
  *
  * - AwaitAttempt without an engine-made 60 s timeout (the engine gives a Task with no
  *   TimeoutSeconds 60 s; Step Functions gives none);
@@ -337,7 +338,7 @@ export class LocalRuntime {
  *   execution has ended.
  */
 export function localControllerDefinition(): StateMachineDefinition {
-  const asl = renderControllerAsl();
+  const asl = readControllerAsl();
   for (const state of Object.values(asl.States)) {
     for (const retry of (state.Retry as { ErrorEquals: string[] }[] | undefined) ?? []) {
       if (retry.ErrorEquals.includes(TransientError.errorName)) Object.assign(retry, { IntervalSeconds: 1, BackoffRate: 1, MaxDelaySeconds: 1 });

@@ -109,10 +109,12 @@ const BOOT_TIMEOUT_FORMS = durationForms(1, MAX_BOOT_TIMEOUT_SECONDS, '10m or 90
 
 /**
  * The mapping form's keys, in the file's spelling: SkyPilot's three, then relaunch's own.
- * A key written with no value is an error, as in SkyPilot; leaving it out gives its default.
+ * A key written with no value is an error, as in SkyPilot (strategy aside, which SkyPilot
+ * lets be null); leaving it out gives its default.
  */
 const policyShape = {
-  strategy: z.optional(valueRequired(strategySchema, STRATEGY_FORMS, DEFAULT_RECOVERY_POLICY.strategy)),
+  // SkyPilot's schema allows a null strategy, and treats it as a strategy left out.
+  strategy: z.optional(z.nullable(strategySchema)),
   max_restarts_on_errors: z.optional(valueRequired(integer('an integer >= 0', 0), 'an integer >= 0', '0')),
   recover_on_exit_codes: z.optional(valueRequired(exitCodesSchema, 'an exit code 0-255 or a list of them', 'no codes')),
   fail_on_exit_codes: z.optional(valueRequired(exitCodesSchema, 'an exit code 0-255 or a list of them', 'no codes')),
