@@ -33,8 +33,8 @@ describe('process groups of local nodes', () => {
     }
   });
 
-  it("finds a node's processes by its cgroup, a daemon with an empty environment in a session of its own among them, and kills them all", async () => {
-    expect(nodeTracking()).toMatchObject({ kind: 'cgroup' });
+  const tracking = nodeTracking();
+  it.skipIf(tracking.kind !== 'cgroup')(`finds a node's processes by its cgroup, a daemon with an empty environment in a session of its own among them, and kills them all${tracking.kind === 'cgroup' ? '' : ` (skipped: ${tracking.reason})`}`, async () => {
     const instanceId = `local-j-cgroup-${process.pid}-1-0`;
     const folder = makeNodeCgroup(instanceId) as string;
     // As the node's launcher does: join the cgroup, then start what the job starts.
