@@ -806,8 +806,8 @@ ensure_mount_s3() {
 # mounts only (s3-data.ts's jobDataPolicy), asked with the callback secret. They sit in a
 # folder only root reads, where an AWS profile's credential_process prints them from: the
 # AWS CLI and mountpoint-s3 run with that profile, and ask again before they expire.
-DATA_DIR=''
-DATA_PROFILE=relaunch-data
+declare +x DATA_DIR=''
+declare +x DATA_PROFILE=relaunch-data
 
 # Asks for the credentials until answered (0), refused for good (1) or past SECONDS $1
 # (2); why in DATA_ERROR. The answer replaces the last one in one rename.
