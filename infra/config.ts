@@ -57,9 +57,10 @@ export interface RelaunchConfig {
    */
   readonly namePrefix?: string;
   /**
-   * Let a job's instances reach each other (multi-node jobs: torchrun, NCCL). Off, the
-   * instances' security group has no inbound rule at all.
-   * @default false
+   * Let a job's instances reach each other (multi-node jobs: torchrun, NCCL, EFA): their
+   * security group admits its own members, and nothing from outside. Off, it has no inbound
+   * rule at all, and multi-node tasks are refused at submit.
+   * @default true
    */
   readonly nodeToNodeTraffic?: boolean;
   /**

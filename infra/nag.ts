@@ -7,7 +7,7 @@ import type { Construct } from 'constructs';
 
 /** Why a wildcard resource stands, by the shape of the resource. */
 const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] = [
-  [/^\*$/, 'EC2 Describe*, X-Ray PutTraceSegments and Session Manager\'s instance actions take no resource but `*`.'],
+  [/^\*$/, 'EC2 Describe*, X-Ray PutTraceSegments, Session Manager\'s instance actions and Step Functions\' SendTask* (scoped by their task token) take no resource but `*`.'],
   [/\.Arn>\/index\/\*$/, "The jobs table's two indexes (job list and instance lookup), queried by the store."],
   [
     /:(instance|volume|network-interface|spot-instances-request|launch-template|fleet)\/\*$/,
@@ -15,7 +15,7 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
   ],
   [/:ecr:\*:<AWS::AccountId>:repository\/\*$/, "The account's ECR repositories, from which a task's Docker image may be pulled (read actions only)."],
   [/::(image|snapshot)\/\*$/, 'Any AMI a task names (`image_id`), and its snapshots, may be launched from.'],
-  [/::parameter\/aws\/service\/\*$/, "AWS's public catalogue of current AMIs, read for the default images."],
+  [/:(\*)?:parameter\/aws\/service\/\*$/, "AWS's public catalogue of current AMIs, read for the default images; AWS names these parameters with no account, any account stands for that form and the reference's, and only AWS can own a parameter under /aws/."],
   [
     /:parameter\/[\w-]+\/agent-secrets\/\*$/,
     "The agents' secrets, one per instance and named after it: the launcher writes them, releases delete them, and an instance reads only the one tagged with its own ARN.",

@@ -6,6 +6,7 @@ import { Aws } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { TagKey, NODE_IPS_TAG_PREFIX } from '../lib/agent/tags.ts';
+import { DEPLOYMENT_TAG_KEY, SPOT_SERVICE_LINKED_ROLE } from '../lib/adapters/ec2-compute.ts';
 import type { JobSecretsCall, WorkflowCall } from './lambda-catalog.ts';
 
 /** Table actions the stores use (a TransactWriteItems is authorized as its Puts and Updates; a list reads jobs with BatchGetItem; a cancel deletes its launch slot's item). */
@@ -24,14 +25,17 @@ export function grantTable(grantee: iam.IGrantable, table: dynamodb.ITable, acce
 
 /**
  * The Step Functions actions behind each call of the Workflow port (SfnWorkflow), and what
- * they act on: the state machine (starting one, answering its task tokens) or its
- * executions (reading one's history and stopping it).
+ * they act on: the state machine (starting one), its executions (reading one's history and
+ * stopping it), or a task token, which IAM cannot name: AWS's Service Authorization
+ * Reference lists no resource type for SendTaskSuccess, SendTaskFailure and
+ * SendTaskHeartbeat, so only `*` grants them (a grant on the state machine's ARN allows
+ * nothing). The token itself, unguessable and held by the one waiting task, is the scope.
  */
-export const WORKFLOW_ACTIONS: Readonly<Record<WorkflowCall, { readonly actions: readonly string[]; readonly on: 'machine' | 'executions' }>> = {
+export const WORKFLOW_ACTIONS: Readonly<Record<WorkflowCall, { readonly actions: readonly string[]; readonly on: 'machine' | 'executions' | 'task-token' }>> = {
   start: { actions: ['states:StartExecution'], on: 'machine' },
-  resume: { actions: ['states:SendTaskSuccess'], on: 'machine' },
-  fail: { actions: ['states:SendTaskFailure'], on: 'machine' },
-  heartbeat: { actions: ['states:SendTaskHeartbeat'], on: 'machine' },
+  resume: { actions: ['states:SendTaskSuccess'], on: 'task-token' },
+  fail: { actions: ['states:SendTaskFailure'], on: 'task-token' },
+  heartbeat: { actions: ['states:SendTaskHeartbeat'], on: 'task-token' },
   stopBetweenSteps: { actions: ['states:GetExecutionHistory', 'states:StopExecution'], on: 'executions' },
 };
 
@@ -42,13 +46,13 @@ export interface ControllerArns {
   readonly executionsArn: string;
 }
 
-/** The Step Functions actions of exactly the Workflow calls given, on the controller only. */
+/** The Step Functions actions of exactly the Workflow calls given, on the controller wherever IAM can name it. */
 export function grantWorkflow(grantee: iam.IGrantable, controller: ControllerArns, calls: readonly WorkflowCall[]): void {
-  for (const on of ['machine', 'executions'] as const) {
+  const resources = { machine: controller.stateMachineArn, executions: controller.executionsArn, 'task-token': '*' } as const;
+  for (const on of ['machine', 'executions', 'task-token'] as const) {
     const actions = calls.flatMap((call) => (WORKFLOW_ACTIONS[call].on === on ? WORKFLOW_ACTIONS[call].actions : []));
     if (actions.length === 0) continue;
-    const resource = on === 'machine' ? controller.stateMachineArn : controller.executionsArn;
-    iam.Grant.addToPrincipal({ grantee, actions, resourceArns: [resource] });
+    iam.Grant.addToPrincipal({ grantee, actions, resourceArns: [resources[on]] });
   }
 }
 
@@ -67,10 +71,26 @@ export interface LaunchScope {
   readonly allowedInstanceTypes: readonly string[];
   /** The folder of the agents' secret parameters (agentSecretPath). */
   readonly agentSecretPath: string;
+  /**
+   * The deployment's name prefix, the value of DEPLOYMENT_TAG_KEY on everything it
+   * launches: its functions create only resources so tagged and touch no others, so two
+   * deployments in one account and region cannot reach each other's instances.
+   */
+  readonly deployment: string;
 }
 
 const JOB_TAG_PRESENT = { [`aws:RequestTag/${TagKey.jobId}`]: '*' };
 const TAGGED_JOB_RESOURCE = { [`aws:ResourceTag/${TagKey.jobId}`]: '*' };
+
+/** What a create must carry: the job tag, and this deployment's tag. */
+function createdByThisDeployment(scope: LaunchScope, extra: Readonly<Record<string, string | string[]>> = {}): Record<string, Record<string, string | string[]>> {
+  return { StringLike: { ...JOB_TAG_PRESENT, ...extra }, StringEquals: { [`aws:RequestTag/${DEPLOYMENT_TAG_KEY}`]: scope.deployment } };
+}
+
+/** What an existing resource must carry to be touched: the job tag, and this deployment's tag. */
+function ownedByThisDeployment(scope: LaunchScope): Record<string, Record<string, string>> {
+  return { StringLike: TAGGED_JOB_RESOURCE, StringEquals: { [`aws:ResourceTag/${DEPLOYMENT_TAG_KEY}`]: scope.deployment } };
+}
 /** Tags the launcher adds after CreateFleet (a node's rank and every node's IP). */
 const TAGS_AFTER_LAUNCH = [TagKey.nodeRank, `${NODE_IPS_TAG_PREFIX}*`];
 
@@ -83,13 +103,13 @@ function ec2Arn(region: string, resource: string, account: string = Aws.ACCOUNT_
   return `arn:${Aws.PARTITION}:ec2:${region}:${account}:${resource}`;
 }
 
-/** Deletes relaunch's own launch templates (tagged with a job) and nothing else. */
+/** Deletes this deployment's own launch templates (tagged with a job and its name) and nothing else. */
 function grantDeleteLaunchTemplates(grantee: iam.IGrantable, scope: LaunchScope): void {
   allow(grantee, {
     sid: 'DeleteOwnLaunchTemplates',
     actions: ['ec2:DeleteLaunchTemplate'],
     resources: ec2Arns(scope, 'launch-template/*'),
-    conditions: { StringLike: TAGGED_JOB_RESOURCE },
+    conditions: ownedByThisDeployment(scope),
   });
 }
 
@@ -115,7 +135,7 @@ export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access
     sid: 'TerminateOnlyJobInstances',
     actions: ['ec2:TerminateInstances'],
     resources: ec2Arns(scope, 'instance/*'),
-    conditions: { StringLike: TAGGED_JOB_RESOURCE },
+    conditions: ownedByThisDeployment(scope),
   });
   allow(grantee, {
     sid: 'DeleteAgentSecrets',
@@ -133,43 +153,44 @@ export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access
 /**
  * Launches instances (Ec2Compute's launch templates and instant CreateFleet, which EC2
  * authorizes as CreateFleet and RunInstances on every resource it creates or uses): the
- * templates, fleets, instances and volumes only tagged with `relaunch:job-id`, only of
- * allowed types, only in the configured subnets and security groups, only from
- * relaunch's own (tagged) templates, only as the instance role; tags only at creation,
- * plus the rank and node-IP tags on relaunch's own instances afterwards; the public SSM
- * parameters naming default AMIs.
+ * templates, fleets, instances and volumes only tagged with `relaunch:job-id` and this
+ * deployment's DEPLOYMENT_TAG_KEY, only of allowed types, only in the configured subnets
+ * and security groups, only from this deployment's own (tagged) templates, only as the
+ * instance role; tags only at creation, plus the rank and node-IP tags on this
+ * deployment's own instances afterwards; the public SSM parameters naming default AMIs;
+ * and the spot service-linked role where it is missing.
  */
 function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
-  const typeCondition = scope.allowedInstanceTypes.length === 0 ? {} : { 'ec2:InstanceType': [...scope.allowedInstanceTypes] };
+  const typeCondition: Record<string, string[]> = scope.allowedInstanceTypes.length === 0 ? {} : { 'ec2:InstanceType': [...scope.allowedInstanceTypes] };
   allow(grantee, {
     sid: 'CreateTaggedLaunchTemplates',
     actions: ['ec2:CreateLaunchTemplate'],
     resources: ec2Arns(scope, 'launch-template/*'),
-    conditions: { StringLike: JOB_TAG_PRESENT },
+    conditions: createdByThisDeployment(scope),
   });
   allow(grantee, {
     sid: 'CreateTaggedInstantFleets',
     actions: ['ec2:CreateFleet'],
     resources: ec2Arns(scope, 'fleet/*'),
-    conditions: { StringLike: JOB_TAG_PRESENT },
+    conditions: createdByThisDeployment(scope),
   });
   allow(grantee, {
     sid: 'LaunchFromOwnTemplates',
     actions: ['ec2:CreateFleet', 'ec2:RunInstances'],
     resources: ec2Arns(scope, 'launch-template/*'),
-    conditions: { StringLike: TAGGED_JOB_RESOURCE },
+    conditions: ownedByThisDeployment(scope),
   });
   allow(grantee, {
     sid: 'LaunchTaggedInstances',
     actions: ['ec2:CreateFleet', 'ec2:RunInstances'],
     resources: ec2Arns(scope, 'instance/*'),
-    conditions: { StringLike: { ...JOB_TAG_PRESENT, ...typeCondition } },
+    conditions: createdByThisDeployment(scope, typeCondition),
   });
   allow(grantee, {
     sid: 'LaunchTaggedVolumes',
     actions: ['ec2:CreateFleet', 'ec2:RunInstances'],
     resources: ec2Arns(scope, 'volume/*'),
-    conditions: { StringLike: JOB_TAG_PRESENT },
+    conditions: createdByThisDeployment(scope),
   });
   allow(grantee, {
     sid: 'LaunchIntoGivenNetwork',
@@ -198,7 +219,7 @@ function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
     actions: ['ec2:CreateTags'],
     resources: ec2Arns(scope, 'instance/*'),
     conditions: {
-      StringLike: TAGGED_JOB_RESOURCE,
+      ...ownedByThisDeployment(scope),
       'ForAllValues:StringLike': { 'aws:TagKeys': TAGS_AFTER_LAUNCH },
     },
   });
@@ -215,10 +236,24 @@ function grantLaunch(grantee: iam.IGrantable, scope: LaunchScope): void {
     actions: ['ssm:PutParameter', 'ssm:AddTagsToResource'],
     resources: agentSecretArns(scope),
   });
+  // AWS's own public parameters: the reference's ARN format for a parameter has an account,
+  // while AWS names these with none (`arn:aws:ssm:REGION::parameter/aws/...`, as GetParameter
+  // answers). `*` for the account grants both forms; no account but AWS can own a parameter
+  // under /aws/.
   allow(grantee, {
     sid: 'PublicAmiParameters',
     actions: ['ssm:GetParameter'],
-    resources: scope.regions.map(({ region }) => `arn:${Aws.PARTITION}:ssm:${region}::parameter/aws/service/*`),
+    resources: scope.regions.map(({ region }) => `arn:${Aws.PARTITION}:ssm:${region}:*:parameter/aws/service/*`),
+  });
+  // An account that never launched spot has no AWSServiceRoleForEC2Spot. EC2 may create it
+  // during a spot launch only for a caller allowed to, and refuses the launch otherwise
+  // (AuthFailure.ServiceLinkedRoleCreationNotPermitted); AWS's documentation asks API
+  // callers to create it beforehand (docs/aws.md). This role, and only for EC2 Spot.
+  allow(grantee, {
+    sid: 'CreateSpotServiceLinkedRole',
+    actions: ['iam:CreateServiceLinkedRole'],
+    resources: [`arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:role/aws-service-role/${SPOT_SERVICE_LINKED_ROLE.service}/${SPOT_SERVICE_LINKED_ROLE.name}`],
+    conditions: { StringEquals: { 'iam:AWSServiceName': SPOT_SERVICE_LINKED_ROLE.service } },
   });
 }
 

@@ -80,7 +80,7 @@ export class Relaunch extends Construct {
     this.table = new JobTable(this, 'Jobs', props.table);
     this.instances = new JobInstances(this, 'Instances', {
       vpcId: props.vpcId,
-      nodeToNodeTraffic: props.nodeToNodeTraffic ?? false,
+      nodeToNodeTraffic: props.nodeToNodeTraffic ?? true,
       openPorts: props.jobPorts,
       openPortsTo: props.jobPortsCidr ?? props.vpcCidr,
     });
@@ -98,6 +98,7 @@ export class Relaunch extends Construct {
       instanceRoleArn: this.instances.role.roleArn,
       allowedInstanceTypes: props.allowedInstanceTypes ?? [],
       agentSecretPath: agentSecretPath(namePrefix),
+      deployment: namePrefix,
     };
     this.instances.allowReadingOwnSecret(launchScope);
     this.data = new JobData(this, 'Data', { allowedBuckets: props.dataBuckets });
@@ -108,6 +109,7 @@ export class Relaunch extends Construct {
       data: this.data.config,
       ...(props.allowedInstanceTypes === undefined ? {} : { allowedInstanceTypes: props.allowedInstanceTypes }),
       ...(this.instances.openPorts.length === 0 ? {} : { openPorts: this.instances.openPorts }),
+      ...(props.nodeToNodeTraffic === false ? { nodeToNodeTraffic: false } : {}),
     };
     this.functions = new ControllerFunctions(this, 'Functions', {
       namePrefix,
@@ -126,10 +128,12 @@ export class Relaunch extends Construct {
       }),
     );
     for (const fn of givers) fn.addEnvironment(EnvVar.dataAccessRoleArn, this.dataAccessRole.roleArn);
-    // The API refuses at submit a task asking for ports the instances do not open.
+    // The API refuses at submit a task asking for ports the instances do not open, or for
+    // nodes that could not reach each other.
     if (this.instances.openPorts.length > 0) {
       this.functions.functions[LambdaName.api].addEnvironment(EnvVar.openPorts, JSON.stringify(this.instances.openPorts));
     }
+    if (props.nodeToNodeTraffic === false) this.functions.functions[LambdaName.api].addEnvironment(EnvVar.nodeToNodeTraffic, 'false');
     for (const name of LAMBDA_NAMES) {
       const fn = this.functions.functions[name];
       const needs = LAMBDA_NEEDS[name];

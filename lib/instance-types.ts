@@ -181,6 +181,27 @@ export function hasEfa(instanceType: string): boolean {
   return EFA_TYPES.has(instanceType);
 }
 
+/**
+ * Network cards of the EFA types that have more than one, from EC2's instance type
+ * specifications (`aws ec2 describe-instance-types --query
+ * 'InstanceTypes[].NetworkInfo.MaximumNetworkCards'`): an EFA interface on each card is what
+ * gives such a type its whole bandwidth (p5: 32 cards, 3,200 Gbps).
+ */
+const NETWORK_CARDS: Readonly<Record<string, number>> = {
+  'p4d.24xlarge': 4,
+  'p4de.24xlarge': 4,
+  'p5.48xlarge': 32,
+  'p5e.48xlarge': 32,
+  'p5en.48xlarge': 16,
+  'g6e.24xlarge': 2,
+  'g6e.48xlarge': 4,
+};
+
+/** How many network cards an instance type has (1 for a type the table does not list). */
+export function networkCards(instanceType: string): number {
+  return NETWORK_CARDS[instanceType] ?? 1;
+}
+
 function canonicalAccelerator(name: string): string {
   const upper = name.toUpperCase();
   return ACCELERATOR_ALIASES[upper] ?? upper;

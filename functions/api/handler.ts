@@ -6,7 +6,8 @@ import { portProblems } from '../../lib/spec/ports.ts';
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
-import { EnvVar, parseDataConfig, parseOpenPorts } from '../../lib/workflow/env.ts';
+import { EnvVar, parseDataConfig, parseNodeToNodeTraffic, parseOpenPorts } from '../../lib/workflow/env.ts';
+import { nodeTrafficProblems } from '../../lib/adapters/ec2-network.ts';
 import type { DataAccess } from '../../lib/ports.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
 import { clock, jobSecrets, pace, random, store, workflow } from '../shared/deps.ts';
@@ -61,7 +62,11 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       pace: pace(),
       clock,
       random,
-      computeProblems: async (spec) => [...ec2TaskProblems(spec, dataConfig), ...portProblems(spec, parseOpenPorts())],
+      computeProblems: async (spec) => [
+        ...ec2TaskProblems(spec, dataConfig),
+        ...portProblems(spec, parseOpenPorts()),
+        ...nodeTrafficProblems(spec, parseNodeToNodeTraffic()),
+      ],
       onJobEnded: announceJobEnded,
       ...(dataAccess === undefined ? {} : { dataAccess }),
       ...(dataConfig === undefined ? {} : { sources: { bucket: dataConfig.bucket, prefix: SOURCES_PREFIX, region: process.env.AWS_REGION ?? '', allowedBuckets: dataConfig.allowedBuckets } }),

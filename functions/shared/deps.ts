@@ -30,7 +30,17 @@ import type {
   Random,
   Workflow,
 } from '../../lib/ports.ts';
-import { EnvVar, parseComputeConfig, parseDataConfig, parseDeadLetterQueues, parseLaunchPace, requireEnv } from '../../lib/workflow/env.ts';
+import { ConfigurationError } from '../../lib/errors.ts';
+import {
+  EnvVar,
+  parseComputeConfig,
+  parseComputeScope,
+  parseDataConfig,
+  parseDeadLetterQueues,
+  parseLaunchPace,
+  requireEnv,
+  type ReleaseEnvConfig,
+} from '../../lib/workflow/env.ts';
 import { traced } from './tracing.ts';
 
 let cachedDynamo: DynamoDBClient | undefined;
@@ -68,30 +78,54 @@ export function workflow(): Workflow {
 }
 
 /**
- * EC2 in every configured region (COMPUTE_CONFIG, and API_URL where instances launch):
- * one client per region, made when first used, and SSM for the default AMIs and the
- * agents' secrets (a release deletes those).
+ * EC2 in every configured region, one client per region made when first used, and SSM for
+ * the default AMIs and the agents' secrets (a release deletes those). The launching
+ * function has COMPUTE_CONFIG and API_URL; a function that only releases has
+ * RELEASE_CONFIG, and its launch refuses.
  */
 export function compute(): Compute {
-  cachedCompute ??= new Ec2Compute({
-    config: { ...parseComputeConfig(), apiUrl: requireEnv(EnvVar.apiUrl) },
-    ec2: perRegion((region) => new EC2Client({ region })),
-    parameters: new SsmParameters(perRegion((region) => new SSMClient({ region }))),
-  });
+  if (cachedCompute !== undefined) return cachedCompute;
+  const ec2 = perRegion((region) => new EC2Client({ region }));
+  const parameters = new SsmParameters(perRegion((region) => new SSMClient({ region })));
+  if ((process.env[EnvVar.computeConfig] ?? '') !== '') {
+    cachedCompute = new Ec2Compute({ config: { ...parseComputeConfig(), apiUrl: requireEnv(EnvVar.apiUrl) }, ec2, parameters });
+  } else {
+    cachedCompute = releasingCompute(parseComputeScope(), ec2, parameters);
+  }
   return cachedCompute;
 }
 
-/** relaunch's live instances in every configured region (COMPUTE_CONFIG), for the sweep. */
+/**
+ * An Ec2Compute that releases in the scope's regions and launches nothing: a release reads
+ * only the regions and the name prefix, so the launch settings it is built with are empty,
+ * and launch() refuses before they could be read.
+ */
+function releasingCompute(scope: ReleaseEnvConfig, ec2: (region: string) => EC2Client, parameters: SsmParameters): Compute {
+  const { regions, ...tuning } = scope;
+  const releaser = new Ec2Compute({
+    config: { ...tuning, regions: regions.map((region) => ({ region, subnetsByZone: {}, securityGroupIds: [] })), instanceProfileArn: '', apiUrl: '' },
+    ec2,
+    parameters,
+  });
+  return {
+    launch: async () => {
+      throw new ConfigurationError(`this function releases instances only: it has ${EnvVar.releaseConfig}, not ${EnvVar.computeConfig}`);
+    },
+    release: (jobId, attempt, instances) => releaser.release(jobId, attempt, instances),
+  };
+}
+
+/** This deployment's live instances in every configured region, for the sweep. */
 export function inventory(): InstanceInventory {
-  const regions = parseComputeConfig().regions.map((r) => r.region);
-  cachedInventory ??= new Ec2Inventory({ regions, ec2: perRegion((region) => new EC2Client({ region })) });
+  const { regions, namePrefix } = parseComputeScope();
+  cachedInventory ??= new Ec2Inventory({ regions, deployment: namePrefix, ec2: perRegion((region) => new EC2Client({ region })) });
   return cachedInventory;
 }
 
-/** relaunch's launch templates in every configured region (COMPUTE_CONFIG), for the sweep. */
+/** This deployment's launch templates in every configured region, for the sweep. */
 export function launchTemplates(): LaunchTemplateInventory {
-  const regions = parseComputeConfig().regions.map((r) => r.region);
-  cachedLaunchTemplates ??= new Ec2LaunchTemplates({ regions, ec2: perRegion((region) => new EC2Client({ region })) });
+  const { regions, namePrefix } = parseComputeScope();
+  cachedLaunchTemplates ??= new Ec2LaunchTemplates({ regions, deployment: namePrefix, ec2: perRegion((region) => new EC2Client({ region })) });
   return cachedLaunchTemplates;
 }
 
@@ -114,9 +148,17 @@ export function jobBuckets(): JobBuckets | null {
   return cachedJobBuckets;
 }
 
-/** The dead-letter queues of the event deliveries (DEAD_LETTER_QUEUES), each read in its region. */
+/**
+ * The dead-letter queues of the event deliveries (DEAD_LETTER_QUEUES), each read in its
+ * region. A queue's URL picks its region's client and nothing more: the client's own
+ * endpoint (SQS's regional one, the very host of the URL, or one configured with
+ * AWS_ENDPOINT_URL) is where requests go, as for every other client.
+ */
 export function deadLetters(): DeadLetters {
-  cachedDeadLetters ??= new SqsDeadLetters({ queues: parseDeadLetterQueues(), client: perRegion((region) => new SQSClient({ region })) });
+  cachedDeadLetters ??= new SqsDeadLetters({
+    queues: parseDeadLetterQueues(),
+    client: perRegion((region) => new SQSClient({ region, useQueueUrlAsEndpoint: false })),
+  });
   return cachedDeadLetters;
 }
 

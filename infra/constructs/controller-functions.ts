@@ -12,7 +12,8 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../functions/shared/operations-contract.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../../lib/launch-pace.ts';
-import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
+import { EnvVar, type ComputeEnvConfig, type ReleaseEnvConfig } from '../../lib/workflow/env.ts';
+import { checkEnvironmentSize } from '../lambda-environment.ts';
 import type { DataConfig } from '../../lib/adapters/s3-data.ts';
 import { BUNDLE_ENTRY, handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
 
@@ -26,7 +27,7 @@ export interface ControllerFunctionsProps {
   readonly tableName: string;
   /** The controller's ARN (STATE_MACHINE_ARN), known before the machine exists. */
   readonly stateMachineArn: string;
-  /** Ec2Compute's settings, as JSON in COMPUTE_CONFIG, for the functions that launch or release. */
+  /** Ec2Compute's settings, as JSON in COMPUTE_CONFIG for the function that launches, and their regions in RELEASE_CONFIG for those that release. */
   readonly computeConfig: ComputeEnvConfig;
   /** The data bucket and the buckets instances may use (DATA_CONFIG), for the API's submit checks. */
   readonly dataConfig?: DataConfig;
@@ -57,10 +58,10 @@ export class ControllerFunctions extends Construct {
     this.functions = Object.fromEntries(entries) as Record<LambdaName, lambda.Function>;
   }
 
-  /** Gives the compute functions the API's URL (the agents' callback address), once the API exists. */
+  /** Gives the launching function the API's URL (the agents' callback address), once the API exists. */
   setApiUrl(url: string): void {
     for (const name of LAMBDA_NAMES) {
-      if (LAMBDA_NEEDS[name].compute !== false) this.functions[name].addEnvironment(EnvVar.apiUrl, url);
+      if (LAMBDA_NEEDS[name].compute === 'launch') this.functions[name].addEnvironment(EnvVar.apiUrl, url);
     }
   }
 
@@ -85,7 +86,10 @@ export class ControllerFunctions extends Construct {
       [SERVICE_NAME_ENV]: props.namePrefix,
     };
     if (needs.workflow.length > 0) environment[EnvVar.stateMachineArn] = props.stateMachineArn;
-    if (needs.compute !== false) environment[EnvVar.computeConfig] = Stack.of(this).toJsonString(props.computeConfig);
+    // The launcher gets every launch setting; a function that only releases gets the regions
+    // and the prefix, which stay small however many subnets and types a deployment has.
+    if (needs.compute === 'launch') environment[EnvVar.computeConfig] = Stack.of(this).toJsonString(props.computeConfig);
+    if (needs.compute === 'release') environment[EnvVar.releaseConfig] = Stack.of(this).toJsonString(releaseConfig(props));
     if ((needs.secrets ?? []).length > 0) environment[EnvVar.jobSecretsPath] = jobSecretsPath(props.namePrefix);
     if (needs.paces === true) environment[EnvVar.launchPace] = JSON.stringify(props.launchPace ?? EC2_LAUNCH_PACE);
     if (needs.data === true && props.dataConfig !== undefined) environment[EnvVar.dataConfig] = Stack.of(this).toJsonString(props.dataConfig);
@@ -108,8 +112,14 @@ export class ControllerFunctions extends Construct {
       environment,
     });
     acknowledgeFunctionFindings(fn);
+    checkEnvironmentSize(fn, name);
     return fn;
   }
+}
+
+/** RELEASE_CONFIG: the regions of COMPUTE_CONFIG by name, and the prefix. */
+function releaseConfig(props: ControllerFunctionsProps): ReleaseEnvConfig {
+  return { namePrefix: props.computeConfig.namePrefix, regions: props.computeConfig.regions.map(({ region }) => region) };
 }
 
 /** The AWS Solutions and Serverless findings every relaunch Lambda has, and why each stands. */

@@ -100,6 +100,9 @@ export const ACCESS_LOG_FIELDS = {
   requestTime: apigateway.AccessLogField.contextRequestTime(),
 } as const;
 
+/** Where the refusal's message goes in the gateway responses' body (see JobApi). */
+const MESSAGE_PLACEHOLDER = 'MESSAGE';
+
 /** The smallest limit a WAF rate-based rule accepts (requests per 5 minutes). */
 export const MIN_WAF_RATE_LIMIT = 10;
 
@@ -165,11 +168,15 @@ export class JobApi extends Construct {
     });
 
     // API Gateway's own refusals (a body or header the validator rejects) answer with the
-    // API's error shape, as the Lambda's do: {error, issues: [{path, message}]}.
+    // API's error shape, as the Lambda's do: {error, issues: [{path, message}]}. A gateway
+    // response's template is not VTL: variables are put in as they are, with no way to
+    // escape them. The validator's own text ($context.error.validationErrorString) holds
+    // quotes, which would break the JSON; $context.error.messageString is the message as a
+    // JSON string, quotes and all, so it goes in bare.
     const validationBody = JSON.stringify({
       error: 'the request does not match the agent protocol',
-      issues: [{ path: '', message: '$context.error.validationErrorString' }],
-    });
+      issues: [{ path: '', message: MESSAGE_PLACEHOLDER }],
+    }).replace(JSON.stringify(MESSAGE_PLACEHOLDER), () => '$context.error.messageString');
     for (const [id, type] of [
       ['BadRequestBody', apigateway.ResponseType.BAD_REQUEST_BODY],
       ['BadRequestParameters', apigateway.ResponseType.BAD_REQUEST_PARAMETERS],

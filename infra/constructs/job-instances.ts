@@ -22,9 +22,10 @@ export interface JobInstancesProps {
    */
   readonly managedPolicies?: readonly iam.IManagedPolicy[];
   /**
-   * Let instances in the group reach each other (a multi-node job's rendezvous). Nothing
-   * outside the group is ever admitted either way.
-   * @default false: no inbound rule at all
+   * Let instances in the group reach each other (a multi-node job's rendezvous, and EFA,
+   * which needs all traffic within its group). Nothing outside the group is ever admitted
+   * either way.
+   * @default true; false: no inbound rule at all
    */
   readonly nodeToNodeTraffic?: boolean;
   /**
@@ -88,7 +89,7 @@ export class JobInstances extends Construct {
       securityGroupEgress: [{ ipProtocol: '-1', cidrIp: '0.0.0.0/0', description: 'the API, package mirrors, data' }],
     });
     this.securityGroupId = group.attrGroupId;
-    if (props.nodeToNodeTraffic ?? false) {
+    if (props.nodeToNodeTraffic ?? true) {
       // Nodes of a multi-node job talk to each other (torchrun, NCCL): only members of this group.
       new ec2.CfnSecurityGroupIngress(this, 'NodeToNode', {
         groupId: group.attrGroupId,

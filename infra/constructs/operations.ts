@@ -199,6 +199,11 @@ export class Operations extends Construct {
    * every job that fails fails its execution (through JobFailed, with the job's status as
    * the error), so Step Functions' own ExecutionsFailed would page for users' failures.
    * This counts failed executions whose error is not a user's ending, and timeouts.
+   *
+   * A metric filter's dimensions can only name fields of the log event (`$.field`): a
+   * constant one is refused or never emitted. No field of the execution log names the
+   * deployment, so the metric has no dimension and lives in a namespace of the
+   * deployment's own (`relaunch/<prefix>`): two stacks never count each other's.
    */
   private executionsFailedMetric(executionLogs: logs.ILogGroup): cloudwatch.Metric {
     const failedByRelaunch = logs.FilterPattern.all(
@@ -208,12 +213,11 @@ export class Operations extends Construct {
     const filter = new logs.MetricFilter(this, 'ExecutionsFailedFilter', {
       logGroup: executionLogs,
       filterPattern: logs.FilterPattern.any(failedByRelaunch, logs.FilterPattern.stringValue('$.type', '=', 'ExecutionTimedOut')),
-      metricNamespace: METRICS_NAMESPACE,
+      metricNamespace: `${METRICS_NAMESPACE}/${this.service}`,
       metricName: EXECUTIONS_FAILED_METRIC,
       metricValue: '1',
-      dimensions: { [MetricDimension.service]: this.service },
     });
-    return filter.metric({ period: PERIOD, statistic: 'Sum', dimensionsMap: { [MetricDimension.service]: this.service } });
+    return filter.metric({ period: PERIOD, statistic: 'Sum' });
   }
 
   /**

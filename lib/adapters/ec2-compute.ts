@@ -68,7 +68,7 @@ import {
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET_OWNER_TAG, ssmEndpoint } from '../agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
 import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
-import { architectureOf, hasEfa, hasGpus, instanceTypeInfo, type Architecture } from '../instance-types.ts';
+import { architectureOf, hasEfa, hasGpus, instanceTypeInfo, networkCards, type Architecture } from '../instance-types.ts';
 import type { InstanceRef, Placement } from '../model.ts';
 import { planFleets, type FleetOverride, type FleetPlan } from '../placement.ts';
 import type { Market } from '../policy/types.ts';
@@ -78,6 +78,7 @@ import type { ImageAlias } from '../spec/image-id.ts';
 import { portProblems } from '../spec/ports.ts';
 import type { DiskTier, PortRange, TaskSpec } from '../spec/types.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
+import { nodeTrafficProblems } from './ec2-network.ts';
 import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
 import { s3AgentMounts, type DataConfig } from './s3-data.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
@@ -141,6 +142,12 @@ export interface Ec2ComputeConfig {
    */
   readonly openPorts?: readonly PortRange[];
   /**
+   * Whether the instances' security group admits its own members (the stack's
+   * relaunch:nodeToNodeTraffic): false refuses a multi-node task before anything launches.
+   * @default true
+   */
+  readonly nodeToNodeTraffic?: boolean;
+  /**
    * Retries of a throttled call before its error propagates, waiting 0.5 s, doubling,
    * capped at 20 s.
    * @default 8
@@ -174,6 +181,25 @@ export interface Ec2ComputeDeps {
 
 export { InstancesStillRunningError };
 
+
+/**
+ * EC2's service-linked role for spot instances, which an account that never ran spot does
+ * not have. The launch function may create it (infra/permissions.ts), which is what EC2
+ * needs to create it during a spot launch; AWS's documentation asks API callers to create
+ * it beforehand. A launch refused for want of it answers SPOT_ROLE_MISSING_ERROR.
+ */
+export const SPOT_SERVICE_LINKED_ROLE = { name: 'AWSServiceRoleForEC2Spot', service: 'spot.amazonaws.com' } as const;
+
+/** EC2's answer to a spot launch in an account without the role, by a caller who may not create it. */
+export const SPOT_ROLE_MISSING_ERROR = 'AuthFailure.ServiceLinkedRoleCreationNotPermitted';
+
+/** The reason a job ends with when spot cannot launch for want of the role: what to run once. */
+export function spotRoleMissingReason(region: string, detail: string): string {
+  return (
+    `EC2 refused a spot launch in ${region}: the account has no ${SPOT_SERVICE_LINKED_ROLE.name} service-linked role and it could not be created ` +
+    `(${SPOT_ROLE_MISSING_ERROR}: ${detail}); create it once with \`aws iam create-service-linked-role --aws-service-name ${SPOT_SERVICE_LINKED_ROLE.service}\` and submit the job again`
+  );
+}
 
 /** Errors that mean "no capacity here": try the next type, zone or region. */
 const CAPACITY_ERRORS = new Set([
@@ -243,12 +269,21 @@ interface LaunchTemplate {
   readonly id: Promise<string>;
 }
 
+/**
+ * The tag naming the deployment (its name prefix) that made an instance, volume, fleet or
+ * launch template. Two deployments in one account and region (staging and prod) share the
+ * job tags' keys, which the agent reads: this one keeps them apart in releases, the
+ * janitor's sweeps and the IAM conditions.
+ */
+export const DEPLOYMENT_TAG_KEY = 'relaunch:deployment';
+
 /** The tags every resource of an attempt carries. */
 function attemptTags(namePrefix: string, request: Pick<LaunchRequest, 'jobId' | 'attempt'>): Tag[] {
   return [
     { Key: TagKey.name, Value: `${namePrefix}-${request.jobId}-${request.attempt}` },
     { Key: TagKey.jobId, Value: request.jobId },
     { Key: TagKey.attempt, Value: String(request.attempt) },
+    { Key: DEPLOYMENT_TAG_KEY, Value: namePrefix },
   ];
 }
 
@@ -275,6 +310,8 @@ export class Ec2Compute implements Compute {
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { spec } = request;
     assertPortsOpen(spec, this.config.openPorts ?? []);
+    const [unreachable] = nodeTrafficProblems(spec, this.config.nodeToNodeTraffic ?? true);
+    if (unreachable !== undefined) throw new PrecheckError(`${unreachable.path}: ${unreachable.message}`);
     // Ports are opened only by the stack's own security group, in its region (the first):
     // a task that asks for some is never placed where they would stay shut.
     const regions = (spec.resources.ports ?? []).length > 0 ? this.config.regions.slice(0, 1) : this.config.regions;
@@ -325,11 +362,11 @@ export class Ec2Compute implements Compute {
 
   /**
    * Terminates the attempt's instances in every region: those this object launched, and
-   * any still live that carry the attempt's tags (so an instance from a launch whose
-   * result was lost goes too). Then checks until none is live. Instances already gone
-   * are fine; still live after the checks, or once the wait budget is spent, is
-   * InstancesStillRunningError (the controller retries the release). Then the secrets of
-   * every instance found go, in every region (an id names at most one of them).
+   * any still live that carry the attempt's and this deployment's tags (so an instance
+   * from a launch whose result was lost goes too). Then checks until none is live.
+   * Instances already gone are fine; still live after the checks, or once the wait budget
+   * is spent, is InstancesStillRunningError (the controller retries the release). Then the
+   * secrets of every instance found go, in every region (an id names at most one of them).
    */
   async release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void> {
     const released = new Set(instances.map((instance) => instance.instanceId));
@@ -337,7 +374,12 @@ export class Ec2Compute implements Compute {
     let budget = this.config.releaseWaitBudgetMs ?? RELEASE_WAIT_BUDGET_MS;
     for (const { region } of this.config.regions) {
       const known = instances.filter((instance) => this.launchedIn.get(instance.instanceId) === region).map((i) => i.instanceId);
-      let live = [...new Set([...known, ...(await this.liveInstances(region, [tagFilter(TagKey.jobId, jobId), tagFilter(TagKey.attempt, String(attempt))]))])];
+      const tagged = await this.liveInstances(region, [
+        tagFilter(DEPLOYMENT_TAG_KEY, this.config.namePrefix),
+        tagFilter(TagKey.jobId, jobId),
+        tagFilter(TagKey.attempt, String(attempt)),
+      ]);
+      let live = [...new Set([...known, ...tagged])];
       for (const id of live) released.add(id);
       for (let check = 0; live.length > 0; check += 1) {
         if (check >= checks || budget <= 0) {
@@ -380,6 +422,7 @@ export class Ec2Compute implements Compute {
     } catch (error) {
       // What EC2 refuses for the whole request: as if every candidate had answered it.
       const code = awsErrorCode(error);
+      if (code === SPOT_ROLE_MISSING_ERROR) throw new PrecheckError(spotRoleMissingReason(region, errorMessage(error)));
       if (CAPACITY_ERRORS.has(code)) return { failures: [`${region} ${fleet.market} (${code})`] };
       if (isPrecheckError(code)) throw new PrecheckError(`EC2 cannot launch this task in ${region}: ${code}: ${errorMessage(error)}`);
       throw error;
@@ -390,6 +433,9 @@ export class Ec2Compute implements Compute {
     const numNodes = request.spec.numNodes;
     if (ids.length < numNodes) {
       await this.terminate(region, ids);
+      // Not "no capacity": no spot launch anywhere in the account can succeed until the role exists.
+      const roleMissing = (response.Errors ?? []).find((error) => error.ErrorCode === SPOT_ROLE_MISSING_ERROR);
+      if (roleMissing !== undefined) throw new PrecheckError(spotRoleMissingReason(region, roleMissing.ErrorMessage ?? 'no message'));
       const codes = (response.Errors ?? []).map((error) => error.ErrorCode ?? '');
       if (ids.length === 0 && codes.length > 0 && codes.every(isPrecheckError)) {
         throw new PrecheckError(`EC2 cannot launch this task in ${region}: ${failures.join(', ')}`);
@@ -492,7 +538,10 @@ export class Ec2Compute implements Compute {
             },
           }
         : { OnDemandOptions: { AllocationStrategy: fleet.prioritized ? 'prioritized' : 'lowest-price', ...single } }),
-      TagSpecifications: [{ ResourceType: 'fleet', Tags: attemptTags(this.config.namePrefix, request) }],
+      // The instances and volumes carry these from their launch template too, but IAM is
+      // not documented to count a template's tags as the request's: the launch's tag
+      // conditions (aws:RequestTag) must find them in the request itself.
+      TagSpecifications: (['fleet', 'instance', 'volume'] as const).map((ResourceType) => ({ ResourceType, Tags: attemptTags(this.config.namePrefix, request) })),
     };
   }
 
@@ -559,10 +608,8 @@ export class Ec2Compute implements Compute {
           },
         },
       ],
-      // With EFA the interface is described here, and the fleet's override gives its subnet.
-      ...(efa
-        ? { NetworkInterfaces: [{ DeviceIndex: 0, NetworkCardIndex: 0, InterfaceType: 'efa', Groups: [...securityGroupIds], DeleteOnTermination: true }] }
-        : { SecurityGroupIds: [...securityGroupIds] }),
+      // With EFA the interfaces are described here, and the fleet's override gives their subnet.
+      ...(efa ? { NetworkInterfaces: efaInterfaces(instanceType, securityGroupIds) } : { SecurityGroupIds: [...securityGroupIds] }),
       TagSpecifications: [
         { ResourceType: 'instance', Tags: tags },
         { ResourceType: 'volume', Tags: tags },
@@ -827,6 +874,22 @@ export const MAX_LISTED_FAILURES = 40;
 function capped(failures: readonly string[]): string[] {
   if (failures.length <= MAX_LISTED_FAILURES) return [...failures];
   return [...failures.slice(0, MAX_LISTED_FAILURES), `and ${failures.length - MAX_LISTED_FAILURES} more`];
+}
+
+/**
+ * One EFA interface per network card, as EC2 recommends for types with several (p4d: 4,
+ * p5: 32): the primary (card 0, device 0) is an EFA with ENA, which carries the node's IP;
+ * every other card's (device 1) is EFA-only, which takes no IP from the subnet (32 per p5
+ * node otherwise). One card only is all a single-card type gets.
+ */
+export function efaInterfaces(instanceType: string, securityGroupIds: readonly string[]): NonNullable<RequestLaunchTemplateData['NetworkInterfaces']> {
+  return Array.from({ length: networkCards(instanceType) }, (_, card) => ({
+    NetworkCardIndex: card,
+    DeviceIndex: card === 0 ? 0 : 1,
+    InterfaceType: card === 0 ? 'efa' : 'efa-only',
+    Groups: [...securityGroupIds],
+    DeleteOnTermination: true,
+  }));
 }
 
 /** SKYPILOT_NUM_GPUS_PER_NODE for a node of this type. */

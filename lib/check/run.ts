@@ -55,7 +55,7 @@ export interface CheckDeps {
 /** The CDK's default synthesizer refuses to deploy into a region bootstrapped below this version. */
 export const MIN_BOOTSTRAP_VERSION = 6;
 
-/** The service-linked role EC2 uses for spot instances; without it a spot launch is refused (relaunch's Lambdas may not create it). */
+/** The service-linked role EC2 uses for spot instances; without it a spot launch may be refused (AWS asks API callers to create it first). */
 export const SPOT_ROLE = 'AWSServiceRoleForEC2Spot';
 
 /** A read that could not be made: why, and the IAM action when it was a refused permission. */
@@ -335,7 +335,12 @@ async function spotRoleCheck(reader: AccountReader, candidates: readonly (readon
   const spot = candidates === null || candidates.flat().some((candidate) => candidate.market === 'spot');
   const fix = 'aws iam create-service-linked-role --aws-service-name spot.amazonaws.com';
   if (!spot) return { id, status: 'warn', message: `${SPOT_ROLE} does not exist: this task launches on-demand only, but any spot launch would be refused`, fix };
-  return { id, status: 'fail', message: `${SPOT_ROLE} does not exist: EC2 refuses spot launches until it does, and relaunch's launch function may not create it`, fix };
+  return {
+    id,
+    status: 'fail',
+    message: `${SPOT_ROLE} does not exist: AWS asks API callers to create it before their first spot request (relaunch's launch function is allowed to, but EC2 is not documented to do it for them)`,
+    fix,
+  };
 }
 
 /** The instances in use in a region, read once. */

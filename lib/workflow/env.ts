@@ -12,8 +12,10 @@ export const EnvVar = {
   tableName: 'TABLE_NAME',
   stateMachineArn: 'STATE_MACHINE_ARN',
   apiUrl: 'API_URL',
-  /** JSON of the Ec2Compute settings (subnets, security group, instance profile, …). */
+  /** JSON of the Ec2Compute settings (subnets, security group, instance profile, …), for the function that launches. */
   computeConfig: 'COMPUTE_CONFIG',
+  /** JSON of what a function that only releases instances needs (ReleaseEnvConfig): the regions and the name prefix. */
+  releaseConfig: 'RELEASE_CONFIG',
   /** JSON list of the dead-letter queues the janitor replays: `[{ name, url }]`. */
   deadLetterQueues: 'DEAD_LETTER_QUEUES',
   /** The SSM path under which each job's secrets are a SecureString (jobSecretsPath). */
@@ -26,6 +28,8 @@ export const EnvVar = {
   openPorts: 'OPEN_PORTS',
   /** JSON of the launch pace's bucket, `{ burst, perSecond }`; unset: EC2's default bucket. */
   launchPace: 'LAUNCH_PACE',
+  /** `false` when the job instances may not reach each other (multi-node jobs are refused); unset: they may. */
+  nodeToNodeTraffic: 'NODE_TO_NODE_TRAFFIC',
 } as const;
 /** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
@@ -82,6 +86,7 @@ const ComputeEnvConfigSchema = z.strictObject({
   imageParameters: z.optional(z.partialRecord(z.enum(['x86_64', 'arm64', 'x86_64-gpu', 'arm64-gpu']), nonEmpty)),
   allowedInstanceTypes: z.optional(z.array(nonEmpty)),
   openPorts: z.optional(PortRangesSchema),
+  nodeToNodeTraffic: z.optional(z.boolean()),
   throttleRetries: z.optional(z.number().check(z.int(), z.minimum(0))),
   releaseChecks: z.optional(positiveInt),
   releaseWaitBudgetMs: z.optional(z.number().check(z.int(), z.minimum(0))),
@@ -94,6 +99,54 @@ const ComputeEnvConfigSchema = z.strictObject({
  */
 export function parseComputeConfig(env: NodeJS.ProcessEnv = process.env): ComputeEnvConfig {
   return parseJsonEnv(EnvVar.computeConfig, ComputeEnvConfigSchema, 'compute configuration', env);
+}
+
+/**
+ * RELEASE_CONFIG: what the functions that only release instances need, and no more (a
+ * release reads the regions and the deployment's name prefix, not subnets or images):
+ * Lambda refuses an environment over 4 KB, and COMPUTE_CONFIG grows with every region.
+ */
+export interface ReleaseEnvConfig {
+  readonly namePrefix: string;
+  /** The regions relaunch launches in, the stack's own first. */
+  readonly regions: readonly string[];
+  readonly throttleRetries?: number;
+  readonly releaseChecks?: number;
+  readonly releaseWaitBudgetMs?: number;
+}
+
+const ReleaseEnvConfigSchema = z.strictObject({
+  namePrefix: nonEmpty,
+  regions: z.array(nonEmpty).check(z.minLength(1)),
+  throttleRetries: z.optional(z.number().check(z.int(), z.minimum(0))),
+  releaseChecks: z.optional(positiveInt),
+  releaseWaitBudgetMs: z.optional(z.number().check(z.int(), z.minimum(0))),
+}) satisfies z.ZodMiniType<ReleaseEnvConfig>;
+
+/** Reads RELEASE_CONFIG, as parseComputeConfig reads its variable. */
+export function parseReleaseConfig(env: NodeJS.ProcessEnv = process.env): ReleaseEnvConfig {
+  return parseJsonEnv(EnvVar.releaseConfig, ReleaseEnvConfigSchema, 'release configuration', env);
+}
+
+/**
+ * Where a compute function's instances are, from whichever of COMPUTE_CONFIG (a launcher)
+ * or RELEASE_CONFIG (a releaser) it was given; neither is a ConfigurationError naming both.
+ */
+export function parseComputeScope(env: NodeJS.ProcessEnv = process.env): ReleaseEnvConfig {
+  if ((env[EnvVar.computeConfig] ?? '') !== '') {
+    const { namePrefix, regions, throttleRetries, releaseChecks, releaseWaitBudgetMs } = parseComputeConfig(env);
+    return {
+      namePrefix,
+      regions: regions.map((region) => region.region),
+      ...(throttleRetries === undefined ? {} : { throttleRetries }),
+      ...(releaseChecks === undefined ? {} : { releaseChecks }),
+      ...(releaseWaitBudgetMs === undefined ? {} : { releaseWaitBudgetMs }),
+    };
+  }
+  if ((env[EnvVar.releaseConfig] ?? '') !== '') return parseReleaseConfig(env);
+  throw new ConfigurationError(
+    `environment variables ${EnvVar.computeConfig} and ${EnvVar.releaseConfig} are not set; the relaunch stack sets one on every function that launches or releases instances`,
+  );
 }
 
 /** One dead-letter queue: its name in reports, and its URL (which names its region). */
@@ -119,6 +172,18 @@ export function parseDeadLetterQueues(env: NodeJS.ProcessEnv = process.env): rea
 export function parseOpenPorts(env: NodeJS.ProcessEnv = process.env): readonly PortRange[] {
   if (env[EnvVar.openPorts] === undefined) return [];
   return parseJsonEnv(EnvVar.openPorts, PortRangesSchema, 'list of port ranges', env);
+}
+
+/**
+ * Reads NODE_TO_NODE_TRAFFIC, whether the job instances may reach each other (for the API to
+ * refuse a multi-node task at submit): unset or `true` is yes, `false` no, anything else a
+ * ConfigurationError naming the variable.
+ */
+export function parseNodeToNodeTraffic(env: NodeJS.ProcessEnv = process.env): boolean {
+  const value = env[EnvVar.nodeToNodeTraffic];
+  if (value === undefined || value === 'true') return true;
+  if (value === 'false') return false;
+  throw new ConfigurationError(`environment variable ${EnvVar.nodeToNodeTraffic}: expected true or false, got ${JSON.stringify(value)}`);
 }
 
 /** A variable holding JSON of `schema`'s shape; anything else names the variable and each wrong field. */

@@ -50,6 +50,7 @@ import { handler as launchAttempt } from '../../functions/launch-attempt/handler
 import { handler as recordControllerFailure } from '../../functions/record-controller-failure/handler.ts';
 import { handler as releaseInstances } from '../../functions/release-instances/handler.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
 import { TransientError } from '../../lib/errors.ts';
 import { continuationExecutionName } from '../../lib/ids.ts';
 import { JobStatus } from '../../lib/status.ts';
@@ -76,9 +77,9 @@ interface FakeEc2 {
 }
 let fakeEc2: FakeEc2;
 
-/** An instance EC2 runs for the job's attempt, as one launched before the test would. */
+/** An instance EC2 runs for the job's attempt, as one this deployment launched before the test would. */
 function running(instanceId: string, jobId: string, attempt: number): void {
-  fakeEc2.live.set(instanceId, { [TagKey.jobId]: jobId, [TagKey.attempt]: String(attempt) });
+  fakeEc2.live.set(instanceId, { [TagKey.jobId]: jobId, [TagKey.attempt]: String(attempt), [DEPLOYMENT_TAG_KEY]: 'relaunch' });
 }
 
 function throttled(): EC2ServiceException {

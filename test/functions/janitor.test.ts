@@ -17,6 +17,7 @@ import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { handler } from '../../functions/janitor/handler.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { instanceStateChange, onFailureRecord } from '../fixtures/events/shapes.ts';
@@ -69,8 +70,8 @@ describe('janitor', () => {
 
   it('deletes relaunch launch templates older than the grace period, and leaves a young one and untagged ones', async () => {
     const old = new Date(Date.now() - 3_600_000);
-    const tags = [{ Key: TagKey.jobId, Value: 'j-1' }];
-    ec2.on(DescribeLaunchTemplatesCommand, { Filters: [{ Name: 'tag-key', Values: [TagKey.jobId] }] }).resolves({
+    const tags = [{ Key: TagKey.jobId, Value: 'j-1' }, { Key: DEPLOYMENT_TAG_KEY, Value: 'relaunch' }];
+    ec2.on(DescribeLaunchTemplatesCommand, { Filters: [{ Name: 'tag-key', Values: [TagKey.jobId] }, { Name: `tag:${DEPLOYMENT_TAG_KEY}`, Values: ['relaunch'] }] }).resolves({
       LaunchTemplates: [
         { LaunchTemplateId: 'lt-old', CreateTime: old, Tags: tags },
         { LaunchTemplateId: 'lt-young', CreateTime: new Date(), Tags: tags },
@@ -108,8 +109,11 @@ describe('janitor', () => {
     const tags = (job: string) => [
       { Key: TagKey.jobId, Value: job },
       { Key: TagKey.attempt, Value: '1' },
+      { Key: DEPLOYMENT_TAG_KEY, Value: 'relaunch' },
     ];
-    ec2.on(DescribeInstancesCommand, { Filters: [{ Name: 'tag-key', Values: [TagKey.jobId] }, { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] }] }).resolves({
+    const live = { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] };
+    const ours = { Name: `tag:${DEPLOYMENT_TAG_KEY}`, Values: ['relaunch'] };
+    ec2.on(DescribeInstancesCommand, { Filters: [{ Name: 'tag-key', Values: [TagKey.jobId] }, ours, live] }).resolves({
       Reservations: [
         {
           Instances: [
@@ -122,7 +126,7 @@ describe('janitor', () => {
     });
     // The release finds the orphan by its job and attempt tags.
     ec2
-      .on(DescribeInstancesCommand, { Filters: [{ Name: `tag:${TagKey.jobId}`, Values: ['j-gone'] }, { Name: `tag:${TagKey.attempt}`, Values: ['1'] }, { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] }] })
+      .on(DescribeInstancesCommand, { Filters: [ours, { Name: `tag:${TagKey.jobId}`, Values: ['j-gone'] }, { Name: `tag:${TagKey.attempt}`, Values: ['1'] }, live] })
       .resolvesOnce({ Reservations: [{ Instances: [{ InstanceId: 'i-0orphan' }] }] })
       .resolves({ Reservations: [] });
 

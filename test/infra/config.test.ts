@@ -2,6 +2,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { configFromContext, ContextKey } from '../../infra/config.ts';
+import { nodeTrafficProblems } from '../../lib/adapters/ec2-network.ts';
+import { EnvVar, parseNodeToNodeTraffic } from '../../lib/workflow/env.ts';
 
 const VPC = 'vpc-0123456789abcdef0';
 const A = 'subnet-0123456789abcdef0';
@@ -92,5 +94,21 @@ describe('configFromContext', () => {
     [{ ...minimal, [ContextKey.jobPorts]: '8080', [ContextKey.jobPortsCidr]: '300.0.0.0/8' }, 'context relaunch:jobPortsCidr: expected an IPv4 CIDR'],
   ])('refuses %j with a message naming the key', (context, message) => {
     expect(from(context)).toThrow(message);
+  });
+});
+
+describe('node-to-node traffic, as the API and the launcher read it', () => {
+  it('refuses a multi-node task naming the context key that turns it on, and takes one node', () => {
+    const [problem] = nodeTrafficProblems({ numNodes: 4 }, false);
+    expect(problem).toMatchObject({ path: 'num_nodes', message: expect.stringContaining(`${ContextKey.nodeToNodeTraffic} true`) });
+    expect(nodeTrafficProblems({ numNodes: 1 }, false)).toEqual([]);
+    expect(nodeTrafficProblems({ numNodes: 64 }, true)).toEqual([]);
+  });
+
+  it('reads NODE_TO_NODE_TRAFFIC: unset or true is on, false off, anything else names the variable', () => {
+    expect(parseNodeToNodeTraffic({})).toBe(true);
+    expect(parseNodeToNodeTraffic({ [EnvVar.nodeToNodeTraffic]: 'true' })).toBe(true);
+    expect(parseNodeToNodeTraffic({ [EnvVar.nodeToNodeTraffic]: 'false' })).toBe(false);
+    expect(() => parseNodeToNodeTraffic({ [EnvVar.nodeToNodeTraffic]: 'no' })).toThrow('environment variable NODE_TO_NODE_TRAFFIC: expected true or false, got "no"');
   });
 });

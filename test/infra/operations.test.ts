@@ -130,20 +130,24 @@ describe('Operations, as deployed by default', () => {
       expect(pattern).toContain(`$.details.error != "${status}"`);
     }
     expect(pattern).not.toContain(JobStatus.FAILED_CONTROLLER);
-    expect(filter.MetricTransformations).toEqual([
-      expect.objectContaining({
-        MetricNamespace: METRICS_NAMESPACE,
-        MetricName: EXECUTIONS_FAILED_METRIC,
-        MetricValue: '1',
-        Dimensions: [{ Key: 'service', Value: 'relaunch' }],
-      }),
-    ]);
-    expect(alarmNamed(built.resources, 'executions-failed').Properties).toMatchObject({
-      Namespace: METRICS_NAMESPACE,
-      MetricName: EXECUTIONS_FAILED_METRIC,
-      Dimensions: [{ Name: 'service', Value: 'relaunch' }],
-      Statistic: 'Sum',
-    });
+    const [transformation] = filter.MetricTransformations as Record<string, unknown>[];
+    expect(transformation).toMatchObject({ MetricNamespace: `${METRICS_NAMESPACE}/relaunch`, MetricName: EXECUTIONS_FAILED_METRIC, MetricValue: '1' });
+    const alarm = alarmNamed(built.resources, 'executions-failed').Properties;
+    expect(alarm).toMatchObject({ Namespace: `${METRICS_NAMESPACE}/relaunch`, MetricName: EXECUTIONS_FAILED_METRIC, Statistic: 'Sum' });
+    // The alarm reads exactly the series the filter writes.
+    expect(alarm.Dimensions ?? []).toEqual(((transformation?.Dimensions ?? []) as { Key: string }[]).map(({ Key }) => expect.objectContaining({ Name: Key })));
+  });
+
+  it("gives a metric filter's dimensions only log fields (`$.field`), as CloudWatch Logs takes them, and keeps two deployments' series apart", () => {
+    const written = (resources: Record<string, Resource>) =>
+      ofType(resources, 'AWS::Logs::MetricFilter').flatMap(([, r]) => r.Properties.MetricTransformations as { MetricNamespace: string; MetricName: string; Dimensions?: { Key: string; Value: string }[] }[]);
+    const ours = written(built.resources);
+    const other = written(synth({ namePrefix: 'batch2' }).resources);
+    for (const transformation of [...ours, ...other]) {
+      for (const dimension of transformation.Dimensions ?? []) expect(dimension.Value, dimension.Key).toMatch(/^\$(\.[A-Za-z_][\w-]*)+$/);
+    }
+    const series = (list: typeof ours) => list.map((t) => `${t.MetricNamespace}/${t.MetricName} ${JSON.stringify(t.Dimensions ?? [])}`);
+    for (const one of series(ours)) expect(series(other)).not.toContain(one);
   });
 
   it.each(LAMBDA_NAMES)('alarms on errors (2 of 3 periods) and on any throttle of %s', (name) => {

@@ -8,6 +8,7 @@ import { EC2_DETAIL_TYPES, EXECUTION_STATUS_CHANGE, GONE_STATE_NAMES } from '../
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
 import { InstancesStillRunningError, TransientError } from '../../lib/errors.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, TABLE_KEY } from '../../lib/adapters/dynamo-table.ts';
 import { ROUTES } from '../../lib/http/routes.ts';
@@ -120,8 +121,9 @@ describe('ControllerFunctions', () => {
       const needs = LAMBDA_NEEDS[name];
       expect(Object.hasOwn(variables, EnvVar.tableName), name).toBe(true);
       expect(Object.hasOwn(variables, EnvVar.stateMachineArn), name).toBe(needs.workflow.length > 0);
-      expect(Object.hasOwn(variables, EnvVar.computeConfig), name).toBe(needs.compute !== false);
-      expect(Object.hasOwn(variables, EnvVar.apiUrl), name).toBe(needs.compute !== false);
+      expect(Object.hasOwn(variables, EnvVar.computeConfig), name).toBe(needs.compute === 'launch');
+      expect(Object.hasOwn(variables, EnvVar.apiUrl), name).toBe(needs.compute === 'launch');
+      expect(Object.hasOwn(variables, EnvVar.releaseConfig), name).toBe(needs.compute === 'release');
       expect(Object.hasOwn(variables, EnvVar.launchPace), name).toBe(needs.paces === true);
     }
   });
@@ -139,21 +141,25 @@ describe('ControllerFunctions', () => {
 });
 
 describe('IAM', () => {
+  /** What a resource the launch creates must carry, and what one a function touches must have: the job tag and this deployment's. */
+  const CREATED_HERE = { StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*' }, StringEquals: { [`aws:RequestTag/${DEPLOYMENT_TAG_KEY}`]: 'relaunch' } };
+  const OWNED_HERE = { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' }, StringEquals: { [`aws:ResourceTag/${DEPLOYMENT_TAG_KEY}`]: 'relaunch' } };
   const ALLOWED_STAR = new Set(['Ec2DescribeHasNoResourceScope', 'ListLaunchTemplates']);
 
-  it('uses `*` only where the service has no resource scope (X-Ray, EC2 Describe)', () => {
+  it('uses `*` only where the service has no resource scope (X-Ray, EC2 Describe, Step Functions task tokens)', () => {
     for (const name of LAMBDA_NAMES) {
       for (const statement of statementsOf(name)) {
         if (flat(statement.Resource) !== '*') continue;
         const xray = actionsOf(statement).every((a) => a.startsWith('xray:'));
-        expect(xray || ALLOWED_STAR.has(statement.Sid ?? ''), `${name}: ${JSON.stringify(statement)}`).toBe(true);
+        const taskToken = actionsOf(statement).every((a) => /^states:SendTask(Success|Failure|Heartbeat)$/.test(a));
+        expect(xray || taskToken || ALLOWED_STAR.has(statement.Sid ?? ''), `${name}: ${JSON.stringify(statement)}`).toBe(true);
       }
     }
   });
 
   it('passes only the instance role, only to EC2, and only from the launching function', () => {
     for (const name of LAMBDA_NAMES) {
-      const passRole = withAction(statementsOf(name), 'iam:');
+      const passRole = withAction(statementsOf(name), 'iam:PassRole');
       if (LAMBDA_NEEDS[name].compute !== 'launch') {
         expect(passRole, name).toEqual([]);
         continue;
@@ -168,26 +174,29 @@ describe('IAM', () => {
     }
   });
 
-  it('launches only tagged instances of allowed types, into the given subnets and group, by CreateFleet and the RunInstances it makes', () => {
+  it('launches only instances tagged with a job and this deployment, of allowed types, into the given subnets and group, by CreateFleet and the RunInstances it makes', () => {
     for (const action of ['ec2:CreateFleet', 'ec2:RunInstances']) {
       const ec2 = withAction(statementsOf('launch-attempt'), action);
       const instance = ec2.find((s) => flat(s.Resource).endsWith(':instance/*'));
       expect(instance?.Condition, action).toEqual({
         StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*', 'ec2:InstanceType': ['g5.*', 'm5.large'] },
+        StringEquals: { [`aws:RequestTag/${DEPLOYMENT_TAG_KEY}`]: 'relaunch' },
       });
+      const volume = ec2.find((s) => flat(s.Resource).endsWith(':volume/*'));
+      expect(volume?.Condition, action).toEqual(CREATED_HERE);
       const network = flat(ec2.find((s) => s.Sid === 'LaunchIntoGivenNetwork')?.Resource);
       for (const subnet of Object.values(SUBNETS)) expect(network).toContain(`:subnet/${subnet}`);
       expect(network).not.toContain('subnet/*');
       expect(network).toMatch(/security-group\/<RelaunchInstancesSecurityGroup\w+\.GroupId>/);
-      // Only from relaunch's own launch templates: tagged with a job.
+      // Only from this deployment's own launch templates: tagged with a job and its name.
       const template = ec2.find((s) => flat(s.Resource).endsWith(':launch-template/*'));
-      expect(template?.Condition, action).toEqual({ StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' } });
+      expect(template?.Condition, action).toEqual(OWNED_HERE);
     }
   });
 
-  it('creates launch templates and fleets only tagged with a job, and deletes only those so tagged', () => {
+  it('creates launch templates and fleets only tagged with a job and this deployment, and deletes only those so tagged', () => {
     const statements = statementsOf('launch-attempt');
-    const tagged = { StringLike: { [`aws:RequestTag/${TagKey.jobId}`]: '*' } };
+    const tagged = CREATED_HERE;
     expect(withAction(statements, 'ec2:CreateLaunchTemplate')).toEqual([
       expect.objectContaining({ Condition: tagged, Resource: expect.anything() }),
     ]);
@@ -195,9 +204,7 @@ describe('IAM', () => {
     const fleets = withAction(statements, 'ec2:CreateFleet').filter((s) => flat(s.Resource).endsWith(':fleet/*'));
     expect(fleets.map((s) => s.Condition)).toEqual([tagged]);
     for (const name of ['launch-attempt', 'janitor'] as const) {
-      expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([
-        expect.objectContaining({ Condition: { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' } } }),
-      ]);
+      expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([expect.objectContaining({ Condition: OWNED_HERE })]);
     }
     for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt' && n !== 'janitor')) {
       expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([]);
@@ -206,27 +213,22 @@ describe('IAM', () => {
     expect(withAction(statementsOf('janitor'), 'ec2:DescribeLaunchTemplates')).toEqual([expect.objectContaining({ Resource: '*' })]);
   });
 
-  it('tags only at creation, or the node-IP tags of relaunch instances', () => {
+  it('tags only at creation, or the node-IP tags of this deployment\'s instances', () => {
     const tagging = withAction(statementsOf('launch-attempt'), 'ec2:CreateTags');
     expect(tagging.map((s) => s.Condition)).toEqual([
       { StringEquals: { 'ec2:CreateAction': ['RunInstances', 'CreateFleet', 'CreateLaunchTemplate'] } },
-      {
-        StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' },
-        'ForAllValues:StringLike': { 'aws:TagKeys': [TagKey.nodeRank, 'relaunch:node-ips:*'] },
-      },
+      { ...OWNED_HERE, 'ForAllValues:StringLike': { 'aws:TagKeys': [TagKey.nodeRank, 'relaunch:node-ips:*'] } },
     ]);
   });
 
-  it('terminates only instances tagged as relaunch jobs, and only from the compute functions', () => {
+  it('terminates only instances tagged as this deployment\'s jobs, and only from the compute functions', () => {
     for (const name of LAMBDA_NAMES) {
       const terminate = withAction(statementsOf(name), 'ec2:TerminateInstances');
       if (LAMBDA_NEEDS[name].compute === false) {
         expect(withAction(statementsOf(name), 'ec2:'), name).toEqual([]);
         continue;
       }
-      expect(terminate, name).toEqual([
-        expect.objectContaining({ Condition: { StringLike: { [`aws:ResourceTag/${TagKey.jobId}`]: '*' } } }),
-      ]);
+      expect(terminate, name).toEqual([expect.objectContaining({ Condition: OWNED_HERE })]);
     }
   });
 
@@ -252,14 +254,29 @@ describe('IAM', () => {
       'delete-transient-mounts': [],
     };
     const onExecutions = new Set(['states:GetExecutionHistory', 'states:StopExecution']);
+    // AWS's reference gives these no resource type: only `*` grants them (the task token scopes them).
+    const onTaskTokens = new Set(['states:SendTaskSuccess', 'states:SendTaskFailure', 'states:SendTaskHeartbeat']);
     for (const name of LAMBDA_NAMES) {
       const states = withAction(statementsOf(name), 'states:');
       expect(states.flatMap(actionsOf).sort(), name).toEqual(expected[name]);
       for (const statement of states) {
-        const execution = actionsOf(statement).every((action) => onExecutions.has(action));
-        expect(flat(statement.Resource), name).toMatch(execution ? /:execution:relaunch-controller:\*$/ : /:stateMachine:relaunch-controller$/);
+        const actions = actionsOf(statement);
+        if (actions.every((action) => onTaskTokens.has(action))) expect(statement.Resource, name).toBe('*');
+        else if (actions.every((action) => onExecutions.has(action))) expect(flat(statement.Resource), name).toMatch(/:execution:relaunch-controller:\*$/);
+        else expect(flat(statement.Resource), name).toMatch(/:stateMachine:relaunch-controller$/);
       }
     }
+  });
+
+  it('reads AWS\'s public AMI parameters in either ARN form (with an account, or none as AWS answers), and creates only the spot service-linked role', () => {
+    const launch = statementsOf('launch-attempt');
+    const ami = launch.find((s) => s.Sid === 'PublicAmiParameters') as Statement;
+    expect(flat(ami.Resource)).toBe('arn:<AWS::Partition>:ssm:<AWS::Region>:*:parameter/aws/service/*');
+    const role = launch.find((s) => s.Sid === 'CreateSpotServiceLinkedRole') as Statement;
+    expect(role.Action).toBe('iam:CreateServiceLinkedRole');
+    expect(flat(role.Resource)).toBe('arn:<AWS::Partition>:iam::<AWS::AccountId>:role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot');
+    expect(role.Condition).toEqual({ StringEquals: { 'iam:AWSServiceName': 'spot.amazonaws.com' } });
+    for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt')) expect(withAction(statementsOf(name), 'iam:Create'), name).toEqual([]);
   });
 
   it('grants no DynamoDB action the store never sends (ConditionCheckItem)', () => {
@@ -502,11 +519,31 @@ describe('JobApi', () => {
     }
   });
 
-  it.each(['BAD_REQUEST_BODY', 'BAD_REQUEST_PARAMETERS'])('answers a %s refusal with the API error shape', (type) => {
+  /**
+   * A gateway response's body as API Gateway renders it: plain substitution of `$context`
+   * variables, no VTL (no $util to escape with). Only the `...String` variables are quoted
+   * (JSON strings); every other is put in as it is, quotes and backslashes included.
+   */
+  function renderGatewayResponse(body: string, error: { message: string; validationErrorString: string }): string {
+    return body.replace(/\$context\.error\.(messageString|message|validationErrorString|responseType)/g, (_, name: string) => {
+      if (name === 'messageString') return JSON.stringify(error.message);
+      if (name === 'message') return error.message;
+      if (name === 'responseType') return 'BAD_REQUEST_BODY';
+      return error.validationErrorString;
+    });
+  }
+
+  it.each(['BAD_REQUEST_BODY', 'BAD_REQUEST_PARAMETERS'])('answers a %s refusal with the API error shape, valid JSON whatever the validator says', (type) => {
     const [response] = Object.values(template.findResources('AWS::ApiGateway::GatewayResponse', { Properties: { ResponseType: type } })) as Resource[];
     expect(response?.Properties.StatusCode).toBe('400');
-    const body = JSON.parse((response?.Properties.ResponseTemplates as Record<string, string>)['application/json'] ?? '{}') as object;
-    expect(body).toEqual({ error: expect.any(String), issues: [{ path: '', message: '$context.error.validationErrorString' }] });
+    const source = (response?.Properties.ResponseTemplates as Record<string, string>)['application/json'] ?? '';
+    // What API Gateway's validator says about a body with a wrong phase: its text holds quotes.
+    const rendered = renderGatewayResponse(source, {
+      message: 'Invalid request body',
+      validationErrorString: '[instance value ("build") not found in enum (possible values: ["setup","run"])]',
+    });
+    expect(() => JSON.parse(rendered), rendered).not.toThrow();
+    expect(JSON.parse(rendered)).toEqual({ error: expect.any(String), issues: [{ path: '', message: 'Invalid request body' }] });
   });
 
   it('validates agent bodies against the protocol schema before invoking the Lambda', () => {
@@ -794,20 +831,27 @@ describe("JobData's access role", () => {
     expect(LAMBDA_NEEDS['launch-attempt'].secrets).toEqual(['get']);
   });
 
-  it('gives the security group no inbound rule by default', () => {
+  it('gives the security group one inbound rule by default: its own members (a multi-node job\'s nodes, EFA), all traffic', () => {
     const group = Object.values(resources).find((r) => r.Type === 'AWS::EC2::SecurityGroup') as Resource;
     expect(group.Properties.SecurityGroupIngress).toBeUndefined();
     expect(group.Properties.VpcId).toBe(NETWORK.vpcId);
-    expect(Object.values(resources).filter((r) => r.Type === 'AWS::EC2::SecurityGroupIngress')).toEqual([]);
+    const ingress = Object.values(resources).filter((r) => r.Type === 'AWS::EC2::SecurityGroupIngress');
+    expect(ingress).toHaveLength(1);
+    expect(ingress[0]?.Properties.IpProtocol).toBe('-1');
+    expect(flat(ingress[0]?.Properties.SourceSecurityGroupId)).toBe(flat(ingress[0]?.Properties.GroupId));
   });
 
-  it('admits node-to-node traffic, and only that, when asked', () => {
+  it('admits nothing inbound when node-to-node traffic is turned off, and has the API refuse multi-node tasks', () => {
     const stack = new Stack(new App(), 'Own');
-    new JobInstances(stack, 'I', { vpcId: NETWORK.vpcId, nodeToNodeTraffic: true });
-    const own = Template.fromStack(stack);
-    own.resourceCountIs('AWS::EC2::SecurityGroupIngress', 1);
-    const [ingress] = Object.values(own.findResources('AWS::EC2::SecurityGroupIngress')) as Resource[];
-    expect(flat(ingress?.Properties.SourceSecurityGroupId)).toBe(flat(ingress?.Properties.GroupId));
+    new JobInstances(stack, 'I', { vpcId: NETWORK.vpcId, nodeToNodeTraffic: false });
+    Template.fromStack(stack).resourceCountIs('AWS::EC2::SecurityGroupIngress', 0);
+    const closed = synth({ nodeToNodeTraffic: false }).toJSON().Resources as Record<string, Resource>;
+    const variablesOf = (all: Record<string, Resource>, name: string) =>
+      (Object.entries(all).find(([id, r]) => r.Type === 'AWS::Lambda::Function' && id.startsWith(`RelaunchFunctions${name}`))?.[1].Properties.Environment as { Variables: Record<string, unknown> })
+        .Variables;
+    expect(variablesOf(closed, 'api')[EnvVar.nodeToNodeTraffic]).toBe('false');
+    expect(variablesOf(resources, 'api')[EnvVar.nodeToNodeTraffic]).toBeUndefined();
+    expect(JSON.stringify(variablesOf(closed, 'launchattempt')[EnvVar.computeConfig])).toContain('\\"nodeToNodeTraffic\\":false');
   });
 
   it('opens the deployment\'s job ports over TCP to the given CIDR only, and tells the launcher which', () => {
@@ -816,7 +860,8 @@ describe("JobData's access role", () => {
     const jobPorts = [{ from: 8080, to: 8090 }, { from: 30000, to: 30000 }];
     new Relaunch(stack, 'Jobs', { vpcId: NETWORK.vpcId, subnetsByZone: SUBNETS, jobPorts, vpcCidr: '10.0.0.0/16' });
     const ports = Template.fromStack(stack);
-    ports.resourceCountIs('AWS::EC2::SecurityGroupIngress', 2);
+    // The two port ranges, and the group's own members.
+    ports.resourceCountIs('AWS::EC2::SecurityGroupIngress', 3);
     ports.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { IpProtocol: 'tcp', FromPort: 8080, ToPort: 8090, CidrIp: '10.0.0.0/16' });
     ports.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { IpProtocol: 'tcp', FromPort: 30000, ToPort: 30000, CidrIp: '10.0.0.0/16' });
     const launcher = Object.values(ports.findResources('AWS::Lambda::Function')).find((r) =>

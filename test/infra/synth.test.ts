@@ -25,7 +25,7 @@ describe('npx cdk synth', () => {
     const template = JSON.parse(readFileSync(join(out, 'Relaunch.template.json'), 'utf8')) as {
       Resources: Record<string, { Type: string; Metadata?: Record<string, string>; Properties?: Record<string, unknown> }>;
     };
-    const ingress = Object.values(template.Resources).filter((r) => r.Type === 'AWS::EC2::SecurityGroupIngress');
+    const ingress = Object.values(template.Resources).filter((r) => r.Type === 'AWS::EC2::SecurityGroupIngress' && r.Properties?.CidrIp !== undefined);
     expect(ingress.map((r) => [r.Properties?.FromPort, r.Properties?.ToPort, r.Properties?.CidrIp, r.Properties?.IpProtocol])).toEqual([
       [8080, 8090, '10.0.0.0/16', 'tcp'],
       [30000, 30000, '10.0.0.0/16', 'tcp'],

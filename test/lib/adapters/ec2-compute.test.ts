@@ -205,6 +205,7 @@ const TAGS = [
   { Key: 'Name', Value: 'relaunch-job-1-2' },
   { Key: 'relaunch:job-id', Value: 'job-1' },
   { Key: 'relaunch:attempt', Value: '2' },
+  { Key: 'relaunch:deployment', Value: 'relaunch' },
 ];
 
 describe('Ec2Compute.launch: what it sends', () => {
@@ -230,7 +231,11 @@ describe('Ec2Compute.launch: what it sends', () => {
       ],
       TargetCapacitySpecification: { TotalTargetCapacity: 1, OnDemandTargetCapacity: 1, DefaultTargetCapacityType: 'on-demand' },
       OnDemandOptions: { AllocationStrategy: 'lowest-price', SingleInstanceType: true, SingleAvailabilityZone: true, MinTargetCapacity: 1 },
-      TagSpecifications: [{ ResourceType: 'fleet', Tags: TAGS }],
+      TagSpecifications: [
+        { ResourceType: 'fleet', Tags: TAGS },
+        { ResourceType: 'instance', Tags: TAGS },
+        { ResourceType: 'volume', Tags: TAGS },
+      ],
     });
     expect(result).toEqual({
       placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm6i.2xlarge', market: 'on-demand' },
@@ -311,7 +316,7 @@ describe('Ec2Compute.launch: what it sends', () => {
     expect(ec2['us-west-2']).toHaveReceivedCommandTimes(DeleteLaunchTemplateCommand, 2);
   });
 
-  it('network_tier best: an EFA interface on types that have it, the security groups on it; others keep the default network', async () => {
+  it('network_tier best: an EFA interface per network card on types that have it, the security groups on each; others keep the default network', async () => {
     const alternatives = { mode: 'any_of' as const, options: [{ instanceType: 'p4d.24xlarge', useSpot: false }, { instanceType: 'g5.xlarge', useSpot: false }] };
 
     await compute().launch(request(spec({ alternatives, networkTier: 'best', region: 'us-west-2' })));
@@ -319,6 +324,9 @@ describe('Ec2Compute.launch: what it sends', () => {
     const [fleet] = fleetInputs('us-west-2');
     expect(templateData(fleet, 0).NetworkInterfaces).toEqual([
       { DeviceIndex: 0, NetworkCardIndex: 0, InterfaceType: 'efa', Groups: ['sg-west'], DeleteOnTermination: true },
+      { DeviceIndex: 1, NetworkCardIndex: 1, InterfaceType: 'efa-only', Groups: ['sg-west'], DeleteOnTermination: true },
+      { DeviceIndex: 1, NetworkCardIndex: 2, InterfaceType: 'efa-only', Groups: ['sg-west'], DeleteOnTermination: true },
+      { DeviceIndex: 1, NetworkCardIndex: 3, InterfaceType: 'efa-only', Groups: ['sg-west'], DeleteOnTermination: true },
     ]);
     expect(templateData(fleet, 0).SecurityGroupIds).toBeUndefined();
     expect(templateData(fleet, 1).NetworkInterfaces).toBeUndefined();
@@ -726,6 +734,16 @@ describe('Ec2Compute.launch: failing over and failing', () => {
     expect(ec2['us-west-2']).not.toHaveReceivedCommand(CreateFleetCommand);
   });
 
+  it('refuses a multi-node task where the nodes may not reach each other (submitted before the stack turned it off), before calling AWS', async () => {
+    const launch = compute({ nodeToNodeTraffic: false }).launch(request(spec({}, { numNodes: 2 })));
+
+    await expect(launch).rejects.toThrow(PrecheckError);
+    await expect(launch).rejects.toThrow(/num_nodes: expected 1 on this deployment, got 2: .*relaunch:nodeToNodeTraffic/);
+    expect(ec2['us-east-1']).not.toHaveReceivedAnyCommand();
+    // One node needs no other.
+    await compute({ nodeToNodeTraffic: false }).launch(request(spec()));
+  });
+
   it('refuses an image_id EC2 does not know before launching anything', async () => {
     ec2['us-east-1'].on(DescribeImagesCommand).rejects(awsError('InvalidAMIID.Malformed'));
 
@@ -849,7 +867,12 @@ describe('Ec2Compute.launch: failing over and failing', () => {
 
 describe('Ec2Compute.release', () => {
   const liveStates = { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] };
-  const attemptFilters = [{ Name: 'tag:relaunch:job-id', Values: ['job-1'] }, { Name: 'tag:relaunch:attempt', Values: ['2'] }, liveStates];
+  const attemptFilters = [
+    { Name: 'tag:relaunch:deployment', Values: ['relaunch'] },
+    { Name: 'tag:relaunch:job-id', Values: ['job-1'] },
+    { Name: 'tag:relaunch:attempt', Values: ['2'] },
+    liveStates,
+  ];
 
   function reservations(...ids: string[]) {
     return { Reservations: [{ Instances: ids.map((InstanceId) => ({ InstanceId })) }] };

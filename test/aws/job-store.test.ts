@@ -1,0 +1,30 @@
+// DynamoJobStore on moto's DynamoDB: the JobStore contract dynalite runs, against a second,
+// independent implementation of DynamoDB's API, on the table the store creates in both.
+
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll } from 'vitest';
+import { ensureTable } from '../../lib/adapters/dynalite.ts';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
+import { describeJobStoreContract } from '../lib/adapters/job-store.contract.ts';
+import { startMoto, useMotoEnvironment, type Moto } from './moto.ts';
+
+let moto: Moto;
+let restoreEnv: () => void;
+let tables = 0;
+
+beforeAll(async () => {
+  moto = await startMoto();
+  restoreEnv = useMotoEnvironment(moto);
+});
+afterAll(async () => {
+  restoreEnv?.();
+  await moto?.stop();
+});
+
+describeJobStoreContract('DynamoJobStore on moto', async () => {
+  const client = new DynamoDBClient({ endpoint: moto.endpoint });
+  tables += 1;
+  const tableName = `jobs-${tables}`;
+  await ensureTable(client, tableName);
+  return new DynamoJobStore({ client, tableName });
+});
