@@ -2,7 +2,7 @@
 // infra/bundle-cli.ts) and by the bundle benchmark, so the benchmark measures what deploys.
 
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import * as esbuild from 'esbuild';
 import { BUNDLE_ENTRY, handlerEntry, REPO_ROOT, type LambdaName } from './lambda-catalog.ts';
 
@@ -46,6 +46,20 @@ const sdkSchemaKeys: esbuild.Plugin = {
 };
 
 /**
+ * The agent's shell program: lib/agent/agent-source.ts reads agent.sh beside itself, where a
+ * bundle has no such file, so the bundle gets the text itself in place of that module.
+ */
+const agentSource: esbuild.Plugin = {
+  name: 'relaunch-agent-source',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]lib[\\/]agent[\\/]agent-source\.ts$/ }, async (args) => ({
+      contents: `export const AGENT_SOURCE = ${JSON.stringify(await readFile(join(dirname(args.path), 'agent.sh'), 'utf8'))};`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
  * Builds one entry as every Lambda is built, into `outdir`: minified ESM for Node 22 with
  * the AWS SDK clients bundled (only the commands a handler uses ship, at the pinned
  * version, not the runtime's), no source maps (they double the size; the logs carry error
@@ -72,7 +86,7 @@ export async function bundle(source: Pick<esbuild.BuildOptions, 'entryPoints' | 
     sourcemap: false,
     mainFields: ['module', 'main'],
     banner: { js: ESM_REQUIRE_BANNER },
-    plugins: [sdkSchemaKeys],
+    plugins: [sdkSchemaKeys, agentSource],
     metafile: true,
     logLevel: 'error',
   });

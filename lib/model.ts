@@ -1,5 +1,6 @@
 // The job and attempt records: what relaunch remembers about every job, as the store holds it.
 
+import type { AgentFailure } from './agent/protocol.ts';
 import type { JobStatus } from './status.ts';
 import type { TaskSpec } from './spec/types.ts';
 import type { AwaitStateName } from './workflow/contract.ts';
@@ -72,14 +73,38 @@ export interface Placement {
   readonly entry?: number;
 }
 
-/** One node's report of one phase: exactly what the agent sent. */
-export interface NodeReport {
+/**
+ * One node's report of one phase: exactly what the agent sent. Either the phase's exit
+ * code, or, in setup's place, the failure of one of the agent's own steps before setup.
+ */
+export type NodeReport = PhaseReport | AgentFailureReport;
+
+/** What every report holds. */
+interface ReportBase {
   readonly nodeRank: number;
   readonly phase: Phase;
-  readonly exitCode: number;
-  /** The last lines of the phase's output, for `status` and the console. */
+  /** The last lines of the phase's output (the agent's own, for a failure of its step), for `status` and the console. */
   readonly outputTail: string;
   readonly reportedAt: string;
+}
+
+/** A phase that ran, and its exit code. */
+export interface PhaseReport extends ReportBase {
+  readonly exitCode: number;
+  readonly agentFailure?: undefined;
+}
+
+/** The node's agent failed one of its own steps before setup: neither setup nor run ran. */
+export interface AgentFailureReport extends ReportBase {
+  readonly phase: 'setup';
+  /** Never set: no phase ran, so there is no code (read it only after `isAgentFailure`). */
+  readonly exitCode?: undefined;
+  readonly agentFailure: AgentFailure;
+}
+
+/** Whether a report is an agent's failure rather than a phase's exit code. */
+export function isAgentFailure(report: NodeReport): report is AgentFailureReport {
+  return report.agentFailure !== undefined;
 }
 
 /** The policy's decision as stored on the attempt it concerns. */

@@ -1,7 +1,7 @@
 // How an attempt ended, read from its nodes' reports and what EC2 said about its instances:
 // pure, so the rule is testable as a table, and one rule for every path that ends an attempt.
 
-import type { AttemptRecord, NodeReport } from './model.ts';
+import { isAgentFailure, type AttemptRecord, type NodeReport, type PhaseReport } from './model.ts';
 import type { AttemptOutcome, NodeExit } from './policy/types.ts';
 
 /** What EC2 said about an attempt's instances, besides the nodes' own reports. */
@@ -21,7 +21,8 @@ export interface GoneNode {
 
 /*
  * Which fact decides an attempt (DESIGN.md section 1), first match wins. A node's final
- * report is its `run` report, or a non-zero `setup` report (run is then skipped). "Gone"
+ * report is its `run` report, or a non-zero `setup` report, or its agent's failure before
+ * setup (run is then skipped); "non-zero" below counts an agent's failure too. "Gone"
  * counts only a node whose instance went away while its final report was not stored: an
  * agent shuts its instance down once its final report is in, so its instance going after
  * that is expected and decides nothing.
@@ -32,7 +33,7 @@ export interface GoneNode {
  * | 2 | any                              | yes                   | yes               | any                                 | PREEMPTED                                        |
  * | 3 | no                               | any                   | yes               | yes                                 | PREEMPTED                                        |
  * | 4 | no                               | any                   | no                | yes                                 | LOST: that node's instance went away             |
- * | 5 | any                              | yes                   | no                | no                                  | EXITED as `outcomeFromReports` says (root cause) |
+ * | 5 | any                              | yes                   | no                | no                                  | EXITED, or AGENT_FAILED, as `outcomeFromReports` says (root cause) |
  * | 6 | no                               | no                    | any               | no                                  | null: undecided, the attempt runs on             |
  *
  * - Row 2 on a single node: a warning on record and then a non-zero report ends the
@@ -60,7 +61,7 @@ export interface GoneNode {
 export function decideAttempt(numNodes: number, reports: readonly NodeReport[], facts: AttemptFacts): AttemptOutcome | null {
   const inRange = reports.filter((report) => inRangeRank(report.nodeRank, numNodes));
   const finals = ranks(numNodes).map((rank) => finalReport(rank, inRange));
-  const failed = finals.some((report) => report !== undefined && report.exitCode !== 0);
+  const failed = finals.some((report) => report !== undefined && failing(report));
   if (!failed && finals.every((report) => report !== undefined)) return outcomeFromReports(numNodes, inRange);
   const goneEarly = facts.gone.find((node) => inRangeRank(node.nodeRank, numNodes) && finals[node.nodeRank] === undefined);
   if (facts.interruptionNoticedAt !== null && (failed || goneEarly !== undefined)) return { kind: 'PREEMPTED' };
@@ -68,10 +69,18 @@ export function decideAttempt(numNodes: number, reports: readonly NodeReport[], 
   return outcomeFromReports(numNodes, inRange);
 }
 
-/** The node's final report: its run report, or its setup report when setup failed. */
+/**
+ * The node's final report: its run report, or its setup report when setup failed or its
+ * agent failed before setup (both end the node's part of the attempt).
+ */
 export function finalReport(nodeRank: number, reports: readonly NodeReport[]): NodeReport | undefined {
   const own = reports.filter((report) => report.nodeRank === nodeRank);
-  return own.find((report) => report.phase === 'run') ?? own.find((report) => report.phase === 'setup' && report.exitCode !== 0);
+  return own.find((report) => report.phase === 'run') ?? own.find((report) => report.phase === 'setup' && failing(report));
+}
+
+/** Whether a report says its node failed: a non-zero exit code, or its agent's own failure. */
+function failing(report: NodeReport): boolean {
+  return isAgentFailure(report) || report.exitCode !== 0;
 }
 
 /**
@@ -96,6 +105,9 @@ export function basisOf(attempt: Pick<AttemptRecord, 'reports' | 'interruptionNo
  * - Any node reporting a non-zero code (setup or run) decides at once: the attempt EXITED
  *   in that report's phase. That node is the root cause and keeps its code. The earliest
  *   failing report (the store keeps reports in arrival order) is the root cause.
+ * - A root cause that is an agent's failure before setup makes the attempt AGENT_FAILED,
+ *   with its node, step and error: no code of the job's decides it. A peer's agent failing
+ *   after another node's root cause is a casualty: code null, with why.
  * - Nodes that already reported run 0 keep 0.
  * - Nodes still running are stopped with the attempt: `exitCode: null`,
  *   `killedByController: true`, and why, so their codes are unknown, never a silent 0.
@@ -108,7 +120,10 @@ export function basisOf(attempt: Pick<AttemptRecord, 'reports' | 'interruptionNo
  */
 export function outcomeFromReports(numNodes: number, reports: readonly NodeReport[]): AttemptOutcome | null {
   const inRange = reports.filter((report) => inRangeRank(report.nodeRank, numNodes));
-  const rootCause = inRange.find((report) => report.exitCode !== 0);
+  const rootCause = inRange.find(failing);
+  if (rootCause !== undefined && isAgentFailure(rootCause)) {
+    return { kind: 'AGENT_FAILED', nodeRank: rootCause.nodeRank, ...rootCause.agentFailure };
+  }
   if (rootCause !== undefined) {
     const nodes = ranks(numNodes).map((rank) => nodeAfterFailure(rank, rootCause, inRange));
     return { kind: 'EXITED', phase: rootCause.phase, nodes };
@@ -118,15 +133,18 @@ export function outcomeFromReports(numNodes: number, reports: readonly NodeRepor
   return {
     kind: 'EXITED',
     phase: 'run',
-    nodes: runCodes.map((report, rank) => ({ rank, exitCode: report?.exitCode ?? null })),
+    nodes: runCodes.map((report, rank) => ({ rank, exitCode: report === undefined || isAgentFailure(report) ? null : report.exitCode })),
   };
 }
 
-/** What one node's end was, once `rootCause` has failed the attempt. */
-function nodeAfterFailure(rank: number, rootCause: NodeReport, reports: readonly NodeReport[]): NodeExit {
+/** What one node's end was, once `rootCause` (a phase that exited non-zero) has failed the attempt. */
+function nodeAfterFailure(rank: number, rootCause: PhaseReport, reports: readonly NodeReport[]): NodeExit {
   if (rank === rootCause.nodeRank) return { rank, exitCode: rootCause.exitCode };
   const own = reports.filter((report) => report.nodeRank === rank);
-  const laterFailure = own.find((report) => report.exitCode !== 0);
+  const laterFailure = own.find(failing);
+  if (laterFailure !== undefined && isAgentFailure(laterFailure)) {
+    return { rank, exitCode: null, killedByController: true, unknownReason: `its agent failed at ${laterFailure.agentFailure.step}` };
+  }
   if (laterFailure !== undefined) return { rank, exitCode: laterFailure.exitCode, killedByController: true };
   if (own.some((report) => report.phase === 'run')) return { rank, exitCode: 0 };
   return {

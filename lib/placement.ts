@@ -50,9 +50,9 @@ const DEFAULT_GIB_PER_VCPU = 4;
  *
  * - `resources.region`/`zone`, when set, are the only places tried; a region or zone the
  *   compute cannot reach is a PrecheckError.
- * - EAGER_NEXT_REGION, after a preemption or a lost instance (`history[0]`): other regions
- *   first, then other zones of the same region, the zone just lost last. Otherwise the
- *   configured order.
+ * - EAGER_NEXT_REGION, after a preemption, a lost instance or an agent that failed before
+ *   setup (`history[0]`): other regions first, then other zones of the same region, the
+ *   zone just lost last. Otherwise the configured order.
  * - FAILOVER, after any earlier attempt: the same zone, then the rest of its region, then
  *   the other regions.
  *
@@ -254,7 +254,8 @@ function preference(
   if (strategy === 'FAILOVER') {
     return (place) => (sameZone(place) ? 0 : sameRegion(place) ? 1 : 2);
   }
-  if (outcome === 'PREEMPTED' || outcome === 'LOST') {
+  // A node that failed to set itself up (a registry or a bucket the place could not reach) may do better elsewhere too.
+  if (outcome === 'PREEMPTED' || outcome === 'LOST' || outcome === 'AGENT_FAILED') {
     return (place) => (!sameRegion(place) ? 0 : !sameZone(place) ? 1 : 2);
   }
   return () => 0;

@@ -1,5 +1,6 @@
 // `relaunch simulate`: a task's recovery policy replayed over made-up attempt ends, no compute.
 
+import { AGENT_STEPS } from './agent/protocol.ts';
 import { InvalidInputError, type InputIssue } from './errors.ts';
 import type { NodeReport } from './model.ts';
 import { decideAttempt, type AttemptFacts } from './outcome.ts';
@@ -31,7 +32,7 @@ export interface SimulationResult {
 
 /** The event forms, as error messages and help text name them. */
 export const EVENT_FORMS =
-  'exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt, lost, warn (before the event that ends the attempt), gone:N, nocap or noboot';
+  `exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt, lost, agent:STEP or agent:STEP@NODE (the agent failed before setup; STEP is one of ${AGENT_STEPS.join(', ')}), warn (before the event that ends the attempt), gone:N, nocap or noboot`;
 
 /**
  * What backoff jitter draws when the caller gives no random source: the midpoint, so the
@@ -142,6 +143,10 @@ type AttemptEnd = (warned: boolean) => AttemptOutcome | string;
 
 const EXIT_EVENT = /^(exit|setup):(\d+(?:\+\d+)*)$/;
 const GONE_EVENT = /^gone:(\d+)$/;
+const AGENT_EVENT = /^agent:([a-z-]+)(?:@(\d+))?$/;
+
+/** The error a simulated agent failure reports. */
+const SIMULATED_AGENT_ERROR = 'simulated';
 
 /** Facts of a simulated attempt: a warning on record or not, and the nodes whose instance went. */
 function facts(warned: boolean, goneRank?: number): AttemptFacts {
@@ -178,6 +183,18 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number)
       return unlessWarned({ kind: 'LOST', reason: 'heartbeat lost' });
     case 'noboot':
       return unlessWarned({ kind: 'LOST', reason: neverBooted(bootTimeoutSeconds), neverBooted: true });
+  }
+  const agent = AGENT_EVENT.exec(event);
+  if (agent !== null) {
+    const step = AGENT_STEPS.find((known) => known === agent[1]);
+    if (step === undefined) return `"${event}": expected one of the agent's steps (${AGENT_STEPS.join(', ')}), got ${agent[1]}`;
+    const rank = Number(agent[2] ?? 0);
+    if (rank >= numNodes) {
+      return `"${event}": node ${rank} is not one of the task's ${plural(numNodes, 'node')} (ranks 0 to ${numNodes - 1})`;
+    }
+    // As the runtime decides it: AGENT_FAILED, or PREEMPTED with a warning on record.
+    const report: NodeReport = { nodeRank: rank, phase: 'setup', agentFailure: { step, error: SIMULATED_AGENT_ERROR }, outputTail: '', reportedAt: '' };
+    return (warned) => decided(numNodes, [report], facts(warned));
   }
   const gone = GONE_EVENT.exec(event);
   if (gone !== null) {

@@ -1,6 +1,7 @@
 // What the API and `relaunch run --json` show of a job: pure projections of the records.
 
-import type { AttemptRecord, JobRecord, NodeReport, PipelineState, Placement } from './model.ts';
+import type { AgentStep } from './agent/protocol.ts';
+import { isAgentFailure, type AttemptRecord, type JobRecord, type NodeReport, type PipelineState, type Placement } from './model.ts';
 import type { Market, OutcomeKind, Phase, PolicyRule, RecoveryAction, RecoveryCounters } from './policy/types.ts';
 import type { RecoveryPolicy } from './spec/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
@@ -26,6 +27,12 @@ export interface AttemptView {
   readonly countersAfter: CountersView | null;
   /** The last lines each node wrote in the furthest phase it reported, rank order; [] before any report. */
   readonly outputTails: readonly OutputTailView[];
+  /**
+   * The first node whose agent failed one of its own steps before setup (outcome
+   * AGENT_FAILED, or PREEMPTED when a spot warning came first): which step, and its error;
+   * null when no agent failed.
+   */
+  readonly agentFailure: AgentFailureView | null;
   readonly market: Market;
   readonly placement: Placement | null;
   readonly startedAt: string;
@@ -42,6 +49,13 @@ export interface CountersView {
   readonly recoveryCount: number;
   /** The market the next attempt uses. */
   readonly market: Market;
+}
+
+/** A node's agent failing one of its own steps before setup: relaunch's failure, not the job's. */
+export interface AgentFailureView {
+  readonly nodeRank: number;
+  readonly step: AgentStep;
+  readonly error: string;
 }
 
 /** One node's last lines of one phase, as its agent reported them (cut to OUTPUT_TAIL_VIEW_LINES). */
@@ -165,6 +179,7 @@ function toAttemptView(attempt: AttemptRecord, numNodes: number): AttemptView {
     delaySeconds: attempt.decision?.delaySeconds ?? null,
     countersAfter: countersView(attempt.decision?.counters),
     outputTails: outputTails(attempt.reports),
+    agentFailure: agentFailureOf(attempt.reports),
     // With candidates on both markets the instances' own (the placement's) is the one that ran.
     market: attempt.placement?.market ?? attempt.market,
     placement: attempt.placement,
@@ -172,6 +187,12 @@ function toAttemptView(attempt: AttemptRecord, numNodes: number): AttemptView {
     endedAt: attempt.endedAt,
     decidedAt: attempt.decision?.decidedAt ?? null,
   };
+}
+
+/** The first agent failure the nodes reported (reports are kept in arrival order). */
+function agentFailureOf(reports: readonly NodeReport[]): AgentFailureView | null {
+  const failed = reports.find(isAgentFailure);
+  return failed === undefined ? null : { nodeRank: failed.nodeRank, step: failed.agentFailure.step, error: failed.agentFailure.error };
 }
 
 function countersView(counters: RecoveryCounters | undefined): CountersView | null {
@@ -210,6 +231,7 @@ function codesOf(attempt: AttemptRecord, numNodes: number): { phase: Phase | nul
   }
   if (attempt.reports.length === 0) return { phase: null, exitCodes: [] };
   const phase: Phase = attempt.reports.some((report) => report.phase === 'run') ? 'run' : 'setup';
+  // A node whose agent failed before setup has no code.
   const codeOf = (rank: number): number | null =>
     attempt.reports.find((report: NodeReport) => report.nodeRank === rank && report.phase === phase)?.exitCode ?? null;
   return { phase, exitCodes: Array.from({ length: numNodes }, (_, rank) => codeOf(rank)) };

@@ -134,6 +134,8 @@ function metadata(instance: LocalInstance, key: string): string | undefined {
       return credentialsDocument(instance.credentials, new Date(Date.now() + CREDENTIALS_LIFETIME_MS));
     case 'tags/instance':
       return [...instance.tags.keys()].join('\n');
+    case 'spot/instance-action':
+      return instance.interruptionNotice ?? undefined;
     default:
       if (key.startsWith('tags/instance/')) return instance.tags.get(safeDecode(key.slice('tags/instance/'.length)) ?? '');
       return undefined;

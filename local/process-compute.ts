@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { agentMounts } from '../lib/agent/mounts.ts';
-import { renderAgentScript } from '../lib/agent/script.ts';
+import { renderAgentScript, shellQuote } from '../lib/agent/script.ts';
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn } from '../lib/agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
 import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
@@ -22,7 +22,7 @@ import { INSTANCE_GONE_STATES, type InstanceEvent } from '../lib/usecases/instan
 import { faultsOfAttempt, NO_CHAOS, type ChaosFault, type ChaosPlan } from './chaos.ts';
 import { jobWorkDir, nodeDir, nodeDiskDir, sourcesDir } from './paths.ts';
 import { localMountPlaces } from './mounts.ts';
-import { INSTANCE_MARK, killMarked, markedProcesses, signalGroup, signalMarked } from './process-groups.ts';
+import { INSTANCE_MARK, killMarked, makeNodeCgroup, markedProcesses, removeNodeCgroup, signalGroup, signalMarked } from './process-groups.ts';
 import { removeContainer } from './docker.ts';
 import { LocalSecretParameters, newNodeCredentials } from './secret-parameters.ts';
 import type { Credentials } from './sigv4.ts';
@@ -72,6 +72,11 @@ export interface LocalInstance {
   state: LocalInstanceState;
   /** Set when the node's network is cut (a `silence` fault): the API does not answer it. */
   networkCut: boolean;
+  /**
+   * The spot interruption notice its instance metadata serves (`spot/instance-action`, as
+   * EC2 writes it), once a `preempt` fault has warned; null before.
+   */
+  interruptionNotice: string | null;
   /** The agent process, leader of the node's process group. */
   readonly child: ChildProcess;
   /** The group's id (the agent's pid); 0 when the process could not be started. */
@@ -86,8 +91,22 @@ export interface LocalInstance {
 export const LOCAL_LAUNCH_TRIES = 3;
 /** The pause between two launch tries that found no capacity. */
 const LAUNCH_TRY_GAP_MS = 100;
-/** How long processes get between SIGTERM and SIGKILL when an instance shuts down. */
-const SHUTDOWN_GRACE_MS = 2_000;
+/**
+ * A local job's grace period between SIGTERM and SIGKILL when its node stops (a cancel, a
+ * release, a spot interruption): shorter than EC2's, as nothing local waits on it.
+ */
+export const LOCAL_STOP_GRACE_SECONDS = 10;
+/**
+ * How long an instance's processes get between SIGTERM and SIGKILL when it shuts down: the
+ * job's grace period, then time for the agent to clean up and end.
+ */
+const SHUTDOWN_GRACE_MS = (LOCAL_STOP_GRACE_SECONDS + 5) * 1000;
+/** How often a local agent looks at its instance metadata for a spot interruption notice. */
+const LOCAL_INTERRUPTION_POLL_SECONDS = 0.5;
+/** How long a local agent retries a report its runtime does not acknowledge. */
+const LOCAL_REPORT_RETRY_SECONDS = 60;
+/** How long a local agent waits before its second pull of an image (its own machine's docker). */
+const LOCAL_PULL_RETRY_SECONDS = 1;
 /** How often a shutting-down group is looked at. */
 const GROUP_POLL_MS = 25;
 /** How many emitted events the compute keeps. */
@@ -101,17 +120,31 @@ const LOCAL_ACCOUNT = '000000000000';
 export const LOCAL_SECRET_PATH = agentSecretPath('relaunch-local');
 
 /**
- * The agent's `shutdown -h now`, locally: leave a mark and end the agent. Its process
- * group is then the instance going away: the compute terminates what is left of it.
+ * The agent's `shutdown -h now`, locally: leave a mark in the node's folder ($1) and end
+ * the agent. The instance then goes away: the compute terminates what is left of it.
  */
-const SHUTDOWN_STAND_IN = ': >"$ROOT_DIR/shutdown"; exit 0';
+function shutdownStandIn(rootDir: string): string {
+  return `: >${shellQuote(path.join(rootDir, 'shutdown'))}; exit 0`;
+}
 
 /**
- * Runs the agent with the runtime holding a pipe on fd 3. When the runtime dies, even by
- * SIGKILL, the pipe closes and the watcher kills the node's whole group; a process that
- * left the group (setsid) is found by its mark when the next runtime opens the folder.
+ * cloud-init's part, locally: the node's launcher joins the node's cgroup ($2, when it has
+ * one) before anything starts, then runs the agent ($1) as its child, in the launcher's own
+ * process group and session, as cloud-init runs user data. The runtime holds a pipe on fd 3:
+ * when the runtime dies, even by SIGKILL, the pipe closes and the watcher kills the node's
+ * cgroup, the job's process group (the agent writes its id to phase.group) and its own
+ * group; what still got away is found by its mark when the next runtime opens the folder.
+ * The agent's own log (its stderr; cloud-init-output.log on EC2) goes to agent.log. The
+ * agent's command is not the launcher's last, so the launcher waits for it rather than
+ * becoming it.
  */
-const NODE_LAUNCHER = '( cat <&3 >/dev/null; kill -KILL -- -$$ ) 3<&3 >/dev/null 2>&1 & exec 3<&-; exec bash "$1"';
+const NODE_LAUNCHER = [
+  'if [ -n "$2" ]; then echo "$$" >"$2/cgroup.procs"; fi',
+  '( cat <&3 >/dev/null; if [ -n "$2" ]; then echo 1 >"$2/cgroup.kill"; fi; read -r g <phase.group && kill -KILL -- "-$g"; kill -KILL -- "-$$" ) 3<&3 >/dev/null 2>&1 &',
+  'exec 3<&-',
+  'bash "$1" 2>>agent.log',
+  'exit "$?"',
+].join('\n');
 
 /** The instance id of a local node. */
 export function localInstanceId(jobId: string, attempt: number, rank: number): string {
@@ -186,6 +219,7 @@ export class LocalProcessCompute implements Compute {
     for (const ref of recorded) {
       if (this.started.has(ref.instanceId) || ref.processGroupId === undefined) continue;
       killMarked(ref.instanceId, ref.processGroupId);
+      removeNodeCgroup(ref.instanceId);
       await removeContainer(ref.instanceId);
     }
   }
@@ -272,10 +306,14 @@ export class LocalProcessCompute implements Compute {
       mounts: agentMounts(spec, jobId, localMountPlaces(this.options.dataDir)),
       sourcesUrl: sourcesDir(this.options.dataDir),
       ...(disk === null ? {} : { jobHome: path.join(disk, 'home'), mountRoot: path.join(disk, 'root') }),
-      shutdownCommand: SHUTDOWN_STAND_IN,
+      shutdownCommand: shutdownStandIn(rootDir),
       // Locally nothing is throttled: a refused report is retried soon.
       reportBackoff: { initialMs: 200, maxMs: 5_000 },
+      reportRetrySeconds: LOCAL_REPORT_RETRY_SECONDS,
       discoveryTimeoutSeconds: 60,
+      stopGraceSeconds: LOCAL_STOP_GRACE_SECONDS,
+      interruptionPollSeconds: LOCAL_INTERRUPTION_POLL_SECONDS,
+      pullRetrySeconds: LOCAL_PULL_RETRY_SECONDS,
     });
     const scriptFile = path.join(rootDir, 'user-data.sh');
     writeFileSync(scriptFile, script, { mode: 0o700 });
@@ -285,7 +323,8 @@ export class LocalProcessCompute implements Compute {
       [TagKey.nodeRank, String(rank)],
       ...nodeIpsTags(ips).map((tag): [string, string] => [tag.Key, tag.Value]),
     ]);
-    const child = spawn('bash', ['-c', NODE_LAUNCHER, 'relaunch-node', scriptFile], {
+    const cgroup = makeNodeCgroup(instanceId);
+    const child = spawn('bash', ['-c', NODE_LAUNCHER, 'relaunch-node', scriptFile, cgroup ?? ''], {
       cwd: rootDir,
       env: { ...process.env, [INSTANCE_MARK]: instanceId },
       detached: true,
@@ -309,6 +348,7 @@ export class LocalProcessCompute implements Compute {
       container: spec.resources.containerImage !== undefined,
       state: 'running',
       networkCut: false,
+      interruptionNotice: null,
       child,
       pgid: child.pid ?? 0,
       timers: new Set(),
@@ -330,6 +370,7 @@ export class LocalProcessCompute implements Compute {
     if (instance.state !== 'running') return;
     switch (fault.kind) {
       case 'preempt':
+        instance.interruptionNotice = JSON.stringify({ action: 'terminate', time: new Date(Date.now() + fault.warningMs).toISOString() });
         this.emit(instance, { kind: 'SPOT_INTERRUPTION_WARNING' });
         this.schedule(instance, fault.warningMs, () => void this.terminate(instance));
         return;
@@ -375,6 +416,7 @@ export class LocalProcessCompute implements Compute {
         instance.state = 'terminated';
       }
       await this.waitForGroup(instance, SHUTDOWN_GRACE_MS);
+      removeNodeCgroup(instance.instanceId);
       if (instance.container) await removeContainer(instance.instanceId);
       this.secretParameters.delete(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId));
       this.emit(instance, { kind: 'STATE_CHANGE', state: 'terminated' });

@@ -52,6 +52,10 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
     }
     const text = new LogTail().read(attemptLogs(dataDir, jobId, attempt));
     io.out(text === '' ? `(attempt ${attempt} wrote no output)` : text);
+    const failed = job.attempts[attempt - 1]?.agentFailure ?? null;
+    if (failed !== null) {
+      io.out(`(node ${failed.nodeRank}: relaunch's agent failed at ${failed.step} before setup, not the job: ${failed.error})`);
+    }
     return ExitStatus.OK;
   } catch (error) {
     return reportError(io, error);

@@ -2,6 +2,7 @@
 
 import type { Command } from 'commander';
 import { formatIssue } from '../../lib/errors.ts';
+import { AGENT_STEPS } from '../../lib/agent/protocol.ts';
 import { EVENT_FORMS, simulate, type SimulationResult } from '../../lib/simulate.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
@@ -27,13 +28,19 @@ Events (each ends one attempt, except warn):
   nocap               a launch found no capacity: FAILED_NO_RESOURCE on the
                       first launch, a wait for capacity on a relaunch
   noboot              an attempt whose instances never reached relaunch
+  agent:STEP          relaunch's agent failed at STEP before setup, on node 0
+                      (agent:STEP@N: on node N). Recovered, never charged to
+                      max_restarts_on_errors; counted toward max_boot_failures,
+                      as noboot is. STEP is one of:
+                      ${AGENT_STEPS.join(', ')}
 
 Examples:
   relaunch simulate task.yaml exit:29 preempt exit:1 exit:0
   relaunch simulate two-nodes.yaml setup:0+1 exit:0+0 --json
   relaunch simulate two-nodes.yaml warn exit:0+1 gone:1 exit:0+0
   relaunch simulate task.yaml preempt nocap nocap exit:0
-  relaunch simulate task.yaml noboot noboot noboot`;
+  relaunch simulate task.yaml noboot noboot noboot
+  relaunch simulate task.yaml agent:image-pull agent:image-pull exit:0`;
 
 /**
  * Runs `relaunch simulate`: reads and parses the task file, replays the events through its

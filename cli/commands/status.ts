@@ -70,7 +70,17 @@ function jobDetail(job: JobView): string {
     attempt.reason ?? '',
   ]);
   const columns = ['ATTEMPT', ...(tasks.length > 0 ? ['TASK'] : []), 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'REASON'];
-  return [...head, table(columns, rows)].join('\n');
+  return [...head, table(columns, rows), ...agentFailures(job.attempts)].join('\n');
+}
+
+/** A line for each attempt whose node's agent failed before setup: which step, and why. */
+function agentFailures(attempts: readonly AttemptView[]): string[] {
+  const lines = attempts.flatMap((attempt) => {
+    const failed = attempt.agentFailure;
+    if (failed === null) return [];
+    return [`attempt ${attempt.attempt}: relaunch's agent failed on node ${failed.nodeRank} at ${failed.step}, before setup (not the job's failure): ${failed.error}`];
+  });
+  return lines.length === 0 ? [] : ['', ...lines];
 }
 
 function duration(attempt: AttemptView): string {

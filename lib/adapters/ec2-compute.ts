@@ -593,7 +593,8 @@ export class Ec2Compute implements Compute {
       ImageId: image.imageId,
       IamInstanceProfile: { Arn: this.config.instanceProfileArn },
       UserData: this.userData(request, region, instanceType),
-      // Hop limit 1: a container on the node (one more hop) cannot reach IMDS and the role.
+      // Hop limit 1: a container on a bridge network (one more hop) cannot reach IMDS and the
+      // role. The task's own container shares the host's network (agent.sh), so it can.
       MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 1 },
       InstanceInitiatedShutdownBehavior: 'terminate',
       BlockDeviceMappings: [

@@ -57,18 +57,72 @@ export interface ProcessCredentials {
 }
 
 /**
- * `POST .../report`: one node's end of one phase. Every node reports `setup` (exit 0 when
- * the task has none), then `run` unless setup failed. A report is resent until a 2xx or a
- * final 4xx answers it, so the API must treat a repeat as already done.
+ * The agent's own steps before setup, as a report of its failure names them. A failure of
+ * one is relaunch's, never the job's: the attempt ends AGENT_FAILED and is recovered.
  */
-export const ReportBodySchema = z.object({
-  nodeRank,
-  phase: z.enum(['setup', 'run']),
-  /** The shell's code: 128+N for death by signal N. */
-  exitCode: z.number().check(z.int(), z.minimum(0), z.maximum(255)),
-  /** The last OUTPUT_TAIL_LINES lines of stdout and stderr, at most OUTPUT_TAIL_MAX_BYTES. */
-  outputTail: z.string().check(z.maxLength(OUTPUT_TAIL_MAX_BYTES)),
+export const AgentStep = {
+  /** Asking the API for the job's S3 credentials (refused, or no answer in the boot window). */
+  DATA_CREDENTIALS: 'data-credentials',
+  /** Installing what the node lacks: the AWS CLI, mountpoint-s3, git, docker. */
+  INSTALL: 'install',
+  /** Putting the workdir and the file mounts in place (fetch, copy, mount, clone). */
+  MOUNTS: 'mounts',
+  /** Logging docker in to the image's registry (ECR). */
+  IMAGE_LOGIN: 'image-login',
+  /** Pulling the task's Docker image. */
+  IMAGE_PULL: 'image-pull',
+  /** Starting the task's container. */
+  CONTAINER: 'container',
+} as const;
+/** One of the agent's own steps. */
+export type AgentStep = (typeof AgentStep)[keyof typeof AgentStep];
+/** Every agent step, in the order the agent takes them. */
+export const AGENT_STEPS: readonly AgentStep[] = Object.values(AgentStep);
+
+/** The longest error an agent's failure report carries, in characters. */
+export const AGENT_ERROR_MAX_LENGTH = 1000;
+
+/** Which of the agent's own steps failed, and its error (one line, as the agent logged it). */
+export interface AgentFailure {
+  readonly step: AgentStep;
+  readonly error: string;
+}
+
+const agentFailure = z.object({
+  step: z.enum(AGENT_STEPS as [AgentStep, ...AgentStep[]]),
+  error: z.string().check(z.maxLength(AGENT_ERROR_MAX_LENGTH)),
 });
+
+/**
+ * `POST .../report`: one node's end of one phase. Every node reports `setup` (exit 0 when
+ * the task has none), then `run` unless setup failed. A node whose agent failed one of its
+ * own steps before setup reports that instead of setup's code: `phase: 'setup'` with
+ * `agentFailure` and no `exitCode` (a body of an agent from before AGENT_FAILED, with its
+ * exitCode, is read as it always was). A report is resent until a 2xx or a final 4xx
+ * answers it, so the API must treat a repeat as already done.
+ */
+export const ReportBodySchema = z
+  .object({
+    nodeRank,
+    phase: z.enum(['setup', 'run']),
+    /** The shell's code: 128+N for death by signal N. Absent when `agentFailure` says what ended the node. */
+    exitCode: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(255))),
+    /** The agent's own step that failed before setup; absent when the node ran its phase. */
+    agentFailure: z.optional(agentFailure),
+    /** The last OUTPUT_TAIL_LINES lines of stdout and stderr, at most OUTPUT_TAIL_MAX_BYTES. */
+    outputTail: z.string().check(z.maxLength(OUTPUT_TAIL_MAX_BYTES)),
+  })
+  .check(
+    z.superRefine((body, context) => {
+      if (body.exitCode === undefined && body.agentFailure === undefined) {
+        context.addIssue({ code: 'custom', path: ['exitCode'], message: 'expected an exit code 0-255, or agentFailure when the agent failed before setup', input: body });
+      } else if (body.exitCode !== undefined && body.agentFailure !== undefined) {
+        context.addIssue({ code: 'custom', path: ['agentFailure'], message: 'expected either exitCode or agentFailure, got both', input: body });
+      } else if (body.agentFailure !== undefined && body.phase !== 'setup') {
+        context.addIssue({ code: 'custom', path: ['phase'], message: `expected setup with agentFailure (the agent's steps come before it), got ${body.phase}`, input: body });
+      }
+    }),
+  );
 /** A report's body, parsed. */
 export type ReportBody = z.infer<typeof ReportBodySchema>;
 

@@ -1,49 +1,8 @@
-// The agent: a bash script, run as an instance's user data, that runs the task on one node
-// and tells the API how each phase ended.
-//
-// What the script does, in order:
-//
-// 1. Writes setup, run and the job's environment to files under `rootDir`. Every piece of
-//    user text (scripts, env values) travels base64-encoded, so no quoting or heredoc
-//    delimiter in it can end up as agent code.
-// 2. Learns its node rank (given; 0 when it is the only node; else the `relaunch:node-rank`
-//    instance tag the launcher sets once every node exists, read from IMDSv2: an EC2 Fleet
-//    does not number its instances 0..n-1 the way one RunInstances call does), reads the
-//    attempt's callback secret from its instance's SSM parameter (secret-parameter.ts),
-//    and sends a first heartbeat.
-// 3. Heartbeats in the background every `heartbeatSeconds`. A beat answered 408, 429, a
-//    5xx or not at all is tried again after a jittered backoff, but a round of tries ends
-//    by the time the next beat is due: throttled agents spread out instead of piling up,
-//    and a slow API never makes beats queue behind each other. Any other answer ends the
-//    round (a heartbeat is never final: the next round asks again).
-// 4. Learns every node's IP (given, or its own `local-ipv4` for one node, or the
-//    `relaunch:node-ips:*` instance tags the launcher sets once all nodes exist).
-// 5. Puts the workdir and the file mounts in place (mounts.ts: an upload fetched and
-//    unpacked, an S3 prefix copied, a bucket mounted with mountpoint-s3, a repository
-//    cloned), installing the AWS CLI, mountpoint-s3 or git when the image lacks them; a
-//    failure there is setup's, exit code 1, with what failed in `setup.log`. On EC2 the
-//    S3 steps use the job's own data credentials, asked of the API first and again every
-//    15 minutes in the background (the instance role has no S3 access).
-// 6. Runs setup in the work directory (`~/sky_workdir` with a workdir), output to `setup.log`, and reports it; runs run
-//    and reports it only if setup exited 0. With a Docker image, both run in one container
-//    started before setup (a failure to start it is setup's, exit code 125). A 2xx acknowledges a report; 408, 429, 5xx and
-//    no answer at all are retried with jittered exponential backoff; any other answer (409: the
-//    attempt is no longer live; 400, 401, 404: it never will be accepted) is final and
-//    skips run. Retrying those forever would keep the attempt alive by heartbeat forever.
-// 7. Stops the heartbeat and runs the shutdown command (on EC2 the instance terminates).
-//
-// If the rank, the secret or the IPs never show up, the agent shuts down without
-// reporting: the controller sees a lost attempt, which never counts against the task's
-// error budget.
-//
-// The secret stays in the agent's memory: an unexported shell variable, handed to curl on
-// its stdin (`-H @-`), never on a command line, in a file or in the job's environment. The
-// SSM request is signed here (SigV4, with openssl) with the instance role's credentials
-// from IMDS: stock AMIs need not carry the AWS CLI. A job running as root can still read
-// the agent's memory; what it could do with the secret is report for its own attempt.
-//
-// Needs bash, curl (7.55 or later), openssl and coreutils (all on Ubuntu AMIs); python3
-// escapes the output tail as JSON when present, awk otherwise.
+// The agent for one attempt: lib/agent/agent.sh, the shell program an instance runs as its
+// user data (what it does, its processes and how it ends are described there), with its
+// settings block filled in. Every setting is single-quoted, the task's setup, run, envs
+// and mounts included: no text of the user's can end up as agent code. The program ships
+// without its comment lines, which would take a quarter of user data's 16 KiB gzipped.
 
 import { PrecheckError } from '../errors.ts';
 import { jobEnvironment } from '../job-env.ts';
@@ -58,6 +17,8 @@ import {
   STALE_ATTEMPT_STATUS,
 } from './protocol.ts';
 import { WORKDIR_PATH } from '../spec/mounts.ts';
+import { HEARTBEAT_TIMEOUT_SECONDS } from '../workflow/contract.ts';
+import { AGENT_SOURCE } from './agent-source.ts';
 import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount, TagKey } from './tags.ts';
@@ -149,7 +110,8 @@ export interface AgentScriptParams {
    */
   readonly containerGpus?: boolean;
   /**
-   * Seconds before the second try at pulling a Docker image (twice that before the third).
+   * Seconds before the second try at pulling a Docker image, logging in to its registry or
+   * cloning a repository (twice that before the third), each wait jittered.
    * @default 5
    */
   readonly pullRetrySeconds?: number;
@@ -172,10 +134,58 @@ export interface AgentScriptParams {
    * @default 600
    */
   readonly discoveryTimeoutSeconds?: number;
+  /**
+   * How long a report answered with a timeout, throttling, a 5xx or nothing at all is tried
+   * again before the agent gives up and shuts the node down. A whole number of seconds.
+   * @default REPORT_RETRY_SECONDS
+   */
+  readonly reportRetrySeconds?: number;
+  /**
+   * Seconds a stopped job gets between SIGTERM and SIGKILL: a cancel, a release, the node
+   * shutting down, a spot interruption notice. A whole number from 0 to 100.
+   * @default STOP_GRACE_SECONDS
+   */
+  readonly stopGraceSeconds?: number;
+  /**
+   * Seconds between two looks at instance metadata for a spot interruption notice; 0 never
+   * looks. At least 0.1 otherwise.
+   * @default INTERRUPTION_POLL_SECONDS
+   */
+  readonly interruptionPollSeconds?: number;
 }
+
+/**
+ * A stopped job's grace period on EC2, in seconds. EC2 reclaims a spot instance two
+ * minutes after its interruption notice; the agent sees the notice within
+ * INTERRUPTION_POLL_SECONDS, and the job's grace, the cleanup and the shutdown that follow
+ * must fit in what is left.
+ */
+export const STOP_GRACE_SECONDS = 90;
+
+/**
+ * How long the agent tries a report the API does not acknowledge, in seconds: ten minutes,
+ * twice the heartbeat timeout, past which the controller has ended the attempt as lost
+ * anyway (a late report is then refused as stale).
+ */
+export const REPORT_RETRY_SECONDS = 2 * HEARTBEAT_TIMEOUT_SECONDS;
+
+/** How often the agent looks for a spot interruption notice on EC2, in seconds (AWS suggests every 5 s). */
+export const INTERRUPTION_POLL_SECONDS = 5;
 
 /** A node's container is named this and its instance id (`docker rm -f` finds it so). */
 export const CONTAINER_PREFIX = 'relaunch-';
+
+/**
+ * What shellcheck says of quoted text alone, which the settings hold (a `$` or a leading
+ * `~` inside single quotes, a quote written as '\\''): the user's text is data there, so
+ * the rendered agent turns these three off for the file. agent.sh itself passes with every
+ * check on (npm run lint).
+ */
+const SETTINGS_DIRECTIVE = '# shellcheck disable=SC1003,SC2016,SC2088';
+
+/** The comment lines that enclose agent.sh's settings block, which the renderer fills in. */
+const SETTINGS_BEGIN = '# relaunch:settings-begin';
+const SETTINGS_END = '# relaunch:settings-end';
 
 /** Variables that differ per node, set by the script once it knows its rank and the IPs. */
 const PER_NODE_VARIABLES = ['RELAUNCH_NODE_RANK', 'SKYPILOT_NODE_RANK', 'RELAUNCH_NODE_IPS', 'SKYPILOT_NODE_IPS'];
@@ -199,6 +209,12 @@ export function renderAgentScript(params: AgentScriptParams): string {
   if (!Number.isFinite(params.heartbeatSeconds) || params.heartbeatSeconds < 0.01) {
     throw new RangeError(`heartbeatSeconds: expected a number of seconds >= 0.01, got ${params.heartbeatSeconds}`);
   }
+  const retry = params.reportRetrySeconds ?? REPORT_RETRY_SECONDS;
+  if (!Number.isInteger(retry) || retry < 1) throw new RangeError(`reportRetrySeconds: expected a whole number of seconds >= 1, got ${retry}`);
+  const grace = params.stopGraceSeconds ?? STOP_GRACE_SECONDS;
+  if (!Number.isInteger(grace) || grace < 0 || grace > 100) throw new RangeError(`stopGraceSeconds: expected a whole number of seconds 0-100, got ${grace}`);
+  const poll = params.interruptionPollSeconds ?? INTERRUPTION_POLL_SECONDS;
+  if (!Number.isFinite(poll) || (poll !== 0 && poll < 0.1)) throw new RangeError(`interruptionPollSeconds: expected 0 or a number of seconds >= 0.1, got ${poll}`);
   if (params.nodeIps !== undefined && params.nodeIps.length !== spec.numNodes) {
     throw new RangeError(`nodeIps: expected ${spec.numNodes} addresses (one per node), got ${params.nodeIps.length}`);
   }
@@ -222,16 +238,20 @@ export function renderAgentScript(params: AgentScriptParams): string {
     HEARTBEAT_TRY_MAX_MS,
     HEARTBEAT_URL: apiUrl + heartbeatPath(jobId, attempt),
     REPORT_URL: apiUrl + reportPath(jobId, attempt),
+    REPORT_RETRY_SECONDS: retry,
     DATA_CREDENTIALS_URL: params.dataCredentials === true ? apiUrl + dataCredentialsPath(jobId, attempt) : '',
     DATA_REFRESH_MS: Math.max(1000, Math.round((params.dataCredentialsRefreshSeconds ?? 900) * 1000)),
     ROOT_DIR: rootDir,
-    WORK_DIR: spec.workdir !== null || spec.gitWorkdir !== undefined ? WORKDIR_PATH : (params.workDir ?? rootDir),
-    MOUNTS_B64: base64(mountLines(params.mounts ?? [])),
+    // The workdir's path relative to the home folder, which the agent learns on the node.
+    WORK_DIR: spec.workdir !== null || spec.gitWorkdir !== undefined ? WORKDIR_PATH.replace(/^~\//, '') : (params.workDir ?? rootDir),
+    MOUNTS: mountLines(params.mounts ?? []),
     SOURCES_URL: (params.sourcesUrl ?? '').replace(/\/+$/, ''),
     MOUNT_ROOT: (params.mountRoot ?? '').replace(/\/+$/, ''),
     JOB_HOME: params.jobHome ?? '',
     IMDS_URL: (params.imdsUrl ?? 'http://169.254.169.254').replace(/\/+$/, ''),
     DISCOVERY_TIMEOUT_SECONDS: params.discoveryTimeoutSeconds ?? 600,
+    INTERRUPTION_POLL_MS: Math.round((params.interruptionPollSeconds ?? INTERRUPTION_POLL_SECONDS) * 1000),
+    STOP_GRACE_SECONDS: params.stopGraceSeconds ?? STOP_GRACE_SECONDS,
     NODE_IPS_TAG_PREFIX,
     NODE_RANK_TAG: TagKey.nodeRank,
     NODE_IPS_TAGS: nodeIpsTagCount(spec.numNodes),
@@ -240,27 +260,23 @@ export function renderAgentScript(params: AgentScriptParams): string {
     STALE_STATUS: STALE_ATTEMPT_STATUS,
     TAIL_LINES: OUTPUT_TAIL_LINES,
     TAIL_BYTES: OUTPUT_TAIL_MAX_BYTES,
-    SETUP_B64: base64(spec.setup ?? ''),
-    RUN_B64: base64(spec.run ?? ''),
-    ENV_B64: base64(environmentFile(params)),
+    SETUP_SCRIPT: spec.setup ?? '',
+    RUN_SCRIPT: spec.run ?? '',
+    JOB_ENV: environmentFile(params),
     CONTAINER_IMAGE: spec.resources.containerImage ?? '',
     CONTAINER_PREFIX,
     CONTAINER_GPUS: (params.containerGpus ?? (params.gpusPerNode ?? 0) > 0) ? 1 : 0,
-    PULL_RETRY_SECONDS: params.pullRetrySeconds ?? 5,
+    PULL_RETRY_MS: Math.round((params.pullRetrySeconds ?? 5) * 1000),
     ECR_URL: (params.ecrEndpoint ?? '').replace(/\/+$/, ''),
+    SHUTDOWN_COMMAND: params.shutdownCommand ?? 'shutdown -h now',
   };
-  const assignments = Object.entries(config).map(([name, value]) => `${name}=${shellQuote(String(value))}`);
   return [
     '#!/bin/bash',
-    `# relaunch agent for job ${oneLine(jobId)}, attempt ${attempt}: generated by lib/agent/script.ts.`,
-    'set -uo pipefail',
-    '',
-    ...assignments,
-    '',
-    'shut_down() {',
-    `  ${params.shutdownCommand ?? 'shutdown -h now'}`,
-    '}',
-    AGENT_CODE,
+    `# relaunch agent for job ${oneLine(jobId)}, attempt ${attempt}: rendered by lib/agent/script.ts from agent.sh.`,
+    SETTINGS_DIRECTIVE,
+    ...AGENT.before,
+    ...settingLines(config),
+    ...AGENT.after,
   ].join('\n');
 }
 
@@ -280,13 +296,13 @@ function environmentFile(params: AgentScriptParams): string {
     .join('');
 }
 
-/** Single-quoted for bash: safe for any text without NUL. */
+/**
+ * Single-quoted for bash: any text without NUL is read back exactly, never as code (a
+ * quote inside ends the quoting, adds an escaped quote, and starts it again).
+ */
 export function shellQuote(text: string): string {
+  if (text.includes('\0')) throw new RangeError('shellQuote: a NUL cannot be quoted for bash (no shell word holds one)');
   return `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
-function base64(text: string): string {
-  return Buffer.from(text, 'utf8').toString('base64');
 }
 
 function oneLine(text: string): string {
@@ -294,755 +310,33 @@ function oneLine(text: string): string {
 }
 
 /**
- * The script after its settings. Plain bash, no TypeScript interpolation: it must not
- * contain a dollar-brace or a backtick.
+ * agent.sh as instances get it: the lines before its settings block and after it, without
+ * comment lines (they would take a quarter of user data's 16 KiB gzipped, room a task's
+ * setup and run need more), and the names the block sets, in its order. No line of the
+ * program that starts with `#` lies inside a quoted string (the python and awk programs
+ * have none), so only comments go; the agent tests run what is shipped.
  */
-const AGENT_BODY = String.raw`
-log() { printf 'relaunch-agent: %s\n' "$*" >&2; }
+const AGENT = shippedAgent(AGENT_SOURCE);
 
-seconds_of_ms() { printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"; }
-
-# The time in ms, in NOW_MS: from bash 5's EPOCHREALTIME; an older bash counts whole
-# seconds, so its deadlines are kept to within a second. Only differences are used.
-clock_ms() {
-  local seconds fraction
-  if (( BASH_VERSINFO[0] >= 5 )); then
-    IFS=., read -r seconds fraction <<<"$EPOCHREALTIME"
-    NOW_MS=$(( seconds * 1000 + 10#$fraction / 1000 ))
-  else
-    NOW_MS=$(( SECONDS * 1000 ))
-  fi
+function shippedAgent(source: string): { before: string[]; settings: string[]; after: string[] } {
+  const lines = source.split('\n');
+  const begin = lines.indexOf(SETTINGS_BEGIN);
+  const end = lines.indexOf(SETTINGS_END);
+  if (begin < 0 || end < begin) throw new Error(`agent.sh: expected a settings block between "${SETTINGS_BEGIN}" and "${SETTINGS_END}"`);
+  const settings = lines.slice(begin + 1, end).map((line) => {
+    const name = /^declare \+x ([A-Z][A-Z0-9_]*)=''$/.exec(line)?.[1];
+    if (name === undefined) throw new Error(`agent.sh: expected declare +x NAME='' in the settings block, got ${line}`);
+    return name;
+  });
+  // The shebang is the renderer's own first line.
+  const code = (part: string[]) => part.filter((line) => !/^\s*#/.test(line) && line.trim() !== '');
+  return { before: code(lines.slice(0, begin)), settings, after: code(lines.slice(end + 1)) };
 }
 
-# A backoff delay of $1 ms made into a wait, in JITTERED_MS: half the delay, plus up to
-# the other half at random (30 random bits from two draws of RANDOM).
-jittered_ms() {
-  local half=$(( $1 / 2 ))
-  JITTERED_MS=$(( $1 - half + (RANDOM * 32768 + RANDOM) % (half + 1) ))
+/** The settings block with the attempt's values, each quoted; every name of the block, no other. */
+function settingLines(config: Readonly<Record<string, string | number>>): string[] {
+  const given = Object.keys(config).sort();
+  const expected = [...AGENT.settings].sort();
+  if (given.join() !== expected.join()) throw new Error(`agent.sh sets ${expected.join(', ')}; the renderer gives ${given.join(', ')}`);
+  return AGENT.settings.map((name) => `declare +x ${name}=${shellQuote(String(config[name]))}`);
 }
-
-# Sleeps $1 ms in the background and waits for it, so a TERM ends the wait at once
-# (heartbeat_loop's trap kills the sleeper).
-pause_ms() {
-  sleep "$(seconds_of_ms "$1")" &
-  sleeper=$!
-  wait "$sleeper"
-  sleeper=''
-}
-
-# IMDSv2: a session token first, then the metadata path.
-imds_get() {
-  local token
-  token=$(curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$IMDS_URL/latest/api/token") || return 1
-  curl -sf --max-time 5 -H "X-aws-ec2-metadata-token: $token" "$IMDS_URL/latest/meta-data/$1"
-}
-
-# This node's rank: given, 0 for the only node, or the launcher's tag.
-resolve_node_rank() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
-  if [[ ! $NODE_RANK =~ ^[0-9]+$ ]] && (( NUM_NODES == 1 )); then NODE_RANK=0; fi
-  while [[ ! $NODE_RANK =~ ^[0-9]+$ ]]; do
-    if NODE_RANK=$(imds_get "tags/instance/$NODE_RANK_TAG") && [[ $NODE_RANK =~ ^[0-9]+$ ]]; then break; fi
-    NODE_RANK=''
-    if (( SECONDS >= deadline )); then return 1; fi
-    sleep 2
-  done
-}
-
-# Every node's IP, head first, one a line: given, this node's own, or the launcher's tags.
-resolve_node_ips() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) ips value chunk complete
-  while [ -z "$NODE_IPS" ]; do
-    if (( NUM_NODES == 1 )); then
-      if value=$(imds_get local-ipv4) && [ -n "$value" ]; then NODE_IPS=$value; break; fi
-    else
-      ips=''
-      complete=1
-      for (( chunk = 0; chunk < NODE_IPS_TAGS; chunk++ )); do
-        if value=$(imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"); then ips="$ips $value"; else complete=0; break; fi
-      done
-      set -f
-      set -- $ips
-      set +f
-      if (( complete && $# == NUM_NODES )); then NODE_IPS=$(printf '%s\n' "$@"); break; fi
-    fi
-    if (( SECONDS >= deadline )); then return 1; fi
-    sleep 2
-  done
-}
-
-# One round of heartbeat tries, over by $1 (ms, clock_ms's clock: when the next beat is
-# due). Returns 0 once a 2xx acknowledges a beat. A timeout, throttling, a 5xx or no
-# answer is tried again after a jittered backoff while a try still fits before the
-# deadline; each try's own time limit ends at the deadline too. Any other answer ends the
-# round at once (1): it is the reports' business to stop the agent.
-heartbeat_once() {
-  local deadline=$1 delay=$BACKOFF_INITIAL_MS status limit
-  while :; do
-    clock_ms
-    limit=$(( deadline - NOW_MS ))
-    if (( limit > HEARTBEAT_TRY_MAX_MS )); then limit=$HEARTBEAT_TRY_MAX_MS; fi
-    if (( limit < 1 )); then limit=1; fi
-    status=$(post_json "$HEARTBEAT_URL" "$HEARTBEAT_BODY" "$(seconds_of_ms "$limit")")
-    case $status in
-      2??) return 0 ;;
-      408 | 429 | 5?? | 000) ;;
-      *) log "the API refused a heartbeat (HTTP $status)"; return 1 ;;
-    esac
-    jittered_ms "$delay"
-    clock_ms
-    if (( NOW_MS + JITTERED_MS + HEARTBEAT_TRY_MIN_MS > deadline )); then
-      log "a heartbeat got HTTP $status; the next one is due before a retry could finish"
-      return 1
-    fi
-    log "a heartbeat got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
-    pause_ms "$JITTERED_MS"
-    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
-  done
-}
-
-# A round every HEARTBEAT_MS from $1 (the first round's start), each over by the next: a
-# round that ran late (a slow try) starts the cadence again from its end.
-heartbeat_loop() {
-  local sleeper='' next=$1
-  trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; exit 0' TERM
-  while :; do
-    next=$(( next + HEARTBEAT_MS ))
-    clock_ms
-    if (( next < NOW_MS )); then next=$NOW_MS; fi
-    pause_ms $(( next - NOW_MS ))
-    heartbeat_once $(( next + HEARTBEAT_MS ))
-  done
-}
-
-stop_heartbeat() {
-  kill "$HEARTBEAT_PID" 2>/dev/null
-  wait "$HEARTBEAT_PID" 2>/dev/null
-}
-
-# stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
-# character cut in half at the start (tail -c) is dropped; other invalid UTF-8 becomes
-# U+FFFD with python3 and is passed through by awk.
-json_string() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -I -S -c 'import json, sys
-data = sys.stdin.buffer.read().replace(b"\0", b"").lstrip(bytes(range(0x80, 0xC0)))
-text = data.decode("utf-8", "replace")
-sys.stdout.write(json.dumps(text[:-1] if text.endswith("\n") else text))'
-  else
-    tr -d '\000' | LC_ALL=C awk '
-      BEGIN {
-        for (i = 1; i < 32; i++) escaped[sprintf("%c", i)] = sprintf("\\u%04x", i)
-        escaped["\\"] = "\\\\"
-        escaped["\""] = "\\\""
-        printf "%s", "\""
-      }
-      {
-        line = $0
-        if (NR == 1) while (length(line) > 0 && substr(line, 1, 1) >= "\200" && substr(line, 1, 1) <= "\277") line = substr(line, 2)
-        out = ""
-        n = length(line)
-        for (i = 1; i <= n; i++) {
-          c = substr(line, i, 1)
-          out = out ((c in escaped) ? escaped[c] : c)
-        }
-        if (NR > 1) printf "%s", "\\n"
-        printf "%s", out
-      }
-      END { printf "%s", "\"" }'
-  fi
-}
-
-# The end of a log as a JSON string: the last lines, at most TAIL_BYTES of them.
-output_tail() {
-  tail -n "$TAIL_LINES" "$1" 2>/dev/null | tail -c "$TAIL_BYTES" | json_string
-}
-
-# Prints the HTTP status of a JSON POST of file $2 to $1, 000 when nothing answered
-# within $3 seconds; the answer's body goes to file $4 (none: dropped). The Authorization
-# header reaches curl on its stdin.
-post_json() {
-  local out=/dev/null
-  if [ "$#" -ge 4 ]; then out=$4; fi
-  printf 'Authorization: %s%s\n' "$AUTH_PREFIX" "$SECRET" |
-    curl -s -o "$out" -w '%{http_code}' --max-time "$3" -X POST -H @- \
-      -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
-}
-
-sha256_hex() { sha256sum | cut -d' ' -f1; }
-
-# HMAC-SHA256 of $2 under the hex key $1, hex. The keys are SigV4's derived keys; the
-# first, from the role's secret key, is on openssl's command line for a moment, which
-# tells a local process nothing it cannot read from instance metadata itself.
-hmac_hex() {
-  printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1" | sed 's/^.*= //'
-}
-
-# The string value of key $1 in the JSON on stdin (a flat document with plain values).
-json_value() {
-  tr -d '\n' | sed -n 's/.*"'"$1"'" *: *"\([^"]*\)".*/\1/p'
-}
-
-# One call of an AWS JSON API, signed (SigV4) with the instance role's credentials from
-# instance metadata: service $1 in region $2 at endpoint $3, target $4, body $5. The answer's
-# body in AWS_ANSWER and its HTTP status in AWS_STATUS (000: no answer); 1 with AWS_ERROR
-# set when it is not a 200. Values that carry credentials or secrets move through pipes
-# from printf (a builtin), never here-strings, which an older bash keeps in a temporary file.
-aws_call() {
-  local service=$1 region=$2 url=$3 target=$4 body=$5
-  local role creds key_id secret_key token amz_date day host path canonical scope key part signature answer
-  AWS_ANSWER=''
-  AWS_STATUS=000
-  if ! role=$(imds_get iam/security-credentials/ | head -n 1) || [ -z "$role" ]; then
-    AWS_ERROR='no instance role in instance metadata'
-    return 1
-  fi
-  if ! creds=$(imds_get "iam/security-credentials/$role"); then
-    AWS_ERROR="no credentials for role $role in instance metadata"
-    return 1
-  fi
-  key_id=$(printf '%s' "$creds" | json_value AccessKeyId)
-  secret_key=$(printf '%s' "$creds" | json_value SecretAccessKey)
-  token=$(printf '%s' "$creds" | json_value Token)
-  amz_date=$(date -u +%Y%m%dT%H%M%SZ)
-  day=$(printf '%s' "$amz_date" | cut -c1-8)
-  host=$(printf '%s' "$url" | sed -E 's#^[a-z]+://##; s#/.*$##')
-  path="$(printf '%s' "$url" | sed -E 's#^[a-z]+://[^/]*##')/"
-  canonical=$(printf 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
-    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$token" "$target" "$AWS_SIGNED_HEADERS" \
-    "$(printf '%s' "$body" | sha256_hex)")
-  scope="$day/$region/$service/aws4_request"
-  key=$(printf 'AWS4%s' "$secret_key" | od -An -v -tx1 | tr -d ' \n')
-  for part in "$day" "$region" "$service" aws4_request; do key=$(hmac_hex "$key" "$part"); done
-  signature=$(hmac_hex "$key" "$(printf 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$(printf '%s' "$canonical" | sha256_hex)")")
-  answer=$(printf '%s\n' "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
-    "X-Amz-Target: $target" \
-    "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$signature" |
-    curl -s --max-time 10 -X POST -H @- --data-binary "$body" -w '\n%{http_code}' "$url/") || answer=$'\n000'
-  AWS_STATUS=$(printf '%s' "$answer" | tail -n 1)
-  AWS_ANSWER=$(printf '%s' "$answer" | sed '$d')
-  if [ "$AWS_STATUS" = 200 ]; then return 0; fi
-  AWS_ERROR="HTTP $AWS_STATUS $(printf '%s' "$AWS_ANSWER" | json_value __type)"
-  return 1
-}
-
-# SSM GetParameter of $1 with decryption: the value in SSM_VALUE (0), else what went wrong
-# in SSM_ERROR (1).
-ssm_get_parameter() {
-  SSM_VALUE=''
-  if ! aws_call ssm "$SSM_REGION" "$SSM_URL" "$SSM_GET_PARAMETER" "$(printf '{"Name":"%s","WithDecryption":true}' "$1")"; then
-    SSM_ERROR=$AWS_ERROR
-    return 1
-  fi
-  SSM_VALUE=$(printf '%s' "$AWS_ANSWER" | json_value Value)
-  AWS_ANSWER=''
-}
-
-# Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
-# (a base64 of AWS:password), which reaches docker on its stdin only.
-ecr_login() {
-  local url=$ECR_URL
-  if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
-  if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
-    echo "relaunch: no ECR authorization token for $1: $AWS_ERROR"
-    return 1
-  fi
-  printf '%s' "$AWS_ANSWER" | json_value authorizationToken | base64 -d | cut -d: -f2- |
-    docker login --username AWS --password-stdin "$1"
-  local code=$?
-  AWS_ANSWER=''
-  return "$code"
-}
-
-# Splits a parameter's value (secret-parameter.ts's agentSecretValue) into SECRET, the
-# callback secret, and SECRET_ENV, the job's secrets as NAME=base64 words; 1 when it is not
-# such a value.
-take_secrets() {
-  local first='' word rest=''
-  set -f
-  for word in $1; do
-    if [ -z "$first" ]; then
-      first=$word
-    elif [[ $word =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9+/=]*$ ]]; then
-      rest="$rest $word"
-    else
-      set +f
-      return 1
-    fi
-  done
-  set +f
-  if [[ ! $first =~ ^[0-9a-f]{64}$ ]]; then return 1; fi
-  SECRET=$first
-  SECRET_ENV=$rest
-}
-
-# Exports the job's secrets into the phase's shell, from memory: never into a file.
-export_secrets() {
-  local word name value
-  set -f
-  for word in $SECRET_ENV; do
-    name=$(printf '%s' "$word" | cut -d= -f1)
-    value=''
-    IFS= read -r -d '' value < <(printf '%s' "$word" | cut -d= -f2- | base64 -d) || true
-    export "$name=$value"
-  done
-  set +f
-}
-
-# The attempt's callback secret, in SECRET: this instance's parameter, which the launcher
-# writes once the instance exists. Until then SSM refuses (the parameter has no tag that
-# names this instance yet), so a refusal is tried again until the discovery deadline.
-fetch_secret() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last=''
-  while :; do
-    if ! instance_id=$(imds_get instance-id) || [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
-      SSM_ERROR='no instance id in instance metadata'
-    elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
-      if take_secrets "$(printf '%s' "$SSM_VALUE" | sed 's#\\/#/#g')"; then
-        SSM_VALUE=''
-        INSTANCE_ID=$instance_id
-        return 0
-      fi
-      SSM_ERROR="parameter $SECRET_PATH/$instance_id does not hold a callback secret"
-    fi
-    if [ "$SSM_ERROR" != "$last" ]; then log "the callback secret is not readable yet: $SSM_ERROR"; last=$SSM_ERROR; fi
-    if (( SECONDS >= deadline )); then return 1; fi
-    sleep 2
-  done
-}
-
-# Sends a phase's report until it is acknowledged (0) or refused for good (1): stale, or
-# an answer no retry can change. Only a timeout, throttling, a 5xx or silence is retried.
-report() {
-  local phase=$1 code=$2 body="$ROOT_DIR/$1.report.json" delay=$BACKOFF_INITIAL_MS status
-  printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
-    "$NODE_RANK" "$phase" "$code" "$(output_tail "$ROOT_DIR/$phase.log")" >"$body"
-  while :; do
-    status=$(post_json "$REPORT_URL" "$body" 30)
-    case $status in
-      2??) log "reported $phase exit code $code"; return 0 ;;
-      "$STALE_STATUS") log "attempt $ATTEMPT is no longer live: the API refused the $phase report ($status)"; return 1 ;;
-      408 | 429 | 5?? | 000) ;;
-      4??) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
-    esac
-    jittered_ms "$delay"
-    log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
-    sleep "$(seconds_of_ms "$JITTERED_MS")"
-    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
-  done
-}
-
-# Copies stdin to a phase's log. A log that cannot be written (a full disk) is left as it
-# is, marked truncated, and the rest is read and dropped: the job keeps running, where a
-# broken pipe would have killed it at its next line of output.
-write_log() {
-  if ! cat >>"$1"; then
-    : >"$1.truncated"
-    cat >/dev/null
-  fi
-} 2>/dev/null
-
-# The phase itself: the job's environment, its work folder, its script; in the task's
-# container when it has one (the secrets reach it by name through docker exec's
-# environment, never its command line).
-phase_shell() {
-  if [ -n "$CONTAINER_IMAGE" ]; then
-    export_secrets && exec docker exec -w "$WORK_DIR" $HOME_FLAG $(secret_env_flags) "$CONTAINER" \
-      bash -c '. "$1/env.sh" && exec bash "$1/$2.sh"' relaunch-phase "$ROOT_DIR" "$1"
-  fi
-  # Secrets first: env.sh then sets relaunch's and SkyPilot's variables, which nothing shadows.
-  export_secrets && . "$ROOT_DIR/env.sh" && cd "$WORK_DIR" && exec bash "$ROOT_DIR/$1.sh"
-}
-
-# -e NAME for each of the job's secrets.
-secret_env_flags() {
-  local word
-  set -f
-  for word in $SECRET_ENV; do printf -- '-e %s ' "$(printf '%s' "$word" | cut -d= -f1)"; done
-  set +f
-}
-
-# The task's container, started once for both phases: docker (installed from the
-# distribution's packages when the image lacks it), a login when the image is in ECR, the
-# image pulled (three tries), then the container, kept running with sleep: the host's
-# network (peers and instance metadata as on the host), the node's GPUs, and the agent's
-# and work folders at the same paths. Its output goes to setup's log; 1 when it fails.
-container_start() {
-  local registry region tries=0 gpus=''
-  CONTAINER="$CONTAINER_PREFIX$INSTANCE_ID"
-  if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    echo "relaunch: installing docker"
-    # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io ||
-      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io; }
-  fi
-  if ! command -v docker >/dev/null 2>&1; then
-    echo "relaunch: docker is not installed on this machine image and could not be installed"
-    return 1
-  fi
-  registry=$(printf '%s' "$CONTAINER_IMAGE" | cut -d/ -f1)
-  if printf '%s' "$registry" | grep -Eq '^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$'; then
-    region=$(printf '%s' "$registry" | cut -d. -f4)
-    echo "relaunch: logging in to $registry"
-    ecr_login "$registry" "$region" || return 1
-  fi
-  until docker pull "$CONTAINER_IMAGE"; do
-    tries=$(( tries + 1 ))
-    if (( tries >= 3 )); then echo "relaunch: could not pull $CONTAINER_IMAGE"; return 1; fi
-    sleep $(( PULL_RETRY_SECONDS * tries ))
-  done
-  if (( CONTAINER_GPUS )); then
-    if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
-      echo "relaunch: this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
-      return 1
-    fi
-    gpus='--gpus all'
-  fi
-  docker rm -f "$CONTAINER" >/dev/null 2>&1
-  # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
-  # The mounts at the same paths (read from the file prepare_mounts wrote, one per line).
-  set -- -v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR"
-  if [ -n "$JOB_HOME" ]; then set -- "$@" -v "$HOME:$HOME"; fi
-  while IFS= read -r path; do set -- "$@" -v "$path:$path"; done <"$ROOT_DIR/mounts.paths"
-  docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 $gpus \
-    "$@" --entrypoint sleep "$CONTAINER_IMAGE" infinity >/dev/null
-}
-
-container_stop() {
-  if [ -n "$CONTAINER_IMAGE" ]; then docker rm -f "$CONTAINER" >/dev/null 2>&1; fi
-}
-
-# A task's path on this node: ~/x and x under the home folder, /x under MOUNT_ROOT (empty
-# on EC2; the local runtime maps absolute paths into the job's folder).
-node_path() {
-  case $1 in
-    '~') printf '%s' "$HOME" ;;
-    '~/'*) printf '%s/%s' "$HOME" "$(printf '%s' "$1" | cut -c3-)" ;;
-    /*) printf '%s%s' "$MOUNT_ROOT" "$1" ;;
-    *) printf '%s/%s' "$HOME" "$1" ;;
-  esac
-}
-
-# Installs a distribution's package when its command is missing; 1 if it is still missing.
-ensure_command() {
-  command -v "$1" >/dev/null 2>&1 && return 0
-  echo "relaunch: installing $2"
-  if command -v apt-get >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2" ||
-      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2"; }
-  elif command -v dnf >/dev/null 2>&1; then
-    dnf install -y -q "$2"
-  fi
-  command -v "$1" >/dev/null 2>&1 || { echo "relaunch: $1 is not on this machine image and could not be installed"; return 1; }
-}
-
-# The AWS CLI, from AWS's own bundle when the distribution has none (Ubuntu 24.04).
-ensure_aws() {
-  command -v aws >/dev/null 2>&1 && return 0
-  echo "relaunch: installing the AWS CLI"
-  ensure_command unzip unzip || return 1
-  curl -fsSL --retry 5 -o "$ROOT_DIR/awscli.zip" "https://awscli.amazonaws.com/awscli-exe-linux-$(uname -m).zip" &&
-    unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null
-}
-
-# mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release.
-ensure_mount_s3() {
-  local arch package
-  command -v mount-s3 >/dev/null 2>&1 && return 0
-  command -v dnf >/dev/null 2>&1 && dnf install -y -q mount-s3 >/dev/null 2>&1 && return 0
-  arch=$(uname -m)
-  if [ "$arch" = aarch64 ]; then arch=arm64; fi
-  if command -v apt-get >/dev/null 2>&1; then package=deb; else package=rpm; fi
-  echo "relaunch: installing mountpoint-s3"
-  curl -fsSL --retry 5 -o "$ROOT_DIR/mount-s3.$package" "https://s3.amazonaws.com/mountpoint-s3-release/latest/$arch/mount-s3.$package" || return 1
-  if [ "$package" = deb ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb" ||
-      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"; }
-  else
-    dnf install -y -q "$ROOT_DIR/mount-s3.rpm" || yum install -y -q "$ROOT_DIR/mount-s3.rpm"
-  fi
-}
-
-# The job's own S3 credentials, on EC2 (DATA_CREDENTIALS_URL set): the instance role reaches
-# no S3 data, so the API gives each node credentials for its job's uploads, copies and
-# mounts only (s3-data.ts's jobDataPolicy), asked with the callback secret. They sit in a
-# folder only root reads, where an AWS profile's credential_process prints them from: the
-# AWS CLI and mountpoint-s3 run with that profile, and ask again before they expire.
-DATA_DIR="$ROOT_DIR/aws"
-DATA_PROFILE=relaunch-data
-DATA_PID=''
-
-# Asks for the credentials until answered (0), refused for good (1) or past SECONDS $1
-# (2); why on stdout. The answer replaces the last one in one rename.
-fetch_data_credentials() {
-  local deadline=$1 delay=$BACKOFF_INITIAL_MS status file="$DATA_DIR/credentials.json"
-  while :; do
-    # 10 s at most: a TERM from stop_data_credentials waits for this call to end.
-    status=$(post_json "$DATA_CREDENTIALS_URL" "$HEARTBEAT_BODY" 10 "$file.part")
-    # An answer cut off by the time limit still says 200: only a whole one replaces the last.
-    if [[ $status == 2?? ]] && ! grep -q '"Expiration" *: *"[^"]' "$file.part" 2>/dev/null; then status=000; fi
-    case $status in
-      2??) mv -f "$file.part" "$file"; return 0 ;;
-      408 | 429 | 5?? | 000) ;;
-      *)
-        echo "relaunch: the API refused this node's data credentials (HTTP $status): $(json_value error <"$file.part" 2>/dev/null)"
-        rm -f "$file.part"
-        return 1
-        ;;
-    esac
-    rm -f "$file.part"
-    if (( SECONDS >= deadline )); then echo "relaunch: no data credentials from the API (last answer: HTTP $status)"; return 2; fi
-    jittered_ms "$delay"
-    # In the background, so the refresher's TERM ends the wait at once (pause_ms).
-    pause_ms "$JITTERED_MS"
-    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
-  done
-}
-
-# Fresh credentials every DATA_REFRESH_MS until the attempt ends. An API that does not
-# answer for a whole round (an outage) is asked again the next round, while the last
-# credentials still last; a refusal (409: the attempt is over) ends the refreshes.
-data_credentials_loop() {
-  local sleeper=''
-  trap 'if [ -n "$sleeper" ]; then kill "$sleeper" 2>/dev/null; fi; exit 0' TERM
-  while :; do
-    pause_ms "$DATA_REFRESH_MS"
-    fetch_data_credentials $(( SECONDS + DATA_REFRESH_MS / 1000 ))
-    if [ "$?" -eq 1 ]; then return; fi
-  done
-}
-
-# The profile, the first credentials (the discovery deadline to get them), then the refreshes.
-start_data_credentials() {
-  mkdir -p "$DATA_DIR" && chmod 700 "$DATA_DIR" || return 1
-  printf '[profile %s]\ncredential_process = cat "%s"\n' "$DATA_PROFILE" "$DATA_DIR/credentials.json" >"$DATA_DIR/config" || return 1
-  fetch_data_credentials $(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) || return 1
-  data_credentials_loop </dev/null >>"$ROOT_DIR/data-credentials.log" 2>&1 &
-  DATA_PID=$!
-}
-
-stop_data_credentials() {
-  if [ -z "$DATA_PID" ]; then return; fi
-  kill "$DATA_PID" 2>/dev/null
-  wait "$DATA_PID" 2>/dev/null
-}
-
-# Runs a command (the AWS CLI, mountpoint-s3) with the job's data credentials where the
-# API gives them, else with whatever credentials the machine has.
-with_data_credentials() {
-  if [ -z "$DATA_CREDENTIALS_URL" ]; then "$@"; return; fi
-  AWS_CONFIG_FILE="$DATA_DIR/config" AWS_PROFILE=$DATA_PROFILE "$@"
-}
-
-# An uploaded file or folder: fetched from the store once per node, its SHA-256 checked
-# against its name, unpacked at the path (a folder's files over what is there).
-fetch_upload() {
-  local entry=$1 sha=$2 dest=$3 archive="$ROOT_DIR/sources/$2.tar.gz" unpacked="$ROOT_DIR/sources/$2.d" got
-  mkdir -p "$ROOT_DIR/sources" || return 1
-  if [ ! -f "$archive" ]; then
-    case $SOURCES_URL in
-      s3://*) ensure_aws && with_data_credentials aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
-      *) cp "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
-    esac || { echo "relaunch: could not fetch $SOURCES_URL/$sha.tar.gz"; return 1; }
-    got=$(sha256sum "$archive.part" | cut -d' ' -f1)
-    if [ "$got" != "$sha" ]; then
-      echo "relaunch: $SOURCES_URL/$sha.tar.gz has SHA-256 $got, not the one its name says"
-      rm -f "$archive.part"
-      return 1
-    fi
-    mv -f "$archive.part" "$archive" || return 1
-  fi
-  if [ "$entry" = dir ]; then
-    mkdir -p "$dest" && tar -xzmf "$archive" --no-same-owner -C "$dest"
-    return
-  fi
-  rm -rf "$unpacked" && mkdir -p "$unpacked" "$(dirname "$dest")" && tar -xzmf "$archive" --no-same-owner -C "$unpacked" || return 1
-  # The archive of a file holds that one file, whatever its name (a dot file too).
-  ( shopt -s dotglob nullglob; set -- "$unpacked"/*; [ "$#" -eq 1 ] && mv -fT "$1" "$dest" )
-}
-
-# An S3 object, or every object under a prefix (or the whole bucket). A key that names an
-# object is copied as a file; otherwise it is a prefix, and one with nothing under it fails.
-copy_s3() {
-  local bucket=$1 key=$2 dest=$3 source
-  ensure_aws || return 1
-  if [ "$key" = - ]; then source="s3://$bucket"; else source="s3://$bucket/$key"; fi
-  # A key ending in / is a prefix, even where a console's empty "folder" object has its name.
-  if [ "$key" != - ] && [[ $key != */ ]] && with_data_credentials aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
-    mkdir -p "$(dirname "$dest")" && with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
-    return
-  fi
-  mkdir -p "$dest" && with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
-  if [ -z "$(ls -A "$dest")" ]; then echo "relaunch: nothing at $source"; return 1; fi
-}
-
-# A folder's files copied (a bucket's, locally, with mode COPY).
-copy_folder() {
-  mkdir -p "$1" "$2" && cp -a "$1/." "$2/"
-}
-
-# A bucket (or a prefix of it) mounted with mountpoint-s3, writable: a file written here is
-# in S3 when it is closed, for the next attempt to read.
-mount_bucket() {
-  local bucket=$1 prefix=$2 cache=$3 dest=$4
-  ensure_mount_s3 || return 1
-  mkdir -p "$dest" || return 1
-  if mountpoint -q "$dest"; then return 0; fi
-  set -- "$bucket" "$dest" --allow-delete --allow-overwrite
-  if [ "$prefix" != - ]; then set -- "$@" --prefix "$prefix/"; fi
-  if [ "$cache" = cached ]; then
-    mkdir -p "$ROOT_DIR/mount-cache/$bucket" || return 1
-    set -- "$@" --cache "$ROOT_DIR/mount-cache/$bucket"
-  fi
-  with_data_credentials mount-s3 "$@"
-}
-
-# A folder that stands in for a bucket, linked at the path.
-link_folder() {
-  mkdir -p "$1" "$(dirname "$2")" && ln -sfnT "$1" "$2"
-}
-
-# A git repository cloned at the path (once per node), at ref.
-clone_repo() {
-  local url=$1 ref=$2 dest=$3
-  ensure_command git git || return 1
-  if [ ! -d "$dest/.git" ]; then
-    GIT_TERMINAL_PROMPT=0 git clone --quiet -- "$url" "$dest" || return 1
-  fi
-  if [ "$ref" != - ]; then git -C "$dest" checkout --quiet "$ref" --; fi
-}
-
-# The workdir and file mounts, in order, before setup. Each path goes to mounts.paths (for
-# the container); where the local runtime maps one, the mapping is said.
-prepare_mounts() {
-  local kind a b c dest path
-  : >"$ROOT_DIR/mounts.paths"
-  # The list on fd 3: no step's command can read it from stdin.
-  while IFS=$'\t' read -r -u 3 kind a b c dest; do
-    path=$(node_path "$dest")
-    if [ -n "$MOUNT_ROOT" ]; then echo "relaunch: $dest is $path on this machine"; fi
-    case $kind in
-      upload) fetch_upload "$a" "$b" "$path" ;;
-      s3-copy) copy_s3 "$a" "$b" "$path" ;;
-      s3-mount) mount_bucket "$a" "$b" "$c" "$path" ;;
-      link) link_folder "$a" "$path" ;;
-      copy-dir) copy_folder "$a" "$path" ;;
-      git) clone_repo "$a" "$b" "$path" ;;
-      *) false ;;
-    esac || { echo "relaunch: could not prepare $dest ($kind)"; return 1; }
-    printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"
-  done 3< <(printf '%s' "$MOUNTS_B64" | base64 -d)
-}
-
-# Unmounts what mount_bucket mounted, at the end (the local runtime's nodes share a
-# machine; on EC2 the instance goes anyway).
-unmount_buckets() {
-  local path
-  [ -f "$ROOT_DIR/mounts.paths" ] || return 0
-  while IFS= read -r path; do
-    if mountpoint -q "$path" 2>/dev/null; then umount "$path" 2>/dev/null || fusermount -u "$path" 2>/dev/null; fi
-  done <"$ROOT_DIR/mounts.paths"
-}
-
-# Runs a phase in its own shell; returns its exit code as soon as that shell exits. Its
-# output reaches the log through a pipe read by write_log; a background child of the phase
-# may hold that pipe open long after, so the writer gets a moment to finish, no more.
-run_phase() {
-  local fifo="$ROOT_DIR/$1.pipe" writer code tries
-  rm -f "$fifo"
-  if ! mkfifo "$fifo" 2>/dev/null; then
-    ( phase_shell "$1" ) >>"$ROOT_DIR/$1.log" 2>&1 </dev/null
-    return
-  fi
-  write_log "$ROOT_DIR/$1.log" <"$fifo" &
-  writer=$!
-  ( phase_shell "$1" ) >"$fifo" 2>&1 </dev/null
-  code=$?
-  for (( tries = 0; tries < 20; tries++ )); do
-    kill -0 "$writer" 2>/dev/null || break
-    sleep 0.01
-  done
-  rm -f "$fifo"
-  return "$code"
-}
-
-HOME_FLAG=''
-# The job's own home (the local runtime's, per node): the container gets it too, bound at
-# the same path.
-if [ -n "$JOB_HOME" ]; then export HOME="$JOB_HOME"; HOME_FLAG='-e HOME'; fi
-if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
-case $WORK_DIR in '~'*) WORK_DIR=$(node_path "$WORK_DIR") ;; esac
-mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || exit 1
-AWS_CONTENT_TYPE='application/x-amz-json-1.1'
-AWS_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
-SECRET=''
-SECRET_ENV=''
-printf '%s' "$SETUP_B64" | base64 -d >"$ROOT_DIR/setup.sh"
-printf '%s' "$RUN_B64" | base64 -d >"$ROOT_DIR/run.sh"
-printf '%s' "$ENV_B64" | base64 -d >"$ROOT_DIR/env.sh"
-
-if ! resolve_node_rank; then
-  log "no node rank from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
-  shut_down
-  exit 1
-fi
-if ! fetch_secret; then
-  log "no callback secret from SSM after $DISCOVERY_TIMEOUT_SECONDS s ($SSM_ERROR); giving up"
-  shut_down
-  exit 1
-fi
-HEARTBEAT_BODY="$ROOT_DIR/heartbeat.json"
-printf '{"nodeRank":%d}' "$NODE_RANK" >"$HEARTBEAT_BODY"
-clock_ms
-first_beat=$NOW_MS
-heartbeat_once $(( first_beat + HEARTBEAT_MS ))
-heartbeat_loop "$first_beat" </dev/null >/dev/null 2>&1 &
-HEARTBEAT_PID=$!
-
-if ! resolve_node_ips; then
-  log "no node IPs from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
-  stop_heartbeat
-  shut_down
-  exit 1
-fi
-{
-  printf 'export RELAUNCH_NODE_RANK=%q SKYPILOT_NODE_RANK=%q\n' "$NODE_RANK" "$NODE_RANK"
-  printf 'export RELAUNCH_NODE_IPS=%q SKYPILOT_NODE_IPS=%q\n' "$NODE_IPS" "$NODE_IPS"
-  printf 'export RELAUNCH_MOUNT_ROOT=%q\n' "$MOUNT_ROOT"
-} >>"$ROOT_DIR/env.sh"
-
-log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
-if [ -n "$DATA_CREDENTIALS_URL" ] && ! start_data_credentials >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
-  code=1
-elif ! prepare_mounts >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
-  code=1
-elif [ -n "$CONTAINER_IMAGE" ] && ! container_start >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
-  code=125
-else
-  run_phase setup
-  code=$?
-fi
-if report setup "$code" && (( code == 0 )); then
-  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
-  run_phase run
-  code=$?
-  report run "$code"
-fi
-container_stop
-unmount_buckets
-stop_data_credentials
-stop_heartbeat
-log "done (exit code $code); shutting down"
-shut_down
-`;
-
-/**
- * AGENT_BODY as instances get it: without its comment lines, which would take 3.5 KB of
- * user data's 16 KiB gzipped, room a task's setup and run need more (the comments stay
- * here). No line of the body that starts with `#` lies inside a quoted string (the python
- * and awk programs have none), so only comments go; the agent tests run what is shipped.
- */
-const AGENT_CODE = AGENT_BODY.split('\n')
-  .filter((line) => !/^\s*#/.test(line))
-  .join('\n');
-

@@ -69,9 +69,12 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     return json(200, deps.sources);
   },
   async reportPhase(request, params, deps) {
-    const body = parseBody(ReportBodySchema, request.body);
-    const { phase, exitCode, outputTail } = body;
-    return json(200, await reportPhase({ ...credentials(request, params, body.nodeRank), phase, exitCode, outputTail }, deps));
+    const { nodeRank, phase, outputTail, exitCode, agentFailure } = parseBody(ReportBodySchema, request.body);
+    const who = { ...credentials(request, params, nodeRank), phase, outputTail };
+    // The schema lets through exactly one of the two.
+    if (agentFailure !== undefined) return json(200, await reportPhase({ ...who, agentFailure }, deps));
+    if (exitCode !== undefined) return json(200, await reportPhase({ ...who, exitCode }, deps));
+    throw new InvalidInputError([{ path: 'exitCode', message: 'expected an exit code 0-255, or agentFailure when the agent failed before setup' }]);
   },
 };
 

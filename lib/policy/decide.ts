@@ -73,7 +73,9 @@ export function initialCounters(useSpot: boolean): RecoveryCounters {
  * | 1. EXITED, every node 0                | SUCCEED | SUCCEEDED                 | -                                            |
  * | B. LOST, never booted, the             | FAIL    | FAILED_NO_RESOURCE        | bootFailuresInARow+1                         |
  * |    max_boot_failures-th in a row       |         |                           |                                              |
- * | 2. PREEMPTED or LOST                   | RECOVER | RECOVERING                | recoveryCount+1, recoverDecisions+1;         |
+ * | A. AGENT_FAILED, the                   | FAIL    | FAILED_SETUP              | bootFailuresInARow+1                         |
+ * |    max_boot_failures-th in a row       |         |                           |                                              |
+ * | 2. PREEMPTED, LOST or AGENT_FAILED     | RECOVER | RECOVERING                | recoveryCount+1, recoverDecisions+1;         |
  * |                                        |         |                           | n unchanged                                  |
  * |    ... past max_recoveries             | FAIL    | FAILED                    | -                                            |
  * | F. EXITED, a matching code in          | FAIL    | FAILED / FAILED_SETUP     | - (budget left does not matter)              |
@@ -98,10 +100,16 @@ export function initialCounters(useSpot: boolean): RecoveryCounters {
  * cause decides: a node the controller did not kill, a known code before an unknown one,
  * then the lowest rank.
  *
- * Streaks, before any row: bootFailuresInARow +1 on a never-booted LOST, 0 on any other
- * EXITED, PREEMPTED or LOST, kept on LAUNCH_FAILED and CANCELLED. capacityWaits is kept on
+ * Streaks, before any row: bootFailuresInARow +1 on a never-booted LOST and on
+ * AGENT_FAILED (neither ran the job: rows B and A share the streak), 0 on any other EXITED,
+ * PREEMPTED or LOST, kept on LAUNCH_FAILED and CANCELLED. capacityWaits is kept on
  * LAUNCH_FAILED and CANCELLED and 0 otherwise (row C adds 1). max_recoveries counts rule-2
- * RECOVERs only (never-booted ones included), not row C's waits, which launch_timeout bounds.
+ * RECOVERs only (never-booted and agent-failed ones included), not row C's waits, which
+ * launch_timeout bounds.
+ *
+ * AGENT_FAILED is relaunch's own failure (a pull, a mount, an install, the data
+ * credentials), never the job's: it is never charged to max_restarts_on_errors, and its
+ * step and error are in the reason.
  *
  * Every row but C: consecutivePreemptions+1 on PREEMPTED, else 0. LOST resets it too: the
  * on-demand fallback answers spot capacity reclaimed by AWS, and a lost heartbeat is not
@@ -129,6 +137,8 @@ export function decideRecovery(input: DecideRecoveryInput): RecoveryDecision {
       return outcome.neverBooted === true
         ? decideNeverBooted(next, outcome.reason)
         : decidePreemptedOrLost(next, `instance lost (${outcome.reason})`);
+    case OutcomeKind.AGENT_FAILED:
+      return decideAgentFailed(next, `the agent failed on node ${outcome.nodeRank} at ${outcome.step}: ${outcome.error}`);
     case OutcomeKind.LAUNCH_FAILED:
       return outcome.cause === 'NO_RESOURCE'
         ? decideNoCapacity(next, outcome.reason)
@@ -147,11 +157,11 @@ interface Normalized extends DecideRecoveryInput {
 function withStreaks(counters: RecoveryCounters, outcome: AttemptOutcome): Required<RecoveryCounters> {
   const launched = outcome.kind !== OutcomeKind.LAUNCH_FAILED && outcome.kind !== OutcomeKind.CANCELLED;
   const bootFailures = counters.bootFailuresInARow ?? 0;
-  const neverBooted = outcome.kind === OutcomeKind.LOST && outcome.neverBooted === true;
+  const neverRan = (outcome.kind === OutcomeKind.LOST && outcome.neverBooted === true) || outcome.kind === OutcomeKind.AGENT_FAILED;
   return {
     ...counters,
     recoverDecisions: counters.recoverDecisions ?? 0,
-    bootFailuresInARow: neverBooted ? bootFailures + 1 : launched ? 0 : bootFailures,
+    bootFailuresInARow: neverRan ? bootFailures + 1 : launched ? 0 : bootFailures,
     capacityWaits: launched ? 0 : (counters.capacityWaits ?? 0),
   };
 }
@@ -253,6 +263,23 @@ function decideNeverBooted(input: Normalized, reason: string): RecoveryDecision 
     return finish(counters, RecoveryAction.FAIL, JobStatus.FAILED_NO_RESOURCE, 'BOOT_FAILURES_EXHAUSTED', `${NEVER_REACHED} (${count}; last: ${reason})`);
   }
   return decidePreemptedOrLost(input, `instance lost (${reason}); never booted, ${inARow} of ${max} in a row before the job fails`);
+}
+
+/**
+ * Row A: a node's agent failed one of its own steps before setup. The max_boot_failures-th
+ * attempt in a row that never ran the job ends it FAILED_SETUP (the node could never be set
+ * up for it: a missing image, a bucket that is not there); before that it is recovered as a
+ * lost instance is, the job's error budget untouched.
+ */
+function decideAgentFailed(input: Normalized, what: string): RecoveryDecision {
+  const { policy, counters } = input;
+  const inARow = counters.bootFailuresInARow;
+  const max = policy.maxBootFailures ?? DEFAULT_MAX_BOOT_FAILURES;
+  if (inARow >= max) {
+    const count = `${plural(inARow, 'attempt', 'attempts')} in a row that never ran the job, max_boot_failures ${max}`;
+    return finish(counters, RecoveryAction.FAIL, JobStatus.FAILED_SETUP, 'BOOT_FAILURES_EXHAUSTED', `${what} (${count})`);
+  }
+  return decidePreemptedOrLost(input, `${what}; relaunch's failure, not the job's, ${inARow} of ${max} in a row before the job fails`);
 }
 
 /**

@@ -1,5 +1,6 @@
 // The recovery policy's inputs and output: what happened to an attempt, and what to do next.
 
+import type { AgentStep } from '../agent/protocol.ts';
 import type { JobStatus } from '../status.ts';
 
 /** Spot or on-demand capacity. */
@@ -31,6 +32,17 @@ export type AttemptOutcome =
        */
       readonly neverBooted?: boolean;
     }
+  | {
+      /**
+       * A node's agent failed one of its own steps before setup (a pull, a mount, an
+       * install, the job's data credentials): relaunch's failure, recovered like a lost
+       * instance and never charged to max_restarts_on_errors.
+       */
+      readonly kind: 'AGENT_FAILED';
+      readonly nodeRank: number;
+      readonly step: AgentStep;
+      readonly error: string;
+    }
   | { readonly kind: 'LAUNCH_FAILED'; readonly cause: 'NO_RESOURCE' | 'PRECHECKS'; readonly reason: string }
   | { readonly kind: 'CANCELLED' };
 
@@ -43,6 +55,7 @@ export const OutcomeKind = {
   EXITED: 'EXITED',
   PREEMPTED: 'PREEMPTED',
   LOST: 'LOST',
+  AGENT_FAILED: 'AGENT_FAILED',
   LAUNCH_FAILED: 'LAUNCH_FAILED',
   CANCELLED: 'CANCELLED',
 } as const satisfies { readonly [K in AttemptOutcome['kind']]: K };
@@ -67,9 +80,10 @@ export interface RecoveryCounters {
   /** RECOVER decisions for preemptions and lost instances so far, capped by max_recoveries. */
   readonly recoverDecisions?: number;
   /**
-   * Attempts in a row whose instances never reached relaunch (LOST with neverBooted),
-   * capped by max_boot_failures; reset by any attempt that came up (EXITED, PREEMPTED, or
-   * LOST after a heartbeat), kept by a launch that failed.
+   * Attempts in a row that never ran the job: instances that never reached relaunch (LOST
+   * with neverBooted) or whose agent failed before setup (AGENT_FAILED), capped by
+   * max_boot_failures; reset by any attempt that ran it (EXITED, PREEMPTED, or LOST after a
+   * heartbeat), kept by a launch that failed.
    */
   readonly bootFailuresInARow?: number;
   /**

@@ -1,7 +1,7 @@
 // relaunch's recovery bounds: defaults, limits and how durations read. No zod here, so the
 // policy (and every Lambda that decides) can import them without the parser.
 
-/** `max_boot_failures`' default: three attempts in a row that never booted end the job. */
+/** `max_boot_failures`' default: three attempts in a row that never ran the job (never booted, or their agent failed before setup) end it. */
 export const DEFAULT_MAX_BOOT_FAILURES = 3;
 
 /**

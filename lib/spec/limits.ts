@@ -30,10 +30,11 @@ export const MAX_ENV_VALUE_BYTES = 32 * 1024;
  * The most bytes (UTF-8) every env name and value, `setup` and `run` may take together.
  * Linux allows 128 KiB for one argument or env string and about 2 MiB for all of them (a
  * quarter of the 8 MiB stack); the agent exports every env before it runs `setup` and
- * `run`, beside the environment it was started with, so 64 KiB stays well clear of both. On EC2 the same text must also compress into 16 KB of user data with the
- * agent, which is checked at launch (lib/adapters/ec2-compute.ts): shell text compresses
- * about 4 to 1, so this is the same order, and a task under it fails there only if it is
- * mostly incompressible.
+ * `run`, beside the environment it was started with, so 64 KiB stays well clear of both.
+ * On EC2 the same text must also fit, gzipped with the agent, in 16 KiB of user data,
+ * which submit and launch check (lib/adapters/ec2-user-data.ts): about 20 KB of ordinary
+ * shell fits there (ORDINARY_SHELL_FIT_BYTES, measured by `npm run bench -- user-data`),
+ * so a task between that and this limit runs locally and is refused for EC2, saying so.
  */
 export const MAX_TASK_TEXT_BYTES = 64 * 1024;
 

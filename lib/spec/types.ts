@@ -47,12 +47,13 @@ export interface RecoveryPolicy {
    */
   readonly bootTimeoutSeconds?: number;
   /**
-   * Attempts in a row that never booted (a node's first heartbeat missing after
-   * bootTimeoutSeconds) before the job ends FAILED_NO_RESOURCE; absent =
+   * Attempts in a row that never ran the job before it ends: a node's first heartbeat
+   * missing after bootTimeoutSeconds (then FAILED_NO_RESOURCE), or a node's agent failing
+   * one of its own steps before setup (then FAILED_SETUP); absent =
    * DEFAULT_MAX_BOOT_FAILURES (3).
    */
   readonly maxBootFailures?: number;
-  /** Cap on RECOVER decisions (preemptions and lost instances); null or absent = no cap. */
+  /** Cap on RECOVER decisions (preemptions, lost instances, agents that failed); null or absent = no cap. */
   readonly maxRecoveries?: number | null;
 }
 

@@ -1,19 +1,22 @@
 // An agent's report of one phase on one node: store the code once, and end the attempt when its facts decide it.
 
 import { InvalidInputError, StaleAttemptError } from '../errors.ts';
-import type { NodeReport } from '../model.ts';
+import type { AgentFailure } from '../agent/protocol.ts';
+import { isAgentFailure, type NodeReport } from '../model.ts';
 import type { Phase } from '../policy/types.ts';
 import { keepTail, storedTailMaxBytes } from '../report-tail.ts';
 import { assertLiveAttempt, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { settleAttempt } from './settle-attempt.ts';
 
-/** `POST /jobs/{id}/attempts/{n}/report`: one node's end of one phase. */
-export interface ReportPhaseInput extends AgentCredentials {
-  readonly phase: Phase;
-  readonly exitCode: number;
-  readonly outputTail: string;
-}
+/**
+ * `POST /jobs/{id}/attempts/{n}/report`: one node's end of one phase, as its exit code, or,
+ * in setup's place, the failure of one of its agent's own steps.
+ */
+export type ReportPhaseInput = AgentCredentials & { readonly phase: Phase; readonly outputTail: string } & (
+    | { readonly exitCode: number; readonly agentFailure?: undefined }
+    | { readonly agentFailure: AgentFailure; readonly exitCode?: undefined }
+  );
 
 /** `duplicate`: the same report was already stored, and nothing changed. */
 export interface ReportPhaseResult {
@@ -26,13 +29,14 @@ export interface ReportPhaseResult {
  * resumes the waiting execution.
  *
  * - Wrong secret: UnauthorizedError. Rank outside the job's nodes: InvalidInputError.
- * - A repeat of a stored report (same node, phase and exit code; the agent retries on a
- *   lost answer) is acknowledged as `duplicate` even after the attempt ended. On a live
+ * - A repeat of a stored report (same node, phase and exit code, or the same agent failure;
+ *   the agent retries on a lost answer) is acknowledged as `duplicate` even after the attempt ended. On a live
  *   attempt the repeat also ends it if its facts decide it, so a first try that stopped
  *   between storing the report and ending the attempt is finished by the retry.
  * - Otherwise an attempt that is not the latest, or has ended, is StaleAttemptError: a late
  *   report never changes a decided attempt.
- * - A second, different code for the same node and phase is InvalidInputError.
+ * - A second, different code (or agent failure) for the same node and phase is InvalidInputError.
+ * - An agent failure is stored in setup's place; one given for run is InvalidInputError.
  * - A non-zero report while a warning is on record ends the attempt PREEMPTED, not EXITED,
  *   even on a single node (the node is going anyway); the report is stored with it.
  *
@@ -49,8 +53,11 @@ export async function reportPhase(
 ): Promise<ReportPhaseResult> {
   const { store, clock } = deps;
   const { job, attempt } = await authorizeAgent(store, input);
+  if (input.agentFailure !== undefined && input.phase !== 'setup') {
+    throw new InvalidInputError([{ path: 'phase', message: `expected setup with agentFailure (the agent's steps come before it), got ${input.phase}` }]);
+  }
   const previous = attempt.reports.find((report) => sameSlot(report, input));
-  if (previous !== undefined && previous.exitCode === input.exitCode) {
+  if (previous !== undefined && sameContent(previous, input)) {
     if (attempt.attempt === job.attemptCount && attempt.outcome === null) {
       await markRunning(store, job, input.attempt, clock);
       await settleAttempt(attempt, job.spec.numNodes, [], nowIso(clock), deps);
@@ -60,19 +67,18 @@ export async function reportPhase(
   assertLiveAttempt(job, attempt);
   if (previous !== undefined) throw conflicting(previous, input);
 
-  const report: NodeReport = {
-    nodeRank: input.nodeRank,
-    phase: input.phase,
-    exitCode: input.exitCode,
-    // The end of it, within this job's share of what an attempt may store (lib/report-tail.ts).
-    outputTail: keepTail(input.outputTail, storedTailMaxBytes(job.spec.numNodes)),
-    reportedAt: nowIso(clock),
-  };
+  // The end of it, within this job's share of what an attempt may store (lib/report-tail.ts).
+  const outputTail = keepTail(input.outputTail, storedTailMaxBytes(job.spec.numNodes));
+  const reportedAt = nowIso(clock);
+  const report: NodeReport =
+    input.agentFailure === undefined
+      ? { nodeRank: input.nodeRank, phase: input.phase, exitCode: input.exitCode, outputTail, reportedAt }
+      : { nodeRank: input.nodeRank, phase: 'setup', agentFailure: { step: input.agentFailure.step, error: input.agentFailure.error }, outputTail, reportedAt };
   const added = await store.addReport(input.jobId, input.attempt, report);
   if (added.duplicate) {
     // Lost a race with a twin report, or with the attempt's end: say which.
     const stored = added.attempt.reports.find((candidate) => sameSlot(candidate, input));
-    if (stored !== undefined && stored.exitCode === input.exitCode) return { status: 'duplicate' };
+    if (stored !== undefined && sameContent(stored, input)) return { status: 'duplicate' };
     if (stored !== undefined) throw conflicting(stored, input);
     throw new StaleAttemptError(`attempt ${input.attempt} of job ${input.jobId} ended before this report was stored`);
   }
@@ -86,11 +92,20 @@ function sameSlot(report: NodeReport, input: ReportPhaseInput): boolean {
   return report.nodeRank === input.nodeRank && report.phase === input.phase;
 }
 
+/** Whether a stored report says what this one says: the same exit code, or the same agent failure. */
+function sameContent(stored: NodeReport, input: ReportPhaseInput): boolean {
+  if (isAgentFailure(stored)) return input.agentFailure?.step === stored.agentFailure.step && input.agentFailure.error === stored.agentFailure.error;
+  return input.exitCode === stored.exitCode;
+}
+
 function conflicting(stored: NodeReport, input: ReportPhaseInput): InvalidInputError {
+  const said = (report: { exitCode?: number; agentFailure?: AgentFailure }) =>
+    report.agentFailure === undefined ? `exit code ${report.exitCode}` : `its agent's failure at ${report.agentFailure.step}`;
+  const got = input.agentFailure === undefined && !isAgentFailure(stored) ? String(input.exitCode) : said(input);
   return new InvalidInputError([
     {
-      path: 'exitCode',
-      message: `node ${input.nodeRank} already reported ${input.phase} exit code ${stored.exitCode}; got ${input.exitCode}`,
+      path: input.agentFailure === undefined ? 'exitCode' : 'agentFailure',
+      message: `node ${input.nodeRank} already reported ${input.phase} ${said(stored)}; got ${got}`,
     },
   ]);
 }

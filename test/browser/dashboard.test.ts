@@ -4,9 +4,9 @@
 // and change status live, a job's timeline matches `GET /jobs/{id}`, Cancel stops a
 // running job, job data shows as text, and both views are saved as screenshots.
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,6 +29,33 @@ const ARGS = [
 ];
 
 const EXAMPLE_JOBS = ['checkpointing', 'recover-on-exit-code', 'max-restarts'] as const;
+const RATE_LIMITED = 'toomanyrequests: You have reached your pull rate limit';
+
+/**
+ * A `docker` stand-in for the server's nodes: `info` works, the first three pulls are
+ * rate limited (one attempt's three tries), and `exec` runs its command on this machine.
+ */
+function standInDocker(dir: string): string {
+  const bin = join(dir, 'docker-bin');
+  mkdirSync(bin);
+  writeFileSync(
+    join(bin, 'docker'),
+    `#!/bin/bash
+printf '%s\\n' "$*" >> "${join(dir, 'docker.log')}"
+case "$1" in
+  info) echo 28.2.2 ;;
+  pull) if [ "$(grep -c '^pull ' "${join(dir, 'docker.log')}")" -le 3 ]; then echo "${RATE_LIMITED}" >&2; exit 1; fi ;;
+  exec)
+    shift; workdir=''
+    while [ "$#" -gt 0 ]; do case "$1" in -i) shift ;; -w) workdir=$2; shift 2 ;; -e) shift 2 ;; *) break ;; esac; done
+    shift
+    cd "$workdir" && exec "$@" ;;
+esac
+`,
+    { mode: 0o755 },
+  );
+  return [bin, process.env.PATH].join(delimiter);
+}
 const HOSTILE = '<img src=x onerror=alert(1)>';
 /** The part of a long page a screenshot keeps: the headline, the timeline and the first decisions. */
 const TOP = { x: 0, y: 0, width: 1100, height: 940 };
@@ -55,7 +82,7 @@ describe('the jobs page in Chromium', () => {
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
     mkdirSync(OUTPUT, { recursive: true });
     const dir = await tempDir('browser');
-    server = startCli(['serve', '--port', '0', '--data-dir', join(dir, 'data')], { cwd: dir });
+    server = startCli(['serve', '--port', '0', '--data-dir', join(dir, 'data')], { cwd: dir, env: { PATH: standInDocker(dir) } });
     url = (await waitForOutput(server, /^relaunch API on (http:\/\/127\.0\.0\.1:[1-9][0-9]*) /m))[1] as string;
     // A fresh profile: nothing from an earlier run (cache, storage) can make the test pass.
     profile = mkdtempSync(join(tmpdir(), 'relaunch-chromium-'));
@@ -255,6 +282,25 @@ describe('the jobs page in Chromium', () => {
     expect(status).toBe('blocked');
     expect((await getJob(jobId)).status).toBe('RUNNING');
     expect((await fetch(`${url}/jobs/${jobId}`, { method: 'DELETE' })).status).toBe(202);
+  });
+
+  it("shows relaunch's agent failing before setup as its own: the bar names the step, the attempt the step and the error", async () => {
+    const jobId = await submit({ yaml: 'name: pulled\nresources:\n  image_id: docker:ubuntu:22.04\nrun: echo ran\n' });
+    await waitFor(`${jobId} to end`, async () => (['SUCCEEDED', 'FAILED', 'FAILED_SETUP'].includes((await getJob(jobId)).status) ? true : undefined), 90_000);
+    const job = await getJob(jobId);
+    expect(job.status).toBe('SUCCEEDED');
+    expect(job.attempts.map((attempt) => attempt.outcome)).toEqual(['AGENT_FAILED', 'EXITED']);
+
+    await page.goto(`${url}/#/jobs/${jobId}`);
+    await expect.poll(() => page.locator('h1.job-title').textContent()).toBe('pulled');
+    const bar = page.locator('.bar[data-attempt="1"][data-node="0"]');
+    expect(await bar.getAttribute('data-outcome')).toBe('AGENT_FAILED');
+    expect(await bar.getAttribute('class')).toContain('bar-agent-failed');
+    expect(await bar.locator('.bar-label').textContent()).toBe('image-pull');
+    const failure = await page.locator('#attempt-1 .agent-failure').textContent();
+    expect(failure).toContain("relaunch's agent failed on node 0 at image-pull before setup");
+    expect(failure).toContain(`could not pull ubuntu:22.04 in 3 tries: ${RATE_LIMITED}`);
+    expect(await page.locator('#attempt-2 .agent-failure').count()).toBe(0);
   });
 
   it('draws one row per node, and lists jobs of every ending', async () => {

@@ -23,7 +23,7 @@ case "$1" in
   info) ${usable ? "echo 28.2.2" : "echo 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock' >&2; exit 1"} ;;
   exec)
     shift; workdir=''
-    while [ "$#" -gt 0 ]; do case "$1" in -w) workdir=$2; shift 2 ;; -e) shift 2 ;; *) break ;; esac; done
+    while [ "$#" -gt 0 ]; do case "$1" in -i) shift ;; -w) workdir=$2; shift 2 ;; -e) shift 2 ;; *) break ;; esac; done
     shift
     cd "$workdir" && exec env IN_CONTAINER=yes "$@" ;;
 esac
@@ -63,9 +63,9 @@ describe('a task with a Docker image, locally', () => {
       expect(calls.filter((call) => !call.startsWith('info'))).toEqual([
         'pull ubuntu:22.04',
         `rm -f ${container}`,
-        expect.stringMatching(new RegExp(`^run -d --name ${container} --network host --ipc host --ulimit memlock=-1 -v .* --entrypoint sleep ubuntu:22.04 infinity$`)),
-        expect.stringMatching(new RegExp(`^exec -w .* ${container} bash -c .* setup$`)),
-        expect.stringMatching(new RegExp(`^exec -w .* ${container} bash -c .* run$`)),
+        expect.stringMatching(new RegExp(`^run -d --name ${container} --network host --ipc host --ulimit memlock=-1 --stop-timeout 10 -v .* --entrypoint bash ubuntu:22.04 -c .*$`)),
+        expect.stringMatching(new RegExp(`^exec -i -w .* ${container} bash -c .* setup$`)),
+        expect.stringMatching(new RegExp(`^exec -i -w .* ${container} bash -c .* run$`)),
         `rm -f ${container}`,
         `rm -f ${container}`,
       ]);

@@ -89,7 +89,8 @@ describe('faults injected into real runs', () => {
             max_restarts_on_errors: 0
         run: |
           if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then
-            if [ "$RELAUNCH_NODE_RANK" -eq 0 ]; then date +%s.%N > node0.started; exec sleep 60; fi
+            # Node 0 gets SIGTERM at its warning and takes its grace period to stop, longer than node 1 takes to fail.
+            if [ "$RELAUNCH_NODE_RANK" -eq 0 ]; then trap 'echo saving' TERM; date +%s.%N > node0.started; while :; do sleep 0.1; done; fi
             while [ ! -s node0.started ]; do sleep 0.05; done
             # Fails 4 s after node 0's run started: 3 s after node 0's interruption warning.
             until awk -v t="$(cat node0.started)" -v now="$(date +%s.%N)" 'BEGIN { exit !(now - t >= 4) }'; do sleep 0.05; done

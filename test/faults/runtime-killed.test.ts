@@ -1,5 +1,6 @@
-// `kill -9` of the runtime while jobs run: nothing of a job outlives it by more than one
-// restart, and no report it had stored is lost. The runtime is a real `relaunch serve`
+// `kill -9` of the runtime while jobs run: nothing of a job outlives it (with a cgroup per
+// node) or outlives the next start (with the environment mark alone), and no report it had
+// stored is lost. The runtime is a real `relaunch serve`
 // process; the restart is a runtime opened on the same data folder.
 
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { killStrayClis } from '../cli/helpers.ts';
 import { nodeDir } from '../../local/paths.ts';
 import { reportCodes, statusTrail, stored, useLocalRuntimes, waitFor, yaml } from '../local/harness.ts';
+import { CGROUPS_SWITCH, nodeTracking } from '../../local/process-groups.ts';
 import { processesOfJob, serve } from './world.ts';
 
 const open = useLocalRuntimes();
@@ -18,11 +20,21 @@ afterAll(() => {
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
 });
 
+/**
+ * How the runtime follows a node's processes: a cgroup per node where this machine allows
+ * one (as root it does here), else the environment mark alone (RELAUNCH_CGROUPS=off).
+ */
+const tracking = nodeTracking();
+const TRACKINGS = [
+  ...(tracking.kind === 'cgroup' ? [{ name: 'with a cgroup per node: nothing of the jobs is left', env: {}, escaped: [] as string[] }] : []),
+  { name: 'with the environment mark alone: the next start kills what escaped', env: { [CGROUPS_SWITCH]: 'off' }, escaped: ['sleep 300'] },
+];
+
 describe('the runtime killed with SIGKILL', () => {
-  it('takes its jobs\' processes with it; the next start kills any that escaped and keeps every stored report', async () => {
+  it.each(TRACKINGS)('takes its jobs\' processes with it and keeps every stored report, $name', { timeout: 60_000 }, async ({ env, escaped }) => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'relaunch-kill9-'));
     folders.push(dataDir);
-    const server = await serve(dataDir);
+    const server = await serve(dataDir, env);
 
     // Node 1 finishes at once and its report is stored; node 0 runs on, with a child that
     // leaves the node's process group (setsid), as daemons do.
@@ -47,21 +59,21 @@ describe('the runtime killed with SIGKILL', () => {
 
     server.cli.child.kill('SIGKILL');
     await server.cli.finished;
-    // Each node's watcher saw the runtime go and killed its group; only the escaped child is left.
-    const left = await waitFor('the nodes\' groups to be gone', () => {
+    // Each node's watcher saw the runtime go and killed its cgroup, or, without one, its
+    // group and the job's: then only the child that left them is left.
+    const left = await waitFor('the nodes\' processes to be gone', () => {
       const now = processesOfJob(jobId);
-      return now.length === 1 && processesOfJob(other).length === 0 ? now : undefined;
+      return now.length === escaped.length && processesOfJob(other).length === 0 ? now : undefined;
     });
     expect(before.length).toBeGreaterThan(left.length);
-    expect(left.map((p) => p.command)).toEqual(['sleep 300']);
+    expect(left.map((p) => p.command)).toEqual(escaped);
 
     const t = await open({ inMemory: false, dataDir });
     expect(processesOfJob(jobId)).toEqual([]);
     const orphan = await stored(t, jobId);
     expect(orphan.job.status).toBe('FAILED_CONTROLLER');
-    expect(orphan.job.failureReason).toBe(
-      "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended; 1 of its processes was still running and has been killed",
-    );
+    const killed = escaped.length === 0 ? '' : '; 1 of its processes was still running and has been killed';
+    expect(orphan.job.failureReason).toBe(`relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended${killed}`);
     expect(reportCodes(orphan.attempts)).toEqual([expect.arrayContaining(['setup:0@1', 'run:0@1'])]);
     expect(orphan.attempts[0]?.instances.map((i) => typeof i.processGroupId)).toEqual(['number', 'number']);
     expect(statusTrail(orphan.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'FAILED_CONTROLLER']);

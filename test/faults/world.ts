@@ -50,9 +50,9 @@ export interface Served {
   job(jobId: string): Promise<JobAnswer>;
 }
 
-/** Starts `relaunch serve --port 0` on `dataDir` and waits until it listens. */
-export async function serve(dataDir: string): Promise<Served> {
-  const cli = startCli(['serve', '--data-dir', dataDir, '--port', '0'], { cwd: dataDir });
+/** Starts `relaunch serve --port 0` on `dataDir` (with `env` beside the tests' own) and waits until it listens. */
+export async function serve(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<Served> {
+  const cli = startCli(['serve', '--data-dir', dataDir, '--port', '0'], { cwd: dataDir, env });
   const [, url] = (await waitForOutput(cli, /relaunch API on (http:\/\/127\.0\.0\.1:\d+)/)) as unknown as [string, string];
   return {
     cli,

@@ -552,8 +552,13 @@ describe('JobApi', () => {
       ContentType: 'application/json',
       Schema: Match.objectLike({
         $schema: 'http://json-schema.org/draft-04/schema#',
-        required: ['nodeRank', 'phase', 'exitCode', 'outputTail'],
-        properties: Match.objectLike({ outputTail: { type: 'string', maxLength: OUTPUT_TAIL_MAX_BYTES } }),
+        // exitCode or agentFailure: which one is the handler's check (lib/agent/protocol.ts), past API Gateway's.
+        required: ['nodeRank', 'phase', 'outputTail'],
+        properties: Match.objectLike({
+          outputTail: { type: 'string', maxLength: OUTPUT_TAIL_MAX_BYTES },
+          exitCode: Match.objectLike({ type: 'integer', minimum: 0, maximum: 255 }),
+          agentFailure: Match.objectLike({ required: ['step', 'error'] }),
+        }),
       }),
     });
   });

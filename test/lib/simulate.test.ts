@@ -191,6 +191,23 @@ describe('simulate: warnings, vanished instances, capacity and boots', () => {
     );
   });
 
+  it("agent:STEP is relaunch's failure before setup: recovered with no error budget, counted with noboot toward max_boot_failures", () => {
+    const result = simulate(two({ maxRestartsOnErrors: 0 }), ['agent:image-pull@1', 'noboot', 'agent:mounts']);
+    expect(result.decisions.map((d) => [d.event, d.action, d.status, d.restartsOnErrors, d.recoveryCount])).toEqual([
+      ['agent:image-pull@1', 'RECOVER', 'RECOVERING', 0, 1],
+      ['noboot', 'RECOVER', 'RECOVERING', 0, 2],
+      ['agent:mounts', 'FAIL', 'FAILED_SETUP', 0, 2],
+    ]);
+    expect(result.decisions[0]?.reason).toBe(
+      "the agent failed on node 1 at image-pull: simulated; relaunch's failure, not the job's, 1 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors",
+    );
+    expect(result.decisions[2]?.reason).toBe('the agent failed on node 0 at mounts: simulated (3 attempts in a row that never ran the job, max_boot_failures 3)');
+  });
+
+  it("warn agent:STEP is a preemption, as the runtime decides it", () => {
+    expect(simulate(spec(), ['warn', 'agent:container']).decisions[0]).toMatchObject({ event: 'warn agent:container', action: 'RECOVER', reason: 'spot preemption; recovery 1, does not count toward max_restarts_on_errors' });
+  });
+
   it('max_recoveries caps preemptions and lost instances', () => {
     const result = simulate(two({ maxRecoveries: 1 }), ['preempt', 'gone:0']);
     expect(result.decisions[1]).toMatchObject({ action: 'FAIL', status: 'FAILED', reason: 'instance lost (instance of node 0 was terminated); max_recoveries (1) used up by 1 recovery' });
@@ -223,6 +240,10 @@ describe('simulate: bad input', () => {
       { path: 'event 3', message: '"warn" ends nothing by itself: follow it with the event that ends its attempt, e.g. warn exit:0 or warn gone:0' },
     ]],
     ['no events at all', [], 1, [{ path: 'events', message: `give at least one event: ${EVENT_FORMS}` }]],
+    ['an agent step that is not one', ['agent:reboot'], 1, [
+      { path: 'event 1', message: '"agent:reboot": expected one of the agent\'s steps (data-credentials, install, mounts, image-login, image-pull, container), got reboot' },
+    ]],
+    ['an agent failure on a node the task does not have', ['agent:mounts@2'], 2, [{ path: 'event 1', message: '"agent:mounts@2": node 2 is not one of the task\'s 2 nodes (ranks 0 to 1)' }]],
   ] as [string, string[], number, { path: string; message: string }[]][])('%s is an InvalidInputError', (_name, events, numNodes, issues) => {
     expect(issuesOf(() => simulate(spec({}, numNodes), events))).toEqual(issues);
   });

@@ -2,7 +2,8 @@
 
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { INSTANCE_MARK, killMarked, markedProcesses, signalGroup } from '../../local/process-groups.ts';
+import { existsSync } from 'node:fs';
+import { INSTANCE_MARK, killMarked, makeNodeCgroup, markedProcesses, nodeTracking, removeNodeCgroup, signalGroup } from '../../local/process-groups.ts';
 import { waitFor } from './harness.ts';
 
 describe('process groups of local nodes', () => {
@@ -29,6 +30,30 @@ describe('process groups of local nodes', () => {
     } finally {
       marked.kill('SIGKILL');
       unmarked.kill('SIGKILL');
+    }
+  });
+
+  const tracking = nodeTracking();
+  it.skipIf(tracking.kind !== 'cgroup')(`finds a node's processes by its cgroup, a daemon with an empty environment in a session of its own among them, and kills them all${tracking.kind === 'cgroup' ? '' : ` (skipped: ${tracking.reason})`}`, async () => {
+    const instanceId = `local-j-cgroup-${process.pid}-1-0`;
+    const folder = makeNodeCgroup(instanceId) as string;
+    // As the node's launcher does: join the cgroup, then start what the job starts.
+    const launcher = spawn('bash', ['-c', 'echo $$ >"$1/cgroup.procs"; env -i setsid sleep 60 </dev/null >/dev/null 2>&1 & sleep 60', 'launcher', folder], {
+      detached: true,
+      stdio: 'ignore',
+    });
+    try {
+      // bash, its sleep, and the daemon: none of them carries the mark.
+      await waitFor('the launcher and both sleeps', () => (markedProcesses(instanceId, 0).length === 3 ? true : undefined));
+
+      expect(killMarked(instanceId, 0)).toBe(3);
+      await waitFor('every process of the cgroup to die', () => (markedProcesses(instanceId, 0).length === 0 ? true : undefined));
+      await waitFor('the cgroup to be removed once empty', () => {
+        removeNodeCgroup(instanceId);
+        return existsSync(folder) ? undefined : true;
+      });
+    } finally {
+      launcher.kill('SIGKILL');
     }
   });
 });

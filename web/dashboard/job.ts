@@ -117,6 +117,11 @@ function barKind(attempt: AttemptView, node: number): { kind: string; label: str
       return { kind: 'preempted', label: 'preempted', words: 'preempted' };
     case 'LOST':
       return { kind: 'lost', label: 'lost', words: 'lost' };
+    case 'AGENT_FAILED': {
+      const failed = attempt.agentFailure;
+      if (failed === null || failed.nodeRank !== node) return { kind: 'killed', label: '—', words: 'stopped: another node\'s agent failed before setup' };
+      return { kind: 'agent-failed', label: failed.step, words: `the agent failed before setup, at ${failed.step}` };
+    }
     case 'LAUNCH_FAILED':
       return { kind: 'launch-failed', label: 'no launch', words: 'launch failed' };
     case 'CANCELLED':
@@ -208,6 +213,7 @@ function legend(): HTMLElement {
     ['killed', 'no exit code'],
     ['preempted', 'preempted'],
     ['lost', 'lost'],
+    ['agent-failed', "relaunch's agent failed before setup"],
     ['launch-failed', 'launch failed'],
     ['cancelled', 'cancelled'],
     ['running', 'running'],
@@ -270,6 +276,17 @@ function attempts(job: JobView, config: PageConfig): HTMLElement {
       ),
       decision(attempt, job),
     );
+    const failed = attempt.agentFailure;
+    if (failed !== null) {
+      item.append(
+        el(
+          'p',
+          { class: 'agent-failure' },
+          el('strong', {}, `relaunch's agent failed on node ${failed.nodeRank} at ${failed.step}`),
+          ` before setup (not the job's failure, and not charged to its budget): ${failed.error}`,
+        ),
+      );
+    }
     for (const tail of attempt.outputTails) {
       item.append(el('p', { class: 'tail-title' }, `node ${tail.nodeRank}, ${tail.phase}: last lines`), el('pre', { class: 'tail' }, tail.text === '' ? '(no output)' : tail.text));
     }

@@ -39,6 +39,7 @@ import { SsmParameters } from '../../../lib/adapters/ssm-parameters.ts';
 import type { LaunchRequest } from '../../../lib/ports.ts';
 import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
+import { agentSetting } from '../../fixtures/agent-settings.ts';
 
 const mockEc2 = (client: EC2Client) => mockClient(client);
 const mockSsm = (client: SSMClient) => mockClient(client);
@@ -195,10 +196,9 @@ function userDataScript(data: RequestLaunchTemplateData): string {
   return gunzipSync(Buffer.from(data.UserData ?? '', 'base64')).toString('utf8');
 }
 
-/** The environment file the agent script carries, decoded. */
+/** The environment file the agent script carries. */
 function agentEnvironment(script: string): string {
-  const encoded = /^ENV_B64='([^']*)'$/m.exec(script)?.[1] ?? '';
-  return Buffer.from(encoded, 'base64').toString('utf8');
+  return agentSetting(script, 'JOB_ENV') ?? '';
 }
 
 const TAGS = [

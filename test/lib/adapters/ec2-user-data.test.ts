@@ -51,12 +51,14 @@ describe('ec2TaskProblems', () => {
     expect(ec2TaskProblems(spec('file_mounts:\n  /c: {mode: MOUNT}\nrun: x\n'))).toEqual([{ path: 'file_mounts', message: expect.stringContaining('redeploy relaunch') }]);
   });
 
-  it('refuses a run script that would not fit in user data, naming both sizes', () => {
+  it('refuses a run script that would not fit in user data, naming both sizes and how much ordinary shell fits', () => {
     // Random hex compresses to about half: 40,000 characters stay well over 16 KiB.
     const run = `echo ${randomBytes(20_000).toString('hex')}`;
     const [problem, ...rest] = ec2TaskProblems(spec(`run: ${run}\n`));
     expect(rest).toEqual([]);
     expect(problem?.path).toBe('run');
-    expect(problem?.message).toMatch(new RegExp(`^setup, run and envs are too large for EC2 user data: \\d+ bytes compressed, at most ${USER_DATA_MAX_BYTES}$`));
+    expect(problem?.message).toMatch(
+      new RegExp(`^setup, run and envs are too large for EC2 user data: \\d+ bytes compressed, at most ${USER_DATA_MAX_BYTES} \\(about 20 KB of ordinary shell fits beside relaunch's agent\\)$`),
+    );
   });
 });

@@ -31,6 +31,7 @@ import { initialCounters } from '../../../lib/policy/decide.ts';
 import type { Market } from '../../../lib/policy/types.ts';
 import { parseJobFile } from '../../../lib/spec/parse.ts';
 import type { TaskSpec } from '../../../lib/spec/types.ts';
+import { agentSetting } from '../../fixtures/agent-settings.ts';
 
 const CONFIG: Ec2ComputeConfig = {
   regions: [
@@ -182,8 +183,8 @@ interface Sent {
 /** The agent's settings that vary between tasks, instead of its gzipped, base64 text. */
 function agentSummary(userData: string | undefined): Record<string, string> {
   const script = gunzipSync(Buffer.from(userData ?? '', 'base64')).toString('utf8');
-  const setting = (name: string) => new RegExp(`^${name}='([^']*)'$`, 'm').exec(script)?.[1] ?? '';
-  const environment = Buffer.from(setting('ENV_B64'), 'base64').toString('utf8');
+  const setting = (name: string) => agentSetting(script, name) ?? '';
+  const environment = setting('JOB_ENV');
   return {
     NUM_NODES: setting('NUM_NODES'),
     CONTAINER_IMAGE: setting('CONTAINER_IMAGE'),

@@ -8,6 +8,7 @@ import { mountLines } from '../../../lib/agent/mounts.ts';
 import { renderAgentScript } from '../../../lib/agent/script.ts';
 import { InvalidInputError, PrecheckError } from '../../../lib/errors.ts';
 import { parseTaskFile } from '../../../lib/spec/parse.ts';
+import { agentSetting } from '../../fixtures/agent-settings.ts';
 
 const DATA = { bucket: 'relaunch-data-7', allowedBuckets: ['team-data', 'ckpt-*'] };
 const SHA = 'e'.repeat(64);
@@ -41,8 +42,8 @@ describe('s3AgentMounts', () => {
     ]);
     // What the agent reads: one tab-separated line per step, in user data.
     const script = renderAgentScript({ apiUrl: 'https://api', jobId: 'j-42', attempt: 1, secretSource: { path: '/p', region: 'us-east-1', endpoint: 'https://ssm' }, spec: task, heartbeatSeconds: 30, mounts, sourcesUrl });
-    expect(script).toContain(`MOUNTS_B64='${Buffer.from(mountLines(mounts ?? [])).toString('base64')}'`);
-    expect(script).toContain("SOURCES_URL='s3://relaunch-data-7/sources'");
+    expect(agentSetting(script, 'MOUNTS')).toBe(mountLines(mounts ?? []));
+    expect(agentSetting(script, 'SOURCES_URL')).toBe('s3://relaunch-data-7/sources');
     expect(mountLines(mounts ?? []).split('\n')[4]).toBe('s3-mount\tckpt-bert\t-\t-\t/checkpoint');
   });
 

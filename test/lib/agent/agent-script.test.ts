@@ -1,311 +1,38 @@
-// The agent script, run for real with bash against a local HTTP server standing in for
-// the API, the instance metadata service and SSM (the local runtime's SSM, which checks
-// the agent's SigV4 signature and that the parameter is tagged for this instance).
+// The agent script, run for real with bash as cloud-init runs it (test/lib/agent/harness.ts),
+// against local stand-ins for the API, the instance metadata service and SSM.
 
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HeartbeatBodySchema, OUTPUT_TAIL_MAX_BYTES, ReportBodySchema, type ReportBody } from '../../../lib/agent/protocol.ts';
+import { describe, expect, it } from 'vitest';
+import { HeartbeatBodySchema, OUTPUT_TAIL_MAX_BYTES } from '../../../lib/agent/protocol.ts';
 import type { AgentMount } from '../../../lib/agent/mounts.ts';
-import { renderAgentScript, type AgentScriptParams } from '../../../lib/agent/script.ts';
+import { renderAgentScript } from '../../../lib/agent/script.ts';
 import { agentSecretName, agentSecretValue } from '../../../lib/agent/secret-parameter.ts';
 import { PrecheckError } from '../../../lib/errors.ts';
-import { credentialsDocument, LocalSecretParameters, newNodeCredentials } from '../../../local/secret-parameters.ts';
-import { verifySigV4 } from '../../../local/sigv4.ts';
-import type { Resources, TaskSpec } from '../../../lib/spec/types.ts';
 import { archiveName, uploadReference } from '../../../lib/spec/mounts.ts';
 import { packSource } from '../../../cli/sources.ts';
-import { taskSpec } from '../../fixtures/specs.ts';
+import {
+  agentProcesses,
+  api,
+  apiUrl,
+  dir,
+  dockerCalls,
+  dockerStandIn,
+  DUMP_ENV,
+  FAST_PATH,
+  INSTANCE_ARN,
+  INSTANCE_ID,
+  JOB_ID,
+  jobEnv,
+  runAgent,
+  SECRET,
+  SECRET_PATH,
+  spec,
+  useAgentWorld,
+} from './harness.ts';
 
-const SECRET = '5ec2e7'.repeat(10) + 'abcd';
-const JOB_ID = 'job-7f3a';
-const INSTANCE_ID = 'i-0a9b8c7d6e5f40312';
-const INSTANCE_ARN = `arn:aws:ec2:us-east-1:123456789012:instance/${INSTANCE_ID}`;
-const SECRET_PATH = '/relaunch/agent-secrets';
-const ROLE = 'relaunch-instance-role';
-
-interface Received {
-  /** When it arrived (ms since the epoch). */
-  readonly at: number;
-  readonly method: string;
-  readonly path: string;
-  readonly authorization: string | undefined;
-  readonly body: string;
-}
-
-/** A stand-in API (and IMDS): records every request and answers per test. */
-class FakeApi {
-  readonly requests: Received[] = [];
-  /** Statuses for the next report POSTs, in order (0: drop the connection); 200 once used up. */
-  reportStatuses: number[] = [];
-  /** The status of every report POST once reportStatuses is used up. */
-  reportStatusAfter = 200;
-  /** Statuses for the next heartbeat POSTs, in order (0: drop the connection); 204 once used up. */
-  heartbeatStatuses: number[] = [];
-  /** The status of every heartbeat POST once heartbeatStatuses is used up. */
-  heartbeatStatusAfter = 204;
-  /** How long a heartbeat's answer takes (ms). */
-  heartbeatDelayMs = 0;
-  /** Statuses for the next data-credentials POSTs, in order (0: drop the connection); 200 once used up. */
-  dataCredentialStatuses: number[] = [];
-  /** Data-credentials POSTs answered 200 so far: the Nth gets AccessKeyId `AKIADATA<N>`, and file `data-issued-<N>` appears in `markerDir`. */
-  dataCredentialsIssued = 0;
-  /** Where the data-credentials markers go (the test's folder). */
-  markerDir = '';
-  /** For this long (ms) after the first credentials, every ask is answered 503: an API outage. */
-  dataCredentialOutageMs = 0;
-  /** The next this many 200 answers are cut off halfway, as a time limit would cut them. */
-  dataCredentialCutOffs = 0;
-  /** The status each data-credentials POST got, in order (0: dropped). */
-  readonly dataCredentialAnswers: number[] = [];
-  /** Told of every data-credentials answer so far, as each is given. */
-  onDataCredentialAnswer: ((answers: readonly number[]) => void) | undefined;
-  private outageEndsAt = 0;
-  /**
-   * IMDS metadata paths (after `/latest/meta-data/`) and their values, besides the
-   * instance id and role credentials every instance has; absent is 404.
-   */
-  metadata: Record<string, string> = {};
-  /** SSM's parameters; the attempt's secret is there for this instance unless a test says otherwise. */
-  readonly parameters = new LocalSecretParameters();
-  /** The instance role's credentials, served by IMDS and checked by SSM. */
-  readonly credentials = newNodeCredentials();
-  /** Every SSM request: its body and headers. */
-  readonly ssmRequests: { readonly body: string; readonly headers: IncomingMessage['headers'] }[] = [];
-  private readonly imdsToken = 'imds-token-1';
-  private server: Server | undefined;
-
-  async start(): Promise<string> {
-    this.server = createServer((request, response) => void this.handle(request, response));
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    const { port } = this.server.address() as AddressInfo;
-    return `http://127.0.0.1:${port}`;
-  }
-
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
-  }
-
-  get reports(): ReportBody[] {
-    return this.requests.filter((r) => r.path.endsWith('/report')).map((r) => ReportBodySchema.parse(JSON.parse(r.body)));
-  }
-
-  get heartbeats(): Received[] {
-    return this.requests.filter((r) => r.path.endsWith('/heartbeat'));
-  }
-
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
-    const path = request.url ?? '';
-    if (path.startsWith('/latest/')) return this.imds(request, path, response);
-    if (path === '/ssm/') return this.ssm(request, Buffer.concat(chunks).toString('utf8'), response);
-    if (path === '/ecr/') return this.ecr(request, Buffer.concat(chunks).toString('utf8'), response);
-    this.requests.push({
-      at: Date.now(),
-      method: request.method ?? '',
-      path,
-      authorization: request.headers.authorization,
-      body: Buffer.concat(chunks).toString('utf8'),
-    });
-    if (path.endsWith('/data-credentials')) return this.dataCredentials(request, response);
-    const status = path.endsWith('/report')
-      ? (this.reportStatuses.shift() ?? this.reportStatusAfter)
-      : (this.heartbeatStatuses.shift() ?? this.heartbeatStatusAfter);
-    if (status === 0) {
-      request.socket.destroy();
-      return;
-    }
-    if (path.endsWith('/heartbeat') && this.heartbeatDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.heartbeatDelayMs));
-    response.writeHead(status, { 'content-type': 'application/json' }).end(status === 204 ? undefined : '{}');
-  }
-
-  get dataCredentialRequests(): Received[] {
-    return this.requests.filter((r) => r.path.endsWith('/data-credentials'));
-  }
-
-  private dataCredentials(request: IncomingMessage, response: ServerResponse): void {
-    const status = Date.now() < this.outageEndsAt ? 503 : (this.dataCredentialStatuses.shift() ?? 200);
-    this.dataCredentialAnswers.push(status);
-    this.onDataCredentialAnswer?.(this.dataCredentialAnswers);
-    if (status === 0) {
-      request.socket.destroy();
-      return;
-    }
-    if (status !== 200) {
-      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `refused with ${status}` }));
-      return;
-    }
-    if (this.dataCredentialCutOffs > 0) {
-      this.dataCredentialCutOffs -= 1;
-      const whole = JSON.stringify({ Version: 1, AccessKeyId: 'AKIACUT', SecretAccessKey: 'cut', SessionToken: 'cut', Expiration: new Date().toISOString() });
-      response.writeHead(200, { 'content-type': 'application/json' }).end(whole.slice(0, whole.indexOf('"Expiration"')));
-      return;
-    }
-    this.dataCredentialsIssued += 1;
-    const n = this.dataCredentialsIssued;
-    if (n === 1) this.outageEndsAt = Date.now() + this.dataCredentialOutageMs;
-    const body = { Version: 1, AccessKeyId: `AKIADATA${n}`, SecretAccessKey: `data-secret-${n}`, SessionToken: `data-token-${n}`, Expiration: new Date(Date.now() + 3_600_000).toISOString() };
-    response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
-    if (this.markerDir !== '') writeFileSync(join(this.markerDir, `data-issued-${n}`), '');
-  }
-
-  /** IMDSv2: a PUT for a token, then GETs that carry it. */
-  private imds(request: IncomingMessage, path: string, response: ServerResponse): void {
-    if (path === '/latest/api/token' && request.method === 'PUT') {
-      response.writeHead(200).end(this.imdsToken);
-      return;
-    }
-    if (request.headers['x-aws-ec2-metadata-token'] !== this.imdsToken) {
-      response.writeHead(401).end();
-      return;
-    }
-    const metadata: Record<string, string> = {
-      'instance-id': INSTANCE_ID,
-      'iam/security-credentials/': ROLE,
-      [`iam/security-credentials/${ROLE}`]: credentialsDocument(this.credentials, new Date(Date.now() + 3_600_000)),
-      ...this.metadata,
-    };
-    const value = metadata[path.replace('/latest/meta-data/', '')];
-    if (value === undefined) response.writeHead(404).end();
-    else response.writeHead(200).end(value);
-  }
-
-  /** ECR's GetAuthorizationToken, signed with the instance role as ECR checks it. */
-  private ecr(request: IncomingMessage, body: string, response: ServerResponse): void {
-    const headers = Object.fromEntries(Object.entries(request.headers).map(([key, value]) => [key, Array.isArray(value) ? value.join(', ') : value]));
-    const verified = verifySigV4({ method: request.method ?? '', path: request.url ?? '', headers, body }, 'ecr', () => this.credentials, new Date());
-    if ('refused' in verified || headers['x-amz-target'] !== 'AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken' || verified.region !== 'us-west-2') {
-      response.writeHead(403).end(JSON.stringify({ __type: 'AccessDeniedException' }));
-      return;
-    }
-    const token = Buffer.from('AWS:ecr-password').toString('base64');
-    response.writeHead(200).end(JSON.stringify({ authorizationData: [{ authorizationToken: token, proxyEndpoint: 'https://x', expiresAt: 1 }] }));
-  }
-
-  private ssm(request: IncomingMessage, body: string, response: ServerResponse): void {
-    this.ssmRequests.push({ body, headers: request.headers });
-    const headers = Object.fromEntries(Object.entries(request.headers).map(([key, value]) => [key, Array.isArray(value) ? value.join(', ') : value]));
-    const answer = this.parameters.answer(
-      { method: request.method ?? '', path: request.url ?? '', headers, body },
-      { instanceArn: INSTANCE_ARN, credentials: this.credentials },
-      new Date(),
-    );
-    response.writeHead(answer.statusCode, answer.headers).end(answer.body);
-  }
-}
-
-/** The fixture task with phases bash can run here: each echoes what it is. */
-function spec(overrides: Partial<TaskSpec> = {}, resources: Partial<Resources> = {}): TaskSpec {
-  return { ...taskSpec({ name: 'agent-test', setup: 'echo setting up', run: 'echo running', resources }), ...overrides };
-}
-
-/** A run script that saves the environment it saw (NUL-separated) and its directory. */
-const DUMP_ENV = 'env -0 > "$DUMP_DIR/env"; pwd > "$DUMP_DIR/pwd"';
-
-let dir: string;
-let api: FakeApi;
-let apiUrl: string;
-
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'relaunch-agent-'));
-  api = new FakeApi();
-  api.markerDir = dir;
-  apiUrl = await api.start();
-  api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), SECRET, INSTANCE_ARN);
-});
-
-afterEach(async () => {
-  await api.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const AGENT_DEADLINE_MS = 15_000;
-
-/**
- * PATH with the real python3's folder first: a version manager's shim (pyenv) takes a
- * second per start, the agent starts python3 once per report.
- */
-const FAST_PATH = [dirname(execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim()), process.env.PATH].join(delimiter);
-
-interface AgentRun {
-  readonly exitCode: number | null;
-  readonly stderr: string;
-  readonly shutDown: boolean;
-}
-
-/**
- * Renders the script for this test's API and runs it with bash until it exits. A test that
- * gives the rank gets node IPs too, unless it says otherwise; a run that outlives
- * `deadlineMs` is killed with everything it started, so a hang fails the test instead of
- * leaking a process (what a run that ended left running is its own finding, not killed here).
- */
-async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptParams, 'spec'>, pathEnv?: string, deadlineMs = AGENT_DEADLINE_MS): Promise<AgentRun> {
-  const nodeIps = params.nodeRank === undefined ? undefined : Array.from({ length: params.spec.numNodes }, (_, rank) => `10.0.0.${rank + 1}`);
-  const script = renderAgentScript({
-    nodeIps,
-    apiUrl: `${apiUrl}/`,
-    jobId: JOB_ID,
-    attempt: 3,
-    secretSource: { path: SECRET_PATH, region: 'us-east-1', endpoint: `${apiUrl}/ssm` },
-    heartbeatSeconds: 1,
-    rootDir: join(dir, 'agent'),
-    imdsUrl: apiUrl,
-    reportBackoff: { initialMs: 10, maxMs: 40 },
-    shutdownCommand: `touch '${join(dir, 'shut-down')}'`,
-    ...params,
-  });
-  const file = join(dir, 'agent.sh');
-  writeFileSync(file, script);
-  // A process group of its own: a run past the deadline is killed with every process it started.
-  const child = spawn('bash', [file], {
-    cwd: dir,
-    env: { PATH: pathEnv ?? FAST_PATH, HOME: dir, DUMP_DIR: dir },
-    stdio: ['ignore', 'ignore', 'pipe'],
-    detached: true,
-  });
-  const killGroup = () => {
-    try {
-      process.kill(-(child.pid ?? 0), 'SIGKILL');
-    } catch {
-      // The group is gone already.
-    }
-  };
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const deadline = setTimeout(killGroup, deadlineMs);
-  const exitCode = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  clearTimeout(deadline);
-  return { exitCode, stderr, shutDown: existsSync(join(dir, 'shut-down')) };
-}
-
-/** The live processes still running this test's agent script (a zombie is dead and left out). */
-function agentProcesses(): string[] {
-  const script = join(dir, 'agent.sh');
-  const found: string[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^[0-9]+$/.test(entry)) continue;
-    try {
-      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
-      const state = readFileSync(`/proc/${entry}/stat`, 'utf8').replace(/^.*\) /, '').charAt(0);
-      if (command.includes(script) && state !== 'Z') found.push(`${entry}: ${command}`);
-    } catch {
-      // Gone while we looked.
-    }
-  }
-  return found;
-}
-
-/** The environment the run script saved. */
-function jobEnv(): Record<string, string> {
-  const entries = readFileSync(join(dir, 'env'), 'utf8').split('\0').filter((entry) => entry !== '');
-  return Object.fromEntries(entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
-}
-
+useAgentWorld();
 describe('the agent script', () => {
   it('runs setup then run, reports both as 0 with the secret, heartbeats, and shuts down', async () => {
     const result = await runAgent({ spec: spec({ run: `echo running; ${DUMP_ENV}` }), nodeRank: 0 });
@@ -600,45 +327,12 @@ describe("the agent's callback secret", () => {
   });
 });
 
-/**
- * A stand-in for the docker CLI on PATH: it records every call (one line of arguments) in
- * `docker.log`, fails to pull `registry.example/missing:1`, and runs `docker exec`'s command
- * on this machine with only the variables `-e` names (and IN_CONTAINER=yes), as a container
- * would see them.
- */
-function dockerStandIn(): string {
-  const bin = join(dir, 'docker-bin');
-  mkdirSync(bin);
-  writeFileSync(
-    join(bin, 'docker'),
-    `#!/bin/bash
-printf '%s\\n' "$*" >> "$DUMP_DIR/docker.log"
-case "$1" in
-  info) echo '{"nvidia":{},"runc":{}}' ;;
-  pull) if [ "$2" = registry.example/missing:1 ]; then echo "manifest unknown: $2" >&2; exit 1; fi; echo "pulled $2" ;;
-  login) cat > "$DUMP_DIR/docker-login-password" ;;
-  exec)
-    shift; workdir=''; keep=()
-    while [ "$#" -gt 0 ]; do
-      case "$1" in
-        -w) workdir=$2; shift 2 ;;
-        -e) keep+=("$2=$(printenv "$2")"); shift 2 ;;
-        *) break ;;
-      esac
-    done
-    shift
-    cd "$workdir" && exec env -i PATH="$PATH" HOME="$HOME" DUMP_DIR="$DUMP_DIR" IN_CONTAINER=yes "\${keep[@]}" "$@" ;;
-esac
-`,
-    { mode: 0o755 },
-  );
-  return [bin, FAST_PATH].join(delimiter);
-}
-
-const dockerCalls = () => readFileSync(join(dir, 'docker.log'), 'utf8').trimEnd().split('\n');
 
 describe('the agent with a Docker image', () => {
   const CONTAINER = `relaunch-${INSTANCE_ID}`;
+  /** What the container runs first, and what a phase runs (agent.sh's CONTAINER_INIT and PHASE_PROGRAM). */
+  const CONTAINER_INIT = `trap 'kill -TERM -1 2>/dev/null; while kill -0 -1 2>/dev/null; do sleep 0.2; done; exit 0' TERM; while :; do sleep 3600 & wait $!; done`;
+  const PHASE_PROGRAM = '. /dev/stdin && exec </dev/null && . "$1/env.sh" && cd "$2" && exec bash "$1/$3.sh"';
 
   it('pulls it, starts one container on the host network, runs setup and run inside with the env and secrets, then removes it', async () => {
     api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), agentSecretValue(SECRET, { TOKEN: 'tok-planted' }), INSTANCE_ARN);
@@ -655,9 +349,9 @@ describe('the agent with a Docker image', () => {
     const calls = dockerCalls();
     const root = join(dir, 'agent');
     expect(calls[0]).toBe('pull ubuntu:22.04');
-    expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 -v ${root}:${root} -v ${root}:${root} --entrypoint sleep ubuntu:22.04 infinity`);
+    expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 --stop-timeout 90 -v ${root}:${root} -v ${root}:${root} --entrypoint bash ubuntu:22.04 -c ${CONTAINER_INIT}`);
     expect(calls.filter((call) => call.startsWith('exec '))).toEqual(
-      ['setup', 'run'].map((phase) => `exec -w ${root} -e TOKEN ${CONTAINER} bash -c . "$1/env.sh" && exec bash "$1/$2.sh" relaunch-phase ${root} ${phase}`),
+      ['setup', 'run'].map((phase) => `exec -i -w ${root} ${CONTAINER} bash -c ${PHASE_PROGRAM} relaunch-phase ${root} ${root} ${phase}`),
     );
     expect(calls.at(-1)).toBe(`rm -f ${CONTAINER}`);
     expect(calls.join('\n')).not.toContain('tok-planted');
@@ -666,7 +360,7 @@ describe('the agent with a Docker image', () => {
   it('gives the container the GPUs of a GPU node', async () => {
     await runAgent({ spec: spec({}, { containerImage: 'nvcr.io/nvidia/pytorch:24.07-py3' }), nodeRank: 0, gpusPerNode: 8 }, dockerStandIn());
 
-    expect(dockerCalls().find((call) => call.startsWith('run '))).toContain('--ulimit memlock=-1 --gpus all -v');
+    expect(dockerCalls().find((call) => call.startsWith('run '))).toContain('--ulimit memlock=-1 --stop-timeout 90 --gpus all -v');
   });
 
   it("logs in to the account's ECR with the instance role before pulling from it", async () => {
@@ -682,20 +376,34 @@ describe('the agent with a Docker image', () => {
     expect(calls.indexOf('login --username AWS --password-stdin 123456789012.dkr.ecr.us-west-2.amazonaws.com')).toBeLessThan(calls.indexOf(`pull ${image}`));
   });
 
-  it("refuses to start a GPU node's container on a docker without the NVIDIA runtime: setup 125, saying why", async () => {
+  it("refuses to start a GPU node's container on a docker without the NVIDIA runtime: the agent's failure at container, saying why", async () => {
     const path = dockerStandIn();
     writeFileSync(join(dir, 'docker-bin', 'docker'), readFileSync(join(dir, 'docker-bin', 'docker'), 'utf8').replace(`{"nvidia":{},"runc":{}}`, `{"runc":{}}`));
 
     await runAgent({ spec: spec({}, { containerImage: 'ubuntu:22.04' }), nodeRank: 0, gpusPerNode: 1 }, path);
 
-    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 125, outputTail: expect.stringContaining('no NVIDIA runtime') }]);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'container', error: expect.stringContaining('this node has GPUs but its docker has no NVIDIA runtime') },
+        outputTail: expect.stringContaining('no NVIDIA runtime'),
+      },
+    ]);
   });
 
-  it('reports setup as 125 with why when the image cannot be pulled in three tries, and never runs', async () => {
+  it("reports the agent's failure at image-pull with why when the image cannot be pulled in three tries, and never runs", async () => {
     const result = await runAgent({ spec: spec({ run: 'touch "$DUMP_DIR/run-started"' }, { containerImage: 'registry.example/missing:1' }), nodeRank: 0, pullRetrySeconds: 0 }, dockerStandIn());
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
-    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 125, outputTail: expect.stringContaining('relaunch: could not pull registry.example/missing:1') }]);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'image-pull', error: 'could not pull registry.example/missing:1 in 3 tries: manifest unknown: registry.example/missing:1' },
+        outputTail: expect.stringContaining('relaunch: try 2 of 3 failed; trying again in'),
+      },
+    ]);
     expect(dockerCalls().filter((call) => call.startsWith('pull '))).toHaveLength(3);
     expect(existsSync(join(dir, 'run-started'))).toBe(false);
   });
@@ -796,7 +504,7 @@ const NASTY = 'say "hi" \\ back\\slash\ttab\rcarriage \u0001 bell\u0007 esc\u001
 function pathWithoutPython(): string {
   const bin = join(dir, 'bin');
   mkdirSync(bin);
-  const tools = ['bash', 'curl', 'base64', 'tail', 'tr', 'awk', 'sleep', 'mkdir', 'printenv', 'touch', 'env', 'printf', 'cat'];
+  const tools = ['bash', 'curl', 'base64', 'tail', 'tr', 'awk', 'sleep', 'mkdir', 'printenv', 'touch', 'env', 'printf', 'cat', 'setsid', 'ps', 'mkfifo', 'rm'];
   for (const tool of [...tools, 'openssl', 'sha256sum', 'cut', 'sed', 'od', 'head', 'date']) {
     const found = (process.env.PATH ?? '')
       .split(delimiter)
@@ -853,17 +561,40 @@ describe('renderAgentScript', () => {
   it('ships no comment line but its header (the tests here run what is shipped), and bash parses it', () => {
     const script = renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: SOURCE, heartbeatSeconds: 60, spec: spec() });
     const lines = script.split('\n');
-    expect(lines.slice(0, 2)).toEqual(['#!/bin/bash', `# relaunch agent for job ${JOB_ID}, attempt 1: generated by lib/agent/script.ts.`]);
-    expect(lines.slice(2).filter((line) => /^\s*#/.test(line))).toEqual([]);
+    expect(lines.slice(0, 3)).toEqual([
+      '#!/bin/bash',
+      `# relaunch agent for job ${JOB_ID}, attempt 1: rendered by lib/agent/script.ts from agent.sh.`,
+      '# shellcheck disable=SC1003,SC2016,SC2088',
+    ]);
+    expect(lines.slice(3).filter((line) => /^\s*#/.test(line))).toEqual([]);
     // bash -n parses without running: a syntax error fails it (execFileSync throws on a non-zero exit).
     execFileSync('bash', ['-n', '-c', script]);
   });
 
-  it('embeds user scripts only base64-encoded, so they cannot become agent code', () => {
-    const run = "'; echo injected; '\nEOF\n$(whoami)";
-    const script = renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: SOURCE, heartbeatSeconds: 60, spec: spec({ run }) });
-    expect(script).not.toContain('injected');
-    expect(script).toContain(Buffer.from(run).toString('base64'));
+  it('refuses a NUL, which no quoting can carry to bash', () => {
+    const render = () => renderAgentScript({ apiUrl, jobId: JOB_ID, attempt: 1, secretSource: SOURCE, heartbeatSeconds: 60, spec: spec({ run: 'echo a\0b' }) });
+    expect(render).toThrow(RangeError);
+  });
+});
+
+describe("the task's own text in the agent", () => {
+  /** Quotes, expansions, an end of heredoc, a backslash before a quote, wide characters. */
+  const HOSTILE = "'; touch \"$DUMP_DIR/pwned\"; '\nEOF\n$(touch \"$DUMP_DIR/pwned2\") `touch pwned3` it\\'s \\\\ ~/x ${HOME} é 日本\ttab\n";
+
+  it('is quoted, never base64: setup, run and envs reach the node exactly as written, and none of it runs as agent code', async () => {
+    const setup = `true\n: <<'X'\n${HOSTILE}X\n`;
+    const run = `printf '%s' "$TEXT" > "$DUMP_DIR/text"\n: <<'X'\n${HOSTILE}X\n`;
+
+    const result = await runAgent({ spec: spec({ setup, run, envs: { TEXT: HOSTILE } }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(readFileSync(join(dir, 'agent', 'setup.sh'), 'utf8')).toBe(setup);
+    expect(readFileSync(join(dir, 'agent', 'run.sh'), 'utf8')).toBe(run);
+    expect(readFileSync(join(dir, 'text'), 'utf8')).toBe(HOSTILE);
+    for (const name of ['pwned', 'pwned2', 'pwned3']) expect(existsSync(join(dir, name))).toBe(false);
+    const script = readFileSync(join(dir, 'agent.sh'), 'utf8');
+    expect(script).not.toContain(Buffer.from(run).toString('base64'));
+    expect(script).toContain(`declare +x RUN_SCRIPT='printf '\\''%s'\\'' "$TEXT"`);
   });
 });
 
@@ -965,7 +696,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(setupLog).toContain('util.py');
   });
 
-  it('refuses an archive whose bytes are not the ones its name says: setup fails with why, run never runs', async () => {
+  it("refuses an archive whose bytes are not the ones its name says: the agent's failure at mounts, with why; run never runs", async () => {
     const store = join(dir, 'store');
     const sha = await stored(store, { 'a.txt': 'genuine\n' });
     writeFileSync(join(store, archiveName(sha)), 'tampered');
@@ -979,7 +710,14 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     });
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
-    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining('not the one its name says') }]);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'mounts', error: expect.stringMatching(/^could not prepare ~\/data \(upload\): .* has SHA-256 [0-9a-f]{64}, not the one its name says$/) },
+        outputTail: expect.stringContaining('not the one its name says'),
+      },
+    ]);
     expect(existsSync(join(dir, 'run-started'))).toBe(false);
   });
 
@@ -1020,7 +758,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(readFileSync(join(dir, 'imagenet', 'train', 'img0.jpg'), 'utf8')).toBe('jpeg');
     expect(called('mount-s3.log')).toEqual([
       `team-ckpts ${join(dir, 'ckpt')} --allow-delete --allow-overwrite --prefix run-7/`,
-      `stack-bucket ${join(dir, 'cache')} --allow-delete --allow-overwrite --prefix mounts/j-1/cache/ --cache ${join(dir, 'agent', 'mount-cache', 'stack-bucket')}`,
+      `stack-bucket ${join(dir, 'cache')} --allow-delete --allow-overwrite --prefix mounts/j-1/cache/ --cache ${join(dir, 'agent', 'mount-cache', '3')}`,
     ]);
     // What the job wrote under the mount is in the bucket, for the next attempt.
     expect(readFileSync(join(s3, 'team-ckpts', 'step-1'), 'utf8')).toBe('saved\n');
@@ -1097,7 +835,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(called('aws-credentials.log')).toEqual(['relaunch-data AKIADATA1', 'relaunch-data AKIADATA1', 'relaunch-data AKIADATA1']);
   });
 
-  it.each([403, 409])('fails setup when the API refuses the data credentials (%i), saying so, before any S3 step; run never runs', async (status) => {
+  it.each([403, 409])("reports the agent's failure when the API refuses the data credentials (%i), saying so, before any S3 step; run never runs", async (status) => {
     const { sha, path, mounts } = await s3Task();
     api.dataCredentialStatuses = [status];
 
@@ -1105,7 +843,12 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
     expect(api.reports).toEqual([
-      { nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining(`relaunch: the API refused this node's data credentials (HTTP ${status}): refused with ${status}`) },
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'data-credentials', error: `the API refused this node's data credentials (HTTP ${status}): refused with ${status}` },
+        outputTail: expect.stringContaining(`relaunch: the API refused this node's data credentials (HTTP ${status}): refused with ${status}`),
+      },
     ]);
     expect(api.dataCredentialRequests).toHaveLength(1);
     expect(called('aws.log')).toEqual([]);
@@ -1157,7 +900,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(called('aws-credentials.log')).toEqual([]);
   });
 
-  it('copies an S3 object as a file and a bucket with mode COPY as files; fails setup on a prefix with nothing under it', async () => {
+  it("copies an S3 object as a file and a bucket with mode COPY as files; a prefix with nothing under it is the agent's failure at mounts", async () => {
     const s3 = join(dir, 's3');
     mkdirSync(join(s3, 'datasets', 'labels'), { recursive: true });
     writeFileSync(join(s3, 'datasets', 'labels', 'train.csv'), 'a,b\n');
@@ -1185,7 +928,14 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     api.requests.length = 0;
     rmSync(join(dir, 'shut-down'));
     await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-copy', bucket: 'datasets', key: 'typo/', dest: '~/typo' }] }, [bin, FAST_PATH].join(delimiter));
-    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', exitCode: 1, outputTail: expect.stringContaining('relaunch: nothing at s3://datasets/typo/') }]);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: { step: 'mounts', error: 'could not prepare ~/typo (s3-copy): nothing at s3://datasets/typo/' },
+        outputTail: expect.stringContaining('relaunch: nothing at s3://datasets/typo/'),
+      },
+    ]);
     // A key ending in / is a prefix: no head-object could take a console's empty "folder" object for it.
     expect(called('aws.log').filter((line) => line.includes('typo/'))).toEqual([`s3 sync --only-show-errors s3://datasets/typo/ ${join(dir, 'typo')}`]);
   });

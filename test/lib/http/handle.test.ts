@@ -155,6 +155,28 @@ describe('agent callbacks', () => {
     expect(badAttempt.statusCode).toBe(400);
   });
 
+  it("accepts a report of the agent's own failure before setup, beside the old format, and ends the attempt AGENT_FAILED", async () => {
+    const h = harness();
+    const secret = await running(h);
+    const failure = { nodeRank: 0, phase: 'setup', agentFailure: { step: 'mounts', error: 'nothing at s3://data/typo/' }, outputTail: 'relaunch: nothing at s3://data/typo/' };
+    expect(await call(h, agent(secret, failure))).toMatchObject({ statusCode: 200, json: { status: 'accepted' } });
+    expect(await call(h, agent(secret, failure))).toMatchObject({ statusCode: 200, json: { status: 'duplicate' } });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'AGENT_FAILED' } }]);
+  });
+
+  it.each([
+    ['neither an exit code nor an agent failure', { nodeRank: 0, phase: 'setup', outputTail: '' }, 'exitCode', 'expected an exit code 0-255, or agentFailure when the agent failed before setup'],
+    ['both', { nodeRank: 0, phase: 'setup', exitCode: 1, agentFailure: { step: 'mounts', error: 'x' }, outputTail: '' }, 'agentFailure', 'expected either exitCode or agentFailure, got both'],
+    ['an agent failure in run', { nodeRank: 0, phase: 'run', agentFailure: { step: 'mounts', error: 'x' }, outputTail: '' }, 'phase', "expected setup with agentFailure (the agent's steps come before it), got run"],
+    ['a step the agent does not have', { nodeRank: 0, phase: 'setup', agentFailure: { step: 'reboot', error: 'x' }, outputTail: '' }, 'agentFailure.step', expect.stringContaining('image-pull')],
+  ])('answers 400 to a report with %s, naming the field', async (_name, body, path, message) => {
+    const h = harness();
+    const secret = await running(h);
+    const res = await call(h, agent(secret, body));
+    expect(res).toMatchObject({ statusCode: 400, json: { issues: [{ path, message }] } });
+    expect(h.workflow.closings).toEqual([]);
+  });
+
   it('passes a heartbeat to the waiting task', async () => {
     const h = harness();
     const secret = await running(h);

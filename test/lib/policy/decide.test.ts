@@ -23,6 +23,7 @@ const PREEMPTED: AttemptOutcome = { kind: 'PREEMPTED' };
 const LOST: AttemptOutcome = { kind: 'LOST', reason: 'no heartbeat for 300 s' };
 const NEVER_BOOTED: AttemptOutcome = { kind: 'LOST', reason: 'no heartbeat since launch for 300 s', neverBooted: true };
 const NO_CAPACITY: AttemptOutcome = { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: 'InsufficientInstanceCapacity in 6 zones' };
+const AGENT_FAILED: AttemptOutcome = { kind: 'AGENT_FAILED', nodeRank: 1, step: 'image-pull', error: 'toomanyrequests: You have reached your pull rate limit' };
 
 function decide(
   p: RecoveryPolicy,
@@ -199,6 +200,13 @@ describe('decideRecovery: action, status, rule and counters', () => {
       { action: 'FAIL', status: 'FAILED', rule: 'RECOVERIES_EXHAUSTED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
     ['a lost instance that had booted is not a boot failure', { maxBootFailures: 1 }, { bootFailuresInARow: 0 }, { kind: 'LOST', reason: 'no heartbeat for 300 s', neverBooted: false },
       { action: 'RECOVER', status: 'RECOVERING', rule: 'PREEMPTED_OR_LOST', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
+    // The agent's own failures, before setup
+    ['the agent failed, with no error budget: a recovery, never charged to max_restarts_on_errors', { maxRestartsOnErrors: 0 }, {}, AGENT_FAILED,
+      { action: 'RECOVER', status: 'RECOVERING', rule: 'PREEMPTED_OR_LOST', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
+    ['the agent failed, the 3rd attempt in a row that never ran the job: FAILED_SETUP', {}, { bootFailuresInARow: 2, recoveryCount: 2 }, AGENT_FAILED,
+      { action: 'FAIL', status: 'FAILED_SETUP', rule: 'BOOT_FAILURES_EXHAUSTED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 2 }],
+    ['the agent failed, past max_recoveries: FAILED', { maxRecoveries: 1 }, { recoverDecisions: 1, recoveryCount: 1 }, AGENT_FAILED,
+      { action: 'FAIL', status: 'FAILED', rule: 'RECOVERIES_EXHAUSTED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 1 }],
     // No capacity
     ['no capacity at the first launch: FAILED_NO_RESOURCE', { maxRestartsOnErrors: 5 }, {}, NO_CAPACITY,
       { action: 'FAIL', status: 'FAILED_NO_RESOURCE', rule: 'LAUNCH_FAILED', decidingExitCode: null, restartsOnErrors: 0, restartsOnExitCodes: 0, recoveryCount: 0 }],
@@ -259,6 +267,8 @@ describe('decideRecovery: the reason names the rule, the budget charged and what
       'exit code 3 on node 1 (run) is in fail_on_exit_codes; failing at once, no restart'],
     ['spot preemption', {}, { recoveryCount: 1 }, PREEMPTED,
       'spot preemption; recovery 2, does not count toward max_restarts_on_errors'],
+    ["the agent's failure names its node, step and error, and says whose failure it is", {}, {}, AGENT_FAILED,
+      "the agent failed on node 1 at image-pull: toomanyrequests: You have reached your pull rate limit; relaunch's failure, not the job's, 1 of 3 in a row before the job fails; recovery 1, does not count toward max_restarts_on_errors"],
     ['lost instance', {}, {}, LOST,
       'instance lost (no heartbeat for 300 s); recovery 1, does not count toward max_restarts_on_errors'],
     ['no capacity at the first launch', {}, {}, NO_CAPACITY, 'no capacity: InsufficientInstanceCapacity in 6 zones'],
@@ -434,6 +444,21 @@ describe('decideRecovery: runaway guards over a run of attempts', () => {
       ['RECOVER', 'RECOVERING', 2],
       ['FAIL', 'FAILED_NO_RESOURCE', 3],
     ]);
+  });
+
+  it("the agent's failures before setup share the run with attempts that never booted, and end it FAILED_SETUP", () => {
+    const decisions = sequence(recoveryPolicy(), [AGENT_FAILED, NEVER_BOOTED, AGENT_FAILED]);
+    expect(decisions.map((d) => [d.action, d.status, d.counters.bootFailuresInARow, d.counters.restartsOnErrors])).toEqual([
+      ['RECOVER', 'RECOVERING', 1, 0],
+      ['RECOVER', 'RECOVERING', 2, 0],
+      ['FAIL', 'FAILED_SETUP', 3, 0],
+    ]);
+    expect(decisions.at(-1)?.reason).toBe(
+      'the agent failed on node 1 at image-pull: toomanyrequests: You have reached your pull rate limit (3 attempts in a row that never ran the job, max_boot_failures 3)',
+    );
+    // An attempt that ran the job, even one that failed, breaks the run.
+    const broken = sequence(recoveryPolicy({ maxRestartsOnErrors: 1 }), [AGENT_FAILED, AGENT_FAILED, exited('run', 1), AGENT_FAILED, AGENT_FAILED]);
+    expect(broken.map((d) => d.action)).toEqual(['RECOVER', 'RECOVER', 'RESTART', 'RECOVER', 'RECOVER']);
   });
 
   it('an attempt that booted breaks the run; a relaunch without capacity does not', () => {

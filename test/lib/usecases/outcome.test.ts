@@ -9,6 +9,13 @@ function r(nodeRank: number, phase: Phase, exitCode: number): NodeReport {
   return { nodeRank, phase, exitCode, outputTail: '', reportedAt: '2026-03-01T12:00:00.000Z' };
 }
 
+/** Node `nodeRank`'s agent failed at the image pull, before setup. */
+function pullFailed(nodeRank: number): NodeReport {
+  return { nodeRank, phase: 'setup', agentFailure: { step: 'image-pull', error: 'toomanyrequests' }, outputTail: '', reportedAt: '2026-03-01T12:00:00.000Z' };
+}
+
+const AGENT_FAILED_ON = (nodeRank: number): AttemptOutcome => ({ kind: 'AGENT_FAILED', nodeRank, step: 'image-pull', error: 'toomanyrequests' });
+
 const killed = (rank: number, by: number) => ({
   rank,
   exitCode: null,
@@ -80,6 +87,28 @@ const reportsOnlyCases: { name: string; numNodes: number; reports: NodeReport[];
       },
     },
     {
+      name: "an agent's failure before setup decides at once: AGENT_FAILED, with its node, step and error",
+      numNodes: 1,
+      reports: [pullFailed(0)],
+      expected: AGENT_FAILED_ON(0),
+    },
+    {
+      name: "multi-node: an agent's failure decides while its peers run, whatever they report after",
+      numNodes: 3,
+      reports: [r(0, 'setup', 0), pullFailed(2), r(0, 'run', 1)],
+      expected: AGENT_FAILED_ON(2),
+    },
+    {
+      name: "multi-node: a peer's agent failing after a node's exit 1 is that failure's casualty, with no code",
+      numNodes: 2,
+      reports: [r(0, 'setup', 3), pullFailed(1)],
+      expected: {
+        kind: 'EXITED',
+        phase: 'setup',
+        nodes: [{ rank: 0, exitCode: 3 }, { rank: 1, exitCode: null, killedByController: true, unknownReason: 'its agent failed at image-pull' }],
+      },
+    },
+    {
       name: 'reports from ranks the job does not have are ignored',
       numNodes: 1,
       reports: [r(3, 'run', 1), r(0, 'run', 0)],
@@ -120,6 +149,7 @@ describe('decideAttempt: which fact decides an attempt, messages in any order', 
     { row: '2', name: 'two nodes, warning on one, the other exits 1 (its peer vanished): preempted, not a user error', numNodes: 2, reports: [r(0, 'run', 1)], facts: facts(true), expected: PREEMPTED },
     { row: '2', name: 'two nodes, both reported non-zero, warning: preempted whatever the codes', numNodes: 2, reports: [r(0, 'run', 1), r(1, 'run', 3)], facts: facts(true), expected: PREEMPTED },
     { row: '2', name: 'two nodes, one 0 and one 1, warning: preempted', numNodes: 2, reports: [r(0, 'run', 0), r(1, 'run', 1)], facts: facts(true, gone(0)), expected: PREEMPTED },
+    { row: '2', name: "one node, warning then its agent's failure before setup: preempted", numNodes: 1, reports: [pullFailed(0)], facts: facts(true), expected: PREEMPTED },
     // Row 3: a node gone before its final report, warning on record.
     { row: '3', name: 'one node, warning, then the instance went with no report: preempted', numNodes: 1, reports: [], facts: facts(true, gone(0)), expected: PREEMPTED },
     { row: '3', name: 'one node, warning, setup 0, instance gone in run: preempted', numNodes: 1, reports: [r(0, 'setup', 0)], facts: facts(true, gone(0)), expected: PREEMPTED },
@@ -142,6 +172,7 @@ describe('decideAttempt: which fact decides an attempt, messages in any order', 
       facts: facts(false, gone(1)),
       expected: { kind: 'EXITED', phase: 'run', nodes: [killed(0, 1), { rank: 1, exitCode: 1 }] },
     },
+    { row: '5', name: "one node, its agent's failure, then its instance went (the agent shut down): agent failed", numNodes: 1, reports: [pullFailed(0)], facts: facts(false, gone(0)), expected: AGENT_FAILED_ON(0) },
     // Row 6: undecided.
     { row: '6', name: 'one node, nothing yet', numNodes: 1, reports: [], facts: facts(false), expected: null },
     { row: '6', name: 'one node, warning noted, setup 0: runs on until the instance goes or it reports', numNodes: 1, reports: [r(0, 'setup', 0)], facts: facts(true), expected: null },

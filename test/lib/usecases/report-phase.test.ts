@@ -4,7 +4,18 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError, StaleAttemptError, UnauthorizedError } from '../../../lib/errors.ts';
 import { getJob } from '../../../lib/usecases/queries.ts';
 import { reportPhase } from '../../../lib/usecases/report-phase.ts';
-import { givenLaunched, givenReplacedAttempt, harness, JOB_ID, report, taskSpec, tokenFor } from './harness.ts';
+import type { Phase } from '../../../lib/policy/types.ts';
+import { givenLaunched, givenReplacedAttempt, harness, JOB_ID, report, taskSpec, tokenFor, type Harness } from './harness.ts';
+
+const PULL_FAILURE = { step: 'image-pull', error: 'could not pull x:1 in 3 tries: toomanyrequests' } as const;
+
+/** Node `nodeRank` reports that its agent failed at the image pull. */
+function agentFailed(h: Harness, nodeRank: number, phase: Phase = 'setup'): Promise<{ status: 'accepted' | 'duplicate' }> {
+  return reportPhase(
+    { jobId: JOB_ID, attempt: 1, nodeRank, phase, agentFailure: PULL_FAILURE, outputTail: 'relaunch: could not pull', secret: h.compute.secretFor(JOB_ID, 1) },
+    h.deps,
+  );
+}
 
 describe('reportPhase', () => {
   it('stores the first report, moves STARTING to RUNNING, and leaves the attempt open after setup 0', async () => {
@@ -73,6 +84,31 @@ describe('reportPhase', () => {
     await report(h, 1, 'setup', 0, 1);
     await expect(report(h, 1, 'setup', 1, 1)).rejects.toThrow(InvalidInputError);
     await expect(report(h, 1, 'setup', 1, 1)).rejects.toThrow('node 1 already reported setup exit code 0; got 1');
+  });
+
+  it("stores a node's agent failure in setup's place, ends the attempt AGENT_FAILED at once, and resumes the task with it", async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+
+    expect(await agentFailed(h, 1)).toEqual({ status: 'accepted' });
+
+    const attempt = await h.store.getAttempt(JOB_ID, 1);
+    expect(attempt.reports).toEqual([
+      { nodeRank: 1, phase: 'setup', agentFailure: PULL_FAILURE, outputTail: 'relaunch: could not pull', reportedAt: h.clock.now().toISOString() },
+    ]);
+    expect(attempt.outcome).toEqual({ kind: 'AGENT_FAILED', nodeRank: 1, ...PULL_FAILURE });
+    expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'AGENT_FAILED' } }]);
+    expect((await getJob(JOB_ID, h.deps)).attempts[0]).toMatchObject({ outcome: 'AGENT_FAILED', agentFailure: { nodeRank: 1, ...PULL_FAILURE } });
+  });
+
+  it("acknowledges a repeat of an agent's failure as a duplicate; a setup code after it is stale, and an agent failure for run is refused", async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    await agentFailed(h, 1);
+
+    expect(await agentFailed(h, 1)).toEqual({ status: 'duplicate' });
+    await expect(report(h, 1, 'setup', 0, 1)).rejects.toThrow(StaleAttemptError);
+    await expect(agentFailed(h, 0, 'run')).rejects.toThrow("expected setup with agentFailure (the agent's steps come before it), got run");
   });
 
   it('refuses a new report for an attempt that already ended', async () => {

@@ -1,0 +1,1101 @@
+#!/bin/bash
+# The relaunch agent. It runs as an instance's user data and runs the task on one node:
+# setup, then run, telling the API how each ended. lib/agent/script.ts renders it for one
+# attempt: the settings block below gets the attempt's values, each single-quoted, and the
+# comment lines stay here (user data is small; the renderer strips them).
+#
+# main, in order:
+#  1. writes setup, run and the job's environment to files under ROOT_DIR;
+#  2. learns its rank (given; 0 for the only node; else the relaunch:node-rank tag the
+#     launcher sets once every node exists, read from IMDSv2), reads the attempt's callback
+#     secret from its instance's SSM parameter, sends a first heartbeat and goes on beating
+#     in the background;
+#  3. learns every node's IP (given; its own for one node; else the relaunch:node-ips:*
+#     tags);
+#  4. prepares the node: the job's S3 credentials, the workdir and file mounts, the task's
+#     container;
+#  5. runs setup and reports it, then, if setup exited 0, runs run and reports it;
+#  6. shuts the node down (on EC2 the instance terminates).
+# If the rank, the secret or the IPs never show up, it shuts down without a report: the
+# controller sees a lost attempt, which never counts against the task's error budget.
+#
+# Processes. cloud-init runs user data as a child in its own process group, without a new
+# session, so the agent keeps the job out of that group: each phase runs in a session and
+# process group of its own (setsid), and a job that signals its group (kill 0) reaches
+# only itself. A phase's output goes to its log through a FIFO whose reader ignores
+# SIGTERM: a node that shuts down signals every process, and a job saving a checkpoint
+# must still be able to print. The heartbeat, the data credentials refresher and the
+# interruption watcher are subshells that end by themselves once the agent is gone.
+#
+# Ends. One EXIT trap ends the node whatever ended the agent: it stops the phase (SIGTERM
+# to its group, STOP_GRACE_SECONDS for it to end with its output still flowing, then
+# SIGKILL), the container, the mounts and the helpers, and shuts the node down. SIGTERM,
+# SIGINT or SIGHUP (the node shutting down, a cancel) and a spot interruption notice in
+# instance metadata stop the job that way and report nothing: its code would then be
+# relaunch's doing, not the job's. An agent killed outright (SIGKILL, the OOM killer) runs
+# no trap: its heartbeat finds it gone at the next beat, kills the phase and shuts down.
+#
+# Secrets. The callback secret stays in the agent's memory, an unexported variable handed
+# to curl on its stdin: never on a command line, in a file or in the job's environment. The
+# job's secrets reach each phase on its stdin, as exports it sources before its env. The
+# SSM request is signed here (SigV4, with openssl) with the instance role's credentials
+# from IMDS: stock AMIs need not carry the AWS CLI. A job running as root can still read
+# the agent's memory; what it could do with the secret is report for its own attempt.
+#
+# Needs bash 4.2 or later, curl 7.55 or later, openssl, coreutils, procps and util-linux
+# (all on Ubuntu and Amazon Linux AMIs); python3 escapes the output tail as JSON when
+# present, awk otherwise.
+set -uo pipefail
+
+# Every setting is the agent's own: declared unexported, so none reaches a process the agent
+# starts, whatever environment cloud-init gave it.
+# relaunch:settings-begin
+declare +x JOB_ID=''
+declare +x ATTEMPT=''
+declare +x AUTH_PREFIX=''
+declare +x SECRET_PATH=''
+declare +x SSM_REGION=''
+declare +x SSM_URL=''
+declare +x SSM_GET_PARAMETER=''
+declare +x NUM_NODES=''
+declare +x NODE_RANK=''
+declare +x NODE_IPS=''
+declare +x HEARTBEAT_MS=''
+declare +x HEARTBEAT_TRY_MIN_MS=''
+declare +x HEARTBEAT_TRY_MAX_MS=''
+declare +x HEARTBEAT_URL=''
+declare +x REPORT_URL=''
+declare +x REPORT_RETRY_SECONDS=''
+declare +x DATA_CREDENTIALS_URL=''
+declare +x DATA_REFRESH_MS=''
+declare +x ROOT_DIR=''
+declare +x WORK_DIR=''
+declare +x MOUNTS=''
+declare +x SOURCES_URL=''
+declare +x MOUNT_ROOT=''
+declare +x JOB_HOME=''
+declare +x IMDS_URL=''
+declare +x DISCOVERY_TIMEOUT_SECONDS=''
+declare +x INTERRUPTION_POLL_MS=''
+declare +x STOP_GRACE_SECONDS=''
+declare +x NODE_IPS_TAG_PREFIX=''
+declare +x NODE_RANK_TAG=''
+declare +x NODE_IPS_TAGS=''
+declare +x BACKOFF_INITIAL_MS=''
+declare +x BACKOFF_MAX_MS=''
+declare +x STALE_STATUS=''
+declare +x TAIL_LINES=''
+declare +x TAIL_BYTES=''
+declare +x SETUP_SCRIPT=''
+declare +x RUN_SCRIPT=''
+declare +x JOB_ENV=''
+declare +x CONTAINER_IMAGE=''
+declare +x CONTAINER_PREFIX=''
+declare +x CONTAINER_GPUS=''
+declare +x PULL_RETRY_MS=''
+declare +x ECR_URL=''
+declare +x SHUTDOWN_COMMAND=''
+# relaunch:settings-end
+
+# The agent's state, unexported for the same reason. SECRET is the callback secret;
+# SECRET_WORDS the job's secrets, NAME=<value, base64> each. PHASE_PID is the running
+# phase's process (its pid is its session's and group's id); the *_PID below, the helpers.
+declare +x AGENT_PID='' SECRET='' INSTANCE_ID='' CONTAINER='' HEARTBEAT_BODY='' SSM_VALUE='' SSM_ERROR=''
+declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 NOW_MS=0 JITTERED_MS=0 SLEEPER=''
+declare +x PHASE_PID='' PHASE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID=''
+declare +x -a SECRET_WORDS=() HOME_FLAGS=()
+# The first of the agent's own steps that failed before setup, and why: its failure report.
+declare +x FAILED_STEP='' FAILED_ERROR='' CURRENT_STEP='' PULL_ERROR='' LOGIN_ERROR='' DATA_ERROR=''
+declare +x AWS_CONTENT_TYPE='application/x-amz-json-1.1'
+declare +x AWS_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
+
+# The program each phase's shell runs, in a session of its own: the job's secrets from its
+# stdin (exports; then stdin is /dev/null), its environment, its folder, its script. $1 is
+# the agent's folder, $2 the work folder, $3 the phase. It has no variable of its own, so
+# nothing the job names can change what it does.
+declare +x PHASE_PROGRAM=". /dev/stdin && exec </dev/null && . \"\$1/env.sh\" && cd \"\$2\" && exec bash \"\$1/\$3.sh\""
+
+# The container's first process: it waits, and on SIGTERM (docker stop, or dockerd on the
+# node's shutdown) passes it to every other process in the container and waits until they
+# have ended, so the job gets its grace period inside the container too.
+declare +x CONTAINER_INIT='trap '\''kill -TERM -1 2>/dev/null; while kill -0 -1 2>/dev/null; do sleep 0.2; done; exit 0'\'' TERM; while :; do sleep 3600 & wait $!; done'
+
+shut_down() {
+  eval "$SHUTDOWN_COMMAND"
+}
+
+log() { printf 'relaunch-agent: %s\n' "$*" >&2; }
+
+# Says why one of the agent's own steps ($1, agent/protocol.ts's AgentStep) failed ($2, one
+# line, into setup's log) and keeps it for the failure report, unless an earlier failure is
+# kept already: the first one is the cause. Returns 1, for `|| fail_step ...`.
+fail_step() {
+  echo "relaunch: $2"
+  if [ -z "$FAILED_STEP" ]; then
+    FAILED_STEP=$1
+    FAILED_ERROR=$2
+  fi
+  return 1
+}
+
+# After try $1 of $2 failed: 1 when it was the last, else a wait of about $3 ms, doubled
+# for each try before (jittered), and 0 to try again. For what a busy registry or network
+# fails now and then: pulls, logins, clones.
+next_try() {
+  local try=$1 tries=$2 delay=$3
+  if (( try >= tries )); then return 1; fi
+  jittered_ms $(( delay << (try - 1) ))
+  echo "relaunch: try $try of $tries failed; trying again in $(seconds_of_ms "$JITTERED_MS") s"
+  pause_ms "$JITTERED_MS"
+}
+
+seconds_of_ms() { printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"; }
+
+# The time in ms, in NOW_MS: from bash 5's EPOCHREALTIME; an older bash counts whole
+# seconds, so its deadlines are kept to within a second. Only differences are used.
+clock_ms() {
+  local seconds fraction
+  if (( BASH_VERSINFO[0] >= 5 )); then
+    seconds=${EPOCHREALTIME%[.,]*}
+    fraction=${EPOCHREALTIME#*[.,]}
+    NOW_MS=$(( seconds * 1000 + 10#$fraction / 1000 ))
+  else
+    NOW_MS=$(( SECONDS * 1000 ))
+  fi
+}
+
+# A backoff delay of $1 ms made into a wait, in JITTERED_MS: half the delay, plus up to
+# the other half at random (30 random bits from two draws of RANDOM).
+jittered_ms() {
+  local half=$(( $1 / 2 ))
+  JITTERED_MS=$(( $1 - half + (RANDOM * 32768 + RANDOM) % (half + 1) ))
+}
+
+# Sleeps $1 ms in the background and waits for it, so a signal's trap runs at once (a
+# helper's TERM trap kills the sleeper).
+pause_ms() {
+  sleep "$(seconds_of_ms "$1")" &
+  SLEEPER=$!
+  wait "$SLEEPER"
+  SLEEPER=''
+}
+
+# Whether the agent that started this helper still runs: a helper whose parent is no
+# longer the agent was orphaned (the agent was killed outright) and ends itself.
+agent_alive() {
+  local stat parent
+  if read -r stat 2>/dev/null <"/proc/$BASHPID/stat"; then
+    # After "pid (command) ": the state, then the parent's pid.
+    stat=${stat##*) }
+    parent=${stat#* }
+    parent=${parent%% *}
+  else
+    parent=$(ps -o ppid= -p "$BASHPID" 2>/dev/null)
+    parent=${parent//[[:space:]]/}
+  fi
+  [ "$parent" = "$AGENT_PID" ]
+}
+
+# IMDSv2: a session token (kept for four of its five minutes), then the metadata path.
+imds_get() {
+  if [ -z "$IMDS_TOKEN" ] || (( SECONDS >= IMDS_TOKEN_UNTIL )); then
+    IMDS_TOKEN=$(curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$IMDS_URL/latest/api/token") || { IMDS_TOKEN=''; return 1; }
+    IMDS_TOKEN_UNTIL=$(( SECONDS + 240 ))
+  fi
+  curl -sf --max-time 5 -H "X-aws-ec2-metadata-token: $IMDS_TOKEN" "$IMDS_URL/latest/meta-data/$1"
+}
+
+# This node's rank: given, 0 for the only node, or the launcher's tag.
+resolve_node_rank() {
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) value
+  if [[ ! $NODE_RANK =~ ^[0-9]+$ ]] && (( NUM_NODES == 1 )); then NODE_RANK=0; fi
+  while [[ ! $NODE_RANK =~ ^[0-9]+$ ]]; do
+    if value=$(imds_get "tags/instance/$NODE_RANK_TAG") && [[ $value =~ ^[0-9]+$ ]]; then NODE_RANK=$value; break; fi
+    if (( SECONDS >= deadline )); then return 1; fi
+    pause_ms 2000
+  done
+}
+
+# Every node's IP, head first, one a line: given, this node's own, or the launcher's tags.
+resolve_node_ips() {
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) value chunk complete
+  local -a ips words
+  while [ -z "$NODE_IPS" ]; do
+    if (( NUM_NODES == 1 )); then
+      if value=$(imds_get local-ipv4) && [ -n "$value" ]; then NODE_IPS=$value; break; fi
+    else
+      ips=()
+      complete=1
+      for (( chunk = 0; chunk < NODE_IPS_TAGS; chunk++ )); do
+        if value=$(imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"); then
+          read -r -a words < <(printf '%s\n' "$value")
+          ips+=("${words[@]}")
+        else
+          complete=0
+          break
+        fi
+      done
+      if (( complete && ${#ips[@]} == NUM_NODES )); then NODE_IPS=$(printf '%s\n' "${ips[@]}"); break; fi
+    fi
+    if (( SECONDS >= deadline )); then return 1; fi
+    pause_ms 2000
+  done
+}
+
+# One round of heartbeat tries, over by $1 (ms, clock_ms's clock: when the next beat is
+# due). Returns 0 once a 2xx acknowledges a beat. A timeout, throttling, a 5xx or no
+# answer is tried again after a jittered backoff while a try still fits before the
+# deadline; each try's own time limit ends at the deadline too. Any other answer ends the
+# round at once (1): it is the reports' business to stop the agent.
+heartbeat_once() {
+  local deadline=$1 delay=$BACKOFF_INITIAL_MS status limit
+  while :; do
+    clock_ms
+    limit=$(( deadline - NOW_MS ))
+    if (( limit > HEARTBEAT_TRY_MAX_MS )); then limit=$HEARTBEAT_TRY_MAX_MS; fi
+    if (( limit < 1 )); then limit=1; fi
+    status=$(post_json "$HEARTBEAT_URL" "$HEARTBEAT_BODY" "$(seconds_of_ms "$limit")")
+    case $status in
+      2??) return 0 ;;
+      408 | 429 | 5?? | 000) ;;
+      *) log "the API refused a heartbeat (HTTP $status)"; return 1 ;;
+    esac
+    jittered_ms "$delay"
+    clock_ms
+    if (( NOW_MS + JITTERED_MS + HEARTBEAT_TRY_MIN_MS > deadline )); then
+      log "a heartbeat got HTTP $status; the next one is due before a retry could finish"
+      return 1
+    fi
+    log "a heartbeat got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
+    pause_ms "$JITTERED_MS"
+    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
+  done
+}
+
+# A round every HEARTBEAT_MS from $1 (the first round's start), each over by the next: a
+# round that ran late (a slow try) starts the cadence again from its end. Before each
+# round it checks that the agent still runs; one killed outright is ended for it.
+heartbeat_loop() {
+  local next=$1
+  trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
+  while :; do
+    next=$(( next + HEARTBEAT_MS ))
+    clock_ms
+    if (( next < NOW_MS )); then next=$NOW_MS; fi
+    pause_ms $(( next - NOW_MS ))
+    if ! agent_alive; then
+      end_orphaned_node
+      exit 0
+    fi
+    heartbeat_once $(( next + HEARTBEAT_MS ))
+  done
+}
+
+# The agent died without its EXIT trap (SIGKILL, the OOM killer): the heartbeat ends the
+# node as that trap would have, but for a report, so the instance cannot run on unheard.
+# The controller sees it go before a final report: a lost attempt, recovered.
+end_orphaned_node() {
+  local group
+  log "the agent is gone: stopping the job and shutting down"
+  if read -r group 2>/dev/null <"$ROOT_DIR/phase.group" && [[ $group =~ ^[0-9]+$ ]]; then kill -KILL -- "-$group" 2>/dev/null; fi
+  container_remove
+  unmount_buckets
+  shut_down
+}
+
+start_heartbeat() {
+  local first
+  HEARTBEAT_BODY="$ROOT_DIR/heartbeat.json"
+  printf '{"nodeRank":%d}' "$NODE_RANK" >"$HEARTBEAT_BODY"
+  clock_ms
+  first=$NOW_MS
+  heartbeat_once $(( first + HEARTBEAT_MS ))
+  heartbeat_loop "$first" </dev/null >/dev/null 2>&1 &
+  HEARTBEAT_PID=$!
+}
+
+# Asks instance metadata every INTERRUPTION_POLL_MS for a spot interruption notice
+# (spot/instance-action: 404 until EC2 decides to reclaim the instance, two minutes before
+# it does); on one, tells the agent (SIGUSR1) and ends. Ends by itself once the agent is gone.
+interruption_watch() {
+  trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
+  while agent_alive; do
+    if imds_get spot/instance-action >/dev/null 2>&1; then
+      kill -USR1 "$AGENT_PID"
+      exit 0
+    fi
+    pause_ms "$INTERRUPTION_POLL_MS"
+  done
+}
+
+start_interruption_watch() {
+  if (( INTERRUPTION_POLL_MS <= 0 )); then return; fi
+  interruption_watch </dev/null >/dev/null 2>&1 &
+  WATCH_PID=$!
+}
+
+# Ends a helper ($1, a pid, or nothing) and waits for it: up to 15 s, as long as its call
+# of the API may take to end, then SIGKILL. It waits by looking, not with wait: a wait in
+# the exit path for a child that has just ended can hang bash.
+stop_helper() {
+  local tries
+  if [ -z "$1" ]; then return; fi
+  kill "$1" 2>/dev/null
+  for (( tries = 0; tries < 1500; tries++ )); do
+    if ! kill -0 "$1" 2>/dev/null; then return; fi
+    pause_ms 10
+  done
+  kill -KILL "$1" 2>/dev/null
+}
+
+# stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
+# character cut in half at the start (tail -c) is dropped; other invalid UTF-8 becomes
+# U+FFFD with python3 and is passed through by awk.
+json_string() {
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -I -S -c 'import json, sys
+data = sys.stdin.buffer.read().replace(b"\0", b"").lstrip(bytes(range(0x80, 0xC0)))
+text = data.decode("utf-8", "replace")
+sys.stdout.write(json.dumps(text[:-1] if text.endswith("\n") else text))'
+  else
+    tr -d '\000' | LC_ALL=C awk '
+      BEGIN {
+        for (i = 1; i < 32; i++) escaped[sprintf("%c", i)] = sprintf("\\u%04x", i)
+        escaped["\\"] = "\\\\"
+        escaped["\""] = "\\\""
+        printf "%s", "\""
+      }
+      {
+        line = $0
+        if (NR == 1) while (length(line) > 0 && substr(line, 1, 1) >= "\200" && substr(line, 1, 1) <= "\277") line = substr(line, 2)
+        out = ""
+        n = length(line)
+        for (i = 1; i <= n; i++) {
+          c = substr(line, i, 1)
+          out = out ((c in escaped) ? escaped[c] : c)
+        }
+        if (NR > 1) printf "%s", "\\n"
+        printf "%s", out
+      }
+      END { printf "%s", "\"" }'
+  fi
+}
+
+# The end of a log as a JSON string: the last lines, at most TAIL_BYTES of them.
+output_tail() {
+  tail -n "$TAIL_LINES" "$1" 2>/dev/null | tail -c "$TAIL_BYTES" | json_string
+}
+
+# Prints the HTTP status of a JSON POST of file $2 to $1, 000 when nothing answered
+# within $3 seconds; the answer's body goes to file $4 (none: dropped). The Authorization
+# header reaches curl on its stdin.
+post_json() {
+  local out=/dev/null
+  if [ "$#" -ge 4 ]; then out=$4; fi
+  printf 'Authorization: %s%s\n' "$AUTH_PREFIX" "$SECRET" |
+    curl -s -o "$out" -w '%{http_code}' --max-time "$3" -X POST -H @- \
+      -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
+}
+
+sha256_hex() { sha256sum | cut -d' ' -f1; }
+
+# HMAC-SHA256 of $2 under the hex key $1, hex. The keys are SigV4's derived keys; the
+# first, from the role's secret key, is on openssl's command line for a moment, which
+# tells a local process nothing it cannot read from instance metadata itself.
+hmac_hex() {
+  printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1" | sed 's/^.*= //'
+}
+
+# The string value of key $1 in the JSON on stdin (a flat document with plain values).
+json_value() {
+  tr -d '\n' | sed -n 's/.*"'"$1"'" *: *"\([^"]*\)".*/\1/p'
+}
+
+# One call of an AWS JSON API, signed (SigV4) with the instance role's credentials from
+# instance metadata: service $1 in region $2 at endpoint $3, target $4, body $5. The answer's
+# body in AWS_ANSWER and its HTTP status in AWS_STATUS (000: no answer); 1 with AWS_ERROR
+# set when it is not a 200. Values that carry credentials or secrets move through pipes
+# from printf (a builtin), never here-strings, which an older bash keeps in a temporary file.
+aws_call() {
+  local service=$1 region=$2 url=$3 target=$4 body=$5
+  local role creds key_id secret_key token amz_date day host path canonical scope key part signature answer
+  AWS_ANSWER=''
+  AWS_STATUS=000
+  if ! role=$(imds_get iam/security-credentials/ | head -n 1) || [ -z "$role" ]; then
+    AWS_ERROR='no instance role in instance metadata'
+    return 1
+  fi
+  if ! creds=$(imds_get "iam/security-credentials/$role"); then
+    AWS_ERROR="no credentials for role $role in instance metadata"
+    return 1
+  fi
+  key_id=$(printf '%s' "$creds" | json_value AccessKeyId)
+  secret_key=$(printf '%s' "$creds" | json_value SecretAccessKey)
+  token=$(printf '%s' "$creds" | json_value Token)
+  amz_date=$(date -u +%Y%m%dT%H%M%SZ)
+  day=${amz_date:0:8}
+  host=$(printf '%s' "$url" | sed -E 's#^[a-z]+://##; s#/.*$##')
+  path="$(printf '%s' "$url" | sed -E 's#^[a-z]+://[^/]*##')/"
+  canonical=$(printf 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
+    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$token" "$target" "$AWS_SIGNED_HEADERS" \
+    "$(printf '%s' "$body" | sha256_hex)")
+  scope="$day/$region/$service/aws4_request"
+  key=$(printf 'AWS4%s' "$secret_key" | od -An -v -tx1 | tr -d ' \n')
+  for part in "$day" "$region" "$service" aws4_request; do key=$(hmac_hex "$key" "$part"); done
+  signature=$(hmac_hex "$key" "$(printf 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$(printf '%s' "$canonical" | sha256_hex)")")
+  answer=$(printf '%s\n' "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
+    "X-Amz-Target: $target" \
+    "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$signature" |
+    curl -s --max-time 10 -X POST -H @- --data-binary "$body" -w '\n%{http_code}' "$url/") || answer=$'\n000'
+  AWS_STATUS=$(printf '%s' "$answer" | tail -n 1)
+  AWS_ANSWER=$(printf '%s' "$answer" | sed '$d')
+  if [ "$AWS_STATUS" = 200 ]; then return 0; fi
+  AWS_ERROR="HTTP $AWS_STATUS $(printf '%s' "$AWS_ANSWER" | json_value __type)"
+  return 1
+}
+
+# SSM GetParameter of $1 with decryption: the value in SSM_VALUE (0), else what went wrong
+# in SSM_ERROR (1).
+ssm_get_parameter() {
+  SSM_VALUE=''
+  if ! aws_call ssm "$SSM_REGION" "$SSM_URL" "$SSM_GET_PARAMETER" "$(printf '{"Name":"%s","WithDecryption":true}' "$1")"; then
+    SSM_ERROR=$AWS_ERROR
+    return 1
+  fi
+  SSM_VALUE=$(printf '%s' "$AWS_ANSWER" | json_value Value)
+  AWS_ANSWER=''
+}
+
+# Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
+# (a base64 of AWS:password), which reaches docker on its stdin only. Why it failed in
+# LOGIN_ERROR.
+ecr_login() {
+  local url=$ECR_URL code
+  if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
+  if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
+    LOGIN_ERROR="no ECR authorization token for $1: $AWS_ERROR"
+    echo "relaunch: $LOGIN_ERROR"
+    return 1
+  fi
+  printf '%s' "$AWS_ANSWER" | json_value authorizationToken | base64 -d | cut -d: -f2- |
+    docker login --username AWS --password-stdin "$1"
+  code=$?
+  AWS_ANSWER=''
+  if (( code != 0 )); then LOGIN_ERROR="docker login to $1 failed (exit code $code)"; fi
+  return "$code"
+}
+
+# Splits a parameter's value (secret-parameter.ts's agentSecretValue) into SECRET, the
+# callback secret, and SECRET_WORDS, the job's secrets as NAME=base64 words; 1 when it is
+# not such a value.
+take_secrets() {
+  local word
+  local -a words
+  read -r -a words < <(printf '%s\n' "$1")
+  if [[ ! ${words[0]:-} =~ ^[0-9a-f]{64}$ ]]; then return 1; fi
+  for word in "${words[@]:1}"; do
+    if [[ ! $word =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9+/=]*$ ]]; then return 1; fi
+  done
+  SECRET=${words[0]}
+  SECRET_WORDS=("${words[@]:1}")
+}
+
+# The job's secrets as exports, one a line, for a phase to source: from memory (printf is a
+# builtin, and this runs in a subshell whose output is a pipe), never a file or a command line.
+secret_exports() {
+  local word value
+  for word in "${SECRET_WORDS[@]}"; do
+    # The x keeps the value's trailing newlines from the command substitution.
+    value=$(printf '%s' "${word#*=}" | base64 -d; printf x)
+    printf 'export %s=%q\n' "${word%%=*}" "${value%x}"
+  done
+}
+
+# The attempt's callback secret, in SECRET: this instance's parameter, which the launcher
+# writes once the instance exists. Until then SSM refuses (the parameter has no tag that
+# names this instance yet), so a refusal is tried again until the discovery deadline.
+fetch_secret() {
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last=''
+  while :; do
+    if ! instance_id=$(imds_get instance-id) || [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
+      SSM_ERROR='no instance id in instance metadata'
+    elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
+      if take_secrets "$(printf '%s' "$SSM_VALUE" | sed 's#\\/#/#g')"; then
+        SSM_VALUE=''
+        INSTANCE_ID=$instance_id
+        return 0
+      fi
+      SSM_ERROR="parameter $SECRET_PATH/$instance_id does not hold a callback secret"
+    fi
+    if [ "$SSM_ERROR" != "$last" ]; then log "the callback secret is not readable yet: $SSM_ERROR"; last=$SSM_ERROR; fi
+    if (( SECONDS >= deadline )); then return 1; fi
+    pause_ms 2000
+  done
+}
+
+# Sends a report (the JSON in file $2, about phase $1, described as $3 in the agent's log)
+# until it is acknowledged (0) or refused for good (1): stale (409), any other answer but
+# a timeout, throttling or a 5xx (a 3xx or a 4xx: no retry would change it), or
+# REPORT_RETRY_SECONDS of those and of silence. Giving up ends the agent and the node shuts
+# down; the controller then decides the attempt as it does for an instance that went.
+send_report() {
+  local phase=$1 body=$2 what=$3 delay=$BACKOFF_INITIAL_MS status
+  local deadline
+  clock_ms
+  deadline=$(( NOW_MS + REPORT_RETRY_SECONDS * 1000 ))
+  while :; do
+    status=$(post_json "$REPORT_URL" "$body" 30)
+    case $status in
+      2??) log "reported $what"; return 0 ;;
+      "$STALE_STATUS") log "attempt $ATTEMPT is no longer live: the API refused the $phase report ($status)"; return 1 ;;
+      408 | 429 | 5?? | 000) ;;
+      *) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
+    esac
+    clock_ms
+    if (( NOW_MS >= deadline )); then
+      log "the $phase report was not acknowledged in $REPORT_RETRY_SECONDS s (last answer: HTTP $status); giving up"
+      return 1
+    fi
+    jittered_ms "$delay"
+    log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
+    pause_ms "$JITTERED_MS"
+    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
+  done
+}
+
+# Reports phase $1's exit code $2, with the end of its log.
+report() {
+  local body="$ROOT_DIR/$1.report.json"
+  printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
+    "$NODE_RANK" "$1" "$2" "$(output_tail "$ROOT_DIR/$1.log")" >"$body"
+  send_report "$1" "$body" "$1 exit code $2"
+}
+
+# Reports that one of the agent's own steps failed before setup (FAILED_STEP, else the step
+# it was in), with why and the end of setup's log, where the agent said what it did: the
+# controller recovers the attempt, and the job's error budget is untouched.
+report_agent_failure() {
+  local body="$ROOT_DIR/setup.report.json" step=${FAILED_STEP:-$CURRENT_STEP} error=${FAILED_ERROR:-"see setup.log"}
+  printf '{"nodeRank":%d,"phase":"setup","agentFailure":{"step":"%s","error":%s},"outputTail":%s}' \
+    "$NODE_RANK" "$step" "$(printf '%s' "${error:0:1000}" | json_string)" "$(output_tail "$ROOT_DIR/setup.log")" >"$body"
+  send_report setup "$body" "the agent's failure at $step"
+}
+
+# Copies a phase's output (stdin, its FIFO) to its log ($1) until every writer has closed
+# it. It ignores SIGTERM, SIGINT and SIGHUP: a node that shuts down signals every process,
+# and a job saving its state on SIGTERM must still be able to print (a reader that died
+# first would kill it with SIGPIPE at its next line). A log that cannot be written (a full
+# disk) is left as it is, marked truncated, and the rest is read and dropped: the job
+# keeps running.
+log_writer() {
+  trap '' TERM INT HUP
+  if ! cat >>"$1"; then
+    : >"$1.truncated"
+    cat >/dev/null
+  fi
+} 2>/dev/null
+
+# The phase $1 as the process the agent waits for: it becomes the phase's shell (or, with a
+# container, the docker exec that runs it there) in a session of its own, its pid the
+# session's and the process group's id. Called in a background subshell, which is no
+# group leader, so setsid does not fork.
+phase_process() {
+  if [ -n "$CONTAINER_IMAGE" ]; then
+    exec setsid docker exec -i -w "$WORK_DIR" "${HOME_FLAGS[@]}" "$CONTAINER" \
+      bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
+  fi
+  exec setsid bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
+}
+
+# Runs phase $1 and sets PHASE_CODE to its exit code, as soon as its shell exits. Its
+# output reaches the log through a FIFO read by log_writer; a background child of the
+# phase may hold that FIFO open long after, so the writer gets a moment to finish, no more.
+run_phase() {
+  local phase=$1 fifo="$ROOT_DIR/$1.pipe" tries
+  rm -f "$fifo"
+  WRITER_PID=''
+  if mkfifo "$fifo" 2>/dev/null; then
+    log_writer "$ROOT_DIR/$phase.log" <"$fifo" &
+    WRITER_PID=$!
+    phase_process "$phase" >"$fifo" 2>&1 &
+  else
+    phase_process "$phase" >>"$ROOT_DIR/$phase.log" 2>&1 &
+  fi
+  PHASE_PID=$!
+  printf '%s\n' "$PHASE_PID" >"$ROOT_DIR/phase.group"
+  wait "$PHASE_PID"
+  PHASE_CODE=$?
+  PHASE_PID=''
+  for (( tries = 0; tries < 20; tries++ )); do
+    if [ -z "$WRITER_PID" ] || ! kill -0 "$WRITER_PID" 2>/dev/null; then break; fi
+    pause_ms 10
+  done
+  rm -f "$fifo"
+}
+
+# Whether a live process (a zombie is dead) is left in process group $1.
+group_alive() {
+  if ! command -v ps >/dev/null 2>&1; then
+    kill -0 -- "-$1" 2>/dev/null
+    return
+  fi
+  ps -A -o pgid= -o stat= 2>/dev/null | awk -v group="$1" '$1 == group && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+}
+
+# Stops the running phase, if one runs: SIGTERM to its whole process group (in a container,
+# docker stop gives the container's processes the same), STOP_GRACE_SECONDS for every
+# process of it to end while its output still reaches the log, then SIGKILL to what is left.
+stop_phase() {
+  local group=$PHASE_PID deadline
+  if [ -z "$group" ]; then return; fi
+  log "stopping the job: SIGTERM, and SIGKILL after $STOP_GRACE_SECONDS s"
+  clock_ms
+  deadline=$(( NOW_MS + STOP_GRACE_SECONDS * 1000 ))
+  if [ -n "$CONTAINER" ]; then
+    docker stop --time "$STOP_GRACE_SECONDS" "$CONTAINER" >/dev/null 2>&1 &
+  else
+    kill -TERM -- "-$group" 2>/dev/null
+  fi
+  while group_alive "$group"; do
+    clock_ms
+    if (( NOW_MS >= deadline )); then
+      log "the job did not end in $STOP_GRACE_SECONDS s: SIGKILL"
+      break
+    fi
+    pause_ms 100
+  done
+  kill -KILL -- "-$group" 2>/dev/null
+  PHASE_PID=''
+}
+
+# The job's environment file, finished once the rank and the IPs are known.
+write_node_env() {
+  {
+    printf 'export RELAUNCH_NODE_RANK=%q SKYPILOT_NODE_RANK=%q\n' "$NODE_RANK" "$NODE_RANK"
+    printf 'export RELAUNCH_NODE_IPS=%q SKYPILOT_NODE_IPS=%q\n' "$NODE_IPS" "$NODE_IPS"
+    printf 'export RELAUNCH_MOUNT_ROOT=%q\n' "$MOUNT_ROOT"
+  } >>"$ROOT_DIR/env.sh"
+}
+
+# Pulls the task's image once; its output to setup's log, its last line in PULL_ERROR.
+pull_image() {
+  local output code
+  output=$(docker pull "$CONTAINER_IMAGE" 2>&1)
+  code=$?
+  printf '%s\n' "$output"
+  PULL_ERROR=${output##*$'\n'}
+  return "$code"
+}
+
+# The task's container, started once for both phases: docker (installed from the
+# distribution's packages when the image lacks it), a login when the image is in ECR, the
+# image pulled (three tries, PULL_RETRY_MS apart, then twice that), then the
+# container: the host's network (peers and instance metadata as on the host), the node's
+# GPUs, and the agent's and work folders at the same paths. Its first process is
+# CONTAINER_INIT, and docker stops it with the job's grace period. Its output goes to
+# setup's log; a failure is one of the agent's steps (install, image-login, image-pull,
+# container).
+container_start() {
+  local registry region path try
+  local -a gpus=() volumes
+  CURRENT_STEP=install
+  if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    echo "relaunch: installing docker"
+    # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io; }
+  fi
+  if ! command -v docker >/dev/null 2>&1; then
+    fail_step install "docker is not installed on this machine image and could not be installed"
+    return 1
+  fi
+  registry=${CONTAINER_IMAGE%%/*}
+  if [[ $registry =~ ^[0-9]{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$ ]]; then
+    region=${BASH_REMATCH[1]}
+    CURRENT_STEP=image-login
+    echo "relaunch: logging in to $registry"
+    for (( try = 1; ; try++ )); do
+      if ecr_login "$registry" "$region"; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-login "$LOGIN_ERROR"; return 1; }
+    done
+  fi
+  CURRENT_STEP=image-pull
+  for (( try = 1; ; try++ )); do
+    if pull_image; then break; fi
+    next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $PULL_ERROR"; return 1; }
+  done
+  CURRENT_STEP=container
+  if (( CONTAINER_GPUS )); then
+    if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
+      fail_step container "this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
+      return 1
+    fi
+    gpus=(--gpus all)
+  fi
+  docker rm -f "$CONTAINER" >/dev/null 2>&1
+  # The mounts at the same paths (read from the file prepare_mounts wrote, one per line).
+  volumes=(-v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR")
+  if [ -n "$JOB_HOME" ]; then volumes+=(-v "$HOME:$HOME"); fi
+  while IFS= read -r path; do volumes+=(-v "$path:$path"); done <"$ROOT_DIR/mounts.paths"
+  # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
+  docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
+    "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null ||
+    fail_step container "docker could not start the container from $CONTAINER_IMAGE"
+}
+
+# Removes the task's container, whatever state it is in (none: nothing to do).
+container_remove() {
+  if [ -n "$CONTAINER" ] && command -v docker >/dev/null 2>&1; then docker rm -f "$CONTAINER" >/dev/null 2>&1; fi
+}
+
+# A task's path on this node: ~/x and x under the home folder, /x under MOUNT_ROOT (empty
+# on EC2; the local runtime maps absolute paths into the job's folder).
+node_path() {
+  case $1 in
+    '~') printf '%s' "$HOME" ;;
+    [~]/*) printf '%s/%s' "$HOME" "${1:2}" ;;
+    /*) printf '%s%s' "$MOUNT_ROOT" "$1" ;;
+    *) printf '%s/%s' "$HOME" "$1" ;;
+  esac
+}
+
+# Installs a distribution's package when its command is missing; 1 if it is still missing.
+ensure_command() {
+  if command -v "$1" >/dev/null 2>&1; then return 0; fi
+  echo "relaunch: installing $2"
+  if command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2" ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2"; }
+  elif command -v dnf >/dev/null 2>&1; then
+    dnf install -y -q "$2"
+  fi
+  command -v "$1" >/dev/null 2>&1 || fail_step install "$1 is not on this machine image and could not be installed"
+}
+
+# The AWS CLI, from AWS's own bundle when the distribution has none (Ubuntu 24.04).
+ensure_aws() {
+  if command -v aws >/dev/null 2>&1; then return 0; fi
+  echo "relaunch: installing the AWS CLI"
+  ensure_command unzip unzip || return 1
+  { curl -fsSL --retry 5 --retry-connrefused -o "$ROOT_DIR/awscli.zip" "https://awscli.amazonaws.com/awscli-exe-linux-$(uname -m).zip" &&
+    unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null; } ||
+    fail_step install "could not install the AWS CLI from awscli.amazonaws.com"
+}
+
+# mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release.
+ensure_mount_s3() {
+  local arch package
+  if command -v mount-s3 >/dev/null 2>&1; then return 0; fi
+  if command -v dnf >/dev/null 2>&1 && dnf install -y -q mount-s3 >/dev/null 2>&1; then return 0; fi
+  arch=$(uname -m)
+  if [ "$arch" = aarch64 ]; then arch=arm64; fi
+  if command -v apt-get >/dev/null 2>&1; then package=deb; else package=rpm; fi
+  echo "relaunch: installing mountpoint-s3"
+  curl -fsSL --retry 5 --retry-connrefused -o "$ROOT_DIR/mount-s3.$package" "https://s3.amazonaws.com/mountpoint-s3-release/latest/$arch/mount-s3.$package" ||
+    { fail_step install "could not download mountpoint-s3 from s3.amazonaws.com/mountpoint-s3-release"; return 1; }
+  if [ "$package" = deb ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb" ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"; }
+  else
+    dnf install -y -q "$ROOT_DIR/mount-s3.rpm" || yum install -y -q "$ROOT_DIR/mount-s3.rpm"
+  fi || fail_step install "could not install mountpoint-s3"
+}
+
+# The job's own S3 credentials, on EC2 (DATA_CREDENTIALS_URL set): the instance role reaches
+# no S3 data, so the API gives each node credentials for its job's uploads, copies and
+# mounts only (s3-data.ts's jobDataPolicy), asked with the callback secret. They sit in a
+# folder only root reads, where an AWS profile's credential_process prints them from: the
+# AWS CLI and mountpoint-s3 run with that profile, and ask again before they expire.
+declare +x DATA_DIR=''
+declare +x DATA_PROFILE=relaunch-data
+
+# Asks for the credentials until answered (0), refused for good (1) or past SECONDS $1
+# (2); why in DATA_ERROR. The answer replaces the last one in one rename.
+fetch_data_credentials() {
+  local deadline=$1 delay=$BACKOFF_INITIAL_MS status file="$DATA_DIR/credentials.json"
+  while :; do
+    # 10 s at most: a TERM from stop_helper waits for this call to end.
+    status=$(post_json "$DATA_CREDENTIALS_URL" "$HEARTBEAT_BODY" 10 "$file.part")
+    # An answer cut off by the time limit still says 200: only a whole one replaces the last.
+    if [[ $status == 2?? ]] && ! grep -q '"Expiration" *: *"[^"]' "$file.part" 2>/dev/null; then status=000; fi
+    case $status in
+      2??) mv -f "$file.part" "$file"; return 0 ;;
+      408 | 429 | 5?? | 000) ;;
+      *)
+        DATA_ERROR="the API refused this node's data credentials (HTTP $status): $(json_value error <"$file.part" 2>/dev/null)"
+        rm -f "$file.part"
+        return 1
+        ;;
+    esac
+    rm -f "$file.part"
+    if (( SECONDS >= deadline )); then
+      DATA_ERROR="no data credentials from the API (last answer: HTTP $status)"
+      return 2
+    fi
+    jittered_ms "$delay"
+    # In the background, so the refresher's TERM ends the wait at once (pause_ms).
+    pause_ms "$JITTERED_MS"
+    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
+  done
+}
+
+# Fresh credentials every DATA_REFRESH_MS until the attempt ends. An API that does not
+# answer for a whole round (an outage) is asked again the next round, while the last
+# credentials still last; a refusal (409: the attempt is over) ends the refreshes, and so
+# does the agent being gone.
+data_credentials_loop() {
+  trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
+  while :; do
+    pause_ms "$DATA_REFRESH_MS"
+    if ! agent_alive; then return; fi
+    fetch_data_credentials $(( SECONDS + DATA_REFRESH_MS / 1000 ))
+    case $? in
+      1) echo "relaunch: $DATA_ERROR"; return ;;
+      2) echo "relaunch: $DATA_ERROR" ;;
+    esac
+  done
+}
+
+# The profile, the first credentials (the discovery deadline to get them), then the refreshes.
+start_data_credentials() {
+  DATA_DIR="$ROOT_DIR/aws"
+  { mkdir -p "$DATA_DIR" && chmod 700 "$DATA_DIR" &&
+    printf '[profile %s]\ncredential_process = cat "%s"\n' "$DATA_PROFILE" "$DATA_DIR/credentials.json" >"$DATA_DIR/config"; } ||
+    { fail_step data-credentials "could not write the AWS profile in $DATA_DIR"; return 1; }
+  fetch_data_credentials $(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) || { fail_step data-credentials "$DATA_ERROR"; return 1; }
+  data_credentials_loop </dev/null >>"$ROOT_DIR/data-credentials.log" 2>&1 &
+  DATA_PID=$!
+}
+
+# Runs a command (the AWS CLI, mountpoint-s3) with the job's data credentials where the
+# API gives them, else with whatever credentials the machine has.
+with_data_credentials() {
+  if [ -z "$DATA_CREDENTIALS_URL" ]; then "$@"; return; fi
+  AWS_CONFIG_FILE="$DATA_DIR/config" AWS_PROFILE=$DATA_PROFILE "$@"
+}
+
+# An uploaded file or folder: fetched from the store once per node, its SHA-256 checked
+# against its name, unpacked at the path (a folder's files over what is there).
+fetch_upload() {
+  local entry=$1 sha=$2 dest=$3 archive="$ROOT_DIR/sources/$2.tar.gz" unpacked="$ROOT_DIR/sources/$2.d" got
+  mkdir -p "$ROOT_DIR/sources" || return 1
+  if [ ! -f "$archive" ]; then
+    case $SOURCES_URL in
+      s3://*) ensure_aws && with_data_credentials aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
+      *) cp "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
+    esac || { fail_step mounts "could not fetch $SOURCES_URL/$sha.tar.gz"; return 1; }
+    got=$(sha256sum "$archive.part" | cut -d' ' -f1)
+    if [ "$got" != "$sha" ]; then
+      rm -f "$archive.part"
+      fail_step mounts "$SOURCES_URL/$sha.tar.gz has SHA-256 $got, not the one its name says"
+      return 1
+    fi
+    mv -f "$archive.part" "$archive" || return 1
+  fi
+  if [ "$entry" = dir ]; then
+    mkdir -p "$dest" && tar -xzmf "$archive" --no-same-owner -C "$dest"
+    return
+  fi
+  rm -rf "$unpacked" && mkdir -p "$unpacked" "$(dirname "$dest")" && tar -xzmf "$archive" --no-same-owner -C "$unpacked" || return 1
+  # The archive of a file holds that one file, whatever its name (a dot file too).
+  ( shopt -s dotglob nullglob; set -- "$unpacked"/*; [ "$#" -eq 1 ] && mv -fT "$1" "$dest" )
+}
+
+# An S3 object, or every object under a prefix (or the whole bucket). A key that names an
+# object is copied as a file; otherwise it is a prefix, and one with nothing under it fails.
+copy_s3() {
+  local bucket=$1 key=$2 dest=$3 source
+  ensure_aws || return 1
+  if [ "$key" = - ]; then source="s3://$bucket"; else source="s3://$bucket/$key"; fi
+  # A key ending in / is a prefix, even where a console's empty "folder" object has its name.
+  if [ "$key" != - ] && [[ $key != */ ]] && with_data_credentials aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$dest")" && with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
+    return
+  fi
+  mkdir -p "$dest" && with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
+  if [ -z "$(ls -A "$dest")" ]; then fail_step mounts "nothing at $source"; fi
+}
+
+# A folder's files copied (a bucket's, locally, with mode COPY).
+copy_folder() {
+  mkdir -p "$1" "$2" && cp -a "$1/." "$2/"
+}
+
+# A bucket (or a prefix of it) mounted with mountpoint-s3, writable: a file written here is
+# in S3 when it is closed, for the next attempt to read. A cached mount gets the cache
+# folder $5, its own: mountpoint-s3 needs one per process, two mounts of a bucket included.
+mount_bucket() {
+  local bucket=$1 prefix=$2 cache=$3 dest=$4 cache_dir=$5
+  local -a options=(--allow-delete --allow-overwrite)
+  ensure_mount_s3 || return 1
+  mkdir -p "$dest" || return 1
+  if mountpoint -q "$dest"; then return 0; fi
+  if [ "$prefix" != - ]; then options+=(--prefix "$prefix/"); fi
+  if [ "$cache" = cached ]; then
+    mkdir -p "$cache_dir" || return 1
+    options+=(--cache "$cache_dir")
+  fi
+  with_data_credentials mount-s3 "$bucket" "$dest" "${options[@]}"
+}
+
+# A folder that stands in for a bucket, linked at the path.
+link_folder() {
+  mkdir -p "$1" "$(dirname "$2")" && ln -sfnT "$1" "$2"
+}
+
+# One try at cloning $1 into $2, starting from nothing (a try cut short leaves a partial clone).
+clone_fresh() {
+  rm -rf "$2"
+  GIT_TERMINAL_PROMPT=0 git clone --quiet -- "$1" "$2"
+}
+
+# A git repository cloned at the path (once per node), at ref.
+clone_repo() {
+  local url=$1 ref=$2 dest=$3 try
+  ensure_command git git || return 1
+  if [ ! -d "$dest/.git" ]; then
+    for (( try = 1; ; try++ )); do
+      if clone_fresh "$url" "$dest"; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step mounts "could not clone $url"; return 1; }
+    done
+  fi
+  if [ "$ref" != - ]; then git -C "$dest" checkout --quiet "$ref" --; fi
+}
+
+# The workdir and file mounts, in order, before setup. Each path goes to mounts.paths (for
+# the container); where the local runtime maps one, the mapping is said.
+prepare_mounts() {
+  local kind a b c dest path step=0
+  : >"$ROOT_DIR/mounts.paths"
+  # The list on fd 3: no step's command can read it from stdin.
+  while IFS=$'\t' read -r -u 3 kind a b c dest; do
+    path=$(node_path "$dest")
+    if [ -n "$MOUNT_ROOT" ]; then echo "relaunch: $dest is $path on this machine"; fi
+    case $kind in
+      upload) fetch_upload "$a" "$b" "$path" ;;
+      s3-copy) copy_s3 "$a" "$b" "$path" ;;
+      s3-mount) mount_bucket "$a" "$b" "$c" "$path" "$ROOT_DIR/mount-cache/$step" ;;
+      link) link_folder "$a" "$path" ;;
+      copy-dir) copy_folder "$a" "$path" ;;
+      git) clone_repo "$a" "$b" "$path" ;;
+      *) false ;;
+    esac || {
+      # The mount's own failure says what went wrong; an install's stays the install's.
+      if [ "$FAILED_STEP" = mounts ]; then FAILED_ERROR="could not prepare $dest ($kind): $FAILED_ERROR"; fi
+      fail_step mounts "could not prepare $dest ($kind)"
+      return 1
+    }
+    printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"
+    step=$(( step + 1 ))
+  done 3< <(printf '%s' "$MOUNTS")
+}
+
+# Unmounts what mount_bucket mounted, at the end (the local runtime's nodes share a
+# machine; on EC2 the instance goes anyway).
+unmount_buckets() {
+  local path
+  if [ ! -f "$ROOT_DIR/mounts.paths" ]; then return 0; fi
+  while IFS= read -r path; do
+    if mountpoint -q "$path" 2>/dev/null; then umount "$path" 2>/dev/null || fusermount -u "$path" 2>/dev/null; fi
+  done <"$ROOT_DIR/mounts.paths"
+}
+
+# Everything before setup that is the agent's own work: the job's S3 credentials, the
+# workdir and file mounts, the container. Its output goes to setup's log. A failure is the
+# agent's, never the job's: FAILED_STEP and FAILED_ERROR say which step and why.
+prepare_node() {
+  CURRENT_STEP=install
+  # A phase runs in a session of its own: without setsid the job would share the agent's group.
+  if ! command -v setsid >/dev/null 2>&1; then
+    fail_step install "setsid (util-linux) is not on this machine image: the job needs a session of its own"
+    return 1
+  fi
+  if [ -n "$DATA_CREDENTIALS_URL" ]; then
+    CURRENT_STEP=data-credentials
+    start_data_credentials || return 1
+  fi
+  CURRENT_STEP=mounts
+  prepare_mounts || return 1
+  if [ -n "$CONTAINER_IMAGE" ]; then container_start || return 1; fi
+}
+
+# The node's folders and files: its home (the local runtime gives each node its own, which
+# the container gets too), the work folder, the scripts and the job's environment.
+init_node() {
+  if [ -n "$JOB_HOME" ]; then
+    export HOME="$JOB_HOME"
+    HOME_FLAGS=(-e HOME)
+  fi
+  if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
+  # A relative work folder (a task's workdir, sky_workdir) is under the home folder.
+  if [[ $WORK_DIR != /* ]]; then WORK_DIR="$HOME/$WORK_DIR"; fi
+  mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || return 1
+  printf '%s' "$SETUP_SCRIPT" >"$ROOT_DIR/setup.sh" &&
+    printf '%s' "$RUN_SCRIPT" >"$ROOT_DIR/run.sh" &&
+    printf '%s' "$JOB_ENV" >"$ROOT_DIR/env.sh"
+}
+
+# The one way out, whatever ended the agent (its work done, a signal, a command that failed
+# under set -u): the job, the container, the mounts and the helpers are stopped, then the
+# node shuts down. Signals that arrive meanwhile (the node's own shutdown signals every
+# process) are ignored: the job's grace period runs to its end.
+end_node() {
+  local code=$1
+  trap '' TERM INT HUP USR1
+  trap - EXIT
+  stop_phase
+  container_remove
+  unmount_buckets
+  stop_helper "$DATA_PID"
+  stop_helper "$WATCH_PID"
+  stop_helper "$HEARTBEAT_PID"
+  log "shutting down (exit code $code)"
+  shut_down
+  exit "$code"
+}
+
+main() {
+  AGENT_PID=$$
+  trap 'end_node "$?"' EXIT
+  # SIGTERM, SIGINT or SIGHUP: the node shuts down (a cancel, a release) or the agent is told
+  # to stop. SIGUSR1: the interruption watcher saw a spot interruption notice, and the
+  # instance goes in two minutes. Either way the job is stopped now and not reported: its
+  # code would be relaunch's doing. After a notice the controller ends the attempt as
+  # preempted when the instance goes.
+  trap 'log "got SIGTERM: stopping"; exit 0' TERM
+  trap 'log "got SIGINT: stopping"; exit 0' INT
+  trap 'log "got SIGHUP: stopping"; exit 0' HUP
+  trap 'log "spot interruption notice in instance metadata: stopping"; exit 0' USR1
+  init_node || exit 1
+  if ! resolve_node_rank; then
+    log "no node rank from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
+    exit 1
+  fi
+  if ! fetch_secret; then
+    log "no callback secret from SSM after $DISCOVERY_TIMEOUT_SECONDS s ($SSM_ERROR); giving up"
+    exit 1
+  fi
+  if [ -n "$CONTAINER_IMAGE" ]; then CONTAINER="$CONTAINER_PREFIX$INSTANCE_ID"; fi
+  start_heartbeat
+  start_interruption_watch
+  if ! resolve_node_ips; then
+    log "no node IPs from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
+    exit 1
+  fi
+  write_node_env
+
+  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
+  if ! prepare_node >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
+    log "the agent failed at ${FAILED_STEP:-$CURRENT_STEP} before setup: ${FAILED_ERROR:-see setup.log}"
+    report_agent_failure
+    end_node 0
+  fi
+  run_phase setup
+  if ! report setup "$PHASE_CODE" || (( PHASE_CODE != 0 )); then end_node 0; fi
+  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
+  run_phase run
+  report run "$PHASE_CODE"
+  end_node 0
+}
+
+main "$@"
