@@ -3,12 +3,30 @@ import LongestFirst from './test/sequencer.ts';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.mts); the
     // AWS contract suite, relaunch check's tests among them, needs moto_server and cfn-lint:
     // `npm run test:aws` (vitest.aws.config.mts).
     exclude: [...configDefaults.exclude, 'test/browser/**', 'test/aws/**'],
     setupFiles: ['test/setup.ts'],
+    projects: [
+      // Files that run the code in this process (units, the CDK synth, the local runtime's
+      // own tests) share a worker's modules from file to file: the SDK, the CDK and zod load
+      // once per worker instead of once per file, about a minute of CPU. Spies are restored
+      // before each test so that none outlives its file.
+      {
+        extends: true,
+        test: {
+          name: 'shared',
+          include: ['test/lib/*.test.ts', 'test/lib/{agent,check,http,policy,spec,usecases,workflow}/**/*.test.ts', 'test/{infra,docs,bench,local}/**/*.test.ts'],
+          isolate: false,
+          restoreMocks: true,
+        },
+      },
+      // A worker each: the files that mock an SDK client class for the whole file (the
+      // adapters, the Lambda handlers), and those that drive the real binary and break real
+      // processes.
+      { extends: true, test: { name: 'isolated', include: ['test/lib/adapters/**/*.test.ts', 'test/{functions,cli,faults}/**/*.test.ts'] } },
+    ],
     // Many files wait on real processes (a 90 s job, a 60 s wait for capacity) rather than
     // use the CPU: they start first (test/sequencer.ts), and five workers let the files
     // that do use it run beside them on two cores.
