@@ -704,7 +704,8 @@ pull_image() {
 # container).
 container_start() {
   local registry region path try
-  local -a gpus=() volumes
+  local -a gpus=() volumes=()
+  local -A seen=()
   CURRENT_STEP=install
   if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     echo "relaunch: installing docker"
@@ -740,10 +741,17 @@ container_start() {
     gpus=(--gpus all)
   fi
   docker rm -f "$CONTAINER" >/dev/null 2>&1
-  # The mounts at the same paths (read from the file prepare_mounts wrote, one per line).
-  volumes=(-v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR")
-  if [ -n "$JOB_HOME" ]; then volumes+=(-v "$HOME:$HOME"); fi
-  while IFS= read -r path; do volumes+=(-v "$path:$path"); done <"$ROOT_DIR/mounts.paths"
+  # The folders at the same paths: the agent's, the work folder, the home folder and the
+  # mounts (read from the file prepare_mounts wrote, one per line). Each once: docker
+  # refuses a container with two mounts at one destination, and the work folder is the
+  # agent's without a workdir and the workdir mount's with one.
+  while IFS= read -r path; do
+    path=${path%"${path##*[!/]}"}
+    if [ -n "$path" ] && [ -z "${seen[$path]:-}" ]; then
+      seen[$path]=1
+      volumes+=(-v "$path:$path")
+    fi
+  done < <(printf '%s\n' "$ROOT_DIR" "$WORK_DIR" "${JOB_HOME:+$HOME}"; cat "$ROOT_DIR/mounts.paths")
   # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
   docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
     "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null ||

@@ -349,7 +349,7 @@ describe('the agent with a Docker image', () => {
     const calls = dockerCalls();
     const root = join(dir, 'agent');
     expect(calls[0]).toBe('pull ubuntu:22.04');
-    expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 --stop-timeout 90 -v ${root}:${root} -v ${root}:${root} --entrypoint bash ubuntu:22.04 -c ${CONTAINER_INIT}`);
+    expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 --stop-timeout 90 -v ${root}:${root} --entrypoint bash ubuntu:22.04 -c ${CONTAINER_INIT}`);
     expect(calls.filter((call) => call.startsWith('exec '))).toEqual(
       ['setup', 'run'].map((phase) => `exec -i -w ${root} ${CONTAINER} bash -c ${PHASE_PROGRAM} relaunch-phase ${root} ${root} ${phase}`),
     );

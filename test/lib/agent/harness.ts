@@ -443,6 +443,10 @@ case "$1" in
   info) echo '{"nvidia":{},"runc":{}}' ;;
   pull) if [ "$2" = registry.example/missing:1 ]; then echo "manifest unknown: $2" >&2; exit 1; fi; echo "pulled $2" ;;
   login) cat > "$DUMP_DIR/docker-login-password" ;;
+  run)
+    # As docker does: two mounts at one destination are refused.
+    dests=$(for arg in "$@"; do case $prev in -v) dest=\${arg#*:}; printf '%s\\n' "\${dest%%:*}" ;; esac; prev=$arg; done | sort | uniq -d | head -n 1)
+    if [ -n "$dests" ]; then echo "docker: Error response from daemon: Duplicate mount point: $dests" >&2; exit 125; fi ;;
   exec)
     shift; workdir=''; keep=()
     while [ "$#" -gt 0 ]; do
