@@ -36,10 +36,12 @@
 # no trap: its heartbeat finds it gone at the next beat, kills the phase and shuts down.
 #
 # Secrets. The callback secret stays in the agent's memory, an unexported variable handed
-# to curl on its stdin: never on a command line, in a file or in the job's environment. The
-# job's secrets reach each phase on its stdin, as exports it sources before its env. The
-# SSM request is signed here (SigV4, with openssl) with the instance role's credentials
-# from IMDS: stock AMIs need not carry the AWS CLI. A job running as root can still read
+# to curl on its stdin: never on a command line, in a file or in the job's environment.
+# Every URL and header reaches curl on its stdin too (a local node's URLs carry its route
+# credential, and an IMDS session token is a header). The job's secrets reach each phase
+# on its stdin, as exports it sources before its env. The SSM request is signed here
+# (SigV4, with openssl) with the instance role's credentials from IMDS: stock AMIs need
+# not carry the AWS CLI. A job running as root can still read
 # the agent's memory; what it could do with the secret is report for its own attempt.
 #
 # Needs bash 4.2 or later, curl 7.55 or later, openssl, coreutils, procps and util-linux
@@ -196,13 +198,29 @@ agent_alive() {
   [ "$parent" = "$AGENT_PID" ]
 }
 
+# One line of a curl config (read with -K - from stdin): option $1 set to $2, a quoted
+# string in which \, ", and the control characters curl knows are escaped. URLs and headers
+# reach curl this way: a local node's URLs carry its route token, and a command line is
+# anyone's to read (ps).
+curl_option() {
+  local value=$2 bs=\\
+  value=${value//"$bs"/"$bs$bs"}
+  value=${value//'"'/"$bs"'"'}
+  value=${value//$'\t'/"$bs"t}
+  value=${value//$'\r'/"$bs"r}
+  value=${value//$'\n'/"$bs"n}
+  printf '%s = "%s"\n' "$1" "$value"
+}
+
 # IMDSv2: a session token (kept for four of its five minutes), then the metadata path.
 imds_get() {
   if [ -z "$IMDS_TOKEN" ] || (( SECONDS >= IMDS_TOKEN_UNTIL )); then
-    IMDS_TOKEN=$(curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$IMDS_URL/latest/api/token") || { IMDS_TOKEN=''; return 1; }
+    IMDS_TOKEN=$(curl_option url "$IMDS_URL/latest/api/token" |
+      curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' -K -) || { IMDS_TOKEN=''; return 1; }
     IMDS_TOKEN_UNTIL=$(( SECONDS + 240 ))
   fi
-  curl -sf --max-time 5 -H "X-aws-ec2-metadata-token: $IMDS_TOKEN" "$IMDS_URL/latest/meta-data/$1"
+  { curl_option url "$IMDS_URL/latest/meta-data/$1"; curl_option header "X-aws-ec2-metadata-token: $IMDS_TOKEN"; } |
+    curl -sf --max-time 5 -K -
 }
 
 # This node's rank: given, 0 for the only node, or the launcher's tag.
@@ -387,14 +405,14 @@ output_tail() {
 }
 
 # Prints the HTTP status of a JSON POST of file $2 to $1, 000 when nothing answered
-# within $3 seconds; the answer's body goes to file $4 (none: dropped). The Authorization
-# header reaches curl on its stdin.
+# within $3 seconds; the answer's body goes to file $4 (none: dropped). The URL and the
+# Authorization header reach curl on its stdin.
 post_json() {
   local out=/dev/null
   if [ "$#" -ge 4 ]; then out=$4; fi
-  printf 'Authorization: %s%s\n' "$AUTH_PREFIX" "$SECRET" |
-    curl -s -o "$out" -w '%{http_code}' --max-time "$3" -X POST -H @- \
-      -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
+  { curl_option url "$1"; curl_option header "Authorization: $AUTH_PREFIX$SECRET"; } |
+    curl -s -o "$out" -w '%{http_code}' --max-time "$3" -X POST -K - \
+      -H 'Content-Type: application/json' --data-binary "@$2" || true
 }
 
 sha256_hex() { sha256sum | cut -d' ' -f1; }
@@ -443,10 +461,14 @@ aws_call() {
   key=$(printf 'AWS4%s' "$secret_key" | od -An -v -tx1 | tr -d ' \n')
   for part in "$day" "$region" "$service" aws4_request; do key=$(hmac_hex "$key" "$part"); done
   signature=$(hmac_hex "$key" "$(printf 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$(printf '%s' "$canonical" | sha256_hex)")")
-  answer=$(printf '%s\n' "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
-    "X-Amz-Target: $target" \
-    "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$signature" |
-    curl -s --max-time 10 -X POST -H @- --data-binary "$body" -w '\n%{http_code}' "$url/") || answer=$'\n000'
+  answer=$({
+    curl_option url "$url/"
+    for part in "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
+      "X-Amz-Target: $target" \
+      "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$signature"; do
+      curl_option header "$part"
+    done
+  } | curl -s --max-time 10 -X POST -K - --data-binary "$body" -w '\n%{http_code}') || answer=$'\n000'
   AWS_STATUS=$(printf '%s' "$answer" | tail -n 1)
   AWS_ANSWER=$(printf '%s' "$answer" | sed '$d')
   if [ "$AWS_STATUS" = 200 ]; then return 0; fi

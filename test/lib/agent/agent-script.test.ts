@@ -254,16 +254,23 @@ describe("the agent's callback secret", () => {
     expect(Object.values(jobEnv()).some((value) => value.includes(SECRET))).toBe(false);
   });
 
-  it('is on no command line and in no environment of any process while the agent heartbeats', async () => {
+  it('is on no command line and in no environment of any process while the agent heartbeats, nor are its URLs', async () => {
     api.heartbeatDelayMs = 150;
-    const run = 'for i in $(seq 40); do cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null >> "$DUMP_DIR/proc"; sleep 0.03; done';
+    // Until a heartbeat's curl (its -w argument, alone on a line) was among the processes.
+    const run = [
+      'look() { cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" >> "$DUMP_DIR/proc"; }',
+      'until grep -qx "%{http_code[}]" "$DUMP_DIR/proc"; do look; sleep 0.02; done',
+      'look',
+    ].join('\n');
 
     const result = await runAgent({ spec: spec({ run }), nodeRank: 0, heartbeatSeconds: 0.05 });
 
     expect(result.exitCode).toBe(0);
     const seen = readFileSync(join(dir, 'proc'));
-    // Heartbeat curls were running while the job looked.
-    expect(seen.includes(`${JOB_ID}/attempts/3/heartbeat`)).toBe(true);
+    expect(seen.includes('\ncurl\n')).toBe(true);
+    // The URLs reach curl on its stdin: on a local node they carry its route credential.
+    expect(seen.includes(`${JOB_ID}/attempts/3/heartbeat`)).toBe(false);
+    expect(seen.includes(apiUrl)).toBe(false);
     expect(seen.includes(SECRET)).toBe(false);
     expect(seen.includes(api.credentials.secretAccessKey)).toBe(false);
   });
