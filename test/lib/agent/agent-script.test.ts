@@ -535,6 +535,15 @@ describe.each([
     expect(api.reports[0]?.outputTail).toBe(`${NASTY}\nsecond line`);
   });
 
+  it('turns bytes that are not UTF-8 into U+FFFD, one for each ill-formed sequence, so the API takes the report', async () => {
+    // A lone 0xff, an overlong "/", a surrogate, a character cut short, then a valid one.
+    const setup = String.raw`printf 'ok \377 \300\257 \355\240\200 \343\201 end \343\201\202\n'; exit 3`;
+
+    await runAgent({ spec: spec({ setup }), nodeRank: 0 }, makePath());
+
+    expect(api.reports).toMatchObject([{ phase: 'setup', exitCode: 3, outputTail: 'ok \ufffd \ufffd\ufffd \ufffd\ufffd\ufffd \ufffd end \u3042' }]);
+  });
+
   it('drops NUL bytes, keeps empty lines, and sends an empty tail for no output', async () => {
     await runAgent({ spec: spec({ setup: `printf 'a\\0b\\n\\n\\nc\\n'`, run: 'true' }), nodeRank: 0 }, makePath());
 

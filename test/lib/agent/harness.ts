@@ -19,6 +19,7 @@ import { credentialsDocument, LocalSecretParameters, newNodeCredentials } from '
 import { verifySigV4 } from '../../../local/sigv4.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
 import { waitFor } from '../../fixtures/wait.ts';
+import { firstInvalidUtf8Byte } from '../../../lib/http/utf8.ts';
 
 export const SECRET = '5ec2e7'.repeat(10) + 'abcd';
 export const JOB_ID = 'job-7f3a';
@@ -108,6 +109,11 @@ export class FakeApi {
     if (path.startsWith('/latest/')) return this.imds(request, path, response);
     if (path === '/ssm/') return this.ssm(request, Buffer.concat(chunks).toString('utf8'), response);
     if (path === '/ecr/') return this.ecr(request, Buffer.concat(chunks).toString('utf8'), response);
+    // As the API does (local/server.ts): a body that is not UTF-8 is refused, for good.
+    if (firstInvalidUtf8Byte(Buffer.concat(chunks)) >= 0) {
+      response.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"body: invalid UTF-8"}');
+      return;
+    }
     this.requests.push({
       at: Date.now(),
       method: request.method ?? '',
