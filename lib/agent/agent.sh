@@ -182,6 +182,18 @@ pause_ms() {
   SLEEPER=''
 }
 
+# The start time of process $1 (/proc/<pid>/stat's 22nd field, in clock ticks since boot)
+# in STARTED; 1, and STARTED empty, when no such process runs.
+process_start() {
+  local stat
+  local -a fields
+  STARTED=''
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
+  read -r -a fields <<<"${stat##*) }"
+  STARTED=${fields[19]:-}
+  [ -n "$STARTED" ]
+}
+
 # Whether the agent that started this helper still runs: a helper whose parent is no
 # longer the agent was orphaned (the agent was killed outright) and ends itself.
 agent_alive() {
@@ -313,9 +325,14 @@ heartbeat_loop() {
 # node as that trap would have, but for a report, so the instance cannot run on unheard.
 # The controller sees it go before a final report: a lost attempt, recovered.
 end_orphaned_node() {
-  local group
+  local group started
   log "the agent is gone: stopping the job and shutting down"
-  if read -r group 2>/dev/null <"$ROOT_DIR/phase.group" && [[ $group =~ ^[0-9]+$ ]]; then kill -KILL -- "-$group" 2>/dev/null; fi
+  # Only the phase's own group: an id whose leader is gone cannot be taken while a process
+  # of the group lives, and a leader that started at another time is a new process's.
+  if read -r group started 2>/dev/null <"$ROOT_DIR/phase.group" && [[ $group =~ ^[0-9]+$ ]] &&
+    { ! process_start "$group" || [ -z "$started" ] || [ "$STARTED" = "$started" ]; }; then
+    kill -KILL -- "-$group" 2>/dev/null
+  fi
   container_remove
   unmount_buckets
   shut_down
@@ -668,6 +685,9 @@ phase_process() {
 # Runs phase $1 and sets PHASE_CODE to its exit code, as soon as its shell exits. Its
 # output reaches the log through a FIFO read by log_writer; a background child of the
 # phase may hold that FIFO open long after, so the writer gets a moment to finish, no more.
+# The phase's group id and its leader's start time are in phase.group, for what stops the
+# job when the agent cannot (end_orphaned_node, the local launcher's watcher), until the
+# group is gone: its id may then be another group's.
 run_phase() {
   local phase=$1 fifo="$ROOT_DIR/$1.pipe" tries
   rm -f "$fifo"
@@ -680,9 +700,11 @@ run_phase() {
     phase_process "$phase" >>"$ROOT_DIR/$phase.log" 2>&1 &
   fi
   PHASE_PID=$!
-  printf '%s\n' "$PHASE_PID" >"$ROOT_DIR/phase.group"
+  process_start "$PHASE_PID"
+  printf '%s %s\n' "$PHASE_PID" "$STARTED" >"$ROOT_DIR/phase.group"
   wait "$PHASE_PID"
   PHASE_CODE=$?
+  if ! group_alive "$PHASE_PID"; then rm -f "$ROOT_DIR/phase.group"; fi
   PHASE_PID=''
   for (( tries = 0; tries < 20; tries++ )); do
     if [ -z "$WRITER_PID" ] || ! kill -0 "$WRITER_PID" 2>/dev/null; then break; fi
