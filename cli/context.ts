@@ -43,7 +43,7 @@ export function configuredApi(options: TargetOptions): string | null {
   if (url === undefined || url === '') return null;
   const parsed = URL.canParse(url) ? new URL(url) : null;
   if (parsed === null || !['http:', 'https:'].includes(parsed.protocol) || parsed.host === '') {
-    throw new InvalidInputError([{ path: '--api', message: `expected an http(s) URL, got "${url}"` }]);
+    throw new InvalidInputError([{ path: options.api !== undefined ? '--api' : 'RELAUNCH_API_URL', message: `expected an http(s) URL, got "${url}"` }]);
   }
   return url;
 }
@@ -51,7 +51,7 @@ export function configuredApi(options: TargetOptions): string | null {
 /** Opens the local runtime; a data folder that cannot be one is bad input, named. */
 async function openRuntime(options: TargetOptions, io: Io, runtimeOptions: Partial<LocalRuntimeOptions>): Promise<LocalRuntime> {
   assertWritableDataDir(options.dataDir);
-  // Loaded only here: the runtime brings the CDK (to render the ASL) and dynalite, which
+  // Loaded only here: the runtime brings dynalite and the state machine's interpreter, which
   // commands answered by a running server or a remote API never need.
   const { LocalRuntime } = await import('../local/runtime.ts');
   try {

@@ -2,12 +2,16 @@
 // vitest's cache of that run, to test/durations.json, the order a fresh clone starts its
 // files in (test/sequencer.ts).
 
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DURATIONS_FILE } from './sequencer.ts';
 
 const cacheRoot = fileURLToPath(new URL('../node_modules/.vite/vitest/', import.meta.url));
+if (!existsSync(cacheRoot)) {
+  process.stderr.write(`no test durations to write: ${cacheRoot} is absent (run the whole \`npm test\` first)\n`);
+  process.exit(1);
+}
 const durations: Record<string, number> = {};
 for (const project of readdirSync(cacheRoot)) {
   const { results } = JSON.parse(readFileSync(join(cacheRoot, project, 'results.json'), 'utf8')) as { results: [string, { duration?: number }][] };

