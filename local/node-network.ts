@@ -4,7 +4,8 @@
 // (IMDSv2), `<path>/ssm/` SSM's endpoint (secret-parameters.ts), and `<path>/jobs/...` the
 // API's agent routes for its own attempt. On EC2 only the instance itself can reach its
 // IMDS; here any local process can reach the server, so the path carries a credential only
-// the node's agent is given (in its user data, a file only its user reads): a request
+// the node's agent is given (in its user data, a file only its user reads, and handed to
+// curl on its stdin, never on a command line another user could read with ps): a request
 // without it gets no answer at all, as one naming an unknown node does, so nothing tells
 // a prober which nodes exist. A node whose network is cut gets no answer from the API or
 // SSM, and a node whose instance is gone none at all.

@@ -132,15 +132,16 @@ function shutdownStandIn(rootDir: string): string {
  * one) before anything starts, then runs the agent ($1) as its child, in the launcher's own
  * process group and session, as cloud-init runs user data. The runtime holds a pipe on fd 3:
  * when the runtime dies, even by SIGKILL, the pipe closes and the watcher kills the node's
- * cgroup, the job's process group (the agent writes its id to phase.group) and its own
- * group; what still got away is found by its mark when the next runtime opens the folder.
+ * cgroup, the job's process group (the agent writes its id and its leader's start time to
+ * phase.group while the group lives; a leader with another start time is a process that
+ * took the id since, and is left alone) and its own group; what still got away is found by its mark when the next runtime opens the folder.
  * The agent's own log (its stderr; cloud-init-output.log on EC2) goes to agent.log. The
  * agent's command is not the launcher's last, so the launcher waits for it rather than
  * becoming it.
  */
 const NODE_LAUNCHER = [
   'if [ -n "$2" ]; then echo "$$" >"$2/cgroup.procs"; fi',
-  '( cat <&3 >/dev/null; if [ -n "$2" ]; then echo 1 >"$2/cgroup.kill"; fi; read -r g <phase.group && kill -KILL -- "-$g"; kill -KILL -- "-$$" ) 3<&3 >/dev/null 2>&1 &',
+  '( cat <&3 >/dev/null; if [ -n "$2" ]; then echo 1 >"$2/cgroup.kill"; fi; if read -r g t <phase.group; then s=; if read -r s </proc/"$g"/stat; then read -r -a s <<<"${s##*) }"; s=${s[19]}; fi; if [ -z "$s" ] || [ -z "$t" ] || [ "$s" = "$t" ]; then kill -KILL -- "-$g"; fi; fi; kill -KILL -- "-$$" ) 3<&3 >/dev/null 2>&1 &',
   'exec 3<&-',
   'bash "$1" 2>>agent.log',
   'exit "$?"',

@@ -36,10 +36,12 @@
 # no trap: its heartbeat finds it gone at the next beat, kills the phase and shuts down.
 #
 # Secrets. The callback secret stays in the agent's memory, an unexported variable handed
-# to curl on its stdin: never on a command line, in a file or in the job's environment. The
-# job's secrets reach each phase on its stdin, as exports it sources before its env. The
-# SSM request is signed here (SigV4, with openssl) with the instance role's credentials
-# from IMDS: stock AMIs need not carry the AWS CLI. A job running as root can still read
+# to curl on its stdin: never on a command line, in a file or in the job's environment.
+# Every URL and header reaches curl on its stdin too (a local node's URLs carry its route
+# credential, and an IMDS session token is a header). The job's secrets reach each phase
+# on its stdin, as exports it sources before its env. The SSM request is signed here
+# (SigV4, with openssl) with the instance role's credentials from IMDS: stock AMIs need
+# not carry the AWS CLI. A job running as root can still read
 # the agent's memory; what it could do with the secret is report for its own attempt.
 #
 # Needs bash 4.2 or later, curl 7.55 or later, openssl, coreutils, procps and util-linux
@@ -180,6 +182,18 @@ pause_ms() {
   SLEEPER=''
 }
 
+# The start time of process $1 (/proc/<pid>/stat's 22nd field, in clock ticks since boot)
+# in STARTED; 1, and STARTED empty, when no such process runs.
+process_start() {
+  local stat
+  local -a fields
+  STARTED=''
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
+  read -r -a fields <<<"${stat##*) }"
+  STARTED=${fields[19]:-}
+  [ -n "$STARTED" ]
+}
+
 # Whether the agent that started this helper still runs: a helper whose parent is no
 # longer the agent was orphaned (the agent was killed outright) and ends itself.
 agent_alive() {
@@ -196,13 +210,29 @@ agent_alive() {
   [ "$parent" = "$AGENT_PID" ]
 }
 
+# One line of a curl config (read with -K - from stdin): option $1 set to $2, a quoted
+# string in which \, ", and the control characters curl knows are escaped. URLs and headers
+# reach curl this way: a local node's URLs carry its route token, and a command line is
+# anyone's to read (ps).
+curl_option() {
+  local value=$2 bs=\\
+  value=${value//"$bs"/"$bs$bs"}
+  value=${value//'"'/"$bs"'"'}
+  value=${value//$'\t'/"$bs"t}
+  value=${value//$'\r'/"$bs"r}
+  value=${value//$'\n'/"$bs"n}
+  printf '%s = "%s"\n' "$1" "$value"
+}
+
 # IMDSv2: a session token (kept for four of its five minutes), then the metadata path.
 imds_get() {
   if [ -z "$IMDS_TOKEN" ] || (( SECONDS >= IMDS_TOKEN_UNTIL )); then
-    IMDS_TOKEN=$(curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$IMDS_URL/latest/api/token") || { IMDS_TOKEN=''; return 1; }
+    IMDS_TOKEN=$(curl_option url "$IMDS_URL/latest/api/token" |
+      curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' -K -) || { IMDS_TOKEN=''; return 1; }
     IMDS_TOKEN_UNTIL=$(( SECONDS + 240 ))
   fi
-  curl -sf --max-time 5 -H "X-aws-ec2-metadata-token: $IMDS_TOKEN" "$IMDS_URL/latest/meta-data/$1"
+  { curl_option url "$IMDS_URL/latest/meta-data/$1"; curl_option header "X-aws-ec2-metadata-token: $IMDS_TOKEN"; } |
+    curl -sf --max-time 5 -K -
 }
 
 # This node's rank: given, 0 for the only node, or the launcher's tag.
@@ -295,9 +325,14 @@ heartbeat_loop() {
 # node as that trap would have, but for a report, so the instance cannot run on unheard.
 # The controller sees it go before a final report: a lost attempt, recovered.
 end_orphaned_node() {
-  local group
+  local group started
   log "the agent is gone: stopping the job and shutting down"
-  if read -r group 2>/dev/null <"$ROOT_DIR/phase.group" && [[ $group =~ ^[0-9]+$ ]]; then kill -KILL -- "-$group" 2>/dev/null; fi
+  # Only the phase's own group: an id whose leader is gone cannot be taken while a process
+  # of the group lives, and a leader that started at another time is a new process's.
+  if read -r group started 2>/dev/null <"$ROOT_DIR/phase.group" && [[ $group =~ ^[0-9]+$ ]] &&
+    { ! process_start "$group" || [ -z "$started" ] || [ "$STARTED" = "$started" ]; }; then
+    kill -KILL -- "-$group" 2>/dev/null
+  fi
   container_remove
   unmount_buckets
   shut_down
@@ -349,8 +384,10 @@ stop_helper() {
 }
 
 # stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
-# character cut in half at the start (tail -c) is dropped; other invalid UTF-8 becomes
-# U+FFFD with python3 and is passed through by awk.
+# character cut in half at the start (tail -c) is dropped; other bytes that are not UTF-8
+# become U+FFFD, one for each ill-formed sequence (the API refuses a body that is not
+# UTF-8, and a refused report would lose the job's exit code): python3's decoder, else
+# Unicode's table of well-formed sequences in awk.
 json_string() {
   if command -v python3 >/dev/null 2>&1; then
     python3 -I -S -c 'import json, sys
@@ -363,6 +400,8 @@ sys.stdout.write(json.dumps(text[:-1] if text.endswith("\n") else text))'
         for (i = 1; i < 32; i++) escaped[sprintf("%c", i)] = sprintf("\\u%04x", i)
         escaped["\\"] = "\\\\"
         escaped["\""] = "\\\""
+        for (i = 128; i < 256; i++) byte[sprintf("%c", i)] = i
+        replacement = "\357\277\275"
         printf "%s", "\""
       }
       {
@@ -370,9 +409,41 @@ sys.stdout.write(json.dumps(text[:-1] if text.endswith("\n") else text))'
         if (NR == 1) while (length(line) > 0 && substr(line, 1, 1) >= "\200" && substr(line, 1, 1) <= "\277") line = substr(line, 2)
         out = ""
         n = length(line)
-        for (i = 1; i <= n; i++) {
+        i = 1
+        while (i <= n) {
           c = substr(line, i, 1)
-          out = out ((c in escaped) ? escaped[c] : c)
+          if (!(c in byte)) {
+            out = out ((c in escaped) ? escaped[c] : c)
+            i++
+            continue
+          }
+          # A lead byte: how many bytes follow, and the range of the first of them.
+          b = byte[c]
+          low = 128; high = 191
+          if (b >= 194 && b <= 223) need = 1
+          else if (b == 224) { need = 2; low = 160 }
+          else if (b == 237) { need = 2; high = 159 }
+          else if (b >= 225 && b <= 239) need = 2
+          else if (b == 240) { need = 3; low = 144 }
+          else if (b == 244) { need = 3; high = 143 }
+          else if (b >= 241 && b <= 243) need = 3
+          else need = -1
+          if (need < 0) {
+            out = out replacement
+            i++
+            continue
+          }
+          j = i + 1
+          for (k = 0; k < need; k++) {
+            c = substr(line, j, 1)
+            if (!(c in byte) || byte[c] < low || byte[c] > high) break
+            low = 128; high = 191
+            j++
+          }
+          # Well-formed: kept. Cut short: one U+FFFD for what was read, and the byte that
+          # broke it is read again.
+          out = out ((k == need) ? substr(line, i, j - i) : replacement)
+          i = j
         }
         if (NR > 1) printf "%s", "\\n"
         printf "%s", out
@@ -387,14 +458,14 @@ output_tail() {
 }
 
 # Prints the HTTP status of a JSON POST of file $2 to $1, 000 when nothing answered
-# within $3 seconds; the answer's body goes to file $4 (none: dropped). The Authorization
-# header reaches curl on its stdin.
+# within $3 seconds; the answer's body goes to file $4 (none: dropped). The URL and the
+# Authorization header reach curl on its stdin.
 post_json() {
   local out=/dev/null
   if [ "$#" -ge 4 ]; then out=$4; fi
-  printf 'Authorization: %s%s\n' "$AUTH_PREFIX" "$SECRET" |
-    curl -s -o "$out" -w '%{http_code}' --max-time "$3" -X POST -H @- \
-      -H 'Content-Type: application/json' --data-binary "@$2" "$1" || true
+  { curl_option url "$1"; curl_option header "Authorization: $AUTH_PREFIX$SECRET"; } |
+    curl -s -o "$out" -w '%{http_code}' --max-time "$3" -X POST -K - \
+      -H 'Content-Type: application/json' --data-binary "@$2" || true
 }
 
 sha256_hex() { sha256sum | cut -d' ' -f1; }
@@ -443,10 +514,14 @@ aws_call() {
   key=$(printf 'AWS4%s' "$secret_key" | od -An -v -tx1 | tr -d ' \n')
   for part in "$day" "$region" "$service" aws4_request; do key=$(hmac_hex "$key" "$part"); done
   signature=$(hmac_hex "$key" "$(printf 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$(printf '%s' "$canonical" | sha256_hex)")")
-  answer=$(printf '%s\n' "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
-    "X-Amz-Target: $target" \
-    "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$signature" |
-    curl -s --max-time 10 -X POST -H @- --data-binary "$body" -w '\n%{http_code}' "$url/") || answer=$'\n000'
+  answer=$({
+    curl_option url "$url/"
+    for part in "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
+      "X-Amz-Target: $target" \
+      "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$signature"; do
+      curl_option header "$part"
+    done
+  } | curl -s --max-time 10 -X POST -K - --data-binary "$body" -w '\n%{http_code}') || answer=$'\n000'
   AWS_STATUS=$(printf '%s' "$answer" | tail -n 1)
   AWS_ANSWER=$(printf '%s' "$answer" | sed '$d')
   if [ "$AWS_STATUS" = 200 ]; then return 0; fi
@@ -610,6 +685,9 @@ phase_process() {
 # Runs phase $1 and sets PHASE_CODE to its exit code, as soon as its shell exits. Its
 # output reaches the log through a FIFO read by log_writer; a background child of the
 # phase may hold that FIFO open long after, so the writer gets a moment to finish, no more.
+# The phase's group id and its leader's start time are in phase.group, for what stops the
+# job when the agent cannot (end_orphaned_node, the local launcher's watcher), until the
+# group is gone: its id may then be another group's.
 run_phase() {
   local phase=$1 fifo="$ROOT_DIR/$1.pipe" tries
   rm -f "$fifo"
@@ -622,9 +700,11 @@ run_phase() {
     phase_process "$phase" >>"$ROOT_DIR/$phase.log" 2>&1 &
   fi
   PHASE_PID=$!
-  printf '%s\n' "$PHASE_PID" >"$ROOT_DIR/phase.group"
+  process_start "$PHASE_PID"
+  printf '%s %s\n' "$PHASE_PID" "$STARTED" >"$ROOT_DIR/phase.group"
   wait "$PHASE_PID"
   PHASE_CODE=$?
+  if ! group_alive "$PHASE_PID"; then rm -f "$ROOT_DIR/phase.group"; fi
   PHASE_PID=''
   for (( tries = 0; tries < 20; tries++ )); do
     if [ -z "$WRITER_PID" ] || ! kill -0 "$WRITER_PID" 2>/dev/null; then break; fi
@@ -704,7 +784,8 @@ pull_image() {
 # container).
 container_start() {
   local registry region path try
-  local -a gpus=() volumes
+  local -a gpus=() volumes=()
+  local -A seen=()
   CURRENT_STEP=install
   if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     echo "relaunch: installing docker"
@@ -740,10 +821,17 @@ container_start() {
     gpus=(--gpus all)
   fi
   docker rm -f "$CONTAINER" >/dev/null 2>&1
-  # The mounts at the same paths (read from the file prepare_mounts wrote, one per line).
-  volumes=(-v "$ROOT_DIR:$ROOT_DIR" -v "$WORK_DIR:$WORK_DIR")
-  if [ -n "$JOB_HOME" ]; then volumes+=(-v "$HOME:$HOME"); fi
-  while IFS= read -r path; do volumes+=(-v "$path:$path"); done <"$ROOT_DIR/mounts.paths"
+  # The folders at the same paths: the agent's, the work folder, the home folder and the
+  # mounts (read from the file prepare_mounts wrote, one per line). Each once: docker
+  # refuses a container with two mounts at one destination, and the work folder is the
+  # agent's without a workdir and the workdir mount's with one.
+  while IFS= read -r path; do
+    path=${path%"${path##*[!/]}"}
+    if [ -n "$path" ] && [ -z "${seen[$path]:-}" ]; then
+      seen[$path]=1
+      volumes+=(-v "$path:$path")
+    fi
+  done < <(printf '%s\n' "$ROOT_DIR" "$WORK_DIR" "${JOB_HOME:+$HOME}"; cat "$ROOT_DIR/mounts.paths")
   # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
   docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
     "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null ||

@@ -89,7 +89,8 @@ export interface AgentScriptParams {
   readonly dataCredentialsRefreshSeconds?: number;
   /**
    * Prefixed to the mounts' absolute paths: the local runtime maps `/data` into the job's
-   * folder. Exported to the job as RELAUNCH_MOUNT_ROOT when set.
+   * folder. Always exported to the job as RELAUNCH_MOUNT_ROOT, empty when not given, so
+   * `"$RELAUNCH_MOUNT_ROOT/data"` reads as `/data` on EC2, even under `set -u`.
    * @default '' (the paths as written)
    */
   readonly mountRoot?: string;

@@ -221,6 +221,10 @@ case "$1" in
     pulls=$(grep -c '^pull ' "$DOCKER_LOG")
     if [ "$pulls" -le ${options.pullFailures ?? 0} ]; then echo "${PULL_RATE_LIMITED}" >&2; exit 1; fi
     echo "pulled $2" ;;
+  run)
+    # As docker does: two mounts at one destination are refused.
+    dests=$(for arg in "$@"; do case $prev in -v) dest=\${arg#*:}; printf '%s\\n' "\${dest%%:*}" ;; esac; prev=$arg; done | sort | uniq -d | head -n 1)
+    if [ -n "$dests" ]; then echo "docker: Error response from daemon: Duplicate mount point: $dests" >&2; exit 125; fi ;;
   exec)
     shift; workdir=''
     while [ "$#" -gt 0 ]; do case "$1" in -i) shift ;; -w) workdir=$2; shift 2 ;; -e) shift 2 ;; *) break ;; esac; done

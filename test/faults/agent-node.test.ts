@@ -4,6 +4,7 @@
 // a Docker task whose mount fails, answers the agent must not retry forever, two caches
 // of one bucket, and a job that saves a checkpoint when it is told to stop.
 
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -135,6 +136,28 @@ describe('an agent killed alone (SIGKILL, the OOM killer)', () => {
     expect(api.heartbeats.length).toBeLessThanOrEqual(beatsAtKill + 1);
     await waitFor('the job to be killed', () => (alive(job) ? undefined : true), 5_000);
     expect(existsSync(join(dir, 'shut-down'))).toBe(true);
+  });
+
+  it("forgets the job's group once it is gone, and leaves alone a process that took its id", async () => {
+    // Setup's report is taken, run's answered 503: the agent waits to retry, its phases over.
+    api.reportStatuses = [200];
+    api.reportStatusAfter = 503;
+    const agent = await startAgent({ spec: spec({ run: STARTED }), nodeRank: 0, heartbeatSeconds: 0.3, reportRetrySeconds: 60 }, undefined, 20_000);
+    await waitFor("run's report to be sent", () => (api.requests.filter((r) => r.path.endsWith('/report')).length >= 2 ? true : undefined));
+    const groupFile = join(dir, 'agent', 'phase.group');
+    expect(existsSync(groupFile)).toBe(false);
+
+    // A group id reused since: a process leading its own group, not the one the agent started.
+    const decoy = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    try {
+      writeFileSync(groupFile, `${decoy.pid} 1\n`);
+      process.kill(agent.pid, 'SIGKILL');
+      await waitFor('every process of the agent to be gone', () => (agentProcesses().length === 0 ? true : undefined), 10_000);
+      expect(existsSync(join(dir, 'shut-down'))).toBe(true);
+      expect(alive(decoy.pid as number)).toBe(true);
+    } finally {
+      decoy.kill('SIGKILL');
+    }
   });
 });
 

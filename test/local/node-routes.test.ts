@@ -4,7 +4,7 @@
 // answer at all, whatever instance it names, and a node reaches only its own attempt.
 
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -67,5 +67,32 @@ describe("a node's stand-in routes", () => {
     for (const job of [jobId, other]) {
       expect((await finish(t, job)).view).toMatchObject({ status: 'SUCCEEDED', attempts: [{ outcome: 'EXITED', exitCodes: [0] }] });
     }
+  });
+
+  it("keep the node's credential and callback secret off every command line: the agent's curls read their URLs and headers on stdin", async () => {
+    const t = await open({ heartbeatIntervalMs: 100 });
+    // The job reads every process's command line (one argument a line) until it has seen a
+    // heartbeat's curl (its -w argument) among them, then a few rounds more.
+    const { jobId } = await t.runtime.submit(yaml`
+      run: |
+        while [ ! -f go ]; do sleep 0.05; done
+        : > cmdlines
+        until grep -qx '%{http_code[}]' cmdlines; do cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' >> cmdlines; sleep 0.01; done
+        for i in 1 2 3 4 5; do cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' >> cmdlines; sleep 0.01; done
+    `);
+    await waitUntilAwaiting(t, jobId, 1);
+    // The node's credential, while the node is there to hold it.
+    const routeToken = t.runtime.deps.compute.instance(localInstanceId(jobId, 1, 0))?.routeToken as string;
+    writeFileSync(path.join(jobWorkDir(t.dataDir, jobId), 'go'), '');
+
+    const { view } = await finish(t, jobId);
+
+    expect(view).toMatchObject({ status: 'SUCCEEDED', attempts: [{ outcome: 'EXITED', exitCodes: [0] }] });
+    const seen = readFileSync(path.join(jobWorkDir(t.dataDir, jobId), 'cmdlines'), 'utf8');
+    expect(seen.split('\n')).toContain('curl');
+    const secret = t.launches[0]?.callbackSecret as string;
+    expect(routeToken.length).toBeGreaterThan(20);
+    expect(seen.includes(routeToken)).toBe(false);
+    expect(seen.includes(secret)).toBe(false);
   });
 });

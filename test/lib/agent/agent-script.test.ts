@@ -254,16 +254,23 @@ describe("the agent's callback secret", () => {
     expect(Object.values(jobEnv()).some((value) => value.includes(SECRET))).toBe(false);
   });
 
-  it('is on no command line and in no environment of any process while the agent heartbeats', async () => {
+  it('is on no command line and in no environment of any process while the agent heartbeats, nor are its URLs', async () => {
     api.heartbeatDelayMs = 150;
-    const run = 'for i in $(seq 40); do cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null >> "$DUMP_DIR/proc"; sleep 0.03; done';
+    // Until a heartbeat's curl (its -w argument, alone on a line) was among the processes.
+    const run = [
+      'look() { cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" >> "$DUMP_DIR/proc"; }',
+      'until grep -qx "%{http_code[}]" "$DUMP_DIR/proc"; do look; sleep 0.02; done',
+      'look',
+    ].join('\n');
 
     const result = await runAgent({ spec: spec({ run }), nodeRank: 0, heartbeatSeconds: 0.05 });
 
     expect(result.exitCode).toBe(0);
     const seen = readFileSync(join(dir, 'proc'));
-    // Heartbeat curls were running while the job looked.
-    expect(seen.includes(`${JOB_ID}/attempts/3/heartbeat`)).toBe(true);
+    expect(seen.includes('\ncurl\n')).toBe(true);
+    // The URLs reach curl on its stdin: on a local node they carry its route credential.
+    expect(seen.includes(`${JOB_ID}/attempts/3/heartbeat`)).toBe(false);
+    expect(seen.includes(apiUrl)).toBe(false);
     expect(seen.includes(SECRET)).toBe(false);
     expect(seen.includes(api.credentials.secretAccessKey)).toBe(false);
   });
@@ -349,7 +356,7 @@ describe('the agent with a Docker image', () => {
     const calls = dockerCalls();
     const root = join(dir, 'agent');
     expect(calls[0]).toBe('pull ubuntu:22.04');
-    expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 --stop-timeout 90 -v ${root}:${root} -v ${root}:${root} --entrypoint bash ubuntu:22.04 -c ${CONTAINER_INIT}`);
+    expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 --stop-timeout 90 -v ${root}:${root} --entrypoint bash ubuntu:22.04 -c ${CONTAINER_INIT}`);
     expect(calls.filter((call) => call.startsWith('exec '))).toEqual(
       ['setup', 'run'].map((phase) => `exec -i -w ${root} ${CONTAINER} bash -c ${PHASE_PROGRAM} relaunch-phase ${root} ${root} ${phase}`),
     );
@@ -526,6 +533,15 @@ describe.each([
     await runAgent({ spec: spec({ setup: 'cat "$DUMP_DIR/nasty.txt"' }), nodeRank: 0 }, makePath());
 
     expect(api.reports[0]?.outputTail).toBe(`${NASTY}\nsecond line`);
+  });
+
+  it('turns bytes that are not UTF-8 into U+FFFD, one for each ill-formed sequence, so the API takes the report', async () => {
+    // A lone 0xff, an overlong "/", a surrogate, a character cut short, then a valid one.
+    const setup = String.raw`printf 'ok \377 \300\257 \355\240\200 \343\201 end \343\201\202\n'; exit 3`;
+
+    await runAgent({ spec: spec({ setup }), nodeRank: 0 }, makePath());
+
+    expect(api.reports).toMatchObject([{ phase: 'setup', exitCode: 3, outputTail: 'ok \ufffd \ufffd\ufffd \ufffd\ufffd\ufffd \ufffd end \u3042' }]);
   });
 
   it('drops NUL bytes, keeps empty lines, and sends an empty tail for no output', async () => {

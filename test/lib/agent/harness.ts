@@ -19,6 +19,7 @@ import { credentialsDocument, LocalSecretParameters, newNodeCredentials } from '
 import { verifySigV4 } from '../../../local/sigv4.ts';
 import { taskSpec } from '../../fixtures/specs.ts';
 import { waitFor } from '../../fixtures/wait.ts';
+import { firstInvalidUtf8Byte } from '../../../lib/http/utf8.ts';
 
 export const SECRET = '5ec2e7'.repeat(10) + 'abcd';
 export const JOB_ID = 'job-7f3a';
@@ -108,6 +109,11 @@ export class FakeApi {
     if (path.startsWith('/latest/')) return this.imds(request, path, response);
     if (path === '/ssm/') return this.ssm(request, Buffer.concat(chunks).toString('utf8'), response);
     if (path === '/ecr/') return this.ecr(request, Buffer.concat(chunks).toString('utf8'), response);
+    // As the API does (local/server.ts): a body that is not UTF-8 is refused, for good.
+    if (firstInvalidUtf8Byte(Buffer.concat(chunks)) >= 0) {
+      response.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"body: invalid UTF-8"}');
+      return;
+    }
     this.requests.push({
       at: Date.now(),
       method: request.method ?? '',
@@ -443,6 +449,10 @@ case "$1" in
   info) echo '{"nvidia":{},"runc":{}}' ;;
   pull) if [ "$2" = registry.example/missing:1 ]; then echo "manifest unknown: $2" >&2; exit 1; fi; echo "pulled $2" ;;
   login) cat > "$DUMP_DIR/docker-login-password" ;;
+  run)
+    # As docker does: two mounts at one destination are refused.
+    dests=$(for arg in "$@"; do case $prev in -v) dest=\${arg#*:}; printf '%s\\n' "\${dest%%:*}" ;; esac; prev=$arg; done | sort | uniq -d | head -n 1)
+    if [ -n "$dests" ]; then echo "docker: Error response from daemon: Duplicate mount point: $dests" >&2; exit 125; fi ;;
   exec)
     shift; workdir=''; keep=()
     while [ "$#" -gt 0 ]; do
