@@ -8,13 +8,14 @@
 // transaction half done. The price is throughput, which a local run and a test suite do
 // not need; DynamoJobStore speaks plain DynamoDB and never knows.
 //
-// A persisted store must also survive a crash between two of those writes (kill -9, a
-// power cut). Before its first write, a transaction records its items' old images in an
+// A persisted store must also survive a crash of its process between two of those writes
+// (kill -9). Before its first write, a transaction records its items' old images in an
 // intent (items of a table of the proxy's own, INTENT_TABLE, in the same LevelDB); the
 // intent is deleted once the transaction is done or undone. Opening the folder again
 // writes back the old images of any intent left, so a transaction is found whole or not at
-// all. LevelDB applies writes in the order they were made, a power cut loses only the
-// latest of them, so the intent is always there when any of its transaction's writes is.
+// all. LevelDB applies writes in the order they were made, and a killed process loses
+// none it wrote, so the intent is always there when any of its transaction's writes is.
+// (Writes are not synced: a power cut may lose acknowledged ones, which is not handled.)
 // One trace of a cut can stay: dynalite writes an item's index entries before the item,
 // so an index may keep an entry for an item that was never written, which every reader
 // skips (DynamoDB's own eventually consistent indexes can show the same).
