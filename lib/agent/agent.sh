@@ -45,8 +45,7 @@
 # the agent's memory; what it could do with the secret is report for its own attempt.
 #
 # Needs bash 4.2 or later, curl 7.55 or later, openssl, coreutils, procps and util-linux
-# (all on Ubuntu and Amazon Linux AMIs); python3 escapes the output tail as JSON when
-# present, awk otherwise.
+# (all on Ubuntu and Amazon Linux AMIs); awk escapes the output tail as JSON.
 set -uo pipefail
 
 # Every setting is the agent's own: declared unexported, so none reaches a process the agent
@@ -386,70 +385,64 @@ stop_helper() {
 # stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
 # character cut in half at the start (tail -c) is dropped; other bytes that are not UTF-8
 # become U+FFFD, one for each ill-formed sequence (the API refuses a body that is not
-# UTF-8, and a refused report would lose the job's exit code): python3's decoder, else
-# Unicode's table of well-formed sequences in awk.
+# UTF-8, and a refused report would lose the job's exit code), by Unicode's table of
+# well-formed sequences. awk, not python3: a node may have no python3, or one behind a
+# version manager's shim that takes a second to start.
 json_string() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -I -S -c 'import json, sys
-data = sys.stdin.buffer.read().replace(b"\0", b"").lstrip(bytes(range(0x80, 0xC0)))
-text = data.decode("utf-8", "replace")
-sys.stdout.write(json.dumps(text[:-1] if text.endswith("\n") else text))'
-  else
-    tr -d '\000' | LC_ALL=C awk '
-      BEGIN {
-        for (i = 1; i < 32; i++) escaped[sprintf("%c", i)] = sprintf("\\u%04x", i)
-        escaped["\\"] = "\\\\"
-        escaped["\""] = "\\\""
-        for (i = 128; i < 256; i++) byte[sprintf("%c", i)] = i
-        replacement = "\357\277\275"
-        printf "%s", "\""
-      }
-      {
-        line = $0
-        if (NR == 1) while (length(line) > 0 && substr(line, 1, 1) >= "\200" && substr(line, 1, 1) <= "\277") line = substr(line, 2)
-        out = ""
-        n = length(line)
-        i = 1
-        while (i <= n) {
-          c = substr(line, i, 1)
-          if (!(c in byte)) {
-            out = out ((c in escaped) ? escaped[c] : c)
-            i++
-            continue
-          }
-          # A lead byte: how many bytes follow, and the range of the first of them.
-          b = byte[c]
-          low = 128; high = 191
-          if (b >= 194 && b <= 223) need = 1
-          else if (b == 224) { need = 2; low = 160 }
-          else if (b == 237) { need = 2; high = 159 }
-          else if (b >= 225 && b <= 239) need = 2
-          else if (b == 240) { need = 3; low = 144 }
-          else if (b == 244) { need = 3; high = 143 }
-          else if (b >= 241 && b <= 243) need = 3
-          else need = -1
-          if (need < 0) {
-            out = out replacement
-            i++
-            continue
-          }
-          j = i + 1
-          for (k = 0; k < need; k++) {
-            c = substr(line, j, 1)
-            if (!(c in byte) || byte[c] < low || byte[c] > high) break
-            low = 128; high = 191
-            j++
-          }
-          # Well-formed: kept. Cut short: one U+FFFD for what was read, and the byte that
-          # broke it is read again.
-          out = out ((k == need) ? substr(line, i, j - i) : replacement)
-          i = j
+  tr -d '\000' | LC_ALL=C awk '
+    BEGIN {
+      for (i = 1; i < 32; i++) escaped[sprintf("%c", i)] = sprintf("\\u%04x", i)
+      escaped["\\"] = "\\\\"
+      escaped["\""] = "\\\""
+      for (i = 128; i < 256; i++) byte[sprintf("%c", i)] = i
+      replacement = "\357\277\275"
+      printf "%s", "\""
+    }
+    {
+      line = $0
+      if (NR == 1) while (length(line) > 0 && substr(line, 1, 1) >= "\200" && substr(line, 1, 1) <= "\277") line = substr(line, 2)
+      out = ""
+      n = length(line)
+      i = 1
+      while (i <= n) {
+        c = substr(line, i, 1)
+        if (!(c in byte)) {
+          out = out ((c in escaped) ? escaped[c] : c)
+          i++
+          continue
         }
-        if (NR > 1) printf "%s", "\\n"
-        printf "%s", out
+        # A lead byte: how many bytes follow, and the range of the first of them.
+        b = byte[c]
+        low = 128; high = 191
+        if (b >= 194 && b <= 223) need = 1
+        else if (b == 224) { need = 2; low = 160 }
+        else if (b == 237) { need = 2; high = 159 }
+        else if (b >= 225 && b <= 239) need = 2
+        else if (b == 240) { need = 3; low = 144 }
+        else if (b == 244) { need = 3; high = 143 }
+        else if (b >= 241 && b <= 243) need = 3
+        else need = -1
+        if (need < 0) {
+          out = out replacement
+          i++
+          continue
+        }
+        j = i + 1
+        for (k = 0; k < need; k++) {
+          c = substr(line, j, 1)
+          if (!(c in byte) || byte[c] < low || byte[c] > high) break
+          low = 128; high = 191
+          j++
+        }
+        # Well-formed: kept. Cut short: one U+FFFD for what was read, and the byte that
+        # broke it is read again.
+        out = out ((k == need) ? substr(line, i, j - i) : replacement)
+        i = j
       }
-      END { printf "%s", "\"" }'
-  fi
+      if (NR > 1) printf "%s", "\\n"
+      printf "%s", out
+    }
+    END { printf "%s", "\"" }'
 }
 
 # The end of a log as a JSON string: the last lines, at most TAIL_BYTES of them.

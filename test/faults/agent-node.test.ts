@@ -19,7 +19,7 @@ import {
   dockerCalls,
   dockerStandIn,
   DUMP_ENV,
-  FAST_PATH,
+  MACHINE_PATH,
   INSTANCE_ARN,
   INSTANCE_ID,
   jobEnv,
@@ -216,7 +216,7 @@ describe('two cached mounts of one bucket', () => {
         ],
         mountRoot: join(dir, 'root'),
       },
-      [bin, FAST_PATH].join(delimiter),
+      [bin, MACHINE_PATH].join(delimiter),
     );
 
     expect(result.exitCode).toBe(0);
@@ -321,7 +321,7 @@ describe('a job told to stop (the node shutting down, a spot interruption)', () 
     const bin = join(dir, 'bin-ps-killed');
     mkdirSync(bin);
     writeFileSync(join(bin, 'ps'), '#!/bin/sh\nexit 143\n', { mode: 0o755 });
-    const agent = await startAgent({ spec: spec({ run: CHECKPOINTING_JOB }), nodeRank: 0, stopGraceSeconds: 10 }, [bin, FAST_PATH].join(delimiter), 20_000);
+    const agent = await startAgent({ spec: spec({ run: CHECKPOINTING_JOB }), nodeRank: 0, stopGraceSeconds: 10 }, [bin, MACHINE_PATH].join(delimiter), 20_000);
     await jobStarted();
 
     process.kill(agent.pid, 'SIGTERM');

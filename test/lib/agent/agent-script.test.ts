@@ -20,7 +20,7 @@ import {
   dockerCalls,
   dockerStandIn,
   DUMP_ENV,
-  FAST_PATH,
+  MACHINE_PATH,
   INSTANCE_ARN,
   INSTANCE_ID,
   JOB_ID,
@@ -524,8 +524,8 @@ function pathWithoutPython(): string {
 }
 
 describe.each([
-  ['with python3', () => undefined],
-  ['with awk only (no python3)', pathWithoutPython],
+  ['on this machine', () => undefined],
+  ['on an image without python3', pathWithoutPython],
 ])('the output tail, %s', (_name, makePath) => {
   it('arrives exactly as printed, whatever the characters', async () => {
     writeFileSync(join(dir, 'nasty.txt'), `${NASTY}\nsecond line\n`);
@@ -792,7 +792,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     writeFileSync(join(s3, 'datasets', 'imagenet', 'img0.jpg'), 'jpeg');
     return {
       sha,
-      path: [awsStandIns(s3), FAST_PATH].join(delimiter),
+      path: [awsStandIns(s3), MACHINE_PATH].join(delimiter),
       mounts: [
         { kind: 'upload', entry: 'dir', sha256: sha, dest: '~/sky_workdir' },
         { kind: 's3-copy', bucket: 'datasets', key: 'imagenet', dest: '~/imagenet' },
@@ -932,7 +932,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
           { kind: 's3-copy', bucket: 'team-ckpt', key: '', dest: '~/ckpt' },
         ],
       },
-      [bin, FAST_PATH].join(delimiter),
+      [bin, MACHINE_PATH].join(delimiter),
     );
     expect(ok.exitCode).toBe(0);
     expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
@@ -943,7 +943,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
 
     api.requests.length = 0;
     rmSync(join(dir, 'shut-down'));
-    await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-copy', bucket: 'datasets', key: 'typo/', dest: '~/typo' }] }, [bin, FAST_PATH].join(delimiter));
+    await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-copy', bucket: 'datasets', key: 'typo/', dest: '~/typo' }] }, [bin, MACHINE_PATH].join(delimiter));
     expect(api.reports).toEqual([
       {
         nodeRank: 0,

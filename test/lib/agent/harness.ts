@@ -4,12 +4,12 @@
 // and run as cloud-init runs user data: started by a parent that shares its process group
 // and session, so whatever the agent lets reach that group reaches the parent too.
 
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { ReportBodySchema, type ReportBody } from '../../../lib/agent/protocol.ts';
 import { renderAgentScript, type AgentScriptParams } from '../../../lib/agent/script.ts';
@@ -249,21 +249,18 @@ export function useAgentWorld(): void {
 
 export const AGENT_DEADLINE_MS = 15_000;
 
-/**
- * PATH with the real python3's folder first: a version manager's shim (pyenv) takes a
- * second per start, the agent starts python3 once per report.
- */
-export const FAST_PATH = [dirname(execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim()), process.env.PATH].join(delimiter);
+/** This machine's PATH, the one a node's agent is given unless a test takes commands away. */
+export const MACHINE_PATH = process.env.PATH ?? '';
 
 /**
- * A PATH of one folder that holds every command of FAST_PATH but `names`: a machine image
+ * A PATH of one folder that holds every command of MACHINE_PATH but `names`: a machine image
  * without them.
  */
 export function pathWithout(...names: string[]): string {
   const bin = join(dir, 'bin-without');
   mkdirSync(bin);
   const seen = new Set(names);
-  for (const folder of FAST_PATH.split(delimiter)) {
+  for (const folder of MACHINE_PATH.split(delimiter)) {
     let entries: string[];
     try {
       entries = readdirSync(folder);
@@ -341,7 +338,7 @@ export async function startAgent(
   writeFileSync(file, script);
   const parent = spawn('bash', ['-c', CLOUD_INIT_STAND_IN, 'cloud-init', file, dir], {
     cwd: dir,
-    env: { PATH: pathEnv ?? FAST_PATH, HOME: dir, DUMP_DIR: dir },
+    env: { PATH: pathEnv ?? MACHINE_PATH, HOME: dir, DUMP_DIR: dir },
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
   });
@@ -469,7 +466,7 @@ esac
 `,
     { mode: 0o755 },
   );
-  return [bin, FAST_PATH].join(delimiter);
+  return [bin, MACHINE_PATH].join(delimiter);
 }
 
 export const dockerCalls = () => readFileSync(join(dir, 'docker.log'), 'utf8').trimEnd().split('\n');
