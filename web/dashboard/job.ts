@@ -250,6 +250,7 @@ function policy(recovery: RecoveryPolicy): HTMLElement {
   if (recovery.onDemandFallbackAfter !== null) lines.push(`  on_demand_fallback_after: ${recovery.onDemandFallbackAfter}`);
   if (recovery.launchTimeoutSeconds !== undefined && recovery.launchTimeoutSeconds !== null) lines.push(`  launch_timeout: ${recovery.launchTimeoutSeconds}s`);
   if (recovery.maxRecoveries !== undefined && recovery.maxRecoveries !== null) lines.push(`  max_recoveries: ${recovery.maxRecoveries}`);
+  if (recovery.launchOnWarning !== undefined && recovery.launchOnWarning !== false) lines.push(`  launch_on_warning: ${String(recovery.launchOnWarning)}`);
   return el(
     'section',
     { class: 'policy', 'aria-labelledby': 'policy-title' },
