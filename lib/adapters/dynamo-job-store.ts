@@ -48,7 +48,7 @@ import {
 } from './dynamo-table.ts';
 import { isTerminal } from '../status.ts';
 import * as rules from './job-store-rules.ts';
-import { isHolding, isReleased } from '../standby.ts';
+import { isReleased } from '../standby.ts';
 
 /** The most keys one BatchGetItem takes. */
 const BATCH_GET_LIMIT = 100;
