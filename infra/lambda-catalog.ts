@@ -30,6 +30,9 @@ export const TASK_LAMBDAS: Readonly<Record<TaskStateName, LambdaName>> = {
   // Both waits store their token the same way; the payload names the state.
   [StateName.AwaitBoot]: LambdaName.awaitAttempt,
   [StateName.AwaitAttempt]: LambdaName.awaitAttempt,
+  // A standby is launched as any attempt is, with the same grants: one function, and its
+  // handler tells the two states apart by their payloads.
+  [StateName.LaunchStandby]: LambdaName.launchAttempt,
   [StateName.EvaluateRecoveryPolicy]: LambdaName.evaluatePolicy,
   [StateName.ReleaseInstances]: LambdaName.releaseInstances,
   [StateName.RecordControllerFailure]: LambdaName.recordControllerFailure,
@@ -103,7 +106,8 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   [LambdaName.awaitAttempt]: { store: 'write', workflow: ['resume', 'fail'], compute: false, timeoutSeconds: 30 },
   [LambdaName.evaluatePolicy]: { store: 'write', workflow: [], compute: false, notifies: true, timeoutSeconds: 30 },
   // A release waits at most RELEASE_WAIT_BUDGET_MS (40 s) for instances, plus its EC2 calls.
-  [LambdaName.releaseInstances]: { store: 'read', workflow: [], compute: 'release', secrets: ['delete'], timeoutSeconds: 150 },
+  // It writes a standby's release (launch_on_warning) when the decision does not need it.
+  [LambdaName.releaseInstances]: { store: 'write', workflow: [], compute: 'release', secrets: ['delete'], timeoutSeconds: 150 },
   [LambdaName.recordControllerFailure]: { store: 'write', workflow: [], compute: 'release', secrets: ['delete'], notifies: true, timeoutSeconds: 150 },
   [LambdaName.continueAsNew]: { store: 'write', workflow: ['start'], compute: false, timeoutSeconds: 30 },
   // API Gateway gives up after 29 s. Submit starts; heartbeat, report and cancel answer the

@@ -59,21 +59,25 @@ export function whyNotAdopt(job: JobRecord, standby: AttemptRecord): string | nu
 
 /**
  * What a node of `attempt` is told: `go` only while the attempt is the job's live one and
- * has not ended, and the job is neither over nor being cancelled (a standby becomes the live
- * one only once the attempt before it has ended and the policy relaunched the job); `hold`
- * while it is a standby after the live attempt; `stop` otherwise. Messages may arrive in any
- * order: the answer rests on the stored records alone.
+ * has not ended, the job is neither over nor being cancelled, and, for a standby, once it
+ * was adopted (which happens only after the attempt before it has ended and the policy
+ * relaunched the job); `hold` while it is a standby after the live attempt; `stop`
+ * otherwise. Messages may arrive in any order, and the job and the attempt may be read a
+ * moment apart (a standby adopted or released between the two reads): such a pair is
+ * answered `hold`, never `go`, and the node's next ask reads them again.
  */
 export function runSignal(job: JobRecord, attempt: AttemptRecord): RunAnswer {
   const which = `attempt ${attempt.attempt} of job ${job.jobId}`;
+  const stale: RunAnswer = { run: 'stop', reason: `${which} is stale: attempt ${job.attemptCount} is the live one` };
+  const hold: RunAnswer = { run: 'hold', reason: `${which} is a standby: attempt ${attempt.attempt - 1} is still the live one` };
   if (isReleased(attempt)) return { run: 'stop', reason: `${which} was a standby, released: ${attempt.standby?.releaseReason ?? 'no reason recorded'}` };
   if (attempt.outcome !== null) return { run: 'stop', reason: `${which} has ended (${attempt.outcome.kind})` };
   if (isTerminal(job.status) || job.status === JobStatus.CANCELLING) return { run: 'stop', reason: `job ${job.jobId} is ${job.status}` };
-  if (attempt.attempt === job.attemptCount) return { run: 'go', reason: `${which} is the live attempt` };
-  if (isHolding(attempt) && attempt.attempt === job.attemptCount + 1) {
-    return { run: 'hold', reason: `${which} is a standby: attempt ${job.attemptCount} is still the live one` };
-  }
-  return { run: 'stop', reason: `${which} is stale: attempt ${job.attemptCount} is the live one` };
+  const mark = attempt.standby;
+  if (mark === null || mark === undefined) return attempt.attempt === job.attemptCount ? { run: 'go', reason: `${which} is the live attempt` } : stale;
+  if (mark.adoptedAt === undefined) return attempt.attempt >= job.attemptCount && attempt.attempt <= job.attemptCount + 1 ? hold : stale;
+  if (attempt.attempt > job.attemptCount) return hold;
+  return attempt.attempt === job.attemptCount ? { run: 'go', reason: `${which} is the live attempt: attempt ${mark.for} has ended and the job relaunched` } : stale;
 }
 
 /**

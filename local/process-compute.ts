@@ -103,6 +103,13 @@ export const LOCAL_STOP_GRACE_SECONDS = 10;
 const SHUTDOWN_GRACE_MS = (LOCAL_STOP_GRACE_SECONDS + 5) * 1000;
 /** How often a local agent looks at its instance metadata for a spot interruption notice. */
 const LOCAL_INTERRUPTION_POLL_SECONDS = 0.5;
+/** How often a local standby asks whether to go on to run: the local API costs nothing to ask. */
+export const LOCAL_HOLD_POLL_SECONDS = 0.2;
+/**
+ * With launch_on_warning, how long before the instance goes a local job's grace period
+ * must have ended: the local agent's cleanup takes well under this.
+ */
+export const LOCAL_WARNING_STOP_MARGIN_SECONDS = 2;
 /** How long a local agent retries a report its runtime does not acknowledge. */
 const LOCAL_REPORT_RETRY_SECONDS = 60;
 /** How long a local agent waits before its second pull of an image (its own machine's docker). */
@@ -313,6 +320,8 @@ export class LocalProcessCompute implements Compute {
       discoveryTimeoutSeconds: 60,
       stopGraceSeconds: LOCAL_STOP_GRACE_SECONDS,
       interruptionPollSeconds: LOCAL_INTERRUPTION_POLL_SECONDS,
+      holdPollSeconds: LOCAL_HOLD_POLL_SECONDS,
+      warningStopMarginSeconds: LOCAL_WARNING_STOP_MARGIN_SECONDS,
       pullRetrySeconds: LOCAL_PULL_RETRY_SECONDS,
     });
     const scriptFile = path.join(rootDir, 'user-data.sh');

@@ -56,6 +56,10 @@ describe('what a node is told', () => {
     ['the live attempt of a job that has ended stops', { status: JobStatus.SUCCEEDED }, attempt(1), 'stop'],
     ['an older attempt stops', { attemptCount: 3 }, attempt(2), 'stop'],
     ['a standby two past the live attempt stops', {}, attempt(3, { standby: { for: 2, on: 'interruption' } }), 'stop'],
+    // The job and the attempt read a moment apart, around an adoption or a release: never go.
+    ['an adopted standby beside a job read before its adoption holds', {}, standby({ standby: { for: 1, on: 'interruption', adoptedAt: T1 } }), 'hold'],
+    ['a holding standby beside a job read after its release and retirement holds', { attemptCount: 2 }, standby(), 'hold'],
+    ['an adopted standby the job has moved past stops', { attemptCount: 3 }, standby({ standby: { for: 1, on: 'interruption', adoptedAt: T1 } }), 'stop'],
   ])('%s', (_name, fields, record, expected) => {
     expect(runSignal(job(fields), record).run).toBe(expected);
   });
