@@ -17,11 +17,12 @@ import { parseEvent } from '../shared/parse.ts';
  * machine straight to the policy.
  */
 export const handler = lambdaHandler(async (event, log): Promise<WorkflowState | StandbyResult> => {
-  const deps = { store: store(), compute: compute(), secrets: jobSecrets(), pace: pace(), clock };
+  // Built inside each path: a missing setting (ConfigurationError) is a launch failure to count.
+  const deps = () => ({ store: store(), compute: compute(), secrets: jobSecrets(), pace: pace(), clock });
   if (typeof event === 'object' && event !== null && 'standbyFor' in event) {
     const input = parseEvent(LaunchStandbyInputSchema, event, 'payload');
     withJob({ jobId: input.jobId, attempt: input.standbyFor });
-    const result = await launchStandby(input, deps);
+    const result = await launchStandby(input, deps());
     log.info('standby', { action: result.launched ? 'STANDBY_LAUNCHED' : 'NO_STANDBY', reason: result.reason, standbyAttempt: result.attempt });
     return result;
   }
@@ -29,7 +30,7 @@ export const handler = lambdaHandler(async (event, log): Promise<WorkflowState |
   withJob(state);
   let next: WorkflowState;
   try {
-    next = await launchAttempt(state, deps);
+    next = await launchAttempt(state, deps());
   } catch (error) {
     const thrown = error instanceof Error ? error : new Error(String(error));
     recordLaunchFailure(state.jobId, state.attempt + 1, thrown.name, thrown.message);
