@@ -383,6 +383,9 @@ export class LocalProcessCompute implements Compute {
         this.emit(instance, { kind: 'SPOT_INTERRUPTION_WARNING' });
         this.schedule(instance, fault.warningMs, () => void this.terminate(instance));
         return;
+      case 'rebalance':
+        this.emit(instance, { kind: 'REBALANCE_RECOMMENDATION' });
+        return;
       case 'lose':
         void this.terminate(instance, { abrupt: true });
         return;
@@ -444,13 +447,13 @@ export class LocalProcessCompute implements Compute {
   }
 
   /**
-   * EventBridge's delivery. The rule forwards interruption warnings and the states in
-   * which an instance is gone, so `running` is emitted and never delivered; the chaos plan
-   * may drop the rest of an attempt's events.
+   * EventBridge's delivery. The rules forward interruption warnings, rebalance
+   * recommendations and the states in which an instance is gone, so `running` is emitted
+   * and never delivered; the chaos plan may drop the rest of an attempt's events.
    */
   private emit(instance: LocalInstance, event: Omit<InstanceEvent, 'instanceId' | 'time'>): void {
     const full: InstanceEvent = { ...event, instanceId: instance.instanceId, time: new Date().toISOString() };
-    const forwarded = event.kind === 'SPOT_INTERRUPTION_WARNING' || (event.state !== undefined && event.state in INSTANCE_GONE_STATES);
+    const forwarded = event.kind !== 'STATE_CHANGE' || (event.state !== undefined && event.state in INSTANCE_GONE_STATES);
     const dropped = faultsOfAttempt(this.chaosOf(instance.jobId), instance.attempt).some((f) => f.kind === 'drop_events');
     const delivered = forwarded && !dropped && !this.closing;
     this.emitted.push({ event: full, delivered });
