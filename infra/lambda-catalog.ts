@@ -125,16 +125,18 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     paces: true,
     timeoutSeconds: 29,
   },
-  [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },
+  // A warning that asks for a standby (launch_on_warning) fails AwaitAttempt with StandbyWanted.
+  [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume', 'fail'], compute: false, timeoutSeconds: 30 },
   // Releases the instances of an execution that ended outside its states, as RecordControllerFailure does.
   [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', secrets: ['delete'], notifies: true, timeoutSeconds: 150 },
   // Replays dead letters (which may resume a task or release instances), then sweeps
   // for SWEEP_BUDGET_SECONDS (180 s) plus the last release's wait (40 s at most).
   // A replayed execution end can end a job. It starts the executions of queued jobs
-  // (a submit whose StartExecution was throttled).
+  // (a submit whose StartExecution was throttled). A replayed warning may ask for a
+  // standby (launch_on_warning), as on-ec2-event's does.
   [LambdaName.janitor]: {
     store: 'write',
-    workflow: ['resume', 'start'],
+    workflow: ['resume', 'fail', 'start'],
     compute: 'release',
     deadLetters: true,
     sweepsLaunchTemplates: true,
