@@ -97,12 +97,17 @@ export interface LambdaNeeds {
   readonly deletesMounts?: true;
   /** Draws on the shared launch pace, or gives a cancelled job's slot back (LAUNCH_PACE sizes it). */
   readonly paces?: true;
+  /**
+   * Starts, takes and retires standbys (launch_on_warning), whose writes check the job's
+   * live attempt in the same transaction (dynamodb:ConditionCheckItem on the table).
+   */
+  readonly writesStandbys?: true;
 }
 
 /** Each Lambda's needs; a test checks these against the ports each handler really calls. */
 export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   // Failing over across zones and types with backoff takes a while; 5 min bounds it.
-  [LambdaName.launchAttempt]: { store: 'write', workflow: [], compute: 'launch', secrets: ['get'], paces: true, timeoutSeconds: 300 },
+  [LambdaName.launchAttempt]: { store: 'write', workflow: [], compute: 'launch', secrets: ['get'], paces: true, writesStandbys: true, timeoutSeconds: 300 },
   [LambdaName.awaitAttempt]: { store: 'write', workflow: ['resume', 'fail'], compute: false, timeoutSeconds: 30 },
   [LambdaName.evaluatePolicy]: { store: 'write', workflow: [], compute: false, notifies: true, timeoutSeconds: 30 },
   // A release waits at most RELEASE_WAIT_BUDGET_MS (40 s) for instances, plus its EC2 calls.
