@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import LongestFirst from './test/sequencer.ts';
 
 export default defineConfig({
   test: {
@@ -8,9 +9,11 @@ export default defineConfig({
     // `npm run test:aws` (vitest.aws.config.mts).
     exclude: [...configDefaults.exclude, 'test/browser/**', 'test/aws/**'],
     setupFiles: ['test/setup.ts'],
-    // Many tests wait on real processes (a 90 s job, a 60 s wait for capacity) rather
-    // than use the CPU: three workers let them wait beside the others on two cores.
-    maxWorkers: 3,
+    // Many files wait on real processes (a 90 s job, a 60 s wait for capacity) rather than
+    // use the CPU: they start first (test/sequencer.ts), and five workers let the files
+    // that do use it run beside them on two cores.
+    sequence: { sequencer: LongestFirst },
+    maxWorkers: 5,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     coverage: {

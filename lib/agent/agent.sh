@@ -699,13 +699,20 @@ run_phase() {
   rm -f "$fifo"
 }
 
-# Whether a live process (a zombie is dead) is left in process group $1.
+# Whether a live process (a zombie is dead) is left in process group $1. A node that shuts
+# down signals every process once, and ps handles SIGTERM itself (whatever it inherited): a
+# ps or awk that did not finish says nothing, and the kernel is asked instead, as it is
+# when the image has no ps.
 group_alive() {
-  if ! command -v ps >/dev/null 2>&1; then
-    kill -0 -- "-$1" 2>/dev/null
-    return
+  local table
+  if table=$(ps -A -o pgid= -o stat= 2>/dev/null); then
+    awk -v group="$1" '$1 == group && $2 !~ /^Z/ { found = 1 } END { exit !found }' <<<"$table"
+    case $? in
+      0) return 0 ;;
+      1) return 1 ;;
+    esac
   fi
-  ps -A -o pgid= -o stat= 2>/dev/null | awk -v group="$1" '$1 == group && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+  kill -0 -- "-$1" 2>/dev/null
 }
 
 # Stops the running phase, if one runs: SIGTERM to its whole process group (in a container,

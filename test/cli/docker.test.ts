@@ -2,11 +2,11 @@
 // where docker cannot run containers, and run through docker where it can. Docker itself
 // is a stand-in on PATH that records its calls and runs `docker exec`'s command here.
 
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../lib/views.ts';
-import { killStrayClis, parseStdout, removeTempDirs, runCli, SLOW, tempDir, writeTask } from './helpers.ts';
+import { killStrayClis, parseStdout, removeTempDirs, runCli, SLOW, standInDocker, tempDir, writeTask } from './helpers.ts';
 
 afterAll(async () => {
   killStrayClis();
@@ -15,30 +15,11 @@ afterAll(async () => {
 
 const TASK = 'resources:\n  image_id: docker:ubuntu:22.04\nrun: |\n  echo "in container: $IN_CONTAINER"\n';
 
-/** A `docker` whose `info` succeeds or fails; every call is appended to $DOCKER_LOG. */
-function standInDocker(dir: string, usable: boolean): string {
-  const script = `#!/bin/bash
-printf '%s\\n' "$*" >> "$DOCKER_LOG"
-case "$1" in
-  info) ${usable ? "echo 28.2.2" : "echo 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock' >&2; exit 1"} ;;
-  exec)
-    shift; workdir=''
-    while [ "$#" -gt 0 ]; do case "$1" in -i) shift ;; -w) workdir=$2; shift 2 ;; -e) shift 2 ;; *) break ;; esac; done
-    shift
-    cd "$workdir" && exec env IN_CONTAINER=yes "$@" ;;
-esac
-`;
-  const file = join(dir, 'docker');
-  writeFileSync(file, script);
-  chmodSync(file, 0o755);
-  return [dir, process.env.PATH].join(delimiter);
-}
-
 describe('a task with a Docker image, locally', () => {
   it('is refused at submit where docker cannot run containers, naming the field and why', async () => {
     const dir = await tempDir('docker-unusable');
     const file = await writeTask(dir, 'task.yaml', TASK);
-    const env = { PATH: standInDocker(dir, false), DOCKER_LOG: join(dir, 'docker.log') };
+    const env = { PATH: standInDocker(dir, { usable: false }), DOCKER_LOG: join(dir, 'docker.log') };
 
     const result = await runCli(['run', file, '--data-dir', join(dir, 'data')], { cwd: dir, env });
 
@@ -52,7 +33,7 @@ describe('a task with a Docker image, locally', () => {
       const dir = await tempDir('docker-usable');
       const file = await writeTask(dir, 'task.yaml', TASK);
       const log = join(dir, 'docker.log');
-      const env = { PATH: standInDocker(dir, true), DOCKER_LOG: log };
+      const env = { PATH: standInDocker(dir), DOCKER_LOG: log };
 
       const result = await runCli(['run', file, '--json', '--data-dir', join(dir, 'data')], { cwd: dir, env });
 

@@ -3,10 +3,10 @@
 
 import type { Io } from '../../cli/exit.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { waitFor } from '../fixtures/wait.ts';
 import { fileURLToPath } from 'node:url';
 import { serverInfoPath, type ServerInfo } from '../../local/server-info.ts';
@@ -202,3 +202,34 @@ export function bufferIo(): Io & { stdout: string[]; stderr: string[] } {
 }
 
 export { waitFor };
+
+/** Docker Hub's answer to a pull past its rate limit. */
+export const PULL_RATE_LIMITED = 'toomanyrequests: You have reached your pull rate limit';
+
+/**
+ * A `docker` on PATH (the returned PATH): every call appended to $DOCKER_LOG; `info` fails
+ * as with no daemon unless `usable`; the first `pullFailures` pulls are rate limited;
+ * `exec` runs its command on this machine with IN_CONTAINER=yes.
+ */
+export function standInDocker(dir: string, options: { usable?: boolean; pullFailures?: number } = {}): string {
+  const info = options.usable === false ? "echo 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock' >&2; exit 1" : 'echo 28.2.2';
+  const script = `#!/bin/bash
+printf '%s\\n' "$*" >> "$DOCKER_LOG"
+case "$1" in
+  info) ${info} ;;
+  pull)
+    pulls=$(grep -c '^pull ' "$DOCKER_LOG")
+    if [ "$pulls" -le ${options.pullFailures ?? 0} ]; then echo "${PULL_RATE_LIMITED}" >&2; exit 1; fi
+    echo "pulled $2" ;;
+  exec)
+    shift; workdir=''
+    while [ "$#" -gt 0 ]; do case "$1" in -i) shift ;; -w) workdir=$2; shift 2 ;; -e) shift 2 ;; *) break ;; esac; done
+    shift
+    cd "$workdir" && exec env IN_CONTAINER=yes "$@" ;;
+esac
+`;
+  const file = join(dir, 'docker');
+  writeFileSync(file, script);
+  chmodSync(file, 0o755);
+  return [dir, process.env.PATH].join(delimiter);
+}

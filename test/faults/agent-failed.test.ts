@@ -4,41 +4,16 @@
 // `run --json`, `status` and `logs` say which step failed and why. Docker is a stand-in on
 // PATH that records its calls and runs `docker exec`'s command on this machine.
 
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../lib/views.ts';
-import { killStrayClis, parseStdout, removeTempDirs, runCli, SLOW, tempDir, writeTask } from '../cli/helpers.ts';
+import { killStrayClis, parseStdout, PULL_RATE_LIMITED, removeTempDirs, runCli, SLOW, standInDocker, tempDir, writeTask } from '../cli/helpers.ts';
 
 afterAll(async () => {
   killStrayClis();
   await removeTempDirs();
 });
-
-const RATE_LIMITED = 'toomanyrequests: You have reached your pull rate limit';
-
-/** A `docker` whose first `failures` pulls are rate limited; every call is appended to $DOCKER_LOG. */
-function rateLimitedDocker(dir: string, failures: number): string {
-  const script = `#!/bin/bash
-printf '%s\\n' "$*" >> "$DOCKER_LOG"
-case "$1" in
-  info) echo 28.2.2 ;;
-  pull)
-    pulls=$(grep -c '^pull ' "$DOCKER_LOG")
-    if [ "$pulls" -le ${failures} ]; then echo "${RATE_LIMITED}" >&2; exit 1; fi
-    echo "pulled $2" ;;
-  exec)
-    shift; workdir=''
-    while [ "$#" -gt 0 ]; do case "$1" in -i) shift ;; -w) workdir=$2; shift 2 ;; -e) shift 2 ;; *) break ;; esac; done
-    shift
-    cd "$workdir" && exec env IN_CONTAINER=yes "$@" ;;
-esac
-`;
-  const file = join(dir, 'docker');
-  writeFileSync(file, script);
-  chmodSync(file, 0o755);
-  return [dir, process.env.PATH].join(delimiter);
-}
 
 describe("the agent's own failure, end to end", () => {
   it(
@@ -50,7 +25,7 @@ describe("the agent's own failure, end to end", () => {
         'task.yaml',
         'resources:\n  image_id: docker:ubuntu:22.04\n  job_recovery:\n    max_restarts_on_errors: 0\nrun: |\n  echo "in container: $IN_CONTAINER"\n',
       );
-      const env = { PATH: rateLimitedDocker(dir, 3), DOCKER_LOG: join(dir, 'docker.log') };
+      const env = { PATH: standInDocker(dir, { pullFailures: 3 }), DOCKER_LOG: join(dir, 'docker.log') };
       const data = join(dir, 'data');
 
       const result = await runCli(['run', file, '--json', '--data-dir', data], { cwd: dir, env });
@@ -58,7 +33,7 @@ describe("the agent's own failure, end to end", () => {
       expect(result.code, result.stderr).toBe(0);
       const view = parseStdout<JobView>(result);
       expect(view).toMatchObject({ status: 'SUCCEEDED', restartsOnErrors: 0, recoveryCount: 1 });
-      const error = `could not pull ubuntu:22.04 in 3 tries: ${RATE_LIMITED}`;
+      const error = `could not pull ubuntu:22.04 in 3 tries: ${PULL_RATE_LIMITED}`;
       expect(view.attempts).toMatchObject([
         { attempt: 1, outcome: 'AGENT_FAILED', phase: 'setup', exitCodes: [null], decision: 'RECOVER', agentFailure: { nodeRank: 0, step: 'image-pull', error } },
         { attempt: 2, outcome: 'EXITED', exitCodes: [0], decision: 'SUCCEED', agentFailure: null },
@@ -74,7 +49,7 @@ describe("the agent's own failure, end to end", () => {
 
       const logs = await runCli(['logs', view.jobId, '--attempt', '1', '--data-dir', data], { cwd: dir, env });
       expect(logs.code).toBe(0);
-      expect(logs.stdout).toContain(RATE_LIMITED);
+      expect(logs.stdout).toContain(PULL_RATE_LIMITED);
       expect(logs.stdout).toContain(`(node 0: relaunch's agent failed at image-pull before setup, not the job: ${error})`);
     },
     SLOW,

@@ -292,6 +292,24 @@ describe('a job told to stop (the node shutting down, a spot interruption)', () 
     expect(agentProcesses()).toEqual([]);
   });
 
+  it("still gets its grace period when the shutdown's sweep kills the agent's own ps", async () => {
+    // A node's shutdown signals every process once; one that hits a `ps` the agent just
+    // started (ps handles SIGTERM itself, whatever it inherited) ends it with 143. Here
+    // every ps dies so: the agent must not take that for a job that has ended.
+    const bin = join(dir, 'bin-ps-killed');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'ps'), '#!/bin/sh\nexit 143\n', { mode: 0o755 });
+    const agent = await startAgent({ spec: spec({ run: CHECKPOINTING_JOB }), nodeRank: 0, stopGraceSeconds: 10 }, [bin, FAST_PATH].join(delimiter), 20_000);
+    await jobStarted();
+
+    process.kill(agent.pid, 'SIGTERM');
+    const result = await agent.done;
+
+    expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe('step-42\n');
+    expect(linesInOrder(readFileSync(join(dir, 'agent', 'run.log'), 'utf8'), CHECKPOINT_LINES)).toEqual(CHECKPOINT_LINES);
+    expect(result.shutDown).toBe(true);
+  });
+
   it('is killed at the end of its grace period when it does not stop', async () => {
     const stubborn = `trap 'echo ignoring SIGTERM' TERM; ${STARTED}; while :; do sleep 0.1; done`;
     const agent = await startAgent({ spec: spec({ run: stubborn }), nodeRank: 0, stopGraceSeconds: 1 }, undefined, 20_000);

@@ -36,12 +36,14 @@ describe('a job that saves a checkpoint when it is told to stop', () => {
 
     await t.runtime.cancel(jobId);
     const job = await finish(t, jobId);
+    // The job is CANCELLED once its instance is told to go; the node then takes its grace
+    // period to stop (as an EC2 instance shuts down after TerminateInstances answers).
+    await waitFor(`the processes of ${jobId} to be gone`, () => (processesOfJob(jobId).length === 0 ? true : undefined), 15_000);
 
     expect(job.view.status).toBe('CANCELLED');
     expect(readFileSync(path.join(work, 'checkpoint'), 'utf8')).toBe('step-42\n');
     const log = readFileSync(path.join(nodeDir(t.dataDir, jobId, 1, 0), 'run.log'), 'utf8');
     expect(linesInOrder(log, ['training', 'got SIGTERM, saving', 'saved'])).toEqual(['training', 'got SIGTERM, saving', 'saved']);
-    await waitFor(`the processes of ${jobId} to be gone`, () => (processesOfJob(jobId).length === 0 ? true : undefined), 15_000);
   });
 
   it('gets its grace period on a spot preemption, and the next attempt resumes from it', { timeout: 90_000 }, async () => {
