@@ -9,6 +9,9 @@ import type { Io } from './exit.ts';
 import type { JobsClient, Pacing } from './jobs-client.ts';
 import { attemptLogs, readLogFrom, type PhaseLog } from '../local/paths.ts';
 
+/** Polls after the job's end that wait for a standby's release (launch_on_warning) to show. */
+const POLLS_FOR_RELEASE = 10;
+
 /** Each poll that finds the job unchanged makes the next wait this much longer. */
 const POLL_GROWTH = 1.5;
 /** A poll's wait is moved up to this fraction either way at random (within the pacing's bounds). */
@@ -48,11 +51,17 @@ export async function followJob(client: JobsClient, jobId: string, io: Io, optio
   const random = options.random ?? Math.random;
   let seen = '';
   let unchangedPolls = 0;
+  let pollsAfterEnd = 0;
   for (;;) {
     const view = await client.getJob(jobId);
     const events = client.listEvents === undefined ? null : await client.listEvents(jobId);
     printer.show(view, events);
-    if (isTerminal(view.status) || options.signal?.aborted === true) return view;
+    if (options.signal?.aborted === true) return view;
+    // A standby still holding when the job ends is released by the step after the
+    // decision: a few more polls show that, unless it takes longer.
+    const holding = view.attempts.some((attempt) => attempt.standby?.state === 'holding');
+    if (isTerminal(view.status) && (!holding || pollsAfterEnd >= POLLS_FOR_RELEASE)) return view;
+    if (isTerminal(view.status)) pollsAfterEnd += 1;
     const now = JSON.stringify([view, events?.length ?? 0]);
     unchangedPolls = now === seen ? unchangedPolls + 1 : 0;
     seen = now;
@@ -76,6 +85,8 @@ export function pollDelayMs(pacing: Pacing, unchangedPolls: number, random: () =
 class Progress {
   private readonly launched = new Set<number>();
   private readonly decided = new Set<number>();
+  /** Standbys whose release was shown. */
+  private readonly released = new Set<number>();
   private eventsShown = 0;
   private status: JobStatus | null = null;
   private readonly logs = new LogTail();
@@ -95,8 +106,13 @@ class Progress {
     for (const attempt of view.attempts) {
       const placed = attempt.placement !== null || attempt.outcome !== null;
       if (this.options.progress && placed && !this.launched.has(attempt.attempt)) {
-        this.io.out(`${attempt.startedAt.slice(11, 19)} attempt ${attempt.attempt} ${where(attempt)}`);
+        const standby = attempt.standby === null ? '' : ` as the standby of attempt ${attempt.standby.for}`;
+        this.io.out(`${attempt.startedAt.slice(11, 19)} attempt ${attempt.attempt} ${where(attempt)}${standby}`);
         this.launched.add(attempt.attempt);
+      }
+      if (this.options.progress && attempt.standby?.state === 'released' && !this.released.has(attempt.attempt)) {
+        this.io.out(`${(attempt.standby.releasedAt ?? attempt.startedAt).slice(11, 19)} attempt ${attempt.attempt} released, charged to nothing: ${attempt.standby.releaseReason ?? ''}`);
+        this.released.add(attempt.attempt);
       }
       if (this.options.output && this.client.dataDir !== null) {
         const text = this.logs.read(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt));

@@ -1,4 +1,4 @@
-// Ec2EventForwarderStack: in a failover region, the same two EC2 event rules as the home
+// Ec2EventForwarderStack: in a failover region, the same three EC2 event rules as the home
 // region's, sending what they match to the home region's default bus, where relaunch's
 // own rules pick it up. Without it, an attempt preempted there is only noticed when its
 // heartbeats stop.
@@ -37,13 +37,14 @@ export class Ec2EventForwarderStack extends Stack {
       env: { ...stackProps.env, region },
     });
     // Same account (the stack's). EventBridge delivers across regions as this role, which
-    // may put events on that one bus; both rules share it.
+    // may put events on that one bus; every rule shares it.
     const home = events.EventBus.fromEventBusArn(this, 'HomeBus', `arn:${this.partition}:events:${homeRegion}:${this.account}:event-bus/default`);
     const role = new iam.Role(this, 'Forwarder', { assumedBy: new iam.ServicePrincipal('events.amazonaws.com') });
     // What cannot reach the home bus waits here; the home region's janitor replays it.
     const undelivered = deadLetterQueue(this, 'Undelivered', forwardedDeadLetterQueueName(namePrefix));
     const target = new targets.EventBus(home, { role, deadLetterQueue: undelivered });
     new events.Rule(this, 'SpotInterruption', { ...EC2_EVENT_PATTERNS.interruption, targets: [target] });
+    new events.Rule(this, 'RebalanceRecommendation', { ...EC2_EVENT_PATTERNS.rebalance, targets: [target] });
     new events.Rule(this, 'InstanceGone', { ...EC2_EVENT_PATTERNS.gone, targets: [target] });
   }
 }

@@ -30,6 +30,9 @@ export const TASK_LAMBDAS: Readonly<Record<TaskStateName, LambdaName>> = {
   // Both waits store their token the same way; the payload names the state.
   [StateName.AwaitBoot]: LambdaName.awaitAttempt,
   [StateName.AwaitAttempt]: LambdaName.awaitAttempt,
+  // A standby is launched as any attempt is, with the same grants: one function, and its
+  // handler tells the two states apart by their payloads.
+  [StateName.LaunchStandby]: LambdaName.launchAttempt,
   [StateName.EvaluateRecoveryPolicy]: LambdaName.evaluatePolicy,
   [StateName.ReleaseInstances]: LambdaName.releaseInstances,
   [StateName.RecordControllerFailure]: LambdaName.recordControllerFailure,
@@ -94,16 +97,22 @@ export interface LambdaNeeds {
   readonly deletesMounts?: true;
   /** Draws on the shared launch pace, or gives a cancelled job's slot back (LAUNCH_PACE sizes it). */
   readonly paces?: true;
+  /**
+   * Starts, takes and retires standbys (launch_on_warning), whose writes check the job's
+   * live attempt in the same transaction (dynamodb:ConditionCheckItem on the table).
+   */
+  readonly writesStandbys?: true;
 }
 
 /** Each Lambda's needs; a test checks these against the ports each handler really calls. */
 export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   // Failing over across zones and types with backoff takes a while; 5 min bounds it.
-  [LambdaName.launchAttempt]: { store: 'write', workflow: [], compute: 'launch', secrets: ['get'], paces: true, timeoutSeconds: 300 },
+  [LambdaName.launchAttempt]: { store: 'write', workflow: [], compute: 'launch', secrets: ['get'], paces: true, writesStandbys: true, timeoutSeconds: 300 },
   [LambdaName.awaitAttempt]: { store: 'write', workflow: ['resume', 'fail'], compute: false, timeoutSeconds: 30 },
   [LambdaName.evaluatePolicy]: { store: 'write', workflow: [], compute: false, notifies: true, timeoutSeconds: 30 },
   // A release waits at most RELEASE_WAIT_BUDGET_MS (40 s) for instances, plus its EC2 calls.
-  [LambdaName.releaseInstances]: { store: 'read', workflow: [], compute: 'release', secrets: ['delete'], timeoutSeconds: 150 },
+  // It writes a standby's release (launch_on_warning) when the decision does not need it.
+  [LambdaName.releaseInstances]: { store: 'write', workflow: [], compute: 'release', secrets: ['delete'], timeoutSeconds: 150 },
   [LambdaName.recordControllerFailure]: { store: 'write', workflow: [], compute: 'release', secrets: ['delete'], notifies: true, timeoutSeconds: 150 },
   [LambdaName.continueAsNew]: { store: 'write', workflow: ['start'], compute: false, timeoutSeconds: 30 },
   // API Gateway gives up after 29 s. Submit starts; heartbeat, report and cancel answer the
@@ -121,16 +130,18 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     paces: true,
     timeoutSeconds: 29,
   },
-  [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume'], compute: false, timeoutSeconds: 30 },
+  // A warning that asks for a standby (launch_on_warning) fails AwaitAttempt with StandbyWanted.
+  [LambdaName.onEc2Event]: { store: 'write', workflow: ['resume', 'fail'], compute: false, timeoutSeconds: 30 },
   // Releases the instances of an execution that ended outside its states, as RecordControllerFailure does.
   [LambdaName.onExecutionEnded]: { store: 'write', workflow: [], compute: 'release', secrets: ['delete'], notifies: true, timeoutSeconds: 150 },
   // Replays dead letters (which may resume a task or release instances), then sweeps
   // for SWEEP_BUDGET_SECONDS (180 s) plus the last release's wait (40 s at most).
   // A replayed execution end can end a job. It starts the executions of queued jobs
-  // (a submit whose StartExecution was throttled).
+  // (a submit whose StartExecution was throttled). A replayed warning may ask for a
+  // standby (launch_on_warning), as on-ec2-event's does.
   [LambdaName.janitor]: {
     store: 'write',
-    workflow: ['resume', 'start'],
+    workflow: ['resume', 'fail', 'start'],
     compute: 'release',
     deadLetters: true,
     sweepsLaunchTemplates: true,

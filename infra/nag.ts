@@ -46,16 +46,19 @@ export function renderCfn(value: unknown): string {
 
 /**
  * Acknowledges AwsSolutions-IAM5 for each wildcard resource of every policy under `scope`
- * that a reason above covers. Call it once every grant is made.
+ * that a reason above covers. Call it once every grant is made. A role's default policy is
+ * acknowledged on its role: a policy past IAM's inline size is split at synth into the
+ * role's overflow managed policies, which then carry some of its statements.
  */
 export function acknowledgeWildcards(scope: Construct): void {
   const stack = Stack.of(scope);
   for (const policy of scope.node.findAll().filter((c): c is iam.Policy => c instanceof iam.Policy)) {
     const document = stack.resolve(policy.document.toJSON()) as { Statement?: { Resource?: unknown }[] } | undefined;
     const resources = new Set((document?.Statement ?? []).flatMap((s) => [s.Resource ?? []].flat().map(renderCfn)));
+    const owner = policy.node.scope instanceof iam.Role ? policy.node.scope : policy;
     for (const resource of resources) {
       const reason = WILDCARD_REASONS.find(([pattern]) => resource.includes('*') && pattern.test(resource))?.[1];
-      if (reason !== undefined) Validations.of(policy).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource}]`, reason });
+      if (reason !== undefined) Validations.of(owner).acknowledge({ id: `AwsSolutions-IAM5[Resource::${resource}]`, reason });
     }
   }
 }

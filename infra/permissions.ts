@@ -12,12 +12,17 @@ import type { JobSecretsCall, WorkflowCall } from './lambda-catalog.ts';
 /** Table actions the stores use (a TransactWriteItems is authorized as its Puts and Updates; a list reads jobs with BatchGetItem; a cancel deletes its launch slot's item). */
 const TABLE_READ = ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem'];
 const TABLE_WRITE = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
+/** A standby's start and retirement check the job's live attempt in their transaction (its ConditionCheck). */
+const TABLE_STANDBY_CHECK = ['dynamodb:ConditionCheckItem'];
 
-/** Reads the table and queries its indexes; `write` adds the conditional writes. */
-export function grantTable(grantee: iam.IGrantable, table: dynamodb.ITable, access: 'read' | 'write'): void {
+/**
+ * Reads the table and queries its indexes; `write` adds the conditional writes, and
+ * `standbys` the condition check that writing standbys takes (launch_on_warning).
+ */
+export function grantTable(grantee: iam.IGrantable, table: dynamodb.ITable, access: 'read' | 'write', standbys = false): void {
   iam.Grant.addToPrincipal({
     grantee,
-    actions: access === 'write' ? [...TABLE_READ, ...TABLE_WRITE] : TABLE_READ,
+    actions: access === 'write' ? [...TABLE_READ, ...TABLE_WRITE, ...(standbys ? TABLE_STANDBY_CHECK : [])] : TABLE_READ,
     resourceArns: [table.tableArn],
   });
   iam.Grant.addToPrincipal({ grantee, actions: ['dynamodb:Query'], resourceArns: [`${table.tableArn}/index/*`] });

@@ -137,7 +137,7 @@ export class Relaunch extends Construct {
     for (const name of LAMBDA_NAMES) {
       const fn = this.functions.functions[name];
       const needs = LAMBDA_NEEDS[name];
-      grantTable(fn, this.table.table, needs.store);
+      grantTable(fn, this.table.table, needs.store, needs.writesStandbys === true);
       grantWorkflow(fn, controller, needs.workflow);
       if (needs.compute !== false) grantCompute(fn, launchScope, needs.compute);
       if (needs.sweepsLaunchTemplates === true) grantSweepLaunchTemplates(fn, launchScope);

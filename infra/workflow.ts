@@ -25,6 +25,7 @@ import {
   LAUNCHED_PATH,
   LAUNCH_WAIT_SECONDS_PATH,
   HEARTBEAT_TIMEOUT_SECONDS,
+  STANDBY_PATH,
   LAMBDA_CRASH_ERRORS,
   LAMBDA_TRANSIENT_ERRORS,
   StateName,
@@ -118,6 +119,11 @@ export function taskTimeoutSeconds(state: TaskStateName): number {
  * An attempt has two clocks: AwaitBoot ends when every node has sent its first heartbeat,
  * and times out after the job's boot_timeout (TimeoutSecondsPath); AwaitAttempt then
  * waits for the end, failing after HEARTBEAT_TIMEOUT_SECONDS without a heartbeat.
+ *
+ * A warning that asks for a standby (launch_on_warning) fails AwaitAttempt with
+ * StandbyWanted: AwaitAttempt → LaunchStandby → AwaitAttempt, two transitions, and the
+ * standby's result at STANDBY_PATH for the console. The relaunch after the warned attempt
+ * then takes the standby in LaunchAttempt, launching nothing.
  */
 export function buildControllerDefinition(scope: Construct, fns: ControllerTasks): sfn.IChainable {
   const controllerFailed = sfn.Fail.jsonPath(scope, StateName.ControllerFailed, {
@@ -147,6 +153,14 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
   release.addRetry({ errors: [InstancesStillRunningError.errorName], interval: Duration.seconds(30), maxAttempts: 4, backoffRate: 1.5 });
   const continueAsNew = handlerTask(StateName.ContinueAsNewExecution);
 
+  // A warning on the live attempt asks for its standby: launched as any attempt is, by
+  // LaunchAttempt's function, given the job and the warned attempt; then the wait goes on.
+  const launchStandby = lambdaTask(scope, StateName.LaunchStandby, fns, {
+    payload: sfn.TaskInput.fromObject({ jobId: sfn.JsonPath.stringAt(JOB_ID_PATH), standbyFor: sfn.JsonPath.numberAt(ATTEMPT_PATH) }),
+    resultPath: STANDBY_PATH,
+  });
+  launchStandby.addCatch(recordControllerFailure, { errors: [WorkflowError.All], resultPath: CONTROLLER_ERROR_PATH });
+
   // Each wait stores its token on the attempt; the payload says which state it belongs to.
   const awaitTask = (name: typeof StateName.AwaitBoot | typeof StateName.AwaitAttempt, timing: Partial<tasks.LambdaInvokeJsonPathProps>) => {
     const task = tasks.LambdaInvoke.jsonPath(scope, name, {
@@ -173,6 +187,9 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
       errors: [WorkflowError.HeartbeatTimeout, WorkflowError.Timeout, WorkflowError.JobCancelled],
       resultPath: AWAIT_ERROR_PATH,
     });
+    // The attempt runs on: the error is no fact about it, so the state keeps none of it (the
+    // console shows it, with its cause, as the wait's end).
+    if (name === StateName.AwaitAttempt) task.addCatch(launchStandby, { errors: [WorkflowError.StandbyWanted], resultPath: sfn.JsonPath.DISCARD });
     task.addCatch(recordControllerFailure, { errors: [WorkflowError.All], resultPath: CONTROLLER_ERROR_PATH });
     return task;
   };
@@ -222,6 +239,7 @@ export function buildControllerDefinition(scope: Construct, fns: ControllerTasks
   // AwaitAttempt then resumes itself at once.
   awaitBoot.next(awaitAttempt);
   awaitAttempt.next(evaluate);
+  launchStandby.next(awaitAttempt);
   evaluate.next(release);
   release.next(nextStep);
   wait.next(launch);
@@ -238,7 +256,7 @@ function lambdaTask(
   scope: Construct,
   name: TaskStateName,
   fns: ControllerTasks,
-  options: { resultPath?: string; resultSelector?: Record<string, unknown> },
+  options: { resultPath?: string; resultSelector?: Record<string, unknown>; payload?: sfn.TaskInput },
 ): tasks.LambdaInvoke {
   const task = tasks.LambdaInvoke.jsonPath(scope, name, {
     stateName: name,

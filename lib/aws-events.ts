@@ -9,17 +9,24 @@ import { ExecutionInputSchema } from './workflow/contract.ts';
 /** The instance states that end an attempt: the EventBridge rule forwards only these. */
 export const GONE_STATE_NAMES = Object.keys(INSTANCE_GONE_STATES);
 
-/** The detail-types the InstanceEvents rule forwards. */
+/** The detail-types the InstanceEvents rules forward. */
 export const EC2_DETAIL_TYPES = {
   interruption: 'EC2 Spot Instance Interruption Warning',
+  /** EC2's word that a spot instance is at an elevated risk of interruption, often before the warning. */
+  rebalance: 'EC2 Instance Rebalance Recommendation',
   stateChange: 'EC2 Instance State-change Notification',
 } as const;
 
 const instanceId = z.string().check(z.regex(/^i-[0-9a-f]+$/));
-/** The two EC2 events, with the fields the handler reads. */
+/** The three EC2 events, with the fields the handler reads. */
 export const Ec2EventSchema = z.discriminatedUnion('detail-type', [
   z.object({
     'detail-type': z.literal(EC2_DETAIL_TYPES.interruption),
+    time: z.string(),
+    detail: z.object({ 'instance-id': instanceId }),
+  }),
+  z.object({
+    'detail-type': z.literal(EC2_DETAIL_TYPES.rebalance),
     time: z.string(),
     detail: z.object({ 'instance-id': instanceId }),
   }),
@@ -32,9 +39,15 @@ export const Ec2EventSchema = z.discriminatedUnion('detail-type', [
 
 /** An EC2 event as `onInstanceEvent` takes it. */
 export function instanceEventOf(event: z.infer<typeof Ec2EventSchema>): InstanceEvent {
-  return event['detail-type'] === EC2_DETAIL_TYPES.interruption
-    ? { instanceId: event.detail['instance-id'], kind: 'SPOT_INTERRUPTION_WARNING', time: event.time }
-    : { instanceId: event.detail['instance-id'], kind: 'STATE_CHANGE', state: event.detail.state, time: event.time };
+  const instanceId = event.detail['instance-id'];
+  switch (event['detail-type']) {
+    case EC2_DETAIL_TYPES.interruption:
+      return { instanceId, kind: 'SPOT_INTERRUPTION_WARNING', time: event.time };
+    case EC2_DETAIL_TYPES.rebalance:
+      return { instanceId, kind: 'REBALANCE_RECOMMENDATION', time: event.time };
+    case EC2_DETAIL_TYPES.stateChange:
+      return { instanceId, kind: 'STATE_CHANGE', state: event.detail.state, time: event.time };
+  }
 }
 
 

@@ -119,6 +119,32 @@ export interface StoredDecision {
   readonly counters?: RecoveryCounters;
 }
 
+/**
+ * EC2's two warnings that a spot instance may go: the interruption warning (two minutes
+ * before), and the rebalance recommendation (an elevated risk, often earlier).
+ */
+export type WarningKind = 'interruption' | 'rebalance';
+
+/**
+ * What makes an attempt a standby: launched early by a warning on the attempt before it
+ * (`launch_on_warning`), its nodes run setup and hold before run. It becomes the job's live
+ * attempt (adopted) once the attempt before it has ended and the policy relaunched the
+ * job; otherwise it is let go without running run (released), and charged to nothing.
+ * The optional fields are absent, never null, until they happen.
+ */
+export interface StandbyMark {
+  /** The attempt whose warning launched it (this attempt's number minus one). */
+  readonly for: number;
+  /** The warning that launched it. */
+  readonly on: WarningKind;
+  /** When the relaunch after `for` made it the job's live attempt. */
+  readonly adoptedAt?: string;
+  /** When it was let go without running run. */
+  readonly releasedAt?: string;
+  /** Why it was let go: not needed (the attempt before it succeeded, the job was cancelled), or not launched. */
+  readonly releaseReason?: string;
+}
+
 /** One launch of a job, from placement to outcome and decision. */
 export interface AttemptRecord {
   readonly jobId: string;
@@ -149,6 +175,20 @@ export interface AttemptRecord {
   readonly nodesHeardFrom: readonly number[];
   /** When EC2 warned that a spot instance of this attempt will be reclaimed. */
   readonly interruptionNoticedAt: string | null;
+  /**
+   * When EC2 recommended rebalancing away from an instance of this attempt; noted only for
+   * a job with `launch_on_warning: rebalance` (it asks for a standby, and decides nothing).
+   * null or absent: none.
+   */
+  readonly rebalanceNoticedAt?: string | null;
+  /** Set when this attempt is a standby (launch_on_warning); null or absent for any other. */
+  readonly standby?: StandbyMark | null;
+  /**
+   * When a node of this standby was first told to go on to run, once adopted; null or
+   * absent otherwise (an attempt that never held starts run as its setup report is taken).
+   */
+  readonly runStartedAt?: string | null;
+  /** When the attempt ended; for a standby let go unused, when it was released. */
   readonly endedAt: string | null;
 }
 

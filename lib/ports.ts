@@ -97,6 +97,36 @@ export interface JobStore {
   recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord>;
   /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
   noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
+  /** Notes EC2's rebalance recommendation (first one wins, none once ended); returns the attempt. */
+  noteRebalance(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
+
+  /**
+   * Starts attempt `attempt.attempt` as a standby (its `standby` mark set) beside the live
+   * attempt `attempt.standby.for`: written only if the job's attemptCount is that live
+   * attempt and no attempt of this number exists. The job's attemptCount is left as it is:
+   * the warned attempt stays the live one. ConcurrentUpdateError otherwise.
+   */
+  putStandby(attempt: AttemptRecord): Promise<void>;
+  /**
+   * Makes standby `attempt` the job's live attempt: attemptCount moves from `attempt - 1`
+   * to `attempt` and the standby is marked adopted at `at`, in one write, only while it is
+   * neither adopted nor released. ConcurrentUpdateError otherwise.
+   */
+  adoptStandby(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
+  /**
+   * Lets standby `attempt` go unused: marked released at `at` for `reason` (and ended then,
+   * unless it had ended already), only while it is neither adopted nor released. Returns
+   * the attempt as it now is, and whether this call released it.
+   */
+  releaseStandby(jobId: string, attempt: number, at: string, reason: string): Promise<{ attempt: AttemptRecord; released: boolean }>;
+  /**
+   * Moves the job's attemptCount past released standby `attempt` (from `attempt - 1` to
+   * `attempt`), so the next launch is `attempt + 1`: the job relaunches without it.
+   * ConcurrentUpdateError unless attemptCount is `attempt - 1` and the standby is released.
+   */
+  retireStandby(jobId: string, attempt: number): Promise<void>;
+  /** Notes when a node of the attempt was first told to start run (kept once). */
+  noteRunStart(jobId: string, attempt: number, at: string): Promise<void>;
   /**
    * Sets the outcome only if none is set yet and, when `basis` is given, only if the attempt
    * still holds exactly the facts the outcome was decided on (no report added, no warning

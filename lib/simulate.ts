@@ -2,11 +2,11 @@
 
 import { AGENT_STEPS } from './agent/protocol.ts';
 import { InvalidInputError, type InputIssue } from './errors.ts';
-import type { NodeReport } from './model.ts';
+import type { NodeReport, WarningKind } from './model.ts';
 import { decideAttempt, type AttemptFacts } from './outcome.ts';
 import { decideRecovery, initialCounters } from './policy/decide.ts';
-import type { AttemptOutcome, Phase, RecoveryAction } from './policy/types.ts';
-import type { TaskSpec } from './spec/types.ts';
+import { RecoveryAction, type AttemptOutcome, type Market, type Phase, type RecoveryDecision } from './policy/types.ts';
+import type { RecoveryPolicy, TaskSpec } from './spec/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from './spec/bounds.ts';
 
@@ -22,6 +22,12 @@ export interface SimulatedDecision {
   readonly restartsOnErrors: number;
   readonly recoveryCount: number;
   readonly reason: string;
+  /**
+   * Only for a task with launch_on_warning: what became of the standby a warning before the
+   * event started (`adopted`, taken as the next attempt, its setup done; `released`, not
+   * needed, charged to nothing), or null when no warning started one.
+   */
+  readonly standby?: 'adopted' | 'released' | null;
 }
 
 /** Every decision in event order, and the status the job is left in. */
@@ -32,7 +38,7 @@ export interface SimulationResult {
 
 /** The event forms, as error messages and help text name them. */
 export const EVENT_FORMS =
-  `exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt, lost, agent:STEP or agent:STEP@NODE (the agent failed before setup; STEP is one of ${AGENT_STEPS.join(', ')}), warn (before the event that ends the attempt), gone:N, nocap or noboot`;
+  `exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt, lost, agent:STEP or agent:STEP@NODE (the agent failed before setup; STEP is one of ${AGENT_STEPS.join(', ')}), warn or rebalance (before the event that ends the attempt), gone:N, nocap or noboot`;
 
 /**
  * What backoff jitter draws when the caller gives no random source: the midpoint, so the
@@ -51,11 +57,13 @@ function neverBooted(bootTimeoutSeconds: number): string {
 
 /** An attempt as the events describe it: the events that make it up, and how it ended. */
 export interface SimulatedAttempt {
-  /** Index in the event list of its first event (a `warn`, or the event that ended it). */
+  /** Index in the event list of its first event (a `warn` or `rebalance`, or the event that ended it). */
   readonly first: number;
   /** Index of the event that ended it. */
   readonly last: number;
   readonly outcome: AttemptOutcome;
+  /** The warning before its end (an interruption warning over a rebalance recommendation), or null. */
+  readonly warning: WarningKind | null;
 }
 
 /**
@@ -74,7 +82,7 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
   let endedAt = 0;
   let waitedForCapacity = 0;
   const decisions: SimulatedDecision[] = [];
-  for (const { first, last, outcome } of attempts) {
+  for (const { first, last, outcome, warning } of attempts) {
     if (isTerminal(status)) {
       throw new InvalidInputError([
         {
@@ -84,6 +92,7 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
       ]);
     }
     const decision = decideRecovery({ policy, counters, outcome, random, capacityWaitSeconds: waitedForCapacity });
+    const standby = standbyFate(policy, warning, decision, counters.market);
     counters = decision.counters;
     status = decision.status;
     endedAt = last + 1;
@@ -95,9 +104,24 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
       restartsOnErrors: counters.restartsOnErrors,
       recoveryCount: counters.recoveryCount,
       reason: decision.reason,
+      ...(standby === undefined ? {} : { standby }),
     });
   }
   return { decisions, final: { status } };
+}
+
+/**
+ * What the controller does with the standby a warning started (launch_on_warning), as
+ * LaunchAttempt decides it: taken by a relaunch on the market it was launched on, let go
+ * otherwise. undefined for a task without the option (the key is left out), null when no
+ * warning asked for one.
+ */
+function standbyFate(policy: RecoveryPolicy, warning: WarningKind | null, decision: RecoveryDecision, market: Market): 'adopted' | 'released' | null | undefined {
+  const option = policy.launchOnWarning ?? false;
+  if (option === false) return undefined;
+  if (warning === null || (warning === 'rebalance' && option !== 'rebalance')) return null;
+  const relaunch = decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER;
+  return relaunch && decision.market === market ? 'adopted' : 'released';
 }
 
 /**
@@ -110,23 +134,34 @@ export function parseEvents(events: readonly string[], numNodes: number, bootTim
   }
   const issues: InputIssue[] = [];
   const attempts: SimulatedAttempt[] = [];
-  /** Index of the first `warn` of the attempt being read, if it has one. */
+  /** Index of the first `warn` or `rebalance` of the attempt being read, if it has one. */
   let warnedAt: number | undefined;
+  /** Whether that attempt had an interruption warning, or a rebalance recommendation only. */
+  let interrupted = false;
   events.forEach((event, index) => {
     const parsed = parseEvent(event, numNodes, bootTimeoutSeconds);
-    if (parsed === WARN) {
+    if (parsed === WARN || parsed === REBALANCE) {
       warnedAt ??= index;
+      interrupted ||= parsed === WARN;
       return;
     }
-    const outcome = typeof parsed === 'string' ? parsed : parsed(warnedAt !== undefined);
+    // A rebalance recommendation decides nothing: only an interruption warning is a fact of the end.
+    const outcome =
+      event === 'nocap' && warnedAt !== undefined
+        ? `"${event}" follows a ${events[warnedAt] ?? 'warn'}, but a warning comes from a running instance and nocap is a launch that found none; put ${events[warnedAt] ?? 'warn'} right before the event that ends a running attempt`
+        : typeof parsed === 'string'
+          ? parsed
+          : parsed(interrupted);
     if (typeof outcome === 'string') issues.push({ path: `event ${index + 1}`, message: outcome });
-    else attempts.push({ first: warnedAt ?? index, last: index, outcome });
+    else attempts.push({ first: warnedAt ?? index, last: index, outcome, warning: interrupted ? 'interruption' : warnedAt === undefined ? null : 'rebalance' });
     warnedAt = undefined;
+    interrupted = false;
   });
   if (warnedAt !== undefined) {
+    const word = events[warnedAt] ?? 'warn';
     issues.push({
       path: `event ${warnedAt + 1}`,
-      message: '"warn" ends nothing by itself: follow it with the event that ends its attempt, e.g. warn exit:0 or warn gone:0',
+      message: `"${word}" ends nothing by itself: follow it with the event that ends its attempt, e.g. ${word} exit:0 or ${word} gone:0`,
     });
   }
   if (issues.length > 0) throw new InvalidInputError(issues);
@@ -134,6 +169,7 @@ export function parseEvents(events: readonly string[], numNodes: number, bootTim
 }
 
 const WARN = Symbol('warn');
+const REBALANCE = Symbol('rebalance');
 
 /**
  * How an attempt ended, given whether EC2 warned of an interruption first, or what is
@@ -165,18 +201,17 @@ function decided(numNodes: number, reports: readonly NodeReport[], attemptFacts:
 }
 
 /** One event: a warning, how an attempt ended, or what is wrong with the event. */
-function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number): typeof WARN | AttemptEnd | string {
+function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number): typeof WARN | typeof REBALANCE | AttemptEnd | string {
   // A heartbeat deadline with a warning on record ends the attempt PREEMPTED, as the
   // controller decides it (lib/usecases/evaluate-policy.ts).
   const unlessWarned = (outcome: AttemptOutcome): AttemptEnd => (warned) => (warned ? { kind: 'PREEMPTED' } : outcome);
   switch (event) {
     case 'warn':
       return WARN;
+    case 'rebalance':
+      return REBALANCE;
     case 'nocap':
-      return (warned) =>
-        warned
-          ? `"${event}" follows a warn, but a warning comes from a running instance and nocap is a launch that found none; put warn right before the event that ends a running attempt`
-          : { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: NO_CAPACITY };
+      return () => ({ kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: NO_CAPACITY });
     case 'preempt':
       return () => ({ kind: 'PREEMPTED' });
     case 'lost':

@@ -1,9 +1,10 @@
 // What the API and `relaunch run --json` show of a job: pure projections of the records.
 
 import type { AgentStep } from './agent/protocol.ts';
-import { isAgentFailure, type AttemptRecord, type JobRecord, type NodeReport, type PipelineState, type Placement } from './model.ts';
+import { isAgentFailure, type AttemptRecord, type JobRecord, type NodeReport, type PipelineState, type Placement, type WarningKind } from './model.ts';
 import type { Market, OutcomeKind, Phase, PolicyRule, RecoveryAction, RecoveryCounters } from './policy/types.ts';
 import type { RecoveryPolicy } from './spec/types.ts';
+import { gapBefore, runStartOf } from './standby.ts';
 import { isTerminal, JobStatus } from './status.ts';
 
 /** One attempt as shown: how it ended, each node's code, and what the policy decided. */
@@ -36,10 +37,42 @@ export interface AttemptView {
   readonly market: Market;
   readonly placement: Placement | null;
   readonly startedAt: string;
-  /** null while the attempt runs. */
+  /** null while the attempt runs; for a standby let go unused, when it was released. */
   readonly endedAt: string | null;
   /** When the policy decided; null while undecided. */
   readonly decidedAt: string | null;
+  /**
+   * When its `run` started (a standby's: when a node was first told to go; any other
+   * attempt's: its first setup report that exited 0); null while it has not.
+   */
+  readonly runStartedAt: string | null;
+  /**
+   * How long the job went without a running `run` before this attempt's started, in
+   * seconds: from the end of the attempt before it (standbys let go unused aside) to
+   * runStartedAt. null for the first attempt, or until both are known.
+   */
+  readonly gapSeconds: number | null;
+  /** Set when the attempt was started as a standby (launch_on_warning); null for any other. */
+  readonly standby: StandbyView | null;
+}
+
+/**
+ * An attempt started early, on a warning about the attempt before it (launch_on_warning):
+ * `holding` after setup until that attempt is decided, then `adopted` as the next attempt,
+ * or `released` unused (and charged to nothing), with why.
+ */
+export interface StandbyView {
+  /** The attempt whose warning started it. */
+  readonly for: number;
+  /** The warning: EC2's spot interruption warning, or its rebalance recommendation. */
+  readonly on: WarningKind;
+  readonly state: 'holding' | 'adopted' | 'released';
+  /** When the relaunch took it as the next attempt; null unless adopted. */
+  readonly adoptedAt: string | null;
+  /** When it was let go unused; null unless released. */
+  readonly releasedAt: string | null;
+  /** Why it was let go (`not needed: ...`, `not launched: ...`, `not used: ...`); null unless released. */
+  readonly releaseReason: string | null;
 }
 
 /** The counters a person reads after a decision (RecoveryCounters' budgets, without streaks). */
@@ -130,7 +163,7 @@ export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): J
     updatedAt: job.updatedAt,
     attempts: [...attempts]
       .sort((a, b) => a.attempt - b.attempt)
-      .map((attempt) => toAttemptView(attempt, (job.pipeline?.tasks[attempt.task ?? -1] ?? job.spec).numNodes)),
+      .map((attempt) => toAttemptView(attempt, (job.pipeline?.tasks[attempt.task ?? -1] ?? job.spec).numNodes, attempts)),
     ...(job.pipeline === null || job.pipeline === undefined ? {} : { tasks: taskViews(job, job.pipeline) }),
   };
 }
@@ -165,7 +198,7 @@ function headline(job: JobRecord): Pick<JobSummary, 'jobId' | 'name' | 'status' 
   };
 }
 
-function toAttemptView(attempt: AttemptRecord, numNodes: number): AttemptView {
+function toAttemptView(attempt: AttemptRecord, numNodes: number, attempts: readonly AttemptRecord[]): AttemptView {
   const { phase, exitCodes } = codesOf(attempt, numNodes);
   return {
     attempt: attempt.attempt,
@@ -186,6 +219,23 @@ function toAttemptView(attempt: AttemptRecord, numNodes: number): AttemptView {
     startedAt: attempt.startedAt,
     endedAt: attempt.endedAt,
     decidedAt: attempt.decision?.decidedAt ?? null,
+    runStartedAt: runStartOf(attempt),
+    gapSeconds: gapBefore(attempt, attempts),
+    standby: standbyView(attempt),
+  };
+}
+
+function standbyView(attempt: AttemptRecord): StandbyView | null {
+  const mark = attempt.standby;
+  if (mark === null || mark === undefined) return null;
+  const state = mark.releasedAt !== undefined ? 'released' : mark.adoptedAt !== undefined ? 'adopted' : 'holding';
+  return {
+    for: mark.for,
+    on: mark.on,
+    state,
+    adoptedAt: mark.adoptedAt ?? null,
+    releasedAt: mark.releasedAt ?? null,
+    releaseReason: mark.releaseReason ?? null,
   };
 }
 

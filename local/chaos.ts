@@ -28,6 +28,7 @@ export interface ChaosSource {
 /**
  * One injected fault, for one attempt (1-based). Times count from the node's `run` start.
  * - `preempt`: a spot interruption warning, then `warningMs` later the termination.
+ * - `rebalance`: EC2's rebalance recommendation for the node's instance; nothing ends.
  * - `lose`: the instance vanishes (no report, the instance `terminated`).
  * - `silence`: the node's network is cut (no heartbeat or report), its process runs on;
  *   `from: boot` counts `after` from the node's start instead, so with `after: 0s` the
@@ -46,6 +47,7 @@ export type ChaosFault =
       readonly source?: ChaosSource;
     }
   | { readonly kind: 'lose'; readonly attempt: number; readonly node: number; readonly afterMs: number; readonly source?: ChaosSource }
+  | { readonly kind: 'rebalance'; readonly attempt: number; readonly node: number; readonly afterMs: number; readonly source?: ChaosSource }
   | {
       readonly kind: 'silence';
       readonly attempt: number;
@@ -69,7 +71,7 @@ export interface ChaosPlan {
 export const NO_CHAOS: ChaosPlan = Object.freeze({ faults: Object.freeze([]) });
 
 /** The fault kinds, as an entry of the file names them. */
-export const FAULT_KINDS = ['preempt', 'lose', 'silence', 'no_capacity', 'drop_events'] as const;
+export const FAULT_KINDS = ['preempt', 'rebalance', 'lose', 'silence', 'no_capacity', 'drop_events'] as const;
 
 /** `preempt`'s `warning` when not given: short locally (EC2 gives 120 s). */
 export const DEFAULT_PREEMPT_WARNING_MS = 2_000;
@@ -175,6 +177,7 @@ function nodeFaultSchema<S extends typeof nodeFaultShape>(shape: S, example: str
 const entrySchema = z.strictObject({
   attempt: integer(`an attempt number, an integer from 1 to ${MAX_ATTEMPT}`, 1, MAX_ATTEMPT),
   preempt: z.optional(nodeFaultSchema(preemptShape, '{node: 0, after: 2s, warning: 2s}')),
+  rebalance: z.optional(nodeFaultSchema(nodeFaultShape, '{node: 0, after: 1s}')),
   lose: z.optional(nodeFaultSchema(nodeFaultShape, '{node: 0, after: 1s}')),
   silence: z.optional(nodeFaultSchema(silenceShape, '{node: 0, after: 1s}')),
   no_capacity: z.optional(integer(`a number of launch tries, an integer from 1 to ${MAX_NO_CAPACITY_TRIES}`, 1, MAX_NO_CAPACITY_TRIES)),
@@ -190,14 +193,15 @@ const KEYS: Readonly<Record<string, readonly string[]>> = {
   file: ['faults'],
   entry: ENTRY_KEYS,
   preempt: Object.keys(preemptShape),
+  rebalance: Object.keys(nodeFaultShape),
   lose: Object.keys(nodeFaultShape),
   silence: Object.keys(silenceShape),
 };
 const HOME: Readonly<Record<string, string>> = {
   faults: 'at the top of the file',
   ...Object.fromEntries(ENTRY_KEYS.map((key) => [key, 'in an entry of the faults list'])),
-  node: 'inside preempt, lose or silence',
-  after: 'inside preempt, lose or silence',
+  node: 'inside preempt, rebalance, lose or silence',
+  after: 'inside preempt, rebalance, lose or silence',
   warning: 'inside preempt',
   from: 'inside silence',
   for: 'inside silence',
@@ -249,6 +253,7 @@ function faultOf(entry: Entry, source: ChaosSource): ChaosFault {
     const { node = 0, after = 0, warning = DEFAULT_PREEMPT_WARNING_MS } = entry.preempt;
     return { kind: 'preempt', attempt, node, afterMs: after, warningMs: warning, source };
   }
+  if (entry.rebalance !== undefined) return { kind: 'rebalance', attempt, node: entry.rebalance.node ?? 0, afterMs: entry.rebalance.after ?? 0, source };
   if (entry.lose !== undefined) return { kind: 'lose', attempt, node: entry.lose.node ?? 0, afterMs: entry.lose.after ?? 0, source };
   if (entry.silence !== undefined) {
     const { node = 0, after = 0, from = 'run', for: forMs } = entry.silence;

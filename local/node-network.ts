@@ -71,7 +71,7 @@ export async function answerNodeRequest(
   }
   const response = await api({ ...request, path });
   if (instance.networkCut) return null;
-  if (match.route.name === 'reportPhase' && response.statusCode < 300 && startsRun(request.body)) nodes.runStarted(instance.instanceId);
+  if ((match.route.name === 'reportPhase' || match.route.name === 'holdOrRun') && response.statusCode < 300 && saysGo(response.body)) nodes.runStarted(instance.instanceId);
   return response;
 }
 
@@ -82,11 +82,11 @@ function sameToken(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** A setup report with exit code 0: the agent goes on to run. */
-function startsRun(body: string | undefined): boolean {
+/** An answer that sends the agent on to run: a setup report's, or a holding standby's ask, with `run: go`. */
+function saysGo(body: string | undefined): boolean {
   try {
-    const report = JSON.parse(body ?? '') as { phase?: unknown; exitCode?: unknown };
-    return report.phase === 'setup' && report.exitCode === 0;
+    const answer = JSON.parse(body ?? '') as { run?: unknown; status?: unknown };
+    return answer.run === 'go';
   } catch {
     return false;
   }

@@ -103,6 +103,13 @@ export const LOCAL_STOP_GRACE_SECONDS = 10;
 const SHUTDOWN_GRACE_MS = (LOCAL_STOP_GRACE_SECONDS + 5) * 1000;
 /** How often a local agent looks at its instance metadata for a spot interruption notice. */
 const LOCAL_INTERRUPTION_POLL_SECONDS = 0.5;
+/** How often a local standby asks whether to go on to run: the local API costs nothing to ask. */
+export const LOCAL_HOLD_POLL_SECONDS = 0.2;
+/**
+ * With launch_on_warning, how long before the instance goes a local job's grace period
+ * must have ended: the local agent's cleanup takes well under this.
+ */
+export const LOCAL_WARNING_STOP_MARGIN_SECONDS = 2;
 /** How long a local agent retries a report its runtime does not acknowledge. */
 const LOCAL_REPORT_RETRY_SECONDS = 60;
 /** How long a local agent waits before its second pull of an image (its own machine's docker). */
@@ -314,6 +321,8 @@ export class LocalProcessCompute implements Compute {
       discoveryTimeoutSeconds: 60,
       stopGraceSeconds: LOCAL_STOP_GRACE_SECONDS,
       interruptionPollSeconds: LOCAL_INTERRUPTION_POLL_SECONDS,
+      holdPollSeconds: LOCAL_HOLD_POLL_SECONDS,
+      warningStopMarginSeconds: LOCAL_WARNING_STOP_MARGIN_SECONDS,
       pullRetrySeconds: LOCAL_PULL_RETRY_SECONDS,
     });
     const scriptFile = path.join(rootDir, 'user-data.sh');
@@ -374,6 +383,9 @@ export class LocalProcessCompute implements Compute {
         instance.interruptionNotice = JSON.stringify({ action: 'terminate', time: new Date(Date.now() + fault.warningMs).toISOString() });
         this.emit(instance, { kind: 'SPOT_INTERRUPTION_WARNING' });
         this.schedule(instance, fault.warningMs, () => void this.terminate(instance));
+        return;
+      case 'rebalance':
+        this.emit(instance, { kind: 'REBALANCE_RECOMMENDATION' });
         return;
       case 'lose':
         void this.terminate(instance, { abrupt: true });
@@ -436,13 +448,13 @@ export class LocalProcessCompute implements Compute {
   }
 
   /**
-   * EventBridge's delivery. The rule forwards interruption warnings and the states in
-   * which an instance is gone, so `running` is emitted and never delivered; the chaos plan
-   * may drop the rest of an attempt's events.
+   * EventBridge's delivery. The rules forward interruption warnings, rebalance
+   * recommendations and the states in which an instance is gone, so `running` is emitted
+   * and never delivered; the chaos plan may drop the rest of an attempt's events.
    */
   private emit(instance: LocalInstance, event: Omit<InstanceEvent, 'instanceId' | 'time'>): void {
     const full: InstanceEvent = { ...event, instanceId: instance.instanceId, time: new Date().toISOString() };
-    const forwarded = event.kind === 'SPOT_INTERRUPTION_WARNING' || (event.state !== undefined && event.state in INSTANCE_GONE_STATES);
+    const forwarded = event.kind !== 'STATE_CHANGE' || (event.state !== undefined && event.state in INSTANCE_GONE_STATES);
     const dropped = faultsOfAttempt(this.chaosOf(instance.jobId), instance.attempt).some((f) => f.kind === 'drop_events');
     const delivered = forwarded && !dropped && !this.closing;
     this.emitted.push({ event: full, delivered });

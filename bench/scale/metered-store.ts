@@ -243,6 +243,41 @@ export class MeteredJobStore implements JobStore {
     return this.inner.noteInterruption(jobId, attempt, at);
   }
 
+  async noteRebalance(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+    await this.#attemptUpdate(jobId, attempt);
+    return this.inner.noteRebalance(jobId, attempt, at);
+  }
+
+  async putStandby(attempt: AttemptRecord): Promise<void> {
+    const j = wcu(bytesOf(await this.inner.getJob(attempt.jobId)));
+    // A condition check on the job (a read of it) and the attempt's item.
+    this.meter.charge('TransactWriteItems (standby)', [{ partition: tablePartition(jobPk(attempt.jobId)), units: 2 * (j + wcu(bytesOf(attempt))) }], []);
+    return this.inner.putStandby(attempt);
+  }
+
+  async adoptStandby(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+    const j = wcu(bytesOf(await this.inner.getJob(jobId)));
+    const a = wcu(bytesOf(await this.inner.getAttempt(jobId, attempt)));
+    this.meter.charge('TransactWriteItems (adopt standby)', [{ partition: tablePartition(jobPk(jobId)), units: 2 * (j + a) }, ...this.#listIndexUpdate(j)], []);
+    return this.inner.adoptStandby(jobId, attempt, at);
+  }
+
+  async releaseStandby(jobId: string, attempt: number, at: string, reason: string): Promise<{ attempt: AttemptRecord; released: boolean }> {
+    await this.#attemptUpdate(jobId, attempt);
+    return this.inner.releaseStandby(jobId, attempt, at, reason);
+  }
+
+  async retireStandby(jobId: string, attempt: number): Promise<void> {
+    const j = wcu(bytesOf(await this.inner.getJob(jobId)));
+    this.meter.charge('TransactWriteItems (retire standby)', [{ partition: tablePartition(jobPk(jobId)), units: 2 * (j + 1) }, ...this.#listIndexUpdate(j)], []);
+    return this.inner.retireStandby(jobId, attempt);
+  }
+
+  async noteRunStart(jobId: string, attempt: number, at: string): Promise<void> {
+    await this.#attemptUpdate(jobId, attempt);
+    return this.inner.noteRunStart(jobId, attempt, at);
+  }
+
   async endAttempt(jobId: string, attempt: number, outcome: AttemptOutcome, at: string, basis?: DecisionBasis): Promise<{ attempt: AttemptRecord; won: boolean }> {
     await this.#attemptUpdate(jobId, attempt);
     return this.inner.endAttempt(jobId, attempt, outcome, at, basis);

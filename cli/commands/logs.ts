@@ -6,7 +6,7 @@ import { openTarget, withTargetOptions, type Target, type TargetOptions } from '
 import { jobIdArgument } from '../job-id.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob, LogTail } from '../follow.ts';
-import type { JobView } from '../../lib/views.ts';
+import type { AttemptView, JobView } from '../../lib/views.ts';
 import { attemptLogs } from '../../local/paths.ts';
 
 interface LogsOptions extends TargetOptions {
@@ -42,7 +42,7 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
       await followJob(target.client, jobId, io, { progress: false, output: true });
       return ExitStatus.OK;
     }
-    const attempt = options.attempt ?? (options.task === undefined ? job.attempts.length : latestOfTask(job, options.task));
+    const attempt = options.attempt ?? (options.task === undefined ? latestThatRan(job) : latestOfTask(job, options.task));
     if (attempt < 1 || attempt > job.attempts.length) {
       throw new InvalidInputError([{ path: '--attempt', message: `expected 1-${job.attempts.length}, got ${attempt}` }]);
     }
@@ -52,6 +52,8 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
     }
     const text = new LogTail().read(attemptLogs(dataDir, jobId, attempt));
     io.out(text === '' ? `(attempt ${attempt} wrote no output)` : text);
+    const standby = standbyNote(job.attempts[attempt - 1]);
+    if (standby !== null) io.out(standby);
     const failed = job.attempts[attempt - 1]?.agentFailure ?? null;
     if (failed !== null) {
       io.out(`(node ${failed.nodeRank}: relaunch's agent failed at ${failed.step} before setup, not the job: ${failed.error})`);
@@ -61,6 +63,32 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
     return reportError(io, error);
   } finally {
     await target?.close();
+  }
+}
+
+/**
+ * The latest attempt that was not a standby let go unused: the one whose output a person
+ * wants (a standby's setup output stays under its own number, `--attempt N`).
+ */
+function latestThatRan(job: JobView): number {
+  const ran = job.attempts.filter((attempt) => attempt.standby?.state !== 'released');
+  return ran.at(-1)?.attempt ?? job.attempts.length;
+}
+
+/** What the attempt's output does not say when it was a standby (launch_on_warning); null otherwise. */
+function standbyNote(attempt: AttemptView | undefined): string | null {
+  const standby = attempt?.standby ?? null;
+  if (attempt === undefined || standby === null) return null;
+  const which = `attempt ${attempt.attempt} was the standby of attempt ${standby.for}`;
+  switch (standby.state) {
+    case 'holding':
+      return `(${which}: its setup ran beside attempt ${standby.for}; it holds before run until attempt ${standby.for} is decided)`;
+    case 'released':
+      return `(${which}: released without running run, charged to nothing: ${standby.releaseReason ?? 'no reason recorded'})`;
+    case 'adopted': {
+      const gap = attempt.gapSeconds === null ? '' : `, ${attempt.gapSeconds.toFixed(1)} s after attempt ${standby.for} ended`;
+      return `(${which}: its setup ran beside attempt ${standby.for}, and its run started once attempt ${standby.for} was decided${gap})`;
+    }
   }
 }
 

@@ -141,7 +141,9 @@ async function followUntilDone(target: Target, jobId: string, options: RunOption
 
 function summary(view: JobView): string {
   const reason = view.failureReason === null ? '' : `: ${view.failureReason}`;
-  return `${view.jobId} ${view.status} after ${view.attempts.length} attempt(s), ${view.recoveryCount} recovery(ies)${reason}`;
+  // A standby the job did not take (let go unused, or about to be) never ran: it is no attempt to count.
+  const attempts = view.attempts.filter((attempt) => attempt.standby === null || attempt.standby.state === 'adopted').length;
+  return `${view.jobId} ${view.status} after ${attempts} attempt(s), ${view.recoveryCount} recovery(ies)${reason}`;
 }
 
 /**

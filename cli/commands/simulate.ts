@@ -23,6 +23,9 @@ Events (each ends one attempt, except warn):
   lost                the instance stopped sending heartbeats
   warn                an interruption warning: the next event's attempt ends
                       PREEMPTED unless every node exits 0 (warn exit:0+1)
+  rebalance           a rebalance recommendation: decides nothing; with
+                      launch_on_warning: rebalance it starts a standby, as warn
+                      does with launch_on_warning (shown with each decision)
   gone:N              node N's instance went away before its report: LOST,
                       or PREEMPTED after warn
   nocap               a launch found no capacity: FAILED_NO_RESOURCE on the
@@ -40,7 +43,8 @@ Examples:
   relaunch simulate two-nodes.yaml warn exit:0+1 gone:1 exit:0+0
   relaunch simulate task.yaml preempt nocap nocap exit:0
   relaunch simulate task.yaml noboot noboot noboot
-  relaunch simulate task.yaml agent:image-pull agent:image-pull exit:0`;
+  relaunch simulate task.yaml agent:image-pull agent:image-pull exit:0
+  relaunch simulate warm.yaml warn gone:0 rebalance exit:0`;
 
 /**
  * Runs `relaunch simulate`: reads and parses the task file, replays the events through its
@@ -78,6 +82,13 @@ export function simulateCommand(io: Io): Command {
 }
 
 
+/** What became of a standby a warning started (launch_on_warning), after its decision's reason. */
+const STANDBY_WORDS = {
+  adopted: ' [its standby is the next attempt, setup done]',
+  released: ' [its standby is released, charged to nothing]',
+  none: '',
+} as const;
+
 /** One line per event, columns aligned, then the final status. */
 function renderResult(result: SimulationResult): string {
   const rows = result.decisions.map((decision, index) => ({ number: `${index + 1}.`, ...decision }));
@@ -89,7 +100,7 @@ function renderResult(result: SimulationResult): string {
   const lines = rows.map(
     (row) =>
       `${row.number.padEnd(numberWidth)} ${row.event.padEnd(eventWidth)}  → ${row.action.padEnd(actionWidth)}  ` +
-      `${row.status.padEnd(statusWidth)}  (${row.reason})`,
+      `${row.status.padEnd(statusWidth)}  (${row.reason})${STANDBY_WORDS[row.standby ?? 'none']}`,
   );
   return [...lines, `final: ${result.final.status}`].join('\n');
 }

@@ -14,7 +14,7 @@ interface StatusOptions extends TargetOptions {
 export function statusCommand(io: Io): Command {
   return withTargetOptions(
     subcommand('status', io)
-      .description('list jobs, or show one job with every attempt: outcome, exit codes, decision, reason, duration')
+      .description('list jobs, or show one job with every attempt: outcome, exit codes, decision, reason, duration, the gap before its run, and standbys')
       .argument('[job]', 'a job id', jobIdArgument)
       .option('--json', 'print JSON: {jobs: [...]} or the job'),
   ).action(async (jobId: string | undefined, options: StatusOptions) => exitWith(await showStatus(jobId, options, io)));
@@ -62,15 +62,52 @@ function jobDetail(job: JobView): string {
   const rows = job.attempts.map((attempt) => [
     String(attempt.attempt),
     ...(tasks.length > 0 ? [attempt.task === undefined ? '-' : String(attempt.task + 1)] : []),
-    attempt.outcome ?? 'RUNNING',
+    outcomeCell(attempt),
     attempt.phase ?? '-',
     attempt.exitCodes.length === 0 ? '-' : attempt.exitCodes.map((c) => (c === null ? '?' : String(c))).join(','),
     attempt.decision ?? '-',
     duration(attempt),
-    attempt.reason ?? '',
+    attempt.gapSeconds === null ? '-' : `${attempt.gapSeconds.toFixed(1)}s`,
+    attempt.reason ?? (attempt.standby?.state === 'released' ? (attempt.standby.releaseReason ?? '') : ''),
   ]);
-  const columns = ['ATTEMPT', ...(tasks.length > 0 ? ['TASK'] : []), 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'REASON'];
-  return [...head, table(columns, rows), ...agentFailures(job.attempts)].join('\n');
+  const columns = ['ATTEMPT', ...(tasks.length > 0 ? ['TASK'] : []), 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'GAP', 'REASON'];
+  return [...head, table(columns, rows), ...standbys(job.attempts), ...agentFailures(job.attempts)].join('\n');
+}
+
+/**
+ * An attempt's outcome, or what it is while it has none: a standby holding before run
+ * (STANDBY), one let go unused (NOT NEEDED), or RUNNING.
+ */
+function outcomeCell(attempt: AttemptView): string {
+  if (attempt.standby?.state === 'released') return 'NOT NEEDED';
+  if (attempt.outcome !== null) return attempt.outcome;
+  return attempt.standby?.state === 'holding' ? 'STANDBY' : 'RUNNING';
+}
+
+/** A line for each standby (launch_on_warning): what started it, and what became of it. */
+function standbys(attempts: readonly AttemptView[]): string[] {
+  const lines = attempts.flatMap((attempt) => {
+    const standby = attempt.standby;
+    if (standby === null) return [];
+    const started = `attempt ${attempt.attempt}: the standby of attempt ${standby.for}, started on its ${standby.on === 'rebalance' ? 'rebalance recommendation' : 'spot interruption warning'}`;
+    switch (standby.state) {
+      case 'holding':
+        return [`${started}; holding before run until attempt ${standby.for} is decided`];
+      case 'released':
+        return [`${started}; released at ${clockTime(standby.releasedAt)}, charged to nothing: ${standby.releaseReason ?? 'no reason recorded'}`];
+      case 'adopted': {
+        const gap = attempt.gapSeconds === null ? '' : `, ${attempt.gapSeconds.toFixed(1)} s after attempt ${standby.for} ended`;
+        const run = attempt.runStartedAt === null ? '; run not started yet' : `; run started at ${clockTime(attempt.runStartedAt)}${gap}`;
+        return [`${started}; taken as the next attempt at ${clockTime(standby.adoptedAt)}${run}`];
+      }
+    }
+  });
+  return lines.length === 0 ? [] : ['', ...lines];
+}
+
+/** `12:00:03.250` (UTC) of an ISO time; `?` when there is none. */
+function clockTime(at: string | null): string {
+  return at === null ? '?' : at.slice(11, 23);
 }
 
 /** A line for each attempt whose node's agent failed before setup: which step, and why. */

@@ -116,6 +116,10 @@ function recovery(policy: RecoveryPolicy): string[] {
     lines.push(`on-demand after ${policy.onDemandFallbackAfter} preemptions in a row`);
   }
   if (policy.maxRecoveries != null) lines.push(`max_recoveries ${policy.maxRecoveries}`);
+  if (policy.launchOnWarning === true) lines.push('launch_on_warning: the next attempt starts, as a standby, on a spot interruption warning');
+  if (policy.launchOnWarning === 'rebalance') {
+    lines.push('launch_on_warning: the next attempt starts, as a standby, on a rebalance recommendation or a spot interruption warning');
+  }
   if (policy.launchTimeoutSeconds != null) lines.push(`launch_timeout ${formatDuration(policy.launchTimeoutSeconds)}`);
   const bootTimeout = policy.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS;
   if (bootTimeout !== DEFAULT_BOOT_TIMEOUT_SECONDS) lines.push(`boot_timeout ${formatDuration(bootTimeout)}`);

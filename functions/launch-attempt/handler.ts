@@ -1,20 +1,36 @@
-// LaunchAttempt: start the job's next attempt on EC2, or end it at once (no capacity, cancelled).
+// LaunchAttempt: start the job's next attempt on EC2, or end it at once (no capacity,
+// cancelled). LaunchStandby, which launches the next attempt early as a standby
+// (launch_on_warning), runs here too: the same launch, the same grants.
 
 import { launchAttempt } from '../../lib/usecases/launch-attempt.ts';
-import { WorkflowStateSchema, type WorkflowState } from '../../lib/workflow/contract.ts';
+import { launchStandby } from '../../lib/usecases/standby.ts';
+import { LaunchStandbyInputSchema, WorkflowStateSchema, type StandbyResult, type WorkflowState } from '../../lib/workflow/contract.ts';
 import { clock, compute, jobSecrets, pace, store } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { recordLaunchFailure, recordRelaunch } from '../shared/metrics.ts';
 import { parseEvent } from '../shared/parse.ts';
 
-/** Step Functions passes the whole state; `launched: false` sends the machine straight to the policy. */
-export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> => {
+/**
+ * Step Functions passes the whole state (LaunchAttempt), or the job and its warned attempt
+ * (LaunchStandby's payload, told apart by `standbyFor`); `launched: false` sends the
+ * machine straight to the policy.
+ */
+export const handler = lambdaHandler(async (event, log): Promise<WorkflowState | StandbyResult> => {
+  // Built inside each path: a missing setting (ConfigurationError) is a launch failure to count.
+  const deps = () => ({ store: store(), compute: compute(), secrets: jobSecrets(), pace: pace(), clock });
+  if (typeof event === 'object' && event !== null && 'standbyFor' in event) {
+    const input = parseEvent(LaunchStandbyInputSchema, event, 'payload');
+    withJob({ jobId: input.jobId, attempt: input.standbyFor });
+    const result = await launchStandby(input, deps());
+    log.info('standby', { action: result.launched ? 'STANDBY_LAUNCHED' : 'NO_STANDBY', reason: result.reason, standbyAttempt: result.attempt });
+    return result;
+  }
   const state = parseEvent(WorkflowStateSchema, event, 'state');
   withJob(state);
   let next: WorkflowState;
   try {
-    next = await launchAttempt(state, { store: store(), compute: compute(), secrets: jobSecrets(), pace: pace(), clock });
+    next = await launchAttempt(state, deps());
   } catch (error) {
     const thrown = error instanceof Error ? error : new Error(String(error));
     recordLaunchFailure(state.jobId, state.attempt + 1, thrown.name, thrown.message);

@@ -1,5 +1,5 @@
-// InstanceEvents: EC2's spot interruption warnings and instance state changes, to the
-// Lambda that ends (or marks) the attempt owning the instance.
+// InstanceEvents: EC2's spot interruption warnings, rebalance recommendations and instance
+// state changes, to the Lambda that ends (or marks) the attempt owning the instance.
 
 import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -29,6 +29,12 @@ export const EC2_EVENT_PATTERNS = {
     description: 'relaunch: a spot instance will be reclaimed in two minutes',
     eventPattern: { source: ['aws.ec2'], detailType: [EC2_DETAIL_TYPES.interruption] },
   },
+  // For jobs with launch_on_warning: rebalance, whose next attempt starts on it; every
+  // other job's attempt ignores it.
+  rebalance: {
+    description: 'relaunch: a spot instance is at an elevated risk of interruption',
+    eventPattern: { source: ['aws.ec2'], detailType: [EC2_DETAIL_TYPES.rebalance] },
+  },
   // Only the states in which an instance is gone or going: `pending` and `running` of every
   // instance in the account would invoke the Lambda for nothing.
   gone: {
@@ -38,8 +44,9 @@ export const EC2_EVENT_PATTERNS = {
 } as const satisfies Record<string, Pick<events.RuleProps, 'description' | 'eventPattern'>>;
 
 /**
- * Two rules on the default bus: interruption warnings, and instances going away. Events
- * from other regions arrive on the same bus (Ec2EventForwarderStack) and match the same rules.
+ * Three rules on the default bus: interruption warnings, rebalance recommendations, and
+ * instances going away. Events from other regions arrive on the same bus
+ * (Ec2EventForwarderStack) and match the same rules.
  *
  * No event is dropped: one EventBridge could not deliver lands in `undelivered`, and one
  * the handler failed on (Lambda retries an asynchronous invocation twice) lands in
@@ -47,6 +54,7 @@ export const EC2_EVENT_PATTERNS = {
  */
 export class InstanceEvents extends Construct {
   readonly interruptionRule: events.Rule;
+  readonly rebalanceRule: events.Rule;
   readonly stateChangeRule: events.Rule;
   readonly undelivered: sqs.Queue;
   readonly failed: sqs.Queue;
@@ -66,6 +74,7 @@ export class InstanceEvents extends Construct {
       deadLetterQueue: this.undelivered,
     });
     this.interruptionRule = new events.Rule(this, 'SpotInterruption', { ...EC2_EVENT_PATTERNS.interruption, targets: [target] });
+    this.rebalanceRule = new events.Rule(this, 'RebalanceRecommendation', { ...EC2_EVENT_PATTERNS.rebalance, targets: [target] });
     this.stateChangeRule = new events.Rule(this, 'InstanceGone', { ...EC2_EVENT_PATTERNS.gone, targets: [target] });
   }
 }

@@ -14,7 +14,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import * as z from '../../lib/zod.ts';
-import { DataCredentialsBodySchema, HeartbeatBodySchema, ReportBodySchema } from '../../lib/agent/protocol.ts';
+import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, ReportBodySchema } from '../../lib/agent/protocol.ts';
 import { ROUTES, type RouteName } from '../../lib/http/routes.ts';
 
 /** Options of the REST API. */
@@ -80,6 +80,7 @@ export interface JobApiProps {
 const AGENT_BODIES: Partial<Record<RouteName, z.ZodMiniType>> = {
   heartbeat: HeartbeatBodySchema,
   reportPhase: ReportBodySchema,
+  holdOrRun: HoldBodySchema,
   dataCredentials: DataCredentialsBodySchema,
 };
 

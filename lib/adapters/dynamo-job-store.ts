@@ -48,6 +48,7 @@ import {
 } from './dynamo-table.ts';
 import { isTerminal } from '../status.ts';
 import * as rules from './job-store-rules.ts';
+import { isReleased } from '../standby.ts';
 
 /** The most keys one BatchGetItem takes. */
 const BATCH_GET_LIMIT = 100;
@@ -100,6 +101,9 @@ const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
   'lastHeartbeatAt',
   'nodesHeardFrom',
   'interruptionNoticedAt',
+  'rebalanceNoticedAt',
+  'standby',
+  'runStartedAt',
   'endedAt',
 ]);
 
@@ -315,13 +319,13 @@ export class DynamoJobStore implements JobStore {
           TableName: this.#tableName,
           Key: attemptKey(jobId, attempt),
           UpdateExpression: 'SET #reports = list_append(#reports, :report) ADD #reportKeys :keys',
-          ConditionExpression:
-            'attribute_exists(#pk) AND attribute_not_exists(#outcome) AND NOT contains(#reportKeys, :key)',
+          ConditionExpression: `attribute_exists(#pk) AND attribute_not_exists(#outcome) AND ${NOT_RELEASED} AND NOT contains(#reportKeys, :key)`,
           ExpressionAttributeNames: {
             '#pk': TABLE_KEY.partitionKey,
             '#reports': 'reports',
             '#reportKeys': REPORT_KEYS,
             '#outcome': 'outcome',
+            ...NOT_RELEASED_NAMES,
           },
           ExpressionAttributeValues: {
             ':report': { L: [toAttribute(report)] },
@@ -339,6 +343,7 @@ export class DynamoJobStore implements JobStore {
     const current = await this.getAttempt(jobId, attempt);
     if (rules.hasReport(current, report)) return { attempt: current, duplicate: true };
     if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
+    if (isReleased(current)) throw rules.releasedError(jobId, attempt, 'a report');
     throw new ConcurrentUpdateError(`report ${key} for attempt ${attempt} of job ${jobId} was refused`);
   }
 
@@ -350,12 +355,13 @@ export class DynamoJobStore implements JobStore {
           Key: attemptKey(jobId, attempt),
           // A number set: adding a rank twice keeps one, and two nodes' beats never clash.
           UpdateExpression: 'SET #lastHeartbeatAt = :at ADD #nodesHeardFrom :rank',
-          ConditionExpression: 'attribute_exists(#pk) AND attribute_not_exists(#outcome)',
+          ConditionExpression: `attribute_exists(#pk) AND attribute_not_exists(#outcome) AND ${NOT_RELEASED}`,
           ExpressionAttributeNames: {
             '#pk': TABLE_KEY.partitionKey,
             '#outcome': 'outcome',
             '#lastHeartbeatAt': 'lastHeartbeatAt',
             '#nodesHeardFrom': 'nodesHeardFrom',
+            ...NOT_RELEASED_NAMES,
           },
           ExpressionAttributeValues: { ':at': str(at), ':rank': { NS: [String(nodeRank)] } },
           ReturnValues: 'ALL_NEW',
@@ -365,7 +371,8 @@ export class DynamoJobStore implements JobStore {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
-    await this.getAttempt(jobId, attempt);
+    const current = await this.getAttempt(jobId, attempt);
+    if (isReleased(current)) throw rules.releasedError(jobId, attempt, 'a heartbeat');
     throw rules.endedError(jobId, attempt, 'a heartbeat');
   }
 
@@ -377,6 +384,117 @@ export class DynamoJobStore implements JobStore {
       'attribute_exists(#pk) AND attribute_not_exists(#interruptionNoticedAt) AND attribute_not_exists(#outcome)',
       (current) => current,
     );
+  }
+
+  async noteRebalance(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+    return this.#updateAttempt(
+      jobId,
+      attempt,
+      { rebalanceNoticedAt: str(at) },
+      'attribute_exists(#pk) AND attribute_not_exists(#rebalanceNoticedAt) AND attribute_not_exists(#outcome)',
+      (current) => current,
+    );
+  }
+
+  async putStandby(attempt: AttemptRecord): Promise<void> {
+    const { jobId } = attempt;
+    const live = attempt.standby?.for;
+    if (live === undefined || live !== attempt.attempt - 1) {
+      const { job } = await this.#job(jobId);
+      throw rules.standbyOutOfSequenceError(jobId, job.attemptCount, attempt.attempt);
+    }
+    const reasons = await this.#transact([
+      {
+        ConditionCheck: {
+          TableName: this.#tableName,
+          Key: jobKey(jobId),
+          ConditionExpression: '#attemptCount = :live',
+          ExpressionAttributeNames: { '#attemptCount': 'attemptCount' },
+          ExpressionAttributeValues: { ':live': num(live) },
+        },
+      },
+      this.#putNew({ ...attemptKey(jobId, attempt.attempt), ...attemptItem(attempt) }),
+      ...this.#instancePuts(jobId, attempt.attempt, attempt.instances),
+    ]);
+    if (reasons === null) return;
+    const { job } = await this.#job(jobId);
+    throw rules.standbyOutOfSequenceError(jobId, job.attemptCount, attempt.attempt);
+  }
+
+  async adoptStandby(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+    const reasons = await this.#transact([
+      this.#advanceAttemptCount(jobId, attempt),
+      {
+        Update: {
+          TableName: this.#tableName,
+          Key: attemptKey(jobId, attempt),
+          UpdateExpression: 'SET #standby.#adoptedAt = :at',
+          ConditionExpression: `attribute_exists(#standby) AND attribute_not_exists(#standby.#adoptedAt) AND ${NOT_RELEASED}`,
+          ExpressionAttributeNames: STANDBY_NAMES,
+          ExpressionAttributeValues: { ':at': str(at) },
+        },
+      },
+    ]);
+    if (reasons !== null) {
+      await this.getAttempt(jobId, attempt);
+      throw rules.standbySettledError(jobId, attempt, 'adopted');
+    }
+    return this.getAttempt(jobId, attempt);
+  }
+
+  async releaseStandby(jobId: string, attempt: number, at: string, reason: string): Promise<{ attempt: AttemptRecord; released: boolean }> {
+    try {
+      const updated = await this.#sendUpdate(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: attemptKey(jobId, attempt),
+          UpdateExpression: 'SET #standby.#releasedAt = :at, #standby.#releaseReason = :reason, #endedAt = if_not_exists(#endedAt, :at)',
+          ConditionExpression: `attribute_exists(#standby) AND attribute_not_exists(#standby.#adoptedAt) AND ${NOT_RELEASED}`,
+          ExpressionAttributeNames: { ...STANDBY_NAMES, '#releaseReason': 'releaseReason', '#endedAt': 'endedAt' },
+          ExpressionAttributeValues: { ':at': str(at), ':reason': str(reason) },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { attempt: toAttempt(updated.Attributes ?? {}), released: true };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    return { attempt: await this.getAttempt(jobId, attempt), released: false };
+  }
+
+  async retireStandby(jobId: string, attempt: number): Promise<void> {
+    const reasons = await this.#transact([
+      this.#advanceAttemptCount(jobId, attempt),
+      {
+        ConditionCheck: {
+          TableName: this.#tableName,
+          Key: attemptKey(jobId, attempt),
+          ConditionExpression: 'attribute_exists(#standby.#releasedAt)',
+          ExpressionAttributeNames: NOT_RELEASED_NAMES,
+        },
+      },
+    ]);
+    if (reasons === null) return;
+    await this.#job(jobId);
+    throw rules.standbySettledError(jobId, attempt, 'retired');
+  }
+
+  async noteRunStart(jobId: string, attempt: number, at: string): Promise<void> {
+    await this.#updateAttempt(jobId, attempt, { runStartedAt: str(at) }, 'attribute_exists(#pk) AND attribute_not_exists(#runStartedAt)', (current) => current);
+  }
+
+  /** The job's attemptCount from `attempt - 1` to `attempt`, as one item of a transaction. */
+  #advanceAttemptCount(jobId: string, attempt: number): TransactWriteItem {
+    return {
+      Update: {
+        TableName: this.#tableName,
+        Key: jobKey(jobId),
+        UpdateExpression: 'SET #attemptCount = :next',
+        ConditionExpression: '#attemptCount = :previous',
+        ExpressionAttributeNames: { '#attemptCount': 'attemptCount' },
+        ExpressionAttributeValues: { ':next': num(attempt), ':previous': num(attempt - 1) },
+      },
+    };
   }
 
   async endAttempt(
@@ -697,8 +815,17 @@ const CONDITION_NAMES: Readonly<Record<string, string>> = {
   '#pk': TABLE_KEY.partitionKey,
   '#outcome': 'outcome',
   '#interruptionNoticedAt': 'interruptionNoticedAt',
+  '#rebalanceNoticedAt': 'rebalanceNoticedAt',
+  '#runStartedAt': 'runStartedAt',
   '#reports': 'reports',
 };
+
+/** The names a condition on a standby's mark uses. */
+const STANDBY_NAMES = { '#standby': 'standby', '#adoptedAt': 'adoptedAt', '#releasedAt': 'releasedAt' } as const;
+/** The condition that an attempt is not a standby let go unused (an absent mark counts as not released). */
+const NOT_RELEASED = 'attribute_not_exists(#standby.#releasedAt)';
+/** The names NOT_RELEASED uses (DynamoDB refuses names an expression does not use). */
+const NOT_RELEASED_NAMES = { '#standby': STANDBY_NAMES['#standby'], '#releasedAt': STANDBY_NAMES['#releasedAt'] } as const;
 
 /** The partition key of every item of a job (its JOB, ATTEMPT, INSTANCE and EVENT items). */
 export function jobPk(jobId: string): string {
@@ -850,11 +977,19 @@ function attemptItem(attempt: AttemptRecord): Item {
 
 /**
  * An attempt item as a record; an attempt stored before a field existed gets its empty
- * value, and one of a one-task job has no `task`.
+ * value, one of a one-task job has no `task`, and the fields only some attempts have
+ * (`standby`, `rebalanceNoticedAt`, `runStartedAt`) are absent when they have none.
  */
 function toAttempt(item: Item): AttemptRecord {
-  const { task, ...attempt } = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
-  return { ...attempt, nodesHeardFrom: attempt.nodesHeardFrom ?? [], ...(task === null || task === undefined ? {} : { task }) };
+  const { task, standby, rebalanceNoticedAt, runStartedAt, ...attempt } = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
+  return {
+    ...attempt,
+    nodesHeardFrom: attempt.nodesHeardFrom ?? [],
+    ...(task === null || task === undefined ? {} : { task }),
+    ...(standby === null || standby === undefined ? {} : { standby }),
+    ...(rebalanceNoticedAt === null || rebalanceNoticedAt === undefined ? {} : { rebalanceNoticedAt }),
+    ...(runStartedAt === null || runStartedAt === undefined ? {} : { runStartedAt }),
+  };
 }
 
 function toEvent(item: Item): JobEvent {

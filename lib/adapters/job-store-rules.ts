@@ -101,6 +101,21 @@ export function endedError(jobId: string, attempt: number, what: string): StaleA
   return new StaleAttemptError(`attempt ${attempt} of job ${jobId} has already ended; ${what} changes nothing`);
 }
 
+/** A report or heartbeat (`what`) for a standby that was let go unused. */
+export function releasedError(jobId: string, attempt: number, what: string): StaleAttemptError {
+  return new StaleAttemptError(`attempt ${attempt} of job ${jobId} was a standby, released unused; ${what} changes nothing`);
+}
+
+/** putStandby where the live attempt is not the one the standby is for, or the number is taken. */
+export function standbyOutOfSequenceError(jobId: string, attemptCount: number, attempt: number): ConcurrentUpdateError {
+  return new ConcurrentUpdateError(`job ${jobId} has ${attemptCount} attempt(s); attempt ${attempt} cannot start as its standby`);
+}
+
+/** adoptStandby or retireStandby refused: the standby or the job moved on. */
+export function standbySettledError(jobId: string, attempt: number, what: string): ConcurrentUpdateError {
+  return new ConcurrentUpdateError(`standby attempt ${attempt} of job ${jobId} cannot be ${what}: it is not an open standby after the live attempt`);
+}
+
 /** Whether a job is created in the queue of jobs whose execution is not recorded yet: one without an execution that has not ended. */
 export function queuedAtCreation(job: JobRecord): boolean {
   return job.executionArn === null && !isTerminal(job.status);

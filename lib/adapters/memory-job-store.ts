@@ -8,11 +8,12 @@
 
 import { JobNotFoundError } from '../errors.ts';
 import { isTerminal } from '../status.ts';
-import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
+import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StandbyMark, StoredDecision } from '../model.ts';
 import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
 import * as rules from './job-store-rules.ts';
+import { isHolding, isReleased } from '../standby.ts';
 import type { AwaitStateName } from '../workflow/contract.ts';
 
 interface StoredJob {
@@ -124,12 +125,14 @@ export class InMemoryJobStore implements JobStore {
     // the very report that ended it.
     if (rules.hasReport(current, report)) return { attempt: current, duplicate: true };
     if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
+    if (isReleased(current)) throw rules.releasedError(jobId, attempt, 'a report');
     return { attempt: this.#replaceAttempt({ ...current, reports: [...current.reports, report] }), duplicate: false };
   }
 
   async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord> {
     const current = this.#attempt(jobId, attempt);
     if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a heartbeat');
+    if (isReleased(current)) throw rules.releasedError(jobId, attempt, 'a heartbeat');
     const heard = current.nodesHeardFrom.includes(nodeRank)
       ? current.nodesHeardFrom
       : [...current.nodesHeardFrom, nodeRank].sort((a, b) => a - b);
@@ -140,6 +143,53 @@ export class InMemoryJobStore implements JobStore {
     const current = this.#attempt(jobId, attempt);
     if (current.interruptionNoticedAt !== null || current.outcome !== null) return current;
     return this.#replaceAttempt({ ...current, interruptionNoticedAt: at });
+  }
+
+  async noteRebalance(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+    const current = this.#attempt(jobId, attempt);
+    if ((current.rebalanceNoticedAt ?? null) !== null || current.outcome !== null) return current;
+    return this.#replaceAttempt({ ...current, rebalanceNoticedAt: at });
+  }
+
+  async putStandby(attempt: AttemptRecord): Promise<void> {
+    const stored = this.#stored(attempt.jobId);
+    const live = attempt.standby?.for;
+    if (live === undefined || stored.job.attemptCount !== live || live !== attempt.attempt - 1 || stored.attempts.has(attempt.attempt)) {
+      throw rules.standbyOutOfSequenceError(attempt.jobId, stored.job.attemptCount, attempt.attempt);
+    }
+    stored.attempts.set(attempt.attempt, frozenCopy(attempt));
+    this.#own(attempt.jobId, attempt.attempt, attempt.instances);
+  }
+
+  async adoptStandby(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+    const stored = this.#stored(jobId);
+    const current = stored.attempts.get(attempt);
+    if (current === undefined || !isHolding(current) || stored.job.attemptCount !== attempt - 1) {
+      throw rules.standbySettledError(jobId, attempt, 'adopted');
+    }
+    stored.job = frozenCopy({ ...stored.job, attemptCount: attempt });
+    return this.#replaceAttempt({ ...current, standby: { ...(current.standby as StandbyMark), adoptedAt: at } });
+  }
+
+  async releaseStandby(jobId: string, attempt: number, at: string, reason: string): Promise<{ attempt: AttemptRecord; released: boolean }> {
+    const current = this.#attempt(jobId, attempt);
+    if (!isHolding(current)) return { attempt: current, released: false };
+    const standby: StandbyMark = { ...(current.standby as StandbyMark), releasedAt: at, releaseReason: reason };
+    return { attempt: this.#replaceAttempt({ ...current, standby, endedAt: current.endedAt ?? at }), released: true };
+  }
+
+  async retireStandby(jobId: string, attempt: number): Promise<void> {
+    const stored = this.#stored(jobId);
+    const current = stored.attempts.get(attempt);
+    if (current === undefined || !isReleased(current) || stored.job.attemptCount !== attempt - 1) {
+      throw rules.standbySettledError(jobId, attempt, 'retired');
+    }
+    stored.job = frozenCopy({ ...stored.job, attemptCount: attempt });
+  }
+
+  async noteRunStart(jobId: string, attempt: number, at: string): Promise<void> {
+    const current = this.#attempt(jobId, attempt);
+    if ((current.runStartedAt ?? null) === null) this.#replaceAttempt({ ...current, runStartedAt: at });
   }
 
   async endAttempt(

@@ -14,7 +14,10 @@
 #     tags);
 #  4. prepares the node: the job's S3 credentials, the workdir and file mounts, the task's
 #     container;
-#  5. runs setup and reports it, then, if setup exited 0, runs run and reports it;
+#  5. runs setup and reports it, then, if setup exited 0 and the API says go, runs run and
+#     reports it; a standby (launch_on_warning) is told to hold, and asks again every
+#     HOLD_POLL_MS until it is told to go (its warned attempt has ended and the job is
+#     relaunched: it is the next attempt now) or to stop (not needed);
 #  6. shuts the node down (on EC2 the instance terminates).
 # If the rank, the secret or the IPs never show up, it shuts down without a report: the
 # controller sees a lost attempt, which never counts against the task's error budget.
@@ -32,8 +35,12 @@
 # SIGKILL), the container, the mounts and the helpers, and shuts the node down. SIGTERM,
 # SIGINT or SIGHUP (the node shutting down, a cancel) and a spot interruption notice in
 # instance metadata stop the job that way and report nothing: its code would then be
-# relaunch's doing, not the job's. An agent killed outright (SIGKILL, the OOM killer) runs
-# no trap: its heartbeat finds it gone at the next beat, kills the phase and shuts down.
+# relaunch's doing, not the job's. With INTERRUPTION_STOP_AHEAD_SECONDS set (the task's
+# launch_on_warning: its next attempt is starting beside this one), the notice stops the
+# job only that long before the instance goes, its grace period and the shutdown within it,
+# so the job keeps working while the standby sets up. An agent killed outright (SIGKILL,
+# the OOM killer) runs no trap: its heartbeat finds it gone at the next beat, kills the
+# phase and shuts down.
 #
 # Secrets. The callback secret stays in the agent's memory, an unexported variable handed
 # to curl on its stdin: never on a command line, in a file or in the job's environment.
@@ -66,6 +73,8 @@ declare +x HEARTBEAT_TRY_MIN_MS=''
 declare +x HEARTBEAT_TRY_MAX_MS=''
 declare +x HEARTBEAT_URL=''
 declare +x REPORT_URL=''
+declare +x HOLD_URL=''
+declare +x HOLD_POLL_MS=''
 declare +x REPORT_RETRY_SECONDS=''
 declare +x DATA_CREDENTIALS_URL=''
 declare +x DATA_REFRESH_MS=''
@@ -78,6 +87,7 @@ declare +x JOB_HOME=''
 declare +x IMDS_URL=''
 declare +x DISCOVERY_TIMEOUT_SECONDS=''
 declare +x INTERRUPTION_POLL_MS=''
+declare +x INTERRUPTION_STOP_AHEAD_SECONDS=''
 declare +x STOP_GRACE_SECONDS=''
 declare +x NODE_IPS_TAG_PREFIX=''
 declare +x NODE_RANK_TAG=''
@@ -103,7 +113,7 @@ declare +x SHUTDOWN_COMMAND=''
 # phase's process (its pid is its session's and group's id); the *_PID below, the helpers.
 declare +x AGENT_PID='' SECRET='' INSTANCE_ID='' CONTAINER='' HEARTBEAT_BODY='' SSM_VALUE='' SSM_ERROR=''
 declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 NOW_MS=0 JITTERED_MS=0 SLEEPER=''
-declare +x PHASE_PID='' PHASE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID=''
+declare +x PHASE_PID='' PHASE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID='' STOP_IN_MS=0
 declare +x -a SECRET_WORDS=() HOME_FLAGS=()
 # The first of the agent's own steps that failed before setup, and why: its failure report.
 declare +x FAILED_STEP='' FAILED_ERROR='' CURRENT_STEP='' PULL_ERROR='' LOGIN_ERROR='' DATA_ERROR=''
@@ -348,13 +358,37 @@ start_heartbeat() {
   HEARTBEAT_PID=$!
 }
 
+# How long after a spot interruption notice ($1, spot/instance-action's JSON) the job is to
+# be stopped, in ms, in STOP_IN_MS: at once (0) unless INTERRUPTION_STOP_AHEAD_SECONDS is
+# set, else that long before the notice's `time` (when EC2 reclaims the instance), and at
+# once when that moment has passed or the time cannot be read.
+notice_stop_delay() {
+  local reclaim now
+  STOP_IN_MS=0
+  if [ -z "$INTERRUPTION_STOP_AHEAD_SECONDS" ]; then return; fi
+  reclaim=$(printf '%s' "$1" | json_value time)
+  reclaim=$(date -u -d "$reclaim" +%s%3N 2>/dev/null) || return
+  now=$(date -u +%s%3N)
+  if [[ $reclaim =~ ^[0-9]+$ && $now =~ ^[0-9]+$ ]] && (( reclaim - INTERRUPTION_STOP_AHEAD_SECONDS * 1000 > now )); then
+    STOP_IN_MS=$(( reclaim - INTERRUPTION_STOP_AHEAD_SECONDS * 1000 - now ))
+  fi
+}
+
 # Asks instance metadata every INTERRUPTION_POLL_MS for a spot interruption notice
 # (spot/instance-action: 404 until EC2 decides to reclaim the instance, two minutes before
-# it does); on one, tells the agent (SIGUSR1) and ends. Ends by itself once the agent is gone.
+# it does); on one, tells the agent (SIGUSR1) when notice_stop_delay says, and ends. Ends
+# by itself once the agent is gone.
 interruption_watch() {
+  local notice
   trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
   while agent_alive; do
-    if imds_get spot/instance-action >/dev/null 2>&1; then
+    if notice=$(imds_get spot/instance-action 2>/dev/null); then
+      notice_stop_delay "$notice"
+      if (( STOP_IN_MS > 0 )); then
+        log "spot interruption notice: the job runs on for $(seconds_of_ms "$STOP_IN_MS") s, then gets its $STOP_GRACE_SECONDS s before the instance goes (launch_on_warning)"
+        pause_ms "$STOP_IN_MS"
+        if ! agent_alive; then exit 0; fi
+      fi
       kill -USR1 "$AGENT_PID"
       exit 0
     fi
@@ -364,7 +398,7 @@ interruption_watch() {
 
 start_interruption_watch() {
   if (( INTERRUPTION_POLL_MS <= 0 )); then return; fi
-  interruption_watch </dev/null >/dev/null 2>&1 &
+  interruption_watch </dev/null >/dev/null &
   WATCH_PID=$!
 }
 
@@ -602,7 +636,7 @@ fetch_secret() {
 }
 
 # Sends a report (the JSON in file $2, about phase $1, described as $3 in the agent's log)
-# until it is acknowledged (0) or refused for good (1): stale (409), any other answer but
+# until it is acknowledged (0; the answer in $1.answer.json) or refused for good (1): stale (409), any other answer but
 # a timeout, throttling or a 5xx (a 3xx or a 4xx: no retry would change it), or
 # REPORT_RETRY_SECONDS of those and of silence. Giving up ends the agent and the node shuts
 # down; the controller then decides the attempt as it does for an instance that went.
@@ -612,7 +646,7 @@ send_report() {
   clock_ms
   deadline=$(( NOW_MS + REPORT_RETRY_SECONDS * 1000 ))
   while :; do
-    status=$(post_json "$REPORT_URL" "$body" 30)
+    status=$(post_json "$REPORT_URL" "$body" 30 "$ROOT_DIR/$phase.answer.json")
     case $status in
       2??) log "reported $what"; return 0 ;;
       "$STALE_STATUS") log "attempt $ATTEMPT is no longer live: the API refused the $phase report ($status)"; return 1 ;;
@@ -647,6 +681,38 @@ report_agent_failure() {
   printf '{"nodeRank":%d,"phase":"setup","agentFailure":{"step":"%s","error":%s},"outputTail":%s}' \
     "$NODE_RANK" "$step" "$(printf '%s' "${error:0:1000}" | json_string)" "$(output_tail "$ROOT_DIR/setup.log")" >"$body"
   send_report setup "$body" "the agent's failure at $step"
+}
+
+# Whether to go on to run once setup is reported (0) or not (1), as the API's answer to the
+# setup report says: `go` (or no word: an API that knows no standbys), `stop`, or `hold`:
+# a standby (launch_on_warning) asks every HOLD_POLL_MS, jittered, until it is told to go
+# or to stop. A refusal other than throttling, a 5xx or no answer stops it too: only the
+# API can say go. Its heartbeats go on meanwhile; a release shuts the node down.
+may_run() {
+  local answer status
+  answer=$(json_value run <"$ROOT_DIR/setup.answer.json" 2>/dev/null)
+  case $answer in
+    stop) log "told not to run: $(json_value reason <"$ROOT_DIR/setup.answer.json" 2>/dev/null)"; return 1 ;;
+    hold) ;;
+    *) return 0 ;;
+  esac
+  log "holding before run: $(json_value reason <"$ROOT_DIR/setup.answer.json" 2>/dev/null)"
+  while :; do
+    jittered_ms "$HOLD_POLL_MS"
+    pause_ms "$JITTERED_MS"
+    status=$(post_json "$HOLD_URL" "$HEARTBEAT_BODY" 10 "$ROOT_DIR/hold.answer.json")
+    case $status in
+      2??)
+        answer=$(json_value run <"$ROOT_DIR/hold.answer.json")
+        case $answer in
+          go) log "told to go: $(json_value reason <"$ROOT_DIR/hold.answer.json")"; return 0 ;;
+          stop) log "told not to run: $(json_value reason <"$ROOT_DIR/hold.answer.json")"; return 1 ;;
+        esac
+        ;;
+      408 | 429 | 5?? | 000) ;;
+      *) log "the API refused the hold (HTTP $status): not running"; return 1 ;;
+    esac
+  done
 }
 
 # Copies a phase's output (stdin, its FIFO) to its log ($1) until every writer has closed
@@ -1180,6 +1246,7 @@ main() {
   fi
   run_phase setup
   if ! report setup "$PHASE_CODE" || (( PHASE_CODE != 0 )); then end_node 0; fi
+  if ! may_run; then end_node 0; fi
   log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
   run_phase run
   report run "$PHASE_CODE"

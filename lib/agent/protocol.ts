@@ -17,6 +17,11 @@ export function reportPath(jobId: string, attempt: number): string {
   return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/report`;
 }
 
+/** The path a holding standby's agent asks on whether to go on to run. */
+export function holdPath(jobId: string, attempt: number): string {
+  return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/hold`;
+}
+
 /** The path of an attempt's data credentials (AWS only: S3 access scoped to the job). */
 export function dataCredentialsPath(jobId: string, attempt: number): string {
   return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/data-credentials`;
@@ -38,6 +43,12 @@ const nodeRank = z.number().check(z.int(), z.minimum(0));
 export const HeartbeatBodySchema = z.object({ nodeRank });
 /** A heartbeat's body, parsed. */
 export type HeartbeatBody = z.infer<typeof HeartbeatBodySchema>;
+
+/**
+ * `POST .../hold`: a node that holds before run (a standby, launch_on_warning) asks whether
+ * to go on; the answer is `{run: 'hold' | 'go' | 'stop', reason}` (lib/standby.ts).
+ */
+export const HoldBodySchema = HeartbeatBodySchema;
 
 /** `POST .../data-credentials`: the node asking, as a heartbeat names it. */
 export const DataCredentialsBodySchema = HeartbeatBodySchema;

@@ -10,6 +10,7 @@ import type { TaskSpec } from '../spec/types.ts';
 import {
   authorizationHeader,
   heartbeatPath,
+  holdPath,
   OUTPUT_TAIL_LINES,
   OUTPUT_TAIL_MAX_BYTES,
   dataCredentialsPath,
@@ -153,6 +154,20 @@ export interface AgentScriptParams {
    * @default INTERRUPTION_POLL_SECONDS
    */
   readonly interruptionPollSeconds?: number;
+  /**
+   * Seconds between a holding standby's asks whether to go on to run (launch_on_warning),
+   * each jittered; at least 0.05.
+   * @default HOLD_POLL_SECONDS
+   */
+  readonly holdPollSeconds?: number;
+  /**
+   * With the task's launch_on_warning, a spot interruption notice stops the job this long,
+   * plus its grace period, before the instance goes (not at once, as without it), so the
+   * job keeps working while its standby sets up: the time the agent has to clean up and
+   * shut down once the grace period is over. A whole number of seconds from 0 to 60.
+   * @default WARNING_STOP_MARGIN_SECONDS
+   */
+  readonly warningStopMarginSeconds?: number;
 }
 
 /**
@@ -172,6 +187,21 @@ export const REPORT_RETRY_SECONDS = 2 * HEARTBEAT_TIMEOUT_SECONDS;
 
 /** How often the agent looks for a spot interruption notice on EC2, in seconds (AWS suggests every 5 s). */
 export const INTERRUPTION_POLL_SECONDS = 5;
+
+/**
+ * How often a holding standby asks the API whether to go on to run, in seconds: the most
+ * a relaunch waits for the standby to notice it may go (half that on average), and one
+ * request per holding node every 2 s on the agent routes' throttle.
+ */
+export const HOLD_POLL_SECONDS = 2;
+
+/**
+ * With launch_on_warning, how long before EC2 reclaims a spot instance the job's grace
+ * period must have ended, in seconds: the agent's cleanup and shutdown. On EC2 the notice
+ * comes 120 s before; with the 90 s grace the job is stopped 110 s before, 10 s after the
+ * notice.
+ */
+export const WARNING_STOP_MARGIN_SECONDS = 20;
 
 /** A node's container is named this and its instance id (`docker rm -f` finds it so). */
 export const CONTAINER_PREFIX = 'relaunch-';
@@ -216,6 +246,11 @@ export function renderAgentScript(params: AgentScriptParams): string {
   if (!Number.isInteger(grace) || grace < 0 || grace > 100) throw new RangeError(`stopGraceSeconds: expected a whole number of seconds 0-100, got ${grace}`);
   const poll = params.interruptionPollSeconds ?? INTERRUPTION_POLL_SECONDS;
   if (!Number.isFinite(poll) || (poll !== 0 && poll < 0.1)) throw new RangeError(`interruptionPollSeconds: expected 0 or a number of seconds >= 0.1, got ${poll}`);
+  const holdPoll = params.holdPollSeconds ?? HOLD_POLL_SECONDS;
+  if (!Number.isFinite(holdPoll) || holdPoll < 0.05) throw new RangeError(`holdPollSeconds: expected a number of seconds >= 0.05, got ${holdPoll}`);
+  const margin = params.warningStopMarginSeconds ?? WARNING_STOP_MARGIN_SECONDS;
+  if (!Number.isInteger(margin) || margin < 0 || margin > 60) throw new RangeError(`warningStopMarginSeconds: expected a whole number of seconds 0-60, got ${margin}`);
+  const launchOnWarning = (spec.resources.jobRecovery.launchOnWarning ?? false) !== false;
   if (params.nodeIps !== undefined && params.nodeIps.length !== spec.numNodes) {
     throw new RangeError(`nodeIps: expected ${spec.numNodes} addresses (one per node), got ${params.nodeIps.length}`);
   }
@@ -239,6 +274,8 @@ export function renderAgentScript(params: AgentScriptParams): string {
     HEARTBEAT_TRY_MAX_MS,
     HEARTBEAT_URL: apiUrl + heartbeatPath(jobId, attempt),
     REPORT_URL: apiUrl + reportPath(jobId, attempt),
+    HOLD_URL: apiUrl + holdPath(jobId, attempt),
+    HOLD_POLL_MS: Math.round(holdPoll * 1000),
     REPORT_RETRY_SECONDS: retry,
     DATA_CREDENTIALS_URL: params.dataCredentials === true ? apiUrl + dataCredentialsPath(jobId, attempt) : '',
     DATA_REFRESH_MS: Math.max(1000, Math.round((params.dataCredentialsRefreshSeconds ?? 900) * 1000)),
@@ -252,6 +289,8 @@ export function renderAgentScript(params: AgentScriptParams): string {
     IMDS_URL: (params.imdsUrl ?? 'http://169.254.169.254').replace(/\/+$/, ''),
     DISCOVERY_TIMEOUT_SECONDS: params.discoveryTimeoutSeconds ?? 600,
     INTERRUPTION_POLL_MS: Math.round((params.interruptionPollSeconds ?? INTERRUPTION_POLL_SECONDS) * 1000),
+    // Empty: the notice stops the job at once.
+    INTERRUPTION_STOP_AHEAD_SECONDS: launchOnWarning ? grace + margin : '',
     STOP_GRACE_SECONDS: params.stopGraceSeconds ?? STOP_GRACE_SECONDS,
     NODE_IPS_TAG_PREFIX,
     NODE_RANK_TAG: TagKey.nodeRank,

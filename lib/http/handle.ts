@@ -5,12 +5,13 @@ import { headerValue } from './headers.ts';
 import type * as z from '../zod.ts';
 import { InvalidInputError, UnauthorizedError } from '../errors.ts';
 import { isJobId, JOB_ID_LENGTH } from '../ids.ts';
-import { DataCredentialsBodySchema, HeartbeatBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
+import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
 import { cancelJob } from '../usecases/cancel-job.ts';
 import { issueDataCredentials } from '../usecases/data-credentials.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
 import { getJob, listJobs } from '../usecases/queries.ts';
 import { reportPhase } from '../usecases/report-phase.ts';
+import { holdOrRun } from '../usecases/standby.ts';
 import type { AgentCredentials } from '../usecases/agent.ts';
 import { errorResponse, INTERNAL_ERROR_MESSAGE, json } from './responses.ts';
 import { matchRoute, type RouteName } from './routes.ts';
@@ -56,6 +57,10 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     const body = parseBody(HeartbeatBodySchema, request.body);
     await heartbeat(credentials(request, params, body.nodeRank), deps);
     return json(200, { status: 'accepted' });
+  },
+  async holdOrRun(request, params, deps) {
+    const body = parseBody(HoldBodySchema, request.body);
+    return json(200, await holdOrRun(credentials(request, params, body.nodeRank), deps));
   },
   async dataCredentials(request, params, deps) {
     if (deps.dataAccess === undefined) return json(404, { error: 'this relaunch gives no data credentials: its nodes reach their data without them' });

@@ -1,7 +1,7 @@
 // resources.job_recovery: SkyPilot's strategy and restart budget, plus relaunch's extensions.
 
 import * as z from '../zod.ts';
-import type { RecoveryPolicy, RecoveryStrategy, RestartBackoff } from './types.ts';
+import type { LaunchOnWarning, RecoveryPolicy, RecoveryStrategy, RestartBackoff } from './types.ts';
 import { exitCodesSchema } from './exit-codes.ts';
 import {
   DEFAULT_BOOT_TIMEOUT_SECONDS,
@@ -31,6 +31,7 @@ export const DEFAULT_RECOVERY_POLICY: RecoveryPolicy = {
   bootTimeoutSeconds: DEFAULT_BOOT_TIMEOUT_SECONDS,
   maxBootFailures: DEFAULT_MAX_BOOT_FAILURES,
   maxRecoveries: null,
+  launchOnWarning: false,
 };
 
 /** What `restart_backoff: {}` means: 10 s, doubling, at most 300 s, full jitter. */
@@ -104,6 +105,18 @@ function durationSchema(what: string, min: number, max: number) {
   });
 }
 
+const LAUNCH_ON_WARNING_FORMS = 'true, false or rebalance';
+
+/**
+ * `launch_on_warning`: a YAML boolean, or `rebalance` (exactly: EC2's own word for its
+ * rebalance recommendation). A quoted "true" is refused: it is a string, not the option.
+ */
+const launchOnWarningSchema = fromParser<LaunchOnWarning>((value, report) => {
+  if (typeof value === 'boolean' || value === 'rebalance') return value;
+  const hint = typeof value === 'string' && ['true', 'false'].includes(value.trim().toLowerCase()) ? ' (write it without quotes)' : '';
+  return report(`${expectedGot(LAUNCH_ON_WARNING_FORMS, value)}${hint}`);
+});
+
 const LAUNCH_TIMEOUT_FORMS = durationForms(0, MAX_LAUNCH_TIMEOUT_SECONDS, '6h, 30m or 90s');
 const BOOT_TIMEOUT_FORMS = durationForms(1, MAX_BOOT_TIMEOUT_SECONDS, '10m or 90s');
 
@@ -127,6 +140,7 @@ const policyShape = {
   ),
   max_boot_failures: z.optional(valueRequired(integer('an integer >= 1', 1), 'an integer >= 1', `${DEFAULT_MAX_BOOT_FAILURES}`)),
   max_recoveries: z.optional(valueRequired(integer('an integer >= 0', 0), 'an integer >= 0', 'no cap')),
+  launch_on_warning: z.optional(valueRequired(launchOnWarningSchema, LAUNCH_ON_WARNING_FORMS, 'false')),
 };
 
 /** The keys a job_recovery mapping may hold. */
@@ -149,6 +163,7 @@ const policyMappingSchema = z.pipe(
       bootTimeoutSeconds: given.boot_timeout ?? DEFAULT_BOOT_TIMEOUT_SECONDS,
       maxBootFailures: given.max_boot_failures ?? DEFAULT_MAX_BOOT_FAILURES,
       maxRecoveries: given.max_recoveries ?? null,
+      launchOnWarning: given.launch_on_warning ?? false,
     }),
   ),
 );
@@ -163,7 +178,8 @@ const strategyPolicySchema = z.pipe(
  * `resources.job_recovery` (and its legacy name `spot_recovery`): a strategy name, or the
  * mapping of SkyPilot's strategy, max_restarts_on_errors and recover_on_exit_codes plus
  * relaunch's fail_on_exit_codes, max_restarts_on_exit_codes, restart_backoff,
- * on_demand_fallback_after, launch_timeout, boot_timeout, max_boot_failures and max_recoveries.
+ * on_demand_fallback_after, launch_timeout, boot_timeout, max_boot_failures, max_recoveries and
+ * launch_on_warning.
  */
 export const jobRecoverySchema = z.pipe(
   z.unknown(),

@@ -55,7 +55,17 @@ export interface RecoveryPolicy {
   readonly maxBootFailures?: number;
   /** Cap on RECOVER decisions (preemptions, lost instances, agents that failed); null or absent = no cap. */
   readonly maxRecoveries?: number | null;
+  /**
+   * Which of EC2's warnings start the next attempt early, as a standby that runs setup and
+   * holds before run: `true`, the spot interruption warning; `rebalance`, also the earlier
+   * rebalance recommendation; `false` or absent, none (the attempt launches once the
+   * warned one has ended and been decided, as SkyPilot does).
+   */
+  readonly launchOnWarning?: LaunchOnWarning;
 }
+
+/** `launch_on_warning`, as the file writes it. */
+export type LaunchOnWarning = boolean | 'rebalance';
 
 /** One accelerator choice: `A100:8` is `{ name: 'A100', count: 8 }`. */
 export interface Accelerator {

@@ -23,8 +23,8 @@ export interface WarningOptions {
  * Warnings for a valid task: the legacy `spot_recovery` name; `strategy: none` beside other
  * keys (SkyPilot drops the whole mapping then); exit codes 137 and 0 in
  * recover_on_exit_codes (137 with what bound to add when nothing caps it); with `review`,
- * other codes that nothing caps or paces; an on-demand fallback on a task that never uses
- * spot; `any_of`/`ordered` entries for another cloud, left out; and a task with nothing to run.
+ * other codes that nothing caps or paces; an on-demand fallback or launch_on_warning on a
+ * task that never uses spot; `any_of`/`ordered` entries for another cloud, left out; and a task with nothing to run.
  */
 export function specWarnings(task: Readonly<Record<string, unknown>>, spec: TaskSpec, options: WarningOptions = {}): Problem[] {
   const warnings: Problem[] = [];
@@ -83,6 +83,12 @@ export function specWarnings(task: Readonly<Record<string, unknown>>, spec: Task
     warnings.push({
       path: ['resources', policyKey, 'on_demand_fallback_after'],
       message: 'has no effect: the task does not use spot (use_spot is not true)',
+    });
+  }
+  if (policy.launchOnWarning !== undefined && policy.launchOnWarning !== false && !spec.resources.useSpot) {
+    warnings.push({
+      path: ['resources', policyKey, 'launch_on_warning'],
+      message: 'has no effect: the task does not use spot (use_spot is not true), and EC2 warns only of spot instances',
     });
   }
   warnings.push(...mountWarnings(task, spec.fileMounts ?? []));

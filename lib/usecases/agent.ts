@@ -4,6 +4,7 @@ import { ConcurrentUpdateError, InvalidInputError, JobNotFoundError, StaleAttemp
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { Clock, JobStore } from '../ports.ts';
 import { secretMatches } from '../secrets.ts';
+import { isHolding, isReleased } from '../standby.ts';
 import { JobStatus } from '../status.ts';
 import { nowIso } from './deps.ts';
 
@@ -22,7 +23,8 @@ export interface AgentCredentials {
  * no AWS credentials, so a caller without the secret must not learn whether a job id or
  * an attempt exists (the API answers each with one 401 and one message). The job and the
  * attempt are both read, side by side, whatever either finds: a missing job does not
- * skip the attempt's read. A rank outside the job's nodes is InvalidInputError, said only
+ * skip the attempt's read. The attempt may be the live one or an earlier one, or the
+ * standby right after the live one (launch_on_warning), whose agents call too. A rank outside the job's nodes is InvalidInputError, said only
  * once the secret matched.
  */
 export async function authorizeAgent(
@@ -35,7 +37,7 @@ export async function authorizeAgent(
   const [jobRead, attemptRead] = await Promise.allSettled([store.getJob(jobId), store.getAttempt(jobId, number)]);
   const job = unlessMissing(jobRead);
   const attempt = unlessMissing(attemptRead);
-  if (job === null || attempt === null || number > job.attemptCount || !secretMatches(secret, attempt.secretHash)) throw refused;
+  if (job === null || attempt === null || number > job.attemptCount + 1 || !secretMatches(secret, attempt.secretHash)) throw refused;
   const nodes = job.spec.numNodes;
   if (!Number.isInteger(nodeRank) || nodeRank < 0 || nodeRank >= nodes) {
     const expected = nodes === 1 ? 'expected 0 (the job has 1 node)' : `expected an integer 0-${nodes - 1}`;
@@ -56,6 +58,9 @@ function unlessMissing<T>(read: PromiseSettledResult<T>): T | null {
 
 /** Refuses a callback for an attempt that is not the job's latest, or that has ended. */
 export function assertLiveAttempt(job: JobRecord, attempt: AttemptRecord): void {
+  if (isReleased(attempt)) {
+    throw new StaleAttemptError(`attempt ${attempt.attempt} of job ${job.jobId} was a standby, released unused (${attempt.standby?.releaseReason ?? 'no reason recorded'})`);
+  }
   if (attempt.attempt !== job.attemptCount) {
     throw new StaleAttemptError(
       `attempt ${attempt.attempt} of job ${job.jobId} is stale: attempt ${job.attemptCount} is the live one`,
@@ -64,6 +69,19 @@ export function assertLiveAttempt(job: JobRecord, attempt: AttemptRecord): void 
   if (attempt.outcome !== null) {
     throw new StaleAttemptError(`attempt ${attempt.attempt} of job ${job.jobId} has already ended (${attempt.outcome.kind})`);
   }
+}
+
+/**
+ * Refuses a callback for an attempt that is neither the job's live one nor a standby
+ * holding after it, or that has ended; says which it is.
+ */
+export function assertLiveOrHolding(job: JobRecord, attempt: AttemptRecord): 'live' | 'standby' {
+  if (isHolding(attempt) && attempt.attempt === job.attemptCount + 1) {
+    if (attempt.outcome !== null) throw new StaleAttemptError(`standby attempt ${attempt.attempt} of job ${job.jobId} has already ended (${attempt.outcome.kind})`);
+    return 'standby';
+  }
+  assertLiveAttempt(job, attempt);
+  return 'live';
 }
 
 /**

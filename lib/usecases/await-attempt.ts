@@ -5,6 +5,7 @@ import type { AttemptRecord } from '../model.ts';
 import { JobStatus } from '../status.ts';
 import { StateName, WorkflowError, type AwaitPayload } from '../workflow/contract.ts';
 import type { UseCaseDeps } from './deps.ts';
+import { askForStandby } from './standby.ts';
 import { failTask, resumeTask } from './tasks.ts';
 
 /** The cause AwaitBoot or AwaitAttempt fails with when the user cancelled the job. */
@@ -19,7 +20,11 @@ export const CANCELLED_BY_USER = 'cancelled by the user';
  * - a cancel that read the attempt before the token was stored could not fail the task,
  *   so a CANCELLING job fails it here;
  * - (AwaitBoot) the last node's first heartbeat, stored before the token, found none to
- *   resume, so `booted` is sent here.
+ *   resume, so `booted` is sent here;
+ * - (AwaitAttempt) a warning that asks for a standby (launch_on_warning) and came while no
+ *   AwaitAttempt token was stored (during AwaitBoot, or in the moment between two waits)
+ *   found none to fail, so StandbyWanted is sent here; so is one whose standby the machine
+ *   never launched. Once the standby exists, nothing more is asked.
  *
  * Each side writes first and reads second, so at least one of them acts; both acting is
  * harmless: the second finds the task ended, and that is not an error here.
@@ -40,6 +45,7 @@ export async function awaitAttempt(payload: AwaitPayload, deps: Pick<UseCaseDeps
   if (state === StateName.AwaitBoot && nodesNotHeardFrom(attempt, job.spec.numNodes).length === 0) {
     await resumeTask(workflow, payload.taskToken, { booted: true });
   }
+  if (state === StateName.AwaitAttempt) await askForStandby(deps, job, attempt);
 }
 
 /** The ranks of the attempt's nodes no heartbeat has come from yet, ascending. */

@@ -5,6 +5,7 @@ import { isTerminal, JobStatus } from '../status.ts';
 import type { AwaitError, WorkflowState } from '../workflow/contract.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { retryOnConflict } from './retry.ts';
+import { releaseStandbyOf } from './standby.ts';
 
 /** The machine's state when a Task failed: the catch-all puts the error at `controllerError`. */
 export interface ControllerFailureState extends WorkflowState {
@@ -20,6 +21,7 @@ const MAX_REASON_CHARS = 500;
  * 1. the job's latest attempt (which may be newer than `state.attempt` when the launch
  *    itself failed) has its instances released first, so none outlives the job, and is
  *    ended LOST if still open, so late reports and events find it ended;
+ *    A standby a warning started for it (launch_on_warning) is released with it;
  * 2. a live job becomes FAILED_CONTROLLER with the reason (one retry on a fresh read if
  *    another writer changed it meanwhile); a job already terminal stays as it is;
  * 3. the job's secrets are deleted.
@@ -41,6 +43,7 @@ export async function recordControllerFailure(
     if (attempt.outcome === null) {
       await store.endAttempt(state.jobId, attempt.attempt, { kind: 'LOST', reason }, nowIso(clock));
     }
+    await releaseStandbyOf(deps, state.jobId, attempt.attempt, `not needed: ${reason}`);
   }
   const status = await markControllerFailed(store, state.jobId, reason, nowIso(clock));
   await deps.secrets.delete(state.jobId);

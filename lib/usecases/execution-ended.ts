@@ -8,6 +8,7 @@ import { CANCELLED_BY_USER } from './await-attempt.ts';
 import { recordControllerFailure } from './controller-failure.ts';
 import { nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
 import { retryOnConflict } from './retry.ts';
+import { releaseStandbyOf } from './standby.ts';
 
 /** How Step Functions says an execution ended, for the ends no state of it recorded. */
 export type ExecutionEndStatus = 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'ABORTED';
@@ -36,6 +37,8 @@ export interface ExecutionEndedResult {
  * - a job already terminal (its execution ended through JobFailed, or was stopped after
  *   its decision): its latest attempt's instances are released again, in case the stop
  *   came before ReleaseInstances, and nothing else changes;
+ * - in each case below as well, a standby a warning started for the latest attempt
+ *   (launch_on_warning) is released with it;
  * - a job being cancelled (the cancel stopped the execution in its backoff Wait): its
  *   latest attempt's instances are released and it ends CANCELLED;
  * - any other live job: relaunch's own fault, ended as RecordControllerFailure does
@@ -58,7 +61,7 @@ export async function onExecutionEnded(
   }
   if (isTerminal(job.status)) {
     // Decided, but perhaps stopped before ReleaseInstances ran: release again (idempotent).
-    if (job.attemptCount > 0) await releaseLatest(deps, job.jobId, job.attemptCount);
+    if (job.attemptCount > 0) await releaseLatest(deps, job.jobId, job.attemptCount, `the job has ended (${job.status})`);
     await deps.secrets.delete(job.jobId);
     return { action: 'ignored', reason: `job ${job.jobId} has already ended (${job.status})` };
   }
@@ -70,7 +73,7 @@ export async function onExecutionEnded(
     return { action: 'failed', reason, ended: { jobId: job.jobId, status: JobStatus.FAILED_CONTROLLER, reason: decision.reason } };
   }
   if (job.attemptCount > 0) {
-    const attempt = await releaseLatest(deps, job.jobId, job.attemptCount);
+    const attempt = await releaseLatest(deps, job.jobId, job.attemptCount, 'the job was cancelled');
     if (attempt.outcome === null) await store.endAttempt(job.jobId, attempt.attempt, { kind: 'CANCELLED' }, nowIso(clock));
   }
   const changed = await retryOnConflict(2, async () => {
@@ -88,9 +91,11 @@ export async function onExecutionEnded(
   return changed ? { action: 'cancelled', reason, ended: { jobId: job.jobId, status: JobStatus.CANCELLED, reason: CANCELLED_BY_USER } } : { action: 'cancelled', reason };
 }
 
-async function releaseLatest(deps: Pick<UseCaseDeps, 'store' | 'compute'>, jobId: string, latest: number): Promise<AttemptRecord> {
+/** Releases the latest attempt's instances, and the standby a warning started for it, if any. */
+async function releaseLatest(deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>, jobId: string, latest: number, reason: string): Promise<AttemptRecord> {
   const attempt = await deps.store.getAttempt(jobId, latest);
   await deps.compute.release(jobId, attempt.attempt, attempt.instances);
+  await releaseStandbyOf(deps, jobId, latest, `not needed: ${reason}`);
   return attempt;
 }
 

@@ -1,7 +1,7 @@
 // An agent's heartbeat: proof the attempt is alive, passed on to the waiting execution.
 
 import { StateName } from '../workflow/contract.ts';
-import { assertLiveAttempt, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
+import { assertLiveOrHolding, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
 import { nodesNotHeardFrom } from './await-attempt.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { resumeTask } from './tasks.ts';
@@ -18,16 +18,19 @@ export type HeartbeatInput = AgentCredentials;
  *   has ended). AwaitBoot has no heartbeat timeout, so a beat is not sent to it.
  * - AwaitAttempt's: SendTaskHeartbeat, so its heartbeat timeout restarts.
  *
- * Wrong secret: UnauthorizedError; an attempt that is not the latest or has ended:
- * StaleAttemptError.
+ * A standby holding after the live attempt (launch_on_warning) is recorded as alive and
+ * nothing more: no task waits on it, and the job's status is the live attempt's.
+ *
+ * Wrong secret: UnauthorizedError; an attempt that is neither the latest nor the standby
+ * after it, or that has ended: StaleAttemptError.
  */
 export async function heartbeat(input: HeartbeatInput, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock'>): Promise<void> {
   const { store, workflow, clock } = deps;
   const { job, attempt } = await authorizeAgent(store, input);
-  assertLiveAttempt(job, attempt);
+  const which = assertLiveOrHolding(job, attempt);
   const recorded = await store.recordHeartbeat(input.jobId, input.attempt, nowIso(clock), input.nodeRank);
   // The attempt may have ended meanwhile: then its status belongs to the policy now.
-  if (recorded.outcome !== null) return;
+  if (recorded.outcome !== null || which === 'standby') return;
   await markRunning(store, job, input.attempt, clock);
   if (recorded.taskToken === null) return;
   if (recorded.tokenState === StateName.AwaitBoot) {

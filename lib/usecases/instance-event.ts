@@ -1,13 +1,16 @@
 // EC2's word on an instance (spot interruption warning, state change): preempted, lost, or nothing.
 
+import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { AttemptOutcome } from '../policy/types.ts';
+import { isHolding, isReleased } from '../standby.ts';
 import type { UseCaseDeps } from './deps.ts';
 import { settleAttempt } from './settle-attempt.ts';
+import { askForStandby } from './standby.ts';
 
 /** One EventBridge event about an instance, reduced to what matters. */
 export interface InstanceEvent {
   readonly instanceId: string;
-  readonly kind: 'SPOT_INTERRUPTION_WARNING' | 'STATE_CHANGE';
+  readonly kind: 'SPOT_INTERRUPTION_WARNING' | 'REBALANCE_RECOMMENDATION' | 'STATE_CHANGE';
   /** The new state of a STATE_CHANGE (`running`, `shutting-down`, `terminated`, ...). */
   readonly state?: string;
   /** When EC2 says it happened (ISO 8601). */
@@ -39,7 +42,14 @@ export const INSTANCE_GONE_STATES = {
  *   ignored, so duplicate and late events (EventBridge delivers at least once) are no-ops.
  * - A spot interruption warning is noted and the attempt keeps running: a node that
  *   reports 0 in the two minutes left keeps its code. Should a failing report already be
- *   stored and not yet have ended the attempt, the warning ends it PREEMPTED.
+ *   stored and not yet have ended the attempt, the warning ends it PREEMPTED. With
+ *   `launch_on_warning`, the execution is asked for a standby (askForStandby).
+ * - A rebalance recommendation decides nothing: it is noted only for a job whose
+ *   `launch_on_warning` is `rebalance`, and asks for a standby; any other job ignores it.
+ * - An event about a standby still holding (neither adopted nor released) settles that
+ *   standby as it would the live attempt (a warning noted; its instance gone before its
+ *   final report ends it LOST, or PREEMPTED after a warning), and asks for nothing: the
+ *   relaunch that takes it decides it as any attempt. A released standby's are ignored.
  * - An instance going away after its node's final report is stored is expected (the agent
  *   shuts its instance down once its reports are in) and decides nothing: it is ignored
  *   while the other nodes run on. Nothing is recorded, as no later fact needs it.
@@ -58,9 +68,20 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
   if (attempt === null) return ignored(`instance ${event.instanceId} belongs to no attempt`);
   const where = `attempt ${attempt.attempt} of job ${attempt.jobId}`;
   const job = await store.getJob(attempt.jobId);
-  if (job.attemptCount !== attempt.attempt) return ignored(`${where} is stale: attempt ${job.attemptCount} is the live one`);
+  const standby = isHolding(attempt) && attempt.attempt === job.attemptCount + 1;
+  if (isReleased(attempt)) return ignored(`${where} was a standby, released unused`);
+  if (job.attemptCount !== attempt.attempt && !standby) return ignored(`${where} is stale: attempt ${job.attemptCount} is the live one`);
   if (attempt.outcome !== null) return ignored(`${where} has already ended (${attempt.outcome.kind})`);
   const { numNodes } = job.spec;
+
+  if (event.kind === 'REBALANCE_RECOMMENDATION') {
+    if (standby || job.spec.resources.jobRecovery.launchOnWarning !== 'rebalance') {
+      return ignored(`${where}: a rebalance recommendation for ${event.instanceId} decides nothing${standby ? ' for a standby' : " (the job's launch_on_warning is not rebalance)"}`);
+    }
+    if ((attempt.rebalanceNoticedAt ?? null) !== null) return ignored(`${where}: rebalance recommendation already noted at ${attempt.rebalanceNoticedAt}`);
+    const noted = await store.noteRebalance(attempt.jobId, attempt.attempt, event.time);
+    return { action: 'noted', reason: `${where}: rebalance recommendation for ${event.instanceId}${await standbyAsked(deps, job, noted)}` };
+  }
 
   if (event.kind === 'SPOT_INTERRUPTION_WARNING') {
     if (attempt.interruptionNoticedAt !== null) return ignored(`${where}: interruption already noted at ${attempt.interruptionNoticedAt}`);
@@ -68,7 +89,8 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
     const settled = await settleAttempt(noted, numNodes, [], event.time, deps);
     if (settled.ended) return ended(where, settled.outcome);
     if (settled.attempt.outcome !== null) return ignored(`${where} ended meanwhile (${settled.attempt.outcome.kind})`);
-    return { action: 'noted', reason: `${where}: spot interruption warning for ${event.instanceId}; the attempt runs until the instance goes` };
+    const asked = standby ? '; a standby is taken as it is, warned, if the relaunch comes' : await standbyAsked(deps, job, settled.attempt);
+    return { action: 'noted', reason: `${where}: spot interruption warning for ${event.instanceId}; the attempt runs until the instance goes${asked}` };
   }
 
   const how = event.state === undefined ? undefined : (INSTANCE_GONE_STATES as Readonly<Record<string, string>>)[event.state];
@@ -79,6 +101,11 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
   if (settled.ended) return ended(where, settled.outcome);
   if (settled.attempt.outcome !== null) return ignored(`${where} ended meanwhile (${settled.attempt.outcome.kind})`);
   return ignored(`instance ${event.instanceId} of node ${nodeRank} was ${how} after its final report: expected, it decides nothing`);
+}
+
+/** Asks for the standby the warning wants, if it wants one; says so for the event's reason. */
+async function standbyAsked(deps: Pick<UseCaseDeps, 'store' | 'workflow'>, job: JobRecord, attempt: AttemptRecord): Promise<string> {
+  return (await askForStandby(deps, job, attempt)) ? `; asked for attempt ${attempt.attempt + 1} as its standby (launch_on_warning)` : '';
 }
 
 function ended(where: string, outcome: AttemptOutcome): InstanceEventResult {

@@ -1,16 +1,18 @@
 // LaunchAttempt: start the next attempt on the market the counters say, or end it at once.
 
-import { ConcurrentUpdateError, NoCapacityError, PrecheckError } from '../errors.ts';
+import { ConcurrentUpdateError } from '../errors.ts';
 import { secondsUntil } from '../launch-pace.ts';
 import type { AttemptRecord, JobRecord } from '../model.ts';
-import type { AttemptOutcome } from '../policy/types.ts';
 import type { JobStore, LaunchRequest } from '../ports.ts';
 import { hashSecret, newCallbackSecret } from '../secrets.ts';
-import { DEFAULT_BOOT_TIMEOUT_SECONDS } from '../spec/bounds.ts';
+import { isHolding, isReleased, whyNotAdopt } from '../standby.ts';
 import { assertTransition, JobStatus } from '../status.ts';
 import type { WorkflowState } from '../workflow/contract.ts';
+import { nodesNotHeardFrom } from './await-attempt.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
+import { bootTimeoutOf, launchFailure, newAttempt, placementHistory, secretsOf } from './launch-request.ts';
 import { retryOnConflict } from './retry.ts';
+import { standbyOf, WARNING_WORDS } from './standby.ts';
 
 /** The outcome of an attempt whose launch was cut short by its own Lambda failing (see launchAttempt). */
 export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the instances were recorded; relaunched as a new attempt';
@@ -18,6 +20,10 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
 /**
  * Starts attempt `state.attempt + 1`.
  *
+ * - When a warning on attempt `state.attempt` started a standby (launch_on_warning), the
+ *   relaunch takes it as the next attempt, launching nothing (takeStandby): its nodes have
+ *   run setup and go on to run as soon as they ask. A standby it may not take (another
+ *   market, a later task, released) is let go, and the launch goes on past its number.
  * - First the launch takes its nodes from the shared launch pace (paceLaunch): when the
  *   pace gives it a later slot, nothing else happens and the machine waits for the slot
  *   in WaitForLaunchPace, then runs this step again, which launches at once.
@@ -45,10 +51,13 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  * boot_timeout for AwaitBoot.
  */
 export async function launchAttempt(
-  state: WorkflowState,
+  given: WorkflowState,
   deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock' | 'secrets' | 'pace'>,
 ): Promise<WorkflowState> {
   const { store, compute, clock } = deps;
+  const taken = await takeStandby(deps, given);
+  if ('adopted' in taken) return taken.adopted;
+  const { state } = taken;
   const job = await store.getJob(state.jobId);
   const finished = await finishedLaunch(store, state, job);
   if (finished !== null) return finished;
@@ -102,6 +111,60 @@ export async function launchAttempt(
 }
 
 /**
+ * The standby a warning on attempt `state.attempt` started, if any, made the next attempt:
+ *
+ * - one that whyNotAdopt allows is adopted (the job STARTING, as for any launch; its
+ *   attemptCount moved to the standby in the same write as its mark), and the answer is
+ *   the state for it, launched, with what is left of its boot_timeout;
+ * - one it does not (another market, a later task), or one the job is cancelled under, is
+ *   released and retired: the launch goes on as attempt `standby + 1`, from a state that
+ *   counts the standby's number as used;
+ * - one released earlier (it found no capacity) is retired the same way.
+ *
+ * A second run of this step finds its first run's work done: an adopted standby is
+ * answered as such, a retired one is stepped over. Without a standby, the state as given.
+ */
+async function takeStandby(
+  deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
+  state: WorkflowState,
+): Promise<{ adopted: WorkflowState } | { state: WorkflowState }> {
+  const { store, compute, clock } = deps;
+  const standby = await standbyOf(store, state.jobId, state.attempt);
+  if (standby === null) return { state };
+  const past: WorkflowState = { jobId: state.jobId, attempt: standby.attempt, attemptsInExecution: state.attemptsInExecution + 1 };
+  let job = await store.getJob(state.jobId);
+  if (standby.standby?.adoptedAt !== undefined) return { adopted: adoptedState(job, standby, past, clock.now()) };
+  if (isHolding(standby)) {
+    const why = job.status === JobStatus.CANCELLING ? 'the job was cancelled' : whyNotAdopt(job, standby);
+    if (why === null) {
+      const claim = await claimLaunch(store, job, standby.attempt, nowIso(clock), `taking standby attempt ${standby.attempt} (${standby.market}), started on the ${WARNING_WORDS[standby.standby?.on ?? 'interruption']} of attempt ${state.attempt}`);
+      if (!claim.cancelled) {
+        const adopted = await store.adoptStandby(state.jobId, standby.attempt, nowIso(clock));
+        return { adopted: adoptedState(claim.job, adopted, past, clock.now()) };
+      }
+      job = claim.job;
+    }
+    const reason = `not used: ${why ?? 'the job was cancelled'}; attempt ${standby.attempt + 1} launches instead`;
+    const { attempt } = await store.releaseStandby(state.jobId, standby.attempt, nowIso(clock), reason);
+    await compute.release(state.jobId, attempt.attempt, attempt.instances);
+  }
+  if (isReleased(await store.getAttempt(state.jobId, standby.attempt)) && job.attemptCount === state.attempt) {
+    await store.retireStandby(state.jobId, standby.attempt);
+  }
+  return { state: past };
+}
+
+/**
+ * The state for an adopted standby: launched, with the boot_timeout left since its launch
+ * (at least 1 s) while a node has not been heard from; AwaitBoot resumes at once otherwise.
+ */
+function adoptedState(job: JobRecord, standby: AttemptRecord, past: WorkflowState, now: Date): WorkflowState {
+  const elapsed = Math.floor((now.getTime() - Date.parse(standby.startedAt)) / 1000);
+  const left = nodesNotHeardFrom(standby, job.spec.numNodes).length === 0 ? bootTimeoutOf(job) : Math.max(1, bootTimeoutOf(job) - elapsed);
+  return { ...past, launched: true, bootTimeoutSeconds: left };
+}
+
+/**
  * Takes the launch's instances from the shared pace, unless this launch already holds a
  * slot (it waited for it), will launch nothing (the job is being cancelled), or was
  * claimed by an earlier run of this step (STARTING: that run took the slot). Returns the
@@ -128,20 +191,6 @@ async function paceLaunch(
     launchWaitSeconds: waitSeconds,
     launchReserved: true,
   };
-}
-
-/** The job's secrets, for the launch to hand its nodes; a PrecheckError when some are no longer stored. */
-async function secretsOf(deps: Pick<UseCaseDeps, 'secrets'>, job: JobRecord): Promise<Pick<LaunchRequest, 'secrets'>> {
-  const names = job.spec.secretNames ?? [];
-  if (names.length === 0) return {};
-  const values = await deps.secrets.get(job.jobId);
-  const missing = names.filter((name) => values[name] === undefined);
-  if (missing.length > 0) throw new PrecheckError(`secrets ${missing.join(', ')} of job ${job.jobId} are no longer stored; submit the job again`);
-  return { secrets: Object.fromEntries(names.map((name) => [name, values[name] as string])) };
-}
-
-function bootTimeoutOf(job: JobRecord): number {
-  return job.spec.resources.jobRecovery.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS;
 }
 
 /**
@@ -173,6 +222,7 @@ async function claimLaunch(
   read: JobRecord,
   attempt: number,
   at: string,
+  reason?: string,
 ): Promise<{ job: JobRecord; cancelled: boolean }> {
   const { jobId } = read;
   return retryOnConflict(2, async (tryNumber) => {
@@ -188,7 +238,7 @@ async function claimLaunch(
     const started = await store.changeStatus(jobId, {
       from: job.status,
       to: JobStatus.STARTING,
-      reason: `launching attempt ${attempt} (${job.counters.market})`,
+      reason: reason ?? `launching attempt ${attempt} (${job.counters.market})`,
       attempt,
       at,
     });
@@ -224,45 +274,4 @@ async function retireInterruptedLaunch(
     await store.endAttempt(jobId, latest, { kind: 'LOST', reason: INTERRUPTED_LAUNCH_REASON }, nowIso(clock));
   }
   return latest;
-}
-
-function newAttempt(job: JobRecord, attempt: number, secretHash: string, at: string): AttemptRecord {
-  const task = job.pipeline === null || job.pipeline === undefined ? {} : { task: job.pipeline.current };
-  return {
-    jobId: job.jobId,
-    attempt,
-    market: job.counters.market,
-    placement: null,
-    instances: [],
-    taskToken: null,
-    tokenState: null,
-    secretHash,
-    reports: [],
-    outcome: null,
-    decision: null,
-    startedAt: at,
-    lastHeartbeatAt: null,
-    nodesHeardFrom: [],
-    interruptionNoticedAt: null,
-    endedAt: null,
-    ...task,
-  };
-}
-
-/** Where earlier attempts ran and how each ended, newest first; attempts never placed are left out. */
-async function placementHistory(store: JobStore, jobId: string, attempt: number): Promise<LaunchRequest['history']> {
-  const attempts = await store.listAttempts(jobId);
-  return attempts
-    .filter((earlier) => earlier.attempt < attempt)
-    .sort((a, b) => b.attempt - a.attempt)
-    .flatMap((earlier) =>
-      earlier.placement === null ? [] : [{ placement: earlier.placement, outcome: earlier.outcome?.kind ?? null }],
-    );
-}
-
-/** The outcome a launch error ends the attempt with; null for an error that is relaunch's own fault. */
-function launchFailure(error: unknown): AttemptOutcome | null {
-  if (error instanceof NoCapacityError) return { kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: error.message };
-  if (error instanceof PrecheckError) return { kind: 'LAUNCH_FAILED', cause: 'PRECHECKS', reason: error.message };
-  return null;
 }

@@ -1,24 +1,39 @@
-// ReleaseInstances: give back the attempt's instances, whatever the decision was, and the
-// job's secrets when the decision ended the job.
+// ReleaseInstances: give back the attempt's instances, whatever the decision was, the
+// standby's when the decision does not relaunch, and the job's secrets when it ends the job.
 
+import { RecoveryAction } from '../policy/types.ts';
 import { isTerminal, type JobStatus } from '../status.ts';
-import type { WorkflowState } from '../workflow/contract.ts';
+import type { DecisionOutput, WorkflowState } from '../workflow/contract.ts';
 import type { UseCaseDeps } from './deps.ts';
+import { releaseStandbyOf } from './standby.ts';
 
 /**
- * Terminates the instances of the attempt in `state`, recorded or not, then, when the
- * decision ends the job, deletes its secrets (no attempt will need them). Safe to run
- * again (both are idempotent), so the machine may retry it freely. Returns the state
- * unchanged, so the decision reaches the Choice.
+ * Terminates the instances of the attempt in `state`, recorded or not. When the decision
+ * does not relaunch the job (it succeeded, failed, was cancelled, or a pipeline moves on to
+ * its next task), the standby a warning started for the attempt (launch_on_warning) is not
+ * needed: it is released, charged to nothing, and its instances terminated too; a relaunch
+ * leaves it to the next LaunchAttempt, which takes it. Then, when the decision ends the
+ * job, its secrets are deleted (no attempt will need them). Safe to run again (every step
+ * is idempotent), so the machine may retry it freely. Returns the state unchanged, so the
+ * decision reaches the Choice.
  */
-export async function releaseInstances(state: WorkflowState, deps: Pick<UseCaseDeps, 'store' | 'compute' | 'secrets'>): Promise<WorkflowState> {
+export async function releaseInstances(state: WorkflowState, deps: Pick<UseCaseDeps, 'store' | 'compute' | 'secrets' | 'clock'>): Promise<WorkflowState> {
   const { store, compute } = deps;
   if (state.attempt >= 1) {
     const attempt = await store.getAttempt(state.jobId, state.attempt);
     // Even with no instances recorded: a launch whose Lambda died before setInstances may
     // have started some, and compute also finds an attempt's instances by their tags.
     await compute.release(state.jobId, state.attempt, attempt.instances);
+    const { decision } = state;
+    if (decision !== undefined && !relaunches(decision)) {
+      await releaseStandbyOf(deps, state.jobId, state.attempt, `not needed: attempt ${state.attempt} was decided ${decision.action} (${decision.reason})`);
+    }
   }
   if (state.decision !== undefined && isTerminal(state.decision.status as JobStatus)) await deps.secrets.delete(state.jobId);
   return state;
+}
+
+/** Whether a decision launches a next attempt of the same task, which may take a standby. */
+function relaunches(decision: DecisionOutput): boolean {
+  return decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER;
 }

@@ -2,10 +2,11 @@
 
 import { InvalidInputError, StaleAttemptError } from '../errors.ts';
 import type { AgentFailure } from '../agent/protocol.ts';
-import { isAgentFailure, type NodeReport } from '../model.ts';
+import { isAgentFailure, type AttemptRecord, type JobRecord, type NodeReport } from '../model.ts';
 import type { Phase } from '../policy/types.ts';
 import { keepTail, storedTailMaxBytes } from '../report-tail.ts';
-import { assertLiveAttempt, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
+import { runSignal, type RunSignal } from '../standby.ts';
+import { assertLiveOrHolding, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { settleAttempt } from './settle-attempt.ts';
 
@@ -18,9 +19,16 @@ export type ReportPhaseInput = AgentCredentials & { readonly phase: Phase; reado
     | { readonly agentFailure: AgentFailure; readonly exitCode?: undefined }
   );
 
-/** `duplicate`: the same report was already stored, and nothing changed. */
+/**
+ * `duplicate`: the same report was already stored, and nothing changed. A setup report
+ * that exited 0 also says what the node does next (runSignal): `go` on to run, or `hold`
+ * (a standby, launch_on_warning), or `stop`.
+ */
 export interface ReportPhaseResult {
   readonly status: 'accepted' | 'duplicate';
+  readonly run?: RunSignal;
+  /** Why `run` says what it says, for the agent's log. */
+  readonly reason?: string;
 }
 
 /**
@@ -44,6 +52,11 @@ export interface ReportPhaseResult {
  * event handled at the same moment can neither end the attempt over a stored final report
  * nor be overtaken by a decision that did not see its warning.
  *
+ * A standby holding after the live attempt (launch_on_warning) reports its setup (or its
+ * agent's failure) as any attempt does, and is told to hold; it has no run to report
+ * until it is adopted and told to go, so a run report from it is StaleAttemptError. Its
+ * reports never change the job's status.
+ *
  * The job goes STARTING -> RUNNING before the attempt is ended, so the policy never reads
  * a status this call is about to change.
  */
@@ -58,13 +71,17 @@ export async function reportPhase(
   }
   const previous = attempt.reports.find((report) => sameSlot(report, input));
   if (previous !== undefined && sameContent(previous, input)) {
+    let now = attempt;
     if (attempt.attempt === job.attemptCount && attempt.outcome === null) {
       await markRunning(store, job, input.attempt, clock);
-      await settleAttempt(attempt, job.spec.numNodes, [], nowIso(clock), deps);
+      now = (await settleAttempt(attempt, job.spec.numNodes, [], nowIso(clock), deps)).attempt;
     }
-    return { status: 'duplicate' };
+    return answer('duplicate', input, job, now, deps);
   }
-  assertLiveAttempt(job, attempt);
+  const which = assertLiveOrHolding(job, attempt);
+  if (which === 'standby' && input.phase === 'run') {
+    throw new StaleAttemptError(`attempt ${input.attempt} of job ${input.jobId} is a standby holding before run: it was never told to run`);
+  }
   if (previous !== undefined) throw conflicting(previous, input);
 
   // The end of it, within this job's share of what an attempt may store (lib/report-tail.ts).
@@ -83,9 +100,27 @@ export async function reportPhase(
     throw new StaleAttemptError(`attempt ${input.attempt} of job ${input.jobId} ended before this report was stored`);
   }
 
-  await markRunning(store, job, input.attempt, clock);
-  await settleAttempt(added.attempt, job.spec.numNodes, [], nowIso(clock), deps);
-  return { status: 'accepted' };
+  if (which === 'live') await markRunning(store, job, input.attempt, clock);
+  const settled = await settleAttempt(added.attempt, job.spec.numNodes, [], nowIso(clock), deps);
+  return answer('accepted', input, job, settled.attempt, deps);
+}
+
+/**
+ * The answer to a report: with a setup report that exited 0, what the node does next, as
+ * the records read say (runSignal). A `go` to a standby already adopted notes when its run
+ * started; a `hold` read before an adoption is corrected by the node's next ask.
+ */
+async function answer(
+  status: ReportPhaseResult['status'],
+  input: ReportPhaseInput,
+  job: JobRecord,
+  attempt: AttemptRecord,
+  deps: Pick<UseCaseDeps, 'store' | 'clock'>,
+): Promise<ReportPhaseResult> {
+  if (input.phase !== 'setup' || input.exitCode !== 0) return { status };
+  const { run, reason } = runSignal(job, attempt);
+  if (run === 'go' && attempt.standby !== null && attempt.standby !== undefined) await deps.store.noteRunStart(job.jobId, attempt.attempt, nowIso(deps.clock));
+  return { status, run, reason };
 }
 
 function sameSlot(report: NodeReport, input: ReportPhaseInput): boolean {

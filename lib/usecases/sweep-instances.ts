@@ -3,9 +3,10 @@
 // decides; the sweep catches what it could not (an execution that ended mid-step, a
 // release that ran out of retries, a launch whose result was never recorded).
 
-import { JobNotFoundError } from '../errors.ts';
+import { JobNotFoundError, StaleAttemptError } from '../errors.ts';
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { Clock, Compute, InstanceInventory, JobStore, TaggedInstance } from '../ports.ts';
+import { isReleased } from '../standby.ts';
 import { isTerminal } from '../status.ts';
 import { errorMessage } from './deps.ts';
 
@@ -117,13 +118,21 @@ async function whyRelease(store: JobStore, jobId: string, attempt: number, now: 
     if (error instanceof JobNotFoundError) return `job ${jobId} is not in the table`;
     throw error;
   }
-  if (attempt < 1 || attempt > job.attemptCount) return `attempt ${attempt} of job ${jobId} was never recorded`;
-  const record: AttemptRecord = await store.getAttempt(jobId, attempt);
-  if (record.outcome !== null) {
+  // One past the live attempt may be its standby (launch_on_warning), which holds until used.
+  if (attempt < 1 || attempt > job.attemptCount + 1) return `attempt ${attempt} of job ${jobId} was never recorded`;
+  let record: AttemptRecord;
+  try {
+    record = await store.getAttempt(jobId, attempt);
+  } catch (error) {
+    if (error instanceof StaleAttemptError) return `attempt ${attempt} of job ${jobId} was never recorded`;
+    throw error;
+  }
+  if (record.outcome !== null || isReleased(record)) {
     const endedAt = record.endedAt === null ? now : Date.parse(record.endedAt);
     const seconds = Math.floor((now - endedAt) / 1000);
     if (seconds < SWEEP_GRACE_SECONDS) return null;
-    return `attempt ${attempt} of job ${jobId} ended ${record.outcome.kind} ${seconds} s ago`;
+    const how = record.outcome === null ? 'was released unused, as a standby,' : `ended ${record.outcome.kind}`;
+    return `attempt ${attempt} of job ${jobId} ${how} ${seconds} s ago`;
   }
   if (isTerminal(job.status)) return `job ${jobId} has ended (${job.status})`;
   return null;

@@ -17,6 +17,11 @@ export const StateName = {
   AwaitBoot: 'AwaitBoot',
   /** Until the attempt ends, on the heartbeat timeout's clock. */
   AwaitAttempt: 'AwaitAttempt',
+  /**
+   * On a warning that the live attempt's instances may go (launch_on_warning): launches the
+   * next attempt as a standby, then back to AwaitAttempt.
+   */
+  LaunchStandby: 'LaunchStandby',
   EvaluateRecoveryPolicy: 'EvaluateRecoveryPolicy',
   ReleaseInstances: 'ReleaseInstances',
   /** Until the launch's slot in the shared launch pace (skipped when it is due). */
@@ -38,6 +43,7 @@ export const TASK_STATES = [
   StateName.LaunchAttempt,
   StateName.AwaitBoot,
   StateName.AwaitAttempt,
+  StateName.LaunchStandby,
   StateName.EvaluateRecoveryPolicy,
   StateName.ReleaseInstances,
   StateName.ContinueAsNewExecution,
@@ -53,12 +59,15 @@ export type AwaitStateName = (typeof AWAIT_STATES)[number];
 
 /**
  * Error names the machine's Catch clauses match. The first two are Step Functions' own;
- * JobCancelled is what cancel fails AwaitBoot or AwaitAttempt with.
+ * JobCancelled is what cancel fails AwaitBoot or AwaitAttempt with; StandbyWanted is what a
+ * warning on the live attempt fails AwaitAttempt with, when the job's launch_on_warning
+ * asks for a standby (its Catch goes to LaunchStandby).
  */
 export const WorkflowError = {
   HeartbeatTimeout: 'States.HeartbeatTimeout',
   Timeout: 'States.Timeout',
   JobCancelled: 'JobCancelled',
+  StandbyWanted: 'StandbyWanted',
   All: 'States.ALL',
 } as const;
 /** One of the error names a Catch clause matches. */
@@ -114,6 +123,26 @@ export const DecisionOutputSchema = z.object({
 export type DecisionOutput = z.infer<typeof DecisionOutputSchema>;
 
 /**
+ * What LaunchStandby did, at STANDBY_PATH: the standby's attempt number when it launched
+ * one (null when it did not), and why, in a sentence the console shows.
+ */
+export const StandbyResultSchema = z.object({
+  attempt: z.nullable(z.number().check(z.int(), z.minimum(2))),
+  launched: z.boolean(),
+  reason: z.string(),
+});
+/** LaunchStandby's answer. */
+export type StandbyResult = z.infer<typeof StandbyResultSchema>;
+
+/** LaunchStandby's input: the job, and its live attempt, whose warning asked for a standby. */
+export const LaunchStandbyInputSchema = z.object({
+  jobId,
+  standbyFor: z.number().check(z.int(), z.minimum(1)),
+});
+/** LaunchStandby's input, parsed. */
+export type LaunchStandbyInput = z.infer<typeof LaunchStandbyInputSchema>;
+
+/**
  * The state every step passes along. Handlers return the whole state (ResultPath unset),
  * so the console shows it at every step.
  */
@@ -136,6 +165,8 @@ export const WorkflowStateSchema = z.object({
   launchReserved: z.optional(z.boolean()),
   awaited: z.optional(z.lazy(() => AwaitResultSchema)),
   awaitError: z.optional(AwaitErrorSchema),
+  /** What the last LaunchStandby did (LaunchStandby's ResultPath), until the next launch. */
+  standby: z.optional(StandbyResultSchema),
   decision: z.optional(DecisionOutputSchema),
 });
 /** The state every step passes along. */
@@ -188,8 +219,10 @@ export type AwaitResult = z.infer<typeof AwaitResultSchema>;
 
 /** The job id, passed to AwaitAttempt. */
 export const JOB_ID_PATH = '$.jobId';
-/** The current attempt, passed to AwaitAttempt. */
+/** The current attempt, passed to AwaitAttempt (and to LaunchStandby as the attempt it stands by for). */
 export const ATTEMPT_PATH = '$.attempt';
+/** Where LaunchStandby's result lands in the state (its ResultPath). */
+export const STANDBY_PATH = '$.standby';
 /** Where AwaitAttempt's result lands in the state (its ResultPath). */
 export const AWAITED_PATH = '$.awaited';
 /** Where the error AwaitAttempt's expected Catch (lost, timed out, cancelled) lands. */

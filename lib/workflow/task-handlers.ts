@@ -11,9 +11,11 @@ import {
   releaseInstances,
   type UseCaseDeps,
 } from '../usecases/index.ts';
+import { launchStandby } from '../usecases/standby.ts';
 import {
   AwaitPayloadSchema,
   ControllerFailureStateSchema,
+  LaunchStandbyInputSchema,
   StateName,
   WorkflowStateSchema,
   type AwaitPayload,
@@ -29,6 +31,7 @@ export type TaskHandler = (input: unknown) => Promise<unknown>;
 export function controllerTasks(deps: UseCaseDeps): Readonly<Record<string, TaskHandler>> {
   return {
     [StateName.LaunchAttempt]: (input) => launchAttempt(WorkflowStateSchema.parse(input), deps),
+    [StateName.LaunchStandby]: (input) => launchStandby(LaunchStandbyInputSchema.parse(input), deps),
     [StateName.EvaluateRecoveryPolicy]: (input) => evaluatePolicy(WorkflowStateSchema.parse(input), deps),
     [StateName.ReleaseInstances]: (input) => releaseInstances(WorkflowStateSchema.parse(input), deps),
     [StateName.ContinueAsNewExecution]: (input) => continueAsNew(WorkflowStateSchema.parse(input), deps),

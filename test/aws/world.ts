@@ -188,9 +188,15 @@ export class StackInWorld {
     );
   }
 
-  /** Sends an EC2 event about an instance to on-ec2-event, as the rule would. */
-  async ec2Event(instanceId: string, event: { interruption: true } | { state: string }): Promise<unknown> {
-    const detailType = 'interruption' in event ? EC2_DETAIL_TYPES.interruption : EC2_DETAIL_TYPES.stateChange;
+  /** Sends an EC2 event about an instance to on-ec2-event, as its rule would. */
+  async ec2Event(instanceId: string, event: { interruption: true } | { rebalance: true } | { state: string }): Promise<unknown> {
+    const detailType = 'interruption' in event ? EC2_DETAIL_TYPES.interruption : 'rebalance' in event ? EC2_DETAIL_TYPES.rebalance : EC2_DETAIL_TYPES.stateChange;
+    const detail =
+      'interruption' in event
+        ? { 'instance-id': instanceId, 'instance-action': 'terminate' }
+        : 'rebalance' in event
+          ? { 'instance-id': instanceId }
+          : { 'instance-id': instanceId, state: event.state };
     return this.invoke('on-ec2-event', {
       version: '0',
       id: `event-${instanceId}-${Date.now()}`,
@@ -200,7 +206,7 @@ export class StackInWorld {
       time: new Date().toISOString(),
       region: this.deployment.region,
       resources: [`arn:aws:ec2:${this.deployment.region}:${this.deployment.account}:instance/${instanceId}`],
-      detail: 'interruption' in event ? { 'instance-id': instanceId, 'instance-action': 'terminate' } : { 'instance-id': instanceId, state: event.state },
+      detail,
     });
   }
 
@@ -390,6 +396,20 @@ export class Agent {
 
   report(phase: 'setup' | 'run', exitCode: number, outputTail = ''): Promise<ApiAnswer> {
     return this.post('report', { nodeRank: this.nodeRank, phase, exitCode, outputTail });
+  }
+
+  /** A holding node (a standby's) asking whether to go on to run. */
+  hold(): Promise<ApiAnswer> {
+    return this.post('hold', { nodeRank: this.nodeRank });
+  }
+
+  /** The same request with another attempt's number in the path (a secret used where it is not valid). */
+  holdAs(attempt: number): Promise<ApiAnswer> {
+    return this.stack.api('POST', `/jobs/${this.jobId}/attempts/${attempt}/hold`, {
+      body: JSON.stringify({ nodeRank: this.nodeRank }),
+      headers: { authorization: `Bearer ${this.secret}` },
+      caller: null,
+    });
   }
 
   dataCredentials(): Promise<ApiAnswer> {

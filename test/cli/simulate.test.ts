@@ -48,6 +48,23 @@ afterAll(async () => {
 });
 
 describe('runSimulate', () => {
+  it('says after each decision what became of the standby a warning started, with launch_on_warning', async () => {
+    const warm = join(dir, 'warm.yaml');
+    await writeFile(warm, RECOVERING_TASK.replace('max_restarts_on_errors: 3', 'max_restarts_on_errors: 3\n    launch_on_warning: rebalance'));
+    const io = bufferIo();
+    expect(await runSimulate(warm, ['warn', 'gone:0', 'rebalance', 'exit:1', 'exit:1', 'rebalance', 'exit:0'], {}, io)).toBe(0);
+    expect(io.stdout.join('\n').split('\n')).toEqual([
+      '1. warn gone:0       → RECOVER  RECOVERING  (spot preemption; recovery 1, does not count toward max_restarts_on_errors) [its standby is the next attempt, setup done]',
+      '2. rebalance exit:1  → RESTART  RECOVERING  (exit code 1 (run); restart 1 of 3 on errors, 2 left) [its standby is the next attempt, setup done]',
+      '3. exit:1            → RESTART  RECOVERING  (exit code 1 (run); restart 2 of 3 on errors, 1 left)',
+      '4. rebalance exit:0  → SUCCEED  SUCCEEDED   (exit code 0 (run); job succeeded) [its standby is released, charged to nothing]',
+      'final: SUCCEEDED',
+    ]);
+    const json = bufferIo();
+    await runSimulate(warm, ['warn', 'exit:0'], { json: true }, json);
+    expect(JSON.parse(json.stdout.join('\n')).decisions[0]).toMatchObject({ event: 'warn exit:0', action: 'SUCCEED', standby: 'released' });
+  });
+
   it('prints one aligned line per event and the final status, and returns 0', async () => {
     const io = bufferIo();
     const status = await runSimulate(task, ['exit:29', 'preempt', 'exit:1', 'exit:0'], {}, io);

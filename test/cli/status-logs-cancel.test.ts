@@ -94,7 +94,7 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     ]);
   });
 
-  it('status JOB shows every attempt: outcome, phase, exit codes, decision, duration and reason', async () => {
+  it('status JOB shows every attempt: outcome, phase, exit codes, decision, duration, the gap before its run and reason', async () => {
     const result = await cli('status', job.jobId);
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
@@ -103,9 +103,9 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     expect(lines[2]).toBe('recoveries: 1, restarts on errors: 1');
     const table = lines.slice(lines.indexOf('') + 1).map((line) => line.split(/\s{2,}/));
     expect(table).toEqual([
-      ['ATTEMPT', 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'REASON'],
-      ['1', 'EXITED', 'run', '1', 'RESTART', expect.stringMatching(/^\d+\.\ds$/), 'exit code 1 (run); restart 1 of 1 on errors, 0 left'],
-      ['2', 'EXITED', 'run', '0', 'SUCCEED', expect.stringMatching(/^\d+\.\ds$/), 'exit code 0 (run); job succeeded'],
+      ['ATTEMPT', 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'GAP', 'REASON'],
+      ['1', 'EXITED', 'run', '1', 'RESTART', expect.stringMatching(/^\d+\.\ds$/), '-', 'exit code 1 (run); restart 1 of 1 on errors, 0 left'],
+      ['2', 'EXITED', 'run', '0', 'SUCCEED', expect.stringMatching(/^\d+\.\ds$/), expect.stringMatching(/^\d+\.\ds$/), 'exit code 0 (run); job succeeded'],
     ]);
   });
 

@@ -138,6 +138,11 @@ describe('runValidate, human output', () => {
       '                max_boot_failures 1',
       '  workdir       (none)',
     ]],
+    ['warm-standby.yaml', [
+      '  recovery      EAGER_NEXT_REGION, max_restarts_on_errors 2',
+      '                launch_on_warning: the next attempt starts, as a standby, on a rebalance recommendation or a spot interruption warning',
+      '  workdir       (none)',
+    ]],
   ])('summarizes the runaway bounds of %s, defaults left out', async (file, rows) => {
     const io = bufferIo();
     expect(await runValidate(`${VALID}${file}`, {}, io)).toBe(0);

@@ -22,6 +22,7 @@ import {
   MACHINE_PATH,
   INSTANCE_ARN,
   INSTANCE_ID,
+  JOB_ID,
   jobEnv,
   pathWithout,
   processesWithEnv,
@@ -359,3 +360,74 @@ describe('a job told to stop (the node shutting down, a spot interruption)', () 
     expect(result.shutDown).toBe(true);
   });
 });
+
+describe('a standby node (launch_on_warning)', () => {
+  const RUN = `echo "run started" > "$DUMP_DIR/ran"`;
+
+  it('holds after its setup report while the API says hold, beating, and runs once it says go', async () => {
+    api.setupAnswer = { status: 'accepted', run: 'hold', reason: 'attempt 3 is a standby: attempt 2 is still the live one' };
+    const agent = await startAgent({ spec: spec({ run: RUN }), nodeRank: 0, holdPollSeconds: 0.05, heartbeatSeconds: 0.2 }, undefined, 20_000);
+    // Held for a few asks and at least one heartbeat, with nothing run.
+    await waitFor('three asks while holding', () => (api.holds.length >= 3 ? true : undefined));
+    await waitFor('a heartbeat while holding', () => (api.heartbeats.filter((beat) => beat.at > (api.holds[0]?.at ?? Infinity)).length > 0 ? true : undefined));
+    expect(existsSync(join(dir, 'ran'))).toBe(false);
+    api.holdAnswerAfter = { run: 'go', reason: 'attempt 3 is the live attempt' };
+    const result = await agent.done;
+
+    expect(readFileSync(join(dir, 'ran'), 'utf8')).toBe('run started\n');
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup', 'run']);
+    // Every ask names the node and carries the attempt's secret, as a heartbeat does.
+    for (const hold of api.holds) {
+      expect(hold).toMatchObject({ method: 'POST', path: `/jobs/${JOB_ID}/attempts/3/hold`, authorization: `Bearer ${SECRET}` });
+      expect(JSON.parse(hold.body)).toEqual({ nodeRank: 0 });
+    }
+    expect(result.stderr).toContain('holding before run: attempt 3 is a standby: attempt 2 is still the live one');
+    expect(result.stderr).toContain('told to go: attempt 3 is the live attempt');
+    expect(result).toMatchObject({ shutDown: true, parentSurvived: true });
+  });
+
+  it.each<[string, (Record<string, unknown> | number)[]]>([
+    ['told to stop (not needed)', [{ run: 'hold' }, 503, 429, { run: 'stop', reason: 'released: not needed: attempt 2 succeeded' }]],
+    ['refused for good (a secret no longer good)', [{ run: 'hold' }, 401]],
+  ])('never runs and shuts down when %s, asking again through throttling and 5xx', async (_name, answers) => {
+    api.setupAnswer = { status: 'accepted', run: 'hold', reason: 'a standby' };
+    api.holdAnswers = [...answers];
+    const result = await runAgent({ spec: spec({ run: RUN }), nodeRank: 0, holdPollSeconds: 0.05 }, undefined, 20_000);
+
+    expect(existsSync(join(dir, 'ran'))).toBe(false);
+    expect(api.holds).toHaveLength(answers.length);
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+    expect(result).toMatchObject({ shutDown: true, parentSurvived: true });
+    expect(agentProcesses()).toEqual([]);
+  });
+
+  it('never runs when its setup report is answered stop (its attempt ended meanwhile)', async () => {
+    api.setupAnswer = { status: 'accepted', run: 'stop', reason: 'attempt 3 has ended (EXITED)' };
+    const result = await runAgent({ spec: spec({ run: RUN }), nodeRank: 0 });
+    expect(existsSync(join(dir, 'ran'))).toBe(false);
+    expect(api.holds).toEqual([]);
+    expect(result.stderr).toContain('told not to run: attempt 3 has ended (EXITED)');
+    expect(result.shutDown).toBe(true);
+  });
+});
+
+describe('a spot interruption notice with launch_on_warning', () => {
+  it('lets the job work on until its grace period and the margin before the instance goes, then stops it', async () => {
+    const ticking = `${STARTED}; trap 'echo "got SIGTERM at $(date +%s%3N)"; exit 0' TERM; while :; do sleep 0.05; done`;
+    const warm = spec({ run: ticking }, { useSpot: true, jobRecovery: { ...spec().resources.jobRecovery, launchOnWarning: true } });
+    const agent = await startAgent({ spec: warm, nodeRank: 0, stopGraceSeconds: 1, warningStopMarginSeconds: 1, interruptionPollSeconds: 0.1 }, undefined, 20_000);
+    await jobStarted();
+
+    const reclaim = Date.now() + 4_000;
+    api.metadata['spot/instance-action'] = JSON.stringify({ action: 'terminate', time: new Date(reclaim).toISOString() });
+    const result = await agent.done;
+
+    const stoppedAt = Number(/got SIGTERM at (\d+)/.exec(readFileSync(join(dir, 'agent', 'run.log'), 'utf8'))?.[1]);
+    // Not before the instance goes, less its grace period (1 s) and the margin (1 s).
+    expect(stoppedAt).toBeGreaterThanOrEqual(reclaim - 2_000);
+    expect(result.stderr).toMatch(/spot interruption notice: the job runs on for \d+\.\d{3} s, then gets its 1 s before the instance goes \(launch_on_warning\)/);
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+    expect(result.shutDown).toBe(true);
+  });
+});
+

@@ -227,7 +227,7 @@ describe('agent reports', () => {
     sfn.on(SendTaskSuccessCommand).resolves({});
     await givenJob(JOB, JobStatus.STARTING);
     await givenAttempt(JOB, 1, { taskToken: 'token-1' });
-    expect((await call(report(JOB, 1, ok))).json).toEqual({ status: 'accepted' });
+    expect((await call(report(JOB, 1, ok))).json).toEqual({ status: 'accepted', run: 'go', reason: `attempt 1 of job ${JOB} is the live attempt` });
     expect((await call(report(JOB, 1, ran))).json).toEqual({ status: 'accepted' });
     expect(await call(report(JOB, 1, ran))).toEqual({ statusCode: 200, json: { status: 'duplicate' } });
     expect(sfn).toHaveReceivedCommandTimes(SendTaskSuccessCommand, 1);

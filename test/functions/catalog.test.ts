@@ -22,6 +22,8 @@ describe('the Lambda catalog', () => {
     expect(/\bcompute\(\)/.test(code), 'compute()').toBe(needs.compute !== false);
     // Only LaunchAttempt starts instances; the others may only release them.
     expect(/\blaunchAttempt\(/.test(code), 'launchAttempt()').toBe(needs.compute === 'launch');
+    // Launching (a standby, or the attempt that takes or retires one) writes standbys.
+    expect(/\blaunch(Attempt|Standby)\(/.test(code), 'standbys').toBe(needs.writesStandbys === true);
     expect(/\bstore\(\)/.test(code), 'store()').toBe(true);
     expect(/\bdeadLetters\(\)/.test(code), 'deadLetters()').toBe(needs.deadLetters === true);
     expect(/\blaunchTemplates\(\)/.test(code), 'launchTemplates()').toBe(needs.sweepsLaunchTemplates === true);

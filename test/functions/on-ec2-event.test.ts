@@ -1,12 +1,14 @@
 // functions/on-ec2-event: EventBridge's EC2 events end or mark the owning attempt, once.
 
-import { SendTaskSuccessCommand } from '@aws-sdk/client-sfn';
+import { SendTaskFailureCommand, SendTaskSuccessCommand } from '@aws-sdk/client-sfn';
 import 'aws-sdk-client-mock-vitest/extend';
 import { describe, expect, it } from 'vitest';
 import { EC2_DETAIL_TYPES } from '../../lib/aws-events.ts';
 import { handler } from '../../functions/on-ec2-event/handler.ts';
 import { JobStatus } from '../../lib/status.ts';
-import { givenAttempt, givenJob, instance, sfn, useWorld } from './world.ts';
+import { WorkflowError } from '../../lib/workflow/contract.ts';
+import { rebalanceRecommendation } from '../fixtures/events/shapes.ts';
+import { givenAttempt, givenJob, instance, sfn, TASK_YAML, useWorld } from './world.ts';
 
 const world = useWorld();
 
@@ -24,9 +26,10 @@ const stateChange = (id: string, state: string, time = '2026-03-01T12:02:00Z') =
   detail: { 'instance-id': id, state },
 });
 
-async function runningAttempt(): Promise<void> {
+async function runningAttempt(yaml = TASK_YAML): Promise<void> {
   sfn.on(SendTaskSuccessCommand).resolves({});
-  await givenJob('j-1', JobStatus.RUNNING);
+  sfn.on(SendTaskFailureCommand).resolves({});
+  await givenJob('j-1', JobStatus.RUNNING, yaml);
   await givenAttempt('j-1', 1, { instances: [instance('i-0abc')], taskToken: 'token-1' });
 }
 
@@ -65,7 +68,24 @@ describe('on-ec2-event', () => {
     expect((await world.store().getAttempt('j-1', 1)).outcome).toBeNull();
   });
 
-  it('rejects an event that is not one of the two, naming the field', async () => {
+  it("asks the execution for a standby on a rebalance recommendation when the job's launch_on_warning is rebalance, once", async () => {
+    await runningAttempt(TASK_YAML.replace('  job_recovery:\n', '  job_recovery:\n    launch_on_warning: rebalance\n'));
+    expect(await handler(rebalanceRecommendation('i-0abc'))).toMatchObject({ action: 'noted', reason: expect.stringContaining('asked for attempt 2 as its standby') });
+    expect(await handler(rebalanceRecommendation('i-0abc'))).toMatchObject({ action: 'ignored' });
+    expect(sfn).toHaveReceivedCommandTimes(SendTaskFailureCommand, 1);
+    expect(sfn).toHaveReceivedCommandWith(SendTaskFailureCommand, { taskToken: 'token-1', error: WorkflowError.StandbyWanted });
+    expect(sfn).not.toHaveReceivedCommand(SendTaskSuccessCommand);
+    expect(await world.store().getAttempt('j-1', 1)).toMatchObject({ rebalanceNoticedAt: '2026-03-01T11:58:00Z', interruptionNoticedAt: null, outcome: null });
+  });
+
+  it('ignores a rebalance recommendation for a job that did not ask to start on it', async () => {
+    await runningAttempt();
+    expect(await handler(rebalanceRecommendation('i-0abc'))).toMatchObject({ action: 'ignored', reason: expect.stringContaining('not rebalance') });
+    expect(sfn).not.toHaveReceivedCommand(SendTaskFailureCommand);
+    expect((await world.store().getAttempt('j-1', 1)).rebalanceNoticedAt ?? null).toBeNull();
+  });
+
+  it('rejects an event that is not one of the three, naming the field', async () => {
     await expect(handler({ ...stateChange('i-0abc', 'terminated'), 'detail-type': 'EC2 AMI State Change' })).rejects.toMatchObject({
       name: 'InvalidInputError',
       issues: [expect.objectContaining({ path: 'event.detail-type' })],

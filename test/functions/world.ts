@@ -81,9 +81,9 @@ export function useWorld(): { store: () => DynamoJobStore } {
   return { store: () => store };
 }
 
-/** Stores a job, as submitJob would, in the given status (through legal transitions). */
-export async function givenJob(jobId: string, status: JobStatus = JobStatus.PENDING): Promise<JobRecord> {
-  const spec = parseTaskFile(TASK_YAML).spec;
+/** Stores a job, as submitJob would, in the given status (through legal transitions), from TASK_YAML or `yaml`. */
+export async function givenJob(jobId: string, status: JobStatus = JobStatus.PENDING, yaml = TASK_YAML): Promise<JobRecord> {
+  const spec = parseTaskFile(yaml).spec;
   const at = new Date().toISOString();
   await store.createJob({
     ...newJobRecord(jobId, spec, at),

@@ -1,5 +1,5 @@
 // A deployment with failover regions: relaunch's stack, and in each other region a stack
-// whose rules forward EC2's interruption and state-change events to relaunch's region.
+// whose rules forward EC2's interruption, rebalance and state-change events to relaunch's region.
 
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
@@ -49,7 +49,7 @@ describe('Ec2EventForwarderStack', () => {
       MessageRetentionPeriod: 1_209_600,
       SqsManagedSseEnabled: true,
     });
-    template.resourceCountIs('AWS::Events::Rule', 2);
+    template.resourceCountIs('AWS::Events::Rule', 3);
     // One role, EventBridge's, which may put events on that one bus and do nothing else.
     template.resourceCountIs('AWS::IAM::Role', 1);
     template.hasResourceProperties('AWS::IAM::Role', {

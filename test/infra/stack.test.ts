@@ -248,9 +248,9 @@ describe('IAM', () => {
         'states:StartExecution',
         'states:StopExecution',
       ],
-      'on-ec2-event': ['states:SendTaskSuccess'],
+      'on-ec2-event': ['states:SendTaskFailure', 'states:SendTaskSuccess'],
       'on-execution-ended': [],
-      janitor: ['states:SendTaskSuccess', 'states:StartExecution'],
+      janitor: ['states:SendTaskFailure', 'states:SendTaskSuccess', 'states:StartExecution'],
       'delete-transient-mounts': [],
     };
     const onExecutions = new Set(['states:GetExecutionHistory', 'states:StopExecution']);
@@ -279,9 +279,10 @@ describe('IAM', () => {
     for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt')) expect(withAction(statementsOf(name), 'iam:Create'), name).toEqual([]);
   });
 
-  it('grants no DynamoDB action the store never sends (ConditionCheckItem)', () => {
+  it('grants ConditionCheckItem (a standby\'s start and retirement check the job in their transaction) to launch-attempt alone', () => {
     for (const name of LAMBDA_NAMES) {
-      expect(withAction(statementsOf(name), 'dynamodb:').flatMap(actionsOf), name).not.toContain('dynamodb:ConditionCheckItem');
+      const actions = withAction(statementsOf(name), 'dynamodb:').flatMap(actionsOf);
+      expect(actions.includes('dynamodb:ConditionCheckItem'), name).toBe(name === 'launch-attempt');
     }
   });
 
@@ -344,7 +345,7 @@ describe('JobWorkflow', () => {
       HeartbeatSeconds: HEARTBEAT_TIMEOUT_SECONDS,
     });
     const tasks = Object.entries(States).filter(([, s]) => s.Type === 'Task');
-    expect(tasks).toHaveLength(7);
+    expect(tasks).toHaveLength(8);
     for (const [name, state] of tasks) {
       expect((state.Retry as unknown[])[0], name).toEqual(
         expect.objectContaining({ ErrorEquals: expect.arrayContaining(['Lambda.TooManyRequestsException']), JitterStrategy: 'FULL' }),
@@ -371,7 +372,7 @@ describe('JobWorkflow', () => {
   it('times each Lambda task out a little after its deployed function would have', () => {
     const { States } = definition();
     const lambdaTasks = Object.keys(TASK_LAMBDAS).filter((name) => !(AWAIT_STATES as readonly string[]).includes(name)) as TaskStateName[];
-    expect(lambdaTasks).toHaveLength(5);
+    expect(lambdaTasks).toHaveLength(6);
     for (const name of lambdaTasks) {
       const functionTimeout = (resources[functionId(TASK_LAMBDAS[name])] as Resource).Properties.Timeout as number;
       expect(functionTimeout, name).toBe(LAMBDA_NEEDS[TASK_LAMBDAS[name]].timeoutSeconds);
@@ -382,12 +383,14 @@ describe('JobWorkflow', () => {
 });
 
 describe('InstanceEvents', () => {
-  it('forwards spot interruption warnings and instances going away to on-ec2-event', () => {
+  it('forwards spot interruption warnings, rebalance recommendations and instances going away to on-ec2-event', () => {
     const target = Match.arrayWith([Match.objectLike({ Arn: { 'Fn::GetAtt': [functionId('on-ec2-event'), 'Arn'] } })]);
-    template.hasResourceProperties('AWS::Events::Rule', {
-      EventPattern: { source: ['aws.ec2'], 'detail-type': [EC2_DETAIL_TYPES.interruption] },
-      Targets: target,
-    });
+    for (const detailType of [EC2_DETAIL_TYPES.interruption, EC2_DETAIL_TYPES.rebalance]) {
+      template.hasResourceProperties('AWS::Events::Rule', {
+        EventPattern: { source: ['aws.ec2'], 'detail-type': [detailType] },
+        Targets: target,
+      });
+    }
     template.hasResourceProperties('AWS::Events::Rule', {
       EventPattern: {
         source: ['aws.ec2'],
@@ -397,14 +400,14 @@ describe('InstanceEvents', () => {
       Targets: target,
     });
     // And the execution rules (one for the janitor, one for transient mounts) and the janitor's schedule.
-    template.resourceCountIs('AWS::Events::Rule', 5);
+    template.resourceCountIs('AWS::Events::Rule', 6);
   });
 
   it('keeps what EventBridge could not deliver, and what on-ec2-event failed on, in queues the janitor reads', () => {
     const rules = Object.values(resources).filter(
       (r) => r.Type === 'AWS::Events::Rule' && (r.Properties.EventPattern as { source?: string[] } | undefined)?.source?.[0] === 'aws.ec2',
     );
-    expect(rules).toHaveLength(2);
+    expect(rules).toHaveLength(3);
     for (const rule of rules) {
       expect((rule.Properties.Targets as Record<string, unknown>[])[0]).toMatchObject({
         DeadLetterConfig: { Arn: { 'Fn::GetAtt': [expect.stringMatching(/^RelaunchEc2EventsUndelivered/), 'Arn'] } },
@@ -574,7 +577,7 @@ describe('JobApi', () => {
 
   it('gives each agent route a throttle of its own, so users polling cannot use up the heartbeats\' share', () => {
     const agentRoutes = ROUTES.filter((route) => route.auth === 'agent-secret');
-    expect(agentRoutes.map((route) => route.name).sort()).toEqual(['dataCredentials', 'heartbeat', 'reportPhase']);
+    expect(agentRoutes.map((route) => route.name).sort()).toEqual(['dataCredentials', 'heartbeat', 'holdOrRun', 'reportPhase']);
     const stage = Object.values(template.findResources('AWS::ApiGateway::Stage'))[0] as Resource;
     const settings = stage.Properties.MethodSettings as Record<string, unknown>[];
     for (const route of agentRoutes) {

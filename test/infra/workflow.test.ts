@@ -21,6 +21,7 @@ import {
   LAMBDA_CRASH_ERRORS,
   LAMBDA_TRANSIENT_ERRORS,
   LAUNCH_WAIT_SECONDS_PATH,
+  STANDBY_PATH,
   StateName,
   TASK_STATES,
   WorkflowError,
@@ -207,16 +208,38 @@ describe('the rendered controller ASL', () => {
     expect(state(StateName.WaitForLaunchPace)).toEqual({ Type: 'Wait', SecondsPath: LAUNCH_WAIT_SECONDS_PATH, Next: StateName.LaunchAttempt });
   });
 
-  it('makes at most 8 transitions per attempt on every loop, by walking the graph', () => {
+  it('makes at most 8 transitions per attempt on every loop, 10 with a standby, by walking the graph', () => {
     const loops = loopsThrough(StateName.LaunchAttempt);
     expect(loops.length).toBeGreaterThanOrEqual(3);
-    for (const loop of loops) expect(loop.length, loop.join(' → ')).toBeLessThanOrEqual(8);
-    expect(Math.max(...loops.map((loop) => loop.length))).toBe(8);
-    // No loop avoids LaunchAttempt: nothing spins while a job runs.
+    const plain = loops.filter((loop) => !loop.includes(StateName.LaunchStandby));
+    for (const loop of plain) expect(loop.length, loop.join(' → ')).toBeLessThanOrEqual(8);
+    expect(Math.max(...plain.map((loop) => loop.length))).toBe(8);
+    // A standby adds LaunchStandby and a second AwaitAttempt (a simple cycle enters AwaitAttempt once).
+    const [withStandby] = loopsThrough(StateName.AwaitAttempt).filter((loop) => loop.includes(StateName.LaunchStandby));
+    expect(withStandby).toEqual([StateName.LaunchStandby, StateName.AwaitAttempt]);
+    // No other loop avoids LaunchAttempt: nothing spins while a job runs. That one is taken
+    // once per attempt at most: a warning asks for a standby only while none was started
+    // (askForStandby), and LaunchStandby starts one, or records why not, every time it runs.
     for (const name of Object.keys(states).filter((n) => n !== StateName.LaunchAttempt)) {
       const loops = loopsThrough(name).filter((loop) => !loop.includes(StateName.LaunchAttempt));
-      expect(loops, name).toEqual([]);
+      const expected = name === StateName.AwaitAttempt ? [[StateName.LaunchStandby, StateName.AwaitAttempt]] : name === StateName.LaunchStandby ? [[StateName.AwaitAttempt, StateName.LaunchStandby]] : [];
+      expect(loops, name).toEqual(expected);
     }
+  });
+
+  it('sends AwaitAttempt, on StandbyWanted, to LaunchStandby, which keeps no error and goes back to waiting', () => {
+    expect(state(StateName.AwaitAttempt).Catch).toContainEqual({ ErrorEquals: [WorkflowError.StandbyWanted], ResultPath: null, Next: StateName.LaunchStandby });
+    // Before the catch-all, which would otherwise take it.
+    const catches = (state(StateName.AwaitAttempt).Catch as { ErrorEquals: string[] }[]).map((c) => c.ErrorEquals.join());
+    expect(catches.indexOf(WorkflowError.StandbyWanted)).toBeLessThan(catches.indexOf(WorkflowError.All));
+    expect(JSON.stringify(state(StateName.AwaitBoot).Catch)).not.toContain(WorkflowError.StandbyWanted);
+    expect(state(StateName.LaunchStandby)).toMatchObject({
+      Type: 'Task',
+      Parameters: { 'jobId.$': '$.jobId', 'standbyFor.$': '$.attempt' },
+      ResultPath: STANDBY_PATH,
+      Next: StateName.AwaitAttempt,
+    });
+    expect(TASK_LAMBDAS[StateName.LaunchStandby]).toBe(TASK_LAMBDAS[StateName.LaunchAttempt]);
   });
 });
 
@@ -241,6 +264,7 @@ describe('the controller on the local engine, as the local runtime runs it', () 
     let decided = 0;
     const seen: string[] = [];
     const launchInputs: WorkflowState[] = [];
+    const standbyInputs: unknown[] = [];
     const handlers = {
       [StateName.LaunchAttempt]: async (s: WorkflowState) => {
         launchInputs.push(s);
@@ -251,6 +275,10 @@ describe('the controller on the local engine, as the local runtime runs it', () 
       [StateName.AwaitBoot]: async () => (boots[booted++] ?? (() => ({ booted: true })))(),
       [StateName.AwaitAttempt]: async () => awaits[awaited++]?.(),
       [StateName.EvaluateRecoveryPolicy]: async (s: WorkflowState) => (decisions[decided++] as Step)(s),
+      [StateName.LaunchStandby]: async (input: { jobId: string; standbyFor: number }) => {
+        standbyInputs.push(input);
+        return { attempt: input.standbyFor + 1, launched: true, reason: 'launched as a standby' };
+      },
       [StateName.ReleaseInstances]: async (s: WorkflowState) => s,
       [StateName.ContinueAsNewExecution]: async (s: WorkflowState) => s,
       [StateName.RecordControllerFailure]: async (s: WorkflowState & { controllerError: { Error: string } }) => ({
@@ -294,7 +322,7 @@ describe('the controller on the local engine, as the local runtime runs it', () 
       (error: unknown) => ({ output: undefined, error }),
     );
     await logging.catch(() => undefined);
-    return { ...result, seen, calls, launchInputs };
+    return { ...result, seen, calls, launchInputs, standbyInputs };
   }
 
   const named = (name: string, message = `${name} (from the test)`): Error => Object.assign(new Error(message), { name });
@@ -324,6 +352,31 @@ describe('the controller on the local engine, as the local runtime runs it', () 
     const perAttempt = starts.map((start, i) => (starts[i + 1] ?? seen.length - 1) - start);
     expect(perAttempt).toEqual([7, 8, 7]);
     expect(seen.at(-1)).toBe(StateName.JobSucceeded);
+  });
+
+  it('on StandbyWanted launches a standby given the job and the warned attempt, keeps its answer and no error, and waits again', async () => {
+    let evaluated: WorkflowState | undefined;
+    const wanted = () => {
+      throw named(WorkflowError.StandbyWanted, 'the spot interruption warning on attempt 1 asks for attempt 2 as its standby');
+    };
+    const { output, seen, standbyInputs } = await run(
+      [true, true],
+      [wanted, () => ({ outcome: 'PREEMPTED' }), () => ({ outcome: 'EXITED' })],
+      [(s) => ((evaluated = s), decide('RECOVER', 'RECOVERING')(s)), decide('SUCCEED', 'SUCCEEDED')],
+    );
+    expect(seen.slice(0, 7)).toEqual([
+      StateName.LaunchAttempt,
+      StateName.AwaitOrEvaluate,
+      StateName.AwaitBoot,
+      StateName.AwaitAttempt,
+      StateName.LaunchStandby,
+      StateName.AwaitAttempt,
+      StateName.EvaluateRecoveryPolicy,
+    ]);
+    expect(standbyInputs).toEqual([{ jobId: 'j1', standbyFor: 1 }]);
+    expect(evaluated).toMatchObject({ attempt: 1, standby: { attempt: 2, launched: true }, awaited: { outcome: 'PREEMPTED' } });
+    expect(evaluated).not.toHaveProperty('awaitError');
+    expect(output).toMatchObject({ attempt: 2 });
   });
 
   it('waits in WaitForLaunchPace when the pace gives a launch a later slot, then runs LaunchAttempt again holding it', async () => {

@@ -214,6 +214,49 @@ describe('simulate: warnings, vanished instances, capacity and boots', () => {
   });
 });
 
+describe('simulate: a standby (launch_on_warning)', () => {
+  const fates = (recovery: Partial<RecoveryPolicy>, events: string[]) => simulate(spec(recovery), events).decisions.map((d) => [d.event, d.action, d.standby]);
+
+  it('takes the standby a warning started when the job relaunches, and lets it go when it does not', () => {
+    expect(fates({ launchOnWarning: true, maxRestartsOnErrors: 1 }, 'warn gone:0 warn exit:1 exit:2 warn exit:0'.split(' '))).toEqual([
+      ['warn gone:0', 'RECOVER', 'adopted'],
+      ['warn exit:1', 'RECOVER', 'adopted'],
+      ['exit:2', 'RESTART', null],
+      ['warn exit:0', 'SUCCEED', 'released'],
+    ]);
+  });
+
+  it('decides exactly what the same events decide without the option: only the standby is added', () => {
+    const events = ['warn exit:1', 'rebalance', 'exit:3', 'warn', 'gone:0', 'rebalance', 'exit:0'].join(' ').split(' ');
+    const without = simulate(spec({ maxRestartsOnErrors: 2 }), events).decisions;
+    const withStandby = simulate(spec({ maxRestartsOnErrors: 2, launchOnWarning: 'rebalance' }), events).decisions;
+    expect(withStandby.map(({ standby: _standby, ...decision }) => decision)).toEqual(without);
+    expect(without.every((decision) => !('standby' in decision))).toBe(true);
+    expect(withStandby.map((decision) => decision.standby)).toEqual(['adopted', 'adopted', 'adopted', 'released']);
+  });
+
+  it('takes a rebalance recommendation for a standby only with launch_on_warning: rebalance, and as no interruption', () => {
+    expect(fates({ launchOnWarning: true, maxRestartsOnErrors: 1 }, ['rebalance', 'exit:1'])).toEqual([['rebalance exit:1', 'RESTART', null]]);
+    expect(fates({ launchOnWarning: 'rebalance', maxRestartsOnErrors: 1 }, ['rebalance', 'exit:1'])).toEqual([['rebalance exit:1', 'RESTART', 'adopted']]);
+  });
+
+  it('lets the standby go when the relaunch moves to on-demand', () => {
+    expect(fates({ launchOnWarning: true, onDemandFallbackAfter: 1 }, ['warn', 'gone:0', 'exit:0'])).toEqual([
+      ['warn gone:0', 'RECOVER', 'released'],
+      ['exit:0', 'SUCCEED', null],
+    ]);
+  });
+
+  it('refuses a rebalance with nothing after it, or before a nocap', () => {
+    expect(issuesOf(() => simulate(spec({ launchOnWarning: 'rebalance' }), ['exit:1', 'rebalance']))).toEqual([
+      { path: 'event 2', message: '"rebalance" ends nothing by itself: follow it with the event that ends its attempt, e.g. rebalance exit:0 or rebalance gone:0' },
+    ]);
+    expect(issuesOf(() => simulate(spec({ launchOnWarning: 'rebalance' }), ['preempt', 'rebalance', 'nocap']))).toEqual([
+      { path: 'event 3', message: '"nocap" follows a rebalance, but a warning comes from a running instance and nocap is a launch that found none; put rebalance right before the event that ends a running attempt' },
+    ]);
+  });
+});
+
 describe('simulate: bad input', () => {
   it.each([
     ['an unknown word', ['reboot'], 1, [{ path: 'event 1', message: `expected ${EVENT_FORMS}; got "reboot"` }]],

@@ -40,7 +40,7 @@ async function issuesOfAsync(parse: () => Promise<unknown>): Promise<readonly In
   return (error as InvalidInputError).issues;
 }
 
-const ENTRY = 'a fault: a mapping with attempt and one fault: preempt, lose, silence, no_capacity or drop_events';
+const ENTRY = 'a fault: a mapping with attempt and one fault: preempt, rebalance, lose, silence, no_capacity or drop_events';
 const ATTEMPT = 'expected an attempt number, an integer from 1 to 1000';
 const NODE = 'expected a node index, an integer from 0 to 63';
 const DURATION = 'expected a duration such as 500ms, 2s, 1m or 1h';
@@ -87,6 +87,14 @@ describe('parseChaosFile: valid files', () => {
       'block mappings: the line is the node key',
       'faults:\n  - attempt: 2\n    preempt:\n      after: 500ms\n      warning: 1m\n      node: 3',
       [{ kind: 'preempt', attempt: 2, node: 3, afterMs: 500, warningMs: 60_000, source: { index: 0, line: 6 } }],
+    ],
+    [
+      'a rebalance recommendation, defaults and given',
+      'faults:\n  - attempt: 1\n    rebalance: {}\n  - attempt: 2\n    rebalance: {node: 1, after: 3s}',
+      [
+        { kind: 'rebalance', attempt: 1, node: 0, afterMs: 0, source: { index: 0, line: 2 } },
+        { kind: 'rebalance', attempt: 2, node: 1, afterMs: 3_000, source: { index: 1, line: 5 } },
+      ],
     ],
     [
       'every unit, 0s, and the 24h cap itself',
@@ -190,7 +198,7 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
       { path: 'faults[1]', message: `expected ${ENTRY}, got a list`, line: 3 },
     ]],
     ['no fault', 'faults:\n  - attempt: 1', [
-      { path: 'faults[0]', message: 'expected one fault: preempt, lose, silence, no_capacity or drop_events, got none', line: 2 },
+      { path: 'faults[0]', message: 'expected one fault: preempt, rebalance, lose, silence, no_capacity or drop_events, got none', line: 2 },
     ]],
     ['two faults', 'faults:\n  - attempt: 1\n    lose: {}\n    silence: {}', [
       { path: 'faults[0].silence', message: 'expected one fault per entry, got lose and silence (give each its own entry)', line: 4 },
@@ -210,7 +218,7 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
       { path: 'faults[0].Attempt', message: 'unknown key, did you mean `attempt`?', line: 2 },
     ]],
     ['node beside the fault instead of inside it', 'faults:\n  - attempt: 1\n    node: 1\n    lose: {}', [
-      { path: 'faults[0].node', message: 'unknown key here: node goes inside preempt, lose or silence', line: 3 },
+      { path: 'faults[0].node', message: 'unknown key here: node goes inside preempt, rebalance, lose or silence', line: 3 },
     ]],
     ['a silence from a moment that is neither boot nor run', 'faults:\n  - {attempt: 1, silence: {from: later}}', [
       { path: 'faults[0].silence.from', message: 'expected run (the default) or boot, got "later"', line: 2 },
@@ -228,7 +236,7 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
       { path: 'faults[0].faults', message: 'unknown key here: faults goes at the top of the file', line: 2 },
     ]],
     ['a __proto__ key in an entry', 'faults:\n  - attempt: 1\n    __proto__: {drop_events: true}', [
-      { path: 'faults[0].__proto__', message: 'unknown key; expected attempt, preempt, lose, silence, no_capacity, drop_events', line: 3 },
+      { path: 'faults[0].__proto__', message: 'unknown key; expected attempt, preempt, rebalance, lose, silence, no_capacity, drop_events', line: 3 },
     ]],
     // attempt.
     ...(

@@ -143,12 +143,20 @@ function timeline(job: JobView): HTMLElement {
   const rows = Array.from({ length: nodes }, (_, node) => {
     const track = el('div', { class: 'track' });
     job.attempts.forEach((attempt, index) => {
-      const from = Date.parse(attempt.startedAt);
+      const started = Date.parse(attempt.startedAt);
       const to = ends[index] ?? now;
-      const previous = job.attempts[index - 1];
-      const previousEnd = ends[index - 1];
+      // A standby's life before its run (setup, then holding) is a strip under the bars: it
+      // overlaps the warned attempt's bar, and its own bar is its run.
+      const standby = attempt.standby;
+      const from = standby === null ? started : attempt.runStartedAt === null || standby.state === 'released' ? null : Date.parse(attempt.runStartedAt);
+      if (standby !== null) track.append(standbyStrip(attempt, node, started, from ?? to, at, width));
+      if (from === null) return;
+      // The attempt before it that ran: a standby let go unused never did.
+      const before = job.attempts.slice(0, index).findLastIndex((other) => other.standby?.state !== 'released');
+      const previous = job.attempts[before];
+      const previousEnd = ends[before];
       if (previous !== undefined && previousEnd !== undefined && from > previousEnd) {
-        const wait = waitWords(previous, from - previousEnd);
+        const wait = standby === null ? waitWords(previous, from - previousEnd) : { kind: 'standby', words: `${formatDuration(from - previousEnd)} from the end of attempt ${previous.attempt} to the run of its standby, attempt ${attempt.attempt}` };
         const gap = el('div', { class: `gap gap-${wait.kind}`, title: wait.words, 'data-gap-after': String(previous.attempt) });
         gap.style.left = at(previousEnd);
         gap.style.width = width(previousEnd, from);
@@ -199,6 +207,17 @@ function timeline(job: JobView): HTMLElement {
   );
 }
 
+/** A standby's setup and hold (launch_on_warning), from its launch to its run, or to its release. */
+function standbyStrip(attempt: AttemptView, node: number, from: number, to: number, at: (ms: number) => string, width: (from: number, to: number) => string): HTMLElement {
+  const standby = attempt.standby as NonNullable<AttemptView['standby']>;
+  const state = standby.state === 'released' ? `released unused: ${standby.releaseReason ?? ''}` : standby.state === 'holding' ? 'holding before run' : 'taken as the next attempt';
+  const words = `attempt ${attempt.attempt}, node ${node}: the standby of attempt ${standby.for}, ${state}; ${formatDuration(to - from)}`;
+  const strip = el('div', { class: `standby standby-${standby.state}`, title: words, 'aria-label': words, 'data-standby': String(attempt.attempt), 'data-node': String(node), 'data-state': standby.state });
+  strip.style.left = at(from);
+  strip.style.width = width(from, to);
+  return strip;
+}
+
 function waitWords(previous: AttemptView, ms: number): { kind: string; words: string } {
   const seconds = formatDuration(ms);
   if (previous.rule === 'WAITING_FOR_CAPACITY') return { kind: 'capacity', words: `waited ${seconds} for capacity after attempt ${previous.attempt}` };
@@ -218,11 +237,13 @@ function legend(): HTMLElement {
     ['cancelled', 'cancelled'],
     ['running', 'running'],
   ];
+  const standby = el('li', {}, el('span', { class: 'swatch standby-holding', 'aria-hidden': 'true' }), 'standby: setup and holding before run');
   return el(
     'ul',
     { class: 'legend', 'aria-label': 'Colours of the bars' },
     ...items.map(([kind, words]) => el('li', {}, el('span', { class: `swatch bar-${kind}`, 'aria-hidden': 'true' }), words)),
     el('li', {}, el('span', { class: 'swatch gap-backoff', 'aria-hidden': 'true' }), 'backoff or wait for capacity'),
+    standby,
   );
 }
 
@@ -250,6 +271,7 @@ function policy(recovery: RecoveryPolicy): HTMLElement {
   if (recovery.onDemandFallbackAfter !== null) lines.push(`  on_demand_fallback_after: ${recovery.onDemandFallbackAfter}`);
   if (recovery.launchTimeoutSeconds !== undefined && recovery.launchTimeoutSeconds !== null) lines.push(`  launch_timeout: ${recovery.launchTimeoutSeconds}s`);
   if (recovery.maxRecoveries !== undefined && recovery.maxRecoveries !== null) lines.push(`  max_recoveries: ${recovery.maxRecoveries}`);
+  if (recovery.launchOnWarning !== undefined && recovery.launchOnWarning !== false) lines.push(`  launch_on_warning: ${String(recovery.launchOnWarning)}`);
   return el(
     'section',
     { class: 'policy', 'aria-labelledby': 'policy-title' },
@@ -267,7 +289,7 @@ function attempts(job: JobView, config: PageConfig): HTMLElement {
     const item = el(
       'li',
       { id: `attempt-${attempt.attempt}`, class: 'attempt', tabindex: '-1', 'data-attempt': String(attempt.attempt) },
-      el('h3', {}, `Attempt ${attempt.attempt}${attempt.task === undefined ? '' : ` (task ${attempt.task + 1})`}: `, el('span', { class: 'outcome' }, attempt.outcome ?? 'running'), ` · ${codes}`),
+      el('h3', {}, `Attempt ${attempt.attempt}${attempt.task === undefined ? '' : ` (task ${attempt.task + 1})`}: `, el('span', { class: 'outcome' }, outcomeWords(attempt)), ` · ${codes}`),
       el(
         'p',
         { class: 'muted' },
@@ -276,6 +298,8 @@ function attempts(job: JobView, config: PageConfig): HTMLElement {
       ),
       decision(attempt, job),
     );
+    const standby = standbyWords(attempt);
+    if (standby !== null) item.append(el('p', { class: 'standby-note' }, standby));
     const failed = attempt.agentFailure;
     if (failed !== null) {
       item.append(
@@ -301,6 +325,30 @@ function attempts(job: JobView, config: PageConfig): HTMLElement {
     el('h2', { id: 'attempts-title' }, 'Decisions'),
     items.length === 0 ? el('p', { class: 'muted' }, 'Not launched yet.') : el('ol', {}, ...items),
   );
+}
+
+/** The attempt's outcome, or what it is without one: a standby holding or let go, or running. */
+function outcomeWords(attempt: AttemptView): string {
+  if (attempt.standby?.state === 'released') return 'standby, not needed';
+  if (attempt.outcome !== null) return attempt.outcome;
+  return attempt.standby?.state === 'holding' ? 'standby, holding' : 'running';
+}
+
+/** What a standby's attempt was (launch_on_warning), and how long the job went without a run before its own; null otherwise. */
+function standbyWords(attempt: AttemptView): string | null {
+  const standby = attempt.standby;
+  if (standby === null) return null;
+  const started = `The standby of attempt ${standby.for}, started on its ${standby.on === 'rebalance' ? 'rebalance recommendation' : 'spot interruption warning'}`;
+  switch (standby.state) {
+    case 'holding':
+      return `${started}: its setup runs beside attempt ${standby.for}, and it holds before run until attempt ${standby.for} is decided.`;
+    case 'released':
+      return `${started}: released without running run, charged to nothing (${standby.releaseReason ?? 'no reason recorded'}).`;
+    case 'adopted': {
+      const gap = attempt.gapSeconds === null ? '' : `, ${formatDuration(attempt.gapSeconds * 1000)} after attempt ${standby.for} ended (the gap with no run)`;
+      return `${started}: taken as the next attempt at ${formatTime(standby.adoptedAt ?? attempt.startedAt)}; its run started${gap}.`;
+    }
+  }
 }
 
 function decision(attempt: AttemptView, job: JobView): HTMLElement {

@@ -664,6 +664,127 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
       });
     });
 
+    describe('standbys', () => {
+      /** Attempt 2 of job-1 started as the standby of attempt 1, on an interruption warning. */
+      function standby(overrides: Partial<AttemptRecord> = {}): AttemptRecord {
+        return makeAttempt('job-1', 2, { standby: { for: 1, on: 'interruption' }, ...overrides });
+      }
+
+      it('starts a standby beside the live attempt, which stays the live one, and gives it back as it was given', async () => {
+        await runningJobWithAttempt();
+        await store.putStandby(standby());
+        expect((await store.getJob('job-1')).attemptCount).toBe(1);
+        expect(await store.getAttempt('job-1', 2)).toEqual(standby());
+        expect((await store.listAttempts('job-1')).map((a) => a.attempt)).toEqual([1, 2]);
+        // Fields only some attempts have are absent on the others, never null.
+        expect(await store.getAttempt('job-1', 1)).toEqual(makeAttempt('job-1', 1));
+      });
+
+      it.each<[string, () => AttemptRecord]>([
+        ['for an attempt that is not the live one', () => makeAttempt('job-1', 3, { standby: { for: 2, on: 'interruption' } })],
+        ['numbered other than right after the attempt it is for', () => makeAttempt('job-1', 3, { standby: { for: 1, on: 'rebalance' } })],
+        ['without a mark', () => makeAttempt('job-1', 2)],
+      ])('refuses a standby %s', async (_name, make) => {
+        await runningJobWithAttempt();
+        await expect(store.putStandby(make())).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        expect((await store.listAttempts('job-1')).map((a) => a.attempt)).toEqual([1]);
+      });
+
+      it('refuses a second standby of the same number and keeps the first', async () => {
+        await runningJobWithAttempt();
+        await store.putStandby(standby());
+        await expect(store.putStandby(standby({ secretHash: 'b'.repeat(64) }))).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        expect((await store.getAttempt('job-1', 2)).secretHash).toBe('a'.repeat(64));
+      });
+
+      it('takes heartbeats and reports of a standby that holds, and finds it by its instances', async () => {
+        await runningJobWithAttempt();
+        await store.putStandby(standby());
+        await store.setInstances('job-1', 2, { region: 'us-east-1', zone: 'us-east-1b', instanceType: 'm5.large' }, [{ instanceId: 'i-standby', nodeRank: 0, privateIp: null }]);
+        expect((await store.recordHeartbeat('job-1', 2, T2, 0)).nodesHeardFrom).toEqual([0]);
+        expect((await store.addReport('job-1', 2, report(0, 'setup', 0))).duplicate).toBe(false);
+        expect((await store.findAttemptByInstance('i-standby'))?.attempt).toBe(2);
+      });
+
+      it('adopts a standby once: the job moves on to it, and it says when', async () => {
+        await runningJobWithAttempt();
+        await store.putStandby(standby());
+        const adopted = await store.adoptStandby('job-1', 2, T3);
+        expect(adopted.standby).toEqual({ for: 1, on: 'interruption', adoptedAt: T3 });
+        expect((await store.getJob('job-1')).attemptCount).toBe(2);
+        await expect(store.adoptStandby('job-1', 2, T3)).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        expect((await store.releaseStandby('job-1', 2, T3, 'too late')).released).toBe(false);
+        expect((await store.getAttempt('job-1', 2)).standby).toEqual({ for: 1, on: 'interruption', adoptedAt: T3 });
+      });
+
+      it('releases a standby once, ended then, and refuses its heartbeats and new reports after', async () => {
+        await runningJobWithAttempt();
+        await store.putStandby(standby());
+        await store.addReport('job-1', 2, report(0, 'setup', 0));
+        const first = await store.releaseStandby('job-1', 2, T2, 'not needed: attempt 1 succeeded');
+        expect(first.released).toBe(true);
+        expect(first.attempt.standby).toEqual({ for: 1, on: 'interruption', releasedAt: T2, releaseReason: 'not needed: attempt 1 succeeded' });
+        expect(first.attempt.endedAt).toBe(T2);
+        expect(first.attempt.outcome).toBeNull();
+        const again = await store.releaseStandby('job-1', 2, T3, 'another reason');
+        expect(again).toEqual({ attempt: first.attempt, released: false });
+        await expect(store.recordHeartbeat('job-1', 2, T3, 0)).rejects.toBeInstanceOf(StaleAttemptError);
+        await expect(store.addReport('job-1', 2, report(0, 'run', 0))).rejects.toBeInstanceOf(StaleAttemptError);
+        // The agent retrying the report it already sent is still answered as a duplicate.
+        expect((await store.addReport('job-1', 2, report(0, 'setup', 0))).duplicate).toBe(true);
+        await expect(store.adoptStandby('job-1', 2, T3)).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        expect((await store.getJob('job-1')).attemptCount).toBe(1);
+      });
+
+      it('keeps the end of a standby that ended before it was released', async () => {
+        await runningJobWithAttempt();
+        await store.putStandby(standby());
+        await store.addReport('job-1', 2, report(0, 'setup', 1));
+        await store.endAttempt('job-1', 2, { kind: 'EXITED', phase: 'setup', nodes: [{ rank: 0, exitCode: 1 }] }, T1);
+        const { attempt } = await store.releaseStandby('job-1', 2, T3, 'not needed');
+        expect(attempt.endedAt).toBe(T1);
+        expect(attempt.outcome?.kind).toBe('EXITED');
+      });
+
+      it('retires only a released standby, moving the job past it so the next launch follows it', async () => {
+        await runningJobWithAttempt();
+        await store.putStandby(standby());
+        await expect(store.retireStandby('job-1', 2)).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        await store.releaseStandby('job-1', 2, T2, 'not launched: no capacity');
+        await store.retireStandby('job-1', 2);
+        expect((await store.getJob('job-1')).attemptCount).toBe(2);
+        await expect(store.retireStandby('job-1', 2)).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        await store.putAttempt(makeAttempt('job-1', 3));
+        expect((await store.getJob('job-1')).attemptCount).toBe(3);
+      });
+
+      it('lets one of two racing writers settle a standby: adopted or released, never both', async () => {
+        await runningJobWithAttempt();
+        await store.putStandby(standby());
+        const [adopt, release] = await Promise.allSettled([store.adoptStandby('job-1', 2, T2), store.releaseStandby('job-1', 2, T2, 'not needed')]);
+        const adopted = adopt.status === 'fulfilled';
+        const released = release.status === 'fulfilled' && release.value.released;
+        expect(adopted !== released).toBe(true);
+        const stored = (await store.getAttempt('job-1', 2)).standby;
+        expect(stored?.adoptedAt !== undefined).toBe(adopted);
+        expect(stored?.releasedAt !== undefined).toBe(released);
+        expect((await store.getJob('job-1')).attemptCount).toBe(adopted ? 2 : 1);
+      });
+
+      it('keeps the first rebalance recommendation and the first run start, and notes none on an ended attempt', async () => {
+        await runningJobWithAttempt();
+        expect((await store.noteRebalance('job-1', 1, T1)).rebalanceNoticedAt).toBe(T1);
+        expect((await store.noteRebalance('job-1', 1, T2)).rebalanceNoticedAt).toBe(T1);
+        expect((await store.getAttempt('job-1', 1)).interruptionNoticedAt).toBeNull();
+        await store.noteRunStart('job-1', 1, T2);
+        await store.noteRunStart('job-1', 1, T3);
+        expect((await store.getAttempt('job-1', 1)).runStartedAt).toBe(T2);
+        await store.putAttempt(makeAttempt('job-1', 2));
+        await store.endAttempt('job-1', 2, exited, T2);
+        expect((await store.noteRebalance('job-1', 2, T3)).rebalanceNoticedAt).toBeUndefined();
+      });
+    });
+
     describe('idempotency claims', () => {
       const KEY = 'a'.repeat(64);
       const claim = (jobId: string, overrides: Partial<IdempotencyClaim> = {}): IdempotencyClaim => ({

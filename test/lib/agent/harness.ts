@@ -50,6 +50,12 @@ export class FakeApi {
   heartbeatStatusAfter = 204;
   /** How long a heartbeat's answer takes (ms). */
   heartbeatDelayMs = 0;
+  /** The body a 200 to a setup report carries (the API's word on what the node does next); `{}` when unset. */
+  setupAnswer: Record<string, unknown> | undefined;
+  /** Answers to the next hold POSTs, in order (a number: that status, no body); `holdAnswerAfter` once used up. */
+  holdAnswers: (Record<string, unknown> | number)[] = [];
+  /** The answer to every hold POST once holdAnswers is used up. */
+  holdAnswerAfter: Record<string, unknown> | number = { run: 'hold', reason: 'the test holds it' };
   /** Statuses for the next data-credentials POSTs, in order (0: drop the connection); 200 once used up. */
   dataCredentialStatuses: number[] = [];
   /** Data-credentials POSTs answered 200 so far: the Nth gets AccessKeyId `AKIADATA<N>`, and file `data-issued-<N>` appears in `markerDir`. */
@@ -122,6 +128,12 @@ export class FakeApi {
       body: Buffer.concat(chunks).toString('utf8'),
     });
     if (path.endsWith('/data-credentials')) return this.dataCredentials(request, response);
+    if (path.endsWith('/hold')) {
+      const answer = this.holdAnswers.shift() ?? this.holdAnswerAfter;
+      if (typeof answer === 'number') response.writeHead(answer).end();
+      else response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+      return;
+    }
     const status = path.endsWith('/report')
       ? (this.reportStatuses.shift() ?? this.reportStatusAfter)
       : (this.heartbeatStatuses.shift() ?? this.heartbeatStatusAfter);
@@ -130,7 +142,12 @@ export class FakeApi {
       return;
     }
     if (path.endsWith('/heartbeat') && this.heartbeatDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.heartbeatDelayMs));
-    response.writeHead(status, { 'content-type': 'application/json' }).end(status === 204 ? undefined : '{}');
+    const setup = path.endsWith('/report') && status === 200 && this.setupAnswer !== undefined && (JSON.parse(this.requests.at(-1)?.body ?? '{}') as { phase?: string }).phase === 'setup';
+    response.writeHead(status, { 'content-type': 'application/json' }).end(status === 204 ? undefined : setup ? JSON.stringify(this.setupAnswer) : '{}');
+  }
+
+  get holds(): Received[] {
+    return this.requests.filter((r) => r.path.endsWith('/hold'));
   }
 
   get dataCredentialRequests(): Received[] {

@@ -51,6 +51,10 @@ describe('parseTaskObject normalizes', () => {
     ['launch_timeout in several units adds them', { job_recovery: { launch_timeout: '1d2h3m4s' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 93_784],
     ['launch_timeout 0s is allowed', { job_recovery: { launch_timeout: '0s' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 0],
     ['launch_timeout at its limit, 365 days', { job_recovery: { launch_timeout: '365d' } }, (r: Resources) => r.jobRecovery.launchTimeoutSeconds, 31_536_000],
+    ['launch_on_warning is off by default', { job_recovery: {} }, (r: Resources) => r.jobRecovery.launchOnWarning, false],
+    ['launch_on_warning true starts on the interruption warning', { job_recovery: { launch_on_warning: true } }, (r: Resources) => r.jobRecovery.launchOnWarning, true],
+    ['launch_on_warning rebalance also starts on the rebalance recommendation', { job_recovery: { launch_on_warning: 'rebalance' } }, (r: Resources) => r.jobRecovery.launchOnWarning, 'rebalance'],
+    ['a strategy name alone leaves launch_on_warning off', { job_recovery: 'FAILOVER' }, (r: Resources) => r.jobRecovery.launchOnWarning, false],
     ['max_boot_failures and max_recoveries as given', { job_recovery: { max_boot_failures: 1, max_recoveries: 0 } }, (r: Resources) => [r.jobRecovery.maxBootFailures, r.jobRecovery.maxRecoveries], [1, 0]],
     ['restart_backoff at 7 days exactly', { job_recovery: { restart_backoff: { initial_seconds: 604_800 } } }, (r: Resources) => r.jobRecovery.restartBackoff, { initialSeconds: 604_800, factor: 2, maxSeconds: 604_800, jitter: 'full' }],
     ['spot_recovery in mapping form', { spot_recovery: { strategy: 'failover', max_restarts_on_errors: 2 } }, (r: Resources) => [r.jobRecovery.strategy, r.jobRecovery.maxRestartsOnErrors], ['FAILOVER', 2]],
@@ -95,6 +99,16 @@ describe('parseTaskObject normalizes', () => {
     ['a code other than 137 without a cap warns only on review', { recover_on_exit_codes: [29] }, 1, []],
   ])('warns: %s', (_name, jobRecovery, numNodes, expected) => {
     const { warnings } = parseTaskObject({ run: 'x', num_nodes: numNodes, resources: { job_recovery: jobRecovery } });
+    expect(warnings.map(formatIssue)).toEqual(expected);
+  });
+
+  it.each([
+    ['on an on-demand task, launch_on_warning has nothing to warn of', { use_spot: false, job_recovery: { launch_on_warning: true } },
+      ['resources.job_recovery.launch_on_warning: has no effect: the task does not use spot (use_spot is not true), and EC2 warns only of spot instances']],
+    ['on a spot task it is quiet', { use_spot: true, job_recovery: { launch_on_warning: 'rebalance' } }, []],
+    ['launch_on_warning false is quiet anywhere', { use_spot: false, job_recovery: { launch_on_warning: false } }, []],
+  ])('warns: %s', (_name, resources, expected) => {
+    const { warnings } = parseTaskObject({ run: 'x', resources });
     expect(warnings.map(formatIssue)).toEqual(expected);
   });
 
@@ -179,6 +193,11 @@ describe('parseTaskObject rejects', () => {
     ['boot_timeout under the older name spot_recovery', { resources: { spot_recovery: { boot_timeout: '0s' } } }, [`resources.spot_recovery.boot_timeout: ${BOOT_TIMEOUT} got "0s"`]],
     ['boot_timeout at the top level points to where it belongs', { boot_timeout: '15m', run: 'x' }, ['boot_timeout: unknown key here, did you mean `resources.job_recovery.boot_timeout`?']],
     ['max_boot_failures fractional', { resources: { job_recovery: { max_boot_failures: 2.5 } } }, ['resources.job_recovery.max_boot_failures: expected an integer >= 1, got 2.5']],
+    ['launch_on_warning as a quoted "true" says to drop the quotes', { resources: { job_recovery: { launch_on_warning: 'true' } } }, ['resources.job_recovery.launch_on_warning: expected true, false or rebalance, got "true" (write it without quotes)']],
+    ['launch_on_warning in another case', { resources: { job_recovery: { launch_on_warning: 'Rebalance' } } }, ['resources.job_recovery.launch_on_warning: expected true, false or rebalance, got "Rebalance"']],
+    ['launch_on_warning as a number', { resources: { job_recovery: { launch_on_warning: 1 } } }, ['resources.job_recovery.launch_on_warning: expected true, false or rebalance, got 1']],
+    ['launch_on_warning with no value', { resources: { job_recovery: { launch_on_warning: null } } }, ['resources.job_recovery.launch_on_warning: expected true, false or rebalance, got no value; leave the key out for the default (false)']],
+    ['launch_on_warning at the top level points to where it belongs', { launch_on_warning: true, run: 'x' }, ['launch_on_warning: unknown key here, did you mean `resources.job_recovery.launch_on_warning`?']],
     ['max_recoveries as a string', { resources: { job_recovery: { max_recoveries: '3' } } }, ['resources.job_recovery.max_recoveries: expected an integer >= 0, got "3"']],
     ['restart_backoff max_seconds one past 7 days', { resources: { job_recovery: { restart_backoff: { max_seconds: 604_801 } } } }, ['resources.job_recovery.restart_backoff.max_seconds: expected a whole number of seconds from 0 to 604800 (7 days), got 604801']],
     ['DYNAMIC_NODE_SET\'s min_nodes is an unknown key', { resources: { job_recovery: { min_nodes: 2 } } }, ['resources.job_recovery.min_nodes: unknown key']],

@@ -22,7 +22,7 @@ describe('reportPhase', () => {
     const h = harness();
     await givenLaunched(h);
 
-    expect(await report(h, 1, 'setup', 0)).toEqual({ status: 'accepted' });
+    expect(await report(h, 1, 'setup', 0)).toEqual({ status: 'accepted', run: 'go', reason: `attempt 1 of job ${JOB_ID} is the live attempt` });
 
     const attempt = await h.store.getAttempt(JOB_ID, 1);
     expect(attempt.reports).toEqual([

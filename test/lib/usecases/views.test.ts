@@ -74,6 +74,9 @@ describe('toJobView', () => {
           startedAt: AT,
           endedAt: null,
           decidedAt: AT,
+          runStartedAt: null,
+          gapSeconds: null,
+          standby: null,
         },
         {
           attempt: 2,
@@ -92,9 +95,30 @@ describe('toJobView', () => {
           startedAt: AT,
           endedAt: null,
           decidedAt: null,
+          runStartedAt: null,
+          gapSeconds: null,
+          standby: null,
         },
       ],
     });
+  });
+
+  it('shows a standby in each of its states, and the gap before each run', () => {
+    const T = (seconds: number): string => new Date(Date.parse(AT) + seconds * 1000).toISOString();
+    const setup = (at: string) => [{ nodeRank: 0, phase: 'setup' as const, exitCode: 0, outputTail: '', reportedAt: at }];
+    const warned: AttemptRecord = { ...attempt(1, { kind: 'PREEMPTED' }), endedAt: T(30), reports: setup(T(1)) };
+    const adopted: AttemptRecord = { ...attempt(2, null), reports: setup(T(20)), standby: { for: 1, on: 'interruption', adoptedAt: T(30.1) }, runStartedAt: T(30.4) };
+    const released: AttemptRecord = { ...attempt(3, null), endedAt: T(50), standby: { for: 2, on: 'rebalance', releasedAt: T(50), releaseReason: 'not needed: attempt 2 was decided SUCCEED' } };
+    const holding: AttemptRecord = { ...attempt(3, null), standby: { for: 2, on: 'rebalance' } };
+    const [first, second, third] = toJobView(job(), [warned, adopted, released]).attempts;
+    expect(first).toMatchObject({ runStartedAt: T(1), gapSeconds: null, standby: null });
+    expect(second).toMatchObject({
+      runStartedAt: T(30.4),
+      gapSeconds: 0.4,
+      standby: { for: 1, on: 'interruption', state: 'adopted', adoptedAt: T(30.1), releasedAt: null, releaseReason: null },
+    });
+    expect(third).toMatchObject({ gapSeconds: null, standby: { for: 2, on: 'rebalance', state: 'released', releasedAt: T(50), releaseReason: 'not needed: attempt 2 was decided SUCCEED' } });
+    expect(toJobView(job(), [warned, adopted, holding]).attempts[2]?.standby).toMatchObject({ state: 'holding', adoptedAt: null, releasedAt: null });
   });
 
   it('shows the market the instances run on when a task with candidates on both markets launched on-demand', () => {
