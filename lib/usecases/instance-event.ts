@@ -3,6 +3,7 @@
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { AttemptOutcome } from '../policy/types.ts';
 import { isHolding, isReleased } from '../standby.ts';
+import { isTerminal, JobStatus } from '../status.ts';
 import type { UseCaseDeps } from './deps.ts';
 import { settleAttempt } from './settle-attempt.ts';
 import { askForStandby } from './standby.ts';
@@ -49,7 +50,9 @@ export const INSTANCE_GONE_STATES = {
  * - An event about a standby still holding (neither adopted nor released) settles that
  *   standby as it would the live attempt (a warning noted; its instance gone before its
  *   final report ends it LOST, or PREEMPTED after a warning), and asks for nothing: the
- *   relaunch that takes it decides it as any attempt. A released standby's are ignored.
+ *   relaunch that takes it decides it as any attempt. A released standby's are ignored,
+ *   and so are those of a standby whose job has ended or is being cancelled (its release
+ *   follows).
  * - An instance going away after its node's final report is stored is expected (the agent
  *   shuts its instance down once its reports are in) and decides nothing: it is ignored
  *   while the other nodes run on. Nothing is recorded, as no later fact needs it.
@@ -70,6 +73,11 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
   const job = await store.getJob(attempt.jobId);
   const standby = isHolding(attempt) && attempt.attempt === job.attemptCount + 1;
   if (isReleased(attempt)) return ignored(`${where} was a standby, released unused`);
+  // Its job ended (or is being cancelled): the standby is let go with it, and may have been
+  // told to stop, and shut down, before the release is written. Not an attempt that ended.
+  if (isHolding(attempt) && (isTerminal(job.status) || job.status === JobStatus.CANCELLING)) {
+    return ignored(`${where} is a standby of a job that is ${job.status}: it is released, not ended`);
+  }
   if (job.attemptCount !== attempt.attempt && !standby) return ignored(`${where} is stale: attempt ${job.attemptCount} is the live one`);
   if (attempt.outcome !== null) return ignored(`${where} has already ended (${attempt.outcome.kind})`);
   const { numNodes } = job.spec;

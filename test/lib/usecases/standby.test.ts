@@ -221,6 +221,18 @@ describe("a standby's agents", () => {
     expect(job.counters).toMatchObject({ recoveryCount: 0, restartsOnErrors: 0, recoverDecisions: 0 });
   });
 
+  it('told to stop by an ended job before the release comes, shut down: the instance going ends nothing, and the release finds the standby unused', async () => {
+    const h = harness();
+    await withStandby(h);
+    await report(h, 2, 'setup', 0);
+    await report(h, 1, 'run', 0);
+    const decided = await evaluatePolicy({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1 }, h.deps);
+    expect(await holdOrRun(agent(h, 2), h.deps)).toEqual({ run: 'stop', reason: `job ${JOB_ID} is SUCCEEDED` });
+    expect((await gone(h, 2)).action).toBe('ignored');
+    await releaseInstances(decided, h.deps);
+    expect(await h.store.getAttempt(JOB_ID, 2)).toMatchObject({ outcome: null, decision: null, standby: { releaseReason: expect.stringMatching(/^not needed: attempt 1 was decided SUCCEED/) } });
+  });
+
   it('are released with the job when it is cancelled while they hold', async () => {
     const h = harness();
     await withStandby(h);
