@@ -19,8 +19,8 @@ const open = useLocalRuntimes();
 /**
  * A spot task with launch_on_warning whose attempt 1 runs until the test writes
  * `release-old` in the job's folder, then exits `oldCode`, or, when the notice stops it
- * first (SIGTERM), stops then (unreported, as any job the notice stops). Every run start is
- * written to `runs`, with its attempt, node and time.
+ * first (SIGTERM, noted in `stopped-<node>`), stops then (unreported, as any job the notice
+ * stops). Every run start is written to `runs`, with its attempt, node and time.
  */
 function task(options: { option?: 'true' | 'rebalance'; oldCode?: number; numNodes?: number; setup?: string; maxRestarts?: number } = {}): string {
   return yaml`
@@ -35,7 +35,7 @@ function task(options: { option?: 'true' | 'rebalance'; oldCode?: number; numNod
     run: |
       echo "$RELAUNCH_ATTEMPT $RELAUNCH_NODE_RANK $(date +%s%3N)" >> runs
       if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then
-        trap 'while [ ! -f release-old ]; do sleep 0.05; done; exit 0' TERM
+        trap 'touch "stopped-$RELAUNCH_NODE_RANK"; while [ ! -f release-old ]; do sleep 0.05; done; exit 0' TERM
         while [ ! -f release-old ]; do sleep 0.05; done
         exit ${options.oldCode ?? 0}
       fi
@@ -58,6 +58,15 @@ async function standbyHolding(t: TestRuntime, jobId: string, numNodes = 1): Prom
     const setups = standby?.reports.filter((report) => report.phase === 'setup') ?? [];
     return standby !== undefined && setups.length === numNodes ? standby : undefined;
   });
+}
+
+/**
+ * Waits until the notice has stopped attempt 1's job on `node` (a warning shorter than the
+ * grace period stops it at once): the standby can hold before the agent's next look at
+ * its instance metadata, and a job let go before that would end on its own.
+ */
+async function stoppedByNotice(t: TestRuntime, jobId: string, node = 0): Promise<void> {
+  await waitFor(`the notice to stop node ${node}'s job`, () => (existsSync(path.join(jobWorkDir(t.dataDir, jobId), `stopped-${node}`)) ? true : undefined));
 }
 
 /** Lets attempt 1's job end (see `task`). */
@@ -85,6 +94,7 @@ describe('a standby launched on a spot interruption warning', () => {
     // The warned attempt is still the live one, and nothing of the standby has run.
     expect((await t.runtime.deps.store.getJob(jobId)).attemptCount).toBe(1);
     expect(runStarts(t, jobId).map((run) => run.attempt)).toEqual([1]);
+    await stoppedByNotice(t, jobId);
     releaseOld(t, jobId);
     const job = await finish(t, jobId);
 
@@ -149,6 +159,7 @@ describe('a standby launched on a spot interruption warning', () => {
     const setup = 'if [ "$RELAUNCH_ATTEMPT" -eq 2 ]; then echo "no model"; exit 1; fi';
     const { jobId } = await t.runtime.submit(task({ setup, maxRestarts: 1 }), { chaos: preempted('10s') });
     await waitFor('the standby\'s setup to fail', async () => ((await t.runtime.deps.store.getAttempt(jobId, 2).catch(() => null))?.outcome?.kind === 'EXITED' ? true : undefined));
+    await stoppedByNotice(t, jobId);
     releaseOld(t, jobId);
     const job = await finish(t, jobId);
 
@@ -165,6 +176,7 @@ describe('a standby launched on a spot interruption warning', () => {
     const t = await open();
     const { jobId } = await t.runtime.submit(task({ numNodes: 2 }), { chaos: preempted('10s', 1) });
     await standbyHolding(t, jobId, 2);
+    await stoppedByNotice(t, jobId, 1);
     releaseOld(t, jobId);
     const job = await finish(t, jobId);
 
@@ -216,6 +228,7 @@ describe("the warned node's report and its instance's end, in both orders", () =
     const t = await open();
     const { jobId } = await t.runtime.submit(task({ oldCode: 1 }), { chaos: preempted('10s') });
     await standbyHolding(t, jobId);
+    await stoppedByNotice(t, jobId);
     releaseOld(t, jobId);
     await waitFor('attempt 1 to end', async () => ((await t.runtime.deps.store.getAttempt(jobId, 1)).outcome === null ? undefined : true));
     const late = reportPhase(

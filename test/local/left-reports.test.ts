@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { leftReports } from '../../local/left-reports.ts';
 import { nodeDir } from '../../local/paths.ts';
 import { attemptRecord } from '../fixtures/records.ts';
-import { stored, useLocalRuntimes, waitUntilAwaiting, yaml } from './harness.ts';
+import { stored, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from './harness.ts';
 
 const AT = '2026-03-01T12:00:00.000Z';
 const JOB = 'j-00left000-report';
@@ -83,6 +83,8 @@ describe('a runtime opening a folder whose job left a report unstored', () => {
       run: sleep 60
     `);
     await waitUntilAwaiting(first, jobId, 1);
+    // Its setup report stored: only the run's report is left in the node's folder.
+    await waitFor('the setup report to be stored', async () => ((await first.runtime.deps.store.getAttempt(jobId, 1)).reports.some((r) => r.phase === 'setup') ? true : undefined));
     await first.runtime.close();
     // What the agent had written before its report could reach the database.
     writeFileSync(path.join(nodeDir(first.dataDir, jobId, 1, 0), 'run.report.json'), JSON.stringify({ nodeRank: 0, phase: 'run', exitCode: 29, outputTail: '' }));
