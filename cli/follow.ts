@@ -42,7 +42,7 @@ export interface FollowOptions {
  * Where the client can read the job's audit trail, every status change is shown with its
  * reason (each decision's reason among them), in order, attempt by attempt with the
  * attempt's output; otherwise status changes are shown as the polls see them. Polls are
- * paced by the client (`pollDelayMs`): a local runtime is read every 200 ms, a deployed
+ * paced by the client (`pollDelayMs`): a local runtime every 200 ms to 1 s, a deployed
  * API every 2-5 s, so followers never crowd out the agents' heartbeats on its throttle.
  */
 export async function followJob(client: JobsClient, jobId: string, io: Io, options: FollowOptions): Promise<JobView> {

@@ -36,8 +36,12 @@ export interface Pacing {
   readonly tries: number;
 }
 
-/** A runtime in this process, or one `relaunch serve` runs: nothing throttles it. */
-export const LOCAL_PACING: Pacing = { pollMinMs: 200, pollMaxMs: 200, tries: 1 };
+/**
+ * A runtime in this process, or one `relaunch serve` runs: nothing throttles it, but each
+ * read costs it CPU (several store queries and a view), so a job that does not change is
+ * read once a second (BENCHMARKS.md, "The test suite").
+ */
+export const LOCAL_PACING: Pacing = { pollMinMs: 200, pollMaxMs: 1000, tries: 1 };
 /** A deployed API (API Gateway): polls every 2-5 s, and a refused call is tried again. */
 export const DEPLOYED_PACING: Pacing = { pollMinMs: 2000, pollMaxMs: 5000, tries: 5 };
 

@@ -28,7 +28,8 @@ const middle = () => 0.5;
 
 describe('pollDelayMs', () => {
   it.each([
-    ['a local runtime, however long nothing changes', LOCAL_PACING, [0, 1, 5, 50], 200, 200],
+    ['a local runtime right after a change', LOCAL_PACING, [0], 200, 240],
+    ['a local runtime after many unchanged polls', LOCAL_PACING, [4, 10, 1000], 800, 1000],
     ['a deployed API right after a change', DEPLOYED_PACING, [0], 2000, 2400],
     ['a deployed API after one unchanged poll', DEPLOYED_PACING, [1], 2400, 3600],
     ['a deployed API after many unchanged polls', DEPLOYED_PACING, [3, 10, 1000], 4000, 5000],
@@ -95,13 +96,13 @@ describe('followJob', () => {
     expect(waits).toEqual([2000, 2000, 3000, 4500, 5000, 5000]);
   });
 
-  it('polls a local runtime every 200 ms, as fast as ever', async () => {
-    const client = scriptedClient(LOCAL_PACING, [STARTING, RUNNING, RUNNING, RUNNING, SUCCEEDED]);
+  it('polls a local runtime every 200 ms while the job changes, backing off to 1 s while it does not', async () => {
+    const client = scriptedClient(LOCAL_PACING, [STARTING, RUNNING, RUNNING, RUNNING, RUNNING, RUNNING, RUNNING, RUNNING, SUCCEEDED]);
     const waits: number[] = [];
 
-    await followJob(client, JOB_ID, quietIo, { progress: false, output: false, sleep: async (ms) => waits.push(ms) });
+    await followJob(client, JOB_ID, quietIo, { progress: false, output: false, random: middle, sleep: async (ms) => waits.push(ms) });
 
-    expect(waits).toEqual([200, 200, 200, 200]);
+    expect(waits).toEqual([200, 200, 300, 450, 675, 1000, 1000, 1000]);
   });
 });
 
