@@ -203,6 +203,19 @@ export function bufferIo(): Io & { stdout: string[]; stderr: string[] } {
 
 export { waitFor };
 
+/**
+ * Runs `relaunch ...args` in this process through main(), for a command whose output a test
+ * reads after the process under test is done (a job's status or logs): the same command,
+ * without the second or so of CPU a new process takes to start. Paths must be absolute.
+ */
+export async function runInProcess(args: readonly string[]): Promise<Finished> {
+  const { main } = await import('../../cli/main.ts');
+  const io = bufferIo();
+  const code = await main(['node', 'relaunch', ...args], io);
+  const text = (lines: string[]) => lines.map((line) => (line.endsWith('\n') ? line : `${line}\n`)).join('');
+  return { code, signal: null, stdout: text(io.stdout), stderr: text(io.stderr) };
+}
+
 /** Docker Hub's answer to a pull past its rate limit. */
 export const PULL_RATE_LIMITED = 'toomanyrequests: You have reached your pull rate limit';
 

@@ -7,7 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../lib/views.ts';
-import { killStrayClis, parseStdout, runCli, SLOW, tempDir, writeTask } from './helpers.ts';
+import { killStrayClis, parseStdout, runCli, runInProcess, SLOW, tempDir, writeTask } from './helpers.ts';
 
 afterAll(() => {
   killStrayClis();
@@ -58,7 +58,7 @@ run: |
       expect(view.status).toBe('SUCCEEDED');
       expect(view.attempts).toHaveLength(2);
       for (const attempt of ['1', '2']) {
-        const logs = await runCli(['logs', view.jobId, '--attempt', attempt, '--data-dir', join(dir, 'state')], { cwd: dir });
+        const logs = await runInProcess(['logs', view.jobId, '--attempt', attempt, '--data-dir', join(dir, 'state')]);
         // Each node of each attempt found the sources fresh: the change attempt 1 made to train.sh is gone.
         expect(logs.stdout.match(/setup found everything in \S+\/sky_workdir/g), logs.stdout).toHaveLength(2);
         // Where each path is here, said once per node.
@@ -130,7 +130,7 @@ run: |
       expect(run.code, run.stderr).toBe(0);
       const view = parseStdout<JobView>(run);
       expect(view.attempts.map((a) => a.exitCodes)).toEqual([[29], [0]]);
-      const second = await runCli(['logs', view.jobId, '--attempt', '2', '--data-dir', state], { cwd: dir });
+      const second = await runInProcess(['logs', view.jobId, '--attempt', '2', '--data-dir', state]);
       expect(second.stdout).toContain('resuming at step 3');
       expect(second.stdout).toContain('done at step 6');
       // The bucket outlives the job, as a persistent S3 bucket does.
@@ -185,7 +185,7 @@ run: |
       const view = parseStdout<JobView>(run);
       expect(view.status).toBe('SUCCEEDED');
       // Kept between attempts: the second read what the first wrote.
-      const second = await runCli(['logs', view.jobId, '--attempt', '2', '--data-dir', state], { cwd: dir });
+      const second = await runInProcess(['logs', view.jobId, '--attempt', '2', '--data-dir', state]);
       expect(second.stdout).toContain('resumed at 3 after a1');
       // Gone after the job: the bucket run created for it, its mark, and the nameless folder.
       expect(existsSync(join(state, 'buckets', 'scratch-ckpt-7'))).toBe(false);

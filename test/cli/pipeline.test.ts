@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../lib/views.ts';
-import { killStrayClis, parseStdout, removeTempDirs, runCli, SLOW, tempDir, writeTask } from './helpers.ts';
+import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, tempDir, writeTask } from './helpers.ts';
 
 afterAll(async () => {
   killStrayClis();
@@ -67,9 +67,9 @@ describe('a pipeline', () => {
       expect(view.attempts[1]?.reason).toBe('task 1 of 3 (prepare) succeeded; task 2 of 3 (train) starts');
       expect(readFileSync(join(data, 'jobs', view.jobId, 'prepared.txt'), 'utf8')).toBe('data\n');
 
-      const train = await runCli(['logs', view.jobId, '--task', '2', '--data-dir', data], { cwd: dir });
-      const firstTry = await runCli(['logs', view.jobId, '--attempt', '3', '--data-dir', data], { cwd: dir });
-      const status = await runCli(['status', view.jobId, '--data-dir', data], { cwd: dir });
+      const train = await runInProcess(['logs', view.jobId, '--task', '2', '--data-dir', data]);
+      const firstTry = await runInProcess(['logs', view.jobId, '--attempt', '3', '--data-dir', data]);
+      const status = await runInProcess(['status', view.jobId, '--data-dir', data]);
       expect(train.stdout).toContain('train read data');
       expect(firstTry.stdout).toContain('train: first try fails');
       expect(status.stdout).toMatch(/TASK\s+NAME\s+STATUS\n1\s+prepare\s+SUCCEEDED\n2\s+train\s+SUCCEEDED\n3\s+evaluate\s+SUCCEEDED/);
@@ -91,7 +91,7 @@ describe('a pipeline', () => {
       expect(view.status).toBe('FAILED_SETUP');
       expect(view.tasks?.map((task) => task.status)).toEqual(['SUCCEEDED', 'FAILED_SETUP', 'CANCELLED']);
       expect(view.attempts.map((a) => a.task)).toEqual([0, 1]);
-      const logs = await runCli(['logs', view.jobId, '--task', '3', '--data-dir', data], { cwd: dir });
+      const logs = await runInProcess(['logs', view.jobId, '--task', '3', '--data-dir', data]);
       expect(logs.code).toBe(2);
       expect(logs.stderr).toContain('--task: task 3 has not started yet');
     },

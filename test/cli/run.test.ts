@@ -17,7 +17,7 @@ import {
   parseStdout,
   processGroupOf,
   removeTempDirs,
-  runCli,
+  runCli, runInProcess,
   serverInfo,
   SLOW,
   startCli,
@@ -132,7 +132,7 @@ describe.concurrent('relaunch run --json on each example', { timeout: SLOW }, ()
     expect(serverInfo(data)).toBeUndefined();
     // `relaunch logs` with no server running opens the data folder itself.
     for (const { attempt, has, lacks } of logs ?? []) {
-      const log = await runCli(['logs', view.jobId, '--attempt', String(attempt), '--data-dir', data], { cwd: dir });
+      const log = await runInProcess(['logs', view.jobId, '--attempt', String(attempt), '--data-dir', data]);
       expect(log.code, log.stderr).toBe(0);
       for (const text of has) expect(log.stdout).toContain(text);
       for (const text of lacks) expect(log.stdout).not.toContain(text);
@@ -310,7 +310,7 @@ describe('relaunch run --detach', { timeout: SLOW }, () => {
       const { pid } = server as { pid: number };
 
       // The job cannot end before the gate opens: the command returned while it runs.
-      const early = await runCli(['status', jobId, '--json', '--data-dir', data], { cwd: dir });
+      const early = await runInProcess(['status', jobId, '--json', '--data-dir', data]);
       expect(early.code, early.stderr).toBe(0);
       expect(isTerminal(parseStdout<JobView>(early).status)).toBe(false);
       await waitForPid(pidfile);
@@ -321,7 +321,7 @@ describe('relaunch run --detach', { timeout: SLOW }, () => {
 
       // Read from the data folder itself now: a job the server had left live would show
       // as FAILED_CONTROLLER here, not SUCCEEDED.
-      const done = await runCli(['status', jobId, '--json', '--data-dir', data], { cwd: dir });
+      const done = await runInProcess(['status', jobId, '--json', '--data-dir', data]);
       expect(done.code, done.stderr).toBe(0);
       expect(parseStdout<JobView>(done)).toMatchObject({
         jobId,

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../lib/views.ts';
 import { LocalRuntime } from '../../local/runtime.ts';
-import { killStrayClis, parseStdout, removeTempDirs, runCli, SLOW, tempDir, writeTask } from './helpers.ts';
+import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, tempDir, writeTask } from './helpers.ts';
 
 afterAll(async () => {
   killStrayClis();
@@ -62,9 +62,9 @@ describe('secrets', () => {
         expect(readFileSync(join(work, `token-${attempt}`), 'utf8')).toBe(sha(PLANTED));
         expect(readFileSync(join(work, `from-file-${attempt}`), 'utf8')).toBe(sha(IN_FILE));
       }
-      const status = await runCli(['status', view.jobId, '--json', '--data-dir', data], { cwd: dir });
-      const logs = await runCli(['logs', view.jobId, '--data-dir', data], { cwd: dir });
-      const validate = await runCli(['validate', file, '--json'], { cwd: dir });
+      const status = await runInProcess(['status', view.jobId, '--json', '--data-dir', data]);
+      const logs = await runInProcess(['logs', view.jobId, '--data-dir', data]);
+      const validate = await runInProcess(['validate', file, '--json']);
       expect(logs.stdout).toContain('saw a token of 25 bytes');
       expect(parseStdout<{ spec: { secretNames: string[] } }>(validate).spec.secretNames).toEqual(['FROM_FILE', 'TOKEN']);
       expect(parseStdout<JobView & { spec?: { secretNames?: string[] } }>(status)).toBeDefined();

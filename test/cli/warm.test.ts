@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../lib/views.ts';
-import { killStrayClis, parseStdout, removeTempDirs, runCli, SLOW, tempDir, writeTask } from './helpers.ts';
+import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, tempDir, writeTask } from './helpers.ts';
 
 afterAll(async () => {
   killStrayClis();
@@ -45,7 +45,7 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
     expect(ran.stdout).toMatch(/ SUCCEEDED after 2 attempt\(s\), 1 recovery\(ies\)$/m);
     const jobId = /^(j-\S+) SUCCEEDED/m.exec(ran.stdout)?.[1] as string;
 
-    const status = await runCli(['status', jobId, '--data-dir', data], { cwd: dir });
+    const status = await runInProcess(['status', jobId, '--data-dir', data]);
     const lines = status.stdout.split('\n');
     expect(lines.find((line) => line.startsWith('ATTEMPT'))).toMatch(/^ATTEMPT +OUTCOME +PHASE +EXIT CODES +DECISION +DURATION +GAP +REASON$/);
     expect(lines.find((line) => line.startsWith('2 '))).toMatch(/^2 +EXITED +run +0 +SUCCEED +\d+\.\ds +\d+\.\ds +exit code 0 \(run\); job succeeded$/);
@@ -53,13 +53,13 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
       expect.stringMatching(/^attempt 2: the standby of attempt 1, started on its spot interruption warning; taken as the next attempt at [0-9:.]+; run started at [0-9:.]+, \d+\.\d s after attempt 1 ended$/),
     );
 
-    const view = parseStdout<JobView>(await runCli(['status', jobId, '--json', '--data-dir', data], { cwd: dir }));
+    const view = parseStdout<JobView>(await runInProcess(['status', jobId, '--json', '--data-dir', data]));
     const standby = view.attempts[1];
     expect(standby?.standby).toMatchObject({ for: 1, on: 'interruption', state: 'adopted', releasedAt: null });
     expect(standby?.gapSeconds).toBeGreaterThanOrEqual(0);
     expect(Date.parse(standby?.runStartedAt ?? '')).toBeGreaterThanOrEqual(Date.parse(view.attempts[0]?.endedAt ?? ''));
 
-    const logs = await runCli(['logs', jobId, '--data-dir', data], { cwd: dir });
+    const logs = await runInProcess(['logs', jobId, '--data-dir', data]);
     expect(logs.stdout).toContain('setup of attempt 2\nrun of attempt 2\n');
     expect(logs.stdout).toMatch(/\(attempt 2 was the standby of attempt 1: its setup ran beside attempt 1, and its run started once attempt 1 was decided, \d+\.\d s after attempt 1 ended\)/);
   });
@@ -76,17 +76,17 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
     expect(ran.stdout).toMatch(/ SUCCEEDED after 1 attempt\(s\), 0 recovery\(ies\)$/m);
     const jobId = /^(j-\S+) SUCCEEDED/m.exec(ran.stdout)?.[1] as string;
 
-    const status = await runCli(['status', jobId, '--data-dir', data], { cwd: dir });
+    const status = await runInProcess(['status', jobId, '--data-dir', data]);
     const lines = status.stdout.split('\n');
     // Its setup report may come before the release, or be refused after it.
     expect(lines.find((line) => line.startsWith('2 '))).toMatch(/^2 +NOT NEEDED +(setup +0|- +-) +- +\d+\.\ds +- +not needed: attempt 1 was decided SUCCEED/);
     expect(lines).toContainEqual(expect.stringMatching(/^attempt 2: the standby of attempt 1, started on its rebalance recommendation; released at [0-9:.]+, charged to nothing: not needed: /));
     expect(status.stdout).toContain('recoveries: 0, restarts on errors: 0');
 
-    const logs = await runCli(['logs', jobId, '--data-dir', data], { cwd: dir });
+    const logs = await runInProcess(['logs', jobId, '--data-dir', data]);
     expect(logs.stdout).toContain('run of attempt 1');
     expect(logs.stdout).not.toContain('setup of attempt 2');
-    const standbyLogs = await runCli(['logs', jobId, '--attempt', '2', '--data-dir', data], { cwd: dir });
+    const standbyLogs = await runInProcess(['logs', jobId, '--attempt', '2', '--data-dir', data]);
     expect(standbyLogs.stdout).toContain('setup of attempt 2');
     expect(standbyLogs.stdout).toContain('(attempt 2 was the standby of attempt 1: released without running run, charged to nothing: not needed: ');
   });
