@@ -377,23 +377,16 @@ export class DynamoJobStore implements JobStore {
   }
 
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
-    return this.#updateAttempt(
-      jobId,
-      attempt,
-      { interruptionNoticedAt: str(at) },
-      'attribute_exists(#pk) AND attribute_not_exists(#interruptionNoticedAt) AND attribute_not_exists(#outcome)',
-      (current) => current,
-    );
+    return this.#noteOnce(jobId, attempt, 'interruptionNoticedAt', at);
   }
 
   async noteRebalance(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
-    return this.#updateAttempt(
-      jobId,
-      attempt,
-      { rebalanceNoticedAt: str(at) },
-      'attribute_exists(#pk) AND attribute_not_exists(#rebalanceNoticedAt) AND attribute_not_exists(#outcome)',
-      (current) => current,
-    );
+    return this.#noteOnce(jobId, attempt, 'rebalanceNoticedAt', at);
+  }
+
+  /** Notes EC2's word on an attempt that has not ended, the first time only. */
+  #noteOnce(jobId: string, attempt: number, field: 'interruptionNoticedAt' | 'rebalanceNoticedAt', at: string): Promise<AttemptRecord> {
+    return this.#updateAttempt(jobId, attempt, { [field]: str(at) }, `attribute_exists(#pk) AND attribute_not_exists(#${field}) AND attribute_not_exists(#outcome)`, (current) => current);
   }
 
   async putStandby(attempt: AttemptRecord): Promise<void> {

@@ -6,6 +6,7 @@ import { DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { startDynalite } from '../../lib/adapters/dynalite.ts';
 import { JOB_CREATED_REASON } from '../../lib/adapters/job-store-rules.ts';
+import type { JobRecord } from '../../lib/model.ts';
 import { getJob } from '../../lib/usecases/index.ts';
 import { LOCAL_TABLE_NAME } from '../../local/runtime.ts';
 import { initialCounters } from '../../lib/policy/decide.ts';
@@ -16,6 +17,22 @@ const open = useLocalRuntimes();
 
 const ORPHAN_REASON =
   "relaunch's controller failed: LocalRuntimeStopped: the local runtime running this job stopped before it ended";
+
+/** A job as the runtime writes it at submit, before its first attempt: PENDING. */
+function pendingJob(jobId: string, at: string): JobRecord {
+  return {
+    jobId,
+    name: null,
+    spec: parseTaskFile('run: echo never\n').spec,
+    status: 'PENDING',
+    counters: initialCounters(false),
+    attemptCount: 0,
+    executionArn: null,
+    failureReason: null,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
 
 describe('jobs left live by a runtime that stopped', () => {
   it('are ended FAILED_CONTROLLER with the reason, and finished jobs are left alone', async () => {
@@ -52,18 +69,7 @@ describe('jobs left live by a runtime that stopped', () => {
   it('ends a job that never got to its first attempt, written PENDING by the runtime that stopped', async () => {
     const first = await open({ inMemory: false });
     const at = new Date().toISOString();
-    await first.runtime.deps.store.createJob({
-      jobId: 'j-orphan-pending',
-      name: null,
-      spec: parseTaskFile('run: echo never\n').spec,
-      status: 'PENDING',
-      counters: initialCounters(false),
-      attemptCount: 0,
-      executionArn: null,
-      failureReason: null,
-      createdAt: at,
-      updatedAt: at,
-    });
+    await first.runtime.deps.store.createJob(pendingJob('j-orphan-pending', at));
     await first.runtime.close();
 
     const second = await open({ inMemory: false, dataDir: first.dataDir });
@@ -80,18 +86,7 @@ describe('jobs left live by a runtime that stopped', () => {
     const first = await open({ inMemory: false });
     const at = new Date().toISOString();
     const { store } = first.runtime.deps;
-    await store.createJob({
-      jobId: 'j-half-written',
-      name: null,
-      spec: parseTaskFile('run: echo never\n').spec,
-      status: 'PENDING',
-      counters: initialCounters(false),
-      attemptCount: 0,
-      executionArn: null,
-      failureReason: null,
-      createdAt: at,
-      updatedAt: at,
-    });
+    await store.createJob(pendingJob('j-half-written', at));
     await store.changeStatus('j-half-written', { from: 'PENDING', to: 'STARTING', reason: 'launching attempt 1', attempt: 1, at });
     await first.runtime.close();
     // What a kill -9 between the two writes of a launch left, before those writes were made whole.
