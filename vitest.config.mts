@@ -1,6 +1,9 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import LongestFirst from './test/sequencer.ts';
 
+/** The files that share a worker's modules (see `projects` below); every other test file gets a worker of its own. */
+const SHARED = ['test/lib/*.test.ts', 'test/lib/{agent,check,http,policy,spec,usecases,workflow}/**/*.test.ts', 'test/{infra,docs,bench,local}/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.mts); the
@@ -17,15 +20,15 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'shared',
-          include: ['test/lib/*.test.ts', 'test/lib/{agent,check,http,policy,spec,usecases,workflow}/**/*.test.ts', 'test/{infra,docs,bench,local}/**/*.test.ts'],
+          include: SHARED,
           isolate: false,
           restoreMocks: true,
         },
       },
-      // A worker each: the files that mock an SDK client class for the whole file (the
-      // adapters, the Lambda handlers), and those that drive the real binary and break real
-      // processes.
-      { extends: true, test: { name: 'isolated', include: ['test/lib/adapters/**/*.test.ts', 'test/{functions,cli,faults}/**/*.test.ts'] } },
+      // A worker each for every other file: those that mock an SDK client class for the
+      // whole file (the adapters, the Lambda handlers), and those that drive the real binary
+      // and break real processes.
+      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: SHARED } },
     ],
     // Many files wait on real processes (a 90 s job, a 60 s wait for capacity) rather than
     // use the CPU: they start first (test/sequencer.ts), and five workers let the files
