@@ -2,7 +2,7 @@
 // files and processes, with no fixed sleeps; every process a test starts is ended by id.
 
 import type { Io } from '../../cli/exit.ts';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,12 @@ import { serverInfoPath, type ServerInfo } from '../../local/server-info.ts';
 
 export const BIN = fileURLToPath(new URL('../../cli/bin.js', import.meta.url));
 export const EXAMPLES = fileURLToPath(new URL('../../examples/', import.meta.url));
+
+/**
+ * Whether this checkout's CLI can be run as nobody (setpriv, as root): a clone under a 0700
+ * folder is out of nobody's reach, and a test that runs the CLI as another user says so.
+ */
+export const NOBODY_REACHES_CLI = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'test', '-r', BIN]).status === 0;
 
 /** How a CLI process ended, with everything it wrote. */
 export interface Finished {

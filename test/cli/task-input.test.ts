@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readTaskFile } from '../../cli/task-file.ts';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { MAX_BODY_BYTES } from '../../lib/http/handle.ts';
-import { BIN, EXAMPLES, removeTempDirs, SLOW, tempDir, type Finished } from './helpers.ts';
+import { BIN, EXAMPLES, NOBODY_REACHES_CLI, removeTempDirs, SLOW, tempDir, type Finished } from './helpers.ts';
 
 /** What standard input of the CLI is: text written to a pipe, or a file opened for it. */
 type Stdin = { readonly text: string | Buffer } | { readonly path: string } | undefined;
@@ -48,9 +48,6 @@ function cli(args: readonly string[], options: { stdin?: Stdin; cwd: string; asN
 }
 
 const IS_ROOT = process.getuid?.() === 0;
-const HAVE_SETPRIV = spawnSync('setpriv', ['--version']).status === 0;
-/** As root the test runs the CLI as nobody, who must be able to reach this checkout (a clone under a 0700 folder is out of reach). */
-const NOBODY_REACHES_CLI = HAVE_SETPRIV && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'test', '-r', BIN]).status === 0;
 
 let dir: string;
 let socket: net.Server;
