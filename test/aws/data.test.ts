@@ -4,7 +4,6 @@
 // not create.
 
 import { CreateBucketCommand, HeadBucketCommand, ListObjectsV2Command, PutBucketTaggingCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CREATED_BUCKET_TAG, CREATED_FOR_JOB_TAG } from '../../lib/adapters/s3-job-buckets.ts';
 import { s3JobFolder } from '../../lib/adapters/s3-data.ts';
@@ -18,9 +17,7 @@ let s3: S3Client;
 
 beforeAll(async () => {
   stack = await world().deploy('Data', { config: { namePrefix: 'data', dataBuckets: ['relaunch-scratch-*'] } });
-  const ssm = new SSMClient({ region: 'us-east-1', endpoint: world().moto.endpoint });
-  const published = await ssm.send(new GetParametersByPathCommand({ Path: '/aws/service/ami-amazon-linux-latest' }));
-  ami = published.Parameters?.find((p) => p.Name?.endsWith('x86_64'))?.Value as string;
+  ami = await world().amazonLinuxAmi();
   s3 = new S3Client({ region: 'us-east-1', endpoint: world().moto.endpoint, forcePathStyle: true });
 });
 

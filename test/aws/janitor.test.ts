@@ -3,7 +3,6 @@
 // the other's alone, whatever its table says about them.
 
 import { CreateLaunchTemplateCommand, DescribeLaunchTemplatesCommand, EC2Client, RunInstancesCommand } from '@aws-sdk/client-ec2';
-import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
@@ -18,9 +17,7 @@ let ami: string;
 beforeAll(async () => {
   staging = await world().deploy('Staging', { config: { namePrefix: 'staging' } });
   prod = await world().deploy('Prod', { config: { namePrefix: 'prod' } });
-  const ssm = new SSMClient({ region: 'us-east-1', endpoint: world().moto.endpoint });
-  const published = await ssm.send(new GetParametersByPathCommand({ Path: '/aws/service/ami-amazon-linux-latest' }));
-  ami = published.Parameters?.find((p) => p.Name?.endsWith('x86_64'))?.Value as string;
+  ami = await world().amazonLinuxAmi();
 });
 
 afterEach(() => {

@@ -5,7 +5,6 @@ import { DescribeLaunchTemplatesCommand, DescribeLaunchTemplateVersionsCommand, 
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from '@aws-sdk/client-sfn';
 import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { SPOT_ROLE_MISSING_ERROR } from '../../lib/adapters/ec2-compute.ts';
@@ -20,9 +19,7 @@ let ami: string;
 
 beforeAll(async () => {
   stack = await world().deploy('Relaunch');
-  const ssm = new SSMClient({ region: 'us-east-1', endpoint: world().moto.endpoint });
-  const published = await ssm.send(new GetParametersByPathCommand({ Path: '/aws/service/ami-amazon-linux-latest' }));
-  ami = published.Parameters?.find((p) => p.Name?.endsWith('x86_64'))?.Value as string;
+  ami = await world().amazonLinuxAmi();
 });
 
 describe('a spot job on moto', () => {

@@ -4,7 +4,6 @@
 // without one. Each function's calls pass the IAM check after every test.
 
 import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { StateName } from '../../lib/workflow/contract.ts';
@@ -17,9 +16,7 @@ let ami: string;
 
 beforeAll(async () => {
   stack = await world().deploy('Warm');
-  const ssm = new SSMClient({ region: 'us-east-1', endpoint: world().moto.endpoint });
-  const published = await ssm.send(new GetParametersByPathCommand({ Path: '/aws/service/ami-amazon-linux-latest' }));
-  ami = published.Parameters?.find((p) => p.Name?.endsWith('x86_64'))?.Value as string;
+  ami = await world().amazonLinuxAmi();
 });
 
 const task = (option: 'true' | 'rebalance') =>

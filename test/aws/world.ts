@@ -16,7 +16,7 @@
 import { afterAll, afterEach, beforeAll, expect, vi } from 'vitest';
 import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import { InvalidToken } from '@aws-sdk/client-sfn';
-import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { GetParameterCommand, GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { RelaunchConfig } from '../../infra/config.ts';
 import { LAMBDA_NAMES, TASK_LAMBDAS, type LambdaName } from '../../infra/lambda-catalog.ts';
@@ -435,6 +435,19 @@ export class World {
 
   constructor(readonly moto: Moto) {
     this.baseEnv = { ...process.env };
+  }
+
+  /** The id of the x86_64 Amazon Linux AMI moto publishes, as an account's SSM parameters name it. */
+  async amazonLinuxAmi(): Promise<string> {
+    const ssm = new SSMClient({ region: 'us-east-1', endpoint: this.moto.endpoint });
+    try {
+      const published = await ssm.send(new GetParametersByPathCommand({ Path: '/aws/service/ami-amazon-linux-latest' }));
+      const ami = published.Parameters?.find((p) => p.Name?.endsWith('x86_64'))?.Value;
+      if (ami === undefined) throw new Error('moto publishes no x86_64 Amazon Linux AMI');
+      return ami;
+    } finally {
+      ssm.destroy();
+    }
   }
 
   /** Makes a network in moto, deploys a stack on it and loads its handlers. */
