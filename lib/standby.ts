@@ -4,7 +4,7 @@
 
 import type { AttemptRecord, JobRecord, WarningKind } from './model.ts';
 import type { RecoveryPolicy } from './spec/types.ts';
-import { isTerminal, JobStatus } from './status.ts';
+import { isEnding } from './status.ts';
 
 /**
  * What a node is told once its setup is reported, and again each time a holding node asks:
@@ -72,7 +72,7 @@ export function runSignal(job: JobRecord, attempt: AttemptRecord): RunAnswer {
   const hold: RunAnswer = { run: 'hold', reason: `${which} is a standby: attempt ${attempt.attempt - 1} is still the live one` };
   if (isReleased(attempt)) return { run: 'stop', reason: `${which} was a standby, released: ${attempt.standby?.releaseReason ?? 'no reason recorded'}` };
   if (attempt.outcome !== null) return { run: 'stop', reason: `${which} has ended (${attempt.outcome.kind})` };
-  if (isTerminal(job.status) || job.status === JobStatus.CANCELLING) return { run: 'stop', reason: `job ${job.jobId} is ${job.status}` };
+  if (isEnding(job.status)) return { run: 'stop', reason: `job ${job.jobId} is ${job.status}` };
   const mark = attempt.standby;
   if (mark === null || mark === undefined) return attempt.attempt === job.attemptCount ? { run: 'go', reason: `${which} is the live attempt` } : stale;
   if (mark.adoptedAt === undefined) return attempt.attempt >= job.attemptCount && attempt.attempt <= job.attemptCount + 1 ? hold : stale;

@@ -39,6 +39,11 @@ export function isTerminal(status: JobStatus): boolean {
   return TERMINAL.has(status);
 }
 
+/** Whether a job in this status is finished or being cancelled: no attempt of it will run again. */
+export function isEnding(status: JobStatus): boolean {
+  return isTerminal(status) || status === JobStatus.CANCELLING;
+}
+
 const FAILURES_ANY_TIME = [JobStatus.FAILED_CONTROLLER, JobStatus.CANCELLING, JobStatus.CANCELLED] as const;
 
 /**

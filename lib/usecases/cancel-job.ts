@@ -2,7 +2,7 @@
 
 import type { JobRecord } from '../model.ts';
 import type { JobStore } from '../ports.ts';
-import { isTerminal, JobStatus } from '../status.ts';
+import { isEnding, isTerminal, JobStatus } from '../status.ts';
 import { WorkflowError } from '../workflow/contract.ts';
 import { CANCELLED_BY_USER } from './await-attempt.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
@@ -61,7 +61,7 @@ export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' |
 async function markCancelling(store: JobStore, jobId: string, at: string): Promise<{ job: JobRecord; repeated: boolean }> {
   return retryOnConflict(MAX_CANCEL_TRIES, async () => {
     const job = await store.getJob(jobId);
-    if (isTerminal(job.status) || job.status === JobStatus.CANCELLING) return { job, repeated: true };
+    if (isEnding(job.status)) return { job, repeated: true };
     const cancelling = await store.changeStatus(jobId, {
       from: job.status,
       to: JobStatus.CANCELLING,

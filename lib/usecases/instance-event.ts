@@ -3,7 +3,7 @@
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { AttemptOutcome } from '../policy/types.ts';
 import { isHolding, isReleased } from '../standby.ts';
-import { isTerminal, JobStatus } from '../status.ts';
+import { isEnding } from '../status.ts';
 import type { UseCaseDeps } from './deps.ts';
 import { settleAttempt } from './settle-attempt.ts';
 import { askForStandby } from './standby.ts';
@@ -75,7 +75,7 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
   if (isReleased(attempt)) return ignored(`${where} was a standby, released unused`);
   // Its job ended (or is being cancelled): the standby is let go with it, and may have been
   // told to stop, and shut down, before the release is written. Not an attempt that ended.
-  if (isHolding(attempt) && (isTerminal(job.status) || job.status === JobStatus.CANCELLING)) {
+  if (isHolding(attempt) && isEnding(job.status)) {
     return ignored(`${where} is a standby of a job that is ${job.status}: it is released, not ended`);
   }
   if (job.attemptCount !== attempt.attempt && !standby) return ignored(`${where} is stale: attempt ${job.attemptCount} is the live one`);

@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { IllegalTransitionError } from '../../lib/errors.ts';
-import { assertTransition, canTransition, isTerminal, JOB_STATUSES, JobStatus, TRANSITIONS } from '../../lib/status.ts';
+import { assertTransition, canTransition, isEnding, isTerminal, JOB_STATUSES, JobStatus, TRANSITIONS } from '../../lib/status.ts';
 
 const TERMINAL_STATUSES = [
   'SUCCEEDED',
@@ -51,6 +51,12 @@ describe('isTerminal', () => {
 
   it.each(LIVE_STATUSES)('%s is live', (status) => {
     expect(isTerminal(status)).toBe(false);
+  });
+});
+
+describe('isEnding', () => {
+  it('is every terminal status and CANCELLING, no other', () => {
+    expect(JOB_STATUSES.filter(isEnding).sort()).toEqual([...TERMINAL_STATUSES, JobStatus.CANCELLING].sort());
   });
 });
 
