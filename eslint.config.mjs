@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', '.relaunch/', 'coverage/', 'cli/bin.js'] },
+  { ignores: ['node_modules/', 'dist/', 'cdk.out/', '.relaunch/', 'coverage/', 'cli/bin.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -11,6 +11,7 @@ export default defineConfig({
     // `npm run test:aws` (vitest.aws.config.mts).
     exclude: [...configDefaults.exclude, 'test/browser/**', 'test/aws/**'],
     setupFiles: ['test/setup.ts'],
+    globalSetup: ['test/global-setup.ts'],
     projects: [
       // Files that run the code in this process (units, the CDK synth, the local runtime's
       // own tests) share a worker's modules from file to file: the SDK, the CDK and zod load

@@ -10,7 +10,7 @@ import { BUNDLE_ENTRY, handlerEntry, REPO_ROOT, type LambdaName } from './lambda
  * ESM bundles need `require` for the few CommonJS modules among the dependencies; this
  * banner provides it, as AWS recommends for ESM bundles on Lambda.
  */
-const ESM_REQUIRE_BANNER = "import{createRequire as __cr}from'module';const require=__cr(import.meta.url);";
+export const ESM_REQUIRE_BANNER = "import{createRequire as __cr}from'module';const require=__cr(import.meta.url);";
 
 /** A service client's schema module: every shape of the service, one exported array each. */
 const SDK_SCHEMA_MODULE = /[\\/]@aws-sdk[\\/]client-[^\\/]+[\\/]dist-es[\\/]schemas[\\/]schemas_\d+\.js$/;
@@ -35,7 +35,7 @@ export function literalSchemaKeys(source: string): string {
   });
 }
 
-const sdkSchemaKeys: esbuild.Plugin = {
+export const sdkSchemaKeys: esbuild.Plugin = {
   name: 'relaunch-sdk-schema-keys',
   setup(build) {
     build.onLoad({ filter: SDK_SCHEMA_MODULE }, async (args) => ({

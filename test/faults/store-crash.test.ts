@@ -6,13 +6,14 @@
 // started again on the folder. The check reads the raw table, item by item.
 
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleProgram } from '../../cli/build.ts';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { startDynalite } from '../../lib/adapters/dynalite.ts';
 import { isTerminal, type JobStatus } from '../../lib/status.ts';
@@ -21,6 +22,7 @@ import { waitFor } from '../fixtures/wait.ts';
 import { yaml } from '../local/harness.ts';
 import { serve } from './world.ts';
 
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LOAD = fileURLToPath(new URL('./store-load.ts', import.meta.url));
 /** The table the load writes, named as the local runtime names its own. */
 const LOAD_TABLE = 'relaunch-jobs';
@@ -31,6 +33,18 @@ const SERVE_ROUNDS = 2;
 const MAX_KILL_DELAY_MS = 700;
 
 const folders: string[] = [];
+/**
+ * store-load.ts, bundled once (started through tsx, each writer took about a second of CPU
+ * before its first write), under the checkout, where its dependencies resolve.
+ */
+let loadProgram: string;
+beforeAll(async () => {
+  mkdirSync(path.join(ROOT, 'dist'), { recursive: true });
+  const folder = mkdtempSync(path.join(ROOT, 'dist', 'store-load-'));
+  folders.push(folder);
+  loadProgram = path.join(folder, 'store-load.mjs');
+  await bundleProgram(LOAD, loadProgram);
+});
 afterAll(() => {
   killStrayClis();
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
@@ -41,7 +55,7 @@ afterAll(() => {
  * moment after; the prefix of the ids of the jobs it wrote (store-load.ts names them).
  */
 async function killMidLoad(folder: string): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', LOAD, folder, LOAD_TABLE, '6'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [loadProgram, folder, LOAD_TABLE, '6'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
