@@ -234,12 +234,16 @@ curl_option() {
 }
 
 # IMDSv2: a session token (kept for four of its five minutes), then the metadata path.
-imds_get() {
+imds_token() {
   if [ -z "$IMDS_TOKEN" ] || (( SECONDS >= IMDS_TOKEN_UNTIL )); then
     IMDS_TOKEN=$(curl_option url "$IMDS_URL/latest/api/token" |
       curl -sf --max-time 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' -K -) || { IMDS_TOKEN=''; return 1; }
     IMDS_TOKEN_UNTIL=$(( SECONDS + 240 ))
   fi
+}
+
+imds_get() {
+  imds_token || return 1
   { curl_option url "$IMDS_URL/latest/meta-data/$1"; curl_option header "X-aws-ec2-metadata-token: $IMDS_TOKEN"; } |
     curl -sf --max-time 5 -K -
 }
@@ -377,12 +381,20 @@ notice_stop_delay() {
 # Asks instance metadata every INTERRUPTION_POLL_MS for a spot interruption notice
 # (spot/instance-action: 404 until EC2 decides to reclaim the instance, two minutes before
 # it does); on one, tells the agent (SIGUSR1) when notice_stop_delay says, and ends. Ends
-# by itself once the agent is gone.
+# by itself once the agent is gone. The question is asked in the background and waited
+# for, as a pause is, so that TERM ends the watch at once even while IMDS takes its time
+# (up to curl's 5 s; the local runtime's holds it until a notice comes, or 3 s).
 interruption_watch() {
-  local notice
+  local notice='' answer="$ROOT_DIR/interruption-notice"
   trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
   while agent_alive; do
-    if notice=$(imds_get spot/instance-action 2>/dev/null); then
+    # The session token is kept here: a question asked in a subshell cannot keep it.
+    imds_token 2>/dev/null
+    imds_get spot/instance-action >"$answer" 2>/dev/null &
+    SLEEPER=$!
+    if wait "$SLEEPER"; then
+      SLEEPER=''
+      IFS= read -r -d '' notice <"$answer"
       notice_stop_delay "$notice"
       if (( STOP_IN_MS > 0 )); then
         log "spot interruption notice: the job runs on for $(seconds_of_ms "$STOP_IN_MS") s, then gets its $STOP_GRACE_SECONDS s before the instance goes (launch_on_warning)"
