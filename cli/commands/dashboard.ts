@@ -33,11 +33,12 @@ async function dashboard(options: DashboardOptions, io: Io): Promise<ExitStatus>
     if (api === null) return pointAtLocalPage(options.dataDir, io);
     const client = new HttpJobsClient(api, { sign: !isLoopback(api) });
     const proxy = await DashboardProxy.start({ client, port: options.port, onError: (error) => io.err(`relaunch: ${String(error)}`) });
-    io.out(`jobs page of ${api} on ${proxy.url}; Ctrl-C to stop`);
+    // The handlers before the line that says the page is up: a signal sent on reading it stops the proxy cleanly.
     const stop = new AbortController();
     const onSignal = (): void => stop.abort();
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+    io.out(`jobs page of ${api} on ${proxy.url}; Ctrl-C to stop`);
     try {
       await new Promise<void>((resolve) => stop.signal.addEventListener('abort', () => resolve(), { once: true }));
     } finally {

@@ -44,12 +44,14 @@ async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
       onError: (error) => io.err(`relaunch: ${String(error)}`),
       onNotice: (message) => io.err(`relaunch: ${message}`),
     });
-    io.out(`relaunch API on ${runtime.url} (data in ${runtime.dataDir}); Ctrl-C to stop`);
-    io.out(`jobs page: ${runtime.url}/`);
+    // The handlers before the lines that say the API is up: a signal sent on reading them
+    // (a supervisor, a test) ends the runtime cleanly, never the process outright.
     const stop = new AbortController();
     const onSignal = (): void => stop.abort();
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+    io.out(`relaunch API on ${runtime.url} (data in ${runtime.dataDir}); Ctrl-C to stop`);
+    io.out(`jobs page: ${runtime.url}/`);
     try {
       await (options.exitWhenIdle === true ? untilIdle(runtime, stop.signal) : untilAborted(stop.signal));
     } finally {
