@@ -15,12 +15,18 @@ import { runScaleSimulation, type ScaleOptions, type ScaleResult } from '../../b
 const run = (overrides: Partial<ScaleOptions>): Promise<ScaleResult> =>
   runScaleSimulation({ jobs: 200, seed: 7, asl, pace: EC2_LAUNCH_PACE, jobListProjection: 'KEYS_ONLY', runSeconds: [60, 180], ...overrides });
 
+/**
+ * Runs of 200 jobs are CPU-bound: this file takes about 10 s alone, and its first run took
+ * over 30 s in npm test under two busy loops. The limit is only against a hang.
+ */
+const SIMULATION_TIMEOUT_MS = 180_000;
+
 let asl: AslDefinition;
 let published: ScaleResult;
 beforeAll(async () => {
   asl = renderControllerAsl();
   published = await run({});
-});
+}, SIMULATION_TIMEOUT_MS);
 
 /** Jobs that failed for a throttle or relaunch's own fault. */
 function failedForThrottlingOrController(result: ScaleResult): number {
@@ -63,7 +69,7 @@ describe('the scale simulation (200 jobs)', () => {
     expect(cost.relaunchTotal).toBeGreaterThan(0);
   });
 
-  it('makes launches past a small launch bucket wait in WaitForLaunchPace, and absorbs throttled starts', async () => {
+  it('makes launches past a small launch bucket wait in WaitForLaunchPace, and absorbs throttled starts', { timeout: SIMULATION_TIMEOUT_MS }, async () => {
     const result = await run({
       pace: SMALL_LAUNCH_BUCKET,
       limits: { ec2InstanceLaunches: SMALL_LAUNCH_BUCKET, sfnStartExecution: { burst: 20, perSecond: 1 } },
@@ -78,7 +84,7 @@ describe('the scale simulation (200 jobs)', () => {
     expect(failedForThrottlingOrController(result)).toBe(0);
   });
 
-  it('sees EC2 refuse instances when the pace is off and the launch bucket is small (the referee can fail)', async () => {
+  it('sees EC2 refuse instances when the pace is off and the launch bucket is small (the referee can fail)', { timeout: SIMULATION_TIMEOUT_MS }, async () => {
     const result = await run({ pace: { burst: 100_000, perSecond: 10_000 }, limits: { ec2InstanceLaunches: SMALL_LAUNCH_BUCKET } });
 
     expect(result.launchesWaitedForPace).toBe(0);
