@@ -383,7 +383,7 @@ notice_stop_delay() {
 # it does); on one, tells the agent (SIGUSR1) when notice_stop_delay says, and ends. Ends
 # by itself once the agent is gone. The question is asked in the background and waited
 # for, as a pause is, so that TERM ends the watch at once even while IMDS takes its time
-# (up to curl's 5 s; the local runtime's holds it until a notice comes, or 3 s).
+# (up to curl's 5 s).
 interruption_watch() {
   local notice='' answer="$ROOT_DIR/interruption-notice"
   trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
