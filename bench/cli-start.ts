@@ -7,13 +7,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { buildCli } from '../cli/build.ts';
 import { currentBuild } from '../cli/built.js';
 import type { Benchmark, BenchResult } from './types.ts';
+import { REPO_ROOT } from '../infra/lambda-catalog.ts';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const BIN = path.join(ROOT, 'cli/bin.js');
+const BIN = path.join(REPO_ROOT, 'cli/bin.js');
 const RUNS = 5;
 /** Target: the build starts a command in at most half the CPU the sources take. */
 const MAX_SHARE_OF_SOURCE = 0.5;
@@ -50,11 +49,11 @@ function measure(args: readonly string[], fromSource: boolean): Start {
 export const cliStartBenchmark: Benchmark = {
   name: 'cli-start: relaunch built and from source',
   async run(): Promise<BenchResult> {
-    if (currentBuild(ROOT) === undefined) await buildCli(ROOT);
+    if (currentBuild(REPO_ROOT) === undefined) await buildCli(REPO_ROOT);
     const data = mkdtempSync(path.join(tmpdir(), 'relaunch-bench-start-'));
     try {
       const commands = [
-        { label: 'relaunch validate examples/fail-fast.yaml', args: ['validate', path.join(ROOT, 'examples/fail-fast.yaml')] },
+        { label: 'relaunch validate examples/fail-fast.yaml', args: ['validate', path.join(REPO_ROOT, 'examples/fail-fast.yaml')] },
         { label: 'relaunch status (opens an empty local data folder)', args: ['status', '--data-dir', data] },
       ];
       const rows = commands.map((command) => ({ ...command, built: measure(command.args, false), source: measure(command.args, true) }));

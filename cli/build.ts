@@ -11,8 +11,8 @@ import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { ESM_REQUIRE_BANNER, sdkSchemaKeys } from '../infra/bundle.ts';
 import { BUILD_DIR, BUILD_ENTRY, BUILD_MANIFEST, type BuildManifest } from './built.js';
+import { REPO_ROOT } from '../infra/lambda-catalog.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /**
  * Packages that must be loaded from node_modules as they are: classic-level is native code,
@@ -54,7 +54,7 @@ function ownAddresses(outdir: string): esbuild.Plugin {
  * above `outfile` (so it belongs under the root). The tests bundle the processes they
  * start by the dozen the same way.
  */
-export async function bundleProgram(entry: string, outfile: string, root: string = ROOT): Promise<esbuild.Metafile> {
+export async function bundleProgram(entry: string, outfile: string, root: string = REPO_ROOT): Promise<esbuild.Metafile> {
   const result = await esbuild.build({
     entryPoints: [entry],
     outfile,
@@ -78,7 +78,7 @@ export async function bundleProgram(entry: string, outfile: string, root: string
  * current (each written whole, then renamed into place, so a `relaunch` starting meanwhile
  * reads either the old pair or the new one). Returns the manifest.
  */
-export async function buildCli(root: string = ROOT): Promise<BuildManifest> {
+export async function buildCli(root: string = REPO_ROOT): Promise<BuildManifest> {
   const outdir = join(root, BUILD_DIR);
   await mkdir(outdir, { recursive: true });
   // The build's start, on the file system's own clock: any input changed from now on

@@ -3,12 +3,11 @@
 
 import { buildCli } from '../cli/build.ts';
 import { currentBuild } from '../cli/built.js';
-import { fileURLToPath } from 'node:url';
+import { REPO_ROOT } from '../infra/lambda-catalog.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 let built: Promise<unknown> | undefined;
 
 export default async function setup(): Promise<void> {
-  built ??= currentBuild(ROOT) === undefined ? buildCli(ROOT) : Promise.resolve();
+  built ??= currentBuild(REPO_ROOT) === undefined ? buildCli(REPO_ROOT) : Promise.resolve();
   await built;
 }

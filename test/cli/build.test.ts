@@ -4,12 +4,12 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BUILD_DIR, BUILD_ENTRY, BUILD_MANIFEST, currentBuild, type BuildManifest } from '../../cli/built.js';
 import { BIN, EXAMPLES, removeTempDirs, tempDir } from './helpers.ts';
+import { REPO_ROOT } from '../../infra/lambda-catalog.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 describe('currentBuild', () => {
   let root: string;
@@ -74,10 +74,10 @@ describe('currentBuild', () => {
 });
 
 describe('the build of this checkout', () => {
-  const manifest = (): BuildManifest => JSON.parse(readFileSync(join(ROOT, BUILD_DIR, BUILD_MANIFEST), 'utf8')) as BuildManifest;
+  const manifest = (): BuildManifest => JSON.parse(readFileSync(join(REPO_ROOT, BUILD_DIR, BUILD_MANIFEST), 'utf8')) as BuildManifest;
 
   it('is current (the tests run what npm ci leaves), made of the project files and the dependencies', () => {
-    expect(currentBuild(ROOT)).toBeDefined();
+    expect(currentBuild(REPO_ROOT)).toBeDefined();
     const { inputs } = manifest();
     expect(inputs).toEqual(expect.arrayContaining(['cli/main.ts', 'lib/agent/agent-source.ts', 'local/runtime.ts', 'package-lock.json', 'node_modules/.package-lock.json']));
     expect(inputs.filter((input) => input.startsWith('node_modules/') && input !== 'node_modules/.package-lock.json')).toEqual([]);

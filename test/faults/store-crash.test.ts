@@ -21,8 +21,8 @@ import { killStrayClis } from '../cli/helpers.ts';
 import { waitFor } from '../fixtures/wait.ts';
 import { yaml } from '../local/harness.ts';
 import { serve } from './world.ts';
+import { REPO_ROOT } from '../../infra/lambda-catalog.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LOAD = fileURLToPath(new URL('./store-load.ts', import.meta.url));
 /** The table the load writes, named as the local runtime names its own. */
 const LOAD_TABLE = 'relaunch-jobs';
@@ -39,8 +39,8 @@ const folders: string[] = [];
  */
 let loadProgram: string;
 beforeAll(async () => {
-  mkdirSync(path.join(ROOT, 'dist'), { recursive: true });
-  const folder = mkdtempSync(path.join(ROOT, 'dist', 'store-load-'));
+  mkdirSync(path.join(REPO_ROOT, 'dist'), { recursive: true });
+  const folder = mkdtempSync(path.join(REPO_ROOT, 'dist', 'store-load-'));
   folders.push(folder);
   loadProgram = path.join(folder, 'store-load.mjs');
   await bundleProgram(LOAD, loadProgram);
