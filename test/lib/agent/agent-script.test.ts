@@ -463,13 +463,13 @@ describe('the agent under throttling', () => {
     const result = await runAgent({ spec: spec(), nodeRank: 0, heartbeatSeconds: 1, reportBackoff: { initialMs: 100, maxMs: 400 } });
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
-    const [firstBeat] = api.heartbeats;
-    const firstReport = api.requests.find((r) => r.path.endsWith('/report'));
-    const round = api.heartbeats.filter((beat) => beat.at < (firstReport?.at ?? 0));
-    expect(round.length).toBeGreaterThanOrEqual(2);
-    // The round is over within the 1 s interval; setup (an echo) adds a little.
-    expect((firstReport?.at ?? Infinity) - (firstBeat?.at ?? 0)).toBeLessThan(1500);
-    expect(result.stderr).toContain('the next one is due before a retry could finish');
+    // The first round runs before setup and logs here (later rounds run in the background,
+    // silently). It gave up by the agent's own clock: waits of 50-100, 100-200, 200-400 and
+    // 400 ms leave room for at most four retries within the 1 s interval (fewer when the
+    // machine is slow to run them). Without the deadline a throttling API would hold the
+    // agent before setup for good.
+    expect((result.stderr.match(/a heartbeat got HTTP 429; retrying in/g) ?? []).length).toBeLessThanOrEqual(4);
+    expect(result.stderr.match(/the next one is due before a retry could finish/g)).toHaveLength(1);
   });
 
   it('beats on a steady cadence in the background while the job runs, throttled or not', async () => {
@@ -803,8 +803,9 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
 
   it("on EC2: runs every S3 step with the job's data credentials, asked of the API with the callback secret, and asks again while the job runs", async () => {
     const { sha, path, mounts } = await s3Task();
-    // The job runs until the refreshed credentials are where the profile reads them, however busy the machine.
-    const waitForRefresh = `for i in $(seq 260); do grep -qs AKIADATA2 '${join(dir, 'agent', 'aws', 'credentials.json')}' && break; sleep 0.05; done; ${DUMP_ENV}`;
+    // The job runs until refreshed credentials (any but the first) are where the profile reads
+    // them, however busy the machine: a slow setup may see several refreshes before it.
+    const waitForRefresh = `for i in $(seq 260); do grep -qs '"AKIADATA1"' '${join(dir, 'agent', 'aws', 'credentials.json')}' || break; sleep 0.05; done; ${DUMP_ENV}`;
 
     const result = await runAgent(
       { spec: spec({ workdir: uploadReference('dir', sha), run: waitForRefresh }), nodeRank: 0, sourcesUrl: 's3://stack-bucket/sources', mounts, dataCredentials: true, dataCredentialsRefreshSeconds: 1 },
@@ -824,11 +825,10 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     expect(called('aws.log')).toHaveLength(3);
     const signed = [...called('aws-credentials.log'), ...called('mount-s3-credentials.log')];
     expect(signed).toHaveLength(4);
-    expect(signed[0]).toBe('relaunch-data AKIADATA1');
     for (const line of signed) expect(line).toMatch(/^relaunch-data AKIADATA\d+$/);
     // The refresh replaced them where the profile reads them; only the agent's user may read the folder.
     const folder = join(dir, 'agent', 'aws');
-    expect(JSON.parse(readFileSync(join(folder, 'credentials.json'), 'utf8')).AccessKeyId).toMatch(/^AKIADATA[2-9]$/);
+    expect(JSON.parse(readFileSync(join(folder, 'credentials.json'), 'utf8')).AccessKeyId).toMatch(/^AKIADATA([2-9]|[1-9][0-9]+)$/);
     expect(statSync(folder).mode & 0o777).toBe(0o700);
     for (const name of readdirSync(folder)) expect(readFileSync(join(folder, name), 'utf8')).not.toContain(SECRET);
     // The job's own AWS calls are its own business: no profile is set for it.
@@ -893,7 +893,8 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
         dataCredentialsRefreshSeconds: 1,
       },
       path,
-      30_000,
+      // The outage and the refresh intervals are real waits, and longer on a busy machine.
+      40_000,
     );
 
     expect(result.exitCode).toBe(0);
@@ -904,7 +905,7 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     // The refresh came after the outage outlasted a round; the 409 was the last ask.
     expect(answers.slice(-2)).toEqual([200, 409]);
     expect(answers.filter((status) => status === 409)).toHaveLength(1);
-  });
+  }, 45_000);
 
   it("asks for no data credentials where the S3 steps use the machine's own credentials (the local runtime)", async () => {
     const { sha, path, mounts } = await s3Task();

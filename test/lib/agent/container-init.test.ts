@@ -6,7 +6,7 @@
 
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../fixtures/wait.ts';
@@ -22,9 +22,30 @@ function containerInit(): string {
   return execFileSync('bash', ['-c', `${line}\nprintf '%s' "$CONTAINER_INIT"`], { encoding: 'utf8' });
 }
 
+/** Whether process `pid` has a handler for `signal` (SigCgt in /proc/<pid>/status). */
+function catches(pid: number, signal: 'SIGTERM'): boolean {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return false;
+  }
+  const caught = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+  return caught !== undefined && (BigInt(`0x${caught}`) & (1n << BigInt(constants.signals[signal] - 1))) !== 0n;
+}
+
 const ROOT = process.getuid?.() === 0;
 const folders: string[] = [];
+/** The process groups a test started (the container's, the job's), killed after it. */
+const groups: number[] = [];
 afterEach(() => {
+  for (const group of groups.splice(0)) {
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      // Ended already.
+    }
+  }
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 });
 
@@ -34,32 +55,29 @@ describe.skipIf(!ROOT)(`the container's first process${ROOT ? '' : ' (skipped: a
     folders.push(dir);
     // unshare forks the init, which becomes PID 1 of the new namespace.
     const container = spawn('unshare', ['--pid', '--fork', '--mount-proc', 'bash', '-c', containerInit()], { stdio: 'ignore', detached: true });
+    groups.push(container.pid ?? 0);
     const ended = new Promise<boolean>((resolve) => container.once('exit', () => resolve(existsSync(join(dir, 'checkpoint')))));
-    try {
-      const init = await waitFor('the container init', () => {
-        try {
-          const child = readFileSync(`/proc/${container.pid}/task/${container.pid}/children`, 'utf8').trim();
-          return child === '' ? undefined : Number(child.split(' ')[0]);
-        } catch {
-          return undefined;
-        }
-      });
-      // The job, as docker exec starts it: in the namespace, not the init's child.
-      const job = `trap 'echo saving; sleep 1; echo step-42 > "$1/checkpoint"; exit 0' TERM; : > "$1/started"; while :; do sleep 0.1; done`;
-      spawn('nsenter', ['--target', String(init), '--pid', '--mount', 'bash', '-c', job, 'job', dir], { stdio: 'ignore', detached: true });
-      await waitFor('the job to start', () => (existsSync(join(dir, 'started')) ? true : undefined));
-
-      process.kill(init, 'SIGTERM');
-
-      // The checkpoint was there when the init (and with it the container) ended.
-      expect(await ended).toBe(true);
-      expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe('step-42\n');
-    } finally {
+    const init = await waitFor('the container init', () => {
       try {
-        process.kill(-(container.pid ?? 0), 'SIGKILL');
+        const child = readFileSync(`/proc/${container.pid}/task/${container.pid}/children`, 'utf8').trim();
+        return child === '' ? undefined : Number(child.split(' ')[0]);
       } catch {
-        // Ended already.
+        return undefined;
       }
-    }
+    });
+    // PID 1 of a namespace drops a signal it has no handler for: docker stop comes once
+    // the init has its TERM trap, as it does in a container that has been running.
+    await waitFor('the init to trap TERM', () => (catches(init, 'SIGTERM') ? true : undefined));
+    // The job, as docker exec starts it: in the namespace, not the init's child.
+    const job = `trap 'echo saving; sleep 1; echo step-42 > "$1/checkpoint"; exit 0' TERM; : > "$1/started"; while :; do sleep 0.1; done`;
+    const jobProcess = spawn('nsenter', ['--target', String(init), '--pid', '--mount', 'bash', '-c', job, 'job', dir], { stdio: 'ignore', detached: true });
+    groups.push(jobProcess.pid ?? 0);
+    await waitFor('the job to start', () => (existsSync(join(dir, 'started')) ? true : undefined));
+
+    process.kill(init, 'SIGTERM');
+
+    // The checkpoint was there when the init (and with it the container) ended.
+    expect(await ended).toBe(true);
+    expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe('step-42\n');
   });
 });

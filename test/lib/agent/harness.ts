@@ -264,7 +264,12 @@ export function useAgentWorld(): void {
   });
 }
 
-export const AGENT_DEADLINE_MS = 15_000;
+/**
+ * How long an agent may run before its group is killed: a safety net for a hang, not a wait.
+ * A run takes 1-3 s on a quiet machine and was seen past 15 s on a busy one (CI, with the
+ * whole suite beside it), so it sits just below the 30 s test timeout.
+ */
+export const AGENT_DEADLINE_MS = 25_000;
 
 /** This machine's PATH, the one a node's agent is given unless a test takes commands away. */
 export const MACHINE_PATH = process.env.PATH ?? '';
@@ -368,7 +373,11 @@ export async function startAgent(
   };
   let stderr = '';
   parent.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const deadline = setTimeout(killGroup, deadlineMs);
+  const deadline = setTimeout(() => {
+    // What the agent said is all there is to tell a hang from a slow machine: it goes with the failure.
+    console.error(`the agent outlived its ${deadlineMs} ms and was killed; what it wrote on stderr:\n${stderr}`);
+    killGroup();
+  }, deadlineMs);
   const done = new Promise<AgentRun>((resolve) => {
     parent.on('close', () => {
       clearTimeout(deadline);
