@@ -160,7 +160,15 @@ next_try() {
   pause_ms "$JITTERED_MS"
 }
 
-seconds_of_ms() { printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"; }
+# $1 ms in seconds with three decimals: printed, or put in the variable named $2 (no
+# subshell: the loops that pause many times a second fork once a pause, for the sleep).
+seconds_of_ms() {
+  if [ -n "${2:-}" ]; then
+    printf -v "$2" '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"
+  else
+    printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"
+  fi
+}
 
 # The time in ms, in NOW_MS: from bash 5's EPOCHREALTIME; an older bash counts whole
 # seconds, so its deadlines are kept to within a second. Only differences are used.
@@ -185,7 +193,9 @@ jittered_ms() {
 # Sleeps $1 ms in the background and waits for it, so a signal's trap runs at once (a
 # helper's TERM trap kills the sleeper).
 pause_ms() {
-  sleep "$(seconds_of_ms "$1")" &
+  local seconds
+  seconds_of_ms "$1" seconds
+  sleep "$seconds" &
   SLEEPER=$!
   wait "$SLEEPER"
   SLEEPER=''
@@ -291,13 +301,14 @@ resolve_node_ips() {
 # deadline; each try's own time limit ends at the deadline too. Any other answer ends the
 # round at once (1): it is the reports' business to stop the agent.
 heartbeat_once() {
-  local deadline=$1 delay=$BACKOFF_INITIAL_MS status limit
+  local deadline=$1 delay=$BACKOFF_INITIAL_MS status limit limit_seconds
   while :; do
     clock_ms
     limit=$(( deadline - NOW_MS ))
     if (( limit > HEARTBEAT_TRY_MAX_MS )); then limit=$HEARTBEAT_TRY_MAX_MS; fi
     if (( limit < 1 )); then limit=1; fi
-    status=$(post_json "$HEARTBEAT_URL" "$HEARTBEAT_BODY" "$(seconds_of_ms "$limit")")
+    seconds_of_ms "$limit" limit_seconds
+    status=$(post_json "$HEARTBEAT_URL" "$HEARTBEAT_BODY" "$limit_seconds")
     case $status in
       2??) return 0 ;;
       408 | 429 | 5?? | 000) ;;
@@ -416,16 +427,23 @@ start_interruption_watch() {
 
 # Ends a helper ($1, a pid, or nothing) and waits for it: up to 15 s, as long as its call
 # of the API may take to end, then SIGKILL. It waits by looking, not with wait: a wait in
-# the exit path for a child that has just ended can hang bash.
+# the exit path for a child that has just ended can hang bash. The looks come 10 ms apart
+# at first and 200 ms at most, so that a helper held up by a slow call costs few forks.
 stop_helper() {
-  local tries
+  local deadline pause=10
   if [ -z "$1" ]; then return; fi
   kill "$1" 2>/dev/null
-  for (( tries = 0; tries < 1500; tries++ )); do
-    if ! kill -0 "$1" 2>/dev/null; then return; fi
-    pause_ms 10
+  clock_ms
+  deadline=$(( NOW_MS + 15000 ))
+  while kill -0 "$1" 2>/dev/null; do
+    clock_ms
+    if (( NOW_MS >= deadline )); then
+      kill -KILL "$1" 2>/dev/null
+      return
+    fi
+    pause_ms "$pause"
+    pause=$(( pause * 2 > 200 ? 200 : pause * 2 ))
   done
-  kill -KILL "$1" 2>/dev/null
 }
 
 # stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
