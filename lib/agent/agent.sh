@@ -252,10 +252,15 @@ imds_token() {
   fi
 }
 
+# A metadata path's GET, as a curl config (for -K -), with the session token.
+imds_request() {
+  curl_option url "$IMDS_URL/latest/meta-data/$1"
+  curl_option header "X-aws-ec2-metadata-token: $IMDS_TOKEN"
+}
+
 imds_get() {
   imds_token || return 1
-  { curl_option url "$IMDS_URL/latest/meta-data/$1"; curl_option header "X-aws-ec2-metadata-token: $IMDS_TOKEN"; } |
-    curl -sf --max-time 5 -K -
+  imds_request "$1" | curl -sf --max-time 5 -K -
 }
 
 # This node's rank: given, 0 for the only node, or the launcher's tag.
@@ -394,14 +399,22 @@ notice_stop_delay() {
 # it does); on one, tells the agent (SIGUSR1) when notice_stop_delay says, and ends. Ends
 # by itself once the agent is gone. The question is asked in the background and waited
 # for, as a pause is, so that TERM ends the watch at once even while IMDS takes its time
-# (up to curl's 5 s).
+# (up to curl's 5 s). It is written once per session token and handed to curl as a here
+# string: each look costs one process, curl, and no subshells.
 interruption_watch() {
-  local notice='' answer="$ROOT_DIR/interruption-notice"
+  local notice='' answer="$ROOT_DIR/interruption-notice" token='' request=''
   trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
   while agent_alive; do
     # The session token is kept here: a question asked in a subshell cannot keep it.
-    imds_token 2>/dev/null
-    imds_get spot/instance-action >"$answer" 2>/dev/null &
+    if ! imds_token 2>/dev/null; then
+      pause_ms "$INTERRUPTION_POLL_MS"
+      continue
+    fi
+    if [ "$token" != "$IMDS_TOKEN" ]; then
+      token=$IMDS_TOKEN
+      request=$(imds_request spot/instance-action)
+    fi
+    curl -sf --max-time 5 -K - <<<"$request" >"$answer" 2>/dev/null &
     SLEEPER=$!
     if wait "$SLEEPER"; then
       SLEEPER=''

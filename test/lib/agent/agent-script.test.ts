@@ -12,6 +12,7 @@ import { agentSecretName, agentSecretValue } from '../../../lib/agent/secret-par
 import { PrecheckError } from '../../../lib/errors.ts';
 import { archiveName, uploadReference } from '../../../lib/spec/mounts.ts';
 import { packSource } from '../../../cli/sources.ts';
+import { waitFor } from '../../fixtures/wait.ts';
 import {
   agentProcesses,
   api,
@@ -29,6 +30,7 @@ import {
   SECRET,
   SECRET_PATH,
   spec,
+  startAgent,
   useAgentWorld,
 } from './harness.ts';
 
@@ -303,9 +305,12 @@ describe("the agent's callback secret", () => {
   it('waits for a parameter the launcher writes after the instance boots: SSM refuses until then', async () => {
     const name = agentSecretName(SECRET_PATH, INSTANCE_ID);
     api.parameters.delete(name);
-    setTimeout(() => api.parameters.put(name, SECRET, INSTANCE_ARN), 2500);
 
-    const result = await runAgent({ spec: spec(), nodeRank: 0 });
+    // The launcher writes it once SSM has refused the agent's first read, however long the agent took to ask.
+    const agent = await startAgent({ spec: spec(), nodeRank: 0 });
+    await waitFor('the first read of the parameter', () => (api.ssmRequests.length > 0 ? true : undefined));
+    api.parameters.put(name, SECRET, INSTANCE_ARN);
+    const result = await agent.done;
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
     expect(result.stderr).toContain('the callback secret is not readable yet: HTTP 400 AccessDeniedException');
