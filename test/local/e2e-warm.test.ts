@@ -88,7 +88,9 @@ function runStarts(t: TestRuntime, jobId: string): { attempt: number; node: numb
 describe('a standby launched on a spot interruption warning', () => {
   it('runs setup while the warned job runs, holds, and runs once the warned attempt has ended and been relaunched', async () => {
     const t = await open();
-    const { jobId } = await t.runtime.submit(task(), { chaos: preempted('10s') });
+    // The standby must hold before the warned instance goes: 24 s gives its launch and setup
+    // room on a busy machine (10 s was seen to run out first), and stops the job 12 s in.
+    const { jobId } = await t.runtime.submit(task(), { chaos: preempted('24s') });
     const held = await standbyHolding(t, jobId);
     expect(held.standby).toEqual({ for: 1, on: 'interruption' });
     // The warned attempt is still the live one, and nothing of the standby has run.
