@@ -42,6 +42,12 @@ const CAN_MOUNT = (() => {
   return true;
 })();
 
+/**
+ * A limit against a hang: filling a disk through a job's log is CPU work, and one of these
+ * tests took 119 s of a 120 s limit on a 2-CPU machine with the suite and two busy loops beside it.
+ */
+const DISK_TEST_TIMEOUT_MS = 300_000;
+
 afterEach(() => {
   killStrayClis();
   for (const dir of mounts.splice(0)) {
@@ -51,7 +57,7 @@ afterEach(() => {
 });
 
 describe.skipIf(!CAN_MOUNT)('a full disk', () => {
-  it('keeps a job whose output fills the disk running, its log cut short with a note, and the runtime up', { timeout: 120_000 }, async () => {
+  it('keeps a job whose output fills the disk running, its log cut short with a note, and the runtime up', { timeout: DISK_TEST_TIMEOUT_MS }, async () => {
     const dataDir = smallDisk('96m') as string;
     const t = await open({ inMemory: false, dataDir });
     const job = await finish(
@@ -81,7 +87,7 @@ describe.skipIf(!CAN_MOUNT)('a full disk', () => {
     expect(processesOfJob(job.jobId)).toEqual([]);
   });
 
-  it('ends the job whose step could not be written FAILED_CONTROLLER, and runs the others on', { timeout: 120_000 }, async () => {
+  it('ends the job whose step could not be written FAILED_CONTROLLER, and runs the others on', { timeout: DISK_TEST_TIMEOUT_MS }, async () => {
     const dataDir = smallDisk('96m') as string;
     const t = await open({ inMemory: false, dataDir });
     const { jobId: other } = await t.runtime.submit(yaml`
@@ -117,7 +123,7 @@ describe.skipIf(!CAN_MOUNT)('a full disk', () => {
     expect(processesOfJob(other)).toEqual([]);
   });
 
-  it('SIGTERM of serve while the disk is full: it exits at once, and the exit code its database refused is stored by the next runtime', { timeout: 120_000 }, async () => {
+  it('SIGTERM of serve while the disk is full: it exits at once, and the exit code its database refused is stored by the next runtime', { timeout: DISK_TEST_TIMEOUT_MS }, async () => {
     const dataDir = smallDisk('96m') as string;
     const server = await serve(dataDir);
     const jobId = await server.submit(yaml`

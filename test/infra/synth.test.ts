@@ -9,6 +9,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LAMBDA_NAMES } from '../../infra/lambda-catalog.ts';
 
 const out = mkdtempSync(join(tmpdir(), 'relaunch-synth-'));
+/**
+ * A limit against a hang: the synth took 165 s on a 2-CPU machine with the suite and two
+ * busy loops beside it, eleven esbuild bundles among its work.
+ */
+const SYNTH_TIMEOUT_MS = 480_000;
 afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 describe('npx cdk synth', () => {
@@ -19,7 +24,7 @@ describe('npx cdk synth', () => {
       cwd: new URL('../..', import.meta.url).pathname,
       env: { ...env, CDK_VALIDATION: 'false', CDK_DISABLE_VERSION_CHECK: '1', AWS_EC2_METADATA_DISABLED: 'true' },
       encoding: 'utf8',
-      timeout: 240_000,
+      timeout: SYNTH_TIMEOUT_MS,
     });
     expect(run.status, run.stderr).toBe(0);
     const template = JSON.parse(readFileSync(join(out, 'Relaunch.template.json'), 'utf8')) as {
@@ -36,5 +41,5 @@ describe('npx cdk synth', () => {
       const asset = fn.Metadata?.['aws:asset:path'];
       expect(asset !== undefined && existsSync(join(out, asset, 'index.mjs')), asset).toBe(true);
     }
-  }, 240_000);
+  }, SYNTH_TIMEOUT_MS);
 });

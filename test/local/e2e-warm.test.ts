@@ -14,6 +14,12 @@ import type { ChaosFault, ChaosPlan } from '../../local/chaos.ts';
 import { jobWorkDir, nodeDir } from '../../local/paths.ts';
 import { alive, finish, statusTrail, useLocalRuntimes, waitFor, yaml, type TestRuntime } from './harness.ts';
 
+/**
+ * Each test runs two or three attempts of real processes, a standby among them: 10-20 s on
+ * a quiet machine, and past 30 s was seen on a busy one.
+ */
+const MULTI_ATTEMPT = { timeout: 90_000 };
+
 const open = useLocalRuntimes();
 
 /**
@@ -85,7 +91,7 @@ function runStarts(t: TestRuntime, jobId: string): { attempt: number; node: numb
     .map(([attempt = 0, node = 0, at = 0]) => ({ attempt, node, at }));
 }
 
-describe('a standby launched on a spot interruption warning', () => {
+describe('a standby launched on a spot interruption warning', MULTI_ATTEMPT, () => {
   it('runs setup while the warned job runs, holds, and runs once the warned attempt has ended and been relaunched', async () => {
     const t = await open();
     // The standby must hold before the warned instance goes: 24 s gives its launch and setup
@@ -192,7 +198,7 @@ describe('a standby launched on a spot interruption warning', () => {
   });
 });
 
-describe('a standby launched on a rebalance recommendation', () => {
+describe('a standby launched on a rebalance recommendation', MULTI_ATTEMPT, () => {
   it('waits, with no termination coming, and is released when the warned attempt ends on its own', async () => {
     const t = await open();
     const { jobId } = await t.runtime.submit(task({ option: 'rebalance' }), { chaos: rebalanced });
@@ -212,7 +218,7 @@ describe('a standby launched on a rebalance recommendation', () => {
   });
 });
 
-describe("the warned node's report and its instance's end, in both orders", () => {
+describe("the warned node's report and its instance's end, in both orders", MULTI_ATTEMPT, () => {
   it('report first: its non-zero code, after the warning, is a preemption; the standby takes over', async () => {
     const t = await open();
     const { jobId } = await t.runtime.submit(task({ oldCode: 1 }), { chaos: preempted('60s') });
