@@ -399,8 +399,9 @@ notice_stop_delay() {
 # it does); on one, tells the agent (SIGUSR1) when notice_stop_delay says, and ends. Ends
 # by itself once the agent is gone. The question is asked in the background and waited
 # for, as a pause is, so that TERM ends the watch at once even while IMDS takes its time
-# (up to curl's 5 s). It is written once per session token and handed to curl as a here
-# string: each look costs one process, curl, and no subshells.
+# (up to curl's 5 s). The question, which carries the session token, is written once per
+# token and piped to curl from printf (a builtin; not a here string, which an older bash
+# keeps in a temporary file): each look costs two processes, not the three of imds_get.
 interruption_watch() {
   local notice='' answer="$ROOT_DIR/interruption-notice" token='' request=''
   trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
@@ -414,7 +415,7 @@ interruption_watch() {
       token=$IMDS_TOKEN
       request=$(imds_request spot/instance-action)
     fi
-    curl -sf --max-time 5 -K - <<<"$request" >"$answer" 2>/dev/null &
+    printf '%s\n' "$request" | curl -sf --max-time 5 -K - >"$answer" 2>/dev/null &
     SLEEPER=$!
     if wait "$SLEEPER"; then
       SLEEPER=''
