@@ -36,8 +36,8 @@ export default defineConfig({
     // that do use it run beside them on two cores.
     sequence: { sequencer: LongestFirst },
     maxWorkers: 5,
-    // Limits against a hang, not waits: tests of real processes that take 5-12 s on a quiet
-    // 2-CPU machine took up to 24 s with the rest of the suite and two busy loops beside them.
+    // Limits against a hang, not waits: on one 2-CPU machine, tests of real processes that
+    // took 10-14 s beside the rest of the suite took up to 24 s with two busy loops as well.
     testTimeout: 60_000,
     hookTimeout: 60_000,
     coverage: {
