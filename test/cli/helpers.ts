@@ -7,7 +7,7 @@ import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { waitFor } from '../fixtures/wait.ts';
+import { waitFor, WAIT_LIMIT_MS } from '../fixtures/wait.ts';
 import { fileURLToPath } from 'node:url';
 import { serverInfoPath, type ServerInfo } from '../../local/server-info.ts';
 
@@ -77,8 +77,8 @@ export function killStrayClis(): void {
 }
 
 
-/** Waits until the process has written a line matching `pattern` on stdout; fails early if it exits (the limit as waitFor's). */
-export function waitForOutput(cli: Cli, pattern: RegExp, timeoutMs = 50_000): Promise<RegExpMatchArray> {
+/** Waits until the process has written a line matching `pattern` on stdout; fails early if it exits. */
+export function waitForOutput(cli: Cli, pattern: RegExp, timeoutMs = WAIT_LIMIT_MS): Promise<RegExpMatchArray> {
   let exited = false;
   void cli.finished.then(() => (exited = true));
   return waitFor(`stdout to match ${pattern}`, () => {
@@ -109,7 +109,7 @@ export async function writeTask(dir: string, name: string, yaml: string): Promis
 }
 
 /** The pid a job wrote (`echo $$ > file`), once the file holds one. */
-export function waitForPid(file: string, timeoutMs = 50_000): Promise<number> {
+export function waitForPid(file: string, timeoutMs = WAIT_LIMIT_MS): Promise<number> {
   return waitFor(`a pid in ${file}`, () => {
     if (!existsSync(file)) return undefined;
     const text = readFileSync(file, 'utf8').trim();

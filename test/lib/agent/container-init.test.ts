@@ -40,6 +40,8 @@ const folders: string[] = [];
 const groups: number[] = [];
 afterEach(() => {
   for (const group of groups.splice(0)) {
+    // 0 (a process that never started) would name this test's own group.
+    if (group <= 0) continue;
     try {
       process.kill(-group, 'SIGKILL');
     } catch {
