@@ -112,7 +112,7 @@ declare +x SHUTDOWN_COMMAND=''
 # SECRET_WORDS the job's secrets, NAME=<value, base64> each. PHASE_PID is the running
 # phase's process (its pid is its session's and group's id); the *_PID below, the helpers.
 declare +x AGENT_PID='' SECRET='' INSTANCE_ID='' CONTAINER='' HEARTBEAT_BODY='' SSM_VALUE='' SSM_ERROR=''
-declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 NOW_MS=0 JITTERED_MS=0 SLEEPER=''
+declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' JSON_VALUE='' SHA256_HEX='' HMAC_HEX='' HEX='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 NOW_MS=0 JITTERED_MS=0 SLEEPER=''
 declare +x PHASE_PID='' PHASE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID='' STOP_IN_MS=0
 declare +x -a SECRET_WORDS=() HOME_FLAGS=()
 # The first of the agent's own steps that failed before setup, and why: its failure report.
@@ -386,8 +386,8 @@ notice_stop_delay() {
   local reclaim now
   STOP_IN_MS=0
   if [ -z "$INTERRUPTION_STOP_AHEAD_SECONDS" ]; then return; fi
-  reclaim=$(printf '%s' "$1" | json_value time)
-  reclaim=$(date -u -d "$reclaim" +%s%3N 2>/dev/null) || return
+  json_value time "$1"
+  reclaim=$(date -u -d "$JSON_VALUE" +%s%3N 2>/dev/null) || return
   now=$(date -u +%s%3N)
   if [[ $reclaim =~ ^[0-9]+$ && $now =~ ^[0-9]+$ ]] && (( reclaim - INTERRUPTION_STOP_AHEAD_SECONDS * 1000 > now )); then
     STOP_IN_MS=$(( reclaim - INTERRUPTION_STOP_AHEAD_SECONDS * 1000 - now ))
@@ -539,18 +539,44 @@ post_json() {
       -H 'Content-Type: application/json' --data-binary "@$2" || true
 }
 
-sha256_hex() { sha256sum | cut -d' ' -f1; }
+# The SigV4 steps and the JSON reads below keep to bash where they can: an SSM read or an
+# ECR login is a few processes (curl, sha256sum, openssl), not dozens.
 
-# HMAC-SHA256 of $2 under the hex key $1, hex. The keys are SigV4's derived keys; the
-# first, from the role's secret key, is on openssl's command line for a moment, which
-# tells a local process nothing it cannot read from instance metadata itself.
-hmac_hex() {
-  printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1" | sed 's/^.*= //'
+# The SHA-256 of $1, hex, in SHA256_HEX.
+sha256_of() {
+  SHA256_HEX=$(printf '%s' "$1" | sha256sum)
+  SHA256_HEX=${SHA256_HEX%% *}
 }
 
-# The string value of key $1 in the JSON on stdin (a flat document with plain values).
+# HMAC-SHA256 of $2 under the hex key $1, hex, in HMAC_HEX. The keys are SigV4's derived
+# keys; the first, from the role's secret key, is on openssl's command line for a moment,
+# which tells a local process nothing it cannot read from instance metadata itself.
+hmac_of() {
+  HMAC_HEX=$(printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1")
+  HMAC_HEX=${HMAC_HEX##*= }
+}
+
+# The bytes of $1, an ASCII text (a secret access key is), in hex, in HEX.
+hex_of() {
+  local i
+  HEX=''
+  for (( i = 0; i < ${#1}; i++ )); do printf -v HEX '%s%02x' "$HEX" "'${1:i:1}"; done
+}
+
+# The string value of key $1 in the JSON document $2 (a flat document with plain values),
+# in JSON_VALUE; empty when it has none.
 json_value() {
-  tr -d '\n' | sed -n 's/.*"'"$1"'" *: *"\([^"]*\)".*/\1/p'
+  local pattern="\"$1\"[[:space:]]*:[[:space:]]*\"([^\"]*)\""
+  JSON_VALUE=''
+  if [[ $2 =~ $pattern ]]; then JSON_VALUE=${BASH_REMATCH[1]}; fi
+}
+
+# The string value of key $1 in the JSON file $2, in JSON_VALUE; empty when the file cannot
+# be read or has no such key.
+json_file_value() {
+  local text=''
+  IFS= read -r -d '' text <"$2" 2>/dev/null
+  json_value "$1" "$text"
 }
 
 # One call of an AWS JSON API, signed (SigV4) with the instance role's credentials from
@@ -560,10 +586,12 @@ json_value() {
 # from printf (a builtin), never here-strings, which an older bash keeps in a temporary file.
 aws_call() {
   local service=$1 region=$2 url=$3 target=$4 body=$5
-  local role creds key_id secret_key token amz_date day host path canonical scope key part signature answer
+  local role creds key_id secret_key token amz_date day host path canonical scope key part to_sign answer
   AWS_ANSWER=''
   AWS_STATUS=000
-  if ! role=$(imds_get iam/security-credentials/ | head -n 1) || [ -z "$role" ]; then
+  role=$(imds_get iam/security-credentials/) || role=''
+  role=${role%%$'\n'*}
+  if [ -z "$role" ]; then
     AWS_ERROR='no instance role in instance metadata'
     return 1
   fi
@@ -571,44 +599,61 @@ aws_call() {
     AWS_ERROR="no credentials for role $role in instance metadata"
     return 1
   fi
-  key_id=$(printf '%s' "$creds" | json_value AccessKeyId)
-  secret_key=$(printf '%s' "$creds" | json_value SecretAccessKey)
-  token=$(printf '%s' "$creds" | json_value Token)
+  json_value AccessKeyId "$creds"
+  key_id=$JSON_VALUE
+  json_value SecretAccessKey "$creds"
+  secret_key=$JSON_VALUE
+  json_value Token "$creds"
+  token=$JSON_VALUE
   amz_date=$(date -u +%Y%m%dT%H%M%SZ)
   day=${amz_date:0:8}
-  host=$(printf '%s' "$url" | sed -E 's#^[a-z]+://##; s#/.*$##')
-  path="$(printf '%s' "$url" | sed -E 's#^[a-z]+://[^/]*##')/"
-  canonical=$(printf 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
-    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$token" "$target" "$AWS_SIGNED_HEADERS" \
-    "$(printf '%s' "$body" | sha256_hex)")
+  # The URL without its scheme: the host, then the path.
+  host=${url#*://}
+  path=${host#"${host%%/*}"}/
+  host=${host%%/*}
+  sha256_of "$body"
+  printf -v canonical 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
+    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$token" "$target" "$AWS_SIGNED_HEADERS" "$SHA256_HEX"
   scope="$day/$region/$service/aws4_request"
-  key=$(printf 'AWS4%s' "$secret_key" | od -An -v -tx1 | tr -d ' \n')
-  for part in "$day" "$region" "$service" aws4_request; do key=$(hmac_hex "$key" "$part"); done
-  signature=$(hmac_hex "$key" "$(printf 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$(printf '%s' "$canonical" | sha256_hex)")")
+  hex_of "AWS4$secret_key"
+  key=$HEX
+  HEX=''
+  for part in "$day" "$region" "$service" aws4_request; do
+    hmac_of "$key" "$part"
+    key=$HMAC_HEX
+  done
+  sha256_of "$canonical"
+  printf -v to_sign 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$SHA256_HEX"
+  hmac_of "$key" "$to_sign"
   answer=$({
     curl_option url "$url/"
     for part in "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
       "X-Amz-Target: $target" \
-      "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$signature"; do
+      "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$HMAC_HEX"; do
       curl_option header "$part"
     done
   } | curl -s --max-time 10 -X POST -K - --data-binary "$body" -w '\n%{http_code}') || answer=$'\n000'
-  AWS_STATUS=$(printf '%s' "$answer" | tail -n 1)
-  AWS_ANSWER=$(printf '%s' "$answer" | sed '$d')
+  AWS_STATUS=${answer##*$'\n'}
+  AWS_ANSWER=${answer%$'\n'*}
   if [ "$AWS_STATUS" = 200 ]; then return 0; fi
-  AWS_ERROR="HTTP $AWS_STATUS $(printf '%s' "$AWS_ANSWER" | json_value __type)"
+  json_value __type "$AWS_ANSWER"
+  AWS_ERROR="HTTP $AWS_STATUS $JSON_VALUE"
   return 1
 }
 
 # SSM GetParameter of $1 with decryption: the value in SSM_VALUE (0), else what went wrong
 # in SSM_ERROR (1).
 ssm_get_parameter() {
+  local body
   SSM_VALUE=''
-  if ! aws_call ssm "$SSM_REGION" "$SSM_URL" "$SSM_GET_PARAMETER" "$(printf '{"Name":"%s","WithDecryption":true}' "$1")"; then
+  printf -v body '{"Name":"%s","WithDecryption":true}' "$1"
+  if ! aws_call ssm "$SSM_REGION" "$SSM_URL" "$SSM_GET_PARAMETER" "$body"; then
     SSM_ERROR=$AWS_ERROR
     return 1
   fi
-  SSM_VALUE=$(printf '%s' "$AWS_ANSWER" | json_value Value)
+  json_value Value "$AWS_ANSWER"
+  SSM_VALUE=$JSON_VALUE
+  JSON_VALUE=''
   AWS_ANSWER=''
 }
 
@@ -623,10 +668,11 @@ ecr_login() {
     echo "relaunch: $LOGIN_ERROR"
     return 1
   fi
-  printf '%s' "$AWS_ANSWER" | json_value authorizationToken | base64 -d | cut -d: -f2- |
-    docker login --username AWS --password-stdin "$1"
-  code=$?
+  json_value authorizationToken "$AWS_ANSWER"
   AWS_ANSWER=''
+  printf '%s' "$JSON_VALUE" | base64 -d | cut -d: -f2- | docker login --username AWS --password-stdin "$1"
+  code=$?
+  JSON_VALUE=''
   if (( code != 0 )); then LOGIN_ERROR="docker login to $1 failed (exit code $code)"; fi
   return "$code"
 }
@@ -666,7 +712,8 @@ fetch_secret() {
     if ! instance_id=$(imds_get instance-id) || [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
       SSM_ERROR='no instance id in instance metadata'
     elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
-      if take_secrets "$(printf '%s' "$SSM_VALUE" | sed 's#\\/#/#g')"; then
+      # JSON may escape a slash as \/.
+      if take_secrets "${SSM_VALUE//'\/'/\/}"; then
         SSM_VALUE=''
         INSTANCE_ID=$instance_id
         return 0
@@ -734,23 +781,27 @@ report_agent_failure() {
 # API can say go. Its heartbeats go on meanwhile; a release shuts the node down.
 may_run() {
   local answer status
-  answer=$(json_value run <"$ROOT_DIR/setup.answer.json" 2>/dev/null)
+  json_file_value run "$ROOT_DIR/setup.answer.json"
+  answer=$JSON_VALUE
+  json_file_value reason "$ROOT_DIR/setup.answer.json"
   case $answer in
-    stop) log "told not to run: $(json_value reason <"$ROOT_DIR/setup.answer.json" 2>/dev/null)"; return 1 ;;
+    stop) log "told not to run: $JSON_VALUE"; return 1 ;;
     hold) ;;
     *) return 0 ;;
   esac
-  log "holding before run: $(json_value reason <"$ROOT_DIR/setup.answer.json" 2>/dev/null)"
+  log "holding before run: $JSON_VALUE"
   while :; do
     jittered_ms "$HOLD_POLL_MS"
     pause_ms "$JITTERED_MS"
     status=$(post_json "$HOLD_URL" "$HEARTBEAT_BODY" 10 "$ROOT_DIR/hold.answer.json")
     case $status in
       2??)
-        answer=$(json_value run <"$ROOT_DIR/hold.answer.json")
+        json_file_value run "$ROOT_DIR/hold.answer.json"
+        answer=$JSON_VALUE
+        json_file_value reason "$ROOT_DIR/hold.answer.json"
         case $answer in
-          go) log "told to go: $(json_value reason <"$ROOT_DIR/hold.answer.json")"; return 0 ;;
-          stop) log "told not to run: $(json_value reason <"$ROOT_DIR/hold.answer.json")"; return 1 ;;
+          go) log "told to go: $JSON_VALUE"; return 0 ;;
+          stop) log "told not to run: $JSON_VALUE"; return 1 ;;
         esac
         ;;
       408 | 429 | 5?? | 000) ;;
@@ -1020,7 +1071,8 @@ fetch_data_credentials() {
       2??) mv -f "$file.part" "$file"; return 0 ;;
       408 | 429 | 5?? | 000) ;;
       *)
-        DATA_ERROR="the API refused this node's data credentials (HTTP $status): $(json_value error <"$file.part" 2>/dev/null)"
+        json_file_value error "$file.part"
+        DATA_ERROR="the API refused this node's data credentials (HTTP $status): $JSON_VALUE"
         rm -f "$file.part"
         return 1
         ;;
