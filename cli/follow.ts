@@ -170,7 +170,9 @@ export class LogTail {
       const prefix = several ? `(node ${log.rank}) ` : '';
       const text = this.appended(log.file);
       if (text !== '') {
-        const lines = text.replace(/\n(?=.)/g, `\n${prefix}`);
+        // Only a node's name goes in front of each line: a single node's log (tens of MB, say) is
+        // passed on as it is, not rebuilt line by line for nothing.
+        const lines = several ? text.replace(/\n(?=.)/g, `\n${prefix}`) : text;
         out += this.midLine.has(log.file) ? lines : prefix + lines;
         if (text.endsWith('\n')) this.midLine.delete(log.file);
         else this.midLine.add(log.file);
