@@ -112,7 +112,7 @@ declare +x SHUTDOWN_COMMAND=''
 # SECRET_WORDS the job's secrets, NAME=<value, base64> each. PHASE_PID is the running
 # phase's process (its pid is its session's and group's id); the *_PID below, the helpers.
 declare +x AGENT_PID='' SECRET='' INSTANCE_ID='' CONTAINER='' HEARTBEAT_BODY='' SSM_VALUE='' SSM_ERROR=''
-declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' JSON_VALUE='' SHA256_HEX='' HMAC_HEX='' HEX='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 NOW_MS=0 JITTERED_MS=0 SLEEPER=''
+declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' JSON_VALUE='' SHA256_HEX='' HMAC_HEX='' HEX='' RUN_WORD='' RUN_REASON='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 NOW_MS=0 JITTERED_MS=0 SLEEPER=''
 declare +x PHASE_PID='' PHASE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID='' STOP_IN_MS=0
 declare +x -a SECRET_WORDS=() HOME_FLAGS=()
 # The first of the agent's own steps that failed before setup, and why: its failure report.
@@ -539,8 +539,11 @@ post_json() {
       -H 'Content-Type: application/json' --data-binary "@$2" || true
 }
 
-# The SigV4 steps and the JSON reads below keep to bash where they can: an SSM read or an
-# ECR login is a few processes (curl, sha256sum, openssl), not dozens.
+# The SigV4 steps and the JSON reads below keep to bash where they can, each answering in a
+# variable rather than on stdout: a command substitution is a fork, and so is every sed,
+# tr or cut (a node's start, setup and run reported: 113 processes, 169 when these were
+# pipelines). The price is that an answer stays in its global until the next one; the
+# callers clear those that held a credential.
 
 # The SHA-256 of $1, hex, in SHA256_HEX.
 sha256_of() {
@@ -563,19 +566,23 @@ hex_of() {
   for (( i = 0; i < ${#1}; i++ )); do printf -v HEX '%s%02x' "$HEX" "'${1:i:1}"; done
 }
 
-# The string value of key $1 in the JSON document $2 (a flat document with plain values),
-# in JSON_VALUE; empty when it has none.
+# The string value of the first key $1 in the JSON document $2 (a flat document with plain
+# values), in JSON_VALUE; empty when it has none.
 json_value() {
   local pattern="\"$1\"[[:space:]]*:[[:space:]]*\"([^\"]*)\""
   JSON_VALUE=''
-  if [[ $2 =~ $pattern ]]; then JSON_VALUE=${BASH_REMATCH[1]}; fi
+  if [[ $2 =~ $pattern ]]; then
+    JSON_VALUE=${BASH_REMATCH[1]}
+    # BASH_REMATCH keeps no copy of it (the value may be a credential): an empty match.
+    [[ $1 =~ ^ ]]
+  fi
 }
 
 # The string value of key $1 in the JSON file $2, in JSON_VALUE; empty when the file cannot
 # be read or has no such key.
 json_file_value() {
   local text=''
-  IFS= read -r -d '' text <"$2" 2>/dev/null
+  IFS= read -r -d '' text 2>/dev/null <"$2"
   json_value "$1" "$text"
 }
 
@@ -605,6 +612,7 @@ aws_call() {
   secret_key=$JSON_VALUE
   json_value Token "$creds"
   token=$JSON_VALUE
+  JSON_VALUE=''
   amz_date=$(date -u +%Y%m%dT%H%M%SZ)
   day=${amz_date:0:8}
   # The URL without its scheme: the host, then the path.
@@ -707,13 +715,14 @@ secret_exports() {
 # writes once the instance exists. Until then SSM refuses (the parameter has no tag that
 # names this instance yet), so a refusal is tried again until the discovery deadline.
 fetch_secret() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last=''
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last='' slash=/
   while :; do
     if ! instance_id=$(imds_get instance-id) || [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
       SSM_ERROR='no instance id in instance metadata'
     elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
-      # JSON may escape a slash as \/.
-      if take_secrets "${SSM_VALUE//'\/'/\/}"; then
+      # JSON may escape a slash as \/. The slash put back is a variable's: bash 4.2 keeps the
+      # backslash of a quoted \/ in a replacement.
+      if take_secrets "${SSM_VALUE//'\/'/$slash}"; then
         SSM_VALUE=''
         INSTANCE_ID=$instance_id
         return 0
@@ -774,34 +783,39 @@ report_agent_failure() {
   send_report setup "$body" "the agent's failure at $step"
 }
 
+# The API's answer to a setup report or a hold (the file $1): its word in RUN_WORD (go, stop
+# or hold; empty when it says none) and why in RUN_REASON.
+run_answer() {
+  json_file_value run "$1"
+  RUN_WORD=$JSON_VALUE
+  json_file_value reason "$1"
+  RUN_REASON=$JSON_VALUE
+}
+
 # Whether to go on to run once setup is reported (0) or not (1), as the API's answer to the
 # setup report says: `go` (or no word: an API that knows no standbys), `stop`, or `hold`:
 # a standby (launch_on_warning) asks every HOLD_POLL_MS, jittered, until it is told to go
 # or to stop. A refusal other than throttling, a 5xx or no answer stops it too: only the
 # API can say go. Its heartbeats go on meanwhile; a release shuts the node down.
 may_run() {
-  local answer status
-  json_file_value run "$ROOT_DIR/setup.answer.json"
-  answer=$JSON_VALUE
-  json_file_value reason "$ROOT_DIR/setup.answer.json"
-  case $answer in
-    stop) log "told not to run: $JSON_VALUE"; return 1 ;;
+  local status
+  run_answer "$ROOT_DIR/setup.answer.json"
+  case $RUN_WORD in
+    stop) log "told not to run: $RUN_REASON"; return 1 ;;
     hold) ;;
     *) return 0 ;;
   esac
-  log "holding before run: $JSON_VALUE"
+  log "holding before run: $RUN_REASON"
   while :; do
     jittered_ms "$HOLD_POLL_MS"
     pause_ms "$JITTERED_MS"
     status=$(post_json "$HOLD_URL" "$HEARTBEAT_BODY" 10 "$ROOT_DIR/hold.answer.json")
     case $status in
       2??)
-        json_file_value run "$ROOT_DIR/hold.answer.json"
-        answer=$JSON_VALUE
-        json_file_value reason "$ROOT_DIR/hold.answer.json"
-        case $answer in
-          go) log "told to go: $JSON_VALUE"; return 0 ;;
-          stop) log "told not to run: $JSON_VALUE"; return 1 ;;
+        run_answer "$ROOT_DIR/hold.answer.json"
+        case $RUN_WORD in
+          go) log "told to go: $RUN_REASON"; return 0 ;;
+          stop) log "told not to run: $RUN_REASON"; return 1 ;;
         esac
         ;;
       408 | 429 | 5?? | 000) ;;

@@ -293,6 +293,22 @@ describe("the agent's callback secret", () => {
     expect(files.filter((file) => file.content.includes('Planted-Value') || file.content.includes(Buffer.from(secrets.HF_TOKEN).toString('base64'))).map((f) => f.path)).toEqual([]);
   });
 
+  it('reads an SSM answer that writes every slash as \\/, under the rules of bash 4.2 too (Amazon Linux 2)', async () => {
+    // '???' is Pz8/ in base64: the secret's word has a slash to escape.
+    const secrets = { SLASHED: '???', PATH_LIKE: '/data/x' };
+    api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), agentSecretValue(SECRET, secrets), INSTANCE_ARN);
+    api.ssmEscapesSlashes = true;
+    // BASH_COMPAT=42: the bash here runs the agent as bash 4.2 would, where a quoted \/ in a
+    // replacement keeps its backslash.
+    const shims = mkdtempSync(join(dir, 'bash-4.2-'));
+    writeFileSync(join(shims, 'bash'), `#!/bin/sh\nBASH_COMPAT=42 exec ${execFileSync('sh', ['-c', 'command -v bash'], { encoding: 'utf8' }).trim()} "$@"\n`, { mode: 0o755 });
+
+    const result = await runAgent({ spec: spec({ run: DUMP_ENV }), nodeRank: 0, discoveryTimeoutSeconds: 0 }, `${shims}${delimiter}${MACHINE_PATH}`);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(jobEnv()).toMatchObject(secrets);
+  });
+
   it('refuses a parameter whose job secrets are not NAME=base64 words', async () => {
     api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), `${SECRET} BAD-NAME=eA==`, INSTANCE_ARN);
 

@@ -84,6 +84,8 @@ export class FakeApi {
   ecrStatuses: number[] = [];
   /** The status each signed ECR call got, in order. */
   readonly ecrAnswers: number[] = [];
+  /** Whether SSM's answers write every slash as \/, as a JSON encoder may. */
+  ssmEscapesSlashes = false;
   /** Every SSM request: its body and headers. */
   readonly ssmRequests: { readonly body: string; readonly headers: IncomingMessage['headers'] }[] = [];
   private readonly imdsToken = 'imds-token-1';
@@ -227,7 +229,7 @@ export class FakeApi {
       { instanceArn: INSTANCE_ARN, credentials: this.credentials },
       new Date(),
     );
-    response.writeHead(answer.statusCode, answer.headers).end(answer.body);
+    response.writeHead(answer.statusCode, answer.headers).end(this.ssmEscapesSlashes ? answer.body.replaceAll('/', '\\/') : answer.body);
   }
 }
 
