@@ -1,5 +1,6 @@
 // DynamoJobStore on moto's DynamoDB: the JobStore contract dynalite runs, against a second,
-// independent implementation of DynamoDB's API, on the table the store creates in both.
+// independent implementation of DynamoDB's API, on the table the store creates in both;
+// all but its races of two writes, which moto cannot keep atomic.
 
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll } from 'vitest';
@@ -21,10 +22,15 @@ afterAll(async () => {
   await moto?.stop();
 });
 
-describeJobStoreContract('DynamoJobStore on moto', async () => {
-  const client = new DynamoDBClient({ endpoint: moto.endpoint });
-  tables += 1;
-  const tableName = `jobs-${tables}`;
-  await ensureTable(client, tableName);
-  return new DynamoJobStore({ client, tableName });
-});
+describeJobStoreContract(
+  'DynamoJobStore on moto',
+  async () => {
+    const client = new DynamoDBClient({ endpoint: moto.endpoint });
+    tables += 1;
+    const tableName = `jobs-${tables}`;
+    await ensureTable(client, tableName);
+    return new DynamoJobStore({ client, tableName });
+  },
+  // A racing decision failed here once on moto: its job row written, its attempt row not.
+  { atomicRaces: false },
+);
