@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 import { bundle, bundleLambda } from '../infra/bundle.ts';
 import { LAMBDA_NAMES, REPO_ROOT, type LambdaName } from '../infra/lambda-catalog.ts';
+import { median } from './stats.ts';
 import type { BenchResult, Benchmark, TargetCheck } from './types.ts';
 
 /** Targets: a package under 1 MB (10^6 bytes, the stricter reading), and its import under 150 ms. */
@@ -57,12 +58,6 @@ export function coldInit(...files: readonly string[]): InitSample {
     encoding: 'utf8',
   });
   return JSON.parse(out) as InitSample;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 /**

@@ -11,6 +11,7 @@ import { buildCli } from '../cli/build.ts';
 import { currentBuild } from '../cli/built.js';
 import type { Benchmark, BenchResult } from './types.ts';
 import { REPO_ROOT } from '../infra/lambda-catalog.ts';
+import { median } from './stats.ts';
 
 const BIN = path.join(REPO_ROOT, 'cli/bin.js');
 const RUNS = 5;
@@ -34,10 +35,6 @@ function start(args: readonly string[], fromSource: boolean): Start {
   const cpu = /cpu-ms ([0-9.]+)\s*$/.exec(run.stderr);
   if (run.status !== 0 || cpu === null) throw new Error(`relaunch ${args.join(' ')} failed (${run.status}): ${run.stderr}`);
   return { cpuMs: Number(cpu[1]), wallMs };
-}
-
-function median(values: readonly number[]): number {
-  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 }
 
 function measure(args: readonly string[], fromSource: boolean): Start {

@@ -31,6 +31,7 @@ import { INSTANCE_MARK } from '../local/process-groups.ts';
 import { localInstanceId } from '../local/process-compute.ts';
 import { LocalRuntime, type LocalRuntimeOptions } from '../local/runtime.ts';
 import type { BenchResult, Benchmark, TargetCheck } from './types.ts';
+import { median } from './stats.ts';
 
 /** The parts of this benchmark, as named on the command line. */
 const PARTS = ['a', 'b', 'c', 'd'] as const;
@@ -105,12 +106,6 @@ function reported(attempt: AttemptRecord, phase: Phase): number {
 /** The last write to a file the agent keeps in its node's folder (epoch ms, the kernel's coarse clock). */
 function written(file: string): number {
   return Number(statSync(file, { bigint: true }).mtimeNs / 1000n) / 1000;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 function percentile(values: readonly number[], p: number): number {

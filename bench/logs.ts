@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LogTail } from '../cli/follow.ts';
 import type { PhaseLog } from '../local/paths.ts';
+import { median } from './stats.ts';
 import type { Benchmark, BenchResult } from './types.ts';
 
 /** A single node's log: about what a job writes when it fills the full-disk test's 96 MB folder. */
@@ -26,7 +27,7 @@ function medianReadMs(logs: readonly PhaseLog[]): number {
     new LogTail().read(logs);
     return performance.now() - began;
   });
-  return [...times].sort((a, b) => a - b)[Math.floor(READS / 2)] ?? 0;
+  return median(times);
 }
 
 export const logsBenchmark: Benchmark = {
