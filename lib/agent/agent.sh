@@ -112,7 +112,7 @@ declare +x SHUTDOWN_COMMAND=''
 # SECRET_WORDS the job's secrets, NAME=<value, base64> each. PHASE_PID is the running
 # phase's process (its pid is its session's and group's id); the *_PID below, the helpers.
 declare +x AGENT_PID='' SECRET='' INSTANCE_ID='' CONTAINER='' HEARTBEAT_BODY='' SSM_VALUE='' SSM_ERROR=''
-declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' JSON_VALUE='' SHA256_HEX='' HMAC_HEX='' HEX='' RUN_WORD='' RUN_REASON='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 NOW_MS=0 JITTERED_MS=0 SLEEPER=''
+declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' JSON_VALUE='' SHA256_HEX='' HMAC_HEX='' HEX='' RUN_WORD='' RUN_REASON='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 IMDS_VALUE='' NOW_MS=0 JITTERED_MS=0 SLEEPER=''
 declare +x PHASE_PID='' PHASE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID='' STOP_IN_MS=0
 declare +x -a SECRET_WORDS=() HOME_FLAGS=()
 # The first of the agent's own steps that failed before setup, and why: its failure report.
@@ -258,17 +258,20 @@ imds_request() {
   curl_option header "X-aws-ec2-metadata-token: $IMDS_TOKEN"
 }
 
+# A metadata path's value, in IMDS_VALUE. Called in the agent's own shell, not in a $(...),
+# so that the session token it may fetch is kept for the next call.
 imds_get() {
+  IMDS_VALUE=''
   imds_token || return 1
-  imds_request "$1" | curl -sf --max-time 5 -K -
+  IMDS_VALUE=$(imds_request "$1" | curl -sf --max-time 5 -K -)
 }
 
 # This node's rank: given, 0 for the only node, or the launcher's tag.
 resolve_node_rank() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) value
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
   if [[ ! $NODE_RANK =~ ^[0-9]+$ ]] && (( NUM_NODES == 1 )); then NODE_RANK=0; fi
   while [[ ! $NODE_RANK =~ ^[0-9]+$ ]]; do
-    if value=$(imds_get "tags/instance/$NODE_RANK_TAG") && [[ $value =~ ^[0-9]+$ ]]; then NODE_RANK=$value; break; fi
+    if imds_get "tags/instance/$NODE_RANK_TAG" && [[ $IMDS_VALUE =~ ^[0-9]+$ ]]; then NODE_RANK=$IMDS_VALUE; break; fi
     if (( SECONDS >= deadline )); then return 1; fi
     pause_ms 2000
   done
@@ -276,17 +279,17 @@ resolve_node_rank() {
 
 # Every node's IP, head first, one a line: given, this node's own, or the launcher's tags.
 resolve_node_ips() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) value chunk complete
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) chunk complete
   local -a ips words
   while [ -z "$NODE_IPS" ]; do
     if (( NUM_NODES == 1 )); then
-      if value=$(imds_get local-ipv4) && [ -n "$value" ]; then NODE_IPS=$value; break; fi
+      if imds_get local-ipv4 && [ -n "$IMDS_VALUE" ]; then NODE_IPS=$IMDS_VALUE; break; fi
     else
       ips=()
       complete=1
       for (( chunk = 0; chunk < NODE_IPS_TAGS; chunk++ )); do
-        if value=$(imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"); then
-          read -r -a words < <(printf '%s\n' "$value")
+        if imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"; then
+          read -r -a words < <(printf '%s\n' "$IMDS_VALUE")
           ips+=("${words[@]}")
         else
           complete=0
@@ -596,16 +599,18 @@ aws_call() {
   local role creds key_id secret_key token amz_date day host path canonical scope key part to_sign answer
   AWS_ANSWER=''
   AWS_STATUS=000
-  role=$(imds_get iam/security-credentials/) || role=''
-  role=${role%%$'\n'*}
+  imds_get iam/security-credentials/
+  role=${IMDS_VALUE%%$'\n'*}
   if [ -z "$role" ]; then
     AWS_ERROR='no instance role in instance metadata'
     return 1
   fi
-  if ! creds=$(imds_get "iam/security-credentials/$role"); then
+  if ! imds_get "iam/security-credentials/$role"; then
     AWS_ERROR="no credentials for role $role in instance metadata"
     return 1
   fi
+  creds=$IMDS_VALUE
+  IMDS_VALUE=''
   json_value AccessKeyId "$creds"
   key_id=$JSON_VALUE
   json_value SecretAccessKey "$creds"
@@ -717,7 +722,9 @@ secret_exports() {
 fetch_secret() {
   local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last='' slash=/
   while :; do
-    if ! instance_id=$(imds_get instance-id) || [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
+    imds_get instance-id
+    instance_id=$IMDS_VALUE
+    if [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
       SSM_ERROR='no instance id in instance metadata'
     elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
       # JSON may escape a slash as \/. The slash put back is a variable's: bash 4.2 keeps the

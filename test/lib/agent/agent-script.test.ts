@@ -191,6 +191,8 @@ describe('the agent script', () => {
     expect(jobEnv()).toMatchObject({ RELAUNCH_NODE_RANK: '1', SKYPILOT_NODE_RANK: '1', RELAUNCH_NODE_IPS: '10.1.0.7\n10.1.0.8' });
     expect(api.reports.map((report) => report.nodeRank)).toEqual([1, 1]);
     expect(JSON.parse(api.heartbeats[0]?.body ?? '')).toEqual({ nodeRank: 1 });
+    // One session token for the rank, the IPs, the instance id and the role's credentials.
+    expect(api.imdsTokenRequests).toBe(1);
   });
 
   it('a single node is rank 0 with no tag, and takes its own IP from instance metadata', async () => {

@@ -88,6 +88,8 @@ export class FakeApi {
   ssmEscapesSlashes = false;
   /** Every SSM request: its body and headers. */
   readonly ssmRequests: { readonly body: string; readonly headers: IncomingMessage['headers'] }[] = [];
+  /** How many IMDSv2 session tokens were asked for. */
+  imdsTokenRequests = 0;
   private readonly imdsToken = 'imds-token-1';
   private server: Server | undefined;
 
@@ -185,6 +187,7 @@ export class FakeApi {
   /** IMDSv2: a PUT for a token, then GETs that carry it. */
   private imds(request: IncomingMessage, path: string, response: ServerResponse): void {
     if (path === '/latest/api/token' && request.method === 'PUT') {
+      this.imdsTokenRequests += 1;
       response.writeHead(200).end(this.imdsToken);
       return;
     }
