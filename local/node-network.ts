@@ -55,7 +55,7 @@ export async function answerNodeRequest(
   if (instance === undefined || instance.state !== 'running' || !sameToken(token, instance.routeToken)) return null;
   const path = `/${restSegments.join('/')}`;
   // IMDS is the instance's own (link-local on EC2): a cut network still reaches it.
-  if (path.startsWith('/imds/')) return answerImds(instance, request.method, path.slice('/imds'.length), request.headers);
+  if (path.startsWith('/imds/')) return await answerImds(instance, request.method, path.slice('/imds'.length), request.headers);
   if (instance.networkCut) return null;
   if (path === '/ssm/' || path === '/ssm') {
     const body = request.body ?? '';
@@ -92,13 +92,24 @@ function saysGo(body: string | undefined): boolean {
   }
 }
 
-/** IMDSv2 as EC2 serves it, for the keys the agent reads and a few more. */
-function answerImds(
+/**
+ * How long a look at `spot/instance-action` that finds no notice is held before its 404
+ * (EC2 answers at once). The agent looks every half second locally, and each look costs it
+ * a curl: held, a notice reaches it as soon as it is written, at a seventh of the looks.
+ * Under the 5 s the agent's curl waits for an answer.
+ */
+export const NOTICE_HOLD_MS = 3_000;
+
+/**
+ * IMDSv2 as EC2 serves it, for the keys the agent reads and a few more; null (no answer)
+ * when the instance stopped running while a look was held.
+ */
+async function answerImds(
   instance: LocalInstance,
   method: string,
   path: string,
   headers: Readonly<Record<string, string | undefined>>,
-): ApiResponse {
+): Promise<ApiResponse | null> {
   if (path === '/latest/api/token') {
     if (method !== 'PUT') return text(405, '');
     const ttl = Number(headerValue(headers, TOKEN_TTL_HEADER));
@@ -113,6 +124,10 @@ function answerImds(
   const prefix = '/latest/meta-data/';
   if (!path.startsWith(prefix)) return text(404, '');
   const key = path.slice(prefix.length);
+  if (key === 'spot/instance-action' && instance.interruptionNotice === null) {
+    await noticeOrHoldEnd(instance);
+    if (instance.state !== 'running') return null;
+  }
   const value = metadata(instance, key);
   return value === undefined ? text(404, '') : text(200, value);
 }
@@ -143,6 +158,19 @@ function metadata(instance: LocalInstance, key: string): string | undefined {
   }
 }
 
+/** Resolves when the instance gets a notice or stops running (process-compute.ts wakes it), or after NOTICE_HOLD_MS. */
+function noticeOrHoldEnd(instance: LocalInstance): Promise<void> {
+  return new Promise((resolve) => {
+    const end = (): void => {
+      clearTimeout(timer);
+      instance.heldNoticeLooks.delete(end);
+      resolve();
+    };
+    // Unreferenced: a held look never keeps a closing runtime's process alive.
+    const timer = setTimeout(end, NOTICE_HOLD_MS).unref();
+    instance.heldNoticeLooks.add(end);
+  });
+}
 
 function text(statusCode: number, body: string): ApiResponse {
   return { statusCode, headers: { 'content-type': 'text/plain' }, body };

@@ -77,6 +77,11 @@ export interface LocalInstance {
    * EC2 writes it), once a `preempt` fault has warned; null before.
    */
   interruptionNotice: string | null;
+  /**
+   * Looks at `spot/instance-action` held open (node-network.ts) until a notice comes or the
+   * instance stops running: each is woken by calling it.
+   */
+  readonly heldNoticeLooks: Set<() => void>;
   /** The agent process, leader of the node's process group. */
   readonly child: ChildProcess;
   /** The group's id (the agent's pid); 0 when the process could not be started. */
@@ -125,6 +130,11 @@ export const LOCAL_REGION = 'local';
 const LOCAL_ACCOUNT = '000000000000';
 /** The folder of local agents' secrets, as agentSecretPath names it on AWS. */
 export const LOCAL_SECRET_PATH = agentSecretPath('relaunch-local');
+
+/** Ends every held look at an instance's `spot/instance-action`: a notice came, or the instance is going. */
+function wakeHeldNoticeLooks(instance: LocalInstance): void {
+  for (const wake of [...instance.heldNoticeLooks]) wake();
+}
 
 /**
  * The agent's `shutdown -h now`, locally: leave a mark in the node's folder ($1) and end
@@ -359,6 +369,7 @@ export class LocalProcessCompute implements Compute {
       state: 'running',
       networkCut: false,
       interruptionNotice: null,
+      heldNoticeLooks: new Set(),
       child,
       pgid: child.pid ?? 0,
       timers: new Set(),
@@ -381,6 +392,7 @@ export class LocalProcessCompute implements Compute {
     switch (fault.kind) {
       case 'preempt':
         instance.interruptionNotice = JSON.stringify({ action: 'terminate', time: new Date(Date.now() + fault.warningMs).toISOString() });
+        wakeHeldNoticeLooks(instance);
         this.emit(instance, { kind: 'SPOT_INTERRUPTION_WARNING' });
         this.schedule(instance, fault.warningMs, () => void this.terminate(instance));
         return;
@@ -436,6 +448,8 @@ export class LocalProcessCompute implements Compute {
       this.instances.delete(instance.instanceId);
       instance.markTerminated();
     })();
+    // The instance is no longer running (the work above set its state before its first wait).
+    wakeHeldNoticeLooks(instance);
     return work;
   }
 
