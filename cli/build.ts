@@ -1,12 +1,12 @@
-// `npm run build`, which `npm ci` runs too (the `prepare` script): the CLI as one file in
+// `npm run build`, which `npm ci` runs too (the `prepare` script): the CLI bundled into
 // dist/cli/. Run from source, every `relaunch` loads some 3,300 modules, its own through
 // tsx, a second or more of CPU before it does anything; built, it takes about a third of
 // that (`npm run bench -- cli-start`). cli/bin.js runs the build while it is newer than
 // every file it was built from (cli/built.js), and the sources otherwise.
 
 import { statSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { ESM_REQUIRE_BANNER, sdkSchemaKeys } from '../infra/bundle.ts';
@@ -48,16 +48,32 @@ function ownAddresses(outdir: string): esbuild.Plugin {
   };
 }
 
+/** A chunk's file name: beside the entry, where a source's own address (ownAddresses) holds from either. */
+const CHUNK_NAMES = 'chunk-[hash]';
+const CHUNK_FILE = /^chunk-[A-Z0-9]+\.mjs$/;
+
 /**
- * Bundles a Node program (`entry`, a project source) into one ES module, `outfile`, as the
- * CLI is built: every dependency inside but EXTERNAL's, which load from the node_modules
- * above `outfile` (so it belongs under the root). The tests bundle the processes they
- * start by the dozen the same way.
+ * Bundles a Node program (`entry`, a project source) into ES modules: `outfile` (a .mjs),
+ * and beside it a chunk for each part that the program imports only when it is called
+ * (`relaunch check` and its AWS SDK clients, the SDK's other credential sources), so that
+ * no other command reads them. Every dependency is inside but EXTERNAL's, which load from
+ * the node_modules above `outfile` (so it belongs under the root). Each file is written
+ * whole, then renamed into place, chunks before the entry: a program starting meanwhile
+ * loads the old entry or the new one, with the chunks of either there. Returns esbuild's
+ * metafile and the chunks' file names. The tests bundle the processes they start by the
+ * dozen the same way.
  */
-export async function bundleProgram(entry: string, outfile: string, root: string = REPO_ROOT): Promise<esbuild.Metafile> {
+export async function bundleProgram(entry: string, outfile: string, root: string = REPO_ROOT): Promise<{ metafile: esbuild.Metafile; chunks: string[] }> {
+  if (extname(outfile) !== '.mjs') throw new Error(`the bundle's file name must end in .mjs, got ${outfile}`);
+  const outdir = dirname(outfile);
   const result = await esbuild.build({
     entryPoints: [entry],
-    outfile,
+    outdir,
+    entryNames: basename(outfile, '.mjs'),
+    chunkNames: CHUNK_NAMES,
+    outExtension: { '.js': '.mjs' },
+    splitting: true,
+    write: false,
     absWorkingDir: root,
     bundle: true,
     platform: 'node',
@@ -66,17 +82,31 @@ export async function bundleProgram(entry: string, outfile: string, root: string
     mainFields: ['module', 'main'],
     external: EXTERNAL,
     banner: { js: ESM_REQUIRE_BANNER },
-    plugins: [sdkSchemaKeys, ownAddresses(dirname(outfile))],
+    plugins: [sdkSchemaKeys, ownAddresses(outdir)],
     metafile: true,
     logLevel: 'error',
   });
-  return result.metafile;
+  const entryPath = resolve(root, outfile);
+  const chunks = result.outputFiles.filter((file) => file.path !== entryPath);
+  await mkdir(outdir, { recursive: true });
+  await Promise.all(chunks.map((file) => writeWhole(file.path, file.contents)));
+  const entryFile = result.outputFiles.find((file) => file.path === entryPath);
+  if (entryFile === undefined) throw new Error(`esbuild wrote no ${outfile}`);
+  await writeWhole(entryFile.path, entryFile.contents);
+  return { metafile: result.metafile, chunks: chunks.map((file) => basename(file.path)) };
+}
+
+/** Writes a file under a temporary name, then renames it into place. */
+async function writeWhole(file: string, contents: Uint8Array | string): Promise<void> {
+  const temporary = `${file}.${process.pid}.tmp`;
+  await writeFile(temporary, contents);
+  await rename(temporary, file);
 }
 
 /**
  * Builds the CLI into `<root>/dist/cli`: the bundle first, then the manifest that makes it
- * current (each written whole, then renamed into place, so a `relaunch` starting meanwhile
- * reads either the old pair or the new one). Returns the manifest.
+ * current. Chunks that neither this build nor the one before it wrote are removed last: a
+ * `relaunch` still running the build before may yet load one of its own. Returns the manifest.
  */
 export async function buildCli(root: string = REPO_ROOT): Promise<BuildManifest> {
   const outdir = join(root, BUILD_DIR);
@@ -87,15 +117,29 @@ export async function buildCli(root: string = REPO_ROOT): Promise<BuildManifest>
   await writeFile(stamp, '');
   const startedMs = statSync(stamp).mtimeMs;
   await rm(stamp);
-  const temporary = join(outdir, `${BUILD_ENTRY}.${process.pid}.tmp`);
-  const metafile = await bundleProgram(join(root, 'cli/main.ts'), temporary, root);
+  const before = await previousChunks(outdir);
+  const { metafile, chunks } = await bundleProgram(join(root, 'cli/main.ts'), join(outdir, BUILD_ENTRY), root);
   const sources = Object.keys(metafile.inputs).filter((path) => !path.startsWith('node_modules/'));
-  const manifest: BuildManifest = { entry: BUILD_ENTRY, startedMs, inputs: [...sources, ...ALSO_STALE_ON].sort() };
-  await rename(temporary, join(outdir, BUILD_ENTRY));
-  const manifestTemporary = join(outdir, `${BUILD_MANIFEST}.${process.pid}.tmp`);
-  await writeFile(manifestTemporary, `${JSON.stringify(manifest, null, 1)}\n`);
-  await rename(manifestTemporary, join(outdir, BUILD_MANIFEST));
+  const manifest: BuildManifest = { entry: BUILD_ENTRY, startedMs, inputs: [...sources, ...ALSO_STALE_ON].sort(), chunks: chunks.sort() };
+  await writeWhole(join(outdir, BUILD_MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
+  for (const file of staleChunks(await readdir(outdir), before, chunks)) await rm(join(outdir, file), { force: true });
   return manifest;
+}
+
+/** The chunk files among `files` that neither the build before (`before`) nor this one (`now`) wrote. */
+export function staleChunks(files: readonly string[], before: readonly string[], now: readonly string[]): string[] {
+  const kept = new Set([...before, ...now]);
+  return files.filter((file) => CHUNK_FILE.test(file) && !kept.has(file));
+}
+
+/** The chunks the build now in `outdir` wrote, as its manifest lists them; none when it cannot be read. */
+async function previousChunks(outdir: string): Promise<string[]> {
+  try {
+    const { chunks } = JSON.parse(await readFile(join(outdir, BUILD_MANIFEST), 'utf8')) as Partial<BuildManifest>;
+    return Array.isArray(chunks) ? chunks.filter((chunk): chunk is string => typeof chunk === 'string') : [];
+  } catch {
+    return [];
+  }
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {

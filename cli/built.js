@@ -17,12 +17,13 @@ export const BUILD_MANIFEST = 'manifest.json';
  * @property {string} entry the bundle's file name, in the build folder
  * @property {number} startedMs when the build began, as the file system's clock reads it
  * @property {string[]} inputs the project's files it holds or depends on, relative to the project root
+ * @property {string[]} chunks the files beside the entry that it imports, by name
  */
 
 /**
  * The address of the build in `buildDir` when every file it was made from is still there
- * and none has changed since it began; `undefined` when there is no build, or it is stale,
- * or its manifest cannot be read. A stale build is never used: the caller runs the sources.
+ * and none has changed since it began, and its chunks are there; `undefined` when there is
+ * no build, or it is stale or missing a chunk, or its manifest cannot be read. A stale build is never used: the caller runs the sources.
  *
  * @param {string} root the project root, against which the manifest's inputs are read
  * @param {string} [buildDir] the build folder, BUILD_DIR under the root unless given
@@ -40,6 +41,11 @@ export function currentBuild(root, buildDir = join(root, BUILD_DIR)) {
   for (const input of manifest.inputs) {
     const stat = typeof input === 'string' ? statSync(join(root, input), { throwIfNoEntry: false }) : undefined;
     if (stat === undefined || stat.mtimeMs >= manifest.startedMs) return undefined;
+  }
+  const chunks = manifest.chunks ?? [];
+  if (!Array.isArray(chunks)) return undefined;
+  for (const chunk of chunks) {
+    if (typeof chunk !== 'string' || chunk.includes('/') || statSync(join(buildDir, chunk), { throwIfNoEntry: false }) === undefined) return undefined;
   }
   const entry = join(buildDir, BUILD_ENTRY);
   return statSync(entry, { throwIfNoEntry: false }) === undefined ? undefined : pathToFileURL(entry);

@@ -4,8 +4,9 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { staleChunks } from '../../cli/build.ts';
 import { BUILD_DIR, BUILD_ENTRY, BUILD_MANIFEST, currentBuild, type BuildManifest } from '../../cli/built.js';
 import { BIN, EXAMPLES, removeTempDirs, tempDir } from './helpers.ts';
 import { REPO_ROOT } from '../../infra/lambda-catalog.ts';
@@ -59,17 +60,35 @@ describe('currentBuild', () => {
     expect(currentBuild(root, buildDir)).toBeUndefined();
   });
 
+  it('is the bundle while every chunk it lists is there, and nothing once one is gone', () => {
+    writeFileSync(join(buildDir, 'chunk-ONE.mjs'), '');
+    writeManifest({ entry: BUILD_ENTRY, startedMs: started, inputs: ['cli/main.ts'], chunks: ['chunk-ONE.mjs'] });
+    expect(currentBuild(root, buildDir)).toBeDefined();
+    rmSync(join(buildDir, 'chunk-ONE.mjs'));
+    expect(currentBuild(root, buildDir)).toBeUndefined();
+  });
+
   it.each([
     ['no manifest', undefined],
     ['a manifest cut short', '{"entry":"relaunch.mjs","startedMs":17'],
     ['a manifest of another shape', { entry: BUILD_ENTRY, startedMs: String(started), inputs: [] }],
     ['a manifest naming another file', { entry: '../../elsewhere.mjs', startedMs: started, inputs: [] }],
     ['inputs that are not paths', { entry: BUILD_ENTRY, startedMs: started, inputs: [42] }],
+    ['chunks that are not a list', { entry: BUILD_ENTRY, startedMs: started, inputs: [], chunks: 'chunk-ONE.mjs' }],
+    ['a chunk outside the build folder', { entry: BUILD_ENTRY, startedMs: started, inputs: [], chunks: ['../main.ts'] }],
     ['null', null],
   ])('is nothing with %s', (_, manifest) => {
     if (manifest === undefined) rmSync(join(buildDir, BUILD_MANIFEST));
     else writeManifest(manifest);
     expect(currentBuild(root, buildDir)).toBeUndefined();
+  });
+});
+
+describe('staleChunks', () => {
+  it("is every chunk file that neither this build nor the one before wrote, and nothing else", () => {
+    const files = ['relaunch.mjs', 'manifest.json', 'chunk-OLD1.mjs', 'chunk-PREV.mjs', 'chunk-NEW1.mjs', 'chunk-NEW1.mjs.123.tmp', 'notes.txt'];
+    expect(staleChunks(files, ['chunk-PREV.mjs'], ['chunk-NEW1.mjs'])).toEqual(['chunk-OLD1.mjs']);
+    expect(staleChunks(files, [], [])).toEqual(['chunk-OLD1.mjs', 'chunk-PREV.mjs', 'chunk-NEW1.mjs']);
   });
 });
 
@@ -83,15 +102,17 @@ describe('the build of this checkout', () => {
     expect(inputs.filter((input) => input.startsWith('node_modules/') && input !== 'node_modules/.package-lock.json')).toEqual([]);
   });
 
-  /** Runs `relaunch validate` on an example, with a hook that prints each module of the CLI's own it loads. */
-  function validate(env: NodeJS.ProcessEnv) {
+  /** Runs `relaunch ...args`, with a hook that prints each module of the CLI's own it loads. */
+  function relaunch(args: readonly string[], env: NodeJS.ProcessEnv) {
     const printLoads = 'data:text/javascript,export async function load(url, context, next) { if (/[/](cli|dist)[/]/.test(url)) console.error("loaded " + url); return next(url, context); }';
     const hook = `data:text/javascript,import { register } from "node:module"; register(${JSON.stringify(printLoads)});`;
-    const result = spawnSync(process.execPath, ['--import', hook, BIN, 'validate', join(EXAMPLES, 'fail-fast.yaml')], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    const result = spawnSync(process.execPath, ['--import', hook, BIN, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
     const loaded = result.stderr.split('\n').filter((line) => line.startsWith('loaded '));
     const stderr = result.stderr.split('\n').filter((line) => !line.startsWith('loaded ')).join('\n');
     return { status: result.status, stdout: result.stdout, stderr, loaded };
   }
+
+  const validate = (env: NodeJS.ProcessEnv) => relaunch(['validate', join(EXAMPLES, 'fail-fast.yaml')], env);
 
   it('is what bin.js runs, and answers as the sources do, which RELAUNCH_FROM_SOURCE=1 runs instead', () => {
     const built = validate({ RELAUNCH_FROM_SOURCE: undefined });
@@ -102,5 +123,22 @@ describe('the build of this checkout', () => {
     expect(source.loaded.some((line) => line.endsWith('/cli/main.ts'))).toBe(true);
     expect(built.status).toBe(0);
     expect({ ...built, loaded: [] }).toEqual({ ...source, loaded: [] });
+  });
+  it("keeps `relaunch check` and the AWS SDK clients only it uses in chunks that no other command reads", () => {
+    const files = (loaded: readonly string[]) => loaded.map((line) => fileURLToPath(line.slice('loaded '.length))).filter((file) => file.includes(`/${BUILD_DIR}/`));
+    const holdsEc2 = (file: string) => readFileSync(file, 'utf8').includes('node_modules/@aws-sdk/client-ec2/');
+    const validated = validate({ RELAUNCH_FROM_SOURCE: undefined });
+    expect(validated.status).toBe(0);
+    expect(files(validated.loaded).filter(holdsEc2)).toEqual([]);
+    // Its own command loads them: the check of credentials fails here, with none in the environment.
+    const env = Object.fromEntries(Object.keys(process.env).filter((key) => key.startsWith('AWS_')).map((key) => [key, undefined]));
+    const checked = relaunch(['check', '--region', 'us-east-1', '--api', 'http://127.0.0.1:9'], { ...env, RELAUNCH_FROM_SOURCE: undefined, AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent' });
+    expect(checked.stdout).toContain('credentials');
+    expect(files(checked.loaded).some(holdsEc2)).toBe(true);
+    const { chunks } = manifest();
+    expect(chunks.length).toBeGreaterThan(0);
+    for (const file of files([...validated.loaded, ...checked.loaded])) {
+      expect([BUILD_ENTRY, ...chunks]).toContain(file.slice(file.lastIndexOf('/') + 1));
+    }
   });
 });
