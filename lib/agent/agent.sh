@@ -258,12 +258,16 @@ imds_request() {
   curl_option header "X-aws-ec2-metadata-token: $IMDS_TOKEN"
 }
 
-# A metadata path's value, in IMDS_VALUE. Called in the agent's own shell, not in a $(...),
-# so that the session token it may fetch is kept for the next call.
+# A metadata path's value, in IMDS_VALUE (empty unless the read succeeds: a read cut short
+# leaves nothing). Called in the agent's own shell, not in a $(...), so that the session
+# token it may fetch is kept for the next call; a failed read drops the token, in case
+# IMDS no longer takes it.
 imds_get() {
+  local value
   IMDS_VALUE=''
   imds_token || return 1
-  IMDS_VALUE=$(imds_request "$1" | curl -sf --max-time 5 -K -)
+  value=$(imds_request "$1" | curl -sf --max-time 5 -K -) || { IMDS_TOKEN=''; return 1; }
+  IMDS_VALUE=$value
 }
 
 # This node's rank: given, 0 for the only node, or the launcher's tag.
@@ -599,8 +603,8 @@ aws_call() {
   local role creds key_id secret_key token amz_date day host path canonical scope key part to_sign answer
   AWS_ANSWER=''
   AWS_STATUS=000
-  imds_get iam/security-credentials/
-  role=${IMDS_VALUE%%$'\n'*}
+  role=''
+  if imds_get iam/security-credentials/; then role=${IMDS_VALUE%%$'\n'*}; fi
   if [ -z "$role" ]; then
     AWS_ERROR='no instance role in instance metadata'
     return 1
@@ -722,8 +726,8 @@ secret_exports() {
 fetch_secret() {
   local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last='' slash=/
   while :; do
-    imds_get instance-id
-    instance_id=$IMDS_VALUE
+    instance_id=''
+    if imds_get instance-id; then instance_id=$IMDS_VALUE; fi
     if [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
       SSM_ERROR='no instance id in instance metadata'
     elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
