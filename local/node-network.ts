@@ -94,9 +94,10 @@ function saysGo(body: string | undefined): boolean {
 
 /**
  * How long a look at `spot/instance-action` that finds no notice is held before its 404
- * (EC2 answers at once). The agent looks every half second locally, and each look costs it
- * a curl: held, a notice reaches it as soon as it is written, at a seventh of the looks.
- * Under the 5 s the agent's curl waits for an answer.
+ * (EC2 answers at once). A local agent pauses half a second between looks, and each look
+ * costs it a curl: held, a look comes every 3.5 s instead of every half second, and a
+ * notice reaches the agent as soon as it is written. Under the 5 s the agent's curl waits
+ * for an answer (`--max-time 5` in agent.sh's interruption_watch).
  */
 export const NOTICE_HOLD_MS = 3_000;
 

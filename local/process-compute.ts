@@ -106,7 +106,10 @@ export const LOCAL_STOP_GRACE_SECONDS = 10;
  * job's grace period, then time for the agent to clean up and end.
  */
 const SHUTDOWN_GRACE_MS = (LOCAL_STOP_GRACE_SECONDS + 5) * 1000;
-/** How often a local agent looks at its instance metadata for a spot interruption notice. */
+/**
+ * How long a local agent pauses between two looks at its instance metadata for a spot
+ * interruption notice (each look is held up to NOTICE_HOLD_MS while there is none).
+ */
 const LOCAL_INTERRUPTION_POLL_SECONDS = 0.5;
 /** How often a local standby asks whether to go on to run: the local API costs nothing to ask. */
 export const LOCAL_HOLD_POLL_SECONDS = 0.2;
@@ -132,7 +135,7 @@ const LOCAL_ACCOUNT = '000000000000';
 export const LOCAL_SECRET_PATH = agentSecretPath('relaunch-local');
 
 /** Ends every held look at an instance's `spot/instance-action`: a notice came, or the instance is going. */
-function wakeHeldNoticeLooks(instance: LocalInstance): void {
+export function wakeHeldNoticeLooks(instance: LocalInstance): void {
   for (const wake of [...instance.heldNoticeLooks]) wake();
 }
 
@@ -425,10 +428,12 @@ export class LocalProcessCompute implements Compute {
     const work = (async () => {
       if (options.abrupt === true) {
         instance.state = 'terminated';
+        wakeHeldNoticeLooks(instance);
         signalGroup(instance.pgid, 'SIGKILL');
         killMarked(instance.instanceId, instance.pgid);
       } else {
         instance.state = 'shutting-down';
+        wakeHeldNoticeLooks(instance);
         this.emit(instance, { kind: 'STATE_CHANGE', state: 'shutting-down' });
         signalGroup(instance.pgid, 'SIGTERM');
         signalMarked(instance.instanceId, instance.pgid, 'SIGTERM');
@@ -448,8 +453,6 @@ export class LocalProcessCompute implements Compute {
       this.instances.delete(instance.instanceId);
       instance.markTerminated();
     })();
-    // The instance is no longer running (the work above set its state before its first wait).
-    wakeHeldNoticeLooks(instance);
     return work;
   }
 

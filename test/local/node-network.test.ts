@@ -6,7 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ApiResponse } from '../../lib/http/index.ts';
 import { answerNodeRequest, NOTICE_HOLD_MS, type NodeDirectory } from '../../local/node-network.ts';
-import type { LocalInstance } from '../../local/process-compute.ts';
+import { wakeHeldNoticeLooks, type LocalInstance } from '../../local/process-compute.ts';
 import { LocalSecretParameters, newNodeCredentials } from '../../local/secret-parameters.ts';
 
 const NOTICE = JSON.stringify({ action: 'terminate', time: '2026-12-06T00:02:00.000Z' });
@@ -34,11 +34,6 @@ function localInstance(): LocalInstance {
     terminated: Promise.resolve(),
     markTerminated: () => undefined,
   };
-}
-
-/** What process-compute.ts does when it writes a notice or the instance goes. */
-function wake(instance: LocalInstance): void {
-  for (const end of [...instance.heldNoticeLooks]) end();
 }
 
 function lookAtNotice(instance: LocalInstance): Promise<ApiResponse | null> {
@@ -82,9 +77,10 @@ describe("a local node's look at spot/instance-action", () => {
     const look = lookAtNotice(instance);
     await vi.advanceTimersByTimeAsync(100);
     instance.interruptionNotice = NOTICE;
-    wake(instance);
+    wakeHeldNoticeLooks(instance);
     expect(await look).toMatchObject({ statusCode: 200, body: NOTICE });
     expect(instance.heldNoticeLooks.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('is answered at once when a notice is there already', async () => {
@@ -99,7 +95,8 @@ describe("a local node's look at spot/instance-action", () => {
     await vi.advanceTimersByTimeAsync(100);
     expect(instance.heldNoticeLooks.size).toBe(2);
     instance.state = 'shutting-down';
-    wake(instance);
+    wakeHeldNoticeLooks(instance);
     expect(await Promise.all(looks.map(settled))).toEqual(['no answer', 'no answer']);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
