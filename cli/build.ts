@@ -1,7 +1,7 @@
 // `npm run build`, which `npm ci` runs too (the `prepare` script): the CLI bundled into
 // dist/cli/. Run from source, every `relaunch` loads some 3,300 modules, its own through
-// tsx, a second or more of CPU before it does anything; built, it takes about a third of
-// that (`npm run bench -- cli-start`). cli/bin.js runs the build while it is newer than
+// tsx, a second or more of CPU before it does anything; built, it takes a fifth to a third
+// of that (`npm run bench -- cli-start`). cli/bin.js runs the build while it is newer than
 // every file it was built from (cli/built.js), and the sources otherwise.
 
 import { statSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { basename, dirname, extname, join, relative, resolve, sep } from 'node:p
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { ESM_REQUIRE_BANNER, sdkSchemaKeys } from '../infra/bundle.ts';
-import { BUILD_DIR, BUILD_ENTRY, BUILD_MANIFEST, type BuildManifest } from './built.js';
+import { BUILD_DIR, BUILD_ENTRY, BUILD_MANIFEST, CHUNK_FILE, type BuildManifest } from './built.js';
 import { REPO_ROOT } from '../infra/lambda-catalog.ts';
 
 
@@ -48,15 +48,19 @@ function ownAddresses(outdir: string): esbuild.Plugin {
   };
 }
 
-/** A chunk's file name: beside the entry, where a source's own address (ownAddresses) holds from either. */
+/** A chunk's file name (CHUNK_FILE): beside the entry, where a source's own address (ownAddresses) holds from either. */
 const CHUNK_NAMES = 'chunk-[hash]';
-const CHUNK_FILE = /^chunk-[A-Z0-9]+\.mjs$/;
+/**
+ * How long a chunk no build lists is kept: a `relaunch` started from an older build may
+ * load one of its chunks late (the local runtime's, once another command has finished).
+ */
+const OLD_CHUNK_KEPT_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Bundles a Node program (`entry`, a project source) into ES modules: `outfile` (a .mjs),
- * and beside it a chunk for each part that the program imports only when it is called
- * (`relaunch check` and its AWS SDK clients, the SDK's other credential sources), so that
- * no other command reads them. Every dependency is inside but EXTERNAL's, which load from
+ * and beside it chunks for what the program imports only when it is called (`relaunch
+ * check` and the AWS SDK clients only it uses, the local runtime, the SDK's other
+ * credential sources), so that a command reads only its own. Every dependency is inside but EXTERNAL's, which load from
  * the node_modules above `outfile` (so it belongs under the root). Each file is written
  * whole, then renamed into place, chunks before the entry: a program starting meanwhile
  * loads the old entry or the new one, with the chunks of either there. Returns esbuild's
@@ -88,7 +92,7 @@ export async function bundleProgram(entry: string, outfile: string, root: string
   });
   const entryPath = resolve(root, outfile);
   const chunks = result.outputFiles.filter((file) => file.path !== entryPath);
-  await mkdir(outdir, { recursive: true });
+  await mkdir(dirname(entryPath), { recursive: true });
   await Promise.all(chunks.map((file) => writeWhole(file.path, file.contents)));
   const entryFile = result.outputFiles.find((file) => file.path === entryPath);
   if (entryFile === undefined) throw new Error(`esbuild wrote no ${outfile}`);
@@ -96,7 +100,7 @@ export async function bundleProgram(entry: string, outfile: string, root: string
   return { metafile: result.metafile, chunks: chunks.map((file) => basename(file.path)) };
 }
 
-/** Writes a file under a temporary name, then renames it into place. */
+/** Writes a file under a temporary name, then renames it into place: a reader sees it whole or not at all. */
 async function writeWhole(file: string, contents: Uint8Array | string): Promise<void> {
   const temporary = `${file}.${process.pid}.tmp`;
   await writeFile(temporary, contents);
@@ -105,8 +109,8 @@ async function writeWhole(file: string, contents: Uint8Array | string): Promise<
 
 /**
  * Builds the CLI into `<root>/dist/cli`: the bundle first, then the manifest that makes it
- * current. Chunks that neither this build nor the one before it wrote are removed last: a
- * `relaunch` still running the build before may yet load one of its own. Returns the manifest.
+ * current. Chunks that this build did not write are removed once OLD_CHUNK_KEPT_MS old.
+ * Returns the manifest.
  */
 export async function buildCli(root: string = REPO_ROOT): Promise<BuildManifest> {
   const outdir = join(root, BUILD_DIR);
@@ -117,29 +121,19 @@ export async function buildCli(root: string = REPO_ROOT): Promise<BuildManifest>
   await writeFile(stamp, '');
   const startedMs = statSync(stamp).mtimeMs;
   await rm(stamp);
-  const before = await previousChunks(outdir);
   const { metafile, chunks } = await bundleProgram(join(root, 'cli/main.ts'), join(outdir, BUILD_ENTRY), root);
   const sources = Object.keys(metafile.inputs).filter((path) => !path.startsWith('node_modules/'));
   const manifest: BuildManifest = { entry: BUILD_ENTRY, startedMs, inputs: [...sources, ...ALSO_STALE_ON].sort(), chunks: chunks.sort() };
   await writeWhole(join(outdir, BUILD_MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
-  for (const file of staleChunks(await readdir(outdir), before, chunks)) await rm(join(outdir, file), { force: true });
+  const files = (await readdir(outdir)).map((name) => ({ name, mtimeMs: statSync(join(outdir, name), { throwIfNoEntry: false })?.mtimeMs ?? startedMs }));
+  for (const file of staleChunks(files, chunks, startedMs)) await rm(join(outdir, file), { force: true });
   return manifest;
 }
 
-/** The chunk files among `files` that neither the build before (`before`) nor this one (`now`) wrote. */
-export function staleChunks(files: readonly string[], before: readonly string[], now: readonly string[]): string[] {
-  const kept = new Set([...before, ...now]);
-  return files.filter((file) => CHUNK_FILE.test(file) && !kept.has(file));
-}
-
-/** The chunks the build now in `outdir` wrote, as its manifest lists them; none when it cannot be read. */
-async function previousChunks(outdir: string): Promise<string[]> {
-  try {
-    const { chunks } = JSON.parse(await readFile(join(outdir, BUILD_MANIFEST), 'utf8')) as Partial<BuildManifest>;
-    return Array.isArray(chunks) ? chunks.filter((chunk): chunk is string => typeof chunk === 'string') : [];
-  } catch {
-    return [];
-  }
+/** The chunk files among `files` that the build of `listed` did not write and that are OLD_CHUNK_KEPT_MS older than `nowMs`. */
+export function staleChunks(files: readonly { readonly name: string; readonly mtimeMs: number }[], listed: readonly string[], nowMs: number): string[] {
+  const kept = new Set(listed);
+  return files.filter((file) => CHUNK_FILE.test(file.name) && !kept.has(file.name) && file.mtimeMs < nowMs - OLD_CHUNK_KEPT_MS).map((file) => file.name);
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {

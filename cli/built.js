@@ -11,6 +11,8 @@ export const BUILD_DIR = 'dist/cli';
 export const BUILD_ENTRY = 'relaunch.mjs';
 /** What the build was made from, and when (cli/build.ts writes it after the bundle). */
 export const BUILD_MANIFEST = 'manifest.json';
+/** A chunk's file name, in the build folder beside the bundle. */
+export const CHUNK_FILE = /^chunk-[A-Z0-9]+\.mjs$/;
 
 /**
  * @typedef {object} BuildManifest
@@ -23,7 +25,8 @@ export const BUILD_MANIFEST = 'manifest.json';
 /**
  * The address of the build in `buildDir` when every file it was made from is still there
  * and none has changed since it began, and its chunks are there; `undefined` when there is
- * no build, or it is stale or missing a chunk, or its manifest cannot be read. A stale build is never used: the caller runs the sources.
+ * no build, or it is stale or missing a chunk, or its manifest cannot be read. A stale
+ * build is never used: the caller runs the sources.
  *
  * @param {string} root the project root, against which the manifest's inputs are read
  * @param {string} [buildDir] the build folder, BUILD_DIR under the root unless given
@@ -45,7 +48,7 @@ export function currentBuild(root, buildDir = join(root, BUILD_DIR)) {
   const chunks = manifest.chunks ?? [];
   if (!Array.isArray(chunks)) return undefined;
   for (const chunk of chunks) {
-    if (typeof chunk !== 'string' || chunk.includes('/') || statSync(join(buildDir, chunk), { throwIfNoEntry: false }) === undefined) return undefined;
+    if (typeof chunk !== 'string' || !CHUNK_FILE.test(chunk) || statSync(join(buildDir, chunk), { throwIfNoEntry: false }) === undefined) return undefined;
   }
   const entry = join(buildDir, BUILD_ENTRY);
   return statSync(entry, { throwIfNoEntry: false }) === undefined ? undefined : pathToFileURL(entry);

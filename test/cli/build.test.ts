@@ -75,7 +75,7 @@ describe('currentBuild', () => {
     ['a manifest naming another file', { entry: '../../elsewhere.mjs', startedMs: started, inputs: [] }],
     ['inputs that are not paths', { entry: BUILD_ENTRY, startedMs: started, inputs: [42] }],
     ['chunks that are not a list', { entry: BUILD_ENTRY, startedMs: started, inputs: [], chunks: 'chunk-ONE.mjs' }],
-    ['a chunk outside the build folder', { entry: BUILD_ENTRY, startedMs: started, inputs: [], chunks: ['../main.ts'] }],
+    ['a chunk outside the build folder', { entry: BUILD_ENTRY, startedMs: started, inputs: [], chunks: ['../../cli/main.ts'] }],
     ['null', null],
   ])('is nothing with %s', (_, manifest) => {
     if (manifest === undefined) rmSync(join(buildDir, BUILD_MANIFEST));
@@ -85,10 +85,18 @@ describe('currentBuild', () => {
 });
 
 describe('staleChunks', () => {
-  it("is every chunk file that neither this build nor the one before wrote, and nothing else", () => {
-    const files = ['relaunch.mjs', 'manifest.json', 'chunk-OLD1.mjs', 'chunk-PREV.mjs', 'chunk-NEW1.mjs', 'chunk-NEW1.mjs.123.tmp', 'notes.txt'];
-    expect(staleChunks(files, ['chunk-PREV.mjs'], ['chunk-NEW1.mjs'])).toEqual(['chunk-OLD1.mjs']);
-    expect(staleChunks(files, [], [])).toEqual(['chunk-OLD1.mjs', 'chunk-PREV.mjs', 'chunk-NEW1.mjs']);
+  it('is every chunk file this build did not write that is over a day old, and nothing else', () => {
+    const now = Date.parse('2026-12-06T12:00:00Z');
+    const dayAndMinute = 24 * 60 * 60 * 1000 + 60_000;
+    const files = [
+      { name: 'relaunch.mjs', mtimeMs: now - dayAndMinute },
+      { name: 'manifest.json', mtimeMs: now - dayAndMinute },
+      { name: 'chunk-OLD1.mjs', mtimeMs: now - dayAndMinute },
+      { name: 'chunk-RECENT.mjs', mtimeMs: now - 60_000 },
+      { name: 'chunk-NEW1.mjs', mtimeMs: now - dayAndMinute },
+      { name: 'chunk-OLD2.mjs.123.tmp', mtimeMs: now - dayAndMinute },
+    ];
+    expect(staleChunks(files, ['chunk-NEW1.mjs'], now)).toEqual(['chunk-OLD1.mjs']);
   });
 });
 
