@@ -381,7 +381,7 @@ export class LocalProcessCompute implements Compute {
     };
     this.instances.set(instanceId, instance);
     this.started.add(instanceId);
-    child.once('spawn', () => this.emit(instance, { kind: 'STATE_CHANGE', state: 'running' }));
+    child.once('spawn', () => void this.emit(instance, { kind: 'STATE_CHANGE', state: 'running' }));
     this.scheduleFaults(instance, 'boot');
     // The agent ended: it shut the instance down, or it died. Either way the instance goes.
     child.once('exit', () => void this.terminate(instance));
@@ -393,14 +393,21 @@ export class LocalProcessCompute implements Compute {
   private strike(instance: LocalInstance, fault: ChaosFault): void {
     if (instance.state !== 'running') return;
     switch (fault.kind) {
-      case 'preempt':
-        instance.interruptionNotice = JSON.stringify({ action: 'terminate', time: new Date(Date.now() + fault.warningMs).toISOString() });
-        wakeHeldNoticeLooks(instance);
-        this.emit(instance, { kind: 'SPOT_INTERRUPTION_WARNING' });
+      case 'preempt': {
+        const notice = JSON.stringify({ action: 'terminate', time: new Date(Date.now() + fault.warningMs).toISOString() });
         this.schedule(instance, fault.warningMs, () => void this.terminate(instance));
+        // The controller hears of the warning first, as it mostly does on AWS, where the
+        // agent looks every 5 s: here a held look would answer the agent at once, and a job
+        // that stops and reports before the warning is noted gets no standby.
+        void this.emit(instance, { kind: 'SPOT_INTERRUPTION_WARNING' }).then(() => {
+          if (instance.state !== 'running') return;
+          instance.interruptionNotice = notice;
+          wakeHeldNoticeLooks(instance);
+        });
         return;
+      }
       case 'rebalance':
-        this.emit(instance, { kind: 'REBALANCE_RECOMMENDATION' });
+        void this.emit(instance, { kind: 'REBALANCE_RECOMMENDATION' });
         return;
       case 'lose':
         void this.terminate(instance, { abrupt: true });
@@ -434,7 +441,7 @@ export class LocalProcessCompute implements Compute {
       } else {
         instance.state = 'shutting-down';
         wakeHeldNoticeLooks(instance);
-        this.emit(instance, { kind: 'STATE_CHANGE', state: 'shutting-down' });
+        void this.emit(instance, { kind: 'STATE_CHANGE', state: 'shutting-down' });
         signalGroup(instance.pgid, 'SIGTERM');
         signalMarked(instance.instanceId, instance.pgid, 'SIGTERM');
         await this.waitForGroup(instance, SHUTDOWN_GRACE_MS);
@@ -449,7 +456,7 @@ export class LocalProcessCompute implements Compute {
       removeNodeCgroup(instance.instanceId);
       if (instance.container) await removeContainer(instance.instanceId);
       this.secretParameters.delete(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId));
-      this.emit(instance, { kind: 'STATE_CHANGE', state: 'terminated' });
+      void this.emit(instance, { kind: 'STATE_CHANGE', state: 'terminated' });
       this.instances.delete(instance.instanceId);
       instance.markTerminated();
     })();
@@ -469,17 +476,19 @@ export class LocalProcessCompute implements Compute {
    * recommendations and the states in which an instance is gone, so `running` is emitted
    * and never delivered; the chaos plan may drop the rest of an attempt's events.
    */
-  private emit(instance: LocalInstance, event: Omit<InstanceEvent, 'instanceId' | 'time'>): void {
+  /** Records an event and delivers it unless it is dropped; resolves once it is delivered (or not to be). */
+  private emit(instance: LocalInstance, event: Omit<InstanceEvent, 'instanceId' | 'time'>): Promise<void> {
     const full: InstanceEvent = { ...event, instanceId: instance.instanceId, time: new Date().toISOString() };
     const forwarded = event.kind !== 'STATE_CHANGE' || (event.state !== undefined && event.state in INSTANCE_GONE_STATES);
     const dropped = faultsOfAttempt(this.chaosOf(instance.jobId), instance.attempt).some((f) => f.kind === 'drop_events');
     const delivered = forwarded && !dropped && !this.closing;
     this.emitted.push({ event: full, delivered });
     if (this.emitted.length > EMITTED_KEPT) this.emitted.splice(0, this.emitted.length - EMITTED_KEPT);
-    if (!delivered) return;
+    if (!delivered) return Promise.resolve();
     const delivery = this.options.events(full).catch((error: unknown) => this.options.onError?.(error));
     this.pending.add(delivery);
     void delivery.finally(() => this.pending.delete(delivery));
+    return delivery;
   }
 
   private schedule(instance: LocalInstance, ms: number, action: () => void): void {
