@@ -5,7 +5,8 @@
 // every file it was built from (cli/built.js), and the sources otherwise.
 
 import { statSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { writeWhole } from '../local/write-whole.ts';
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -93,18 +94,11 @@ export async function bundleProgram(entry: string, outfile: string, root: string
   const entryPath = resolve(root, outfile);
   const chunks = result.outputFiles.filter((file) => file.path !== entryPath);
   await mkdir(dirname(entryPath), { recursive: true });
-  await Promise.all(chunks.map((file) => writeWhole(file.path, file.contents)));
+  for (const file of chunks) writeWhole(file.path, file.contents);
   const entryFile = result.outputFiles.find((file) => file.path === entryPath);
   if (entryFile === undefined) throw new Error(`esbuild wrote no ${outfile}`);
-  await writeWhole(entryFile.path, entryFile.contents);
+  writeWhole(entryFile.path, entryFile.contents);
   return { metafile: result.metafile, chunks: chunks.map((file) => basename(file.path)) };
-}
-
-/** Writes a file under a temporary name, then renames it into place: a reader sees it whole or not at all. */
-async function writeWhole(file: string, contents: Uint8Array | string): Promise<void> {
-  const temporary = `${file}.${process.pid}.tmp`;
-  await writeFile(temporary, contents);
-  await rename(temporary, file);
 }
 
 /**
@@ -124,7 +118,7 @@ export async function buildCli(root: string = REPO_ROOT): Promise<BuildManifest>
   const { metafile, chunks } = await bundleProgram(join(root, 'cli/main.ts'), join(outdir, BUILD_ENTRY), root);
   const sources = Object.keys(metafile.inputs).filter((path) => !path.startsWith('node_modules/'));
   const manifest: BuildManifest = { entry: BUILD_ENTRY, startedMs, inputs: [...sources, ...ALSO_STALE_ON].sort(), chunks: chunks.sort() };
-  await writeWhole(join(outdir, BUILD_MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
+  writeWhole(join(outdir, BUILD_MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
   const files = (await readdir(outdir)).map((name) => ({ name, mtimeMs: statSync(join(outdir, name), { throwIfNoEntry: false })?.mtimeMs ?? startedMs }));
   for (const file of staleChunks(files, chunks, startedMs)) await rm(join(outdir, file), { force: true });
   return manifest;

@@ -2,7 +2,8 @@
 // folder only the user may enter, each file readable by the user alone (0600). Written to a
 // temporary name and renamed, so a crash never leaves half a file.
 
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { writeWhole } from './write-whole.ts';
 import path from 'node:path';
 import { ConfigurationError, InvalidInputError } from '../lib/errors.ts';
 import { parseValues } from '../lib/adapters/ssm-job-secrets.ts';
@@ -22,9 +23,7 @@ export class FileJobSecrets implements JobSecrets {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     chmodSync(this.dir, 0o700);
     const file = this.file(jobId);
-    const temporary = `${file}.${process.pid}.tmp`;
-    writeFileSync(temporary, JSON.stringify(values), { mode: 0o600 });
-    renameSync(temporary, file);
+    writeWhole(file, JSON.stringify(values), 0o600);
   }
 
   async get(jobId: string): Promise<Readonly<Record<string, string>>> {

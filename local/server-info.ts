@@ -5,7 +5,8 @@
 // that wrote it (same start identity): one a crashed owner left, whatever its form, is
 // never a reason to refuse the folder.
 
-import { closeSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { writeWhole } from './write-whole.ts';
 import path from 'node:path';
 import { isOwned } from './owner-lock.ts';
 
@@ -70,9 +71,7 @@ export function writeServerInfo(dataDir: string, url: string, role: OwnerRole): 
   if (startedAt === null) throw new Error('cannot record where this runtime serves: /proc does not tell its start identity (the local runtime runs on Linux)');
   const file = serverInfoPath(dataDir);
   const info: ServerInfo = { url, pid: process.pid, startedAt, command: role.command, takesJobs: role.takesJobs };
-  const temporary = `${file}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(info)}\n`);
-  renameSync(temporary, file);
+  writeWhole(file, `${JSON.stringify(info)}\n`);
 }
 
 /** Removes server.json: the owner does so as it starts (a crashed owner's file) and before it lets the lock go. */
