@@ -50,6 +50,8 @@ export class FakeApi {
   heartbeatStatusAfter = 204;
   /** How long a heartbeat's answer takes (ms). */
   heartbeatDelayMs = 0;
+  /** Told the number of heartbeats received so far, as each arrives. */
+  onHeartbeat: ((count: number) => void) | undefined;
   /** The body a 200 to a setup report carries (the API's word on what the node does next); `{}` when unset. */
   setupAnswer: Record<string, unknown> | undefined;
   /** Answers to the next hold POSTs, in order (a number: that status, no body); `holdAnswerAfter` once used up. */
@@ -131,6 +133,7 @@ export class FakeApi {
       authorization: request.headers.authorization,
       body: Buffer.concat(chunks).toString('utf8'),
     });
+    if (path.endsWith('/heartbeat')) this.onHeartbeat?.(this.heartbeats.length);
     if (path.endsWith('/data-credentials')) return this.dataCredentials(request, response);
     if (path.endsWith('/hold')) {
       const answer = this.holdAnswers.shift() ?? this.holdAnswerAfter;
