@@ -47,7 +47,12 @@ run: |
   bash train.sh
   cat "$RELAUNCH_MOUNT_ROOT/datasets/train/shard-0"
   echo changed > train.sh
-  if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exit 29; fi
+  if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then
+    # Neither node ends the attempt before both have printed: a code 29 stops the other node.
+    touch "${dir}/attempt-1-ran-$RELAUNCH_NODE_RANK"
+    until [ -e "${dir}/attempt-1-ran-0" ] && [ -e "${dir}/attempt-1-ran-1" ]; do sleep 0.1; done
+    exit 29
+  fi
 `,
       );
 
