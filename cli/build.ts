@@ -6,13 +6,13 @@
 
 import { statSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { writeWhole } from '../local/write-whole.ts';
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { ESM_REQUIRE_BANNER, sdkSchemaKeys } from '../infra/bundle.ts';
 import { BUILD_DIR, BUILD_ENTRY, BUILD_MANIFEST, CHUNK_FILE, type BuildManifest } from './built.js';
 import { REPO_ROOT } from '../infra/lambda-catalog.ts';
+import { writeWhole } from '../local/write-whole.ts';
 
 
 /**
@@ -61,12 +61,12 @@ const OLD_CHUNK_KEPT_MS = 24 * 60 * 60 * 1000;
  * Bundles a Node program (`entry`, a project source) into ES modules: `outfile` (a .mjs),
  * and beside it chunks for what the program imports only when it is called (`relaunch
  * check` and the AWS SDK clients only it uses, the local runtime, the SDK's other
- * credential sources), so that a command reads only its own. Every dependency is inside but EXTERNAL's, which load from
- * the node_modules above `outfile` (so it belongs under the root). Each file is written
- * whole, then renamed into place, chunks before the entry: a program starting meanwhile
- * loads the old entry or the new one, with the chunks of either there. Returns esbuild's
- * metafile and the chunks' file names. The tests bundle the processes they start by the
- * dozen the same way.
+ * credential sources), so that a command reads only its own. Every dependency is inside
+ * but EXTERNAL's, which load from the node_modules above `outfile` (so it belongs under
+ * the root). Each file is written whole, then renamed into place, chunks before the
+ * entry: a program starting meanwhile loads the old entry or the new one, with the chunks
+ * of either there. Returns esbuild's metafile and the chunks' file names. The tests bundle
+ * the processes they start by the dozen the same way.
  */
 export async function bundleProgram(entry: string, outfile: string, root: string = REPO_ROOT): Promise<{ metafile: esbuild.Metafile; chunks: string[] }> {
   if (extname(outfile) !== '.mjs') throw new Error(`the bundle's file name must end in .mjs, got ${outfile}`);

@@ -3,11 +3,11 @@
 // temporary name and renamed, so a crash never leaves half a file.
 
 import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { writeWhole } from './write-whole.ts';
 import path from 'node:path';
 import { ConfigurationError, InvalidInputError } from '../lib/errors.ts';
 import { parseValues } from '../lib/adapters/ssm-job-secrets.ts';
 import type { JobSecrets } from '../lib/ports.ts';
+import { writeWhole } from './write-whole.ts';
 
 /** Job ids are relaunch's own (`j-...`); anything else is refused before it can name a path. */
 const JOB_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
