@@ -31,6 +31,7 @@ describeJobStoreContract(
     await ensureTable(client, tableName);
     return new DynamoJobStore({ client, tableName });
   },
-  // A racing decision failed here once on moto: its job row written, its attempt row not.
+  // Failed here on moto under load: a racing decision's job row written and its attempt row
+  // not; an adopt and a release of one standby both applied; a concurrent heartbeat lost.
   { atomicRaces: false },
 );
