@@ -1,6 +1,16 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import LongestFirst from './test/sequencer.ts';
 
+/**
+ * The system tests (`npm run test:system`): the files that start real processes at length,
+ * the `relaunch` binary and the faults injected into its runs (a worker each, as below), and
+ * the local runtime end to end and the real `cdk synth` (sharing modules). Everything else
+ * is `npm test`.
+ */
+const SYSTEM_ISOLATED = ['test/cli/**/*.test.ts', 'test/faults/**/*.test.ts'];
+const SYSTEM_SHARED = ['test/local/e2e-*.test.ts', 'test/infra/synth.test.ts'];
+const SYSTEM = [...SYSTEM_ISOLATED, ...SYSTEM_SHARED];
+
 /** The files that share a worker's modules (see `projects` below); every other test file gets a worker of its own. */
 const SHARED = ['test/lib/*.test.ts', 'test/lib/{agent,check,http,policy,spec,usecases,workflow}/**/*.test.ts', 'test/{infra,docs,bench,local}/**/*.test.ts'];
 
@@ -12,24 +22,21 @@ export default defineConfig({
     exclude: [...configDefaults.exclude, 'test/browser/**', 'test/aws/**'],
     setupFiles: ['test/setup.ts'],
     globalSetup: ['test/global-setup.ts'],
+    // `npm test` runs the first two projects, `npm run test:system` the last two, and
+    // `npx vitest run` all four.
     projects: [
-      // Files that run the code in this process (units, the CDK synth, the local runtime's
-      // own tests) share a worker's modules from file to file: the SDK, the CDK and zod load
-      // once per worker instead of once per file, about a minute of CPU. Spies are restored
-      // before each test so that none outlives its file.
-      {
-        extends: true,
-        test: {
-          name: 'shared',
-          include: SHARED,
-          isolate: false,
-          restoreMocks: true,
-        },
-      },
-      // A worker each for every other file: those that mock an SDK client class for the
-      // whole file (the adapters, the Lambda handlers), and those that drive the real binary
-      // and break real processes.
-      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: SHARED } },
+      // Files that run the code in this process (units, the CDK assertions, the local
+      // runtime's own tests) share a worker's modules from file to file: the SDK, the CDK and
+      // zod load once per worker instead of once per file, about a minute of CPU. Spies are
+      // restored before each test so that none outlives its file.
+      { extends: true, test: { name: 'shared', include: SHARED, exclude: SYSTEM, isolate: false, restoreMocks: true } },
+      // A worker each for the files that mock an SDK client class for the whole file (the
+      // adapters, the Lambda handlers).
+      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: [...SHARED, ...SYSTEM] } },
+      // The system tests that share modules as above: the local runtime end to end, the synth.
+      { extends: true, test: { name: 'system-shared', include: SYSTEM_SHARED, isolate: false, restoreMocks: true } },
+      // And those with a worker each: the ones that drive the real binary and break real processes.
+      { extends: true, test: { name: 'system-isolated', include: SYSTEM_ISOLATED } },
     ],
     // Many files wait on real processes (a 90 s job, a 60 s wait for capacity) rather than
     // use the CPU: they start first (test/sequencer.ts), and five workers let the files
@@ -51,3 +58,4 @@ export default defineConfig({
     },
   },
 });
+
