@@ -1,9 +1,10 @@
-// The order `npm test` starts its files in: longest first, so the files that wait on real
-// processes (a 90 s job, a 60 s wait for capacity, twenty kill -9 rounds) start at once and
-// the short ones fill the workers beside them, instead of one long file starting last and
-// running alone. A file's length is its duration in vitest's own cache (the last run on this
-// machine), else in test/durations.json (measured by `npm run test:durations`, for a fresh
-// clone such as CI's), else unknown, and an unknown file goes first: it may be long.
+// The order `npm test` and `npm run test:system` start their files in: longest first, so
+// the files that wait on real processes (a 90 s job, a 60 s wait for capacity, twenty
+// kill -9 rounds) start at once and the short ones fill the workers beside them, instead of
+// one long file starting last and running alone. A file's length is its duration in
+// vitest's own cache (the last run on this machine), else in test/durations.json (measured
+// by `npm run test:durations`, for a fresh clone such as CI's), else unknown, and an
+// unknown file goes first: it may be long.
 
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';

@@ -1,6 +1,6 @@
-// `npm run test:durations`, after a whole `npm test`: writes each test file's duration, from
-// vitest's cache of that run, to test/durations.json, the order a fresh clone starts its
-// files in (test/sequencer.ts).
+// `npm run test:durations`, after `npm test` and `npm run test:system`: writes each test
+// file's duration, from vitest's cache of those runs, to test/durations.json, the order a
+// fresh clone starts its files in (test/sequencer.ts).
 
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import { DURATIONS_FILE } from './sequencer.ts';
 
 const cacheRoot = fileURLToPath(new URL('../node_modules/.vite/vitest/', import.meta.url));
 if (!existsSync(cacheRoot)) {
-  process.stderr.write(`no test durations to write: ${cacheRoot} is absent (run the whole \`npm test\` first)\n`);
+  process.stderr.write(`no test durations to write: ${cacheRoot} is absent (run \`npm test\` and \`npm run test:system\` first)\n`);
   process.exit(1);
 }
 const durations: Record<string, number> = {};
