@@ -14,7 +14,6 @@ import { BUILD_DIR, BUILD_ENTRY, BUILD_MANIFEST, CHUNK_FILE, type BuildManifest 
 import { REPO_ROOT } from '../infra/lambda-catalog.ts';
 import { writeWhole } from '../local/write-whole.ts';
 
-
 /**
  * Packages that must be loaded from node_modules as they are: classic-level is native code,
  * dynalite requires its actions by computed names, and esbuild runs its own binary from
