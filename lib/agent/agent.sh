@@ -4,12 +4,19 @@
 # attempt: the settings block below gets the attempt's values, each single-quoted, and the
 # comment lines stay here (user data is small; the renderer strips them).
 #
+# Why one file of some 1,400 lines: it ships as user data, one script that cloud-init runs
+# on a stock AMI before anything of relaunch's is on the node, so there is nothing beside
+# it to source. Its sections keep it readable instead: a `# --- what ---` banner over each,
+# in this order: the settings, the state (every global, each said once), the library (time
+# and retries, processes, curl, JSON, IMDS, SigV4), one section per step of main below, in
+# its order, and main, which runs the steps, at the bottom.
+#
 # main, in order:
 #  1. writes setup, run and the job's environment to files under ROOT_DIR;
 #  2. learns its rank (given; 0 for the only node; else the relaunch:node-rank tag the
 #     launcher sets once every node exists, read from IMDSv2), reads the attempt's callback
 #     secret from its instance's SSM parameter, sends a first heartbeat and goes on beating
-#     in the background;
+#     in the background, and starts watching for a spot interruption notice;
 #  3. learns every node's IP (given; its own for one node; else the relaunch:node-ips:*
 #     tags);
 #  4. prepares the node: the job's S3 credentials, the workdir and file mounts, the task's
@@ -55,8 +62,10 @@
 # (all on Ubuntu and Amazon Linux AMIs); awk escapes the output tail as JSON.
 set -uo pipefail
 
+# --- settings ---
 # Every setting is the agent's own: declared unexported, so none reaches a process the agent
 # starts, whatever environment cloud-init gave it.
+
 # relaunch:settings-begin
 declare +x JOB_ID=''
 declare +x ATTEMPT=''
@@ -108,15 +117,86 @@ declare +x ECR_URL=''
 declare +x SHUTDOWN_COMMAND=''
 # relaunch:settings-end
 
-# The agent's state, unexported for the same reason. SECRET is the callback secret;
-# SECRET_WORDS the job's secrets, NAME=<value, base64> each. PHASE_PID is the running
-# phase's process (its pid is its session's and group's id); the *_PID below, the helpers.
-declare +x AGENT_PID='' SECRET='' INSTANCE_ID='' CONTAINER='' HEARTBEAT_BODY='' SSM_VALUE='' SSM_ERROR=''
-declare +x AWS_ANSWER='' AWS_STATUS='' AWS_ERROR='' JSON_VALUE='' SHA256_HEX='' HMAC_HEX='' HEX='' RUN_WORD='' RUN_REASON='' IMDS_TOKEN='' IMDS_TOKEN_UNTIL=0 IMDS_VALUE='' NOW_MS=0 JITTERED_MS=0 SLEEPER=''
-declare +x PHASE_PID='' PHASE_CODE=0 WRITER_PID='' HEARTBEAT_PID='' WATCH_PID='' DATA_PID='' STOP_IN_MS=0
-declare +x -a SECRET_WORDS=() HOME_FLAGS=()
-# The first of the agent's own steps that failed before setup, and why: its failure report.
-declare +x FAILED_STEP='' FAILED_ERROR='' CURRENT_STEP='' PULL_ERROR='' LOGIN_ERROR='' DATA_ERROR=''
+
+# --- state ---
+# Every other global of the agent, declared here and nowhere else, unexported for the same
+# reason as the settings. First what the agent keeps.
+
+# The agent's own pid: a helper whose parent is another process was orphaned (agent_alive).
+declare +x AGENT_PID=''
+# This instance's id, once its callback secret is read (fetch_secret).
+declare +x INSTANCE_ID=''
+# The attempt's callback secret, in memory only; SECRET_WORDS the job's secrets,
+# NAME=<value, base64> each (take_secrets).
+declare +x SECRET=''
+declare +x -a SECRET_WORDS=()
+# The task container's name (CONTAINER_PREFIX and the instance id); empty without an image.
+declare +x CONTAINER=''
+# docker exec's `-e HOME` when the node has a home folder of its own (init_node).
+declare +x -a HOME_FLAGS=()
+# The file with this node's rank that heartbeats, holds and data credential requests post.
+declare +x HEARTBEAT_BODY=''
+# The IMDSv2 session token, and the SECONDS it is used until (imds_token).
+declare +x IMDS_TOKEN=''
+declare +x IMDS_TOKEN_UNTIL=0
+# The folder of the job's data credentials and their AWS profile, and the profile's name.
+declare +x DATA_DIR=''
+declare +x DATA_PROFILE=relaunch-data
+# The running phase's process (its pid is its session's and group's id), and its log's
+# writer; empty when none runs.
+declare +x PHASE_PID=''
+declare +x WRITER_PID=''
+# The helpers (heartbeat, interruption watcher, data credentials refresher); empty when not
+# started. SLEEPER is the sleep that pause_ms waits for: a helper's TERM trap kills it.
+declare +x HEARTBEAT_PID=''
+declare +x WATCH_PID=''
+declare +x DATA_PID=''
+declare +x SLEEPER=''
+# The agent's own step before setup in progress, and the first that failed and why
+# (fail_step): its failure report.
+declare +x CURRENT_STEP=''
+declare +x FAILED_STEP=''
+declare +x FAILED_ERROR=''
+
+# Replies. Some functions answer in a variable, not on stdout: a
+# command substitution is a fork, and so is every sed, tr or cut (a node's start, setup and
+# run reported: 113 processes, 169 when the signing and JSON reads were pipelines). A reply
+# holds until the next call that sets it, so a caller that needs it longer copies it to a
+# local, and the callers clear those that held a credential. The functions that set each:
+# clock_ms: the time in ms (only differences are used).
+declare +x NOW_MS=0
+# jittered_ms: a backoff delay made into a wait, in ms.
+declare +x JITTERED_MS=0
+# process_start: a process's start time, in clock ticks since boot.
+declare +x STARTED=''
+# notice_stop_delay: how long after a spot interruption notice the job is stopped, in ms.
+declare +x STOP_IN_MS=0
+# imds_get: a metadata path's value.
+declare +x IMDS_VALUE=''
+# json_value, json_file_value: a key's string value.
+declare +x JSON_VALUE=''
+# sha256_of, hmac_of, hex_of: a digest, a signature, bytes in hex.
+declare +x SHA256_HEX=''
+declare +x HMAC_HEX=''
+declare +x HEX=''
+# aws_call: the answer's body, its HTTP status (000: none) and, unless a 200, what went wrong.
+declare +x AWS_ANSWER=''
+declare +x AWS_STATUS=''
+declare +x AWS_ERROR=''
+# ssm_get_parameter: the parameter's value; it and fetch_secret: why it could not be read.
+declare +x SSM_VALUE=''
+declare +x SSM_ERROR=''
+# run_answer: the API's word on running (go, stop or hold) and why.
+declare +x RUN_WORD=''
+declare +x RUN_REASON=''
+# run_phase: the phase's exit code.
+declare +x PHASE_CODE=0
+# pull_image, ecr_login, fetch_data_credentials: why each failed.
+declare +x PULL_ERROR=''
+declare +x LOGIN_ERROR=''
+declare +x DATA_ERROR=''
+
+# Constants. What aws_call signs with.
 declare +x AWS_CONTENT_TYPE='application/x-amz-json-1.1'
 declare +x AWS_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token;x-amz-target'
 
@@ -131,9 +211,7 @@ declare +x PHASE_PROGRAM=". /dev/stdin && exec </dev/null && . \"\$1/env.sh\" &&
 # have ended, so the job gets its grace period inside the container too.
 declare +x CONTAINER_INIT='trap '\''kill -TERM -1 2>/dev/null; while kill -0 -1 2>/dev/null; do sleep 0.2; done; exit 0'\'' TERM; while :; do sleep 3600 & wait $!; done'
 
-shut_down() {
-  eval "$SHUTDOWN_COMMAND"
-}
+# --- library: logging, time and retries ---
 
 log() { printf 'relaunch-agent: %s\n' "$*" >&2; }
 
@@ -147,17 +225,6 @@ fail_step() {
     FAILED_ERROR=$2
   fi
   return 1
-}
-
-# After try $1 of $2 failed: 1 when it was the last, else a wait of about $3 ms, doubled
-# for each try before (jittered), and 0 to try again. For what a busy registry or network
-# fails now and then: pulls, logins, clones.
-next_try() {
-  local try=$1 tries=$2 delay=$3
-  if (( try >= tries )); then return 1; fi
-  jittered_ms $(( delay << (try - 1) ))
-  echo "relaunch: try $try of $tries failed; trying again in $(seconds_of_ms "$JITTERED_MS") s"
-  pause_ms "$JITTERED_MS"
 }
 
 # $1 ms in seconds with three decimals: printed, or put in the variable named $2 (no
@@ -201,6 +268,19 @@ pause_ms() {
   SLEEPER=''
 }
 
+# After try $1 of $2 failed: 1 when it was the last, else a wait of about $3 ms, doubled
+# for each try before (jittered), and 0 to try again. For what a busy registry or network
+# fails now and then: pulls, logins, clones.
+next_try() {
+  local try=$1 tries=$2 delay=$3
+  if (( try >= tries )); then return 1; fi
+  jittered_ms $(( delay << (try - 1) ))
+  echo "relaunch: try $try of $tries failed; trying again in $(seconds_of_ms "$JITTERED_MS") s"
+  pause_ms "$JITTERED_MS"
+}
+
+# --- library: processes ---
+
 # The start time of process $1 (/proc/<pid>/stat's 22nd field, in clock ticks since boot)
 # in STARTED; 1, and STARTED empty, when no such process runs.
 process_start() {
@@ -229,6 +309,45 @@ agent_alive() {
   [ "$parent" = "$AGENT_PID" ]
 }
 
+# Whether a live process (a zombie is dead) is left in process group $1. A node that shuts
+# down signals every process once, and ps handles SIGTERM itself (whatever it inherited): a
+# ps or awk that did not finish says nothing, and the kernel is asked instead, as it is
+# when the image has no ps.
+group_alive() {
+  local table
+  if table=$(ps -A -o pgid= -o stat= 2>/dev/null); then
+    awk -v group="$1" '$1 == group && $2 !~ /^Z/ { found = 1 } END { exit !found }' <<<"$table"
+    case $? in
+      0) return 0 ;;
+      1) return 1 ;;
+    esac
+  fi
+  kill -0 -- "-$1" 2>/dev/null
+}
+
+# Ends a helper ($1, a pid, or nothing) and waits for it: up to 15 s, as long as its call
+# of the API may take to end, then SIGKILL. It waits by looking, not with wait: a wait in
+# the exit path for a child that has just ended can hang bash. The looks come 10 ms apart
+# at first and 200 ms at most, so that a helper held up by a slow call costs few forks.
+stop_helper() {
+  local deadline pause=10
+  if [ -z "$1" ]; then return; fi
+  kill "$1" 2>/dev/null
+  clock_ms
+  deadline=$(( NOW_MS + 15000 ))
+  while kill -0 "$1" 2>/dev/null; do
+    clock_ms
+    if (( NOW_MS >= deadline )); then
+      kill -KILL "$1" 2>/dev/null
+      return
+    fi
+    pause_ms "$pause"
+    pause=$(( pause * 2 > 200 ? 200 : pause * 2 ))
+  done
+}
+
+# --- library: curl ---
+
 # One line of a curl config (read with -K - from stdin): option $1 set to $2, a quoted
 # string in which \, ", and the control characters curl knows are escaped. URLs and headers
 # reach curl this way: a local node's URLs carry its route token, and a command line is
@@ -242,6 +361,104 @@ curl_option() {
   value=${value//$'\n'/"$bs"n}
   printf '%s = "%s"\n' "$1" "$value"
 }
+
+# Prints the HTTP status of a JSON POST of file $2 to $1, 000 when nothing answered
+# within $3 seconds; the answer's body goes to file $4 (none: dropped). The URL and the
+# Authorization header reach curl on its stdin.
+post_json() {
+  local out=/dev/null
+  if [ "$#" -ge 4 ]; then out=$4; fi
+  { curl_option url "$1"; curl_option header "Authorization: $AUTH_PREFIX$SECRET"; } |
+    curl -s -o "$out" -w '%{http_code}' --max-time "$3" -X POST -K - \
+      -H 'Content-Type: application/json' --data-binary "@$2" || true
+}
+
+# --- library: JSON ---
+
+# stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
+# character cut in half at the start (tail -c) is dropped; other bytes that are not UTF-8
+# become U+FFFD, one for each ill-formed sequence (the API refuses a body that is not
+# UTF-8, and a refused report would lose the job's exit code), by Unicode's table of
+# well-formed sequences. awk, not python3: a node may have no python3, or one behind a
+# version manager's shim that takes a second to start.
+json_string() {
+  tr -d '\000' | LC_ALL=C awk '
+    BEGIN {
+      for (i = 1; i < 32; i++) escaped[sprintf("%c", i)] = sprintf("\\u%04x", i)
+      escaped["\\"] = "\\\\"
+      escaped["\""] = "\\\""
+      for (i = 128; i < 256; i++) byte[sprintf("%c", i)] = i
+      replacement = "\357\277\275"
+      printf "%s", "\""
+    }
+    {
+      line = $0
+      if (NR == 1) while (length(line) > 0 && substr(line, 1, 1) >= "\200" && substr(line, 1, 1) <= "\277") line = substr(line, 2)
+      out = ""
+      n = length(line)
+      i = 1
+      while (i <= n) {
+        c = substr(line, i, 1)
+        if (!(c in byte)) {
+          out = out ((c in escaped) ? escaped[c] : c)
+          i++
+          continue
+        }
+        # A lead byte: how many bytes follow, and the range of the first of them.
+        b = byte[c]
+        low = 128; high = 191
+        if (b >= 194 && b <= 223) need = 1
+        else if (b == 224) { need = 2; low = 160 }
+        else if (b == 237) { need = 2; high = 159 }
+        else if (b >= 225 && b <= 239) need = 2
+        else if (b == 240) { need = 3; low = 144 }
+        else if (b == 244) { need = 3; high = 143 }
+        else if (b >= 241 && b <= 243) need = 3
+        else need = -1
+        if (need < 0) {
+          out = out replacement
+          i++
+          continue
+        }
+        j = i + 1
+        for (k = 0; k < need; k++) {
+          c = substr(line, j, 1)
+          if (!(c in byte) || byte[c] < low || byte[c] > high) break
+          low = 128; high = 191
+          j++
+        }
+        # Well-formed: kept. Cut short: one U+FFFD for what was read, and the byte that
+        # broke it is read again.
+        out = out ((k == need) ? substr(line, i, j - i) : replacement)
+        i = j
+      }
+      if (NR > 1) printf "%s", "\\n"
+      printf "%s", out
+    }
+    END { printf "%s", "\"" }'
+}
+
+# The string value of the first key $1 in the JSON document $2 (a flat document with plain
+# values), in JSON_VALUE; empty when it has none.
+json_value() {
+  local pattern="\"$1\"[[:space:]]*:[[:space:]]*\"([^\"]*)\""
+  JSON_VALUE=''
+  if [[ $2 =~ $pattern ]]; then
+    JSON_VALUE=${BASH_REMATCH[1]}
+    # BASH_REMATCH keeps no copy of it (the value may be a credential): an empty match.
+    [[ $1 =~ ^ ]]
+  fi
+}
+
+# The string value of key $1 in the JSON file $2, in JSON_VALUE; empty when the file cannot
+# be read or has no such key.
+json_file_value() {
+  local text=''
+  IFS= read -r -d '' text 2>/dev/null <"$2"
+  json_value "$1" "$text"
+}
+
+# --- library: IMDS ---
 
 # IMDSv2: a session token (kept for four of its five minutes), then the metadata path.
 imds_token() {
@@ -270,6 +487,120 @@ imds_get() {
   IMDS_VALUE=$value
 }
 
+# --- library: SigV4 ---
+
+# The SigV4 steps and the JSON reads below keep to bash where they can, each answering in a
+# variable rather than on stdout: a command substitution is a fork, and so is every sed,
+# tr or cut (a node's start, setup and run reported: 113 processes, 169 when these were
+# pipelines). The price is that an answer stays in its global until the next one; the
+# callers clear those that held a credential.
+
+# The SHA-256 of $1, hex, in SHA256_HEX.
+sha256_of() {
+  SHA256_HEX=$(printf '%s' "$1" | sha256sum)
+  SHA256_HEX=${SHA256_HEX%% *}
+}
+
+# HMAC-SHA256 of $2 under the hex key $1, hex, in HMAC_HEX. The keys are SigV4's derived
+# keys; the first, from the role's secret key, is on openssl's command line for a moment,
+# which tells a local process nothing it cannot read from instance metadata itself.
+hmac_of() {
+  HMAC_HEX=$(printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1")
+  HMAC_HEX=${HMAC_HEX##*= }
+}
+
+# The bytes of $1, an ASCII text (a secret access key is), in hex, in HEX.
+hex_of() {
+  local i
+  HEX=''
+  for (( i = 0; i < ${#1}; i++ )); do printf -v HEX '%s%02x' "$HEX" "'${1:i:1}"; done
+}
+
+# One call of an AWS JSON API, signed (SigV4) with the instance role's credentials from
+# instance metadata: service $1 in region $2 at endpoint $3, target $4, body $5. The answer's
+# body in AWS_ANSWER and its HTTP status in AWS_STATUS (000: no answer); 1 with AWS_ERROR
+# set when it is not a 200. Values that carry credentials or secrets move through pipes
+# from printf (a builtin), never here-strings, which an older bash keeps in a temporary file.
+aws_call() {
+  local service=$1 region=$2 url=$3 target=$4 body=$5
+  local role creds key_id secret_key token amz_date day host path canonical scope key part to_sign answer
+  AWS_ANSWER=''
+  AWS_STATUS=000
+  role=''
+  if imds_get iam/security-credentials/; then role=${IMDS_VALUE%%$'\n'*}; fi
+  if [ -z "$role" ]; then
+    AWS_ERROR='no instance role in instance metadata'
+    return 1
+  fi
+  if ! imds_get "iam/security-credentials/$role"; then
+    AWS_ERROR="no credentials for role $role in instance metadata"
+    return 1
+  fi
+  creds=$IMDS_VALUE
+  IMDS_VALUE=''
+  json_value AccessKeyId "$creds"
+  key_id=$JSON_VALUE
+  json_value SecretAccessKey "$creds"
+  secret_key=$JSON_VALUE
+  json_value Token "$creds"
+  token=$JSON_VALUE
+  JSON_VALUE=''
+  amz_date=$(date -u +%Y%m%dT%H%M%SZ)
+  day=${amz_date:0:8}
+  # The URL without its scheme: the host, then the path.
+  host=${url#*://}
+  path=${host#"${host%%/*}"}/
+  host=${host%%/*}
+  sha256_of "$body"
+  printf -v canonical 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
+    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$token" "$target" "$AWS_SIGNED_HEADERS" "$SHA256_HEX"
+  scope="$day/$region/$service/aws4_request"
+  hex_of "AWS4$secret_key"
+  key=$HEX
+  HEX=''
+  for part in "$day" "$region" "$service" aws4_request; do
+    hmac_of "$key" "$part"
+    key=$HMAC_HEX
+  done
+  sha256_of "$canonical"
+  printf -v to_sign 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$SHA256_HEX"
+  hmac_of "$key" "$to_sign"
+  answer=$({
+    curl_option url "$url/"
+    for part in "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
+      "X-Amz-Target: $target" \
+      "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$HMAC_HEX"; do
+      curl_option header "$part"
+    done
+  } | curl -s --max-time 10 -X POST -K - --data-binary "$body" -w '\n%{http_code}') || answer=$'\n000'
+  AWS_STATUS=${answer##*$'\n'}
+  AWS_ANSWER=${answer%$'\n'*}
+  if [ "$AWS_STATUS" = 200 ]; then return 0; fi
+  json_value __type "$AWS_ANSWER"
+  AWS_ERROR="HTTP $AWS_STATUS $JSON_VALUE"
+  return 1
+}
+
+# --- 1. the node's files ---
+
+# The node's folders and files: its home (the local runtime gives each node its own, which
+# the container gets too), the work folder, the scripts and the job's environment.
+init_node() {
+  if [ -n "$JOB_HOME" ]; then
+    export HOME="$JOB_HOME"
+    HOME_FLAGS=(-e HOME)
+  fi
+  if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
+  # A relative work folder (a task's workdir, sky_workdir) is under the home folder.
+  if [[ $WORK_DIR != /* ]]; then WORK_DIR="$HOME/$WORK_DIR"; fi
+  mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || return 1
+  printf '%s' "$SETUP_SCRIPT" >"$ROOT_DIR/setup.sh" &&
+    printf '%s' "$RUN_SCRIPT" >"$ROOT_DIR/run.sh" &&
+    printf '%s' "$JOB_ENV" >"$ROOT_DIR/env.sh"
+}
+
+# --- 2. the rank, the callback secret, the heartbeat and the interruption watch ---
+
 # This node's rank: given, 0 for the only node, or the launcher's tag.
 resolve_node_rank() {
   local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
@@ -281,27 +612,69 @@ resolve_node_rank() {
   done
 }
 
-# Every node's IP, head first, one a line: given, this node's own, or the launcher's tags.
-resolve_node_ips() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) chunk complete
-  local -a ips words
-  while [ -z "$NODE_IPS" ]; do
-    if (( NUM_NODES == 1 )); then
-      if imds_get local-ipv4 && [ -n "$IMDS_VALUE" ]; then NODE_IPS=$IMDS_VALUE; break; fi
-    else
-      ips=()
-      complete=1
-      for (( chunk = 0; chunk < NODE_IPS_TAGS; chunk++ )); do
-        if imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"; then
-          read -r -a words < <(printf '%s\n' "$IMDS_VALUE")
-          ips+=("${words[@]}")
-        else
-          complete=0
-          break
-        fi
-      done
-      if (( complete && ${#ips[@]} == NUM_NODES )); then NODE_IPS=$(printf '%s\n' "${ips[@]}"); break; fi
+# SSM GetParameter of $1 with decryption: the value in SSM_VALUE (0), else what went wrong
+# in SSM_ERROR (1).
+ssm_get_parameter() {
+  local body
+  SSM_VALUE=''
+  printf -v body '{"Name":"%s","WithDecryption":true}' "$1"
+  if ! aws_call ssm "$SSM_REGION" "$SSM_URL" "$SSM_GET_PARAMETER" "$body"; then
+    SSM_ERROR=$AWS_ERROR
+    return 1
+  fi
+  json_value Value "$AWS_ANSWER"
+  SSM_VALUE=$JSON_VALUE
+  JSON_VALUE=''
+  AWS_ANSWER=''
+}
+
+# Splits a parameter's value (secret-parameter.ts's agentSecretValue) into SECRET, the
+# callback secret, and SECRET_WORDS, the job's secrets as NAME=base64 words; 1 when it is
+# not such a value.
+take_secrets() {
+  local word
+  local -a words
+  read -r -a words < <(printf '%s\n' "$1")
+  if [[ ! ${words[0]:-} =~ ^[0-9a-f]{64}$ ]]; then return 1; fi
+  for word in "${words[@]:1}"; do
+    if [[ ! $word =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9+/=]*$ ]]; then return 1; fi
+  done
+  SECRET=${words[0]}
+  SECRET_WORDS=("${words[@]:1}")
+}
+
+# The job's secrets as exports, one a line, for a phase to source: from memory (printf is a
+# builtin, and this runs in a subshell whose output is a pipe), never a file or a command line.
+secret_exports() {
+  local word value
+  for word in "${SECRET_WORDS[@]}"; do
+    # The x keeps the value's trailing newlines from the command substitution.
+    value=$(printf '%s' "${word#*=}" | base64 -d; printf x)
+    printf 'export %s=%q\n' "${word%%=*}" "${value%x}"
+  done
+}
+
+# The attempt's callback secret, in SECRET: this instance's parameter, which the launcher
+# writes once the instance exists. Until then SSM refuses (the parameter has no tag that
+# names this instance yet), so a refusal is tried again until the discovery deadline.
+fetch_secret() {
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last='' slash=/
+  while :; do
+    instance_id=''
+    if imds_get instance-id; then instance_id=$IMDS_VALUE; fi
+    if [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
+      SSM_ERROR='no instance id in instance metadata'
+    elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
+      # JSON may escape a slash as \/. The slash put back is a variable's: bash 4.2 keeps the
+      # backslash of a quoted \/ in a replacement.
+      if take_secrets "${SSM_VALUE//'\/'/$slash}"; then
+        SSM_VALUE=''
+        INSTANCE_ID=$instance_id
+        return 0
+      fi
+      SSM_ERROR="parameter $SECRET_PATH/$instance_id does not hold a callback secret"
     fi
+    if [ "$SSM_ERROR" != "$last" ]; then log "the callback secret is not readable yet: $SSM_ERROR"; last=$SSM_ERROR; fi
     if (( SECONDS >= deadline )); then return 1; fi
     pause_ms 2000
   done
@@ -355,23 +728,6 @@ heartbeat_loop() {
     fi
     heartbeat_once $(( next + HEARTBEAT_MS ))
   done
-}
-
-# The agent died without its EXIT trap (SIGKILL, the OOM killer): the heartbeat ends the
-# node as that trap would have, but for a report, so the instance cannot run on unheard.
-# The controller sees it go before a final report: a lost attempt, recovered.
-end_orphaned_node() {
-  local group started
-  log "the agent is gone: stopping the job and shutting down"
-  # Only the phase's own group: an id whose leader is gone cannot be taken while a process
-  # of the group lives, and a leader that started at another time is a new process's.
-  if read -r group started 2>/dev/null <"$ROOT_DIR/phase.group" && [[ $group =~ ^[0-9]+$ ]] &&
-    { ! process_start "$group" || [ -z "$started" ] || [ "$STARTED" = "$started" ]; }; then
-    kill -KILL -- "-$group" 2>/dev/null
-  fi
-  container_remove
-  unmount_buckets
-  shut_down
 }
 
 start_heartbeat() {
@@ -446,492 +802,32 @@ start_interruption_watch() {
   WATCH_PID=$!
 }
 
-# Ends a helper ($1, a pid, or nothing) and waits for it: up to 15 s, as long as its call
-# of the API may take to end, then SIGKILL. It waits by looking, not with wait: a wait in
-# the exit path for a child that has just ended can hang bash. The looks come 10 ms apart
-# at first and 200 ms at most, so that a helper held up by a slow call costs few forks.
-stop_helper() {
-  local deadline pause=10
-  if [ -z "$1" ]; then return; fi
-  kill "$1" 2>/dev/null
-  clock_ms
-  deadline=$(( NOW_MS + 15000 ))
-  while kill -0 "$1" 2>/dev/null; do
-    clock_ms
-    if (( NOW_MS >= deadline )); then
-      kill -KILL "$1" 2>/dev/null
-      return
+# --- 3. every node's IP ---
+
+# Every node's IP, head first, one a line: given, this node's own, or the launcher's tags.
+resolve_node_ips() {
+  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) chunk complete
+  local -a ips words
+  while [ -z "$NODE_IPS" ]; do
+    if (( NUM_NODES == 1 )); then
+      if imds_get local-ipv4 && [ -n "$IMDS_VALUE" ]; then NODE_IPS=$IMDS_VALUE; break; fi
+    else
+      ips=()
+      complete=1
+      for (( chunk = 0; chunk < NODE_IPS_TAGS; chunk++ )); do
+        if imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"; then
+          read -r -a words < <(printf '%s\n' "$IMDS_VALUE")
+          ips+=("${words[@]}")
+        else
+          complete=0
+          break
+        fi
+      done
+      if (( complete && ${#ips[@]} == NUM_NODES )); then NODE_IPS=$(printf '%s\n' "${ips[@]}"); break; fi
     fi
-    pause_ms "$pause"
-    pause=$(( pause * 2 > 200 ? 200 : pause * 2 ))
-  done
-}
-
-# stdin as one JSON string. One trailing newline is dropped, NUL bytes are removed, and a
-# character cut in half at the start (tail -c) is dropped; other bytes that are not UTF-8
-# become U+FFFD, one for each ill-formed sequence (the API refuses a body that is not
-# UTF-8, and a refused report would lose the job's exit code), by Unicode's table of
-# well-formed sequences. awk, not python3: a node may have no python3, or one behind a
-# version manager's shim that takes a second to start.
-json_string() {
-  tr -d '\000' | LC_ALL=C awk '
-    BEGIN {
-      for (i = 1; i < 32; i++) escaped[sprintf("%c", i)] = sprintf("\\u%04x", i)
-      escaped["\\"] = "\\\\"
-      escaped["\""] = "\\\""
-      for (i = 128; i < 256; i++) byte[sprintf("%c", i)] = i
-      replacement = "\357\277\275"
-      printf "%s", "\""
-    }
-    {
-      line = $0
-      if (NR == 1) while (length(line) > 0 && substr(line, 1, 1) >= "\200" && substr(line, 1, 1) <= "\277") line = substr(line, 2)
-      out = ""
-      n = length(line)
-      i = 1
-      while (i <= n) {
-        c = substr(line, i, 1)
-        if (!(c in byte)) {
-          out = out ((c in escaped) ? escaped[c] : c)
-          i++
-          continue
-        }
-        # A lead byte: how many bytes follow, and the range of the first of them.
-        b = byte[c]
-        low = 128; high = 191
-        if (b >= 194 && b <= 223) need = 1
-        else if (b == 224) { need = 2; low = 160 }
-        else if (b == 237) { need = 2; high = 159 }
-        else if (b >= 225 && b <= 239) need = 2
-        else if (b == 240) { need = 3; low = 144 }
-        else if (b == 244) { need = 3; high = 143 }
-        else if (b >= 241 && b <= 243) need = 3
-        else need = -1
-        if (need < 0) {
-          out = out replacement
-          i++
-          continue
-        }
-        j = i + 1
-        for (k = 0; k < need; k++) {
-          c = substr(line, j, 1)
-          if (!(c in byte) || byte[c] < low || byte[c] > high) break
-          low = 128; high = 191
-          j++
-        }
-        # Well-formed: kept. Cut short: one U+FFFD for what was read, and the byte that
-        # broke it is read again.
-        out = out ((k == need) ? substr(line, i, j - i) : replacement)
-        i = j
-      }
-      if (NR > 1) printf "%s", "\\n"
-      printf "%s", out
-    }
-    END { printf "%s", "\"" }'
-}
-
-# The end of a log as a JSON string: the last lines, at most TAIL_BYTES of them.
-output_tail() {
-  tail -n "$TAIL_LINES" "$1" 2>/dev/null | tail -c "$TAIL_BYTES" | json_string
-}
-
-# Prints the HTTP status of a JSON POST of file $2 to $1, 000 when nothing answered
-# within $3 seconds; the answer's body goes to file $4 (none: dropped). The URL and the
-# Authorization header reach curl on its stdin.
-post_json() {
-  local out=/dev/null
-  if [ "$#" -ge 4 ]; then out=$4; fi
-  { curl_option url "$1"; curl_option header "Authorization: $AUTH_PREFIX$SECRET"; } |
-    curl -s -o "$out" -w '%{http_code}' --max-time "$3" -X POST -K - \
-      -H 'Content-Type: application/json' --data-binary "@$2" || true
-}
-
-# The SigV4 steps and the JSON reads below keep to bash where they can, each answering in a
-# variable rather than on stdout: a command substitution is a fork, and so is every sed,
-# tr or cut (a node's start, setup and run reported: 113 processes, 169 when these were
-# pipelines). The price is that an answer stays in its global until the next one; the
-# callers clear those that held a credential.
-
-# The SHA-256 of $1, hex, in SHA256_HEX.
-sha256_of() {
-  SHA256_HEX=$(printf '%s' "$1" | sha256sum)
-  SHA256_HEX=${SHA256_HEX%% *}
-}
-
-# HMAC-SHA256 of $2 under the hex key $1, hex, in HMAC_HEX. The keys are SigV4's derived
-# keys; the first, from the role's secret key, is on openssl's command line for a moment,
-# which tells a local process nothing it cannot read from instance metadata itself.
-hmac_of() {
-  HMAC_HEX=$(printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1")
-  HMAC_HEX=${HMAC_HEX##*= }
-}
-
-# The bytes of $1, an ASCII text (a secret access key is), in hex, in HEX.
-hex_of() {
-  local i
-  HEX=''
-  for (( i = 0; i < ${#1}; i++ )); do printf -v HEX '%s%02x' "$HEX" "'${1:i:1}"; done
-}
-
-# The string value of the first key $1 in the JSON document $2 (a flat document with plain
-# values), in JSON_VALUE; empty when it has none.
-json_value() {
-  local pattern="\"$1\"[[:space:]]*:[[:space:]]*\"([^\"]*)\""
-  JSON_VALUE=''
-  if [[ $2 =~ $pattern ]]; then
-    JSON_VALUE=${BASH_REMATCH[1]}
-    # BASH_REMATCH keeps no copy of it (the value may be a credential): an empty match.
-    [[ $1 =~ ^ ]]
-  fi
-}
-
-# The string value of key $1 in the JSON file $2, in JSON_VALUE; empty when the file cannot
-# be read or has no such key.
-json_file_value() {
-  local text=''
-  IFS= read -r -d '' text 2>/dev/null <"$2"
-  json_value "$1" "$text"
-}
-
-# One call of an AWS JSON API, signed (SigV4) with the instance role's credentials from
-# instance metadata: service $1 in region $2 at endpoint $3, target $4, body $5. The answer's
-# body in AWS_ANSWER and its HTTP status in AWS_STATUS (000: no answer); 1 with AWS_ERROR
-# set when it is not a 200. Values that carry credentials or secrets move through pipes
-# from printf (a builtin), never here-strings, which an older bash keeps in a temporary file.
-aws_call() {
-  local service=$1 region=$2 url=$3 target=$4 body=$5
-  local role creds key_id secret_key token amz_date day host path canonical scope key part to_sign answer
-  AWS_ANSWER=''
-  AWS_STATUS=000
-  role=''
-  if imds_get iam/security-credentials/; then role=${IMDS_VALUE%%$'\n'*}; fi
-  if [ -z "$role" ]; then
-    AWS_ERROR='no instance role in instance metadata'
-    return 1
-  fi
-  if ! imds_get "iam/security-credentials/$role"; then
-    AWS_ERROR="no credentials for role $role in instance metadata"
-    return 1
-  fi
-  creds=$IMDS_VALUE
-  IMDS_VALUE=''
-  json_value AccessKeyId "$creds"
-  key_id=$JSON_VALUE
-  json_value SecretAccessKey "$creds"
-  secret_key=$JSON_VALUE
-  json_value Token "$creds"
-  token=$JSON_VALUE
-  JSON_VALUE=''
-  amz_date=$(date -u +%Y%m%dT%H%M%SZ)
-  day=${amz_date:0:8}
-  # The URL without its scheme: the host, then the path.
-  host=${url#*://}
-  path=${host#"${host%%/*}"}/
-  host=${host%%/*}
-  sha256_of "$body"
-  printf -v canonical 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
-    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$token" "$target" "$AWS_SIGNED_HEADERS" "$SHA256_HEX"
-  scope="$day/$region/$service/aws4_request"
-  hex_of "AWS4$secret_key"
-  key=$HEX
-  HEX=''
-  for part in "$day" "$region" "$service" aws4_request; do
-    hmac_of "$key" "$part"
-    key=$HMAC_HEX
-  done
-  sha256_of "$canonical"
-  printf -v to_sign 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$SHA256_HEX"
-  hmac_of "$key" "$to_sign"
-  answer=$({
-    curl_option url "$url/"
-    for part in "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
-      "X-Amz-Target: $target" \
-      "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$HMAC_HEX"; do
-      curl_option header "$part"
-    done
-  } | curl -s --max-time 10 -X POST -K - --data-binary "$body" -w '\n%{http_code}') || answer=$'\n000'
-  AWS_STATUS=${answer##*$'\n'}
-  AWS_ANSWER=${answer%$'\n'*}
-  if [ "$AWS_STATUS" = 200 ]; then return 0; fi
-  json_value __type "$AWS_ANSWER"
-  AWS_ERROR="HTTP $AWS_STATUS $JSON_VALUE"
-  return 1
-}
-
-# SSM GetParameter of $1 with decryption: the value in SSM_VALUE (0), else what went wrong
-# in SSM_ERROR (1).
-ssm_get_parameter() {
-  local body
-  SSM_VALUE=''
-  printf -v body '{"Name":"%s","WithDecryption":true}' "$1"
-  if ! aws_call ssm "$SSM_REGION" "$SSM_URL" "$SSM_GET_PARAMETER" "$body"; then
-    SSM_ERROR=$AWS_ERROR
-    return 1
-  fi
-  json_value Value "$AWS_ANSWER"
-  SSM_VALUE=$JSON_VALUE
-  JSON_VALUE=''
-  AWS_ANSWER=''
-}
-
-# Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
-# (a base64 of AWS:password), which reaches docker on its stdin only. Why it failed in
-# LOGIN_ERROR.
-ecr_login() {
-  local url=$ECR_URL code
-  if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
-  if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
-    LOGIN_ERROR="no ECR authorization token for $1: $AWS_ERROR"
-    echo "relaunch: $LOGIN_ERROR"
-    return 1
-  fi
-  json_value authorizationToken "$AWS_ANSWER"
-  AWS_ANSWER=''
-  printf '%s' "$JSON_VALUE" | base64 -d | cut -d: -f2- | docker login --username AWS --password-stdin "$1"
-  code=$?
-  JSON_VALUE=''
-  if (( code != 0 )); then LOGIN_ERROR="docker login to $1 failed (exit code $code)"; fi
-  return "$code"
-}
-
-# Splits a parameter's value (secret-parameter.ts's agentSecretValue) into SECRET, the
-# callback secret, and SECRET_WORDS, the job's secrets as NAME=base64 words; 1 when it is
-# not such a value.
-take_secrets() {
-  local word
-  local -a words
-  read -r -a words < <(printf '%s\n' "$1")
-  if [[ ! ${words[0]:-} =~ ^[0-9a-f]{64}$ ]]; then return 1; fi
-  for word in "${words[@]:1}"; do
-    if [[ ! $word =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9+/=]*$ ]]; then return 1; fi
-  done
-  SECRET=${words[0]}
-  SECRET_WORDS=("${words[@]:1}")
-}
-
-# The job's secrets as exports, one a line, for a phase to source: from memory (printf is a
-# builtin, and this runs in a subshell whose output is a pipe), never a file or a command line.
-secret_exports() {
-  local word value
-  for word in "${SECRET_WORDS[@]}"; do
-    # The x keeps the value's trailing newlines from the command substitution.
-    value=$(printf '%s' "${word#*=}" | base64 -d; printf x)
-    printf 'export %s=%q\n' "${word%%=*}" "${value%x}"
-  done
-}
-
-# The attempt's callback secret, in SECRET: this instance's parameter, which the launcher
-# writes once the instance exists. Until then SSM refuses (the parameter has no tag that
-# names this instance yet), so a refusal is tried again until the discovery deadline.
-fetch_secret() {
-  local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last='' slash=/
-  while :; do
-    instance_id=''
-    if imds_get instance-id; then instance_id=$IMDS_VALUE; fi
-    if [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
-      SSM_ERROR='no instance id in instance metadata'
-    elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
-      # JSON may escape a slash as \/. The slash put back is a variable's: bash 4.2 keeps the
-      # backslash of a quoted \/ in a replacement.
-      if take_secrets "${SSM_VALUE//'\/'/$slash}"; then
-        SSM_VALUE=''
-        INSTANCE_ID=$instance_id
-        return 0
-      fi
-      SSM_ERROR="parameter $SECRET_PATH/$instance_id does not hold a callback secret"
-    fi
-    if [ "$SSM_ERROR" != "$last" ]; then log "the callback secret is not readable yet: $SSM_ERROR"; last=$SSM_ERROR; fi
     if (( SECONDS >= deadline )); then return 1; fi
     pause_ms 2000
   done
-}
-
-# Sends a report (the JSON in file $2, about phase $1, described as $3 in the agent's log)
-# until it is acknowledged (0; the answer in $1.answer.json) or refused for good (1): stale (409), any other answer but
-# a timeout, throttling or a 5xx (a 3xx or a 4xx: no retry would change it), or
-# REPORT_RETRY_SECONDS of those and of silence. Giving up ends the agent and the node shuts
-# down; the controller then decides the attempt as it does for an instance that went.
-send_report() {
-  local phase=$1 body=$2 what=$3 delay=$BACKOFF_INITIAL_MS status
-  local deadline
-  clock_ms
-  deadline=$(( NOW_MS + REPORT_RETRY_SECONDS * 1000 ))
-  while :; do
-    status=$(post_json "$REPORT_URL" "$body" 30 "$ROOT_DIR/$phase.answer.json")
-    case $status in
-      2??) log "reported $what"; return 0 ;;
-      "$STALE_STATUS") log "attempt $ATTEMPT is no longer live: the API refused the $phase report ($status)"; return 1 ;;
-      408 | 429 | 5?? | 000) ;;
-      *) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
-    esac
-    clock_ms
-    if (( NOW_MS >= deadline )); then
-      log "the $phase report was not acknowledged in $REPORT_RETRY_SECONDS s (last answer: HTTP $status); giving up"
-      return 1
-    fi
-    jittered_ms "$delay"
-    log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
-    pause_ms "$JITTERED_MS"
-    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
-  done
-}
-
-# Reports phase $1's exit code $2, with the end of its log.
-report() {
-  local body="$ROOT_DIR/$1.report.json"
-  printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
-    "$NODE_RANK" "$1" "$2" "$(output_tail "$ROOT_DIR/$1.log")" >"$body"
-  send_report "$1" "$body" "$1 exit code $2"
-}
-
-# Reports that one of the agent's own steps failed before setup (FAILED_STEP, else the step
-# it was in), with why and the end of setup's log, where the agent said what it did: the
-# controller recovers the attempt, and the job's error budget is untouched.
-report_agent_failure() {
-  local body="$ROOT_DIR/setup.report.json" step=${FAILED_STEP:-$CURRENT_STEP} error=${FAILED_ERROR:-"see setup.log"}
-  printf '{"nodeRank":%d,"phase":"setup","agentFailure":{"step":"%s","error":%s},"outputTail":%s}' \
-    "$NODE_RANK" "$step" "$(printf '%s' "${error:0:1000}" | json_string)" "$(output_tail "$ROOT_DIR/setup.log")" >"$body"
-  send_report setup "$body" "the agent's failure at $step"
-}
-
-# The API's answer to a setup report or a hold (the file $1): its word in RUN_WORD (go, stop
-# or hold; empty when it says none) and why in RUN_REASON.
-run_answer() {
-  json_file_value run "$1"
-  RUN_WORD=$JSON_VALUE
-  json_file_value reason "$1"
-  RUN_REASON=$JSON_VALUE
-}
-
-# Whether to go on to run once setup is reported (0) or not (1), as the API's answer to the
-# setup report says: `go` (or no word: an API that knows no standbys), `stop`, or `hold`:
-# a standby (launch_on_warning) asks every HOLD_POLL_MS, jittered, until it is told to go
-# or to stop. A refusal other than throttling, a 5xx or no answer stops it too: only the
-# API can say go. Its heartbeats go on meanwhile; a release shuts the node down.
-may_run() {
-  local status
-  run_answer "$ROOT_DIR/setup.answer.json"
-  case $RUN_WORD in
-    stop) log "told not to run: $RUN_REASON"; return 1 ;;
-    hold) ;;
-    *) return 0 ;;
-  esac
-  log "holding before run: $RUN_REASON"
-  while :; do
-    jittered_ms "$HOLD_POLL_MS"
-    pause_ms "$JITTERED_MS"
-    status=$(post_json "$HOLD_URL" "$HEARTBEAT_BODY" 10 "$ROOT_DIR/hold.answer.json")
-    case $status in
-      2??)
-        run_answer "$ROOT_DIR/hold.answer.json"
-        case $RUN_WORD in
-          go) log "told to go: $RUN_REASON"; return 0 ;;
-          stop) log "told not to run: $RUN_REASON"; return 1 ;;
-        esac
-        ;;
-      408 | 429 | 5?? | 000) ;;
-      *) log "the API refused the hold (HTTP $status): not running"; return 1 ;;
-    esac
-  done
-}
-
-# Copies a phase's output (stdin, its FIFO) to its log ($1) until every writer has closed
-# it. It ignores SIGTERM, SIGINT and SIGHUP: a node that shuts down signals every process,
-# and a job saving its state on SIGTERM must still be able to print (a reader that died
-# first would kill it with SIGPIPE at its next line). A log that cannot be written (a full
-# disk) is left as it is, marked truncated, and the rest is read and dropped: the job
-# keeps running.
-log_writer() {
-  trap '' TERM INT HUP
-  if ! cat >>"$1"; then
-    : >"$1.truncated"
-    cat >/dev/null
-  fi
-} 2>/dev/null
-
-# The phase $1 as the process the agent waits for: it becomes the phase's shell (or, with a
-# container, the docker exec that runs it there) in a session of its own, its pid the
-# session's and the process group's id. Called in a background subshell, which is no
-# group leader, so setsid does not fork.
-phase_process() {
-  if [ -n "$CONTAINER_IMAGE" ]; then
-    exec setsid docker exec -i -w "$WORK_DIR" "${HOME_FLAGS[@]}" "$CONTAINER" \
-      bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
-  fi
-  exec setsid bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
-}
-
-# Runs phase $1 and sets PHASE_CODE to its exit code, as soon as its shell exits. Its
-# output reaches the log through a FIFO read by log_writer; a background child of the
-# phase may hold that FIFO open long after, so the writer gets a moment to finish, no more.
-# The phase's group id and its leader's start time are in phase.group, for what stops the
-# job when the agent cannot (end_orphaned_node, the local launcher's watcher), until the
-# group is gone: its id may then be another group's.
-run_phase() {
-  local phase=$1 fifo="$ROOT_DIR/$1.pipe" tries
-  rm -f "$fifo"
-  WRITER_PID=''
-  if mkfifo "$fifo" 2>/dev/null; then
-    log_writer "$ROOT_DIR/$phase.log" <"$fifo" &
-    WRITER_PID=$!
-    phase_process "$phase" >"$fifo" 2>&1 &
-  else
-    phase_process "$phase" >>"$ROOT_DIR/$phase.log" 2>&1 &
-  fi
-  PHASE_PID=$!
-  process_start "$PHASE_PID"
-  printf '%s %s\n' "$PHASE_PID" "$STARTED" >"$ROOT_DIR/phase.group"
-  wait "$PHASE_PID"
-  PHASE_CODE=$?
-  if ! group_alive "$PHASE_PID"; then rm -f "$ROOT_DIR/phase.group"; fi
-  PHASE_PID=''
-  for (( tries = 0; tries < 20; tries++ )); do
-    if [ -z "$WRITER_PID" ] || ! kill -0 "$WRITER_PID" 2>/dev/null; then break; fi
-    pause_ms 10
-  done
-  rm -f "$fifo"
-}
-
-# Whether a live process (a zombie is dead) is left in process group $1. A node that shuts
-# down signals every process once, and ps handles SIGTERM itself (whatever it inherited): a
-# ps or awk that did not finish says nothing, and the kernel is asked instead, as it is
-# when the image has no ps.
-group_alive() {
-  local table
-  if table=$(ps -A -o pgid= -o stat= 2>/dev/null); then
-    awk -v group="$1" '$1 == group && $2 !~ /^Z/ { found = 1 } END { exit !found }' <<<"$table"
-    case $? in
-      0) return 0 ;;
-      1) return 1 ;;
-    esac
-  fi
-  kill -0 -- "-$1" 2>/dev/null
-}
-
-# Stops the running phase, if one runs: SIGTERM to its whole process group (in a container,
-# docker stop gives the container's processes the same), STOP_GRACE_SECONDS for every
-# process of it to end while its output still reaches the log, then SIGKILL to what is left.
-stop_phase() {
-  local group=$PHASE_PID deadline
-  if [ -z "$group" ]; then return; fi
-  log "stopping the job: SIGTERM, and SIGKILL after $STOP_GRACE_SECONDS s"
-  clock_ms
-  deadline=$(( NOW_MS + STOP_GRACE_SECONDS * 1000 ))
-  if [ -n "$CONTAINER" ]; then
-    docker stop --time "$STOP_GRACE_SECONDS" "$CONTAINER" >/dev/null 2>&1 &
-  else
-    kill -TERM -- "-$group" 2>/dev/null
-  fi
-  while group_alive "$group"; do
-    clock_ms
-    if (( NOW_MS >= deadline )); then
-      log "the job did not end in $STOP_GRACE_SECONDS s: SIGKILL"
-      break
-    fi
-    pause_ms 100
-  done
-  kill -KILL -- "-$group" 2>/dev/null
-  PHASE_PID=''
 }
 
 # The job's environment file, finished once the rank and the IPs are known.
@@ -943,95 +839,7 @@ write_node_env() {
   } >>"$ROOT_DIR/env.sh"
 }
 
-# Pulls the task's image once; its output to setup's log, its last line in PULL_ERROR.
-pull_image() {
-  local output code
-  output=$(docker pull "$CONTAINER_IMAGE" 2>&1)
-  code=$?
-  printf '%s\n' "$output"
-  PULL_ERROR=${output##*$'\n'}
-  return "$code"
-}
-
-# The task's container, started once for both phases: docker (installed from the
-# distribution's packages when the image lacks it), a login when the image is in ECR, the
-# image pulled (three tries, PULL_RETRY_MS apart, then twice that), then the
-# container: the host's network (peers and instance metadata as on the host), the node's
-# GPUs, and the agent's and work folders at the same paths. Its first process is
-# CONTAINER_INIT, and docker stops it with the job's grace period. Its output goes to
-# setup's log; a failure is one of the agent's steps (install, image-login, image-pull,
-# container).
-container_start() {
-  local registry region path try
-  local -a gpus=() volumes=()
-  local -A seen=()
-  CURRENT_STEP=install
-  if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    echo "relaunch: installing docker"
-    # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io ||
-      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io; }
-  fi
-  if ! command -v docker >/dev/null 2>&1; then
-    fail_step install "docker is not installed on this machine image and could not be installed"
-    return 1
-  fi
-  registry=${CONTAINER_IMAGE%%/*}
-  if [[ $registry =~ ^[0-9]{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$ ]]; then
-    region=${BASH_REMATCH[1]}
-    CURRENT_STEP=image-login
-    echo "relaunch: logging in to $registry"
-    for (( try = 1; ; try++ )); do
-      if ecr_login "$registry" "$region"; then break; fi
-      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-login "$LOGIN_ERROR"; return 1; }
-    done
-  fi
-  CURRENT_STEP=image-pull
-  for (( try = 1; ; try++ )); do
-    if pull_image; then break; fi
-    next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $PULL_ERROR"; return 1; }
-  done
-  CURRENT_STEP=container
-  if (( CONTAINER_GPUS )); then
-    if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
-      fail_step container "this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
-      return 1
-    fi
-    gpus=(--gpus all)
-  fi
-  docker rm -f "$CONTAINER" >/dev/null 2>&1
-  # The folders at the same paths: the agent's, the work folder, the home folder and the
-  # mounts (read from the file prepare_mounts wrote, one per line). Each once: docker
-  # refuses a container with two mounts at one destination, and the work folder is the
-  # agent's without a workdir and the workdir mount's with one.
-  while IFS= read -r path; do
-    path=${path%"${path##*[!/]}"}
-    if [ -n "$path" ] && [ -z "${seen[$path]:-}" ]; then
-      seen[$path]=1
-      volumes+=(-v "$path:$path")
-    fi
-  done < <(printf '%s\n' "$ROOT_DIR" "$WORK_DIR" "${JOB_HOME:+$HOME}"; cat "$ROOT_DIR/mounts.paths")
-  # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
-  docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
-    "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null ||
-    fail_step container "docker could not start the container from $CONTAINER_IMAGE"
-}
-
-# Removes the task's container, whatever state it is in (none: nothing to do).
-container_remove() {
-  if [ -n "$CONTAINER" ] && command -v docker >/dev/null 2>&1; then docker rm -f "$CONTAINER" >/dev/null 2>&1; fi
-}
-
-# A task's path on this node: ~/x and x under the home folder, /x under MOUNT_ROOT (empty
-# on EC2; the local runtime maps absolute paths into the job's folder).
-node_path() {
-  case $1 in
-    '~') printf '%s' "$HOME" ;;
-    [~]/*) printf '%s/%s' "$HOME" "${1:2}" ;;
-    /*) printf '%s%s' "$MOUNT_ROOT" "$1" ;;
-    *) printf '%s/%s' "$HOME" "$1" ;;
-  esac
-}
+# --- 4. the node prepared: installs ---
 
 # Installs a distribution's package when its command is missing; 1 if it is still missing.
 ensure_command() {
@@ -1075,13 +883,14 @@ ensure_mount_s3() {
   fi || fail_step install "could not install mountpoint-s3"
 }
 
+# --- 4. the node prepared: the job's data credentials ---
+
 # The job's own S3 credentials, on EC2 (DATA_CREDENTIALS_URL set): the instance role reaches
 # no S3 data, so the API gives each node credentials for its job's uploads, copies and
 # mounts only (s3-data.ts's jobDataPolicy), asked with the callback secret. They sit in a
 # folder only root reads, where an AWS profile's credential_process prints them from: the
-# AWS CLI and mountpoint-s3 run with that profile, and ask again before they expire.
-declare +x DATA_DIR=''
-declare +x DATA_PROFILE=relaunch-data
+# AWS CLI and mountpoint-s3 run with that profile (DATA_PROFILE, in DATA_DIR), and ask
+# again before they expire.
 
 # Asks for the credentials until answered (0), refused for good (1) or past SECONDS $1
 # (2); why in DATA_ERROR. The answer replaces the last one in one rename.
@@ -1147,6 +956,19 @@ start_data_credentials() {
 with_data_credentials() {
   if [ -z "$DATA_CREDENTIALS_URL" ]; then "$@"; return; fi
   AWS_CONFIG_FILE="$DATA_DIR/config" AWS_PROFILE=$DATA_PROFILE "$@"
+}
+
+# --- 4. the node prepared: the workdir and file mounts ---
+
+# A task's path on this node: ~/x and x under the home folder, /x under MOUNT_ROOT (empty
+# on EC2; the local runtime maps absolute paths into the job's folder).
+node_path() {
+  case $1 in
+    '~') printf '%s' "$HOME" ;;
+    [~]/*) printf '%s/%s' "$HOME" "${1:2}" ;;
+    /*) printf '%s%s' "$MOUNT_ROOT" "$1" ;;
+    *) printf '%s/%s' "$HOME" "$1" ;;
+  esac
 }
 
 # An uploaded file or folder: fetched from the store once per node, its SHA-256 checked
@@ -1265,15 +1087,103 @@ prepare_mounts() {
   done 3< <(printf '%s' "$MOUNTS")
 }
 
-# Unmounts what mount_bucket mounted, at the end (the local runtime's nodes share a
-# machine; on EC2 the instance goes anyway).
-unmount_buckets() {
-  local path
-  if [ ! -f "$ROOT_DIR/mounts.paths" ]; then return 0; fi
-  while IFS= read -r path; do
-    if mountpoint -q "$path" 2>/dev/null; then umount "$path" 2>/dev/null || fusermount -u "$path" 2>/dev/null; fi
-  done <"$ROOT_DIR/mounts.paths"
+# --- 4. the node prepared: the task's container ---
+
+# Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
+# (a base64 of AWS:password), which reaches docker on its stdin only. Why it failed in
+# LOGIN_ERROR.
+ecr_login() {
+  local url=$ECR_URL code
+  if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
+  if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
+    LOGIN_ERROR="no ECR authorization token for $1: $AWS_ERROR"
+    echo "relaunch: $LOGIN_ERROR"
+    return 1
+  fi
+  json_value authorizationToken "$AWS_ANSWER"
+  AWS_ANSWER=''
+  printf '%s' "$JSON_VALUE" | base64 -d | cut -d: -f2- | docker login --username AWS --password-stdin "$1"
+  code=$?
+  JSON_VALUE=''
+  if (( code != 0 )); then LOGIN_ERROR="docker login to $1 failed (exit code $code)"; fi
+  return "$code"
 }
+
+# Pulls the task's image once; its output to setup's log, its last line in PULL_ERROR.
+pull_image() {
+  local output code
+  output=$(docker pull "$CONTAINER_IMAGE" 2>&1)
+  code=$?
+  printf '%s\n' "$output"
+  PULL_ERROR=${output##*$'\n'}
+  return "$code"
+}
+
+# The task's container, started once for both phases: docker (installed from the
+# distribution's packages when the image lacks it), a login when the image is in ECR, the
+# image pulled (three tries, PULL_RETRY_MS apart, then twice that), then the
+# container: the host's network (peers and instance metadata as on the host), the node's
+# GPUs, and the agent's and work folders at the same paths. Its first process is
+# CONTAINER_INIT, and docker stops it with the job's grace period. Its output goes to
+# setup's log; a failure is one of the agent's steps (install, image-login, image-pull,
+# container).
+container_start() {
+  local registry region path try
+  local -a gpus=() volumes=()
+  local -A seen=()
+  CURRENT_STEP=install
+  if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    echo "relaunch: installing docker"
+    # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io; }
+  fi
+  if ! command -v docker >/dev/null 2>&1; then
+    fail_step install "docker is not installed on this machine image and could not be installed"
+    return 1
+  fi
+  registry=${CONTAINER_IMAGE%%/*}
+  if [[ $registry =~ ^[0-9]{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$ ]]; then
+    region=${BASH_REMATCH[1]}
+    CURRENT_STEP=image-login
+    echo "relaunch: logging in to $registry"
+    for (( try = 1; ; try++ )); do
+      if ecr_login "$registry" "$region"; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-login "$LOGIN_ERROR"; return 1; }
+    done
+  fi
+  CURRENT_STEP=image-pull
+  for (( try = 1; ; try++ )); do
+    if pull_image; then break; fi
+    next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $PULL_ERROR"; return 1; }
+  done
+  CURRENT_STEP=container
+  if (( CONTAINER_GPUS )); then
+    if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
+      fail_step container "this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
+      return 1
+    fi
+    gpus=(--gpus all)
+  fi
+  docker rm -f "$CONTAINER" >/dev/null 2>&1
+  # The folders at the same paths: the agent's, the work folder, the home folder and the
+  # mounts (read from the file prepare_mounts wrote, one per line). Each once: docker
+  # refuses a container with two mounts at one destination, and the work folder is the
+  # agent's without a workdir and the workdir mount's with one.
+  while IFS= read -r path; do
+    path=${path%"${path##*[!/]}"}
+    if [ -n "$path" ] && [ -z "${seen[$path]:-}" ]; then
+      seen[$path]=1
+      volumes+=(-v "$path:$path")
+    fi
+  done < <(printf '%s\n' "$ROOT_DIR" "$WORK_DIR" "${JOB_HOME:+$HOME}"; cat "$ROOT_DIR/mounts.paths")
+  # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
+  docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
+    "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null ||
+    fail_step container "docker could not start the container from $CONTAINER_IMAGE"
+}
+
+# --- 4. the node prepared ---
 
 # Everything before setup that is the agent's own work: the job's S3 credentials, the
 # workdir and file mounts, the container. Its output goes to setup's log. A failure is the
@@ -1294,20 +1204,221 @@ prepare_node() {
   if [ -n "$CONTAINER_IMAGE" ]; then container_start || return 1; fi
 }
 
-# The node's folders and files: its home (the local runtime gives each node its own, which
-# the container gets too), the work folder, the scripts and the job's environment.
-init_node() {
-  if [ -n "$JOB_HOME" ]; then
-    export HOME="$JOB_HOME"
-    HOME_FLAGS=(-e HOME)
+# --- 5. setup and run, and their reports ---
+
+# Copies a phase's output (stdin, its FIFO) to its log ($1) until every writer has closed
+# it. It ignores SIGTERM, SIGINT and SIGHUP: a node that shuts down signals every process,
+# and a job saving its state on SIGTERM must still be able to print (a reader that died
+# first would kill it with SIGPIPE at its next line). A log that cannot be written (a full
+# disk) is left as it is, marked truncated, and the rest is read and dropped: the job
+# keeps running.
+log_writer() {
+  trap '' TERM INT HUP
+  if ! cat >>"$1"; then
+    : >"$1.truncated"
+    cat >/dev/null
   fi
-  if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
-  # A relative work folder (a task's workdir, sky_workdir) is under the home folder.
-  if [[ $WORK_DIR != /* ]]; then WORK_DIR="$HOME/$WORK_DIR"; fi
-  mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || return 1
-  printf '%s' "$SETUP_SCRIPT" >"$ROOT_DIR/setup.sh" &&
-    printf '%s' "$RUN_SCRIPT" >"$ROOT_DIR/run.sh" &&
-    printf '%s' "$JOB_ENV" >"$ROOT_DIR/env.sh"
+} 2>/dev/null
+
+# The phase $1 as the process the agent waits for: it becomes the phase's shell (or, with a
+# container, the docker exec that runs it there) in a session of its own, its pid the
+# session's and the process group's id. Called in a background subshell, which is no
+# group leader, so setsid does not fork.
+phase_process() {
+  if [ -n "$CONTAINER_IMAGE" ]; then
+    exec setsid docker exec -i -w "$WORK_DIR" "${HOME_FLAGS[@]}" "$CONTAINER" \
+      bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
+  fi
+  exec setsid bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
+}
+
+# Runs phase $1 and sets PHASE_CODE to its exit code, as soon as its shell exits. Its
+# output reaches the log through a FIFO read by log_writer; a background child of the
+# phase may hold that FIFO open long after, so the writer gets a moment to finish, no more.
+# The phase's group id and its leader's start time are in phase.group, for what stops the
+# job when the agent cannot (end_orphaned_node, the local launcher's watcher), until the
+# group is gone: its id may then be another group's.
+run_phase() {
+  local phase=$1 fifo="$ROOT_DIR/$1.pipe" tries
+  rm -f "$fifo"
+  WRITER_PID=''
+  if mkfifo "$fifo" 2>/dev/null; then
+    log_writer "$ROOT_DIR/$phase.log" <"$fifo" &
+    WRITER_PID=$!
+    phase_process "$phase" >"$fifo" 2>&1 &
+  else
+    phase_process "$phase" >>"$ROOT_DIR/$phase.log" 2>&1 &
+  fi
+  PHASE_PID=$!
+  process_start "$PHASE_PID"
+  printf '%s %s\n' "$PHASE_PID" "$STARTED" >"$ROOT_DIR/phase.group"
+  wait "$PHASE_PID"
+  PHASE_CODE=$?
+  if ! group_alive "$PHASE_PID"; then rm -f "$ROOT_DIR/phase.group"; fi
+  PHASE_PID=''
+  for (( tries = 0; tries < 20; tries++ )); do
+    if [ -z "$WRITER_PID" ] || ! kill -0 "$WRITER_PID" 2>/dev/null; then break; fi
+    pause_ms 10
+  done
+  rm -f "$fifo"
+}
+
+# The end of a log as a JSON string: the last lines, at most TAIL_BYTES of them.
+output_tail() {
+  tail -n "$TAIL_LINES" "$1" 2>/dev/null | tail -c "$TAIL_BYTES" | json_string
+}
+
+# Sends a report (the JSON in file $2, about phase $1, described as $3 in the agent's log)
+# until it is acknowledged (0; the answer in $1.answer.json) or refused for good (1): stale (409), any other answer but
+# a timeout, throttling or a 5xx (a 3xx or a 4xx: no retry would change it), or
+# REPORT_RETRY_SECONDS of those and of silence. Giving up ends the agent and the node shuts
+# down; the controller then decides the attempt as it does for an instance that went.
+send_report() {
+  local phase=$1 body=$2 what=$3 delay=$BACKOFF_INITIAL_MS status
+  local deadline
+  clock_ms
+  deadline=$(( NOW_MS + REPORT_RETRY_SECONDS * 1000 ))
+  while :; do
+    status=$(post_json "$REPORT_URL" "$body" 30 "$ROOT_DIR/$phase.answer.json")
+    case $status in
+      2??) log "reported $what"; return 0 ;;
+      "$STALE_STATUS") log "attempt $ATTEMPT is no longer live: the API refused the $phase report ($status)"; return 1 ;;
+      408 | 429 | 5?? | 000) ;;
+      *) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
+    esac
+    clock_ms
+    if (( NOW_MS >= deadline )); then
+      log "the $phase report was not acknowledged in $REPORT_RETRY_SECONDS s (last answer: HTTP $status); giving up"
+      return 1
+    fi
+    jittered_ms "$delay"
+    log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
+    pause_ms "$JITTERED_MS"
+    delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
+  done
+}
+
+# Reports phase $1's exit code $2, with the end of its log.
+report() {
+  local body="$ROOT_DIR/$1.report.json"
+  printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
+    "$NODE_RANK" "$1" "$2" "$(output_tail "$ROOT_DIR/$1.log")" >"$body"
+  send_report "$1" "$body" "$1 exit code $2"
+}
+
+# Reports that one of the agent's own steps failed before setup (FAILED_STEP, else the step
+# it was in), with why and the end of setup's log, where the agent said what it did: the
+# controller recovers the attempt, and the job's error budget is untouched.
+report_agent_failure() {
+  local body="$ROOT_DIR/setup.report.json" step=${FAILED_STEP:-$CURRENT_STEP} error=${FAILED_ERROR:-"see setup.log"}
+  printf '{"nodeRank":%d,"phase":"setup","agentFailure":{"step":"%s","error":%s},"outputTail":%s}' \
+    "$NODE_RANK" "$step" "$(printf '%s' "${error:0:1000}" | json_string)" "$(output_tail "$ROOT_DIR/setup.log")" >"$body"
+  send_report setup "$body" "the agent's failure at $step"
+}
+
+# The API's answer to a setup report or a hold (the file $1): its word in RUN_WORD (go, stop
+# or hold; empty when it says none) and why in RUN_REASON.
+run_answer() {
+  json_file_value run "$1"
+  RUN_WORD=$JSON_VALUE
+  json_file_value reason "$1"
+  RUN_REASON=$JSON_VALUE
+}
+
+# Whether to go on to run once setup is reported (0) or not (1), as the API's answer to the
+# setup report says: `go` (or no word: an API that knows no standbys), `stop`, or `hold`:
+# a standby (launch_on_warning) asks every HOLD_POLL_MS, jittered, until it is told to go
+# or to stop. A refusal other than throttling, a 5xx or no answer stops it too: only the
+# API can say go. Its heartbeats go on meanwhile; a release shuts the node down.
+may_run() {
+  local status
+  run_answer "$ROOT_DIR/setup.answer.json"
+  case $RUN_WORD in
+    stop) log "told not to run: $RUN_REASON"; return 1 ;;
+    hold) ;;
+    *) return 0 ;;
+  esac
+  log "holding before run: $RUN_REASON"
+  while :; do
+    jittered_ms "$HOLD_POLL_MS"
+    pause_ms "$JITTERED_MS"
+    status=$(post_json "$HOLD_URL" "$HEARTBEAT_BODY" 10 "$ROOT_DIR/hold.answer.json")
+    case $status in
+      2??)
+        run_answer "$ROOT_DIR/hold.answer.json"
+        case $RUN_WORD in
+          go) log "told to go: $RUN_REASON"; return 0 ;;
+          stop) log "told not to run: $RUN_REASON"; return 1 ;;
+        esac
+        ;;
+      408 | 429 | 5?? | 000) ;;
+      *) log "the API refused the hold (HTTP $status): not running"; return 1 ;;
+    esac
+  done
+}
+
+# --- 6. the end: everything stopped, the node shut down ---
+
+# Stops the running phase, if one runs: SIGTERM to its whole process group (in a container,
+# docker stop gives the container's processes the same), STOP_GRACE_SECONDS for every
+# process of it to end while its output still reaches the log, then SIGKILL to what is left.
+stop_phase() {
+  local group=$PHASE_PID deadline
+  if [ -z "$group" ]; then return; fi
+  log "stopping the job: SIGTERM, and SIGKILL after $STOP_GRACE_SECONDS s"
+  clock_ms
+  deadline=$(( NOW_MS + STOP_GRACE_SECONDS * 1000 ))
+  if [ -n "$CONTAINER" ]; then
+    docker stop --time "$STOP_GRACE_SECONDS" "$CONTAINER" >/dev/null 2>&1 &
+  else
+    kill -TERM -- "-$group" 2>/dev/null
+  fi
+  while group_alive "$group"; do
+    clock_ms
+    if (( NOW_MS >= deadline )); then
+      log "the job did not end in $STOP_GRACE_SECONDS s: SIGKILL"
+      break
+    fi
+    pause_ms 100
+  done
+  kill -KILL -- "-$group" 2>/dev/null
+  PHASE_PID=''
+}
+
+# Removes the task's container, whatever state it is in (none: nothing to do).
+container_remove() {
+  if [ -n "$CONTAINER" ] && command -v docker >/dev/null 2>&1; then docker rm -f "$CONTAINER" >/dev/null 2>&1; fi
+}
+
+# Unmounts what mount_bucket mounted, at the end (the local runtime's nodes share a
+# machine; on EC2 the instance goes anyway).
+unmount_buckets() {
+  local path
+  if [ ! -f "$ROOT_DIR/mounts.paths" ]; then return 0; fi
+  while IFS= read -r path; do
+    if mountpoint -q "$path" 2>/dev/null; then umount "$path" 2>/dev/null || fusermount -u "$path" 2>/dev/null; fi
+  done <"$ROOT_DIR/mounts.paths"
+}
+
+# The agent died without its EXIT trap (SIGKILL, the OOM killer): the heartbeat ends the
+# node as that trap would have, but for a report, so the instance cannot run on unheard.
+# The controller sees it go before a final report: a lost attempt, recovered.
+end_orphaned_node() {
+  local group started
+  log "the agent is gone: stopping the job and shutting down"
+  # Only the phase's own group: an id whose leader is gone cannot be taken while a process
+  # of the group lives, and a leader that started at another time is a new process's.
+  if read -r group started 2>/dev/null <"$ROOT_DIR/phase.group" && [[ $group =~ ^[0-9]+$ ]] &&
+    { ! process_start "$group" || [ -z "$started" ] || [ "$STARTED" = "$started" ]; }; then
+    kill -KILL -- "-$group" 2>/dev/null
+  fi
+  container_remove
+  unmount_buckets
+  shut_down
+}
+
+shut_down() {
+  eval "$SHUTDOWN_COMMAND"
 }
 
 # The one way out, whatever ended the agent (its work done, a signal, a command that failed
@@ -1329,6 +1440,7 @@ end_node() {
   exit "$code"
 }
 
+# --- main ---
 main() {
   AGENT_PID=$$
   trap 'end_node "$?"' EXIT
