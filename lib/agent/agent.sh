@@ -9,7 +9,8 @@
 # it to source. Its sections keep it readable instead: a `# --- what ---` banner over each,
 # in this order: the settings, the state (every global, each said once), the library (time
 # and retries, processes, curl, JSON, IMDS, SigV4), one section per step of main below, in
-# its order, and main, which runs the steps, at the bottom.
+# its order, and main, which runs the steps, at the bottom. docs/agent.md says how the
+# sections and the REPLY_* variables work, for the next change to follow.
 #
 # main, in order:
 #  1. writes setup, run and the job's environment to files under ROOT_DIR;
@@ -158,43 +159,46 @@ declare +x CURRENT_STEP=''
 declare +x FAILED_STEP=''
 declare +x FAILED_ERROR=''
 
-# Replies. Some functions answer in a variable, not on stdout: a
+# Replies. A function that answers in a variable, not on stdout, sets REPLY_<WHAT>: a
 # command substitution is a fork, and so is every sed, tr or cut (a node's start, setup and
 # run reported: 113 processes, 169 when the signing and JSON reads were pipelines). A reply
 # holds until the next call that sets it, so a caller that needs it longer copies it to a
 # local, and the callers clear those that held a credential. The functions that set each:
 # clock_ms: the time in ms (only differences are used).
-declare +x NOW_MS=0
+declare +x REPLY_NOW_MS=0
 # jittered_ms: a backoff delay made into a wait, in ms.
-declare +x JITTERED_MS=0
+declare +x REPLY_JITTERED_MS=0
+# seconds_of_ms: ms as seconds with three decimals, for sleep and messages.
+declare +x REPLY_SECONDS=''
 # process_start: a process's start time, in clock ticks since boot.
-declare +x STARTED=''
+declare +x REPLY_STARTED=''
 # notice_stop_delay: how long after a spot interruption notice the job is stopped, in ms.
-declare +x STOP_IN_MS=0
+declare +x REPLY_STOP_IN_MS=0
 # imds_get: a metadata path's value.
-declare +x IMDS_VALUE=''
+declare +x REPLY_IMDS_VALUE=''
 # json_value, json_file_value: a key's string value.
-declare +x JSON_VALUE=''
+declare +x REPLY_JSON_VALUE=''
 # sha256_of, hmac_of, hex_of: a digest, a signature, bytes in hex.
-declare +x SHA256_HEX=''
-declare +x HMAC_HEX=''
-declare +x HEX=''
-# aws_call: the answer's body, its HTTP status (000: none) and, unless a 200, what went wrong.
-declare +x AWS_ANSWER=''
-declare +x AWS_STATUS=''
-declare +x AWS_ERROR=''
+declare +x REPLY_SHA256_HEX=''
+declare +x REPLY_HMAC_HEX=''
+declare +x REPLY_HEX=''
+# aws_call: the answer's body, its HTTP status (000: none) and, unless a 200, what went
+# wrong.
+declare +x REPLY_AWS_ANSWER=''
+declare +x REPLY_AWS_STATUS=''
+declare +x REPLY_AWS_ERROR=''
 # ssm_get_parameter: the parameter's value; it and fetch_secret: why it could not be read.
-declare +x SSM_VALUE=''
-declare +x SSM_ERROR=''
+declare +x REPLY_SSM_VALUE=''
+declare +x REPLY_SSM_ERROR=''
 # run_answer: the API's word on running (go, stop or hold) and why.
-declare +x RUN_WORD=''
-declare +x RUN_REASON=''
+declare +x REPLY_RUN_WORD=''
+declare +x REPLY_RUN_REASON=''
 # run_phase: the phase's exit code.
-declare +x PHASE_CODE=0
+declare +x REPLY_PHASE_CODE=0
 # pull_image, ecr_login, fetch_data_credentials: why each failed.
-declare +x PULL_ERROR=''
-declare +x LOGIN_ERROR=''
-declare +x DATA_ERROR=''
+declare +x REPLY_PULL_ERROR=''
+declare +x REPLY_LOGIN_ERROR=''
+declare +x REPLY_DATA_ERROR=''
 
 # Constants. What aws_call signs with.
 declare +x AWS_CONTENT_TYPE='application/x-amz-json-1.1'
@@ -227,42 +231,37 @@ fail_step() {
   return 1
 }
 
-# $1 ms in seconds with three decimals: printed, or put in the variable named $2 (no
-# subshell: the loops that pause many times a second fork once a pause, for the sleep).
+# $1 ms in seconds with three decimals, in REPLY_SECONDS (no subshell: the loops that pause
+# many times a second fork once a pause, for the sleep).
 seconds_of_ms() {
-  if [ -n "${2:-}" ]; then
-    printf -v "$2" '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"
-  else
-    printf '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"
-  fi
+  printf -v REPLY_SECONDS '%d.%03d' "$(( $1 / 1000 ))" "$(( $1 % 1000 ))"
 }
 
-# The time in ms, in NOW_MS: from bash 5's EPOCHREALTIME; an older bash counts whole
+# The time in ms, in REPLY_NOW_MS: from bash 5's EPOCHREALTIME; an older bash counts whole
 # seconds, so its deadlines are kept to within a second. Only differences are used.
 clock_ms() {
   local seconds fraction
   if (( BASH_VERSINFO[0] >= 5 )); then
     seconds=${EPOCHREALTIME%[.,]*}
     fraction=${EPOCHREALTIME#*[.,]}
-    NOW_MS=$(( seconds * 1000 + 10#$fraction / 1000 ))
+    REPLY_NOW_MS=$(( seconds * 1000 + 10#$fraction / 1000 ))
   else
-    NOW_MS=$(( SECONDS * 1000 ))
+    REPLY_NOW_MS=$(( SECONDS * 1000 ))
   fi
 }
 
-# A backoff delay of $1 ms made into a wait, in JITTERED_MS: half the delay, plus up to
-# the other half at random (30 random bits from two draws of RANDOM).
+# A backoff delay of $1 ms made into a wait, in REPLY_JITTERED_MS: half the delay, plus up
+# to the other half at random (30 random bits from two draws of RANDOM).
 jittered_ms() {
   local half=$(( $1 / 2 ))
-  JITTERED_MS=$(( $1 - half + (RANDOM * 32768 + RANDOM) % (half + 1) ))
+  REPLY_JITTERED_MS=$(( $1 - half + (RANDOM * 32768 + RANDOM) % (half + 1) ))
 }
 
 # Sleeps $1 ms in the background and waits for it, so a signal's trap runs at once (a
 # helper's TERM trap kills the sleeper).
 pause_ms() {
-  local seconds
-  seconds_of_ms "$1" seconds
-  sleep "$seconds" &
+  seconds_of_ms "$1"
+  sleep "$REPLY_SECONDS" &
   SLEEPER=$!
   wait "$SLEEPER"
   SLEEPER=''
@@ -275,22 +274,23 @@ next_try() {
   local try=$1 tries=$2 delay=$3
   if (( try >= tries )); then return 1; fi
   jittered_ms $(( delay << (try - 1) ))
-  echo "relaunch: try $try of $tries failed; trying again in $(seconds_of_ms "$JITTERED_MS") s"
-  pause_ms "$JITTERED_MS"
+  seconds_of_ms "$REPLY_JITTERED_MS"
+  echo "relaunch: try $try of $tries failed; trying again in $REPLY_SECONDS s"
+  pause_ms "$REPLY_JITTERED_MS"
 }
 
 # --- library: processes ---
 
 # The start time of process $1 (/proc/<pid>/stat's 22nd field, in clock ticks since boot)
-# in STARTED; 1, and STARTED empty, when no such process runs.
+# in REPLY_STARTED; 1, and REPLY_STARTED empty, when no such process runs.
 process_start() {
   local stat
   local -a fields
-  STARTED=''
+  REPLY_STARTED=''
   read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
   read -r -a fields <<<"${stat##*) }"
-  STARTED=${fields[19]:-}
-  [ -n "$STARTED" ]
+  REPLY_STARTED=${fields[19]:-}
+  [ -n "$REPLY_STARTED" ]
 }
 
 # Whether the agent that started this helper still runs: a helper whose parent is no
@@ -334,10 +334,10 @@ stop_helper() {
   if [ -z "$1" ]; then return; fi
   kill "$1" 2>/dev/null
   clock_ms
-  deadline=$(( NOW_MS + 15000 ))
+  deadline=$(( REPLY_NOW_MS + 15000 ))
   while kill -0 "$1" 2>/dev/null; do
     clock_ms
-    if (( NOW_MS >= deadline )); then
+    if (( REPLY_NOW_MS >= deadline )); then
       kill -KILL "$1" 2>/dev/null
       return
     fi
@@ -439,19 +439,19 @@ json_string() {
 }
 
 # The string value of the first key $1 in the JSON document $2 (a flat document with plain
-# values), in JSON_VALUE; empty when it has none.
+# values), in REPLY_JSON_VALUE; empty when it has none.
 json_value() {
   local pattern="\"$1\"[[:space:]]*:[[:space:]]*\"([^\"]*)\""
-  JSON_VALUE=''
+  REPLY_JSON_VALUE=''
   if [[ $2 =~ $pattern ]]; then
-    JSON_VALUE=${BASH_REMATCH[1]}
+    REPLY_JSON_VALUE=${BASH_REMATCH[1]}
     # BASH_REMATCH keeps no copy of it (the value may be a credential): an empty match.
     [[ $1 =~ ^ ]]
   fi
 }
 
-# The string value of key $1 in the JSON file $2, in JSON_VALUE; empty when the file cannot
-# be read or has no such key.
+# The string value of key $1 in the JSON file $2, in REPLY_JSON_VALUE; empty when the file
+# cannot be read or has no such key.
 json_file_value() {
   local text=''
   IFS= read -r -d '' text 2>/dev/null <"$2"
@@ -475,76 +475,75 @@ imds_request() {
   curl_option header "X-aws-ec2-metadata-token: $IMDS_TOKEN"
 }
 
-# A metadata path's value, in IMDS_VALUE (empty unless the read succeeds: a read cut short
-# leaves nothing). Called in the agent's own shell, not in a $(...), so that the session
-# token it may fetch is kept for the next call; a failed read drops the token, in case
-# IMDS no longer takes it.
+# A metadata path's value, in REPLY_IMDS_VALUE (empty unless the read succeeds: a read cut
+# short leaves nothing). Called in the agent's own shell, not in a $(...), so that the
+# session token it may fetch is kept for the next call; a failed read drops the token, in
+# case IMDS no longer takes it.
 imds_get() {
   local value
-  IMDS_VALUE=''
+  REPLY_IMDS_VALUE=''
   imds_token || return 1
   value=$(imds_request "$1" | curl -sf --max-time 5 -K -) || { IMDS_TOKEN=''; return 1; }
-  IMDS_VALUE=$value
+  REPLY_IMDS_VALUE=$value
 }
 
 # --- library: SigV4 ---
 
-# The SigV4 steps and the JSON reads below keep to bash where they can, each answering in a
-# variable rather than on stdout: a command substitution is a fork, and so is every sed,
-# tr or cut (a node's start, setup and run reported: 113 processes, 169 when these were
-# pipelines). The price is that an answer stays in its global until the next one; the
-# callers clear those that held a credential.
+# AWS requests signed with the instance role's credentials, in bash and openssl: stock AMIs
+# need not carry the AWS CLI. Each step keeps to bash where it can and answers in a REPLY_
+# (the state block says why), and their callers clear those that held a credential.
 
-# The SHA-256 of $1, hex, in SHA256_HEX.
+# The SHA-256 of $1, hex, in REPLY_SHA256_HEX.
 sha256_of() {
-  SHA256_HEX=$(printf '%s' "$1" | sha256sum)
-  SHA256_HEX=${SHA256_HEX%% *}
+  REPLY_SHA256_HEX=$(printf '%s' "$1" | sha256sum)
+  REPLY_SHA256_HEX=${REPLY_SHA256_HEX%% *}
 }
 
-# HMAC-SHA256 of $2 under the hex key $1, hex, in HMAC_HEX. The keys are SigV4's derived
-# keys; the first, from the role's secret key, is on openssl's command line for a moment,
-# which tells a local process nothing it cannot read from instance metadata itself.
+# HMAC-SHA256 of $2 under the hex key $1, hex, in REPLY_HMAC_HEX. The keys are SigV4's
+# derived keys; the first, from the role's secret key, is on openssl's command line for a
+# moment, which tells a local process nothing it cannot read from instance metadata itself.
 hmac_of() {
-  HMAC_HEX=$(printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1")
-  HMAC_HEX=${HMAC_HEX##*= }
+  REPLY_HMAC_HEX=$(printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1")
+  REPLY_HMAC_HEX=${REPLY_HMAC_HEX##*= }
 }
 
-# The bytes of $1, an ASCII text (a secret access key is), in hex, in HEX.
+# The bytes of $1, an ASCII text (a secret access key is), in hex, in REPLY_HEX.
 hex_of() {
   local i
-  HEX=''
-  for (( i = 0; i < ${#1}; i++ )); do printf -v HEX '%s%02x' "$HEX" "'${1:i:1}"; done
+  REPLY_HEX=''
+  for (( i = 0; i < ${#1}; i++ )); do printf -v REPLY_HEX '%s%02x' "$REPLY_HEX" "'${1:i:1}"; done
 }
 
 # One call of an AWS JSON API, signed (SigV4) with the instance role's credentials from
-# instance metadata: service $1 in region $2 at endpoint $3, target $4, body $5. The answer's
-# body in AWS_ANSWER and its HTTP status in AWS_STATUS (000: no answer); 1 with AWS_ERROR
-# set when it is not a 200. Values that carry credentials or secrets move through pipes
-# from printf (a builtin), never here-strings, which an older bash keeps in a temporary file.
+# instance metadata: service $1 in region $2 at endpoint $3, target $4, body $5. The
+# answer's body in REPLY_AWS_ANSWER and its HTTP status in REPLY_AWS_STATUS (000: no
+# answer); 1 with REPLY_AWS_ERROR set when it is not a 200. Values that carry credentials
+# or secrets move through pipes from printf (a builtin), never here-strings, which an older
+# bash keeps in a temporary file.
 aws_call() {
   local service=$1 region=$2 url=$3 target=$4 body=$5
   local role creds key_id secret_key token amz_date day host path canonical scope key part to_sign answer
-  AWS_ANSWER=''
-  AWS_STATUS=000
+  REPLY_AWS_ANSWER=''
+  REPLY_AWS_STATUS=000
   role=''
-  if imds_get iam/security-credentials/; then role=${IMDS_VALUE%%$'\n'*}; fi
+  if imds_get iam/security-credentials/; then role=${REPLY_IMDS_VALUE%%$'\n'*}; fi
   if [ -z "$role" ]; then
-    AWS_ERROR='no instance role in instance metadata'
+    REPLY_AWS_ERROR='no instance role in instance metadata'
     return 1
   fi
   if ! imds_get "iam/security-credentials/$role"; then
-    AWS_ERROR="no credentials for role $role in instance metadata"
+    REPLY_AWS_ERROR="no credentials for role $role in instance metadata"
     return 1
   fi
-  creds=$IMDS_VALUE
-  IMDS_VALUE=''
+  creds=$REPLY_IMDS_VALUE
+  REPLY_IMDS_VALUE=''
   json_value AccessKeyId "$creds"
-  key_id=$JSON_VALUE
+  key_id=$REPLY_JSON_VALUE
   json_value SecretAccessKey "$creds"
-  secret_key=$JSON_VALUE
+  secret_key=$REPLY_JSON_VALUE
   json_value Token "$creds"
-  token=$JSON_VALUE
-  JSON_VALUE=''
+  token=$REPLY_JSON_VALUE
+  REPLY_JSON_VALUE=''
   amz_date=$(date -u +%Y%m%dT%H%M%SZ)
   day=${amz_date:0:8}
   # The URL without its scheme: the host, then the path.
@@ -553,31 +552,31 @@ aws_call() {
   host=${host%%/*}
   sha256_of "$body"
   printf -v canonical 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
-    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$token" "$target" "$AWS_SIGNED_HEADERS" "$SHA256_HEX"
+    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$token" "$target" "$AWS_SIGNED_HEADERS" "$REPLY_SHA256_HEX"
   scope="$day/$region/$service/aws4_request"
   hex_of "AWS4$secret_key"
-  key=$HEX
-  HEX=''
+  key=$REPLY_HEX
+  REPLY_HEX=''
   for part in "$day" "$region" "$service" aws4_request; do
     hmac_of "$key" "$part"
-    key=$HMAC_HEX
+    key=$REPLY_HMAC_HEX
   done
   sha256_of "$canonical"
-  printf -v to_sign 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$SHA256_HEX"
+  printf -v to_sign 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$REPLY_SHA256_HEX"
   hmac_of "$key" "$to_sign"
   answer=$({
     curl_option url "$url/"
     for part in "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $token" \
       "X-Amz-Target: $target" \
-      "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$HMAC_HEX"; do
+      "Authorization: AWS4-HMAC-SHA256 Credential=$key_id/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$REPLY_HMAC_HEX"; do
       curl_option header "$part"
     done
   } | curl -s --max-time 10 -X POST -K - --data-binary "$body" -w '\n%{http_code}') || answer=$'\n000'
-  AWS_STATUS=${answer##*$'\n'}
-  AWS_ANSWER=${answer%$'\n'*}
-  if [ "$AWS_STATUS" = 200 ]; then return 0; fi
-  json_value __type "$AWS_ANSWER"
-  AWS_ERROR="HTTP $AWS_STATUS $JSON_VALUE"
+  REPLY_AWS_STATUS=${answer##*$'\n'}
+  REPLY_AWS_ANSWER=${answer%$'\n'*}
+  if [ "$REPLY_AWS_STATUS" = 200 ]; then return 0; fi
+  json_value __type "$REPLY_AWS_ANSWER"
+  REPLY_AWS_ERROR="HTTP $REPLY_AWS_STATUS $REPLY_JSON_VALUE"
   return 1
 }
 
@@ -606,26 +605,26 @@ resolve_node_rank() {
   local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
   if [[ ! $NODE_RANK =~ ^[0-9]+$ ]] && (( NUM_NODES == 1 )); then NODE_RANK=0; fi
   while [[ ! $NODE_RANK =~ ^[0-9]+$ ]]; do
-    if imds_get "tags/instance/$NODE_RANK_TAG" && [[ $IMDS_VALUE =~ ^[0-9]+$ ]]; then NODE_RANK=$IMDS_VALUE; break; fi
+    if imds_get "tags/instance/$NODE_RANK_TAG" && [[ $REPLY_IMDS_VALUE =~ ^[0-9]+$ ]]; then NODE_RANK=$REPLY_IMDS_VALUE; break; fi
     if (( SECONDS >= deadline )); then return 1; fi
     pause_ms 2000
   done
 }
 
-# SSM GetParameter of $1 with decryption: the value in SSM_VALUE (0), else what went wrong
-# in SSM_ERROR (1).
+# SSM GetParameter of $1 with decryption: the value in REPLY_SSM_VALUE (0), else what went
+# wrong in REPLY_SSM_ERROR (1).
 ssm_get_parameter() {
   local body
-  SSM_VALUE=''
+  REPLY_SSM_VALUE=''
   printf -v body '{"Name":"%s","WithDecryption":true}' "$1"
   if ! aws_call ssm "$SSM_REGION" "$SSM_URL" "$SSM_GET_PARAMETER" "$body"; then
-    SSM_ERROR=$AWS_ERROR
+    REPLY_SSM_ERROR=$REPLY_AWS_ERROR
     return 1
   fi
-  json_value Value "$AWS_ANSWER"
-  SSM_VALUE=$JSON_VALUE
-  JSON_VALUE=''
-  AWS_ANSWER=''
+  json_value Value "$REPLY_AWS_ANSWER"
+  REPLY_SSM_VALUE=$REPLY_JSON_VALUE
+  REPLY_JSON_VALUE=''
+  REPLY_AWS_ANSWER=''
 }
 
 # Splits a parameter's value (secret-parameter.ts's agentSecretValue) into SECRET, the
@@ -656,25 +655,26 @@ secret_exports() {
 
 # The attempt's callback secret, in SECRET: this instance's parameter, which the launcher
 # writes once the instance exists. Until then SSM refuses (the parameter has no tag that
-# names this instance yet), so a refusal is tried again until the discovery deadline.
+# names this instance yet), so a refusal is tried again until the discovery deadline; why
+# the last try failed in REPLY_SSM_ERROR.
 fetch_secret() {
   local deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) instance_id last='' slash=/
   while :; do
     instance_id=''
-    if imds_get instance-id; then instance_id=$IMDS_VALUE; fi
+    if imds_get instance-id; then instance_id=$REPLY_IMDS_VALUE; fi
     if [[ ! $instance_id =~ ^[A-Za-z0-9._-]+$ ]]; then
-      SSM_ERROR='no instance id in instance metadata'
+      REPLY_SSM_ERROR='no instance id in instance metadata'
     elif ssm_get_parameter "$SECRET_PATH/$instance_id"; then
       # JSON may escape a slash as \/. The slash put back is a variable's: bash 4.2 keeps the
       # backslash of a quoted \/ in a replacement.
-      if take_secrets "${SSM_VALUE//'\/'/$slash}"; then
-        SSM_VALUE=''
+      if take_secrets "${REPLY_SSM_VALUE//'\/'/$slash}"; then
+        REPLY_SSM_VALUE=''
         INSTANCE_ID=$instance_id
         return 0
       fi
-      SSM_ERROR="parameter $SECRET_PATH/$instance_id does not hold a callback secret"
+      REPLY_SSM_ERROR="parameter $SECRET_PATH/$instance_id does not hold a callback secret"
     fi
-    if [ "$SSM_ERROR" != "$last" ]; then log "the callback secret is not readable yet: $SSM_ERROR"; last=$SSM_ERROR; fi
+    if [ "$REPLY_SSM_ERROR" != "$last" ]; then log "the callback secret is not readable yet: $REPLY_SSM_ERROR"; last=$REPLY_SSM_ERROR; fi
     if (( SECONDS >= deadline )); then return 1; fi
     pause_ms 2000
   done
@@ -686,14 +686,14 @@ fetch_secret() {
 # deadline; each try's own time limit ends at the deadline too. Any other answer ends the
 # round at once (1): it is the reports' business to stop the agent.
 heartbeat_once() {
-  local deadline=$1 delay=$BACKOFF_INITIAL_MS status limit limit_seconds
+  local deadline=$1 delay=$BACKOFF_INITIAL_MS status limit
   while :; do
     clock_ms
-    limit=$(( deadline - NOW_MS ))
+    limit=$(( deadline - REPLY_NOW_MS ))
     if (( limit > HEARTBEAT_TRY_MAX_MS )); then limit=$HEARTBEAT_TRY_MAX_MS; fi
     if (( limit < 1 )); then limit=1; fi
-    seconds_of_ms "$limit" limit_seconds
-    status=$(post_json "$HEARTBEAT_URL" "$HEARTBEAT_BODY" "$limit_seconds")
+    seconds_of_ms "$limit"
+    status=$(post_json "$HEARTBEAT_URL" "$HEARTBEAT_BODY" "$REPLY_SECONDS")
     case $status in
       2??) return 0 ;;
       408 | 429 | 5?? | 000) ;;
@@ -701,12 +701,13 @@ heartbeat_once() {
     esac
     jittered_ms "$delay"
     clock_ms
-    if (( NOW_MS + JITTERED_MS + HEARTBEAT_TRY_MIN_MS > deadline )); then
+    if (( REPLY_NOW_MS + REPLY_JITTERED_MS + HEARTBEAT_TRY_MIN_MS > deadline )); then
       log "a heartbeat got HTTP $status; the next one is due before a retry could finish"
       return 1
     fi
-    log "a heartbeat got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
-    pause_ms "$JITTERED_MS"
+    seconds_of_ms "$REPLY_JITTERED_MS"
+    log "a heartbeat got HTTP $status; retrying in $REPLY_SECONDS s"
+    pause_ms "$REPLY_JITTERED_MS"
     delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
   done
 }
@@ -720,8 +721,8 @@ heartbeat_loop() {
   while :; do
     next=$(( next + HEARTBEAT_MS ))
     clock_ms
-    if (( next < NOW_MS )); then next=$NOW_MS; fi
-    pause_ms $(( next - NOW_MS ))
+    if (( next < REPLY_NOW_MS )); then next=$REPLY_NOW_MS; fi
+    pause_ms $(( next - REPLY_NOW_MS ))
     if ! agent_alive; then
       end_orphaned_node
       exit 0
@@ -735,25 +736,25 @@ start_heartbeat() {
   HEARTBEAT_BODY="$ROOT_DIR/heartbeat.json"
   printf '{"nodeRank":%d}' "$NODE_RANK" >"$HEARTBEAT_BODY"
   clock_ms
-  first=$NOW_MS
+  first=$REPLY_NOW_MS
   heartbeat_once $(( first + HEARTBEAT_MS ))
   heartbeat_loop "$first" </dev/null >/dev/null 2>&1 &
   HEARTBEAT_PID=$!
 }
 
 # How long after a spot interruption notice ($1, spot/instance-action's JSON) the job is to
-# be stopped, in ms, in STOP_IN_MS: at once (0) unless INTERRUPTION_STOP_AHEAD_SECONDS is
-# set, else that long before the notice's `time` (when EC2 reclaims the instance), and at
-# once when that moment has passed or the time cannot be read.
+# be stopped, in ms, in REPLY_STOP_IN_MS: at once (0) unless INTERRUPTION_STOP_AHEAD_SECONDS
+# is set, else that long before the notice's `time` (when EC2 reclaims the instance), and
+# at once when that moment has passed or the time cannot be read.
 notice_stop_delay() {
   local reclaim now
-  STOP_IN_MS=0
+  REPLY_STOP_IN_MS=0
   if [ -z "$INTERRUPTION_STOP_AHEAD_SECONDS" ]; then return; fi
   json_value time "$1"
-  reclaim=$(date -u -d "$JSON_VALUE" +%s%3N 2>/dev/null) || return
+  reclaim=$(date -u -d "$REPLY_JSON_VALUE" +%s%3N 2>/dev/null) || return
   now=$(date -u +%s%3N)
   if [[ $reclaim =~ ^[0-9]+$ && $now =~ ^[0-9]+$ ]] && (( reclaim - INTERRUPTION_STOP_AHEAD_SECONDS * 1000 > now )); then
-    STOP_IN_MS=$(( reclaim - INTERRUPTION_STOP_AHEAD_SECONDS * 1000 - now ))
+    REPLY_STOP_IN_MS=$(( reclaim - INTERRUPTION_STOP_AHEAD_SECONDS * 1000 - now ))
   fi
 }
 
@@ -784,9 +785,10 @@ interruption_watch() {
       SLEEPER=''
       IFS= read -r -d '' notice <"$answer"
       notice_stop_delay "$notice"
-      if (( STOP_IN_MS > 0 )); then
-        log "spot interruption notice: the job runs on for $(seconds_of_ms "$STOP_IN_MS") s, then gets its $STOP_GRACE_SECONDS s before the instance goes (launch_on_warning)"
-        pause_ms "$STOP_IN_MS"
+      if (( REPLY_STOP_IN_MS > 0 )); then
+        seconds_of_ms "$REPLY_STOP_IN_MS"
+        log "spot interruption notice: the job runs on for $REPLY_SECONDS s, then gets its $STOP_GRACE_SECONDS s before the instance goes (launch_on_warning)"
+        pause_ms "$REPLY_STOP_IN_MS"
         if ! agent_alive; then exit 0; fi
       fi
       kill -USR1 "$AGENT_PID"
@@ -810,13 +812,13 @@ resolve_node_ips() {
   local -a ips words
   while [ -z "$NODE_IPS" ]; do
     if (( NUM_NODES == 1 )); then
-      if imds_get local-ipv4 && [ -n "$IMDS_VALUE" ]; then NODE_IPS=$IMDS_VALUE; break; fi
+      if imds_get local-ipv4 && [ -n "$REPLY_IMDS_VALUE" ]; then NODE_IPS=$REPLY_IMDS_VALUE; break; fi
     else
       ips=()
       complete=1
       for (( chunk = 0; chunk < NODE_IPS_TAGS; chunk++ )); do
         if imds_get "tags/instance/$NODE_IPS_TAG_PREFIX$chunk"; then
-          read -r -a words < <(printf '%s\n' "$IMDS_VALUE")
+          read -r -a words < <(printf '%s\n' "$REPLY_IMDS_VALUE")
           ips+=("${words[@]}")
         else
           complete=0
@@ -893,7 +895,7 @@ ensure_mount_s3() {
 # again before they expire.
 
 # Asks for the credentials until answered (0), refused for good (1) or past SECONDS $1
-# (2); why in DATA_ERROR. The answer replaces the last one in one rename.
+# (2); why in REPLY_DATA_ERROR. The answer replaces the last one in one rename.
 fetch_data_credentials() {
   local deadline=$1 delay=$BACKOFF_INITIAL_MS status file="$DATA_DIR/credentials.json"
   while :; do
@@ -906,19 +908,19 @@ fetch_data_credentials() {
       408 | 429 | 5?? | 000) ;;
       *)
         json_file_value error "$file.part"
-        DATA_ERROR="the API refused this node's data credentials (HTTP $status): $JSON_VALUE"
+        REPLY_DATA_ERROR="the API refused this node's data credentials (HTTP $status): $REPLY_JSON_VALUE"
         rm -f "$file.part"
         return 1
         ;;
     esac
     rm -f "$file.part"
     if (( SECONDS >= deadline )); then
-      DATA_ERROR="no data credentials from the API (last answer: HTTP $status)"
+      REPLY_DATA_ERROR="no data credentials from the API (last answer: HTTP $status)"
       return 2
     fi
     jittered_ms "$delay"
     # In the background, so the refresher's TERM ends the wait at once (pause_ms).
-    pause_ms "$JITTERED_MS"
+    pause_ms "$REPLY_JITTERED_MS"
     delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
   done
 }
@@ -934,8 +936,8 @@ data_credentials_loop() {
     if ! agent_alive; then return; fi
     fetch_data_credentials $(( SECONDS + DATA_REFRESH_MS / 1000 ))
     case $? in
-      1) echo "relaunch: $DATA_ERROR"; return ;;
-      2) echo "relaunch: $DATA_ERROR" ;;
+      1) echo "relaunch: $REPLY_DATA_ERROR"; return ;;
+      2) echo "relaunch: $REPLY_DATA_ERROR" ;;
     esac
   done
 }
@@ -946,7 +948,7 @@ start_data_credentials() {
   { mkdir -p "$DATA_DIR" && chmod 700 "$DATA_DIR" &&
     printf '[profile %s]\ncredential_process = cat "%s"\n' "$DATA_PROFILE" "$DATA_DIR/credentials.json" >"$DATA_DIR/config"; } ||
     { fail_step data-credentials "could not write the AWS profile in $DATA_DIR"; return 1; }
-  fetch_data_credentials $(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) || { fail_step data-credentials "$DATA_ERROR"; return 1; }
+  fetch_data_credentials $(( SECONDS + DISCOVERY_TIMEOUT_SECONDS )) || { fail_step data-credentials "$REPLY_DATA_ERROR"; return 1; }
   data_credentials_loop </dev/null >>"$ROOT_DIR/data-credentials.log" 2>&1 &
   DATA_PID=$!
 }
@@ -1091,31 +1093,31 @@ prepare_mounts() {
 
 # Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
 # (a base64 of AWS:password), which reaches docker on its stdin only. Why it failed in
-# LOGIN_ERROR.
+# REPLY_LOGIN_ERROR.
 ecr_login() {
   local url=$ECR_URL code
   if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
   if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
-    LOGIN_ERROR="no ECR authorization token for $1: $AWS_ERROR"
-    echo "relaunch: $LOGIN_ERROR"
+    REPLY_LOGIN_ERROR="no ECR authorization token for $1: $REPLY_AWS_ERROR"
+    echo "relaunch: $REPLY_LOGIN_ERROR"
     return 1
   fi
-  json_value authorizationToken "$AWS_ANSWER"
-  AWS_ANSWER=''
-  printf '%s' "$JSON_VALUE" | base64 -d | cut -d: -f2- | docker login --username AWS --password-stdin "$1"
+  json_value authorizationToken "$REPLY_AWS_ANSWER"
+  REPLY_AWS_ANSWER=''
+  printf '%s' "$REPLY_JSON_VALUE" | base64 -d | cut -d: -f2- | docker login --username AWS --password-stdin "$1"
   code=$?
-  JSON_VALUE=''
-  if (( code != 0 )); then LOGIN_ERROR="docker login to $1 failed (exit code $code)"; fi
+  REPLY_JSON_VALUE=''
+  if (( code != 0 )); then REPLY_LOGIN_ERROR="docker login to $1 failed (exit code $code)"; fi
   return "$code"
 }
 
-# Pulls the task's image once; its output to setup's log, its last line in PULL_ERROR.
+# Pulls the task's image once; its output to setup's log, its last line in REPLY_PULL_ERROR.
 pull_image() {
   local output code
   output=$(docker pull "$CONTAINER_IMAGE" 2>&1)
   code=$?
   printf '%s\n' "$output"
-  PULL_ERROR=${output##*$'\n'}
+  REPLY_PULL_ERROR=${output##*$'\n'}
   return "$code"
 }
 
@@ -1149,13 +1151,13 @@ container_start() {
     echo "relaunch: logging in to $registry"
     for (( try = 1; ; try++ )); do
       if ecr_login "$registry" "$region"; then break; fi
-      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-login "$LOGIN_ERROR"; return 1; }
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-login "$REPLY_LOGIN_ERROR"; return 1; }
     done
   fi
   CURRENT_STEP=image-pull
   for (( try = 1; ; try++ )); do
     if pull_image; then break; fi
-    next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $PULL_ERROR"; return 1; }
+    next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $REPLY_PULL_ERROR"; return 1; }
   done
   CURRENT_STEP=container
   if (( CONTAINER_GPUS )); then
@@ -1232,7 +1234,7 @@ phase_process() {
   exec setsid bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
 }
 
-# Runs phase $1 and sets PHASE_CODE to its exit code, as soon as its shell exits. Its
+# Runs phase $1 and sets REPLY_PHASE_CODE to its exit code, as soon as its shell exits. Its
 # output reaches the log through a FIFO read by log_writer; a background child of the
 # phase may hold that FIFO open long after, so the writer gets a moment to finish, no more.
 # The phase's group id and its leader's start time are in phase.group, for what stops the
@@ -1251,9 +1253,9 @@ run_phase() {
   fi
   PHASE_PID=$!
   process_start "$PHASE_PID"
-  printf '%s %s\n' "$PHASE_PID" "$STARTED" >"$ROOT_DIR/phase.group"
+  printf '%s %s\n' "$PHASE_PID" "$REPLY_STARTED" >"$ROOT_DIR/phase.group"
   wait "$PHASE_PID"
-  PHASE_CODE=$?
+  REPLY_PHASE_CODE=$?
   if ! group_alive "$PHASE_PID"; then rm -f "$ROOT_DIR/phase.group"; fi
   PHASE_PID=''
   for (( tries = 0; tries < 20; tries++ )); do
@@ -1277,7 +1279,7 @@ send_report() {
   local phase=$1 body=$2 what=$3 delay=$BACKOFF_INITIAL_MS status
   local deadline
   clock_ms
-  deadline=$(( NOW_MS + REPORT_RETRY_SECONDS * 1000 ))
+  deadline=$(( REPLY_NOW_MS + REPORT_RETRY_SECONDS * 1000 ))
   while :; do
     status=$(post_json "$REPORT_URL" "$body" 30 "$ROOT_DIR/$phase.answer.json")
     case $status in
@@ -1287,13 +1289,14 @@ send_report() {
       *) log "the API refused the $phase report for good (HTTP $status); giving up"; return 1 ;;
     esac
     clock_ms
-    if (( NOW_MS >= deadline )); then
+    if (( REPLY_NOW_MS >= deadline )); then
       log "the $phase report was not acknowledged in $REPORT_RETRY_SECONDS s (last answer: HTTP $status); giving up"
       return 1
     fi
     jittered_ms "$delay"
-    log "the $phase report got HTTP $status; retrying in $(seconds_of_ms "$JITTERED_MS") s"
-    pause_ms "$JITTERED_MS"
+    seconds_of_ms "$REPLY_JITTERED_MS"
+    log "the $phase report got HTTP $status; retrying in $REPLY_SECONDS s"
+    pause_ms "$REPLY_JITTERED_MS"
     delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
   done
 }
@@ -1316,13 +1319,13 @@ report_agent_failure() {
   send_report setup "$body" "the agent's failure at $step"
 }
 
-# The API's answer to a setup report or a hold (the file $1): its word in RUN_WORD (go, stop
-# or hold; empty when it says none) and why in RUN_REASON.
+# The API's answer to a setup report or a hold (the file $1): its word in REPLY_RUN_WORD
+# (go, stop or hold; empty when it says none) and why in REPLY_RUN_REASON.
 run_answer() {
   json_file_value run "$1"
-  RUN_WORD=$JSON_VALUE
+  REPLY_RUN_WORD=$REPLY_JSON_VALUE
   json_file_value reason "$1"
-  RUN_REASON=$JSON_VALUE
+  REPLY_RUN_REASON=$REPLY_JSON_VALUE
 }
 
 # Whether to go on to run once setup is reported (0) or not (1), as the API's answer to the
@@ -1333,22 +1336,22 @@ run_answer() {
 may_run() {
   local status
   run_answer "$ROOT_DIR/setup.answer.json"
-  case $RUN_WORD in
-    stop) log "told not to run: $RUN_REASON"; return 1 ;;
+  case $REPLY_RUN_WORD in
+    stop) log "told not to run: $REPLY_RUN_REASON"; return 1 ;;
     hold) ;;
     *) return 0 ;;
   esac
-  log "holding before run: $RUN_REASON"
+  log "holding before run: $REPLY_RUN_REASON"
   while :; do
     jittered_ms "$HOLD_POLL_MS"
-    pause_ms "$JITTERED_MS"
+    pause_ms "$REPLY_JITTERED_MS"
     status=$(post_json "$HOLD_URL" "$HEARTBEAT_BODY" 10 "$ROOT_DIR/hold.answer.json")
     case $status in
       2??)
         run_answer "$ROOT_DIR/hold.answer.json"
-        case $RUN_WORD in
-          go) log "told to go: $RUN_REASON"; return 0 ;;
-          stop) log "told not to run: $RUN_REASON"; return 1 ;;
+        case $REPLY_RUN_WORD in
+          go) log "told to go: $REPLY_RUN_REASON"; return 0 ;;
+          stop) log "told not to run: $REPLY_RUN_REASON"; return 1 ;;
         esac
         ;;
       408 | 429 | 5?? | 000) ;;
@@ -1367,7 +1370,7 @@ stop_phase() {
   if [ -z "$group" ]; then return; fi
   log "stopping the job: SIGTERM, and SIGKILL after $STOP_GRACE_SECONDS s"
   clock_ms
-  deadline=$(( NOW_MS + STOP_GRACE_SECONDS * 1000 ))
+  deadline=$(( REPLY_NOW_MS + STOP_GRACE_SECONDS * 1000 ))
   if [ -n "$CONTAINER" ]; then
     docker stop --time "$STOP_GRACE_SECONDS" "$CONTAINER" >/dev/null 2>&1 &
   else
@@ -1375,7 +1378,7 @@ stop_phase() {
   fi
   while group_alive "$group"; do
     clock_ms
-    if (( NOW_MS >= deadline )); then
+    if (( REPLY_NOW_MS >= deadline )); then
       log "the job did not end in $STOP_GRACE_SECONDS s: SIGKILL"
       break
     fi
@@ -1409,7 +1412,7 @@ end_orphaned_node() {
   # Only the phase's own group: an id whose leader is gone cannot be taken while a process
   # of the group lives, and a leader that started at another time is a new process's.
   if read -r group started 2>/dev/null <"$ROOT_DIR/phase.group" && [[ $group =~ ^[0-9]+$ ]] &&
-    { ! process_start "$group" || [ -z "$started" ] || [ "$STARTED" = "$started" ]; }; then
+    { ! process_start "$group" || [ -z "$started" ] || [ "$REPLY_STARTED" = "$started" ]; }; then
     kill -KILL -- "-$group" 2>/dev/null
   fi
   container_remove
@@ -1459,7 +1462,7 @@ main() {
     exit 1
   fi
   if ! fetch_secret; then
-    log "no callback secret from SSM after $DISCOVERY_TIMEOUT_SECONDS s ($SSM_ERROR); giving up"
+    log "no callback secret from SSM after $DISCOVERY_TIMEOUT_SECONDS s ($REPLY_SSM_ERROR); giving up"
     exit 1
   fi
   if [ -n "$CONTAINER_IMAGE" ]; then CONTAINER="$CONTAINER_PREFIX$INSTANCE_ID"; fi
@@ -1478,11 +1481,11 @@ main() {
     end_node 0
   fi
   run_phase setup
-  if ! report setup "$PHASE_CODE" || (( PHASE_CODE != 0 )); then end_node 0; fi
+  if ! report setup "$REPLY_PHASE_CODE" || (( REPLY_PHASE_CODE != 0 )); then end_node 0; fi
   if ! may_run; then end_node 0; fi
   log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
   run_phase run
-  report run "$PHASE_CODE"
+  report run "$REPLY_PHASE_CODE"
   end_node 0
 }
 
