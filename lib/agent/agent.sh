@@ -4,13 +4,13 @@
 # attempt: the settings block below gets the attempt's values, each single-quoted, and the
 # comment lines stay here (user data is small; the renderer strips them).
 #
-# Why one file of some 1,400 lines: it ships as user data, one script that cloud-init runs
+# Why one file of about 1,500 lines: it ships as user data, one script that cloud-init runs
 # on a stock AMI before anything of relaunch's is on the node, so there is nothing beside
 # it to source. Its sections keep it readable instead: a `# --- what ---` banner over each,
-# in this order: the settings, the state (every global, each said once), the library (time
-# and retries, processes, curl, JSON, IMDS, SigV4), one section per step of main below, in
-# its order, and main, which runs the steps, at the bottom. docs/agent.md says how the
-# sections and the REPLY_* variables work, for the next change to follow.
+# in this order: the settings, the state (every global, each said once), the library
+# (logging, time and retries, processes, curl, JSON, IMDS, SigV4), one section per step of
+# main below, in its order, and main, which runs the steps, at the bottom. docs/agent.md
+# says how the sections and the REPLY_* variables work, for the next change to follow.
 #
 # main, in order:
 #  1. writes setup, run and the job's environment to files under ROOT_DIR;
@@ -117,7 +117,6 @@ declare +x PULL_RETRY_MS=''
 declare +x ECR_URL=''
 declare +x SHUTDOWN_COMMAND=''
 # relaunch:settings-end
-
 
 # --- state ---
 # Every other global of the agent, declared here and nowhere else, unexported for the same
@@ -1185,7 +1184,7 @@ container_start() {
     fail_step container "docker could not start the container from $CONTAINER_IMAGE"
 }
 
-# --- 4. the node prepared ---
+# --- 4. the node prepared: its parts, in order ---
 
 # Everything before setup that is the agent's own work: the job's S3 credentials, the
 # workdir and file mounts, the container. Its output goes to setup's log. A failure is the
