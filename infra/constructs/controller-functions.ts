@@ -10,7 +10,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../functions/shared/operations-contract.ts';
+import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../lib/workflow/operations.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../../lib/launch-pace.ts';
 import { EnvVar, type ComputeEnvConfig, type ReleaseEnvConfig } from '../../lib/workflow/env.ts';
 import { checkEnvironmentSize } from '../lambda-environment.ts';
