@@ -1,7 +1,6 @@
 // ControllerFunctions: every relaunch Lambda, bundled with esbuild (no Docker), Node 22 on
 // arm64, each given only the variables of the ports it uses.
 
-import { jobSecretsPath } from '../../lib/adapters/ssm-job-secrets.ts';
 import { execFileSync } from 'node:child_process';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +13,7 @@ import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../lib/workflo
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../../lib/launch-pace.ts';
 import { EnvVar, type ComputeEnvConfig, type ReleaseEnvConfig } from '../../lib/workflow/env.ts';
 import { checkEnvironmentSize } from '../lambda-environment.ts';
-import type { DataConfig } from '../../lib/adapters/s3-data.ts';
+import { jobSecretsPath, type DataConfig } from '../../lib/workflow/resources.ts';
 import { BUNDLE_ENTRY, handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
 
 const BUNDLE_CLI = fileURLToPath(new URL('../bundle-cli.ts', import.meta.url));
