@@ -70,7 +70,7 @@ import { DEPLOYMENT_TAG_KEY, SPOT_SERVICE_LINKED_ROLE, type DataConfig, type Ec2
 import { awsErrorCode } from './aws-errors.ts';
 import { attemptTags, boundedToken, CAPACITY_ERRORS, ec2Retrying, errorMessage, LIVE_STATES, tagFilter, type Ec2Retrying } from './ec2-calls.ts';
 import { assertImageSomewhere, Ec2Images, imageKind, type Image, type ImageKind } from './ec2-images.ts';
-import { Ec2LaunchTemplates, launchTemplateData, type AttemptLaunchTemplates } from './ec2-launch-templates.ts';
+import { AttemptLaunchTemplates, launchTemplateData } from './ec2-launch-templates.ts';
 import { nodeTrafficProblems } from './ec2-network.ts';
 import { launchUserData } from './ec2-user-data.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
@@ -187,7 +187,6 @@ export class Ec2Compute implements Compute {
   /** Every EC2 and SSM call of this object and its providers, retried alike. */
   private readonly withRetries: Ec2Retrying;
   private readonly images: Ec2Images;
-  private readonly launchTemplates: Ec2LaunchTemplates;
   /** Where the instances this object launched are, so a release right after the launch needs no search. */
   private readonly launchedIn = new Map<string, string>();
 
@@ -197,12 +196,6 @@ export class Ec2Compute implements Compute {
     this.sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.withRetries = ec2Retrying(this.config.throttleRetries ?? 8, this.sleep);
     this.images = new Ec2Images({ ec2: deps.ec2, parameters: deps.parameters, retrying: this.withRetries, imageParameters: this.config.imageParameters });
-    this.launchTemplates = new Ec2LaunchTemplates({
-      regions: this.config.regions.map((region) => region.region),
-      ec2: deps.ec2,
-      deployment: this.config.namePrefix,
-      retrying: this.withRetries,
-    });
   }
 
   /**
@@ -228,7 +221,7 @@ export class Ec2Compute implements Compute {
       market: request.market,
     });
     assertImageSomewhere(spec, plan);
-    const templates = this.launchTemplates.forAttempt(request);
+    const templates = new AttemptLaunchTemplates({ ec2: this.deps.ec2, retrying: this.withRetries, namePrefix: this.config.namePrefix }, request);
     try {
       return await this.launchFleets(request, plan, templates);
     } finally {
@@ -464,7 +457,7 @@ export class Ec2Compute implements Compute {
       apiUrl: this.config.apiUrl,
       namePrefix: this.config.namePrefix,
       heartbeatSeconds: this.config.heartbeatSeconds ?? HEARTBEAT_INTERVAL_SECONDS,
-      ...(this.config.data === undefined ? {} : { data: this.config.data }),
+      data: this.config.data,
     };
     return launchUserData(settings, request, region, instanceType);
   }

@@ -124,34 +124,21 @@ export function efaInterfaces(instanceType: string, securityGroupIds: readonly s
   }));
 }
 
-/** What Ec2LaunchTemplates needs: the regions, a client per region, and whose templates it makes and lists. */
+/** What Ec2LaunchTemplates needs: the regions, a client per region, and whose templates to list. */
 export interface Ec2LaunchTemplatesOptions {
   readonly regions: readonly string[];
   readonly ec2: (region: string) => EC2Client;
-  /** The deployment's name prefix: templates are named after it and carry it as DEPLOYMENT_TAG_KEY. */
+  /** The deployment's name prefix: only templates with this DEPLOYMENT_TAG_KEY are listed. */
   readonly deployment: string;
-  /**
-   * How each call is retried: a launch's by ec2Retrying, as every call of that launch.
-   * @default once, a throttle or 5xx past the SDK's retries a TransientError (sendAws)
-   */
-  readonly retrying?: Ec2Retrying;
 }
 
 /**
- * The launch templates of a deployment: made per attempt (forAttempt) for a launch, and
- * listed and deleted (LaunchTemplateInventory) for the janitor's sweep.
+ * The janitor's view of a deployment's launch templates (LaunchTemplateInventory): listed and
+ * deleted one call each, a throttle or 5xx past the SDK's retries a TransientError (the next
+ * run sweeps again), where a launch retries its own calls (AttemptLaunchTemplates).
  */
 export class Ec2LaunchTemplates implements LaunchTemplateInventory {
-  private readonly retrying: Ec2Retrying;
-
-  constructor(private readonly options: Ec2LaunchTemplatesOptions) {
-    this.retrying = options.retrying ?? sendAws;
-  }
-
-  /** The templates of one attempt's launch: none yet; each made on first use. */
-  forAttempt(attempt: Pick<LaunchRequest, 'jobId' | 'attempt'>): AttemptLaunchTemplates {
-    return new AttemptLaunchTemplates(this.options.ec2, this.retrying, this.options.deployment, attempt);
-  }
+  constructor(private readonly options: Ec2LaunchTemplatesOptions) {}
 
   /** Every template of this deployment with a job tag, in every region and page (DescribeLaunchTemplates). */
   async listTagged(): Promise<TaggedLaunchTemplate[]> {
@@ -160,7 +147,7 @@ export class Ec2LaunchTemplates implements LaunchTemplateInventory {
       let NextToken: string | undefined;
       do {
         const request = new DescribeLaunchTemplatesCommand({ Filters: ownedFilters(this.options.deployment), NextToken });
-        const page = await this.retrying(`EC2 DescribeLaunchTemplates in ${region}`, () => this.options.ec2(region).send(request));
+        const page = await sendAws(`EC2 DescribeLaunchTemplates in ${region}`, () => this.options.ec2(region).send(request));
         for (const template of page.LaunchTemplates ?? []) {
           const tagged = taggedTemplate(template, region, this.options.deployment);
           if (tagged !== null) found.push(tagged);
@@ -175,7 +162,7 @@ export class Ec2LaunchTemplates implements LaunchTemplateInventory {
   async delete(template: TaggedLaunchTemplate): Promise<void> {
     const request = new DeleteLaunchTemplateCommand({ LaunchTemplateId: template.templateId });
     try {
-      await this.retrying(`EC2 DeleteLaunchTemplate in ${template.region}`, () => this.options.ec2(template.region).send(request));
+      await sendAws(`EC2 DeleteLaunchTemplate in ${template.region}`, () => this.options.ec2(template.region).send(request));
     } catch (error) {
       if (!awsErrorCode(error).startsWith('InvalidLaunchTemplateId.')) throw error;
     }
@@ -188,14 +175,21 @@ interface MadeTemplate {
   readonly id: Promise<string>;
 }
 
+/** What AttemptLaunchTemplates needs: a client per region, the launch's retry policy, and whose templates it makes. */
+export interface AttemptLaunchTemplatesDeps {
+  readonly ec2: (region: string) => EC2Client;
+  /** How each call is retried (ec2Retrying), as every call of the launch. */
+  readonly retrying: Ec2Retrying;
+  /** The deployment's name prefix: templates are named after it and carry it as DEPLOYMENT_TAG_KEY. */
+  readonly namePrefix: string;
+}
+
 /** The launch templates of one attempt's launch, made on first use and deleted together. */
 export class AttemptLaunchTemplates {
   private readonly made = new Map<string, MadeTemplate>();
 
   constructor(
-    private readonly ec2: (region: string) => EC2Client,
-    private readonly retrying: Ec2Retrying,
-    private readonly namePrefix: string,
+    private readonly deps: AttemptLaunchTemplatesDeps,
     private readonly attempt: Pick<LaunchRequest, 'jobId' | 'attempt'>,
   ) {}
 
@@ -205,14 +199,14 @@ export class AttemptLaunchTemplates {
     const key = `${region}/${digest}`;
     const known = this.made.get(key);
     if (known !== undefined) return known.id;
-    const name = `${this.namePrefix}-${this.attempt.jobId}-${this.attempt.attempt}-${digest}`;
+    const name = `${this.deps.namePrefix}-${this.attempt.jobId}-${this.attempt.attempt}-${digest}`;
     const input: CreateLaunchTemplateCommandInput = {
       LaunchTemplateName: name,
       ClientToken: boundedToken(name),
       LaunchTemplateData: data,
-      TagSpecifications: [{ ResourceType: 'launch-template', Tags: attemptTags(this.namePrefix, this.attempt) }],
+      TagSpecifications: [{ ResourceType: 'launch-template', Tags: attemptTags(this.deps.namePrefix, this.attempt) }],
     };
-    const id = this.retrying(`EC2 CreateLaunchTemplate in ${region}`, () => this.ec2(region).send(new CreateLaunchTemplateCommand(input))).then((response) => {
+    const id = this.deps.retrying(`EC2 CreateLaunchTemplate in ${region}`, () => this.deps.ec2(region).send(new CreateLaunchTemplateCommand(input))).then((response) => {
       const created = response.LaunchTemplate?.LaunchTemplateId;
       if (created === undefined) throw new UnexpectedCloudResponseError(`EC2 CreateLaunchTemplate in ${region} answered without the template's id`);
       return created;
@@ -230,7 +224,7 @@ export class AttemptLaunchTemplates {
     await Promise.allSettled(
       [...this.made.values()].map(async ({ region, id }) => {
         const created = await id;
-        await this.retrying(`EC2 DeleteLaunchTemplate in ${region}`, () => this.ec2(region).send(new DeleteLaunchTemplateCommand({ LaunchTemplateId: created })));
+        await this.deps.retrying(`EC2 DeleteLaunchTemplate in ${region}`, () => this.deps.ec2(region).send(new DeleteLaunchTemplateCommand({ LaunchTemplateId: created })));
       }),
     );
   }
