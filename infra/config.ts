@@ -3,7 +3,7 @@
 // Nothing is looked up: synth needs no credentials and no network.
 
 import * as z from '../lib/zod.ts';
-import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
+import type { Ec2RegionConfig } from '../lib/workflow/resources.ts';
 import { LaunchPaceConfigSchema, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { regionOfZone } from '../lib/spec/placement.ts';
 import { portsSchema } from '../lib/spec/ports.ts';

@@ -6,7 +6,7 @@ import { Aws } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { TagKey, NODE_IPS_TAG_PREFIX } from '../lib/agent/tags.ts';
-import { DEPLOYMENT_TAG_KEY, SPOT_SERVICE_LINKED_ROLE } from '../lib/adapters/ec2-compute.ts';
+import { DEPLOYMENT_TAG_KEY, SPOT_SERVICE_LINKED_ROLE } from '../lib/workflow/resources.ts';
 import type { JobSecretsCall, WorkflowCall } from './lambda-catalog.ts';
 
 /** Table actions the stores use (a TransactWriteItems is authorized as its Puts and Updates; a list reads jobs with BatchGetItem; a cancel deletes its launch slot's item). */

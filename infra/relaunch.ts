@@ -8,7 +8,6 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { TASK_STATES } from '../lib/workflow/contract.ts';
-import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
 import { EnvVar, type ComputeEnvConfig } from '../lib/workflow/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
@@ -27,7 +26,7 @@ import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-c
 import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
 import { DEPLOYMENT_OUTPUT_ID, deploymentRecord } from '../lib/check/deployment.ts';
-import { jobSecretsPath } from '../lib/adapters/ssm-job-secrets.ts';
+import { jobSecretsPath, type Ec2RegionConfig } from '../lib/workflow/resources.ts';
 import { grantCompute, grantJobSecrets, grantSweepLaunchTemplates, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
 

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import os from 'node:os';
-import { MOUNTS_PREFIX } from '../lib/adapters/s3-data.ts';
+import { MOUNTS_PREFIX } from '../lib/workflow/resources.ts';
 import { type MountPlaces } from '../lib/agent/mounts.ts';
 import { PrecheckError, type InputIssue } from '../lib/errors.ts';
 import { archiveName, bucketNameProblem, mountField, mountKey, mountProblems, uploadsOf } from '../lib/spec/mounts.ts';

@@ -1,7 +1,7 @@
 // The REST API (API Gateway proxy integration): adapt the event, let lib/http answer.
 
 import { ec2TaskProblems } from '../../lib/adapters/ec2-user-data.ts';
-import { SOURCES_PREFIX } from '../../lib/adapters/s3-data.ts';
+import { SOURCES_PREFIX } from '../../lib/workflow/resources.ts';
 import { portProblems } from '../../lib/spec/ports.ts';
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';

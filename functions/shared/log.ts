@@ -2,7 +2,7 @@
 // and the job's id and attempt on every line of an invocation once the handler knows them.
 
 import { Logger } from '@aws-lambda-powertools/logger';
-import { DEFAULT_SERVICE_NAME, SERVICE_NAME_ENV } from './operations-contract.ts';
+import { DEFAULT_SERVICE_NAME, SERVICE_NAME_ENV } from '../../lib/workflow/operations.ts';
 
 /**
  * The Lambda context fields relaunch relies on (the runtime passes more). Declared here:

@@ -10,7 +10,7 @@ import type { AttemptOutcome } from '../../lib/policy/types.ts';
 import { isTerminal, type JobStatus } from '../../lib/status.ts';
 import type { DecisionOutput } from '../../lib/workflow/contract.ts';
 import { serviceName } from './log.ts';
-import { MetricDimension, MetricName, METRICS_NAMESPACE, NO_EXIT_CODE } from './operations-contract.ts';
+import { MetricDimension, MetricName, METRICS_NAMESPACE, NO_EXIT_CODE } from '../../lib/workflow/operations.ts';
 
 let instance: Metrics | undefined;
 

@@ -1,7 +1,6 @@
 // ControllerFunctions: every relaunch Lambda, bundled with esbuild (no Docker), Node 22 on
 // arm64, each given only the variables of the ports it uses.
 
-import { jobSecretsPath } from '../../lib/adapters/ssm-job-secrets.ts';
 import { execFileSync } from 'node:child_process';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,11 +9,11 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../functions/shared/operations-contract.ts';
+import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../lib/workflow/operations.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../../lib/launch-pace.ts';
 import { EnvVar, type ComputeEnvConfig, type ReleaseEnvConfig } from '../../lib/workflow/env.ts';
 import { checkEnvironmentSize } from '../lambda-environment.ts';
-import type { DataConfig } from '../../lib/adapters/s3-data.ts';
+import { jobSecretsPath, type DataConfig } from '../../lib/workflow/resources.ts';
 import { BUNDLE_ENTRY, handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
 
 const BUNDLE_CLI = fileURLToPath(new URL('../bundle-cli.ts', import.meta.url));

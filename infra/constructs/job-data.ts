@@ -10,7 +10,7 @@ import { Aws, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { MOUNTS_PREFIX, SOURCES_PREFIX, type DataConfig } from '../../lib/adapters/s3-data.ts';
+import { MOUNTS_PREFIX, SOURCES_PREFIX, type DataConfig } from '../../lib/workflow/resources.ts';
 
 /** The bucket's settings. */
 export interface JobDataProps {

@@ -12,7 +12,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { MetricDimension, MetricName, METRICS_NAMESPACE } from '../../functions/shared/operations-contract.ts';
+import { MetricDimension, MetricName, METRICS_NAMESPACE } from '../../lib/workflow/operations.ts';
 import { isTerminal, JOB_STATUSES, JobStatus } from '../../lib/status.ts';
 
 /** Options of the alarms, the dashboard and the topics. */

@@ -11,15 +11,13 @@
 // in the response's Errors[], and goes into the NoCapacityError message or, when a later
 // candidate launched, the placement's `unavailable`.
 //
-// The launch template problem: CreateFleet takes its instance settings (image, user data,
-// IMDSv2, tags, volumes, network) only from a launch template. The launcher creates one
-// per attempt and kind of node (image, user data, EFA), named after the job and attempt,
-// with a ClientToken (a retried create returns the same template) and the job's tags; it
-// deletes them once the fleet requests are answered, whatever their outcome: an instant
-// fleet's instances do not need their template afterwards. A Lambda that dies in between
-// leaves a template behind; nothing runs from it, and the janitor deletes relaunch-tagged
-// templates made more than 15 minutes before (sweepLaunchTemplates). The fleet request itself keeps
-// nothing alive: an instant fleet is a record.
+// What it uses, each a provider of its own: Ec2Images (ec2-images.ts) resolves each
+// candidate's AMI; Ec2LaunchTemplates (ec2-launch-templates.ts) makes the attempt's launch
+// templates, from which CreateFleet takes every instance setting (image, user data, IMDSv2,
+// volumes, network), and deletes them once the fleet requests are answered; the agent in
+// the user data comes from ec2-user-data.ts. Ec2Compute builds its providers from its own
+// clients and hands them its one retry policy (ec2-calls.ts); it keeps the fleets, the
+// nodes' tags and secrets, and the release.
 //
 // Where the candidates and the order come from: planFleets (lib/placement.ts). Regions
 // fail over as before (EAGER_NEXT_REGION and FAILOVER rank zones; differently ranked
@@ -46,65 +44,36 @@
 // PrecheckError; anything else (permissions, a missing subnet) is relaunch's own fault
 // and propagates as is.
 
-import { createHash } from 'node:crypto';
 import {
   CreateFleetCommand,
-  CreateLaunchTemplateCommand,
   CreateTagsCommand,
-  DeleteLaunchTemplateCommand,
-  DescribeImagesCommand,
   DescribeInstancesCommand,
   TerminateInstancesCommand,
   type CreateFleetCommandInput,
   type CreateFleetError,
-  type CreateLaunchTemplateCommandInput,
   type EC2Client,
-  type EbsBlockDevice,
   type FleetLaunchTemplateOverridesRequest,
   type Instance,
   type RequestLaunchTemplateData,
-  type Tag,
 } from '@aws-sdk/client-ec2';
-import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET_OWNER_TAG, ssmEndpoint } from '../agent/secret-parameter.ts';
+import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET_OWNER_TAG } from '../agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
 import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
-import { architectureOf, hasEfa, hasGpus, instanceTypeInfo, networkCards, type Architecture } from '../instance-types.ts';
 import type { InstanceRef, Placement } from '../model.ts';
 import { planFleets, type FleetOverride, type FleetPlan } from '../placement.ts';
 import type { Market } from '../policy/types.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
-import { awsErrorCode, isTransientAwsError, transientError } from './aws-errors.ts';
-import type { ImageAlias } from '../spec/image-id.ts';
 import { portProblems } from '../spec/ports.ts';
-import type { DiskTier, PortRange, TaskSpec } from '../spec/types.ts';
-import type { Ec2Parameters } from './ssm-parameters.ts';
-import { nodeTrafficProblems } from './ec2-network.ts';
-import { packedAgent, tooLargeForUserData, USER_DATA_MAX_BYTES } from './ec2-user-data.ts';
-import { s3AgentMounts, type DataConfig } from './s3-data.ts';
+import type { PortRange, TaskSpec } from '../spec/types.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
-
-/** One region relaunch launches in: its subnets (one per zone) and security groups. */
-export interface Ec2RegionConfig {
-  readonly region: string;
-  /** A subnet per availability zone, in order of preference; the zones are these keys. */
-  readonly subnetsByZone: Readonly<Record<string, string>>;
-  /** Security groups of the subnets' VPC; they must allow HTTPS out to the API. */
-  readonly securityGroupIds: readonly string[];
-}
-
-/** The kinds of default image: CPU architecture, and NVIDIA drivers for GPU types. */
-export type ImageKind = 'x86_64' | 'arm64' | 'x86_64-gpu' | 'arm64-gpu';
-
-/**
- * Public SSM parameters naming the current AMI of each kind: Canonical's Ubuntu 24.04, and
- * AWS's Deep Learning Base AMI (Ubuntu 24.04, NVIDIA driver and CUDA) for GPU types.
- */
-export const DEFAULT_IMAGE_PARAMETERS: Readonly<Record<ImageKind, string>> = {
-  x86_64: '/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id',
-  arm64: '/aws/service/canonical/ubuntu/server/24.04/stable/current/arm64/hvm/ebs-gp3/ami-id',
-  'x86_64-gpu': '/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id',
-  'arm64-gpu': '/aws/service/deeplearning/ami/arm64/base-oss-nvidia-driver-gpu-ubuntu-24.04/latest/ami-id',
-};
+import { DEPLOYMENT_TAG_KEY, SPOT_SERVICE_LINKED_ROLE, type DataConfig, type Ec2RegionConfig } from '../workflow/resources.ts';
+import { awsErrorCode } from './aws-errors.ts';
+import { attemptTags, boundedToken, CAPACITY_ERRORS, ec2Retrying, errorMessage, LIVE_STATES, tagFilter, type Ec2Retrying } from './ec2-calls.ts';
+import { assertImageSomewhere, Ec2Images, imageKind, type Image, type ImageKind } from './ec2-images.ts';
+import { AttemptLaunchTemplates, launchTemplateData } from './ec2-launch-templates.ts';
+import { nodeTrafficProblems } from './ec2-network.ts';
+import { launchUserData } from './ec2-user-data.ts';
+import type { Ec2Parameters } from './ssm-parameters.ts';
 
 /** How Ec2Compute launches. */
 export interface Ec2ComputeConfig {
@@ -123,7 +92,7 @@ export interface Ec2ComputeConfig {
   readonly heartbeatSeconds?: number;
   /**
    * Root volume size when the task gives no `disk_size` (SkyPilot's default).
-   * @default 256
+   * @default DEFAULT_DISK_SIZE_GB (256)
    */
   readonly defaultDiskSizeGb?: number;
   /** SSM parameters for the default AMIs. @default DEFAULT_IMAGE_PARAMETERS */
@@ -181,15 +150,6 @@ export interface Ec2ComputeDeps {
 
 export { InstancesStillRunningError };
 
-
-/**
- * EC2's service-linked role for spot instances, which an account that never ran spot does
- * not have. The launch function may create it (infra/permissions.ts), which is what EC2
- * needs to create it during a spot launch; AWS's documentation asks API callers to create
- * it beforehand. A launch refused for want of it answers SPOT_ROLE_MISSING_ERROR.
- */
-export const SPOT_SERVICE_LINKED_ROLE = { name: 'AWSServiceRoleForEC2Spot', service: 'spot.amazonaws.com' } as const;
-
 /** EC2's answer to a spot launch in an account without the role, by a caller who may not create it. */
 export const SPOT_ROLE_MISSING_ERROR = 'AuthFailure.ServiceLinkedRoleCreationNotPermitted';
 
@@ -199,43 +159,6 @@ export function spotRoleMissingReason(region: string, detail: string): string {
     `EC2 refused a spot launch in ${region}: the account has no ${SPOT_SERVICE_LINKED_ROLE.name} service-linked role and it could not be created ` +
     `(${SPOT_ROLE_MISSING_ERROR}: ${detail}); create it once with \`aws iam create-service-linked-role --aws-service-name ${SPOT_SERVICE_LINKED_ROLE.service}\` and submit the job again`
   );
-}
-
-/** Errors that mean "no capacity here": try the next type, zone or region. */
-const CAPACITY_ERRORS = new Set([
-  'InsufficientInstanceCapacity',
-  'InsufficientCapacity',
-  'InsufficientHostCapacity',
-  'InsufficientReservedInstanceCapacity',
-  'InsufficientFreeAddressesInSubnet',
-  'SpotMaxPriceTooLow',
-  'MaxSpotInstanceCountExceeded',
-  'InstanceLimitExceeded',
-  'VcpuLimitExceeded',
-  'Unsupported',
-]);
-
-/**
- * Errors that mean "slow down" or "EC2 failed this time": the same call is retried. With
- * any other 5xx (isTransientAwsError) but the capacity errors, which EC2 also answers
- * as server errors and which mean "try elsewhere", not "try again".
- */
-const THROTTLING_ERRORS = new Set([
-  'RequestLimitExceeded',
-  'Throttling',
-  'ThrottlingException',
-  'TooManyRequestsException',
-  'RequestThrottled',
-  'ServiceUnavailable',
-  'Unavailable',
-  'InternalError',
-]);
-
-/** Whether the same EC2 call may succeed later: throttling or EC2's own fault, never capacity. */
-function isTransientEc2Error(error: unknown): boolean {
-  const code = awsErrorCode(error);
-  if (CAPACITY_ERRORS.has(code) || code.startsWith('Insufficient')) return false;
-  return THROTTLING_ERRORS.has(code) || isTransientAwsError(error);
 }
 
 /** Errors that mean the task asks for something EC2 cannot run at all. */
@@ -248,13 +171,6 @@ function isPrecheckError(code: string): boolean {
   );
 }
 
-const LIVE_STATES = ['pending', 'running', 'stopping', 'stopped'];
-
-interface Image {
-  readonly imageId: string;
-  readonly rootDeviceName: string;
-}
-
 type Attempted = { readonly launched: LaunchResult } | { readonly failures: readonly string[] };
 
 /** An override with the image its instance type boots. */
@@ -263,35 +179,14 @@ interface Candidate {
   readonly image: Image;
 }
 
-/** A launch template of this launch: created once per region and content, deleted at the end. */
-interface LaunchTemplate {
-  readonly region: string;
-  readonly id: Promise<string>;
-}
-
-/**
- * The tag naming the deployment (its name prefix) that made an instance, volume, fleet or
- * launch template. Two deployments in one account and region (staging and prod) share the
- * job tags' keys, which the agent reads: this one keeps them apart in releases, the
- * janitor's sweeps and the IAM conditions.
- */
-export const DEPLOYMENT_TAG_KEY = 'relaunch:deployment';
-
-/** The tags every resource of an attempt carries. */
-function attemptTags(namePrefix: string, request: Pick<LaunchRequest, 'jobId' | 'attempt'>): Tag[] {
-  return [
-    { Key: TagKey.name, Value: `${namePrefix}-${request.jobId}-${request.attempt}` },
-    { Key: TagKey.jobId, Value: request.jobId },
-    { Key: TagKey.attempt, Value: String(request.attempt) },
-    { Key: DEPLOYMENT_TAG_KEY, Value: namePrefix },
-  ];
-}
-
 /** EC2 as the Compute port. */
 export class Ec2Compute implements Compute {
   private readonly deps: Ec2ComputeDeps;
   private readonly config: Ec2ComputeConfig;
   private readonly sleep: (ms: number) => Promise<void>;
+  /** Every EC2 and SSM call of this object and its providers, retried alike. */
+  private readonly withRetries: Ec2Retrying;
+  private readonly images: Ec2Images;
   /** Where the instances this object launched are, so a release right after the launch needs no search. */
   private readonly launchedIn = new Map<string, string>();
 
@@ -299,6 +194,8 @@ export class Ec2Compute implements Compute {
     this.deps = deps;
     this.config = deps.config;
     this.sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.withRetries = ec2Retrying(this.config.throttleRetries ?? 8, this.sleep);
+    this.images = new Ec2Images({ ec2: deps.ec2, parameters: deps.parameters, retrying: this.withRetries, imageParameters: this.config.imageParameters });
   }
 
   /**
@@ -324,15 +221,15 @@ export class Ec2Compute implements Compute {
       market: request.market,
     });
     assertImageSomewhere(spec, plan);
-    const templates = new Map<string, LaunchTemplate>();
+    const templates = new AttemptLaunchTemplates({ ec2: this.deps.ec2, retrying: this.withRetries, namePrefix: this.config.namePrefix }, request);
     try {
       return await this.launchFleets(request, plan, templates);
     } finally {
-      await this.deleteTemplates(templates);
+      await templates.deleteAll();
     }
   }
 
-  private async launchFleets(request: LaunchRequest, plan: readonly FleetPlan[], templates: Map<string, LaunchTemplate>): Promise<LaunchResult> {
+  private async launchFleets(request: LaunchRequest, plan: readonly FleetPlan[], templates: AttemptLaunchTemplates): Promise<LaunchResult> {
     const { spec } = request;
     // One image lookup per region and kind; a region without one is noted once and skipped.
     const images = new Map<string, Promise<Image | null>>();
@@ -342,7 +239,7 @@ export class Ec2Compute implements Compute {
       for (const override of fleet.overrides) {
         const key = `${fleet.region}/${imageKind(override.instanceType)}`;
         const known = images.has(key);
-        if (!known) images.set(key, this.image(fleet.region, spec, override.instanceType));
+        if (!known) images.set(key, this.images.image(fleet.region, spec, override.instanceType));
         const image = await images.get(key);
         if (image === null || image === undefined) {
           if (!known) tried.push(`${override.instanceType} in ${fleet.region} (no image for it there)`);
@@ -412,7 +309,7 @@ export class Ec2Compute implements Compute {
     fleet: FleetPlan,
     index: number,
     candidates: readonly Candidate[],
-    templates: Map<string, LaunchTemplate>,
+    templates: AttemptLaunchTemplates,
   ): Promise<Attempted> {
     const { region } = fleet;
     const input = await this.createFleetInput(request, fleet, index, candidates, templates);
@@ -498,13 +395,22 @@ export class Ec2Compute implements Compute {
     fleet: FleetPlan,
     index: number,
     candidates: readonly Candidate[],
-    templates: Map<string, LaunchTemplate>,
+    templates: AttemptLaunchTemplates,
   ): Promise<CreateFleetCommandInput> {
     const numNodes = request.spec.numNodes;
     const network = this.config.regions.find((region) => region.region === fleet.region);
     const byTemplate = new Map<string, { data: RequestLaunchTemplateData; overrides: FleetLaunchTemplateOverridesRequest[] }>();
     candidates.forEach(({ override, image }, priority) => {
-      const data = this.launchTemplateData(request, fleet.region, override.instanceType, image, network?.securityGroupIds ?? []);
+      const data = launchTemplateData({
+        namePrefix: this.config.namePrefix,
+        request,
+        instanceType: override.instanceType,
+        image,
+        userData: this.userData(request, fleet.region, override.instanceType),
+        instanceProfileArn: this.config.instanceProfileArn,
+        securityGroupIds: network?.securityGroupIds ?? [],
+        defaultDiskSizeGb: this.config.defaultDiskSizeGb,
+      });
       const key = JSON.stringify(data);
       const entry = byTemplate.get(key) ?? { data, overrides: [] };
       entry.overrides.push({
@@ -516,7 +422,7 @@ export class Ec2Compute implements Compute {
     });
     const LaunchTemplateConfigs = await Promise.all(
       [...byTemplate.values()].map(async ({ data, overrides }) => ({
-        LaunchTemplateSpecification: { LaunchTemplateId: await this.launchTemplate(request, fleet.region, data, templates), Version: '$Latest' },
+        LaunchTemplateSpecification: { LaunchTemplateId: await templates.ensure(fleet.region, data), Version: '$Latest' },
         Overrides: overrides,
       })),
     );
@@ -545,96 +451,15 @@ export class Ec2Compute implements Compute {
     };
   }
 
-  /** The template with this content in this region: created on first use, with a ClientToken so a retried create makes one. */
-  private launchTemplate(request: LaunchRequest, region: string, data: RequestLaunchTemplateData, templates: Map<string, LaunchTemplate>): Promise<string> {
-    const digest = createHash('sha256').update(JSON.stringify(data)).digest('hex').slice(0, 16);
-    const key = `${region}/${digest}`;
-    const known = templates.get(key);
-    if (known !== undefined) return known.id;
-    const name = `${this.config.namePrefix}-${request.jobId}-${request.attempt}-${digest}`;
-    const input: CreateLaunchTemplateCommandInput = {
-      LaunchTemplateName: name,
-      ClientToken: boundedToken(name),
-      LaunchTemplateData: data,
-      TagSpecifications: [{ ResourceType: 'launch-template', Tags: attemptTags(this.config.namePrefix, request) }],
-    };
-    const id = this.withRetries(`EC2 CreateLaunchTemplate in ${region}`, () => this.deps.ec2(region).send(new CreateLaunchTemplateCommand(input))).then(
-      (response) => {
-        const created = response.LaunchTemplate?.LaunchTemplateId;
-        if (created === undefined) throw new UnexpectedCloudResponseError(`EC2 CreateLaunchTemplate in ${region} answered without the template's id`);
-        return created;
-      },
-    );
-    templates.set(key, { region, id });
-    return id;
-  }
-
-  /** Deletes the launch's templates; one already gone is fine, one never created is skipped. */
-  /**
-   * Deletes the attempt's templates, each on its own. A delete that fails is left to the
-   * janitor's sweep (sweepLaunchTemplates): never a reason to throw away instances just
-   * launched, or to hide why a launch failed.
-   */
-  private async deleteTemplates(templates: ReadonlyMap<string, LaunchTemplate>): Promise<void> {
-    await Promise.allSettled(
-      [...templates.values()].map(async ({ region, id }) => {
-        const created = await id;
-        await this.withRetries(`EC2 DeleteLaunchTemplate in ${region}`, () => this.deps.ec2(region).send(new DeleteLaunchTemplateCommand({ LaunchTemplateId: created })));
-      }),
-    );
-  }
-
-  /** What every instance of one kind boots with: image, agent, IMDSv2, tags, root volume, network (EFA with network_tier: best). */
-  private launchTemplateData(request: LaunchRequest, region: string, instanceType: string, image: Image, securityGroupIds: readonly string[]): RequestLaunchTemplateData {
-    const { spec } = request;
-    const tags = attemptTags(this.config.namePrefix, request);
-    const efa = spec.resources.networkTier === 'best' && hasEfa(instanceType);
-    return {
-      ImageId: image.imageId,
-      IamInstanceProfile: { Arn: this.config.instanceProfileArn },
-      UserData: this.userData(request, region, instanceType),
-      // Hop limit 1: a container on a bridge network (one more hop) cannot reach IMDS and the
-      // role. The task's own container shares the host's network (agent.sh), so it can.
-      MetadataOptions: { HttpTokens: 'required', HttpEndpoint: 'enabled', InstanceMetadataTags: 'enabled', HttpPutResponseHopLimit: 1 },
-      InstanceInitiatedShutdownBehavior: 'terminate',
-      BlockDeviceMappings: [
-        {
-          DeviceName: image.rootDeviceName,
-          Ebs: {
-            ...rootVolume(spec.resources.diskTier, spec.resources.diskSizeGb ?? this.config.defaultDiskSizeGb ?? 256),
-            DeleteOnTermination: true,
-            // With the account's default EBS key: checkpoints and data at rest are encrypted.
-            Encrypted: true,
-          },
-        },
-      ],
-      // With EFA the interfaces are described here, and the fleet's override gives their subnet.
-      ...(efa ? { NetworkInterfaces: efaInterfaces(instanceType, securityGroupIds) } : { SecurityGroupIds: [...securityGroupIds] }),
-      TagSpecifications: [
-        { ResourceType: 'instance', Tags: tags },
-        { ResourceType: 'volume', Tags: tags },
-      ],
-    };
-  }
-
-  /** The agent, gzipped and base64-encoded. Rank, IPs and secret come from IMDS and SSM at boot. */
+  /** The agent for this type, region and attempt (launchUserData). */
   private userData(request: LaunchRequest, region: string, instanceType: string): string {
-    const packed = packedAgent({
+    const settings = {
       apiUrl: this.config.apiUrl,
-      jobId: request.jobId,
-      attempt: request.attempt,
-      secretSource: { path: this.secretPath, region, endpoint: ssmEndpoint(region) },
-      spec: request.spec,
+      namePrefix: this.config.namePrefix,
       heartbeatSeconds: this.config.heartbeatSeconds ?? HEARTBEAT_INTERVAL_SECONDS,
-      // A type the catalog knows has its own count (0 for a CPU type, whatever the task
-      // asked for); only an unknown one is taken at the task's word.
-      gpusPerNode: gpusOf(instanceType, request.spec),
-      // Whatever the count says: a GPU type boots the GPU image, and its container gets them.
-      containerGpus: hasGpus(instanceType),
-      ...(this.config.data === undefined ? {} : s3AgentMounts(request.spec, request.jobId, this.config.data)),
-    });
-    if (packed.length > USER_DATA_MAX_BYTES) throw new PrecheckError(tooLargeForUserData(packed.length));
-    return packed.toString('base64');
+      data: this.config.data,
+    };
+    return launchUserData(settings, request, region, instanceType);
   }
 
   /**
@@ -698,46 +523,6 @@ export class Ec2Compute implements Compute {
     }
   }
 
-  /**
-   * The task's AMI for this region (null: its per-region map has none, or the region has
-   * no image for its alias), else the default kind's. A `skypilot:` alias is read from its
-   * public SSM parameter for the type's architecture.
-   */
-  private async image(region: string, spec: TaskSpec, instanceType: string): Promise<Image | null> {
-    const wanted = spec.resources.imageId;
-    const given = wanted?.kind === 'ami' ? wanted.imageId : wanted?.kind === 'alias' ? `skypilot:${wanted.alias}` : wanted?.kind === 'per-region' ? (wanted.byRegion[region] ?? null) : undefined;
-    let imageId: string | null;
-    if (given === undefined) imageId = await this.defaultImageId(region, imageKind(instanceType));
-    else if (given?.startsWith('skypilot:') === true) imageId = await this.parameterImageId(region, aliasParameter(given.slice('skypilot:'.length) as ImageAlias, architectureOf(instanceType)));
-    else imageId = given;
-    if (imageId === null) return null;
-    return this.describeImage(region, imageId);
-  }
-
-  private async defaultImageId(region: string, kind: ImageKind): Promise<string | null> {
-    return this.parameterImageId(region, this.config.imageParameters?.[kind] ?? DEFAULT_IMAGE_PARAMETERS[kind]);
-  }
-
-  private async parameterImageId(region: string, name: string): Promise<string | null> {
-    return this.withRetries(`SSM GetParameter ${name} in ${region}`, () => this.deps.parameters.read(region, name));
-  }
-
-  /** The AMI's root device, whose volume `disk_size` sizes. A missing AMI is a PrecheckError. */
-  private async describeImage(region: string, imageId: string): Promise<Image> {
-    try {
-      const response = await this.withRetries(`EC2 DescribeImages in ${region}`, () => this.deps.ec2(region).send(new DescribeImagesCommand({ ImageIds: [imageId] })));
-      const rootDeviceName = response.Images?.[0]?.RootDeviceName;
-      if (rootDeviceName === undefined) throw new PrecheckError(`resources.image_id: ${imageId} is not an AMI this account can use in ${region}`);
-      return { imageId, rootDeviceName };
-    } catch (error) {
-      const code = awsErrorCode(error);
-      if (code.startsWith('InvalidAMIID.')) {
-        throw new PrecheckError(`resources.image_id: ${imageId} cannot be used in ${region}: ${code}: ${errorMessage(error)}`);
-      }
-      throw error;
-    }
-  }
-
   private async liveInstances(region: string, filters: { Name: string; Values: string[] }[]): Promise<string[]> {
     const ids: string[] = [];
     let NextToken: string | undefined;
@@ -768,91 +553,10 @@ export class Ec2Compute implements Compute {
       for (const id of ids) await this.terminate(region, [id]);
     }
   }
-
-  /**
-   * Runs a call, retrying it with exponential backoff while AWS throttles it or fails on
-   * its side; still failing after the last retry, it is a TransientError naming `what`.
-   */
-  private async withRetries<T>(what: string, call: () => Promise<T>): Promise<T> {
-    const retries = this.config.throttleRetries ?? 8;
-    for (let retry = 0; ; retry += 1) {
-      try {
-        return await call();
-      } catch (error) {
-        if (!isTransientEc2Error(error)) throw error;
-        if (retry >= retries) throw transientError(what, error, `the SDK's retries and ${retries} of relaunch's own`);
-        await this.sleep(Math.min(500 * 2 ** retry, 20_000));
-      }
-    }
-  }
 }
-
-/**
- * The public SSM parameter of one of SkyPilot's image aliases for an architecture:
- * Canonical's Ubuntu server (`cpu-`), or AWS's Deep Learning Base AMI with the NVIDIA driver,
- * CUDA and Docker (`gpu-`).
- */
-export function aliasParameter(alias: ImageAlias, arch: Architecture): string {
-  const [kind, , version] = alias.split('-') as [string, string, string];
-  const release = `${version.slice(0, 2)}.${version.slice(2)}`;
-  if (kind === 'gpu') return `/aws/service/deeplearning/ami/${arch}/base-oss-nvidia-driver-gpu-ubuntu-${release}/latest/ami-id`;
-  // Canonical publishes 24.04 on gp3 volumes, earlier releases on gp2.
-  const volume = release === '24.04' ? 'ebs-gp3' : 'ebs-gp2';
-  return `/aws/service/canonical/ubuntu/server/${release}/stable/current/${arch === 'x86_64' ? 'amd64' : 'arm64'}/hvm/${volume}/ami-id`;
-}
-
-/** What each disk tier asks of the root volume: gp3 at three speeds, or io2. */
-export const DISK_TIER_VOLUMES: Readonly<Record<DiskTier, { readonly type: 'gp3' | 'io2'; readonly iops: number; readonly throughputMiBs?: number }>> = {
-  low: { type: 'gp3', iops: 3000, throughputMiBs: 125 },
-  medium: { type: 'gp3', iops: 6000, throughputMiBs: 500 },
-  high: { type: 'gp3', iops: 16000, throughputMiBs: 1000 },
-  ultra: { type: 'io2', iops: 64000 },
-  best: { type: 'io2', iops: 64000 },
-};
-
-/**
- * The root volume for a tier and size; with no tier, gp3 at its baseline (EBS's defaults,
- * nothing provisioned). EBS allows at most 500 provisioned IOPS per GiB
- * (gp3 and io2 alike), so a small volume gets fewer than its tier names; gp3 never fewer
- * than its 3,000 baseline, io2 never fewer than 100, and gp3's throughput at most a quarter
- * of its IOPS in MiB/s.
- */
-export function rootVolume(tier: DiskTier | undefined, sizeGb: number): Pick<EbsBlockDevice, 'VolumeSize' | 'VolumeType' | 'Iops' | 'Throughput'> {
-  if (tier === undefined) return { VolumeSize: sizeGb, VolumeType: 'gp3' };
-  const wanted = DISK_TIER_VOLUMES[tier];
-  const floor = wanted.type === 'gp3' ? 3000 : 100;
-  const iops = Math.max(floor, Math.min(wanted.iops, 500 * sizeGb));
-  if (wanted.type === 'io2') return { VolumeSize: sizeGb, VolumeType: 'io2', Iops: iops };
-  return { VolumeSize: sizeGb, VolumeType: 'gp3', Iops: iops, Throughput: Math.min(wanted.throughputMiBs ?? 125, Math.floor(iops / 4)) };
-}
-
-/** A per-region image map that names none of the regions the plan may use cannot run anywhere. */
-function assertImageSomewhere(spec: TaskSpec, plan: readonly FleetPlan[]): void {
-  const wanted = spec.resources.imageId;
-  if (wanted?.kind !== 'per-region') return;
-  const regions = [...new Set(plan.map((fleet) => fleet.region))];
-  if (regions.some((region) => wanted.byRegion[region] !== undefined)) return;
-  throw new PrecheckError(
-    `resources.image_id: names AMIs for ${Object.keys(wanted.byRegion).join(', ')}, but relaunch may launch this task only in ${regions.join(', ')}`,
-  );
-}
-
-function imageKind(instanceType: string): ImageKind {
-  const arch: Architecture = architectureOf(instanceType);
-  return hasGpus(instanceType) ? `${arch}-gpu` : arch;
-}
-
-/** EC2 caps a ClientToken at 64 ASCII characters. */
-const CLIENT_TOKEN_MAX = 64;
 
 /** How many more times launched instances are described before their IPs count as missing. */
 const DESCRIBE_LOOKS = 5;
-
-/** A token of at most 64 printable ASCII characters: `plain` itself, or its SHA-256 when it does not fit. */
-function boundedToken(plain: string): string {
-  if (plain.length <= CLIENT_TOKEN_MAX && /^[\x21-\x7e]*$/.test(plain)) return plain;
-  return createHash('sha256').update(plain).digest('hex');
-}
 
 /**
  * The same token for every try of one (job, attempt, region, request): a CreateFleet
@@ -863,7 +567,6 @@ export function fleetClientToken(request: Pick<LaunchRequest, 'jobId' | 'attempt
   return boundedToken(`${request.jobId}-${request.attempt}-${region}-${index}`);
 }
 
-/** Refuses ports the deployment does not open, before anything launches. */
 /**
  * The most failed candidates a reason or a placement names: a fleet may hold 300, and
  * both are stored with the job (DynamoDB's 400 KB item).
@@ -876,38 +579,8 @@ function capped(failures: readonly string[]): string[] {
   return [...failures.slice(0, MAX_LISTED_FAILURES), `and ${failures.length - MAX_LISTED_FAILURES} more`];
 }
 
-/**
- * One EFA interface per network card, as EC2 recommends for types with several (p4d: 4,
- * p5: 32): the primary (card 0, device 0) is an EFA with ENA, which carries the node's IP;
- * every other card's (device 1) is EFA-only, which takes no IP from the subnet (32 per p5
- * node otherwise). One card only is all a single-card type gets.
- */
-export function efaInterfaces(instanceType: string, securityGroupIds: readonly string[]): NonNullable<RequestLaunchTemplateData['NetworkInterfaces']> {
-  return Array.from({ length: networkCards(instanceType) }, (_, card) => ({
-    NetworkCardIndex: card,
-    DeviceIndex: card === 0 ? 0 : 1,
-    InterfaceType: card === 0 ? 'efa' : 'efa-only',
-    Groups: [...securityGroupIds],
-    DeleteOnTermination: true,
-  }));
-}
-
-/** SKYPILOT_NUM_GPUS_PER_NODE for a node of this type. */
-function gpusOf(instanceType: string, spec: TaskSpec): number {
-  const info = instanceTypeInfo(instanceType);
-  if (info !== null && info !== undefined) return info.gpu?.count ?? 0;
-  return spec.resources.accelerators[0]?.count ?? 0;
-}
-
+/** Refuses ports the deployment does not open, before anything launches. */
 function assertPortsOpen(spec: TaskSpec, open: readonly PortRange[]): void {
   const [problem] = portProblems(spec, open);
   if (problem !== undefined) throw new PrecheckError(`${problem.path}: ${problem.message}`);
-}
-
-function tagFilter(key: string, value: string): { Name: string; Values: string[] } {
-  return { Name: `tag:${key}`, Values: [value] };
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

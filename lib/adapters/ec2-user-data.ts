@@ -1,13 +1,17 @@
-// EC2 user data: the agent script gzipped, as launches send it, and the checks a submit can
-// make of it before any launch. No SDK client here: the API reads this at submit.
+// EC2 user data: the agent script gzipped, as launches send it (launchUserData), and the
+// checks a submit can make of it before any launch. No SDK client here: the API reads this at
+// submit.
 
 import { gzipSync } from 'node:zlib';
 import { renderAgentScript } from '../agent/script.ts';
 import { agentSecretPath, ssmEndpoint } from '../agent/secret-parameter.ts';
 import { PrecheckError, type InputIssue } from '../errors.ts';
+import { hasGpus, instanceTypeInfo } from '../instance-types.ts';
+import type { LaunchRequest } from '../ports.ts';
 import { mountProblems } from '../spec/mounts.ts';
 import type { TaskSpec } from '../spec/types.ts';
-import { jobDataPolicyOf, s3AgentMounts, s3MountProblems, SESSION_POLICY_MAX_CHARS, type DataConfig } from './s3-data.ts';
+import { jobDataPolicyOf, s3AgentMounts, s3MountProblems, SESSION_POLICY_MAX_CHARS } from './s3-data.ts';
+import type { DataConfig } from '../workflow/resources.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
 /** EC2 user data is at most 16 KB before base64; the script goes gzipped (cloud-init inflates it). */
@@ -16,6 +20,47 @@ export const USER_DATA_MAX_BYTES = 16_384;
 /** The agent script, gzipped as user data carries it. */
 export function packedAgent(params: Parameters<typeof renderAgentScript>[0]): Buffer {
   return gzipSync(renderAgentScript(params), { level: 9 });
+}
+
+/** What a launch's user data says beside the attempt: the deployment's side of it. */
+export interface UserDataSettings {
+  /** The API the agents call back (heartbeat, report). */
+  readonly apiUrl: string;
+  /** The deployment's name prefix: its agents' secrets live under agentSecretPath(namePrefix). */
+  readonly namePrefix: string;
+  readonly heartbeatSeconds: number;
+  /** The stack's buckets, for the task's S3 mounts; absent, the task has none. */
+  readonly data?: DataConfig;
+}
+
+/**
+ * The agent for one node type of an attempt in a region, gzipped and base64-encoded. Rank,
+ * IPs and secret come from IMDS and SSM at boot. Too large for user data is a PrecheckError.
+ */
+export function launchUserData(settings: UserDataSettings, request: Pick<LaunchRequest, 'jobId' | 'attempt' | 'spec'>, region: string, instanceType: string): string {
+  const packed = packedAgent({
+    apiUrl: settings.apiUrl,
+    jobId: request.jobId,
+    attempt: request.attempt,
+    secretSource: { path: agentSecretPath(settings.namePrefix), region, endpoint: ssmEndpoint(region) },
+    spec: request.spec,
+    heartbeatSeconds: settings.heartbeatSeconds,
+    // A type the catalog knows has its own count (0 for a CPU type, whatever the task
+    // asked for); only an unknown one is taken at the task's word.
+    gpusPerNode: gpusOf(instanceType, request.spec),
+    // Whatever the count says: a GPU type boots the GPU image, and its container gets them.
+    containerGpus: hasGpus(instanceType),
+    ...(settings.data === undefined ? {} : s3AgentMounts(request.spec, request.jobId, settings.data)),
+  });
+  if (packed.length > USER_DATA_MAX_BYTES) throw new PrecheckError(tooLargeForUserData(packed.length));
+  return packed.toString('base64');
+}
+
+/** SKYPILOT_NUM_GPUS_PER_NODE for a node of this type. */
+function gpusOf(instanceType: string, spec: TaskSpec): number {
+  const info = instanceTypeInfo(instanceType);
+  if (info !== null && info !== undefined) return info.gpu?.count ?? 0;
+  return spec.resources.accelerators[0]?.count ?? 0;
 }
 
 /** As long as any job id. */

@@ -6,27 +6,7 @@ import type { AgentScriptParams } from '../agent/script.ts';
 import type { TaskSpec } from '../spec/types.ts';
 import { InvalidInputError, type InputIssue } from '../errors.ts';
 import { archiveName, mountKey, namedBuckets, type FileMount } from '../spec/mounts.ts';
-
-/** Prefix of uploaded sources in the stack's bucket: `sources/<sha256>.tar.gz`. */
-export const SOURCES_PREFIX = 'sources';
-/** Prefix of nameless mounts in the stack's bucket: `mounts/<jobId>/<path>/`. */
-export const MOUNTS_PREFIX = 'mounts';
-
-/** What the stack says about S3 (DATA_CONFIG, and COMPUTE_CONFIG's `data`). */
-export interface DataConfig {
-  /** The stack's own bucket. */
-  readonly bucket: string;
-  /**
-   * Other buckets tasks may copy and mount (`relaunch:dataBuckets`): names, or
-   * prefixes of names ending in `*`.
-   */
-  readonly allowedBuckets: readonly string[];
-  /**
-   * The AWS partition the buckets are in (`aws`, `aws-cn`, `aws-us-gov`), for their ARNs.
-   * @default 'aws'
-   */
-  readonly partition?: string;
-}
+import { MOUNTS_PREFIX, SOURCES_PREFIX, type DataConfig } from '../workflow/resources.ts';
 
 /**
  * Whether a task may name a bucket: one the deployment allows by name or pattern, never

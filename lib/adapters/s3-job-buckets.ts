@@ -11,7 +11,8 @@ import {
 } from '@aws-sdk/client-s3';
 import type { BucketDeletion, JobBuckets } from '../ports.ts';
 import { awsErrorCode, sendAws } from './aws-errors.ts';
-import { s3JobFolder, type DataConfig } from './s3-data.ts';
+import { s3JobFolder } from './s3-data.ts';
+import type { DataConfig } from '../workflow/resources.ts';
 
 /** The tag `run` puts on a bucket it creates, so an account can find them. */
 export const CREATED_BUCKET_TAG = 'relaunch:created-by';

@@ -7,11 +7,6 @@ import { UnexpectedCloudResponseError } from '../errors.ts';
 import type { JobSecrets } from '../ports.ts';
 import { awsErrorCode, sendAws } from './aws-errors.ts';
 
-/** The folder of every job's secrets of a deployment (names are validated: letters, digits, -). */
-export function jobSecretsPath(namePrefix: string): string {
-  return `/${namePrefix}/job-secrets`;
-}
-
 /** JobSecrets on SSM: one SecureString per job under `path`, in the client's region. */
 export class SsmJobSecrets implements JobSecrets {
   constructor(private readonly deps: { readonly ssm: SSMClient; readonly path: string }) {}

@@ -8,7 +8,8 @@ import { InvalidInputError, UnexpectedCloudResponseError } from '../errors.ts';
 import type { JobRecord } from '../model.ts';
 import type { DataAccess } from '../ports.ts';
 import { awsErrorCode, sendAws } from './aws-errors.ts';
-import { jobDataPolicyOf, type DataConfig } from './s3-data.ts';
+import { jobDataPolicyOf } from './s3-data.ts';
+import type { DataConfig } from '../workflow/resources.ts';
 
 /**
  * How long a session lasts, in seconds: an hour, the most a role may give a session it

@@ -4,7 +4,7 @@
 // the permission; nothing here throws for what the account holds.
 
 import { awsErrorCode } from '../adapters/aws-errors.ts';
-import { aliasParameter, DEFAULT_IMAGE_PARAMETERS, type ImageKind } from '../adapters/ec2-compute.ts';
+import { aliasParameter, DEFAULT_IMAGE_PARAMETERS, type ImageKind } from '../adapters/ec2-images.ts';
 import { bucketAllowed, notAllowedBucket } from '../adapters/s3-data.ts';
 import { candidatesOf, type Candidate } from '../candidates.ts';
 import { architectureOf, hasGpus, INSTANCE_TYPES, instanceTypeInfo } from '../instance-types.ts';
@@ -496,7 +496,7 @@ async function readRegionFacts(reader: AccountReader, reads: Reads, region: stri
   };
 }
 
-/** The image a type boots in a region, as the launch would pick it (lib/adapters/ec2-compute.ts). */
+/** The image a type boots in a region, as the launch would pick it (lib/adapters/ec2-images.ts). */
 async function imageOutcome(reader: AccountReader, region: string, spec: TaskSpec, instanceType: string): Promise<ImageOutcome> {
   const wanted = spec.resources.imageId;
   const arch = architectureOf(instanceType);

@@ -2,7 +2,7 @@
 
 import * as z from '../zod.ts';
 import type { Ec2ComputeConfig } from '../adapters/ec2-compute.ts';
-import type { DataConfig } from '../adapters/s3-data.ts';
+import type { DataConfig } from './resources.ts';
 import { ConfigurationError } from '../errors.ts';
 import { EC2_LAUNCH_PACE, LaunchPaceConfigSchema, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { PortRange } from '../spec/types.ts';

@@ -5,7 +5,7 @@
 import { CreateLaunchTemplateCommand, DescribeLaunchTemplatesCommand, EC2Client, RunInstancesCommand } from '@aws-sdk/client-ec2';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TagKey } from '../../lib/agent/tags.ts';
-import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../lib/workflow/resources.ts';
 import { evaluate } from './iam.ts';
 import { awsError, tagOf, useWorld, type StackInWorld } from './world.ts';
 

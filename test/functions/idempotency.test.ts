@@ -50,7 +50,7 @@ import { handler as launchAttempt } from '../../functions/launch-attempt/handler
 import { handler as recordControllerFailure } from '../../functions/record-controller-failure/handler.ts';
 import { handler as releaseInstances } from '../../functions/release-instances/handler.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
-import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../lib/workflow/resources.ts';
 import { TransientError } from '../../lib/errors.ts';
 import { continuationExecutionName } from '../../lib/ids.ts';
 import { JobStatus } from '../../lib/status.ts';

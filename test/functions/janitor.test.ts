@@ -17,7 +17,7 @@ import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { handler } from '../../functions/janitor/handler.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
-import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../lib/workflow/resources.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { instanceStateChange, onFailureRecord } from '../fixtures/events/shapes.ts';

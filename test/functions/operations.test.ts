@@ -33,7 +33,7 @@ import {
   MetricName,
   METRICS_NAMESPACE,
   NO_EXIT_CODE,
-} from '../../functions/shared/operations-contract.ts';
+} from '../../lib/workflow/operations.ts';
 import { handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS } from '../../infra/lambda-catalog.ts';
 import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
 import type { AttemptOutcome } from '../../lib/policy/types.ts';

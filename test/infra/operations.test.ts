@@ -6,7 +6,7 @@ import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { JOB_NOTIFICATIONS_TOPIC_ENV, MetricName, METRICS_NAMESPACE, SERVICE_NAME_ENV } from '../../functions/shared/operations-contract.ts';
+import { JOB_NOTIFICATIONS_TOPIC_ENV, MetricName, METRICS_NAMESPACE, SERVICE_NAME_ENV } from '../../lib/workflow/operations.ts';
 import { configFromContext, ContextKey } from '../../infra/config.ts';
 import { EXECUTIONS_FAILED_METRIC } from '../../infra/constructs/operations.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, type LambdaName } from '../../infra/lambda-catalog.ts';

@@ -8,7 +8,7 @@ import { EC2_DETAIL_TYPES, EXECUTION_STATUS_CHANGE, GONE_STATE_NAMES } from '../
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
-import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../lib/workflow/resources.ts';
 import { InstancesStillRunningError, TransientError } from '../../lib/errors.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, TABLE_KEY } from '../../lib/adapters/dynamo-table.ts';
 import { ROUTES } from '../../lib/http/routes.ts';

@@ -23,14 +23,13 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
-  aliasParameter,
-  DEFAULT_IMAGE_PARAMETERS,
   Ec2Compute,
   fleetClientToken,
   InstancesStillRunningError,
   RELEASE_WAIT_BUDGET_MS,
   type Ec2ComputeConfig,
 } from '../../../lib/adapters/ec2-compute.ts';
+import { aliasParameter, DEFAULT_IMAGE_PARAMETERS } from '../../../lib/adapters/ec2-images.ts';
 import { LAMBDA_NEEDS, LambdaName } from '../../../infra/lambda-catalog.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { NoCapacityError, PrecheckError, TransientError, UnexpectedCloudResponseError } from '../../../lib/errors.ts';

@@ -5,9 +5,10 @@ import { DeleteLaunchTemplateCommand, DescribeInstancesCommand, DescribeLaunchTe
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Ec2Inventory, Ec2LaunchTemplates } from '../../../lib/adapters/ec2-inventory.ts';
+import { Ec2Inventory } from '../../../lib/adapters/ec2-inventory.ts';
+import { Ec2LaunchTemplates } from '../../../lib/adapters/ec2-launch-templates.ts';
 import { TagKey } from '../../../lib/agent/tags.ts';
-import { DEPLOYMENT_TAG_KEY } from '../../../lib/adapters/ec2-compute.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../../lib/workflow/resources.ts';
 
 const ec2 = mockClient(EC2Client);
 beforeEach(() => ec2.reset());

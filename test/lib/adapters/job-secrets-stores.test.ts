@@ -8,7 +8,8 @@ import { DeleteParameterCommand, GetParameterCommand, PutParameterCommand, SSMCl
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { jobSecretsPath, SsmJobSecrets } from '../../../lib/adapters/ssm-job-secrets.ts';
+import { SsmJobSecrets } from '../../../lib/adapters/ssm-job-secrets.ts';
+import { jobSecretsPath } from '../../../lib/workflow/resources.ts';
 import { TransientError } from '../../../lib/errors.ts';
 import { FileJobSecrets } from '../../../local/file-job-secrets.ts';
 

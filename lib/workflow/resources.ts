@@ -1,0 +1,59 @@
+// The names and shapes the stack (infra/) and the code it deploys (functions/, the adapters)
+// must agree on about AWS resources: the tags IAM conditions match, the service-linked role
+// a spot launch needs, the SSM path of jobs' secrets, the prefixes of the data bucket, and
+// the network and data settings a stack hands its functions. Written once here, imported by
+// both sides, so that infra/ never reads an adapter or a Lambda for a constant. Beside it:
+// contract.ts (the state machine's names and payloads), env.ts (the Lambdas' variables) and
+// operations.ts (metrics).
+
+/**
+ * The tag naming the deployment (its name prefix) that made an instance, volume, fleet or
+ * launch template. Two deployments in one account and region (staging and prod) share the
+ * job tags' keys, which the agent reads: this one keeps them apart in releases, the
+ * janitor's sweeps and the IAM conditions.
+ */
+export const DEPLOYMENT_TAG_KEY = 'relaunch:deployment';
+
+/**
+ * EC2's service-linked role for spot instances, which an account that never ran spot does
+ * not have. The launch function may create it (infra/permissions.ts), which is what EC2
+ * needs to create it during a spot launch; AWS's documentation asks API callers to create
+ * it beforehand. A launch refused for want of it answers SPOT_ROLE_MISSING_ERROR
+ * (lib/adapters/ec2-compute.ts).
+ */
+export const SPOT_SERVICE_LINKED_ROLE = { name: 'AWSServiceRoleForEC2Spot', service: 'spot.amazonaws.com' } as const;
+
+/** One region relaunch launches in: its subnets (one per zone) and security groups. */
+export interface Ec2RegionConfig {
+  readonly region: string;
+  /** A subnet per availability zone, in order of preference; the zones are these keys. */
+  readonly subnetsByZone: Readonly<Record<string, string>>;
+  /** Security groups of the subnets' VPC; they must allow HTTPS out to the API. */
+  readonly securityGroupIds: readonly string[];
+}
+
+/** The folder of every job's secrets of a deployment (names are validated: letters, digits, -). */
+export function jobSecretsPath(namePrefix: string): string {
+  return `/${namePrefix}/job-secrets`;
+}
+
+/** Prefix of uploaded sources in the stack's bucket: `sources/<sha256>.tar.gz`. */
+export const SOURCES_PREFIX = 'sources';
+/** Prefix of nameless mounts in the stack's bucket: `mounts/<jobId>/<path>/`. */
+export const MOUNTS_PREFIX = 'mounts';
+
+/** What the stack says about S3 (DATA_CONFIG, and COMPUTE_CONFIG's `data`). */
+export interface DataConfig {
+  /** The stack's own bucket. */
+  readonly bucket: string;
+  /**
+   * Other buckets tasks may copy and mount (`relaunch:dataBuckets`): names, or
+   * prefixes of names ending in `*`.
+   */
+  readonly allowedBuckets: readonly string[];
+  /**
+   * The AWS partition the buckets are in (`aws`, `aws-cn`, `aws-us-gov`), for their ARNs.
+   * @default 'aws'
+   */
+  readonly partition?: string;
+}
