@@ -9,7 +9,7 @@ import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { TASK_STATES } from '../lib/workflow/contract.ts';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
-import { EnvVar, type ComputeEnvConfig } from '../lib/workflow/env.ts';
+import { EnvVar, type ComputeEnvConfig } from '../lib/adapters/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
 import { forwardedDeadLetterQueueName } from './constructs/dead-letters.ts';

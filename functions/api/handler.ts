@@ -6,7 +6,7 @@ import { portProblems } from '../../lib/spec/ports.ts';
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
-import { EnvVar, parseDataConfig, parseNodeToNodeTraffic, parseOpenPorts } from '../../lib/workflow/env.ts';
+import { EnvVar, parseDataConfig, parseNodeToNodeTraffic, parseOpenPorts } from '../../lib/adapters/env.ts';
 import { nodeTrafficProblems } from '../../lib/adapters/ec2-network.ts';
 import type { DataAccess } from '../../lib/ports.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';

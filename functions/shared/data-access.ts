@@ -5,7 +5,7 @@ import { STSClient } from '@aws-sdk/client-sts';
 import { StsDataAccess } from '../../lib/adapters/sts-data-access.ts';
 import type { DataAccess } from '../../lib/ports.ts';
 import { ConfigurationError } from '../../lib/errors.ts';
-import { EnvVar, parseDataConfig, requireEnv } from '../../lib/workflow/env.ts';
+import { EnvVar, parseDataConfig, requireEnv } from '../../lib/adapters/env.ts';
 import { traced } from './tracing.ts';
 
 let cached: DataAccess | undefined;

@@ -40,7 +40,7 @@ import {
   parseLaunchPace,
   requireEnv,
   type ReleaseEnvConfig,
-} from '../../lib/workflow/env.ts';
+} from '../../lib/adapters/env.ts';
 import { traced } from './tracing.ts';
 
 let cachedDynamo: DynamoDBClient | undefined;

@@ -12,7 +12,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../functions/shared/operations-contract.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../../lib/launch-pace.ts';
-import { EnvVar, type ComputeEnvConfig, type ReleaseEnvConfig } from '../../lib/workflow/env.ts';
+import { EnvVar, type ComputeEnvConfig, type ReleaseEnvConfig } from '../../lib/adapters/env.ts';
 import { checkEnvironmentSize } from '../lambda-environment.ts';
 import type { DataConfig } from '../../lib/adapters/s3-data.ts';
 import { BUNDLE_ENTRY, handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';

@@ -8,7 +8,7 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { EnvVar, type DeadLetterQueueConfig } from '../../lib/workflow/env.ts';
+import { EnvVar, type DeadLetterQueueConfig } from '../../lib/adapters/env.ts';
 
 /** Options of the janitor's schedule and alarms. */
 export interface JanitorProps {

@@ -15,7 +15,7 @@ import 'aws-sdk-client-mock-vitest/extend';
 import { describe, expect, it } from 'vitest';
 import { handler } from '../../functions/api/handler.ts';
 import { TTL_ATTRIBUTE } from '../../lib/adapters/dynamo-table.ts';
-import { EnvVar } from '../../lib/workflow/env.ts';
+import { EnvVar } from '../../lib/adapters/env.ts';
 import { executionArnOf } from '../../lib/adapters/sfn-workflow.ts';
 import { authorizationHeader } from '../../lib/agent/protocol.ts';
 import { JobStatus } from '../../lib/status.ts';

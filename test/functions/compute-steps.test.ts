@@ -19,7 +19,7 @@ import { handler as launchAttempt } from '../../functions/launch-attempt/handler
 import { handler as onExecutionEnded } from '../../functions/on-execution-ended/handler.ts';
 import { handler as recordControllerFailure } from '../../functions/record-controller-failure/handler.ts';
 import { handler as releaseInstances } from '../../functions/release-instances/handler.ts';
-import { EnvVar } from '../../lib/workflow/env.ts';
+import { EnvVar } from '../../lib/adapters/env.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { ConfigurationError } from '../../lib/errors.ts';
 import { JobStatus } from '../../lib/status.ts';

@@ -18,7 +18,7 @@ import { resetDeps } from '../../functions/shared/deps.ts';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';
 import { newJobRecord } from '../../lib/usecases/submit-job.ts';
-import { EnvVar } from '../../lib/workflow/env.ts';
+import { EnvVar } from '../../lib/adapters/env.ts';
 import { executionArnOf, executionStatusChange, useWorld } from './world.ts';
 
 const world = useWorld();

@@ -56,7 +56,7 @@ import { continuationExecutionName } from '../../lib/ids.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { INTERRUPTED_LAUNCH_REASON } from '../../lib/usecases/launch-attempt.ts';
 import { StateName, WorkflowError, type WorkflowState } from '../../lib/workflow/contract.ts';
-import { EnvVar } from '../../lib/workflow/env.ts';
+import { EnvVar } from '../../lib/adapters/env.ts';
 import { computeConfig, givenAttempt, givenJob, instance, sfn, ssm, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();

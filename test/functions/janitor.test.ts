@@ -19,7 +19,7 @@ import { handler } from '../../functions/janitor/handler.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
 import { JobStatus } from '../../lib/status.ts';
-import { EnvVar } from '../../lib/workflow/env.ts';
+import { EnvVar } from '../../lib/adapters/env.ts';
 import { instanceStateChange, onFailureRecord } from '../fixtures/events/shapes.ts';
 import { computeConfig, givenAttempt, givenJob, instance, sfn, ssm, STATE_MACHINE_ARN, useWorld } from './world.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';

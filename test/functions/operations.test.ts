@@ -38,7 +38,7 @@ import { handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS } from '../../infra/lambda-cat
 import { EXECUTION_STATUS_CHANGE } from '../../lib/aws-events.ts';
 import type { AttemptOutcome } from '../../lib/policy/types.ts';
 import { JobStatus } from '../../lib/status.ts';
-import { EnvVar } from '../../lib/workflow/env.ts';
+import { EnvVar } from '../../lib/adapters/env.ts';
 import { computeConfig, givenAttempt, givenJob, instance, sfn, ssm, STATE_MACHINE_ARN, useWorld } from './world.ts';
 
 const world = useWorld();

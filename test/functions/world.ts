@@ -7,7 +7,7 @@ import { SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { resetDeps } from '../../functions/shared/deps.ts';
-import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
+import { EnvVar, type ComputeEnvConfig } from '../../lib/adapters/env.ts';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/adapters/dynalite.ts';
 import type { InstanceRef, JobRecord } from '../../lib/model.ts';

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { configFromContext, ContextKey } from '../../infra/config.ts';
 import { nodeTrafficProblems } from '../../lib/adapters/ec2-network.ts';
-import { EnvVar, parseNodeToNodeTraffic } from '../../lib/workflow/env.ts';
+import { EnvVar, parseNodeToNodeTraffic } from '../../lib/adapters/env.ts';
 
 const VPC = 'vpc-0123456789abcdef0';
 const A = 'subnet-0123456789abcdef0';

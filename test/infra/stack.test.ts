@@ -5,7 +5,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EC2_DETAIL_TYPES, EXECUTION_STATUS_CHANGE, GONE_STATE_NAMES } from '../../lib/aws-events.ts';
-import { EnvVar } from '../../lib/workflow/env.ts';
+import { EnvVar } from '../../lib/adapters/env.ts';
 import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';

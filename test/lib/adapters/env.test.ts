@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../../../lib/errors.ts';
 import { EC2_LAUNCH_PACE } from '../../../lib/launch-pace.ts';
-import { parseDataConfig, parseLaunchPace } from '../../../lib/workflow/env.ts';
+import { parseDataConfig, parseLaunchPace } from '../../../lib/adapters/env.ts';
 
 describe('parseDataConfig', () => {
   it('reads the bucket and the allowed buckets', () => {

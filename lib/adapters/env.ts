@@ -1,8 +1,9 @@
-// The Lambdas' configuration, shared by the CDK construct that sets it and the functions that read it.
+// The Lambdas' configuration: the variables the CDK construct sets and the functions read, parsed
+// into the adapters' settings.
 
 import * as z from '../zod.ts';
-import type { Ec2ComputeConfig } from '../adapters/ec2-compute.ts';
-import type { DataConfig } from '../adapters/s3-data.ts';
+import type { Ec2ComputeConfig } from './ec2-compute.ts';
+import type { DataConfig } from './s3-data.ts';
 import { ConfigurationError } from '../errors.ts';
 import { EC2_LAUNCH_PACE, LaunchPaceConfigSchema, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { PortRange } from '../spec/types.ts';
