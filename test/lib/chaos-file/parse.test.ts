@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseChaosFile, parseDuration } from '../../../lib/chaos-file/parse.ts';
 import type { ChaosFault } from '../../../lib/chaos-file/types.ts';
 import { InvalidInputError, type InputIssue } from '../../../lib/errors.ts';
-import { HOSTILE_CHAOS } from '../../fixtures/hostile-yaml.ts';
+import { HOSTILE_CHAOS } from '../../../bench/hostile-texts.ts';
 
 /** The issues a parse threw; fails the test when it did not throw InvalidInputError. */
 function issuesOf(parse: () => unknown): readonly InputIssue[] {
