@@ -12,7 +12,7 @@ const SYSTEM_SHARED = ['test/local/e2e-*.test.ts', 'test/infra/synth.test.ts'];
 const SYSTEM = [...SYSTEM_ISOLATED, ...SYSTEM_SHARED];
 
 /** The files that share a worker's modules (see `projects` below); every other test file gets a worker of its own. */
-const SHARED = ['test/lib/*.test.ts', 'test/lib/{agent,check,http,policy,spec,usecases,workflow}/**/*.test.ts', 'test/{infra,docs,bench,local}/**/*.test.ts'];
+const SHARED = ['test/lib/*.test.ts', 'test/lib/{agent,chaos-file,check,http,policy,spec,usecases,workflow}/**/*.test.ts', 'test/{infra,docs,bench,local,scripts}/**/*.test.ts'];
 
 export default defineConfig({
   test: {

@@ -3,9 +3,9 @@
 // body limit; and, for scale, a valid file at the largest shape they accept.
 
 import { performance } from 'node:perf_hooks';
-import { parseChaosFile } from '../local/chaos.ts';
+import { parseChaosFile } from '../lib/chaos-file/parse.ts';
 import { parseJobFile } from '../lib/spec/parse.ts';
-import { HOSTILE_CHAOS, HOSTILE_TASKS } from '../test/fixtures/hostile-yaml.ts';
+import { HOSTILE_CHAOS, HOSTILE_TASKS } from './hostile-texts.ts';
 import type { Benchmark, BenchResult } from './types.ts';
 
 /** Target: the slowest refusal, well under a second. */

@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AttemptRecord } from '../lib/model.ts';
-import type { ChaosPlan } from '../local/chaos.ts';
+import type { ChaosPlan } from '../lib/chaos-file/types.ts';
 import { LocalRuntime } from '../local/runtime.ts';
 import type { BenchResult, Benchmark } from './types.ts';
 

@@ -230,6 +230,27 @@ export interface DataAccess {
   credentialsFor(job: JobRecord, attempt: number): Promise<ProcessCredentials>;
 }
 
+/** A job that reached a terminal status, for whoever counts and announces ends. */
+export interface JobEnded {
+  readonly jobId: string;
+  readonly status: JobStatus;
+  readonly reason: string;
+  /** The attempt that ended it; absent when the job never launched one, or the step that ended it does not say. */
+  readonly attempt?: number;
+}
+
+/**
+ * Where a job's end is announced to the people who run it (on AWS, an SNS topic they
+ * subscribe to). At least once, not exactly once: a step the state machine retries after
+ * it announced announces again.
+ */
+export interface JobNotifier {
+  /** Where announcements go, for log lines: the topic's ARN. */
+  readonly destination: string;
+  /** Announces `ended`; throws when it could not. */
+  jobEnded(ended: JobEnded): Promise<void>;
+}
+
 /**
  * Where a job's secret values live from its submit to its end, never in its record:
  * SSM SecureStrings on AWS, a file only the user can read locally.

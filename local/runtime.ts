@@ -37,8 +37,9 @@ import {
   type UseCaseDeps,
 } from '../lib/usecases/index.ts';
 import { BOOT_TIMEOUT_SECONDS_PATH, HEARTBEAT_TIMEOUT_SECONDS, StateName } from '../lib/workflow/contract.ts';
-import { AwaitTaskInputSchema, awaitAttemptTask, controllerTasks } from '../lib/workflow/task-handlers.ts';
-import { mergeChaos, NO_CHAOS, type ChaosPlan } from './chaos.ts';
+import { AwaitTaskInputSchema, awaitAttemptTask, controllerTasks } from '../lib/usecases/task-handlers.ts';
+import type { ChaosPlan } from '../lib/chaos-file/types.ts';
+import { mergeChaos, NO_CHAOS } from './chaos.ts';
 import { LocalJobBuckets } from './job-buckets.ts';
 import { LocalWorkflow, type LocalExecutionResult, type LocalTaskHandler, type TaskClock } from './local-workflow.ts';
 import { LocalProcessCompute } from './process-compute.ts';

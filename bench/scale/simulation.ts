@@ -34,7 +34,7 @@ import type { Compute, LaunchRequest, LaunchResult } from '../../lib/ports.ts';
 import { isTerminal, JobStatus } from '../../lib/status.ts';
 import { heartbeat, onExecutionEnded, onInstanceEvent, reportPhase, submitJob, type InstanceEvent, type UseCaseDeps } from '../../lib/usecases/index.ts';
 import { startQueuedJobs } from '../../lib/usecases/start-queued.ts';
-import { awaitAttemptTask, controllerTasks } from '../../lib/workflow/task-handlers.ts';
+import { awaitAttemptTask, controllerTasks } from '../../lib/usecases/task-handlers.ts';
 import { AWAIT_STATES, HEARTBEAT_INTERVAL_SECONDS, StateName, type TaskStateName } from '../../lib/workflow/contract.ts';
 import type { AslDefinition } from '../../infra/asl.ts';
 import { LambdaName, TASK_LAMBDAS } from '../../infra/lambda-catalog.ts';

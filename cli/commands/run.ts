@@ -19,7 +19,9 @@ import { readTaskFile, STDIN_ARGUMENT } from '../task-file.ts';
 import { LocalSourceStore, uploadSources } from '../sources.ts';
 import { sourcesDir } from '../../local/paths.ts';
 import { ensureLocalBuckets, markCreatedBuckets } from '../local-buckets.ts';
-import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan, readChaosFile, type ChaosPlan } from '../../local/chaos.ts';
+import type { ChaosPlan } from '../../lib/chaos-file/types.ts';
+import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan } from '../../local/chaos.ts';
+import { readChaosFile } from '../chaos-file.ts';
 
 /** Options of `relaunch run`. */
 export interface RunOptions extends TargetOptions {

@@ -8,7 +8,8 @@ import { openServedRuntime } from '../context.ts';
 import { isTerminal } from '../../lib/status.ts';
 import { cancelJob, listJobs } from '../../lib/usecases/index.ts';
 import type { LocalRuntime } from '../../local/runtime.ts';
-import { NO_CHAOS, readChaosFile } from '../../local/chaos.ts';
+import { NO_CHAOS } from '../../local/chaos.ts';
+import { readChaosFile } from '../chaos-file.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 
 interface ServeOptions {

@@ -66,74 +66,15 @@ import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
 import { portProblems } from '../spec/ports.ts';
 import type { PortRange, TaskSpec } from '../spec/types.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
-import { DEPLOYMENT_TAG_KEY, SPOT_SERVICE_LINKED_ROLE, type DataConfig, type Ec2RegionConfig } from '../workflow/resources.ts';
+import { DEPLOYMENT_TAG_KEY, SPOT_SERVICE_LINKED_ROLE, type Ec2ComputeConfig } from '../workflow/resources.ts';
 import { awsErrorCode } from './aws-errors.ts';
 import { attemptTags, boundedToken, CAPACITY_ERRORS, ec2Retrying, errorMessage, LIVE_STATES, tagFilter, type Ec2Retrying } from './ec2-calls.ts';
-import { assertImageSomewhere, Ec2Images, imageKind, type Image, type ImageKind } from './ec2-images.ts';
+import { assertImageSomewhere, Ec2Images, imageKind, type Image } from './ec2-images.ts';
 import { AttemptLaunchTemplates, launchTemplateData } from './ec2-launch-templates.ts';
 import { nodeTrafficProblems } from './ec2-network.ts';
 import { launchUserData } from './ec2-user-data.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
 
-/** How Ec2Compute launches. */
-export interface Ec2ComputeConfig {
-  /** The regions to launch in, in order of preference. */
-  readonly regions: readonly Ec2RegionConfig[];
-  /** The instance profile every instance gets. */
-  readonly instanceProfileArn: string;
-  /** The API the agents call back (heartbeat, report). */
-  readonly apiUrl: string;
-  /**
-   * Instances are named `<namePrefix>-<jobId>-<attempt>`; agent secrets live under
-   * agentSecretPath(namePrefix).
-   */
-  readonly namePrefix: string;
-  /** @default HEARTBEAT_INTERVAL_SECONDS */
-  readonly heartbeatSeconds?: number;
-  /**
-   * Root volume size when the task gives no `disk_size` (SkyPilot's default).
-   * @default DEFAULT_DISK_SIZE_GB (256)
-   */
-  readonly defaultDiskSizeGb?: number;
-  /** SSM parameters for the default AMIs. @default DEFAULT_IMAGE_PARAMETERS */
-  readonly imageParameters?: Partial<Record<ImageKind, string>>;
-  /** When set, only these instance types are launched. */
-  readonly allowedInstanceTypes?: readonly string[];
-  /**
-   * The stack's bucket and the buckets instances may mount: where uploads and nameless
-   * mounts are. Absent (a stack from before them), a task with mounts is refused at submit.
-   */
-  readonly data?: DataConfig;
-  /**
-   * The ports the instances' security group opens (in the stack's region; other regions'
-   * groups are given as they are). A task asking for others is refused.
-   * @default - none: a task with `ports` is refused
-   */
-  readonly openPorts?: readonly PortRange[];
-  /**
-   * Whether the instances' security group admits its own members (the stack's
-   * relaunch:nodeToNodeTraffic): false refuses a multi-node task before anything launches.
-   * @default true
-   */
-  readonly nodeToNodeTraffic?: boolean;
-  /**
-   * Retries of a throttled call before its error propagates, waiting 0.5 s, doubling,
-   * capped at 20 s.
-   * @default 8
-   */
-  readonly throttleRetries?: number;
-  /**
-   * Checks that released instances are going (1 s apart, doubling) before release fails.
-   * @default 6
-   */
-  readonly releaseChecks?: number;
-  /**
-   * The most one release waits between checks, over all regions: it must end well inside
-   * its Lambda's timeout, and Step Functions retries InstancesStillRunningError after it.
-   * @default RELEASE_WAIT_BUDGET_MS
-   */
-  readonly releaseWaitBudgetMs?: number;
-}
 
 /** How long one release waits for terminated instances, in all: well under its Lambda's timeout. */
 export const RELEASE_WAIT_BUDGET_MS = 40_000;

@@ -13,9 +13,8 @@ import type { TaskSpec } from '../spec/types.ts';
 import { awsErrorCode } from './aws-errors.ts';
 import { errorMessage, type Ec2Retrying } from './ec2-calls.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
+import type { ImageKind } from '../workflow/resources.ts';
 
-/** The kinds of default image: CPU architecture, and NVIDIA drivers for GPU types. */
-export type ImageKind = 'x86_64' | 'arm64' | 'x86_64-gpu' | 'arm64-gpu';
 
 /**
  * Public SSM parameters naming the current AMI of each kind: Canonical's Ubuntu 24.04, and

@@ -2,6 +2,14 @@
 
 import * as z from '../zod.ts';
 
+/**
+ * How long AwaitAttempt waits between heartbeats before the attempt counts as lost. The
+ * agent beats every HEARTBEAT_INTERVAL_SECONDS, so three can be missed.
+ */
+export const HEARTBEAT_TIMEOUT_SECONDS = 300;
+/** How often the agent heartbeats while its attempt runs. */
+export const HEARTBEAT_INTERVAL_SECONDS = 60;
+
 /** Lines of a phase's output the agent sends back (the end of it). */
 export const OUTPUT_TAIL_LINES = 50;
 /** At most this many bytes of those lines: a progress bar can make one line megabytes long. */

@@ -14,11 +14,11 @@ import {
   OUTPUT_TAIL_LINES,
   OUTPUT_TAIL_MAX_BYTES,
   dataCredentialsPath,
+  HEARTBEAT_TIMEOUT_SECONDS,
   reportPath,
   STALE_ATTEMPT_STATUS,
 } from './protocol.ts';
 import { WORKDIR_PATH } from '../spec/mounts.ts';
-import { HEARTBEAT_TIMEOUT_SECONDS } from '../workflow/contract.ts';
 import { AGENT_SOURCE } from './agent-source.ts';
 import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';

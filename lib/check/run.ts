@@ -4,7 +4,8 @@
 // the permission; nothing here throws for what the account holds.
 
 import { awsErrorCode } from '../adapters/aws-errors.ts';
-import { aliasParameter, DEFAULT_IMAGE_PARAMETERS, type ImageKind } from '../adapters/ec2-images.ts';
+import { aliasParameter, DEFAULT_IMAGE_PARAMETERS } from '../adapters/ec2-images.ts';
+import type { ImageKind } from '../workflow/resources.ts';
 import { bucketAllowed, notAllowedBucket } from '../adapters/s3-data.ts';
 import { candidatesOf, type Candidate } from '../candidates.ts';
 import { architectureOf, hasGpus, INSTANCE_TYPES, instanceTypeInfo } from '../instance-types.ts';

@@ -2,9 +2,9 @@
 // (`relaunch serve`) can both adapt to it.
 
 import type { InputIssue } from '../errors.ts';
-import type { DataAccess } from '../ports.ts';
+import type { DataAccess, JobEnded } from '../ports.ts';
 import type { TaskSpec } from '../spec/types.ts';
-import type { JobEnded, UseCaseDeps } from '../usecases/deps.ts';
+import type { UseCaseDeps } from '../usecases/deps.ts';
 
 /** An HTTP request, reduced to what relaunch reads. Header names in any case. */
 export interface ApiRequest {

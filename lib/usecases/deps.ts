@@ -1,7 +1,6 @@
 // The ports a use case may be given: each use case names the subset it needs.
 
 import type { Clock, Compute, JobSecrets, JobStore, LaunchPace, Random, Workflow } from '../ports.ts';
-import type { JobStatus } from '../status.ts';
 
 /**
  * Everything the use cases reach the world through. A Lambda and the local runtime build
@@ -16,13 +15,6 @@ export interface UseCaseDeps {
   readonly random: Random;
   readonly secrets: JobSecrets;
   readonly pace: LaunchPace;
-}
-
-/** A job that reached a terminal status, for whoever counts and announces ends. */
-export interface JobEnded {
-  readonly jobId: string;
-  readonly status: JobStatus;
-  readonly reason: string;
 }
 
 /** The current time as stored: ISO 8601, UTC. */

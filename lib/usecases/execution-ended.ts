@@ -6,7 +6,8 @@ import type { AttemptRecord } from '../model.ts';
 import { isTerminal, JobStatus } from '../status.ts';
 import { CANCELLED_BY_USER } from './await-attempt.ts';
 import { recordControllerFailure } from './controller-failure.ts';
-import { nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
+import type { JobEnded } from '../ports.ts';
+import { nowIso, type UseCaseDeps } from './deps.ts';
 import { retryOnConflict } from './retry.ts';
 import { releaseStandbyOf } from './standby.ts';
 

@@ -10,9 +10,9 @@ import {
   executionEndedOf,
   instanceEventOf,
 } from '../aws-events.ts';
-import type { DeadLetter, DeadLetters } from '../ports.ts';
+import type { DeadLetter, DeadLetters, JobEnded } from '../ports.ts';
 import * as z from '../zod.ts';
-import { errorMessage, type JobEnded, type UseCaseDeps } from './deps.ts';
+import { errorMessage, type UseCaseDeps } from './deps.ts';
 import { onExecutionEnded } from './execution-ended.ts';
 import { onInstanceEvent } from './instance-event.ts';
 

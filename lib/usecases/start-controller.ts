@@ -3,7 +3,8 @@
 
 import { TransientError } from '../errors.ts';
 import { JobStatus } from '../status.ts';
-import { errorMessage, nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
+import type { JobEnded } from '../ports.ts';
+import { errorMessage, nowIso, type UseCaseDeps } from './deps.ts';
 
 /**
  * Starts the job's execution and records it; true when it started. A start refused for now

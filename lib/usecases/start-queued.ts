@@ -5,7 +5,8 @@
 import { JobStatus } from '../status.ts';
 import { ConcurrentUpdateError, IllegalTransitionError } from '../errors.ts';
 import { CANCELLED_BY_USER } from './await-attempt.ts';
-import { errorMessage, nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
+import type { JobEnded } from '../ports.ts';
+import { errorMessage, nowIso, type UseCaseDeps } from './deps.ts';
 import { startController } from './start-controller.ts';
 
 /**

@@ -2,7 +2,7 @@
 
 import { createHash } from 'node:crypto';
 import { IdempotencyKeyReusedError, InvalidTaskSpecError, type InputIssue } from '../errors.ts';
-import type { IdempotencyClaim } from '../ports.ts';
+import type { IdempotencyClaim, JobEnded } from '../ports.ts';
 import { retryOnConflict } from './retry.ts';
 import { initialCounters } from '../policy/decide.ts';
 import { resolveJob } from '../spec/secrets.ts';
@@ -12,7 +12,7 @@ import type { ParsedTask, SpecWarning, TaskSpec } from '../spec/types.ts';
 import { newJobId } from '../ids.ts';
 import type { JobRecord, PipelineState } from '../model.ts';
 import { JobStatus } from '../status.ts';
-import { nowIso, type JobEnded, type UseCaseDeps } from './deps.ts';
+import { nowIso, type UseCaseDeps } from './deps.ts';
 import { startController } from './start-controller.ts';
 
 /** A task to run: YAML text, or an already-parsed object (a JSON body). */

@@ -90,12 +90,10 @@ export const LAMBDA_TRANSIENT_ERRORS = [
 export const LAMBDA_CRASH_ERRORS = ['Lambda.Unknown', 'Sandbox.Timedout'] as const;
 
 /**
- * How long AwaitAttempt waits between heartbeats before the attempt counts as lost. The
- * agent beats every HEARTBEAT_INTERVAL_SECONDS, so three can be missed.
+ * AwaitAttempt's heartbeat timeout and the agent's beat: the agent's protocol holds them (its
+ * script reads the timeout), the state machine's side of it names them here too.
  */
-export const HEARTBEAT_TIMEOUT_SECONDS = 300;
-/** How often the agent heartbeats while its attempt runs. */
-export const HEARTBEAT_INTERVAL_SECONDS = 60;
+export { HEARTBEAT_INTERVAL_SECONDS, HEARTBEAT_TIMEOUT_SECONDS } from '../agent/protocol.ts';
 
 /**
  * After this many attempts in one execution the machine continues as a new one. An

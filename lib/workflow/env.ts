@@ -1,8 +1,7 @@
 // The Lambdas' configuration, shared by the CDK construct that sets it and the functions that read it.
 
 import * as z from '../zod.ts';
-import type { Ec2ComputeConfig } from '../adapters/ec2-compute.ts';
-import type { DataConfig } from './resources.ts';
+import type { DataConfig, Ec2ComputeConfig } from './resources.ts';
 import { ConfigurationError } from '../errors.ts';
 import { EC2_LAUNCH_PACE, LaunchPaceConfigSchema, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { PortRange } from '../spec/types.ts';

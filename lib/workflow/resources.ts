@@ -6,6 +6,9 @@
 // contract.ts (the state machine's names and payloads), env.ts (the Lambdas' variables) and
 // operations.ts (metrics).
 
+
+import type { PortRange } from '../spec/types.ts';
+
 /**
  * The tag naming the deployment (its name prefix) that made an instance, volume, fleet or
  * launch template. Two deployments in one account and region (staging and prod) share the
@@ -56,4 +59,67 @@ export interface DataConfig {
    * @default 'aws'
    */
   readonly partition?: string;
+}
+
+/** The kinds of default image: CPU architecture, and NVIDIA drivers for GPU types. */
+export type ImageKind = 'x86_64' | 'arm64' | 'x86_64-gpu' | 'arm64-gpu';
+
+/** How Ec2Compute launches: COMPUTE_CONFIG, which the stack writes and the compute steps read. */
+export interface Ec2ComputeConfig {
+  /** The regions to launch in, in order of preference. */
+  readonly regions: readonly Ec2RegionConfig[];
+  /** The instance profile every instance gets. */
+  readonly instanceProfileArn: string;
+  /** The API the agents call back (heartbeat, report). */
+  readonly apiUrl: string;
+  /**
+   * Instances are named `<namePrefix>-<jobId>-<attempt>`; agent secrets live under
+   * agentSecretPath(namePrefix).
+   */
+  readonly namePrefix: string;
+  /** @default HEARTBEAT_INTERVAL_SECONDS */
+  readonly heartbeatSeconds?: number;
+  /**
+   * Root volume size when the task gives no `disk_size` (SkyPilot's default).
+   * @default DEFAULT_DISK_SIZE_GB (256)
+   */
+  readonly defaultDiskSizeGb?: number;
+  /** SSM parameters for the default AMIs. @default DEFAULT_IMAGE_PARAMETERS */
+  readonly imageParameters?: Partial<Record<ImageKind, string>>;
+  /** When set, only these instance types are launched. */
+  readonly allowedInstanceTypes?: readonly string[];
+  /**
+   * The stack's bucket and the buckets instances may mount: where uploads and nameless
+   * mounts are. Absent (a stack from before them), a task with mounts is refused at submit.
+   */
+  readonly data?: DataConfig;
+  /**
+   * The ports the instances' security group opens (in the stack's region; other regions'
+   * groups are given as they are). A task asking for others is refused.
+   * @default - none: a task with `ports` is refused
+   */
+  readonly openPorts?: readonly PortRange[];
+  /**
+   * Whether the instances' security group admits its own members (the stack's
+   * relaunch:nodeToNodeTraffic): false refuses a multi-node task before anything launches.
+   * @default true
+   */
+  readonly nodeToNodeTraffic?: boolean;
+  /**
+   * Retries of a throttled call before its error propagates, waiting 0.5 s, doubling,
+   * capped at 20 s.
+   * @default 8
+   */
+  readonly throttleRetries?: number;
+  /**
+   * Checks that released instances are going (1 s apart, doubling) before release fails.
+   * @default 6
+   */
+  readonly releaseChecks?: number;
+  /**
+   * The most one release waits between checks, over all regions: it must end well inside
+   * its Lambda's timeout, and Step Functions retries InstancesStillRunningError after it.
+   * @default RELEASE_WAIT_BUDGET_MS
+   */
+  readonly releaseWaitBudgetMs?: number;
 }

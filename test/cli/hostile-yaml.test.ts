@@ -6,7 +6,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { HOSTILE_CHAOS, HOSTILE_TASKS } from '../fixtures/hostile-yaml.ts';
+import { HOSTILE_CHAOS, HOSTILE_TASKS } from '../../bench/hostile-texts.ts';
 import { killStrayClis, removeTempDirs, runCli, SLOW, startCli, tempDir, waitFor, waitForOutput, waitForPid, writeTask } from './helpers.ts';
 
 afterAll(async () => {

@@ -2,7 +2,8 @@
 // chaos parser), a look at the processes a job left on the machine, and a real server.
 
 import { readdirSync, readFileSync } from 'node:fs';
-import { parseChaosFile, type ChaosPlan } from '../../local/chaos.ts';
+import { parseChaosFile } from '../../lib/chaos-file/parse.ts';
+import type { ChaosPlan } from '../../lib/chaos-file/types.ts';
 import { startCli, waitForOutput, type Cli } from '../cli/helpers.ts';
 import { INSTANCE_MARK } from '../../local/process-groups.ts';
 import { yaml } from '../local/harness.ts';

@@ -27,7 +27,7 @@ import { handler as janitor } from '../../functions/janitor/handler.ts';
 import { handler as launchAttempt } from '../../functions/launch-attempt/handler.ts';
 import { handler as onExecutionEnded } from '../../functions/on-execution-ended/handler.ts';
 import { handler as recordControllerFailure } from '../../functions/record-controller-failure/handler.ts';
-import { resetPublisher } from '../../functions/shared/sns-publisher.ts';
+import { resetJobNotifier } from '../../functions/shared/job-notifier.ts';
 import {
   JOB_NOTIFICATIONS_TOPIC_ENV,
   MetricName,
@@ -102,7 +102,7 @@ beforeEach(() => {
   ssm.reset();
   sns.reset();
   sqs.reset();
-  resetPublisher();
+  resetJobNotifier();
   delete process.env[JOB_NOTIFICATIONS_TOPIC_ENV];
   process.env[EnvVar.computeConfig] = JSON.stringify(CONFIG);
   process.env[EnvVar.apiUrl] = 'https://api.example.com/v1/';

@@ -78,6 +78,20 @@ describe('bundle', () => {
     expect([...clients].sort()).toEqual(clientsFor(LAMBDA_NEEDS[name]));
   });
 
+  it("keeps the SNS client out of a notifying Lambda's cold start, in a chunk of its own", async () => {
+    const { metafile, loadedFiles, lazyChunks } = await bundleLambda(LambdaName.evaluatePolicy, join(out, 'notify'));
+    const inputsOf = (files: readonly string[]) =>
+      Object.entries(metafile.outputs)
+        .filter(([path]) => files.includes(resolve(REPO_ROOT, path)))
+        .flatMap(([, output]) => Object.keys(output.inputs));
+    const sns = (input: string) => input.includes('node_modules/@aws-sdk/client-sns/') || input === 'lib/adapters/sns-job-notifier.ts';
+    expect(inputsOf(loadedFiles).filter(sns)).toEqual([]);
+    const notifierChunks = lazyChunks.filter((chunk) => inputsOf([chunk]).includes('functions/shared/job-notifier.ts'));
+    expect(notifierChunks).toHaveLength(1);
+    expect(inputsOf(notifierChunks)).toEqual(expect.arrayContaining(['lib/adapters/sns-job-notifier.ts']));
+    expect(inputsOf(notifierChunks).some((input) => input.includes('node_modules/@aws-sdk/client-sns/'))).toBe(true);
+  });
+
   it("keeps the API's task parser out of what its cold start reads, in a chunk of its own", async () => {
     const { metafile, loadedFiles, lazyChunks } = await bundleLambda(LambdaName.api, join(out, 'api'));
     const inputsOf = (files: readonly string[]) =>

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { StaleAttemptError } from '../../lib/errors.ts';
 import type { AttemptRecord } from '../../lib/model.ts';
 import { reportPhase } from '../../lib/usecases/index.ts';
-import type { ChaosFault, ChaosPlan } from '../../local/chaos.ts';
+import type { ChaosFault, ChaosPlan } from '../../lib/chaos-file/types.ts';
 import { jobWorkDir, nodeDir } from '../../local/paths.ts';
 import { alive, finish, statusTrail, useLocalRuntimes, waitFor, yaml, type TestRuntime } from './harness.ts';
 

@@ -27,8 +27,8 @@ import {
   fleetClientToken,
   InstancesStillRunningError,
   RELEASE_WAIT_BUDGET_MS,
-  type Ec2ComputeConfig,
 } from '../../../lib/adapters/ec2-compute.ts';
+import type { Ec2ComputeConfig } from '../../../lib/workflow/resources.ts';
 import { aliasParameter, DEFAULT_IMAGE_PARAMETERS } from '../../../lib/adapters/ec2-images.ts';
 import { LAMBDA_NEEDS, LambdaName } from '../../../infra/lambda-catalog.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';

@@ -24,7 +24,8 @@ import {
 import { GetParameterCommand, PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import { describe, expect, it } from 'vitest';
-import { Ec2Compute, type Ec2ComputeConfig } from '../../../lib/adapters/ec2-compute.ts';
+import { Ec2Compute } from '../../../lib/adapters/ec2-compute.ts';
+import type { Ec2ComputeConfig } from '../../../lib/workflow/resources.ts';
 import { NoCapacityError } from '../../../lib/errors.ts';
 import { SsmParameters } from '../../../lib/adapters/ssm-parameters.ts';
 import { initialCounters } from '../../../lib/policy/decide.ts';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidTaskSpecError } from '../../../lib/errors.ts';
 import { parseJobFile } from '../../../lib/spec/parse.ts';
 import { parseYamlDocuments, TASK_YAML_BOUNDS, yamlShapeIssue } from '../../../lib/spec/yaml-bounds.ts';
-import { HOSTILE_TASKS } from '../../fixtures/hostile-yaml.ts';
+import { HOSTILE_TASKS } from '../../../bench/hostile-texts.ts';
 
 const SMALL = { maxEntries: 4, maxFlowDepth: 2 };
 const TOO_MANY = 'expected at most 4 keys and list items in all, got more; refused before parsing';

@@ -1,24 +1,11 @@
-// The chaos file: every form it takes and the plan it makes, every way it can be wrong
-// with the path, message and line the user sees, and the small plan helpers.
+// The chaos file's format: every form it takes and the plan it makes, and every way it can be
+// wrong with the path, message and line the user sees.
 
-import { mkdir, mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidInputError, type InputIssue } from '../../lib/errors.ts';
-import {
-  chaosIssuesForTask,
-  faultsOfAttempt,
-  mergeChaos,
-  NO_CHAOS,
-  parseChaosFile,
-  parseDuration,
-  preemptAttemptsPlan,
-  readChaosFile,
-  type ChaosFault,
-  type ChaosPlan,
-} from '../../local/chaos.ts';
-import { HOSTILE_CHAOS } from '../fixtures/hostile-yaml.ts';
+import { describe, expect, it } from 'vitest';
+import { parseChaosFile, parseDuration } from '../../../lib/chaos-file/parse.ts';
+import type { ChaosFault } from '../../../lib/chaos-file/types.ts';
+import { InvalidInputError, type InputIssue } from '../../../lib/errors.ts';
+import { HOSTILE_CHAOS } from '../../../bench/hostile-texts.ts';
 
 /** The issues a parse threw; fails the test when it did not throw InvalidInputError. */
 function issuesOf(parse: () => unknown): readonly InputIssue[] {
@@ -29,15 +16,6 @@ function issuesOf(parse: () => unknown): readonly InputIssue[] {
     return (error as InvalidInputError).issues;
   }
   throw new Error('expected the input to be refused');
-}
-
-async function issuesOfAsync(parse: () => Promise<unknown>): Promise<readonly InputIssue[]> {
-  const error: unknown = await parse().then(
-    () => new Error('expected the input to be refused'),
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(InvalidInputError);
-  return (error as InvalidInputError).issues;
 }
 
 const ENTRY = 'a fault: a mapping with attempt and one fault: preempt, rebalance, lose, silence, no_capacity or drop_events';
@@ -430,54 +408,6 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
   });
 });
 
-describe('readChaosFile', () => {
-  let dir: string;
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'relaunch-chaos-'));
-  });
-
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  it('reads and parses a file', async () => {
-    const file = join(dir, 'ok.yaml');
-    await writeFile(file, 'faults:\n  - attempt: 1\n    lose: {}\n');
-    expect(await readChaosFile(file)).toEqual({
-      faults: [{ kind: 'lose', attempt: 1, node: 0, afterMs: 0, source: { index: 0, line: 2 } }],
-    });
-  });
-
-  it('refuses a missing file, naming it', async () => {
-    const file = join(dir, 'missing.yaml');
-    expect(await issuesOfAsync(() => readChaosFile(file))).toEqual([{ path: file, message: 'no such file' }]);
-  });
-
-  it('refuses a directory, naming it', async () => {
-    const folder = join(dir, 'folder');
-    await mkdir(folder);
-    expect(await issuesOfAsync(() => readChaosFile(folder))).toEqual([{ path: folder, message: 'is a directory, expected a chaos file' }]);
-  });
-
-  it('refuses a file over 256 KiB without reading it', async () => {
-    const file = join(dir, 'huge.yaml');
-    await writeFile(file, '');
-    await truncate(file, 4 * 1024 * 1024 * 1024); // sparse: 4 GiB that would not fit in a string
-    expect(await issuesOfAsync(() => readChaosFile(file))).toEqual([
-      { path: file, message: 'expected a chaos file of at most 262144 bytes, got 4294967296 bytes' },
-    ]);
-  });
-
-  it('refuses bytes that are not UTF-8, naming the file', async () => {
-    const file = join(dir, 'latin1.yaml');
-    await writeFile(file, Buffer.concat([Buffer.from('faults:\n  # caf'), Buffer.from([0xe9]), Buffer.from('\n  - {attempt: 1, lose: {}}\n')]));
-    expect(await issuesOfAsync(() => readChaosFile(file))).toEqual([
-      { path: file, message: expect.stringContaining('UTF-8') as string },
-    ]);
-  });
-});
-
 describe('parseDuration', () => {
   it.each([
     ['500ms', 500],
@@ -498,81 +428,5 @@ describe('parseDuration', () => {
     ['9'.repeat(400) + 'ms', `expected a duration of at most 24h, got "${'9'.repeat(60)}..."`],
   ])('refuses %j, naming where it came from', (text, message) => {
     expect(issuesOf(() => parseDuration(text, '--preempt-after'))).toEqual([{ path: '--preempt-after', message }]);
-  });
-});
-
-describe('plans', () => {
-  const preempt = (attempt: number): ChaosFault => ({ kind: 'preempt', attempt, node: 0, afterMs: 300, warningMs: 500 });
-
-  it('makes --preempt-attempts a warning to node 0 300 ms into run and its end 500 ms later, once per attempt', () => {
-    expect(preemptAttemptsPlan([1, 3, 1])).toEqual({ faults: [preempt(1), preempt(3)] });
-    expect(preemptAttemptsPlan([])).toEqual(NO_CHAOS);
-  });
-
-  it.each([[0], [1.5], [1001], [1e20], [Number.NaN]])('refuses --preempt-attempts %d', (attempt) => {
-    expect(issuesOf(() => preemptAttemptsPlan([1, attempt]))).toEqual([
-      { path: '--preempt-attempts', message: `expected attempt numbers from 1 to 1000, got ${String(attempt)}` },
-    ]);
-  });
-
-  it('merges two plans, the first one first', () => {
-    const file = parseChaosFile('faults: [{attempt: 2, drop_events: true}]');
-    expect(mergeChaos(file, preemptAttemptsPlan([1]))).toEqual({ faults: [...file.faults, preempt(1)] });
-    expect(mergeChaos(NO_CHAOS, NO_CHAOS)).toEqual({ faults: [] });
-  });
-
-  it('picks the faults of one attempt, in the plan order', () => {
-    const plan = parseChaosFile('faults:\n  - {attempt: 2, lose: {}}\n  - {attempt: 1, drop_events: true}\n  - {attempt: 2, no_capacity: 1}');
-    expect(faultsOfAttempt(plan, 2).map((fault) => fault.kind)).toEqual(['lose', 'no_capacity']);
-    expect(faultsOfAttempt(plan, 3)).toEqual([]);
-  });
-});
-
-describe('chaosIssuesForTask', () => {
-  const plan = parseChaosFile(
-    [
-      'faults:',
-      '  - {attempt: 1, no_capacity: 2}',
-      '  - attempt: 1',
-      '    preempt:',
-      '      after: 1s',
-      '      node: 3',
-      '  - {attempt: 2, lose: {node: 1}}',
-      '  - {attempt: 2, silence: {node: 63}}',
-      '  - {attempt: 3, drop_events: true}',
-    ].join('\n'),
-  );
-
-  it.each<[number, readonly InputIssue[]]>([
-    [
-      1,
-      [
-        { path: 'faults[1].preempt.node', message: 'expected node 0 (the task has 1 node), got 3', line: 6 },
-        { path: 'faults[2].lose.node', message: 'expected node 0 (the task has 1 node), got 1', line: 7 },
-        { path: 'faults[3].silence.node', message: 'expected node 0 (the task has 1 node), got 63', line: 8 },
-      ],
-    ],
-    [
-      2,
-      [
-        { path: 'faults[1].preempt.node', message: 'expected a node from 0 to 1 (the task has 2 nodes), got 3', line: 6 },
-        { path: 'faults[3].silence.node', message: 'expected a node from 0 to 1 (the task has 2 nodes), got 63', line: 8 },
-      ],
-    ],
-    [4, [{ path: 'faults[3].silence.node', message: 'expected a node from 0 to 3 (the task has 4 nodes), got 63', line: 8 }]],
-    [64, []],
-  ])('with num_nodes %i, names each fault whose node the task lacks', (numNodes, issues) => {
-    expect(chaosIssuesForTask(plan, numNodes)).toEqual(issues);
-  });
-
-  it('names a fault made without a file by its place in the plan', () => {
-    const made: ChaosPlan = { faults: [{ kind: 'drop_events', attempt: 1 }, { kind: 'lose', attempt: 1, node: 2, afterMs: 0 }] };
-    expect(chaosIssuesForTask(made, 2)).toEqual([
-      { path: 'faults[1].lose.node', message: 'expected a node from 0 to 1 (the task has 2 nodes), got 2' },
-    ]);
-  });
-
-  it('finds nothing wrong with --preempt-attempts on a one-node task', () => {
-    expect(chaosIssuesForTask(preemptAttemptsPlan([1, 2]), 1)).toEqual([]);
   });
 });

@@ -10,8 +10,8 @@ import {
   recordControllerFailure,
   releaseInstances,
   type UseCaseDeps,
-} from '../usecases/index.ts';
-import { launchStandby } from '../usecases/standby.ts';
+} from './index.ts';
+import { launchStandby } from './standby.ts';
 import {
   AwaitPayloadSchema,
   ControllerFailureStateSchema,
@@ -19,7 +19,7 @@ import {
   StateName,
   WorkflowStateSchema,
   type AwaitPayload,
-} from './contract.ts';
+} from '../workflow/contract.ts';
 
 /** A Task state's work: the state's input in, its output out. */
 export type TaskHandler = (input: unknown) => Promise<unknown>;
