@@ -16,7 +16,7 @@ import { readControllerAsl } from '../infra/controller-asl.ts';
 import { DynamoJobStore } from '../lib/adapters/dynamo-job-store.ts';
 import { DynamoLaunchPace } from '../lib/adapters/dynamo-launch-pace.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
-import { ensureTable, startDynalite, type LocalDynamo } from '../lib/adapters/dynalite.ts';
+import { ensureTable, startDynalite, type LocalDynamo } from './dynalite.ts';
 import { RelaunchError, StaleAttemptError, TransientError } from '../lib/errors.ts';
 import type { AttemptRecord, JobRecord } from '../lib/model.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';

@@ -15,7 +15,7 @@ import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/clien
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleProgram } from '../../cli/build.ts';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
-import { startDynalite } from '../../lib/adapters/dynalite.ts';
+import { startDynalite } from '../../local/dynalite.ts';
 import { isTerminal, type JobStatus } from '../../lib/status.ts';
 import { killStrayClis } from '../cli/helpers.ts';
 import { waitFor } from '../fixtures/wait.ts';

@@ -8,7 +8,7 @@
 
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
-import { ensureTable, startDynalite } from '../../lib/adapters/dynalite.ts';
+import { ensureTable, startDynalite } from '../../local/dynalite.ts';
 import { evaluatePolicy, releaseInstances } from '../../lib/usecases/index.ts';
 import type { WorkflowState } from '../../lib/workflow/contract.ts';
 import { givenJob, harness, initialState, launchAndAwait, report, taskSpec } from '../lib/usecases/harness.ts';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { resetDeps } from '../../functions/shared/deps.ts';
 import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
 import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
-import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/adapters/dynalite.ts';
+import { ensureTable, startDynalite, type LocalDynamo } from '../../local/dynalite.ts';
 import type { InstanceRef, JobRecord } from '../../lib/model.ts';
 import { hashSecret } from '../../lib/secrets.ts';
 import { parseTaskFile } from '../../lib/spec/parse.ts';

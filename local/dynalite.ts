@@ -38,7 +38,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { createTableInput } from './dynamo-table.ts';
+import { createTableInput } from '../lib/adapters/dynamo-table.ts';
 
 /** A running local DynamoDB. */
 export interface LocalDynamo {

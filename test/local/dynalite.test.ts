@@ -15,7 +15,7 @@ import {
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTable, INTENT_TABLE, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
+import { ensureTable, INTENT_TABLE, startDynalite, type LocalDynamo } from '../../local/dynalite.ts';
 
 function clientFor(endpoint: string): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
