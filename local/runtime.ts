@@ -13,7 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { readControllerAsl } from '../infra/controller-asl.ts';
-import { DynamoJobStore } from '../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../lib/adapters/dynamo-job-store/index.ts';
 import { DynamoLaunchPace } from '../lib/adapters/dynamo-launch-pace.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynalite.ts';

@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleProgram } from '../../cli/build.ts';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store/index.ts';
 import { startDynalite } from '../../local/dynalite.ts';
 import { isTerminal, type JobStatus } from '../../lib/status.ts';
 import { killStrayClis } from '../cli/helpers.ts';

@@ -8,7 +8,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach } from 'vitest';
 import { resetDeps } from '../../functions/shared/deps.ts';
 import { EnvVar, type ComputeEnvConfig } from '../../lib/workflow/env.ts';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store/index.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../local/dynalite.ts';
 import type { InstanceRef, JobRecord } from '../../lib/model.ts';
 import { hashSecret } from '../../lib/secrets.ts';

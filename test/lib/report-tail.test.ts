@@ -6,7 +6,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../local/dynalite.ts';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store/index.ts';
 import { InvalidTaskSpecError } from '../../lib/errors.ts';
 import { keepTail, MAX_NUM_NODES, storedTailMaxBytes } from '../../lib/report-tail.ts';
 import { hashSecret } from '../../lib/secrets.ts';
