@@ -27,6 +27,10 @@
 // disk is thrown by dynalite where nothing can catch it, ending the whole process. So a
 // write is refused with a 500, as DynamoDB answers when it cannot serve one, while the
 // folder has less than `minFreeBytes` free, and goes through again once space returns.
+//
+// Over 600 lines, kept as one file: the proxy's parts (serving, transactions, their intent
+// log, the disk guard) share one serial queue and one backend connection, and their
+// guarantee (nothing seen half done, across kill -9) holds only for all of them together.
 
 import { statfsSync } from 'node:fs';
 import http from 'node:http';

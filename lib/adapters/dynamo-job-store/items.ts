@@ -32,15 +32,17 @@ import * as rules from '../job-store-rules.ts';
 export type Item = Record<string, AttributeValue>;
 
 /**
- * How values are written: undefined fields are left out (a record's optional fields), a
- * number is written as JavaScript prints it whatever its size (as the store always did;
- * every number it holds is a JavaScript number, so reading it back gives the same one), and
- * an object that is not plain data (a class instance) is refused rather than guessed at.
+ * How values are written: undefined fields are left out (a record's optional fields), empty
+ * strings stay empty strings, and a number is written as JavaScript prints it whatever its
+ * size (every number the store holds is a JavaScript number, so reading it back gives the
+ * same one). convertClassInstanceToMap is on because marshall tells a plain object by its
+ * `constructor`, which a user's map can hold as a key (`envs: {constructor: c}`): without
+ * it such a map is refused; with it, every object is written as a map of its own fields.
  */
 const WRITE_OPTIONS: marshallOptions = {
   removeUndefinedValues: true,
   allowImpreciseNumbers: true,
-  convertClassInstanceToMap: false,
+  convertClassInstanceToMap: true,
   convertEmptyValues: false,
 };
 

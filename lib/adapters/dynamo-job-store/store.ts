@@ -65,14 +65,13 @@ import {
   topLevel,
   type Item,
 } from './items.ts';
-import { TableWrites, type ConditionalWrite } from './write.ts';
+import { CONDITION_FAILED, TableWrites, TransactionRefusal, type ConditionalWrite } from './write.ts';
 
 /** The most keys one BatchGetItem takes. */
 const BATCH_GET_LIMIT = 100;
 /** Tries of a batch whose keys DynamoDB keeps leaving unprocessed, before a TransientError. */
 const BATCH_GET_ROUNDS = 8;
 
-const CONDITION_FAILED = 'ConditionalCheckFailed';
 const TRANSACTION_CONFLICT = 'TransactionConflict';
 /** Cancellation codes of an item DynamoDB throttled inside a transaction. */
 const THROTTLED_ITEM_CODES: ReadonlySet<string> = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded']);
@@ -85,24 +84,6 @@ export interface DynamoJobStoreOptions {
 
 /** An UpdateItem's answer: the item as written, or refused with the item as it was when given. */
 type UpdateResult = { readonly written: Item } | { readonly refused: Item | undefined };
-
-/** A cancelled transaction: each item's cancellation code, and the refused items DynamoDB gave back. */
-class TransactionRefusal {
-  constructor(
-    readonly codes: readonly string[],
-    private readonly items: readonly (Item | undefined)[],
-  ) {}
-
-  /** Whether the transaction's item at `index` was refused by its condition. */
-  refused(index: number): boolean {
-    return this.codes[index] === CONDITION_FAILED;
-  }
-
-  /** The item at `index` as it was when its condition refused it, where DynamoDB gave it. */
-  item(index: number): Item | undefined {
-    return this.refused(index) ? this.items[index] : undefined;
-  }
-}
 
 /** A JobStore on DynamoDB. */
 export class DynamoJobStore implements JobStore {

@@ -119,3 +119,24 @@ export class TableWrites {
     };
   }
 }
+
+/** The cancellation code of a transaction item whose condition refused it. */
+export const CONDITION_FAILED = 'ConditionalCheckFailed';
+
+/** A cancelled transaction: each item's cancellation code, and the refused items DynamoDB gave back. */
+export class TransactionRefusal {
+  constructor(
+    readonly codes: readonly string[],
+    private readonly items: readonly (Item | undefined)[],
+  ) {}
+
+  /** Whether the transaction's item at `index` was refused by its condition. */
+  refused(index: number): boolean {
+    return this.codes[index] === CONDITION_FAILED;
+  }
+
+  /** The item at `index` as it was when its condition refused it, where DynamoDB gave it. */
+  item(index: number): Item | undefined {
+    return this.refused(index) ? this.items[index] : undefined;
+  }
+}

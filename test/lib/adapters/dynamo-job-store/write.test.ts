@@ -15,6 +15,7 @@ describe('TableWrites.update: one clause at a time', () => {
     ['set', { set: { taskToken: 'tok', attempt: 3 } }, 'SET #taskToken = :v0, #attempt = :v1', { '#taskToken': 'taskToken', '#attempt': 'attempt' }, { ':v0': { S: 'tok' }, ':v1': { N: '3' } }],
     ['set of a nested field', { set: { 'standby.adoptedAt': 't1' } }, 'SET #standby.#adoptedAt = :v0', { '#standby': 'standby', '#adoptedAt': 'adoptedAt' }, { ':v0': { S: 't1' } }],
     ['set of a map, nulls and empty strings kept inside it', { set: { outcome: { kind: 'EXITED', code: null, note: '' } } }, 'SET #outcome = :v0', { '#outcome': 'outcome' }, { ':v0': { M: { kind: { S: 'EXITED' }, code: { NULL: true }, note: { S: '' } } } }],
+    ['set of a map whose keys are named like Object\'s own (a user\'s envs)', { set: { envs: { constructor: 'c', prototype: 'p', toString: 't' } } }, 'SET #envs = :v0', { '#envs': 'envs' }, { ':v0': { M: { constructor: { S: 'c' }, prototype: { S: 'p' }, toString: { S: 't' } } } }],
     ['setIfAbsent', { setIfAbsent: { endedAt: 't2' } }, 'SET #endedAt = if_not_exists(#endedAt, :v0)', { '#endedAt': 'endedAt' }, { ':v0': { S: 't2' } }],
     ['append', { append: { reports: [{ nodeRank: 0 }] } }, 'SET #reports = list_append(#reports, :v0)', { '#reports': 'reports' }, { ':v0': { L: [{ M: { nodeRank: { N: '0' } } }] } }],
     ['add of a number set', { add: { nodesHeardFrom: new Set([1]) } }, 'ADD #nodesHeardFrom :v0', { '#nodesHeardFrom': 'nodesHeardFrom' }, { ':v0': { NS: ['1'] } }],
