@@ -1,5 +1,5 @@
 // Transactions benchmark: what making TransactWriteItems whole across a crash costs on the
-// local store (lib/adapters/dynalite.ts): a transaction of three items against the same
+// local store (local/dynalite.ts): a transaction of three items against the same
 // three writes made one by one, on a persisted store (with its intent) and in memory
 // (where there is no crash to survive, so no intent).
 
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DynamoDBClient, PutItemCommand, TransactWriteItemsCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { ensureTable, startDynalite } from '../lib/adapters/dynalite.ts';
+import { ensureTable, startDynalite } from '../local/dynalite.ts';
 import type { Benchmark, BenchResult } from './types.ts';
 
 /** Transactions (and as many rounds of plain writes) measured per store. */

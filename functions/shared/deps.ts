@@ -8,7 +8,7 @@ import { SFNClient } from '@aws-sdk/client-sfn';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store/index.ts';
 import { DynamoLaunchPace } from '../../lib/adapters/dynamo-launch-pace.ts';
 import { Ec2Compute } from '../../lib/adapters/ec2-compute.ts';
 import { Ec2Inventory } from '../../lib/adapters/ec2-inventory.ts';

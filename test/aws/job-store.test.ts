@@ -4,8 +4,8 @@
 
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll } from 'vitest';
-import { ensureTable } from '../../lib/adapters/dynalite.ts';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
+import { ensureTable } from '../../local/dynalite.ts';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store/index.ts';
 import { describeJobStoreContract } from '../lib/adapters/job-store.contract.ts';
 import { startMoto, useMotoEnvironment, type Moto } from './moto.ts';
 

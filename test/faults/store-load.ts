@@ -7,8 +7,8 @@
 // Prints `loading` once the store is open and the first writes are under way.
 
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store.ts';
-import { ensureTable, startDynalite } from '../../lib/adapters/dynalite.ts';
+import { DynamoJobStore } from '../../lib/adapters/dynamo-job-store/index.ts';
+import { ensureTable, startDynalite } from '../../local/dynalite.ts';
 import { evaluatePolicy, releaseInstances } from '../../lib/usecases/index.ts';
 import type { WorkflowState } from '../../lib/workflow/contract.ts';
 import { givenJob, harness, initialState, launchAndAwait, report, taskSpec } from '../lib/usecases/harness.ts';

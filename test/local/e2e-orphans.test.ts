@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { startDynalite } from '../../lib/adapters/dynalite.ts';
+import { startDynalite } from '../../local/dynalite.ts';
 import { JOB_CREATED_REASON } from '../../lib/adapters/job-store-rules.ts';
 import type { JobRecord } from '../../lib/model.ts';
 import { getJob } from '../../lib/usecases/index.ts';

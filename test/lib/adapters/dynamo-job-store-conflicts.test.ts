@@ -11,7 +11,7 @@ import {
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
 import { ConcurrentUpdateError, TransientError } from '../../../lib/errors.ts';
 import { attemptRecord } from '../../fixtures/records.ts';
 import { sampleJob } from './job-store.contract.ts';

@@ -5,7 +5,7 @@ import { BatchGetItemCommand, DynamoDBClient, GetItemCommand, QueryCommand, Upda
 import { mockClient } from 'aws-sdk-client-mock';
 import { JobStatus } from '../../../lib/status.ts';
 import { describe, expect, it } from 'vitest';
-import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
 import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITIONS, jobListPartition } from '../../../lib/adapters/dynamo-table.ts';
 import { useDynalite } from '../../fixtures/dynalite.ts';
 import { attemptRecord } from '../../fixtures/records.ts';

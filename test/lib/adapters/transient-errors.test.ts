@@ -30,7 +30,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { isTransientAwsError } from '../../../lib/adapters/aws-errors.ts';
-import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
 import { SfnWorkflow } from '../../../lib/adapters/sfn-workflow.ts';
 import { JobNotFoundError, StaleAttemptError, TransientError } from '../../../lib/errors.ts';
 import { sampleJob } from './job-store.contract.ts';

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
-import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
 import { handleApiRequest, UNAUTHORIZED_MESSAGE, type ApiRequest } from '../../../lib/http/index.ts';
 import type { JobStore } from '../../../lib/ports.ts';

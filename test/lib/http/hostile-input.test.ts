@@ -6,8 +6,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryLaunchPace } from '../../../lib/launch-pace.ts';
 import { authorizationHeader } from '../../../lib/agent/protocol.ts';
-import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
-import { ensureTable, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
+import { ensureTable, startDynalite, type LocalDynamo } from '../../../local/dynalite.ts';
 import { handleApiRequest, type ApiDeps, type ApiRequest } from '../../../lib/http/index.ts';
 import type { JobStore } from '../../../lib/ports.ts';
 import {

@@ -3,7 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
 import { StaleAttemptError } from '../../../lib/errors.ts';
 import type { AttemptOutcome, Phase } from '../../../lib/policy/types.ts';

@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
 import { awaitAttempt } from '../../../lib/usecases/await-attempt.ts';
 import { heartbeat } from '../../../lib/usecases/heartbeat.ts';
 import { launchAttempt } from '../../../lib/usecases/launch-attempt.ts';

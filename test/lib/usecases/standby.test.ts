@@ -3,7 +3,7 @@
 // reasons are those of the same job without the option, whatever order messages come in.
 
 import { describe, expect, it } from 'vitest';
-import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
 import { InMemoryJobStore } from '../../../lib/adapters/memory-job-store.ts';
 import type { JobStore } from '../../../lib/ports.ts';
 import { NoCapacityError, StaleAttemptError } from '../../../lib/errors.ts';

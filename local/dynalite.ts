@@ -20,10 +20,17 @@
 // so an index may keep an entry for an item that was never written, which every reader
 // skips (DynamoDB's own eventually consistent indexes can show the same).
 //
+// dynalite also ignores ReturnValuesOnConditionCheckFailure; the proxy adds the refused item
+// to a refusal that asks for it, in a transaction and in a write of one item alike.
+//
 // The proxy also keeps a persisted store off a full disk: LevelDB's write error on a full
 // disk is thrown by dynalite where nothing can catch it, ending the whole process. So a
 // write is refused with a 500, as DynamoDB answers when it cannot serve one, while the
 // folder has less than `minFreeBytes` free, and goes through again once space returns.
+//
+// Over 600 lines, kept as one file: the proxy's parts (serving, transactions, their intent
+// log, the disk guard) share one serial queue and one backend connection, and their
+// guarantee (nothing seen half done, across kill -9) holds only for all of them together.
 
 import { statfsSync } from 'node:fs';
 import http from 'node:http';
@@ -38,7 +45,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { createTableInput } from './dynamo-table.ts';
+import { createTableInput } from '../lib/adapters/dynamo-table.ts';
 
 /** A running local DynamoDB. */
 export interface LocalDynamo {
@@ -249,7 +256,10 @@ async function serve(transactions: Transactions, req: http.IncomingMessage, body
   // A transaction a failed undo left in the store is finished before anything else is served.
   const unfinished = await transactions.finishUndo();
   if (unfinished !== null) return unfinished;
-  if (req.headers['x-amz-target'] !== `${API_VERSION}.TransactWriteItems`) return transactions.backend.forward(req, body);
+  const target = req.headers['x-amz-target'];
+  const single = typeof target === 'string' ? SINGLE_ITEM_WRITES.get(target) : undefined;
+  if (single !== undefined) return withRefusedItem(transactions.backend, single, req, body);
+  if (target !== `${API_VERSION}.TransactWriteItems`) return transactions.backend.forward(req, body);
   let input: Json;
   try {
     input = JSON.parse(body.toString('utf8')) as Json;
@@ -257,6 +267,43 @@ async function serve(transactions: Transactions, req: http.IncomingMessage, body
     return jsonReply(400, { __type: 'com.amazon.coral.service#SerializationException' });
   }
   return transactions.write(input);
+}
+
+/** The writes of one item, by their X-Amz-Target, with where each names its item's key. */
+const SINGLE_ITEM_WRITES: ReadonlyMap<string, 'Key' | 'Item'> = new Map([
+  [`${API_VERSION}.PutItem`, 'Item'],
+  [`${API_VERSION}.UpdateItem`, 'Key'],
+  [`${API_VERSION}.DeleteItem`, 'Key'],
+]);
+
+/**
+ * A write of one item passed through to dynalite, and, when its condition refused it and the
+ * request asked for the item (ReturnValuesOnConditionCheckFailure: ALL_OLD), the refusal
+ * with the item as it is, as DynamoDB gives it and dynalite does not. Requests run one at a
+ * time, so the item read just after the refusal is the one that refused it. A missing item
+ * comes back without one, as on DynamoDB.
+ */
+async function withRefusedItem(backend: Backend, keyFrom: 'Key' | 'Item', req: http.IncomingMessage, body: Buffer): Promise<Reply> {
+  const reply = await backend.forward(req, body);
+  if (reply.status !== 400) return reply;
+  let input: Json;
+  let answer: Json;
+  try {
+    input = JSON.parse(body.toString('utf8')) as Json;
+    answer = JSON.parse(reply.body.toString('utf8')) as Json;
+  } catch {
+    return reply;
+  }
+  if (input.ReturnValuesOnConditionCheckFailure !== 'ALL_OLD' || answer.__type !== `${ERROR_PREFIX}ConditionalCheckFailedException`) return reply;
+  const tableName = String(input.TableName);
+  const schema = await backend.keySchema(tableName);
+  if (!Array.isArray(schema)) return reply;
+  const source = input[keyFrom] as Json | undefined;
+  const key = Object.fromEntries(schema.map((name: string) => [name, source?.[name]]));
+  const current = await backend.call('GetItem', { TableName: tableName, Key: key, ConsistentRead: true });
+  const item = current.body.Item as Json | undefined;
+  if (!current.ok || item === undefined) return reply;
+  return jsonReply(400, { ...answer, Item: item });
 }
 
 /** One item of a transaction, as an ordinary write. */

@@ -1,9 +1,10 @@
-// The local DynamoDB: dynalite with TransactWriteItems added, and a store that can persist.
+// The local DynamoDB: dynalite with TransactWriteItems and refused items added, and a store that can persist.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  ConditionalCheckFailedException,
   DeleteItemCommand,
   DynamoDBClient,
   GetItemCommand,
@@ -12,10 +13,11 @@ import {
   ScanCommand,
   TransactionCanceledException,
   TransactWriteItemsCommand,
+  UpdateItemCommand,
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTable, INTENT_TABLE, startDynalite, type LocalDynamo } from '../../../lib/adapters/dynalite.ts';
+import { ensureTable, INTENT_TABLE, startDynalite, type LocalDynamo } from '../../local/dynalite.ts';
 
 function clientFor(endpoint: string): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
@@ -120,6 +122,69 @@ describe('startDynalite: transactions', () => {
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     const rows = await items('t4');
     expect(rows.filter((r) => r.sk?.S?.startsWith('claim-'))).toHaveLength(1);
+  });
+
+  it('gives a refused transaction item back as it was, where the request asks for it (ALL_OLD)', async () => {
+    await client.send(new PutItemCommand({ TableName: table, Item: { ...key('t5'), n: { N: '7' } } }));
+    const refusal = await client
+      .send(
+        new TransactWriteItemsCommand({
+          TransactItems: [
+            { Update: { TableName: table, Key: key('t5'), UpdateExpression: 'SET n = :two', ConditionExpression: 'n = :one', ExpressionAttributeValues: { ':one': { N: '1' }, ':two': { N: '2' } }, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+            { ConditionCheck: { TableName: table, Key: key('t5', 'none'), ConditionExpression: 'attribute_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+          ],
+        }),
+      )
+      .then(() => null, (e: unknown) => e as TransactionCanceledException);
+    expect(refusal?.CancellationReasons).toEqual([
+      { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed', Item: { ...key('t5'), n: { N: '7' } } },
+      { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed' },
+    ]);
+  });
+});
+
+describe('startDynalite: a refused write of one item', () => {
+  let dynamo: LocalDynamo;
+  let client: DynamoDBClient;
+  const table = 'single-writes';
+  const stored = { ...key('s1'), n: { N: '1' }, tags: { SS: ['a'] } };
+
+  beforeAll(async () => {
+    dynamo = await startDynalite();
+    client = clientFor(dynamo.endpoint);
+    await ensureTable(client, table);
+    await client.send(new PutItemCommand({ TableName: table, Item: stored }));
+  });
+
+  afterAll(async () => {
+    client.destroy();
+    await dynamo.close();
+  });
+
+  const refusalOf = (write: Promise<unknown>): Promise<ConditionalCheckFailedException | null> =>
+    write.then(
+      () => null,
+      (e: unknown) => {
+        expect(e).toBeInstanceOf(ConditionalCheckFailedException);
+        return e as ConditionalCheckFailedException;
+      },
+    );
+
+  it.each([
+    ['UpdateItem', () => new UpdateItemCommand({ TableName: table, Key: key('s1'), UpdateExpression: 'SET n = :two', ConditionExpression: 'n = :zero', ExpressionAttributeValues: { ':two': { N: '2' }, ':zero': { N: '0' } }, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })],
+    ['PutItem', () => new PutItemCommand({ TableName: table, Item: { ...key('s1'), n: { N: '3' } }, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })],
+    ['DeleteItem', () => new DeleteItemCommand({ TableName: table, Key: key('s1'), ConditionExpression: 'n = :zero', ExpressionAttributeValues: { ':zero': { N: '0' } }, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })],
+  ])('answers a refused %s with the item as it is, as DynamoDB does (ALL_OLD)', async (_name, command) => {
+    const refusal = await refusalOf(client.send(command() as UpdateItemCommand));
+    expect(refusal?.Item).toEqual(stored);
+    expect((await client.send(new GetItemCommand({ TableName: table, Key: key('s1'), ConsistentRead: true }))).Item).toEqual(stored);
+  });
+
+  it('gives no item when the request does not ask for it, or when there is none', async () => {
+    const unasked = await refusalOf(client.send(new UpdateItemCommand({ TableName: table, Key: key('s1'), UpdateExpression: 'SET n = :two', ConditionExpression: 'n = :zero', ExpressionAttributeValues: { ':two': { N: '2' }, ':zero': { N: '0' } } })));
+    expect(unasked?.Item).toBeUndefined();
+    const missing = await refusalOf(client.send(new UpdateItemCommand({ TableName: table, Key: key('s-none'), UpdateExpression: 'SET n = :two', ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeValues: { ':two': { N: '2' } }, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })));
+    expect(missing?.Item).toBeUndefined();
   });
 });
 
