@@ -45,7 +45,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
-import { createTableInput } from '../lib/adapters/dynamo-table.ts';
+import { createTableInput } from '../lib/workflow/job-table.ts';
 
 /** A running local DynamoDB. */
 export interface LocalDynamo {
@@ -125,7 +125,7 @@ export async function startDynalite(options: StartDynaliteOptions = {}): Promise
 }
 
 /**
- * Creates the jobs table (see dynamo-table.ts) unless it exists, and waits until it is
+ * Creates the jobs table (see lib/workflow/job-table.ts) unless it exists, and waits until it is
  * ACTIVE. For dynalite; a deployed table is CloudFormation's.
  */
 export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {

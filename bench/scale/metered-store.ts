@@ -1,7 +1,7 @@
 // The job store and launch pace of the scale simulation: the in-memory ones, wrapped by a
 // meter that charges every call the DynamoDB capacity DynamoJobStore's calls would use,
 // to the partitions they would touch (lib/adapters/dynamo-job-store/ and
-// dynamo-table.ts: one partition per job, JobListIndex's single partition, InstanceIndex
+// lib/workflow/job-table.ts: one partition per job, JobListIndex's single partition, InstanceIndex
 // by instance id, the launch pace's item). A call that would take a partition past its
 // per-second capacity is refused before anything is written, with the TransientError
 // DynamoJobStore raises for a throttle that outlived the SDK's retries.
@@ -11,7 +11,7 @@
 // consistent (every GetItem and job-partition Query the store makes), half that eventually
 // consistent (index queries, BatchGetItem). A failed conditional write is charged too.
 
-import { JOB_LIST_INDEX, JOB_LIST_PARTITION, INSTANCE_INDEX, jobListPartition, QUEUE_INDEX, QUEUE_PARTITIONS, queuePartition } from '../../lib/adapters/dynamo-table.ts';
+import { JOB_LIST_INDEX, JOB_LIST_PARTITION, INSTANCE_INDEX, jobListPartition, QUEUE_INDEX, QUEUE_PARTITIONS, queuePartition } from '../../lib/workflow/job-table.ts';
 import { queuedAtCreation } from '../../lib/adapters/job-store-rules.ts';
 import { jobPk } from '../../lib/adapters/dynamo-job-store/index.ts';
 import { LAUNCH_PACE_KEY, LAUNCH_SLOT_PREFIX } from '../../lib/adapters/dynamo-launch-pace.ts';

@@ -1,9 +1,9 @@
-// JobTable: the one DynamoDB table (DESIGN.md section 5), keys and indexes from dynamo-table.ts.
+// JobTable: the one DynamoDB table (DESIGN.md section 5), keys and indexes from lib/workflow/job-table.ts.
 
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { TABLE_INDEXES, TABLE_KEY, TTL_ATTRIBUTE } from '../../lib/adapters/dynamo-table.ts';
+import { TABLE_INDEXES, TABLE_KEY, TTL_ATTRIBUTE } from '../../lib/workflow/job-table.ts';
 
 /** Options of the jobs table. */
 export interface JobTableProps {

@@ -20,7 +20,7 @@ import { TransientError } from '../errors.ts';
 import { launchAtFor, paceMs, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { LaunchPace } from '../ports.ts';
 import { sendAws } from './aws-errors.ts';
-import { TABLE_KEY, TTL_ATTRIBUTE } from './dynamo-table.ts';
+import { TABLE_KEY, TTL_ATTRIBUTE } from '../workflow/job-table.ts';
 
 /** The bucket's item: one per table, beside the jobs. */
 export const LAUNCH_PACE_KEY = { [TABLE_KEY.partitionKey]: { S: 'PACE#launch' }, [TABLE_KEY.sortKey]: { S: 'PACE' } };

@@ -14,7 +14,7 @@ import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import 'aws-sdk-client-mock-vitest/extend';
 import { describe, expect, it } from 'vitest';
 import { handler } from '../../functions/api/handler.ts';
-import { TTL_ATTRIBUTE } from '../../lib/adapters/dynamo-table.ts';
+import { TTL_ATTRIBUTE } from '../../lib/workflow/job-table.ts';
 import { EnvVar } from '../../lib/workflow/env.ts';
 import { executionArnOf } from '../../lib/adapters/sfn-workflow.ts';
 import { authorizationHeader } from '../../lib/agent/protocol.ts';

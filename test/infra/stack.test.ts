@@ -10,7 +10,7 @@ import { OUTPUT_TAIL_MAX_BYTES } from '../../lib/agent/protocol.ts';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { DEPLOYMENT_TAG_KEY } from '../../lib/workflow/resources.ts';
 import { InstancesStillRunningError, TransientError } from '../../lib/errors.ts';
-import { INSTANCE_INDEX, JOB_LIST_INDEX, TABLE_KEY } from '../../lib/adapters/dynamo-table.ts';
+import { INSTANCE_INDEX, JOB_LIST_INDEX, TABLE_KEY } from '../../lib/workflow/job-table.ts';
 import { ROUTES } from '../../lib/http/routes.ts';
 import {
   AWAIT_STATES,
@@ -72,7 +72,7 @@ beforeAll(() => {
 });
 
 describe('JobTable', () => {
-  it('is the single table of dynamo-table.ts: keys, both indexes, on demand', () => {
+  it('is the single table of lib/workflow/job-table.ts: keys, both indexes, on demand', () => {
     template.resourceCountIs('AWS::DynamoDB::Table', 1);
     template.hasResourceProperties('AWS::DynamoDB::Table', {
       BillingMode: 'PAY_PER_REQUEST',

@@ -5,7 +5,7 @@
 // what each write requires; store.ts says which write uses which.
 
 import type { DecisionBasis } from '../../outcome.ts';
-import { TABLE_KEY } from '../dynamo-table.ts';
+import { TABLE_KEY } from '../../workflow/job-table.ts';
 import { allOf, anyOf, atMost, equals, exists, lacks, notExists, sizeIs, type Condition } from './expression.ts';
 import { EVENT_COUNT, REPORT_KEYS } from './items.ts';
 

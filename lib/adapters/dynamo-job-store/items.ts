@@ -25,7 +25,7 @@ import {
   queuePartition,
   TABLE_KEY,
   TTL_ATTRIBUTE,
-} from '../dynamo-table.ts';
+} from '../../workflow/job-table.ts';
 import * as rules from '../job-store-rules.ts';
 
 /** One item, or one item's key, as DynamoDB holds it. */

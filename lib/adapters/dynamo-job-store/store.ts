@@ -1,4 +1,4 @@
-// DynamoJobStore: the JobStore port on one DynamoDB table (layout in ../dynamo-table.ts).
+// DynamoJobStore: the JobStore port on one DynamoDB table (layout in lib/workflow/job-table.ts).
 //
 // Every write that changes state the controller relies on is conditional: each is a
 // ConditionalWrite (write.ts) under a named condition (conditions.ts), so a lost race is
@@ -41,7 +41,7 @@ import {
   QUEUE_PARTITIONS,
   TABLE_KEY,
   type IndexDefinition,
-} from '../dynamo-table.ts';
+} from '../../workflow/job-table.ts';
 import * as rules from '../job-store-rules.ts';
 import * as when from './conditions.ts';
 import {

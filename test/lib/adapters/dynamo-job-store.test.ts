@@ -6,7 +6,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { JobStatus } from '../../../lib/status.ts';
 import { describe, expect, it } from 'vitest';
 import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
-import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITIONS, jobListPartition } from '../../../lib/adapters/dynamo-table.ts';
+import { INSTANCE_INDEX, JOB_LIST_INDEX, JOB_LIST_PARTITIONS, jobListPartition } from '../../../lib/workflow/job-table.ts';
 import { useDynalite } from '../../fixtures/dynalite.ts';
 import { attemptRecord } from '../../fixtures/records.ts';
 import { describeJobStoreContract, richSpec, sampleJob as job } from './job-store.contract.ts';
