@@ -1,7 +1,7 @@
 // Relaunch: the whole service as one construct, for the bundled stack or a user's own app.
 // It wires the constructs of each concern and grants each Lambda only what it uses.
 
-import { ArnFormat, Aws, CfnOutput, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnOutput, CfnResource, Stack } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -202,6 +202,20 @@ export class Relaunch extends Construct {
         new CfnOutput(this, 'JobNotificationsTopicArn', { value: this.operations.jobNotificationsTopic.topicArn });
       }
     }
+    claimNamePrefix(this, this.workflow.logGroup.node.defaultChild as CfnResource);
+  }
+}
+
+/**
+ * Makes every resource of `relaunch` wait for `claim`, a resource named from the prefix
+ * alone (the controller's log group): CloudFormation creates it first, and a second stack
+ * of the same prefix (the same deployment under another stack name) fails on it, its name
+ * already taken, before it has created anything else. A stack made before stack names
+ * followed the prefix holds that log group too.
+ */
+function claimNamePrefix(relaunch: Construct, claim: CfnResource): void {
+  for (const child of relaunch.node.findAll()) {
+    if (child instanceof CfnResource && child !== claim) child.addResourceDependency(claim);
   }
 }
 

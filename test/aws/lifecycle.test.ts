@@ -18,7 +18,7 @@ let stack: StackInWorld;
 let ami: string;
 
 beforeAll(async () => {
-  stack = await world().deploy('Relaunch');
+  stack = await world().deploy();
   ami = await world().amazonLinuxAmi();
 });
 
@@ -108,7 +108,7 @@ describe('multi-node and EFA jobs', () => {
   });
 
   it('are refused at submit, naming num_nodes and the setting, by a stack whose nodes may not reach each other', async () => {
-    const closed = await world().deploy('Closed', { config: { namePrefix: 'closed', nodeToNodeTraffic: false } });
+    const closed = await world().deploy({ config: { namePrefix: 'closed', nodeToNodeTraffic: false } });
     const answer = await closed.api('POST', '/jobs', { body: `name: two\nnum_nodes: 2\nresources:\n  image_id: ${ami}\nrun: echo hi\n`, headers: { 'content-type': 'application/yaml' } });
     expect(answer.statusCode).toBe(400);
     expect(answer.body.issues).toEqual([expect.objectContaining({ path: 'num_nodes', message: expect.stringContaining('relaunch:nodeToNodeTraffic') })]);
@@ -227,7 +227,7 @@ function executionArnOf(stack: StackInWorld, jobId: string): string {
 describe('a long job', () => {
   it('continues as a new execution near the history limit, which moto records and the job follows to its end', async () => {
     // The job's first execution starts as one 499 attempts into its history would be.
-    const long = await world().deploy('Long', {
+    const long = await world().deploy({
       config: { namePrefix: 'long' },
       startInput: (input, name) => (name === input.jobId ? { ...input, attemptsInExecution: MAX_ATTEMPTS_PER_EXECUTION - 1 } : input),
     });
