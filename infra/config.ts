@@ -2,6 +2,7 @@
 // any construct is built: a bad value names its context key and says what was expected.
 // Nothing is looked up: synth needs no credentials and no network.
 
+import { ConfigurationError } from '../lib/errors.ts';
 import * as z from '../lib/zod.ts';
 import type { Ec2RegionConfig } from '../lib/adapters/ec2-compute.ts';
 import { LaunchPaceConfigSchema, type LaunchPaceConfig } from '../lib/launch-pace.ts';
@@ -263,8 +264,8 @@ const ConfigSchema = ConfigObject.check(distinctRegions, portsHaveCidr);
 export type ContextReader = (key: string) => unknown;
 
 /**
- * Reads and validates the configuration. Throws one error listing every bad or missing
- * key, each with how to set it.
+ * Reads and validates the configuration. Throws one ConfigurationError listing every bad
+ * or missing key, each with how to set it.
  */
 export function configFromContext(read: ContextReader): RelaunchConfig {
   const raw = Object.fromEntries(Object.values(ContextKey).map((key) => [key, read(key)]));
@@ -277,7 +278,7 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
       const message = raw[String(key)] === undefined && !issue.message.startsWith('is not set') ? 'is not set' : issue.message;
       return `context ${where}: ${message}`;
     });
-    throw new Error(
+    throw new ConfigurationError(
       `relaunch configuration is not valid:\n  ${problems.join('\n  ')}\n` +
         'Set each key in cdk.json "context", or pass it with -c, e.g. ' +
         '-c relaunch:vpcId=vpc-… -c relaunch:subnets=us-east-1a=subnet-…,us-east-1b=subnet-…',

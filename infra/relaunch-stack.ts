@@ -47,9 +47,20 @@ export function addRelaunchStacks(scope: Construct, id: string, props: RelaunchP
 
 /**
  * The stacks of the deployment `config` describes, as `cdk deploy` of relaunch's app makes
- * them: named from its prefix (stackNameOf), so two prefixes are two stacks.
+ * them: named from its prefix (stackNameOf), so two prefixes are two stacks. The home
+ * stack deploys to the region `cdk` found (`deployRegion`: AWS_REGION or the profile's),
+ * which must be its subnets'.
+ *
+ * @throws ConfigurationError when `deployRegion` is not the region of the subnets.
  */
-export function addDeployment(scope: Construct, config: RelaunchConfig): RelaunchStacks {
+export function addDeployment(scope: Construct, config: RelaunchConfig, deployRegion?: string): RelaunchStacks {
+  const home = regionOfSubnets(config.subnetsByZone);
+  if (deployRegion !== undefined && deployRegion !== '' && deployRegion !== home) {
+    throw new ConfigurationError(
+      `relaunch:subnets are zones of ${home}, but cdk deploys to ${deployRegion} (AWS_REGION, else your AWS profile's region, else us-east-1): ` +
+        `set AWS_REGION=${home}, or give subnets of ${deployRegion}`,
+    );
+  }
   const stacks = addRelaunchStacks(scope, stackNameOf(config.namePrefix), config);
   // cdk.json ships all-zero example ids so a fresh clone synthesizes; deploying them fails.
   if (/^vpc-0+$/.test(config.vpcId)) {
