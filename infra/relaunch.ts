@@ -23,6 +23,7 @@ import { JobInstances } from './constructs/job-instances.ts';
 import { JobTable, type JobTableProps } from './constructs/job-table.ts';
 import { JobWorkflow } from './constructs/job-workflow.ts';
 import { Operations } from './constructs/operations.ts';
+import { TakeDown } from './constructs/take-down.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-catalog.ts';
 import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
@@ -68,6 +69,8 @@ export class Relaunch extends Construct {
   readonly api: JobApi;
   /** The alarms, their topic, the dashboard and the optional job notifications topic. */
   readonly operations: Operations;
+  /** What `cdk destroy` runs: every instance terminated, every live job ended. */
+  readonly takeDown: TakeDown;
 
   constructor(scope: Construct, id: string, props: RelaunchProps) {
     super(scope, id);
@@ -189,6 +192,13 @@ export class Relaunch extends Construct {
     if (this.operations.jobNotificationsTopic !== undefined) this.functions.notifyJobEnds(this.operations.jobNotificationsTopic);
     // A letter waiting in a dead-letter queue pages on-call like any other alarm.
     for (const alarm of [...this.janitor.alarms, this.transientMounts.alarm]) this.operations.addAlarm(alarm);
+    // `cdk destroy`: the functions go first (none can launch any more), then the take-down
+    // terminates what runs, then the instances' security group and role can go.
+    this.takeDown = new TakeDown(this, 'TakeDown', {
+      handler: this.functions.functions[LambdaName.takeDown],
+      deletedBefore: LAMBDA_NAMES.filter((name) => name !== LambdaName.takeDown).map((name) => this.functions.functions[name]),
+      deletedAfter: [this.instances],
+    });
     acknowledgeWildcards(this);
 
     if (props.outputs ?? true) {

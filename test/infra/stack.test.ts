@@ -21,6 +21,7 @@ import {
   type TaskStateName,
 } from '../../lib/workflow/contract.ts';
 import { JobInstances } from '../../infra/constructs/job-instances.ts';
+import { TAKE_DOWN_RESOURCE_TYPE } from '../../infra/constructs/take-down.ts';
 import { Relaunch } from '../../infra/relaunch.ts';
 import { RelaunchStack } from '../../infra/relaunch-stack.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, TASK_LAMBDAS, type JobSecretsCall, LambdaName } from '../../infra/lambda-catalog.ts';
@@ -203,10 +204,10 @@ describe('IAM', () => {
     expect(flat(withAction(statements, 'ec2:CreateLaunchTemplate')[0]?.Resource)).toMatch(/:launch-template\/\*$/);
     const fleets = withAction(statements, 'ec2:CreateFleet').filter((s) => flat(s.Resource).endsWith(':fleet/*'));
     expect(fleets.map((s) => s.Condition)).toEqual([tagged]);
-    for (const name of ['launch-attempt', 'janitor'] as const) {
+    for (const name of ['launch-attempt', 'janitor', 'take-down'] as const) {
       expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([expect.objectContaining({ Condition: OWNED_HERE })]);
     }
-    for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt' && n !== 'janitor')) {
+    for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt' && n !== 'janitor' && n !== 'take-down')) {
       expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([]);
       expect(withAction(statementsOf(name), 'ec2:CreateFleet'), name).toEqual([]);
     }
@@ -252,6 +253,7 @@ describe('IAM', () => {
       'on-execution-ended': [],
       janitor: ['states:SendTaskFailure', 'states:SendTaskSuccess', 'states:StartExecution'],
       'delete-transient-mounts': [],
+      'take-down': [],
     };
     const onExecutions = new Set(['states:GetExecutionHistory', 'states:StopExecution']);
     // AWS's reference gives these no resource type: only `*` grants them (the task token scopes them).
@@ -912,5 +914,40 @@ describe('Relaunch in a user app', () => {
     const queues = flat(janitor?.Properties.Environment.Variables.DEAD_LETTER_QUEUES);
     expect(queues).toContain('"name":"forwarded-ec2-events-eu-central-1","url":"https://sqs.eu-central-1.<AWS::URLSuffix>/123456789012/team-a-forwarded-ec2-events-undelivered"');
     expect(JSON.stringify(theirs.findResources('AWS::IAM::Policy'))).toContain(':sqs:eu-central-1:123456789012:team-a-forwarded-ec2-events-undelivered');
+  });
+});
+
+describe('TakeDown (cdk destroy)', () => {
+  type WithDeps = Resource & { DependsOn?: string[] };
+  const all = () => resources as Record<string, WithDeps>;
+  const takeDownId = () => {
+    const found = Object.entries(all()).filter(([, r]) => r.Type === TAKE_DOWN_RESOURCE_TYPE);
+    expect(found).toHaveLength(1);
+    return (found[0] as [string, WithDeps])[0];
+  };
+
+  it('is a custom resource the take-down function answers', () => {
+    const resource = all()[takeDownId()] as WithDeps;
+    expect(resource.Properties.ServiceToken).toEqual({ 'Fn::GetAtt': [functionId(LambdaName.takeDown), 'Arn'] });
+  });
+
+  it('is deleted after every other function and its policies (they depend on it), so none launches once it has looked', () => {
+    const id = takeDownId();
+    for (const name of LAMBDA_NAMES.filter((n) => n !== LambdaName.takeDown)) {
+      const fn = all()[functionId(name)] as WithDeps;
+      expect(fn.DependsOn, name).toContain(id);
+      const roleId = ((fn.Properties.Role as { 'Fn::GetAtt': string[] })['Fn::GetAtt'])[0] as string;
+      const policies = Object.entries(all()).filter(
+        ([, r]) => r.Type === 'AWS::IAM::Policy' && (r.Properties.Roles as { Ref: string }[]).some((role) => role.Ref === roleId),
+      );
+      expect(policies.length, name).toBeGreaterThan(0);
+      for (const [policyId, policy] of policies) expect(policy.DependsOn, `${name} ${policyId}`).toContain(id);
+    }
+  });
+
+  it("is deleted before the instances' security group, which AWS keeps while instances run in it", () => {
+    const resource = all()[takeDownId()] as WithDeps;
+    const group = Object.entries(all()).find(([, r]) => r.Type === 'AWS::EC2::SecurityGroup')?.[0];
+    expect(resource.DependsOn).toContain(group);
   });
 });
