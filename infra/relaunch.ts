@@ -3,7 +3,7 @@
 
 import { ArnFormat, Aws, CfnOutput, CfnResource, Stack } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import type * as iam from 'aws-cdk-lib/aws-iam';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
@@ -67,6 +67,8 @@ export class Relaunch extends Construct {
   readonly transientMounts: TransientMounts;
   readonly janitor: Janitor;
   readonly api: JobApi;
+  /** Attach to whoever may use the deployment: execute-api:Invoke on the API's job routes. */
+  readonly submitPolicy: iam.ManagedPolicy;
   /** The alarms, their topic, the dashboard and the optional job notifications topic. */
   readonly operations: Operations;
   /** What `cdk destroy` runs: every instance terminated, every live job ended. */
@@ -178,6 +180,7 @@ export class Relaunch extends Construct {
       agentWafRateLimit: props.agentWafRateLimit,
     });
     this.functions.setApiUrl(this.api.url);
+    this.submitPolicy = this.api.createSubmitPolicy('SubmitPolicy');
 
     this.operations = new Operations(this, 'Operations', {
       namePrefix,
@@ -206,6 +209,10 @@ export class Relaunch extends Construct {
       new CfnOutput(this, 'StateMachineArn', { value: this.workflow.stateMachine.stateMachineArn });
       new CfnOutput(this, 'AlarmTopicArn', { value: this.operations.alarmTopic.topicArn, description: 'subscribe on-call here' });
       new CfnOutput(this, 'DashboardName', { value: this.operations.dashboard.dashboardName });
+      new CfnOutput(this, 'SubmitPolicyArn', {
+        value: this.submitPolicy.managedPolicyArn,
+        description: 'attach to a teammate who may submit: aws iam attach-user-policy --user-name NAME --policy-arn ARN',
+      });
       const record = deploymentRecord({ ...props, namePrefix, apiUrl: this.api.url, dataBucket: this.data.bucket.bucketName });
       new CfnOutput(this, DEPLOYMENT_OUTPUT_ID, { value: Stack.of(this).toJsonString(record), description: 'what relaunch check reads: version and settings' });
       if (this.operations.jobNotificationsTopic !== undefined) {

@@ -951,3 +951,28 @@ describe('TakeDown (cdk destroy)', () => {
     expect(resource.DependsOn).toContain(group);
   });
 });
+
+describe('the submit policy (a teammate who may submit)', () => {
+  it("grants execute-api:Invoke on the API's IAM-authorized routes of its stage, and nothing else", () => {
+    const policies = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::IAM::ManagedPolicy');
+    expect(policies).toHaveLength(1);
+    const [, policy] = policies[0] as [string, Resource];
+    const statements = (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement;
+    expect(statements.flatMap(actionsOf)).toEqual(['execute-api:Invoke']);
+    const arns = statements.flatMap((s) => [s.Resource].flat()).map((r) => JSON.stringify(r));
+    const iamRoutes = ROUTES.filter((route) => route.auth === 'iam');
+    expect(arns).toHaveLength(iamRoutes.length);
+    for (const route of iamRoutes) {
+      const path = route.pattern.replace(/\{[^}]+\}/g, '*');
+      expect(arns.some((arn) => arn.includes(`/${route.method}${path}"`)), `${route.method} ${route.pattern}`).toBe(true);
+    }
+    expect(arns.join(' ')).not.toContain('attempts');
+  });
+
+  it('is a stack output, SubmitPolicyArn, to attach to a teammate', () => {
+    const [policyId] = Object.entries(resources).find(([, r]) => r.Type === 'AWS::IAM::ManagedPolicy') as [string, Resource];
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
+    const output = Object.entries(outputs).find(([id]) => id.includes('SubmitPolicyArn'));
+    expect(output?.[1].Value).toEqual({ Ref: policyId });
+  });
+});
