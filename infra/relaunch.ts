@@ -88,6 +88,7 @@ export class Relaunch extends Construct {
       nodeToNodeTraffic: props.nodeToNodeTraffic ?? true,
       openPorts: props.jobPorts,
       openPortsTo: props.jobPortsCidr ?? props.vpcCidr,
+      ecrRepositories: props.ecrRepositories,
     });
     // The stack's own region first (its security group is made here), then the others given.
     const regions: Ec2RegionConfig[] = [
@@ -178,6 +179,7 @@ export class Relaunch extends Construct {
       handler: this.functions.functions[LambdaName.api],
       restApiName: namePrefix,
       agentWafRateLimit: props.agentWafRateLimit,
+      accountLogRole: props.apiGatewayAccountRole ?? true,
     });
     this.functions.setApiUrl(this.api.url);
     this.submitPolicy = this.api.createSubmitPolicy('SubmitPolicy');

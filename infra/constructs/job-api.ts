@@ -135,7 +135,7 @@ export class JobApi extends Construct {
       restApiName: props.restApiName ?? 'relaunch',
       description: 'relaunch: submit, inspect and cancel jobs; agent callbacks',
       cloudWatchRole: props.accountLogRole ?? true,
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      ...((props.accountLogRole ?? true) ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN } : {}),
       endpointTypes: [apigateway.EndpointType.REGIONAL],
       deployOptions: {
         stageName: props.stageName ?? 'v1',

@@ -32,6 +32,8 @@ const DEPLOYMENTS: Readonly<Record<string, RelaunchConfig>> = {
     jobNotifications: true,
     dataBuckets: ['team-data', 'team-ckpts-*'],
     launchPace: { burst: 200, perSecond: 1 },
+    ecrRepositories: ['team/trainer', 'team-base-*'],
+    apiGatewayAccountRole: false,
   },
   'multi-region': {
     ...NETWORK,

@@ -976,3 +976,31 @@ describe('the submit policy (a teammate who may submit)', () => {
     expect(output?.[1].Value).toEqual({ Ref: policyId });
   });
 });
+
+describe("the instance role's ECR pulls and the account's API Gateway log role", () => {
+  const pullStatement = (built: Template) => {
+    const policies = Object.values(built.toJSON().Resources as Record<string, Resource>).filter((r) => r.Type === 'AWS::IAM::Policy');
+    const statements = policies.flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    const pulls = statements.filter((st) => st.Sid === 'PullFromAccountEcr');
+    expect(pulls).toHaveLength(1);
+    return pulls[0] as Statement;
+  };
+
+  it("pulls from every repository of the account by default, and only from the named ones (or prefixes) when given", () => {
+    expect(JSON.stringify(pullStatement(template).Resource)).toMatch(/:repository\/\*"/);
+    const narrowed = JSON.stringify(pullStatement(synth({ ecrRepositories: ['team/trainer', 'base-*'] })).Resource);
+    expect(narrowed).toContain(':repository/team/trainer"');
+    expect(narrowed).toContain(':repository/base-*"');
+    expect(narrowed).not.toMatch(/:repository\/\*"/);
+  });
+
+  it('sets the account-wide API Gateway log role by default, and leaves the account alone when told', () => {
+    template.resourceCountIs('AWS::ApiGateway::Account', 1);
+    const left = synth({ apiGatewayAccountRole: false });
+    left.resourceCountIs('AWS::ApiGateway::Account', 0);
+    const roles = Object.values(left.toJSON().Resources as Record<string, Resource>).filter(
+      (r) => r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes('apigateway.amazonaws.com'),
+    );
+    expect(roles).toEqual([]);
+  });
+});
