@@ -16,6 +16,7 @@ import type { CheckClients } from '../lib/check/aws-account-reader.ts';
 import type { DeploymentSettings } from '../lib/check/deployment.ts';
 import type { ApiAnswer, ApiProbe } from '../lib/check/ports.ts';
 import type { LocalSettings } from '../lib/check/run.ts';
+import { DEFAULT_NAME_PREFIX, stackNameOf } from '../lib/deployment-names.ts';
 import { InvalidInputError } from '../lib/errors.ts';
 import { isAwsZone, regionOfZone } from '../lib/spec/placement.ts';
 import { isLoopback } from './context.ts';
@@ -27,18 +28,18 @@ const REGION = /^[a-z]{2}(-[a-z]+)+-\d$/;
 /** A CloudFormation stack name. */
 const STACK_NAME = /^[A-Za-z][A-Za-z0-9-]{0,127}$/;
 
-/** The stack `cdk deploy` of relaunch's app makes (infra/app.ts). */
-export const DEFAULT_STACK = 'Relaunch';
-
 /** The region, checked, and where it came from. */
 export interface ResolvedRegion {
   readonly region: string;
   readonly source: string;
 }
 
-/** `--stack`, checked. */
-export function stackName(given: string | undefined): string {
-  const name = given ?? DEFAULT_STACK;
+/**
+ * `--stack`, checked; when not given, the stack `cdk deploy` of relaunch's app names from
+ * cdk.json's prefix (infra/app.ts), or the default deployment's.
+ */
+export function stackName(given: string | undefined, local: LocalSettings): string {
+  const name = given ?? stackNameOf(local.kind === 'settings' ? local.settings.namePrefix : DEFAULT_NAME_PREFIX);
   if (!STACK_NAME.test(name)) throw new InvalidInputError([{ path: '--stack', message: `expected a CloudFormation stack name (a letter, then letters, digits or -, at most 128), got "${name}"` }]);
   return name;
 }
@@ -114,7 +115,7 @@ export async function localSettings(folder: string): Promise<LocalSettings> {
     const zones = Object.keys(config.subnetsByZone);
     const home = zones.find(isAwsZone);
     const settings: DeploymentSettings = {
-      namePrefix: config.namePrefix ?? 'relaunch',
+      namePrefix: config.namePrefix ?? DEFAULT_NAME_PREFIX,
       vpcId: config.vpcId,
       regions: [
         { region: home === undefined ? '' : regionOfZone(home), subnetsByZone: config.subnetsByZone },

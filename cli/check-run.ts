@@ -20,7 +20,7 @@ export interface CheckOptions {
   readonly api?: string;
   /** The region (default: the API URL's, AWS_REGION, the profile's, cdk.json's subnets'). */
   readonly region?: string;
-  /** The stack's name. @default 'Relaunch' */
+  /** The stack's name. @default - the one cdk.json's prefix gives (stackNameOf), else `Relaunch` */
   readonly stack?: string;
 }
 
@@ -42,8 +42,8 @@ export async function checkAccount(file: string | undefined, options: CheckOptio
     const task = file === undefined ? null : parseJobFile(await readTaskFile(file), { review: true });
     const given = configuredApi({ api: options.api, dataDir: '' });
     const apiUrl = given === null ? null : { url: given, source: options.api !== undefined ? '--api' : 'RELAUNCH_API_URL' };
-    const stack = stackName(options.stack);
     const local = await localSettings(environment.folder);
+    const stack = stackName(options.stack, local);
     const region = await resolveRegion(options.region, given, local);
     clients = environment.clients(region.region);
     const input: CheckInput = {

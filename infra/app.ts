@@ -1,19 +1,20 @@
 // The CDK app: `cdk synth` / `cdk deploy` run this (cdk.json). Offline: no lookups, no
-// account or region needed; settings come from context (see config.ts).
+// account or region needed; settings come from context (see config.ts), and the stacks are
+// named from relaunch:namePrefix (lib/deployment-names.ts). A bad setting is the user's to
+// fix: its message alone, never a stack trace around it, and a non-zero exit.
 
-import { App, Annotations } from 'aws-cdk-lib';
-import { configFromContext, ContextKey } from './config.ts';
-import { addRelaunchStacks } from './relaunch-stack.ts';
+import { App } from 'aws-cdk-lib';
+import { ConfigurationError } from '../lib/errors.ts';
+import { configFromContext } from './config.ts';
+import { addDeployment } from './relaunch-stack.ts';
 
 const app = new App();
-const config = configFromContext((key) => app.node.tryGetContext(key));
-const { relaunch: stack } = addRelaunchStacks(app, 'Relaunch', config);
-
-// cdk.json ships all-zero example ids so a fresh clone synthesizes; deploying them fails.
-if (/^vpc-0+$/.test(config.vpcId)) {
-  Annotations.of(stack).addWarningV2(
-    'relaunch:placeholder-network',
-    `${ContextKey.vpcId} and ${ContextKey.subnets} are cdk.json's examples: set your own before cdk deploy`,
-  );
+try {
+  // The CLI sets CDK_DEFAULT_REGION from AWS_REGION or the profile: where the env-agnostic stack goes.
+  addDeployment(app, configFromContext((key) => app.node.tryGetContext(key)), process.env.CDK_DEFAULT_REGION);
+} catch (error) {
+  if (!(error instanceof ConfigurationError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(1);
 }
 app.synth();

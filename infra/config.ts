@@ -2,6 +2,7 @@
 // any construct is built: a bad value names its context key and says what was expected.
 // Nothing is looked up: synth needs no credentials and no network.
 
+import { ConfigurationError } from '../lib/errors.ts';
 import * as z from '../lib/zod.ts';
 import type { Ec2RegionConfig } from '../lib/workflow/resources.ts';
 import { LaunchPaceConfigSchema, type LaunchPaceConfig } from '../lib/launch-pace.ts';
@@ -27,6 +28,8 @@ export const ContextKey = {
   jobNotificationsTopicArn: 'relaunch:jobNotificationsTopicArn',
   dataBuckets: 'relaunch:dataBuckets',
   launchPace: 'relaunch:launchPace',
+  ecrRepositories: 'relaunch:ecrRepositories',
+  apiGatewayAccountRole: 'relaunch:apiGatewayAccountRole',
 } as const;
 
 /** Where job instances run and what they may be; see ContextKey for where each comes from. */
@@ -120,6 +123,20 @@ export interface RelaunchConfig {
    * @default EC2_LAUNCH_PACE (EC2's default instance-launch bucket: 1,000, then 2 a second)
    */
   readonly launchPace?: LaunchPaceConfig;
+  /**
+   * The ECR repositories of the account a task's image may be pulled from: names
+   * (`team/trainer`), or name prefixes ending in `*`. The instance role may pull only
+   * from these, in any region of the account.
+   * @default - every repository of the account
+   */
+  readonly ecrRepositories?: readonly string[];
+  /**
+   * Create the role API Gateway writes logs with and set it on the account
+   * (AWS::ApiGateway::Account: one setting per account and region, shared by every API
+   * there). Turn it off when the account already has one: the stage's access logs need it.
+   * @default true
+   */
+  readonly apiGatewayAccountRole?: boolean;
 }
 
 /** A string matching `pattern`; anything else is `message`. */
@@ -137,6 +154,10 @@ const topicArn = matching(
 );
 const bucketPattern = matching(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$|^[a-z0-9][a-z0-9.-]{0,61}\*$/, 'expected an S3 bucket name, or a prefix of names ending in *');
 const cidr = matching(/^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}\/(3[0-2]|[12]?\d)$/, 'expected an IPv4 CIDR like 10.0.0.0/16');
+const ecrRepository = matching(
+  /^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*\/)*[a-z0-9]+(?:[._-][a-z0-9]+)*\*?$|^[a-z0-9][a-z0-9._/-]*\*$/,
+  'expected an ECR repository name like team/trainer, or a prefix of names ending in *',
+);
 const namePrefix = matching(/^[a-zA-Z][a-zA-Z0-9-]{0,31}$/, 'expected 1-32 letters, digits or -, starting with a letter');
 
 /**
@@ -218,6 +239,8 @@ const ConfigObject = z.object({
   [ContextKey.launchPace]: z.optional(
     preprocess(splitPace, z.strictObject(LaunchPaceConfigSchema.shape, { error: 'expected BURST/PERSECOND like 1000/2, or { "burst": 1000, "perSecond": 2 }' })),
   ),
+  [ContextKey.ecrRepositories]: z.optional(preprocess(splitList, z.array(ecrRepository).check(z.minLength(1)))),
+  [ContextKey.apiGatewayAccountRole]: z.optional(flag),
   [ContextKey.agentWafRateLimit]: z.optional(
     preprocess(
       (value) => (typeof value === 'string' && /^[0-9]{1,10}$/.test(value.trim()) ? Number(value) : value),
@@ -263,8 +286,8 @@ const ConfigSchema = ConfigObject.check(distinctRegions, portsHaveCidr);
 export type ContextReader = (key: string) => unknown;
 
 /**
- * Reads and validates the configuration. Throws one error listing every bad or missing
- * key, each with how to set it.
+ * Reads and validates the configuration. Throws one ConfigurationError listing every bad
+ * or missing key, each with how to set it.
  */
 export function configFromContext(read: ContextReader): RelaunchConfig {
   const raw = Object.fromEntries(Object.values(ContextKey).map((key) => [key, read(key)]));
@@ -277,7 +300,7 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
       const message = raw[String(key)] === undefined && !issue.message.startsWith('is not set') ? 'is not set' : issue.message;
       return `context ${where}: ${message}`;
     });
-    throw new Error(
+    throw new ConfigurationError(
       `relaunch configuration is not valid:\n  ${problems.join('\n  ')}\n` +
         'Set each key in cdk.json "context", or pass it with -c, e.g. ' +
         '-c relaunch:vpcId=vpc-… -c relaunch:subnets=us-east-1a=subnet-…,us-east-1b=subnet-…',
@@ -300,5 +323,7 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
     jobNotificationsTopicArn: config[ContextKey.jobNotificationsTopicArn],
     dataBuckets: config[ContextKey.dataBuckets],
     launchPace: config[ContextKey.launchPace],
+    ecrRepositories: config[ContextKey.ecrRepositories],
+    apiGatewayAccountRole: config[ContextKey.apiGatewayAccountRole],
   };
 }

@@ -18,6 +18,7 @@ export const LambdaName = {
   onExecutionEnded: 'on-execution-ended',
   janitor: 'janitor',
   deleteTransientMounts: 'delete-transient-mounts',
+  takeDown: 'take-down',
 } as const;
 export type LambdaName = (typeof LambdaName)[keyof typeof LambdaName];
 
@@ -152,4 +153,16 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
   // Emptying a bucket is a page of 1,000 objects a round; a bucket larger than 15 minutes
   // empties goes on in Lambda's retry of the invocation, where this one stopped.
   [LambdaName.deleteTransientMounts]: { store: 'read', workflow: [], compute: false, data: true, deletesMounts: true, timeoutSeconds: 900 },
+  // `cdk destroy`'s custom resource: releases every instance of the deployment (ten
+  // attempts at a time, each waiting up to 40 s for its instances to go), deletes its
+  // launch templates, and ends every live job; CloudFormation waits for its answer.
+  [LambdaName.takeDown]: {
+    store: 'write',
+    workflow: [],
+    compute: 'release',
+    sweepsLaunchTemplates: true,
+    secrets: ['delete'],
+    notifies: true,
+    timeoutSeconds: 900,
+  },
 };

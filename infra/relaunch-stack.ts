@@ -1,9 +1,11 @@
 // RelaunchStack: the deployable stack, env-agnostic (no account or region baked in, no
 // lookups); and the app's stacks: it, plus an EC2 event forwarder per failover region.
 
-import { Stack, type StackProps } from 'aws-cdk-lib';
+import { Annotations, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { stackNameOf } from '../lib/deployment-names.ts';
 import { ConfigurationError } from '../lib/errors.ts';
+import { ContextKey, type RelaunchConfig } from './config.ts';
 import { isAwsZone, regionOfZone } from '../lib/spec/placement.ts';
 import { Ec2EventForwarderStack } from './event-forwarder-stack.ts';
 import { Relaunch, type RelaunchProps } from './relaunch.ts';
@@ -41,6 +43,33 @@ export function addRelaunchStacks(scope: Construct, id: string, props: RelaunchP
     ({ region }) => new Ec2EventForwarderStack(scope, `${id}-events-${region}`, { homeRegion, region, namePrefix: props.namePrefix }),
   );
   return { relaunch, forwarders };
+}
+
+/**
+ * The stacks of the deployment `config` describes, as `cdk deploy` of relaunch's app makes
+ * them: named from its prefix (stackNameOf), so two prefixes are two stacks. The home
+ * stack deploys to the region `cdk` found (`deployRegion`: AWS_REGION or the profile's),
+ * which must be its subnets'.
+ *
+ * @throws ConfigurationError when `deployRegion` is not the region of the subnets.
+ */
+export function addDeployment(scope: Construct, config: RelaunchConfig, deployRegion?: string): RelaunchStacks {
+  const home = regionOfSubnets(config.subnetsByZone);
+  if (deployRegion !== undefined && deployRegion !== '' && deployRegion !== home) {
+    throw new ConfigurationError(
+      `relaunch:subnets are zones of ${home}, but cdk deploys to ${deployRegion} (AWS_REGION, else your AWS profile's region, else us-east-1): ` +
+        `set AWS_REGION=${home}, or give subnets of ${deployRegion}`,
+    );
+  }
+  const stacks = addRelaunchStacks(scope, stackNameOf(config.namePrefix), config);
+  // cdk.json ships all-zero example ids so a fresh clone synthesizes; deploying them fails.
+  if (/^vpc-0+$/.test(config.vpcId)) {
+    Annotations.of(stacks.relaunch).addWarningV2(
+      'relaunch:placeholder-network',
+      `${ContextKey.vpcId} and ${ContextKey.subnets} are cdk.json's examples: set your own before cdk deploy`,
+    );
+  }
+  return stacks;
 }
 
 function regionOfSubnets(subnetsByZone: Readonly<Record<string, string>>): string {

@@ -1,9 +1,9 @@
 // Relaunch: the whole service as one construct, for the bundled stack or a user's own app.
 // It wires the constructs of each concern and grants each Lambda only what it uses.
 
-import { ArnFormat, Aws, CfnOutput, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnOutput, CfnResource, Stack } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import type * as iam from 'aws-cdk-lib/aws-iam';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
@@ -22,6 +22,7 @@ import { JobInstances } from './constructs/job-instances.ts';
 import { JobTable, type JobTableProps } from './constructs/job-table.ts';
 import { JobWorkflow } from './constructs/job-workflow.ts';
 import { Operations } from './constructs/operations.ts';
+import { TakeDown } from './constructs/take-down.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-catalog.ts';
 import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
@@ -65,8 +66,12 @@ export class Relaunch extends Construct {
   readonly transientMounts: TransientMounts;
   readonly janitor: Janitor;
   readonly api: JobApi;
+  /** Attach to whoever may use the deployment: execute-api:Invoke on the API's job routes. */
+  readonly submitPolicy: iam.ManagedPolicy;
   /** The alarms, their topic, the dashboard and the optional job notifications topic. */
   readonly operations: Operations;
+  /** What `cdk destroy` runs: every instance terminated, every live job ended. */
+  readonly takeDown: TakeDown;
 
   constructor(scope: Construct, id: string, props: RelaunchProps) {
     super(scope, id);
@@ -82,6 +87,7 @@ export class Relaunch extends Construct {
       nodeToNodeTraffic: props.nodeToNodeTraffic ?? true,
       openPorts: props.jobPorts,
       openPortsTo: props.jobPortsCidr ?? props.vpcCidr,
+      ecrRepositories: props.ecrRepositories,
     });
     // The stack's own region first (its security group is made here), then the others given.
     const regions: Ec2RegionConfig[] = [
@@ -172,8 +178,10 @@ export class Relaunch extends Construct {
       handler: this.functions.functions[LambdaName.api],
       restApiName: namePrefix,
       agentWafRateLimit: props.agentWafRateLimit,
+      accountLogRole: props.apiGatewayAccountRole ?? true,
     });
     this.functions.setApiUrl(this.api.url);
+    this.submitPolicy = this.api.createSubmitPolicy('SubmitPolicy');
 
     this.operations = new Operations(this, 'Operations', {
       namePrefix,
@@ -188,6 +196,13 @@ export class Relaunch extends Construct {
     if (this.operations.jobNotificationsTopic !== undefined) this.functions.notifyJobEnds(this.operations.jobNotificationsTopic);
     // A letter waiting in a dead-letter queue pages on-call like any other alarm.
     for (const alarm of [...this.janitor.alarms, this.transientMounts.alarm]) this.operations.addAlarm(alarm);
+    // `cdk destroy`: the functions go first (none can launch any more), then the take-down
+    // terminates what runs, then the instances' security group and role can go.
+    this.takeDown = new TakeDown(this, 'TakeDown', {
+      handler: this.functions.functions[LambdaName.takeDown],
+      deletedBefore: LAMBDA_NAMES.filter((name) => name !== LambdaName.takeDown).map((name) => this.functions.functions[name]),
+      deletedAfter: [this.instances],
+    });
     acknowledgeWildcards(this);
 
     if (props.outputs ?? true) {
@@ -195,12 +210,30 @@ export class Relaunch extends Construct {
       new CfnOutput(this, 'StateMachineArn', { value: this.workflow.stateMachine.stateMachineArn });
       new CfnOutput(this, 'AlarmTopicArn', { value: this.operations.alarmTopic.topicArn, description: 'subscribe on-call here' });
       new CfnOutput(this, 'DashboardName', { value: this.operations.dashboard.dashboardName });
+      new CfnOutput(this, 'SubmitPolicyArn', {
+        value: this.submitPolicy.managedPolicyArn,
+        description: 'attach to a teammate who may submit: aws iam attach-user-policy --user-name NAME --policy-arn ARN',
+      });
       const record = deploymentRecord({ ...props, namePrefix, apiUrl: this.api.url, dataBucket: this.data.bucket.bucketName });
       new CfnOutput(this, DEPLOYMENT_OUTPUT_ID, { value: Stack.of(this).toJsonString(record), description: 'what relaunch check reads: version and settings' });
       if (this.operations.jobNotificationsTopic !== undefined) {
         new CfnOutput(this, 'JobNotificationsTopicArn', { value: this.operations.jobNotificationsTopic.topicArn });
       }
     }
+    claimNamePrefix(this, this.workflow.logGroup.node.defaultChild as CfnResource);
+  }
+}
+
+/**
+ * Makes every resource of `relaunch` wait for `claim`, a resource named from the prefix
+ * alone (the controller's log group): CloudFormation creates it first, and a second stack
+ * of the same prefix (the same deployment under another stack name) fails on it, its name
+ * already taken, before it has created anything else. A stack made before stack names
+ * followed the prefix holds that log group too.
+ */
+function claimNamePrefix(relaunch: Construct, claim: CfnResource): void {
+  for (const child of relaunch.node.findAll()) {
+    if (child instanceof CfnResource && child !== claim) child.addResourceDependency(claim);
   }
 }
 

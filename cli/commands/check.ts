@@ -23,7 +23,7 @@ export function checkCommand(io: Io, environment?: CheckEnvironment): Command {
     .argument('[task]', 'a task file (SkyPilot YAML), or - for standard input: judge its candidates against the account')
     .option('--api <url>', 'the deployed relaunch API (default: $RELAUNCH_API_URL, else the stack\'s)')
     .option('--region <region>', 'the region (default: the API URL\'s, $AWS_REGION or the profile\'s, else cdk.json\'s subnets\')')
-    .option('--stack <name>', 'the CloudFormation stack of relaunch', 'Relaunch')
+    .option('--stack <name>', 'the CloudFormation stack of relaunch (default: the one cdk.json\'s relaunch:namePrefix names, else Relaunch)')
     .option('--json', 'print one JSON object: {ok, checks: [{id, status, message, fix?}], verdict?}')
     .action(async (file: string | undefined, options: CheckOptions) => {
       exitWith(await runCheck(file, options, io, environment));

@@ -9,6 +9,7 @@
 
 import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
@@ -134,7 +135,7 @@ export class JobApi extends Construct {
       restApiName: props.restApiName ?? 'relaunch',
       description: 'relaunch: submit, inspect and cancel jobs; agent callbacks',
       cloudWatchRole: props.accountLogRole ?? true,
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      ...((props.accountLogRole ?? true) ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN } : {}),
       endpointTypes: [apigateway.EndpointType.REGIONAL],
       deployOptions: {
         stageName: props.stageName ?? 'v1',
@@ -204,6 +205,23 @@ export class JobApi extends Construct {
           body === undefined ? undefined : { 'application/json': this.model(route.name, body) },
       });
     }
+  }
+
+  /**
+   * A managed policy granting `execute-api:Invoke` on this API's IAM-authorized routes of
+   * its stage (submit, list, read, cancel, sources), not the agents' routes: attach it to a
+   * teammate's user, group or role and they may use the deployment. Its name is
+   * CloudFormation's, so two deployments' policies never collide.
+   */
+  createSubmitPolicy(id: string): iam.ManagedPolicy {
+    const stage = this.api.deploymentStage.stageName;
+    const resources = ROUTES.filter((route) => route.auth === 'iam').map((route) =>
+      this.api.arnForExecuteApi(route.method, route.pattern.replace(/\{[^}]+\}/g, '*'), stage),
+    );
+    return new iam.ManagedPolicy(this, id, {
+      description: `${this.api.restApiName}: submit, list, read and cancel jobs through its API (execute-api:Invoke)`,
+      statements: [new iam.PolicyStatement({ actions: ['execute-api:Invoke'], resources })],
+    });
   }
 
   /** The API's base URL, ending in `/`. */

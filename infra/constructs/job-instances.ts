@@ -1,6 +1,7 @@
 // JobInstances: what a job's EC2 instances run as. The role lets the agent read its own
 // instance's callback secret (and no other) and pull a task's image from the account's
-// ECR, and an operator open a shell on a node (Session Manager); nothing else.
+// ECR (every repository, or those the deployment names), and an operator open a shell on
+// a node (Session Manager); nothing else.
 
 import { Aws, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -39,6 +40,12 @@ export interface JobInstancesProps {
    * @default - required when openPorts is given
    */
   readonly openPortsTo?: string;
+  /**
+   * The ECR repositories of the account a task's image may be pulled from (names, or
+   * prefixes ending in `*`).
+   * @default - every repository of the account
+   */
+  readonly ecrRepositories?: readonly string[];
 }
 
 /** The instance role and profile, and a security group that admits nothing from outside itself but the open ports. */
@@ -72,13 +79,14 @@ export class JobInstances extends Construct {
         resources: ['*'],
       }),
     );
-    // A task's Docker image may be in the account's ECR: the agent logs in and pulls, no more.
+    // A task's Docker image may be in the account's ECR: the agent logs in and pulls, no more;
+    // from every repository of the account unless the deployment names some.
     this.role.addToPolicy(new iam.PolicyStatement({ sid: 'EcrLogin', actions: ['ecr:GetAuthorizationToken'], resources: ['*'] }));
     this.role.addToPolicy(
       new iam.PolicyStatement({
         sid: 'PullFromAccountEcr',
         actions: ['ecr:BatchCheckLayerAvailability', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchGetImage'],
-        resources: [`arn:${Aws.PARTITION}:ecr:*:${Aws.ACCOUNT_ID}:repository/*`],
+        resources: (props.ecrRepositories ?? ['*']).map((name) => `arn:${Aws.PARTITION}:ecr:*:${Aws.ACCOUNT_ID}:repository/${name}`),
       }),
     );
     this.instanceProfile = new iam.InstanceProfile(this, 'Profile', { role: this.role });

@@ -5,6 +5,7 @@
 export interface CfnResource {
   readonly Type: string;
   readonly Properties?: Record<string, unknown>;
+  readonly DependsOn?: string | readonly string[];
 }
 
 /** A synthesized template, as far as the suite reads it. */

@@ -16,7 +16,7 @@ let ami: string;
 let s3: S3Client;
 
 beforeAll(async () => {
-  stack = await world().deploy('Data', { config: { namePrefix: 'data', dataBuckets: ['relaunch-scratch-*'] } });
+  stack = await world().deploy({ config: { namePrefix: 'data', dataBuckets: ['relaunch-scratch-*'] } });
   ami = await world().amazonLinuxAmi();
   s3 = new S3Client({ region: 'us-east-1', endpoint: world().moto.endpoint, forcePathStyle: true });
 });

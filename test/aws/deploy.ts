@@ -1,5 +1,5 @@
-// A relaunch stack "deployed" onto moto: the real synthesized template (CDK, in process, no
-// bundling), its resources that the Lambdas touch made in moto from their template
+// A relaunch stack "deployed" onto moto: the real synthesized template of the shipped app
+// (CDK, in process, no bundling, its stacks named as `cdk deploy` names them), its resources that the Lambdas touch made in moto from their template
 // properties (the table, the security group, queues, topics, the bucket, the roles and the
 // instance profile, the state machine), and each Lambda's environment and role policies
 // resolved from the template as CloudFormation would. Nothing is made by hand that the
@@ -16,7 +16,7 @@ import { CreateTopicCommand, SNSClient } from '@aws-sdk/client-sns';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { RelaunchConfig } from '../../infra/config.ts';
 import { LAMBDA_NAMES, type LambdaName } from '../../infra/lambda-catalog.ts';
-import { addRelaunchStacks } from '../../infra/relaunch-stack.ts';
+import { addDeployment } from '../../infra/relaunch-stack.ts';
 import { resolveCfn, resolveString, type CfnResource, type CfnTemplate, type CfnValues, type Physical } from './cfn.ts';
 import { MOTO_ACCOUNT, type Moto } from './moto.ts';
 
@@ -42,7 +42,7 @@ export interface DeployedFunction {
 
 /** A relaunch stack on moto. */
 export interface Deployment {
-  /** The stack's id (`Relaunch` for a default app). */
+  /** The stack's name, as the shipped app gives it (`Relaunch` for the default prefix). */
   readonly id: string;
   readonly namePrefix: string;
   readonly region: string;
@@ -51,6 +51,8 @@ export interface Deployment {
   readonly template: CfnTemplate;
   /** The templates of the failover regions' forwarder stacks, by region. */
   readonly forwarders: Readonly<Record<string, CfnTemplate>>;
+  /** The forwarder stacks' names, by region. */
+  readonly forwarderStacks: Readonly<Record<string, string>>;
   readonly functions: Readonly<Record<LambdaName, DeployedFunction>>;
   readonly values: CfnValues;
   /** The one resource of `type` (throws when there is not exactly one). */
@@ -76,25 +78,43 @@ export async function createNetwork(moto: Moto, region: string, zones: readonly 
   return { vpcId, subnetsByZone };
 }
 
-/** Synthesizes the app's stacks in process, as `cdk synth` would without bundling. */
-export function synthesize(id: string, config: RelaunchConfig): { template: CfnTemplate; forwarders: Record<string, CfnTemplate> } {
+/** The shipped app's stacks for `config`, synthesized in process as `cdk synth` would without bundling. */
+export interface Synthesized {
+  /** The stack's name. */
+  readonly id: string;
+  readonly template: CfnTemplate;
+  /** The forwarder stacks' templates and names, by region. */
+  readonly forwarders: Record<string, CfnTemplate>;
+  readonly forwarderStacks: Record<string, string>;
+}
+
+/** Synthesizes the shipped app's stacks (infra/app.ts's addDeployment) in process, as `cdk synth` would without bundling. */
+export function synthesize(config: RelaunchConfig): Synthesized {
   process.env.CDK_VALIDATION = 'false';
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-  const stacks = addRelaunchStacks(app, id, config);
+  const stacks = addDeployment(app, config);
   const assembly = app.synth();
   const forwarders = Object.fromEntries(
     stacks.forwarders.map((stack) => [stack.region, assembly.getStackByName(stack.stackName).template as CfnTemplate]),
   );
-  return { template: assembly.getStackByName(stacks.relaunch.stackName).template as CfnTemplate, forwarders };
+  const forwarderStacks = Object.fromEntries(stacks.forwarders.map((stack) => [stack.region, stack.stackName]));
+  return { id: stacks.relaunch.stackName, template: assembly.getStackByName(stacks.relaunch.stackName).template as CfnTemplate, forwarders, forwarderStacks };
+}
+
+/** CloudFormation's answer to a stack whose first resource could not be created: nothing of it was made. */
+export class StackRefusedError extends Error {
+  override readonly name = 'StackRefusedError';
 }
 
 /**
  * Synthesizes relaunch with `config` (its network made in moto beforehand) and makes in
- * moto what its Lambdas use, in the home region of its subnets.
+ * moto what its Lambdas use, in the home region of its subnets. As CloudFormation does, it
+ * creates first the resource every other one DependsOn (the prefix's claim): when that
+ * fails, nothing else is made and StackRefusedError says why.
  */
-export async function deploy(moto: Moto, id: string, config: RelaunchConfig): Promise<Deployment> {
+export async function deploy(moto: Moto, config: RelaunchConfig): Promise<Deployment> {
   const region = regionOf(config);
-  const { template, forwarders } = synthesize(id, config);
+  const { id, template, forwarders, forwarderStacks } = synthesize(config);
   const clients = {
     ec2: new EC2Client({ region, endpoint: moto.endpoint }),
     iam: new IAMClient({ region, endpoint: moto.endpoint }),
@@ -103,6 +123,7 @@ export async function deploy(moto: Moto, id: string, config: RelaunchConfig): Pr
     sqs: new SQSClient({ region, endpoint: moto.endpoint }),
     sns: new SNSClient({ region, endpoint: moto.endpoint }),
     sfn: new SFNClient({ region, endpoint: moto.endpoint }),
+    logs: { endpoint: moto.endpoint, region },
   };
   const physical = new Map<string, Physical>();
   const values: CfnValues = {
@@ -114,7 +135,18 @@ export async function deploy(moto: Moto, id: string, config: RelaunchConfig): Pr
     },
   };
   const entries = Object.entries(template.Resources);
-  // What moto names itself comes first; every other name is chosen here, as CloudFormation would.
+  const first = firstResources(template);
+  for (const logicalId of first) {
+    const resource = template.Resources[logicalId] as CfnResource;
+    physical.set(logicalId, namesOf(id, region, logicalId, resource));
+    try {
+      await create(clients, logicalId, resource, values);
+    } catch (error) {
+      const name = values.physical(logicalId).ref;
+      throw new StackRefusedError(`${id}: ${logicalId} (${resource.Type} ${name}) could not be created, so nothing else was: ${(error as Error).message}`);
+    }
+  }
+  // What moto names itself comes next; every other name is chosen here, as CloudFormation would.
   for (const [logicalId, resource] of entries) {
     if (resource.Type !== 'AWS::EC2::SecurityGroup') continue;
     const props = resource.Properties ?? {};
@@ -126,7 +158,7 @@ export async function deploy(moto: Moto, id: string, config: RelaunchConfig): Pr
   for (const [logicalId, resource] of entries) {
     if (!physical.has(logicalId)) physical.set(logicalId, namesOf(id, region, logicalId, resource));
   }
-  for (const [logicalId, resource] of entries) await create(clients, logicalId, resource, values);
+  for (const [logicalId, resource] of entries) if (!first.includes(logicalId)) await create(clients, logicalId, resource, values);
 
   const functions = Object.fromEntries(
     LAMBDA_NAMES.map((name) => {
@@ -150,6 +182,7 @@ export async function deploy(moto: Moto, id: string, config: RelaunchConfig): Pr
     config,
     template,
     forwarders,
+    forwarderStacks,
     functions,
     values,
     only(type) {
@@ -159,6 +192,14 @@ export async function deploy(moto: Moto, id: string, config: RelaunchConfig): Pr
       return { logicalId, resource, physical: values.physical(logicalId) };
     },
   };
+}
+
+/** The resources every other resource of the template DependsOn: CloudFormation creates them before any other. */
+function firstResources(template: CfnTemplate): string[] {
+  const entries = Object.entries(template.Resources);
+  return entries
+    .map(([logicalId]) => logicalId)
+    .filter((logicalId) => entries.every(([other, resource]) => other === logicalId || [resource.DependsOn ?? []].flat().includes(logicalId)));
 }
 
 function regionOf(config: RelaunchConfig): string {
@@ -237,6 +278,28 @@ interface Clients {
   readonly sqs: SQSClient;
   readonly sns: SNSClient;
   readonly sfn: SFNClient;
+  /** Where CloudWatch Logs is (the project has no SDK client of it: see createLogGroup). */
+  readonly logs: { readonly endpoint: string; readonly region: string };
+}
+
+/**
+ * CreateLogGroup on moto, which fails when the name is taken, as CloudFormation's log
+ * group does. The project ships no CloudWatch Logs client, so this is the JSON protocol by
+ * hand: moto reads the service and region from the SigV4 scope and checks no signature.
+ */
+async function createLogGroup(logs: Clients['logs'], logGroupName: string): Promise<void> {
+  const response = await fetch(logs.endpoint, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-amz-json-1.1',
+      'x-amz-target': 'Logs_20140328.CreateLogGroup',
+      authorization: `AWS4-HMAC-SHA256 Credential=testing/20260101/${logs.region}/logs/aws4_request, SignedHeaders=host, Signature=0`,
+    },
+    body: JSON.stringify({ logGroupName }),
+  });
+  if (response.ok) return;
+  const answer = (await response.json()) as { __type?: string; message?: string };
+  throw new Error(`${answer.__type ?? response.status}: ${answer.message ?? 'CreateLogGroup failed'}`);
 }
 
 /** The resource types the Lambdas touch (the security groups are made first, above). */
@@ -245,6 +308,7 @@ const CREATED_IN_MOTO = new Set([
   'AWS::EC2::SecurityGroupIngress',
   'AWS::IAM::Role',
   'AWS::IAM::InstanceProfile',
+  'AWS::Logs::LogGroup',
   'AWS::S3::Bucket',
   'AWS::SQS::Queue',
   'AWS::SNS::Topic',
@@ -295,6 +359,9 @@ async function create(clients: Clients, logicalId: string, resource: CfnResource
       for (const role of (props.Roles ?? []) as string[]) {
         await clients.iam.send(new AddRoleToInstanceProfileCommand({ InstanceProfileName: ref, RoleName: role }));
       }
+      return;
+    case 'AWS::Logs::LogGroup':
+      await createLogGroup(clients.logs, ref);
       return;
     case 'AWS::S3::Bucket':
       await clients.s3.send(new CreateBucketCommand({ Bucket: ref }));

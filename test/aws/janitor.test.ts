@@ -15,8 +15,8 @@ let prod: StackInWorld;
 let ami: string;
 
 beforeAll(async () => {
-  staging = await world().deploy('Staging', { config: { namePrefix: 'staging' } });
-  prod = await world().deploy('Prod', { config: { namePrefix: 'prod' } });
+  staging = await world().deploy({ config: { namePrefix: 'staging' } });
+  prod = await world().deploy({ config: { namePrefix: 'prod' } });
   ami = await world().amazonLinuxAmi();
 });
 

@@ -5,6 +5,8 @@ import { DescribeLaunchTemplatesCommand, DescribeLaunchTemplateVersionsCommand, 
 import { DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeExecutionCommand, ListExecutionsCommand, SFNClient } from '@aws-sdk/client-sfn';
 import { ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TagKey } from '../../lib/agent/tags.ts';
 import { SPOT_ROLE_MISSING_ERROR } from '../../lib/adapters/ec2-compute.ts';
@@ -18,7 +20,7 @@ let stack: StackInWorld;
 let ami: string;
 
 beforeAll(async () => {
-  stack = await world().deploy('Relaunch');
+  stack = await world().deploy();
   ami = await world().amazonLinuxAmi();
 });
 
@@ -108,7 +110,7 @@ describe('multi-node and EFA jobs', () => {
   });
 
   it('are refused at submit, naming num_nodes and the setting, by a stack whose nodes may not reach each other', async () => {
-    const closed = await world().deploy('Closed', { config: { namePrefix: 'closed', nodeToNodeTraffic: false } });
+    const closed = await world().deploy({ config: { namePrefix: 'closed', nodeToNodeTraffic: false } });
     const answer = await closed.api('POST', '/jobs', { body: `name: two\nnum_nodes: 2\nresources:\n  image_id: ${ami}\nrun: echo hi\n`, headers: { 'content-type': 'application/yaml' } });
     expect(answer.statusCode).toBe(400);
     expect(answer.body.issues).toEqual([expect.objectContaining({ path: 'num_nodes', message: expect.stringContaining('relaunch:nodeToNodeTraffic') })]);
@@ -227,7 +229,7 @@ function executionArnOf(stack: StackInWorld, jobId: string): string {
 describe('a long job', () => {
   it('continues as a new execution near the history limit, which moto records and the job follows to its end', async () => {
     // The job's first execution starts as one 499 attempts into its history would be.
-    const long = await world().deploy('Long', {
+    const long = await world().deploy({
       config: { namePrefix: 'long' },
       startInput: (input, name) => (name === input.jobId ? { ...input, attemptsInExecution: MAX_ATTEMPTS_PER_EXECUTION - 1 } : input),
     });
@@ -279,6 +281,71 @@ describe('an EC2 event whose delivery failed', () => {
     const cancelled = await stack.api('DELETE', `/jobs/${jobId}`);
     expect(cancelled.statusCode).toBe(202);
     await stack.ended(jobId);
+  });
+});
+
+/** A URL of the test's own, standing in for the presigned one CloudFormation gives a custom resource, and what was PUT there. */
+async function cloudFormationListener(): Promise<{ url: string; received: Record<string, unknown>[]; close: () => void }> {
+  const received: Record<string, unknown>[] = [];
+  const server = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    request.on('end', () => {
+      if (request.method === 'PUT') received.push(JSON.parse(body) as Record<string, unknown>);
+      response.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/cloudformation-response?signed`, received, close: () => server.close() };
+}
+
+describe('cdk destroy', () => {
+  it("terminates every instance of the deployment's jobs, ends each live job CANCELLED and answers CloudFormation; another deployment's jobs run on", async () => {
+    const doomed = await world().deploy({ config: { namePrefix: 'doomed' } });
+    const task = (name: string, nodes: number) => `name: ${name}\nnum_nodes: ${nodes}\nresources:\n  cpus: 2\n  use_spot: true\n  image_id: ${ami}\nrun: sleep 1000\n`;
+    const running = await doomed.submit(task('running', 2));
+    await doomed.awaiting(running, 1, 'AwaitBoot');
+    for (const agent of await doomed.agents(running, 1)) expect((await agent.heartbeat()).statusCode).toBe(200);
+    await doomed.awaiting(running, 1, 'AwaitAttempt');
+    const booting = await doomed.submit(task('booting', 1));
+    await doomed.awaiting(booting, 1, 'AwaitBoot');
+    const elsewhere = await stack.submit(task('elsewhere', 1));
+    await stack.awaiting(elsewhere, 1, 'AwaitBoot');
+    const live = async (deployment: string) =>
+      (await world().instances('us-east-1', { 'relaunch:deployment': deployment })).filter((i) => i.State?.Name !== 'terminated').map((i) => i.InstanceId);
+    expect(await live('doomed')).toHaveLength(3);
+
+    const cloudFormation = await cloudFormationListener();
+    try {
+      const { logicalId } = doomed.deployment.only('Custom::RelaunchTakeDown');
+      const request = {
+        RequestType: 'Delete',
+        ServiceToken: doomed.deployment.functions['take-down'].functionName,
+        ResponseURL: cloudFormation.url,
+        StackId: `arn:aws:cloudformation:us-east-1:${doomed.deployment.account}:stack/${doomed.id}/1`,
+        RequestId: 'request-1',
+        ResourceType: 'Custom::RelaunchTakeDown',
+        LogicalResourceId: logicalId,
+        PhysicalResourceId: 'relaunch-take-down',
+        ResourceProperties: {},
+      };
+      await doomed.invoke('take-down', request);
+      expect(cloudFormation.received).toEqual([expect.objectContaining({ Status: 'SUCCESS', RequestId: 'request-1', LogicalResourceId: logicalId })]);
+    } finally {
+      cloudFormation.close();
+    }
+    expect(await live('doomed')).toEqual([]);
+    expect(await live('relaunch')).toHaveLength(1);
+    for (const jobId of [running, booting]) {
+      const job = await doomed.job(jobId);
+      expect(job.status, jobId).toBe('CANCELLED');
+      expect(String(job.failureReason)).toContain('cdk destroy');
+      expect(job.attempts[0], jobId).toMatchObject({ outcome: 'CANCELLED' });
+    }
+    expect((await stack.job(elsewhere)).status).toBe('STARTING');
+    const cancelled = await stack.api('DELETE', `/jobs/${elsewhere}`);
+    expect(cancelled.statusCode).toBe(202);
   });
 });
 

@@ -15,7 +15,7 @@ let stack: StackInWorld;
 let ami: string;
 
 beforeAll(async () => {
-  stack = await world().deploy('Warm');
+  stack = await world().deploy();
   ami = await world().amazonLinuxAmi();
 });
 

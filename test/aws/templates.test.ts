@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RelaunchConfig } from '../../infra/config.ts';
-import { addRelaunchStacks } from '../../infra/relaunch-stack.ts';
+import { addDeployment } from '../../infra/relaunch-stack.ts';
 
 const out = mkdtempSync(join(tmpdir(), 'relaunch-cfn-lint-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -32,6 +32,8 @@ const DEPLOYMENTS: Readonly<Record<string, RelaunchConfig>> = {
     jobNotifications: true,
     dataBuckets: ['team-data', 'team-ckpts-*'],
     launchPace: { burst: 200, perSecond: 1 },
+    ecrRepositories: ['team/trainer', 'team-base-*'],
+    apiGatewayAccountRole: false,
   },
   'multi-region': {
     ...NETWORK,
@@ -65,7 +67,7 @@ function synthesize(name: string, config: RelaunchConfig): string[] {
   process.env.CDK_VALIDATION = 'false';
   const outdir = join(out, name);
   const app = new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
-  addRelaunchStacks(app, 'Relaunch', config);
+  addDeployment(app, config);
   app.synth();
   return readdirSync(outdir)
     .filter((file) => file.endsWith('.template.json'))

@@ -450,14 +450,17 @@ export class World {
     }
   }
 
-  /** Makes a network in moto, deploys a stack on it and loads its handlers. */
-  async deploy(id: string, options: DeployOptions = {}): Promise<StackInWorld> {
+  /**
+   * Makes a network in moto, deploys the shipped app's stack on it (named from its prefix,
+   * `Relaunch` for the default one) and loads its handlers.
+   */
+  async deploy(options: DeployOptions = {}): Promise<StackInWorld> {
     const zones = options.zones ?? ['us-east-1a', 'us-east-1b'];
     const network = await createNetwork(this.moto, zones[0]?.slice(0, -1) ?? 'us-east-1', zones);
-    const deployment = await deploy(this.moto, id, { namePrefix: 'relaunch', ...options.config, vpcId: network.vpcId, subnetsByZone: network.subnetsByZone });
+    const deployment = await deploy(this.moto, { namePrefix: 'relaunch', ...options.config, vpcId: network.vpcId, subnetsByZone: network.subnetsByZone });
     const stack = new StackInWorld(this, deployment, options);
     await stack.load();
-    this.stacks.set(id, stack);
+    this.stacks.set(deployment.id, stack);
     return stack;
   }
 

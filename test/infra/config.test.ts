@@ -31,6 +31,15 @@ describe('configFromContext', () => {
     expect(config).toMatchObject({ otherRegions: [other], allowedInstanceTypes: ['g5.xlarge', 'p4d.24xlarge'], namePrefix: 'team-a', dataBuckets: ['team-data', 'ckpt-*'] });
   });
 
+  it('takes ECR repositories (names or name prefixes ending in *) and whether to set the account\'s API Gateway log role, from -c or cdk.json', () => {
+    const viaString = from({ ...minimal, [ContextKey.ecrRepositories]: 'team/trainer, base-*', [ContextKey.apiGatewayAccountRole]: 'false' })();
+    const viaJson = from({ ...minimal, [ContextKey.ecrRepositories]: ['team/trainer', 'base-*'], [ContextKey.apiGatewayAccountRole]: false })();
+    expect(viaString).toEqual(viaJson);
+    expect(viaJson).toMatchObject({ ecrRepositories: ['team/trainer', 'base-*'], apiGatewayAccountRole: false });
+    expect(from(minimal)()).toMatchObject({ ecrRepositories: undefined, apiGatewayAccountRole: undefined });
+    expect(from({ ...minimal, [ContextKey.ecrRepositories]: 'Team Images' })).toThrow(/relaunch:ecrRepositories\[0\]: expected an ECR repository name/);
+  });
+
   it('takes a launch pace as BURST/PERSECOND from -c or an object from cdk.json', () => {
     expect(from({ ...minimal, [ContextKey.launchPace]: ' 500 / 1.5 ' })().launchPace).toEqual({ burst: 500, perSecond: 1.5 });
     expect(from({ ...minimal, [ContextKey.launchPace]: { burst: 500, perSecond: 1.5 } })().launchPace).toEqual({ burst: 500, perSecond: 1.5 });

@@ -21,6 +21,7 @@ import {
   type TaskStateName,
 } from '../../lib/workflow/contract.ts';
 import { JobInstances } from '../../infra/constructs/job-instances.ts';
+import { TAKE_DOWN_RESOURCE_TYPE } from '../../infra/constructs/take-down.ts';
 import { Relaunch } from '../../infra/relaunch.ts';
 import { RelaunchStack } from '../../infra/relaunch-stack.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, TASK_LAMBDAS, type JobSecretsCall, LambdaName } from '../../infra/lambda-catalog.ts';
@@ -203,10 +204,10 @@ describe('IAM', () => {
     expect(flat(withAction(statements, 'ec2:CreateLaunchTemplate')[0]?.Resource)).toMatch(/:launch-template\/\*$/);
     const fleets = withAction(statements, 'ec2:CreateFleet').filter((s) => flat(s.Resource).endsWith(':fleet/*'));
     expect(fleets.map((s) => s.Condition)).toEqual([tagged]);
-    for (const name of ['launch-attempt', 'janitor'] as const) {
+    for (const name of ['launch-attempt', 'janitor', 'take-down'] as const) {
       expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([expect.objectContaining({ Condition: OWNED_HERE })]);
     }
-    for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt' && n !== 'janitor')) {
+    for (const name of LAMBDA_NAMES.filter((n) => n !== 'launch-attempt' && n !== 'janitor' && n !== 'take-down')) {
       expect(withAction(statementsOf(name), 'ec2:DeleteLaunchTemplate'), name).toEqual([]);
       expect(withAction(statementsOf(name), 'ec2:CreateFleet'), name).toEqual([]);
     }
@@ -252,6 +253,7 @@ describe('IAM', () => {
       'on-execution-ended': [],
       janitor: ['states:SendTaskFailure', 'states:SendTaskSuccess', 'states:StartExecution'],
       'delete-transient-mounts': [],
+      'take-down': [],
     };
     const onExecutions = new Set(['states:GetExecutionHistory', 'states:StopExecution']);
     // AWS's reference gives these no resource type: only `*` grants them (the task token scopes them).
@@ -912,5 +914,93 @@ describe('Relaunch in a user app', () => {
     const queues = flat(janitor?.Properties.Environment.Variables.DEAD_LETTER_QUEUES);
     expect(queues).toContain('"name":"forwarded-ec2-events-eu-central-1","url":"https://sqs.eu-central-1.<AWS::URLSuffix>/123456789012/team-a-forwarded-ec2-events-undelivered"');
     expect(JSON.stringify(theirs.findResources('AWS::IAM::Policy'))).toContain(':sqs:eu-central-1:123456789012:team-a-forwarded-ec2-events-undelivered');
+  });
+});
+
+describe('TakeDown (cdk destroy)', () => {
+  type WithDeps = Resource & { DependsOn?: string[] };
+  const all = () => resources as Record<string, WithDeps>;
+  const takeDownId = () => {
+    const found = Object.entries(all()).filter(([, r]) => r.Type === TAKE_DOWN_RESOURCE_TYPE);
+    expect(found).toHaveLength(1);
+    return (found[0] as [string, WithDeps])[0];
+  };
+
+  it('is a custom resource the take-down function answers', () => {
+    const resource = all()[takeDownId()] as WithDeps;
+    expect(resource.Properties.ServiceToken).toEqual({ 'Fn::GetAtt': [functionId(LambdaName.takeDown), 'Arn'] });
+  });
+
+  it('is deleted after every other function and its policies (they depend on it), so none launches once it has looked', () => {
+    const id = takeDownId();
+    for (const name of LAMBDA_NAMES.filter((n) => n !== LambdaName.takeDown)) {
+      const fn = all()[functionId(name)] as WithDeps;
+      expect(fn.DependsOn, name).toContain(id);
+      const roleId = ((fn.Properties.Role as { 'Fn::GetAtt': string[] })['Fn::GetAtt'])[0] as string;
+      const policies = Object.entries(all()).filter(
+        ([, r]) => r.Type === 'AWS::IAM::Policy' && (r.Properties.Roles as { Ref: string }[]).some((role) => role.Ref === roleId),
+      );
+      expect(policies.length, name).toBeGreaterThan(0);
+      for (const [policyId, policy] of policies) expect(policy.DependsOn, `${name} ${policyId}`).toContain(id);
+    }
+  });
+
+  it("is deleted before the instances' security group, which AWS keeps while instances run in it", () => {
+    const resource = all()[takeDownId()] as WithDeps;
+    const group = Object.entries(all()).find(([, r]) => r.Type === 'AWS::EC2::SecurityGroup')?.[0];
+    expect(resource.DependsOn).toContain(group);
+  });
+});
+
+describe('the submit policy (a teammate who may submit)', () => {
+  it("grants execute-api:Invoke on the API's IAM-authorized routes of its stage, and nothing else", () => {
+    const policies = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::IAM::ManagedPolicy');
+    expect(policies).toHaveLength(1);
+    const [, policy] = policies[0] as [string, Resource];
+    const statements = (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement;
+    expect(statements.flatMap(actionsOf)).toEqual(['execute-api:Invoke']);
+    const arns = statements.flatMap((s) => [s.Resource].flat()).map((r) => JSON.stringify(r));
+    const iamRoutes = ROUTES.filter((route) => route.auth === 'iam');
+    expect(arns).toHaveLength(iamRoutes.length);
+    for (const route of iamRoutes) {
+      const path = route.pattern.replace(/\{[^}]+\}/g, '*');
+      expect(arns.some((arn) => arn.includes(`/${route.method}${path}"`)), `${route.method} ${route.pattern}`).toBe(true);
+    }
+    expect(arns.join(' ')).not.toContain('attempts');
+  });
+
+  it('is a stack output, SubmitPolicyArn, to attach to a teammate', () => {
+    const [policyId] = Object.entries(resources).find(([, r]) => r.Type === 'AWS::IAM::ManagedPolicy') as [string, Resource];
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
+    const output = Object.entries(outputs).find(([id]) => id.includes('SubmitPolicyArn'));
+    expect(output?.[1].Value).toEqual({ Ref: policyId });
+  });
+});
+
+describe("the instance role's ECR pulls and the account's API Gateway log role", () => {
+  const pullStatement = (built: Template) => {
+    const policies = Object.values(built.toJSON().Resources as Record<string, Resource>).filter((r) => r.Type === 'AWS::IAM::Policy');
+    const statements = policies.flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    const pulls = statements.filter((st) => st.Sid === 'PullFromAccountEcr');
+    expect(pulls).toHaveLength(1);
+    return pulls[0] as Statement;
+  };
+
+  it("pulls from every repository of the account by default, and only from the named ones (or prefixes) when given", () => {
+    expect(JSON.stringify(pullStatement(template).Resource)).toMatch(/:repository\/\*"/);
+    const narrowed = JSON.stringify(pullStatement(synth({ ecrRepositories: ['team/trainer', 'base-*'] })).Resource);
+    expect(narrowed).toContain(':repository/team/trainer"');
+    expect(narrowed).toContain(':repository/base-*"');
+    expect(narrowed).not.toMatch(/:repository\/\*"/);
+  });
+
+  it('sets the account-wide API Gateway log role by default, and leaves the account alone when told', () => {
+    template.resourceCountIs('AWS::ApiGateway::Account', 1);
+    const left = synth({ apiGatewayAccountRole: false });
+    left.resourceCountIs('AWS::ApiGateway::Account', 0);
+    const roles = Object.values(left.toJSON().Resources as Record<string, Resource>).filter(
+      (r) => r.Type === 'AWS::IAM::Role' && JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes('apigateway.amazonaws.com'),
+    );
+    expect(roles).toEqual([]);
   });
 });
