@@ -1,6 +1,5 @@
 // `relaunch run TASK.yaml`: submit a job and follow it to the end (or return at once with --detach).
 
-import path from 'node:path';
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
 import { parseJobFile, type ParsedJob } from '../../lib/spec/parse.ts';
@@ -15,7 +14,7 @@ import type { LocalSubmitOptions } from '../../local/runtime.ts';
 import { ensureBuckets, S3SourceStore, s3Client, tagCreatedBuckets } from '../s3-sources.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
-import { readTaskFile, STDIN_ARGUMENT } from '../task-file.ts';
+import { readTaskFile } from '../task-file.ts';
 import { LocalSourceStore, uploadSources } from '../sources.ts';
 import { sourcesDir } from '../../local/paths.ts';
 import { ensureLocalBuckets, markCreatedBuckets } from '../local-buckets.ts';
@@ -63,7 +62,9 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     resolveJob(parsed, { envs: envOverrides, secrets: secretOverrides });
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
     const chaos = await chaosOf(options, Math.max(...tasks.map((task) => task.spec.numNodes)));
-    const sources = await withSources(text, parsed, file === STDIN_ARGUMENT ? process.cwd() : path.dirname(file), options, io);
+    // Relative sources are read from where the command runs, as SkyPilot reads them, whatever
+    // folder the task file is in (`relaunch run configs/train.yaml` with `workdir: .`).
+    const sources = await withSources(text, parsed, process.cwd(), options, io);
 
     const submitted = await submitToTarget(options, io, sources.body, { envOverrides, secretOverrides, chaos });
     target = submitted.target;
@@ -154,7 +155,7 @@ function summary(view: JobView): string {
 async function withSources(text: string, parsed: ParsedJob, base: string, options: RunOptions, io: Io): Promise<SubmittedSources> {
   const api = configuredApi(options);
   if (api === null) {
-    const body = await uploadSources(text, parsed, base, new LocalSourceStore(sourcesDir(options.dataDir)), io);
+    const body = await uploadSources(text, parsed, base, new LocalSourceStore(sourcesDir(options.dataDir)), io, [options.dataDir]);
     const created = await ensureLocalBuckets(parsed, options.dataDir, io);
     return { body, submitted: (jobId) => markCreatedBuckets(options.dataDir, created, jobId) };
   }
@@ -168,7 +169,7 @@ async function withSources(text: string, parsed: ParsedJob, base: string, option
   let created: string[];
   let body: string;
   try {
-    body = await uploadSources(text, parsed, base, new S3SourceStore(s3, location), io);
+    body = await uploadSources(text, parsed, base, new S3SourceStore(s3, location), io, [options.dataDir]);
     created = await ensureBuckets(parsed, s3, location, io);
   } finally {
     s3.destroy();
