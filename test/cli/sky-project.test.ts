@@ -33,6 +33,8 @@ describe('a SkyPilot project run from its top', () => {
       expect(first.code, first.stderr).toBe(0);
       expect(listedFiles(first.stdout).sort()).toEqual(SYNCED_FILES);
       expect(first.stderr).toMatch(/\. \(9 files, \d+ paths left out by \.gitignore, /);
+      // envs reach the job as the file writes them.
+      expect(first.stdout).toContain('LR=1e-4 WARMUP=1.0');
 
       // The data folder (.relaunch/, where the command runs) now holds the first run's
       // archive and state: the second run packs exactly the same archive again.
