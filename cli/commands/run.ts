@@ -2,7 +2,7 @@
 
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
-import { parseJobFile, type ParsedJob } from '../../lib/spec/parse.ts';
+import type { ParsedJob } from '../../lib/spec/parse.ts';
 import { envNameProblem } from '../../lib/spec/envs.ts';
 import { resolveJob } from '../../lib/spec/secrets.ts';
 import { JobStatus } from '../../lib/status.ts';
@@ -14,14 +14,15 @@ import type { LocalSubmitOptions } from '../../local/runtime.ts';
 import { ensureBuckets, S3SourceStore, s3Client, tagCreatedBuckets } from '../s3-sources.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
-import { readTaskFile } from '../task-file.ts';
+import { launchOverridesOf, readWithOverrides, withLaunchOverrideOptions, type LaunchOverrides } from '../launch-overrides.ts';
 import { LocalSourceStore, uploadSources } from '../sources.ts';
 import { sourcesDir } from '../../local/paths.ts';
 import { ensureLocalBuckets, markCreatedBuckets } from '../local-buckets.ts';
 import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan, readChaosFile, type ChaosPlan } from '../../local/chaos.ts';
 
 /** Options of `relaunch run`. */
-export interface RunOptions extends TargetOptions {
+export interface RunOptions extends TargetOptions, LaunchOverrides {
+  readonly yes?: boolean;
   readonly json?: boolean;
   readonly detach?: boolean;
   readonly env?: readonly string[];
@@ -33,12 +34,15 @@ export interface RunOptions extends TargetOptions {
 /** The `run` subcommand. */
 export function runCommand(io: Io): Command {
   return withTargetOptions(
-    subcommand('run', io)
-      .description('run a task and bring it back per its job_recovery policy; follows the job to the end')
-      .argument('<task>', 'the task file (SkyPilot YAML)')
-      .option('--json', 'print only the final job as one JSON object')
-      .option('--detach', 'return the job id at once; the job runs in the background')
-      .option('--env <KEY=VALUE>', 'set or override an env of the task (repeatable)', collect, [])
+    withLaunchOverrideOptions(
+      subcommand('run', io)
+        .description('run a task and bring it back per its job_recovery policy; follows the job to the end')
+        .argument('<task>', 'the task file (SkyPilot YAML)')
+        .option('--json', 'print only the final job as one JSON object')
+        .option('--detach', 'return the job id at once; the job runs in the background'),
+    )
+      .option('-y, --yes', 'taken for `sky jobs launch -y`: relaunch asks nothing before it runs')
+      .option('--env <KEY[=VALUE]>', "set or override an env of the task: KEY=VALUE, or KEY for this shell's $KEY (repeatable)", collect, [])
       .option('--secret <NAME[=VALUE]>', "give a secret of the task: NAME takes this shell's $NAME, NAME=VALUE the value (repeatable)", collect, [])
       .option('--preempt-attempts <list>', 'interrupt these attempts as a spot preemption would (local only), e.g. 1,3', attemptList)
       .option('--chaos <file>', 'inject the faults of this chaos file: preemptions, lost or silent nodes, no capacity... (local only)'),
@@ -52,10 +56,9 @@ export function runCommand(io: Io): Command {
 export async function runTask(file: string, options: RunOptions, io: Io): Promise<ExitStatus> {
   let target: Target | null = null;
   try {
-    const envOverrides = parseEnvs(options.env ?? []);
+    const envOverrides = parseEnvs(options.env ?? [], process.env);
     const secretOverrides = parseSecrets(options.secret ?? [], process.env);
-    const text = await readTaskFile(file);
-    const parsed = parseJobFile(text);
+    const { text, parsed } = await readWithOverrides(file, launchOverridesOf(options));
     const { tasks, warnings } = parsed;
     // The overrides checked and every secret given before anything is opened: exit 2
     // naming what is wrong, as the submit itself would.
@@ -210,17 +213,24 @@ async function chaosOf(options: RunOptions, numNodes: number): Promise<ChaosPlan
   return plan;
 }
 
-/** `KEY=VALUE` pairs; a key must be a shell variable name. */
-export function parseEnvs(pairs: readonly string[]): Record<string, string> {
+/**
+ * `--env` values, as `sky jobs launch` takes them: `KEY=VALUE` as given, `KEY` alone from
+ * `environment` (the caller's shell); a key must be a shell variable name.
+ */
+export function parseEnvs(pairs: readonly string[], environment: NodeJS.ProcessEnv): Record<string, string> {
   // Entries, not assignments: `--env __proto__=x` must reach the spec's check as a key.
   const envs = new Map<string, string>();
   for (const pair of pairs) {
     const at = pair.indexOf('=');
     const key = at < 0 ? pair : pair.slice(0, at);
-    if (at < 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
-      throw new InvalidInputError([{ path: '--env', message: `expected KEY=VALUE with KEY a variable name, got "${pair}"` }]);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+      throw new InvalidInputError([{ path: '--env', message: `expected KEY=VALUE or KEY with KEY a variable name, got "${pair}"` }]);
     }
-    envs.set(key, pair.slice(at + 1));
+    const value = at < 0 ? environment[key] : pair.slice(at + 1);
+    if (value === undefined) {
+      throw new InvalidInputError([{ path: '--env', message: `${key} is not set in this environment: export it, or give --env ${key}=VALUE` }]);
+    }
+    envs.set(key, value);
   }
   return Object.fromEntries(envs);
 }
