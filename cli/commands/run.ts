@@ -14,6 +14,7 @@ import type { LocalSubmitOptions } from '../../local/runtime.ts';
 import { ensureBuckets, S3SourceStore, s3Client, tagCreatedBuckets } from '../s3-sources.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
+import { countersLine } from './status.ts';
 import { launchOverridesOf, readWithOverrides, withLaunchOverrideOptions, type LaunchOverrides } from '../launch-overrides.ts';
 import { LocalSourceStore, uploadSources } from '../sources.ts';
 import { sourcesDir } from '../../local/paths.ts';
@@ -147,7 +148,7 @@ function summary(view: JobView): string {
   const reason = view.failureReason === null ? '' : `: ${view.failureReason}`;
   // A standby the job did not take (let go unused, or about to be) never ran: it is no attempt to count.
   const attempts = view.attempts.filter((attempt) => attempt.standby === null || attempt.standby.state === 'adopted').length;
-  return `${view.jobId} ${view.status} after ${attempts} attempt(s), ${view.recoveryCount} recovery(ies)${reason}`;
+  return `${view.jobId} ${view.status} after ${attempts} attempt${attempts === 1 ? '' : 's'}; ${countersLine(view)}${reason}`;
 }
 
 /**

@@ -35,6 +35,8 @@ describe('a SkyPilot project run from its top', () => {
       expect(first.stderr).toMatch(/\. \(9 files, \d+ paths left out by \.gitignore, /);
       // envs reach the job as the file writes them.
       expect(first.stdout).toContain('LR=1e-4 WARMUP=1.0');
+      // The last line names the counters as status does: used of allowed.
+      expect(first.stdout).toMatch(/ SUCCEEDED after 1 attempt; recoveries: 0, restarts on errors: 0 of 0\n$/);
 
       // The data folder (.relaunch/, where the command runs) now holds the first run's
       // archive and state: the second run packs exactly the same archive again.
