@@ -26,6 +26,34 @@ export interface SourceStore {
   put(sha256: string, archive: string, bytes: number, progress: (sent: number) => void): Promise<void>;
 }
 
+/**
+ * A store that remembers what it was given, so that a submit refused afterwards takes
+ * those archives back (what was there before stays: it may be another job's).
+ */
+export class RecordingSourceStore implements SourceStore {
+  readonly stored: string[] = [];
+
+  constructor(private readonly store: LocalSourceStore) {}
+
+  get where(): string {
+    return this.store.where;
+  }
+
+  has(sha256: string): Promise<boolean> {
+    return this.store.has(sha256);
+  }
+
+  async put(sha256: string, archive: string, bytes: number, progress: (sent: number) => void): Promise<void> {
+    await this.store.put(sha256, archive, bytes, progress);
+    this.stored.push(sha256);
+  }
+
+  /** Removes every archive this store was given. */
+  async removeStored(): Promise<void> {
+    for (const sha256 of this.stored.splice(0)) await this.store.remove(sha256);
+  }
+}
+
 /** An archive of one local source. */
 export interface PackedSource {
   readonly entry: 'file' | 'dir';
@@ -64,6 +92,11 @@ export class LocalSourceStore implements SourceStore {
     await copyFile(archive, partial);
     await rename(partial, target);
     progress(bytes);
+  }
+
+  /** Removes an archive (none there: nothing to do). */
+  async remove(sha256: string): Promise<void> {
+    await rm(path.join(this.dir, archiveName(sha256)), { force: true });
   }
 }
 

@@ -16,9 +16,9 @@ import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.
 import { followJob } from '../follow.ts';
 import { countersLine } from './status.ts';
 import { launchOverridesOf, readWithOverrides, withLaunchOverrideOptions, type LaunchOverrides } from '../launch-overrides.ts';
-import { LocalSourceStore, uploadSources } from '../sources.ts';
+import { LocalSourceStore, RecordingSourceStore, uploadSources } from '../sources.ts';
 import { sourcesDir } from '../../local/paths.ts';
-import { ensureLocalBuckets, markCreatedBuckets } from '../local-buckets.ts';
+import { ensureLocalBuckets, markCreatedBuckets, removeCreatedBuckets } from '../local-buckets.ts';
 import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan, readChaosFile, type ChaosPlan } from '../../local/chaos.ts';
 
 /** Options of `relaunch run`. */
@@ -70,7 +70,11 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     // folder the task file is in (`relaunch run configs/train.yaml` with `workdir: .`).
     const sources = await withSources(text, parsed, process.cwd(), options, io);
 
-    const submitted = await submitToTarget(options, io, sources.body, { envOverrides, secretOverrides, chaos });
+    const submitted = await submitToTarget(options, io, sources.body, { envOverrides, secretOverrides, chaos }).catch(async (error: unknown) => {
+      // Refused: what was made for this job goes again, and the refusal is what is said.
+      await sources.refused().catch((cleanup: unknown) => io.err(`warning: could not remove what run made for the refused job: ${errorMessage(cleanup)}`));
+      throw error;
+    });
     target = submitted.target;
     const { jobId } = submitted;
     // The job runs either way: a bucket left unmarked is only kept after it.
@@ -159,12 +163,23 @@ function summary(view: JobView): string {
 async function withSources(text: string, parsed: ParsedJob, base: string, options: RunOptions, io: Io): Promise<SubmittedSources> {
   const api = configuredApi(options);
   if (api === null) {
-    const body = await uploadSources(text, parsed, base, new LocalSourceStore(sourcesDir(options.dataDir)), io, [options.dataDir]);
-    const created = await ensureLocalBuckets(parsed, options.dataDir, io);
-    return { body, submitted: (jobId) => markCreatedBuckets(options.dataDir, created, jobId) };
+    const store = new RecordingSourceStore(new LocalSourceStore(sourcesDir(options.dataDir)));
+    const body = await uploadSources(text, parsed, base, store, io, [options.dataDir]);
+    const created = await ensureLocalBuckets(parsed, options.dataDir, io).catch(async (error: unknown) => {
+      await store.removeStored();
+      throw error;
+    });
+    return {
+      body,
+      submitted: (jobId) => markCreatedBuckets(options.dataDir, created, jobId),
+      async refused() {
+        await store.removeStored();
+        await removeCreatedBuckets(options.dataDir, created);
+      },
+    };
   }
   const usesData = parsed.tasks.some(({ spec }) => spec.workdir !== null || (spec.fileMounts ?? []).length > 0);
-  if (!usesData) return { body: text, submitted: () => Promise.resolve() };
+  if (!usesData) return { body: text, submitted: () => Promise.resolve(), refused: () => Promise.resolve() };
   const location = await new HttpJobsClient(api, { sign: !isLoopback(api) }).sourcesLocation().catch((error: unknown) => {
     if (!(error instanceof ApiError) || error.statusCode !== 404) throw error;
     throw new InvalidInputError([{ path: '--api', message: `expected an API that takes uploads, but ${api} keeps none in S3 (a local server): give its --data-dir instead of --api` }]);
@@ -180,6 +195,9 @@ async function withSources(text: string, parsed: ParsedJob, base: string, option
   }
   return {
     body,
+    // An archive in the stack's bucket is named by its content and may serve another job
+    // already; the bucket's expiry removes it when none does.
+    refused: () => Promise.resolve(),
     async submitted(jobId) {
       if (created.length === 0) return;
       const tagging = s3Client(location);
@@ -200,6 +218,8 @@ async function withSources(text: string, parsed: ParsedJob, base: string, option
 interface SubmittedSources {
   readonly body: string;
   submitted(jobId: string): Promise<void>;
+  /** Undoes what was made for a submit that was refused: archives stored, bucket folders created (locally). */
+  refused(): Promise<void>;
 }
 
 /**
