@@ -249,7 +249,8 @@ export function parseEnvs(pairs: readonly string[], environment: NodeJS.ProcessE
     }
     const value = at < 0 ? environment[key] : pair.slice(at + 1);
     if (value === undefined) {
-      throw new InvalidInputError([{ path: '--env', message: `${key} is not set in this environment: export it, or give --env ${key}=VALUE` }]);
+      const message = `expected "${key}" to be set in this environment (--env KEY takes your shell's value): export it, or give --env ${key}=VALUE`;
+      throw new InvalidInputError([{ path: '--env', message }]);
     }
     envs.set(key, value);
   }

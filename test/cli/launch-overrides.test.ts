@@ -94,7 +94,7 @@ describe('--env on run', () => {
 
   it('refuses a KEY the shell does not set, saying how to give it', () => {
     expect(() => parseEnvs(['MISSING'], {})).toThrow(InvalidInputError);
-    expect(() => parseEnvs(['MISSING'], {})).toThrow('MISSING is not set in this environment: export it, or give --env MISSING=VALUE');
+    expect(() => parseEnvs(['MISSING'], {})).toThrow('expected "MISSING" to be set in this environment (--env KEY takes your shell\'s value): export it, or give --env MISSING=VALUE');
   });
 });
 
