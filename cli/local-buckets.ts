@@ -3,7 +3,7 @@
 // tags the buckets it creates on S3. The job's end deletes the marked ones its mounts say
 // not to keep (local/job-buckets.ts).
 
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { bucketNameProblem, mountField } from '../lib/spec/mounts.ts';
 import type { ParsedJob } from '../lib/spec/parse.ts';
@@ -48,6 +48,17 @@ export async function ensureLocalBuckets(job: ParsedJob, dataDir: string, io: Pi
 /** Marks the buckets `ensureLocalBuckets` created with the job they were created for. */
 export async function markCreatedBuckets(dataDir: string, buckets: readonly string[], jobId: string): Promise<void> {
   for (const name of buckets) await mark(dataDir, name, jobId);
+}
+
+/**
+ * Takes back the bucket folders `ensureLocalBuckets` created for a submit that was refused:
+ * each folder (still empty: no job had it) and its mark.
+ */
+export async function removeCreatedBuckets(dataDir: string, buckets: readonly string[]): Promise<void> {
+  for (const name of buckets) {
+    await rmdir(bucketDir(dataDir, name));
+    await rm(createdBucketMark(dataDir, name), { force: true });
+  }
 }
 
 async function mark(dataDir: string, name: string, jobId: string): Promise<void> {

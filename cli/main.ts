@@ -1,6 +1,7 @@
 // The `relaunch` program: one commander root, one subcommand per file in cli/commands.
 
 import { Command, CommanderError } from 'commander';
+import packageJson from '../package.json' with { type: 'json' };
 import { cancelCommand } from './commands/cancel.ts';
 import { checkCommand } from './commands/check.ts';
 import { dashboardCommand } from './commands/dashboard.ts';
@@ -21,6 +22,7 @@ import { EXIT_STATUS_CODE, ExitStatus, processIo, reportError, type Io } from '.
 export async function main(argv: readonly string[], io: Io = processIo): Promise<number> {
   const program = new Command('relaunch')
     .description('Batch jobs on EC2 spot capacity that come back by themselves.')
+    .version(packageJson.version, '--version', 'print the version')
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
   program.addCommand(runCommand(io));

@@ -15,6 +15,7 @@ import { isPipelineHeader, type ParsedJob } from '../lib/spec/parse.ts';
 import { taskPath } from '../lib/spec/path.ts';
 import { archiveName, mountField, uploadedWorkdir, uploadReference } from '../lib/spec/mounts.ts';
 import type { Io } from './exit.ts';
+import { folderExclusions, type ExclusionSource, type Exclusions } from './exclusions.ts';
 
 /** Where archives go: has one by name, or takes one. */
 export interface SourceStore {
@@ -23,6 +24,34 @@ export interface SourceStore {
   has(sha256: string): Promise<boolean>;
   /** Stores the archive file under its name; `progress` is told the bytes sent so far. */
   put(sha256: string, archive: string, bytes: number, progress: (sent: number) => void): Promise<void>;
+}
+
+/**
+ * A store that remembers what it was given, so that a submit refused afterwards takes
+ * those archives back (what was there before stays: it may be another job's).
+ */
+export class RecordingSourceStore implements SourceStore {
+  readonly stored: string[] = [];
+
+  constructor(private readonly store: LocalSourceStore) {}
+
+  get where(): string {
+    return this.store.where;
+  }
+
+  has(sha256: string): Promise<boolean> {
+    return this.store.has(sha256);
+  }
+
+  async put(sha256: string, archive: string, bytes: number, progress: (sent: number) => void): Promise<void> {
+    await this.store.put(sha256, archive, bytes, progress);
+    this.stored.push(sha256);
+  }
+
+  /** Removes every archive this store was given. */
+  async removeStored(): Promise<void> {
+    for (const sha256 of this.stored.splice(0)) await this.store.remove(sha256);
+  }
 }
 
 /** An archive of one local source. */
@@ -34,6 +63,10 @@ export interface PackedSource {
   readonly archive: string;
   /** Files (and symbolic links) in it, folders not counted. */
   readonly files: number;
+  /** For a folder: the ignore file whose rules applied (null: none), and how many paths they (and the data folder) left out. */
+  readonly ignored: { readonly by: ExclusionSource; readonly paths: number } | null;
+  /** What the user should know about the rules: a `.gitignore` that could not apply. */
+  readonly warnings: readonly string[];
 }
 
 /** The store in a local data folder: `<dataDir>/sources/<sha256>.tar.gz`. */
@@ -60,18 +93,39 @@ export class LocalSourceStore implements SourceStore {
     await rename(partial, target);
     progress(bytes);
   }
+
+  /** Removes an archive (none there: nothing to do). */
+  async remove(sha256: string): Promise<void> {
+    await rm(path.join(this.dir, archiveName(sha256)), { force: true });
+  }
 }
 
-/** Every path under `root`, relative, sorted so that the same tree always packs the same bytes. */
-async function treeEntries(root: string, relative = ''): Promise<{ name: string; folder: boolean }[]> {
+/** A path of a packed tree, relative to its top. */
+interface TreeEntry {
+  readonly name: string;
+  readonly folder: boolean;
+}
+
+/**
+ * Every path under `root` that `exclusions` keeps, relative, sorted so that the same tree
+ * always packs the same bytes. A folder left out is not entered; `left` counts what was
+ * left out (a folder as one).
+ */
+async function treeEntries(root: string, exclusions: Exclusions, left: { count: number }, relative = ''): Promise<TreeEntry[]> {
   const entries = await readdir(path.join(root, relative), { withFileTypes: true });
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const out: { name: string; folder: boolean }[] = [];
+  const out: TreeEntry[] = [];
   for (const entry of entries) {
     const name = relative === '' ? entry.name : `${relative}/${entry.name}`;
-    if (entry.isDirectory()) out.push({ name, folder: true }, ...(await treeEntries(root, name)));
-    else if (entry.isFile() || entry.isSymbolicLink()) out.push({ name, folder: false });
+    const folder = entry.isDirectory();
     // Sockets, FIFOs and devices are left out: no node could use them.
+    if (!folder && !entry.isFile() && !entry.isSymbolicLink()) continue;
+    if (exclusions.excludes(name, folder)) {
+      left.count += 1;
+      continue;
+    }
+    if (folder) out.push({ name, folder: true }, ...(await treeEntries(root, exclusions, left, name)));
+    else out.push({ name, folder: false });
   }
   return out;
 }
@@ -86,14 +140,25 @@ async function sha256Of(file: string): Promise<string> {
  * Packs a file or folder into a gzipped tar in `tmpDir`. Portable and without times, in
  * sorted order, so packing the same content twice makes the same archive (and the same
  * name): a resubmit finds it stored and sends nothing.
+ *
+ * A folder leaves out what SkyPilot leaves out (cli/exclusions.ts: `.skyignore`, else
+ * `.gitignore`, and the top `.git`), and `exclude`, absolute paths that are never packed
+ * (relaunch's data folder, which would otherwise grow the archive on every run). A file
+ * given as the source is packed whatever the ignore files say, as SkyPilot does.
  */
-export async function packSource(source: string, tmpDir: string): Promise<PackedSource> {
+export async function packSource(source: string, tmpDir: string, exclude: readonly string[] = []): Promise<PackedSource> {
   const info = await stat(source);
   const archive = path.join(tmpDir, `${createHash('sha256').update(source).digest('hex').slice(0, 16)}.tar.gz`);
   const options = { gzip: { level: 6 }, portable: true, noMtime: true, noDirRecurse: true, file: archive } as const;
   let files: number;
+  let ignored: PackedSource['ignored'] = null;
+  let warnings: readonly string[] = [];
   if (info.isDirectory()) {
-    const entries = await treeEntries(source);
+    const exclusions = await folderExclusions(await realpath(source), await Promise.all(exclude.map(async (given) => realpath(given).catch(() => path.resolve(given)))));
+    const left = { count: 0 };
+    const entries = await treeEntries(source, exclusions, left);
+    ignored = { by: exclusions.source, paths: left.count };
+    warnings = exclusions.warnings;
     files = entries.filter((entry) => !entry.folder).length;
     // An empty folder is still a folder: its archive holds just `.`.
     await tar.create({ ...options, cwd: source }, entries.length === 0 ? ['.'] : entries.map((entry) => entry.name));
@@ -107,7 +172,7 @@ export async function packSource(source: string, tmpDir: string): Promise<Packed
     throw new Error('not a regular file or a folder');
   }
   const sha256 = await sha256Of(archive);
-  return { entry: info.isDirectory() ? 'dir' : 'file', sha256, bytes: (await stat(archive)).size, archive, files };
+  return { entry: info.isDirectory() ? 'dir' : 'file', sha256, bytes: (await stat(archive)).size, archive, files, ignored, warnings };
 }
 
 /** A local source as the file writes it, resolved: `~` is the home folder, relative is from `base`. */
@@ -175,12 +240,22 @@ function sourceSites(text: string, job: ParsedJob): { documents: Document[]; sit
 /**
  * Packs and stores every local source of the job's tasks, and returns the file's text with
  * each one replaced by its archive's reference (the text as it was when there is none).
- * Paths are resolved from `base` (the task file's folder) and `~`. Progress goes to stderr.
+ * Paths are resolved from `base` and `~`; `base` is the folder the command runs in, where
+ * SkyPilot resolves them too (sky/task.py: `os.path.abspath` of the path as written), not
+ * the task file's. `exclude` names absolute paths never packed (the data folder). Progress
+ * goes to stderr.
  *
  * @throws InvalidInputError naming every source that is missing, unreadable, or not a
  *   folder where one is needed; nothing is stored then.
  */
-export async function uploadSources(text: string, job: ParsedJob, base: string, store: SourceStore, io: Io): Promise<string> {
+export async function uploadSources(
+  text: string,
+  job: ParsedJob,
+  base: string,
+  store: SourceStore,
+  io: Io,
+  exclude: readonly string[] = [],
+): Promise<string> {
   const { documents, sites } = sourceSites(text, job);
   if (sites.length === 0) return text;
   const checked = await Promise.all(
@@ -210,7 +285,7 @@ export async function uploadSources(text: string, job: ParsedJob, base: string, 
       let source = packed.get(absolute);
       if (source === undefined) {
         try {
-          source = await packSource(absolute, tmpDir);
+          source = await packSource(absolute, tmpDir, exclude);
         } catch (error) {
           throw new InvalidInputError([{ path: site.field, message: `could not read ${site.given}: ${(error as Error).message}` }]);
         }
@@ -225,8 +300,16 @@ export async function uploadSources(text: string, job: ParsedJob, base: string, 
   return documents.map((doc) => doc.toString()).join('');
 }
 
+/** `, 3 left out by .skyignore`: what the ignore rules (and the data folder) kept out of a folder. */
+function leftOut(source: PackedSource): string {
+  if (source.ignored === null || source.ignored.paths === 0) return '';
+  const paths = `${source.ignored.paths} path${source.ignored.paths === 1 ? '' : 's'}`;
+  return source.ignored.by === null ? `, ${paths} left out` : `, ${paths} left out by ${source.ignored.by}`;
+}
+
 async function storeOne(given: string, source: PackedSource, store: SourceStore, io: Io): Promise<void> {
-  const what = `${given} (${source.files} file${source.files === 1 ? '' : 's'}, ${formatBytes(source.bytes)} packed, sha256:${source.sha256.slice(0, 12)})`;
+  for (const warning of source.warnings) io.err(`warning: ${warning}`);
+  const what = `${given} (${source.files} file${source.files === 1 ? '' : 's'}${leftOut(source)}, ${formatBytes(source.bytes)} packed, sha256:${source.sha256.slice(0, 12)})`;
   if (await store.has(source.sha256)) {
     io.err(`${what}: already in ${store.where}`);
     return;

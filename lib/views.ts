@@ -3,7 +3,7 @@
 import type { AgentStep } from './agent/protocol.ts';
 import { isAgentFailure, type AttemptRecord, type JobRecord, type NodeReport, type PipelineState, type Placement, type WarningKind } from './model.ts';
 import type { Market, OutcomeKind, Phase, PolicyRule, RecoveryAction, RecoveryCounters } from './policy/types.ts';
-import type { RecoveryPolicy } from './spec/types.ts';
+import type { RecoveryPolicy, TaskSpec } from './spec/types.ts';
 import { gapBefore, runStartOf } from './standby.ts';
 import { isTerminal, JobStatus } from './status.ts';
 
@@ -77,6 +77,7 @@ export interface StandbyView {
 
 /** The counters a person reads after a decision (RecoveryCounters' budgets, without streaks). */
 export interface CountersView {
+  /** Restarts on errors used, of max_restarts_on_errors (restartsOnErrorsUsed). */
   readonly restartsOnErrors: number;
   readonly restartsOnExitCodes: number;
   readonly recoveryCount: number;
@@ -111,6 +112,7 @@ export interface JobView {
   readonly name: string | null;
   readonly status: JobStatus;
   readonly recoveryCount: number;
+  /** Restarts on errors used, never more than recoveryPolicy.maxRestartsOnErrors (restartsOnErrorsUsed). */
   readonly restartsOnErrors: number;
   /** Why the job failed or was cancelled; null otherwise. */
   readonly failureReason: string | null;
@@ -163,7 +165,7 @@ export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): J
     updatedAt: job.updatedAt,
     attempts: [...attempts]
       .sort((a, b) => a.attempt - b.attempt)
-      .map((attempt) => toAttemptView(attempt, (job.pipeline?.tasks[attempt.task ?? -1] ?? job.spec).numNodes, attempts)),
+      .map((attempt) => toAttemptView(attempt, job.pipeline?.tasks[attempt.task ?? -1] ?? job.spec, attempts)),
     ...(job.pipeline === null || job.pipeline === undefined ? {} : { tasks: taskViews(job, job.pipeline) }),
   };
 }
@@ -187,6 +189,16 @@ export function toJobSummary(job: JobRecord): JobSummary {
   };
 }
 
+/**
+ * Restarts on errors used, of `max` allowed. The stored count charges every failure (rule 4
+ * of the policy), the one that ended the job included, so a job failed with
+ * `max_restarts_on_errors: 1` has a count of 2 after one restart; a person reads the
+ * restarts it had: never more than allowed.
+ */
+export function restartsOnErrorsUsed(charged: number, max: number): number {
+  return Math.min(charged, max);
+}
+
 /** What every view of a job starts with: who it is, where it is, what it has used. */
 function headline(job: JobRecord): Pick<JobSummary, 'jobId' | 'name' | 'status' | 'recoveryCount' | 'restartsOnErrors'> {
   return {
@@ -194,12 +206,12 @@ function headline(job: JobRecord): Pick<JobSummary, 'jobId' | 'name' | 'status' 
     name: job.name,
     status: job.status,
     recoveryCount: job.counters.recoveryCount,
-    restartsOnErrors: job.counters.restartsOnErrors,
+    restartsOnErrors: restartsOnErrorsUsed(job.counters.restartsOnErrors, job.spec.resources.jobRecovery.maxRestartsOnErrors),
   };
 }
 
-function toAttemptView(attempt: AttemptRecord, numNodes: number, attempts: readonly AttemptRecord[]): AttemptView {
-  const { phase, exitCodes } = codesOf(attempt, numNodes);
+function toAttemptView(attempt: AttemptRecord, spec: TaskSpec, attempts: readonly AttemptRecord[]): AttemptView {
+  const { phase, exitCodes } = codesOf(attempt, spec.numNodes);
   return {
     attempt: attempt.attempt,
     ...(attempt.task === null || attempt.task === undefined ? {} : { task: attempt.task }),
@@ -210,7 +222,7 @@ function toAttemptView(attempt: AttemptRecord, numNodes: number, attempts: reado
     reason: attempt.decision?.reason ?? null,
     rule: attempt.decision?.rule ?? null,
     delaySeconds: attempt.decision?.delaySeconds ?? null,
-    countersAfter: countersView(attempt.decision?.counters),
+    countersAfter: countersView(attempt.decision?.counters, spec.resources.jobRecovery.maxRestartsOnErrors),
     outputTails: outputTails(attempt.reports),
     agentFailure: agentFailureOf(attempt.reports),
     // With candidates on both markets the instances' own (the placement's) is the one that ran.
@@ -245,10 +257,10 @@ function agentFailureOf(reports: readonly NodeReport[]): AgentFailureView | null
   return failed === undefined ? null : { nodeRank: failed.nodeRank, step: failed.agentFailure.step, error: failed.agentFailure.error };
 }
 
-function countersView(counters: RecoveryCounters | undefined): CountersView | null {
+function countersView(counters: RecoveryCounters | undefined, maxRestartsOnErrors: number): CountersView | null {
   if (counters === undefined) return null;
   const { restartsOnErrors, restartsOnExitCodes, recoveryCount, market } = counters;
-  return { restartsOnErrors, restartsOnExitCodes, recoveryCount, market };
+  return { restartsOnErrors: restartsOnErrorsUsed(restartsOnErrors, maxRestartsOnErrors), restartsOnExitCodes, recoveryCount, market };
 }
 
 /** Each node's tail of the furthest phase it reported (run over setup), by rank. */

@@ -9,7 +9,7 @@ import { DashboardProxy } from '../dashboard-proxy.ts';
 import { HttpJobsClient } from '../jobs-client.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { findLocalServer } from '../../local/server-info.ts';
-import { parsePort } from './serve.ts';
+import { parsePort, portInUse } from './serve.ts';
 
 interface DashboardOptions {
   readonly api?: string;
@@ -48,7 +48,7 @@ async function dashboard(options: DashboardOptions, io: Io): Promise<ExitStatus>
     }
     return ExitStatus.OK;
   } catch (error) {
-    return reportError(io, error);
+    return reportError(io, portInUse(error, options.port));
   }
 }
 

@@ -1,9 +1,8 @@
 // `relaunch run TASK.yaml`: submit a job and follow it to the end (or return at once with --detach).
 
-import path from 'node:path';
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
-import { parseJobFile, type ParsedJob } from '../../lib/spec/parse.ts';
+import type { ParsedJob } from '../../lib/spec/parse.ts';
 import { envNameProblem } from '../../lib/spec/envs.ts';
 import { resolveJob } from '../../lib/spec/secrets.ts';
 import { JobStatus } from '../../lib/status.ts';
@@ -15,16 +14,18 @@ import type { LocalSubmitOptions } from '../../local/runtime.ts';
 import { ensureBuckets, S3SourceStore, s3Client, tagCreatedBuckets } from '../s3-sources.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
-import { readTaskFile, STDIN_ARGUMENT } from '../task-file.ts';
-import { LocalSourceStore, uploadSources } from '../sources.ts';
+import { countersLine } from './status.ts';
+import { launchOverridesOf, readWithOverrides, withLaunchOverrideOptions, type LaunchOverrides } from '../launch-overrides.ts';
+import { LocalSourceStore, RecordingSourceStore, uploadSources } from '../sources.ts';
 import { sourcesDir } from '../../local/paths.ts';
-import { ensureLocalBuckets, markCreatedBuckets } from '../local-buckets.ts';
+import { ensureLocalBuckets, markCreatedBuckets, removeCreatedBuckets } from '../local-buckets.ts';
 import type { ChaosPlan } from '../../lib/chaos-file/types.ts';
 import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan } from '../../local/chaos.ts';
 import { readChaosFile } from '../chaos-file.ts';
 
 /** Options of `relaunch run`. */
-export interface RunOptions extends TargetOptions {
+export interface RunOptions extends TargetOptions, LaunchOverrides {
+  readonly yes?: boolean;
   readonly json?: boolean;
   readonly detach?: boolean;
   readonly env?: readonly string[];
@@ -36,12 +37,15 @@ export interface RunOptions extends TargetOptions {
 /** The `run` subcommand. */
 export function runCommand(io: Io): Command {
   return withTargetOptions(
-    subcommand('run', io)
-      .description('run a task and bring it back per its job_recovery policy; follows the job to the end')
-      .argument('<task>', 'the task file (SkyPilot YAML)')
-      .option('--json', 'print only the final job as one JSON object')
-      .option('--detach', 'return the job id at once; the job runs in the background')
-      .option('--env <KEY=VALUE>', 'set or override an env of the task (repeatable)', collect, [])
+    withLaunchOverrideOptions(
+      subcommand('run', io)
+        .description('run a task and bring it back per its job_recovery policy; follows the job to the end')
+        .argument('<task>', 'the task file (SkyPilot YAML)')
+        .option('--json', 'print only the final job as one JSON object')
+        .option('--detach', 'return the job id at once; the job runs in the background'),
+    )
+      .option('-y, --yes', 'taken for `sky jobs launch -y`: relaunch asks nothing before it runs')
+      .option('--env <KEY[=VALUE]>', "set or override an env of the task: KEY=VALUE, or KEY for this shell's $KEY (repeatable)", collect, [])
       .option('--secret <NAME[=VALUE]>', "give a secret of the task: NAME takes this shell's $NAME, NAME=VALUE the value (repeatable)", collect, [])
       .option('--preempt-attempts <list>', 'interrupt these attempts as a spot preemption would (local only), e.g. 1,3', attemptList)
       .option('--chaos <file>', 'inject the faults of this chaos file: preemptions, lost or silent nodes, no capacity... (local only)'),
@@ -55,19 +59,24 @@ export function runCommand(io: Io): Command {
 export async function runTask(file: string, options: RunOptions, io: Io): Promise<ExitStatus> {
   let target: Target | null = null;
   try {
-    const envOverrides = parseEnvs(options.env ?? []);
+    const envOverrides = parseEnvs(options.env ?? [], process.env);
     const secretOverrides = parseSecrets(options.secret ?? [], process.env);
-    const text = await readTaskFile(file);
-    const parsed = parseJobFile(text);
+    const { text, parsed } = await readWithOverrides(file, launchOverridesOf(options));
     const { tasks, warnings } = parsed;
     // The overrides checked and every secret given before anything is opened: exit 2
     // naming what is wrong, as the submit itself would.
     resolveJob(parsed, { envs: envOverrides, secrets: secretOverrides });
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
     const chaos = await chaosOf(options, Math.max(...tasks.map((task) => task.spec.numNodes)));
-    const sources = await withSources(text, parsed, file === STDIN_ARGUMENT ? process.cwd() : path.dirname(file), options, io);
+    // Relative sources are read from where the command runs, as SkyPilot reads them, whatever
+    // folder the task file is in (`relaunch run configs/train.yaml` with `workdir: .`).
+    const sources = await withSources(text, parsed, process.cwd(), options, io);
 
-    const submitted = await submitToTarget(options, io, sources.body, { envOverrides, secretOverrides, chaos });
+    const submitted = await submitToTarget(options, io, sources.body, { envOverrides, secretOverrides, chaos }).catch(async (error: unknown) => {
+      // Refused: what was made for this job goes again, and the refusal is what is said.
+      await sources.refused().catch((cleanup: unknown) => io.err(`warning: could not remove what run made for the refused job: ${errorMessage(cleanup)}`));
+      throw error;
+    });
     target = submitted.target;
     const { jobId } = submitted;
     // The job runs either way: a bucket left unmarked is only kept after it.
@@ -145,7 +154,7 @@ function summary(view: JobView): string {
   const reason = view.failureReason === null ? '' : `: ${view.failureReason}`;
   // A standby the job did not take (let go unused, or about to be) never ran: it is no attempt to count.
   const attempts = view.attempts.filter((attempt) => attempt.standby === null || attempt.standby.state === 'adopted').length;
-  return `${view.jobId} ${view.status} after ${attempts} attempt(s), ${view.recoveryCount} recovery(ies)${reason}`;
+  return `${view.jobId} ${view.status} after ${attempts} attempt${attempts === 1 ? '' : 's'}; ${countersLine(view)}${reason}`;
 }
 
 /**
@@ -156,12 +165,23 @@ function summary(view: JobView): string {
 async function withSources(text: string, parsed: ParsedJob, base: string, options: RunOptions, io: Io): Promise<SubmittedSources> {
   const api = configuredApi(options);
   if (api === null) {
-    const body = await uploadSources(text, parsed, base, new LocalSourceStore(sourcesDir(options.dataDir)), io);
-    const created = await ensureLocalBuckets(parsed, options.dataDir, io);
-    return { body, submitted: (jobId) => markCreatedBuckets(options.dataDir, created, jobId) };
+    const store = new RecordingSourceStore(new LocalSourceStore(sourcesDir(options.dataDir)));
+    const body = await uploadSources(text, parsed, base, store, io, [options.dataDir]);
+    const created = await ensureLocalBuckets(parsed, options.dataDir, io).catch(async (error: unknown) => {
+      await store.removeStored();
+      throw error;
+    });
+    return {
+      body,
+      submitted: (jobId) => markCreatedBuckets(options.dataDir, created, jobId),
+      async refused() {
+        await store.removeStored();
+        await removeCreatedBuckets(options.dataDir, created);
+      },
+    };
   }
   const usesData = parsed.tasks.some(({ spec }) => spec.workdir !== null || (spec.fileMounts ?? []).length > 0);
-  if (!usesData) return { body: text, submitted: () => Promise.resolve() };
+  if (!usesData) return { body: text, submitted: () => Promise.resolve(), refused: () => Promise.resolve() };
   const location = await new HttpJobsClient(api, { sign: !isLoopback(api) }).sourcesLocation().catch((error: unknown) => {
     if (!(error instanceof ApiError) || error.statusCode !== 404) throw error;
     throw new InvalidInputError([{ path: '--api', message: `expected an API that takes uploads, but ${api} keeps none in S3 (a local server): give its --data-dir instead of --api` }]);
@@ -170,13 +190,16 @@ async function withSources(text: string, parsed: ParsedJob, base: string, option
   let created: string[];
   let body: string;
   try {
-    body = await uploadSources(text, parsed, base, new S3SourceStore(s3, location), io);
+    body = await uploadSources(text, parsed, base, new S3SourceStore(s3, location), io, [options.dataDir]);
     created = await ensureBuckets(parsed, s3, location, io);
   } finally {
     s3.destroy();
   }
   return {
     body,
+    // An archive in the stack's bucket is named by its content and may serve another job
+    // already; the bucket's expiry removes it when none does.
+    refused: () => Promise.resolve(),
     async submitted(jobId) {
       if (created.length === 0) return;
       const tagging = s3Client(location);
@@ -197,6 +220,8 @@ async function withSources(text: string, parsed: ParsedJob, base: string, option
 interface SubmittedSources {
   readonly body: string;
   submitted(jobId: string): Promise<void>;
+  /** Undoes what was made for a submit that was refused: archives stored, bucket folders created (locally). */
+  refused(): Promise<void>;
 }
 
 /**
@@ -211,17 +236,25 @@ async function chaosOf(options: RunOptions, numNodes: number): Promise<ChaosPlan
   return plan;
 }
 
-/** `KEY=VALUE` pairs; a key must be a shell variable name. */
-export function parseEnvs(pairs: readonly string[]): Record<string, string> {
+/**
+ * `--env` values, as `sky jobs launch` takes them: `KEY=VALUE` as given, `KEY` alone from
+ * `environment` (the caller's shell); a key must be a shell variable name.
+ */
+export function parseEnvs(pairs: readonly string[], environment: NodeJS.ProcessEnv): Record<string, string> {
   // Entries, not assignments: `--env __proto__=x` must reach the spec's check as a key.
   const envs = new Map<string, string>();
   for (const pair of pairs) {
     const at = pair.indexOf('=');
     const key = at < 0 ? pair : pair.slice(0, at);
-    if (at < 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
-      throw new InvalidInputError([{ path: '--env', message: `expected KEY=VALUE with KEY a variable name, got "${pair}"` }]);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+      throw new InvalidInputError([{ path: '--env', message: `expected KEY=VALUE or KEY with KEY a variable name, got "${pair}"` }]);
     }
-    envs.set(key, pair.slice(at + 1));
+    const value = at < 0 ? environment[key] : pair.slice(at + 1);
+    if (value === undefined) {
+      const message = `expected "${key}" to be set in this environment (--env KEY takes your shell's value): export it, or give --env ${key}=VALUE`;
+      throw new InvalidInputError([{ path: '--env', message }]);
+    }
+    envs.set(key, value);
   }
   return Object.fromEntries(envs);
 }

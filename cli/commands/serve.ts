@@ -61,8 +61,19 @@ async function serve(options: ServeOptions, io: Io): Promise<ExitStatus> {
     }
     return ExitStatus.OK;
   } catch (error) {
-    return reportError(io, error);
+    return reportError(io, portInUse(error, options.port));
   }
+}
+
+/**
+ * A listen that found the port taken, as bad input naming the port and the option that
+ * picks another (exit 2); any other error as it was.
+ */
+export function portInUse(error: unknown, port: number): unknown {
+  if ((error as NodeJS.ErrnoException | null)?.code !== 'EADDRINUSE') return error;
+  return new InvalidInputError([
+    { path: '--port', message: `expected a free port, but 127.0.0.1:${port} is in use by another program: give another with --port N (--port 0 takes any free one)` },
+  ]);
 }
 
 function untilAborted(signal: AbortSignal): Promise<void> {

@@ -44,15 +44,23 @@ function jobTable(jobs: readonly JobSummary[]): string {
   if (jobs.length === 0) return 'no jobs yet (relaunch run TASK.yaml starts one)';
   return table(
     ['JOB', 'NAME', 'STATUS', 'RECOVERIES', 'RESTARTS ON ERRORS', 'SUBMITTED'],
-    jobs.map((job) => [job.jobId, job.name ?? '-', job.status, String(job.recoveryCount), String(job.restartsOnErrors), job.createdAt]),
+    jobs.map((job) => [job.jobId, job.name ?? '-', job.status, String(job.recoveryCount), `${job.restartsOnErrors} of ${job.maxRestartsOnErrors}`, job.createdAt]),
   );
+}
+
+/**
+ * The job's counters, named as everywhere: recoveries are every relaunch, whatever its
+ * cause; restarts on errors are those charged to max_restarts_on_errors, used of allowed.
+ */
+export function countersLine(job: JobView): string {
+  return `recoveries: ${job.recoveryCount}, restarts on errors: ${job.restartsOnErrors} of ${job.recoveryPolicy.maxRestartsOnErrors}`;
 }
 
 function jobDetail(job: JobView): string {
   const head = [
     `job:      ${job.jobId}${job.name === null ? '' : ` (${job.name})`}`,
     `status:   ${job.status}${job.failureReason === null ? '' : ` (${job.failureReason})`}`,
-    `recoveries: ${job.recoveryCount}, restarts on errors: ${job.restartsOnErrors}`,
+    countersLine(job),
     '',
   ];
   const tasks = job.tasks ?? [];

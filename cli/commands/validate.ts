@@ -10,10 +10,11 @@ import { describeSource } from '../../lib/spec/mounts.ts';
 import { taskPath } from '../../lib/spec/path.ts';
 import type { Accelerator, ImageId, Quantity, RecoveryPolicy, ResourceOption, Resources, TaskSpec } from '../../lib/spec/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
-import { readTaskFile, taskSourceName } from '../task-file.ts';
+import { taskSourceName } from '../task-file.ts';
+import { launchOverridesOf, readWithOverrides, withLaunchOverrideOptions, type LaunchOverrides } from '../launch-overrides.ts';
 
-/** Options of `relaunch validate`. */
-export interface ValidateOptions {
+/** Options of `relaunch validate`: `run`'s overrides too, so it shows the task `run` would submit. */
+export interface ValidateOptions extends LaunchOverrides {
   /** Print one JSON object on stdout, valid or not: `{ok, spec, warnings}` or `{ok, issues}`. */
   readonly json?: boolean;
 }
@@ -28,7 +29,8 @@ export interface ValidateOptions {
 export async function runValidate(file: string, options: ValidateOptions, io: Io): Promise<ExitStatus> {
   const json = options.json === true;
   try {
-    const { pipeline, tasks, warnings: parsedWarnings } = parseJobFile(await readTaskFile(file), { review: true });
+    const { text } = await readWithOverrides(file, launchOverridesOf(options));
+    const { pipeline, tasks, warnings: parsedWarnings } = parseJobFile(text, { review: true });
     const specs = tasks.map((task) => task.spec);
     const found = specs.map((spec, index) => candidatesOf(spec, pipeline === null ? 'resources' : taskPath(index, 'resources')));
     const warnings = [...parsedWarnings, ...found.flatMap((c) => c.warnings)];
@@ -63,11 +65,12 @@ export async function runValidate(file: string, options: ValidateOptions, io: Io
  * code `relaunch.exitStatus`, which cli/main.ts turns into the process's exit status.
  */
 export function validateCommand(io: Io): Command {
-  return subcommand('validate', io)
-    .description('check a task file and print the task relaunch would run, or every problem in it')
-    .argument('<task>', 'the task file (SkyPilot YAML), or - to read it from standard input')
-    .option('--json', 'print one JSON object: {ok, spec, warnings} or {ok, issues}')
-    .action(async (file: string, options: ValidateOptions) => {
+  return withLaunchOverrideOptions(
+    subcommand('validate', io)
+      .description('check a task file and print the task relaunch would run, or every problem in it')
+      .argument('<task>', 'the task file (SkyPilot YAML), or - to read it from standard input')
+      .option('--json', 'print one JSON object: {ok, spec, warnings} or {ok, issues}'),
+  ).action(async (file: string, options: ValidateOptions) => {
       const status = await runValidate(file, options, io);
       exitWith(status);
     });

@@ -44,9 +44,10 @@ function countProblem(count: number): string | undefined {
 }
 
 /**
- * `envs`: values become the strings the job's environment holds. Numbers are written as
- * JavaScript writes them; booleans as `True`/`False`, as SkyPilot (Python) writes them, so
- * scripts written for SkyPilot see the same text; a key with no value is ''.
+ * `envs`: values become the strings the job's environment holds. A number in a task file
+ * arrives here as the text written (locate.ts keeps it: `1e-4`, `1.0`); one in a JSON body
+ * is written as JavaScript writes it. Booleans become `True`/`False`, as SkyPilot (Python)
+ * writes them, so scripts written for SkyPilot see the same text; a key with no value is ''.
  */
 export const envsSchema = fromParser<Readonly<Record<string, string>>>((value, report) => {
   if (!isMapping(value)) return report(expectedGot('a mapping of environment variable names to values', value));

@@ -31,6 +31,16 @@ const YAML_1_1_BOOLEANS: ReadonlyMap<string, boolean> = new Map([
 ]);
 
 /**
+ * Whether a number at `path` keeps the text it was written as: an env's value becomes text
+ * in the job's environment, and the text the user wrote is what the job must see (`LR:
+ * 1e-4` as `1e-4`, `1.0` as `1.0`; as numbers they would print as `0.0001` and `1`).
+ * PyYAML reads `1e-4` as a string too, having no exponent without a dot.
+ */
+function keepsText(path: Path): boolean {
+  return path.length === 2 && path[0] === 'envs';
+}
+
+/**
  * Aliases a file may dereference. Each use expands its anchor again, so a few nested
  * aliases can stand for billions of values (a "billion laughs" file): the budget stops that.
  */
@@ -84,6 +94,7 @@ export function locate(doc: Document.Parsed, source: string, counter: LineCounte
     }
     if (isScalar(node)) {
       const plain = node.type === 'PLAIN' ? YAML_1_1_BOOLEANS.get(node.source as string) : undefined;
+      if (keepsText(path) && typeof node.value === 'number') return node.source;
       return plain ?? node.value;
     }
     if (isSeq(node)) {

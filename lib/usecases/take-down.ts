@@ -3,9 +3,9 @@
 // the table it keeps says what happened. CloudFormation runs this after it has deleted
 // the functions that launch, so nothing launches behind it.
 
-import type { Clock, Compute, InstanceInventory, JobSecrets, JobStore, LaunchTemplateInventory, TaggedInstance } from '../ports.ts';
+import type { Clock, Compute, InstanceInventory, JobSecrets, JobStore, LaunchTemplateInventory, JobEnded, TaggedInstance } from '../ports.ts';
 import { isTerminal, JobStatus } from '../status.ts';
-import { errorMessage, nowIso, type JobEnded } from './deps.ts';
+import { errorMessage, nowIso } from './deps.ts';
 import { retryOnConflict } from './retry.ts';
 
 /** The reason every job the take-down ends records. */

@@ -5,7 +5,7 @@
 import { CreateSecurityGroupCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { ListTablesCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DEPLOYMENT_TAG_KEY } from '../../lib/adapters/ec2-compute.ts';
+import { DEPLOYMENT_TAG_KEY } from '../../lib/workflow/resources.ts';
 import { resolveCfn, type CfnTemplate } from './cfn.ts';
 import { createNetwork, deploy, StackRefusedError, type Deployment } from './deploy.ts';
 import { evaluate } from './iam.ts';

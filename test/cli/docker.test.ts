@@ -2,7 +2,8 @@
 // where docker cannot run containers, and run through docker where it can. Docker itself
 // is a stand-in on PATH that records its calls and runs `docker exec`'s command here.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../lib/views.ts';
@@ -25,6 +26,23 @@ describe('a task with a Docker image, locally', () => {
 
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('resources.image_id: expected docker to be usable here to run docker:ubuntu:22.04 locally, but docker info failed: Cannot connect to the Docker daemon');
+  });
+
+  it('leaves nothing behind when refused at submit: no packed sources, no bucket folder', async () => {
+    const dir = await tempDir('docker-refused');
+    await mkdir(join(dir, 'code'));
+    await writeFile(join(dir, 'code', 'train.sh'), 'echo train\n');
+    const file = await writeTask(dir, 'task.yaml', `workdir: ./code\nfile_mounts:\n  /out: {name: fresh-outputs, mode: MOUNT}\n${TASK}`);
+    const env = { PATH: standInDocker(dir, { usable: false }), DOCKER_LOG: join(dir, 'docker.log') };
+    const data = join(dir, 'data');
+
+    const result = await runCli(['run', file, '--data-dir', data], { cwd: dir, env });
+
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('resources.image_id: expected docker to be usable here');
+    expect(readdirSync(join(data, 'sources'))).toEqual([]);
+    expect(existsSync(join(data, 'buckets', 'fresh-outputs'))).toBe(false);
+    expect(existsSync(join(data, 'buckets', '.created', 'fresh-outputs'))).toBe(false);
   });
 
   it(

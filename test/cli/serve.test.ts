@@ -194,7 +194,7 @@ describe('relaunch serve --port 0, driven with curl', { timeout: SLOW }, () => {
 
 describe('relaunch serve, bad ports', { timeout: SLOW }, () => {
   // Short timeout: the regression this guards against is a hang.
-  it('a port in use: exits 1 naming the error, records no server, does not hang', async () => {
+  it('a port in use: exits 2 naming the port and --port, records no server, does not hang', async () => {
     const dir = await tempDir('serve-busy');
     const data = join(dir, 'data');
     const blocker = net.createServer();
@@ -202,11 +202,14 @@ describe('relaunch serve, bad ports', { timeout: SLOW }, () => {
     const { port } = blocker.address() as AddressInfo;
     try {
       const result = await runCli(['serve', '--port', String(port), '--data-dir', data], { cwd: dir });
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(2);
       expect(result.stdout).toBe('');
-      expect(result.stderr).toContain(`EADDRINUSE`);
-      expect(result.stderr).toContain(`127.0.0.1:${port}`);
+      expect(result.stderr).toBe(`error: --port: expected a free port, but 127.0.0.1:${port} is in use by another program: give another with --port N (--port 0 takes any free one)\n`);
       expect(serverInfo(data)).toBeUndefined();
+
+      const dashboard = await runCli(['dashboard', '--api', 'http://127.0.0.1:9', '--port', String(port)], { cwd: dir });
+      expect(dashboard.code).toBe(2);
+      expect(dashboard.stderr).toContain(`--port: expected a free port, but 127.0.0.1:${port} is in use`);
     } finally {
       blocker.close();
     }

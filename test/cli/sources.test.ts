@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { LocalSourceStore, packSource, uploadSources } from '../../cli/sources.ts';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { parseJobFile } from '../../lib/spec/parse.ts';
+import { buildSkyProject, SYNCED_FILES } from '../fixtures/sky-project.ts';
 import { bufferIo } from './helpers.ts';
 
 async function folder(): Promise<string> {
@@ -44,6 +45,83 @@ describe('packSource', () => {
     const linked = await packSource(join(dir, 'link.json'), await folder());
     expect(execFileSync('tar', ['-xzOf', linked.archive], { encoding: 'utf8' })).toBe('{"a": 1}\n');
     expect(await packSource(join(dir, 'empty'), await folder())).toMatchObject({ entry: 'dir', files: 0 });
+  });
+});
+
+/** The files (links included, folders not) an archive holds, sorted. */
+function filesIn(archive: string): string[] {
+  return execFileSync('tar', ['-tzf', archive], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .filter((name) => name !== '' && !name.endsWith('/'))
+    .sort();
+}
+
+describe('packSource leaves out what SkyPilot leaves out', () => {
+  it('honours .gitignore through git, at every depth, keeps tracked files, and never packs .git or the data folder', async () => {
+    const dir = await folder();
+    buildSkyProject(dir);
+    // relaunch's own data folder, where the command runs: it must never go into the archive.
+    mkdirSync(join(dir, '.relaunch', 'sources'), { recursive: true });
+    writeFileSync(join(dir, '.relaunch', 'sources', 'old.tar.gz'), 'x'.repeat(1000));
+
+    const packed = await packSource(dir, await folder(), [join(dir, '.relaunch')]);
+
+    expect(filesIn(packed.archive)).toEqual(SYNCED_FILES);
+    expect(packed.ignored?.by).toBe('.gitignore');
+    expect(packed.warnings).toEqual([]);
+  });
+
+  it('lets a .skyignore win outright: .gitignore is not read, a nested .skyignore is a plain file', async () => {
+    const dir = await folder();
+    buildSkyProject(dir);
+    writeFileSync(join(dir, '.skyignore'), ['# only the data', '/data', 'models/__pycache__', '!keep.md', ''].join('\n'));
+    writeFileSync(join(dir, 'src', '.skyignore'), 'train.py\n');
+
+    const packed = await packSource(dir, await folder());
+
+    const files = filesIn(packed.archive);
+    expect(files).not.toContain('data/shard-000.bin');
+    expect(files).not.toContain('src/models/__pycache__/net.cpython-311.pyc');
+    // .gitignore's rules are not applied: checkpoints, logs and the nested gen/ folder go.
+    expect(files).toEqual(expect.arrayContaining(['checkpoints/step-100.ckpt', 'logs/run-1.log', 'src/gen/schema.py', 'src/train.py', 'src/.skyignore', '.env', 'notes/keep.md']));
+    expect(files.some((file) => file.startsWith('.git/'))).toBe(false);
+    expect(packed.ignored?.by).toBe('.skyignore');
+  });
+
+  it.each([
+    { rule: 'build', gone: ['build/x', 'a/build/y'], kept: ['rebuild/z'] },
+    { rule: '/build', gone: ['build/x'], kept: ['a/build/y'] },
+    { rule: 'a/build', gone: ['a/build/y', 'q/a/build/w'], kept: ['build/x'] },
+    { rule: '*.pyc', gone: ['x.pyc', 'p/y.pyc'], kept: ['.h.pyc', '.venv/z.pyc'] },
+    { rule: '.venv', gone: ['.venv/z.pyc', 'p/.venv/w'], kept: ['.env'] },
+    { rule: '.*', gone: ['.env', '.venv/z.pyc'], kept: ['x.pyc'] },
+    { rule: 'logs/', gone: ['logs/a.log'], kept: ['file-logs'] },
+    { rule: '!x.pyc', gone: ['!x.pyc'], kept: ['x.pyc'] },
+  ])('reads the .skyignore line $rule as a Python glob, as SkyPilot does', async ({ rule, gone, kept }) => {
+    const dir = await folder();
+    for (const file of [...gone, ...kept]) {
+      mkdirSync(join(dir, file, '..'), { recursive: true });
+      writeFileSync(join(dir, file), `${file}\n`);
+    }
+    writeFileSync(join(dir, '.skyignore'), `${rule}\n`);
+
+    const files = filesIn((await packSource(dir, await folder())).archive);
+
+    for (const file of gone) expect(files).not.toContain(file);
+    for (const file of kept) expect(files).toContain(file);
+  });
+
+  it('packs everything, with a warning, when a .gitignore is outside any git repository', async () => {
+    const dir = await folder();
+    writeFileSync(join(dir, '.gitignore'), 'data/\n');
+    mkdirSync(join(dir, 'data'));
+    writeFileSync(join(dir, 'data', 'x'), 'x\n');
+
+    const packed = await packSource(dir, await folder());
+
+    expect(filesIn(packed.archive)).toEqual(['.gitignore', 'data/x']);
+    expect(packed.warnings).toEqual([expect.stringContaining('is not in a git repository')]);
   });
 });
 

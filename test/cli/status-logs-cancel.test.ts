@@ -72,7 +72,7 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     const [header, ...rows] = result.stdout.trimEnd().split('\n');
     expect(header?.split(/\s{2,}/)).toEqual(['JOB', 'NAME', 'STATUS', 'RECOVERIES', 'RESTARTS ON ERRORS', 'SUBMITTED']);
     expect(rows).toHaveLength(1);
-    expect(rows[0]?.split(/\s{2,}/)).toEqual([job.jobId, 'two-tries', 'SUCCEEDED', '1', '1', expect.stringMatching(/^\d{4}-\d\d-\d\dT/)]);
+    expect(rows[0]?.split(/\s{2,}/)).toEqual([job.jobId, 'two-tries', 'SUCCEEDED', '1', '1 of 1', expect.stringMatching(/^\d{4}-\d\d-\d\dT/)]);
   });
 
   it('status --json answers {jobs: [...]}', async () => {
@@ -100,7 +100,7 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     const lines = result.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`job:      ${job.jobId} (two-tries)`);
     expect(lines[1]).toBe('status:   SUCCEEDED');
-    expect(lines[2]).toBe('recoveries: 1, restarts on errors: 1');
+    expect(lines[2]).toBe('recoveries: 1, restarts on errors: 1 of 1');
     const table = lines.slice(lines.indexOf('') + 1).map((line) => line.split(/\s{2,}/));
     expect(table).toEqual([
       ['ATTEMPT', 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'GAP', 'REASON'],

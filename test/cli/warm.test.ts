@@ -42,7 +42,7 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toMatch(/^\d\d:\d\d:\d\d attempt 2 launched \(spot, local-process in local\) as the standby of attempt 1$/m);
     expect(ran.stdout).toMatch(/^\d\d:\d\d:\d\d STARTING {3}taking standby attempt 2 \(spot\), started on the spot interruption warning of attempt 1$/m);
-    expect(ran.stdout).toMatch(/ SUCCEEDED after 2 attempt\(s\), 1 recovery\(ies\)$/m);
+    expect(ran.stdout).toMatch(/ SUCCEEDED after 2 attempts; recoveries: 1, restarts on errors: 0 of 0$/m);
     const jobId = /^(j-\S+) SUCCEEDED/m.exec(ran.stdout)?.[1] as string;
 
     const status = await runInProcess(['status', jobId, '--data-dir', data]);
@@ -73,7 +73,7 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
     const ran = await runCli(['run', task, '--data-dir', data, '--chaos', chaos], { cwd: dir });
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toMatch(/^\d\d:\d\d:\d\d attempt 2 released, charged to nothing: not needed: attempt 1 was decided SUCCEED \(exit code 0 \(run\); job succeeded\)$/m);
-    expect(ran.stdout).toMatch(/ SUCCEEDED after 1 attempt\(s\), 0 recovery\(ies\)$/m);
+    expect(ran.stdout).toMatch(/ SUCCEEDED after 1 attempt; recoveries: 0, restarts on errors: 0 of 0$/m);
     const jobId = /^(j-\S+) SUCCEEDED/m.exec(ran.stdout)?.[1] as string;
 
     const status = await runInProcess(['status', jobId, '--data-dir', data]);

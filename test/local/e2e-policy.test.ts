@@ -131,7 +131,8 @@ describe('the recovery policy, end to end', () => {
       { attempt: 2, outcome: 'EXITED', phase: 'run', exitCodes: [1], decision: 'RESTART', reason: 'exit code 1 (run); restart 2 of 2 on errors, 0 left' },
       { attempt: 3, outcome: 'EXITED', phase: 'run', exitCodes: [1], decision: 'FAIL', reason: lastReason },
     ]);
-    expect(job.view).toMatchObject({ status: 'FAILED', recoveryCount: 2, restartsOnErrors: 3, failureReason: lastReason });
+    // The third failure is charged (the stored count is 3) but is no restart: the view shows 2 of 2.
+    expect(job.view).toMatchObject({ status: 'FAILED', recoveryCount: 2, restartsOnErrors: 2, failureReason: lastReason });
     expect(job.result).toMatchObject({ status: 'FAILED', error: 'FAILED', cause: lastReason });
 
     expect(job.job.counters).toMatchObject({ restartsOnErrors: 3, restartsOnExitCodes: 0, recoveryCount: 2 });
@@ -172,7 +173,7 @@ describe('the recovery policy, end to end', () => {
       { attempt: 1, outcome: 'EXITED', phase: 'run', exitCodes: [1], decision: 'RESTART', reason: 'exit code 1 (run); restart 1 of 1 on errors, 0 left' },
       { attempt: 2, outcome: 'EXITED', phase: 'setup', exitCodes: [1], decision: 'FAIL', reason: lastReason },
     ]);
-    expect(job.view).toMatchObject({ status: 'FAILED_SETUP', restartsOnErrors: 2, recoveryCount: 1, failureReason: lastReason });
+    expect(job.view).toMatchObject({ status: 'FAILED_SETUP', restartsOnErrors: 1, recoveryCount: 1, failureReason: lastReason });
 
     expect(job.job.counters).toMatchObject({ restartsOnErrors: 2, recoveryCount: 1 });
     // Attempt 1's setup passed and was reported; attempt 2 never reached run.

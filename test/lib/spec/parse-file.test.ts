@@ -79,6 +79,26 @@ describe('parseTaskFile reads', () => {
     expect(spec.envs).toEqual({ A: 'shared', B: 'shared' });
   });
 
+  it.each([
+    ['an exponent', '1e-4', '1e-4'],
+    ['a float with a zero fraction', '1.0', '1.0'],
+    ['a leading zero', '007', '007'],
+    ['a plus sign', '+5', '+5'],
+    ['a hexadecimal number', '0x1F', '0x1F'],
+    ['a large integer', '12345678901234567890', '12345678901234567890'],
+    ['infinity', '.inf', '.inf'],
+    ['a quoted number', '"1e-4"', '1e-4'],
+    ['an alias to a number', '&lr 1e-4\n  COPY: *lr', '1e-4'],
+  ])('an env written as %s reaches the job as written', (_name, written, text) => {
+    const { spec } = parseTaskFile(`envs:\n  LR: ${written}\nrun: x\n`);
+    expect(spec.envs.LR).toBe(text);
+    if (spec.envs.COPY !== undefined) expect(spec.envs.COPY).toBe(text);
+  });
+
+  it('an env written as a YAML boolean reaches the job as SkyPilot (Python) prints it', () => {
+    expect(parseTaskFile('envs:\n  A: true\n  B: off\nrun: x\n').spec.envs).toEqual({ A: 'True', B: 'False' });
+  });
+
   it('a trailing empty document as no document', () => {
     expect(parseTaskFile('run: x\n---\n').spec.run).toBe('x');
   });

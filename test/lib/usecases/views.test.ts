@@ -11,9 +11,12 @@ import { givenJob, harness, taskSpec } from './harness.ts';
 
 const AT = '2026-03-01T12:00:00.000Z';
 
+/** A job that has used 1 of its 2 restarts on errors. */
+const RECOVERY = { maxRestartsOnErrors: 2 };
+
 function job(numNodes = 1): JobRecord {
   return {
-    ...newJobRecord('j-1', taskSpec({ numNodes }), AT),
+    ...newJobRecord('j-1', taskSpec({ numNodes, recovery: RECOVERY }), AT),
     status: 'RUNNING',
     counters: { restartsOnErrors: 1, restartsOnExitCodes: 2, recoveryCount: 3, consecutivePreemptions: 0, market: 'spot' },
     attemptCount: 1,
@@ -52,7 +55,7 @@ describe('toJobView', () => {
       recoveryCount: 3,
       restartsOnErrors: 1,
       failureReason: null,
-      recoveryPolicy: taskSpec().resources.jobRecovery,
+      recoveryPolicy: taskSpec({ recovery: RECOVERY }).resources.jobRecovery,
       numNodes: 1,
       createdAt: AT,
       updatedAt: '2026-03-01T13:00:00.000Z',
@@ -101,6 +104,33 @@ describe('toJobView', () => {
         },
       ],
     });
+  });
+
+  it('counts restarts on errors used, never more than allowed: the failure that ended the job is charged but not a restart', () => {
+    const failed: JobRecord = {
+      ...newJobRecord('j-1', taskSpec({ recovery: { maxRestartsOnErrors: 1 } }), AT),
+      status: 'FAILED',
+      counters: { restartsOnErrors: 2, restartsOnExitCodes: 0, recoveryCount: 1, consecutivePreemptions: 0, market: 'spot' },
+      attemptCount: 2,
+    };
+    const last: AttemptRecord = {
+      ...attempt(2, { kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 1 }] }),
+      decision: {
+        action: 'FAIL',
+        rule: 'ERROR_BUDGET_EXHAUSTED',
+        status: 'FAILED',
+        reason: 'exit code 1 (run); max_restarts_on_errors (1) used up',
+        delaySeconds: 0,
+        decidedAt: AT,
+        counters: { restartsOnErrors: 2, restartsOnExitCodes: 0, recoveryCount: 1, consecutivePreemptions: 0, market: 'spot', capacityWaits: 0 },
+      },
+    };
+
+    const view = toJobView(failed, [last]);
+
+    expect(view).toMatchObject({ restartsOnErrors: 1, recoveryCount: 1, recoveryPolicy: { maxRestartsOnErrors: 1 } });
+    expect(view.attempts[0]?.countersAfter?.restartsOnErrors).toBe(1);
+    expect(toJobSummary(failed)).toMatchObject({ restartsOnErrors: 1, maxRestartsOnErrors: 1 });
   });
 
   it('shows a standby in each of its states, and the gap before each run', () => {
@@ -198,7 +228,7 @@ describe('toJobSummary', () => {
       status: 'RUNNING',
       recoveryCount: 3,
       restartsOnErrors: 1,
-      maxRestartsOnErrors: taskSpec().resources.jobRecovery.maxRestartsOnErrors,
+      maxRestartsOnErrors: taskSpec({ recovery: RECOVERY }).resources.jobRecovery.maxRestartsOnErrors,
       attemptCount: 1,
       createdAt: AT,
       updatedAt: '2026-03-01T13:00:00.000Z',
