@@ -28,7 +28,7 @@ import {
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
 import { ConcurrentUpdateError, JobNotFoundError } from '../errors.ts';
-import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../model.ts';
+import { isPhaseEnd, type AttemptRecord, type InstanceRef, type JobEvent, type JobRecord, type NodeReport, type Placement, type StoredDecision } from '../model.ts';
 import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
@@ -313,18 +313,20 @@ export class DynamoJobStore implements JobStore {
     report: NodeReport,
   ): Promise<{ attempt: AttemptRecord; duplicate: boolean }> {
     const key = rules.reportKey(report);
+    // A stopped phase's tail decides nothing, so it is kept after the attempt's end too.
+    const ending = isPhaseEnd(report);
     try {
       const updated = await this.#sendUpdate(
         new UpdateItemCommand({
           TableName: this.#tableName,
           Key: attemptKey(jobId, attempt),
           UpdateExpression: 'SET #reports = list_append(#reports, :report) ADD #reportKeys :keys',
-          ConditionExpression: `attribute_exists(#pk) AND attribute_not_exists(#outcome) AND ${NOT_RELEASED} AND NOT contains(#reportKeys, :key)`,
+          ConditionExpression: `attribute_exists(#pk) AND ${ending ? 'attribute_not_exists(#outcome) AND ' : ''}${NOT_RELEASED} AND NOT contains(#reportKeys, :key)`,
           ExpressionAttributeNames: {
             '#pk': TABLE_KEY.partitionKey,
             '#reports': 'reports',
             '#reportKeys': REPORT_KEYS,
-            '#outcome': 'outcome',
+            ...(ending ? { '#outcome': 'outcome' } : {}),
             ...NOT_RELEASED_NAMES,
           },
           ExpressionAttributeValues: {
@@ -342,7 +344,7 @@ export class DynamoJobStore implements JobStore {
     // Reports and outcomes are only ever added, so what is stored now says why it was refused.
     const current = await this.getAttempt(jobId, attempt);
     if (rules.hasReport(current, report)) return { attempt: current, duplicate: true };
-    if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
+    if (ending && current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
     if (isReleased(current)) throw rules.releasedError(jobId, attempt, 'a report');
     throw new ConcurrentUpdateError(`report ${key} for attempt ${attempt} of job ${jobId} was refused`);
   }
