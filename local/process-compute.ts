@@ -245,9 +245,15 @@ export class LocalProcessCompute implements Compute {
     }
   }
 
-  /** Terminates every instance (shutdown of the runtime) and waits for pending events. */
+  /**
+   * Terminates every instance (shutdown of the runtime) and waits for pending events. The
+   * runtime's API goes with it, so the nodes are cut off first and a job stopped now sends
+   * nothing: its logs stay in its node's folder, and an exit code a node wrote there before
+   * is read by the next runtime on the data folder (left-reports.ts).
+   */
   async releaseAll(): Promise<void> {
     this.closing = true;
+    for (const instance of this.instances.values()) instance.networkCut = true;
     await Promise.all([...this.instances.values()].map((instance) => this.terminate(instance)));
     await Promise.all([...this.pending]);
   }
