@@ -1,6 +1,6 @@
 // The job and attempt records: what relaunch remembers about every job, as the store holds it.
 
-import type { AgentFailure } from './agent/protocol.ts';
+import type { AgentFailure, StopCause } from './agent/protocol.ts';
 import type { JobStatus } from './status.ts';
 import type { TaskSpec } from './spec/types.ts';
 import type { AwaitStateName } from './workflow/contract.ts';
@@ -75,9 +75,10 @@ export interface Placement {
 
 /**
  * One node's report of one phase: exactly what the agent sent. Either the phase's exit
- * code, or, in setup's place, the failure of one of the agent's own steps before setup.
+ * code, or, in setup's place, the failure of one of the agent's own steps before setup, or
+ * the phase stopped by the node's end before it exited (its last lines, no code).
  */
-export type NodeReport = PhaseReport | AgentFailureReport;
+export type NodeReport = PhaseReport | AgentFailureReport | StoppedReport;
 
 /** What every report holds. */
 interface ReportBase {
@@ -92,6 +93,7 @@ interface ReportBase {
 export interface PhaseReport extends ReportBase {
   readonly exitCode: number;
   readonly agentFailure?: undefined;
+  readonly stopped?: undefined;
 }
 
 /** The node's agent failed one of its own steps before setup: neither setup nor run ran. */
@@ -100,11 +102,36 @@ export interface AgentFailureReport extends ReportBase {
   /** Never set: no phase ran, so there is no code (read it only after `isAgentFailure`). */
   readonly exitCode?: undefined;
   readonly agentFailure: AgentFailure;
+  readonly stopped?: undefined;
+}
+
+/**
+ * The phase was running when its node's agent stopped it (a spot interruption notice, or
+ * the node shutting down: a cancel, a release, a signal): its last lines, and no exit
+ * code, since the code it would give is relaunch's doing. It decides nothing (the
+ * controller learns the attempt's end from EC2's events or the cancel), and it is kept even
+ * when it arrives after the attempt ended, so a preempted, lost or cancelled attempt still
+ * shows the phase it was in and how far it got.
+ */
+export interface StoppedReport extends ReportBase {
+  readonly exitCode?: undefined;
+  readonly agentFailure?: undefined;
+  readonly stopped: StopCause;
 }
 
 /** Whether a report is an agent's failure rather than a phase's exit code. */
 export function isAgentFailure(report: NodeReport): report is AgentFailureReport {
   return report.agentFailure !== undefined;
+}
+
+/** Whether a report is a phase stopped before it exited (its tail, no code). */
+export function isStopped(report: NodeReport): report is StoppedReport {
+  return report.stopped !== undefined;
+}
+
+/** Whether a report says how its node's phase ended: an exit code, or its agent's failure. */
+export function isPhaseEnd(report: NodeReport): report is PhaseReport | AgentFailureReport {
+  return !isStopped(report);
 }
 
 /** The policy's decision as stored on the attempt it concerns. */

@@ -1,7 +1,7 @@
 // How an attempt ended, read from its nodes' reports and what EC2 said about its instances:
 // pure, so the rule is testable as a table, and one rule for every path that ends an attempt.
 
-import { isAgentFailure, type AttemptRecord, type NodeReport, type PhaseReport } from './model.ts';
+import { isAgentFailure, isPhaseEnd, type AgentFailureReport, type AttemptRecord, type NodeReport, type PhaseReport } from './model.ts';
 import type { AttemptOutcome, NodeExit } from './policy/types.ts';
 
 /** What EC2 said about an attempt's instances, besides the nodes' own reports. */
@@ -56,10 +56,11 @@ export interface GoneNode {
 /**
  * The attempt's outcome from its reports and facts, or null while it is undecided (the
  * decision table above). Reports and gone nodes with ranks outside `[0, numNodes)` are
- * ignored (the use cases refuse them).
+ * ignored (the use cases refuse them), and so is a phase the agent stopped before it exited
+ * (a stopped report: its tail, no code), which decides nothing.
  */
 export function decideAttempt(numNodes: number, reports: readonly NodeReport[], facts: AttemptFacts): AttemptOutcome | null {
-  const inRange = reports.filter((report) => inRangeRank(report.nodeRank, numNodes));
+  const inRange = endings(reports).filter((report) => inRangeRank(report.nodeRank, numNodes));
   const finals = ranks(numNodes).map((rank) => finalReport(rank, inRange));
   const failed = finals.some((report) => report !== undefined && failing(report));
   if (!failed && finals.every((report) => report !== undefined)) return outcomeFromReports(numNodes, inRange);
@@ -73,13 +74,21 @@ export function decideAttempt(numNodes: number, reports: readonly NodeReport[], 
  * The node's final report: its run report, or its setup report when setup failed or its
  * agent failed before setup (both end the node's part of the attempt).
  */
-export function finalReport(nodeRank: number, reports: readonly NodeReport[]): NodeReport | undefined {
-  const own = reports.filter((report) => report.nodeRank === nodeRank);
+export function finalReport(nodeRank: number, reports: readonly NodeReport[]): Ending | undefined {
+  const own = endings(reports).filter((report) => report.nodeRank === nodeRank);
   return own.find((report) => report.phase === 'run') ?? own.find((report) => report.phase === 'setup' && failing(report));
 }
 
+/** A report that says how its node's phase ended: an exit code, or its agent's failure. */
+type Ending = PhaseReport | AgentFailureReport;
+
+/** The reports that end a phase, leaving out the phases stopped before they exited. */
+function endings(reports: readonly NodeReport[]): Ending[] {
+  return reports.filter(isPhaseEnd);
+}
+
 /** Whether a report says its node failed: a non-zero exit code, or its agent's own failure. */
-function failing(report: NodeReport): boolean {
+function failing(report: Ending): boolean {
   return isAgentFailure(report) || report.exitCode !== 0;
 }
 
@@ -119,7 +128,7 @@ export function basisOf(attempt: Pick<AttemptRecord, 'reports' | 'interruptionNo
  * Reports from ranks outside `[0, numNodes)` are ignored (the use case refuses them).
  */
 export function outcomeFromReports(numNodes: number, reports: readonly NodeReport[]): AttemptOutcome | null {
-  const inRange = reports.filter((report) => inRangeRank(report.nodeRank, numNodes));
+  const inRange = endings(reports).filter((report) => inRangeRank(report.nodeRank, numNodes));
   const rootCause = inRange.find(failing);
   if (rootCause !== undefined && isAgentFailure(rootCause)) {
     return { kind: 'AGENT_FAILED', nodeRank: rootCause.nodeRank, ...rootCause.agentFailure };
@@ -138,7 +147,7 @@ export function outcomeFromReports(numNodes: number, reports: readonly NodeRepor
 }
 
 /** What one node's end was, once `rootCause` (a phase that exited non-zero) has failed the attempt. */
-function nodeAfterFailure(rank: number, rootCause: PhaseReport, reports: readonly NodeReport[]): NodeExit {
+function nodeAfterFailure(rank: number, rootCause: PhaseReport, reports: readonly Ending[]): NodeExit {
   if (rank === rootCause.nodeRank) return { rank, exitCode: rootCause.exitCode };
   const own = reports.filter((report) => report.nodeRank === rank);
   const laterFailure = own.find(failing);

@@ -85,7 +85,8 @@ export interface JobStore {
    */
   setTaskToken(jobId: string, attempt: number, taskToken: string, state: AwaitStateName): Promise<AttemptRecord>;
   /**
-   * Adds a report unless that node already reported that phase or the attempt has ended.
+   * Adds a report unless that node already reported that phase or the attempt has ended (a
+   * stopped phase's report, which decides nothing, is added after the end too).
    * Returns `duplicate: true` (and changes nothing) for a repeat.
    */
   addReport(jobId: string, attempt: number, report: NodeReport): Promise<{ attempt: AttemptRecord; duplicate: boolean }>;

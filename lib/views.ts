@@ -282,8 +282,10 @@ function lastLines(text: string, count: number): string {
 
 /**
  * The codes to show. An attempt that EXITED shows its outcome's codes (a killed node is
- * null). Any other attempt (running, preempted, lost) shows what its nodes reported for
- * the furthest phase any node reached, null for a node that has not reported that phase.
+ * null). Any other attempt (running, preempted, lost, cancelled) shows the furthest phase
+ * it reached, `run` once any node reported run or went on to it after setup, and what its
+ * nodes reported for that phase: null, unknown, for a node with no code for it (one still
+ * running, stopped by the node's end, or gone), never setup's 0.
  */
 function codesOf(attempt: AttemptRecord, numNodes: number): { phase: Phase | null; exitCodes: (number | null)[] } {
   const { outcome } = attempt;
@@ -292,7 +294,7 @@ function codesOf(attempt: AttemptRecord, numNodes: number): { phase: Phase | nul
     return { phase: outcome.phase, exitCodes: byRank.map((node) => node.exitCode) };
   }
   if (attempt.reports.length === 0) return { phase: null, exitCodes: [] };
-  const phase: Phase = attempt.reports.some((report) => report.phase === 'run') ? 'run' : 'setup';
+  const phase: Phase = attempt.reports.some((report) => report.phase === 'run') || runStartOf(attempt) !== null ? 'run' : 'setup';
   // A node whose agent failed before setup has no code.
   const codeOf = (rank: number): number | null =>
     attempt.reports.find((report: NodeReport) => report.nodeRank === rank && report.phase === phase)?.exitCode ?? null;

@@ -40,7 +40,8 @@ export function isNodeRequest(path: string): boolean {
 
 /**
  * Answers a request on a node's path; null means no answer at all (the caller drops the
- * connection): the node is unknown, gone, or cut off, or the path lacks its route token.
+ * connection): the node is unknown, terminated, or cut off, or the path lacks its route
+ * token (IMDS: or the node is not running).
  * API requests go to `api` with the node's prefix removed; only the agent routes of the
  * node's own attempt are reachable.
  */
@@ -52,10 +53,13 @@ export async function answerNodeRequest(
   const [instanceSegment = '', token = '', ...restSegments] = request.path.slice(NODE_PATH_PREFIX.length).split('/');
   const instanceId = safeDecode(instanceSegment);
   const instance = instanceId === null ? undefined : nodes.instance(instanceId);
-  if (instance === undefined || instance.state !== 'running' || !sameToken(token, instance.routeToken)) return null;
+  if (instance === undefined || instance.state === 'terminated' || !sameToken(token, instance.routeToken)) return null;
   const path = `/${restSegments.join('/')}`;
-  // IMDS is the instance's own (link-local on EC2): a cut network still reaches it.
-  if (path.startsWith('/imds/')) return await answerImds(instance, request.method, path.slice('/imds'.length), request.headers);
+  // IMDS is the instance's own (link-local on EC2): a cut network still reaches it, and only
+  // a running instance's is answered.
+  if (path.startsWith('/imds/')) return instance.state === 'running' ? await answerImds(instance, request.method, path.slice('/imds'.length), request.headers) : null;
+  // A node shutting down still reaches the API, as an EC2 instance's OS does until it halts:
+  // its agent sends the last lines of the phase it stopped (a stopped report).
   if (instance.networkCut) return null;
   if (path === '/ssm/' || path === '/ssm') {
     const body = request.body ?? '';

@@ -246,9 +246,15 @@ export class LocalProcessCompute implements Compute {
     }
   }
 
-  /** Terminates every instance (shutdown of the runtime) and waits for pending events. */
+  /**
+   * Terminates every instance (shutdown of the runtime) and waits for pending events. The
+   * runtime's API goes with it, so the nodes are cut off first and a job stopped now sends
+   * nothing: its logs stay in its node's folder, and an exit code a node wrote there before
+   * is read by the next runtime on the data folder (left-reports.ts).
+   */
   async releaseAll(): Promise<void> {
     this.closing = true;
+    for (const instance of this.instances.values()) instance.networkCut = true;
     await Promise.all([...this.instances.values()].map((instance) => this.terminate(instance)));
     await Promise.all([...this.pending]);
   }
@@ -425,16 +431,17 @@ export class LocalProcessCompute implements Compute {
 
   /**
    * The instance goes away: `shutting-down` (SIGTERM to the group, SIGKILL after a grace
-   * period), then `terminated`. An abrupt end (a lost instance) kills at once and emits
-   * only `terminated`. Idempotent: resolves when the instance is gone.
+   * period; its network still up, as an EC2 instance's is while its OS shuts down, so its
+   * agent can send the stopped phase's last lines), then `terminated`. An abrupt end (a
+   * lost instance) cuts its network and kills at once, and emits only `terminated`. Idempotent: resolves when the instance is gone.
    */
   private terminate(instance: LocalInstance, options: { abrupt?: boolean } = {}): Promise<void> {
     if (instance.state !== 'running') return instance.terminated;
-    instance.networkCut = true;
     for (const timer of instance.timers) clearTimeout(timer);
     instance.timers.clear();
     const work = (async () => {
       if (options.abrupt === true) {
+        instance.networkCut = true;
         instance.state = 'terminated';
         wakeHeldNoticeLooks(instance);
         signalGroup(instance.pgid, 'SIGKILL');

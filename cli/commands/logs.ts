@@ -1,4 +1,5 @@
-// `relaunch logs JOB`: an attempt's output, from the local runtime's log files.
+// `relaunch logs JOB`: an attempt's output, from the local runtime's log files; with
+// --controller, the controller's side of the job (its launches, ends and decisions).
 
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../lib/errors.ts';
@@ -8,11 +9,13 @@ import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.
 import { followJob, LogTail } from '../follow.ts';
 import type { AttemptView, JobView } from '../../lib/views.ts';
 import { attemptLogs } from '../../local/paths.ts';
+import { controllerTimeline, formatTimeline } from '../controller-log.ts';
 
 interface LogsOptions extends TargetOptions {
   readonly attempt?: number;
   readonly task?: number;
   readonly follow?: boolean;
+  readonly controller?: boolean;
 }
 
 /** The `logs` subcommand. */
@@ -23,7 +26,8 @@ export function logsCommand(io: Io): Command {
       .argument('<job>', 'a job id', jobIdArgument)
       .option('--attempt <n>', 'the attempt (1-based)', positive('--attempt', 'an attempt number'))
       .option('--task <n>', "a pipeline's task (1-based): its latest attempt", positive('--task', 'a task number'))
-      .option('--follow', 'keep printing until the job ends'),
+      .option('--follow', 'keep printing until the job ends')
+      .option('--controller', "the controller's side instead: each launch, end and decision with its reason and time, and (locally) each status change"),
   ).action(async (jobId: string, options: LogsOptions) => exitWith(await printLogs(jobId, options, io)));
 }
 
@@ -31,6 +35,7 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
   let target: Target | null = null;
   try {
     target = await openTarget(options, io, { command: 'logs' });
+    if (options.controller === true) return await printControllerLog(target, jobId, options, io);
     const { dataDir } = target.client;
     if (dataDir === null) {
       throw new InvalidInputError([
@@ -64,6 +69,21 @@ async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<E
   } finally {
     await target?.close();
   }
+}
+
+/**
+ * The controller's timeline of the job. The status changes come from the store, which only
+ * a local runtime's client reads; an API's answer holds every attempt's launch, end and
+ * decision, so those are what it shows, and it says so.
+ */
+async function printControllerLog(target: Target, jobId: string, options: LogsOptions, io: Io): Promise<ExitStatus> {
+  const other = options.follow === true ? '--follow' : options.attempt !== undefined ? '--attempt' : options.task !== undefined ? '--task' : null;
+  if (other !== null) throw new InvalidInputError([{ path: '--controller', message: `prints the whole job's timeline: expected it without ${other}` }]);
+  const job = await target.client.getJob(jobId);
+  const events = target.client.listEvents === undefined ? null : await target.client.listEvents(jobId);
+  io.out(formatTimeline(controllerTimeline(job, events)));
+  if (events === null) io.out(`(${target.client.where} does not serve the job's status changes: these are its attempts' launches, ends and decisions)`);
+  return ExitStatus.OK;
 }
 
 /**

@@ -8,7 +8,7 @@
 
 import { JobNotFoundError } from '../errors.ts';
 import { isTerminal } from '../status.ts';
-import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StandbyMark, StoredDecision } from '../model.ts';
+import { isPhaseEnd, type AttemptRecord, type InstanceRef, type JobEvent, type JobRecord, type NodeReport, type Placement, type StandbyMark, type StoredDecision } from '../model.ts';
 import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
@@ -124,7 +124,8 @@ export class InMemoryJobStore implements JobStore {
     // A repeat is answered as one even after the attempt ended: the agent may be retrying
     // the very report that ended it.
     if (rules.hasReport(current, report)) return { attempt: current, duplicate: true };
-    if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
+    // A stopped phase's tail decides nothing, so it is kept after the attempt's end too.
+    if (isPhaseEnd(report) && current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
     if (isReleased(current)) throw rules.releasedError(jobId, attempt, 'a report');
     return { attempt: this.#replaceAttempt({ ...current, reports: [...current.reports, report] }), duplicate: false };
   }

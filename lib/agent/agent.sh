@@ -86,6 +86,7 @@ declare +x REPORT_URL=''
 declare +x HOLD_URL=''
 declare +x HOLD_POLL_MS=''
 declare +x REPORT_RETRY_SECONDS=''
+declare +x STOPPED_RETRY_SECONDS=''
 declare +x DATA_CREDENTIALS_URL=''
 declare +x DATA_REFRESH_MS=''
 declare +x ROOT_DIR=''
@@ -142,10 +143,15 @@ declare +x IMDS_TOKEN_UNTIL=0
 # The folder of the job's data credentials and their AWS profile, and the profile's name.
 declare +x DATA_DIR=''
 declare +x DATA_PROFILE=relaunch-data
-# The running phase's process (its pid is its session's and group's id), and its log's
-# writer; empty when none runs.
+# The running phase's process (its pid is its session's and group's id), its name (setup
+# or run) and its log's writer; empty when none runs.
 declare +x PHASE_PID=''
+declare +x PHASE_NAME=''
 declare +x WRITER_PID=''
+# What stopped the agent before its work was done (main's traps): interruption (a spot
+# notice) or shutdown (SIGTERM, SIGINT or SIGHUP); empty otherwise. A phase it stops is
+# reported as stopped, with its last lines and no code (report_stopped).
+declare +x STOP_CAUSE=''
 # The helpers (heartbeat, interruption watcher, data credentials refresher); empty when not
 # started. SLEEPER is the sleep that pause_ms waits for: a helper's TERM trap kills it.
 declare +x HEARTBEAT_PID=''
@@ -1240,7 +1246,7 @@ phase_process() {
 # job when the agent cannot (end_orphaned_node, the local launcher's watcher), until the
 # group is gone: its id may then be another group's.
 run_phase() {
-  local phase=$1 fifo="$ROOT_DIR/$1.pipe" tries
+  local phase=$1 fifo="$ROOT_DIR/$1.pipe"
   rm -f "$fifo"
   WRITER_PID=''
   if mkfifo "$fifo" 2>/dev/null; then
@@ -1251,17 +1257,26 @@ run_phase() {
     phase_process "$phase" >>"$ROOT_DIR/$phase.log" 2>&1 &
   fi
   PHASE_PID=$!
+  PHASE_NAME=$phase
   process_start "$PHASE_PID"
   printf '%s %s\n' "$PHASE_PID" "$REPLY_STARTED" >"$ROOT_DIR/phase.group"
   wait "$PHASE_PID"
   REPLY_PHASE_CODE=$?
   if ! group_alive "$PHASE_PID"; then rm -f "$ROOT_DIR/phase.group"; fi
   PHASE_PID=''
+  PHASE_NAME=''
+  await_writer
+  rm -f "$fifo"
+}
+
+# Gives the log's writer up to 200 ms to copy what the phase printed last: a background
+# child of the phase may hold the FIFO open long after, so no longer.
+await_writer() {
+  local tries
   for (( tries = 0; tries < 20; tries++ )); do
     if [ -z "$WRITER_PID" ] || ! kill -0 "$WRITER_PID" 2>/dev/null; then break; fi
     pause_ms 10
   done
-  rm -f "$fifo"
 }
 
 # The end of a log as a JSON string: the last lines, at most TAIL_BYTES of them.
@@ -1271,14 +1286,15 @@ output_tail() {
 
 # Sends a report (the JSON in file $2, about phase $1, described as $3 in the agent's log)
 # until it is acknowledged (0; the answer in $1.answer.json) or refused for good (1): stale (409), any other answer but
-# a timeout, throttling or a 5xx (a 3xx or a 4xx: no retry would change it), or
-# REPORT_RETRY_SECONDS of those and of silence. Giving up ends the agent and the node shuts
-# down; the controller then decides the attempt as it does for an instance that went.
+# a timeout, throttling or a 5xx (a 3xx or a 4xx: no retry would change it), or $4
+# seconds (REPORT_RETRY_SECONDS unless given) of those and of silence. Giving up ends the
+# agent and the node shuts down; the controller then decides the attempt as it does for an
+# instance that went.
 send_report() {
-  local phase=$1 body=$2 what=$3 delay=$BACKOFF_INITIAL_MS status
+  local phase=$1 body=$2 what=$3 retry=${4:-$REPORT_RETRY_SECONDS} delay=$BACKOFF_INITIAL_MS status
   local deadline
   clock_ms
-  deadline=$(( REPLY_NOW_MS + REPORT_RETRY_SECONDS * 1000 ))
+  deadline=$(( REPLY_NOW_MS + retry * 1000 ))
   while :; do
     status=$(post_json "$REPORT_URL" "$body" 30 "$ROOT_DIR/$phase.answer.json")
     case $status in
@@ -1289,7 +1305,7 @@ send_report() {
     esac
     clock_ms
     if (( REPLY_NOW_MS >= deadline )); then
-      log "the $phase report was not acknowledged in $REPORT_RETRY_SECONDS s (last answer: HTTP $status); giving up"
+      log "the $phase report was not acknowledged in $retry s (last answer: HTTP $status); giving up"
       return 1
     fi
     jittered_ms "$delay"
@@ -1306,6 +1322,18 @@ report() {
   printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
     "$NODE_RANK" "$1" "$2" "$(output_tail "$ROOT_DIR/$1.log")" >"$body"
   send_report "$1" "$body" "$1 exit code $2"
+}
+
+# Reports that phase $1 was stopped before it exited (STOP_CAUSE says why), with the end
+# of its log, printed in its grace period included: the attempt's record then names the
+# phase it was in and how far it got. No code: the one it gave would be relaunch's doing.
+# Tried for STOPPED_RETRY_SECONDS only, as the node is going; written to $1.stopped.json,
+# apart from the phase's report file a later local runtime reads for lost exit codes.
+report_stopped() {
+  local body="$ROOT_DIR/$1.stopped.json"
+  printf '{"nodeRank":%d,"phase":"%s","stopped":"%s","outputTail":%s}' \
+    "$NODE_RANK" "$1" "$STOP_CAUSE" "$(output_tail "$ROOT_DIR/$1.log")" >"$body"
+  send_report "$1" "$body" "$1 stopped ($STOP_CAUSE)" "$STOPPED_RETRY_SECONDS"
 }
 
 # Reports that one of the agent's own steps failed before setup (FAILED_STEP, else the step
@@ -1428,10 +1456,14 @@ shut_down() {
 # node shuts down. Signals that arrive meanwhile (the node's own shutdown signals every
 # process) are ignored: the job's grace period runs to its end.
 end_node() {
-  local code=$1
+  local code=$1 stopped=$PHASE_NAME
   trap '' TERM INT HUP USR1
   trap - EXIT
   stop_phase
+  if [ -n "$stopped" ] && [ -n "$STOP_CAUSE" ]; then
+    await_writer
+    report_stopped "$stopped"
+  fi
   container_remove
   unmount_buckets
   stop_helper "$DATA_PID"
@@ -1448,13 +1480,13 @@ main() {
   trap 'end_node "$?"' EXIT
   # SIGTERM, SIGINT or SIGHUP: the node shuts down (a cancel, a release) or the agent is told
   # to stop. SIGUSR1: the interruption watcher saw a spot interruption notice, and the
-  # instance goes in two minutes. Either way the job is stopped now and not reported: its
-  # code would be relaunch's doing. After a notice the controller ends the attempt as
-  # preempted when the instance goes.
-  trap 'log "got SIGTERM: stopping"; exit 0' TERM
-  trap 'log "got SIGINT: stopping"; exit 0' INT
-  trap 'log "got SIGHUP: stopping"; exit 0' HUP
-  trap 'log "spot interruption notice in instance metadata: stopping"; exit 0' USR1
+  # instance goes in two minutes. Either way the job is stopped now and its code is not
+  # reported (it would be relaunch's doing), only its last lines (report_stopped). After a
+  # notice the controller ends the attempt as preempted when the instance goes.
+  trap 'STOP_CAUSE=shutdown; log "got SIGTERM: stopping"; exit 0' TERM
+  trap 'STOP_CAUSE=shutdown; log "got SIGINT: stopping"; exit 0' INT
+  trap 'STOP_CAUSE=shutdown; log "got SIGHUP: stopping"; exit 0' HUP
+  trap 'STOP_CAUSE=interruption; log "spot interruption notice in instance metadata: stopping"; exit 0' USR1
   init_node || exit 1
   if ! resolve_node_rank; then
     log "no node rank from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"

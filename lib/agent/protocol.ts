@@ -107,6 +107,21 @@ export interface AgentFailure {
   readonly error: string;
 }
 
+/**
+ * What stopped a phase before it exited, as a stopped report says: EC2's spot interruption
+ * notice, or the node's agent told to end (SIGTERM, SIGINT or SIGHUP: the node shutting
+ * down for a cancel, a release, or its operator).
+ */
+export const STOP_CAUSES = ['interruption', 'shutdown'] as const;
+/** One of STOP_CAUSES. */
+export type StopCause = (typeof STOP_CAUSES)[number];
+
+/**
+ * How long the agent tries to deliver a stopped report, in seconds: it is sent between the
+ * job's grace period and the node's shutdown, inside EC2's two-minute warning.
+ */
+export const STOPPED_REPORT_RETRY_SECONDS = 15;
+
 const agentFailure = z.object({
   step: z.enum(AGENT_STEPS as [AgentStep, ...AgentStep[]]),
   error: z.string().check(z.maxLength(AGENT_ERROR_MAX_LENGTH)),
@@ -117,8 +132,10 @@ const agentFailure = z.object({
  * the task has none), then `run` unless setup failed. A node whose agent failed one of its
  * own steps before setup reports that instead of setup's code: `phase: 'setup'` with
  * `agentFailure` and no `exitCode` (a body of an agent from before AGENT_FAILED, with its
- * exitCode, is read as it always was). A report is resent until a 2xx or a final 4xx
- * answers it, so the API must treat a repeat as already done.
+ * exitCode, is read as it always was). A phase the agent stopped before it exited (a spot
+ * notice, the node shutting down) is reported with `stopped` and no `exitCode`: its last
+ * lines, deciding nothing. A report is resent until a 2xx or a final 4xx answers it, so
+ * the API must treat a repeat as already done.
  */
 export const ReportBodySchema = z
   .object({
@@ -128,13 +145,18 @@ export const ReportBodySchema = z
     exitCode: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(255))),
     /** The agent's own step that failed before setup; absent when the node ran its phase. */
     agentFailure: z.optional(agentFailure),
+    /** What stopped the phase before it exited; absent when it exited (or the agent failed). */
+    stopped: z.optional(z.enum(STOP_CAUSES)),
     /** The last OUTPUT_TAIL_LINES lines of stdout and stderr, at most OUTPUT_TAIL_MAX_BYTES. */
     outputTail: z.string().check(z.maxLength(OUTPUT_TAIL_MAX_BYTES)),
   })
   .check(
     z.superRefine((body, context) => {
-      if (body.exitCode === undefined && body.agentFailure === undefined) {
+      const said = [body.exitCode, body.agentFailure, body.stopped].filter((value) => value !== undefined).length;
+      if (said === 0) {
         context.addIssue({ code: 'custom', path: ['exitCode'], message: 'expected an exit code 0-255, or agentFailure when the agent failed before setup', input: body });
+      } else if (body.stopped !== undefined && said > 1) {
+        context.addIssue({ code: 'custom', path: ['stopped'], message: 'expected stopped alone, without exitCode or agentFailure (a stopped phase has no code)', input: body });
       } else if (body.exitCode !== undefined && body.agentFailure !== undefined) {
         context.addIssue({ code: 'custom', path: ['agentFailure'], message: 'expected either exitCode or agentFailure, got both', input: body });
       } else if (body.agentFailure !== undefined && body.phase !== 'setup') {

@@ -17,6 +17,7 @@ import {
   HEARTBEAT_TIMEOUT_SECONDS,
   reportPath,
   STALE_ATTEMPT_STATUS,
+  STOPPED_REPORT_RETRY_SECONDS,
 } from './protocol.ts';
 import { WORKDIR_PATH } from '../spec/mounts.ts';
 import { AGENT_SOURCE } from './agent-source.ts';
@@ -277,6 +278,8 @@ export function renderAgentScript(params: AgentScriptParams): string {
     HOLD_URL: apiUrl + holdPath(jobId, attempt),
     HOLD_POLL_MS: Math.round(holdPoll * 1000),
     REPORT_RETRY_SECONDS: retry,
+    // A stopped phase's report is sent as the node goes: within EC2's two-minute warning.
+    STOPPED_RETRY_SECONDS: Math.min(retry, STOPPED_REPORT_RETRY_SECONDS),
     DATA_CREDENTIALS_URL: params.dataCredentials === true ? apiUrl + dataCredentialsPath(jobId, attempt) : '',
     DATA_REFRESH_MS: Math.max(1000, Math.round((params.dataCredentialsRefreshSeconds ?? 900) * 1000)),
     ROOT_DIR: rootDir,

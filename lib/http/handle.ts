@@ -10,7 +10,7 @@ import { cancelJob } from '../usecases/cancel-job.ts';
 import { issueDataCredentials } from '../usecases/data-credentials.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
 import { getJob, listJobs } from '../usecases/queries.ts';
-import { reportPhase } from '../usecases/report-phase.ts';
+import { reportPhase, reportStoppedPhase } from '../usecases/report-phase.ts';
 import { holdOrRun } from '../usecases/standby.ts';
 import type { AgentCredentials } from '../usecases/agent.ts';
 import { errorResponse, INTERNAL_ERROR_MESSAGE, json } from './responses.ts';
@@ -74,9 +74,10 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     return json(200, deps.sources);
   },
   async reportPhase(request, params, deps) {
-    const { nodeRank, phase, outputTail, exitCode, agentFailure } = parseBody(ReportBodySchema, request.body);
+    const { nodeRank, phase, outputTail, exitCode, agentFailure, stopped } = parseBody(ReportBodySchema, request.body);
     const who = { ...credentials(request, params, nodeRank), phase, outputTail };
-    // The schema lets through exactly one of the two.
+    // The schema lets through exactly one of the three (an old agent's exitCode beside agentFailure aside).
+    if (stopped !== undefined) return json(200, await reportStoppedPhase({ ...who, stopped }, deps));
     if (agentFailure !== undefined) return json(200, await reportPhase({ ...who, agentFailure }, deps));
     if (exitCode !== undefined) return json(200, await reportPhase({ ...who, exitCode }, deps));
     throw new InvalidInputError([{ path: 'exitCode', message: 'expected an exit code 0-255, or agentFailure when the agent failed before setup' }]);

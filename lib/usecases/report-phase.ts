@@ -1,8 +1,8 @@
 // An agent's report of one phase on one node: store the code once, and end the attempt when its facts decide it.
 
 import { InvalidInputError, StaleAttemptError } from '../errors.ts';
-import type { AgentFailure } from '../agent/protocol.ts';
-import { isAgentFailure, type AttemptRecord, type JobRecord, type NodeReport } from '../model.ts';
+import type { AgentFailure, StopCause } from '../agent/protocol.ts';
+import { isAgentFailure, isStopped, type AttemptRecord, type JobRecord, type NodeReport, type StoppedReport } from '../model.ts';
 import type { Phase } from '../policy/types.ts';
 import { keepTail, storedTailMaxBytes } from '../report-tail.ts';
 import { runSignal, type RunSignal } from '../standby.ts';
@@ -105,6 +105,51 @@ export async function reportPhase(
   return answer('accepted', input, job, settled.attempt, deps);
 }
 
+/** `POST .../report` with `stopped`: a phase the node's agent stopped before it exited. */
+export type ReportStoppedInput = AgentCredentials & { readonly phase: Phase; readonly outputTail: string; readonly stopped: StopCause };
+
+/**
+ * Stores the last lines of a phase the node's agent stopped before it exited (a spot
+ * notice, the node shutting down), so the attempt's record names the phase it was in and
+ * keeps how far it got. It decides nothing and resumes nothing: the attempt ends on EC2's
+ * events, the cancel or the heartbeat's silence, as it would without it. So it is taken
+ * for any attempt the secret opens, the live one or one that has already ended (a cancel
+ * ends the attempt before the node is told to stop), but a standby let go unused.
+ *
+ * - A repeat (same node, phase and cause) is `duplicate`.
+ * - A node that already reported that phase otherwise is InvalidInputError: its exit code
+ *   stands.
+ */
+export async function reportStoppedPhase(input: ReportStoppedInput, deps: Pick<UseCaseDeps, 'store' | 'clock'>): Promise<ReportPhaseResult> {
+  const { job, attempt } = await authorizeAgent(deps.store, input);
+  const previous = attempt.reports.find((report) => sameSlot(report, input));
+  if (previous !== undefined) return repeatOrConflict(previous, input);
+  const report: StoppedReport = {
+    nodeRank: input.nodeRank,
+    phase: input.phase,
+    stopped: input.stopped,
+    outputTail: keepTail(input.outputTail, storedTailMaxBytes(job.spec.numNodes)),
+    reportedAt: nowIso(deps.clock),
+  };
+  const added = await deps.store.addReport(input.jobId, input.attempt, report);
+  if (!added.duplicate) return { status: 'accepted' };
+  const stored = added.attempt.reports.find((candidate) => sameSlot(candidate, input));
+  if (stored === undefined) throw new StaleAttemptError(`attempt ${input.attempt} of job ${input.jobId} refused this stopped report`);
+  return repeatOrConflict(stored, input);
+}
+
+function repeatOrConflict(stored: NodeReport, input: ReportStoppedInput): ReportPhaseResult {
+  if (isStopped(stored) && stored.stopped === input.stopped) return { status: 'duplicate' };
+  throw new InvalidInputError([{ path: 'stopped', message: `node ${input.nodeRank} already reported ${input.phase} ${said(stored)}; got stopped (${input.stopped})` }]);
+}
+
+/** What a report said, for a message. */
+function said(report: { exitCode?: number; agentFailure?: AgentFailure; stopped?: StopCause }): string {
+  if (report.agentFailure !== undefined) return `its agent's failure at ${report.agentFailure.step}`;
+  if (report.stopped !== undefined) return `stopped (${report.stopped})`;
+  return `exit code ${report.exitCode}`;
+}
+
 /**
  * The answer to a report: with a setup report that exited 0, what the node does next, as
  * the records read say (runSignal). A `go` to a standby already adopted notes when its run
@@ -123,20 +168,19 @@ async function answer(
   return { status, run, reason };
 }
 
-function sameSlot(report: NodeReport, input: ReportPhaseInput): boolean {
+function sameSlot(report: NodeReport, input: Pick<ReportPhaseInput, 'nodeRank' | 'phase'>): boolean {
   return report.nodeRank === input.nodeRank && report.phase === input.phase;
 }
 
 /** Whether a stored report says what this one says: the same exit code, or the same agent failure. */
 function sameContent(stored: NodeReport, input: ReportPhaseInput): boolean {
+  if (isStopped(stored)) return false;
   if (isAgentFailure(stored)) return input.agentFailure?.step === stored.agentFailure.step && input.agentFailure.error === stored.agentFailure.error;
   return input.exitCode === stored.exitCode;
 }
 
 function conflicting(stored: NodeReport, input: ReportPhaseInput): InvalidInputError {
-  const said = (report: { exitCode?: number; agentFailure?: AgentFailure }) =>
-    report.agentFailure === undefined ? `exit code ${report.exitCode}` : `its agent's failure at ${report.agentFailure.step}`;
-  const got = input.agentFailure === undefined && !isAgentFailure(stored) ? String(input.exitCode) : said(input);
+  const got = input.agentFailure === undefined && !isAgentFailure(stored) && !isStopped(stored) ? String(input.exitCode) : said(input);
   return new InvalidInputError([
     {
       path: input.agentFailure === undefined ? 'exitCode' : 'agentFailure',

@@ -83,7 +83,7 @@ const EXAMPLE_RUNS = [
     exitStatus: 0,
     job: { status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 },
     attempts: [
-      { outcome: 'PREEMPTED', phase: 'setup', exitCodes: [0], decision: 'RECOVER', reason: expect.stringContaining('does not count toward max_restarts_on_errors') },
+      { outcome: 'PREEMPTED', phase: 'run', exitCodes: [null], decision: 'RECOVER', reason: expect.stringContaining('does not count toward max_restarts_on_errors') },
       { outcome: 'EXITED', phase: 'run', exitCodes: [0], decision: 'SUCCEED' },
     ],
   },

@@ -124,6 +124,26 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     expect(first.stdout).toBe('output of attempt 1\n');
   });
 
+  it("logs JOB --controller prints the controller's timeline: each launch, end and decision with its reason and time", async () => {
+    const result = await cli('logs', job.jobId, '--controller');
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trimEnd().split('\n');
+    const timed = lines.filter((line) => /^\d{4}-\d\d-\d\dT[\d:.]+Z {2}/.test(line)).map((line) => line.replace(/^\S+ {2}/, ''));
+    expect(timed).toEqual([
+      'attempt 1 launched, on-demand, local-process in local',
+      'attempt 1: run started',
+      'attempt 1 ended EXITED in run, exit codes 1',
+      'attempt 1 decided RESTART (RESTART_ON_ERROR): exit code 1 (run); restart 1 of 1 on errors, 0 left',
+      'attempt 2 launched, on-demand, local-process in local',
+      'attempt 2: run started',
+      'attempt 2 ended EXITED in run, exit codes 0',
+      'attempt 2 decided SUCCEED (ALL_EXITED_ZERO): exit code 0 (run); job succeeded',
+    ]);
+    const times = lines.slice(0, timed.length).map((line) => line.split('  ')[0] as string);
+    expect([...times].sort()).toEqual(times);
+    expect(await cli('logs', job.jobId, '--controller', '--attempt', '1')).toMatchObject({ code: 2, stderr: expect.stringContaining('--controller: prints the whole job') });
+  });
+
   it('logs --attempt past the last attempt is bad input (2)', async () => {
     const result = await cli('logs', job.jobId, '--attempt', '3');
     expect(result.code).toBe(2);

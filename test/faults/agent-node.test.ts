@@ -298,8 +298,10 @@ describe('a job told to stop (the node shutting down, a spot interruption)', () 
     expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe('step-42\n');
     expect(linesInOrder(readFileSync(join(dir, 'agent', 'run.log'), 'utf8'), CHECKPOINT_LINES)).toEqual(CHECKPOINT_LINES);
     expect(result.shutDown).toBe(true);
-    // Stopped by relaunch, not ended by itself: its code is no result of the job.
-    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+    // Stopped by relaunch, not ended by itself: its code is no result of the job, so run is
+    // reported stopped, with no code and its last lines, those of its grace period included.
+    expect(api.reports.map(({ phase, exitCode, stopped }) => [phase, exitCode, stopped])).toEqual([['setup', 0, undefined], ['run', undefined, 'shutdown']]);
+    expect(linesInOrder(api.reports[1]?.outputTail ?? '', CHECKPOINT_LINES)).toEqual(CHECKPOINT_LINES);
   });
 
   it('gets SIGTERM and its grace period when the agent alone is told to stop', async () => {
@@ -346,7 +348,7 @@ describe('a job told to stop (the node shutting down, a spot interruption)', () 
     expect(result.shutDown).toBe(true);
   });
 
-  it('gets SIGTERM as soon as instance metadata announces a spot interruption, with no report of its code', async () => {
+  it('gets SIGTERM as soon as instance metadata announces a spot interruption, with no report of its code, only its last lines', async () => {
     const agent = await startAgent({ spec: spec({ run: CHECKPOINTING_JOB }), nodeRank: 0, stopGraceSeconds: 10, interruptionPollSeconds: 0.2 }, undefined, 20_000);
     await jobStarted();
 
@@ -356,7 +358,8 @@ describe('a job told to stop (the node shutting down, a spot interruption)', () 
     expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe('step-42\n');
     expect(linesInOrder(readFileSync(join(dir, 'agent', 'run.log'), 'utf8'), CHECKPOINT_LINES)).toEqual(CHECKPOINT_LINES);
     expect(result.stderr).toContain('spot interruption');
-    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+    expect(api.reports.map(({ phase, exitCode, stopped }) => [phase, exitCode, stopped])).toEqual([['setup', 0, undefined], ['run', undefined, 'interruption']]);
+    expect(linesInOrder(api.reports[1]?.outputTail ?? '', CHECKPOINT_LINES)).toEqual(CHECKPOINT_LINES);
     expect(result.shutDown).toBe(true);
   });
 });
@@ -426,7 +429,7 @@ describe('a spot interruption notice with launch_on_warning', () => {
     // Not before the instance goes, less its grace period (1 s) and the margin (1 s).
     expect(stoppedAt).toBeGreaterThanOrEqual(reclaim - 2_000);
     expect(result.stderr).toMatch(/spot interruption notice: the job runs on for \d+\.\d{3} s, then gets its 1 s before the instance goes \(launch_on_warning\)/);
-    expect(api.reports.map((report) => report.phase)).toEqual(['setup']);
+    expect(api.reports.map(({ phase, stopped }) => [phase, stopped])).toEqual([['setup', undefined], ['run', 'interruption']]);
     expect(result.shutDown).toBe(true);
   });
 });

@@ -35,10 +35,16 @@ describe('cancel, end to end', () => {
 
     expect(job.result).toMatchObject({ status: 'FAILED', error: 'CANCELLED' });
     expect(job.view).toMatchObject({ status: 'CANCELLED', failureReason: 'cancelled by the user; no restart' });
-    expect(job.view.attempts).toMatchObject([
-      { attempt: 1, outcome: 'CANCELLED', exitCodes: [], decision: 'FAIL', reason: 'cancelled by the user; no restart' },
-    ]);
-    expect(job.attempts[0]?.reports).toEqual([]);
+    expect(job.view.attempts).toMatchObject([{ attempt: 1, outcome: 'CANCELLED', decision: 'FAIL', reason: 'cancelled by the user; no restart' }]);
+    // The node, told to stop after the cancel ended the attempt, still says where its job was:
+    // in setup, its code unknown (no code came).
+    const { store } = t.runtime.deps;
+    const stopped = await waitFor('the stopped setup', async () => {
+      const reports = (await store.getAttempt(jobId, 1)).reports;
+      return reports.length > 0 ? reports : undefined;
+    });
+    expect(stopped).toMatchObject([{ nodeRank: 0, phase: 'setup', stopped: 'shutdown' }]);
+    expect(stopped[0]?.exitCode).toBeUndefined();
     expect(job.attempts[0]?.decision?.rule).toBe('CANCELLED');
     expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'CANCELLING', 'CANCELLED']);
     expect(job.events[3]).toMatchObject({ from: 'RUNNING', to: 'CANCELLING', reason: 'cancelled by the user', attempt: 1 });

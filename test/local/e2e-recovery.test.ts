@@ -34,7 +34,8 @@ describe('recovery without an exit code, end to end', () => {
           job_recovery:
             max_restarts_on_errors: 0
         run: |
-          if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then sleep 30; fi
+          for i in 1 2 3; do echo "step $i"; done
+          if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then trap 'echo "saving a checkpoint"; exit 143' TERM; sleep 30 & wait; fi
           echo "attempt $RELAUNCH_ATTEMPT done"
       `,
       { chaos: preemptAttemptsPlan([1]) },
@@ -45,9 +46,11 @@ describe('recovery without an exit code, end to end', () => {
       {
         attempt: 1,
         outcome: 'PREEMPTED',
-        // The agent reported setup (exit 0) before the node was reclaimed during run.
-        phase: 'setup',
-        exitCodes: [0],
+        // Reclaimed during run: the phase it was in, its code unknown (never setup's 0), and
+        // its last lines, the one printed in its grace period included.
+        phase: 'run',
+        exitCodes: [null],
+        outputTails: [{ nodeRank: 0, phase: 'run', text: 'step 1\nstep 2\nstep 3\nsaving a checkpoint' }],
         decision: 'RECOVER',
         reason: 'spot preemption; recovery 1, does not count toward max_restarts_on_errors',
         market: 'spot',
@@ -57,7 +60,8 @@ describe('recovery without an exit code, end to end', () => {
 
     const [first, second] = job.attempts;
     expect(first?.interruptionNoticedAt).not.toBeNull();
-    expect(reportCodes([first as never])).toEqual([['setup:0@0']]); // the killed node never reported run
+    // The stopped node's run has no code, only its last lines.
+    expect(reportCodes([first as never])).toEqual([['setup:0@0', 'run:stopped(interruption)@0']]);
     expect(first?.decision?.rule).toBe('PREEMPTED_OR_LOST');
     expect(second?.interruptionNoticedAt).toBeNull();
     expect(job.job.counters).toMatchObject({ restartsOnErrors: 0, recoveryCount: 1, market: 'spot' });
@@ -86,7 +90,8 @@ describe('recovery without an exit code, end to end', () => {
 
     expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
     expect(job.view.attempts).toMatchObject([
-      { attempt: 1, outcome: 'LOST', phase: 'setup', exitCodes: [0], decision: 'RECOVER' },
+      // Lost in run (its setup had ended): run, its code unknown, never setup's 0.
+      { attempt: 1, outcome: 'LOST', phase: 'run', exitCodes: [null], decision: 'RECOVER' },
       { attempt: 2, outcome: 'EXITED', exitCodes: [0], decision: 'SUCCEED' },
     ]);
     expect(job.view.attempts[0]?.reason).toMatch(
@@ -95,7 +100,8 @@ describe('recovery without an exit code, end to end', () => {
     const [first] = job.attempts;
     expect(first?.outcome).toEqual({ kind: 'LOST', reason: expect.stringMatching(/^no heartbeat for \d+ s$/) });
     expect(first?.lastHeartbeatAt).not.toBeNull(); // the node beat once, at its start
-    expect(reportCodes(job.attempts)).toEqual([['setup:0@0'], ['setup:0@0', 'run:0@0']]);
+    // Released once lost, the node (silent, not gone) says its run was stopped, with no code.
+    expect(reportCodes(job.attempts)).toEqual([['setup:0@0', 'run:stopped(shutdown)@0'], ['setup:0@0', 'run:0@0']]);
     expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'RECOVERING', 'STARTING', 'RUNNING', 'SUCCEEDED']);
     // The lost attempt's process does not outlive it.
     expect(alive(silent as number)).toBe(false);
@@ -151,9 +157,10 @@ describe('recovery without an exit code, end to end', () => {
         { rank: 1, exitCode: 29 },
       ],
     });
-    // Node 0 was killed by the controller: it never reported, so its SIGTERM is not a code.
+    // Node 0 was stopped by the controller: its run is reported stopped, with its last lines
+    // and no code, so its SIGTERM is not a code.
     expect(reportCodes(job.attempts).map((codes) => codes.sort())).toEqual([
-      ['run:29@1', 'setup:0@0', 'setup:0@1'],
+      ['run:29@1', 'run:stopped(shutdown)@0', 'setup:0@0', 'setup:0@1'],
       ['run:0@0', 'run:0@1', 'setup:0@0', 'setup:0@1'],
     ]);
     const runTails = job.attempts[1]?.reports.filter((r) => r.phase === 'run').map((r) => r.outputTail);

@@ -261,7 +261,8 @@ describe("the warned node's report and its instance's end, in both orders", MULT
 
     expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
     expect(job.view.attempts.map((a) => [a.outcome, a.decision])).toEqual([['PREEMPTED', 'RECOVER'], ['EXITED', 'SUCCEED']]);
-    expect(job.attempts[0]?.reports.map((r) => `${r.phase}:${r.exitCode}`)).toEqual(['setup:0']);
+    // The notice stopped its run: reported stopped, its last lines kept and no code.
+    expect(job.attempts[0]?.reports.map((r) => `${r.phase}:${r.stopped ?? r.exitCode}`)).toEqual(['setup:0', 'run:interruption']);
     expect(laterRuns(t, jobId)).toEqual([2]);
     expect(existsSync(path.join(nodeDir(t.dataDir, jobId, 2, 0), 'run.log'))).toBe(true);
   });

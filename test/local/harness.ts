@@ -115,7 +115,7 @@ export function statusTrail(events: readonly JobEvent[]): string[] {
 
 /** Each attempt's reports as `phase:code` per node, in arrival order. */
 export function reportCodes(attempts: readonly AttemptRecord[]): string[][] {
-  return attempts.map((attempt) => attempt.reports.map((r) => `${r.phase}:${r.exitCode}@${r.nodeRank}`));
+  return attempts.map((attempt) => attempt.reports.map((r) => `${r.phase}:${r.stopped === undefined ? r.exitCode : `stopped(${r.stopped})`}@${r.nodeRank}`));
 }
 
 

@@ -53,6 +53,15 @@ export function reportIsNew(key: string): Condition {
   return allOf(ATTEMPT_OPEN, NOT_RELEASED, lacks(REPORT_KEYS, key));
 }
 
+/**
+ * A stopped phase's last lines are taken once per node and phase while the attempt is not let
+ * go, even after it ended: they decide nothing, and a cancel ends the attempt before its
+ * nodes are told to stop.
+ */
+export function stoppedTailIsNew(key: string): Condition {
+  return allOf(ITEM_EXISTS, NOT_RELEASED, lacks(REPORT_KEYS, key));
+}
+
 /** A heartbeat is taken while the attempt is open and not let go. */
 export const TAKES_HEARTBEAT: Condition = allOf(ATTEMPT_OPEN, NOT_RELEASED);
 

@@ -25,7 +25,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { NativeAttributeValue } from '@aws-sdk/util-dynamodb';
 import { ConcurrentUpdateError, JobNotFoundError } from '../../errors.ts';
-import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeReport, Placement, StoredDecision } from '../../model.ts';
+import { isPhaseEnd, type AttemptRecord, type InstanceRef, type JobEvent, type JobRecord, type NodeReport, type Placement, type StoredDecision } from '../../model.ts';
 import type { DecisionBasis } from '../../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../../ports.ts';
@@ -250,13 +250,13 @@ export class DynamoJobStore implements JobStore {
       key: keys.attempt(jobId, attempt),
       append: { reports: [report] },
       add: { [REPORT_KEYS]: new Set([key]) },
-      condition: when.reportIsNew(key),
+      condition: isPhaseEnd(report) ? when.reportIsNew(key) : when.stoppedTailIsNew(key),
     });
     if ('written' in result) return { attempt: toAttempt(result.written), duplicate: false };
     // Reports and outcomes are only ever added, so the refused item says why it was refused.
     const current = await this.#attemptFrom(result.refused, jobId, attempt);
     if (rules.hasReport(current, report)) return { attempt: current, duplicate: true };
-    if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
+    if (isPhaseEnd(report) && current.outcome !== null) throw rules.endedError(jobId, attempt, 'a report');
     if (isReleased(current)) throw rules.releasedError(jobId, attempt, 'a report');
     throw new ConcurrentUpdateError(`report ${key} for attempt ${attempt} of job ${jobId} was refused`);
   }

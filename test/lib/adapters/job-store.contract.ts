@@ -487,6 +487,19 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         expect(repeat.duplicate).toBe(true);
         expect((await store.getAttempt('job-1', 1)).reports).toEqual([report(0, 'run', 1)]);
       });
+
+      it('takes a stopped phase (its tail, no code) after the attempt ended, once, and leaves the outcome as it was', async () => {
+        await runningJobWithAttempt();
+        await store.addReport('job-1', 1, report(0, 'setup', 0));
+        await store.endAttempt('job-1', 1, { kind: 'CANCELLED' }, T2);
+        const stopped: NodeReport = { nodeRank: 0, phase: 'run', stopped: 'shutdown', outputTail: 'step 3\nsaving ✓\n', reportedAt: T3 };
+
+        expect(await store.addReport('job-1', 1, stopped)).toMatchObject({ duplicate: false, attempt: { outcome: { kind: 'CANCELLED' }, endedAt: T2 } });
+        expect((await store.addReport('job-1', 1, stopped)).duplicate).toBe(true);
+        // A code is still refused after the end.
+        await expect(store.addReport('job-1', 1, report(1, 'run', 0))).rejects.toBeInstanceOf(StaleAttemptError);
+        expect((await store.getAttempt('job-1', 1)).reports).toEqual([report(0, 'setup', 0), stopped]);
+      });
     });
 
     describe('ending an attempt', () => {

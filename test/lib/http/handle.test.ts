@@ -155,6 +155,16 @@ describe('agent callbacks', () => {
     expect(badAttempt.statusCode).toBe(400);
   });
 
+  it('accepts a stopped run with its last lines, resumes nothing, and answers a repeat as a duplicate', async () => {
+    const h = harness();
+    const secret = await running(h);
+    await call(h, agent(secret, { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '' }));
+    const stop = { nodeRank: 0, phase: 'run', stopped: 'interruption', outputTail: 'step 9\n' };
+    expect(await call(h, agent(secret, stop))).toMatchObject({ statusCode: 200, json: { status: 'accepted' } });
+    expect(await call(h, agent(secret, stop))).toMatchObject({ statusCode: 200, json: { status: 'duplicate' } });
+    expect(h.workflow.closings).toEqual([]);
+  });
+
   it("accepts a report of the agent's own failure before setup, beside the old format, and ends the attempt AGENT_FAILED", async () => {
     const h = harness();
     const secret = await running(h);
@@ -168,6 +178,8 @@ describe('agent callbacks', () => {
     ['neither an exit code nor an agent failure', { nodeRank: 0, phase: 'setup', outputTail: '' }, 'exitCode', 'expected an exit code 0-255, or agentFailure when the agent failed before setup'],
     ['both', { nodeRank: 0, phase: 'setup', exitCode: 1, agentFailure: { step: 'mounts', error: 'x' }, outputTail: '' }, 'agentFailure', 'expected either exitCode or agentFailure, got both'],
     ['an agent failure in run', { nodeRank: 0, phase: 'run', agentFailure: { step: 'mounts', error: 'x' }, outputTail: '' }, 'phase', "expected setup with agentFailure (the agent's steps come before it), got run"],
+    ['a stop beside an exit code', { nodeRank: 0, phase: 'run', exitCode: 143, stopped: 'shutdown', outputTail: '' }, 'stopped', 'expected stopped alone, without exitCode or agentFailure (a stopped phase has no code)'],
+    ['a stop the agent does not know', { nodeRank: 0, phase: 'run', stopped: 'reboot', outputTail: '' }, 'stopped', expect.stringContaining('interruption')],
     ['a step the agent does not have', { nodeRank: 0, phase: 'setup', agentFailure: { step: 'reboot', error: 'x' }, outputTail: '' }, 'agentFailure.step', expect.stringContaining('image-pull')],
   ])('answers 400 to a report with %s, naming the field', async (_name, body, path, message) => {
     const h = harness();

@@ -14,6 +14,11 @@ function pullFailed(nodeRank: number): NodeReport {
   return { nodeRank, phase: 'setup', agentFailure: { step: 'image-pull', error: 'toomanyrequests' }, outputTail: '', reportedAt: '2026-03-01T12:00:00.000Z' };
 }
 
+/** Node `nodeRank`'s agent stopped its run before it exited (its last lines, no code). */
+function stoppedRun(nodeRank: number): NodeReport {
+  return { nodeRank, phase: 'run', stopped: 'interruption', outputTail: 'step 3', reportedAt: '2026-03-01T12:00:00.000Z' };
+}
+
 const AGENT_FAILED_ON = (nodeRank: number): AttemptOutcome => ({ kind: 'AGENT_FAILED', nodeRank, step: 'image-pull', error: 'toomanyrequests' });
 
 const killed = (rank: number, by: number) => ({
@@ -178,6 +183,11 @@ describe('decideAttempt: which fact decides an attempt, messages in any order', 
     { row: '6', name: 'one node, warning noted, setup 0: runs on until the instance goes or it reports', numNodes: 1, reports: [r(0, 'setup', 0)], facts: facts(true), expected: null },
     { row: '6', name: 'two nodes, one reported 0 and shut down, the other runs: runs on', numNodes: 2, reports: [r(0, 'run', 0)], facts: facts(false, gone(0)), expected: null },
     { row: '6', name: 'two nodes, warning, one reported 0: runs on', numNodes: 2, reports: [r(0, 'setup', 0), r(0, 'run', 0), r(1, 'setup', 0)], facts: facts(true), expected: null },
+    // A stopped run (its tail, no code) is no final report: it decides nothing.
+    { row: '6', name: 'one node, warning, setup 0, run stopped by the notice: runs on until the instance goes', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(true), expected: null },
+    { row: '3', name: 'one node, warning, run stopped, instance gone: preempted', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(true, gone(0)), expected: PREEMPTED },
+    { row: '4', name: 'one node, run stopped (a shutdown), instance gone: lost', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(false, gone(0)), expected: lost(0) },
+    { row: '1', name: 'two nodes, one run 0 and one stopped, no instance gone: runs on', numNodes: 2, reports: [r(0, 'run', 0), stoppedRun(1)], facts: facts(false), expected: null },
     // Out of range: ignored.
     { row: '-', name: 'a gone node outside the job\'s ranks is ignored', numNodes: 1, reports: [r(0, 'setup', 0)], facts: facts(false, gone(4)), expected: null },
     { row: '-', name: 'a report outside the job\'s ranks is ignored', numNodes: 1, reports: [r(3, 'run', 1)], facts: facts(true), expected: null },

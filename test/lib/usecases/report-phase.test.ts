@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, StaleAttemptError, UnauthorizedError } from '../../../lib/errors.ts';
 import { getJob } from '../../../lib/usecases/queries.ts';
-import { reportPhase } from '../../../lib/usecases/report-phase.ts';
+import { reportPhase, reportStoppedPhase } from '../../../lib/usecases/report-phase.ts';
+import type { StopCause } from '../../../lib/agent/protocol.ts';
 import type { Phase } from '../../../lib/policy/types.ts';
 import { givenLaunched, givenReplacedAttempt, harness, JOB_ID, report, taskSpec, tokenFor, type Harness } from './harness.ts';
 
@@ -239,6 +240,68 @@ describe('reportPhase', () => {
     const h = harness();
     await expect(
       reportPhase({ jobId: 'j-nope', attempt: 1, nodeRank: 0, phase: 'run', exitCode: 0, outputTail: '', secret: 'x' }, h.deps),
+    ).rejects.toThrow(UnauthorizedError);
+  });
+});
+
+/** Node `nodeRank` reports that its agent stopped `phase` before it exited. */
+function stopped(h: Harness, stoppedBy: StopCause, nodeRank = 0, phase: Phase = 'run'): Promise<{ status: 'accepted' | 'duplicate' }> {
+  return reportStoppedPhase(
+    { jobId: JOB_ID, attempt: 1, nodeRank, phase, stopped: stoppedBy, outputTail: 'step 1\nstep 2\n', secret: h.compute.secretFor(JOB_ID, 1) },
+    h.deps,
+  );
+}
+
+describe('reportStoppedPhase', () => {
+  it("keeps a stopped run's last lines, decides nothing, and the preemption that follows shows run with its code unknown", async () => {
+    const h = harness();
+    await givenLaunched(h);
+    await report(h, 1, 'setup', 0);
+    await h.store.noteInterruption(JOB_ID, 1, h.clock.now().toISOString());
+
+    expect(await stopped(h, 'interruption')).toEqual({ status: 'accepted' });
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toBeNull();
+    expect(h.workflow.closings).toEqual([]);
+    await h.store.endAttempt(JOB_ID, 1, { kind: 'PREEMPTED' }, h.clock.now().toISOString());
+    expect((await getJob(JOB_ID, h.deps)).attempts[0]).toMatchObject({
+      outcome: 'PREEMPTED',
+      phase: 'run',
+      exitCodes: [null],
+      outputTails: [{ nodeRank: 0, phase: 'run', text: 'step 1\nstep 2' }],
+    });
+  });
+
+  it('is taken after the attempt ended (a cancel ends it before the node is told to stop), and a repeat is a duplicate', async () => {
+    const h = harness();
+    await givenLaunched(h);
+    await report(h, 1, 'setup', 0);
+    await h.store.endAttempt(JOB_ID, 1, { kind: 'CANCELLED' }, h.clock.now().toISOString());
+
+    expect(await stopped(h, 'shutdown')).toEqual({ status: 'accepted' });
+    expect(await stopped(h, 'shutdown')).toEqual({ status: 'duplicate' });
+
+    const attempt = await h.store.getAttempt(JOB_ID, 1);
+    expect(attempt.outcome).toEqual({ kind: 'CANCELLED' });
+    expect(attempt.reports).toHaveLength(2);
+    expect(h.workflow.closings).toEqual([]);
+  });
+
+  it('never overrides a code: a node that reported run refuses its stop, and a stop leaves the slot to no code', async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    await report(h, 1, 'run', 0, 1);
+
+    await expect(stopped(h, 'shutdown', 1)).rejects.toThrow(new InvalidInputError([{ path: 'stopped', message: 'node 1 already reported run exit code 0; got stopped (shutdown)' }]));
+    await stopped(h, 'shutdown', 0);
+    await expect(report(h, 1, 'run', 0, 0)).rejects.toThrow('node 0 already reported run stopped (shutdown); got exit code 0');
+  });
+
+  it('refuses a wrong secret as any callback does', async () => {
+    const h = harness();
+    await givenLaunched(h);
+    await expect(
+      reportStoppedPhase({ jobId: JOB_ID, attempt: 1, nodeRank: 0, phase: 'run', stopped: 'shutdown', outputTail: '', secret: 'x' }, h.deps),
     ).rejects.toThrow(UnauthorizedError);
   });
 });

@@ -175,12 +175,36 @@ describe('toJobView', () => {
     },
     { name: 'a preempted attempt with no report: no codes', numNodes: 1, outcome: { kind: 'PREEMPTED' }, reports: [], phase: null, exitCodes: [] },
     {
-      name: 'a preempted attempt whose setup had finished: the setup codes',
+      name: 'a preempted attempt whose setup had finished: in run, its codes unknown (never setup 0)',
       numNodes: 2,
       outcome: { kind: 'PREEMPTED' },
       reports: [rep(1, 'setup', 0), rep(0, 'setup', 0)],
+      phase: 'run',
+      exitCodes: [null, null],
+    },
+    {
+      name: 'a preempted attempt still in setup: setup, a node without its code unknown',
+      numNodes: 2,
+      outcome: { kind: 'PREEMPTED' },
+      reports: [rep(1, 'setup', 3)],
       phase: 'setup',
-      exitCodes: [0, 0],
+      exitCodes: [null, 3],
+    },
+    {
+      name: 'a lost attempt whose node 1 finished run: in run, node 0 unknown',
+      numNodes: 2,
+      outcome: { kind: 'LOST', reason: 'instance i-0 was terminated' },
+      reports: [rep(0, 'setup', 0), rep(1, 'setup', 0), rep(1, 'run', 0)],
+      phase: 'run',
+      exitCodes: [null, 0],
+    },
+    {
+      name: 'a cancelled attempt whose run was stopped: in run, its code unknown',
+      numNodes: 1,
+      outcome: { kind: 'CANCELLED' },
+      reports: [rep(0, 'setup', 0), { nodeRank: 0, phase: 'run', stopped: 'shutdown', outputTail: 'step 7\n', reportedAt: AT }],
+      phase: 'run',
+      exitCodes: [null],
     },
     {
       name: 'a running attempt part-way through run: run codes so far, null for the rest',
@@ -217,6 +241,17 @@ describe('toJobView output tails', () => {
       { nodeRank: 0, phase: 'run', text: Array.from({ length: 20 }, (_, i) => `line ${i + 11}`).join('\n') },
       { nodeRank: 1, phase: 'setup', text: 'node 1 setup' },
     ]);
+  });
+});
+
+describe('toJobView of an attempt whose run was stopped', () => {
+  it("keeps the stopped run's last lines over setup's, and its code unknown", () => {
+    const reports: NodeReport[] = [
+      { ...rep(0, 'setup', 0), outputTail: 'set up\n' },
+      { nodeRank: 0, phase: 'run', stopped: 'interruption', outputTail: 'step 1\nstep 2\nsaving checkpoint\n', reportedAt: AT },
+    ];
+    const [view] = toJobView(job(1), [attempt(1, { kind: 'PREEMPTED' }, reports)]).attempts;
+    expect(view).toMatchObject({ phase: 'run', exitCodes: [null], outputTails: [{ nodeRank: 0, phase: 'run', text: 'step 1\nstep 2\nsaving checkpoint' }] });
   });
 });
 

@@ -127,6 +127,7 @@ describe('the named conditions, as DynamoDB reads them', () => {
     ['NOT_RELEASED', when.NOT_RELEASED, 'attribute_not_exists(#standby.#releasedAt)'],
     ['TAKES_HEARTBEAT', when.TAKES_HEARTBEAT, 'attribute_exists(#pk) AND attribute_not_exists(#outcome) AND attribute_not_exists(#standby.#releasedAt)'],
     ['reportIsNew', when.reportIsNew('0:run'), 'attribute_exists(#pk) AND attribute_not_exists(#outcome) AND attribute_not_exists(#standby.#releasedAt) AND NOT contains(#reportKeys, :v0)'],
+    ['stoppedTailIsNew', when.stoppedTailIsNew('0:run'), 'attribute_exists(#pk) AND attribute_not_exists(#standby.#releasedAt) AND NOT contains(#reportKeys, :v0)'],
     ['firstNotice', when.firstNotice('rebalanceNoticedAt'), 'attribute_exists(#pk) AND attribute_not_exists(#outcome) AND attribute_not_exists(#rebalanceNoticedAt)'],
     ['endsOnce with no basis', when.endsOnce(), 'attribute_exists(#pk) AND attribute_not_exists(#outcome)'],
     ['endsOnce on a basis with a warning', when.endsOnce({ reports: 2, interruptionNoticed: true }), 'attribute_exists(#pk) AND attribute_not_exists(#outcome) AND size(#reports) = :v0 AND attribute_exists(#interruptionNoticedAt)'],
