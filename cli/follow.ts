@@ -26,6 +26,11 @@ export interface FollowOptions {
   /** Stops following early (Ctrl-C). */
   readonly signal?: AbortSignal;
   /**
+   * Called once when the signal aborts, instead of returning: following then goes on, with
+   * what was already printed not printed again, until the job ends (a cancel this command asks for).
+   */
+  readonly onAbort?: () => Promise<void>;
+  /**
    * Waits between polls; resolves early (or rejects) when the signal aborts.
    * @default node:timers/promises setTimeout
    */
@@ -52,11 +57,17 @@ export async function followJob(client: JobsClient, jobId: string, io: Io, optio
   let seen = '';
   let unchangedPolls = 0;
   let pollsAfterEnd = 0;
+  let aborted = false;
   for (;;) {
     const view = await client.getJob(jobId);
     const events = client.listEvents === undefined ? null : await client.listEvents(jobId);
     printer.show(view, events);
-    if (options.signal?.aborted === true) return view;
+    if (options.signal?.aborted === true && !aborted) {
+      if (options.onAbort === undefined) return view;
+      aborted = true;
+      await options.onAbort();
+      continue;
+    }
     // A standby still holding when the job ends is released by the step after the
     // decision: a few more polls show that, unless it takes longer.
     const holding = view.attempts.some((attempt) => attempt.standby?.state === 'holding');
@@ -65,7 +76,7 @@ export async function followJob(client: JobsClient, jobId: string, io: Io, optio
     const now = JSON.stringify([view, events?.length ?? 0]);
     unchangedPolls = now === seen ? unchangedPolls + 1 : 0;
     seen = now;
-    await pause(pollDelayMs(client.pacing, unchangedPolls, random), options.signal).catch(() => undefined);
+    await pause(pollDelayMs(client.pacing, unchangedPolls, random), aborted ? undefined : options.signal).catch(() => undefined);
   }
 }
 

@@ -140,10 +140,9 @@ async function followUntilDone(target: Target, jobId: string, options: RunOption
   process.on('SIGTERM', onSignal);
   try {
     const quiet = options.json === true;
-    const view = await followJob(target.client, jobId, io, { progress: !quiet, output: !quiet, signal: stop.signal });
-    if (!stop.signal.aborted || target.runtime === null) return view;
-    await target.client.cancel(jobId);
-    return await followJob(target.client, jobId, io, { progress: !quiet, output: false });
+    // One follower to the end: the cancel's lines follow what was printed, never all of it again.
+    const onAbort = target.runtime === null ? undefined : async (): Promise<void> => void (await target.client.cancel(jobId));
+    return await followJob(target.client, jobId, io, { progress: !quiet, output: !quiet, signal: stop.signal, onAbort });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -280,6 +280,9 @@ describe.concurrent('relaunch run, stopped by a signal', { timeout: SLOW }, () =
     } else {
       expect(result.stdout).toContain('waiting for the gate');
       expect(result.stdout.trimEnd().split('\n').at(-1)).toMatch(/ CANCELLED after 1 attempt; /);
+      // The cancel's lines follow what was printed; the history before them is not printed again.
+      const printed = `${result.stdout}${result.stderr}`;
+      expect(printed.match(/ RUNNING /g) ?? [], printed).toHaveLength(1);
     }
     expect(isAlive(shell)).toBe(false);
     await waitForGroupGone(group);

@@ -16,7 +16,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runTask } from '../../cli/commands/run.ts';
 import { ensureBuckets, S3SourceStore } from '../../cli/s3-sources.ts';
 import { InvalidInputError } from '../../lib/errors.ts';
@@ -182,8 +182,14 @@ describe('relaunch run --api with local sources', () => {
     s3.on(PutObjectCommand).resolves({});
     s3.on(HeadBucketCommand).rejects(s3Error('NotFound', 404));
     const io = bufferIo();
+    // Relative sources are read from where the command runs (SkyPilot's rule): the task's folder here.
+    const cwd = vi.spyOn(process, 'cwd').mockReturnValue(dir);
 
-    expect(await runTask(file, { api, dataDir: join(dir, 'state') }, io)).toBe(2);
+    try {
+      expect(await runTask(file, { api, dataDir: join(dir, 'state') }, io)).toBe(2);
+    } finally {
+      cwd.mockRestore();
+    }
 
     const keys = s3.commandCalls(PutObjectCommand).map((call) => call.args[0].input.Key);
     expect(keys).toHaveLength(2);
