@@ -1,8 +1,10 @@
 // How a Lambda is bundled: one esbuild build, run by the CDK construct at synth (through
 // infra/bundle-cli.ts) and by the bundle benchmark, so the benchmark measures what deploys.
 
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import * as esbuild from 'esbuild';
 import { BUNDLE_ENTRY, handlerEntry, REPO_ROOT, type LambdaName } from './lambda-catalog.ts';
 
@@ -143,4 +145,84 @@ export interface BundleOutput {
 /** Bundles one Lambda into `outdir` (its entry file and chunks/). */
 export async function bundleLambda(name: LambdaName, outdir: string): Promise<BundleOutput> {
   return bundle({ entryPoints: [handlerEntry(name)] }, outdir);
+}
+
+// --- the bundle cache -------------------------------------------------------------------
+// Every synth bundles every Lambda (the asset hash is the output's), and each bundle is a
+// Node process with tsx and an esbuild build: most of a synth's time. A bundle depends only
+// on its sources, so each Lambda's last bundle is kept with the SHA-256 of every file
+// esbuild read for it (the metafile's inputs, node_modules included), of agent.sh (read
+// by a plugin) and of this file (the build's options); when all still match, the bundle
+// is copied instead of built.
+
+/** Where bundles are kept between synths (RELAUNCH_BUNDLE_CACHE moves it). */
+export const BUNDLE_CACHE_DIR = process.env.RELAUNCH_BUNDLE_CACHE ?? join(REPO_ROOT, 'node_modules', '.cache', 'relaunch-bundles');
+
+/** Sources a bundle depends on that esbuild does not list as inputs. */
+const BUILD_SOURCES = ['infra/bundle.ts', 'lib/agent/agent.sh'];
+
+/** What the cache keeps beside a bundle: its sources' hashes, by path from the repository root. */
+interface CacheManifest {
+  readonly esbuild: string;
+  readonly sources: Readonly<Record<string, string>>;
+}
+
+function sha256(path: string): string | null {
+  try {
+    return createHash('sha256').update(readFileSync(join(REPO_ROOT, path))).digest('hex');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Copies the cached bundle of `name` into `outdir` when every source it was built from is
+ * unchanged; false (and nothing copied) when there is none, or any source differs or is
+ * gone. Synchronous, for CDK's local bundling.
+ */
+export function restoreCachedBundle(name: LambdaName, outdir: string, cacheDir: string = BUNDLE_CACHE_DIR): boolean {
+  const manifestPath = join(cacheDir, name, 'manifest.json');
+  if (!existsSync(manifestPath)) return false;
+  let manifest: CacheManifest;
+  try {
+    manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as CacheManifest;
+  } catch {
+    return false;
+  }
+  if (manifest.esbuild !== esbuild.version) return false;
+  for (const [path, hash] of Object.entries(manifest.sources)) if (sha256(path) !== hash) return false;
+  cpSync(join(cacheDir, name, 'bundle'), outdir, { recursive: true });
+  return true;
+}
+
+/** Keeps the bundle just built in `outdir`, with the hashes of the sources its metafile lists. */
+function saveToCache(name: LambdaName, outdir: string, metafile: esbuild.Metafile, cacheDir: string): void {
+  const paths = [...new Set([...Object.keys(metafile.inputs), ...BUILD_SOURCES])].filter((path) => !path.startsWith('<'));
+  const sources: Record<string, string> = {};
+  for (const path of paths) {
+    const relativePath = relative(REPO_ROOT, resolve(REPO_ROOT, path));
+    const hash = sha256(relativePath);
+    // A source that cannot be read again cannot be checked next time: keep no cache.
+    if (hash === null) return;
+    sources[relativePath] = hash;
+  }
+  // Written aside, then renamed: a synth that dies midway leaves no half cache.
+  const staging = join(cacheDir, `.${name}-${process.pid}`);
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  cpSync(outdir, join(staging, 'bundle'), { recursive: true });
+  writeFileSync(join(staging, 'manifest.json'), JSON.stringify({ esbuild: esbuild.version, sources } satisfies CacheManifest));
+  rmSync(join(cacheDir, name), { recursive: true, force: true });
+  renameSync(staging, join(cacheDir, name));
+}
+
+/**
+ * Bundles one Lambda into `outdir`, from the cache when none of its sources changed since
+ * it was cached, else built and cached.
+ */
+export async function bundleLambdaCached(name: LambdaName, outdir: string, cacheDir: string = BUNDLE_CACHE_DIR): Promise<{ readonly fromCache: boolean }> {
+  if (restoreCachedBundle(name, outdir, cacheDir)) return { fromCache: true };
+  const { metafile } = await bundleLambda(name, outdir);
+  saveToCache(name, outdir, metafile, cacheDir);
+  return { fromCache: false };
 }

@@ -12,6 +12,7 @@ import { Construct } from 'constructs';
 import { JOB_NOTIFICATIONS_TOPIC_ENV, SERVICE_NAME_ENV } from '../../lib/workflow/operations.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../../lib/launch-pace.ts';
 import { EnvVar, type ComputeEnvConfig, type ReleaseEnvConfig } from '../../lib/workflow/env.ts';
+import { restoreCachedBundle } from '../bundle.ts';
 import { checkEnvironmentSize } from '../lambda-environment.ts';
 import { jobSecretsPath, type DataConfig } from '../../lib/workflow/resources.ts';
 import { BUNDLE_ENTRY, handlerEntry, LAMBDA_NAMES, LAMBDA_NEEDS, REPO_ROOT, type LambdaName } from '../lambda-catalog.ts';
@@ -141,7 +142,8 @@ function acknowledgeFunctionFindings(fn: lambda.Function): void {
 
 /**
  * A Lambda's code: its handler bundled by infra/bundle.ts (in a child process, since
- * asset bundling is synchronous), hashed by what the bundle holds. Apps that skip bundling
+ * asset bundling is synchronous), or its cached bundle when none of its sources changed
+ * (checked here, in the synth's own process), hashed by what the bundle holds. Apps that skip bundling
  * for a stack (`cdk synth --exclusively`, tests) skip this too. Not NodejsFunction: it runs
  * esbuild's command line, which takes no plugins and writes one file, and infra/bundle.ts
  * needs both (its SDK schema rewrite and its chunks halve the EC2 functions' packages).
@@ -154,6 +156,8 @@ function bundledCode(name: LambdaName): lambda.Code {
       image: DockerImage.fromRegistry('public.ecr.aws/lambda/nodejs:22'),
       local: {
         tryBundle(outputDir: string): boolean {
+          // Unchanged sources: the cached bundle, without a process or a build.
+          if (restoreCachedBundle(name, outputDir)) return true;
           execFileSync(process.execPath, ['--import', import.meta.resolve('tsx'), BUNDLE_CLI, name, outputDir], {
             cwd: REPO_ROOT,
             stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,12 +2,12 @@
 // bundle of the Lambda that sends the most EC2 commands, loaded in a fresh Node process.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bundle, bundleLambda, literalSchemaKeys } from '../../infra/bundle.ts';
+import { bundle, bundleLambda, bundleLambdaCached, literalSchemaKeys, restoreCachedBundle } from '../../infra/bundle.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, REPO_ROOT, type LambdaNeeds } from '../../infra/lambda-catalog.ts';
 
 const out = mkdtempSync(join(tmpdir(), 'relaunch-bundle-'));
@@ -105,4 +105,28 @@ describe('bundle', () => {
     expect(inputsOf(parserChunks)).toEqual(expect.arrayContaining(['lib/usecases/submit-job.ts', 'lib/spec/parse.ts']));
     expect(inputsOf(parserChunks).some((input) => input.includes('node_modules/yaml/'))).toBe(true);
   });
+});
+
+describe('the bundle cache', () => {
+  const cache = join(out, 'cache');
+  const files = (dir: string) => (readdirSync(dir, { recursive: true }) as string[]).sort();
+
+  it("is used when none of a Lambda's sources changed, and not once one did", async () => {
+    expect((await bundleLambdaCached(LambdaName.takeDown, join(out, 'cached-1'), cache)).fromCache).toBe(false);
+    expect((await bundleLambdaCached(LambdaName.takeDown, join(out, 'cached-2'), cache)).fromCache).toBe(true);
+    expect(files(join(out, 'cached-2'))).toEqual(files(join(out, 'cached-1')));
+    expect(readFileSync(join(out, 'cached-2', 'index.mjs'))).toEqual(readFileSync(join(out, 'cached-1', 'index.mjs')));
+    expect(restoreCachedBundle(LambdaName.takeDown, join(out, 'cached-3'), cache)).toBe(true);
+
+    // The cache's record of the handler's source no longer matches the file: as after an edit.
+    const manifestPath = join(cache, LambdaName.takeDown, 'manifest.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { sources: Record<string, string> };
+    expect(Object.keys(manifest.sources)).toEqual(expect.arrayContaining(['functions/take-down/handler.ts', 'lib/usecases/take-down.ts', 'infra/bundle.ts']));
+    expect(Object.keys(manifest.sources).some((path) => path.startsWith('node_modules/@aws-sdk/client-ec2/'))).toBe(true);
+    manifest.sources['lib/usecases/take-down.ts'] = '0'.repeat(64);
+    writeFileSync(manifestPath, JSON.stringify(manifest));
+    expect(restoreCachedBundle(LambdaName.takeDown, join(out, 'cached-4'), cache)).toBe(false);
+    expect((await bundleLambdaCached(LambdaName.takeDown, join(out, 'cached-5'), cache)).fromCache).toBe(false);
+    expect(restoreCachedBundle(LambdaName.takeDown, join(out, 'cached-6'), cache)).toBe(true);
+  }, 120_000);
 });
