@@ -392,7 +392,7 @@ async function concurrentJobs(): Promise<{
         succeeded += 1;
       } else {
         const unexpected = attempts.filter((a, i) => a.outcome?.kind !== 'EXITED' || codes('run').split(',')[i] !== expected.split(',')[i]);
-        const how = unexpected.map((a) => `attempt ${a.attempt}: ${describeEnd(a)}`).join('; ');
+        const how = unexpected.map((a) => `attempt ${a.attempt}: ${describeEnd(a)}${agentsLastWords(scratch.runtime.dataDir, a)}`).join('; ');
         badJobs.push(`${jobId}: ${job.status}, setup codes ${codes('setup')}, run codes ${codes('run')}${how === '' ? '' : ` (${how})`}`);
       }
     }
@@ -416,6 +416,21 @@ async function concurrentJobs(): Promise<{
     await sampler.terminate();
     await scratch.close(keptDir !== null);
   }
+}
+
+/** The last line each node's agent wrote to its log (why it ended, when it gave up), for a bad attempt's line. */
+function agentsLastWords(dataDir: string, attempt: AttemptRecord): string {
+  const words = attempt.instances.map(({ nodeRank }) => {
+    let log: string;
+    try {
+      log = readFileSync(path.join(nodeDir(dataDir, attempt.jobId, attempt.attempt, nodeRank), 'agent.log'), 'utf8');
+    } catch {
+      return `node ${nodeRank}'s agent left no log`;
+    }
+    const lines = log.trimEnd().split('\n');
+    return `node ${nodeRank}'s agent: ${lines.at(-2) ?? ''} / ${lines.at(-1) ?? ''}`;
+  });
+  return words.length === 0 ? '' : ` [${words.join('; ')}]`;
 }
 
 /** How an attempt ended and why, as its record says: its outcome, its reason, and the decision's. */
