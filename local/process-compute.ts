@@ -344,7 +344,7 @@ export class LocalProcessCompute implements Compute {
       sourcesUrl: sourcesDir(this.options.dataDir),
       ...(disk === null ? {} : { jobHome: path.join(disk, 'home'), mountRoot: path.join(disk, 'root') }),
       shutdownCommand: shutdownStandIn(rootDir),
-      // Locally nothing is throttled: a refused report is retried soon.
+      // The local runtime's 429s (agent-calls.ts) pass in moments: a refused report is retried soon.
       reportBackoff: { initialMs: 200, maxMs: 5_000 },
       reportRetrySeconds: localReportRetrySeconds(this.options.heartbeatTimeoutMs ?? HEARTBEAT_TIMEOUT_SECONDS * 1000),
       // Its rank, peers and secret come from the runtime (IMDS and SSM stand-ins), which a
