@@ -65,7 +65,8 @@ async function scratchRuntime(options: Partial<LocalRuntimeOptions> = {}): Promi
   runtime: LocalRuntime;
   transitions: Transition[];
   errors: unknown[];
-  close: () => Promise<void>;
+  /** Closes the runtime and removes its folder, unless `keep` (the nodes' folders, to read after a miss). */
+  close: (keep?: boolean) => Promise<void>;
 }> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'relaunch-bench-'));
   const transitions: Transition[] = [];
@@ -81,9 +82,9 @@ async function scratchRuntime(options: Partial<LocalRuntimeOptions> = {}): Promi
     runtime,
     transitions,
     errors,
-    close: async () => {
+    close: async (keep = false) => {
       await runtime.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!keep) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
@@ -344,10 +345,15 @@ async function concurrentJobs(): Promise<{
   maxRssMb: number;
   nodes: NodePeaks;
   succeeded: number;
+  /** Each job that did not end as expected, with how each of its unexpected attempts ended and why. */
   badJobs: string[];
   errors: number;
+  firstErrors: string[];
+  /** The runtime's data folder, kept when a job was bad (its nodes' folders and agent logs); null when removed. */
+  keptDir: string | null;
 }> {
   const scratch = await scratchRuntime();
+  let keptDir: string | null = null;
   let peakRss = process.memoryUsage().rss;
   const rssSampler = setInterval(() => {
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
@@ -385,9 +391,12 @@ async function concurrentJobs(): Promise<{
       if (job.status === 'SUCCEEDED' && attempts.length === CONCURRENT_SUCCESS_ATTEMPT && codes('run') === expected && codes('setup') === setupCodes) {
         succeeded += 1;
       } else {
-        badJobs.push(`${jobId}: ${job.status}, setup codes ${codes('setup')}, run codes ${codes('run')}`);
+        const unexpected = attempts.filter((a, i) => a.outcome?.kind !== 'EXITED' || codes('run').split(',')[i] !== expected.split(',')[i]);
+        const how = unexpected.map((a) => `attempt ${a.attempt}: ${describeEnd(a)}${agentsLastWords(scratch.runtime.dataDir, a)}`).join('; ');
+        badJobs.push(`${jobId}: ${job.status}, setup codes ${codes('setup')}, run codes ${codes('run')}${how === '' ? '' : ` (${how})`}`);
       }
     }
+    if (badJobs.length > 0) keptDir = scratch.runtime.dataDir;
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
     sampler.postMessage('stop');
     const nodes = await peaks;
@@ -399,11 +408,47 @@ async function concurrentJobs(): Promise<{
       succeeded,
       badJobs,
       errors: scratch.errors.length,
+      firstErrors: scratch.errors.slice(0, 3).map((error) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error))),
+      keptDir,
     };
   } finally {
     clearInterval(rssSampler);
     await sampler.terminate();
-    await scratch.close();
+    await scratch.close(keptDir !== null);
+  }
+}
+
+/** The last line each node's agent wrote to its log (why it ended, when it gave up), for a bad attempt's line. */
+function agentsLastWords(dataDir: string, attempt: AttemptRecord): string {
+  const words = attempt.instances.map(({ nodeRank }) => {
+    let log: string;
+    try {
+      log = readFileSync(path.join(nodeDir(dataDir, attempt.jobId, attempt.attempt, nodeRank), 'agent.log'), 'utf8');
+    } catch {
+      return `node ${nodeRank}'s agent left no log`;
+    }
+    const lines = log.trimEnd().split('\n');
+    return `node ${nodeRank}'s agent: ${lines.at(-2) ?? ''} / ${lines.at(-1) ?? ''}`;
+  });
+  return words.length === 0 ? '' : ` [${words.join('; ')}]`;
+}
+
+/** How an attempt ended and why, as its record says: its outcome, its reason, and the decision's. */
+function describeEnd(attempt: AttemptRecord): string {
+  const { outcome, decision } = attempt;
+  const decided = decision === null ? 'no decision' : `${decision.action}: ${decision.reason}`;
+  if (outcome === null) return `not ended, ${decided}`;
+  switch (outcome.kind) {
+    case 'EXITED':
+      return `EXITED in ${outcome.phase} with ${outcome.nodes.map((n) => (n.exitCode === null ? `null (${n.unknownReason ?? 'unknown'})` : String(n.exitCode))).join('+')}, ${decided}`;
+    case 'LOST':
+      return `LOST (${outcome.reason}), ${decided}`;
+    case 'AGENT_FAILED':
+      return `AGENT_FAILED (node ${outcome.nodeRank} at ${outcome.step}: ${outcome.error}), ${decided}`;
+    case 'LAUNCH_FAILED':
+      return `LAUNCH_FAILED (${outcome.cause}: ${outcome.reason}), ${decided}`;
+    default:
+      return `${outcome.kind}, ${decided}`;
   }
 }
 
@@ -614,7 +659,7 @@ async function run(parts: ReadonlySet<Part> = new Set(PARTS)): Promise<BenchResu
     checks.push({
       target: `(c) ${CONCURRENT_JOBS} concurrent jobs all SUCCEEDED on attempt ${CONCURRENT_SUCCESS_ATTEMPT}`,
       met: crowd.succeeded === CONCURRENT_JOBS,
-      detail: `${crowd.succeeded}/${CONCURRENT_JOBS}${crowd.badJobs.length > 0 ? `; first bad: ${crowd.badJobs[0]}` : ''}`,
+      detail: `${crowd.succeeded}/${CONCURRENT_JOBS}${crowd.badJobs.length > 0 ? `; first bad: ${crowd.badJobs.slice(0, 3).join(' | ')}; the runtime's folder is kept in ${crowd.keptDir}` : ''}`,
     });
     lines.push(
       `| (c) ${CONCURRENT_JOBS} jobs x ${CONCURRENT_SUCCESS_ATTEMPT} attempts of \`sleep 1\`: wall time | ${(crowd.wallMs / 1000).toFixed(1)} s (floor ${CONCURRENT_SUCCESS_ATTEMPT} s of sleeps) |`,
@@ -622,7 +667,7 @@ async function run(parts: ReadonlySet<Part> = new Set(PARTS)): Promise<BenchResu
       `| (c) nodes' processes, peaks over ${crowd.nodes.samples} samples: live nodes / processes / VmRSS sum | ${crowd.nodes.nodes} / ${crowd.nodes.processes} / ${mb(crowd.nodes.rssKb)} |`,
       `| (c) one sample's time in the sampler's worker thread, mean | ${ms(crowd.nodes.sampleMs / Math.max(1, crowd.nodes.samples))} |`,
       `| (c) jobs SUCCEEDED with run codes 29, 29, 0 (setup 0 each) | ${crowd.succeeded}/${CONCURRENT_JOBS} |`,
-      `| (c) errors reported by the runtime | ${crowd.errors} |`,
+      `| (c) errors reported by the runtime | ${crowd.errors}${crowd.firstErrors.length > 0 ? ` (first: ${crowd.firstErrors.join(' / ')})` : ''} |`,
     );
   }
   lines.push(...idle);

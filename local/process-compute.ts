@@ -19,6 +19,7 @@ import { resourceChoices } from '../lib/placement.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../lib/ports.ts';
 import { errorMessage } from '../lib/usecases/deps.ts';
 import { INSTANCE_GONE_STATES, type InstanceEvent } from '../lib/usecases/instance-event.ts';
+import { HEARTBEAT_TIMEOUT_SECONDS } from '../lib/workflow/contract.ts';
 import type { ChaosFault, ChaosPlan } from '../lib/chaos-file/types.ts';
 import { faultsOfAttempt, NO_CHAOS } from './chaos.ts';
 import { jobWorkDir, nodeDir, nodeDiskDir, sourcesDir } from './paths.ts';
@@ -43,6 +44,12 @@ export interface LocalProcessComputeOptions {
   readonly chaos?: (jobId: string) => ChaosPlan;
   /** Heartbeat period of the agents. @default 30000 */
   readonly heartbeatIntervalMs?: number;
+  /**
+   * The controller's heartbeat timeout (the local workflow's): an agent keeps trying a
+   * report its runtime does not acknowledge for twice this long (localReportRetrySeconds).
+   * @default HEARTBEAT_TIMEOUT_SECONDS * 1000
+   */
+  readonly heartbeatTimeoutMs?: number;
   /** Reports a failure no caller waits for (an event the use case could not apply). */
   readonly onError?: (error: unknown) => void;
 }
@@ -119,12 +126,27 @@ export const LOCAL_HOLD_POLL_SECONDS = 0.2;
  * must have ended: the local agent's cleanup takes well under this.
  */
 export const LOCAL_WARNING_STOP_MARGIN_SECONDS = 2;
-/** How long a local agent retries a report its runtime does not acknowledge. */
-const LOCAL_REPORT_RETRY_SECONDS = 60;
+/**
+ * How long a local agent tries a report its runtime does not acknowledge, in whole seconds:
+ * twice the controller's heartbeat timeout, the rule REPORT_RETRY_SECONDS follows on EC2.
+ * An agent that gave up sooner would shut its node down while the controller still waits
+ * for its report, and the node's end would make the attempt LOST: a healthy job relaunched
+ * because its runtime was busy (200 jobs at once on two cores answered some reports only
+ * after a minute). Past this, the controller has ended the attempt on its own clock.
+ */
+export function localReportRetrySeconds(heartbeatTimeoutMs: number): number {
+  return Math.max(1, Math.ceil((2 * heartbeatTimeoutMs) / 1000));
+}
 /** How long a local agent waits before its second pull of an image (its own machine's docker). */
 const LOCAL_PULL_RETRY_SECONDS = 1;
-/** How often a shutting-down group is looked at. */
-const GROUP_POLL_MS = 25;
+/**
+ * How often a shutting-down group is looked at: every 25 ms at first, each pause twice the
+ * last up to half a second. A look reads every process's environment in /proc, in the
+ * event loop: at 25 ms throughout, nodes slow to end (200 at once on a busy machine) kept
+ * the runtime reading /proc most of the time, and its agents' calls waited.
+ */
+const GROUP_POLL_FIRST_MS = 25;
+const GROUP_POLL_MAX_MS = 500;
 /** How many emitted events the compute keeps. */
 const EMITTED_KEPT = 10_000;
 /** The instance type local placements report. */
@@ -335,10 +357,12 @@ export class LocalProcessCompute implements Compute {
       sourcesUrl: sourcesDir(this.options.dataDir),
       ...(disk === null ? {} : { jobHome: path.join(disk, 'home'), mountRoot: path.join(disk, 'root') }),
       shutdownCommand: shutdownStandIn(rootDir),
-      // Locally nothing is throttled: a refused report is retried soon.
+      // The local runtime's 429s (agent-calls.ts) pass in moments: a refused report is retried soon.
       reportBackoff: { initialMs: 200, maxMs: 5_000 },
-      reportRetrySeconds: LOCAL_REPORT_RETRY_SECONDS,
-      discoveryTimeoutSeconds: 60,
+      reportRetrySeconds: localReportRetrySeconds(this.options.heartbeatTimeoutMs ?? HEARTBEAT_TIMEOUT_SECONDS * 1000),
+      // Its rank, peers and secret come from the runtime (IMDS and SSM stand-ins), which a
+      // busy machine may answer late: the agent waits for them as long as on EC2 (the
+      // script's default), not less, for the same reason as its reports.
       stopGraceSeconds: LOCAL_STOP_GRACE_SECONDS,
       interruptionPollSeconds: LOCAL_INTERRUPTION_POLL_SECONDS,
       holdPollSeconds: LOCAL_HOLD_POLL_SECONDS,
@@ -474,8 +498,8 @@ export class LocalProcessCompute implements Compute {
   /** Waits until no process of the node is alive (zombies aside), at most `ms`. */
   private async waitForGroup(instance: LocalInstance, ms: number): Promise<void> {
     const deadline = Date.now() + ms;
-    while (markedProcesses(instance.instanceId, instance.pgid).length > 0 && Date.now() < deadline) {
-      await sleep(GROUP_POLL_MS);
+    for (let pause = GROUP_POLL_FIRST_MS; markedProcesses(instance.instanceId, instance.pgid).length > 0 && Date.now() < deadline; pause = Math.min(pause * 2, GROUP_POLL_MAX_MS)) {
+      await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
     }
   }
 

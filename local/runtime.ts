@@ -197,6 +197,7 @@ export class LocalRuntime {
       },
       chaos: (jobId) => mergeChaos(options.chaos ?? NO_CHAOS, plans.get(jobId) ?? NO_CHAOS),
       heartbeatIntervalMs: options.heartbeatIntervalMs,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       onError,
     });
     const workflow = new LocalWorkflow({

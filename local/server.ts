@@ -10,6 +10,7 @@ import { InvalidInputError } from '../lib/errors.ts';
 import { handleApiRequest, INTERNAL_ERROR_MESSAGE, matchRoute, MAX_BODY_BYTES, type ApiDeps, type ApiRequest, type ApiResponse } from '../lib/http/index.ts';
 import { errorResponse } from '../lib/http/responses.ts';
 import { decodeUtf8 } from '../lib/http/utf8.ts';
+import { AgentCallGate } from './agent-calls.ts';
 import { answerNodeRequest, isNodeRequest, type NodeDirectory } from './node-network.ts';
 import { guardLocalRequest } from './request-guard.ts';
 import { answerPageRequest, LOCAL_POLL_MS } from './dashboard/page.ts';
@@ -35,6 +36,8 @@ interface Intake {
   submitting: number;
   /** Called once no submission is being answered. */
   readonly drained: Set<() => void>;
+  /** The agents' calls in flight, up to a limit (agent-calls.ts). */
+  readonly agentCalls: AgentCallGate;
 }
 
 /** An HTTP server answering the REST API and the local nodes. */
@@ -68,7 +71,7 @@ export class LocalApiServer {
     let port = 0;
     // New on every start: a page served by an earlier server cannot cancel through this one.
     const token = newPageToken();
-    const intake: Intake = { role: options.role, submitting: 0, drained: new Set() };
+    const intake: Intake = { role: options.role, submitting: 0, drained: new Set(), agentCalls: new AgentCallGate() };
     const server = http.createServer((req, res) => {
       void answer(options, intake, port, token, req, res);
     });
@@ -153,7 +156,7 @@ async function answerRequest(
     const api = (apiRequest: ApiRequest): Promise<ApiResponse> =>
       handleApiRequest(apiRequest, { ...options.deps, onUnexpectedError: options.onError });
     if (isNodeRequest(request.path)) {
-      const response = await answerNodeRequest(options.nodes, { ...request, body }, api);
+      const response = await answerNodeRequest(options.nodes, { ...request, body }, (apiRequest) => intake.agentCalls.run(() => api(apiRequest)));
       // No answer at all: what a node whose network is cut, or whose instance is gone, sees.
       if (response === null) req.socket.destroy();
       else send(res, response);
