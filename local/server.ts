@@ -156,7 +156,12 @@ async function answerRequest(
     const api = (apiRequest: ApiRequest): Promise<ApiResponse> =>
       handleApiRequest(apiRequest, { ...options.deps, onUnexpectedError: options.onError });
     if (isNodeRequest(request.path)) {
-      const response = await answerNodeRequest(options.nodes, { ...request, body }, (apiRequest) => intake.agentCalls.run(() => api(apiRequest)));
+      const response = await answerNodeRequest(options.nodes, { ...request, body }, (apiRequest) =>
+        intake.agentCalls.run(
+          () => api(apiRequest),
+          () => req.socket.destroyed,
+        ),
+      );
       // No answer at all: what a node whose network is cut, or whose instance is gone, sees.
       if (response === null) req.socket.destroy();
       else send(res, response);
