@@ -4,10 +4,10 @@ import { defineConfig } from 'vitest/config';
 // APIs) and cfn-lint. Kept apart from `npm test`, which needs neither.
 export default defineConfig({
   test: {
-    include: ['test/aws/**/*.test.ts'],
+    include: ['test/contract/aws/**/*.test.ts'],
     setupFiles: ['test/setup.ts'],
     // Stops at once, naming the install command, where moto_server or cfn-lint is missing.
-    globalSetup: ['test/aws/tools.ts'],
+    globalSetup: ['test/contract/aws/tools.ts'],
     // Each file starts its own moto_server; two at a time leave the machine's second core free.
     maxWorkers: 2,
     testTimeout: 60_000,

@@ -7,19 +7,19 @@ import LongestFirst from './test/sequencer.ts';
  * the local runtime end to end and the real `cdk synth` (sharing modules). Everything else
  * is `npm test`.
  */
-const SYSTEM_ISOLATED = ['test/cli/**/*.test.ts', 'test/faults/**/*.test.ts'];
-const SYSTEM_SHARED = ['test/local/e2e-*.test.ts', 'test/infra/synth.test.ts'];
+const SYSTEM_ISOLATED = ['test/system/cli/**/*.test.ts', 'test/system/faults/**/*.test.ts'];
+const SYSTEM_SHARED = ['test/system/local/*.test.ts', 'test/system/infra/synth.test.ts'];
 const SYSTEM = [...SYSTEM_ISOLATED, ...SYSTEM_SHARED];
 
 /** The files that share a worker's modules (see `projects` below); every other test file gets a worker of its own. */
-const SHARED = ['test/lib/*.test.ts', 'test/lib/{agent,chaos-file,check,http,policy,spec,usecases,workflow}/**/*.test.ts', 'test/{infra,docs,bench,local,scripts}/**/*.test.ts'];
+const SHARED = ['test/unit/lib/*.test.ts', 'test/unit/lib/{agent,chaos-file,check,http,policy,spec,usecases,workflow}/**/*.test.ts', 'test/{infra,docs,bench,local,scripts}/**/*.test.ts'];
 
 export default defineConfig({
   test: {
     // The browser tests need Chromium: `npm run test:browser` (vitest.browser.config.mts); the
     // AWS contract suite, relaunch check's tests among them, needs moto_server and cfn-lint:
     // `npm run test:aws` (vitest.aws.config.mts).
-    exclude: [...configDefaults.exclude, 'test/browser/**', 'test/aws/**'],
+    exclude: [...configDefaults.exclude, 'test/browser/**', 'test/contract/aws/**'],
     setupFiles: ['test/setup.ts'],
     globalSetup: ['test/global-setup.ts'],
     // `npm test` runs the first two projects, `npm run test:system` the last two, and
@@ -52,7 +52,7 @@ export default defineConfig({
       include: ['lib/**/*.ts'],
       reporter: ['text', 'text-summary'],
       thresholds: {
-        'lib/spec/**': { lines: 100, branches: 100 },
+        'lib/task-file/**': { lines: 100, branches: 100 },
         'lib/policy/**': { lines: 100, branches: 100 },
       },
     },

@@ -136,7 +136,7 @@ export async function measureDependencies(runs = RUNS): Promise<{ name: string; 
 
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`;
 
-/** The benchmark module bench/run.ts runs. */
+/** The benchmark module bench/run-benchmarks.ts runs. */
 export const bundlesBenchmark: Benchmark = {
   name: `Lambda bundles (esbuild ${esbuild.version}, minified ESM, SDK clients bundled; cold init: median of ${RUNS} fresh processes)`,
   async run(): Promise<BenchResult> {

@@ -4,7 +4,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { parseChaosFile } from '../lib/chaos-file/parse.ts';
-import { parseJobFile } from '../lib/spec/parse.ts';
+import { parseJobFile } from '../lib/task-file/parse.ts';
 import { HOSTILE_CHAOS, HOSTILE_TASKS } from './hostile-texts.ts';
 import type { Benchmark, BenchResult } from './types.ts';
 

@@ -699,7 +699,7 @@ async function idleRows(): Promise<string[]> {
   ];
 }
 
-/** The local runtime's benchmark, for bench/run.ts: every part. */
+/** The local runtime's benchmark, for bench/run-benchmarks.ts: every part. */
 export const localRuntimeBenchmark: Benchmark = { name: 'Local runtime', run: () => run() };
 
 // `node --import tsx bench/local.ts [a] [b] [c] [d]` runs this benchmark alone: the parts

@@ -1,4 +1,4 @@
-// What a benchmark module gives bench/run.ts: a name, and a run that measures and checks.
+// What a benchmark module gives bench/run-benchmarks.ts: a name, and a run that measures and checks.
 
 /** One target a benchmark checks (a size, a latency), met or not. */
 export interface TargetCheck {

@@ -2,14 +2,14 @@
 // gzipped as a launch sends it, and so how large a task's setup, run and envs may be:
 // exactly for text gzip cannot shrink, and for ordinary shell from its cost per byte in
 // real task files (the team's own, and SkyPilot's corpus beside the repository when it is
-// there, as test/lib/spec/corpus.test.ts reads it).
+// there, as test/unit/lib/task-file/corpus.test.ts reads it).
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ORDINARY_SHELL_FIT_BYTES, packedAgent, USER_DATA_MAX_BYTES } from '../lib/adapters/ec2-user-data.ts';
 import { agentSecretPath, ssmEndpoint } from '../lib/agent/secret-parameter.ts';
-import { parseTaskFile } from '../lib/spec/parse.ts';
+import { parseTaskFile } from '../lib/task-file/parse.ts';
 import type { Benchmark, BenchResult, TargetCheck } from './types.ts';
 
 /** Target: at least this much room left for the task's own text, in bytes gzipped. */
@@ -106,7 +106,7 @@ export const userDataBenchmark: Benchmark = {
     const largest = Math.max(...rows.map((row) => row.bytes));
     const room = USER_DATA_MAX_BYTES - largest;
     const worst = longestFit(incompressible(USER_DATA_MAX_BYTES));
-    const fits = [shellFit("the team's task files (examples/, test/fixtures/tasks/valid/)", shellOf(path.join(REPO_ROOT, 'examples')) + shellOf(path.join(REPO_ROOT, 'test/fixtures/tasks/valid')))];
+    const fits = [shellFit("the team's task files (examples/, test/support/fixtures/tasks/valid/)", shellOf(path.join(REPO_ROOT, 'examples')) + shellOf(path.join(REPO_ROOT, 'test/support/fixtures/tasks/valid')))];
     if (existsSync(CORPUS)) fits.push(shellFit(`SkyPilot's task files (${path.relative(REPO_ROOT, CORPUS)})`, shellOf(CORPUS)));
     const checks: TargetCheck[] = [{ target: `at least ${MIN_ROOM_BYTES} bytes left for setup, run and envs`, met: room >= MIN_ROOM_BYTES, detail: `${room} bytes left` }];
     const corpus = fits.find((fit) => fit.label.startsWith('SkyPilot'));

@@ -14,11 +14,11 @@ import { STSClient } from '@aws-sdk/client-sts';
 import { configFromContext } from '../infra/config.ts';
 import type { CheckClients } from '../lib/check/aws-account-reader.ts';
 import type { DeploymentSettings } from '../lib/check/deployment.ts';
-import type { ApiAnswer, ApiProbe } from '../lib/check/ports.ts';
-import type { LocalSettings } from '../lib/check/run.ts';
+import type { ApiAnswer, ApiProbe } from '../lib/check/account-reader-port.ts';
+import type { LocalSettings } from '../lib/check/run-checks.ts';
 import { DEFAULT_NAME_PREFIX, stackNameOf } from '../lib/deployment-names.ts';
 import { InvalidInputError } from '../lib/errors.ts';
-import { isAwsZone, regionOfZone } from '../lib/spec/placement.ts';
+import { isAwsZone, regionOfZone } from '../lib/task-file/cloud-region-zone.ts';
 import { isLoopback } from './context.ts';
 import { ApiError, HttpJobsClient } from './jobs-client.ts';
 

@@ -2,11 +2,11 @@
 // only when the command runs: the SDK clients it needs would slow every other command.
 
 import { AwsAccountReader, type CheckClients } from '../lib/check/aws-account-reader.ts';
-import type { ApiProbe } from '../lib/check/ports.ts';
+import type { ApiProbe } from '../lib/check/account-reader-port.ts';
 import type { CandidateVerdict, CheckReport, CheckResult } from '../lib/check/report.ts';
-import { runChecks, type CheckInput } from '../lib/check/run.ts';
+import { runChecks, type CheckInput } from '../lib/check/run-checks.ts';
 import { InvalidInputError, InvalidTaskSpecError } from '../lib/errors.ts';
-import { parseJobFile } from '../lib/spec/parse.ts';
+import { parseJobFile } from '../lib/task-file/parse.ts';
 import { configuredApi } from './context.ts';
 import { defaultClients, httpApiProbe, localSettings, resolveRegion, stackName } from './check-context.ts';
 import { ExitStatus, reportError, type Io } from './exit.ts';

@@ -17,8 +17,8 @@ import {
 } from '../lib/errors.ts';
 import { IDEMPOTENCY_KEY_HEADER } from '../lib/http/idempotency-key.ts';
 import type { JobEvent } from '../lib/model.ts';
-import { isPipelineHeader } from '../lib/spec/parse.ts';
-import type { SpecWarning } from '../lib/spec/types.ts';
+import { isPipelineHeader } from '../lib/task-file/parse.ts';
+import type { SpecWarning } from '../lib/task-file/types.ts';
 import { cancelJob, getJob, listJobs } from '../lib/usecases/index.ts';
 import type { JobSummary, JobView } from '../lib/views.ts';
 import type { LocalRuntime, LocalSubmitOptions } from '../local/runtime.ts';

@@ -6,7 +6,7 @@
 import { Option, type Command } from 'commander';
 import { isMap, isScalar, isSeq, parseAllDocuments, type Document } from 'yaml';
 import { InvalidInputError, InvalidTaskSpecError, type InputIssue } from '../lib/errors.ts';
-import { isPipelineHeader, parseJobFile, type ParsedJob } from '../lib/spec/parse.ts';
+import { isPipelineHeader, parseJobFile, type ParsedJob } from '../lib/task-file/parse.ts';
 import { readTaskFile } from './task-file.ts';
 
 /** What the options override, each as the command line gave it. */

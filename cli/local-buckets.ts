@@ -5,9 +5,9 @@
 
 import { mkdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { bucketNameProblem, mountField } from '../lib/spec/mounts.ts';
-import type { ParsedJob } from '../lib/spec/parse.ts';
-import { taskPath } from '../lib/spec/path.ts';
+import { bucketNameProblem, mountField } from '../lib/task-file/mounts.ts';
+import type { ParsedJob } from '../lib/task-file/parse.ts';
+import { taskPath } from '../lib/located-yaml/path.ts';
 import { bucketDir, createdBucketMark } from '../local/paths.ts';
 import type { Io } from './exit.ts';
 

@@ -16,9 +16,9 @@ import { InvalidInputError } from '../lib/errors.ts';
 import type { SourcesLocation } from '../lib/http/types.ts';
 import { bucketAllowed, notAllowedBucket } from '../lib/adapters/s3-data.ts';
 import { CREATED_BUCKET_TAG, CREATED_FOR_JOB_TAG } from '../lib/adapters/s3-job-buckets.ts';
-import { archiveName, mountField } from '../lib/spec/mounts.ts';
-import type { ParsedJob } from '../lib/spec/parse.ts';
-import { taskPath } from '../lib/spec/path.ts';
+import { archiveName, mountField } from '../lib/task-file/mounts.ts';
+import type { ParsedJob } from '../lib/task-file/parse.ts';
+import { taskPath } from '../lib/located-yaml/path.ts';
 import type { Io } from './exit.ts';
 import type { SourceStore } from './sources.ts';
 

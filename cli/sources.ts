@@ -11,9 +11,9 @@ import path from 'node:path';
 import * as tar from 'tar';
 import { isMap, isScalar, parseAllDocuments, type Document } from 'yaml';
 import { InvalidInputError, type InputIssue } from '../lib/errors.ts';
-import { isPipelineHeader, type ParsedJob } from '../lib/spec/parse.ts';
-import { taskPath } from '../lib/spec/path.ts';
-import { archiveName, mountField, uploadedWorkdir, uploadReference } from '../lib/spec/mounts.ts';
+import { isPipelineHeader, type ParsedJob } from '../lib/task-file/parse.ts';
+import { taskPath } from '../lib/located-yaml/path.ts';
+import { archiveName, mountField, uploadedWorkdir, uploadReference } from '../lib/task-file/mounts.ts';
 import type { Io } from './exit.ts';
 import { folderExclusions, type ExclusionSource, type Exclusions } from './exclusions.ts';
 

@@ -6,9 +6,9 @@ import { ConfigurationError } from '../lib/errors.ts';
 import * as z from '../lib/zod.ts';
 import type { Ec2RegionConfig } from '../lib/workflow/resources.ts';
 import { LaunchPaceConfigSchema, type LaunchPaceConfig } from '../lib/launch-pace.ts';
-import { regionOfZone } from '../lib/spec/placement.ts';
-import { portsSchema } from '../lib/spec/ports.ts';
-import type { PortRange } from '../lib/spec/types.ts';
+import { regionOfZone } from '../lib/task-file/cloud-region-zone.ts';
+import { portsSchema } from '../lib/task-file/network-ports.ts';
+import type { PortRange } from '../lib/task-file/types.ts';
 import { issuePath } from '../lib/zod-issues.ts';
 
 /** The context keys relaunch reads. */

@@ -1,7 +1,7 @@
 // The controller's definition as the local runtime loads it: infra/controller.asl.json, the
 // ASL that asl.ts renders from the same chain `cdk deploy` ships, written by `npm run asl`.
 // Reading the file spares every local start the CDK import and the render (about 0.7 s of
-// CPU per `relaunch` command); test/infra/asl-file.test.ts keeps the file equal to the render.
+// CPU per `relaunch` command); test/unit/infra/asl-file.test.ts keeps the file equal to the render.
 
 import { readFileSync } from 'node:fs';
 import type { AslDefinition } from './asl.ts';

@@ -6,7 +6,7 @@ import type { Construct } from 'constructs';
 import { stackNameOf } from '../lib/deployment-names.ts';
 import { ConfigurationError } from '../lib/errors.ts';
 import { ContextKey, type RelaunchConfig } from './config.ts';
-import { isAwsZone, regionOfZone } from '../lib/spec/placement.ts';
+import { isAwsZone, regionOfZone } from '../lib/task-file/cloud-region-zone.ts';
 import { Ec2EventForwarderStack } from './event-forwarder-stack.ts';
 import { Relaunch, type RelaunchProps } from './relaunch.ts';
 

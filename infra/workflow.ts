@@ -54,7 +54,7 @@ export const LAMBDA_RETRY: sfn.RetryProps = {
  * Retry for a step whose AWS call was throttled or failed on AWS's side after the SDK's
  * retries (TransientError, raised by the adapters): a few tries spread over about two
  * minutes, so a throttled table or API never ends a job FAILED_CONTROLLER. Every step is
- * safe to run again (test/functions/idempotency.test.ts).
+ * safe to run again (test/unit/functions/idempotency.test.ts).
  */
 export const TRANSIENT_RETRY: sfn.RetryProps = {
   errors: [TransientError.errorName],

@@ -3,9 +3,9 @@
 
 import { PrecheckError } from './errors.ts';
 import { instanceTypeInfo, type GpuCount } from './instance-types.ts';
-import { instanceTypesFor, resourceChoices } from './placement.ts';
+import { instanceTypesFor, resourceChoices } from './launch-plan.ts';
 import type { Market } from './policy/types.ts';
-import type { SpecWarning, TaskSpec } from './spec/types.ts';
+import type { SpecWarning, TaskSpec } from './task-file/types.ts';
 
 /** An instance type a task may launch on, as `validate --json` shows it. */
 export interface Candidate {
@@ -25,7 +25,7 @@ export interface Candidate {
 /**
  * The instance types the task's resources allow, from relaunch's catalog (a deployment's
  * allowed types may narrow them further), in the order launches prefer them: for each
- * `any_of`/`ordered` entry (lib/placement.ts resourceChoices, on the task's first market)
+ * `any_of`/`ordered` entry (lib/launch-plan.ts resourceChoices, on the task's first market)
  * its types, with the entry's market and place. An entry with no fitting type is a
  * warning (it would never launch); none at all, a warning that the launch would end
  * FAILED_PRECHECKS.

@@ -1,7 +1,7 @@
 // The environment every node of a job sees: the task's envs plus relaunch's and SkyPilot's
 // variables, so real multi-node scripts can hand them to torchrun unchanged.
 
-import type { TaskSpec } from './spec/types.ts';
+import type { TaskSpec } from './task-file/types.ts';
 
 /** Where one node of one attempt runs. */
 export interface NodeContext {

@@ -2,7 +2,7 @@
 
 import type { AgentFailure, StopCause } from './agent/protocol.ts';
 import type { JobStatus } from './status.ts';
-import type { TaskSpec } from './spec/types.ts';
+import type { TaskSpec } from './task-file/types.ts';
 import type { AwaitStateName } from './workflow/contract.ts';
 import type {
   AttemptOutcome,

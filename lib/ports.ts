@@ -3,7 +3,7 @@
 import type { ProcessCredentials } from './agent/protocol.ts';
 import type { DecisionBasis } from './outcome.ts';
 import type { AttemptOutcome, Market, RecoveryCounters } from './policy/types.ts';
-import type { TaskSpec } from './spec/types.ts';
+import type { TaskSpec } from './task-file/types.ts';
 import type { JobStatus } from './status.ts';
 import type { AwaitStateName, ExecutionInput } from './workflow/contract.ts';
 import type {

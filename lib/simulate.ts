@@ -6,9 +6,9 @@ import type { NodeReport, WarningKind } from './model.ts';
 import { decideAttempt, type AttemptFacts } from './outcome.ts';
 import { decideRecovery, initialCounters } from './policy/decide.ts';
 import { RecoveryAction, type AttemptOutcome, type Market, type Phase, type RecoveryDecision } from './policy/types.ts';
-import type { RecoveryPolicy, TaskSpec } from './spec/types.ts';
+import type { RecoveryPolicy, TaskSpec } from './task-file/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
-import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from './spec/bounds.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from './task-file/bounds.ts';
 
 /** One attempt's decision, as `relaunch simulate --json` prints it (these keys, no others). */
 export interface SimulatedDecision {

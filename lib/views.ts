@@ -3,8 +3,8 @@
 import type { AgentStep } from './agent/protocol.ts';
 import { isAgentFailure, type AttemptRecord, type JobRecord, type NodeReport, type PipelineState, type Placement, type WarningKind } from './model.ts';
 import type { Market, OutcomeKind, Phase, PolicyRule, RecoveryAction, RecoveryCounters } from './policy/types.ts';
-import type { RecoveryPolicy, TaskSpec } from './spec/types.ts';
-import { gapBefore, runStartOf } from './standby.ts';
+import type { RecoveryPolicy, TaskSpec } from './task-file/types.ts';
+import { gapBefore, runStartOf } from './standby-rules.ts';
 import { isTerminal, JobStatus } from './status.ts';
 
 /** One attempt as shown: how it ended, each node's code, and what the policy decided. */

@@ -4,7 +4,7 @@
 
 import { MAX_ATTEMPT, type ChaosFault, type ChaosPlan } from '../lib/chaos-file/types.ts';
 import { InvalidInputError, type InputIssue } from '../lib/errors.ts';
-import { describe, expectedGot } from '../lib/spec/messages.ts';
+import { describe, expectedGot } from '../lib/located-yaml/messages.ts';
 
 /** No fault at all. */
 export const NO_CHAOS: ChaosPlan = Object.freeze({ faults: Object.freeze([]) });

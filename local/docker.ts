@@ -5,7 +5,7 @@
 import { execFile, spawn, type ExecFileException } from 'node:child_process';
 import { CONTAINER_PREFIX } from '../lib/agent/script.ts';
 import type { InputIssue } from '../lib/errors.ts';
-import type { TaskSpec } from '../lib/spec/types.ts';
+import type { TaskSpec } from '../lib/task-file/types.ts';
 
 /** How long `docker info` may take before docker counts as unusable. */
 const INFO_TIMEOUT_MS = 15_000;

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { readFile, rm, rmdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { BucketDeletion, JobBuckets } from '../lib/ports.ts';
-import { bucketNameProblem } from '../lib/spec/mounts.ts';
+import { bucketNameProblem } from '../lib/task-file/mounts.ts';
 import { jobMountsDir, localJobFolder } from './mounts.ts';
 import { bucketDir, createdBucketMark } from './paths.ts';
 

@@ -90,7 +90,7 @@ export class LocalWorkflow implements Workflow {
 
   constructor(private readonly options: LocalWorkflowOptions) {
     // The definition is relaunch's own, checked by the engine's validator in the tests
-    // (test/infra/asl-file.test.ts): checking it again at every start costs 0.3 s of CPU.
+    // (test/unit/infra/asl-file.test.ts): checking it again at every start costs 0.3 s of CPU.
     this.machine = new StateMachine(options.definition, { validationOptions: { noValidate: true } });
   }
 

@@ -7,8 +7,8 @@ import os from 'node:os';
 import { MOUNTS_PREFIX } from '../lib/workflow/resources.ts';
 import { type MountPlaces } from '../lib/agent/mounts.ts';
 import { PrecheckError, type InputIssue } from '../lib/errors.ts';
-import { archiveName, bucketNameProblem, mountField, mountKey, mountProblems, uploadsOf } from '../lib/spec/mounts.ts';
-import type { TaskSpec } from '../lib/spec/types.ts';
+import { archiveName, bucketNameProblem, mountField, mountKey, mountProblems, uploadsOf } from '../lib/task-file/mounts.ts';
+import type { TaskSpec } from '../lib/task-file/types.ts';
 import { dockerProblems } from './docker.ts';
 import { bucketDir, LOCAL_OWN_BUCKET, sourcesDir } from './paths.ts';
 

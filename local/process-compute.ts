@@ -15,7 +15,7 @@ import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn } from 
 import { nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
 import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
 import type { InstanceRef } from '../lib/model.ts';
-import { resourceChoices } from '../lib/placement.ts';
+import { resourceChoices } from '../lib/launch-plan.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../lib/ports.ts';
 import { errorMessage } from '../lib/usecases/deps.ts';
 import { INSTANCE_GONE_STATES, type InstanceEvent } from '../lib/usecases/instance-event.ts';

@@ -28,7 +28,7 @@ import { NoCapacityError, StaleAttemptError, TransientError } from '../../lib/er
 import { instanceTypeInfo } from '../../lib/instance-types.ts';
 import { MemoryLaunchPace, type LaunchPaceConfig } from '../../lib/launch-pace.ts';
 import type { InstanceRef } from '../../lib/model.ts';
-import { planFleets } from '../../lib/placement.ts';
+import { planFleets } from '../../lib/launch-plan.ts';
 import type { Market } from '../../lib/policy/types.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../../lib/ports.ts';
 import { isTerminal, JobStatus } from '../../lib/status.ts';

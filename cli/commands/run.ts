@@ -2,9 +2,9 @@
 
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError } from '../../lib/errors.ts';
-import type { ParsedJob } from '../../lib/spec/parse.ts';
-import { envNameProblem } from '../../lib/spec/envs.ts';
-import { resolveJob } from '../../lib/spec/secrets.ts';
+import type { ParsedJob } from '../../lib/task-file/parse.ts';
+import { envNameProblem } from '../../lib/task-file/envs.ts';
+import { resolveJob } from '../../lib/task-file/secrets.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { errorMessage } from '../../lib/usecases/deps.ts';
 import type { JobView } from '../../lib/views.ts';
@@ -157,7 +157,7 @@ function summary(view: JobView): string {
 }
 
 /**
- * The file with its local sources uploaded (lib/spec/mounts.ts names them `upload:...`):
+ * The file with its local sources uploaded (lib/task-file/mounts.ts names them `upload:...`):
  * into the data folder for a local runtime, into the stack's bucket for a deployed API,
  * which also gets the buckets MOUNTs name created when missing.
  */

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { formatIssue } from '../../lib/errors.ts';
 import { AGENT_STEPS } from '../../lib/agent/protocol.ts';
 import { EVENT_FORMS, simulate, type SimulationResult } from '../../lib/simulate.ts';
-import { parseTaskFile } from '../../lib/spec/parse.ts';
+import { parseTaskFile } from '../../lib/task-file/parse.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { readTaskFile } from '../task-file.ts';
 

@@ -3,12 +3,12 @@
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError, InvalidTaskSpecError } from '../../lib/errors.ts';
 import { candidatesOf } from '../../lib/candidates.ts';
-import { formatPortRange } from '../../lib/spec/ports.ts';
-import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/spec/bounds.ts';
-import { parseJobFile } from '../../lib/spec/parse.ts';
-import { describeSource } from '../../lib/spec/mounts.ts';
-import { taskPath } from '../../lib/spec/path.ts';
-import type { Accelerator, ImageId, Quantity, RecoveryPolicy, ResourceOption, Resources, TaskSpec } from '../../lib/spec/types.ts';
+import { formatPortRange } from '../../lib/task-file/network-ports.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/task-file/bounds.ts';
+import { parseJobFile } from '../../lib/task-file/parse.ts';
+import { describeSource } from '../../lib/task-file/mounts.ts';
+import { taskPath } from '../../lib/located-yaml/path.ts';
+import type { Accelerator, ImageId, Quantity, RecoveryPolicy, ResourceOption, Resources, TaskSpec } from '../../lib/task-file/types.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { taskSourceName } from '../task-file.ts';
 import { launchOverridesOf, readWithOverrides, withLaunchOverrideOptions, type LaunchOverrides } from '../launch-overrides.ts';
@@ -22,7 +22,7 @@ export interface ValidateOptions extends LaunchOverrides {
 /**
  * Runs `relaunch validate`: reads the file (standard input for `-`), parses it, prints the
  * normalized task (a summary, or `{"ok":true,"spec":...,"warnings":[...]}` with --json)
- * with the review's warnings as well as submit's (lib/spec/warnings.ts), and returns 0; for an invalid or unreadable file prints every problem (stderr, or
+ * with the review's warnings as well as submit's (lib/task-file/warnings.ts), and returns 0; for an invalid or unreadable file prints every problem (stderr, or
  * `{"ok":false,"issues":[...]}` on stdout with --json) and returns 2. Warnings go to
  * stderr in human mode.
  */

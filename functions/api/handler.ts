@@ -2,7 +2,7 @@
 
 import { ec2TaskProblems } from '../../lib/adapters/ec2-user-data.ts';
 import { SOURCES_PREFIX } from '../../lib/workflow/resources.ts';
-import { portProblems } from '../../lib/spec/ports.ts';
+import { portProblems } from '../../lib/task-file/network-ports.ts';
 import * as z from '../../lib/zod.ts';
 import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';

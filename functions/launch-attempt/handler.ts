@@ -3,7 +3,7 @@
 // (launch_on_warning), runs here too: the same launch, the same grants.
 
 import { launchAttempt } from '../../lib/usecases/launch-attempt.ts';
-import { launchStandby } from '../../lib/usecases/standby.ts';
+import { launchStandby } from '../../lib/usecases/standby-attempt.ts';
 import { LaunchStandbyInputSchema, WorkflowStateSchema, type StandbyResult, type WorkflowState } from '../../lib/workflow/contract.ts';
 import { clock, compute, jobSecrets, pace, store } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';

@@ -8,8 +8,8 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { SECRET_OWNER_TAG } from '../../lib/agent/secret-parameter.ts';
-import { formatPortRange } from '../../lib/spec/ports.ts';
-import type { PortRange } from '../../lib/spec/types.ts';
+import { formatPortRange } from '../../lib/task-file/network-ports.ts';
+import type { PortRange } from '../../lib/task-file/types.ts';
 import { agentSecretArns, type LaunchScope } from '../permissions.ts';
 
 /** Where job instances live. */

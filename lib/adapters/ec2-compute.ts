@@ -19,7 +19,7 @@
 // clients and hands them its one retry policy (ec2-calls.ts); it keeps the fleets, the
 // nodes' tags and secrets, and the release.
 //
-// Where the candidates and the order come from: planFleets (lib/placement.ts). Regions
+// Where the candidates and the order come from: planFleets (lib/launch-plan.ts). Regions
 // fail over as before (EAGER_NEXT_REGION and FAILOVER rank zones; differently ranked
 // zones go in separate requests), and a mix of markets (`use_spot` inside `any_of`) is a
 // spot request, then an on-demand one, as a fleet has one market for all its nodes.
@@ -60,11 +60,11 @@ import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
 import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
 import type { InstanceRef, Placement } from '../model.ts';
-import { planFleets, type FleetOverride, type FleetPlan } from '../placement.ts';
+import { planFleets, type FleetOverride, type FleetPlan } from '../launch-plan.ts';
 import type { Market } from '../policy/types.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../ports.ts';
-import { portProblems } from '../spec/ports.ts';
-import type { PortRange, TaskSpec } from '../spec/types.ts';
+import { portProblems } from '../task-file/network-ports.ts';
+import type { PortRange, TaskSpec } from '../task-file/types.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 import { DEPLOYMENT_TAG_KEY, SPOT_SERVICE_LINKED_ROLE, type Ec2ComputeConfig } from '../workflow/resources.ts';
 import { awsErrorCode } from './aws-errors.ts';

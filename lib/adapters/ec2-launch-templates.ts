@@ -26,7 +26,7 @@ import { TagKey } from '../agent/tags.ts';
 import { UnexpectedCloudResponseError } from '../errors.ts';
 import { hasEfa, networkCards } from '../instance-types.ts';
 import type { LaunchRequest, LaunchTemplateInventory, TaggedLaunchTemplate } from '../ports.ts';
-import type { DiskTier, TaskSpec } from '../spec/types.ts';
+import type { DiskTier, TaskSpec } from '../task-file/types.ts';
 import { DEPLOYMENT_TAG_KEY } from '../workflow/resources.ts';
 import { awsErrorCode, sendAws } from './aws-errors.ts';
 import { attemptTags, boundedToken, ownedFilters, type Ec2Retrying } from './ec2-calls.ts';

@@ -4,7 +4,7 @@
 // hang in its rendezvous, so it is refused at submit, and at launch for one submitted before.
 
 import type { InputIssue } from '../errors.ts';
-import type { TaskSpec } from '../spec/types.ts';
+import type { TaskSpec } from '../task-file/types.ts';
 
 /** Why the task cannot run on a deployment whose nodes may (or may not) reach each other; empty when it can. */
 export function nodeTrafficProblems(spec: Pick<TaskSpec, 'numNodes'>, nodeToNodeTraffic: boolean): InputIssue[] {

@@ -8,8 +8,8 @@ import { agentSecretPath, ssmEndpoint } from '../agent/secret-parameter.ts';
 import { PrecheckError, type InputIssue } from '../errors.ts';
 import { hasGpus, instanceTypeInfo } from '../instance-types.ts';
 import type { LaunchRequest } from '../ports.ts';
-import { mountProblems } from '../spec/mounts.ts';
-import type { TaskSpec } from '../spec/types.ts';
+import { mountProblems } from '../task-file/mounts.ts';
+import type { TaskSpec } from '../task-file/types.ts';
 import { jobDataPolicyOf, s3AgentMounts, s3MountProblems, SESSION_POLICY_MAX_CHARS } from './s3-data.ts';
 import type { DataConfig } from '../workflow/resources.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
@@ -82,7 +82,7 @@ export function tooLargeForUserData(bytes: number): string {
 
 /**
  * What EC2 cannot run, found at submit instead of at the first launch: a local path `run`
- * did not upload, a bucket S3 or the instance role would refuse (lib/spec/mounts.ts,
+ * did not upload, a bucket S3 or the instance role would refuse (lib/task-file/mounts.ts,
  * s3-data.ts), S3 data too varied for one session policy, and an agent too large for user
  * data. The agent is rendered with the longest values its launch could put in: a
  * 200-character API URL, attempt 999999, the longest name prefix, region and bucket, 8 GPUs.

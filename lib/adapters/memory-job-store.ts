@@ -13,7 +13,7 @@ import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
 import * as rules from './job-store-rules.ts';
-import { isHolding, isReleased } from '../standby.ts';
+import { isHolding, isReleased } from '../standby-rules.ts';
 import type { AwaitStateName } from '../workflow/contract.ts';
 
 interface StoredJob {

@@ -3,9 +3,9 @@
 
 import { agentMounts, type AgentMount, type MountPlaces } from '../agent/mounts.ts';
 import type { AgentScriptParams } from '../agent/script.ts';
-import type { TaskSpec } from '../spec/types.ts';
+import type { TaskSpec } from '../task-file/types.ts';
 import { InvalidInputError, type InputIssue } from '../errors.ts';
-import { archiveName, mountKey, namedBuckets, type FileMount } from '../spec/mounts.ts';
+import { archiveName, mountKey, namedBuckets, type FileMount } from '../task-file/mounts.ts';
 import { MOUNTS_PREFIX, SOURCES_PREFIX, type DataConfig } from '../workflow/resources.ts';
 
 /**

@@ -2,8 +2,8 @@
 // the same on AWS and locally except where a bucket is (S3, or a folder standing in for it).
 
 import { PrecheckError } from '../errors.ts';
-import { mountField, WORKDIR_PATH, uploadedWorkdir, type FileMount, type MountSource } from '../spec/mounts.ts';
-import type { TaskSpec } from '../spec/types.ts';
+import { mountField, WORKDIR_PATH, uploadedWorkdir, type FileMount, type MountSource } from '../task-file/mounts.ts';
+import type { TaskSpec } from '../task-file/types.ts';
 
 /** One step of the agent's preparation; `dest` as the task writes it (`/data`, `~/x`, `x`). */
 export type AgentMount =

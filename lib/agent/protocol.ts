@@ -54,7 +54,7 @@ export type HeartbeatBody = z.infer<typeof HeartbeatBodySchema>;
 
 /**
  * `POST .../hold`: a node that holds before run (a standby, launch_on_warning) asks whether
- * to go on; the answer is `{run: 'hold' | 'go' | 'stop', reason}` (lib/standby.ts).
+ * to go on; the answer is `{run: 'hold' | 'go' | 'stop', reason}` (lib/standby-rules.ts).
  */
 export const HoldBodySchema = HeartbeatBodySchema;
 

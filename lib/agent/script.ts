@@ -6,7 +6,7 @@
 
 import { PrecheckError } from '../errors.ts';
 import { jobEnvironment } from '../job-env.ts';
-import type { TaskSpec } from '../spec/types.ts';
+import type { TaskSpec } from '../task-file/types.ts';
 import {
   authorizationHeader,
   heartbeatPath,
@@ -19,7 +19,7 @@ import {
   STALE_ATTEMPT_STATUS,
   STOPPED_REPORT_RETRY_SECONDS,
 } from './protocol.ts';
-import { WORKDIR_PATH } from '../spec/mounts.ts';
+import { WORKDIR_PATH } from '../task-file/mounts.ts';
 import { AGENT_SOURCE } from './agent-source.ts';
 import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';

@@ -3,11 +3,11 @@
 
 import { InvalidInputError, type InputIssue } from '../errors.ts';
 import { MAX_NUM_NODES } from '../report-tail.ts';
-import { fromParser, integer, isMapping, type Report } from '../spec/fields.ts';
-import type { LineTable } from '../spec/locate.ts';
-import { expected, expectedGot, type Problem } from '../spec/messages.ts';
-import { formatPath, type Path } from '../spec/path.ts';
-import { editDistance } from '../spec/unsupported.ts';
+import { fromParser, integer, isMapping, type Report } from '../located-yaml/fields.ts';
+import type { LineTable } from '../located-yaml/locate.ts';
+import { expected, expectedGot, type Problem } from '../located-yaml/messages.ts';
+import { formatPath, type Path } from '../located-yaml/path.ts';
+import { editDistance } from '../task-file/unsupported.ts';
 import * as z from '../zod.ts';
 import {
   DEFAULT_PREEMPT_WARNING_MS,

@@ -3,8 +3,8 @@
 
 import { isAlias, isCollection, isMap, isScalar, isSeq, LineCounter, type Document, type ParsedNode } from 'yaml';
 import { InvalidInputError, type InputIssue } from '../errors.ts';
-import { locate, type LocatedValue } from '../spec/locate.ts';
-import { parseYamlDocuments, yamlShapeIssue, type YamlBounds } from '../spec/yaml-bounds.ts';
+import { locate, type LocatedValue } from '../located-yaml/locate.ts';
+import { parseYamlDocuments, yamlShapeIssue, type YamlBounds } from '../located-yaml/yaml-bounds.ts';
 import { MAX_CHAOS_FILE_BYTES } from './types.ts';
 
 /**
@@ -26,7 +26,7 @@ const MAX_ALIAS_USES = 100;
 const MAX_DEPTH = 16;
 
 /**
- * How much shape a chaos file may have before it is parsed (lib/spec/yaml-bounds.ts): a
+ * How much shape a chaos file may have before it is parsed (lib/located-yaml/yaml-bounds.ts): a
  * full file of MAX_FAULTS faults, each with every setting of a `silence`, holds 7,001 keys
  * and list items.
  */

@@ -23,7 +23,7 @@ import { GetCallerIdentityCommand, type STSClient } from '@aws-sdk/client-sts';
 import { awsErrorCode } from '../adapters/aws-errors.ts';
 import { instanceTypeInfo } from '../instance-types.ts';
 import type { RouteFacts, RouteTableFacts, RouteTargetKind, SubnetFacts, VpcEndpointFacts } from './network.ts';
-import { marketOfLifecycle, PermissionDeniedError, type AccountReader, type BucketFacts, type CallerIdentity, type ImageFacts, type StackFacts } from './ports.ts';
+import { marketOfLifecycle, PermissionDeniedError, type AccountReader, type BucketFacts, type CallerIdentity, type ImageFacts, type StackFacts } from './account-reader-port.ts';
 import type { InstanceInUse } from './quotas.ts';
 
 /** The clients the reader uses; regional services come per region. Nothing here builds one. */

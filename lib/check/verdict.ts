@@ -3,7 +3,7 @@
 // images). Pure.
 
 import type { Candidate } from '../candidates.ts';
-import { regionOfZone } from '../spec/placement.ts';
+import { regionOfZone } from '../task-file/cloud-region-zone.ts';
 import type { DeploymentRegion } from './deployment.ts';
 import { quotaGroupOf, quotaIncreaseCommand, type QuotaUse } from './quotas.ts';
 import type { CandidatePlace, CandidateVerdict, CheckResult } from './report.ts';

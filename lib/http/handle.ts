@@ -11,7 +11,7 @@ import { issueDataCredentials } from '../usecases/data-credentials.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
 import { getJob, listJobs } from '../usecases/queries.ts';
 import { reportPhase, reportStoppedPhase } from '../usecases/report-phase.ts';
-import { holdOrRun } from '../usecases/standby.ts';
+import { holdOrRun } from '../usecases/standby-attempt.ts';
 import type { AgentCredentials } from '../usecases/agent.ts';
 import { errorResponse, INTERNAL_ERROR_MESSAGE, json } from './responses.ts';
 import { matchRoute, type RouteName } from './routes.ts';

@@ -3,7 +3,7 @@
 
 import type { InputIssue } from '../errors.ts';
 import type { DataAccess, JobEnded } from '../ports.ts';
-import type { TaskSpec } from '../spec/types.ts';
+import type { TaskSpec } from '../task-file/types.ts';
 import type { UseCaseDeps } from '../usecases/deps.ts';
 
 /** An HTTP request, reduced to what relaunch reads. Header names in any case. */

@@ -1,8 +1,8 @@
 // The recovery policy: after an attempt ends, what the job does next and why (DESIGN.md section 1).
 
 import { JobStatus } from '../status.ts';
-import { DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../spec/bounds.ts';
-import type { RecoveryPolicy, RestartBackoff } from '../spec/types.ts';
+import { DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../task-file/bounds.ts';
+import type { RecoveryPolicy, RestartBackoff } from '../task-file/types.ts';
 import { describeExitCode } from './signals.ts';
 import {
   OutcomeKind,

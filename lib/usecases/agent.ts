@@ -4,7 +4,7 @@ import { ConcurrentUpdateError, InvalidInputError, JobNotFoundError, StaleAttemp
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { Clock, JobStore } from '../ports.ts';
 import { secretMatches } from '../secrets.ts';
-import { isHolding, isReleased } from '../standby.ts';
+import { isHolding, isReleased } from '../standby-rules.ts';
 import { JobStatus } from '../status.ts';
 import { nowIso } from './deps.ts';
 

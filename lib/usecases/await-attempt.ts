@@ -5,7 +5,7 @@ import type { AttemptRecord } from '../model.ts';
 import { JobStatus } from '../status.ts';
 import { StateName, WorkflowError, type AwaitPayload } from '../workflow/contract.ts';
 import type { UseCaseDeps } from './deps.ts';
-import { askForStandby } from './standby.ts';
+import { askForStandby } from './standby-attempt.ts';
 import { failTask, resumeTask } from './tasks.ts';
 
 /** The cause AwaitBoot or AwaitAttempt fails with when the user cancelled the job. */

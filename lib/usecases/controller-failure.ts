@@ -5,7 +5,7 @@ import { isTerminal, JobStatus } from '../status.ts';
 import type { AwaitError, WorkflowState } from '../workflow/contract.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { retryOnConflict } from './retry.ts';
-import { releaseStandbyOf } from './standby.ts';
+import { releaseStandbyOf } from './standby-attempt.ts';
 
 /** The machine's state when a Task failed: the catch-all puts the error at `controllerError`. */
 export interface ControllerFailureState extends WorkflowState {

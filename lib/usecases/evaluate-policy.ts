@@ -5,8 +5,8 @@ import type { AttemptRecord, JobRecord, StoredDecision } from '../model.ts';
 import { decideRecovery, initialCounters } from '../policy/decide.ts';
 import { RecoveryAction, type AttemptOutcome, type RecoveryDecision } from '../policy/types.ts';
 import type { Clock, JobPatch, JobStore } from '../ports.ts';
-import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from '../spec/bounds.ts';
-import type { TaskSpec } from '../spec/types.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from '../task-file/bounds.ts';
+import type { TaskSpec } from '../task-file/types.ts';
 import { JobStatus } from '../status.ts';
 import {
   MAX_ATTEMPTS_PER_EXECUTION,

@@ -9,7 +9,7 @@ import { recordControllerFailure } from './controller-failure.ts';
 import type { JobEnded } from '../ports.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { retryOnConflict } from './retry.ts';
-import { releaseStandbyOf } from './standby.ts';
+import { releaseStandbyOf } from './standby-attempt.ts';
 
 /** How Step Functions says an execution ended, for the ends no state of it recorded. */
 export type ExecutionEndStatus = 'SUCCEEDED' | 'FAILED' | 'TIMED_OUT' | 'ABORTED';

@@ -2,11 +2,11 @@
 
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { AttemptOutcome } from '../policy/types.ts';
-import { isHolding, isReleased } from '../standby.ts';
+import { isHolding, isReleased } from '../standby-rules.ts';
 import { isEnding } from '../status.ts';
 import type { UseCaseDeps } from './deps.ts';
 import { settleAttempt } from './settle-attempt.ts';
-import { askForStandby } from './standby.ts';
+import { askForStandby } from './standby-attempt.ts';
 
 /** One EventBridge event about an instance, reduced to what matters. */
 export interface InstanceEvent {

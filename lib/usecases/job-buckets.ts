@@ -4,7 +4,7 @@
 
 import { JobNotFoundError } from '../errors.ts';
 import type { BucketDeletion, JobBuckets } from '../ports.ts';
-import { transientMounts } from '../spec/mounts.ts';
+import { transientMounts } from '../task-file/mounts.ts';
 import type { ExecutionEnded } from './execution-ended.ts';
 import type { UseCaseDeps } from './deps.ts';
 

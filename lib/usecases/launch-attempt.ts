@@ -5,14 +5,14 @@ import { secondsUntil } from '../launch-pace.ts';
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { JobStore, LaunchRequest } from '../ports.ts';
 import { hashSecret, newCallbackSecret } from '../secrets.ts';
-import { isHolding, isReleased, whyNotAdopt } from '../standby.ts';
+import { isHolding, isReleased, whyNotAdopt } from '../standby-rules.ts';
 import { assertTransition, JobStatus } from '../status.ts';
 import type { WorkflowState } from '../workflow/contract.ts';
 import { nodesNotHeardFrom } from './await-attempt.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { bootTimeoutOf, launchFailure, newAttempt, placementHistory, secretsOf } from './launch-request.ts';
 import { retryOnConflict } from './retry.ts';
-import { standbyOf, WARNING_WORDS } from './standby.ts';
+import { standbyOf, WARNING_WORDS } from './standby-attempt.ts';
 
 /** The outcome of an attempt whose launch was cut short by its own Lambda failing (see launchAttempt). */
 export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the instances were recorded; relaunched as a new attempt';

@@ -5,8 +5,8 @@ import { NoCapacityError, PrecheckError } from '../errors.ts';
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { AttemptOutcome } from '../policy/types.ts';
 import type { JobStore, LaunchRequest } from '../ports.ts';
-import { DEFAULT_BOOT_TIMEOUT_SECONDS } from '../spec/bounds.ts';
-import { isReleased } from '../standby.ts';
+import { DEFAULT_BOOT_TIMEOUT_SECONDS } from '../task-file/bounds.ts';
+import { isReleased } from '../standby-rules.ts';
 import type { UseCaseDeps } from './deps.ts';
 
 /** The job's boot_timeout, in seconds: AwaitBoot's clock. */

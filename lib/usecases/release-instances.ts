@@ -5,7 +5,7 @@ import { RecoveryAction } from '../policy/types.ts';
 import { isTerminal, type JobStatus } from '../status.ts';
 import type { DecisionOutput, WorkflowState } from '../workflow/contract.ts';
 import type { UseCaseDeps } from './deps.ts';
-import { releaseStandbyOf } from './standby.ts';
+import { releaseStandbyOf } from './standby-attempt.ts';
 
 /**
  * Terminates the instances of the attempt in `state`, recorded or not. When the decision

@@ -5,7 +5,7 @@ import type { AgentFailure, StopCause } from '../agent/protocol.ts';
 import { isAgentFailure, isStopped, type AttemptRecord, type JobRecord, type NodeReport, type StoppedReport } from '../model.ts';
 import type { Phase } from '../policy/types.ts';
 import { keepTail, storedTailMaxBytes } from '../report-tail.ts';
-import { runSignal, type RunSignal } from '../standby.ts';
+import { runSignal, type RunSignal } from '../standby-rules.ts';
 import { assertLiveOrHolding, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { settleAttempt } from './settle-attempt.ts';

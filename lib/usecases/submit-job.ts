@@ -5,10 +5,10 @@ import { IdempotencyKeyReusedError, InvalidTaskSpecError, type InputIssue } from
 import type { IdempotencyClaim, JobEnded } from '../ports.ts';
 import { retryOnConflict } from './retry.ts';
 import { initialCounters } from '../policy/decide.ts';
-import { resolveJob } from '../spec/secrets.ts';
-import { parseJobFile, parseTaskObject, type ParsedJob } from '../spec/parse.ts';
-import { taskPath } from '../spec/path.ts';
-import type { ParsedTask, SpecWarning, TaskSpec } from '../spec/types.ts';
+import { resolveJob } from '../task-file/secrets.ts';
+import { parseJobFile, parseTaskObject, type ParsedJob } from '../task-file/parse.ts';
+import { taskPath } from '../located-yaml/path.ts';
+import type { ParsedTask, SpecWarning, TaskSpec } from '../task-file/types.ts';
 import { newJobId } from '../ids.ts';
 import type { JobRecord, PipelineState } from '../model.ts';
 import { JobStatus } from '../status.ts';
@@ -20,7 +20,7 @@ export interface SubmitJobInput {
   readonly body: string | unknown;
   /**
    * Set or override `envs` (`--env K=V`); these win over the file's values and follow the
-   * same rules (names, sizes, count, the task's total size: lib/spec/limits.ts).
+   * same rules (names, sizes, count, the task's total size: lib/task-file/limits.ts).
    */
   readonly envOverrides?: Readonly<Record<string, string>>;
   /**

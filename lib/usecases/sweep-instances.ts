@@ -6,7 +6,7 @@
 import { JobNotFoundError, StaleAttemptError } from '../errors.ts';
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import type { Clock, Compute, InstanceInventory, JobStore, TaggedInstance } from '../ports.ts';
-import { isReleased } from '../standby.ts';
+import { isReleased } from '../standby-rules.ts';
 import { isTerminal } from '../status.ts';
 import { errorMessage } from './deps.ts';
 

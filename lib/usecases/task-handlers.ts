@@ -11,7 +11,7 @@ import {
   releaseInstances,
   type UseCaseDeps,
 } from './index.ts';
-import { launchStandby } from './standby.ts';
+import { launchStandby } from './standby-attempt.ts';
 import {
   AwaitPayloadSchema,
   ControllerFailureStateSchema,

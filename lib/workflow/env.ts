@@ -4,7 +4,7 @@ import * as z from '../zod.ts';
 import type { DataConfig, Ec2ComputeConfig } from './resources.ts';
 import { ConfigurationError } from '../errors.ts';
 import { EC2_LAUNCH_PACE, LaunchPaceConfigSchema, type LaunchPaceConfig } from '../launch-pace.ts';
-import type { PortRange } from '../spec/types.ts';
+import type { PortRange } from '../task-file/types.ts';
 
 /** Every variable a relaunch Lambda may read; the CDK construct sets the ones each function needs. */
 export const EnvVar = {

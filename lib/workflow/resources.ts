@@ -7,7 +7,7 @@
 // operations.ts (metrics).
 
 
-import type { PortRange } from '../spec/types.ts';
+import type { PortRange } from '../task-file/types.ts';
 
 /**
  * The tag naming the deployment (its name prefix) that made an instance, volume, fleet or

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../lib/views.ts';
-import { EXAMPLES, killStrayClis, removeTempDirs, startCli, tempDir, waitFor, waitForOutput, type Cli } from '../cli/helpers.ts';
+import { EXAMPLES, killStrayClis, removeTempDirs, startCli, tempDir, waitFor, waitForOutput, type Cli } from '../support/cli.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 /** Where the screenshots go: the test's output folder. */
@@ -266,7 +266,7 @@ describe('the jobs page in Chromium', () => {
 
   // End to end, from a real browser: a foreign page cannot cancel. Chromium's CORS preflight
   // (a DELETE with a custom header) already stops it before the server's Origin check and
-  // token; test/local/dashboard.test.ts checks those two directly, without a browser.
+  // token; test/unit/local/dashboard.test.ts checks those two directly, without a browser.
   it('leaves a running job alone when a page of another origin sends it a cancel, whatever token it guesses', async () => {
     const jobId = await submit({ yaml: 'name: victim\nrun: sleep 300\n' });
     await waitFor(`${jobId} to run`, async () => ((await getJob(jobId)).status === 'RUNNING' ? true : undefined), 30_000);

@@ -51,7 +51,7 @@ describe('folderCycles', () => {
       'lib/adapters/store.ts': "import { run } from '../usecases/run.ts';\n",
       'lib/usecases/run.ts': "import type { State } from '../workflow/contract.ts';\nexport const run = 1;\n",
       'lib/workflow/contract.ts': "export type State = string;\nexport const load = () => import('../adapters/store.ts');\n",
-      'lib/spec/parse.ts': "import { run } from '../usecases/run.ts';\n",
+      'lib/task-file/parse.ts': "import { run } from '../usecases/run.ts';\n",
     });
     const [cycle, ...more] = folderCycles(root);
     expect(more).toEqual([]);
@@ -80,9 +80,9 @@ describe('folderCycles', () => {
       'cli/main.ts': "import { run } from './commands/run.ts';\n",
       'cli/commands/run.ts': "import { context } from '../context.ts';\nimport { parse } from '../../lib/spec/parse.ts';\nexport const run = 1;\n",
       'cli/context.ts': "import { parse } from '../lib/spec/parse.ts';\nexport const context = parse;\n",
-      'lib/spec/parse.ts': "import { z } from 'zod';\nimport { errors } from '../errors.ts';\nexport const parse = z;\n",
+      'lib/task-file/parse.ts': "import { z } from 'zod';\nimport { errors } from '../errors.ts';\nexport const parse = z;\n",
       'lib/errors.ts': "import { Problem } from './spec/messages.ts';\nexport const errors = 1;\n",
-      'lib/spec/messages.ts': 'export type Problem = string;\n',
+      'lib/located-yaml/messages.ts': 'export type Problem = string;\n',
       'node_modules/pkg/index.ts': "import '../../cli/main.ts';\n",
       'dist/cli/relaunch.ts': "import '../../cli/main.ts';\n",
     });

@@ -3,7 +3,7 @@
 // each attempt's decision with its reason, counters, placement and last output lines.
 
 import type { AttemptView, JobView } from '../../lib/views.ts';
-import type { RecoveryPolicy } from '../../lib/spec/types.ts';
+import type { RecoveryPolicy } from '../../lib/task-file/types.ts';
 import { isTerminal } from '../../lib/status.ts';
 import { ApiFailure, poll, setLive, type Api, type PageConfig, type Screen } from './api.ts';
 import { el, formatDuration, formatTime, statusBadge } from './dom.ts';

@@ -29,7 +29,7 @@ import { isPhaseEnd, type AttemptRecord, type InstanceRef, type JobEvent, type J
 import type { DecisionBasis } from '../../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../../ports.ts';
-import { isReleased } from '../../standby.ts';
+import { isReleased } from '../../standby-rules.ts';
 import { isTerminal } from '../../status.ts';
 import type { AwaitStateName } from '../../workflow/contract.ts';
 import { sendAws, transientError } from '../aws-errors.ts';

@@ -1,0 +1,59 @@
+// A Compute that launches nothing: it records every call, and tests script what launch does.
+
+import type { InstanceRef, Placement } from '../../../lib/model.ts';
+import type { Compute, LaunchRequest, LaunchResult } from '../../../lib/ports.ts';
+
+/** What the next launch does: place the attempt somewhere, or throw. */
+export type LaunchScript = { readonly placement: Placement } | { readonly error: Error };
+
+/** The placement a launch gets unless a test scripts another. */
+export const DEFAULT_PLACEMENT: Placement = { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' };
+
+/**
+ * Launches succeed by default, with one instance per node named
+ * `i-<attempt>-<rank>-<jobId>`; `scriptLaunch` queues other results, used in order.
+ * Every request (with its callback secret, which only compute ever sees) and every
+ * release is kept for assertions.
+ */
+export class FakeCompute implements Compute {
+  readonly launches: LaunchRequest[] = [];
+  readonly releases: { jobId: string; attempt: number; instances: readonly InstanceRef[] }[] = [];
+  readonly #scripts: LaunchScript[] = [];
+
+  /** Queues what the next launches do, in order. */
+  scriptLaunch(...scripts: LaunchScript[]): this {
+    this.#scripts.push(...scripts);
+    return this;
+  }
+
+  async launch(request: LaunchRequest): Promise<LaunchResult> {
+    this.launches.push(request);
+    const script = this.#scripts.shift() ?? { placement: DEFAULT_PLACEMENT };
+    if ('error' in script) throw script.error;
+    return { placement: script.placement, instances: instancesFor(request) };
+  }
+
+  async release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void> {
+    this.releases.push({ jobId, attempt, instances });
+  }
+
+  /** The callback secret the agent of that attempt was given. */
+  secretFor(jobId: string, attempt: number): string {
+    const request = this.launches.find((launch) => launch.jobId === jobId && launch.attempt === attempt);
+    if (request === undefined) throw new Error(`attempt ${attempt} of ${jobId} was never launched`);
+    return request.callbackSecret;
+  }
+}
+
+/** The instance ids the fake gives an attempt's nodes. */
+export function fakeInstanceId(jobId: string, attempt: number, rank: number): string {
+  return `i-${attempt}-${rank}-${jobId}`;
+}
+
+function instancesFor(request: LaunchRequest): InstanceRef[] {
+  return Array.from({ length: request.spec.numNodes }, (_, rank) => ({
+    instanceId: fakeInstanceId(request.jobId, request.attempt, rank),
+    nodeRank: rank,
+    privateIp: `10.0.0.${rank + 1}`,
+  }));
+}

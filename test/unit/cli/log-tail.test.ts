@@ -1,0 +1,50 @@
+// LogTail (cli/follow.ts), what `relaunch logs` and `run`'s live output read: only what a
+// phase's log gained since the last look, each line named by its node when there are
+// several, and a note where a log stops because the disk was full.
+
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LogTail } from '../../../cli/follow.ts';
+import type { PhaseLog } from '../../../local/paths.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'relaunch-log-tail-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function phaseLog(name: string, rank: number): PhaseLog {
+  return { rank, phase: 'run', file: join(dir, `${name}.log`), truncatedMark: join(dir, `${name}.truncated`) };
+}
+
+describe('LogTail', () => {
+  it("passes a single node's log on exactly as written, then only what it gained", () => {
+    const log = phaseLog('single', 0);
+    writeFileSync(log.file, 'one\n\n  two\r\nthree');
+    const tail = new LogTail();
+    expect(tail.read([log])).toBe('one\n\n  two\r\nthree');
+    expect(tail.read([log])).toBe('');
+    appendFileSync(log.file, ' and more\nfour\n');
+    expect(tail.read([log])).toBe(' and more\nfour\n');
+  });
+
+  it("names each node's lines, empty ones aside, and carries a line cut between two looks on without naming it again", () => {
+    const head = phaseLog('head', 0);
+    const worker = phaseLog('worker', 1);
+    writeFileSync(head.file, 'a\n\nb');
+    const tail = new LogTail();
+    expect(tail.read([head, worker])).toBe('(node 0) a\n\n(node 0) b');
+    appendFileSync(head.file, ' ends\nc\n');
+    writeFileSync(worker.file, 'x\n');
+    expect(tail.read([head, worker])).toBe(' ends\n(node 0) c\n(node 1) x\n');
+  });
+
+  it('notes once where a log stops because the agent could not write it, on a line of its own', () => {
+    const log = phaseLog('full', 0);
+    writeFileSync(log.file, 'written before the disk filled');
+    writeFileSync(log.truncatedMark, '');
+    const tail = new LogTail();
+    const note = "relaunch: node 0's run output stops here: its log could not be written (is the disk full?); the job went on\n";
+    expect(tail.read([log])).toBe(`written before the disk filled\n${note}`);
+    expect(tail.read([log])).toBe('');
+  });
+});

@@ -1,0 +1,83 @@
+// runChecks' decisions on what no emulator produces on demand (a stack in each of
+// CloudFormation's statuses, cdk.json drifting from what is deployed), over an in-memory
+// AccountReader. The reads themselves are tested against moto_server (test/contract/aws/check/).
+
+import { describe, expect, it } from 'vitest';
+import { deploymentRecord, type DeploymentSettings } from '../../../../lib/check/deployment.ts';
+import type { AccountReader, StackFacts } from '../../../../lib/check/account-reader-port.ts';
+import type { CheckReport } from '../../../../lib/check/report.ts';
+import { runChecks, type CheckInput } from '../../../../lib/check/run-checks.ts';
+
+const SUBNETS = { 'us-east-1a': 'subnet-a' };
+const RECORD = deploymentRecord({ namePrefix: 'relaunch', vpcId: 'vpc-1', subnetsByZone: SUBNETS, apiUrl: 'https://api.example/v1/', dataBucket: 'stack-bucket', dataBuckets: ['team-data'] });
+
+/** An account where every read finds what relaunch needs; `stack` is what DescribeStacks finds. */
+function account(stack: StackFacts | null): AccountReader {
+  return {
+    identity: async () => ({ account: '111122223333', arn: 'arn:aws:iam::111122223333:user/dev' }),
+    bootstrapVersion: async () => 28,
+    stack: async () => stack,
+    roleExists: async () => true,
+    quota: async () => 64,
+    instancesInUse: async () => [],
+    vcpusOf: async () => new Map(),
+    subnets: async () => [{ subnetId: 'subnet-a', vpcId: 'vpc-1', zone: 'us-east-1a', state: 'available', mapPublicIpOnLaunch: false, availableIps: 100 }],
+    routeTables: async () => [{ routeTableId: 'rtb-1', vpcId: 'vpc-1', main: true, subnetIds: [], routes: [{ destination: '0.0.0.0/0', targetKind: 'nat-gateway', targetId: 'nat-1', state: 'active' }] }],
+    vpcEndpoints: async () => [],
+    offerings: async () => new Map(),
+    parameter: async () => null,
+    image: async () => null,
+    bucket: async () => ({ kind: 'reachable', region: 'us-east-1' }),
+  };
+}
+
+function stackIn(status: string, reason: string | null = null): StackFacts {
+  return { name: 'Relaunch', status, statusReason: reason, outputs: [{ key: 'RelaunchDeployment0A1B2C3D', value: JSON.stringify(RECORD) }] };
+}
+
+const INPUT: CheckInput = { region: 'us-east-1', regionSource: '--region', stackName: 'Relaunch', apiUrl: null, local: { kind: 'absent', source: 'cdk.json' }, task: null };
+const API = { sources: async () => ({ status: 200, body: {} }) };
+
+function check(report: CheckReport, id: string) {
+  return report.checks.find((entry) => entry.id === id);
+}
+
+describe('the stack check', () => {
+  it.each([
+    ['CREATE_COMPLETE', 'ok', undefined],
+    ['UPDATE_COMPLETE', 'ok', undefined],
+    ['UPDATE_IN_PROGRESS', 'warn', 'check again once it ends'],
+    ['UPDATE_ROLLBACK_COMPLETE', 'warn', 'aws cloudformation describe-stack-events --region us-east-1 --stack-name Relaunch'],
+    ['ROLLBACK_COMPLETE', 'fail', 'aws cloudformation delete-stack --region us-east-1 --stack-name Relaunch'],
+    ['UPDATE_ROLLBACK_FAILED', 'fail', 'describe-stack-events'],
+    ['CREATE_FAILED', 'fail', 'describe-stack-events'],
+  ])('%s is %s', async (status, expected, fix) => {
+    const report = await runChecks(INPUT, { reader: account(stackIn(status, 'The following resource(s) failed')), api: API });
+    expect(check(report, 'stack')).toMatchObject({ status: expected });
+    if (fix === undefined) expect(check(report, 'stack')?.fix).toBeUndefined();
+    else expect(check(report, 'stack')?.fix).toContain(fix);
+  });
+});
+
+describe('the settings check', () => {
+  const deployed: DeploymentSettings = { namePrefix: 'relaunch', vpcId: 'vpc-1', regions: [{ region: 'us-east-1', subnetsByZone: SUBNETS }], allowedInstanceTypes: null, dataBuckets: ['team-data'], dataBucket: null };
+
+  it('is ok when cdk.json says what is deployed', async () => {
+    const report = await runChecks({ ...INPUT, local: { kind: 'settings', source: 'cdk.json', settings: deployed, placeholder: false } }, { reader: account(stackIn('UPDATE_COMPLETE')), api: API });
+    expect(check(report, 'settings')).toEqual({ id: 'settings', status: 'ok', message: 'read from stack Relaunch' });
+  });
+
+  it.each([
+    ['an allowed type', { allowedInstanceTypes: ['g5.xlarge'] }],
+    ['a bucket', { dataBuckets: ['team-data', 'more-data'] }],
+    ['a subnet', { regions: [{ region: 'us-east-1', subnetsByZone: { ...SUBNETS, 'us-east-1b': 'subnet-b' } }] }],
+  ])('warns that cdk.json is not deployed yet when it adds %s', async (_name, change) => {
+    const report = await runChecks({ ...INPUT, local: { kind: 'settings', source: 'cdk.json', settings: { ...deployed, ...change }, placeholder: false } }, { reader: account(stackIn('UPDATE_COMPLETE')), api: API });
+    expect(check(report, 'settings')).toMatchObject({ status: 'warn', fix: 'npx cdk deploy, to deploy what cdk.json says' });
+  });
+
+  it("fails cdk.json's context that is not a configuration, with its reason", async () => {
+    const report = await runChecks({ ...INPUT, local: { kind: 'invalid', source: 'cdk.json', message: 'relaunch configuration is not valid: context relaunch:vpcId: is not set' } }, { reader: account(null), api: API });
+    expect(check(report, 'settings')).toMatchObject({ status: 'fail', message: 'cdk.json: relaunch configuration is not valid: context relaunch:vpcId: is not set' });
+  });
+});

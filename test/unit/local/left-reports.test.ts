@@ -1,0 +1,99 @@
+// Reports a node wrote in its folder that the database never took: read back by the next
+// runtime when it is the agent's own report of that node and phase, and nothing else is.
+
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { leftReports } from '../../../local/left-reports.ts';
+import { nodeDir } from '../../../local/paths.ts';
+import { attemptRecord } from '../../support/fixtures/records.ts';
+import { stored, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from '../../support/local-harness.ts';
+
+const AT = '2026-03-01T12:00:00.000Z';
+const JOB = 'j-00left000-report';
+const instance = (nodeRank: number) => ({ instanceId: `local-${JOB}-1-${nodeRank}`, nodeRank, privateIp: '127.0.0.1' });
+
+let dataDir: string;
+beforeEach(() => {
+  dataDir = mkdtempSync(path.join(tmpdir(), 'relaunch-left-'));
+});
+afterEach(() => {
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+function write(rank: number, phase: string, content: string | object): void {
+  const dir = nodeDir(dataDir, JOB, 1, rank);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, `${phase}.report.json`), typeof content === 'string' ? content : JSON.stringify(content));
+}
+
+describe('leftReports', () => {
+  it("reads each node's setup and run reports that the attempt lacks, setup first", () => {
+    write(0, 'setup', { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '' });
+    write(0, 'run', { nodeRank: 0, phase: 'run', exitCode: 3, outputTail: 'boom\n' });
+    write(1, 'run', { nodeRank: 1, phase: 'run', exitCode: 0, outputTail: '' });
+    const attempt = attemptRecord(JOB, 1, AT, {
+      instances: [instance(0), instance(1)],
+      reports: [{ nodeRank: 1, phase: 'setup', exitCode: 0, outputTail: '', reportedAt: AT }],
+    });
+    expect(leftReports(dataDir, attempt, 2, AT)).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '', reportedAt: AT },
+      { nodeRank: 0, phase: 'run', exitCode: 3, outputTail: 'boom\n', reportedAt: AT },
+      { nodeRank: 1, phase: 'run', exitCode: 0, outputTail: '', reportedAt: AT },
+    ]);
+  });
+
+  it('skips a report the attempt has already stored', () => {
+    write(0, 'run', { nodeRank: 0, phase: 'run', exitCode: 1, outputTail: '' });
+    const attempt = attemptRecord(JOB, 1, AT, { instances: [instance(0)], reports: [{ nodeRank: 0, phase: 'run', exitCode: 0, outputTail: '', reportedAt: AT }] });
+    expect(leftReports(dataDir, attempt, 1, AT)).toEqual([]);
+  });
+
+  it.each([
+    ['not JSON', '{"nodeRank": 0,'],
+    ['another node', { nodeRank: 1, phase: 'run', exitCode: 0, outputTail: '' }],
+    ['another phase', { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '' }],
+    ['an exit code no process has', { nodeRank: 0, phase: 'run', exitCode: 300, outputTail: '' }],
+    ['no output tail', { nodeRank: 0, phase: 'run', exitCode: 0 }],
+    ['over a MiB', JSON.stringify({ nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'x'.repeat(1024 * 1024) })],
+  ])('takes no report from a file that is %s', (_what, content) => {
+    write(0, 'run', content);
+    expect(leftReports(dataDir, attemptRecord(JOB, 1, AT, { instances: [instance(0)] }), 1, AT)).toEqual([]);
+  });
+
+  it('neither blocks on nor reads a FIFO put where a report would be', () => {
+    const dir = nodeDir(dataDir, JOB, 1, 0);
+    mkdirSync(dir, { recursive: true });
+    spawnSync('mkfifo', [path.join(dir, 'run.report.json')]);
+    expect(leftReports(dataDir, attemptRecord(JOB, 1, AT, { instances: [instance(0)] }), 1, AT)).toEqual([]);
+  });
+});
+
+const open = useLocalRuntimes();
+
+describe('a runtime opening a folder whose job left a report unstored', () => {
+  it('stores it, applies the policy, and ends the job FAILED_CONTROLLER when the policy would relaunch: the codes and decision stay on record', async () => {
+    const first = await open({ inMemory: false });
+    const { jobId } = await first.runtime.submit(yaml`
+      resources:
+        job_recovery:
+          recover_on_exit_codes: [29]
+      run: sleep 60
+    `);
+    await waitUntilAwaiting(first, jobId, 1);
+    // Its setup report stored: only the run's report is left in the node's folder.
+    await waitFor('the setup report to be stored', async () => ((await first.runtime.deps.store.getAttempt(jobId, 1)).reports.some((r) => r.phase === 'setup') ? true : undefined));
+    await first.runtime.close();
+    // What the agent had written before its report could reach the database.
+    writeFileSync(path.join(nodeDir(first.dataDir, jobId, 1, 0), 'run.report.json'), JSON.stringify({ nodeRank: 0, phase: 'run', exitCode: 29, outputTail: '' }));
+
+    const second = await open({ inMemory: false, dataDir: first.dataDir });
+    const job = await stored(second, jobId);
+    expect(job.job.status).toBe('FAILED_CONTROLLER');
+    expect(job.attempts[0]).toMatchObject({ outcome: { kind: 'EXITED' }, decision: { action: 'RESTART' } });
+    expect(job.attempts[0]?.reports.map((r) => `${r.phase}:${r.exitCode}`)).toContain('run:29');
+    expect(second.notices).toEqual([`job ${jobId}: attempt 1 had ended before its runtime stopped (run exit code 29 on node 0, found in its nodes' folders): RECOVERING`]);
+  });
+});
