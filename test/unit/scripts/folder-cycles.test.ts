@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { describeCycle, folderCycles, relativeImports, type FolderCycle } from '../../scripts/folder-cycles.ts';
+import { describeCycle, folderCycles, relativeImports, type FolderCycle } from '../../../scripts/folder-cycles.ts';
 
-const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
 const roots: string[] = [];
 afterEach(() => {
