@@ -17,7 +17,7 @@ for (const project of readdirSync(cacheRoot)) {
   const { results } = JSON.parse(readFileSync(join(cacheRoot, project, 'results.json'), 'utf8')) as { results: [string, { duration?: number }][] };
   for (const [key, result] of results) {
     const file = key.slice(key.indexOf(':') + 1);
-    if (result.duration !== undefined && file.startsWith('test/') && !file.startsWith('test/browser/') && !file.startsWith('test/contract/aws/')) {
+    if (result.duration !== undefined && file.startsWith('test/') && !file.startsWith('test/browser/') && !file.startsWith('test/contract/')) {
       durations[file] = Math.round(result.duration / 100) * 100;
     }
   }
