@@ -6,7 +6,7 @@ import type { InputIssue } from './errors.ts';
 import { formatPath } from './located-yaml/path.ts';
 
 /**
- * A zod issue's path as every message shows it, `a.b[0].c` (lib/task-file's formatPath), after
+ * A zod issue's path as every message shows it, `a.b[0].c` (lib/located-yaml/path.ts's formatPath), after
  * `prefix` when one is given: `issuePath(['x', 0], 'state')` is `state.x[0]`. The prefix is
  * taken as written (a CDK context key such as `relaunch:subnets` is not quoted).
  */
