@@ -25,6 +25,7 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
   [/^arn:<AWS::Partition>:s3:::[a-z0-9.-]+\*?(\/\*)?$/, "The buckets a deployer allowed tasks to mount (relaunch:dataBuckets), as the data access role's ceiling: their objects, or every bucket of a name prefix they gave; each session is narrowed to its own job's."],
   [/:execution:[\w-]+:\*$/, "The executions of relaunch's own state machine: read one's history and stop it on a cancel."],
   [/\.Arn>:\*$/, 'Each task function and its versions, which the state machine invokes.'],
+  [/:execute-api:.*\/jobs\/\*$/, "A job route's path parameter (the id of any job a teammate submits), on this API's stage and one method; the agents' routes are not granted."],
 ];
 
 /**
@@ -52,7 +53,7 @@ export function renderCfn(value: unknown): string {
  */
 export function acknowledgeWildcards(scope: Construct): void {
   const stack = Stack.of(scope);
-  for (const policy of scope.node.findAll().filter((c): c is iam.Policy => c instanceof iam.Policy)) {
+  for (const policy of scope.node.findAll().filter((c): c is iam.Policy | iam.ManagedPolicy => c instanceof iam.Policy || c instanceof iam.ManagedPolicy)) {
     const document = stack.resolve(policy.document.toJSON()) as { Statement?: { Resource?: unknown }[] } | undefined;
     const resources = new Set((document?.Statement ?? []).flatMap((s) => [s.Resource ?? []].flat().map(renderCfn)));
     const owner = policy.node.scope instanceof iam.Role ? policy.node.scope : policy;

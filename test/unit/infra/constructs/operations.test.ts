@@ -247,7 +247,7 @@ describe('Operations with a team topic and job notifications', () => {
     expect(jobsTopic).toBeDefined();
     const ref = { Ref: jobsTopic?.[0] };
     const notifying = LAMBDA_NAMES.filter((name) => LAMBDA_NEEDS[name].notifies === true);
-    expect(notifying.sort()).toEqual(['api', 'evaluate-policy', 'janitor', 'on-execution-ended', 'record-controller-failure']);
+    expect(notifying.sort()).toEqual(['api', 'evaluate-policy', 'janitor', 'on-execution-ended', 'record-controller-failure', 'take-down']);
     for (const name of LAMBDA_NAMES) {
       const grants = publishes(statementsOf(resources, name));
       if (notifying.includes(name)) {
