@@ -8,6 +8,7 @@ import { decideRecovery, initialCounters } from './policy/decide.ts';
 import { RecoveryAction, type AttemptOutcome, type Market, type Phase, type RecoveryDecision } from './policy/types.ts';
 import type { RecoveryPolicy, TaskSpec } from './task-file/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
+import { restartsOnErrorsUsed } from './views.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from './task-file/bounds.ts';
 
 /** One attempt's decision, as `relaunch simulate --json` prints it (these keys, no others). */
@@ -19,6 +20,7 @@ export interface SimulatedDecision {
   readonly event: string;
   readonly action: RecoveryAction;
   readonly status: JobStatus;
+  /** Restarts on errors used, never more than max_restarts_on_errors, as the job's views show them. */
   readonly restartsOnErrors: number;
   readonly recoveryCount: number;
   readonly reason: string;
@@ -101,7 +103,7 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
       event: events.slice(first, last + 1).join(' '),
       action: decision.action,
       status: decision.status,
-      restartsOnErrors: counters.restartsOnErrors,
+      restartsOnErrors: restartsOnErrorsUsed(counters.restartsOnErrors, policy.maxRestartsOnErrors),
       recoveryCount: counters.recoveryCount,
       reason: decision.reason,
       ...(standby === undefined ? {} : { standby }),

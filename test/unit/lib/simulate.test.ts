@@ -131,7 +131,7 @@ describe('simulate: warnings, vanished instances, capacity and boots', () => {
     ['the same failing peer without a warning: charged, and FAILED', ['exit:0+1'], 'FAIL', 'exit code 1 on node 1 (run); max_restarts_on_errors is 0, so no restart'],
   ])('%s', (_name, events, action, reason) => {
     const result = simulate(two(), events);
-    expect(result.decisions).toEqual([{ event: events.join(' '), action, status: action === 'SUCCEED' ? 'SUCCEEDED' : action === 'FAIL' ? 'FAILED' : 'RECOVERING', restartsOnErrors: action === 'FAIL' ? 1 : 0, recoveryCount: action === 'RECOVER' ? 1 : 0, reason }]);
+    expect(result.decisions).toEqual([{ event: events.join(' '), action, status: action === 'SUCCEED' ? 'SUCCEEDED' : action === 'FAIL' ? 'FAILED' : 'RECOVERING', restartsOnErrors: 0, recoveryCount: action === 'RECOVER' ? 1 : 0, reason }]);
   });
 
   it('joins a warn with the event it precedes, one decision per attempt', () => {
