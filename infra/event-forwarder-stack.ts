@@ -11,6 +11,7 @@ import type { Construct } from 'constructs';
 import { ConfigurationError } from '../lib/errors.ts';
 import { deadLetterQueue, forwardedDeadLetterQueueName } from './constructs/dead-letters.ts';
 import { EC2_EVENT_PATTERNS } from './constructs/instance-events.ts';
+import { DEFAULT_NAME_PREFIX } from '../lib/deployment-names.ts';
 
 /** Where the events go, and what this region's stack is. */
 export interface Ec2EventForwarderStackProps extends StackProps {
@@ -21,7 +22,7 @@ export interface Ec2EventForwarderStackProps extends StackProps {
   /**
    * The deployment's name prefix: the queue of events that could not be forwarded is
    * named from it, for the home region's janitor to replay.
-   * @default 'relaunch'
+   * @default DEFAULT_NAME_PREFIX ('relaunch')
    */
   readonly namePrefix?: string;
 }
@@ -29,7 +30,7 @@ export interface Ec2EventForwarderStackProps extends StackProps {
 /** One failover region's EC2 events, forwarded to relaunch's region. */
 export class Ec2EventForwarderStack extends Stack {
   constructor(scope: Construct, id: string, props: Ec2EventForwarderStackProps) {
-    const { homeRegion, region, namePrefix = 'relaunch', ...stackProps } = props;
+    const { homeRegion, region, namePrefix = DEFAULT_NAME_PREFIX, ...stackProps } = props;
     if (region === homeRegion) throw new ConfigurationError(`${region} is relaunch's own region: its EC2 events need no forwarding`);
     super(scope, id, {
       description: `relaunch: EC2 events of ${region}, forwarded to ${homeRegion}`,

@@ -3,7 +3,7 @@
 
 import { Annotations, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { stackNameOf } from '../lib/deployment-names.ts';
+import { forwarderStackName, stackNameOf } from '../lib/deployment-names.ts';
 import { ConfigurationError } from '../lib/errors.ts';
 import { ContextKey, type RelaunchConfig } from './config.ts';
 import { isAwsZone, regionOfZone } from '../lib/task-file/cloud-region-zone.ts';
@@ -40,7 +40,7 @@ export function addRelaunchStacks(scope: Construct, id: string, props: RelaunchP
   const homeRegion = regionOfSubnets(props.subnetsByZone);
   const relaunch = new RelaunchStack(scope, id, { relaunch: props });
   const forwarders = (props.otherRegions ?? []).map(
-    ({ region }) => new Ec2EventForwarderStack(scope, `${id}-events-${region}`, { homeRegion, region, namePrefix: props.namePrefix }),
+    ({ region }) => new Ec2EventForwarderStack(scope, forwarderStackName(id, region), { homeRegion, region, namePrefix: props.namePrefix }),
   );
   return { relaunch, forwarders };
 }

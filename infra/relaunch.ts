@@ -30,6 +30,7 @@ import { DEPLOYMENT_OUTPUT_ID, deploymentRecord } from '../lib/check/deployment.
 import { jobSecretsPath, type Ec2RegionConfig } from '../lib/workflow/resources.ts';
 import { grantCompute, grantJobSecrets, grantSweepLaunchTemplates, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
+import { DEFAULT_NAME_PREFIX } from '../lib/deployment-names.ts';
 
 /** Everything Relaunch needs: where instances run, plus optional tuning. */
 export interface RelaunchProps extends RelaunchConfig {
@@ -75,7 +76,7 @@ export class Relaunch extends Construct {
 
   constructor(scope: Construct, id: string, props: RelaunchProps) {
     super(scope, id);
-    const namePrefix = props.namePrefix ?? 'relaunch';
+    const namePrefix = props.namePrefix ?? DEFAULT_NAME_PREFIX;
     // Named, so the Lambdas it calls (and that call it) know its ARN without a cycle.
     const stateMachineName = `${namePrefix}-controller`;
     const stateMachineArn = JobWorkflow.stateMachineArn(this, stateMachineName);

@@ -17,7 +17,7 @@ export function stackNameOf(namePrefix: string = DEFAULT_NAME_PREFIX): string {
   return namePrefix === DEFAULT_NAME_PREFIX ? DEFAULT_STACK_NAME : `${namePrefix}-relaunch`;
 }
 
-/** The stack forwarding `region`'s EC2 events to the deployment named `namePrefix`. */
-export function forwarderStackNameOf(namePrefix: string, region: string): string {
-  return `${stackNameOf(namePrefix)}-events-${region}`;
+/** The stack forwarding `region`'s EC2 events to the deployment whose stack is `stackName`. */
+export function forwarderStackName(stackName: string, region: string): string {
+  return `${stackName}-events-${region}`;
 }

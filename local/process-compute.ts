@@ -357,7 +357,7 @@ export class LocalProcessCompute implements Compute {
       sourcesUrl: sourcesDir(this.options.dataDir),
       ...(disk === null ? {} : { jobHome: path.join(disk, 'home'), mountRoot: path.join(disk, 'root') }),
       shutdownCommand: shutdownStandIn(rootDir),
-      // The local runtime's 429s (agent-calls.ts) pass in moments: a refused report is retried soon.
+      // A busy local runtime answers late, never refuses (agent-calls.ts): a report is retried soon.
       reportBackoff: { initialMs: 200, maxMs: 5_000 },
       reportRetrySeconds: localReportRetrySeconds(this.options.heartbeatTimeoutMs ?? HEARTBEAT_TIMEOUT_SECONDS * 1000),
       // Its rank, peers and secret come from the runtime (IMDS and SSM stand-ins), which a

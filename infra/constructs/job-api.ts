@@ -17,6 +17,7 @@ import { Construct } from 'constructs';
 import * as z from '../../lib/zod.ts';
 import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, ReportBodySchema } from '../../lib/agent/protocol.ts';
 import { ROUTES, type RouteName } from '../../lib/http/routes.ts';
+import { DEFAULT_NAME_PREFIX } from '../../lib/deployment-names.ts';
 
 /** Options of the REST API. */
 export interface JobApiProps {
@@ -72,7 +73,7 @@ export interface JobApiProps {
   readonly accountLogRole?: boolean;
   /**
    * Name shown in the API Gateway console.
-   * @default 'relaunch'
+   * @default DEFAULT_NAME_PREFIX ('relaunch')
    */
   readonly restApiName?: string;
 }
@@ -132,7 +133,7 @@ export class JobApi extends Construct {
       throttlingBurstLimit: props.agentThrottleBurstLimit ?? 200,
     };
     this.api = new apigateway.RestApi(this, 'Api', {
-      restApiName: props.restApiName ?? 'relaunch',
+      restApiName: props.restApiName ?? DEFAULT_NAME_PREFIX,
       description: 'relaunch: submit, inspect and cancel jobs; agent callbacks',
       cloudWatchRole: props.accountLogRole ?? true,
       ...((props.accountLogRole ?? true) ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN } : {}),

@@ -12,7 +12,7 @@
 // candidate launched, the placement's `unavailable`.
 //
 // What it uses, each a provider of its own: Ec2Images (ec2-images.ts) resolves each
-// candidate's AMI; Ec2LaunchTemplates (ec2-launch-templates.ts) makes the attempt's launch
+// candidate's AMI; AttemptLaunchTemplates (ec2-launch-templates.ts) makes the attempt's launch
 // templates, from which CreateFleet takes every instance setting (image, user data, IMDSv2,
 // volumes, network), and deletes them once the fleet requests are answered; the agent in
 // the user data comes from ec2-user-data.ts. Ec2Compute builds its providers from its own

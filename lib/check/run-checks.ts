@@ -27,6 +27,7 @@ import { PermissionDeniedError, type AccountReader, type ApiProbe, type BucketFa
 import { quotaCheck, quotaGroupOf, vcpusInUse, type AllowedInGroup, type InstanceInUse, type QuotaGroup, type QuotaUse } from './quotas.ts';
 import { reportOf, type CheckReport, type CheckResult, type Verdict } from './report.ts';
 import { judgeCandidate, launchCheck, type ImageOutcome, type JudgedCandidate, type Known, type RegionFacts } from './verdict.ts';
+import { DEFAULT_NAME_PREFIX, forwarderStackName } from '../deployment-names.ts';
 
 /** The settings cdk.json gives, for before the first deploy. */
 export type LocalSettings =
@@ -160,7 +161,7 @@ export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<Che
 
   const bucketResults = await bucketChecks(reader, input.task.specs, settings?.settings ?? null, caller);
   checks.push(...bucketResults);
-  const deployment: DeploymentSettings = settings?.settings ?? { namePrefix: 'relaunch', vpcId: '', regions: [{ region: input.region, subnetsByZone: {} }], allowedInstanceTypes: null, dataBuckets: [], dataBucket: null };
+  const deployment: DeploymentSettings = settings?.settings ?? { namePrefix: DEFAULT_NAME_PREFIX, vpcId: '', regions: [{ region: input.region, subnetsByZone: {} }], allowedInstanceTypes: null, dataBuckets: [], dataBucket: null };
   const vcpus = await candidateVcpus(reader, input.region, candidates.flat());
   const judged: JudgedCandidate[][] = [];
   for (const [index, spec] of input.task.specs.entries()) {
@@ -318,7 +319,7 @@ async function apiCheck(input: CheckInput, record: DeploymentRecord | null, prob
 /** The stack that forwards a failover region's EC2 events home (infra/event-forwarder-stack.ts, named `<stack>-events-<region>`). */
 async function forwarderCheck(reader: AccountReader, stackName: string, region: string, caller: string): Promise<CheckResult> {
   const id = `forwarder:${region}`;
-  const name = `${stackName}-events-${region}`;
+  const name = forwarderStackName(stackName, region);
   const stack = await read(() => reader.stack(region, name));
   if (!stack.known) return notChecked(id, `stack ${name} in ${region}`, stack, caller);
   if (stack.value === null) {
