@@ -84,7 +84,7 @@ export async function takeDownDeployment(deps: {
     const at = nowIso(clock);
     const changed = await retryOnConflict(2, async () => {
       const current = await store.getJob(job.jobId);
-      if (isTerminal(current.status)) return false;
+      if (isTerminal(current.status)) return null;
       if (current.attemptCount > 0) {
         const attempt = await store.getAttempt(job.jobId, current.attemptCount);
         if (attempt.outcome === null) await store.endAttempt(job.jobId, attempt.attempt, { kind: 'CANCELLED' }, at);
@@ -94,10 +94,10 @@ export async function takeDownDeployment(deps: {
         { from: current.status, to: JobStatus.CANCELLED, reason: TAKEN_DOWN, attempt: current.attemptCount > 0 ? current.attemptCount : null, at },
         { failureReason: TAKEN_DOWN },
       );
-      return true;
+      return current.attemptCount > 0 ? { attempt: current.attemptCount } : {};
     });
     await secrets.delete(job.jobId);
-    if (changed) ended.push({ jobId: job.jobId, status: JobStatus.CANCELLED, reason: TAKEN_DOWN });
+    if (changed !== null) ended.push({ jobId: job.jobId, status: JobStatus.CANCELLED, reason: TAKEN_DOWN, ...changed });
   }
   return { released, left, ended, templatesDeleted };
 }
