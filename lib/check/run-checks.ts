@@ -4,8 +4,7 @@
 // the permission; nothing here throws for what the account holds.
 
 import { awsErrorCode } from '../adapters/aws-errors.ts';
-import { aliasParameter, DEFAULT_IMAGE_PARAMETERS } from '../adapters/ec2-images.ts';
-import type { ImageKind } from '../workflow/resources.ts';
+import { aliasParameter, DEFAULT_IMAGE_PARAMETERS, imageKind } from '../adapters/ec2-images.ts';
 import { bucketAllowed, notAllowedBucket } from '../adapters/s3-data.ts';
 import { candidatesOf, type Candidate } from '../candidates.ts';
 import { architectureOf, hasGpus, INSTANCE_TYPES, instanceTypeInfo } from '../instance-types.ts';
@@ -504,7 +503,7 @@ async function imageOutcome(reader: AccountReader, region: string, spec: TaskSpe
   const arch = architectureOf(instanceType);
   let imageId: string;
   if (wanted === null || wanted.kind === 'alias') {
-    const kind: ImageKind = hasGpus(instanceType) ? `${arch}-gpu` : arch;
+    const kind = imageKind(instanceType);
     const parameter = wanted === null ? DEFAULT_IMAGE_PARAMETERS[kind] : aliasParameter(wanted.alias, arch);
     const value = await reader.parameter(region, parameter);
     const what = wanted === null ? `the default ${kind} image` : `image_id skypilot:${wanted.alias}`;

@@ -4,7 +4,7 @@ export type { UseCaseDeps } from './deps.ts';
 export { submitJob, type SubmitJobInput, type SubmitJobResult } from './submit-job.ts';
 export { launchAttempt } from './launch-attempt.ts';
 export { awaitAttempt, CANCELLED_BY_USER } from './await-attempt.ts';
-export { reportPhase, reportStoppedPhase, type ReportPhaseInput, type ReportPhaseResult, type ReportStoppedInput } from './report-phase.ts';
+export { reportPhase, type ReportPhaseInput, type ReportPhaseResult } from './report-phase.ts';
 export { heartbeat, type HeartbeatInput } from './heartbeat.ts';
 export { issueDataCredentials } from './data-credentials.ts';
 export type { AgentCredentials } from './agent.ts';
