@@ -3,6 +3,11 @@
 // Names are literal strings (not `this.constructor.name`) because Lambda reports the name
 // and Step Functions Catch/Retry match on it; a minifier would otherwise rename classes.
 
+/** An error's message, whatever was thrown. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** One problem found in user input, located by its path (and line, when known). */
 export interface InputIssue {
   /** Dotted path with list indexes, e.g. `resources.job_recovery.recover_on_exit_codes[1]`. */

@@ -92,11 +92,6 @@ export function attemptTags(namePrefix: string, request: Pick<LaunchRequest, 'jo
   ];
 }
 
-/** An error's message, for the reasons relaunch writes. */
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** EC2 caps a ClientToken at 64 ASCII characters. */
 const CLIENT_TOKEN_MAX = 64;
 

@@ -58,7 +58,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET_OWNER_TAG } from '../agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
-import { InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
+import { errorMessage, InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
 import type { InstanceRef, Placement } from '../model.ts';
 import { planFleets, type FleetOverride, type FleetPlan } from '../launch-plan.ts';
 import type { Market } from '../policy/types.ts';
@@ -68,7 +68,7 @@ import type { PortRange, TaskSpec } from '../task-file/types.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 import { DEPLOYMENT_TAG_KEY, SPOT_SERVICE_LINKED_ROLE, type Ec2ComputeConfig } from '../workflow/resources.ts';
 import { awsErrorCode } from './aws-errors.ts';
-import { attemptTags, boundedToken, CAPACITY_ERRORS, ec2Retrying, errorMessage, LIVE_STATES, tagFilter, type Ec2Retrying } from './ec2-calls.ts';
+import { attemptTags, boundedToken, CAPACITY_ERRORS, ec2Retrying, LIVE_STATES, tagFilter, type Ec2Retrying } from './ec2-calls.ts';
 import { assertImageSomewhere, Ec2Images, imageKind, type Image } from './ec2-images.ts';
 import { AttemptLaunchTemplates, launchTemplateData } from './ec2-launch-templates.ts';
 import { nodeTrafficProblems } from './ec2-network.ts';

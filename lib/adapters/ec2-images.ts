@@ -5,13 +5,13 @@
 // kind of instance in a launch; `relaunch check` names the same parameters.
 
 import { DescribeImagesCommand, type EC2Client } from '@aws-sdk/client-ec2';
-import { PrecheckError } from '../errors.ts';
+import { errorMessage, PrecheckError } from '../errors.ts';
 import { architectureOf, hasGpus, type Architecture } from '../instance-types.ts';
 import type { FleetPlan } from '../launch-plan.ts';
 import type { ImageAlias } from '../task-file/image-id.ts';
 import type { TaskSpec } from '../task-file/types.ts';
 import { awsErrorCode } from './aws-errors.ts';
-import { errorMessage, type Ec2Retrying } from './ec2-calls.ts';
+import type { Ec2Retrying } from './ec2-calls.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
 import type { ImageKind } from '../workflow/resources.ts';
 

@@ -22,7 +22,5 @@ export function nowIso(clock: Clock): string {
   return clock.now().toISOString();
 }
 
-/** An error's message, whatever was thrown. */
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+/** An error's message, whatever was thrown (lib/errors.ts). */
+export { errorMessage } from '../errors.ts';
