@@ -3,6 +3,7 @@
 
 import type { JobEvent } from '../lib/model.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
+import { formatTime } from './times.ts';
 
 /** One line of the controller's timeline: when, and what happened. */
 export interface ControllerEntry {
@@ -76,7 +77,7 @@ function endedHow(attempt: AttemptView): string {
   return `${phase}${codes}${failure}`;
 }
 
-/** The timeline as the command prints it: one line per entry, its time first. */
-export function formatTimeline(entries: readonly ControllerEntry[]): string {
-  return entries.map((entry) => `${entry.at}  ${entry.text}`).join('\n');
+/** The timeline as the command prints it: one line per entry, its time first (cli/times.ts, as every command prints one). */
+export function formatTimeline(entries: readonly ControllerEntry[], timeZone?: string): string {
+  return entries.map((entry) => `${formatTime(entry.at, timeZone)}  ${entry.text}`).join('\n');
 }

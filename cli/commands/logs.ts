@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../lib/errors.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
-import { jobIdArgument } from '../job-id.ts';
+import { jobRefArgument, resolveJob, type JobRef } from '../job-id.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob, LogTail } from '../follow.ts';
 import type { AttemptView, JobView } from '../../lib/views.ts';
@@ -23,18 +23,19 @@ export function logsCommand(io: Io): Command {
   return withTargetOptions(
     subcommand('logs', io)
       .description("print a job's output (the latest attempt unless --attempt or --task)")
-      .argument('<job>', 'a job id', jobIdArgument)
+      .argument('<job>', 'a job id, or a job name (the newest job of that name)', jobRefArgument)
       .option('--attempt <n>', 'the attempt (1-based)', positive('--attempt', 'an attempt number'))
       .option('--task <n>', "a pipeline's task (1-based): its latest attempt", positive('--task', 'a task number'))
       .option('--follow', 'keep printing until the job ends')
       .option('--controller', "the controller's side instead: each launch, end and decision with its reason and time, and (locally) each status change"),
-  ).action(async (jobId: string, options: LogsOptions) => exitWith(await printLogs(jobId, options, io)));
+  ).action(async (ref: JobRef, options: LogsOptions) => exitWith(await printLogs(ref, options, io)));
 }
 
-async function printLogs(jobId: string, options: LogsOptions, io: Io): Promise<ExitStatus> {
+async function printLogs(ref: JobRef, options: LogsOptions, io: Io): Promise<ExitStatus> {
   let target: Target | null = null;
   try {
     target = await openTarget(options, io, { command: 'logs' });
+    const jobId = await resolveJob(ref, target.client);
     if (options.controller === true) return await printControllerLog(target, jobId, options, io);
     const { dataDir } = target.client;
     if (dataDir === null) {

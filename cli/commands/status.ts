@@ -1,35 +1,46 @@
 // `relaunch status [JOB]`: a table of jobs, or one job with every attempt.
 
 import type { Command } from 'commander';
+import type { JobStatus } from '../../lib/status.ts';
 import type { AttemptView, JobSummary, JobView } from '../../lib/views.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
-import { jobIdArgument } from '../job-id.ts';
+import { jobRefArgument, resolveJob, type JobRef } from '../job-id.ts';
+import type { JobsClient } from '../jobs-client.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+import { inProgressLine, limitArgument, QUEUE_DEFAULT_LIMIT, queueRows, selectJobs, statusList } from '../queue.ts';
+import { formatTime } from '../times.ts';
 
 interface StatusOptions extends TargetOptions {
   readonly json?: boolean;
+  readonly all?: boolean;
+  readonly limit?: number;
+  readonly status?: readonly JobStatus[];
+  readonly name?: string;
 }
 
 /** The `status` subcommand. */
 export function statusCommand(io: Io): Command {
   return withTargetOptions(
     subcommand('status', io)
-      .description('list jobs, or show one job with every attempt: outcome, exit codes, decision, reason, duration, the gap before its run, and standbys')
-      .argument('[job]', 'a job id', jobIdArgument)
+      .description('list jobs as `sky jobs queue` does (name, resources, times, attempts, recoveries, status), or show one job with every attempt')
+      .argument('[job]', 'a job id, or a job name (the newest job of that name)', jobRefArgument)
+      .option('--status <STATUS[,STATUS]>', 'only jobs in these statuses (repeatable), e.g. RUNNING,RECOVERING', statusList)
+      .option('--name <name>', 'only jobs of this name')
+      .option('--limit <n>', `at most this many jobs, the newest (default ${QUEUE_DEFAULT_LIMIT})`, limitArgument)
+      .option('-a, --all', 'every job, with the columns STARTED, WHERE and DETAILS too')
       .option('--json', 'print JSON: {jobs: [...]} or the job'),
-  ).action(async (jobId: string | undefined, options: StatusOptions) => exitWith(await showStatus(jobId, options, io)));
+  ).action(async (ref: JobRef | undefined, options: StatusOptions) => exitWith(await showStatus(ref, options, io)));
 }
 
-/** Prints the jobs, or the job (an unknown id is bad input: status 2). */
-export async function showStatus(jobId: string | undefined, options: StatusOptions, io: Io): Promise<ExitStatus> {
+/** Prints the jobs, or the job (an unknown id or name is bad input: status 2). */
+export async function showStatus(ref: JobRef | undefined, options: StatusOptions, io: Io): Promise<ExitStatus> {
   let target: Target | null = null;
   try {
     target = await openTarget(options, io, { command: 'status' });
-    if (jobId === undefined) {
-      const jobs = await target.client.listJobs();
-      io.out(options.json === true ? JSON.stringify({ jobs }, null, 2) : jobTable(jobs));
+    if (ref === undefined) {
+      await printQueue(target.client, options, io, Date.now());
     } else {
-      const job = await target.client.getJob(jobId);
+      const job = await target.client.getJob(await resolveJob(ref, target.client));
       io.out(options.json === true ? JSON.stringify(job, null, 2) : jobDetail(job));
     }
     return ExitStatus.OK;
@@ -40,12 +51,45 @@ export async function showStatus(jobId: string | undefined, options: StatusOptio
   }
 }
 
-function jobTable(jobs: readonly JobSummary[]): string {
-  if (jobs.length === 0) return 'no jobs yet (relaunch run TASK.yaml starts one)';
-  return table(
-    ['JOB', 'NAME', 'STATUS', 'RECOVERIES', 'RESTARTS ON ERRORS', 'SUBMITTED'],
-    jobs.map((job) => [job.jobId, job.name ?? '-', job.status, String(job.recoveryCount), `${job.restartsOnErrors} of ${job.maxRestartsOnErrors}`, job.createdAt]),
-  );
+/** Views read at once while a queue is printed: enough to be quick, few enough for a deployed API's throttle. */
+const VIEWS_AT_ONCE = 4;
+
+/**
+ * The queue: the jobs the filters keep (`--all` lifts the limit), a line of those in
+ * progress, and a row per job from its view (resources, run time and attempts are its
+ * attempts'); `--json` prints the kept jobs as `GET /jobs` lists them.
+ */
+export async function printQueue(client: Pick<JobsClient, 'listJobs' | 'getJob'>, options: Omit<StatusOptions, 'dataDir'>, io: Io, now: number, timeZone?: string): Promise<void> {
+  const all = await client.listJobs();
+  const limit = options.limit ?? (options.all === true ? null : QUEUE_DEFAULT_LIMIT);
+  const kept = selectJobs(all, { statuses: options.status ?? [], name: options.name, limit });
+  if (options.json === true) {
+    io.out(JSON.stringify({ jobs: kept }, null, 2));
+    return;
+  }
+  if (all.length === 0) {
+    io.out('no jobs yet (relaunch run TASK.yaml starts one)');
+    return;
+  }
+  const views = await viewsOf(client, kept);
+  const lines = [inProgressLine(all)];
+  if (views.length === 0) lines.push('no job matches (relaunch status with no filter lists them all)');
+  else {
+    const [header = [], ...rows] = queueRows(views, { all: options.all === true, now, timeZone });
+    lines.push(table(header, rows));
+  }
+  const hidden = all.length - kept.length;
+  if (limit !== null && kept.length === limit && hidden > 0) lines.push(`(the newest ${limit} shown: --limit N or --all for more)`);
+  io.out(lines.join('\n'));
+}
+
+/** Each job's view, in the list's order, a few read at a time. */
+async function viewsOf(client: Pick<JobsClient, 'getJob'>, jobs: readonly JobSummary[]): Promise<JobView[]> {
+  const views: JobView[] = [];
+  for (let at = 0; at < jobs.length; at += VIEWS_AT_ONCE) {
+    views.push(...(await Promise.all(jobs.slice(at, at + VIEWS_AT_ONCE).map((job) => client.getJob(job.jobId)))));
+  }
+  return views;
 }
 
 /**
@@ -113,9 +157,9 @@ function standbys(attempts: readonly AttemptView[]): string[] {
   return lines.length === 0 ? [] : ['', ...lines];
 }
 
-/** `12:00:03.250` (UTC) of an ISO time; `?` when there is none. */
+/** A time as every command prints it; `?` when there is none. */
 function clockTime(at: string | null): string {
-  return at === null ? '?' : at.slice(11, 23);
+  return at === null ? '?' : formatTime(at);
 }
 
 /** A line for each attempt whose node's agent failed before setup: which step, and why. */

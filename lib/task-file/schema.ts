@@ -25,7 +25,7 @@ import {
 import { unknownKeyMessage, type Section } from './unsupported.ts';
 
 /** SkyPilot's task name rule: letters and digits, joined by up to two of `.`, `_`, `-`. */
-const TASK_NAME = /^[A-Za-z0-9]+(?:[._-]{1,2}[A-Za-z0-9]+)*$/;
+export const TASK_NAME = /^[A-Za-z0-9]+(?:[._-]{1,2}[A-Za-z0-9]+)*$/;
 /** An EC2 instance type: family, a dot, size (`p4d.24xlarge`, `m7i-flex.large`). */
 const INSTANCE_TYPE = /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/;
 

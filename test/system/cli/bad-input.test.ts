@@ -23,9 +23,10 @@ describe('bad options of the job commands', () => {
     [['status', '--api', 'ftp://example.com'], 'error: --api: expected an http(s) URL, got "ftp://example.com"'],
     [['logs', 'j-1', '--attempt', 'abc'], 'error: --attempt: expected an attempt number (1-based), got "abc"'],
     [['logs', 'j-1', '--attempt', '1,3'], 'error: --attempt: expected an attempt number (1-based), got "1,3"'],
-    [['status', 'j'.repeat(2048)], `error: <job>: expected a job id such as j-0m8x2k1qz-4fz0aa, got "${'j'.repeat(40)}"... (2048 characters)`],
-    [['cancel', '../../etc'], 'error: <job>: expected a job id such as j-0m8x2k1qz-4fz0aa, got "../../etc"'],
-    [['logs', 'J-0M8X2K1QZ-4FZ0AA'], 'error: <job>: expected a job id such as j-0m8x2k1qz-4fz0aa, got "J-0M8X2K1QZ-4FZ0AA"'],
+    [['status', 'j'.repeat(2048)], `error: <job>: expected a job id such as j-0m8x2k1qz-4fz0aa or a job's name such as train-llama, got "${'j'.repeat(40)}"... (2048 characters)`],
+    [['cancel', '../../etc'], 'error: <job>: expected a job id such as j-0m8x2k1qz-4fz0aa or a job\'s name such as train-llama, got "../../etc"'],
+    [['logs', 'a b'], 'error: <job>: expected a job id such as j-0m8x2k1qz-4fz0aa or a job\'s name such as train-llama, got "a b"'],
+    [['cancel'], 'error: <job>: expected a job id or name, or --all for every job that has not ended'],
   ])('relaunch %j names the option and exits 2', async (args, message) => {
     const io = bufferIo();
     const status = await main(['node', 'relaunch', ...args, '--data-dir', join(dir, 'unused')], io);

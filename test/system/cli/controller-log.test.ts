@@ -63,15 +63,15 @@ describe('controllerTimeline', () => {
       event(T(10), 'RUNNING', 'RECOVERING', 'spot preemption; recovery 1, does not count toward max_restarts_on_errors'),
       event(T(2), 'STARTING', 'RUNNING', 'the agent of attempt 1 is up'),
     ];
-    expect(formatTimeline(controllerTimeline(job([running, preempted]), events)).split('\n')).toEqual([
-      `${T(0)}  status new -> PENDING: job created`,
-      `${T(1)}  attempt 1 launched, spot, g5.xlarge in us-east-1b`,
-      `${T(2)}  status STARTING -> RUNNING (attempt 1): the agent of attempt 1 is up`,
-      `${T(5)}  attempt 1: run started`,
-      `${T(9)}  attempt 1 ended PREEMPTED in run, exit codes unknown,0`,
-      `${T(10)}  attempt 1 decided RECOVER (PREEMPTED_OR_LOST): spot preemption; recovery 1, does not count toward max_restarts_on_errors; next launch in 30 s`,
-      `${T(10)}  status RUNNING -> RECOVERING (attempt 1): spot preemption; recovery 1, does not count toward max_restarts_on_errors`,
-      `${T(40)}  attempt 2 launched, on-demand`,
+    expect(formatTimeline(controllerTimeline(job([running, preempted]), events), 'Europe/Paris').split('\n')).toEqual([
+      `2026-12-06 13:00:00 CET  status new -> PENDING: job created`,
+      `2026-12-06 13:00:01 CET  attempt 1 launched, spot, g5.xlarge in us-east-1b`,
+      `2026-12-06 13:00:02 CET  status STARTING -> RUNNING (attempt 1): the agent of attempt 1 is up`,
+      `2026-12-06 13:00:05 CET  attempt 1: run started`,
+      `2026-12-06 13:00:09 CET  attempt 1 ended PREEMPTED in run, exit codes unknown,0`,
+      `2026-12-06 13:00:10 CET  attempt 1 decided RECOVER (PREEMPTED_OR_LOST): spot preemption; recovery 1, does not count toward max_restarts_on_errors; next launch in 30 s`,
+      `2026-12-06 13:00:10 CET  status RUNNING -> RECOVERING (attempt 1): spot preemption; recovery 1, does not count toward max_restarts_on_errors`,
+      `2026-12-06 13:00:40 CET  attempt 2 launched, on-demand`,
     ]);
   });
 

@@ -66,13 +66,36 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     expect((await server.finished).code).toBe(0);
   });
 
-  it('status prints a table with a row per job', async () => {
+  it("status prints the queue as sky jobs queue does: a line of the jobs in progress, then a row per job", async () => {
     const result = await cli('status');
     expect(result.code, result.stderr).toBe(0);
-    const [header, ...rows] = result.stdout.trimEnd().split('\n');
-    expect(header?.split(/\s{2,}/)).toEqual(['JOB', 'NAME', 'STATUS', 'RECOVERIES', 'RESTARTS ON ERRORS', 'SUBMITTED']);
+    const [progress, header, ...rows] = result.stdout.trimEnd().split('\n');
+    expect(progress).toBe('no job in progress');
+    expect(header?.split(/\s{2,}/)).toEqual(['ID', 'NAME', 'RESOURCES', 'SUBMITTED', 'TOT. DURATION', 'JOB DURATION', 'ATTEMPTS', 'RECOVERIES', 'STATUS']);
     expect(rows).toHaveLength(1);
-    expect(rows[0]?.split(/\s{2,}/)).toEqual([job.jobId, 'two-tries', 'SUCCEEDED', '1', '1 of 1', expect.stringMatching(/^\d{4}-\d\d-\d\dT/)]);
+    expect(rows[0]?.split(/\s{2,}/)).toEqual([
+      job.jobId,
+      'two-tries',
+      '1x local-process on-demand',
+      expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]/),
+      expect.stringMatching(/^\d+s$/),
+      expect.stringMatching(/^\d+s$/),
+      '2',
+      '1',
+      'SUCCEEDED',
+    ]);
+  });
+
+  it('status, logs and cancel take the job by its name', async () => {
+    const status = await cli('status', 'two-tries', '--json');
+    expect(status.code, status.stderr).toBe(0);
+    expect(parseStdout<JobView>(status).jobId).toBe(job.jobId);
+    const logs = await cli('logs', 'two-tries');
+    expect(logs).toMatchObject({ code: 0, stdout: 'output of attempt 2\n' });
+    const cancel = await cli('cancel', 'two-tries');
+    expect(cancel).toMatchObject({ code: 0, stdout: `${job.jobId}: already ended SUCCEEDED, nothing to cancel\n` });
+    const filtered = await cli('status', '--name', 'two-tries', '--status', 'FAILED');
+    expect(filtered.stdout).toBe('no job in progress\nno job matches (relaunch status with no filter lists them all)\n');
   });
 
   it('status --json answers {jobs: [...]}', async () => {
@@ -128,7 +151,7 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     const result = await cli('logs', job.jobId, '--controller');
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
-    const timed = lines.filter((line) => /^\d{4}-\d\d-\d\dT[\d:.]+Z {2}/.test(line)).map((line) => line.replace(/^\S+ {2}/, ''));
+    const timed = lines.filter((line) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ {2}/.test(line)).map((line) => line.replace(/^\S+ \S+ \S+ {2}/, ''));
     expect(timed).toEqual([
       'attempt 1 launched, on-demand, local-process in local',
       'attempt 1: run started',
@@ -154,7 +177,7 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
   it('cancel of a finished job changes nothing and says how it ended', async () => {
     const result = await cli('cancel', job.jobId);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toBe(`${job.jobId}: SUCCEEDED\n`);
+    expect(result.stdout).toBe(`${job.jobId}: already ended SUCCEEDED, nothing to cancel\n`);
   });
 
   it.each(['status', 'logs', 'cancel'])('%s of an unknown job exits 2 naming the id', async (command) => {
@@ -164,11 +187,11 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     expect(result.stderr).toBe('error: no job with id j-0000000aa-nojob0\n');
   });
 
-  it.each(['status', 'logs', 'cancel'])('%s of something that cannot be a job id exits 2 before asking anyone', async (command) => {
+  it.each(['status', 'logs', 'cancel'])('%s of a name no job has exits 2 naming it', async (command) => {
     const result = await cli(command, 'j-no-such-job');
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toBe('error: <job>: expected a job id such as j-0m8x2k1qz-4fz0aa, got "j-no-such-job"\n');
+    expect(result.stderr).toBe('error: <job>: no job named j-no-such-job (nor with that id): relaunch status lists the jobs\n');
   });
 });
 
