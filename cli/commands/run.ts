@@ -12,7 +12,7 @@ import { backgroundTarget, configuredApi, isLoopback, openTarget, withTargetOpti
 import { ApiError, HttpJobsClient } from '../jobs-client.ts';
 import type { LocalSubmitOptions } from '../../local/runtime.ts';
 import { ensureBuckets, S3SourceStore, s3Client, tagCreatedBuckets } from '../s3-sources.ts';
-import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+import { exitStatusOfSignal, exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { followJob } from '../follow.ts';
 import { countersLine } from './status.ts';
 import { launchOverridesOf, readWithOverrides, withLaunchOverrideOptions, type LaunchOverrides } from '../launch-overrides.ts';
@@ -22,6 +22,7 @@ import { ensureLocalBuckets, markCreatedBuckets, removeCreatedBuckets } from '..
 import type { ChaosPlan } from '../../lib/chaos-file/types.ts';
 import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan } from '../../local/chaos.ts';
 import { readChaosFile } from '../chaos-file.ts';
+import { markSetupNoticeShown, setupNotice } from '../setup-notice.ts';
 
 /** Options of `relaunch run`. */
 export interface RunOptions extends TargetOptions, LaunchOverrides {
@@ -56,7 +57,7 @@ export function runCommand(io: Io): Command {
  * Validates the file here (so errors carry its line numbers), submits it, and follows the
  * job. Exit status: 0 when it SUCCEEDED, 1 when it failed or was cancelled, 2 for bad input.
  */
-export async function runTask(file: string, options: RunOptions, io: Io): Promise<ExitStatus> {
+export async function runTask(file: string, options: RunOptions, io: Io): Promise<number> {
   let target: Target | null = null;
   try {
     const envOverrides = parseEnvs(options.env ?? [], process.env);
@@ -71,6 +72,9 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     // Relative sources are read from where the command runs, as SkyPilot reads them, whatever
     // folder the task file is in (`relaunch run configs/train.yaml` with `workdir: .`).
     const sources = await withSources(text, parsed, process.cwd(), options, io);
+    // Said before the job is submitted, so it comes before any line of the setup's own.
+    const notice = configuredApi(options) === null ? setupNotice(parsed, options.dataDir) : null;
+    if (notice !== null) io.err(notice);
 
     const submitted = await submitToTarget(options, io, sources.body, { envOverrides, secretOverrides, chaos }).catch(async (error: unknown) => {
       // Refused: what was made for this job goes again, and the refusal is what is said.
@@ -79,6 +83,13 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     });
     target = submitted.target;
     const { jobId } = submitted;
+    if (notice !== null) {
+      try {
+        markSetupNoticeShown(options.dataDir);
+      } catch (error) {
+        io.err(`warning: could not note in ${options.dataDir} that the setup notice was shown, so the next run shows it again: ${errorMessage(error)}`);
+      }
+    }
     // The job runs either way: a bucket left unmarked is only kept after it.
     await sources.submitted(jobId).catch((error: unknown) => {
       io.err(`warning: could not mark the buckets run created as made for ${jobId}, so its end keeps them: ${errorMessage(error)}`);
@@ -88,12 +99,15 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
       return ExitStatus.OK;
     }
     if (target.runtime !== null && options.json !== true) io.err(`jobs page: ${target.runtime.url}/#/jobs/${jobId} (while this runs)`);
-    const view = await followUntilDone(target, jobId, options, io);
+    const { view, signal } = await followUntilDone(target, jobId, options, io);
     // The job has ended; in this process its execution and clean-up (instances released,
     // `persistent: false` mounts deleted) finish before the runtime closes.
     await target.runtime?.waitForJob(jobId);
     if (options.json === true) io.out(JSON.stringify(view, null, 2));
     else io.out(summary(view));
+    // Stopped by a signal: the shell's convention (128 + its number: 130 for Ctrl-C), so a
+    // script tells an interrupted run from a job that failed.
+    if (signal !== null) return exitStatusOfSignal(signal);
     return view.status === JobStatus.SUCCEEDED ? ExitStatus.OK : ExitStatus.JOB_FAILED;
   } catch (error) {
     return reportError(io, error);
@@ -129,10 +143,12 @@ async function submitToTarget(options: RunOptions, io: Io, body: string, submit:
  * no process outlives the command; when another process runs it, Ctrl-C only stops
  * following.
  */
-async function followUntilDone(target: Target, jobId: string, options: RunOptions, io: Io): Promise<JobView> {
+async function followUntilDone(target: Target, jobId: string, options: RunOptions, io: Io): Promise<{ view: JobView; signal: NodeJS.Signals | null }> {
   const stop = new AbortController();
-  const onSignal = (): void => {
+  let received: NodeJS.Signals | null = null;
+  const onSignal = (signal: NodeJS.Signals): void => {
     if (stop.signal.aborted) return;
+    received = signal;
     stop.abort();
     io.err(target.runtime === null ? `stopped following ${jobId}; it goes on (relaunch cancel ${jobId})` : `cancelling ${jobId}`);
   };
@@ -142,7 +158,8 @@ async function followUntilDone(target: Target, jobId: string, options: RunOption
     const quiet = options.json === true;
     // One follower to the end: the cancel's lines follow what was printed, never all of it again.
     const onAbort = target.runtime === null ? undefined : async (): Promise<void> => void (await target.client.cancel(jobId));
-    return await followJob(target.client, jobId, io, { progress: !quiet, output: !quiet, signal: stop.signal, onAbort });
+    const view = await followJob(target.client, jobId, io, { progress: !quiet, output: !quiet, signal: stop.signal, onAbort });
+    return { view, signal: received };
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

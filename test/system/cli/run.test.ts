@@ -257,9 +257,9 @@ const GATED_JOB = [
 
 describe.concurrent('relaunch run, stopped by a signal', { timeout: SLOW }, () => {
   it.each([
-    { signal: 'SIGINT' as const, json: false },
-    { signal: 'SIGTERM' as const, json: true },
-  ])('$signal cancels the job it runs: exit 1, CANCELLED, its process group gone (json: $json)', async ({ signal, json }) => {
+    { signal: 'SIGINT' as const, json: false, code: 130 },
+    { signal: 'SIGTERM' as const, json: true, code: 143 },
+  ])('$signal cancels the job it runs: exit $code, CANCELLED, its process group gone (json: $json)', async ({ signal, json, code }) => {
     const dir = await tempDir('signal');
     const data = join(dir, 'data');
     const pidfile = join(dir, 'pid');
@@ -273,7 +273,7 @@ describe.concurrent('relaunch run, stopped by a signal', { timeout: SLOW }, () =
     cli.child.kill(signal);
     const result = await cli.finished;
 
-    expect(result.code, result.stderr).toBe(1);
+    expect(result.code, result.stderr).toBe(code);
     expect(result.stderr).toMatch(/cancelling j-/);
     if (json) {
       expect(parseStdout<JobView>(result)).toMatchObject({ status: 'CANCELLED', attempts: [{ attempt: 1, outcome: 'CANCELLED' }] });
