@@ -2,12 +2,14 @@
 
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { triedInstanceTypes } from '../lib/capacity-tries.ts';
 import type { JobEvent } from '../lib/model.ts';
-import { isTerminal, type JobStatus } from '../lib/status.ts';
+import { isTerminal, JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
 import type { JobsClient, Pacing } from './jobs-client.ts';
 import { attemptLogs, readLogFrom, type PhaseLog } from '../local/paths.ts';
+import { formatClock, formatTime } from './times.ts';
 
 /** Polls after the job's end that wait for a standby's release (launch_on_warning) to show. */
 const POLLS_FOR_RELEASE = 10;
@@ -92,15 +94,31 @@ export function pollDelayMs(pacing: Pacing, unchangedPolls: number, random: () =
   return Math.round(Math.min(pacing.pollMaxMs, Math.max(pacing.pollMinMs, jittered)));
 }
 
-/** Remembers what was shown, so each poll prints only what is new. */
+/** One line (or chunk of output) of a poll, with when it happened, to be printed in that order. */
+interface Entry {
+  /** ISO 8601; output still being written sorts last (END_OF_POLL). */
+  readonly at: string;
+  /** Among entries of one instant: an attempt's output, then status changes, then what follows from them. */
+  readonly order: number;
+  readonly text: string;
+}
+
+/** Sorts after every ISO time: output of an attempt that has not ended belongs to the poll's end. */
+const END_OF_POLL = '\uffff';
+/** Entry orders within one instant. */
+const ORDER = { output: 0, event: 1, launched: 2, decided: 3, status: 4 } as const;
+
+/** Remembers what was shown, so each poll prints only what is new, in the order it happened. */
 class Progress {
   private readonly launched = new Set<number>();
   private readonly decided = new Set<number>();
   /** Standbys whose release was shown. */
   private readonly released = new Set<number>();
+  /** Attempts whose STARTING change was seen: their launch line may follow it. */
+  private readonly starting = new Set<number>();
   private eventsShown = 0;
   private status: JobStatus | null = null;
-  private readonly logs = new LogTail();
+  private readonly logs = new LogTail({ dropShellNotices: true });
 
   constructor(
     private readonly client: JobsClient,
@@ -109,49 +127,104 @@ class Progress {
     private readonly options: FollowOptions,
   ) {}
 
+  /**
+   * Prints what this poll found that was not shown: status changes, launches, releases,
+   * decisions and output, sorted by when they happened. An attempt's launch line waits
+   * for its STARTING change (a standby has none until taken: its launch is its start),
+   * and its output for its launch line; the output of an attempt that ended goes before
+   * the changes its end caused, that of a live one at the poll's end.
+   */
   show(view: JobView, events: readonly JobEvent[] | null): void {
     const fresh = events === null ? [] : events.slice(this.eventsShown);
     this.eventsShown += fresh.length;
-    const known = new Set(view.attempts.map((attempt) => attempt.attempt));
-    this.printEvents(fresh.filter((event) => event.attempt === null));
+    const entries: Entry[] = [];
+    const progress = this.options.progress;
+    for (const event of fresh) {
+      if (event.attempt !== null && event.to === JobStatus.STARTING) this.starting.add(event.attempt);
+      if (progress) entries.push({ at: event.at, order: ORDER.event, text: eventLine(event, view) });
+    }
+    const ended = isTerminal(view.status);
+    // Several attempts may be live at once where standbys are (launch_on_warning): each line then says its attempt.
+    const labelAttempts = view.attempts.some((attempt) => attempt.standby !== null) || Boolean(view.recoveryPolicy.launchOnWarning);
     for (const attempt of view.attempts) {
       const placed = attempt.placement !== null || attempt.outcome !== null;
-      if (this.options.progress && placed && !this.launched.has(attempt.attempt)) {
+      const mayLaunch = events === null || attempt.standby !== null || this.starting.has(attempt.attempt) || ended;
+      if (placed && mayLaunch && !this.launched.has(attempt.attempt)) {
         const standby = attempt.standby === null ? '' : ` as the standby of attempt ${attempt.standby.for}`;
-        this.io.out(`${attempt.startedAt.slice(11, 19)} attempt ${attempt.attempt} ${where(attempt)}${standby}`);
+        const at = latest(attempt.startedAt, startingAt(events, attempt.attempt));
+        if (progress) entries.push({ at, order: ORDER.launched, text: `${stamp(at)} attempt ${attempt.attempt} ${where(attempt)}${standby}` });
         this.launched.add(attempt.attempt);
       }
-      if (this.options.progress && attempt.standby?.state === 'released' && !this.released.has(attempt.attempt)) {
-        this.io.out(`${(attempt.standby.releasedAt ?? attempt.startedAt).slice(11, 19)} attempt ${attempt.attempt} released, charged to nothing: ${attempt.standby.releaseReason ?? ''}`);
+      if (progress && attempt.standby?.state === 'released' && !this.released.has(attempt.attempt)) {
+        const at = attempt.standby.releasedAt ?? attempt.startedAt;
+        entries.push({ at, order: ORDER.decided, text: `${stamp(at)} attempt ${attempt.attempt} released, charged to nothing: ${attempt.standby.releaseReason ?? ''}` });
         this.released.add(attempt.attempt);
       }
-      if (this.options.output && this.client.dataDir !== null) {
-        const text = this.logs.read(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt));
-        if (text !== '') this.io.out(text);
+      if (this.options.output && this.client.dataDir !== null && this.launched.has(attempt.attempt)) {
+        const text = this.logs.read(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt), labelAttempts ? attempt.attempt : undefined);
+        if (text !== '') entries.push({ at: attempt.endedAt ?? END_OF_POLL, order: ORDER.output, text: text.endsWith('\n') ? text.slice(0, -1) : text });
       }
-      if (events === null && this.options.progress && !this.decided.has(attempt.attempt) && attempt.decision !== null) {
-        this.io.out(`${clock()} ${describeDecision(attempt)}`);
+      if (events === null && progress && !this.decided.has(attempt.attempt) && attempt.decision !== null) {
+        const at = attempt.decidedAt ?? new Date().toISOString();
+        entries.push({ at, order: ORDER.decided, text: `${stamp(at)} ${describeDecision(attempt)}` });
         this.decided.add(attempt.attempt);
       }
-      this.printEvents(fresh.filter((event) => event.attempt === attempt.attempt));
     }
-    // A change for an attempt not written yet (the launch is under way) is shown now too.
-    this.printEvents(fresh.filter((event) => event.attempt !== null && !known.has(event.attempt)));
-    if (events === null && this.options.progress && view.status !== this.status) this.io.out(`${clock()} ${this.jobId}: ${view.status}`);
+    if (events === null && progress && view.status !== this.status) entries.push({ at: END_OF_POLL, order: ORDER.status, text: `${stamp(new Date().toISOString())} ${this.jobId}: ${view.status}` });
     this.status = view.status;
+    const sorted = entries.map((entry, index) => ({ entry, index })).sort((a, b) => compare(a.entry.at, b.entry.at) || a.entry.order - b.entry.order || a.index - b.index);
+    for (const { entry } of sorted) this.io.out(entry.text);
   }
+}
 
-  private printEvents(events: readonly JobEvent[]): void {
-    if (!this.options.progress) return;
-    for (const event of events) this.io.out(`${event.at.slice(11, 19)} ${event.to.padEnd(10)} ${event.reason}`);
-  }
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The later of two ISO times (null: the other). */
+function latest(at: string, other: string | null): string {
+  return other !== null && other > at ? other : at;
+}
+
+/** When the attempt's STARTING change was recorded, among the events read; null when none was. */
+function startingAt(events: readonly JobEvent[] | null, attempt: number): string | null {
+  return events?.find((event) => event.attempt === attempt && event.to === JobStatus.STARTING)?.at ?? null;
+}
+
+/** A time as every line of `run` starts: local, with the zone (cli/times.ts). */
+function stamp(at: string): string {
+  return formatTime(at);
+}
+
+/**
+ * A status change as `run` prints it. A wait for capacity says when the next try is, at
+ * what time and in how long, and a short reason; the tries themselves are in the job's
+ * record (`--json`, `relaunch status JOB`, the page).
+ */
+function eventLine(event: JobEvent, view: JobView): string {
+  const attempt = event.attempt === null ? undefined : view.attempts.find((each) => each.attempt === event.attempt);
+  const waiting = attempt !== undefined && event.to === JobStatus.RECOVERING ? capacityWait(attempt) : null;
+  return `${stamp(event.at)} ${event.to.padEnd(10)} ${waiting ?? event.reason}`;
+}
+
+/**
+ * `waiting for capacity: next try at 19:16:21, in 60 s: no spot capacity for g5.xlarge`,
+ * for an attempt the policy decided to wait on for capacity; null for any other.
+ */
+export function capacityWait(attempt: AttemptView, timeZone?: string): string | null {
+  if (attempt.rule !== 'WAITING_FOR_CAPACITY' || attempt.decidedAt === null || attempt.delaySeconds === null) return null;
+  const next = Date.parse(attempt.decidedAt) + attempt.delaySeconds * 1000;
+  const types = triedInstanceTypes(attempt.reason ?? '');
+  const what = types.length === 0 ? '' : ` for ${types.length > 3 ? `${types.slice(0, 3).join(', ')} and ${types.length - 3} more` : types.join(', ')}`;
+  return `waiting for capacity: next try at ${formatClock(next, timeZone)}, in ${attempt.delaySeconds} s: no ${attempt.market} capacity${what}`;
 }
 
 /** `attempt 2: EXITED exit 29 (run) -> RESTART: <reason>`. */
 export function describeDecision(attempt: AttemptView): string {
   const codes = attempt.exitCodes.length === 0 ? '' : ` exit ${attempt.exitCodes.map((c) => (c === null ? '?' : String(c))).join('+')}`;
   const phase = attempt.phase === null ? '' : ` (${attempt.phase})`;
-  return `attempt ${attempt.attempt}: ${attempt.outcome ?? 'RUNNING'}${codes}${phase} -> ${attempt.decision ?? 'pending'}: ${attempt.reason ?? ''}`;
+  const waiting = capacityWait(attempt);
+  return `attempt ${attempt.attempt}: ${attempt.outcome ?? 'RUNNING'}${codes}${phase} -> ${attempt.decision ?? 'pending'}: ${waiting ?? attempt.reason ?? ''}`;
 }
 
 /** `launched (spot, m5.large in us-east-1a)`, or `ended before launch` when no placement was made. */
@@ -161,31 +234,40 @@ function where(attempt: AttemptView): string {
   return `launched (${placement.market ?? attempt.market}, ${placement.instanceType} in ${placement.zone ?? placement.region})`;
 }
 
-function clock(): string {
-  return new Date().toISOString().slice(11, 19);
-}
-
 /**
  * Reads what was appended to an attempt's phase logs since the last look. With several
- * nodes each line says its node; a log the agent could not finish writing gets a note.
+ * nodes each line says its node, and given an attempt, its attempt too; a log the agent
+ * could not finish writing gets a note.
  */
 export class LogTail {
   private readonly offsets = new Map<string, number>();
   private readonly midLine = new Set<string>();
   private readonly noted = new Set<string>();
 
-  read(logs: readonly PhaseLog[]): string {
+  /**
+   * @param options.dropShellNotices leave out the lines bash writes of its own when a
+   *   child it waits for dies of SIGTERM (a bare `Terminated`, as when a notice stops a
+   *   job): `run`'s live output, never `logs`, which shows the log as it is.
+   */
+  constructor(private readonly options: { readonly dropShellNotices?: boolean } = {}) {}
+
+  read(logs: readonly PhaseLog[], attempt?: number): string {
     const several = new Set(logs.map((log) => log.rank)).size > 1;
     let out = '';
     for (const log of logs) {
-      const prefix = several ? `(node ${log.rank}) ` : '';
-      const text = this.appended(log.file);
+      const names = [...(attempt === undefined ? [] : [`attempt ${attempt}`]), ...(several ? [`node ${log.rank}`] : [])];
+      const prefix = names.length === 0 ? '' : `(${names.join(', ')}) `;
+      const continues = this.midLine.has(log.file);
+      const read = this.appended(log.file);
+      const text = this.options.dropShellNotices === true ? withoutShellNotices(read, continues) : read;
       if (text !== '') {
-        // Only a node's name goes in front of each line: a single node's log (tens of MB, say) is
+        // Only a name goes in front of each line: a single node's log (tens of MB, say) is
         // passed on as it is, not rebuilt line by line for nothing.
-        const lines = several ? text.replace(/\n(?=.)/g, `\n${prefix}`) : text;
-        out += this.midLine.has(log.file) ? lines : prefix + lines;
-        if (text.endsWith('\n')) this.midLine.delete(log.file);
+        const lines = prefix === '' ? text : text.replace(/\n(?=.)/g, `\n${prefix}`);
+        out += continues ? lines : prefix + lines;
+      }
+      if (read !== '') {
+        if (read.endsWith('\n')) this.midLine.delete(log.file);
         else this.midLine.add(log.file);
       }
       if (!this.noted.has(log.file) && existsSync(log.truncatedMark)) {
@@ -204,4 +286,16 @@ export class LogTail {
     this.offsets.set(file, read.size);
     return read.text;
   }
+}
+
+/** Whole lines that are only bash's report of a child killed by SIGTERM. */
+const SHELL_NOTICE = /(^|\n)Terminated\n/g;
+
+/** `text` without bash's bare `Terminated` lines; `continues`: its start is the rest of a line begun before. */
+function withoutShellNotices(text: string, continues: boolean): string {
+  const guarded = continues ? `\u0000${text}` : text;
+  let kept = guarded;
+  // Twice: two notices in a row share the newline between them.
+  for (let pass = 0; pass < 2; pass += 1) kept = kept.replace(SHELL_NOTICE, '$1');
+  return continues ? kept.slice(1) : kept;
 }

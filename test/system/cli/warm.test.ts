@@ -40,8 +40,8 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
     const chaos = await writeTask(dir, 'chaos.yaml', 'faults:\n  - attempt: 1\n    preempt: {after: 0s, warning: 10s}\n');
     const ran = await runCli(['run', task, '--data-dir', data, '--chaos', chaos], { cwd: dir });
     expect(ran.code, ran.stderr).toBe(0);
-    expect(ran.stdout).toMatch(/^\d\d:\d\d:\d\d attempt 2 launched \(spot, local-process in local\) as the standby of attempt 1$/m);
-    expect(ran.stdout).toMatch(/^\d\d:\d\d:\d\d STARTING {3}taking standby attempt 2 \(spot\), started on the spot interruption warning of attempt 1$/m);
+    expect(ran.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ attempt 2 launched \(spot, local-process in local\) as the standby of attempt 1$/m);
+    expect(ran.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ STARTING {3}taking standby attempt 2 \(spot\), started on the spot interruption warning of attempt 1$/m);
     expect(ran.stdout).toMatch(/ SUCCEEDED after 2 attempts; recoveries: 1, restarts on errors: 0 of 0$/m);
     const jobId = /^(j-\S+) SUCCEEDED/m.exec(ran.stdout)?.[1] as string;
 
@@ -50,7 +50,7 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
     expect(lines.find((line) => line.startsWith('ATTEMPT'))).toMatch(/^ATTEMPT +OUTCOME +PHASE +EXIT CODES +DECISION +DURATION +GAP +REASON$/);
     expect(lines.find((line) => line.startsWith('2 '))).toMatch(/^2 +EXITED +run +0 +SUCCEED +\d+\.\ds +\d+\.\ds +exit code 0 \(run\); job succeeded$/);
     expect(lines).toContainEqual(
-      expect.stringMatching(/^attempt 2: the standby of attempt 1, started on its spot interruption warning; taken as the next attempt at [0-9:.]+; run started at [0-9:.]+, \d+\.\d s after attempt 1 ended$/),
+      expect.stringMatching(/^attempt 2: the standby of attempt 1, started on its spot interruption warning; taken as the next attempt at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+; run started at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+, \d+\.\d s after attempt 1 ended$/),
     );
 
     const view = parseStdout<JobView>(await runInProcess(['status', jobId, '--json', '--data-dir', data]));
@@ -72,7 +72,7 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
     const chaos = await writeTask(dir, 'chaos.yaml', 'faults:\n  - attempt: 1\n    rebalance: {}\n');
     const ran = await runCli(['run', task, '--data-dir', data, '--chaos', chaos], { cwd: dir });
     expect(ran.code, ran.stderr).toBe(0);
-    expect(ran.stdout).toMatch(/^\d\d:\d\d:\d\d attempt 2 released, charged to nothing: not needed: attempt 1 was decided SUCCEED \(exit code 0 \(run\); job succeeded\)$/m);
+    expect(ran.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ attempt 2 released, charged to nothing: not needed: attempt 1 was decided SUCCEED \(exit code 0 \(run\); job succeeded\)$/m);
     expect(ran.stdout).toMatch(/ SUCCEEDED after 1 attempt; recoveries: 0, restarts on errors: 0 of 0$/m);
     const jobId = /^(j-\S+) SUCCEEDED/m.exec(ran.stdout)?.[1] as string;
 
@@ -80,7 +80,7 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
     const lines = status.stdout.split('\n');
     // Its setup report may come before the release, or be refused after it.
     expect(lines.find((line) => line.startsWith('2 '))).toMatch(/^2 +NOT NEEDED +(setup +0|- +-) +- +\d+\.\ds +- +not needed: attempt 1 was decided SUCCEED/);
-    expect(lines).toContainEqual(expect.stringMatching(/^attempt 2: the standby of attempt 1, started on its rebalance recommendation; released at [0-9:.]+, charged to nothing: not needed: /));
+    expect(lines).toContainEqual(expect.stringMatching(/^attempt 2: the standby of attempt 1, started on its rebalance recommendation; released at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+, charged to nothing: not needed: /));
     expect(status.stdout).toContain('recoveries: 0, restarts on errors: 0');
 
     const logs = await runInProcess(['logs', jobId, '--data-dir', data]);

@@ -47,4 +47,23 @@ describe('LogTail', () => {
     expect(tail.read([log])).toBe(`written before the disk filled\n${note}`);
     expect(tail.read([log])).toBe('');
   });
+
+  it('names the attempt too when given one, with or without several nodes', () => {
+    const head = phaseLog('attempt-head', 0);
+    const worker = phaseLog('attempt-worker', 1);
+    writeFileSync(head.file, 'a\n');
+    writeFileSync(worker.file, 'b\n');
+    expect(new LogTail().read([head, worker], 2)).toBe('(attempt 2, node 0) a\n(attempt 2, node 1) b\n');
+    expect(new LogTail().read([head], 3)).toBe('(attempt 3) a\n');
+  });
+
+  it("leaves out bash's bare Terminated lines when asked (run's live output), never a line that only contains the word", () => {
+    const log = phaseLog('terminated', 0);
+    writeFileSync(log.file, 'working\nTerminated\nTerminated\nstopping: Terminated\nlast');
+    const live = new LogTail({ dropShellNotices: true });
+    expect(live.read([log])).toBe('working\nstopping: Terminated\nlast');
+    appendFileSync(log.file, ' words\nTerminated\n');
+    expect(live.read([log])).toBe(' words\n');
+    expect(new LogTail().read([log])).toBe('working\nTerminated\nTerminated\nstopping: Terminated\nlast words\nTerminated\n');
+  });
 });
