@@ -5,6 +5,7 @@
 import type { AttemptView, JobView } from '../../lib/views.ts';
 import type { RecoveryPolicy } from '../../lib/task-file/types.ts';
 import { isTerminal } from '../../lib/status.ts';
+import { capacityTries } from '../../lib/capacity-tries.ts';
 import { ApiFailure, poll, setLive, type Api, type PageConfig, type Screen } from './api.ts';
 import { el, formatDuration, formatTime, statusBadge } from './dom.ts';
 
@@ -353,7 +354,8 @@ function standbyWords(attempt: AttemptView): string | null {
 
 function decision(attempt: AttemptView, job: JobView): HTMLElement {
   if (attempt.decision === null) return el('p', { class: 'decision muted' }, attempt.outcome === null ? 'Running: no decision yet.' : 'Ended; the decision is being made.');
-  const parts: (string | Node)[] = [el('strong', { class: `action action-${attempt.decision.toLowerCase()}` }, attempt.decision), ' ', attempt.reason ?? ''];
+  const waiting = capacityWait(attempt);
+  const parts: (string | Node)[] = [el('strong', { class: `action action-${attempt.decision.toLowerCase()}` }, attempt.decision), ' ', waiting?.line ?? attempt.reason ?? ''];
   const after = attempt.countersAfter;
   const counters =
     after === null
@@ -364,6 +366,26 @@ function decision(attempt: AttemptView, job: JobView): HTMLElement {
           `After it: restarts on errors ${after.restartsOnErrors} of ${job.recoveryPolicy.maxRestartsOnErrors} · restarts on exit codes ${after.restartsOnExitCodes}${job.recoveryPolicy.maxRestartsOnExitCodes === null ? ' (unlimited)' : ` of ${job.recoveryPolicy.maxRestartsOnExitCodes}`} · recoveries ${after.recoveryCount} · next market ${after.market}`,
         );
   const box = el('div', { class: 'decision' }, el('p', {}, ...parts));
+  if (waiting !== null) box.append(waiting.tries);
   if (counters !== null) box.append(counters);
   return box;
+}
+
+/**
+ * A wait for capacity as one short line (when the next try is, and what had none) and the
+ * launch's tries in a list under it, instead of the reason's one long line; null for any
+ * other decision.
+ */
+function capacityWait(attempt: AttemptView): { line: string; tries: HTMLElement } | null {
+  if (attempt.rule !== 'WAITING_FOR_CAPACITY' || attempt.decidedAt === null || attempt.delaySeconds === null) return null;
+  const reason = attempt.reason ?? '';
+  const tries = capacityTries(reason);
+  const types = [...new Set(tries.map((each) => each.instanceType))];
+  const next = new Date(Date.parse(attempt.decidedAt) + attempt.delaySeconds * 1000).toISOString();
+  const line = `waiting for capacity: next try at ${formatTime(next)}, in ${attempt.delaySeconds} s: no ${attempt.market} capacity${types.length === 0 ? '' : ` for ${types.join(', ')}`}`;
+  const list =
+    tries.length === 0
+      ? el('p', { class: 'tries' }, reason)
+      : el('ul', { class: 'tries' }, ...tries.map((each) => el('li', {}, `${each.instanceType} ${each.where}: ${each.answer}`)));
+  return { line, tries: el('details', { class: 'capacity-tries' }, el('summary', {}, `${tries.length === 0 ? 'the launch' : `${tries.length} tries`} of attempt ${attempt.attempt}`), list) };
 }
