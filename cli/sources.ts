@@ -208,7 +208,7 @@ export function progressLine(label: string, sent: number, total: number): string
 interface SourceSite {
   readonly document: Document;
   readonly key: readonly string[];
-  /** The path a problem is named by: `workdir`, `tasks[1].file_mounts["/data"]`. */
+  /** The path a problem is named by: `workdir`, `task 2: file_mounts["/data"]`. */
   readonly field: string;
   readonly given: string;
   /** A workdir must be a folder. */

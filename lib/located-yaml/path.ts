@@ -24,7 +24,11 @@ export function formatPath(path: Path): string {
   return text;
 }
 
-/** `tasks[i]` before a task's own path: where a pipeline's task reports a problem. */
+/**
+ * `task N: ` before a task's own path: where a pipeline's task (`index` from 0) reports a
+ * problem. Tasks are counted from 1 wherever a person reads one (`logs --task 2`, status's
+ * TASK column, "task 2 of 3"), so the first document's problems are `task 1: run: ...`.
+ */
 export function taskPath(index: number, path: string): string {
-  return path === '' ? `tasks[${index}]` : `tasks[${index}].${path}`;
+  return path === '' ? `task ${index + 1}` : `task ${index + 1}: ${path}`;
 }

@@ -59,7 +59,7 @@ export interface ParsedJob {
   readonly pipeline: { readonly name: string | null } | null;
   /** At least one. */
   readonly tasks: readonly ParsedTask[];
-  /** Every task's warnings; a pipeline's carry `tasks[i].` in their paths. */
+  /** Every task's warnings; a pipeline's carry `task N: ` in their paths. */
   readonly warnings: readonly SpecWarning[];
 }
 
@@ -83,7 +83,7 @@ export function isPipelineHeader(value: unknown, count: number): value is Record
 /**
  * Parses a task file that may be a SkyPilot pipeline: several YAML documents, an optional
  * first one with only `name` (and `execution: serial`), then the tasks, run in order.
- * `execution: parallel` (a job group) is refused. A task's problems carry `tasks[i].` in
+ * `execution: parallel` (a job group) is refused. A task's problems carry `task N: ` in
  * their paths, and every task's problems are reported at once.
  *
  * @throws InvalidTaskSpecError as parseTaskFile does, for every task.

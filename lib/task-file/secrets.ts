@@ -128,7 +128,7 @@ export interface ResolvedJob {
  * every task, as `--env` and `--secret` do in SkyPilot) and its secrets resolved, and the
  * values of all of them together: two tasks may name one secret only with one value.
  *
- * @throws InvalidTaskSpecError with every task's problems, a pipeline's under `tasks[i].`.
+ * @throws InvalidTaskSpecError with every task's problems, a pipeline's under `task N: `.
  */
 export function resolveJob(
   parsed: ParsedJob,

@@ -152,7 +152,7 @@ function singleTask(task: ParsedTask): ParsedJob {
   return { pipeline: null, tasks: [task], warnings: task.warnings };
 }
 
-/** What the compute cannot run, task by task (a pipeline's paths carry `tasks[i].`). */
+/** What the compute cannot run, task by task (a pipeline's paths carry `task N: `). */
 async function taskProblems(specs: readonly TaskSpec[], isPipeline: boolean, check: SubmitJobInput['computeProblems']): Promise<InputIssue[]> {
   if (check === undefined) return [];
   const found = await Promise.all(specs.map((spec) => check(spec)));

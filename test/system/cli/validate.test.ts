@@ -340,7 +340,7 @@ describe('runValidate --json', () => {
     const body = JSON.parse(io.stdout.join('')) as { candidates: unknown[][]; warnings: { path: string; message: string }[] };
     expect(body.candidates[0]).toEqual([]);
     expect(body.candidates[1]?.length).toBeGreaterThan(0);
-    expect(body.warnings).toContainEqual({ path: 'tasks[0].resources', message: 'no instance type has cpus 100000; name one with instance_type; a launch would end FAILED_PRECHECKS' });
+    expect(body.warnings).toContainEqual({ path: 'task 1: resources', message: 'no instance type has cpus 100000; name one with instance_type; a launch would end FAILED_PRECHECKS' });
     rmSync(dir, { recursive: true, force: true });
   });
 

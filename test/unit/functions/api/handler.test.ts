@@ -79,7 +79,7 @@ describe('POST /jobs', () => {
     expect((await world.store().getJob(jobId)).spec.secretNames).toEqual(['HF_TOKEN']);
   });
 
-  it('takes a pipeline as one job, its tasks shown in order, and a task EC2 cannot run as a 400 under tasks[i]', async () => {
+  it('takes a pipeline as one job, its tasks shown in order, and a task EC2 cannot run as a 400 under task N', async () => {
     sfn.on(StartExecutionCommand).resolves({ executionArn: 'arn:exec:1', startDate: new Date() });
     const pipeline = 'name: p\n---\nname: a\nrun: x\n---\nname: b\nrun: y\n';
 
@@ -91,7 +91,7 @@ describe('POST /jobs', () => {
     expect(view.json).toMatchObject({ name: 'p', status: JobStatus.PENDING, tasks: [{ task: 0, name: 'a', status: JobStatus.PENDING }, { task: 1, name: 'b', status: JobStatus.PENDING }] });
     expect(sfn).toHaveReceivedCommandTimes(StartExecutionCommand, 1);
     expect(refused.statusCode).toBe(400);
-    expect(refused.json.issues).toEqual([expect.objectContaining({ path: 'tasks[1].workdir' })]);
+    expect(refused.json.issues).toEqual([expect.objectContaining({ path: 'task 2: workdir' })]);
   });
 
   it('answers 400 naming a secret the file leaves null, storing nothing', async () => {

@@ -25,16 +25,16 @@ describe('parseJobFile', () => {
     expect(parseJobFile('name: p\nexecution: serial\n---\nrun: x\n---\nrun: y\n').tasks).toHaveLength(2);
   });
 
-  it("puts every task's problems under tasks[i], with the file's lines, all at once", () => {
+  it("puts every task's problems under task N (from 1), with the file's lines, all at once", () => {
     expect(rejectedIssues(() => parseJobFile('name: p\n---\nrun: x\nresources:\n  cpus: lots\n---\nrun: y\nnum_nodes: 0\n'))).toEqual([
-      expect.stringMatching(/^tasks\[0\]\.resources\.cpus: .*\(line 5\)$/),
-      expect.stringMatching(/^tasks\[1\]\.num_nodes: .*\(line 8\)$/),
+      expect.stringMatching(/^task 1: resources\.cpus: .*\(line 5\)$/),
+      expect.stringMatching(/^task 2: num_nodes: .*\(line 8\)$/),
     ]);
   });
 
-  it("puts each task's warnings under tasks[i]", () => {
+  it("puts each task's warnings under task N (from 1)", () => {
     const job = parseJobFile('run: x\n---\nresources:\n  job_recovery:\n    recover_on_exit_codes: [137]\nrun: y\n');
-    expect(job.warnings.map((warning) => warning.path)).toEqual(['tasks[1].resources.job_recovery.recover_on_exit_codes']);
+    expect(job.warnings.map((warning) => warning.path)).toEqual(['task 2: resources.job_recovery.recover_on_exit_codes']);
   });
 
   it('refuses a job group, a bad header name and too many tasks, naming each', () => {
