@@ -303,6 +303,35 @@ describe('the jobs page in Chromium', () => {
     expect(await page.locator('#attempt-2 .agent-failure').count()).toBe(0);
   });
 
+  it('shows a wait for capacity as one short line, with the tries listed under it', async () => {
+    // A server of its own: its chaos (attempt 2 finds no capacity) applies to every job it runs.
+    const dir = await tempDir('browser-capacity');
+    const chaos = join(dir, 'chaos.yaml');
+    writeFileSync(chaos, 'faults:\n  - attempt: 1\n    preempt: {after: 200ms, warning: 200ms}\n  - attempt: 2\n    no_capacity: 3\n');
+    const waiting = startCli(['serve', '--port', '0', '--data-dir', join(dir, 'data'), '--chaos', chaos], { cwd: dir });
+    try {
+      const base = (await waitForOutput(waiting, /^relaunch API on (http:\/\/127\.0\.0\.1:[1-9][0-9]*) /m))[1] as string;
+      const answer = await fetch(`${base}/jobs`, { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: 'name: no-room\nresources:\n  use_spot: true\nrun: sleep 60\n' });
+      const { jobId } = (await answer.json()) as { jobId: string };
+      await waitFor('the wait for capacity', async () => {
+        const job = (await (await fetch(`${base}/jobs/${jobId}`)).json()) as JobView;
+        return job.attempts[1]?.rule === 'WAITING_FOR_CAPACITY' ? true : undefined;
+      }, 60_000);
+
+      await page.goto(`${base}/#/jobs/${jobId}`);
+      await expect.poll(() => page.locator('h1.job-title').textContent()).toBe('no-room');
+      const decision = page.locator('#attempt-2 .decision');
+      expect(await decision.locator('p').first().textContent()).toMatch(/^RECOVER waiting for capacity: next try at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d, in 60 s: no spot capacity for local-process$/);
+      const tries = decision.locator('.capacity-tries li');
+      expect(await tries.count()).toBeGreaterThan(0);
+      expect(await tries.first().textContent()).toMatch(/^local-process try 1: InsufficientInstanceCapacity/);
+      await fetch(`${base}/jobs/${jobId}`, { method: 'DELETE' });
+    } finally {
+      waiting.child.kill('SIGINT');
+      await waiting.finished;
+    }
+  });
+
   it('draws one row per node, and lists jobs of every ending', async () => {
     const failed = await submit(join(EXAMPLES, 'fail-fast.yaml'));
     const twoNodes = await submit(join(EXAMPLES, 'two-node-spot.yaml'));
