@@ -97,7 +97,7 @@ describe('--chaos, refused in this process', () => {
     const dir = await tempDir('chaos');
     const chaos = await writeTask(dir, 'chaos.yaml', 'faults: []\n');
     const io = bufferIo();
-    expect(await main(['node', 'relaunch', 'run', TASK, '--api', 'http://127.0.0.1:9', '--chaos', chaos], io)).toBe(1);
-    expect(io.stderr).toEqual([expect.stringMatching(/^error: cannot reach http:\/\/127\.0\.0\.1:9: /)]);
+    expect(await main(['node', 'relaunch', 'run', TASK, '--api', 'http://127.0.0.1:9', '--chaos', chaos], io)).toBe(2);
+    expect(io.stderr).toEqual([expect.stringMatching(/^error: cannot reach http:\/\/127\.0\.0\.1:9: .*\n {2}fix: check the URL /)]);
   });
 });
