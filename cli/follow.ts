@@ -114,8 +114,6 @@ class Progress {
   private readonly decided = new Set<number>();
   /** Standbys whose release was shown. */
   private readonly released = new Set<number>();
-  /** Attempts whose STARTING change was seen: their launch line may follow it. */
-  private readonly starting = new Set<number>();
   private eventsShown = 0;
   private status: JobStatus | null = null;
   private readonly logs = new LogTail({ dropShellNotices: true });
@@ -129,27 +127,22 @@ class Progress {
 
   /**
    * Prints what this poll found that was not shown: status changes, launches, releases,
-   * decisions and output, sorted by when they happened. An attempt's launch line waits
-   * for its STARTING change (a standby has none until taken: its launch is its start),
-   * and its output for its launch line; the output of an attempt that ended goes before
-   * the changes its end caused, that of a live one at the poll's end.
+   * decisions and output, sorted by when they happened. An attempt's launch line comes
+   * after the STARTING change that claimed it (written before the launch, so read in the
+   * same poll), and its output after its launch line: the output of an attempt that ended
+   * before the changes its end caused, that of a live one at the poll's end.
    */
   show(view: JobView, events: readonly JobEvent[] | null): void {
     const fresh = events === null ? [] : events.slice(this.eventsShown);
     this.eventsShown += fresh.length;
     const entries: Entry[] = [];
     const progress = this.options.progress;
-    for (const event of fresh) {
-      if (event.attempt !== null && event.to === JobStatus.STARTING) this.starting.add(event.attempt);
-      if (progress) entries.push({ at: event.at, order: ORDER.event, text: eventLine(event, view) });
-    }
-    const ended = isTerminal(view.status);
+    if (progress) for (const event of fresh) entries.push({ at: event.at, order: ORDER.event, text: eventLine(event, view) });
     // Several attempts may be live at once where standbys are (launch_on_warning): each line then says its attempt.
     const labelAttempts = view.attempts.some((attempt) => attempt.standby !== null) || Boolean(view.recoveryPolicy.launchOnWarning);
     for (const attempt of view.attempts) {
       const placed = attempt.placement !== null || attempt.outcome !== null;
-      const mayLaunch = events === null || attempt.standby !== null || this.starting.has(attempt.attempt) || ended;
-      if (placed && mayLaunch && !this.launched.has(attempt.attempt)) {
+      if (placed && !this.launched.has(attempt.attempt)) {
         const standby = attempt.standby === null ? '' : ` as the standby of attempt ${attempt.standby.for}`;
         const at = latest(attempt.startedAt, startingAt(events, attempt.attempt));
         if (progress) entries.push({ at, order: ORDER.launched, text: `${stamp(at)} attempt ${attempt.attempt} ${where(attempt)}${standby}` });
@@ -186,7 +179,7 @@ function latest(at: string, other: string | null): string {
   return other !== null && other > at ? other : at;
 }
 
-/** When the attempt's STARTING change was recorded, among the events read; null when none was. */
+/** When the attempt's STARTING change was recorded, among the events read; null when none was (a standby's, until taken). */
 function startingAt(events: readonly JobEvent[] | null, attempt: number): string | null {
   return events?.find((event) => event.attempt === attempt && event.to === JobStatus.STARTING)?.at ?? null;
 }
