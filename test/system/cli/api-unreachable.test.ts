@@ -1,6 +1,7 @@
 // A submit that cannot reach AWS is the caller's setup to fix, not a failed job: exit 2
 // with the fix `relaunch check` would give (which credentials, which URL), never 1.
 
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { killStrayClis, removeTempDirs, runCli, SLOW, tempDir, writeTask } from '../../support/cli.ts';
@@ -59,5 +60,24 @@ describe('a submit that cannot reach AWS', { timeout: SLOW }, () => {
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(/^error: no AWS credentials to sign the API's requests with \(the default chain: environment, ~\/\.aws\/credentials and config, SSO, instance role\): /);
     expect(result.stderr).toContain('\n  fix: configure credentials (aws configure, aws sso login, or AWS_PROFILE) and check them with aws sts get-caller-identity; then relaunch check');
+  });
+
+  it('exits 2 saying the API refused these credentials, and whose to use, when it answers 403', async () => {
+    const dir = await tempDir('refused');
+    const task = await writeTask(dir, 'hello.yaml', TASK);
+    // As API Gateway answers a caller IAM does not allow execute-api:Invoke.
+    const api = createHttpServer((_request, response) => {
+      response.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'User: arn:aws:iam::123456789012:user/dev is not authorized to perform: execute-api:Invoke' }));
+    });
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = api.address() as { port: number };
+      const result = await runCli(['run', task, '--api', `http://127.0.0.1:${port}`], { cwd: dir });
+
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/^error: the API answered 403: .* \(the API refused these credentials\)\n {2}fix: use credentials allowed execute-api:Invoke on this API/);
+    } finally {
+      await new Promise<void>((resolve) => api.close(() => resolve()));
+    }
   });
 });
