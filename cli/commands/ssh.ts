@@ -89,7 +89,8 @@ export function nodeOf(job: JobView, attemptNumber: number | undefined, rank: nu
   if (attempt.endedAt !== null) {
     const live = job.attempts.filter((other) => other.endedAt === null).at(-1);
     const where = live === undefined ? '' : `; attempt ${live.attempt} runs now (relaunch ssh ${id} --attempt ${live.attempt})`;
-    throw new InvalidInputError([{ path: '--attempt', message: `attempt ${attempt.attempt} of job ${id} ended ${attempt.outcome ?? ''}: its nodes are gone${where}`.replace(' :', ':') }]);
+    const ended = attempt.outcome === null ? 'ended' : `ended ${attempt.outcome}`;
+    throw new InvalidInputError([{ path: '--attempt', message: `attempt ${attempt.attempt} of job ${id} ${ended}: its nodes are gone${where}` }]);
   }
   if (attempt.instances.length === 0) {
     throw new InvalidInputError([{ path: '--attempt', message: `attempt ${attempt.attempt} of job ${id} has no instance yet (it is launching): try again in a moment` }]);
