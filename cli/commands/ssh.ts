@@ -163,7 +163,12 @@ async function localShell(dataDir: string, jobId: string, node: NodeOfJob, comma
   const home = path.join(nodeDiskDir(dataDir, jobId, attempt, rank), 'home');
   const workdir = path.join(home, WORKDIR_PATH.replace(/^~\//, ''));
   const cwd = existsSync(workdir) ? workdir : jobWorkDir(dataDir, jobId);
-  const env = { ...process.env, ...jobVariables(envFile), ...(existsSync(home) ? { HOME: home } : {}) };
+  const variables = jobVariables(envFile);
+  // The agent writes the job's variables first and the node's own (its rank, its peers) once it knows them.
+  if (variables.RELAUNCH_NODE_RANK === undefined) {
+    throw new InvalidInputError([{ path: '--node', message: `node ${rank} of attempt ${attempt} is still starting (its agent has not learned its rank yet): try again in a moment` }]);
+  }
+  const env = { ...process.env, ...variables, ...(existsSync(home) ? { HOME: home } : {}) };
   const shell = process.env.SHELL !== undefined && process.env.SHELL !== '' ? process.env.SHELL : 'bash';
   return runChild(shell, command.length === 0 ? [] : ['-c', command.join(' ')], { cwd, env });
 }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTerminal } from '../../../lib/status.ts';
 import type { AttemptView, JobView } from '../../../lib/views.ts';
-import { jobWorkDir, nodeDir, nodeDiskDir } from '../../../local/paths.ts';
+import { jobWorkDir, nodeDiskDir } from '../../../local/paths.ts';
 import { killStrayClis, parseStdout, removeTempDirs, runCli, SLOW, startCli, tempDir, waitFor, waitForOutput, writeTask, type Cli } from '../../support/cli.ts';
 
 afterAll(async () => {
@@ -108,8 +108,8 @@ describe('relaunch ssh on a deployed stack', { timeout: SLOW }, () => {
 });
 
 /** Runs until cancelled; its envs are what the shell must see. */
-const WAITING = ['name: waits', 'envs:', '  GREETING: hello there', 'run: exec sleep 600', ''].join('\n');
-const WITH_WORKDIR = ['name: waits-in-workdir', 'workdir: ./project', 'run: exec sleep 600', ''].join('\n');
+const WAITING = ['name: waits', 'envs:', '  GREETING: hello there', 'run: touch ready && exec sleep 600', ''].join('\n');
+const WITH_WORKDIR = ['name: waits-in-workdir', 'workdir: ./project', 'run: touch ready && exec sleep 600', ''].join('\n');
 
 describe('relaunch ssh on a local job', { timeout: SLOW }, () => {
   let dir = '';
@@ -118,12 +118,12 @@ describe('relaunch ssh on a local job', { timeout: SLOW }, () => {
   // --data-dir goes before any `--`, after which everything is the shell's command.
   const cli = (command: string, ...args: string[]) => runCli([command, '--data-dir', data, ...args], { cwd: dir, env: { SHELL: '/bin/bash' } });
 
-  /** Submits `yaml` and waits until its node's agent has written the job's environment. */
-  async function started(name: string, yaml: string): Promise<string> {
+  /** Submits `yaml` and waits until its run has started: it leaves `ready` in its working folder. */
+  async function started(name: string, yaml: string, folder: (jobId: string) => string): Promise<string> {
     const run = await cli('run', await writeTask(dir, name, yaml), '--detach');
     expect(run.code, run.stderr).toBe(0);
     const jobId = run.stdout.trim().split('\n').at(-1) ?? '';
-    await waitFor('the node\'s env.sh', () => (existsSync(join(nodeDir(data, jobId, 1, 0), 'env.sh')) ? true : undefined));
+    await waitFor('the job\'s run to start', () => (existsSync(join(folder(jobId), 'ready')) ? true : undefined));
     return jobId;
   }
 
@@ -142,7 +142,7 @@ describe('relaunch ssh on a local job', { timeout: SLOW }, () => {
   });
 
   it("runs a command in the node's working folder with the job's environment", async () => {
-    const jobId = await started('waits.yaml', WAITING);
+    const jobId = await started('waits.yaml', WAITING, (id) => jobWorkDir(data, id));
     const run = await cli('ssh', jobId, '--', 'pwd; echo "$GREETING|$RELAUNCH_JOB_ID|$RELAUNCH_NODE_RANK|$SKYPILOT_NUM_NODES"');
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.split('\n')).toEqual([await realpath(jobWorkDir(data, jobId)), `hello there|${jobId}|0|1`, '']);
@@ -160,11 +160,11 @@ describe('relaunch ssh on a local job', { timeout: SLOW }, () => {
   });
 
   it("opens a task with a workdir in the node's copy of it, its home the node's own", async () => {
-    const jobId = await started('workdir.yaml', WITH_WORKDIR);
+    const jobId = await started('workdir.yaml', WITH_WORKDIR, (id) => join(nodeDiskDir(data, id, 1, 0), 'home', 'sky_workdir'));
     const home = join(nodeDiskDir(data, jobId, 1, 0), 'home');
     const run = await cli('ssh', jobId, '--', 'pwd; ls; echo "$HOME"');
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout.split('\n')).toEqual([join(home, 'sky_workdir'), 'train.py', home, '']);
+    expect(run.stdout.split('\n')).toEqual([join(home, 'sky_workdir'), 'ready', 'train.py', home, '']);
     expect((await cli('cancel', jobId)).code).toBe(0);
   });
 });
