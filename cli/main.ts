@@ -9,6 +9,7 @@ import { logsCommand } from './commands/logs.ts';
 import { runCommand } from './commands/run.ts';
 import { serveCommand } from './commands/serve.ts';
 import { simulateCommand } from './commands/simulate.ts';
+import { sshCommand } from './commands/ssh.ts';
 import { statusCommand } from './commands/status.ts';
 import { validateCommand } from './commands/validate.ts';
 import { EXIT_STATUS_CODE, ExitStatus, processIo, reportError, type Io } from './exit.ts';
@@ -34,6 +35,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
   program.addCommand(serveCommand(io));
   program.addCommand(dashboardCommand(io));
   program.addCommand(checkCommand(io));
+  program.addCommand(sshCommand(io));
   try {
     await program.parseAsync([...argv]);
     return ExitStatus.OK;

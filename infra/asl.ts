@@ -7,6 +7,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { TASK_STATES, type TaskStateName } from '../lib/workflow/contract.ts';
 import { buildControllerDefinition, type ControllerTasks } from './workflow.ts';
+import { FEATURE_FLAGS } from './feature-flags.ts';
 
 /** The account, region and partition the placeholder ARNs use. */
 const LOCAL = { account: '000000000000', region: 'us-east-1', partition: 'aws' } as const;
@@ -29,7 +30,7 @@ export interface AslDefinition {
  * `Fn::GetAtt`) replaced by local placeholder values.
  */
 export function renderControllerAsl(): AslDefinition {
-  const stack = new Stack(new App(), 'RelaunchAsl', { env: { account: LOCAL.account, region: LOCAL.region } });
+  const stack = new Stack(new App({ context: FEATURE_FLAGS }), 'RelaunchAsl', { env: { account: LOCAL.account, region: LOCAL.region } });
   const functions = new Construct(stack, 'Functions');
   const fns = Object.fromEntries(
     TASK_STATES.map((state) => [state, lambda.Function.fromFunctionArn(functions, state, localFunctionArn(state))]),

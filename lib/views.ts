@@ -54,6 +54,14 @@ export interface AttemptView {
   readonly gapSeconds: number | null;
   /** Set when the attempt was started as a standby (launch_on_warning); null for any other. */
   readonly standby: StandbyView | null;
+  /** Each node's instance (an EC2 instance id, or the local runtime's stand-in), rank order; [] before the launch placed any. */
+  readonly instances: readonly InstanceView[];
+}
+
+/** One node's instance, as `relaunch ssh` finds it. */
+export interface InstanceView {
+  readonly nodeRank: number;
+  readonly instanceId: string;
 }
 
 /**
@@ -234,6 +242,7 @@ function toAttemptView(attempt: AttemptRecord, spec: TaskSpec, attempts: readonl
     runStartedAt: runStartOf(attempt),
     gapSeconds: gapBefore(attempt, attempts),
     standby: standbyView(attempt),
+    instances: [...attempt.instances].sort((a, b) => a.nodeRank - b.nodeRank).map(({ nodeRank, instanceId }) => ({ nodeRank, instanceId })),
   };
 }
 

@@ -66,6 +66,8 @@ export const VCPU_QUOTAS = {
 export const PRICES = {
   /** Step Functions', Lambda's and DynamoDB's checked that day against stored copies of their pages; the rest are long-standing list prices. */
   date: '2026-12-03',
+  /** CloudWatch's, X-Ray's and Lambda's Arm price checked that day against stored copies of their pages (for the stack's cost in docs/aws.md). */
+  observabilityDate: '2026-12-06',
   sfnPerStateTransition: 0.025 / 1000,
   lambdaPerRequest: 0.2 / 1_000_000,
   lambdaPerGbSecondX86: 0.0000166667,
@@ -79,6 +81,23 @@ export const PRICES = {
   ssmStandardPerCall: 0,
   /** Advanced parameters, or higher throughput: $0.05 per 10,000 API interactions. */
   ssmHigherThroughputPerCall: 0.05 / 10_000,
+  /** arm64 functions (the stack's): Lambda's duration price is a fifth lower than x86's. */
+  lambdaPerGbSecondArm: 0.0000133334,
+  /** CloudWatch: a standard-resolution metric alarm (period 60 s or more), a high-resolution one, and a custom dashboard, each a month. */
+  cloudWatchAlarmMonth: 0.1,
+  cloudWatchHighResolutionAlarmMonth: 0.3,
+  cloudWatchDashboardMonth: 3,
+  /** CloudWatch Logs, standard class: ingestion per GB, and storage per GB-month. */
+  logsIngestionPerGb: 0.5,
+  logsStoragePerGbMonth: 0.03,
+  /** X-Ray: traces recorded (retrieval and scans, $0.50 per million, only when someone looks). */
+  xrayPerTraceRecorded: 5 / 1_000_000,
+  /** A KMS customer managed key, a Secrets Manager secret, an advanced SSM parameter, a WAF web ACL and one rule in it: each a month. */
+  kmsKeyMonth: 1,
+  secretsManagerSecretMonth: 0.4,
+  ssmAdvancedParameterMonth: 0.05,
+  wafWebAclMonth: 5,
+  wafRuleMonth: 1,
   /** On-demand Linux, per hour. */
   onDemandHourly: { 'm6i.large': 0.096, 'm6i.xlarge': 0.192, 'c6i.xlarge': 0.17, 'r6i.large': 0.126, 'r6i.xlarge': 0.252 } as Readonly<Record<string, number>>,
   sources: [
@@ -89,6 +108,13 @@ export const PRICES = {
     'aws.amazon.com/eventbridge/pricing: custom events $1.00 per million; AWS service events on the default bus free',
     'aws.amazon.com/systems-manager/pricing: Parameter Store, standard throughput free; higher throughput $0.05 per 10,000 API interactions',
     'aws.amazon.com/ec2/pricing/on-demand: Linux on-demand hourly, us-east-1',
+    'aws.amazon.com/lambda/pricing: Arm, $0.0000133334 per GB-second (first 7.5 billion GB-seconds a month)',
+    'aws.amazon.com/cloudwatch/pricing: alarms $0.10 (standard resolution) and $0.30 (high resolution) per alarm metric a month; $3.00 per dashboard a month; Logs, standard class, $0.50 per GB ingested, $0.03 per GB-month stored',
+    'aws.amazon.com/xray/pricing: $5.00 per million traces recorded, $0.50 per million retrieved or scanned',
+    'aws.amazon.com/kms/pricing: $1.00 per customer managed key a month',
+    'aws.amazon.com/secrets-manager/pricing: $0.40 per secret a month',
+    'aws.amazon.com/systems-manager/pricing: Parameter Store, $0.05 per advanced parameter a month',
+    'aws.amazon.com/waf/pricing: $5.00 per web ACL and $1.00 per rule, each a month',
   ],
 } as const;
 

@@ -63,10 +63,15 @@ export interface ScaleOptions {
   readonly runSeconds?: readonly [number, number];
   /** Virtual time after which the run stops, finished or not (hours). */
   readonly maxHours?: number;
+  /**
+   * Every job's shape instead of a drawn one: its nodes, and how each of its attempts ends
+   * (the last one always succeeds). The stack's cost per job prices one that succeeds at once.
+   */
+  readonly jobShape?: { readonly nodes: number; readonly attempts: readonly AttemptScript[] };
 }
 
 /** How a job's attempt ends. */
-type AttemptScript = 'preempt' | 'lost' | 'exit29' | 'success';
+export type AttemptScript = 'preempt' | 'lost' | 'exit29' | 'success';
 
 /** The modelled durations (ms) and sizes the results depend on. */
 export const MODEL = {
@@ -81,6 +86,8 @@ export const MODEL = {
     [LambdaName.onEc2Event]: 60,
     [LambdaName.onExecutionEnded]: 100,
     [LambdaName.janitor]: 1500,
+    /** Invoked by each execution's end (not simulated here; the stack's cost per job counts it): a job with no transient mount is one read. */
+    [LambdaName.deleteTransientMounts]: 100,
   } as Readonly<Record<string, number>>,
   submitMs: 150,
   lambdaMemoryGb: 0.5,
@@ -283,10 +290,12 @@ class Simulation {
       [script[i], script[j]] = [script[j] as AttemptScript, script[i] as AttemptScript];
     }
     script.push('success');
+    const shape = this.options.jobShape;
+    if (shape !== undefined) script.splice(0, script.length, ...shape.attempts, 'success');
     const name = `job-${String(index).padStart(5, '0')}`;
     const yaml = [
       `name: ${name}`,
-      `num_nodes: ${nodes}`,
+      `num_nodes: ${shape?.nodes ?? nodes}`,
       'resources:',
       '  cloud: aws',
       `  instance_type: ${type}`,

@@ -24,6 +24,7 @@ import {
 import { subnetCheck, type RouteTableFacts, type SubnetFacts, type VpcEndpointFacts } from './network.ts';
 import { PermissionDeniedError, type AccountReader, type ApiProbe, type BucketFacts, type CallerIdentity, type StackFacts } from './account-reader-port.ts';
 import { quotaCheck, quotaGroupOf, vcpusInUse, type AllowedInGroup, type InstanceInUse, type QuotaGroup, type QuotaUse } from './quotas.ts';
+import { needsAwsCheck, taskChecks } from './offline.ts';
 import { reportOf, type CheckReport, type CheckResult, type Verdict } from './report.ts';
 import { judgeCandidate, launchCheck, type ImageOutcome, type JudgedCandidate, type Known, type RegionFacts } from './verdict.ts';
 import { DEFAULT_NAME_PREFIX, forwarderStackName } from '../deployment-names.ts';
@@ -123,7 +124,9 @@ class Reads {
  * Checks the account, the region, the deployment and (with a task) whether it would
  * launch now. The report's checks come in a fixed order: region, credentials, stack,
  * version, settings, bootstrap per region, api, the failover regions' forwarders, spot
- * role, quotas, subnets, then the task's buckets and launch.
+ * role, quotas, subnets, then the task's buckets and launch. When the account cannot be
+ * read: region, credentials, settings (cdk.json's), the task's fit (lib/check/offline.ts),
+ * and `offline`, naming what was not checked.
  */
 export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<CheckReport> {
   const { reader } = deps;
@@ -132,7 +135,12 @@ export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<Che
   try {
     identity = await reader.identity();
   } catch (error) {
-    checks.push(credentialsFailure(error));
+    // The account cannot be read; what cdk.json and the task file say still can.
+    const failure = credentialsFailure(error);
+    checks.push(failure);
+    const settings = settingsCheck(input, null, checks);
+    if (input.task !== null) checks.push(...taskChecks(input.task.specs, input.task.pipeline, settings?.settings ?? null));
+    checks.push(needsAwsCheck(failure.message.split(':')[0] ?? failure.message));
     return reportOf(checks);
   }
   const caller = identity.arn;

@@ -19,6 +19,7 @@ import { LAMBDA_NAMES, type LambdaName } from '../../../infra/lambda-catalog.ts'
 import { addDeployment } from '../../../infra/relaunch-stack.ts';
 import { resolveCfn, resolveString, type CfnResource, type CfnTemplate, type CfnValues, type Physical } from '../../support/cfn-intrinsics.ts';
 import { MOTO_ACCOUNT, type Moto } from './moto.ts';
+import { FEATURE_FLAGS } from '../../../infra/feature-flags.ts';
 
 /** A policy statement as IAM reads it. */
 export interface PolicyStatement {
@@ -91,7 +92,7 @@ export interface Synthesized {
 /** Synthesizes the shipped app's stacks (infra/app.ts's addDeployment) in process, as `cdk synth` would without bundling. */
 export function synthesize(config: RelaunchConfig): Synthesized {
   process.env.CDK_VALIDATION = 'false';
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
   const stacks = addDeployment(app, config);
   const assembly = app.synth();
   const forwarders = Object.fromEntries(

@@ -11,6 +11,7 @@ import { App } from 'aws-cdk-lib';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RelaunchConfig } from '../../../infra/config.ts';
 import { addDeployment } from '../../../infra/relaunch-stack.ts';
+import { FEATURE_FLAGS } from '../../../infra/feature-flags.ts';
 
 const out = mkdtempSync(join(tmpdir(), 'relaunch-cfn-lint-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -66,7 +67,7 @@ interface Finding {
 function synthesize(name: string, config: RelaunchConfig): string[] {
   process.env.CDK_VALIDATION = 'false';
   const outdir = join(out, name);
-  const app = new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ outdir, context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
   addDeployment(app, config);
   app.synth();
   return readdirSync(outdir)

@@ -28,6 +28,7 @@ function attempt(overrides: Partial<AttemptView> & Pick<AttemptView, 'attempt'>)
     runStartedAt: null,
     gapSeconds: null,
     standby: null,
+    instances: [],
     ...overrides,
   };
 }

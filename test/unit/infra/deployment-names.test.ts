@@ -5,12 +5,13 @@
 import { App } from 'aws-cdk-lib';
 import { describe, expect, it } from 'vitest';
 import { addDeployment } from '../../../infra/relaunch-stack.ts';
+import { FEATURE_FLAGS } from '../../../infra/feature-flags.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
 const NETWORK = { vpcId: 'vpc-0123456789abcdef0', subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' } };
 const away = (region: string) => ({ region, subnetsByZone: { [`${region}a`]: 'subnet-0aaaaaaaaaaaaaaaa' }, securityGroupIds: ['sg-0bbbbbbbbbbbbbbbb'] });
-const app = () => new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+const app = () => new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
 
 type Template = { Resources: Record<string, { Type: string; Properties?: Record<string, unknown>; DependsOn?: string | string[] }> };
 

@@ -10,6 +10,7 @@ import { LAMBDA_NAMES } from '../../../infra/lambda-catalog.ts';
 import { environmentBound, LAMBDA_ENVIRONMENT_MAX_BYTES } from '../../../infra/lambda-environment.ts';
 import { RelaunchStack } from '../../../infra/relaunch-stack.ts';
 import { resolveCfn, type CfnValues, type Physical } from '../../support/cfn-intrinsics.ts';
+import { FEATURE_FLAGS } from '../../../infra/feature-flags.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
@@ -39,7 +40,7 @@ function synth(props: RelaunchConfig): Record<string, { Type: string; Properties
 }
 
 function synthStack(props: RelaunchConfig): { stack: RelaunchStack; resources: Record<string, { Type: string; Properties: Record<string, unknown> }> } {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
   const stack = new RelaunchStack(app, 'Relaunch', { relaunch: props });
   return { stack, resources: Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; Properties: Record<string, unknown> }> };
 }

@@ -8,10 +8,11 @@ import { ConfigurationError } from '../../../lib/errors.ts';
 import { EC2_EVENT_PATTERNS } from '../../../infra/constructs/instance-events.ts';
 import { Ec2EventForwarderStack } from '../../../infra/event-forwarder-stack.ts';
 import { addRelaunchStacks } from '../../../infra/relaunch-stack.ts';
+import { FEATURE_FLAGS } from '../../../infra/feature-flags.ts';
 
 const NETWORK = { vpcId: 'vpc-0123456789abcdef0', subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' } };
 const other = (region: string) => ({ region, subnetsByZone: { [`${region}a`]: 'subnet-0aaaaaaaaaaaaaaaa' }, securityGroupIds: ['sg-0bbbbbbbbbbbbbbbb'] });
-const app = () => new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+const app = () => new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
 
 describe('addRelaunchStacks', () => {
   it('adds no forwarder when jobs run in one region', () => {
@@ -36,7 +37,8 @@ describe('addRelaunchStacks', () => {
 describe('Ec2EventForwarderStack', () => {
   it("sends the events relaunch's rules match to its region's default bus", () => {
     const template = Template.fromStack(new Ec2EventForwarderStack(app(), 'Forward', { homeRegion: 'us-east-1', region: 'us-west-2' }));
-    const homeBus = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:us-east-1:', { Ref: 'AWS::AccountId' }, ':event-bus/default']] };
+    // The stack has a region, so its partition is written out (@aws-cdk/core:enablePartitionLiterals).
+    const homeBus = { 'Fn::Join': ['', ['arn:aws:events:us-east-1:', { Ref: 'AWS::AccountId' }, ':event-bus/default']] };
     for (const { eventPattern } of Object.values(EC2_EVENT_PATTERNS)) {
       template.hasResourceProperties('AWS::Events::Rule', {
         EventPattern: { source: eventPattern.source, 'detail-type': eventPattern.detailType, ...('detail' in eventPattern ? { detail: eventPattern.detail } : {}) },

@@ -5,6 +5,7 @@ import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
 import { addRelaunchStacks } from '../../../infra/relaunch-stack.ts';
+import { FEATURE_FLAGS } from '../../../infra/feature-flags.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
@@ -14,7 +15,7 @@ const OTHER = { region: 'us-west-2', subnetsByZone: { 'us-west-2a': 'subnet-0aaa
 function findings(
   props: { jobNotifications?: boolean; agentWafRateLimit?: number; jobPorts?: { from: number; to: number }[]; vpcCidr?: string; jobPortsCidr?: string; dataBuckets?: string[] } = {},
 ): string {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
   addRelaunchStacks(app, 'Relaunch', {
     vpcId: 'vpc-0123456789abcdef0',
     subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' },

@@ -27,6 +27,7 @@ import { RelaunchStack } from '../../../infra/relaunch-stack.ts';
 import { LAMBDA_NAMES, LAMBDA_NEEDS, TASK_LAMBDAS, type JobSecretsCall, LambdaName } from '../../../infra/lambda-catalog.ts';
 import { JOB_SECRETS_ACTIONS } from '../../../infra/permissions.ts';
 import { flat } from '../../support/fixtures/cfn.ts';
+import { FEATURE_FLAGS } from '../../../infra/feature-flags.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
@@ -40,7 +41,7 @@ let template: Template;
 let resources: Record<string, Resource>;
 
 function synth(props: Partial<ConstructorParameters<typeof RelaunchStack>[2]['relaunch']> = {}): Template {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
   const stack = new RelaunchStack(app, 'Test', { relaunch: { ...NETWORK, ...props } });
   return Template.fromStack(stack);
 }
@@ -60,7 +61,31 @@ function statementsOf(name: LambdaName): Statement[] {
   const roleId = ((fn.Properties.Role as { 'Fn::GetAtt': string[] })['Fn::GetAtt'])[0];
   return Object.values(resources)
     .filter((r) => r.Type === 'AWS::IAM::Policy' && (r.Properties.Roles as { Ref: string }[]).some((role) => role.Ref === roleId))
-    .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+    .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement)
+    .flatMap(perAction);
+}
+
+/**
+ * A statement with no Sid, one per action: the app's `@aws-cdk/aws-iam:minimizePolicies`
+ * (infra/feature-flags.ts) merges such statements when their resources match (X-Ray's
+ * with Step Functions' task-token calls, both on `*`), and what is asserted is each
+ * action's scope. A statement with a Sid is kept whole, as the flag keeps it.
+ */
+function perAction(statement: Statement): Statement[] {
+  if (statement.Sid !== undefined || !Array.isArray(statement.Action)) return [statement];
+  return statement.Action.map((action) => ({ ...statement, Action: action }));
+}
+
+/**
+ * What statements allow, one line per action, resource and condition, sorted: equal for
+ * two policies that grant the same whatever the order and grouping minimizePolicies gives.
+ */
+function grants(statements: readonly (Statement & { Effect?: string })[]): string[] {
+  return statements
+    .flatMap((statement) =>
+      [statement.Action].flat().flatMap((action) => [statement.Resource].flat().map((resource) => JSON.stringify([statement.Sid ?? '', statement.Effect ?? '', action, resource, statement.Condition ?? null]))),
+    )
+    .sort();
 }
 
 const actionsOf = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
@@ -600,8 +625,11 @@ describe('JobApi', () => {
 
   it('logs every request as one JSON line to a log group of its own, kept 90 days', () => {
     const stage = Object.values(template.findResources('AWS::ApiGateway::Stage'))[0] as Resource;
-    const access = stage.Properties.AccessLogSetting as { DestinationArn: { 'Fn::GetAtt': string[] }; Format: string };
-    const [logGroupId] = access.DestinationArn['Fn::GetAtt'];
+    const access = stage.Properties.AccessLogSetting as { DestinationArn: { 'Fn::Join': [string, unknown[]] }; Format: string };
+    // The log group's ARN without `:*` (@aws-cdk/aws-apigateway:logGroupDestinationArnWithoutWildcard): `...:log-group:` then its name.
+    const parts = access.DestinationArn['Fn::Join'][1];
+    expect(parts.at(-2)).toBe(':log-group:');
+    const logGroupId = (parts.at(-1) as { Ref: string }).Ref;
     expect(resources[logGroupId as string]).toMatchObject({ Type: 'AWS::Logs::LogGroup', Properties: { RetentionInDays: 90 }, DeletionPolicy: 'Retain' });
     expect(JSON.parse(access.Format)).toMatchObject({
       requestId: '$context.requestId',
@@ -676,7 +704,7 @@ describe('JobInstances', () => {
       {
         Sid: 'PullFromAccountEcr',
         Effect: 'Allow',
-        Action: ['ecr:BatchCheckLayerAvailability', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchGetImage'],
+        Action: ['ecr:BatchCheckLayerAvailability', 'ecr:BatchGetImage', 'ecr:GetDownloadUrlForLayer'],
         Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ecr:*:', { Ref: 'AWS::AccountId' }, ':repository/*']] },
       },
       {
@@ -719,7 +747,7 @@ describe("JobData's access role", () => {
       {
         Sid: 'UseOwnMounts',
         Effect: 'Allow',
-        Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+        Action: ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'],
         Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [dataBucket, 'Arn'] }, '/mounts/*']] },
       },
     ]);
@@ -729,16 +757,17 @@ describe("JobData's access role", () => {
     const withBuckets = synth({ dataBuckets: ['team-data', 'ckpt-*'] }).toJSON() as { Resources: Record<string, Resource> };
     const statements = roleStatements(withBuckets.Resources, 'RelaunchDataAccessRole');
     const arn = (name: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:s3:::${name}`]] });
-    expect(statements).toContainEqual({ Sid: 'ListAllowedBuckets', Effect: 'Allow', Action: ['s3:ListBucket', 's3:GetBucketLocation'], Resource: [arn('team-data'), arn('ckpt-*')] });
-    expect(statements).toContainEqual({
+    const withSid = (sid: string) => statements.filter((statement) => statement.Sid === sid);
+    expect(grants(withSid('ListAllowedBuckets'))).toEqual(grants([{ Sid: 'ListAllowedBuckets', Effect: 'Allow', Action: ['s3:GetBucketLocation', 's3:ListBucket'], Resource: [arn('team-data'), arn('ckpt-*')] }]));
+    expect(grants(withSid('UseAllowedBuckets'))).toEqual(grants([{
       Sid: 'UseAllowedBuckets',
       Effect: 'Allow',
-      Action: ['s3:GetObject', 's3:PutObject', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+      Action: ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'],
       Resource: [
         { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::team-data/*']] },
         { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::ckpt-*/*']] },
       ],
-    });
+    }]));
     const api = Object.values(withBuckets.Resources).find((r) => r.Type === 'AWS::Lambda::Function' && JSON.stringify(r.Properties.Environment ?? {}).includes('DATA_CONFIG')) as Resource;
     const env = (api.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
     expect(JSON.stringify(env.DATA_CONFIG)).toContain('\\"allowedBuckets\\":[\\"team-data\\",\\"ckpt-*\\"]');
@@ -754,7 +783,7 @@ describe("JobData's access role", () => {
     const dataBucket = Object.keys(withBuckets.Resources).find((id) => withBuckets.Resources[id]?.Type === 'AWS::S3::Bucket') as string;
     const own = { 'Fn::GetAtt': [dataBucket, 'Arn'] };
     const arn = (name: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:s3:::${name}`]] });
-    expect(statements).toEqual([
+    expect(grants(statements)).toEqual(grants([
       { Effect: 'Allow', Action: ['s3:ListBucketVersions', 's3:ListBucket'], Resource: own, Condition: { StringLike: { 's3:prefix': 'mounts/*' } } },
       { Effect: 'Allow', Action: ['s3:DeleteObject', 's3:DeleteObjectVersion'], Resource: { 'Fn::Join': ['', [own, '/mounts/*']] } },
       { Effect: 'Allow', Action: ['s3:GetBucketTagging', 's3:ListBucketVersions', 's3:ListBucket', 's3:DeleteBucket'], Resource: [arn('team-data'), arn('ckpt-*')] },
@@ -766,7 +795,7 @@ describe("JobData's access role", () => {
           { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::ckpt-*/*']] },
         ],
       },
-    ]);
+    ]));
     // Every end of an execution reaches it, with a day of retries and a queue (alarmed) after.
     const rule = Object.values(withBuckets.Resources).find(
       (r) => r.Type === 'AWS::Events::Rule' && JSON.stringify(r.Properties.EventPattern ?? {}).includes('SUCCEEDED'),
@@ -810,8 +839,8 @@ describe("JobData's access role", () => {
       statementsOf(fn).filter((statement) => statement.Sid !== 'JobSecrets' && [statement.Action].flat().some((action) => String(action).startsWith('ssm:')));
     expect(ssmStatements('launchattempt')).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ Sid: 'PutAgentSecrets', Action: ['ssm:PutParameter', 'ssm:AddTagsToResource'], Resource: secrets }),
-        expect.objectContaining({ Sid: 'DeleteAgentSecrets', Action: ['ssm:DeleteParameters', 'ssm:DeleteParameter'], Resource: secrets }),
+        expect.objectContaining({ Sid: 'PutAgentSecrets', Action: ['ssm:AddTagsToResource', 'ssm:PutParameter'], Resource: secrets }),
+        expect.objectContaining({ Sid: 'DeleteAgentSecrets', Action: ['ssm:DeleteParameter', 'ssm:DeleteParameters'], Resource: secrets }),
       ]),
     );
     for (const fn of ['releaseinstances', 'recordcontrollerfailure', 'onexecutionended', 'janitor']) {
@@ -830,7 +859,7 @@ describe("JobData's access role", () => {
         .filter((statement) => statement.Sid === 'JobSecrets');
       const calls = LAMBDA_NEEDS[name].secrets ?? [];
       const expected = calls.length === 0 ? [] : [{ Sid: 'JobSecrets', Effect: 'Allow', Action: calls.length === 1 ? JOB_SECRETS_ACTIONS[calls[0] as JobSecretsCall] : calls.map((call) => JOB_SECRETS_ACTIONS[call]), Resource: path }];
-      expect(statements, name).toEqual(expected);
+      expect(grants(statements), name).toEqual(grants(expected));
     }
     expect(LAMBDA_NEEDS.api.secrets).toEqual(['put', 'delete']);
     expect(LAMBDA_NEEDS['launch-attempt'].secrets).toEqual(['get']);
@@ -847,7 +876,7 @@ describe("JobData's access role", () => {
   });
 
   it('admits nothing inbound when node-to-node traffic is turned off, and has the API refuse multi-node tasks', () => {
-    const stack = new Stack(new App(), 'Own');
+    const stack = new Stack(new App({ context: FEATURE_FLAGS }), 'Own');
     new JobInstances(stack, 'I', { vpcId: NETWORK.vpcId, nodeToNodeTraffic: false });
     Template.fromStack(stack).resourceCountIs('AWS::EC2::SecurityGroupIngress', 0);
     const closed = synth({ nodeToNodeTraffic: false }).toJSON().Resources as Record<string, Resource>;
@@ -860,7 +889,7 @@ describe("JobData's access role", () => {
   });
 
   it('opens the deployment\'s job ports over TCP to the given CIDR only, and tells the launcher which', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'Ports', { env: { account: '123456789012', region: 'us-east-1' } });
     const jobPorts = [{ from: 8080, to: 8090 }, { from: 30000, to: 30000 }];
     new Relaunch(stack, 'Jobs', { vpcId: NETWORK.vpcId, subnetsByZone: SUBNETS, jobPorts, vpcCidr: '10.0.0.0/16' });
@@ -879,10 +908,10 @@ describe("JobData's access role", () => {
   });
 
   it('opens job ports to a wider CIDR only when the deployment names one', () => {
-    const stack = new Stack(new App(), 'Wide');
+    const stack = new Stack(new App({ context: FEATURE_FLAGS }), 'Wide');
     new JobInstances(stack, 'I', { vpcId: NETWORK.vpcId, openPorts: [{ from: 8080, to: 8080 }], openPortsTo: '0.0.0.0/0' });
     Template.fromStack(stack).hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 8080, ToPort: 8080, CidrIp: '0.0.0.0/0' });
-    expect(() => new JobInstances(new Stack(new App(), 'NoCidr'), 'I', { vpcId: NETWORK.vpcId, openPorts: [{ from: 8080, to: 8080 }] })).toThrow(
+    expect(() => new JobInstances(new Stack(new App({ context: FEATURE_FLAGS }), 'NoCidr'), 'I', { vpcId: NETWORK.vpcId, openPorts: [{ from: 8080, to: 8080 }] })).toThrow(
       /openPorts needs openPortsTo/,
     );
   });
@@ -890,7 +919,7 @@ describe("JobData's access role", () => {
 
 describe('Relaunch in a user app', () => {
   it('fits in any stack, with its own name prefix and regions', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'Theirs', { env: { account: '123456789012', region: 'eu-west-1' } });
     const other = { region: 'eu-central-1', subnetsByZone: { 'eu-central-1a': 'subnet-0aaaaaaaaaaaaaaaa' }, securityGroupIds: ['sg-0bbbbbbbbbbbbbbbb'] };
     new Relaunch(stack, 'Jobs', { vpcId: NETWORK.vpcId, subnetsByZone: { 'eu-west-1a': 'subnet-0cccccccccccccccc' }, namePrefix: 'team-a', otherRegions: [other] });
@@ -905,7 +934,7 @@ describe('Relaunch in a user app', () => {
   });
 
   it('lets the janitor replay the queue of events each failover region could not forward, by its name there', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
     const stack = new Stack(app, 'Theirs', { env: { account: '123456789012', region: 'eu-west-1' } });
     const other = { region: 'eu-central-1', subnetsByZone: { 'eu-central-1a': 'subnet-0aaaaaaaaaaaaaaaa' }, securityGroupIds: ['sg-0bbbbbbbbbbbbbbbb'] };
     new Relaunch(stack, 'Jobs', { vpcId: NETWORK.vpcId, subnetsByZone: { 'eu-west-1a': 'subnet-0cccccccccccccccc' }, namePrefix: 'team-a', otherRegions: [other] });

@@ -13,6 +13,7 @@ import { LAMBDA_NAMES, LAMBDA_NEEDS, type LambdaName } from '../../../../infra/l
 import { RelaunchStack } from '../../../../infra/relaunch-stack.ts';
 import { JobStatus } from '../../../../lib/status.ts';
 import { flat } from '../../../support/fixtures/cfn.ts';
+import { FEATURE_FLAGS } from '../../../../infra/feature-flags.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
@@ -24,7 +25,7 @@ type Resource = { Type: string; Properties: Record<string, unknown> };
 type Synth = { stack: RelaunchStack; template: Template; resources: Record<string, Resource> };
 
 function synth(props: Partial<ConstructorParameters<typeof RelaunchStack>[2]['relaunch']> = {}): Synth {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
   const stack = new RelaunchStack(app, 'Test', { relaunch: { ...NETWORK, ...props } });
   const template = Template.fromStack(stack);
   return { stack, template, resources: template.toJSON().Resources as Record<string, Resource> };
@@ -196,7 +197,7 @@ describe('Operations, as deployed by default', () => {
   });
 
   it('sends an alarm added later to the same topic and shows it on the dashboard', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
     const again = new RelaunchStack(app, 'Again', { relaunch: NETWORK });
     const extra = new cloudwatch.Alarm(again, 'QueueDepth', {
       metric: new cloudwatch.Metric({ namespace: 'AWS/SQS', metricName: 'ApproximateNumberOfMessagesVisible', dimensionsMap: { QueueName: 'q' } }),

@@ -13,6 +13,7 @@ import {
   settingsOfRecord,
 } from '../../../../lib/check/deployment.ts';
 import { RelaunchStack } from '../../../../infra/relaunch-stack.ts';
+import { FEATURE_FLAGS } from '../../../../infra/feature-flags.ts';
 
 process.env.CDK_VALIDATION = 'false';
 
@@ -33,7 +34,7 @@ function render(value: unknown): string {
 
 describe('the stack output', () => {
   it('holds the version and the settings check reads, under a key findDeploymentOutput finds', () => {
-    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = new App({ context: { ...FEATURE_FLAGS, 'aws:cdk:bundling-stacks': [] } });
     const stack = new RelaunchStack(app, 'Test', {
       relaunch: {
         vpcId: 'vpc-0123456789abcdef0',

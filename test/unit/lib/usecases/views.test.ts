@@ -80,6 +80,7 @@ describe('toJobView', () => {
           runStartedAt: null,
           gapSeconds: null,
           standby: null,
+          instances: [],
         },
         {
           attempt: 2,
@@ -101,9 +102,24 @@ describe('toJobView', () => {
           runStartedAt: null,
           gapSeconds: null,
           standby: null,
+          instances: [],
         },
       ],
     });
+  });
+
+  it("shows each node's instance in rank order, for relaunch ssh", () => {
+    const placed: AttemptRecord = {
+      ...attempt(1, null),
+      instances: [
+        { instanceId: 'i-0bbbbbbbbbbbbbbbb', nodeRank: 1, privateIp: '10.0.0.2' },
+        { instanceId: 'i-0aaaaaaaaaaaaaaaa', nodeRank: 0, privateIp: '10.0.0.1' },
+      ],
+    };
+    expect(toJobView(job(), [placed]).attempts[0]?.instances).toEqual([
+      { nodeRank: 0, instanceId: 'i-0aaaaaaaaaaaaaaaa' },
+      { nodeRank: 1, instanceId: 'i-0bbbbbbbbbbbbbbbb' },
+    ]);
   });
 
   it('counts restarts on errors used, never more than allowed: the failure that ended the job is charged but not a restart', () => {
