@@ -11,7 +11,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { ServiceQuotasClient } from '@aws-sdk/client-service-quotas';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { STSClient } from '@aws-sdk/client-sts';
-import { configFromContext } from '../infra/config.ts';
+import { configFromContext, isExampleNetwork } from '../infra/config.ts';
 import type { CheckClients } from '../lib/check/aws-account-reader.ts';
 import type { DeploymentSettings } from '../lib/check/deployment.ts';
 import type { ApiAnswer, ApiProbe } from '../lib/check/account-reader-port.ts';
@@ -84,11 +84,6 @@ async function sdkRegion(): Promise<ResolvedRegion | null> {
   }
 }
 
-/** relaunch's own placeholder network in cdk.json (infra/app.ts warns about it at synth). */
-function isPlaceholder(vpcId: string): boolean {
-  return /^vpc-0+$/.test(vpcId);
-}
-
 /**
  * The settings of `cdk.json` in `folder` (its `context`, as `cdk deploy` reads it when no
  * -c is given): absent when there is no cdk.json, invalid with the reason when its
@@ -125,7 +120,7 @@ export async function localSettings(folder: string): Promise<LocalSettings> {
       dataBuckets: config.dataBuckets ?? [],
       dataBucket: null,
     };
-    return { kind: 'settings', source, settings, placeholder: isPlaceholder(config.vpcId) };
+    return { kind: 'settings', source, settings, placeholder: isExampleNetwork(config) };
   } catch (error) {
     return { kind: 'invalid', source, message: (error as Error).message.replace(/\n\s*/g, ' ') };
   }

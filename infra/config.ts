@@ -282,6 +282,14 @@ const portsHaveCidr = z.superRefine((config: z.output<typeof ConfigObject>, ctx)
 
 const ConfigSchema = ConfigObject.check(distinctRegions, portsHaveCidr);
 
+/**
+ * Whether the configuration's VPC is cdk.json's all-zero example id, which ships so that a
+ * fresh clone synthesizes and which no deploy can use: synth warns about it, check says so.
+ */
+export function isExampleNetwork(config: Pick<RelaunchConfig, 'vpcId'>): boolean {
+  return /^vpc-0+$/.test(config.vpcId);
+}
+
 /** Context is read through this, so tests can pass a plain object. */
 export type ContextReader = (key: string) => unknown;
 

@@ -5,7 +5,7 @@ import { Annotations, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { forwarderStackName, stackNameOf } from '../lib/deployment-names.ts';
 import { ConfigurationError } from '../lib/errors.ts';
-import { ContextKey, type RelaunchConfig } from './config.ts';
+import { ContextKey, isExampleNetwork, type RelaunchConfig } from './config.ts';
 import { isAwsZone, regionOfZone } from '../lib/task-file/cloud-region-zone.ts';
 import { Ec2EventForwarderStack } from './event-forwarder-stack.ts';
 import { Relaunch, type RelaunchProps } from './relaunch.ts';
@@ -62,8 +62,7 @@ export function addDeployment(scope: Construct, config: RelaunchConfig, deployRe
     );
   }
   const stacks = addRelaunchStacks(scope, stackNameOf(config.namePrefix), config);
-  // cdk.json ships all-zero example ids so a fresh clone synthesizes; deploying them fails.
-  if (/^vpc-0+$/.test(config.vpcId)) {
+  if (isExampleNetwork(config)) {
     Annotations.of(stacks.relaunch).addWarningV2(
       'relaunch:placeholder-network',
       `${ContextKey.vpcId} and ${ContextKey.subnets} are cdk.json's examples: set your own before cdk deploy`,

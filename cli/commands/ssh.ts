@@ -14,7 +14,7 @@ import type { AttemptView, InstanceView, JobView } from '../../lib/views.ts';
 import { jobWorkDir, nodeDir, nodeDiskDir } from '../../local/paths.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
-import { jobIdArgument } from '../job-id.ts';
+import { jobRefArgument, resolveJob, type JobRef } from '../job-id.ts';
 
 interface SshOptions extends TargetOptions {
   readonly attempt?: number;
@@ -33,19 +33,21 @@ export function sshCommand(io: Io): Command {
   return withTargetOptions(
     subcommand('ssh', io)
       .description("open a shell on a node of a job's running attempt: Session Manager on AWS, the node's working folder locally")
-      .argument('<job>', 'a job id', jobIdArgument)
+      .argument('<job>', 'a job id, or a job name (the newest job of that name)', jobRefArgument)
       .argument('[command...]', 'after --: a command to run in the shell instead of an interactive one')
       .option('--attempt <n>', 'the attempt (1-based; default: the latest)', whole('--attempt', 1))
       .option('--node <n>', 'the node rank (default: 0, the head)', whole('--node', 0)),
-  ).action(async (jobId: string, command: string[], options: SshOptions) => exitWith(await ssh(jobId, command, options, io)));
+  ).action(async (ref: JobRef, command: string[], options: SshOptions) => exitWith(await ssh(ref, command, options, io)));
 }
 
-async function ssh(jobId: string, command: readonly string[], options: SshOptions, io: Io): Promise<ExitStatus> {
+async function ssh(ref: JobRef, command: readonly string[], options: SshOptions, io: Io): Promise<ExitStatus> {
   let target: Target | null = null;
   let node: NodeOfJob;
   let dataDir: string | null;
+  let jobId: string;
   try {
     target = await openTarget(options, io, { command: 'ssh' });
+    jobId = await resolveJob(ref, target.client);
     dataDir = target.client.dataDir;
     node = nodeOf(await target.client.getJob(jobId), options.attempt, options.node ?? 0);
   } catch (error) {

@@ -31,6 +31,7 @@ function waiting(overrides: Partial<AttemptView> = {}): AttemptView {
     runStartedAt: null,
     gapSeconds: null,
     standby: null,
+    instances: [],
     ...overrides,
   };
 }
