@@ -200,6 +200,8 @@ declare +x REPLY_RUN_WORD=''
 declare +x REPLY_RUN_REASON=''
 # run_phase: the phase's exit code.
 declare +x REPLY_PHASE_CODE=0
+# run_tool: the last lines of a failed tool's stderr, in one bounded line.
+declare +x REPLY_TOOL_ERROR=''
 # pull_image, ecr_login, fetch_data_credentials: why each failed.
 declare +x REPLY_PULL_ERROR=''
 declare +x REPLY_LOGIN_ERROR=''
@@ -234,6 +236,30 @@ fail_step() {
     FAILED_ERROR=$2
   fi
   return 1
+}
+
+# Runs a tool of one of the agent's steps (the AWS CLI, mountpoint-s3): its stderr still
+# reaches the step's log, and when it fails its last 3 lines that say anything, trimmed and
+# joined by " / ", are in REPLY_TOOL_ERROR, at most 400 bytes of their end (the cause ends
+# the chain), for the failure report: "NoSuchBucket" says what "could not copy" does not.
+run_tool() {
+  local err="$ROOT_DIR/tool.stderr" code line text=''
+  "$@" 2>"$err"
+  code=$?
+  cat "$err" >&2 2>/dev/null
+  REPLY_TOOL_ERROR=''
+  if (( code != 0 )); then
+    while IFS= read -r line; do
+      line=${line//$'\r'/}
+      line=${line#"${line%%[![:space:]]*}"}
+      line=${line%"${line##*[![:space:]]}"}
+      if [ -n "$line" ]; then text=${text:+$text / }$line; fi
+    done < <(grep -v '^[[:space:]]*$' "$err" 2>/dev/null | tail -n 3)
+    if (( ${#text} > 400 )); then text="...${text: -400}"; fi
+    REPLY_TOOL_ERROR=$text
+  fi
+  rm -f "$err"
+  return "$code"
 }
 
 # $1 ms in seconds with three decimals, in REPLY_SECONDS (no subshell: the loops that pause
@@ -743,7 +769,9 @@ start_heartbeat() {
   clock_ms
   first=$REPLY_NOW_MS
   heartbeat_once $(( first + HEARTBEAT_MS ))
-  heartbeat_loop "$first" </dev/null >/dev/null 2>&1 &
+  # Its stderr is the agent's own (agent.log locally, cloud-init's output log on EC2): a
+  # refusal (401, 403, 409) or a throttled round is on the node for whoever looks.
+  heartbeat_loop "$first" </dev/null >/dev/null &
   HEARTBEAT_PID=$!
 }
 
@@ -985,9 +1013,9 @@ fetch_upload() {
   mkdir -p "$ROOT_DIR/sources" || return 1
   if [ ! -f "$archive" ]; then
     case $SOURCES_URL in
-      s3://*) ensure_aws && with_data_credentials aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
-      *) cp "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
-    esac || { fail_step mounts "could not fetch $SOURCES_URL/$sha.tar.gz"; return 1; }
+      s3://*) ensure_aws && run_tool with_data_credentials aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
+      *) run_tool cp "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
+    esac || { fail_step mounts "could not fetch $SOURCES_URL/$sha.tar.gz${REPLY_TOOL_ERROR:+: $REPLY_TOOL_ERROR}"; return 1; }
     got=$(sha256sum "$archive.part" | cut -d' ' -f1)
     if [ "$got" != "$sha" ]; then
       rm -f "$archive.part"
@@ -1013,10 +1041,10 @@ copy_s3() {
   if [ "$key" = - ]; then source="s3://$bucket"; else source="s3://$bucket/$key"; fi
   # A key ending in / is a prefix, even where a console's empty "folder" object has its name.
   if [ "$key" != - ] && [[ $key != */ ]] && with_data_credentials aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
-    mkdir -p "$(dirname "$dest")" && with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
+    mkdir -p "$(dirname "$dest")" && run_tool with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
     return
   fi
-  mkdir -p "$dest" && with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
+  mkdir -p "$dest" && run_tool with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
   if [ -z "$(ls -A "$dest")" ]; then fail_step mounts "nothing at $source"; fi
 }
 
@@ -1039,7 +1067,7 @@ mount_bucket() {
     mkdir -p "$cache_dir" || return 1
     options+=(--cache "$cache_dir")
   fi
-  with_data_credentials mount-s3 "$bucket" "$dest" "${options[@]}"
+  run_tool with_data_credentials mount-s3 "$bucket" "$dest" "${options[@]}"
 }
 
 # A folder that stands in for a bucket, linked at the path.
@@ -1073,6 +1101,7 @@ prepare_mounts() {
   : >"$ROOT_DIR/mounts.paths"
   # The list on fd 3: no step's command can read it from stdin.
   while IFS=$'\t' read -r -u 3 kind a b c dest; do
+    REPLY_TOOL_ERROR=''
     path=$(node_path "$dest")
     if [ -n "$MOUNT_ROOT" ]; then echo "relaunch: $dest is $path on this machine"; fi
     case $kind in
@@ -1084,9 +1113,10 @@ prepare_mounts() {
       git) clone_repo "$a" "$b" "$path" ;;
       *) false ;;
     esac || {
-      # The mount's own failure says what went wrong; an install's stays the install's.
+      # The mount's own failure says what went wrong; an install's stays the install's; a
+      # tool's (the AWS CLI's, mountpoint-s3's) last lines say why it failed.
       if [ "$FAILED_STEP" = mounts ]; then FAILED_ERROR="could not prepare $dest ($kind): $FAILED_ERROR"; fi
-      fail_step mounts "could not prepare $dest ($kind)"
+      fail_step mounts "could not prepare $dest ($kind)${REPLY_TOOL_ERROR:+: $REPLY_TOOL_ERROR}"
       return 1
     }
     printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"

@@ -486,13 +486,29 @@ describe('the agent under throttling', () => {
     const result = await runAgent({ spec: spec(), nodeRank: 0, heartbeatSeconds: 1, reportBackoff: { initialMs: 100, maxMs: 400 } });
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
-    // The first round runs before setup and logs here (later rounds run in the background,
-    // silently). It gave up by the agent's own clock: waits of 50-100, 100-200, 200-400 and
-    // 400 ms leave room for at most four retries within the 1 s interval (fewer when the
-    // machine is slow to run them). Without the deadline a throttling API would hold the
-    // agent before setup for good.
-    expect((result.stderr.match(/a heartbeat got HTTP 429; retrying in/g) ?? []).length).toBeLessThanOrEqual(4);
-    expect(result.stderr.match(/the next one is due before a retry could finish/g)).toHaveLength(1);
+    // The first round runs before setup (later rounds run in the background and log to the
+    // same stderr, after setup has started). It gave up by the agent's own clock: waits of
+    // 50-100, 100-200, 200-400 and 400 ms leave room for at most four retries within the
+    // 1 s interval (fewer when the machine is slow to run them). Without the deadline a
+    // throttling API would hold the agent before setup for good.
+    const firstRound = result.stderr.slice(0, result.stderr.indexOf(': setup\n'));
+    expect((firstRound.match(/a heartbeat got HTTP 429; retrying in/g) ?? []).length).toBeLessThanOrEqual(4);
+    expect(firstRound.match(/the next one is due before a retry could finish/g)).toHaveLength(1);
+  });
+
+  it('writes the refusals of its background heartbeats (401, 403, 409) to its own log, and goes on', async () => {
+    // The first beat (before setup) is taken; the next three are refused, each for good.
+    api.heartbeatStatuses = [204, 401, 403, 409];
+    api.onHeartbeat = (count) => {
+      if (count === 4) writeFileSync(join(dir, 'refused'), '');
+    };
+
+    const result = await runAgent({ spec: spec({ run: 'until [ -e "$DUMP_DIR/refused" ]; do sleep 0.05; done' }), nodeRank: 0, heartbeatSeconds: 0.2 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    const afterSetup = result.stderr.slice(result.stderr.indexOf(': setup\n'));
+    for (const status of [401, 403, 409]) expect(afterSetup).toContain(`the API refused a heartbeat (HTTP ${status})`);
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
   });
 
   it('beats on a steady cadence in the background while the job runs, throttled or not', async () => {
@@ -688,6 +704,12 @@ record-credentials aws-credentials.log
 if [ "$1" = s3api ] && [ "$2" = head-object ]; then [ -f "${s3}/$4/$6" ]; exit; fi
 [ "$1" = s3 ] || exit 2
 from=$(printf '%s' "$4" | sed 's|^s3://||'); to=$5
+# As the real CLI says it, on stderr, for a bucket that is not there.
+if [ ! -d "${s3}/\${from%%/*}" ]; then
+  echo 'warning: Skipping file /nothing. File does not exist.' >&2
+  echo "fatal error: An error occurred (NoSuchBucket) when calling the ListObjectsV2 operation: The specified bucket does not exist" >&2
+  exit 1
+fi
 case "$2" in
   cp) [ -f "${s3}/$from" ] && cp "${s3}/$from" "$to" ;;
   # As the real CLI does, a prefix with nothing under it syncs nothing, successfully.
@@ -702,6 +724,10 @@ esac
       `#!/bin/bash
 printf '%s\\n' "$*" >> "$DUMP_DIR/mount-s3.log"
 record-credentials mount-s3-credentials.log
+if [ "$1" = locked ]; then
+  printf '%s\\n' 'Error: Failed to create S3 client' '' 'Caused by:' '    0: initial ListObjectsV2 failed for bucket locked in region us-east-1' '    1: Client error' '    2: Forbidden: Access Denied' >&2
+  exit 1
+fi
 mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
 `,
       { mode: 0o755 },
@@ -985,6 +1011,37 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     ]);
     // A key ending in / is a prefix: no head-object could take a console's empty "folder" object for it.
     expect(called('aws.log').filter((line) => line.includes('typo/'))).toEqual([`s3 sync --only-show-errors s3://datasets/typo/ ${join(dir, 'typo')}`]);
+  });
+
+  it("puts the copy's or the mount's own error in the agent's failure, not only the step: NoSuchBucket, AccessDenied", async () => {
+    const s3 = join(dir, 's3');
+    mkdirSync(join(s3, 'locked'), { recursive: true });
+    const bin = awsStandIns(s3);
+    const path = [bin, MACHINE_PATH].join(delimiter);
+
+    await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-copy', bucket: 'no-such-bucket', key: 'train/', dest: '~/train' }] }, path);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: {
+          step: 'mounts',
+          error:
+            'could not prepare ~/train (s3-copy): warning: Skipping file /nothing. File does not exist. / fatal error: An error occurred (NoSuchBucket) when calling the ListObjectsV2 operation: The specified bucket does not exist',
+        },
+        outputTail: expect.stringContaining('(NoSuchBucket)'),
+      },
+    ]);
+
+    api.requests.length = 0;
+    rmSync(join(dir, 'shut-down'));
+    await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-mount', bucket: 'locked', prefix: '', cached: false, dest: '~/ckpt' }] }, path);
+    const [failure] = api.reports;
+    // The last lines only, and bounded: the cause is at the end of mount-s3's chain.
+    expect(failure?.agentFailure).toEqual({
+      step: 'mounts',
+      error: 'could not prepare ~/ckpt (s3-mount): 0: initial ListObjectsV2 failed for bucket locked in region us-east-1 / 1: Client error / 2: Forbidden: Access Denied',
+    });
   });
 
   it('unpacks an uploaded dot file under the name the task gives it, and copies a folder standing in for a COPY bucket', async () => {
