@@ -116,6 +116,8 @@ declare +x CONTAINER_PREFIX=''
 declare +x CONTAINER_GPUS=''
 declare +x PULL_RETRY_MS=''
 declare +x ECR_URL=''
+declare +x AWS_CLI_DOWNLOAD=''
+declare +x MOUNT_S3_DOWNLOAD=''
 declare +x SHUTDOWN_COMMAND=''
 # relaunch:settings-end
 
@@ -889,27 +891,68 @@ ensure_command() {
   command -v "$1" >/dev/null 2>&1 || fail_step install "$1 is not on this machine image and could not be installed"
 }
 
-# The AWS CLI, from AWS's own bundle when the distribution has none (Ubuntu 24.04).
+# One file of a tool's download: URL $2 to file $3, with curl's own retries; a failure is
+# the agent's at install, naming what ($1) could not be fetched from where.
+fetch_file() {
+  curl_option url "$2" | curl -fsSL --retry 5 --retry-connrefused -o "$3" -K - ||
+    fail_step install "could not download $1 from $2"
+}
+
+# A tool's package, downloaded and verified before anything in it runs: $1 says what it is,
+# $2 is its download setting (script.ts's downloadSetting: the package's URL, its
+# signature's, its vendor key's and the key's fingerprint, {arch} and {pkg} filled in), $3
+# the file to write. The signature must be good and made by the key with the pinned
+# fingerprint: gpg, in a keyring of its own that holds only what the key URL served, says
+# so in a VALIDSIG line whose last field is the signing key's primary fingerprint. Any
+# other answer (a bad signature, another key, a revoked one, no signature) removes the
+# file and is the agent's failure at install, naming the tool and the URL.
+fetch_verified() {
+  local what=$1 file=$3 url sig key fingerprint home line good=0
+  read -r url sig key fingerprint <<<"$2"
+  ensure_command gpg gnupg || return 1
+  fetch_file "$what" "$url" "$file" && fetch_file "the signature of $what" "$sig" "$file.sig" &&
+    fetch_file "the signing key of $what" "$key" "$file.key" || return 1
+  home=$(mktemp -d) || { fail_step install "could not make a keyring folder to verify $what"; return 1; }
+  gpg --batch --quiet --homedir "$home" --import "$file.key" >/dev/null 2>&1
+  while IFS= read -r line; do
+    case $line in
+      "[GNUPG:] VALIDSIG "*" $fingerprint") if (( good == 0 )); then good=1; fi ;;
+      "[GNUPG:] REVKEYSIG "* | "[GNUPG:] BADSIG "* | "[GNUPG:] ERRSIG "*) good=2 ;;
+    esac
+  done < <(gpg --batch --homedir "$home" --status-fd 1 --verify "$file.sig" "$file" 2>/dev/null)
+  gpgconf --homedir "$home" --kill all >/dev/null 2>&1
+  rm -rf "$home" "$file.sig" "$file.key"
+  if (( good != 1 )); then
+    rm -f "$file"
+    fail_step install "$what from $url does not carry a good signature by its vendor's key $fingerprint: not installed"
+    return 1
+  fi
+  echo "relaunch: $what from $url is signed by $fingerprint"
+}
+
+# The AWS CLI, when the image has none (Ubuntu 24.04): AWS's bundle of the pinned version
+# (script.ts's TOOL_DOWNLOADS), verified by AWS's signature before its installer runs.
 ensure_aws() {
   if command -v aws >/dev/null 2>&1; then return 0; fi
   echo "relaunch: installing the AWS CLI"
   ensure_command unzip unzip || return 1
-  { curl -fsSL --retry 5 --retry-connrefused -o "$ROOT_DIR/awscli.zip" "https://awscli.amazonaws.com/awscli-exe-linux-$(uname -m).zip" &&
-    unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null; } ||
-    fail_step install "could not install the AWS CLI from awscli.amazonaws.com"
+  fetch_verified "the AWS CLI" "${AWS_CLI_DOWNLOAD//'{arch}'/$(uname -m)}" "$ROOT_DIR/awscli.zip" || return 1
+  { unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null; } ||
+    fail_step install "could not install the AWS CLI from $ROOT_DIR/awscli.zip"
 }
 
-# mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release.
+# mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release of the
+# pinned version, verified by its signature before it is installed.
 ensure_mount_s3() {
-  local arch package
+  local arch package download
   if command -v mount-s3 >/dev/null 2>&1; then return 0; fi
   if command -v dnf >/dev/null 2>&1 && dnf install -y -q mount-s3 >/dev/null 2>&1; then return 0; fi
   arch=$(uname -m)
   if [ "$arch" = aarch64 ]; then arch=arm64; fi
   if command -v apt-get >/dev/null 2>&1; then package=deb; else package=rpm; fi
   echo "relaunch: installing mountpoint-s3"
-  curl -fsSL --retry 5 --retry-connrefused -o "$ROOT_DIR/mount-s3.$package" "https://s3.amazonaws.com/mountpoint-s3-release/latest/$arch/mount-s3.$package" ||
-    { fail_step install "could not download mountpoint-s3 from s3.amazonaws.com/mountpoint-s3-release"; return 1; }
+  download=${MOUNT_S3_DOWNLOAD//'{arch}'/$arch}
+  fetch_verified mountpoint-s3 "${download//'{pkg}'/$package}" "$ROOT_DIR/mount-s3.$package" || return 1
   if [ "$package" = deb ]; then
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb" ||
       { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"; }
