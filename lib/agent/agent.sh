@@ -135,7 +135,7 @@ declare +x SECRET=''
 declare +x -a SECRET_WORDS=()
 # The task container's name (CONTAINER_PREFIX and the instance id); empty without an image.
 declare +x CONTAINER=''
-# docker exec's `-e HOME` when the node has a home folder of its own (init_node).
+# docker exec's `-e HOME`: the job's home in its container is the node's (init_node).
 declare +x -a HOME_FLAGS=()
 # The file with this node's rank that heartbeats, holds and data credential requests post.
 declare +x HEARTBEAT_BODY=''
@@ -618,11 +618,11 @@ aws_call() {
 # The node's folders and files: its home (the local runtime gives each node its own, which
 # the container gets too), the work folder, the scripts and the job's environment.
 init_node() {
-  if [ -n "$JOB_HOME" ]; then
-    export HOME="$JOB_HOME"
-    HOME_FLAGS=(-e HOME)
-  fi
+  if [ -n "$JOB_HOME" ]; then export HOME="$JOB_HOME"; fi
   if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
+  # In a container too, the job's ~ is the folder its ~ mounts went to on the node: a real
+  # daemon would give it the image user's home instead.
+  HOME_FLAGS=(-e HOME)
   # A relative work folder (a task's workdir, sky_workdir) is under the home folder.
   if [[ $WORK_DIR != /* ]]; then WORK_DIR="$HOME/$WORK_DIR"; fi
   mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || return 1
@@ -1208,8 +1208,8 @@ pull_image() {
 # setup's log; a failure is one of the agent's steps (install, image-login, image-pull,
 # container).
 container_start() {
-  local registry region path try
-  local -a gpus=() volumes=()
+  local registry region path try memlock output reason
+  local -a gpus=() volumes=() limits=()
   local -A seen=()
   CURRENT_STEP=install
   if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
@@ -1233,10 +1233,17 @@ container_start() {
     done
   fi
   CURRENT_STEP=image-pull
-  for (( try = 1; ; try++ )); do
-    if pull_image; then break; fi
-    next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $REPLY_PULL_ERROR"; return 1; }
-  done
+  # Pulled when the daemon does not have it, as docker run does: an image the machine image
+  # or the user's own machine (a local run) already holds, built there or pulled before,
+  # needs no registry.
+  if docker image inspect "$CONTAINER_IMAGE" >/dev/null 2>&1; then
+    echo "relaunch: $CONTAINER_IMAGE is on this machine already"
+  else
+    for (( try = 1; ; try++ )); do
+      if pull_image; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $REPLY_PULL_ERROR"; return 1; }
+    done
+  fi
   CURRENT_STEP=container
   if (( CONTAINER_GPUS )); then
     if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
@@ -1245,7 +1252,6 @@ container_start() {
     fi
     gpus=(--gpus all)
   fi
-  docker rm -f "$CONTAINER" >/dev/null 2>&1
   # The folders at the same paths: the agent's, the work folder, the home folder and the
   # mounts (read from the file prepare_mounts wrote, one per line). Each once: docker
   # refuses a container with two mounts at one destination, and the work folder is the
@@ -1258,9 +1264,28 @@ container_start() {
     fi
   done < <(printf '%s\n' "$ROOT_DIR" "$WORK_DIR" "${JOB_HOME:+$HOME}"; cat "$ROOT_DIR/mounts.paths")
   # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
-  docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
-    "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null ||
-    fail_step container "docker could not start the container from $CONTAINER_IMAGE"
+  # A host whose root may not raise the locked-memory limit (a host that is itself a
+  # container, rootless docker) refuses --ulimit memlock=-1 ("error setting rlimit"): the
+  # container then keeps the host's limit, and says so, rather than never starting.
+  for memlock in memlock=-1 ''; do
+    limits=()
+    if [ -n "$memlock" ]; then limits=(--ulimit "$memlock"); fi
+    docker rm -f "$CONTAINER" >/dev/null 2>&1
+    if output=$(docker run -d --name "$CONTAINER" --network host --ipc host "${limits[@]}" --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
+      "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" 2>&1); then
+      return 0
+    fi
+    printf '%s\n' "$output"
+    if [ -z "$memlock" ] || [[ $output != *rlimit* ]]; then break; fi
+    echo "relaunch: this host may not lift the container's locked-memory limit: starting it with the host's"
+  done
+  # docker run -d prints the id of a container it made but could not start before its error.
+  reason=${output%%$'\n'*}
+  if [[ $output == *$'\n'docker:* ]]; then
+    reason=${output#*$'\n'docker: }
+    reason=${reason%%$'\n'*}
+  fi
+  fail_step container "docker could not start the container from $CONTAINER_IMAGE: ${reason#docker: }"
 }
 
 # --- 4. the node prepared: its parts, in order ---

@@ -378,13 +378,34 @@ describe('the agent with a Docker image', () => {
     expect(jobEnv()).toMatchObject({ IN_CONTAINER: 'yes', TOKEN: 'tok-planted', RELAUNCH_JOB_ID: JOB_ID, RELAUNCH_NODE_RANK: '0' });
     const calls = dockerCalls();
     const root = join(dir, 'agent');
-    expect(calls[0]).toBe('pull ubuntu:22.04');
+    expect(calls.slice(0, 2)).toEqual(['image inspect ubuntu:22.04', 'pull ubuntu:22.04']);
     expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 --stop-timeout 90 -v ${root}:${root} --entrypoint bash ubuntu:22.04 -c ${CONTAINER_INIT}`);
     expect(calls.filter((call) => call.startsWith('exec '))).toEqual(
-      ['setup', 'run'].map((phase) => `exec -i -w ${root} ${CONTAINER} bash -c ${PHASE_PROGRAM} relaunch-phase ${root} ${root} ${phase}`),
+      ['setup', 'run'].map((phase) => `exec -i -w ${root} -e HOME ${CONTAINER} bash -c ${PHASE_PROGRAM} relaunch-phase ${root} ${root} ${phase}`),
     );
     expect(calls.at(-1)).toBe(`rm -f ${CONTAINER}`);
     expect(calls.join('\n')).not.toContain('tok-planted');
+  });
+
+  it('does not pull an image the daemon has already (built or pulled on that machine), as docker run does not', async () => {
+    const path = dockerStandIn();
+    writeFileSync(join(dir, 'docker-images'), 'team/trainer:dev\n');
+
+    const result = await runAgent({ spec: spec({}, { containerImage: 'team/trainer:dev' }), nodeRank: 0 }, path);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    expect(dockerCalls().filter((call) => call.startsWith('pull '))).toEqual([]);
+  });
+
+  it("says why a container could not start, in docker's words, past the id docker printed first", async () => {
+    await runAgent({ spec: spec({ run: 'touch "$DUMP_DIR/run-started"' }, { containerImage: 'registry.example/no-bash:1' }), nodeRank: 0 }, dockerStandIn());
+
+    expect(api.reports[0]?.agentFailure).toEqual({
+      step: 'container',
+      error: 'docker could not start the container from registry.example/no-bash:1: Error response from daemon: failed to create shim task: OCI runtime create failed: exec: "bash": executable file not found in $PATH: unknown.',
+    });
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
   });
 
   it('gives the container the GPUs of a GPU node', async () => {
