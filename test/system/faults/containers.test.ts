@@ -3,17 +3,20 @@
 // 127.0.0.1), the agent run as cloud-init runs it (test/support/agent-harness.ts): setup and
 // run in the container with the task's envs, secrets, workdir and file mounts; a job's
 // `kill 0` inside it; a checkpoint on SIGTERM with its grace; a cancel and a preemption that
-// leave no container; and pulls a registry refuses (auth, 429), which end AGENT_FAILED.
+// leave no container, there and through the local runtime (`relaunch run`); and pulls a
+// registry refuses (auth, 429), which end AGENT_FAILED.
 // Where no daemon can run (not root, packages missing), the suite is skipped, saying why.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSecretName, agentSecretValue } from '../../../lib/agent/secret-parameter.ts';
 import { decideRecovery, initialCounters } from '../../../lib/policy/decide.ts';
 import { waitFor } from '../../support/fixtures/wait.ts';
+import { parseStdout, runCli, startCli, tempDir, writeTask } from '../../support/cli.ts';
+import type { JobView } from '../../../lib/views.ts';
 import { api, dir, INSTANCE_ARN, INSTANCE_ID, MACHINE_PATH, runAgent, SECRET, SECRET_PATH, spec, startAgent, useAgentWorld } from '../../support/agent-harness.ts';
 import { dockerUnavailable, importTestImage, startDockerDaemon, startRegistry, startThrottlingProxy, type DockerDaemon, type Registry } from '../../support/docker-daemon.ts';
 
@@ -139,6 +142,39 @@ describe.skipIf(unavailable !== null)(`containers on a real Docker daemon${unava
     if (failure === undefined) throw new Error('no agent failure reported');
     const decision = decideRecovery({ policy: spec().resources.jobRecovery, counters: initialCounters(false), outcome: { kind: 'AGENT_FAILED', nodeRank: 0, ...failure }, random: () => 0 });
     expect(decision).toMatchObject({ action: 'RECOVER', counters: { restartsOnErrors: 0 } });
+  });
+
+  /** The local runtime's containers (relaunch-local-<job>-<attempt>-<node>), running or not. */
+  const localContainers = () => daemon.docker('ps', '-a', '--filter', 'name=relaunch-local-', '--format', '{{.Names}}').trim();
+  /** The `relaunch` binary with this daemon's docker first on PATH. */
+  const cliEnv = () => ({ PATH: [daemon.bin, process.env.PATH ?? ''].join(delimiter) });
+
+  it('runs a task through the local runtime in a real container, and a cancel (Ctrl-C) leaves no container behind', async () => {
+    const work = await tempDir('containers-cancel');
+    const task = await writeTask(work, 'task.yaml', `resources:\n  image_id: docker:${IMAGE}\nrun: |\n  test -e /.dockerenv && touch in-container\n  while :; do sleep 0.1; done\n`);
+    const data = join(work, 'data');
+    const cli = startCli(['run', task, '--data-dir', data], { cwd: work, env: cliEnv() });
+    const found = (folder: string): boolean => readdirSync(folder, { withFileTypes: true }).some((entry) => (entry.isDirectory() ? found(join(folder, entry.name)) : entry.name === 'in-container'));
+    await waitFor('the job to run in its container', () => (existsSync(data) && found(data) ? true : undefined));
+    expect(localContainers()).toMatch(/^relaunch-local-j-/);
+
+    cli.child.kill('SIGINT');
+    const result = await cli.finished;
+
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stdout.trimEnd().split('\n').at(-1)).toMatch(/ CANCELLED after 1 attempt; /);
+    await waitFor('the container to be removed', () => (localContainers() === '' ? true : undefined));
+  });
+
+  it('relaunches a task preempted in its container through the local runtime, and leaves no container behind', async () => {
+    const work = await tempDir('containers-preempt');
+    const task = await writeTask(work, 'task.yaml', `resources:\n  image_id: docker:${IMAGE}\nrun: |\n  echo "attempt $RELAUNCH_ATTEMPT"\n  sleep 2\n`);
+
+    const result = await runCli(['run', task, '--json', '--preempt-attempts', '1', '--data-dir', join(work, 'data')], { cwd: work, env: cliEnv() });
+
+    expect(result.code, result.stderr).toBe(0);
+    expect(parseStdout<JobView>(result)).toMatchObject({ status: 'SUCCEEDED', attempts: [{ attempt: 1, outcome: 'PREEMPTED' }, { attempt: 2, outcome: 'EXITED' }] });
+    expect(localContainers()).toBe('');
   });
 
   it("ends AGENT_FAILED at image-pull when the registry answers 429 (a pull limit), with the registry's words", async () => {
