@@ -176,6 +176,41 @@ describe("the agent's tool downloads", () => {
     expect(existsSync(join(dir, 'agent', 'awscli.zip'))).toBe(false);
   });
 
+  it("installs mountpoint-s3's pinned package for this machine's architecture and packager once verified, and mounts with it", async () => {
+    const arch = execFileSync('uname', ['-m'], { encoding: 'utf8' }).trim().replace('aarch64', 'arm64');
+    const deb = Buffer.from('a stand-in for mountpoint-s3 1.21.0');
+    vendor.files.set(`/mount-s3/${arch}/mount-s3-1.21.0-${arch}.deb`, deb);
+    vendor.files.set(`/mount-s3/${arch}/mount-s3-1.21.0-${arch}.deb.asc`, sign(vendorKey, deb));
+    vendor.files.set('/public_keys/KEYS', Buffer.from(vendorKey.publicKey));
+    // apt-get stands in for Debian's: installing the verified package puts a mount-s3 on PATH.
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(
+      join(bin, 'apt-get'),
+      `#!/bin/bash\nprintf '%s\\n' "$*" >> "$DUMP_DIR/apt-get.log"\nprintf '%s\\n' '#!/bin/bash' 'mkdir -p "$2"; echo mounted > "$2/marker"' > "$DUMP_DIR/bin/mount-s3"\nchmod +x "$DUMP_DIR/bin/mount-s3"\n`,
+      { mode: 0o755 },
+    );
+    const toolDownloads: ToolDownloads = {
+      ...downloads(),
+      mountS3: {
+        url: `${vendorUrl}/mount-s3/{arch}/mount-s3-1.21.0-{arch}.{pkg}`,
+        signatureUrl: `${vendorUrl}/mount-s3/{arch}/mount-s3-1.21.0-{arch}.{pkg}.asc`,
+        keyUrl: `${vendorUrl}/public_keys/KEYS`,
+        fingerprint: vendorKey.fingerprint,
+      },
+    };
+
+    await runAgent(
+      { spec: spec({ run: 'cat "$HOME/ckpt/marker" > "$DUMP_DIR/mounted"' }), nodeRank: 0, toolDownloads, mounts: [{ kind: 's3-mount', bucket: 'ckpt', prefix: '', cached: false, dest: '~/ckpt' }] },
+      [bin, pathWithout('mount-s3', 'apt-get', 'dnf')].join(delimiter),
+    );
+
+    expect(vendor.requested).toEqual([`/mount-s3/${arch}/mount-s3-1.21.0-${arch}.deb`, `/mount-s3/${arch}/mount-s3-1.21.0-${arch}.deb.asc`, '/public_keys/KEYS']);
+    expect(readFileSync(join(dir, 'apt-get.log'), 'utf8')).toContain(join(dir, 'agent', 'mount-s3.deb'));
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    expect(readFileSync(join(dir, 'mounted'), 'utf8')).toBe('mounted\n');
+  });
+
   it("says which file could not be downloaded: the agent's failure at install", async () => {
     const bundle = cliBundle(dir, 'installed');
     serve(bundle, sign(vendorKey, bundle), vendorKey.publicKey);
