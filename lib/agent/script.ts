@@ -251,7 +251,7 @@ export const TOOL_DOWNLOADS: ToolDownloads = {
   awsCli: {
     url: `https://awscli.amazonaws.com/awscli-exe-linux-{arch}-${AWS_CLI_VERSION}.zip`,
     signatureUrl: `https://awscli.amazonaws.com/awscli-exe-linux-{arch}-${AWS_CLI_VERSION}.zip.sig`,
-    keyUrl: 'https://keyserver.ubuntu.com/pks/lookup?op=get&search=0xFB5DB77FD5C118B80511ADA8A6310ACC4672475C',
+    keyUrl: 'https://keyserver.ubuntu.com/pks/lookup?op=get&options=mr&search=0xFB5DB77FD5C118B80511ADA8A6310ACC4672475C',
     fingerprint: 'FB5DB77FD5C118B80511ADA8A6310ACC4672475C',
   },
   mountS3: {
