@@ -145,19 +145,29 @@ export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<Che
   const record = stackChecks(input, stack, caller, checks);
   const settings = settingsCheck(input, record, checks);
   const reads = new Reads();
-  const regions = settings?.settings.regions.map(({ region }) => region) ?? [input.region];
+  // A failover region that does not exist is said once; nothing else is read there.
+  const missing = new Set<string>();
+  for (const { region } of settings?.settings.regions ?? []) {
+    if (region === input.region) continue;
+    const named = await failoverRegionCheck(reader, region);
+    if (named !== null) {
+      checks.push(named);
+      missing.add(region);
+    }
+  }
+  const regions = (settings?.settings.regions.map(({ region }) => region) ?? [input.region]).filter((region) => !missing.has(region));
   for (const region of regions) checks.push(await bootstrapCheck(reader, region, identity.account, caller));
   const api = await apiCheck(input, record, deps.api, caller);
   if (api !== null) checks.push(api);
   // Failover regions need their EC2 event forwarder, deployed with the stack (cdk deploy --all).
-  if (record !== null) for (const { region } of record.otherRegions) checks.push(await forwarderCheck(reader, input.stackName, region, caller));
+  if (record !== null) for (const { region } of record.otherRegions) if (!missing.has(region)) checks.push(await forwarderCheck(reader, input.stackName, region, caller));
 
   const candidates = input.task === null ? null : input.task.specs.map((spec) => candidatesOf(spec, 'resources').candidates);
   checks.push(await spotRoleCheck(reader, candidates, caller));
   const allowed = settings?.settings.allowedInstanceTypes ?? null;
   for (const region of regions) checks.push(...(await quotaChecks(reader, reads, region, allowed, caller)));
   if (settings !== null && settings.usable) {
-    for (const region of settings.settings.regions) checks.push(...(await subnetChecks(reader, region.region, region.subnetsByZone, region === settings.settings.regions[0] ? settings.settings.vpcId : null, caller)));
+    for (const region of settings.settings.regions.filter(({ region: name }) => !missing.has(name))) checks.push(...(await subnetChecks(reader, region.region, region.subnetsByZone, region === settings.settings.regions[0] ? settings.settings.vpcId : null, caller)));
   }
   if (input.task === null || candidates === null) return reportOf(checks);
 
@@ -218,6 +228,24 @@ async function regionCheck(reader: AccountReader, input: CheckInput): Promise<Ch
     status: 'fail',
     message: `${named}: no AWS region of that name${near.length === 0 ? '' : ` (${family}: ${near.join(', ')})`}`,
     fix: `name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName') with --region or AWS_REGION`,
+  };
+}
+
+/** A failover region (relaunch:otherRegions) that does not exist or is not enabled; null when it is fine or could not be asked about. */
+async function failoverRegionCheck(reader: AccountReader, region: string): Promise<CheckResult | null> {
+  const status = await read(() => reader.regionStatus(region));
+  if (!status.known || status.value.kind === 'enabled') return null;
+  const named = `${region}, a failover region (relaunch:otherRegions)`;
+  if (status.value.kind === 'not-enabled') {
+    return { id: `region:${region}`, status: 'fail', message: `${named}: this account has not enabled the region (an opt-in region)`, fix: `aws account enable-region --region-name ${region}, or remove it from relaunch:otherRegions and redeploy` };
+  }
+  const family = region.replace(/-?\d*$/, '');
+  const near = status.value.regions.filter((name) => name.startsWith(`${family}-`));
+  return {
+    id: `region:${region}`,
+    status: 'fail',
+    message: `${named}: no AWS region of that name${near.length === 0 ? '' : ` (${family}: ${near.join(', ')})`}`,
+    fix: "remove it from relaunch:otherRegions or name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName'), and redeploy (npx cdk deploy)",
   };
 }
 

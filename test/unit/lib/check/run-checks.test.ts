@@ -91,6 +91,22 @@ describe('the region check', () => {
     expect(report.checks).toEqual([expect.objectContaining({ id: 'region', status: 'fail', fix: 'aws account enable-region --region-name ap-east-1, or name another region with --region or AWS_REGION' })]);
   });
 
+  it('fails a failover region that does not exist, and checks nothing else there (no bootstrap, quota or subnet)', async () => {
+    const record = deploymentRecord({ namePrefix: 'relaunch', vpcId: 'vpc-1', subnetsByZone: SUBNETS, otherRegions: [{ region: 'us-west-9', subnetsByZone: { 'us-west-9a': 'subnet-w' } }], apiUrl: 'https://api.example/v1/', dataBucket: 'stack-bucket' });
+    const stack: StackFacts = { name: 'Relaunch', status: 'UPDATE_COMPLETE', statusReason: null, outputs: [{ key: 'RelaunchDeployment0A1B2C3D', value: JSON.stringify(record) }] };
+    const reader: AccountReader = { ...account(stack), regionStatus: async (region) => (region === 'us-west-9' ? { kind: 'none', regions: ['us-east-1', 'us-west-1', 'us-west-2'] } : { kind: 'enabled' }) };
+
+    const report = await runChecks(INPUT, { reader, api: API });
+
+    expect(check(report, 'region:us-west-9')).toEqual({
+      id: 'region:us-west-9',
+      status: 'fail',
+      message: 'us-west-9, a failover region (relaunch:otherRegions): no AWS region of that name (us-west: us-west-1, us-west-2)',
+      fix: "remove it from relaunch:otherRegions or name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName'), and redeploy (npx cdk deploy)",
+    });
+    expect(report.checks.map(({ id }) => id).filter((id) => id.includes('us-west-9'))).toEqual(['region:us-west-9']);
+  });
+
   it('takes a region it could not ask about as given: the credentials check says why', async () => {
     const reader = { ...account(stackIn('UPDATE_COMPLETE')), regionStatus: async () => Promise.reject(new Error('getaddrinfo ENOTFOUND ec2.us-east-1.amazonaws.com')) };
     const report = await runChecks(INPUT, { reader, api: API });
