@@ -408,6 +408,21 @@ describe('the agent with a Docker image', () => {
     expect(existsSync(join(dir, 'run-started'))).toBe(false);
   });
 
+  it("starts the container with the host's locked-memory limit where the host may not lift it, and says so", async () => {
+    const path = dockerStandIn();
+    writeFileSync(join(dir, 'no-memlock'), '');
+
+    const result = await runAgent({ spec: spec({}, { containerImage: 'ubuntu:22.04' }), nodeRank: 0 }, path);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    const runs = dockerCalls().filter((call) => call.startsWith('run '));
+    expect(runs).toHaveLength(2);
+    expect(runs[0]).toContain('--ulimit memlock=-1');
+    expect(runs[1]).not.toContain('--ulimit');
+    expect(api.reports[0]?.outputTail).toContain("relaunch: this host may not lift the container's locked-memory limit: starting it with the host's");
+  });
+
   it('gives the container the GPUs of a GPU node', async () => {
     await runAgent({ spec: spec({}, { containerImage: 'nvcr.io/nvidia/pytorch:24.07-py3' }), nodeRank: 0, gpusPerNode: 8 }, dockerStandIn());
 
