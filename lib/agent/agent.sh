@@ -116,6 +116,8 @@ declare +x CONTAINER_PREFIX=''
 declare +x CONTAINER_GPUS=''
 declare +x PULL_RETRY_MS=''
 declare +x ECR_URL=''
+declare +x AWS_CLI_DOWNLOAD=''
+declare +x MOUNT_S3_DOWNLOAD=''
 declare +x SHUTDOWN_COMMAND=''
 # relaunch:settings-end
 
@@ -133,7 +135,7 @@ declare +x SECRET=''
 declare +x -a SECRET_WORDS=()
 # The task container's name (CONTAINER_PREFIX and the instance id); empty without an image.
 declare +x CONTAINER=''
-# docker exec's `-e HOME` when the node has a home folder of its own (init_node).
+# docker exec's `-e HOME`: the job's home in its container is the node's (init_node).
 declare +x -a HOME_FLAGS=()
 # The file with this node's rank that heartbeats, holds and data credential requests post.
 declare +x HEARTBEAT_BODY=''
@@ -200,6 +202,8 @@ declare +x REPLY_RUN_WORD=''
 declare +x REPLY_RUN_REASON=''
 # run_phase: the phase's exit code.
 declare +x REPLY_PHASE_CODE=0
+# run_tool: the last lines of a failed tool's stderr, in one bounded line.
+declare +x REPLY_TOOL_ERROR=''
 # pull_image, ecr_login, fetch_data_credentials: why each failed.
 declare +x REPLY_PULL_ERROR=''
 declare +x REPLY_LOGIN_ERROR=''
@@ -234,6 +238,30 @@ fail_step() {
     FAILED_ERROR=$2
   fi
   return 1
+}
+
+# Runs a tool of one of the agent's steps (the AWS CLI, mountpoint-s3): its stderr still
+# reaches the step's log, and when it fails its last 3 lines that say anything, trimmed and
+# joined by " / ", are in REPLY_TOOL_ERROR, at most 400 bytes of their end (the cause ends
+# the chain), for the failure report: "NoSuchBucket" says what "could not copy" does not.
+run_tool() {
+  local err="$ROOT_DIR/tool.stderr" code line text=''
+  "$@" 2>"$err"
+  code=$?
+  cat "$err" >&2 2>/dev/null
+  REPLY_TOOL_ERROR=''
+  if (( code != 0 )); then
+    while IFS= read -r line; do
+      line=${line//$'\r'/}
+      line=${line#"${line%%[![:space:]]*}"}
+      line=${line%"${line##*[![:space:]]}"}
+      if [ -n "$line" ]; then text=${text:+$text / }$line; fi
+    done < <(grep -v '^[[:space:]]*$' "$err" 2>/dev/null | tail -n 3)
+    if (( ${#text} > 400 )); then text="...${text: -400}"; fi
+    REPLY_TOOL_ERROR=$text
+  fi
+  rm -f "$err"
+  return "$code"
 }
 
 # $1 ms in seconds with three decimals, in REPLY_SECONDS (no subshell: the loops that pause
@@ -590,11 +618,11 @@ aws_call() {
 # The node's folders and files: its home (the local runtime gives each node its own, which
 # the container gets too), the work folder, the scripts and the job's environment.
 init_node() {
-  if [ -n "$JOB_HOME" ]; then
-    export HOME="$JOB_HOME"
-    HOME_FLAGS=(-e HOME)
-  fi
+  if [ -n "$JOB_HOME" ]; then export HOME="$JOB_HOME"; fi
   if [ -z "$(printenv HOME)" ]; then export HOME=/root; fi
+  # In a container too, the job's ~ is the folder its ~ mounts went to on the node: a real
+  # daemon would give it the image user's home instead.
+  HOME_FLAGS=(-e HOME)
   # A relative work folder (a task's workdir, sky_workdir) is under the home folder.
   if [[ $WORK_DIR != /* ]]; then WORK_DIR="$HOME/$WORK_DIR"; fi
   mkdir -p "$ROOT_DIR" "$WORK_DIR" "$HOME" || return 1
@@ -743,7 +771,9 @@ start_heartbeat() {
   clock_ms
   first=$REPLY_NOW_MS
   heartbeat_once $(( first + HEARTBEAT_MS ))
-  heartbeat_loop "$first" </dev/null >/dev/null 2>&1 &
+  # Its stderr is the agent's own (agent.log locally, cloud-init's output log on EC2): a
+  # refusal (401, 403, 409) or a throttled round is on the node for whoever looks.
+  heartbeat_loop "$first" </dev/null >/dev/null &
   HEARTBEAT_PID=$!
 }
 
@@ -861,27 +891,68 @@ ensure_command() {
   command -v "$1" >/dev/null 2>&1 || fail_step install "$1 is not on this machine image and could not be installed"
 }
 
-# The AWS CLI, from AWS's own bundle when the distribution has none (Ubuntu 24.04).
+# One file of a tool's download: URL $2 to file $3, with curl's own retries; a failure is
+# the agent's at install, naming what ($1) could not be fetched from where.
+fetch_file() {
+  curl_option url "$2" | curl -fsSL --retry 5 --retry-connrefused -o "$3" -K - ||
+    fail_step install "could not download $1 from $2"
+}
+
+# A tool's package, downloaded and verified before anything in it runs: $1 says what it is,
+# $2 is its download setting (script.ts's downloadSetting: the package's URL, its
+# signature's, its vendor key's and the key's fingerprint, {arch} and {pkg} filled in), $3
+# the file to write. The signature must be good and made by the key with the pinned
+# fingerprint: gpg, in a keyring of its own that holds only what the key URL served, says
+# so in a VALIDSIG line whose last field is the signing key's primary fingerprint. Any
+# other answer (a bad signature, another key, a revoked one, no signature) removes the
+# file and is the agent's failure at install, naming the tool and the URL.
+fetch_verified() {
+  local what=$1 file=$3 url sig key fingerprint home line good=0
+  read -r url sig key fingerprint <<<"$2"
+  ensure_command gpg gnupg || return 1
+  fetch_file "$what" "$url" "$file" && fetch_file "the signature of $what" "$sig" "$file.sig" &&
+    fetch_file "the signing key of $what" "$key" "$file.key" || return 1
+  home=$(mktemp -d) || { fail_step install "could not make a keyring folder to verify $what"; return 1; }
+  gpg --batch --quiet --homedir "$home" --import "$file.key" >/dev/null 2>&1
+  while IFS= read -r line; do
+    case $line in
+      "[GNUPG:] VALIDSIG "*" $fingerprint") if (( good == 0 )); then good=1; fi ;;
+      "[GNUPG:] REVKEYSIG "* | "[GNUPG:] BADSIG "* | "[GNUPG:] ERRSIG "*) good=2 ;;
+    esac
+  done < <(gpg --batch --homedir "$home" --status-fd 1 --verify "$file.sig" "$file" 2>/dev/null)
+  gpgconf --homedir "$home" --kill all >/dev/null 2>&1
+  rm -rf "$home" "$file.sig" "$file.key"
+  if (( good != 1 )); then
+    rm -f "$file"
+    fail_step install "$what from $url does not carry a good signature by its vendor's key $fingerprint: not installed"
+    return 1
+  fi
+  echo "relaunch: $what from $url is signed by $fingerprint"
+}
+
+# The AWS CLI, when the image has none (Ubuntu 24.04): AWS's bundle of the pinned version
+# (script.ts's TOOL_DOWNLOADS), verified by AWS's signature before its installer runs.
 ensure_aws() {
   if command -v aws >/dev/null 2>&1; then return 0; fi
   echo "relaunch: installing the AWS CLI"
   ensure_command unzip unzip || return 1
-  { curl -fsSL --retry 5 --retry-connrefused -o "$ROOT_DIR/awscli.zip" "https://awscli.amazonaws.com/awscli-exe-linux-$(uname -m).zip" &&
-    unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null; } ||
-    fail_step install "could not install the AWS CLI from awscli.amazonaws.com"
+  fetch_verified "the AWS CLI" "${AWS_CLI_DOWNLOAD//'{arch}'/$(uname -m)}" "$ROOT_DIR/awscli.zip" || return 1
+  { unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null; } ||
+    fail_step install "could not install the AWS CLI from $ROOT_DIR/awscli.zip"
 }
 
-# mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release.
+# mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release of the
+# pinned version, verified by its signature before it is installed.
 ensure_mount_s3() {
-  local arch package
+  local arch package download
   if command -v mount-s3 >/dev/null 2>&1; then return 0; fi
   if command -v dnf >/dev/null 2>&1 && dnf install -y -q mount-s3 >/dev/null 2>&1; then return 0; fi
   arch=$(uname -m)
   if [ "$arch" = aarch64 ]; then arch=arm64; fi
   if command -v apt-get >/dev/null 2>&1; then package=deb; else package=rpm; fi
   echo "relaunch: installing mountpoint-s3"
-  curl -fsSL --retry 5 --retry-connrefused -o "$ROOT_DIR/mount-s3.$package" "https://s3.amazonaws.com/mountpoint-s3-release/latest/$arch/mount-s3.$package" ||
-    { fail_step install "could not download mountpoint-s3 from s3.amazonaws.com/mountpoint-s3-release"; return 1; }
+  download=${MOUNT_S3_DOWNLOAD//'{arch}'/$arch}
+  fetch_verified mountpoint-s3 "${download//'{pkg}'/$package}" "$ROOT_DIR/mount-s3.$package" || return 1
   if [ "$package" = deb ]; then
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb" ||
       { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"; }
@@ -985,9 +1056,9 @@ fetch_upload() {
   mkdir -p "$ROOT_DIR/sources" || return 1
   if [ ! -f "$archive" ]; then
     case $SOURCES_URL in
-      s3://*) ensure_aws && with_data_credentials aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
-      *) cp "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
-    esac || { fail_step mounts "could not fetch $SOURCES_URL/$sha.tar.gz"; return 1; }
+      s3://*) ensure_aws && run_tool with_data_credentials aws s3 cp --only-show-errors "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
+      *) run_tool cp "$SOURCES_URL/$sha.tar.gz" "$archive.part" ;;
+    esac || { fail_step mounts "could not fetch $SOURCES_URL/$sha.tar.gz${REPLY_TOOL_ERROR:+: $REPLY_TOOL_ERROR}"; return 1; }
     got=$(sha256sum "$archive.part" | cut -d' ' -f1)
     if [ "$got" != "$sha" ]; then
       rm -f "$archive.part"
@@ -1013,10 +1084,10 @@ copy_s3() {
   if [ "$key" = - ]; then source="s3://$bucket"; else source="s3://$bucket/$key"; fi
   # A key ending in / is a prefix, even where a console's empty "folder" object has its name.
   if [ "$key" != - ] && [[ $key != */ ]] && with_data_credentials aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
-    mkdir -p "$(dirname "$dest")" && with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
+    mkdir -p "$(dirname "$dest")" && run_tool with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
     return
   fi
-  mkdir -p "$dest" && with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
+  mkdir -p "$dest" && run_tool with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
   if [ -z "$(ls -A "$dest")" ]; then fail_step mounts "nothing at $source"; fi
 }
 
@@ -1039,7 +1110,7 @@ mount_bucket() {
     mkdir -p "$cache_dir" || return 1
     options+=(--cache "$cache_dir")
   fi
-  with_data_credentials mount-s3 "$bucket" "$dest" "${options[@]}"
+  run_tool with_data_credentials mount-s3 "$bucket" "$dest" "${options[@]}"
 }
 
 # A folder that stands in for a bucket, linked at the path.
@@ -1073,6 +1144,7 @@ prepare_mounts() {
   : >"$ROOT_DIR/mounts.paths"
   # The list on fd 3: no step's command can read it from stdin.
   while IFS=$'\t' read -r -u 3 kind a b c dest; do
+    REPLY_TOOL_ERROR=''
     path=$(node_path "$dest")
     if [ -n "$MOUNT_ROOT" ]; then echo "relaunch: $dest is $path on this machine"; fi
     case $kind in
@@ -1084,9 +1156,10 @@ prepare_mounts() {
       git) clone_repo "$a" "$b" "$path" ;;
       *) false ;;
     esac || {
-      # The mount's own failure says what went wrong; an install's stays the install's.
+      # The mount's own failure says what went wrong; an install's stays the install's; a
+      # tool's (the AWS CLI's, mountpoint-s3's) last lines say why it failed.
       if [ "$FAILED_STEP" = mounts ]; then FAILED_ERROR="could not prepare $dest ($kind): $FAILED_ERROR"; fi
-      fail_step mounts "could not prepare $dest ($kind)"
+      fail_step mounts "could not prepare $dest ($kind)${REPLY_TOOL_ERROR:+: $REPLY_TOOL_ERROR}"
       return 1
     }
     printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"
@@ -1135,8 +1208,8 @@ pull_image() {
 # setup's log; a failure is one of the agent's steps (install, image-login, image-pull,
 # container).
 container_start() {
-  local registry region path try
-  local -a gpus=() volumes=()
+  local registry region path try memlock output reason
+  local -a gpus=() volumes=() limits=()
   local -A seen=()
   CURRENT_STEP=install
   if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
@@ -1160,10 +1233,17 @@ container_start() {
     done
   fi
   CURRENT_STEP=image-pull
-  for (( try = 1; ; try++ )); do
-    if pull_image; then break; fi
-    next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $REPLY_PULL_ERROR"; return 1; }
-  done
+  # Pulled when the daemon does not have it, as docker run does: an image the machine image
+  # or the user's own machine (a local run) already holds, built there or pulled before,
+  # needs no registry.
+  if docker image inspect "$CONTAINER_IMAGE" >/dev/null 2>&1; then
+    echo "relaunch: $CONTAINER_IMAGE is on this machine already"
+  else
+    for (( try = 1; ; try++ )); do
+      if pull_image; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $REPLY_PULL_ERROR"; return 1; }
+    done
+  fi
   CURRENT_STEP=container
   if (( CONTAINER_GPUS )); then
     if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
@@ -1172,7 +1252,6 @@ container_start() {
     fi
     gpus=(--gpus all)
   fi
-  docker rm -f "$CONTAINER" >/dev/null 2>&1
   # The folders at the same paths: the agent's, the work folder, the home folder and the
   # mounts (read from the file prepare_mounts wrote, one per line). Each once: docker
   # refuses a container with two mounts at one destination, and the work folder is the
@@ -1185,9 +1264,28 @@ container_start() {
     fi
   done < <(printf '%s\n' "$ROOT_DIR" "$WORK_DIR" "${JOB_HOME:+$HOME}"; cat "$ROOT_DIR/mounts.paths")
   # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
-  docker run -d --name "$CONTAINER" --network host --ipc host --ulimit memlock=-1 --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
-    "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" >/dev/null ||
-    fail_step container "docker could not start the container from $CONTAINER_IMAGE"
+  # A host whose root may not raise the locked-memory limit (a host that is itself a
+  # container, rootless docker) refuses --ulimit memlock=-1 ("error setting rlimit"): the
+  # container then keeps the host's limit, and says so, rather than never starting.
+  for memlock in memlock=-1 ''; do
+    limits=()
+    if [ -n "$memlock" ]; then limits=(--ulimit "$memlock"); fi
+    docker rm -f "$CONTAINER" >/dev/null 2>&1
+    if output=$(docker run -d --name "$CONTAINER" --network host --ipc host "${limits[@]}" --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
+      "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" 2>&1); then
+      return 0
+    fi
+    printf '%s\n' "$output"
+    if [ -z "$memlock" ] || [[ $output != *rlimit* ]]; then break; fi
+    echo "relaunch: this host may not lift the container's locked-memory limit: starting it with the host's"
+  done
+  # docker run -d prints the id of a container it made but could not start before its error.
+  reason=${output%%$'\n'*}
+  if [[ $output == *$'\n'docker:* ]]; then
+    reason=${output#*$'\n'docker: }
+    reason=${reason%%$'\n'*}
+  fi
+  fail_step container "docker could not start the container from $CONTAINER_IMAGE: ${reason#docker: }"
 }
 
 # --- 4. the node prepared: its parts, in order ---

@@ -130,6 +130,12 @@ export interface AgentScriptParams {
    * @default { initialMs: 1000, maxMs: 60000 }
    */
   readonly reportBackoff?: { readonly initialMs: number; readonly maxMs: number };
+  /**
+   * Where the AWS CLI and mountpoint-s3 are downloaded from when the machine image lacks
+   * them, and the key their signatures must be made with.
+   * @default TOOL_DOWNLOADS
+   */
+  readonly toolDownloads?: ToolDownloads;
   /** @default 'http://169.254.169.254' */
   readonly imdsUrl?: string;
   /**
@@ -203,6 +209,66 @@ export const HOLD_POLL_SECONDS = 2;
  * notice.
  */
 export const WARNING_STOP_MARGIN_SECONDS = 20;
+
+/**
+ * A tool the agent installs from its vendor when the machine image lacks it: one pinned
+ * version, whose package is verified before anything in it runs. `{arch}` in a URL is the
+ * node's `uname -m` as the vendor names it, `{pkg}` `deb` or `rpm`.
+ */
+export interface ToolDownload {
+  readonly url: string;
+  /** The vendor's detached OpenPGP signature of the package. */
+  readonly signatureUrl: string;
+  /**
+   * Where the vendor's public key is served. Any copy will do: only a signature made by
+   * the key with `fingerprint` passes, whatever else the file holds.
+   */
+  readonly keyUrl: string;
+  /** The signing key's fingerprint: 40 hex digits, upper case. */
+  readonly fingerprint: string;
+}
+
+/** The agent's downloads: the AWS CLI (v2) and mountpoint-s3. */
+export interface ToolDownloads {
+  readonly awsCli: ToolDownload;
+  readonly mountS3: ToolDownload;
+}
+
+/** The AWS CLI version a node installs when its image has none (docs/agent.md says how to move it). */
+export const AWS_CLI_VERSION = '2.36.40';
+
+/** The mountpoint-s3 version a node installs when its image has none and dnf has no package of it. */
+export const MOUNT_S3_VERSION = '1.21.0';
+
+/**
+ * What the agent downloads, pinned. The fingerprints are the vendors' own, as their install
+ * guides publish them: AWS CLI v2's (aws-cli@amazon.com), and mountpoint-s3's
+ * (mountpoint-s3@amazon.com). AWS serves mountpoint-s3's key beside its packages; the AWS
+ * CLI's key is published in AWS's guide only, and fetched from a public key server by its
+ * fingerprint.
+ */
+export const TOOL_DOWNLOADS: ToolDownloads = {
+  awsCli: {
+    url: `https://awscli.amazonaws.com/awscli-exe-linux-{arch}-${AWS_CLI_VERSION}.zip`,
+    signatureUrl: `https://awscli.amazonaws.com/awscli-exe-linux-{arch}-${AWS_CLI_VERSION}.zip.sig`,
+    keyUrl: 'https://keyserver.ubuntu.com/pks/lookup?op=get&options=mr&search=0xFB5DB77FD5C118B80511ADA8A6310ACC4672475C',
+    fingerprint: 'FB5DB77FD5C118B80511ADA8A6310ACC4672475C',
+  },
+  mountS3: {
+    url: `https://s3.amazonaws.com/mountpoint-s3-release/${MOUNT_S3_VERSION}/{arch}/mount-s3-${MOUNT_S3_VERSION}-{arch}.{pkg}`,
+    signatureUrl: `https://s3.amazonaws.com/mountpoint-s3-release/${MOUNT_S3_VERSION}/{arch}/mount-s3-${MOUNT_S3_VERSION}-{arch}.{pkg}.asc`,
+    keyUrl: 'https://s3.amazonaws.com/mountpoint-s3-release/public_keys/KEYS',
+    fingerprint: '673FE4061506BB469A0EF857BE397A52B086DA5A',
+  },
+};
+
+/** A download as the agent's setting holds it: its four fields, one space apart (none holds a space). */
+function downloadSetting(name: string, download: ToolDownload): string {
+  const fields = [download.url, download.signatureUrl, download.keyUrl, download.fingerprint];
+  if (fields.some((field) => field === '' || /\s/.test(field))) throw new RangeError(`toolDownloads.${name}: expected URLs and a fingerprint without spaces`);
+  if (!/^[0-9A-F]{40}$/.test(download.fingerprint)) throw new RangeError(`toolDownloads.${name}.fingerprint: expected 40 upper-case hex digits, got ${download.fingerprint}`);
+  return fields.join(' ');
+}
 
 /** A node's container is named this and its instance id (`docker rm -f` finds it so). */
 export const CONTAINER_PREFIX = 'relaunch-';
@@ -311,6 +377,8 @@ export function renderAgentScript(params: AgentScriptParams): string {
     CONTAINER_GPUS: (params.containerGpus ?? (params.gpusPerNode ?? 0) > 0) ? 1 : 0,
     PULL_RETRY_MS: Math.round((params.pullRetrySeconds ?? 5) * 1000),
     ECR_URL: (params.ecrEndpoint ?? '').replace(/\/+$/, ''),
+    AWS_CLI_DOWNLOAD: downloadSetting('awsCli', (params.toolDownloads ?? TOOL_DOWNLOADS).awsCli),
+    MOUNT_S3_DOWNLOAD: downloadSetting('mountS3', (params.toolDownloads ?? TOOL_DOWNLOADS).mountS3),
     SHUTDOWN_COMMAND: params.shutdownCommand ?? 'shutdown -h now',
   };
   return [

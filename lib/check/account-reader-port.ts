@@ -4,7 +4,7 @@
 
 import { RelaunchError } from '../errors.ts';
 import type { Market } from '../policy/types.ts';
-import type { RouteTableFacts, SubnetFacts, VpcEndpointFacts } from './network.ts';
+import type { NatGatewayFacts, RouteTableFacts, SubnetFacts, VpcEndpointFacts } from './network.ts';
 import type { InstanceInUse } from './quotas.ts';
 
 /** A call these credentials may not make; `action` is the IAM action it needs (`ec2:DescribeSubnets`). */
@@ -50,8 +50,17 @@ export type BucketFacts =
   | { readonly kind: 'missing' }
   | { readonly kind: 'forbidden' };
 
+/**
+ * What EC2's DescribeRegions (all regions, asked in the partition's first region) says of
+ * a region: none of that name (with the partition's regions, for the message), or one the
+ * account has enabled or not (an opt-in region).
+ */
+export type RegionStatus = { readonly kind: 'none'; readonly regions: readonly string[] } | { readonly kind: 'enabled' } | { readonly kind: 'not-enabled' };
+
 /** The reads check makes; an adapter implements them over the AWS SDK (AwsAccountReader). */
 export interface AccountReader {
+  /** Whether a region exists and the account may use it; needs no service of that region. */
+  regionStatus(region: string): Promise<RegionStatus>;
   /** STS GetCallerIdentity: needs no permission, so any failure means the credentials are not usable. */
   identity(): Promise<CallerIdentity>;
   /** The CDK bootstrap version of a region (its SSM parameter); null when the region is not bootstrapped. */
@@ -70,6 +79,9 @@ export interface AccountReader {
   subnets(region: string, subnetIds: readonly string[]): Promise<SubnetFacts[]>;
   routeTables(region: string, vpcIds: readonly string[]): Promise<RouteTableFacts[]>;
   vpcEndpoints(region: string, vpcIds: readonly string[]): Promise<VpcEndpointFacts[]>;
+  /** The VPCs among `vpcIds` that exist (a missing id is left out). */
+  vpcs(region: string, vpcIds: readonly string[]): Promise<string[]>;
+  natGateways(region: string, vpcIds: readonly string[]): Promise<NatGatewayFacts[]>;
   /** The zones, among `zones` (every zone of the region when none is given), that offer each type: `type -> zones`. */
   offerings(region: string, instanceTypes: readonly string[], zones: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>>;
   /** An SSM parameter's value (public AMI parameters); null when there is none of that name. */

@@ -9,9 +9,12 @@ import {
   DescribeInstancesCommand,
   DescribeInstanceTypeOfferingsCommand,
   DescribeInstanceTypesCommand,
+  DescribeNatGatewaysCommand,
+  DescribeRegionsCommand,
   DescribeRouteTablesCommand,
   DescribeSubnetsCommand,
   DescribeVpcEndpointsCommand,
+  DescribeVpcsCommand,
   type EC2Client,
   type Route,
 } from '@aws-sdk/client-ec2';
@@ -22,8 +25,8 @@ import { GetParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
 import { GetCallerIdentityCommand, type STSClient } from '@aws-sdk/client-sts';
 import { awsErrorCode } from '../adapters/aws-errors.ts';
 import { instanceTypeInfo } from '../instance-types.ts';
-import type { RouteFacts, RouteTableFacts, RouteTargetKind, SubnetFacts, VpcEndpointFacts } from './network.ts';
-import { marketOfLifecycle, PermissionDeniedError, type AccountReader, type BucketFacts, type CallerIdentity, type ImageFacts, type StackFacts } from './account-reader-port.ts';
+import type { NatGatewayFacts, RouteFacts, RouteTableFacts, RouteTargetKind, SubnetFacts, VpcEndpointFacts } from './network.ts';
+import { marketOfLifecycle, PermissionDeniedError, type AccountReader, type BucketFacts, type CallerIdentity, type ImageFacts, type RegionStatus, type StackFacts } from './account-reader-port.ts';
 import type { InstanceInUse } from './quotas.ts';
 
 /** The clients the reader uses; regional services come per region. Nothing here builds one. */
@@ -101,12 +104,31 @@ function routeFacts(route: Route): RouteFacts {
   };
 }
 
+/**
+ * The region of a partition that always exists, where DescribeRegions is asked about any
+ * other: a region that does not exist has no endpoint to ask (its name does not resolve).
+ */
+export function partitionHome(region: string): string {
+  if (region.startsWith('cn-')) return 'cn-north-1';
+  if (region.startsWith('us-gov-')) return 'us-gov-west-1';
+  return 'us-east-1';
+}
+
 /** AccountReader over the AWS SDK. */
 export class AwsAccountReader implements AccountReader {
   readonly #clients: CheckClients;
 
   constructor(clients: CheckClients) {
     this.#clients = clients;
+  }
+
+  async regionStatus(region: string): Promise<RegionStatus> {
+    const home = partitionHome(region);
+    const answer = await this.#call('ec2:DescribeRegions', home, () => this.#clients.ec2(home).send(new DescribeRegionsCommand({ AllRegions: true })));
+    const regions = (answer.Regions ?? []).flatMap((found) => (found.RegionName === undefined ? [] : [{ name: found.RegionName, optIn: found.OptInStatus ?? '' }]));
+    const found = regions.find((candidate) => candidate.name === region);
+    if (found === undefined) return { kind: 'none', regions: regions.map(({ name }) => name).sort() };
+    return found.optIn === 'not-opted-in' ? { kind: 'not-enabled' } : { kind: 'enabled' };
   }
 
   async identity(): Promise<CallerIdentity> {
@@ -277,6 +299,36 @@ export class AwsAccountReader implements AccountReader {
       NextToken = page.NextToken;
     } while (NextToken !== undefined);
     return endpoints;
+  }
+
+  async vpcs(region: string, vpcIds: readonly string[]): Promise<string[]> {
+    if (vpcIds.length === 0) return [];
+    // By filter: a VpcIds list with one unknown id fails the whole call.
+    const answer = await this.#call('ec2:DescribeVpcs', region, () => this.#clients.ec2(region).send(new DescribeVpcsCommand({ Filters: [{ Name: 'vpc-id', Values: [...vpcIds] }] })));
+    return (answer.Vpcs ?? []).flatMap((vpc) => (vpc.VpcId === undefined ? [] : [vpc.VpcId]));
+  }
+
+  async natGateways(region: string, vpcIds: readonly string[]): Promise<NatGatewayFacts[]> {
+    if (vpcIds.length === 0) return [];
+    const gateways: NatGatewayFacts[] = [];
+    let NextToken: string | undefined;
+    do {
+      const page = await this.#call('ec2:DescribeNatGateways', region, () =>
+        this.#clients.ec2(region).send(new DescribeNatGatewaysCommand({ Filter: [{ Name: 'vpc-id', Values: [...vpcIds] }], NextToken })),
+      );
+      for (const gateway of page.NatGateways ?? []) {
+        gateways.push({
+          natGatewayId: gateway.NatGatewayId ?? '',
+          subnetId: gateway.SubnetId ?? '',
+          vpcId: gateway.VpcId ?? '',
+          // EC2 leaves it out for gateways made before private ones existed: those are public.
+          connectivity: gateway.ConnectivityType ?? 'public',
+          state: gateway.State ?? 'unknown',
+        });
+      }
+      NextToken = page.NextToken;
+    } while (NextToken !== undefined);
+    return gateways;
   }
 
   async offerings(region: string, instanceTypes: readonly string[], zones: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>> {

@@ -124,13 +124,16 @@ class Reads {
  * Checks the account, the region, the deployment and (with a task) whether it would
  * launch now. The report's checks come in a fixed order: region, credentials, stack,
  * version, settings, bootstrap per region, api, the failover regions' forwarders, spot
- * role, quotas, subnets, then the task's buckets and launch. When the account cannot be
- * read: region, credentials, settings (cdk.json's), the task's fit (lib/check/offline.ts),
- * and `offline`, naming what was not checked.
+ * role, quotas, the VPC and subnets, then the task's buckets and launch. When the account
+ * cannot be read: region, credentials, settings (cdk.json's), the task's fit
+ * (lib/check/offline.ts), and `offline`, naming what was not checked.
  */
 export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<CheckReport> {
   const { reader } = deps;
-  const checks: CheckResult[] = [{ id: 'region', status: 'ok', message: `${input.region} (from ${input.regionSource})` }];
+  const region = await regionCheck(reader, input);
+  const checks: CheckResult[] = [region];
+  // A region that does not exist has no endpoint: every later call would fail as if the network did.
+  if (region.status === 'fail') return reportOf(checks);
   let identity: CallerIdentity;
   try {
     identity = await reader.identity();
@@ -150,19 +153,29 @@ export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<Che
   const record = stackChecks(input, stack, caller, checks);
   const settings = settingsCheck(input, record, checks);
   const reads = new Reads();
-  const regions = settings?.settings.regions.map(({ region }) => region) ?? [input.region];
+  // A failover region that does not exist is said once; nothing else is read there.
+  const missing = new Set<string>();
+  for (const { region } of settings?.settings.regions ?? []) {
+    if (region === input.region) continue;
+    const named = await failoverRegionCheck(reader, region);
+    if (named !== null) {
+      checks.push(named);
+      missing.add(region);
+    }
+  }
+  const regions = (settings?.settings.regions.map(({ region }) => region) ?? [input.region]).filter((region) => !missing.has(region));
   for (const region of regions) checks.push(await bootstrapCheck(reader, region, identity.account, caller));
   const api = await apiCheck(input, record, deps.api, caller);
   if (api !== null) checks.push(api);
   // Failover regions need their EC2 event forwarder, deployed with the stack (cdk deploy --all).
-  if (record !== null) for (const { region } of record.otherRegions) checks.push(await forwarderCheck(reader, input.stackName, region, caller));
+  if (record !== null) for (const { region } of record.otherRegions) if (!missing.has(region)) checks.push(await forwarderCheck(reader, input.stackName, region, caller));
 
   const candidates = input.task === null ? null : input.task.specs.map((spec) => candidatesOf(spec, 'resources').candidates);
   checks.push(await spotRoleCheck(reader, candidates, caller));
   const allowed = settings?.settings.allowedInstanceTypes ?? null;
   for (const region of regions) checks.push(...(await quotaChecks(reader, reads, region, allowed, caller)));
   if (settings !== null && settings.usable) {
-    for (const region of settings.settings.regions) checks.push(...(await subnetChecks(reader, region.region, region.subnetsByZone, region === settings.settings.regions[0] ? settings.settings.vpcId : null, caller)));
+    for (const region of settings.settings.regions.filter(({ region: name }) => !missing.has(name))) checks.push(...(await subnetChecks(reader, region.region, region.subnetsByZone, region === settings.settings.regions[0] ? settings.settings.vpcId : null, caller)));
   }
   if (input.task === null || candidates === null) return reportOf(checks);
 
@@ -196,6 +209,52 @@ export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<Che
     candidates: judged.flat().map(({ verdict }) => verdict),
   };
   return reportOf(checks, verdict);
+}
+
+/**
+ * The region: one that exists and the account has enabled. Asked before anything else (of
+ * the partition's first region): a name like us-east-9 has no endpoints, and without this
+ * every later read would fail as a network fault. A region that could not be asked about
+ * (no credentials yet, the network) is taken as given: the credentials check says why.
+ */
+async function regionCheck(reader: AccountReader, input: CheckInput): Promise<CheckResult> {
+  const named = `${input.region} (from ${input.regionSource})`;
+  const status = await read(() => reader.regionStatus(input.region));
+  if (!status.known || status.value.kind === 'enabled') return { id: 'region', status: 'ok', message: named };
+  if (status.value.kind === 'not-enabled') {
+    return {
+      id: 'region',
+      status: 'fail',
+      message: `${named}: this account has not enabled the region (an opt-in region)`,
+      fix: `aws account enable-region --region-name ${input.region}, or name another region with --region or AWS_REGION`,
+    };
+  }
+  const family = input.region.replace(/-?\d*$/, '');
+  const near = status.value.regions.filter((name) => name.startsWith(`${family}-`));
+  return {
+    id: 'region',
+    status: 'fail',
+    message: `${named}: no AWS region of that name${near.length === 0 ? '' : ` (${family}: ${near.join(', ')})`}`,
+    fix: `name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName') with --region or AWS_REGION`,
+  };
+}
+
+/** A failover region (relaunch:otherRegions) that does not exist or is not enabled; null when it is fine or could not be asked about. */
+async function failoverRegionCheck(reader: AccountReader, region: string): Promise<CheckResult | null> {
+  const status = await read(() => reader.regionStatus(region));
+  if (!status.known || status.value.kind === 'enabled') return null;
+  const named = `${region}, a failover region (relaunch:otherRegions)`;
+  if (status.value.kind === 'not-enabled') {
+    return { id: `region:${region}`, status: 'fail', message: `${named}: this account has not enabled the region (an opt-in region)`, fix: `aws account enable-region --region-name ${region}, or remove it from relaunch:otherRegions and redeploy` };
+  }
+  const family = region.replace(/-?\d*$/, '');
+  const near = status.value.regions.filter((name) => name.startsWith(`${family}-`));
+  return {
+    id: `region:${region}`,
+    status: 'fail',
+    message: `${named}: no AWS region of that name${near.length === 0 ? '' : ` (${family}: ${near.join(', ')})`}`,
+    fix: "remove it from relaunch:otherRegions or name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName'), and redeploy (npx cdk deploy)",
+  };
 }
 
 /** The stack and its version; returns the deployment record when the stack has one this CLI reads. */
@@ -403,15 +462,36 @@ async function quotaChecks(reader: AccountReader, reads: Reads, region: string, 
   return results;
 }
 
-/** Each configured subnet of a region: it exists where it should and reaches the API. */
-async function subnetChecks(reader: AccountReader, region: string, subnetsByZone: Readonly<Record<string, string>>, vpcId: string | null, caller: string): Promise<CheckResult[]> {
+/**
+ * Each configured subnet of a region: it exists where it should and reaches the API and
+ * CloudWatch Logs. The stack's VPC (home region) is checked first: once it is gone, the
+ * subnet checks' fixes no longer point at it.
+ */
+async function subnetChecks(reader: AccountReader, region: string, subnetsByZone: Readonly<Record<string, string>>, stackVpc: string | null, caller: string): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  let vpcId = stackVpc;
+  if (stackVpc !== null) {
+    const existing = await read(() => reader.vpcs(region, [stackVpc]));
+    if (!existing.known) results.push(notChecked('vpc', `the stack's VPC ${stackVpc}`, existing, caller));
+    else if (!existing.value.includes(stackVpc)) {
+      vpcId = null;
+      results.push({
+        id: 'vpc',
+        status: 'fail',
+        message: `the stack's VPC ${stackVpc} no longer exists in ${region}: instances have nowhere to launch`,
+        fix: `choose a VPC that exists (aws ec2 describe-vpcs --region ${region}), set relaunch:vpcId to it and relaunch:subnets to its subnets (aws ec2 describe-subnets --region ${region} --filters Name=vpc-id,Values=vpc-…), and redeploy (npx cdk deploy)`,
+      });
+    } else results.push({ id: 'vpc', status: 'ok', message: `the stack's VPC ${stackVpc} exists in ${region}` });
+  }
   const zones = Object.entries(subnetsByZone);
   const subnets = await read(() => reader.subnets(region, zones.map(([, subnet]) => subnet)));
-  if (!subnets.known) return zones.map(([zone, subnet]) => notChecked(`subnet:${zone}`, `${subnet} (${zone})`, subnets, caller));
+  if (!subnets.known) return [...results, ...zones.map(([zone, subnet]) => notChecked(`subnet:${zone}`, `${subnet} (${zone})`, subnets, caller))];
   const vpcs = [...new Set(subnets.value.map((subnet) => subnet.vpcId))];
   const tables = await read(() => reader.routeTables(region, vpcs));
   const endpoints = await read(() => reader.vpcEndpoints(region, vpcs));
-  return zones.map(([zone, subnetId]): CheckResult => {
+  // Without them a NAT route is taken on trust, as before they were read.
+  const gateways = await read(() => reader.natGateways(region, vpcs));
+  return [...results, ...zones.map(([zone, subnetId]): CheckResult => {
     const found: SubnetFacts | null = subnets.value.find((subnet) => subnet.subnetId === subnetId) ?? null;
     const want = { region, zone, subnetId, vpcId };
     // Existence is known; the route needs the tables, and the endpoints can block it.
@@ -419,8 +499,8 @@ async function subnetChecks(reader: AccountReader, region: string, subnetsByZone
     if (found !== null && !endpoints.known) return notChecked(`subnet:${zone}`, `the VPC endpoints of ${subnetId} (${zone})`, endpoints, caller);
     const routeTables: RouteTableFacts[] = tables.known ? tables.value : [];
     const vpcEndpoints: VpcEndpointFacts[] = endpoints.known ? endpoints.value : [];
-    return subnetCheck(want, found, routeTables, vpcEndpoints);
-  });
+    return subnetCheck(want, found, routeTables, vpcEndpoints, gateways.known ? gateways.value : null);
+  })];
 }
 
 /** What a task's named buckets need: allowed by the deployment, and there (or creatable). */

@@ -349,6 +349,21 @@ export function mountProblems(spec: { readonly workdir: string | null; readonly 
   return problems;
 }
 
+/**
+ * A task that runs in a Docker container gets each mount with `docker run -v PATH:PATH`,
+ * which splits at every `:`: a path holding one would fail at the container's start, on
+ * every attempt, after its instances were paid for. Refused at submit, each by its path.
+ */
+export function containerMountProblems(fileMounts: readonly FileMount[], containerImage: string | undefined): { path: string[]; message: string }[] {
+  if (containerImage === undefined) return [];
+  return fileMounts
+    .filter((mount) => mount.path.includes(':'))
+    .map((mount) => ({
+      path: ['file_mounts', mount.path],
+      message: `expected a path without ":" in a task that runs in a Docker container (resources.image_id docker:${containerImage}): docker run -v would split ${mount.path} at it`,
+    }));
+}
+
 /** The uploads a task names (workdir and file mounts), each once. */
 export function uploadsOf(spec: { readonly workdir: string | null; readonly fileMounts?: readonly FileMount[] }): { readonly field: string; readonly sha256: string }[] {
   const uploads: { field: string; sha256: string }[] = [];

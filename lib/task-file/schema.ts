@@ -9,7 +9,7 @@ import { alsoInEnvs, secretsSchema, type SecretValues } from './secrets.ts';
 import { flag, fromParser, integer, isMapping } from '../located-yaml/fields.ts';
 import { imageIdSchema, imageProblems } from './image-id.ts';
 import { MAX_NAME_LENGTH, taskTextProblem } from './limits.ts';
-import { fileMountsSchema, workdirSchema } from './mounts.ts';
+import { containerMountProblems, fileMountsSchema, workdirSchema } from './mounts.ts';
 import { expected, expectedGot, type Problem } from '../located-yaml/messages.ts';
 import type { Path } from '../located-yaml/path.ts';
 import { cloudSchema, infraSchema, otherCloudOf, place, placementProblems, regionSchema, zoneSchema } from './cloud-region-zone.ts';
@@ -223,6 +223,9 @@ export const taskSchema = z.pipe(
       resources: given.resources ?? toResources({}),
       ...(names.length === 0 ? {} : { secretNames: names }),
     };
+    for (const problem of containerMountProblems(spec.fileMounts ?? [], spec.resources.containerImage)) {
+      ctx.issues.push({ code: 'custom', message: problem.message, input: problem.path.at(-1), path: problem.path });
+    }
     const tooLarge = taskTextProblem(spec);
     if (tooLarge !== undefined) ctx.issues.push({ code: 'custom', message: tooLarge, input: given, path: [] });
     return { spec, secrets };

@@ -32,8 +32,9 @@ const EXAMPLE_JOBS = ['checkpointing', 'recover-on-exit-code', 'max-restarts'] a
 const RATE_LIMITED = 'toomanyrequests: You have reached your pull rate limit';
 
 /**
- * A `docker` stand-in for the server's nodes: `info` works, the first three pulls are
- * rate limited (one attempt's three tries), and `exec` runs its command on this machine.
+ * A `docker` stand-in for the server's nodes: `info` works, it holds no image (so the agent
+ * pulls), the first three pulls are rate limited (one attempt's three tries), and `exec` runs
+ * its command on this machine.
  */
 function standInDocker(dir: string): string {
   const bin = join(dir, 'docker-bin');
@@ -44,6 +45,7 @@ function standInDocker(dir: string): string {
 printf '%s\\n' "$*" >> "${join(dir, 'docker.log')}"
 case "$1" in
   info) echo 28.2.2 ;;
+  image) exit 1 ;;
   pull) if [ "$(grep -c '^pull ' "${join(dir, 'docker.log')}")" -le 3 ]; then echo "${RATE_LIMITED}" >&2; exit 1; fi ;;
   exec)
     shift; workdir=''

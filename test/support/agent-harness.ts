@@ -466,9 +466,12 @@ export function jobEnv(): Record<string, string> {
 
 /**
  * A stand-in for the docker CLI on PATH: it records every call (one line of arguments) in
- * `docker.log`, fails to pull `registry.example/missing:1`, and runs `docker exec`'s command
- * on this machine with only the variables `-e` names (and IN_CONTAINER=yes), as a container
- * would see them.
+ * `docker.log`, holds no image (`image inspect` fails, so the agent pulls, as a fresh
+ * instance's daemon does) unless `docker-images` in the test's folder names it, fails to
+ * pull `registry.example/missing:1`, and runs `docker exec`'s command on this machine with
+ * only the variables `-e` names (and IN_CONTAINER=yes), as a container would see them: HOME
+ * is the image user's (/root) unless `-e HOME` passes the node's, as a real daemon does
+ * (test/system/faults/containers.test.ts runs the same path on one).
  */
 export function dockerStandIn(): string {
   const bin = join(dir, 'docker-bin');
@@ -479,9 +482,23 @@ export function dockerStandIn(): string {
 printf '%s\\n' "$*" >> "$DUMP_DIR/docker.log"
 case "$1" in
   info) echo '{"nvidia":{},"runc":{}}' ;;
+  image) [ "$2" = inspect ] && grep -qxF "$3" "$DUMP_DIR/docker-images" 2>/dev/null ;;
   pull) if [ "$2" = registry.example/missing:1 ]; then echo "manifest unknown: $2" >&2; exit 1; fi; echo "pulled $2" ;;
   login) cat > "$DUMP_DIR/docker-login-password" ;;
   run)
+    # As a real daemon does with an image that has no bash: the container is made (its id
+    # printed), then cannot start.
+    for arg in "$@"; do if [ "$arg" = registry.example/no-bash:1 ]; then
+      echo 4f1c2a9e8d7b6c5a4f1c2a9e8d7b6c5a4f1c2a9e8d7b6c5a4f1c2a9e8d7b6c5a
+      echo 'docker: Error response from daemon: failed to create shim task: OCI runtime create failed: exec: "bash": executable file not found in $PATH: unknown.' >&2
+      exit 127
+    fi; done
+    # As a daemon on a host whose root may not raise the locked-memory limit does (a test
+    # says so with the file no-memlock): the container is made, then cannot start.
+    if [ -e "$DUMP_DIR/no-memlock" ]; then for arg in "$@"; do if [ "$arg" = memlock=-1 ]; then
+      echo 'docker: Error response from daemon: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error setting rlimits for ready process: error setting rlimit type 8: operation not permitted: unknown.' >&2
+      exit 126
+    fi; done; fi
     # As docker does: two mounts at one destination are refused.
     dests=$(for arg in "$@"; do case $prev in -v) dest=\${arg#*:}; printf '%s\\n' "\${dest%%:*}" ;; esac; prev=$arg; done | sort | uniq -d | head -n 1)
     if [ -n "$dests" ]; then echo "docker: Error response from daemon: Duplicate mount point: $dests" >&2; exit 125; fi ;;
@@ -496,7 +513,7 @@ case "$1" in
       esac
     done
     shift
-    cd "$workdir" && exec env -i PATH="$PATH" HOME="$HOME" DUMP_DIR="$DUMP_DIR" IN_CONTAINER=yes "\${keep[@]}" "$@" ;;
+    cd "$workdir" && exec env -i PATH="$PATH" HOME=/root DUMP_DIR="$DUMP_DIR" IN_CONTAINER=yes "\${keep[@]}" "$@" ;;
 esac
 `,
     { mode: 0o755 },

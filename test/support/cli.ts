@@ -236,6 +236,8 @@ export function standInDocker(dir: string, options: { usable?: boolean; pullFail
 printf '%s\\n' "$*" >> "$DOCKER_LOG"
 case "$1" in
   info) ${info} ;;
+  # A fresh daemon's: it holds no image, so the agent pulls (image inspect fails, as docker's does).
+  image) echo "Error: No such image: $3" >&2; exit 1 ;;
   pull)
     pulls=$(grep -c '^pull ' "$DOCKER_LOG")
     if [ "$pulls" -le ${options.pullFailures ?? 0} ]; then echo "${PULL_RATE_LIMITED}" >&2; exit 1; fi

@@ -60,6 +60,7 @@ describe('a task with a Docker image, locally', () => {
       const calls = readFileSync(log, 'utf8').trimEnd().split('\n');
       const container = `relaunch-local-${view.jobId}-1-0`;
       expect(calls.filter((call) => !call.startsWith('info'))).toEqual([
+        'image inspect ubuntu:22.04',
         'pull ubuntu:22.04',
         `rm -f ${container}`,
         expect.stringMatching(new RegExp(`^run -d --name ${container} --network host --ipc host --ulimit memlock=-1 --stop-timeout 10 -v .* --entrypoint bash ubuntu:22.04 -c .*$`)),

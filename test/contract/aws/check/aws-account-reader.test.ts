@@ -56,6 +56,18 @@ describe('AwsAccountReader on moto', () => {
     });
   });
 
+  it("reads whether a region exists (asked in the partition's first region), the VPCs that exist, and the NAT gateways with their subnet and kind", async () => {
+    await expect(reader.regionStatus(REGION)).resolves.toEqual({ kind: 'enabled' });
+    const none = await reader.regionStatus('us-east-9');
+    expect(none.kind).toBe('none');
+    expect(none.kind === 'none' ? none.regions : []).toEqual(expect.arrayContaining(['us-east-1', 'us-west-2']));
+    const net = await account.network(['us-west-2a'], 'nat', { natConnectivity: 'private' });
+    await expect(reader.vpcs(REGION, [net.vpcId, 'vpc-0123456789abcdef0'])).resolves.toEqual([net.vpcId]);
+    await expect(reader.natGateways(REGION, [net.vpcId])).resolves.toEqual([
+      { natGatewayId: net.natGatewayId, subnetId: net.natSubnetId, vpcId: net.vpcId, connectivity: 'private', state: 'available' },
+    ]);
+  });
+
   it('tells whether a role exists', async () => {
     await expect(reader.roleExists('AWSServiceRoleForEC2Spot')).resolves.toBe(false);
     await account.spotRole();
@@ -147,6 +159,9 @@ describe('AwsAccountReader on moto', () => {
     await reader.subnets(REGION, Object.values(net.subnetsByZone));
     await reader.routeTables(REGION, [net.vpcId]);
     await reader.vpcEndpoints(REGION, [net.vpcId]);
+    await reader.vpcs(REGION, [net.vpcId]);
+    await reader.natGateways(REGION, [net.vpcId]);
+    await reader.regionStatus(REGION);
     await reader.offerings(REGION, ['m6i.large'], ['us-west-2a']);
     await reader.parameter(REGION, '/cdk-bootstrap/hnb659fds/version');
     await reader.image(REGION, net.imageId);

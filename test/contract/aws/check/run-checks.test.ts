@@ -113,12 +113,13 @@ describe('runChecks on moto', () => {
         `quota:${REGION}:p:spot`,
         `quota:${REGION}:standard:on-demand`,
         `quota:${REGION}:standard:spot`,
+        'vpc',
         'subnet:us-east-1a',
         'subnet:us-east-1b',
       ]);
       expect(byId(report, 'credentials').message).toContain(`in account ${ACCOUNT}`);
       expect(byId(report, 'version').message).toBe(`stack Relaunch and this CLI are both relaunch ${RELAUNCH_VERSION}`);
-      expect(byId(report, 'subnet:us-east-1a').message).toContain(`via ${net.natGatewayId}`);
+      expect(byId(report, 'subnet:us-east-1a').message).toContain(`reaches the API and CloudWatch Logs through 0.0.0.0/0 via ${net.natGatewayId}`);
       expect(report.apiUrls).toEqual([recordOf(net).apiUrl]);
       expect(report.verdict).toBeUndefined();
     });
@@ -295,12 +296,68 @@ run: echo
       expect(byId(report, 'subnet:us-east-1b')).toMatchObject({ status: 'fail', fix: expect.stringContaining(`--route-table-id ${net.routeTables['us-east-1b']}`) });
     });
 
+    it("fails every subnet routed through a NAT gateway whose own subnet has no internet gateway route, with a fix in that subnet's table", async () => {
+      await account.ec2.send(new DeleteRouteCommand({ RouteTableId: net.natRouteTableId, DestinationCidrBlock: '0.0.0.0/0' }));
+      const report = await check();
+      for (const zone of ZONES) {
+        expect(byId(report, `subnet:${zone}`)).toMatchObject({
+          status: 'fail',
+          message: expect.stringContaining(`but that NAT gateway's subnet ${net.natSubnetId} has no route to an internet gateway (${net.natRouteTableId}: no 0.0.0.0/0): instances reach neither relaunch's API nor CloudWatch Logs`),
+          fix: expect.stringContaining(`create-route --region ${REGION} --route-table-id ${net.natRouteTableId} --destination-cidr-block 0.0.0.0/0 --gateway-id igw-`),
+        });
+      }
+    });
+
+    it('fails a subnet routed through a private NAT gateway, which never reaches the internet', async () => {
+      const privateNet = await account.network(['us-east-1a'], 'nat', { natConnectivity: 'private' });
+      await account.deleteStack('Relaunch');
+      await account.stack('Relaunch', recordOf(privateNet));
+      expect(byId(await check(), 'subnet:us-east-1a')).toMatchObject({
+        status: 'fail',
+        message: expect.stringContaining(`${privateNet.natGatewayId} is a private NAT gateway, which reaches other networks, never the internet`),
+        fix: expect.stringContaining('to a public NAT gateway'),
+      });
+    });
+
+    it('says a subnet with no way out still reaches CloudWatch Logs through a logs interface endpoint, but not the API', async () => {
+      await account.ec2.send(new DeleteRouteCommand({ RouteTableId: net.routeTables['us-east-1b'], DestinationCidrBlock: '0.0.0.0/0' }));
+      const before = byId(await check(), 'subnet:us-east-1b');
+      expect(before).toMatchObject({ status: 'fail', message: expect.stringContaining(`instances reach neither relaunch's API nor CloudWatch Logs (no NAT gateway or internet gateway on the way out, no com.amazonaws.${REGION}.logs endpoint in ${net.vpcId})`) });
+      const endpoint = await account.ec2.send(
+        new CreateVpcEndpointCommand({ VpcId: net.vpcId, ServiceName: `com.amazonaws.${REGION}.logs`, VpcEndpointType: 'Interface', SubnetIds: [net.subnetsByZone['us-east-1b'] as string], PrivateDnsEnabled: true }),
+      );
+      const after = byId(await check(), 'subnet:us-east-1b');
+      expect(after).toMatchObject({ status: 'fail', message: expect.stringContaining(`instances cannot reach relaunch's API (CloudWatch Logs only, through ${endpoint.VpcEndpoint?.VpcEndpointId})`) });
+    });
+
     it('fails every subnet of a VPC whose execute-api endpoint has private DNS on', async () => {
       await account.ec2.send(
         new CreateVpcEndpointCommand({ VpcId: net.vpcId, ServiceName: `com.amazonaws.${REGION}.execute-api`, VpcEndpointType: 'Interface', SubnetIds: [net.subnetsByZone['us-east-1a'] as string], PrivateDnsEnabled: true }),
       );
       const report = await check();
       for (const zone of ZONES) expect(byId(report, `subnet:${zone}`)).toMatchObject({ status: 'fail', message: expect.stringContaining('reaches private APIs only') });
+    });
+
+    it("fails a VPC that no longer exists, with a fix that does not point at it", async () => {
+      const gone = 'vpc-0123456789abcdef0';
+      await account.deleteStack('Relaunch');
+      await account.stack('Relaunch', recordOf(net, { vpcId: gone, subnetsByZone: { 'us-east-1a': 'subnet-0123456789abcdef0' } }));
+      const report = await check();
+      expect(byId(report, 'vpc')).toMatchObject({ status: 'fail', message: `the stack's VPC ${gone} no longer exists in ${REGION}: instances have nowhere to launch` });
+      for (const result of [byId(report, 'vpc'), byId(report, 'subnet:us-east-1a')]) expect(result.fix).not.toContain(gone);
+      expect(byId(report, 'subnet:us-east-1a')).toMatchObject({ status: 'fail', message: 'subnet-0123456789abcdef0 (us-east-1a): no such subnet in us-east-1' });
+    });
+
+    it('fails a region that does not exist, and stops there instead of blaming the network', async () => {
+      const report = await check({ input: { region: 'us-east-9' } });
+      expect(report.checks).toEqual([
+        {
+          id: 'region',
+          status: 'fail',
+          message: 'us-east-9 (from AWS_REGION): no AWS region of that name (us-east: us-east-1, us-east-2)',
+          fix: "name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName') with --region or AWS_REGION",
+        },
+      ]);
     });
 
     it('fails a configured subnet that does not exist', async () => {

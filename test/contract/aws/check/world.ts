@@ -69,6 +69,9 @@ export interface Deployment {
   /** The route table of each subnet (one each). */
   readonly routeTables: Record<string, string>;
   readonly natGatewayId: string;
+  /** The public subnet the NAT gateway sits in, and its route table (0.0.0.0/0 to the internet gateway). */
+  readonly natSubnetId: string;
+  readonly natRouteTableId: string;
   readonly internetGatewayId: string;
   readonly imageId: string;
 }
@@ -94,27 +97,36 @@ export class MotoAccount {
     this.cloudFormation = new CloudFormationClient(config);
   }
 
-  /** A VPC and one subnet per zone, each with its own route table; 0.0.0.0/0 of each goes through `route`. */
-  async network(zones: readonly string[], route: 'nat' | 'igw' | 'none' = 'nat', options: { publicIps?: boolean } = {}): Promise<Deployment> {
+  /**
+   * A VPC and one subnet per zone, each with its own route table; 0.0.0.0/0 of each goes
+   * through `route`. The NAT gateway sits in a public subnet of its own (in the first zone),
+   * whose table routes 0.0.0.0/0 to the internet gateway, as a real one must; `natConnectivity`
+   * `private` makes a private NAT gateway instead.
+   */
+  async network(zones: readonly string[], route: 'nat' | 'igw' | 'none' = 'nat', options: { publicIps?: boolean; natConnectivity?: 'public' | 'private' } = {}): Promise<Deployment> {
     const vpc = await this.ec2.send(new CreateVpcCommand({ CidrBlock: '10.20.0.0/16' }));
     const vpcId = vpc.Vpc?.VpcId as string;
     const igw = await this.ec2.send(new CreateInternetGatewayCommand({}));
     const internetGatewayId = igw.InternetGateway?.InternetGatewayId as string;
     await this.ec2.send(new AttachInternetGatewayCommand({ InternetGatewayId: internetGatewayId, VpcId: vpcId }));
+    const natSubnet = await this.ec2.send(new CreateSubnetCommand({ VpcId: vpcId, CidrBlock: '10.20.200.0/24', AvailabilityZone: zones[0] }));
+    const natSubnetId = natSubnet.Subnet?.SubnetId as string;
+    const natTable = await this.ec2.send(new CreateRouteTableCommand({ VpcId: vpcId }));
+    const natRouteTableId = natTable.RouteTable?.RouteTableId as string;
+    await this.ec2.send(new AssociateRouteTableCommand({ RouteTableId: natRouteTableId, SubnetId: natSubnetId }));
+    await this.ec2.send(new CreateRouteCommand({ RouteTableId: natRouteTableId, DestinationCidrBlock: '0.0.0.0/0', GatewayId: internetGatewayId }));
+    const connectivity = options.natConnectivity ?? 'public';
+    const address = connectivity === 'public' ? await this.ec2.send(new AllocateAddressCommand({ Domain: 'vpc' })) : undefined;
+    const nat = await this.ec2.send(new CreateNatGatewayCommand({ SubnetId: natSubnetId, ConnectivityType: connectivity, ...(address === undefined ? {} : { AllocationId: address.AllocationId }) }));
+    const natGatewayId = nat.NatGateway?.NatGatewayId as string;
     const subnetsByZone: Record<string, string> = {};
     const routeTables: Record<string, string> = {};
-    let natGatewayId = '';
     for (const [index, zone] of zones.entries()) {
       const subnet = await this.ec2.send(new CreateSubnetCommand({ VpcId: vpcId, CidrBlock: `10.20.${index}.0/24`, AvailabilityZone: zone }));
       const subnetId = subnet.Subnet?.SubnetId as string;
       subnetsByZone[zone] = subnetId;
       if (options.publicIps === true) {
         await this.ec2.send(new ModifySubnetAttributeCommand({ SubnetId: subnetId, MapPublicIpOnLaunch: { Value: true } }));
-      }
-      if (natGatewayId === '') {
-        const address = await this.ec2.send(new AllocateAddressCommand({ Domain: 'vpc' }));
-        const nat = await this.ec2.send(new CreateNatGatewayCommand({ SubnetId: subnetId, AllocationId: address.AllocationId }));
-        natGatewayId = nat.NatGateway?.NatGatewayId as string;
       }
       const table = await this.ec2.send(new CreateRouteTableCommand({ VpcId: vpcId }));
       const routeTableId = table.RouteTable?.RouteTableId as string;
@@ -126,7 +138,7 @@ export class MotoAccount {
     const image = await this.ec2.send(
       new RegisterImageCommand({ Name: `check-${Date.now()}`, Architecture: 'x86_64', RootDeviceName: '/dev/sda1', BlockDeviceMappings: [{ DeviceName: '/dev/sda1', Ebs: { VolumeSize: 8 } }] }),
     );
-    return { region: this.region, vpcId, subnetsByZone, routeTables, natGatewayId, internetGatewayId, imageId: image.ImageId as string };
+    return { region: this.region, vpcId, subnetsByZone, routeTables, natGatewayId, natSubnetId, natRouteTableId, internetGatewayId, imageId: image.ImageId as string };
   }
 
   /** What `cdk bootstrap` leaves that check reads: its version parameter. */

@@ -378,13 +378,49 @@ describe('the agent with a Docker image', () => {
     expect(jobEnv()).toMatchObject({ IN_CONTAINER: 'yes', TOKEN: 'tok-planted', RELAUNCH_JOB_ID: JOB_ID, RELAUNCH_NODE_RANK: '0' });
     const calls = dockerCalls();
     const root = join(dir, 'agent');
-    expect(calls[0]).toBe('pull ubuntu:22.04');
+    expect(calls.slice(0, 2)).toEqual(['image inspect ubuntu:22.04', 'pull ubuntu:22.04']);
     expect(calls).toContain(`run -d --name ${CONTAINER} --network host --ipc host --ulimit memlock=-1 --stop-timeout 90 -v ${root}:${root} --entrypoint bash ubuntu:22.04 -c ${CONTAINER_INIT}`);
     expect(calls.filter((call) => call.startsWith('exec '))).toEqual(
-      ['setup', 'run'].map((phase) => `exec -i -w ${root} ${CONTAINER} bash -c ${PHASE_PROGRAM} relaunch-phase ${root} ${root} ${phase}`),
+      ['setup', 'run'].map((phase) => `exec -i -w ${root} -e HOME ${CONTAINER} bash -c ${PHASE_PROGRAM} relaunch-phase ${root} ${root} ${phase}`),
     );
     expect(calls.at(-1)).toBe(`rm -f ${CONTAINER}`);
     expect(calls.join('\n')).not.toContain('tok-planted');
+  });
+
+  it('does not pull an image the daemon has already (built or pulled on that machine), as docker run does not', async () => {
+    const path = dockerStandIn();
+    writeFileSync(join(dir, 'docker-images'), 'team/trainer:dev\n');
+
+    const result = await runAgent({ spec: spec({}, { containerImage: 'team/trainer:dev' }), nodeRank: 0 }, path);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    expect(dockerCalls().filter((call) => call.startsWith('pull '))).toEqual([]);
+  });
+
+  it("says why a container could not start, in docker's words, past the id docker printed first", async () => {
+    await runAgent({ spec: spec({ run: 'touch "$DUMP_DIR/run-started"' }, { containerImage: 'registry.example/no-bash:1' }), nodeRank: 0 }, dockerStandIn());
+
+    expect(api.reports[0]?.agentFailure).toEqual({
+      step: 'container',
+      error: 'docker could not start the container from registry.example/no-bash:1: Error response from daemon: failed to create shim task: OCI runtime create failed: exec: "bash": executable file not found in $PATH: unknown.',
+    });
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+  });
+
+  it("starts the container with the host's locked-memory limit where the host may not lift it, and says so", async () => {
+    const path = dockerStandIn();
+    writeFileSync(join(dir, 'no-memlock'), '');
+
+    const result = await runAgent({ spec: spec({}, { containerImage: 'ubuntu:22.04' }), nodeRank: 0 }, path);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+    const runs = dockerCalls().filter((call) => call.startsWith('run '));
+    expect(runs).toHaveLength(2);
+    expect(runs[0]).toContain('--ulimit memlock=-1');
+    expect(runs[1]).not.toContain('--ulimit');
+    expect(api.reports[0]?.outputTail).toContain("relaunch: this host may not lift the container's locked-memory limit: starting it with the host's");
   });
 
   it('gives the container the GPUs of a GPU node', async () => {
@@ -486,13 +522,29 @@ describe('the agent under throttling', () => {
     const result = await runAgent({ spec: spec(), nodeRank: 0, heartbeatSeconds: 1, reportBackoff: { initialMs: 100, maxMs: 400 } });
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
-    // The first round runs before setup and logs here (later rounds run in the background,
-    // silently). It gave up by the agent's own clock: waits of 50-100, 100-200, 200-400 and
-    // 400 ms leave room for at most four retries within the 1 s interval (fewer when the
-    // machine is slow to run them). Without the deadline a throttling API would hold the
-    // agent before setup for good.
-    expect((result.stderr.match(/a heartbeat got HTTP 429; retrying in/g) ?? []).length).toBeLessThanOrEqual(4);
-    expect(result.stderr.match(/the next one is due before a retry could finish/g)).toHaveLength(1);
+    // The first round runs before setup (later rounds run in the background and log to the
+    // same stderr, after setup has started). It gave up by the agent's own clock: waits of
+    // 50-100, 100-200, 200-400 and 400 ms leave room for at most four retries within the
+    // 1 s interval (fewer when the machine is slow to run them). Without the deadline a
+    // throttling API would hold the agent before setup for good.
+    const firstRound = result.stderr.slice(0, result.stderr.indexOf(': setup\n'));
+    expect((firstRound.match(/a heartbeat got HTTP 429; retrying in/g) ?? []).length).toBeLessThanOrEqual(4);
+    expect(firstRound.match(/the next one is due before a retry could finish/g)).toHaveLength(1);
+  });
+
+  it('writes the refusals of its background heartbeats (401, 403, 409) to its own log, and goes on', async () => {
+    // The first beat (before setup) is taken; the next three are refused, each for good.
+    api.heartbeatStatuses = [204, 401, 403, 409];
+    api.onHeartbeat = (count) => {
+      if (count === 4) writeFileSync(join(dir, 'refused'), '');
+    };
+
+    const result = await runAgent({ spec: spec({ run: 'until [ -e "$DUMP_DIR/refused" ]; do sleep 0.05; done' }), nodeRank: 0, heartbeatSeconds: 0.2 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    const afterSetup = result.stderr.slice(result.stderr.indexOf(': setup\n'));
+    for (const status of [401, 403, 409]) expect(afterSetup).toContain(`the API refused a heartbeat (HTTP ${status})`);
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
   });
 
   it('beats on a steady cadence in the background while the job runs, throttled or not', async () => {
@@ -688,6 +740,12 @@ record-credentials aws-credentials.log
 if [ "$1" = s3api ] && [ "$2" = head-object ]; then [ -f "${s3}/$4/$6" ]; exit; fi
 [ "$1" = s3 ] || exit 2
 from=$(printf '%s' "$4" | sed 's|^s3://||'); to=$5
+# As the real CLI says it, on stderr, for a bucket that is not there.
+if [ ! -d "${s3}/\${from%%/*}" ]; then
+  echo 'warning: Skipping file /nothing. File does not exist.' >&2
+  echo "fatal error: An error occurred (NoSuchBucket) when calling the ListObjectsV2 operation: The specified bucket does not exist" >&2
+  exit 1
+fi
 case "$2" in
   cp) [ -f "${s3}/$from" ] && cp "${s3}/$from" "$to" ;;
   # As the real CLI does, a prefix with nothing under it syncs nothing, successfully.
@@ -702,6 +760,10 @@ esac
       `#!/bin/bash
 printf '%s\\n' "$*" >> "$DUMP_DIR/mount-s3.log"
 record-credentials mount-s3-credentials.log
+if [ "$1" = locked ]; then
+  printf '%s\\n' 'Error: Failed to create S3 client' '' 'Caused by:' '    0: initial ListObjectsV2 failed for bucket locked in region us-east-1' '    1: Client error' '    2: Forbidden: Access Denied' >&2
+  exit 1
+fi
 mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
 `,
       { mode: 0o755 },
@@ -985,6 +1047,37 @@ mkdir -p "${s3}/$1" && rmdir "$2" && ln -s "${s3}/$1" "$2"
     ]);
     // A key ending in / is a prefix: no head-object could take a console's empty "folder" object for it.
     expect(called('aws.log').filter((line) => line.includes('typo/'))).toEqual([`s3 sync --only-show-errors s3://datasets/typo/ ${join(dir, 'typo')}`]);
+  });
+
+  it("puts the copy's or the mount's own error in the agent's failure, not only the step: NoSuchBucket, AccessDenied", async () => {
+    const s3 = join(dir, 's3');
+    mkdirSync(join(s3, 'locked'), { recursive: true });
+    const bin = awsStandIns(s3);
+    const path = [bin, MACHINE_PATH].join(delimiter);
+
+    await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-copy', bucket: 'no-such-bucket', key: 'train/', dest: '~/train' }] }, path);
+    expect(api.reports).toEqual([
+      {
+        nodeRank: 0,
+        phase: 'setup',
+        agentFailure: {
+          step: 'mounts',
+          error:
+            'could not prepare ~/train (s3-copy): warning: Skipping file /nothing. File does not exist. / fatal error: An error occurred (NoSuchBucket) when calling the ListObjectsV2 operation: The specified bucket does not exist',
+        },
+        outputTail: expect.stringContaining('(NoSuchBucket)'),
+      },
+    ]);
+
+    api.requests.length = 0;
+    rmSync(join(dir, 'shut-down'));
+    await runAgent({ spec: spec(), nodeRank: 0, mounts: [{ kind: 's3-mount', bucket: 'locked', prefix: '', cached: false, dest: '~/ckpt' }] }, path);
+    const [failure] = api.reports;
+    // The last lines only, and bounded: the cause is at the end of mount-s3's chain.
+    expect(failure?.agentFailure).toEqual({
+      step: 'mounts',
+      error: 'could not prepare ~/ckpt (s3-mount): 0: initial ListObjectsV2 failed for bucket locked in region us-east-1 / 1: Client error / 2: Forbidden: Access Denied',
+    });
   });
 
   it('unpacks an uploaded dot file under the name the task gives it, and copies a folder standing in for a COPY bucket', async () => {

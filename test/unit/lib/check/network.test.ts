@@ -1,7 +1,7 @@
 // Whether an instance in a configured subnet reaches the API: pure, one row per case.
 
 import { describe, expect, it } from 'vitest';
-import { subnetCheck, type RouteFacts, type RouteTableFacts, type SubnetFacts, type VpcEndpointFacts } from '../../../../lib/check/network.ts';
+import { subnetCheck, type NatGatewayFacts, type RouteFacts, type RouteTableFacts, type SubnetFacts, type VpcEndpointFacts } from '../../../../lib/check/network.ts';
 
 const want = { region: 'us-east-1', zone: 'us-east-1a', subnetId: 'subnet-0aaa', vpcId: 'vpc-0main' };
 const subnet: SubnetFacts = { subnetId: 'subnet-0aaa', vpcId: 'vpc-0main', zone: 'us-east-1a', state: 'available', mapPublicIpOnLaunch: false, availableIps: 250 };
@@ -12,6 +12,11 @@ function table(route: RouteFacts | null, options: Partial<RouteTableFacts> = {})
 }
 const via = (targetKind: RouteFacts['targetKind'], targetId: string, state = 'active'): RouteFacts => ({ destination: '0.0.0.0/0', targetKind, targetId, state });
 const apiEndpoint = (privateDns: boolean): VpcEndpointFacts => ({ vpcEndpointId: 'vpce-0api', vpcId: 'vpc-0main', serviceName: 'com.amazonaws.us-east-1.execute-api', privateDns, state: 'available' });
+const logsEndpoint: VpcEndpointFacts = { vpcEndpointId: 'vpce-0logs', vpcId: 'vpc-0main', serviceName: 'com.amazonaws.us-east-1.logs', privateDns: true, state: 'available' };
+/** A NAT gateway in the public subnet subnet-0pub, whose own table is rtb-0pub. */
+const nat = (options: Partial<NatGatewayFacts> = {}): NatGatewayFacts => ({ natGatewayId: 'nat-0a', subnetId: 'subnet-0pub', vpcId: 'vpc-0main', connectivity: 'public', state: 'available', ...options });
+const publicTable = (route: RouteFacts | null) => table(route, { routeTableId: 'rtb-0pub', subnetIds: ['subnet-0pub'] });
+const natNetwork = (natRoute: RouteFacts | null) => [table(via('nat-gateway', 'nat-0a')), publicTable(natRoute)];
 
 describe('subnetCheck', () => {
   it.each([
@@ -33,6 +38,34 @@ describe('subnetCheck', () => {
     expect(result).toMatchObject({ id: 'subnet:us-east-1a', status });
     expect(result.message).toContain(message);
     if (status === 'fail') expect(result.fix).toEqual(expect.any(String));
+  });
+
+  it.each([
+    ['a NAT gateway whose subnet routes to an internet gateway reaches the API and CloudWatch Logs', natNetwork(via('internet-gateway', 'igw-0a')), [nat()], [], 'ok', 'reaches the API and CloudWatch Logs through 0.0.0.0/0 via nat-0a'],
+    [
+      'a NAT gateway in a subnet without an internet gateway route does not',
+      natNetwork(null),
+      [nat()],
+      [],
+      'fail',
+      "0.0.0.0/0 via nat-0a, but that NAT gateway's subnet subnet-0pub has no route to an internet gateway (rtb-0pub: no 0.0.0.0/0): instances reach neither relaunch's API nor CloudWatch Logs",
+    ],
+    ['a NAT gateway whose subnet routes onward through another NAT does not', natNetwork(via('nat-gateway', 'nat-0b')), [nat()], [], 'fail', 'rtb-0pub: 0.0.0.0/0 via nat-0b'],
+    ['a private NAT gateway does not', natNetwork(via('internet-gateway', 'igw-0a')), [nat({ connectivity: 'private' })], [], 'fail', 'nat-0a is a private NAT gateway, which reaches other networks, never the internet'],
+    ['a NAT gateway that failed does not', natNetwork(via('internet-gateway', 'igw-0a')), [nat({ state: 'failed' })], [], 'fail', 'nat-0a is failed'],
+    ['no way out, with a logs endpoint, reaches CloudWatch Logs only', [table(null)], [], [logsEndpoint], 'fail', "instances cannot reach relaunch's API (CloudWatch Logs only, through vpce-0logs)"],
+    ['no way out and no logs endpoint reaches neither', [table(null)], [], [], 'fail', 'instances reach neither relaunch\'s API nor CloudWatch Logs (no NAT gateway or internet gateway on the way out, no com.amazonaws.us-east-1.logs endpoint in vpc-0main)'],
+  ] as const)('%s', (_name, tables, gateways, endpoints, status, message) => {
+    const result = subnetCheck(want, subnet, tables, endpoints, gateways);
+    expect(result).toMatchObject({ id: 'subnet:us-east-1a', status });
+    expect(result.message).toContain(message);
+    if (status === 'fail') expect(result.fix).toEqual(expect.any(String));
+  });
+
+  it("fixes a NAT gateway's subnet with a route to the VPC's internet gateway, in that subnet's own table", () => {
+    expect(subnetCheck(want, subnet, natNetwork(null), [], [nat()]).fix).toBe(
+      'aws ec2 create-route --region us-east-1 --route-table-id rtb-0pub --destination-cidr-block 0.0.0.0/0 --gateway-id igw-… (the internet gateway of vpc-0main), or route subnet-0aaa through a NAT gateway in a subnet that has one',
+    );
   });
 
   it('names the route table in the fix for a missing route', () => {

@@ -14,6 +14,9 @@ const RECORD = deploymentRecord({ namePrefix: 'relaunch', vpcId: 'vpc-1', subnet
 /** An account where every read finds what relaunch needs; `stack` is what DescribeStacks finds. */
 function account(stack: StackFacts | null): AccountReader {
   return {
+    regionStatus: async () => ({ kind: 'enabled' }),
+    vpcs: async () => ['vpc-1'],
+    natGateways: async () => [],
     identity: async () => ({ account: '111122223333', arn: 'arn:aws:iam::111122223333:user/dev' }),
     bootstrapVersion: async () => 28,
     stack: async () => stack,
@@ -56,6 +59,59 @@ describe('the stack check', () => {
     expect(check(report, 'stack')).toMatchObject({ status: expected });
     if (fix === undefined) expect(check(report, 'stack')?.fix).toBeUndefined();
     else expect(check(report, 'stack')?.fix).toContain(fix);
+  });
+});
+
+describe('the region check', () => {
+  const named = (status: Awaited<ReturnType<AccountReader['regionStatus']>> | Error): AccountReader => ({
+    ...account(stackIn('UPDATE_COMPLETE')),
+    regionStatus: async () => {
+      if (status instanceof Error) throw status;
+      return status;
+    },
+    identity: async () => {
+      throw new Error('identity must not be asked in a region that does not exist');
+    },
+  });
+
+  it('fails a region that does not exist, naming its neighbours, and checks nothing else (each would fail as the network)', async () => {
+    const report = await runChecks({ ...INPUT, region: 'us-east-9' }, { reader: named({ kind: 'none', regions: ['eu-west-1', 'us-east-1', 'us-east-2', 'us-west-2'] }), api: API });
+    expect(report.checks).toEqual([
+      {
+        id: 'region',
+        status: 'fail',
+        message: 'us-east-9 (from --region): no AWS region of that name (us-east: us-east-1, us-east-2)',
+        fix: "name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName') with --region or AWS_REGION",
+      },
+    ]);
+  });
+
+  it('fails a region the account has not enabled, with the command that enables it', async () => {
+    const report = await runChecks({ ...INPUT, region: 'ap-east-1' }, { reader: named({ kind: 'not-enabled' }), api: API });
+    expect(report.checks).toEqual([expect.objectContaining({ id: 'region', status: 'fail', fix: 'aws account enable-region --region-name ap-east-1, or name another region with --region or AWS_REGION' })]);
+  });
+
+  it('fails a failover region that does not exist, and checks nothing else there (no bootstrap, quota or subnet)', async () => {
+    const record = deploymentRecord({ namePrefix: 'relaunch', vpcId: 'vpc-1', subnetsByZone: SUBNETS, otherRegions: [{ region: 'us-west-9', subnetsByZone: { 'us-west-9a': 'subnet-w' } }], apiUrl: 'https://api.example/v1/', dataBucket: 'stack-bucket' });
+    const stack: StackFacts = { name: 'Relaunch', status: 'UPDATE_COMPLETE', statusReason: null, outputs: [{ key: 'RelaunchDeployment0A1B2C3D', value: JSON.stringify(record) }] };
+    const reader: AccountReader = { ...account(stack), regionStatus: async (region) => (region === 'us-west-9' ? { kind: 'none', regions: ['us-east-1', 'us-west-1', 'us-west-2'] } : { kind: 'enabled' }) };
+
+    const report = await runChecks(INPUT, { reader, api: API });
+
+    expect(check(report, 'region:us-west-9')).toEqual({
+      id: 'region:us-west-9',
+      status: 'fail',
+      message: 'us-west-9, a failover region (relaunch:otherRegions): no AWS region of that name (us-west: us-west-1, us-west-2)',
+      fix: "remove it from relaunch:otherRegions or name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName'), and redeploy (npx cdk deploy)",
+    });
+    expect(report.checks.map(({ id }) => id).filter((id) => id.includes('us-west-9'))).toEqual(['region:us-west-9']);
+  });
+
+  it('takes a region it could not ask about as given: the credentials check says why', async () => {
+    const reader = { ...account(stackIn('UPDATE_COMPLETE')), regionStatus: async () => Promise.reject(new Error('getaddrinfo ENOTFOUND ec2.us-east-1.amazonaws.com')) };
+    const report = await runChecks(INPUT, { reader, api: API });
+    expect(check(report, 'region')).toEqual({ id: 'region', status: 'ok', message: 'us-east-1 (from --region)' });
+    expect(check(report, 'credentials')?.status).toBe('ok');
   });
 });
 

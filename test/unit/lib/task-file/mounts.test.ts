@@ -103,6 +103,15 @@ describe('file_mounts', () => {
     expect(issuesOf('file_mounts:\n  /a: gs://x\n  /b: {mode: SYNC}\nrun: x\n')).toHaveLength(2);
   });
 
+  it("refuses a path with a colon in a task that runs in a Docker container: docker run -v splits on it", () => {
+    const task = (image: string) => `resources:\n  image_id: ${image}\nfile_mounts:\n  /data/a:b: s3://datasets/x\n  ~/ok: s3://datasets/y\nrun: x\n`;
+    expect(issuesOf(task('docker:ubuntu:22.04'))).toEqual([
+      'file_mounts["/data/a:b"]: expected a path without ":" in a task that runs in a Docker container (resources.image_id docker:ubuntu:22.04): docker run -v would split /data/a:b at it (line 4)',
+    ]);
+    // On the machine itself a colon is only a character of the path.
+    expect(parseTaskFile(task('ami-0123456789abcdef0')).spec.fileMounts?.map((mount) => mount.path)).toEqual(['/data/a:b', '~/ok']);
+  });
+
   it('warns of a placeholder bucket name, a nameless storage, a name beside a local source, and persistent: false', () => {
     const { warnings } = parseTaskFile(
       'file_mounts:\n  /a: {name: YOUR_BUCKET, mode: MOUNT}\n  /b: {mode: MOUNT}\n  /c: {name: abc, source: ./x, mode: COPY}\n  /d: {name: tmp-bkt, persistent: false}\nrun: x\n',
