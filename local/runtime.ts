@@ -24,6 +24,7 @@ import { isTerminal, JobStatus } from '../lib/status.ts';
 import { errorMessage, nowIso } from '../lib/usecases/deps.ts';
 import { settleAttempt } from '../lib/usecases/settle-attempt.ts';
 import { leftReports } from './left-reports.ts';
+import { FileJobLogs } from './file-job-logs.ts';
 import {
   cancelJob,
   deleteTransientMounts,
@@ -216,7 +217,7 @@ export class LocalRuntime {
     for (const undone of dynamo.undone) notice(`repaired the database of ${dataDir}: ${undone}`);
     await runtime.endOrphans(notice);
     runtime.server = await LocalApiServer.start({
-      deps: { ...deps, computeProblems: localTaskProblems(dataDir) },
+      deps: { ...deps, computeProblems: localTaskProblems(dataDir), jobLogs: new FileJobLogs(dataDir) },
       nodes: compute,
       dataDir,
       port: options.port,
