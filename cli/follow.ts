@@ -7,6 +7,7 @@ import { isTerminal, type JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
 import type { JobsClient, Pacing } from './jobs-client.ts';
+import type { ShippedPhase } from '../lib/workflow/job-logs.ts';
 import { attemptLogs, readLogFrom, type PhaseLog } from '../local/paths.ts';
 
 /** Polls after the job's end that wait for a standby's release (launch_on_warning) to show. */
@@ -17,12 +18,34 @@ const POLL_GROWTH = 1.5;
 /** A poll's wait is moved up to this fraction either way at random (within the pacing's bounds). */
 const POLL_JITTER = 0.2;
 
+/**
+ * Polls after the job's end that wait for its last lines to reach an API's log pages: a
+ * deployed node ships them before it goes, and they may land after the job's end is stored.
+ * Following ends at the first poll after the end that reads nothing new.
+ */
+const POLLS_FOR_LAST_LINES = 5;
+
+/**
+ * While following output through an API, the longest wait between polls: a line shipped
+ * (every 2 s at most) shows within 5 s of its print.
+ */
+const OUTPUT_POLL_MAX_MS = 1500;
+/** ...and the shortest, after a poll that found something new. */
+const OUTPUT_POLL_MIN_MS = 1000;
+/** ...but never more reads a second than this, however many nodes print (each node's phase is a read). */
+const OUTPUT_READS_PER_SECOND = 8;
+
 /** What to show while following. */
 export interface FollowOptions {
   /** Print status changes and decisions (false for --json). */
   readonly progress: boolean;
-  /** Print the job's output from the local log files (needs a data folder). */
+  /**
+   * Print the job's output: from the local log files with a data folder, else through the
+   * API's log pages (`GET /jobs/{id}/logs`).
+   */
   readonly output: boolean;
+  /** Only this node's output (`--node`); every node's when absent. */
+  readonly node?: number;
   /** Stops following early (Ctrl-C). */
   readonly signal?: AbortSignal;
   /**
@@ -61,7 +84,7 @@ export async function followJob(client: JobsClient, jobId: string, io: Io, optio
   for (;;) {
     const view = await client.getJob(jobId);
     const events = client.listEvents === undefined ? null : await client.listEvents(jobId);
-    printer.show(view, events);
+    const printed = await printer.show(view, events);
     if (options.signal?.aborted === true && !aborted) {
       if (options.onAbort === undefined) return view;
       aborted = true;
@@ -69,14 +92,16 @@ export async function followJob(client: JobsClient, jobId: string, io: Io, optio
       continue;
     }
     // A standby still holding when the job ends is released by the step after the
-    // decision: a few more polls show that, unless it takes longer.
+    // decision: a few more polls show that, unless it takes longer. Output read through an
+    // API is followed until a poll after the end finds nothing new.
     const holding = view.attempts.some((attempt) => attempt.standby?.state === 'holding');
-    if (isTerminal(view.status) && (!holding || pollsAfterEnd >= POLLS_FOR_RELEASE)) return view;
+    const drained = !printer.readsApi || (pollsAfterEnd > 0 && !printed) || pollsAfterEnd >= POLLS_FOR_LAST_LINES;
+    if (isTerminal(view.status) && (!holding || pollsAfterEnd >= POLLS_FOR_RELEASE) && drained) return view;
     if (isTerminal(view.status)) pollsAfterEnd += 1;
     const now = JSON.stringify([view, events?.length ?? 0]);
-    unchangedPolls = now === seen ? unchangedPolls + 1 : 0;
+    unchangedPolls = now === seen && !printed ? unchangedPolls + 1 : 0;
     seen = now;
-    await pause(pollDelayMs(client.pacing, unchangedPolls, random), aborted ? undefined : options.signal).catch(() => undefined);
+    await pause(pollDelayMs(printer.pacing(view), unchangedPolls, random), aborted ? undefined : options.signal).catch(() => undefined);
   }
 }
 
@@ -101,15 +126,37 @@ class Progress {
   private eventsShown = 0;
   private status: JobStatus | null = null;
   private readonly logs = new LogTail();
+  private readonly apiLogs: ApiLogTail;
 
   constructor(
     private readonly client: JobsClient,
     private readonly jobId: string,
     private readonly io: Io,
     private readonly options: FollowOptions,
-  ) {}
+  ) {
+    this.apiLogs = new ApiLogTail(client, jobId);
+  }
 
-  show(view: JobView, events: readonly JobEvent[] | null): void {
+  /** Whether the output is read through the API's log pages (no local data folder). */
+  get readsApi(): boolean {
+    return this.options.output && this.client.dataDir === null && this.client.readLog !== undefined;
+  }
+
+  /**
+   * The client's pacing, quickened while output is read through an API so a line shows
+   * within 5 s, and slowed by the number of logs each poll reads (OUTPUT_READS_PER_SECOND).
+   */
+  pacing(view: JobView): Pacing {
+    const { pacing } = this.client;
+    if (!this.readsApi) return pacing;
+    const reads = (this.options.node === undefined ? view.numNodes : 1) * 2;
+    const floor = Math.ceil((reads / OUTPUT_READS_PER_SECOND) * 1000);
+    return { ...pacing, pollMinMs: Math.max(floor, Math.min(pacing.pollMinMs, OUTPUT_POLL_MIN_MS)), pollMaxMs: Math.max(floor, Math.min(pacing.pollMaxMs, OUTPUT_POLL_MAX_MS)) };
+  }
+
+  /** Prints what is new since the last poll; true when that included output. */
+  async show(view: JobView, events: readonly JobEvent[] | null): Promise<boolean> {
+    let printed = false;
     const fresh = events === null ? [] : events.slice(this.eventsShown);
     this.eventsShown += fresh.length;
     const known = new Set(view.attempts.map((attempt) => attempt.attempt));
@@ -125,9 +172,12 @@ class Progress {
         this.io.out(`${(attempt.standby.releasedAt ?? attempt.startedAt).slice(11, 19)} attempt ${attempt.attempt} released, charged to nothing: ${attempt.standby.releaseReason ?? ''}`);
         this.released.add(attempt.attempt);
       }
-      if (this.options.output && this.client.dataDir !== null) {
-        const text = this.logs.read(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt));
-        if (text !== '') this.io.out(text);
+      if (this.options.output) {
+        const text = await this.output(view, attempt);
+        if (text !== '') {
+          this.io.out(text);
+          printed = true;
+        }
       }
       if (events === null && this.options.progress && !this.decided.has(attempt.attempt) && attempt.decision !== null) {
         this.io.out(`${clock()} ${describeDecision(attempt)}`);
@@ -139,6 +189,14 @@ class Progress {
     this.printEvents(fresh.filter((event) => event.attempt !== null && !known.has(event.attempt)));
     if (events === null && this.options.progress && view.status !== this.status) this.io.out(`${clock()} ${this.jobId}: ${view.status}`);
     this.status = view.status;
+    return printed;
+  }
+
+  /** What the attempt's logs gained: from the data folder's files, else through the API. */
+  private async output(view: JobView, attempt: AttemptView): Promise<string> {
+    if (this.client.dataDir !== null) return this.logs.read(nodeLogs(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt), this.options.node));
+    if (!this.readsApi || attempt.placement === null) return '';
+    return this.apiLogs.read(attempt.attempt, attemptNodes(view, attempt, this.options.node));
   }
 
   private printEvents(events: readonly JobEvent[]): void {
@@ -203,5 +261,61 @@ export class LogTail {
     if (read === null || read.size <= from) return '';
     this.offsets.set(file, read.size);
     return read.text;
+  }
+}
+
+/** The logs of one node (`--node`), or all of them. */
+export function nodeLogs(logs: readonly PhaseLog[], node: number | undefined): readonly PhaseLog[] {
+  return node === undefined ? logs : logs.filter((log) => log.rank === node);
+}
+
+/**
+ * The nodes whose output an attempt has: the one asked for, else as many as it reported
+ * codes for, else the job's.
+ */
+export function attemptNodes(view: JobView, attempt: AttemptView, node: number | undefined): readonly number[] {
+  if (node !== undefined) return [node];
+  const count = attempt.exitCodes.length > 0 ? attempt.exitCodes.length : view.numNodes;
+  return Array.from({ length: count }, (_, rank) => rank);
+}
+
+/** Pages one read follows per log before it moves on to the next log (a fast log may not starve the others). */
+const MAX_PAGES_PER_READ = 8;
+
+/**
+ * Reads what an attempt's logs gained since the last look through an API's log pages (the
+ * cursor of each kept), in the order and shape LogTail prints the local files: node by
+ * node, setup before run, each line after `(node N) ` when there are several.
+ */
+export class ApiLogTail {
+  private readonly cursors = new Map<string, string>();
+  private readonly midLine = new Set<string>();
+
+  constructor(
+    private readonly client: JobsClient,
+    private readonly jobId: string,
+  ) {}
+
+  async read(attempt: number, nodes: readonly number[]): Promise<string> {
+    const readLog = this.client.readLog?.bind(this.client);
+    if (readLog === undefined) return '';
+    const several = nodes.length > 1;
+    let out = '';
+    for (const nodeRank of nodes) {
+      for (const phase of ['setup', 'run'] as const satisfies readonly ShippedPhase[]) {
+        const key = `${attempt}/${nodeRank}/${phase}`;
+        const prefix = several ? `(node ${nodeRank}) ` : '';
+        for (let page = 0; page < MAX_PAGES_PER_READ; page += 1) {
+          const read = await readLog(this.jobId, { attempt, nodeRank, phase, cursor: this.cursors.get(key) });
+          this.cursors.set(key, read.cursor);
+          if (read.text === '') break;
+          const lines = several ? read.text.replace(/\n(?=.)/g, `\n${prefix}`) : read.text;
+          out += this.midLine.has(key) ? lines : prefix + lines;
+          if (read.text.endsWith('\n')) this.midLine.delete(key);
+          else this.midLine.add(key);
+        }
+      }
+    }
+    return out;
   }
 }

@@ -1,0 +1,159 @@
+// `relaunch logs` against an API that keeps no files on this machine, as a deployed stack's:
+// the real binary, its output read through `GET /jobs/{id}/logs` a page at a time. The API
+// is the real request handler over an in-memory store, served on 127.0.0.1, with a log
+// reader the test writes into as a node's shipper would. And `--node` on a local runtime.
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { handleApiRequest } from '../../../lib/http/index.ts';
+import type { ControllerLogReader, JobLogPage, JobLogReader } from '../../../lib/ports.ts';
+import { isTerminal } from '../../../lib/status.ts';
+import type { JobView } from '../../../lib/views.ts';
+import { jobLogStreamName, type JobLogStream } from '../../../lib/workflow/job-logs.ts';
+import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, startCli, tempDir, waitForOutput, writeTask } from '../../support/cli.ts';
+import { givenLaunched, harness, JOB_ID, taskSpec, type Harness } from '../../support/usecases-harness.ts';
+
+/** Shipped lines by stream; a page is at most two lines, so a log takes several pages. */
+class ShippedLogs implements JobLogReader {
+  readonly lines = new Map<string, string[]>();
+  reads = 0;
+
+  ship(stream: JobLogStream, ...lines: string[]): void {
+    const name = jobLogStreamName(stream);
+    this.lines.set(name, [...(this.lines.get(name) ?? []), ...lines]);
+  }
+
+  async read(stream: JobLogStream, position: string | null): Promise<JobLogPage> {
+    this.reads += 1;
+    const lines = this.lines.get(jobLogStreamName(stream)) ?? [];
+    const at = position === null ? 0 : Number(position);
+    const page = lines.slice(at, at + 2);
+    return { text: page.map((line) => `${line}\n`).join(''), position: String(at + page.length) };
+  }
+
+  consoleUrl(): null {
+    return null;
+  }
+}
+
+interface FakeApi {
+  readonly url: string;
+  readonly h: Harness;
+  readonly logs: ShippedLogs;
+  /** Resolves once a `GET /jobs/{id}` has answered a terminal status. */
+  readonly endSeen: Promise<void>;
+}
+
+const servers: Server[] = [];
+afterAll(async () => {
+  killStrayClis();
+  for (const server of servers) server.close();
+  await removeTempDirs();
+});
+
+async function fakeApi(h: Harness, logs: ShippedLogs, controllerLog?: ControllerLogReader): Promise<FakeApi> {
+  let sawEnd = () => undefined as void;
+  const endSeen = new Promise<void>((resolve) => (sawEnd = resolve));
+  const server = createServer((request, response) => {
+    void (async () => {
+      const answer = await handleApiRequest(
+        { method: request.method ?? 'GET', path: request.url ?? '/', headers: {} },
+        { ...h.deps, jobLogs: logs, ...(controllerLog === undefined ? {} : { controllerLog }) },
+      );
+      if (answer.statusCode === 200 && /^\/jobs\/[^/?]+$/.test(request.url ?? '') && isTerminal((JSON.parse(answer.body) as JobView).status)) sawEnd();
+      response.writeHead(answer.statusCode, answer.headers).end(answer.body);
+    })();
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, h, logs, endSeen };
+}
+
+const node = (nodeRank: number, phase: 'setup' | 'run' = 'run'): JobLogStream => ({ jobId: JOB_ID, attempt: 1, nodeRank, phase });
+
+let dir: string;
+beforeEach(async () => {
+  dir = await tempDir('logs-api');
+});
+
+describe('relaunch logs through an API', { timeout: SLOW }, () => {
+  it('--follow prints each line as it is shipped, and the last lines shipped after the job ended, then exits', async () => {
+    const h = harness();
+    await givenLaunched(h);
+    const api = await fakeApi(h, new ShippedLogs());
+    api.logs.ship(node(0, 'setup'), 'installing');
+    const follow = startCli(['logs', JOB_ID, '--follow', '--api', api.url], { cwd: dir });
+
+    await waitForOutput(follow, /installing\n/);
+    api.logs.ship(node(0), 'step 1');
+    await waitForOutput(follow, /step 1\n/);
+    api.logs.ship(node(0), 'step 2', 'step 3', 'step 4');
+    await waitForOutput(follow, /step 4\n/);
+
+    const at = h.clock.now().toISOString();
+    await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'RUNNING', reason: 'run started', attempt: 1, at });
+    await h.store.changeStatus(JOB_ID, { from: 'RUNNING', to: 'SUCCEEDED', reason: 'every node exited 0', attempt: 1, at });
+    // The node's last lines land once the follower has seen the job end, as a shipper's last batch may.
+    await api.endSeen;
+    api.logs.ship(node(0), 'checkpoint saved');
+
+    const done = await follow.finished;
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stdout).toBe('installing\nstep 1\nstep 2\nstep 3\nstep 4\ncheckpoint saved\n');
+  });
+
+  it("prints an attempt's whole output, every page of every node, setup before run, each line naming its node", async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    const api = await fakeApi(h, new ShippedLogs());
+    api.logs.ship(node(0, 'setup'), 'setup 0');
+    api.logs.ship(node(0), 'a', 'b', 'c', 'd', 'e');
+    api.logs.ship(node(1), 'x', 'y', 'z');
+
+    const all = await runCli(['logs', JOB_ID, '--api', api.url], { cwd: dir });
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toBe('(node 0) setup 0\n(node 0) a\n(node 0) b\n(node 0) c\n(node 0) d\n(node 0) e\n(node 1) x\n(node 1) y\n(node 1) z\n');
+
+    const one = await runCli(['logs', JOB_ID, '--node', '1', '--api', api.url], { cwd: dir });
+    expect(one.stdout).toBe('x\ny\nz\n');
+    const none = await runCli(['logs', JOB_ID, '--node', '2', '--api', api.url], { cwd: dir });
+    expect(none).toMatchObject({ code: 2, stderr: 'error: --node: expected a node rank 0-1 (the job runs 2 nodes), got 2\n' });
+  });
+
+  it("--controller merges the controller functions' lines naming the job into its timeline, in time order", async () => {
+    const h = harness();
+    await givenLaunched(h);
+    const launchedAt = (await h.store.getAttempt(JOB_ID, 1)).startedAt;
+    const later = new Date(Date.parse(launchedAt) + 1000).toISOString();
+    const controllerLog: ControllerLogReader = {
+      linesOf: async () => ({
+        lines: [{ at: later, source: 'launch-attempt', message: JSON.stringify({ level: 'INFO', message: 'fleet created', jobId: JOB_ID, function_name: 'x', instanceIds: ['i-1'] }) }],
+        complete: true,
+      }),
+    };
+    const api = await fakeApi(h, new ShippedLogs(), controllerLog);
+
+    const result = await runCli(['logs', JOB_ID, '--controller', '--api', api.url], { cwd: dir });
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^${launchedAt}  attempt 1 launched`));
+    expect(lines[1]).toBe(`${later}  launch-attempt: INFO fleet created instanceIds=["i-1"]`);
+    expect(lines.at(-1)).toContain("and the controller functions' lines naming the job)");
+  });
+});
+
+describe('relaunch logs --node on a local runtime', { timeout: SLOW }, () => {
+  it("prints only that node's output, with no node prefix", async () => {
+    const file = await writeTask(dir, 'task.yaml', 'num_nodes: 2\nrun: echo "hello from node $RELAUNCH_NODE_RANK"\n');
+    const data = join(dir, 'data');
+    const run = await runCli(['run', file, '--json', '--data-dir', data], { cwd: dir });
+    expect(run.code, run.stderr).toBe(0);
+    const { jobId } = parseStdout<JobView>(run);
+
+    expect((await runInProcess(['logs', jobId, '--data-dir', data])).stdout).toBe('(node 0) hello from node 0\n(node 1) hello from node 1\n');
+    expect((await runInProcess(['logs', jobId, '--node', '1', '--data-dir', data])).stdout).toBe('hello from node 1\n');
+    expect(await runInProcess(['logs', jobId, '--node', '-1', '--data-dir', data])).toMatchObject({ code: 2 });
+  });
+});
