@@ -5,6 +5,7 @@ import type { AttemptView, JobSummary, JobView } from '../../lib/views.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { jobIdArgument } from '../job-id.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+import { logLinkLines } from '../log-links.ts';
 
 interface StatusOptions extends TargetOptions {
   readonly json?: boolean;
@@ -30,7 +31,7 @@ export async function showStatus(jobId: string | undefined, options: StatusOptio
       io.out(options.json === true ? JSON.stringify({ jobs }, null, 2) : jobTable(jobs));
     } else {
       const job = await target.client.getJob(jobId);
-      io.out(options.json === true ? JSON.stringify(job, null, 2) : jobDetail(job));
+      io.out(options.json === true ? JSON.stringify(job, null, 2) : [jobDetail(job), ...logLinkLines(job)].join('\n'));
     }
     return ExitStatus.OK;
   } catch (error) {

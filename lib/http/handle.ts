@@ -10,7 +10,7 @@ import { cancelJob } from '../usecases/cancel-job.ts';
 import { issueDataCredentials } from '../usecases/data-credentials.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
 import { getJob, listJobs } from '../usecases/queries.ts';
-import { MAX_CURSOR_LENGTH, readControllerLog, readJobLog } from '../usecases/read-job-log.ts';
+import { MAX_CURSOR_LENGTH, readControllerLog, readJobLog, withLogLinks } from '../usecases/read-job-log.ts';
 import { reportPhase, reportStoppedPhase } from '../usecases/report-phase.ts';
 import { holdOrRun } from '../usecases/standby-attempt.ts';
 import type { AgentCredentials } from '../usecases/agent.ts';
@@ -48,7 +48,7 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     return json(200, await listJobs(deps, { limit: listLimit(request.path) }));
   },
   async getJob(_request, params, deps) {
-    return json(200, await getJob(jobIdOf(params), deps));
+    return json(200, withLogLinks(await getJob(jobIdOf(params), deps), deps.jobLogs));
   },
   async cancelJob(_request, params, deps) {
     const result = await cancelJob(jobIdOf(params), deps);

@@ -5,6 +5,7 @@
 
 import { InvalidInputError } from '../errors.ts';
 import type { ControllerLogLine, ControllerLogReader, JobLogReader, JobStore } from '../ports.ts';
+import type { JobView } from '../views.ts';
 import { jobLogStreamName, type JobLogStream, type ShippedPhase } from '../workflow/job-logs.ts';
 
 /**
@@ -68,6 +69,39 @@ export async function readJobLog(input: ReadJobLogInput, deps: { readonly store:
   const position = input.cursor === undefined ? null : positionOf(input.cursor, name);
   const page = await deps.jobLogs.read(stream, position, MAX_LOG_PAGE_BYTES);
   return { ...stream, text: page.text, cursor: encodeCursor(name, page.position), consoleUrl: deps.jobLogs.consoleUrl(stream) };
+}
+
+/** One node's log of one phase, and its page in the AWS console. */
+export interface LogStreamLink {
+  readonly attempt: number;
+  readonly nodeRank: number;
+  readonly phase: ShippedPhase;
+  readonly consoleUrl: string;
+}
+
+/** The job object with its logs' console links, as a deployed API answers `GET /jobs/{id}`. */
+export type JobViewWithLogs = JobView & { readonly logStreams?: readonly LogStreamLink[] };
+
+/**
+ * The view with `logStreams`: the console page of every log each launched attempt's nodes
+ * have (setup and run), where the reader has a console (a deployed stack); the view as it
+ * was otherwise. A stream the node never wrote to opens on an empty page.
+ */
+export function withLogLinks(view: JobView, reader: JobLogReader | undefined): JobViewWithLogs {
+  if (reader === undefined) return view;
+  const logStreams: LogStreamLink[] = [];
+  for (const attempt of view.attempts) {
+    if (attempt.placement === null) continue;
+    const nodes = attempt.exitCodes.length > 0 ? attempt.exitCodes.length : view.numNodes;
+    for (let nodeRank = 0; nodeRank < nodes; nodeRank += 1) {
+      for (const phase of ['setup', 'run'] as const) {
+        const consoleUrl = reader.consoleUrl({ jobId: view.jobId, attempt: attempt.attempt, nodeRank, phase });
+        if (consoleUrl === null) return view;
+        logStreams.push({ attempt: attempt.attempt, nodeRank, phase, consoleUrl });
+      }
+    }
+  }
+  return logStreams.length === 0 ? view : { ...view, logStreams };
 }
 
 /** What the controller's functions logged about a job (`GET /jobs/{id}/controller-log`). */

@@ -11,7 +11,7 @@ import { handleApiRequest } from '../../../lib/http/index.ts';
 import type { ControllerLogReader, JobLogPage, JobLogReader } from '../../../lib/ports.ts';
 import { isTerminal } from '../../../lib/status.ts';
 import type { JobView } from '../../../lib/views.ts';
-import { jobLogStreamName, type JobLogStream } from '../../../lib/workflow/job-logs.ts';
+import { jobLogStreamConsoleUrl, jobLogStreamName, type JobLogStream } from '../../../lib/workflow/job-logs.ts';
 import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, startCli, tempDir, waitForOutput, writeTask } from '../../support/cli.ts';
 import { givenLaunched, harness, JOB_ID, taskSpec, type Harness } from '../../support/usecases-harness.ts';
 
@@ -19,6 +19,9 @@ import { givenLaunched, harness, JOB_ID, taskSpec, type Harness } from '../../su
 class ShippedLogs implements JobLogReader {
   readonly lines = new Map<string, string[]>();
   reads = 0;
+
+  /** With a region, streams have console pages, as a deployed stack's do. */
+  constructor(private readonly region?: string) {}
 
   ship(stream: JobLogStream, ...lines: string[]): void {
     const name = jobLogStreamName(stream);
@@ -33,8 +36,8 @@ class ShippedLogs implements JobLogReader {
     return { text: page.map((line) => `${line}\n`).join(''), position: String(at + page.length) };
   }
 
-  consoleUrl(): null {
-    return null;
+  consoleUrl(stream: JobLogStream): string | null {
+    return this.region === undefined ? null : jobLogStreamConsoleUrl({ region: this.region, namePrefix: 'relaunch', stream });
   }
 }
 
@@ -141,6 +144,25 @@ describe('relaunch logs through an API', { timeout: SLOW }, () => {
     expect(lines[0]).toMatch(new RegExp(`^${launchedAt}  attempt 1 launched`));
     expect(lines[1]).toBe(`${later}  launch-attempt: INFO fleet created instanceIds=["i-1"]`);
     expect(lines.at(-1)).toContain("and the controller functions' lines naming the job)");
+  });
+});
+
+describe('relaunch status through an API whose logs have console pages', { timeout: SLOW }, () => {
+  it("prints the latest attempt's log links under the table, and --json holds every stream's", async () => {
+    const h = harness();
+    await givenLaunched(h);
+    const api = await fakeApi(h, new ShippedLogs('eu-west-1'));
+    const url = (phase: 'setup' | 'run') => jobLogStreamConsoleUrl({ region: 'eu-west-1', namePrefix: 'relaunch', stream: node(0, phase) });
+
+    const human = await runCli(['status', JOB_ID, '--api', api.url], { cwd: dir });
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toContain(`logs of attempt 1 in the AWS console:\n  node 0 setup ${url('setup')}\n  node 0 run   ${url('run')}\n`);
+
+    const json = parseStdout<{ logStreams: unknown }>(await runCli(['status', JOB_ID, '--json', '--api', api.url], { cwd: dir }));
+    expect(json.logStreams).toEqual([
+      { attempt: 1, nodeRank: 0, phase: 'setup', consoleUrl: url('setup') },
+      { attempt: 1, nodeRank: 0, phase: 'run', consoleUrl: url('run') },
+    ]);
   });
 });
 

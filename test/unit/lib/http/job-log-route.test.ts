@@ -101,3 +101,18 @@ describe('reading a node\'s output through the API', () => {
     expect(await get(h, undefined, logPath(1, 0))).toEqual({ status: 404, body: { error: 'this relaunch keeps no job output to read' } });
   });
 });
+
+describe('GET /jobs/{id} with a log reader that has a console', () => {
+  it("gives each launched attempt's node logs, setup and run, their console links; none without a reader", async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    const { body } = await get(h, new LinesReader({}), `/jobs/${JOB_ID}`);
+    expect(body.logStreams).toEqual([
+      { attempt: 1, nodeRank: 0, phase: 'setup', consoleUrl: `https://console.example/${JOB_ID}/attempt-1/node-0/setup` },
+      { attempt: 1, nodeRank: 0, phase: 'run', consoleUrl: `https://console.example/${JOB_ID}/attempt-1/node-0/run` },
+      { attempt: 1, nodeRank: 1, phase: 'setup', consoleUrl: `https://console.example/${JOB_ID}/attempt-1/node-1/setup` },
+      { attempt: 1, nodeRank: 1, phase: 'run', consoleUrl: `https://console.example/${JOB_ID}/attempt-1/node-1/run` },
+    ]);
+    expect((await get(h, undefined, `/jobs/${JOB_ID}`)).body).not.toHaveProperty('logStreams');
+  });
+});
