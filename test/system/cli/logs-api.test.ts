@@ -7,6 +7,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { DashboardProxy } from '../../../cli/dashboard-proxy.ts';
+import { HttpJobsClient } from '../../../cli/jobs-client.ts';
 import { handleApiRequest } from '../../../lib/http/index.ts';
 import type { ControllerLogReader, JobLogPage, JobLogReader } from '../../../lib/ports.ts';
 import { isTerminal } from '../../../lib/status.ts';
@@ -163,6 +165,28 @@ describe('relaunch status through an API whose logs have console pages', { timeo
       { attempt: 1, nodeRank: 0, phase: 'setup', consoleUrl: url('setup') },
       { attempt: 1, nodeRank: 0, phase: 'run', consoleUrl: url('run') },
     ]);
+  });
+});
+
+describe("relaunch dashboard's full log of an attempt on an API with log pages", { timeout: SLOW }, () => {
+  it('answers every node\'s setup and run output as text, read page by page through the API, as the local page does', async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    const api = await fakeApi(h, new ShippedLogs('eu-west-1'));
+    api.logs.ship(node(0, 'setup'), 'pip install');
+    api.logs.ship(node(0), 'a', 'b', 'c');
+    api.logs.ship(node(1), '<b>not markup</b>');
+    const proxy = await DashboardProxy.start({ client: new HttpJobsClient(api.url) });
+    try {
+      const log = await fetch(`${proxy.url}jobs/${JOB_ID}/attempts/1/log`);
+      expect(log.status).toBe(200);
+      expect(log.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+      expect(await log.text()).toBe('==> node 0, setup <==\npip install\n\n==> node 0, run <==\na\nb\nc\n\n==> node 1, run <==\n<b>not markup</b>\n');
+      expect((await fetch(`${proxy.url}jobs/${JOB_ID}/attempts/2/log`)).status).toBe(404);
+      expect((await fetch(`${proxy.url}jobs/${JOB_ID}/attempts/0/log`)).status).toBe(400);
+    } finally {
+      await proxy.close();
+    }
   });
 });
 
