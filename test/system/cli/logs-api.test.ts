@@ -3,78 +3,22 @@
 // is the real request handler over an in-memory store, served on 127.0.0.1, with a log
 // reader the test writes into as a node's shipper would. And `--node` on a local runtime.
 
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { DashboardProxy } from '../../../cli/dashboard-proxy.ts';
 import { HttpJobsClient } from '../../../cli/jobs-client.ts';
-import { handleApiRequest } from '../../../lib/http/index.ts';
-import type { ControllerLogReader, JobLogPage, JobLogReader } from '../../../lib/ports.ts';
-import { isTerminal } from '../../../lib/status.ts';
+import type { ControllerLogReader } from '../../../lib/ports.ts';
 import type { JobView } from '../../../lib/views.ts';
-import { jobLogStreamConsoleUrl, jobLogStreamName, type JobLogStream } from '../../../lib/workflow/job-logs.ts';
+import { jobLogStreamConsoleUrl, type JobLogStream } from '../../../lib/workflow/job-logs.ts';
 import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, startCli, tempDir, waitForOutput, writeTask } from '../../support/cli.ts';
-import { givenLaunched, harness, JOB_ID, taskSpec, type Harness } from '../../support/usecases-harness.ts';
+import { closeFakeApis, fakeApi, ShippedLogs } from '../../support/fake-log-api.ts';
+import { givenLaunched, harness, JOB_ID, taskSpec } from '../../support/usecases-harness.ts';
 
-/** Shipped lines by stream; a page is at most two lines, so a log takes several pages. */
-class ShippedLogs implements JobLogReader {
-  readonly lines = new Map<string, string[]>();
-  reads = 0;
-
-  /** With a region, streams have console pages, as a deployed stack's do. */
-  constructor(private readonly region?: string) {}
-
-  ship(stream: JobLogStream, ...lines: string[]): void {
-    const name = jobLogStreamName(stream);
-    this.lines.set(name, [...(this.lines.get(name) ?? []), ...lines]);
-  }
-
-  async read(stream: JobLogStream, position: string | null): Promise<JobLogPage> {
-    this.reads += 1;
-    const lines = this.lines.get(jobLogStreamName(stream)) ?? [];
-    const at = position === null ? 0 : Number(position);
-    const page = lines.slice(at, at + 2);
-    return { text: page.map((line) => `${line}\n`).join(''), position: String(at + page.length) };
-  }
-
-  consoleUrl(stream: JobLogStream): string | null {
-    return this.region === undefined ? null : jobLogStreamConsoleUrl({ region: this.region, namePrefix: 'relaunch', stream });
-  }
-}
-
-interface FakeApi {
-  readonly url: string;
-  readonly h: Harness;
-  readonly logs: ShippedLogs;
-  /** Resolves once a `GET /jobs/{id}` has answered a terminal status. */
-  readonly endSeen: Promise<void>;
-}
-
-const servers: Server[] = [];
 afterAll(async () => {
   killStrayClis();
-  for (const server of servers) server.close();
+  await closeFakeApis();
   await removeTempDirs();
 });
-
-async function fakeApi(h: Harness, logs: ShippedLogs, controllerLog?: ControllerLogReader): Promise<FakeApi> {
-  let sawEnd = () => undefined as void;
-  const endSeen = new Promise<void>((resolve) => (sawEnd = resolve));
-  const server = createServer((request, response) => {
-    void (async () => {
-      const answer = await handleApiRequest(
-        { method: request.method ?? 'GET', path: request.url ?? '/', headers: {} },
-        { ...h.deps, jobLogs: logs, ...(controllerLog === undefined ? {} : { controllerLog }) },
-      );
-      if (answer.statusCode === 200 && /^\/jobs\/[^/?]+$/.test(request.url ?? '') && isTerminal((JSON.parse(answer.body) as JobView).status)) sawEnd();
-      response.writeHead(answer.statusCode, answer.headers).end(answer.body);
-    })();
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, h, logs, endSeen };
-}
 
 const node = (nodeRank: number, phase: 'setup' | 'run' = 'run'): JobLogStream => ({ jobId: JOB_ID, attempt: 1, nodeRank, phase });
 
