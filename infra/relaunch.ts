@@ -232,11 +232,13 @@ export class Relaunch extends Construct {
    * role, scoped to those groups (docs/architecture.md, "Reading a job's output").
    */
   private letApiReadLogs(namePrefix: string): void {
-    const api = this.functions.functions[LambdaName.api];
-    const controller = LAMBDA_NAMES.filter((name) => name !== LambdaName.api).map((name) => [name, this.functions.functions[name].logGroup] as const);
-    grantLogReading(api, jobLogGroupName(namePrefix), controller.map(([, group]) => group));
+    const controller = LAMBDA_NAMES.filter((name) => LAMBDA_NEEDS[name].readsLogs !== true).map((name) => [name, this.functions.functions[name].logGroup] as const);
     const config: JobLogsConfig = { namePrefix, controllerLogGroups: Object.fromEntries(controller.map(([name, group]) => [name, group.logGroupName])) };
-    api.addEnvironment(EnvVar.jobLogs, Stack.of(this).toJsonString(config));
+    for (const name of LAMBDA_NAMES.filter((reader) => LAMBDA_NEEDS[reader].readsLogs === true)) {
+      const fn = this.functions.functions[name];
+      grantLogReading(fn, jobLogGroupName(namePrefix), controller.map(([, group]) => group));
+      fn.addEnvironment(EnvVar.jobLogs, Stack.of(this).toJsonString(config));
+    }
   }
 }
 
