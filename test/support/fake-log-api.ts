@@ -53,8 +53,11 @@ export async function fakeApi(h: Harness, logs: ShippedLogs, controllerLog?: Con
   const endSeen = new Promise<void>((resolve) => (sawEnd = resolve));
   const server = createServer((request, response) => {
     void (async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of request) chunks.push(chunk as Buffer);
+      const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value]));
       const answer = await handleApiRequest(
-        { method: request.method ?? 'GET', path: request.url ?? '/', headers: {} },
+        { method: request.method ?? 'GET', path: request.url ?? '/', headers, body: Buffer.concat(chunks).toString('utf8') },
         { ...h.deps, jobLogs: logs, ...(controllerLog === undefined ? {} : { controllerLog }) },
       );
       if (answer.statusCode === 200 && /^\/jobs\/[^/?]+$/.test(request.url ?? '') && isTerminal((JSON.parse(answer.body) as JobView).status)) sawEnd();

@@ -10,9 +10,9 @@ import { HttpJobsClient } from '../../../cli/jobs-client.ts';
 import type { ControllerLogReader } from '../../../lib/ports.ts';
 import type { JobView } from '../../../lib/views.ts';
 import { jobLogStreamConsoleUrl, type JobLogStream } from '../../../lib/workflow/job-logs.ts';
-import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, startCli, tempDir, waitForOutput, writeTask } from '../../support/cli.ts';
+import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, startCli, tempDir, waitFor, waitForOutput, writeTask } from '../../support/cli.ts';
 import { closeFakeApis, fakeApi, ShippedLogs } from '../../support/fake-log-api.ts';
-import { givenLaunched, harness, JOB_ID, taskSpec } from '../../support/usecases-harness.ts';
+import { givenLaunched, harness, initialState, JOB_ID, launchAndAwait, taskSpec } from '../../support/usecases-harness.ts';
 
 afterAll(async () => {
   killStrayClis();
@@ -109,6 +109,31 @@ describe('relaunch status through an API whose logs have console pages', { timeo
       { attempt: 1, nodeRank: 0, phase: 'setup', consoleUrl: url('setup') },
       { attempt: 1, nodeRank: 0, phase: 'run', consoleUrl: url('run') },
     ]);
+  });
+});
+
+describe('relaunch run through an API that keeps whole logs', { timeout: SLOW }, () => {
+  it("prints the job's output live, between its status changes, as it does locally", async () => {
+    const h = harness();
+    const api = await fakeApi(h, new ShippedLogs());
+    const file = await writeTask(dir, 'task.yaml', 'name: train\nrun: python train.py\n');
+    const run = startCli(['run', file, '--api', api.url], { cwd: dir });
+
+    const jobId = await waitFor('the job to be submitted', async () => (await h.store.listJobs())[0]?.jobId);
+    await launchAndAwait(h, initialState(jobId));
+    await waitForOutput(run, /attempt 1 launched/);
+    const stream = { jobId, attempt: 1, nodeRank: 0, phase: 'run' } as const;
+    api.logs.ship(stream, 'epoch 1 loss 0.9');
+    await waitForOutput(run, /epoch 1 loss 0\.9\n/);
+    api.logs.ship(stream, 'epoch 2 loss 0.4');
+    await waitForOutput(run, /epoch 2 loss 0\.4\n/);
+    const at = h.clock.now().toISOString();
+    await h.store.changeStatus(jobId, { from: 'STARTING', to: 'RUNNING', reason: 'run started', attempt: 1, at });
+    await h.store.changeStatus(jobId, { from: 'RUNNING', to: 'SUCCEEDED', reason: 'every node exited 0', attempt: 1, at });
+
+    const done = await run.finished;
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stdout).toMatch(/attempt 1 launched[^]*epoch 1 loss 0\.9\nepoch 2 loss 0\.4\n[^]*SUCCEEDED/);
   });
 });
 
