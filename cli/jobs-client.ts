@@ -217,8 +217,9 @@ export class HttpJobsClient implements JobsClient {
     const path = `/jobs/${encodeURIComponent(jobId)}/controller-log`;
     const { status, body } = await this.relay('GET', path);
     if (status === 200) return body as ControllerLogView;
-    // A job that exists (the caller read it) and a 404: this API serves no controller log.
-    if (status === 404 && !/^no job with id/.test(((body ?? {}) as { error?: string }).error ?? '')) return null;
+    // A job that exists (the caller read it) and a 404, or API Gateway's 403 for a route its
+    // stack does not have (one deployed before this route): this API serves no controller log.
+    if ((status === 404 || status === 403) && !/^no job with id/.test(((body ?? {}) as { error?: string }).error ?? '')) return null;
     throw apiError(status, body, path);
   }
 
