@@ -6,7 +6,8 @@ import type { JobEvent } from '../lib/model.ts';
 import { isTerminal, type JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
-import type { JobsClient, Pacing } from './jobs-client.ts';
+import { ApiError, type JobsClient, type Pacing } from './jobs-client.ts';
+import { JobNotFoundError } from '../lib/errors.ts';
 import type { ShippedPhase } from '../lib/workflow/job-logs.ts';
 import { attemptLogs, readLogFrom, type PhaseLog } from '../local/paths.ts';
 
@@ -296,9 +297,24 @@ export class ApiLogTail {
     private readonly jobId: string,
   ) {}
 
+  /** Set once the API answered that it has no log route (a stack deployed before it): nothing more is asked. */
+  private unserved = false;
+
   async read(attempt: number, nodes: readonly number[]): Promise<string> {
     const readLog = this.client.readLog?.bind(this.client);
-    if (readLog === undefined) return '';
+    if (readLog === undefined || this.unserved) return '';
+    try {
+      return await this.readNodes(readLog, attempt, nodes);
+    } catch (error) {
+      // API Gateway answers 403 for a route its stack lacks; an older `relaunch serve`, 404.
+      const unserved = (error instanceof ApiError && error.statusCode === 403) || error instanceof JobNotFoundError;
+      if (!unserved) throw error;
+      this.unserved = true;
+      return `relaunch: ${this.client.where} serves no job output (deployed before relaunch read logs); each phase's last lines are in relaunch status ${this.jobId} --json\n`;
+    }
+  }
+
+  private async readNodes(readLog: NonNullable<JobsClient['readLog']>, attempt: number, nodes: readonly number[]): Promise<string> {
     const several = nodes.length > 1;
     let out = '';
     for (const nodeRank of nodes) {

@@ -16,8 +16,14 @@ export class ShippedLogs implements JobLogReader {
   readonly lines = new Map<string, string[]>();
   reads = 0;
 
-  /** With a region, streams have console pages, as a deployed stack's do. */
-  constructor(private readonly region?: string) {}
+  /**
+   * With a region, streams have console pages, as a deployed stack's do; `served: false`
+   * stands for an API from before the log route (it answers 404 there).
+   */
+  constructor(
+    private readonly region?: string,
+    readonly served = true,
+  ) {}
 
   ship(stream: JobLogStream, ...lines: string[]): void {
     const name = jobLogStreamName(stream);
@@ -58,7 +64,7 @@ export async function fakeApi(h: Harness, logs: ShippedLogs, controllerLog?: Con
       const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value]));
       const answer = await handleApiRequest(
         { method: request.method ?? 'GET', path: request.url ?? '/', headers, body: Buffer.concat(chunks).toString('utf8') },
-        { ...h.deps, jobLogs: logs, ...(controllerLog === undefined ? {} : { controllerLog }) },
+        { ...h.deps, ...(logs.served ? { jobLogs: logs } : {}), ...(controllerLog === undefined ? {} : { controllerLog }) },
       );
       if (answer.statusCode === 200 && /^\/jobs\/[^/?]+$/.test(request.url ?? '') && isTerminal((JSON.parse(answer.body) as JobView).status)) sawEnd();
       response.writeHead(answer.statusCode, answer.headers).end(answer.body);

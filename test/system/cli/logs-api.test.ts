@@ -71,6 +71,19 @@ describe('relaunch logs through an API', { timeout: SLOW }, () => {
     expect(none).toMatchObject({ code: 2, stderr: 'error: --node: expected a node rank 0-1 (the job runs 2 nodes), got 2\n' });
   });
 
+  it('says so, once, when the API has no log route (a stack from before it), and goes on following the job', async () => {
+    const h = harness();
+    await givenLaunched(h);
+    const api = await fakeApi(h, new ShippedLogs(undefined, false));
+    const at = h.clock.now().toISOString();
+    await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'RUNNING', reason: 'run started', attempt: 1, at });
+    await h.store.changeStatus(JOB_ID, { from: 'RUNNING', to: 'FAILED', reason: 'exit 1', attempt: 1, at });
+    const note = `relaunch: ${api.url} serves no job output (deployed before relaunch read logs); each phase's last lines are in relaunch status ${JOB_ID} --json\n`;
+
+    expect(await runCli(['logs', JOB_ID, '--api', api.url], { cwd: dir })).toMatchObject({ code: 0, stdout: note });
+    expect(await runCli(['logs', JOB_ID, '--follow', '--api', api.url], { cwd: dir })).toMatchObject({ code: 0, stdout: note });
+  });
+
   it("--controller merges the controller functions' lines naming the job into its timeline, in time order", async () => {
     const h = harness();
     await givenLaunched(h);
