@@ -2,6 +2,7 @@
 // did and why (each launch, each attempt's end, each decision with its reason, each status change).
 
 import type { JobEvent } from '../lib/model.ts';
+import type { ControllerLogLine } from '../lib/ports.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import { formatTime } from './times.ts';
 
@@ -17,7 +18,13 @@ export interface ControllerEntry {
  * launched, its run starts, it ends, the policy decides, and the status changes the decision
  * wrote come last.
  */
-const ORDER = { launched: 0, run: 1, ended: 2, decided: 3, status: 4 } as const;
+const ORDER = { launched: 0, run: 1, ended: 2, decided: 3, status: 4, function: 5 } as const;
+
+/** Fields of a function's JSON line that every line has and say nothing about the job. */
+const ROUTINE_FIELDS = new Set([
+  'level', 'message', 'timestamp', 'service', 'jobId', 'sampling_rate', 'xray_trace_id', 'cold_start',
+  'function_arn', 'function_memory_size', 'function_name', 'function_request_id', 'requestId',
+]);
 
 /**
  * The job's timeline, oldest first: from its attempts (launched, run started, ended,
@@ -25,7 +32,7 @@ const ORDER = { launched: 0, run: 1, ended: 2, decided: 3, status: 4 } as const;
  * client can read them (`events` not null: the local runtime), its status changes with
  * their reasons.
  */
-export function controllerTimeline(job: JobView, events: readonly JobEvent[] | null): ControllerEntry[] {
+export function controllerTimeline(job: JobView, events: readonly JobEvent[] | null, lines: readonly ControllerLogLine[] = []): ControllerEntry[] {
   const entries: (ControllerEntry & { readonly order: number })[] = [];
   for (const attempt of job.attempts) {
     for (const entry of attemptEntries(attempt)) entries.push(entry);
@@ -35,6 +42,7 @@ export function controllerTimeline(job: JobView, events: readonly JobEvent[] | n
     const which = event.attempt === null ? '' : ` (attempt ${event.attempt})`;
     entries.push({ at: event.at, order: ORDER.status, text: `status ${from} -> ${event.to}${which}: ${event.reason}` });
   }
+  for (const line of lines) entries.push({ at: line.at, order: ORDER.function, text: `${line.source}: ${functionLine(line.message)}` });
   return entries
     .map((entry, index) => ({ entry, index }))
     .sort((a, b) => a.entry.at.localeCompare(b.entry.at) || a.entry.order - b.entry.order || a.index - b.index)
@@ -75,6 +83,27 @@ function endedHow(attempt: AttemptView): string {
   const codes = attempt.exitCodes.length === 0 ? '' : `, exit codes ${attempt.exitCodes.map((code) => (code === null ? 'unknown' : String(code))).join(',')}`;
   const failure = attempt.agentFailure === null ? '' : `; node ${attempt.agentFailure.nodeRank}'s agent failed at ${attempt.agentFailure.step}: ${attempt.agentFailure.error}`;
   return `${phase}${codes}${failure}`;
+}
+
+/**
+ * A function's log line as the timeline shows it: a Powertools JSON line as its level,
+ * message and the fields particular to it (`INFO decision made action=RESTART ...`); any
+ * other line as it is.
+ */
+export function functionLine(message: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(message);
+  } catch {
+    return message;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return message;
+  const record = parsed as Record<string, unknown>;
+  const fields = Object.entries(record)
+    .filter(([key]) => !ROUTINE_FIELDS.has(key))
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  const head = [record.level, record.message].filter((part) => typeof part === 'string' && part !== '').join(' ');
+  return [head, ...fields].filter((part) => part !== '').join(' ');
 }
 
 /** The timeline as the command prints it: one line per entry, its time first (cli/times.ts, as every command prints one). */

@@ -13,6 +13,7 @@ import { answerPageRequest } from '../local/dashboard/page.ts';
 import { newPageToken, pageTokenRefusal } from '../local/dashboard/page-token.ts';
 import { guardLocalRequest } from '../local/request-guard.ts';
 import { ApiError, type HttpJobsClient } from './jobs-client.ts';
+import { ATTEMPT_LOG_PATH, deployedAttemptLog } from './dashboard-logs.ts';
 
 /** The routes the page uses, the only ones relayed: a page that can submit nothing, and reach no agent route. */
 const RELAYED = new Set(['listJobs', 'getJob', 'cancelJob']);
@@ -71,6 +72,9 @@ async function answer(options: DashboardProxyOptions, port: number, token: strin
   // Only the page cancels through this server, so every cancel carries its token.
   const refused = guardLocalRequest(request, { port }) ?? pageTokenRefusal(request, token, { always: true });
   if (refused !== null) return { statusCode: refused.statusCode, headers: { 'content-type': 'application/json' }, body: refused.body };
+  // The page's full log of an attempt, read through the API's log pages.
+  const log = request.method === 'GET' ? ATTEMPT_LOG_PATH.exec(request.path) : null;
+  if (log !== null) return await relayed(options, () => deployedAttemptLog(options.client, decodeSegment(log[1] ?? ''), decodeSegment(log[2] ?? '')));
   const page = await answerPageRequest(request, { token, logs: null, pollMs: options.client.pacing.pollMaxMs, where: options.client.where });
   if (page !== null) return page;
   const match = matchRoute(request.method, request.path);
@@ -86,14 +90,29 @@ async function answer(options: DashboardProxyOptions, port: number, token: strin
     if (limit !== null && !/^[1-9][0-9]{0,2}$|^1000$/.test(limit)) return json(400, { error: `limit: expected an integer 1-1000, got ${JSON.stringify(limit.slice(0, 16))}` });
     path = limit === null ? '/jobs' : `/jobs?limit=${limit}`;
   }
+  return relayed(options, async () => {
+    const answered = await options.client.relay(match.route.method === 'DELETE' ? 'DELETE' : 'GET', path);
+    return json(answered.status, answered.body);
+  });
+}
+
+/** A relayed answer; an API that cannot be reached or signed for is a 502 saying so. */
+async function relayed(options: DashboardProxyOptions, relay: () => Promise<ApiResponse>): Promise<ApiResponse> {
   try {
-    const relayed = await options.client.relay(match.route.method === 'DELETE' ? 'DELETE' : 'GET', path);
-    return json(relayed.status, relayed.body);
+    return await relay();
   } catch (error) {
     if (error instanceof ApiError && error.statusCode === 0) return json(502, { error: error.message });
     // No AWS credentials to sign with: said on the page, as the CLI would say it.
     if (error instanceof Error && error.name === 'CredentialsProviderError') return json(502, { error: `cannot sign the request to ${options.client.where}: ${error.message}` });
     throw error;
+  }
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
   }
 }
 

@@ -7,7 +7,9 @@ import type { JobEvent } from '../lib/model.ts';
 import { isTerminal, JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
-import type { JobsClient, Pacing } from './jobs-client.ts';
+import { ApiError, type JobsClient, type Pacing } from './jobs-client.ts';
+import { JobNotFoundError } from '../lib/errors.ts';
+import type { ShippedPhase } from '../lib/workflow/job-logs.ts';
 import { attemptLogs, readLogFrom, type PhaseLog } from '../local/paths.ts';
 import { formatClock, formatTime } from './times.ts';
 
@@ -19,12 +21,34 @@ const POLL_GROWTH = 1.5;
 /** A poll's wait is moved up to this fraction either way at random (within the pacing's bounds). */
 const POLL_JITTER = 0.2;
 
+/**
+ * Polls after the job's end that wait for its last lines to reach an API's log pages: a
+ * deployed node ships them before it goes, and they may land after the job's end is stored.
+ * Following ends at the first poll after the end that reads nothing new.
+ */
+const POLLS_FOR_LAST_LINES = 5;
+
+/**
+ * While following output through an API, the longest wait between polls: a line shipped
+ * (every 2 s at most) shows within 5 s of its print.
+ */
+const OUTPUT_POLL_MAX_MS = 1500;
+/** ...and the shortest, after a poll that found something new. */
+const OUTPUT_POLL_MIN_MS = 1000;
+/** ...but never more reads a second than this, however many nodes print (each node's phase is a read). */
+const OUTPUT_READS_PER_SECOND = 8;
+
 /** What to show while following. */
 export interface FollowOptions {
   /** Print status changes and decisions (false for --json). */
   readonly progress: boolean;
-  /** Print the job's output from the local log files (needs a data folder). */
+  /**
+   * Print the job's output: from the local log files with a data folder, else through the
+   * API's log pages (`GET /jobs/{id}/logs`).
+   */
   readonly output: boolean;
+  /** Only this node's output (`--node`); every node's when absent. */
+  readonly node?: number;
   /** Stops following early (Ctrl-C). */
   readonly signal?: AbortSignal;
   /**
@@ -63,7 +87,7 @@ export async function followJob(client: JobsClient, jobId: string, io: Io, optio
   for (;;) {
     const view = await client.getJob(jobId);
     const events = client.listEvents === undefined ? null : await client.listEvents(jobId);
-    printer.show(view, events);
+    const printed = await printer.show(view, events);
     if (options.signal?.aborted === true && !aborted) {
       if (options.onAbort === undefined) return view;
       aborted = true;
@@ -71,14 +95,16 @@ export async function followJob(client: JobsClient, jobId: string, io: Io, optio
       continue;
     }
     // A standby still holding when the job ends is released by the step after the
-    // decision: a few more polls show that, unless it takes longer.
+    // decision: a few more polls show that, unless it takes longer. Output read through an
+    // API is followed until a poll after the end finds nothing new.
     const holding = view.attempts.some((attempt) => attempt.standby?.state === 'holding');
-    if (isTerminal(view.status) && (!holding || pollsAfterEnd >= POLLS_FOR_RELEASE)) return view;
+    const drained = !printer.readsApi || (pollsAfterEnd > 0 && !printed) || pollsAfterEnd >= POLLS_FOR_LAST_LINES;
+    if (isTerminal(view.status) && (!holding || pollsAfterEnd >= POLLS_FOR_RELEASE) && drained) return view;
     if (isTerminal(view.status)) pollsAfterEnd += 1;
     const now = JSON.stringify([view, events?.length ?? 0]);
-    unchangedPolls = now === seen ? unchangedPolls + 1 : 0;
+    unchangedPolls = now === seen && !printed ? unchangedPolls + 1 : 0;
     seen = now;
-    await pause(pollDelayMs(client.pacing, unchangedPolls, random), aborted ? undefined : options.signal).catch(() => undefined);
+    await pause(pollDelayMs(printer.pacing(view), unchangedPolls, random), aborted ? undefined : options.signal).catch(() => undefined);
   }
 }
 
@@ -117,22 +143,44 @@ class Progress {
   private eventsShown = 0;
   private status: JobStatus | null = null;
   private readonly logs = new LogTail({ dropShellNotices: true });
+  private readonly apiLogs: ApiLogTail;
 
   constructor(
     private readonly client: JobsClient,
     private readonly jobId: string,
     private readonly io: Io,
     private readonly options: FollowOptions,
-  ) {}
+  ) {
+    this.apiLogs = new ApiLogTail(client, jobId);
+  }
+
+  /** Whether the output is read through the API's log pages (no local data folder). */
+  get readsApi(): boolean {
+    return this.options.output && this.client.dataDir === null && this.client.readLog !== undefined;
+  }
+
+  /**
+   * The client's pacing, quickened while output is read through an API so a line shows
+   * within 5 s, and slowed by the number of logs each poll reads (OUTPUT_READS_PER_SECOND).
+   */
+  pacing(view: JobView): Pacing {
+    const { pacing } = this.client;
+    if (!this.readsApi) return pacing;
+    const reads = (this.options.node === undefined ? view.numNodes : 1) * 2;
+    const floor = Math.ceil((reads / OUTPUT_READS_PER_SECOND) * 1000);
+    return { ...pacing, pollMinMs: Math.max(floor, Math.min(pacing.pollMinMs, OUTPUT_POLL_MIN_MS)), pollMaxMs: Math.max(floor, Math.min(pacing.pollMaxMs, OUTPUT_POLL_MAX_MS)) };
+  }
 
   /**
    * Prints what this poll found that was not shown: status changes, launches, releases,
    * decisions and output, sorted by when they happened. An attempt's launch line comes
    * after the STARTING change that claimed it (written before the launch, so read in the
    * same poll), and its output after its launch line: the output of an attempt that ended
-   * before the changes its end caused, that of a live one at the poll's end.
+   * before the changes its end caused, that of a live one at the poll's end. True when
+   * that included output.
    */
-  show(view: JobView, events: readonly JobEvent[] | null): void {
+  async show(view: JobView, events: readonly JobEvent[] | null): Promise<boolean> {
+    let printed = false;
     const fresh = events === null ? [] : events.slice(this.eventsShown);
     this.eventsShown += fresh.length;
     const entries: Entry[] = [];
@@ -153,9 +201,12 @@ class Progress {
         entries.push({ at, order: ORDER.decided, text: `${stamp(at)} attempt ${attempt.attempt} released, charged to nothing: ${attempt.standby.releaseReason ?? ''}` });
         this.released.add(attempt.attempt);
       }
-      if (this.options.output && this.client.dataDir !== null && this.launched.has(attempt.attempt)) {
-        const text = this.logs.read(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt), labelAttempts ? attempt.attempt : undefined);
-        if (text !== '') entries.push({ at: attempt.endedAt ?? END_OF_POLL, order: ORDER.output, text: text.endsWith('\n') ? text.slice(0, -1) : text });
+      if (this.options.output && this.launched.has(attempt.attempt)) {
+        const text = await this.output(view, attempt, labelAttempts ? attempt.attempt : undefined);
+        if (text !== '') {
+          entries.push({ at: attempt.endedAt ?? END_OF_POLL, order: ORDER.output, text: text.endsWith('\n') ? text.slice(0, -1) : text });
+          printed = true;
+        }
       }
       if (events === null && progress && !this.decided.has(attempt.attempt) && attempt.decision !== null) {
         const at = attempt.decidedAt ?? new Date().toISOString();
@@ -167,6 +218,17 @@ class Progress {
     this.status = view.status;
     const sorted = entries.map((entry, index) => ({ entry, index })).sort((a, b) => compare(a.entry.at, b.entry.at) || a.entry.order - b.entry.order || a.index - b.index);
     for (const { entry } of sorted) this.io.out(entry.text);
+    return printed;
+  }
+
+  /**
+   * What the attempt's logs gained: from the data folder's files, else through the API;
+   * given `label`, each line says its attempt.
+   */
+  private async output(view: JobView, attempt: AttemptView, label: number | undefined): Promise<string> {
+    if (this.client.dataDir !== null) return this.logs.read(nodeLogs(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt), this.options.node), label);
+    if (!this.readsApi || attempt.placement === null) return '';
+    return this.apiLogs.read(attempt.attempt, attemptNodes(view, attempt, this.options.node), label);
   }
 }
 
@@ -291,4 +353,77 @@ function withoutShellNotices(text: string, continues: boolean): string {
   // Twice: two notices in a row share the newline between them.
   for (let pass = 0; pass < 2; pass += 1) kept = kept.replace(SHELL_NOTICE, '$1');
   return continues ? kept.slice(1) : kept;
+}
+
+/** The logs of one node (`--node`), or all of them. */
+export function nodeLogs(logs: readonly PhaseLog[], node: number | undefined): readonly PhaseLog[] {
+  return node === undefined ? logs : logs.filter((log) => log.rank === node);
+}
+
+/**
+ * The nodes whose output an attempt has: the one asked for, else as many as it reported
+ * codes for, else the job's.
+ */
+export function attemptNodes(view: JobView, attempt: AttemptView, node: number | undefined): readonly number[] {
+  if (node !== undefined) return [node];
+  const count = attempt.exitCodes.length > 0 ? attempt.exitCodes.length : view.numNodes;
+  return Array.from({ length: count }, (_, rank) => rank);
+}
+
+/** Pages one read follows per log before it moves on to the next log (a fast log may not starve the others). */
+const MAX_PAGES_PER_READ = 8;
+
+/**
+ * Reads what an attempt's logs gained since the last look through an API's log pages (the
+ * cursor of each kept), in the order and shape LogTail prints the local files: node by
+ * node, setup before run, each line after `(node N) ` when there are several.
+ */
+export class ApiLogTail {
+  private readonly cursors = new Map<string, string>();
+  private readonly midLine = new Set<string>();
+
+  constructor(
+    private readonly client: JobsClient,
+    private readonly jobId: string,
+  ) {}
+
+  /** Set once the API answered that it has no log route (a stack deployed before it): nothing more is asked. */
+  private unserved = false;
+
+  /** Given `label`, each line says its attempt too, as LogTail's do. */
+  async read(attempt: number, nodes: readonly number[], label?: number): Promise<string> {
+    const readLog = this.client.readLog?.bind(this.client);
+    if (readLog === undefined || this.unserved) return '';
+    try {
+      return await this.readNodes(readLog, attempt, nodes, label);
+    } catch (error) {
+      // API Gateway answers 403 for a route its stack lacks; an older `relaunch serve`, 404.
+      const unserved = (error instanceof ApiError && error.statusCode === 403) || error instanceof JobNotFoundError;
+      if (!unserved) throw error;
+      this.unserved = true;
+      return `relaunch: ${this.client.where} serves no job output (deployed before relaunch read logs); each phase's last lines are in relaunch status ${this.jobId} --json\n`;
+    }
+  }
+
+  private async readNodes(readLog: NonNullable<JobsClient['readLog']>, attempt: number, nodes: readonly number[], label: number | undefined): Promise<string> {
+    const several = nodes.length > 1;
+    let out = '';
+    for (const nodeRank of nodes) {
+      for (const phase of ['setup', 'run'] as const satisfies readonly ShippedPhase[]) {
+        const key = `${attempt}/${nodeRank}/${phase}`;
+        const names = [...(label === undefined ? [] : [`attempt ${label}`]), ...(several ? [`node ${nodeRank}`] : [])];
+        const prefix = names.length === 0 ? '' : `(${names.join(', ')}) `;
+        for (let page = 0; page < MAX_PAGES_PER_READ; page += 1) {
+          const read = await readLog(this.jobId, { attempt, nodeRank, phase, cursor: this.cursors.get(key) });
+          this.cursors.set(key, read.cursor);
+          if (read.text === '') break;
+          const lines = prefix === '' ? read.text : read.text.replace(/\n(?=.)/g, `\n${prefix}`);
+          out += this.midLine.has(key) ? lines : prefix + lines;
+          if (read.text.endsWith('\n')) this.midLine.delete(key);
+          else this.midLine.add(key);
+        }
+      }
+    }
+    return out;
+  }
 }

@@ -20,6 +20,9 @@ import type { JobEvent } from '../lib/model.ts';
 import { isPipelineHeader } from '../lib/task-file/parse.ts';
 import type { SpecWarning } from '../lib/task-file/types.ts';
 import { cancelJob, getJob, listJobs } from '../lib/usecases/index.ts';
+import { readJobLog, type ControllerLogView, type JobLogPageView } from '../lib/usecases/read-job-log.ts';
+import type { ShippedPhase } from '../lib/workflow/job-logs.ts';
+import { FileJobLogs } from '../local/file-job-logs.ts';
 import type { JobSummary, JobView } from '../lib/views.ts';
 import type { LocalRuntime, LocalSubmitOptions } from '../local/runtime.ts';
 
@@ -64,6 +67,21 @@ export interface JobsClient {
   cancel(jobId: string): Promise<{ status: string }>;
   /** The job's audit trail, oldest first, where the client can read it (not over the API). */
   listEvents?(jobId: string): Promise<JobEvent[]>;
+  /** A page of one node's output of one phase (`GET /jobs/{id}/logs`), from a page's cursor or the start. */
+  readLog?(jobId: string, query: LogQuery): Promise<JobLogPageView>;
+  /**
+   * The lines the controller's functions logged about the job, where they run apart from
+   * the API (a deployed stack); null where they do not (a local runtime: its status changes say it).
+   */
+  controllerLog?(jobId: string): Promise<ControllerLogView | null>;
+}
+
+/** Which output `readLog` reads, and from where. */
+export interface LogQuery {
+  readonly attempt: number;
+  readonly nodeRank: number;
+  readonly phase: ShippedPhase;
+  readonly cursor?: string | undefined;
 }
 
 /** The runtime in this process. */
@@ -94,6 +112,14 @@ export class InProcessJobsClient implements JobsClient {
 
   listEvents(jobId: string): Promise<JobEvent[]> {
     return this.runtime.deps.store.listEvents(jobId);
+  }
+
+  readLog(jobId: string, query: LogQuery): Promise<JobLogPageView> {
+    return readJobLog({ jobId, ...query }, { store: this.runtime.deps.store, jobLogs: new FileJobLogs(this.dataDir) });
+  }
+
+  async controllerLog(): Promise<null> {
+    return null;
   }
 }
 
@@ -178,6 +204,23 @@ export class HttpJobsClient implements JobsClient {
 
   async cancel(jobId: string): Promise<{ status: string }> {
     return (await this.request('DELETE', `/jobs/${encodeURIComponent(jobId)}`)) as { status: string };
+  }
+
+  async readLog(jobId: string, query: LogQuery): Promise<JobLogPageView> {
+    const params = new URLSearchParams({ attempt: String(query.attempt), node: String(query.nodeRank), phase: query.phase });
+    if (query.cursor !== undefined) params.set('cursor', query.cursor);
+    return (await this.request('GET', `/jobs/${encodeURIComponent(jobId)}/logs?${params.toString()}`)) as JobLogPageView;
+  }
+
+  /** Null when the API answers that its controller runs in its own process (`relaunch serve`). */
+  async controllerLog(jobId: string): Promise<ControllerLogView | null> {
+    const path = `/jobs/${encodeURIComponent(jobId)}/controller-log`;
+    const { status, body } = await this.relay('GET', path);
+    if (status === 200) return body as ControllerLogView;
+    // A job that exists (the caller read it) and a 404, or API Gateway's 403 for a route its
+    // stack does not have (one deployed before this route): this API serves no controller log.
+    if ((status === 404 || status === 403) && !/^no job with id/.test(((body ?? {}) as { error?: string }).error ?? '')) return null;
+    throw apiError(status, body, path);
   }
 
   /** Where `run` uploads local sources for this API (`GET /sources`). */
@@ -320,7 +363,7 @@ function apiError(status: number, body: unknown, path: string): Error {
   if (status === 400 && Array.isArray(issues)) return new InvalidTaskSpecError(issues);
   // A request the API understood and refused as asked (an idempotency key used for another task).
   if (status === 422 && Array.isArray(issues)) return new InvalidInputError(issues);
-  if (status === 404 && path.startsWith('/jobs/')) return new JobNotFoundError(decodeURIComponent(path.slice('/jobs/'.length)));
+  if (status === 404 && path.startsWith('/jobs/')) return new JobNotFoundError(decodeURIComponent(path.slice('/jobs/'.length).split(/[/?]/)[0] ?? ''));
   return new ApiError(status, `the API answered ${status}: ${error ?? 'no message'}`);
 }
 

@@ -103,6 +103,11 @@ export interface LambdaNeeds {
    * live attempt in the same transaction (dynamodb:ConditionCheckItem on the table).
    */
   readonly writesStandbys?: true;
+  /**
+   * Reads jobs' output and the other functions' lines about a job for `relaunch logs`
+   * (JOB_LOGS, and GetLogEvents, FilterLogEvents and DescribeLogStreams on those log groups alone).
+   */
+  readonly readsLogs?: true;
 }
 
 /** Each Lambda's needs; a test checks these against the ports each handler really calls. */
@@ -129,6 +134,7 @@ export const LAMBDA_NEEDS: Readonly<Record<LambdaName, LambdaNeeds>> = {
     data: true,
     givesDataCredentials: true,
     paces: true,
+    readsLogs: true,
     timeoutSeconds: 29,
   },
   // A warning that asks for a standby (launch_on_warning) fails AwaitAttempt with StandbyWanted.

@@ -49,6 +49,7 @@ const REFERENCE_MAX: Readonly<Record<string, (attribute: string, name: (limit: n
         : undefined,
   'AWS::SNS::Topic': (attribute, name) => (attribute === 'Ref' || attribute === 'TopicArn' ? arnPrefix('sns') + name(256) : undefined),
   'AWS::ApiGateway::RestApi': (attribute) => (attribute === 'Ref' ? 10 : undefined),
+  'AWS::Logs::LogGroup': (attribute, name) => (attribute === 'Ref' ? name(512) : undefined),
 };
 
 /** The most bytes `value` (a resolved CloudFormation value) can take once deployed. */

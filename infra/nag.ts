@@ -25,7 +25,8 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
   [/^arn:<AWS::Partition>:s3:::[a-z0-9.-]+\*?(\/\*)?$/, "The buckets a deployer allowed tasks to mount (relaunch:dataBuckets), as the data access role's ceiling: their objects, or every bucket of a name prefix they gave; each session is narrowed to its own job's."],
   [/:execution:[\w-]+:\*$/, "The executions of relaunch's own state machine: read one's history and stop it on a cancel."],
   [/\.Arn>:\*$/, 'Each task function and its versions, which the state machine invokes.'],
-  [/:execute-api:.*\/jobs\/\*$/, "A job route's path parameter (the id of any job a teammate submits), on this API's stage and one method; the agents' routes are not granted."],
+  [/:execute-api:.*\/jobs\/\*(\/logs|\/controller-log)?$/, "A job route's path parameter (the id of any job a teammate submits), on this API's stage and one method; the agents' routes are not granted."],
+  [/:log-group:\/[\w-]+\/jobs:\*$/, "The streams of the deployment's job log group (one per job, attempt, node and phase), read by the API for `relaunch logs`."],
 ];
 
 /**

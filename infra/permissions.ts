@@ -287,3 +287,19 @@ export function agentSecretArns(scope: Pick<LaunchScope, 'regions' | 'agentSecre
 function allow(grantee: iam.IGrantable, statement: iam.PolicyStatementProps): void {
   grantee.grantPrincipal.addToPrincipalPolicy(new iam.PolicyStatement(statement));
 }
+
+/** What the API reads for `relaunch logs`: its only CloudWatch Logs actions. */
+export const LOG_READ_ACTIONS = ['logs:GetLogEvents', 'logs:FilterLogEvents', 'logs:DescribeLogStreams'] as const;
+
+/**
+ * Lets `grantee` read the deployment's job log group (named, so its ARN is known before the
+ * shipper's construct makes it) and the given functions' log groups, and no other: a group
+ * is granted as IAM names it for FilterLogEvents and DescribeLogStreams (`log-group:NAME`)
+ * and with its streams for GetLogEvents (`log-group:NAME:*`).
+ */
+export function grantLogReading(grantee: iam.IGrantable, jobLogGroupName: string, controllerLogGroups: readonly { readonly logGroupName: string; readonly logGroupArn: string }[]): void {
+  const group = (name: string) => `arn:${Aws.PARTITION}:logs:${Aws.REGION}:${Aws.ACCOUNT_ID}:log-group:${name}`;
+  const resourceArns = [group(jobLogGroupName), `${group(jobLogGroupName)}:*`];
+  for (const logGroup of controllerLogGroups) resourceArns.push(group(logGroup.logGroupName), logGroup.logGroupArn);
+  iam.Grant.addToPrincipal({ grantee, actions: [...LOG_READ_ACTIONS], resourceArns });
+}

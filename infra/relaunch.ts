@@ -8,7 +8,8 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { TASK_STATES } from '../lib/workflow/contract.ts';
-import { EnvVar, type ComputeEnvConfig } from '../lib/workflow/env.ts';
+import { EnvVar, type ComputeEnvConfig, type JobLogsConfig } from '../lib/workflow/env.ts';
+import { jobLogGroupName } from '../lib/workflow/job-logs.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
 import { forwardedDeadLetterQueueName } from './constructs/dead-letters.ts';
@@ -28,7 +29,7 @@ import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
 import { DEPLOYMENT_OUTPUT_ID, deploymentRecord } from '../lib/check/deployment.ts';
 import { jobSecretsPath, type Ec2RegionConfig } from '../lib/workflow/resources.ts';
-import { grantCompute, grantJobSecrets, grantSweepLaunchTemplates, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
+import { grantCompute, grantJobSecrets, grantLogReading, grantSweepLaunchTemplates, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
 import { DEFAULT_NAME_PREFIX } from '../lib/deployment-names.ts';
 
@@ -140,6 +141,7 @@ export class Relaunch extends Construct {
       this.functions.functions[LambdaName.api].addEnvironment(EnvVar.openPorts, JSON.stringify(this.instances.openPorts));
     }
     if (props.nodeToNodeTraffic === false) this.functions.functions[LambdaName.api].addEnvironment(EnvVar.nodeToNodeTraffic, 'false');
+    this.letApiReadLogs(namePrefix);
     for (const name of LAMBDA_NAMES) {
       const fn = this.functions.functions[name];
       const needs = LAMBDA_NEEDS[name];
@@ -222,6 +224,21 @@ export class Relaunch extends Construct {
       }
     }
     claimNamePrefix(this, this.workflow.logGroup.node.defaultChild as CfnResource);
+  }
+
+  /**
+   * `relaunch logs` reads through the API, so users need only execute-api:Invoke: the API's
+   * function reads the jobs' log group and the controller functions' groups with its own
+   * role, scoped to those groups (docs/architecture.md, "Reading a job's output").
+   */
+  private letApiReadLogs(namePrefix: string): void {
+    const controller = LAMBDA_NAMES.filter((name) => LAMBDA_NEEDS[name].readsLogs !== true).map((name) => [name, this.functions.functions[name].logGroup] as const);
+    const config: JobLogsConfig = { namePrefix, controllerLogGroups: Object.fromEntries(controller.map(([name, group]) => [name, group.logGroupName])) };
+    for (const name of LAMBDA_NAMES.filter((reader) => LAMBDA_NEEDS[reader].readsLogs === true)) {
+      const fn = this.functions.functions[name];
+      grantLogReading(fn, jobLogGroupName(namePrefix), controller.map(([, group]) => group));
+      fn.addEnvironment(EnvVar.jobLogs, Stack.of(this).toJsonString(config));
+    }
   }
 }
 

@@ -6,6 +6,7 @@ import type { AttemptOutcome, Market, RecoveryCounters } from './policy/types.ts
 import type { TaskSpec } from './task-file/types.ts';
 import type { JobStatus } from './status.ts';
 import type { AwaitStateName, ExecutionInput } from './workflow/contract.ts';
+import type { JobLogStream } from './workflow/job-logs.ts';
 import type {
   AttemptRecord,
   InstanceRef,
@@ -376,4 +377,45 @@ export interface Workflow {
    * end (the janitor, `onExecutionEnded`) then finishes the job.
    */
   stopBetweenSteps(executionArn: string, cause: string): Promise<boolean>;
+}
+
+/** A page of one node's phase output, as a JobLogReader read it. */
+export interface JobLogPage {
+  /** The output read, whole lines where the reader can tell them; '' when nothing new was there. */
+  readonly text: string;
+  /** Where the next read of the stream starts, in the reader's own terms (a byte offset, CloudWatch's forward token). */
+  readonly position: string;
+}
+
+/**
+ * Reads the output nodes wrote, one node's phase at a time (`JobLogStream`): the local
+ * runtime's log files, or a deployment's CloudWatch Logs streams.
+ */
+export interface JobLogReader {
+  /**
+   * The stream's output from `position` (null: its start), at most `maxBytes` of it unless
+   * one line alone is longer. A stream nothing was written to yet reads as '' and stays
+   * where it was. Throws InvalidInputError (path `cursor`) for a position it cannot read from.
+   */
+  read(stream: JobLogStream, position: string | null, maxBytes: number): Promise<JobLogPage>;
+  /** The stream's page in the AWS console; null where there is none (a local runtime). */
+  consoleUrl(stream: JobLogStream): string | null;
+}
+
+/** One line a controller function logged for a job. */
+export interface ControllerLogLine {
+  /** ISO 8601, when it was logged. */
+  readonly at: string;
+  /** Which function logged it (its log group). */
+  readonly source: string;
+  readonly message: string;
+}
+
+/** Reads what the controller's functions logged about a job (a deployment's Lambdas' log groups). */
+export interface ControllerLogReader {
+  /**
+   * The lines naming `jobId` logged since `since` (ISO 8601), oldest first, at most
+   * `maxLines`; `complete` is false when there were more.
+   */
+  linesOf(jobId: string, since: string, maxLines: number): Promise<{ readonly lines: readonly ControllerLogLine[]; readonly complete: boolean }>;
 }

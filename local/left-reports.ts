@@ -1,13 +1,15 @@
 // Reports a node wrote but the database never stored. A local node's agent writes each
-// phase's report into its folder (`<phase>.report.json`) before it sends it; when the
-// database refused it (a full disk) or the runtime stopped first, the file is all that is
-// left of the exit code. The next runtime on the folder reads it, so no exit code a node
-// reached is lost with the runtime that ran it.
+// phase's report into its folder (`<phase>.report.json`, or `<phase>.stopped.json` for a
+// phase it stopped before it exited) before it sends it; when the database refused it (a
+// full disk) or the runtime stopped first, the file is all that is left of the exit code,
+// or of the phase the node was in and its last lines. The next runtime on the folder reads
+// it, so nothing a node reported is lost with the runtime that ran it.
 
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import type { AttemptRecord, NodeReport } from '../lib/model.ts';
 import type { Phase } from '../lib/policy/types.ts';
+import { STOP_CAUSES } from '../lib/agent/protocol.ts';
 import { keepTail, storedTailMaxBytes } from '../lib/report-tail.ts';
 import * as z from '../lib/zod.ts';
 import { nodeDir } from './paths.ts';
@@ -25,32 +27,54 @@ const ReportFileSchema = z.object({
   outputTail: z.string(),
 });
 
+/** A stopped report as the agent writes it: the cause, the last lines, and never a code. */
+const StoppedFileSchema = z.strictObject({
+  nodeRank: z.number().check(z.int(), z.minimum(0)),
+  phase: z.enum(['setup', 'run']),
+  stopped: z.enum(STOP_CAUSES),
+  outputTail: z.string(),
+});
+
 /**
  * The reports of `attempt`'s nodes found in their folders and not stored on the attempt,
- * setup before run, node by node. A file that is missing, too large, not JSON, or not a
- * report of that node and phase is no report: the agent writes each whole before it sends
- * it, so any other file was not written by it.
+ * setup before run, node by node: a phase's exit code (`<phase>.report.json`), else its
+ * stopped report (`<phase>.stopped.json`), as the agent never writes both for one phase
+ * and a code, when there is one, is what decides. A file that is missing, too large, not
+ * JSON, or not a report of that node and phase is no report: the agent writes each whole
+ * before it sends it, so any other file was not written by it.
  */
 export function leftReports(dataDir: string, attempt: AttemptRecord, numNodes: number, at: string): NodeReport[] {
   const found: NodeReport[] = [];
+  const maxTail = storedTailMaxBytes(numNodes);
   for (const { nodeRank } of attempt.instances) {
+    const dir = nodeDir(dataDir, attempt.jobId, attempt.attempt, nodeRank);
     for (const phase of PHASES) {
       if (attempt.reports.some((report) => report.nodeRank === nodeRank && report.phase === phase)) continue;
-      const text = readSmallFile(path.join(nodeDir(dataDir, attempt.jobId, attempt.attempt, nodeRank), `${phase}.report.json`));
-      if (text === null) continue;
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
+      const ended = reportFile(path.join(dir, `${phase}.report.json`), ReportFileSchema, nodeRank, phase);
+      if (ended !== null) {
+        found.push({ nodeRank, phase, exitCode: ended.exitCode, outputTail: keepTail(ended.outputTail, maxTail), reportedAt: at });
         continue;
       }
-      const report = ReportFileSchema.safeParse(parsed);
-      if (!report.success || report.data.nodeRank !== nodeRank || report.data.phase !== phase) continue;
-      const { exitCode, outputTail } = report.data;
-      found.push({ nodeRank, phase, exitCode, outputTail: keepTail(outputTail, storedTailMaxBytes(numNodes)), reportedAt: at });
+      const stopped = reportFile(path.join(dir, `${phase}.stopped.json`), StoppedFileSchema, nodeRank, phase);
+      if (stopped !== null) found.push({ nodeRank, phase, stopped: stopped.stopped, outputTail: keepTail(stopped.outputTail, maxTail), reportedAt: at });
     }
   }
   return found;
+}
+
+/** The file's report when it is one of that node and phase by the schema; null otherwise. */
+function reportFile<T extends { readonly nodeRank: number; readonly phase: Phase }>(file: string, schema: z.ZodMiniType<T>, nodeRank: number, phase: Phase): T | null {
+  const text = readSmallFile(file);
+  if (text === null) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const report = schema.safeParse(parsed);
+  if (!report.success || report.data.nodeRank !== nodeRank || report.data.phase !== phase) return null;
+  return report.data;
 }
 
 /** A regular file's text, read up to MAX_REPORT_FILE_BYTES; null when absent, unreadable or larger. */

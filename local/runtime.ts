@@ -18,12 +18,13 @@ import { DynamoLaunchPace } from '../lib/adapters/dynamo-launch-pace.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynalite.ts';
 import { RelaunchError, StaleAttemptError, TransientError } from '../lib/errors.ts';
-import type { AttemptRecord, JobRecord } from '../lib/model.ts';
+import { isStopped, type AttemptRecord, type JobRecord } from '../lib/model.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
 import { isTerminal, JobStatus } from '../lib/status.ts';
 import { errorMessage, nowIso } from '../lib/usecases/deps.ts';
 import { settleAttempt } from '../lib/usecases/settle-attempt.ts';
 import { leftReports } from './left-reports.ts';
+import { FileJobLogs } from './file-job-logs.ts';
 import {
   cancelJob,
   deleteTransientMounts,
@@ -216,7 +217,7 @@ export class LocalRuntime {
     for (const undone of dynamo.undone) notice(`repaired the database of ${dataDir}: ${undone}`);
     await runtime.endOrphans(notice);
     runtime.server = await LocalApiServer.start({
-      deps: { ...deps, computeProblems: localTaskProblems(dataDir) },
+      deps: { ...deps, computeProblems: localTaskProblems(dataDir), jobLogs: new FileJobLogs(dataDir) },
       nodes: compute,
       dataDir,
       port: options.port,
@@ -413,7 +414,7 @@ export class LocalRuntime {
     if (found.length === 0) return false;
     let latest = attempt;
     for (const report of found) latest = (await store.addReport(job.jobId, attempt.attempt, report)).attempt;
-    const codes = found.map((r) => `${r.phase} exit code ${r.exitCode} on node ${r.nodeRank}`).join(', ');
+    const codes = found.map((r) => `${r.phase} ${isStopped(r) ? `stopped (${r.stopped})` : `exit code ${r.exitCode}`} on node ${r.nodeRank}`).join(', ');
     const settled = await settleAttempt(latest, job.spec.numNodes, [], at, this.deps);
     if (!settled.ended) {
       notice(`job ${job.jobId}: stored what attempt ${attempt.attempt}'s nodes wrote before its runtime stopped (${codes}), found in their folders`);

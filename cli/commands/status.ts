@@ -7,6 +7,7 @@ import { openTarget, withTargetOptions, type Target, type TargetOptions } from '
 import { jobRefArgument, resolveJob, type JobRef } from '../job-id.ts';
 import type { JobsClient } from '../jobs-client.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
+import { logLinkLines } from '../log-links.ts';
 import { inProgressLine, limitArgument, QUEUE_DEFAULT_LIMIT, queueRows, selectJobs, statusList } from '../queue.ts';
 import { formatTime } from '../times.ts';
 
@@ -41,7 +42,7 @@ export async function showStatus(ref: JobRef | undefined, options: StatusOptions
       await printQueue(target.client, options, io, Date.now());
     } else {
       const job = await target.client.getJob(await resolveJob(ref, target.client));
-      io.out(options.json === true ? JSON.stringify(job, null, 2) : jobDetail(job));
+      io.out(options.json === true ? JSON.stringify(job, null, 2) : [jobDetail(job), ...logLinkLines(job)].join('\n'));
     }
     return ExitStatus.OK;
   } catch (error) {

@@ -14,6 +14,7 @@ import { clock, jobSecrets, pace, random, store, workflow } from '../shared/deps
 import { lambdaHandler } from '../shared/invocation.ts';
 import { withJob } from '../shared/log.ts';
 import { announceJobEnded } from '../shared/notify.ts';
+import { controllerLog, jobLogs } from './job-logs.ts';
 import { parseEvent } from '../shared/parse.ts';
 
 /** The parts of API Gateway's REST proxy event the API reads. */
@@ -68,6 +69,8 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
         ...nodeTrafficProblems(spec, parseNodeToNodeTraffic()),
       ],
       onJobEnded: announceJobEnded,
+      jobLogs: jobLogs(),
+      controllerLog: controllerLog(),
       ...(dataAccess === undefined ? {} : { dataAccess }),
       ...(dataConfig === undefined ? {} : { sources: { bucket: dataConfig.bucket, prefix: SOURCES_PREFIX, region: process.env.AWS_REGION ?? '', allowedBuckets: dataConfig.allowedBuckets } }),
       onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),

@@ -10,6 +10,7 @@ import { cancelJob } from '../usecases/cancel-job.ts';
 import { issueDataCredentials } from '../usecases/data-credentials.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
 import { getJob, listJobs } from '../usecases/queries.ts';
+import { MAX_CURSOR_LENGTH, readControllerLog, readJobLog, withLogLinks } from '../usecases/read-job-log.ts';
 import { reportPhase, reportStoppedPhase } from '../usecases/report-phase.ts';
 import { holdOrRun } from '../usecases/standby-attempt.ts';
 import type { AgentCredentials } from '../usecases/agent.ts';
@@ -47,11 +48,21 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     return json(200, await listJobs(deps, { limit: listLimit(request.path) }));
   },
   async getJob(_request, params, deps) {
-    return json(200, await getJob(jobIdOf(params), deps));
+    return json(200, withLogLinks(await getJob(jobIdOf(params), deps), deps.jobLogs));
   },
   async cancelJob(_request, params, deps) {
     const result = await cancelJob(jobIdOf(params), deps);
     return json(result.alreadyFinished ? 200 : 202, { jobId: jobIdOf(params), ...result });
+  },
+  async readJobLog(request, params, deps) {
+    if (deps.jobLogs === undefined) return json(404, { error: 'this relaunch keeps no job output to read' });
+    return json(200, await readJobLog({ jobId: jobIdOf(params), ...logQueryOf(request.path) }, { store: deps.store, jobLogs: deps.jobLogs }));
+  },
+  async readControllerLog(_request, params, deps) {
+    if (deps.controllerLog === undefined) {
+      return json(404, { error: "this relaunch's controller runs in the process that serves it: its side of a job is the job's status changes" });
+    }
+    return json(200, await readControllerLog(jobIdOf(params), { store: deps.store, controllerLog: deps.controllerLog }));
   },
   async heartbeat(request, params, deps) {
     const body = parseBody(HeartbeatBodySchema, request.body);
@@ -129,6 +140,27 @@ function attemptOf(params: Params): number {
     throw new InvalidInputError([{ path: 'attempt', message: `expected a positive integer in the path, got "${raw}"` }]);
   }
   return Number(raw);
+}
+
+/** The query of `GET /jobs/{id}/logs`: which attempt, node and phase, and where to read on from. */
+function logQueryOf(path: string): { attempt: number; nodeRank: number; phase: 'setup' | 'run'; cursor: string | undefined } {
+  const query = new URLSearchParams(path.includes('?') ? path.slice(path.indexOf('?') + 1) : '');
+  const shown = (raw: string | null) => (raw === null ? 'nothing' : `"${raw.slice(0, 40)}"`);
+  const attempt = query.get('attempt');
+  if (attempt === null || !/^[1-9][0-9]{0,8}$/.test(attempt)) {
+    throw new InvalidInputError([{ path: 'attempt', message: `expected an attempt number (1-based) in ?attempt=, got ${shown(attempt)}` }]);
+  }
+  const node = query.get('node');
+  if (node === null || !/^(0|[1-9][0-9]{0,8})$/.test(node)) {
+    throw new InvalidInputError([{ path: 'node', message: `expected a node rank (0 for the head node) in ?node=, got ${shown(node)}` }]);
+  }
+  const phase = query.get('phase');
+  if (phase !== 'setup' && phase !== 'run') throw new InvalidInputError([{ path: 'phase', message: `expected setup or run in ?phase=, got ${shown(phase)}` }]);
+  const cursor = query.get('cursor') ?? undefined;
+  if (cursor !== undefined && cursor.length > MAX_CURSOR_LENGTH) {
+    throw new InvalidInputError([{ path: 'cursor', message: `expected a cursor a page of this log gave, got ${cursor.length} characters (at most ${MAX_CURSOR_LENGTH})` }]);
+  }
+  return { attempt: Number(attempt), nodeRank: Number(node), phase, cursor };
 }
 
 /** A JSON body checked against a schema; every problem becomes an issue with its path. */

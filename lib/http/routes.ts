@@ -16,7 +16,18 @@ export interface Route {
 }
 
 /** Route names, for dispatch. */
-export type RouteName = 'submitJob' | 'listJobs' | 'getJob' | 'cancelJob' | 'heartbeat' | 'reportPhase' | 'holdOrRun' | 'dataCredentials' | 'sourcesLocation';
+export type RouteName =
+  | 'submitJob'
+  | 'listJobs'
+  | 'getJob'
+  | 'cancelJob'
+  | 'readJobLog'
+  | 'readControllerLog'
+  | 'heartbeat'
+  | 'reportPhase'
+  | 'holdOrRun'
+  | 'dataCredentials'
+  | 'sourcesLocation';
 
 /** Every route; a path is matched against them in order. */
 export const ROUTES: readonly Route[] = [
@@ -24,6 +35,11 @@ export const ROUTES: readonly Route[] = [
   { name: 'listJobs', method: 'GET', pattern: '/jobs', auth: 'iam' },
   { name: 'getJob', method: 'GET', pattern: '/jobs/{id}', auth: 'iam' },
   { name: 'cancelJob', method: 'DELETE', pattern: '/jobs/{id}', auth: 'iam' },
+  // A page of one node's output of one phase: `?attempt=N&node=N&phase=setup|run`, and
+  // `&cursor=` (a page's own) to read on, else from its start.
+  { name: 'readJobLog', method: 'GET', pattern: '/jobs/{id}/logs', auth: 'iam' },
+  // What the controller's functions logged about the job.
+  { name: 'readControllerLog', method: 'GET', pattern: '/jobs/{id}/controller-log', auth: 'iam' },
   { name: 'heartbeat', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/heartbeat', auth: 'agent-secret' },
   { name: 'reportPhase', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/report', auth: 'agent-secret' },
   { name: 'holdOrRun', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/hold', auth: 'agent-secret' },

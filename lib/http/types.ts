@@ -2,7 +2,7 @@
 // (`relaunch serve`) can both adapt to it.
 
 import type { InputIssue } from '../errors.ts';
-import type { DataAccess, JobEnded } from '../ports.ts';
+import type { ControllerLogReader, DataAccess, JobEnded, JobLogReader } from '../ports.ts';
 import type { TaskSpec } from '../task-file/types.ts';
 import type { UseCaseDeps } from '../usecases/deps.ts';
 
@@ -59,6 +59,17 @@ export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock
    * and the route answers 404.
    */
   readonly dataAccess?: DataAccess;
+  /**
+   * Reads nodes' output for `GET /jobs/{id}/logs`: the
+   * node's files locally, the deployment's CloudWatch Logs streams on AWS. Absent: the route answers 404.
+   */
+  readonly jobLogs?: JobLogReader;
+  /**
+   * Reads the controller functions' lines about a job (`GET /jobs/{id}/controller-log`), on
+   * a deployed stack. Absent (a local runtime, whose controller is the serving process):
+   * the route answers 404.
+   */
+  readonly controllerLog?: ControllerLogReader;
   /**
    * Called with an error no route expected, before a generic 500 is answered (the
    * response never carries it). A Lambda logs it here.

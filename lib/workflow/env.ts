@@ -29,6 +29,8 @@ export const EnvVar = {
   launchPace: 'LAUNCH_PACE',
   /** `false` when the job instances may not reach each other (multi-node jobs are refused); unset: they may. */
   nodeToNodeTraffic: 'NODE_TO_NODE_TRAFFIC',
+  /** JSON of where the API reads jobs' output and the controller's lines (JobLogsConfig); unset: it reads neither. */
+  jobLogs: 'JOB_LOGS',
 } as const;
 /** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
@@ -202,4 +204,30 @@ function parseJsonEnv<T>(name: EnvVar, schema: z.ZodMiniType<T>, what: string, e
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * JOB_LOGS: the deployment's prefix (its job log group is jobLogGroupName of it) and the
+ * controller functions' log groups by function name, for the API's `relaunch logs` routes.
+ */
+export interface JobLogsConfig {
+  readonly namePrefix: string;
+  readonly controllerLogGroups: Readonly<Record<string, string>>;
+}
+
+const JobLogsConfigSchema = z.strictObject({ namePrefix: nonEmpty, controllerLogGroups: z.record(z.string(), nonEmpty) });
+
+/** Reads JOB_LOGS; unset is undefined (a stack from before the routes that read it). */
+export function parseJobLogsConfig(env: NodeJS.ProcessEnv = process.env): JobLogsConfig | undefined {
+  const raw = env[EnvVar.jobLogs] ?? '';
+  if (raw === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (error) {
+    throw new ConfigurationError(`environment variable ${EnvVar.jobLogs} is not JSON: ${(error as Error).message}`);
+  }
+  const config = JobLogsConfigSchema.safeParse(parsed);
+  if (!config.success) throw new ConfigurationError(`environment variable ${EnvVar.jobLogs}: expected {namePrefix, controllerLogGroups}, got ${raw.slice(0, 200)}`);
+  return config.data;
 }

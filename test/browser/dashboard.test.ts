@@ -11,6 +11,11 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../lib/views.ts';
+import { DashboardProxy } from '../../cli/dashboard-proxy.ts';
+import { HttpJobsClient } from '../../cli/jobs-client.ts';
+import { jobLogStreamConsoleUrl } from '../../lib/workflow/job-logs.ts';
+import { closeFakeApis, fakeApi, ShippedLogs } from '../support/fake-log-api.ts';
+import { givenLaunched, harness, JOB_ID, taskSpec } from '../support/usecases-harness.ts';
 import { EXAMPLES, killStrayClis, removeTempDirs, startCli, tempDir, waitFor, waitForOutput, type Cli } from '../support/cli.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -351,5 +356,41 @@ describe('the jobs page in Chromium', () => {
     await page.goto(`${url}/#/`);
     await expect.poll(() => row(failed).getAttribute('data-status')).toBe('FAILED');
     await page.screenshot({ path: join(OUTPUT, 'jobs-all.png') });
+  });
+});
+
+describe('the jobs page of a deployed stack in Chromium (relaunch dashboard)', () => {
+  it("shows each node's log: a full log of the attempt read through the API, and each log's page in the AWS console", async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    const api = await fakeApi(h, new ShippedLogs('eu-west-1'));
+    api.logs.ship({ jobId: JOB_ID, attempt: 1, nodeRank: 0, phase: 'run' }, 'loss 0.91', 'loss 0.42');
+    api.logs.ship({ jobId: JOB_ID, attempt: 1, nodeRank: 1, phase: 'run' }, `${HOSTILE}`);
+    const proxy = await DashboardProxy.start({ client: new HttpJobsClient(api.url) });
+    const profile = mkdtempSync(join(tmpdir(), 'relaunch-chromium-'));
+    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1100, height: 720 } });
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      await page.goto(`${proxy.url}#/jobs/${JOB_ID}`);
+      const consoleLinks = page.locator('a.console-link');
+      await expect.poll(() => consoleLinks.count(), { timeout: 30_000 }).toBe(4);
+      const url = (nodeRank: number, phase: 'setup' | 'run') => jobLogStreamConsoleUrl({ region: 'eu-west-1', namePrefix: 'relaunch', stream: { jobId: JOB_ID, attempt: 1, nodeRank, phase } });
+      expect(await consoleLinks.evaluateAll((links) => links.map((link) => [link.textContent, link.getAttribute('href')]))).toEqual([
+        ['node 0, setup', url(0, 'setup')],
+        ['node 0, run', url(0, 'run')],
+        ['node 1, setup', url(1, 'setup')],
+        ['node 1, run', url(1, 'run')],
+      ]);
+      const full = page.getByRole('link', { name: 'full log of attempt 1' });
+      const href = await full.getAttribute('href');
+      await page.goto(`${proxy.url}${(href ?? '').replace(/^\//, '')}`);
+      expect(await page.locator('body').innerText()).toBe(`==> node 0, run <==\nloss 0.91\nloss 0.42\n\n==> node 1, run <==\n${HOSTILE}\n`);
+      expect(await page.locator('img').count()).toBe(0);
+    } finally {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+      await proxy.close();
+      await closeFakeApis();
+    }
   });
 });

@@ -8,6 +8,7 @@ import { isTerminal } from '../../lib/status.ts';
 import { capacityTries } from '../../lib/capacity-tries.ts';
 import { ApiFailure, poll, setLive, type Api, type PageConfig, type Screen } from './api.ts';
 import { el, formatDuration, formatTime, statusBadge } from './dom.ts';
+import type { JobViewWithLogs } from '../../lib/usecases/read-job-log.ts';
 
 /** Shows job `jobId` in `main` and keeps it current until it ends or the user leaves. */
 export function renderJob(main: HTMLElement, jobId: string, api: Api, config: PageConfig): Screen {
@@ -315,8 +316,17 @@ function attempts(job: JobView, config: PageConfig): HTMLElement {
     for (const tail of attempt.outputTails) {
       item.append(el('p', { class: 'tail-title' }, `node ${tail.nodeRank}, ${tail.phase}: last lines`), el('pre', { class: 'tail' }, tail.text === '' ? '(no output)' : tail.text));
     }
-    if (config.logs) {
+    // A deployed API lists each launched attempt's logs with their console pages (logStreams):
+    // the full log is read through it, as the local runtime's is from its files.
+    const streams = ((job as JobViewWithLogs).logStreams ?? []).filter((stream) => stream.attempt === attempt.attempt);
+    if (config.logs || streams.length > 0) {
       item.append(el('p', {}, el('a', { href: `/jobs/${encodeURIComponent(job.jobId)}/attempts/${attempt.attempt}/log`, target: '_blank', rel: 'noopener' }, `full log of attempt ${attempt.attempt}`)));
+    }
+    if (streams.length > 0) {
+      const links = streams.map((stream) =>
+        el('li', {}, el('a', { href: stream.consoleUrl, target: '_blank', rel: 'noopener noreferrer', class: 'console-link' }, `node ${stream.nodeRank}, ${stream.phase}`)),
+      );
+      item.append(el('p', { class: 'tail-title' }, 'in the AWS console (CloudWatch Logs):'), el('ul', { class: 'console-links' }, ...links));
     }
     return item;
   });

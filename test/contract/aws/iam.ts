@@ -241,6 +241,11 @@ export function authorizationsOf(call: RecordedCall, account: string): Authoriza
     case 'SFN:GetExecutionHistory':
     case 'SFN:StopExecution':
       return one(`states:${call.operation}`, String(input.executionArn));
+    // GetLogEvents is authorized on the stream, FilterLogEvents on its group (AWS's reference).
+    case 'CloudWatchLogs:GetLogEvents':
+      return one('logs:GetLogEvents', `arn:aws:logs:${region}:${account}:log-group:${String(input.logGroupName)}:log-stream:${String(input.logStreamName)}`);
+    case 'CloudWatchLogs:FilterLogEvents':
+      return one('logs:FilterLogEvents', `arn:aws:logs:${region}:${account}:log-group:${String(input.logGroupName)}`);
     default:
       throw new Error(`the IAM check has no model of ${key}: add what IAM authorizes for it to test/contract/aws/iam.ts`);
   }

@@ -65,6 +65,7 @@ describe('bundle', () => {
       ...(needs.deadLetters === true ? ['@aws-sdk/client-sqs'] : []),
       ...(needs.deletesMounts === true ? ['@aws-sdk/client-s3'] : []),
       ...(needs.givesDataCredentials === true ? ['@aws-sdk/client-sts'] : []),
+      ...(needs.readsLogs === true ? ['@aws-sdk/client-cloudwatch-logs'] : []),
     ].sort();
 
   it.each(LAMBDA_NAMES)('puts in %s only the SDK clients it uses', async (name) => {

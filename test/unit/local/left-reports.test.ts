@@ -23,10 +23,10 @@ afterEach(() => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-function write(rank: number, phase: string, content: string | object): void {
+function write(rank: number, phase: string, content: string | object, kind: 'report' | 'stopped' = 'report'): void {
   const dir = nodeDir(dataDir, JOB, 1, rank);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, `${phase}.report.json`), typeof content === 'string' ? content : JSON.stringify(content));
+  writeFileSync(path.join(dir, `${phase}.${kind}.json`), typeof content === 'string' ? content : JSON.stringify(content));
 }
 
 describe('leftReports', () => {
@@ -43,6 +43,33 @@ describe('leftReports', () => {
       { nodeRank: 0, phase: 'run', exitCode: 3, outputTail: 'boom\n', reportedAt: AT },
       { nodeRank: 1, phase: 'run', exitCode: 0, outputTail: '', reportedAt: AT },
     ]);
+  });
+
+  it("reads a phase's stopped report (its cause and last lines, no code) when the phase left no exit code", () => {
+    write(0, 'setup', { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '' });
+    write(0, 'run', { nodeRank: 0, phase: 'run', stopped: 'interruption', outputTail: 'step 41\nstep 42\n' }, 'stopped');
+    const attempt = attemptRecord(JOB, 1, AT, { instances: [instance(0)] });
+    expect(leftReports(dataDir, attempt, 1, AT)).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '', reportedAt: AT },
+      { nodeRank: 0, phase: 'run', stopped: 'interruption', outputTail: 'step 41\nstep 42\n', reportedAt: AT },
+    ]);
+  });
+
+  it("keeps a phase's exit code over a stopped report of the same phase, and skips a stopped report already stored", () => {
+    write(0, 'run', { nodeRank: 0, phase: 'run', exitCode: 7, outputTail: '' });
+    write(0, 'run', { nodeRank: 0, phase: 'run', stopped: 'shutdown', outputTail: '' }, 'stopped');
+    write(0, 'setup', { nodeRank: 0, phase: 'setup', stopped: 'shutdown', outputTail: '' }, 'stopped');
+    const attempt = attemptRecord(JOB, 1, AT, { instances: [instance(0)], reports: [{ nodeRank: 0, phase: 'setup', stopped: 'shutdown', outputTail: '', reportedAt: AT }] });
+    expect(leftReports(dataDir, attempt, 1, AT)).toEqual([{ nodeRank: 0, phase: 'run', exitCode: 7, outputTail: '', reportedAt: AT }]);
+  });
+
+  it.each([
+    ['a cause the agent never gives', { nodeRank: 0, phase: 'run', stopped: 'bored', outputTail: '' }],
+    ['an exit code beside it', { nodeRank: 0, phase: 'run', stopped: 'shutdown', exitCode: 0, outputTail: '' }],
+    ['another node', { nodeRank: 1, phase: 'run', stopped: 'shutdown', outputTail: '' }],
+  ])('takes no stopped report from a file with %s', (_what, content) => {
+    write(0, 'run', content, 'stopped');
+    expect(leftReports(dataDir, attemptRecord(JOB, 1, AT, { instances: [instance(0)] }), 1, AT)).toEqual([]);
   });
 
   it('skips a report the attempt has already stored', () => {
