@@ -12,7 +12,7 @@ import { InvalidInputError } from '../lib/errors.ts';
 import type { LocalRuntime, LocalRuntimeOptions } from '../local/runtime.ts';
 import { assertWritableDataDir } from '../local/data-dir.ts';
 import { DataDirInUseError } from '../local/owner-lock.ts';
-import { findFolderOwner, takesNoJobsMessage, type FolderOwner, type ServerInfo } from '../local/server-info.ts';
+import { findFolderOwner, takesNoJobsMessage, untrustedMessage, type FolderOwner, type ServerInfo } from '../local/server-info.ts';
 import type { Io } from './exit.ts';
 import { HttpJobsClient, InProcessJobsClient, type JobsClient } from './jobs-client.ts';
 
@@ -93,7 +93,7 @@ async function useOrOwn(
 ): Promise<{ readonly server: ServerInfo } | { readonly runtime: LocalRuntime }> {
   const deadline = Date.now() + OWNER_WAIT_MS;
   for (;;) {
-    const owner = findFolderOwner(options.dataDir);
+    const owner = trustedOwner(options.dataDir);
     if (owner.kind === 'serving') {
       const said = verdict(owner.server);
       if (said === 'use') return { server: owner.server };
@@ -106,9 +106,21 @@ async function useOrOwn(
         if (!(error instanceof DataDirInUseError)) throw error;
       }
     }
-    if (Date.now() >= deadline) throw inUse(options.dataDir, findFolderOwner(options.dataDir));
+    if (Date.now() >= deadline) throw inUse(options.dataDir, trustedOwner(options.dataDir));
     await sleep(OWNER_POLL_MS);
   }
+}
+
+/**
+ * The folder's owner (local/server-info.ts), when its lock can be trusted.
+ *
+ * @throws InvalidInputError at `--data-dir` naming the live owner whose lock file was
+ *   removed or replaced, or whose lock is not held.
+ */
+function trustedOwner(dataDir: string): Exclude<FolderOwner, { kind: 'untrusted' }> {
+  const owner = findFolderOwner(dataDir);
+  if (owner.kind !== 'untrusted') return owner;
+  throw new InvalidInputError([{ path: '--data-dir', message: untrustedMessage(dataDir, owner.server, owner.why) }]);
 }
 
 /** The refusal of a folder another process owns, naming that process and what to do. */
@@ -186,7 +198,7 @@ export async function backgroundTarget(options: TargetOptions): Promise<Target> 
   const deadline = Date.now() + OWNER_WAIT_MS;
   let started = false;
   for (;;) {
-    const owner = findFolderOwner(options.dataDir);
+    const owner = trustedOwner(options.dataDir);
     if (owner.kind === 'serving' && owner.server.takesJobs) return remote(new HttpJobsClient(owner.server.url, { dataDir: options.dataDir }));
     if (owner.kind === 'serving' && !passing(owner.server)) throw inUse(options.dataDir, owner);
     if (owner.kind === 'none' && !started) {

@@ -17,7 +17,7 @@ import { DynamoJobStore } from '../lib/adapters/dynamo-job-store/index.ts';
 import { DynamoLaunchPace } from '../lib/adapters/dynamo-launch-pace.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynalite.ts';
-import { RelaunchError, StaleAttemptError, TransientError } from '../lib/errors.ts';
+import { InvalidInputError, RelaunchError, StaleAttemptError, TransientError } from '../lib/errors.ts';
 import type { AttemptRecord, JobRecord } from '../lib/model.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
 import { isTerminal, JobStatus } from '../lib/status.ts';
@@ -45,8 +45,8 @@ import { LocalWorkflow, type LocalExecutionResult, type LocalTaskHandler, type T
 import { LocalProcessCompute } from './process-compute.ts';
 import { killMarked } from './process-groups.ts';
 import { LocalApiServer } from './server.ts';
-import { DataDirInUseError, OwnerLock } from './owner-lock.ts';
-import { removeServerInfo, type OwnerRole } from './server-info.ts';
+import { DataDirInUseError, lockFileIdentity, OwnerLock, ownerLockPath } from './owner-lock.ts';
+import { liveOwnerInfo, removeServerInfo, untrustedMessage, type OwnerRole } from './server-info.ts';
 
 /** The table's name in the local DynamoDB. */
 export const LOCAL_TABLE_NAME = 'relaunch-jobs';
@@ -143,6 +143,14 @@ export class LocalRuntime {
     const lock = OwnerLock.tryAcquire(dataDir);
     if (lock === null) throw new DataDirInUseError(dataDir);
     try {
+      // A live process's server.json beside a lock this process could take: the lock file
+      // was removed or replaced under that owner (or flock locks nothing). Refused, and the
+      // file left to the process that wrote it.
+      const live = liveOwnerInfo(dataDir);
+      if (live !== null) {
+        const why = lockFileIdentity(dataDir) === live.lock ? 'its lock could be taken by another process' : `its lock file ${ownerLockPath(dataDir)} was removed or replaced`;
+        throw new InvalidInputError([{ path: '--data-dir', message: untrustedMessage(dataDir, live, why) }]);
+      }
       // Whatever a crashed owner left there names a process that no longer owns the folder.
       removeServerInfo(dataDir);
       return await LocalRuntime.openOwned(options, dataDir, lock);
@@ -221,6 +229,7 @@ export class LocalRuntime {
       dataDir,
       port: options.port,
       role: options.role ?? { command: 'serve', takesJobs: true },
+      lockIdentity: lock.identity,
       onError,
     });
     return runtime;

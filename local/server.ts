@@ -27,6 +27,8 @@ export interface LocalApiServerOptions {
   readonly port?: number;
   /** The command that owns the folder, and whether this server takes jobs from others (`POST /jobs`). */
   readonly role: OwnerRole;
+  /** Which lock file the owner locked (owner-lock.ts `fileIdentity`), recorded in server.json. */
+  readonly lockIdentity?: string;
   readonly onError?: (error: unknown) => void;
 }
 
@@ -47,6 +49,7 @@ export class LocalApiServer {
     readonly url: string,
     private readonly dataDir: string,
     private readonly intake: Intake,
+    private readonly lockIdentity: string | undefined,
   ) {}
 
   /**
@@ -56,14 +59,14 @@ export class LocalApiServer {
    */
   async stopTakingJobs(): Promise<void> {
     this.intake.role = { ...this.intake.role, takesJobs: false };
-    writeServerInfo(this.dataDir, this.url, this.intake.role);
+    writeServerInfo(this.dataDir, this.url, this.intake.role, this.lockIdentity);
     if (this.intake.submitting > 0) await new Promise<void>((resolve) => this.intake.drained.add(resolve));
   }
 
   /** Takes jobs again (a job came in while it was stopping). */
   resumeTakingJobs(): void {
     this.intake.role = { ...this.intake.role, takesJobs: true };
-    writeServerInfo(this.dataDir, this.url, this.intake.role);
+    writeServerInfo(this.dataDir, this.url, this.intake.role, this.lockIdentity);
   }
 
   /** Listens on 127.0.0.1 and records itself in server.json. */
@@ -82,12 +85,12 @@ export class LocalApiServer {
     port = (server.address() as AddressInfo).port;
     const url = `http://127.0.0.1:${port}`;
     try {
-      writeServerInfo(options.dataDir, url, options.role);
+      writeServerInfo(options.dataDir, url, options.role, options.lockIdentity);
     } catch (error) {
       server.close();
       throw error;
     }
-    return new LocalApiServer(server, url, options.dataDir, intake);
+    return new LocalApiServer(server, url, options.dataDir, intake, options.lockIdentity);
   }
 
   /** Stops listening and removes server.json. */
