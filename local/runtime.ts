@@ -90,7 +90,15 @@ export interface LocalSubmitOptions {
   readonly secretOverrides?: Readonly<Record<string, string>>;
   /** Faults to inject into this job's attempts (`relaunch run --chaos`). */
   readonly chaos?: ChaosPlan;
+  /**
+   * The caller's idempotency key: a submit with a key already used answers that job (a
+   * command retrying a submit it gave up on gets the job the first try made).
+   */
+  readonly idempotencyKey?: string;
 }
+
+/** Whose idempotency keys the local runtime's submits are: one user's commands on one machine. */
+const LOCAL_CALLER = 'local';
 
 /**
  * The longest timer the local engine can set (Node's setTimeout holds 2^31-1 ms). A Task
@@ -230,6 +238,7 @@ export class LocalRuntime {
       port: options.port,
       role: options.role ?? { command: 'serve', takesJobs: true },
       lockIdentity: lock.identity,
+      submit: (task, submitOptions) => runtime.submit(task, submitOptions),
       onError,
     });
     return runtime;
@@ -249,7 +258,13 @@ export class LocalRuntime {
       heartbeat: (token) => workflow.heartbeat(token),
       stopBetweenSteps: (arn, cause) => workflow.stopBetweenSteps(arn, cause),
     };
-    const input = { body, envOverrides: options.envOverrides ?? {}, secretOverrides: options.secretOverrides ?? {}, computeProblems: localTaskProblems(this.dataDir) };
+    const input = {
+      body,
+      envOverrides: options.envOverrides ?? {},
+      secretOverrides: options.secretOverrides ?? {},
+      computeProblems: localTaskProblems(this.dataDir),
+      ...(options.idempotencyKey === undefined ? {} : { idempotency: { key: options.idempotencyKey, caller: LOCAL_CALLER } }),
+    };
     return submitJob(input, { ...this.deps, workflow: registering });
   }
 
@@ -272,6 +287,11 @@ export class LocalRuntime {
    */
   async stopTakingJobs(): Promise<void> {
     await this.server?.stopTakingJobs();
+  }
+
+  /** When a command (not a node's agent) last called the runtime's API, in ms since the epoch. */
+  get lastClientAt(): number {
+    return this.server?.lastClientAt ?? Date.now();
   }
 
   /** Takes jobs over the API again. */

@@ -87,8 +87,11 @@ describe('the CLI refuses an unwritable --data-dir at start, exit 2', { timeout:
     const task = path.join(root, 'task.yaml');
     writeFileSync(task, 'run: echo hi\n');
     const result = await runCli([...args.map((arg) => (arg === '__TASK__' ? task : arg)), '--data-dir', ro('data')], { cwd: root });
+    // status only reads: a folder it names that does not exist is refused as such, before any write is tried.
     expect(result.stderr).toBe(
-      `error: --data-dir: expected a folder relaunch can write, got "${ro('data')}", which does not exist and cannot be made: "${ro()}" is on a read-only file system\n`,
+      args[0] === 'status'
+        ? `error: --data-dir: expected an existing data folder, got "${ro('data')}", which does not exist (relaunch run makes one; this command only reads it)\n`
+        : `error: --data-dir: expected a folder relaunch can write, got "${ro('data')}", which does not exist and cannot be made: "${ro()}" is on a read-only file system\n`,
     );
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
