@@ -38,12 +38,12 @@ describe('a SkyPilot project run from its top', () => {
       // The last line names the counters as status does: used of allowed.
       expect(first.stdout).toMatch(/ SUCCEEDED after 1 attempt; recoveries: 0, restarts on errors: 0 of 0\n$/);
 
-      // The data folder (.relaunch/, where the command runs) now holds the first run's
+      // The user's data folder (the test's own XDG_STATE_HOME) now holds the first run's
       // archive and state: the second run packs exactly the same archive again.
       const second = await runCli(['run', 'configs/train.yaml'], { cwd: dir });
       expect(second.code, second.stderr).toBe(0);
       expect(second.stderr).toMatch(/already in /);
-      expect(readdirSync(join(dir, '.relaunch', 'sources'))).toHaveLength(1);
+      expect(readdirSync(join(dir, '.state', 'relaunch', 'sources'))).toHaveLength(1);
     },
     SLOW,
   );

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../../lib/errors.ts';
-import { assertWritableDataDir } from '../../../local/data-dir.ts';
+import { assertWritableDataDir, defaultDataDir } from '../../../local/data-dir.ts';
 import { runCli, SLOW } from '../../support/cli.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'relaunch-data-dir-'));
@@ -47,6 +47,17 @@ function refusal(dir: string): string | null {
 }
 
 const ro = (...parts: string[]) => path.join(readOnly as string, ...parts);
+
+describe('defaultDataDir: one folder per user, in the XDG state folder', () => {
+  it.each([
+    ['XDG_STATE_HOME set', { XDG_STATE_HOME: '/srv/state' }, '/srv/state/relaunch'],
+    ['XDG_STATE_HOME unset', {}, '/home/me/.local/state/relaunch'],
+    ['XDG_STATE_HOME empty', { XDG_STATE_HOME: '' }, '/home/me/.local/state/relaunch'],
+    ['XDG_STATE_HOME relative (the specification says to ignore it)', { XDG_STATE_HOME: 'state' }, '/home/me/.local/state/relaunch'],
+  ])('%s', (_what, environment, expected) => {
+    expect(defaultDataDir(environment, '/home/me')).toBe(expected);
+  });
+});
 
 describe('assertWritableDataDir', () => {
   it.each([
