@@ -39,11 +39,11 @@ export interface Cli {
 
 /**
  * The environment of a spawned CLI: no API URL or data folder leaks in from the shell; the
- * user's default data folder is one of the test's own (under `<cwd>/.state`, never the
- * real user's), and a background runtime exits 3 s after its last job and caller.
+ * user's default data folder is one of the test's own (`stateHome`, never the real
+ * user's), and a background runtime exits 3 s after its last job and caller.
  */
 function cliEnv(cwd: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, XDG_STATE_HOME: join(cwd, '.state'), RELAUNCH_IDLE_EXIT_SECONDS: '3' };
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_STATE_HOME: stateHome(cwd), RELAUNCH_IDLE_EXIT_SECONDS: '3' };
   delete env.RELAUNCH_API_URL;
   delete env.RELAUNCH_DATA_DIR;
   return env;
@@ -95,6 +95,17 @@ export function waitForOutput(cli: Cli, pattern: RegExp, timeoutMs = WAIT_LIMIT_
 
 /** A fresh folder (cwd and data folder of one test), removed by `removeTempDirs`. */
 const temps: string[] = [];
+
+/**
+ * The XDG state folder of CLIs run in `cwd`: beside it, not in it (a project run with
+ * `workdir: .` would pack it), and removed with the temporary folders. The user's default
+ * data folder is its `relaunch/`.
+ */
+export function stateHome(cwd: string): string {
+  const home = `${cwd.replace(/\/+$/, '')}.state`;
+  if (!temps.includes(home)) temps.push(home);
+  return home;
+}
 export async function tempDir(prefix: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), `relaunch-${prefix}-`));
   temps.push(dir);

@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildSkyProject, SYNCED_FILES } from '../../support/fixtures/sky-project.ts';
-import { killStrayClis, removeTempDirs, runCli, SLOW, tempDir } from '../../support/cli.ts';
+import { killStrayClis, removeTempDirs, runCli, SLOW, stateHome, tempDir } from '../../support/cli.ts';
 
 afterAll(async () => {
   killStrayClis();
@@ -43,7 +43,7 @@ describe('a SkyPilot project run from its top', () => {
       const second = await runCli(['run', 'configs/train.yaml'], { cwd: dir });
       expect(second.code, second.stderr).toBe(0);
       expect(second.stderr).toMatch(/already in /);
-      expect(readdirSync(join(dir, '.state', 'relaunch', 'sources'))).toHaveLength(1);
+      expect(readdirSync(join(stateHome(dir), 'relaunch', 'sources'))).toHaveLength(1);
     },
     SLOW,
   );
