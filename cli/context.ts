@@ -190,7 +190,8 @@ export async function openTarget(
   if (!existsSync(options.dataDir)) return noFolderYet(options);
   const found = await useOrOwn(
     options,
-    () => 'use',
+    // A background runtime that stopped taking jobs is about to close its API: waited out.
+    (server) => (server.command === 'serve' && !server.takesJobs ? 'wait' : 'use'),
     () => openRuntime(options, io, { ...usage.runtime, role: { command: usage.command, takesJobs: false } }),
   );
   if ('server' in found) return served(found.server, options);

@@ -112,9 +112,9 @@ export class ApiError extends RelaunchError {
 
 /**
  * A local runtime that does not answer within this long is said to be not answering, unless
- * RELAUNCH_RUNTIME_WAIT_SECONDS says otherwise. Long enough for a runtime that is only busy
- * (200 jobs starting at once on two cores answered within seconds), short of a wait a
- * person gives up on.
+ * RELAUNCH_RUNTIME_WAIT_SECONDS says otherwise: generous to a runtime that is only busy
+ * (a command's calls do not queue behind the agents' calls, which are bounded apart), and
+ * short of the five minutes a person would wait before giving up on a silent command.
  */
 export const DEFAULT_RUNTIME_WAIT_MS = 60_000;
 

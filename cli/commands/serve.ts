@@ -116,8 +116,10 @@ async function untilIdle(runtime: LocalRuntime, idleMs: number, signal: AbortSig
   while (!signal.aborted) {
     if (await anyLive()) idleSince = Date.now();
     else if (Date.now() - Math.max(idleSince, runtime.lastClientAt) >= idleMs) {
+      const decidedAt = Date.now();
       await runtime.stopTakingJobs();
-      if (!(await anyLive())) return;
+      // A command that called meanwhile (it found the runtime still serving) is answered first.
+      if (!(await anyLive()) && runtime.lastClientAt < decidedAt) return;
       runtime.resumeTakingJobs();
       idleSince = Date.now();
     }
