@@ -14,12 +14,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Option, type Command } from 'commander';
 import { InvalidInputError, JobNotFoundError } from '../lib/errors.ts';
-import type { LocalRuntime, LocalRuntimeOptions } from '../local/runtime.ts';
+import type { LocalRuntime, LocalRuntimeOptions, LocalSubmitOptions } from '../local/runtime.ts';
 import { assertWritableDataDir, defaultDataDir } from '../local/data-dir.ts';
 import { DataDirInUseError } from '../local/owner-lock.ts';
 import { findFolderOwner, takesNoJobsMessage, untrustedMessage, type FolderOwner, type ServerInfo } from '../local/server-info.ts';
 import type { Io } from './exit.ts';
-import { HttpJobsClient, InProcessJobsClient, LOCAL_PACING, type JobsClient } from './jobs-client.ts';
+import { ApiError, HttpJobsClient, InProcessJobsClient, LOCAL_PACING, type JobsClient, type Pacing } from './jobs-client.ts';
+import type { JobEvent } from '../lib/model.ts';
+import type { SpecWarning } from '../lib/task-file/types.ts';
+import type { JobSummary, JobView } from '../lib/views.ts';
 
 /** The environment variable that names the data folder. */
 export const DATA_DIR_VARIABLE = 'RELAUNCH_DATA_DIR';
@@ -194,9 +197,73 @@ export async function openTarget(
     (server) => (server.command === 'serve' && !server.takesJobs ? 'wait' : 'use'),
     () => openRuntime(options, io, { ...usage.runtime, role: { command: usage.command, takesJobs: false } }),
   );
-  if ('server' in found) return served(found.server, options);
+  if ('server' in found) {
+    const client = new RelocatingClient(served(found.server, options), () => openTarget(options, io, usage));
+    return { client, runtime: null, local: true, pageUrl: found.server.url, close: () => client.close() };
+  }
   const { runtime } = found;
   return { client: new InProcessJobsClient(runtime), runtime, local: true, pageUrl: runtime.url, close: () => runtime.close() };
+}
+
+/**
+ * The client of a runtime another process serves, for a command that reads or cancels:
+ * when nothing answers a call at all (the runtime exited between the look and the call, a
+ * background runtime gone idle), it looks again (`reopen`) and makes the call once more
+ * there, to the runtime serving the folder now or one opened in this process. Reads and a
+ * cancel are safe to make twice.
+ */
+export class RelocatingClient implements JobsClient {
+  constructor(
+    private target: Target,
+    private readonly reopen: () => Promise<Target>,
+  ) {}
+
+  get where(): string {
+    return this.target.client.where;
+  }
+
+  get pacing(): Pacing {
+    return this.target.client.pacing;
+  }
+
+  get dataDir(): string | null {
+    return this.target.client.dataDir;
+  }
+
+  submit(body: string, options: LocalSubmitOptions): Promise<{ jobId: string; warnings: readonly SpecWarning[] }> {
+    return this.target.client.submit(body, options);
+  }
+
+  getJob(jobId: string): Promise<JobView> {
+    return this.call((client) => client.getJob(jobId));
+  }
+
+  listJobs(): Promise<JobSummary[]> {
+    return this.call((client) => client.listJobs());
+  }
+
+  cancel(jobId: string): Promise<{ status: string }> {
+    return this.call((client) => client.cancel(jobId));
+  }
+
+  listEvents(jobId: string): Promise<JobEvent[]> {
+    return this.call((client) => client.listEvents?.(jobId) ?? Promise.resolve([]));
+  }
+
+  close(): Promise<void> {
+    return this.target.close();
+  }
+
+  private async call<T>(make: (client: JobsClient) => Promise<T>): Promise<T> {
+    try {
+      return await make(this.target.client);
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.statusCode !== 0) throw error;
+      await this.target.close();
+      this.target = await this.reopen();
+      return make(this.target.client);
+    }
+  }
 }
 
 /**

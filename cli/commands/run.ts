@@ -102,7 +102,7 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
   }
 }
 
-/** Tries of a submit a local runtime refused because it was stopping (it found another, or started one, each time). */
+/** Tries of a submit a local runtime refused because it was stopping, or did not take because it had gone (another is found, or started, each time). */
 const SUBMIT_TRIES = 3;
 
 /**
@@ -120,8 +120,11 @@ async function submitToTarget(options: RunOptions, body: string, submit: LocalSu
       return { target, jobId: (await target.client.submit(body, submit)).jobId };
     } catch (error) {
       await target.close();
-      const stopping = error instanceof ApiError && error.statusCode === 409 && target.runtime === null && configuredApi(options) === null;
-      if (!stopping || tries >= SUBMIT_TRIES) throw error;
+      // A background runtime stopping (409), or gone between the look and the submit (nothing
+      // answered at all): open again, which waits for it to go and starts another. A submit
+      // it may have read is sent again under the same key (submit-record.ts), so it is made once.
+      const gone = error instanceof ApiError && (error.statusCode === 409 || error.statusCode === 0);
+      if (!gone || target.runtime !== null || configuredApi(options) !== null || tries >= SUBMIT_TRIES) throw error;
     }
   }
 }
