@@ -335,16 +335,22 @@ export class HttpJobsClient implements JobsClient {
     }
     const local = this.local;
     // A local runtime gets a bounded wait, the body's reading included: a stopped process
-    // accepts connections (the kernel does) and never answers them.
-    const signal = local === null ? undefined : AbortSignal.timeout(local.answerWithinMs);
+    // accepts connections (the kernel does) and never answers them. The timer is one that
+    // keeps this process up (AbortSignal.timeout's does not): a call whose connection went
+    // with a runtime closing it must end in an answer or this error, not in a process that
+    // finds nothing left to wait for and exits mid-command.
+    const abort = local === null ? null : new AbortController();
+    const timer = abort === null || local === null ? undefined : setTimeout(() => abort.abort(), local.answerWithinMs);
     let response: Response;
     let text: string;
     try {
-      response = await fetch(url, { method, headers, body, signal });
+      response = await fetch(url, { method, headers, body, signal: abort?.signal });
       text = await response.text();
     } catch (error) {
-      if (local !== null && signal?.aborted === true) throw this.notAnswering(local, method, path);
+      if (local !== null && abort?.signal.aborted === true) throw this.notAnswering(local, method, path);
       return { status: 0, ok: false, body: null, retryAfter: null, failure: (error as Error).message };
+    } finally {
+      clearTimeout(timer);
     }
     return { status: response.status, ok: response.ok, body: parseJson(text), retryAfter: response.headers.get('retry-after'), failure: '' };
   }

@@ -8,6 +8,7 @@
 // job's status changes, which `relaunch run` prints as it follows its job.
 
 import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { InvalidInputError } from '../lib/errors.ts';
 import { handleApiRequest, INTERNAL_ERROR_MESSAGE, matchRoute, MAX_BODY_BYTES, type ApiDeps, type ApiRequest, type ApiResponse } from '../lib/http/index.ts';
@@ -20,6 +21,9 @@ import { answerPageRequest, LOCAL_POLL_MS } from './dashboard/page.ts';
 import { newPageToken, pageTokenRefusal } from './dashboard/page-token.ts';
 import { removeServerInfo, takesNoJobsMessage, writeServerInfo, type OwnerRole } from './server-info.ts';
 import { answerLocalRoute, isLocalSubmit, type LocalSubmitter } from './local-routes.ts';
+
+/** How long a closing server lets the requests it is answering finish. */
+const CLOSE_GRACE_MS = 1_000;
 
 /** What the server answers from. */
 export interface LocalApiServerOptions {
@@ -106,11 +110,20 @@ export class LocalApiServer {
     return new LocalApiServer(server, url, options.dataDir, intake, options.lockIdentity);
   }
 
-  /** Stops listening and removes server.json. */
+  /**
+   * Stops listening and removes server.json. A request already being answered (a command's
+   * call that found the runtime a moment before it stopped) gets its answer, for up to
+   * CLOSE_GRACE_MS; then every connection is closed, so no keep-alive holds the process.
+   */
   async close(): Promise<void> {
     removeServerInfo(this.dataDir);
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    const grace = new AbortController();
+    await Promise.race([closed, sleep(CLOSE_GRACE_MS, undefined, { signal: grace.signal }).catch(() => undefined)]);
+    grace.abort();
     this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closed;
   }
 }
 
