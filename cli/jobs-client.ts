@@ -25,6 +25,8 @@ import type { ShippedPhase } from '../lib/workflow/job-logs.ts';
 import { FileJobLogs } from '../local/file-job-logs.ts';
 import type { JobSummary, JobView } from '../lib/views.ts';
 import type { LocalRuntime, LocalSubmitOptions } from '../local/runtime.ts';
+import { chaosFileText, LOCAL_EVENTS_PREFIX, LOCAL_SUBMIT_PATH, type LocalSubmitBody } from '../local/local-routes.ts';
+import { SubmitRecord, submissionFingerprint } from './submit-record.ts';
 
 /**
  * How a client paces its calls. A deployed API's stage throttle is shared with the
@@ -134,10 +136,61 @@ export class ApiError extends RelaunchError {
   }
 }
 
+/**
+ * A local runtime that does not answer within this long is said to be not answering, unless
+ * RELAUNCH_RUNTIME_WAIT_SECONDS says otherwise: generous to a runtime that is only busy
+ * (a command's calls do not queue behind the agents' calls, which are bounded apart), and
+ * short of the five minutes a person would wait before giving up on a silent command.
+ */
+export const DEFAULT_RUNTIME_WAIT_MS = 60_000;
+
+/** The environment variable that sets how long a command waits for a local runtime's answer. */
+export const RUNTIME_WAIT_VARIABLE = 'RELAUNCH_RUNTIME_WAIT_SECONDS';
+
+/**
+ * How long a command waits for a local runtime's answer: RELAUNCH_RUNTIME_WAIT_SECONDS
+ * (seconds, fractions allowed), else DEFAULT_RUNTIME_WAIT_MS.
+ *
+ * @throws InvalidInputError naming the variable when it is not a positive number of seconds.
+ */
+export function runtimeWaitMs(environment: NodeJS.ProcessEnv = process.env): number {
+  const text = environment[RUNTIME_WAIT_VARIABLE];
+  if (text === undefined || text === '') return DEFAULT_RUNTIME_WAIT_MS;
+  const seconds = Number(text);
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(text.trim()) || !(seconds > 0) || seconds > 86_400) {
+    throw new InvalidInputError([{ path: RUNTIME_WAIT_VARIABLE, message: `expected a number of seconds from 0.001 to 86400, got "${text.slice(0, 40)}"` }]);
+  }
+  return Math.ceil(seconds * 1000);
+}
+
+/** A local runtime's process, as a client names it when it does not answer. */
+export interface LocalRuntimeProcess {
+  readonly pid: number;
+  /** How long to wait for each answer before saying it is not answering. @default runtimeWaitMs() */
+  readonly answerWithinMs?: number;
+}
+
+/** The local runtime a command talks to did not answer in time (stopped, or overwhelmed). */
+export class RuntimeNotAnsweringError extends RelaunchError {
+  override readonly name = 'RuntimeNotAnsweringError';
+  constructor(
+    readonly pid: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** How an HttpJobsClient is set up; everything but the URL is optional. */
 export interface HttpJobsClientOptions {
   /** The local data folder whose logs the jobs write (`relaunch serve` on this machine). */
   readonly dataDir?: string | null;
+  /**
+   * The local runtime's process, for a runtime on this machine (with `dataDir`): its
+   * answers are waited for a bounded time, its submits take chaos and keep their key in
+   * the data folder, and a job's status changes are read from it.
+   */
+  readonly local?: LocalRuntimeProcess;
   /** Sign requests with SigV4 and the default AWS credentials (a deployed API). */
   readonly sign?: boolean;
   /**
@@ -164,12 +217,22 @@ export class HttpJobsClient implements JobsClient {
   private readonly random: () => number;
   readonly dataDir: string | null;
   readonly pacing: Pacing;
+  private readonly local: { readonly pid: number; readonly answerWithinMs: number; readonly dataDir: string } | null;
+  /** A job's status changes, from a local runtime (absent for a deployed API, which serves none). */
+  readonly listEvents?: (jobId: string) => Promise<JobEvent[]>;
 
   constructor(
     readonly where: string,
     options: HttpJobsClientOptions = {},
   ) {
     this.dataDir = options.dataDir ?? null;
+    this.local =
+      options.local === undefined || this.dataDir === null
+        ? null
+        : { pid: options.local.pid, answerWithinMs: options.local.answerWithinMs ?? runtimeWaitMs(), dataDir: this.dataDir };
+    if (this.local !== null) {
+      this.listEvents = async (jobId) => ((await this.request('GET', `${LOCAL_EVENTS_PREFIX}${encodeURIComponent(jobId)}`)) as { events: JobEvent[] }).events;
+    }
     this.signer = options.sign === true ? newSigner(new URL(where)) : null;
     this.pacing = options.pacing ?? (options.sign === true ? DEPLOYED_PACING : LOCAL_PACING);
     this.sleep = options.sleep ?? ((ms) => sleep(ms));
@@ -177,6 +240,7 @@ export class HttpJobsClient implements JobsClient {
   }
 
   async submit(body: string, options: LocalSubmitOptions): Promise<{ jobId: string; warnings: readonly SpecWarning[] }> {
+    if (this.local !== null) return this.submitLocally(body, options, this.local.dataDir);
     // The API takes only the task: faults would be dropped without a word.
     if ((options.chaos?.faults ?? []).length > 0) {
       throw new InvalidInputError([
@@ -192,6 +256,41 @@ export class HttpJobsClient implements JobsClient {
     // lost on the way back gets the job the first try made, not a second one.
     const headers = { 'content-type': 'application/yaml', [IDEMPOTENCY_KEY_HEADER.toLowerCase()]: randomUUID() };
     return (await this.request('POST', '/jobs', text, headers)) as { jobId: string; warnings: SpecWarning[] };
+  }
+
+  /**
+   * A submit to a local runtime, with what only it takes, under a key kept in the data
+   * folder (submit-record.ts): a submit this command gives up on is made once at most, and
+   * running the same command again gets its job.
+   */
+  private async submitLocally(task: string, options: LocalSubmitOptions, dataDir: string): Promise<{ jobId: string; warnings: readonly SpecWarning[] }> {
+    const faults = options.chaos?.faults ?? [];
+    const body: LocalSubmitBody = {
+      task,
+      envOverrides: options.envOverrides ?? {},
+      secretOverrides: options.secretOverrides ?? {},
+      chaos: faults.length === 0 ? null : chaosFileText({ faults }),
+    };
+    // Secrets count by their hash: the record in the data folder never holds one.
+    const fingerprint = submissionFingerprint({ ...body, secretOverrides: submissionFingerprint(body.secretOverrides) });
+    const record = SubmitRecord.begin(dataDir, fingerprint);
+    const headers = { 'content-type': 'application/json', [IDEMPOTENCY_KEY_HEADER.toLowerCase()]: record.key };
+    let answer: Answer;
+    try {
+      answer = await this.finalAnswer('POST', LOCAL_SUBMIT_PATH, JSON.stringify(body), headers);
+    } catch (error) {
+      record.abandon();
+      if (error instanceof RuntimeNotAnsweringError) {
+        throw new RuntimeNotAnsweringError(
+          error.pid,
+          `${error.message}. The job may still be made when it answers again (relaunch status lists it): running this same command again submits it under the same key, so it is made once`,
+        );
+      }
+      throw error;
+    }
+    record.answered();
+    if (!answer.ok) throw apiError(answer.status, answer.body, LOCAL_SUBMIT_PATH);
+    return answer.body as { jobId: string; warnings: SpecWarning[] };
   }
 
   async getJob(jobId: string): Promise<JobView> {
@@ -277,14 +376,34 @@ export class HttpJobsClient implements JobsClient {
       });
       headers = signed.headers as Record<string, string>;
     }
+    const local = this.local;
+    // A local runtime gets a bounded wait, the body's reading included: a stopped process
+    // accepts connections (the kernel does) and never answers them. The timer is one that
+    // keeps this process up (AbortSignal.timeout's does not): a call whose connection went
+    // with a runtime closing it must end in an answer or this error, not in a process that
+    // finds nothing left to wait for and exits mid-command.
+    const abort = local === null ? null : new AbortController();
+    const timer = abort === null || local === null ? undefined : setTimeout(() => abort.abort(), local.answerWithinMs);
     let response: Response;
+    let text: string;
     try {
-      response = await fetch(url, { method, headers, body });
+      response = await fetch(url, { method, headers, body, signal: abort?.signal });
+      text = await response.text();
     } catch (error) {
+      if (local !== null && abort?.signal.aborted === true) throw this.notAnswering(local, method, path);
       return { status: 0, ok: false, body: null, retryAfter: null, failure: (error as Error).message };
+    } finally {
+      clearTimeout(timer);
     }
-    const text = await response.text();
     return { status: response.status, ok: response.ok, body: parseJson(text), retryAfter: response.headers.get('retry-after'), failure: '' };
+  }
+
+  private notAnswering(local: { readonly pid: number; readonly answerWithinMs: number; readonly dataDir: string }, method: string, path: string): RuntimeNotAnsweringError {
+    const seconds = local.answerWithinMs / 1000;
+    return new RuntimeNotAnsweringError(
+      local.pid,
+      `the local runtime of ${local.dataDir} (pid ${local.pid}, ${this.where}) is not answering: no answer to ${method} ${path.split('?', 1)[0]} within ${seconds} s (${RUNTIME_WAIT_VARIABLE} sets the wait). It may be stopped (kill -CONT ${local.pid} resumes it) or overloaded`,
+    );
   }
 }
 

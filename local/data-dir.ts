@@ -1,10 +1,24 @@
-// Whether a data folder can be one, checked before the local runtime opens it: a folder
-// relaunch cannot write would otherwise fail deep inside dynalite ("Database is closed",
-// with a stack trace) or halfway through a job.
+// Where a user's data folder is by default, and whether a data folder can be one, checked
+// before the local runtime opens it: a folder relaunch cannot write would otherwise fail
+// deep inside dynalite ("Database is closed", with a stack trace) or halfway through a job.
 
 import { accessSync, constants, statSync, type Stats } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import { InvalidInputError } from '../lib/errors.ts';
+
+/**
+ * The data folder when neither `--data-dir` nor RELAUNCH_DATA_DIR names one: one per user,
+ * whatever folder a command runs in, so every `relaunch` of the user sees one queue, as
+ * `sky jobs queue` does. It is state (a job queue, its logs, its database) in the XDG Base
+ * Directory sense: `$XDG_STATE_HOME/relaunch`, or `~/.local/state/relaunch` when that is
+ * unset or not an absolute path (the specification says to ignore a relative one).
+ */
+export function defaultDataDir(environment: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
+  const state = environment.XDG_STATE_HOME;
+  const base = state !== undefined && path.isAbsolute(state) ? state : path.join(home, '.local', 'state');
+  return path.join(base, 'relaunch');
+}
 
 /** The database's folder in a data folder; LevelDB writes in it on every open. */
 const DATABASE_FOLDER = 'db';

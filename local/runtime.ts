@@ -17,7 +17,7 @@ import { DynamoJobStore } from '../lib/adapters/dynamo-job-store/index.ts';
 import { DynamoLaunchPace } from '../lib/adapters/dynamo-launch-pace.ts';
 import { EC2_LAUNCH_PACE, type LaunchPaceConfig } from '../lib/launch-pace.ts';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynalite.ts';
-import { RelaunchError, StaleAttemptError, TransientError } from '../lib/errors.ts';
+import { InvalidInputError, RelaunchError, StaleAttemptError, TransientError } from '../lib/errors.ts';
 import { isStopped, type AttemptRecord, type JobRecord } from '../lib/model.ts';
 import type { Clock, Random, Workflow } from '../lib/ports.ts';
 import { isTerminal, JobStatus } from '../lib/status.ts';
@@ -46,8 +46,8 @@ import { LocalWorkflow, type LocalExecutionResult, type LocalTaskHandler, type T
 import { LocalProcessCompute } from './process-compute.ts';
 import { killMarked } from './process-groups.ts';
 import { LocalApiServer } from './server.ts';
-import { DataDirInUseError, OwnerLock } from './owner-lock.ts';
-import { removeServerInfo, type OwnerRole } from './server-info.ts';
+import { DataDirInUseError, lockFileIdentity, OwnerLock, ownerLockPath } from './owner-lock.ts';
+import { liveOwnerInfo, removeServerInfo, untrustedMessage, type OwnerRole } from './server-info.ts';
 
 /** The table's name in the local DynamoDB. */
 export const LOCAL_TABLE_NAME = 'relaunch-jobs';
@@ -91,7 +91,15 @@ export interface LocalSubmitOptions {
   readonly secretOverrides?: Readonly<Record<string, string>>;
   /** Faults to inject into this job's attempts (`relaunch run --chaos`). */
   readonly chaos?: ChaosPlan;
+  /**
+   * The caller's idempotency key: a submit with a key already used answers that job (a
+   * command retrying a submit it gave up on gets the job the first try made).
+   */
+  readonly idempotencyKey?: string;
 }
+
+/** Whose idempotency keys the local runtime's submits are: one user's commands on one machine. */
+const LOCAL_CALLER = 'local';
 
 /**
  * The longest timer the local engine can set (Node's setTimeout holds 2^31-1 ms). A Task
@@ -144,6 +152,14 @@ export class LocalRuntime {
     const lock = OwnerLock.tryAcquire(dataDir);
     if (lock === null) throw new DataDirInUseError(dataDir);
     try {
+      // A live process's server.json beside a lock this process could take: the lock file
+      // was removed or replaced under that owner (or flock locks nothing). Refused, and the
+      // file left to the process that wrote it.
+      const live = liveOwnerInfo(dataDir);
+      if (live !== null) {
+        const why = lockFileIdentity(dataDir) === live.lock ? 'its lock could be taken by another process' : `its lock file ${ownerLockPath(dataDir)} was removed or replaced`;
+        throw new InvalidInputError([{ path: '--data-dir', message: untrustedMessage(dataDir, live, why) }]);
+      }
       // Whatever a crashed owner left there names a process that no longer owns the folder.
       removeServerInfo(dataDir);
       return await LocalRuntime.openOwned(options, dataDir, lock);
@@ -222,6 +238,8 @@ export class LocalRuntime {
       dataDir,
       port: options.port,
       role: options.role ?? { command: 'serve', takesJobs: true },
+      lockIdentity: lock.identity,
+      submit: (task, submitOptions) => runtime.submit(task, submitOptions),
       onError,
     });
     return runtime;
@@ -241,7 +259,13 @@ export class LocalRuntime {
       heartbeat: (token) => workflow.heartbeat(token),
       stopBetweenSteps: (arn, cause) => workflow.stopBetweenSteps(arn, cause),
     };
-    const input = { body, envOverrides: options.envOverrides ?? {}, secretOverrides: options.secretOverrides ?? {}, computeProblems: localTaskProblems(this.dataDir) };
+    const input = {
+      body,
+      envOverrides: options.envOverrides ?? {},
+      secretOverrides: options.secretOverrides ?? {},
+      computeProblems: localTaskProblems(this.dataDir),
+      ...(options.idempotencyKey === undefined ? {} : { idempotency: { key: options.idempotencyKey, caller: LOCAL_CALLER } }),
+    };
     return submitJob(input, { ...this.deps, workflow: registering });
   }
 
@@ -264,6 +288,11 @@ export class LocalRuntime {
    */
   async stopTakingJobs(): Promise<void> {
     await this.server?.stopTakingJobs();
+  }
+
+  /** When a command (not a node's agent) last called the runtime's API, in ms since the epoch. */
+  get lastClientAt(): number {
+    return this.server?.lastClientAt ?? Date.now();
   }
 
   /** Takes jobs over the API again. */

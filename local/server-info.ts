@@ -3,12 +3,15 @@
 // Who owns the folder is the folder's lock (owner-lock.ts); this file only says where the
 // owner serves. A file is believed only while the lock is held and its pid is the process
 // that wrote it (same start identity): one a crashed owner left, whatever its form, is
-// never a reason to refuse the folder.
+// never a reason to refuse the folder. A believed file also names the lock file its owner
+// locked (device and inode): when the file at `owner.lock` is another one, or the lock is
+// not held, the lock was removed or replaced behind the owner's back, and no command can
+// tell who else may own the folder; each refuses, naming the owner, and deletes nothing.
 
 import { closeSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { writeWhole } from './write-whole.ts';
 import path from 'node:path';
-import { isOwned } from './owner-lock.ts';
+import { isOwned, lockFileIdentity, ownerLockPath } from './owner-lock.ts';
 
 /** What `server.json` holds. */
 export interface ServerInfo {
@@ -27,6 +30,11 @@ export interface ServerInfo {
    * would die with it.
    */
   readonly takesJobs: boolean;
+  /**
+   * Which file the owner locked (`fileIdentity`: device and inode). Files written before it
+   * was recorded lack it; then only whether the lock is held is checked.
+   */
+  readonly lock?: string;
 }
 
 /** Who owns a data folder, as other commands find it. */
@@ -36,7 +44,13 @@ export type FolderOwner =
   /** The owner serves its API at `server.url`. */
   | { readonly kind: 'serving'; readonly server: ServerInfo }
   /** A process holds the lock but has not said where it serves (it is starting, or stopping). */
-  | { readonly kind: 'busy' };
+  | { readonly kind: 'busy' }
+  /**
+   * A live owner serves at `server.url`, but the lock no longer shows it: its lock file was
+   * removed or replaced. No command
+   * may open the folder, and none may believe it owns it.
+   */
+  | { readonly kind: 'untrusted'; readonly server: ServerInfo; readonly why: string };
 
 /** What the owner writes in server.json about itself, besides its url and process. */
 export interface OwnerRole {
@@ -66,17 +80,51 @@ export function serverInfoPath(dataDir: string): string {
  * @throws Error where /proc cannot tell this process's start identity (not Linux): a file
  *   without one would never be believed.
  */
-export function writeServerInfo(dataDir: string, url: string, role: OwnerRole): void {
+export function writeServerInfo(dataDir: string, url: string, role: OwnerRole, lock: string | null = lockFileIdentity(dataDir)): void {
   const startedAt = startIdentityOf(process.pid);
   if (startedAt === null) throw new Error('cannot record where this runtime serves: /proc does not tell its start identity (the local runtime runs on Linux)');
   const file = serverInfoPath(dataDir);
-  const info: ServerInfo = { url, pid: process.pid, startedAt, command: role.command, takesJobs: role.takesJobs };
+  const info: ServerInfo = { url, pid: process.pid, startedAt, command: role.command, takesJobs: role.takesJobs, ...(lock === null ? {} : { lock }) };
   writeWhole(file, `${JSON.stringify(info)}\n`);
 }
 
 /** Removes server.json: the owner does so as it starts (a crashed owner's file) and before it lets the lock go. */
 export function removeServerInfo(dataDir: string): void {
   rmSync(serverInfoPath(dataDir), { force: true });
+}
+
+/**
+ * The server.json of a process that is alive and still the one that wrote it (another
+ * than this one), whatever the lock says; null when there is none. A process that has just
+ * taken the folder's lock and finds one has been given a lock another live owner should
+ * hold: the lock cannot be trusted, and that file is not its to delete.
+ */
+export function liveOwnerInfo(dataDir: string): ServerInfo | null {
+  const info = readServerInfo(serverInfoPath(dataDir));
+  if (info === null || info.pid === process.pid) return null;
+  return isRunning(info.pid) && startIdentityOf(info.pid) === info.startedAt ? info : null;
+}
+
+/**
+ * Why the folder's lock cannot be trusted while `server`, a live owner, serves it: its
+ * lock file is gone or is another file. Null when it is the file the owner locked. (A lock
+ * not held under a live owner's file is a `flock` that locks nothing, which
+ * OwnerLock.tryAcquire refuses before anything is touched.)
+ */
+function lockDoubt(dataDir: string, server: ServerInfo): string | null {
+  if (server.lock === undefined) return null;
+  const now = lockFileIdentity(dataDir);
+  if (now === null) return `its lock file ${ownerLockPath(dataDir)} was removed`;
+  if (now !== server.lock) return `its lock file ${ownerLockPath(dataDir)} was replaced by another file`;
+  return null;
+}
+
+/**
+ * The refusal of a folder whose lock cannot be trusted, naming its live owner and what to
+ * do: stop that process, and the folder is usable again.
+ */
+export function untrustedMessage(dataDir: string, server: ServerInfo, why: string): string {
+  return `cannot tell who owns ${dataDir}: ${why} while \`relaunch ${server.command}\` (pid ${server.pid}) serves it at ${server.url}, so relaunch will not open it beside that process nor touch its files: stop it (kill ${server.pid}; it ends its jobs cleanly) and run the command again`;
 }
 
 /**
@@ -89,6 +137,10 @@ export function removeServerInfo(dataDir: string): void {
 export function findFolderOwner(dataDir: string): FolderOwner {
   const info = readServerInfo(serverInfoPath(dataDir));
   const believed = info !== null && isRunning(info.pid) && startIdentityOf(info.pid) === info.startedAt;
+  if (believed) {
+    const why = lockDoubt(dataDir, info);
+    if (why !== null) return { kind: 'untrusted', server: info, why };
+  }
   if (!isOwned(dataDir)) return { kind: 'none' };
   return believed ? { kind: 'serving', server: info } : { kind: 'busy' };
 }
@@ -147,12 +199,13 @@ function readServerInfo(file: string): ServerInfo | null {
     return null;
   }
   if (typeof parsed !== 'object' || parsed === null) return null;
-  const { url, pid, startedAt, command, takesJobs } = parsed as Record<string, unknown>;
+  const { url, pid, startedAt, command, takesJobs, lock } = parsed as Record<string, unknown>;
   // pid 0 and negative pids name process groups (-1: every process), which always "exist".
   if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return null;
   if (typeof url !== 'string' || !isLoopbackHttp(url)) return null;
   if (typeof startedAt !== 'string' || typeof command !== 'string' || typeof takesJobs !== 'boolean') return null;
-  return { url, pid, startedAt, command, takesJobs };
+  if (lock !== undefined && typeof lock !== 'string') return null;
+  return { url, pid, startedAt, command, takesJobs, ...(lock === undefined ? {} : { lock }) };
 }
 
 /** The local server listens on 127.0.0.1 only: any other address in the file is not its. */

@@ -2,9 +2,13 @@
 // 127.0.0.1 over a LocalRuntime, plus each local node's own network path (node-network.ts)
 // and the jobs page (dashboard/page.ts).
 // The runtime that owns a data folder serves it, and says where in
-// `<dataDir>/server.json`, so other commands on the same folder can reach it.
+// `<dataDir>/server.json`, so other commands on the same folder can reach it. Two routes
+// are for the relaunch commands of this machine alone (local-routes.ts): a submit that
+// carries what only a local runtime takes (`--chaos`, `--env`, `--secret` as given), and a
+// job's status changes, which `relaunch run` prints as it follows its job.
 
 import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { InvalidInputError } from '../lib/errors.ts';
 import { handleApiRequest, INTERNAL_ERROR_MESSAGE, matchRoute, MAX_BODY_BYTES, type ApiDeps, type ApiRequest, type ApiResponse } from '../lib/http/index.ts';
@@ -16,6 +20,10 @@ import { guardLocalRequest } from './request-guard.ts';
 import { answerPageRequest, LOCAL_POLL_MS } from './dashboard/page.ts';
 import { newPageToken, pageTokenRefusal } from './dashboard/page-token.ts';
 import { removeServerInfo, takesNoJobsMessage, writeServerInfo, type OwnerRole } from './server-info.ts';
+import { answerLocalRoute, isLocalSubmit, type LocalSubmitter } from './local-routes.ts';
+
+/** How long a closing server lets the requests it is answering finish. */
+const CLOSE_GRACE_MS = 1_000;
 
 /** What the server answers from. */
 export interface LocalApiServerOptions {
@@ -27,6 +35,10 @@ export interface LocalApiServerOptions {
   readonly port?: number;
   /** The command that owns the folder, and whether this server takes jobs from others (`POST /jobs`). */
   readonly role: OwnerRole;
+  /** Which lock file the owner locked (owner-lock.ts `fileIdentity`), recorded in server.json. */
+  readonly lockIdentity?: string;
+  /** Submits with what only a local runtime takes (`POST /_local/submit`); without it that route is 404. */
+  readonly submit?: LocalSubmitter;
   readonly onError?: (error: unknown) => void;
 }
 
@@ -38,6 +50,8 @@ interface Intake {
   readonly drained: Set<() => void>;
   /** The agents' calls in flight, up to a limit (agent-calls.ts). */
   readonly agentCalls: AgentCallGate;
+  /** When a command (not a node's agent) last called, in ms since the epoch: a runtime with callers is not idle. */
+  lastClientAt: number;
 }
 
 /** An HTTP server answering the REST API and the local nodes. */
@@ -47,6 +61,7 @@ export class LocalApiServer {
     readonly url: string,
     private readonly dataDir: string,
     private readonly intake: Intake,
+    private readonly lockIdentity: string | undefined,
   ) {}
 
   /**
@@ -56,14 +71,19 @@ export class LocalApiServer {
    */
   async stopTakingJobs(): Promise<void> {
     this.intake.role = { ...this.intake.role, takesJobs: false };
-    writeServerInfo(this.dataDir, this.url, this.intake.role);
+    writeServerInfo(this.dataDir, this.url, this.intake.role, this.lockIdentity);
     if (this.intake.submitting > 0) await new Promise<void>((resolve) => this.intake.drained.add(resolve));
+  }
+
+  /** When a command (not a node's agent) last called this server, in ms since the epoch; its start until one has. */
+  get lastClientAt(): number {
+    return this.intake.lastClientAt;
   }
 
   /** Takes jobs again (a job came in while it was stopping). */
   resumeTakingJobs(): void {
     this.intake.role = { ...this.intake.role, takesJobs: true };
-    writeServerInfo(this.dataDir, this.url, this.intake.role);
+    writeServerInfo(this.dataDir, this.url, this.intake.role, this.lockIdentity);
   }
 
   /** Listens on 127.0.0.1 and records itself in server.json. */
@@ -71,7 +91,7 @@ export class LocalApiServer {
     let port = 0;
     // New on every start: a page served by an earlier server cannot cancel through this one.
     const token = newPageToken();
-    const intake: Intake = { role: options.role, submitting: 0, drained: new Set(), agentCalls: new AgentCallGate() };
+    const intake: Intake = { role: options.role, submitting: 0, drained: new Set(), agentCalls: new AgentCallGate(), lastClientAt: Date.now() };
     const server = http.createServer((req, res) => {
       void answer(options, intake, port, token, req, res);
     });
@@ -82,19 +102,28 @@ export class LocalApiServer {
     port = (server.address() as AddressInfo).port;
     const url = `http://127.0.0.1:${port}`;
     try {
-      writeServerInfo(options.dataDir, url, options.role);
+      writeServerInfo(options.dataDir, url, options.role, options.lockIdentity);
     } catch (error) {
       server.close();
       throw error;
     }
-    return new LocalApiServer(server, url, options.dataDir, intake);
+    return new LocalApiServer(server, url, options.dataDir, intake, options.lockIdentity);
   }
 
-  /** Stops listening and removes server.json. */
+  /**
+   * Stops listening and removes server.json. A request already being answered (a command's
+   * call that found the runtime a moment before it stopped) gets its answer, for up to
+   * CLOSE_GRACE_MS; then every connection is closed, so no keep-alive holds the process.
+   */
   async close(): Promise<void> {
     removeServerInfo(this.dataDir);
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    const grace = new AbortController();
+    await Promise.race([closed, sleep(CLOSE_GRACE_MS, undefined, { signal: grace.signal }).catch(() => undefined)]);
+    grace.abort();
     this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closed;
   }
 }
 
@@ -140,6 +169,7 @@ async function answerRequest(
       send(res, page);
       return;
     }
+    if (!isNodeRequest(request.path)) intake.lastClientAt = Date.now();
     const bytes = await readBody(req);
     if (bytes === null) {
       send(res, { statusCode: 413, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: `the body is larger than ${MAX_BODY_BYTES} bytes` }) });
@@ -151,6 +181,11 @@ async function answerRequest(
     } catch (error) {
       if (!(error instanceof InvalidInputError)) throw error;
       send(res, errorResponse(error) as ApiResponse);
+      return;
+    }
+    const local = await answerLocalRoute({ ...request, body }, { store: options.deps.store, submit: options.submit });
+    if (local !== null) {
+      send(res, local);
       return;
     }
     const api = (apiRequest: ApiRequest): Promise<ApiResponse> =>
@@ -186,6 +221,7 @@ function submitRefusal(request: { method: string; path: string }, role: OwnerRol
 }
 
 function isSubmit(request: { method: string; path: string }): boolean {
+  if (isLocalSubmit(request)) return true;
   const match = matchRoute(request.method, request.path);
   return match !== undefined && 'route' in match && match.route.name === 'submitJob';
 }

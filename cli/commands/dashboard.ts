@@ -4,7 +4,7 @@
 
 import type { Command } from 'commander';
 import { InvalidInputError } from '../../lib/errors.ts';
-import { configuredApi, isLoopback } from '../context.ts';
+import { configuredApi, dataDirDefault, isLoopback } from '../context.ts';
 import { DashboardProxy } from '../dashboard-proxy.ts';
 import { HttpJobsClient } from '../jobs-client.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
@@ -23,7 +23,7 @@ export function dashboardCommand(io: Io): Command {
     .description("serve the jobs page on 127.0.0.1 for a deployed API, signing its calls with this machine's AWS credentials")
     .option('--api <url>', 'the deployed relaunch API (default: $RELAUNCH_API_URL)')
     .option('--port <n>', 'the port (0: any free one)', parsePort, 8090)
-    .option('--data-dir <dir>', "without --api: the local runtime's data folder, whose page to point at", process.env.RELAUNCH_DATA_DIR ?? '.relaunch')
+    .option('--data-dir <dir>', "without --api: the local runtime's data folder, whose page to point at", dataDirDefault())
     .action(async (options: DashboardOptions) => exitWith(await dashboard(options, io)));
 }
 

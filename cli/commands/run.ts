@@ -8,7 +8,7 @@ import { resolveJob } from '../../lib/task-file/secrets.ts';
 import { JobStatus } from '../../lib/status.ts';
 import { errorMessage } from '../../lib/usecases/deps.ts';
 import type { JobView } from '../../lib/views.ts';
-import { backgroundTarget, configuredApi, isLoopback, openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
+import { configuredApi, isLoopback, runtimeTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { ApiError, HttpJobsClient } from '../jobs-client.ts';
 import type { LocalSubmitOptions } from '../../local/runtime.ts';
 import { ensureBuckets, S3SourceStore, s3Client, tagCreatedBuckets } from '../s3-sources.ts';
@@ -76,7 +76,7 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     const notice = configuredApi(options) === null ? setupNotice(parsed, options.dataDir) : null;
     if (notice !== null) io.err(notice);
 
-    const submitted = await submitToTarget(options, io, sources.body, { envOverrides, secretOverrides, chaos }).catch(async (error: unknown) => {
+    const submitted = await submitToTarget(options, sources.body, { envOverrides, secretOverrides, chaos }).catch(async (error: unknown) => {
       // Refused: what was made for this job goes again, and the refusal is what is said.
       await sources.refused().catch((cleanup: unknown) => io.err(`warning: could not remove what run made for the refused job: ${errorMessage(cleanup)}`));
       throw error;
@@ -98,7 +98,7 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
       io.out(options.json === true ? JSON.stringify({ jobId }) : jobId);
       return ExitStatus.OK;
     }
-    if (target.runtime !== null && options.json !== true) io.err(`jobs page: ${target.runtime.url}/#/jobs/${jobId} (while this runs)`);
+    if (target.pageUrl !== null && options.json !== true) io.err(`jobs page: ${target.pageUrl}/#/jobs/${jobId} (while this runs)`);
     const { view, signal } = await followUntilDone(target, jobId, options, io);
     // The job has ended; in this process its execution and clean-up (instances released,
     // `persistent: false` mounts deleted) finish before the runtime closes.
@@ -116,32 +116,36 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
   }
 }
 
-/** Tries of a submit a local runtime refused because it was stopping (it found another, or started one, each time). */
+/** Tries of a submit a local runtime refused because it was stopping, or did not take because it had gone (another is found, or started, each time). */
 const SUBMIT_TRIES = 3;
 
 /**
- * Opens the target and submits the task. A local runtime that stopped taking jobs between
- * the look and the submit (a background `serve` about to exit) answers 409 and took
- * nothing: the target is opened again, which waits for it to go, and the task submitted
- * there.
+ * Opens the target and submits the task: attached or detached, a local job goes to the
+ * data folder's runtime, started in the background when none serves it (context.ts
+ * `runtimeTarget`), so any number of runs share one. A local runtime that stopped taking
+ * jobs between the look and the submit (a background `serve` about to exit) answers 409
+ * and took nothing: the target is opened again, which waits for it to go, and the task
+ * submitted there.
  */
-async function submitToTarget(options: RunOptions, io: Io, body: string, submit: LocalSubmitOptions): Promise<{ target: Target; jobId: string }> {
+async function submitToTarget(options: RunOptions, body: string, submit: LocalSubmitOptions): Promise<{ target: Target; jobId: string }> {
   for (let tries = 1; ; tries += 1) {
-    const target = options.detach === true ? await backgroundTarget(options) : await openTarget(options, io, { command: 'run', submits: true });
+    const target = await runtimeTarget(options);
     try {
       return { target, jobId: (await target.client.submit(body, submit)).jobId };
     } catch (error) {
       await target.close();
-      const stopping = error instanceof ApiError && error.statusCode === 409 && target.runtime === null && configuredApi(options) === null;
-      if (!stopping || tries >= SUBMIT_TRIES) throw error;
+      // A background runtime stopping (409), or gone between the look and the submit (nothing
+      // answered at all): open again, which waits for it to go and starts another. A submit
+      // it may have read is sent again under the same key (submit-record.ts), so it is made once.
+      const gone = error instanceof ApiError && (error.statusCode === 409 || error.statusCode === 0);
+      if (!gone || target.runtime !== null || configuredApi(options) !== null || tries >= SUBMIT_TRIES) throw error;
     }
   }
 }
 
 /**
- * Follows the job. Ctrl-C (or SIGTERM) while the job runs in this process cancels it, so
- * no process outlives the command; when another process runs it, Ctrl-C only stops
- * following.
+ * Follows the job. Ctrl-C (or SIGTERM) cancels a local job, whichever runtime runs it, so
+ * no process outlives the command; with a deployed API, Ctrl-C only stops following.
  */
 async function followUntilDone(target: Target, jobId: string, options: RunOptions, io: Io): Promise<{ view: JobView; signal: NodeJS.Signals | null }> {
   const stop = new AbortController();
@@ -150,14 +154,14 @@ async function followUntilDone(target: Target, jobId: string, options: RunOption
     if (stop.signal.aborted) return;
     received = signal;
     stop.abort();
-    io.err(target.runtime === null ? `stopped following ${jobId}; it goes on (relaunch cancel ${jobId})` : `cancelling ${jobId}`);
+    io.err(target.local ? `cancelling ${jobId}` : `stopped following ${jobId}; it goes on (relaunch cancel ${jobId})`);
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
     const quiet = options.json === true;
     // One follower to the end: the cancel's lines follow what was printed, never all of it again.
-    const onAbort = target.runtime === null ? undefined : async (): Promise<void> => void (await target.client.cancel(jobId));
+    const onAbort = target.local ? async (): Promise<void> => void (await target.client.cancel(jobId)) : undefined;
     const view = await followJob(target.client, jobId, io, { progress: !quiet, output: !quiet, signal: stop.signal, onAbort });
     return { view, signal: received };
   } finally {

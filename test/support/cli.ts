@@ -37,9 +37,13 @@ export interface Cli {
   readonly finished: Promise<Finished>;
 }
 
-/** The environment of a spawned CLI: no API URL or data folder leaks in from the shell. */
-function cliEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
+/**
+ * The environment of a spawned CLI: no API URL or data folder leaks in from the shell; the
+ * user's default data folder is one of the test's own (`stateHome`, never the real
+ * user's), and a background runtime exits 3 s after its last job and caller.
+ */
+function cliEnv(cwd: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_STATE_HOME: stateHome(cwd), RELAUNCH_IDLE_EXIT_SECONDS: '3' };
   delete env.RELAUNCH_API_URL;
   delete env.RELAUNCH_DATA_DIR;
   return env;
@@ -49,7 +53,7 @@ const spawned = new Set<ChildProcess>();
 
 /** Starts `node cli/bin.js ...args` in `cwd`, with `env` added to its environment. */
 export function startCli(args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Cli {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...cliEnv(), ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...cliEnv(options.cwd), ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   spawned.add(child);
   let stdout = '';
   let stderr = '';
@@ -91,6 +95,17 @@ export function waitForOutput(cli: Cli, pattern: RegExp, timeoutMs = WAIT_LIMIT_
 
 /** A fresh folder (cwd and data folder of one test), removed by `removeTempDirs`. */
 const temps: string[] = [];
+
+/**
+ * The XDG state folder of CLIs run in `cwd`: beside it, not in it (a project run with
+ * `workdir: .` would pack it), and removed with the temporary folders. The user's default
+ * data folder is its `relaunch/`.
+ */
+export function stateHome(cwd: string): string {
+  const home = `${cwd.replace(/\/+$/, '')}.state`;
+  if (!temps.includes(home)) temps.push(home);
+  return home;
+}
 export async function tempDir(prefix: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), `relaunch-${prefix}-`));
   temps.push(dir);

@@ -1,5 +1,5 @@
-// One owner per data folder, with real processes: two `serve` at once, a second `run` on a
-// folder a `run` owns, the owner killed with SIGKILL, and every form of server.json a
+// One owner per data folder, with real processes: two `serve` at once, runs sharing the
+// folder's one runtime, the owner killed with SIGKILL, and every form of server.json a
 // crashed or older owner may leave behind. No folder is ever wedged, and no command is
 // kept alive by a timer once its work is done.
 
@@ -21,6 +21,7 @@ import {
   SLOW,
   startCli,
   tempDir,
+  waitFor,
   waitForOutput,
   waitForPid,
   writeTask,
@@ -60,35 +61,36 @@ describe('one owner per data folder', { timeout: SLOW }, () => {
     expect((await winner.finished).code).toBe(0);
   });
 
-  it("a second run on a folder a run owns is refused at once, naming it; the first run's job goes on, and that run exits once it ends", async () => {
+  it("a second run and a run --detach on a folder a run is using share its runtime: each job runs, none is refused", async () => {
     const dir = await tempDir('two-runs');
     const data = join(dir, 'data');
     const gate = join(dir, 'gate');
     const task = await writeTask(dir, 'gated.yaml', GATED);
     const first = startCli(['run', task, '--data-dir', data, '--env', `GATE=${gate}`, '--env', `PIDFILE=${join(dir, 'first.pid')}`], { cwd: dir });
     await waitForPid(join(dir, 'first.pid'));
+    const runtime = serverInfo(data);
+    expect(runtime).toMatchObject({ command: 'serve', takesJobs: true });
 
-    const second = await runCli(['run', task, '--data-dir', data, '--env', `GATE=${gate}`, '--env', `PIDFILE=${join(dir, 'second.pid')}`], { cwd: dir });
-    expect(second.code, second.stderr).toBe(2);
-    expect(second.stderr).not.toMatch(STACK_LINE);
-    expect(second.stderr).toContain(
-      `error: --data-dir: ${data} is in use: this data folder belongs to \`relaunch run\` (pid ${first.child.pid}), whose runtime takes no other jobs and stops when its own work ends`,
-    );
-    // Nor does a detached run start a background runtime beside it, or submit through it.
+    const second = startCli(['run', task, '--data-dir', data, '--env', `GATE=${gate}`, '--env', `PIDFILE=${join(dir, 'second.pid')}`], { cwd: dir });
     const detached = await runCli(['run', task, '--detach', '--data-dir', data, '--env', `GATE=${gate}`, '--env', `PIDFILE=${join(dir, 'third.pid')}`], { cwd: dir });
-    expect(detached.code, detached.stderr).toBe(2);
-    expect(detached.stderr).toContain(`error: --data-dir: ${data} is in use: this data folder belongs to \`relaunch run\` (pid ${first.child.pid})`);
-    // Nothing of the second run was submitted anywhere.
-    const status = await runCli(['status', '--json', '--data-dir', data], { cwd: dir });
-    expect(status.code, status.stderr).toBe(0);
-    expect((JSON.parse(status.stdout) as { jobs: unknown[] }).jobs).toHaveLength(1);
+    expect(detached.code, detached.stderr).toBe(0);
+    await waitForPid(join(dir, 'second.pid'));
+    await waitForPid(join(dir, 'third.pid'));
+    expect(serverInfo(data)?.pid).toBe(runtime?.pid);
 
     await writeFile(gate, '');
-    // The run ends by itself once its job has: no timer of the engine keeps it up.
-    const done = await first.finished;
-    expect(done.code, done.stderr).toBe(0);
-    expect(done.stdout).toContain('through the gate');
-    expect(done.stdout).toMatch(/ SUCCEEDED after 1 attempt; /);
+    for (const run of [first, second]) {
+      const done = await run.finished;
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stderr).not.toMatch(STACK_LINE);
+      expect(done.stdout).toContain('through the gate');
+      expect(done.stdout).toMatch(/ SUCCEEDED after 1 attempt; /);
+    }
+    const status = await runCli(['status', '--json', '--data-dir', data], { cwd: dir });
+    expect(status.code, status.stderr).toBe(0);
+    expect((JSON.parse(status.stdout) as { jobs: unknown[] }).jobs).toHaveLength(3);
+    // The runtime goes once idle, and lets the folder go.
+    await waitFor('the background runtime to exit', () => (isAlive(runtime?.pid as number) ? undefined : true));
     expect(serverInfo(data)).toBeUndefined();
   });
 

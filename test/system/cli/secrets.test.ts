@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../../lib/views.ts';
 import { LocalRuntime } from '../../../local/runtime.ts';
-import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, tempDir, writeTask } from '../../support/cli.ts';
+import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, serverInfo, SLOW, tempDir, waitFor, writeTask } from '../../support/cli.ts';
 
 afterAll(async () => {
   killStrayClis();
@@ -70,6 +70,8 @@ describe('secrets', () => {
       expect(parseStdout<JobView & { spec?: { secretNames?: string[] } }>(status)).toBeDefined();
       // The job's records as stored (the database's files may be compressed, so they are
       // read through the store): the job with its spec, each attempt, the audit trail.
+      // Once the background runtime that ran the job has gone idle and let the folder go.
+      await waitFor('the background runtime to go once idle', () => (serverInfo(data) === undefined ? true : undefined));
       const runtime = await LocalRuntime.open({ dataDir: data });
       const { store } = runtime.deps;
       const job = await store.getJob(view.jobId);

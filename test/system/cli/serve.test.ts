@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTerminal } from '../../../lib/status.ts';
+import { lockFileIdentity } from '../../../local/owner-lock.ts';
 import { startIdentityOf } from '../../../local/server-info.ts';
 import type { JobStatus } from '../../../lib/status.ts';
 import {
@@ -85,7 +86,8 @@ describe('relaunch serve --port 0, driven with curl', { timeout: SLOW }, () => {
 
   it('prints its URL first and records it, with its pid, in server.json', () => {
     expect(server.stdout().split('\n')[0]).toMatch(/^relaunch API on http:\/\/127\.0\.0\.1:\d+ /);
-    expect(serverInfo(data)).toEqual({ url, pid: server.child.pid, startedAt: startIdentityOf(server.child.pid as number), command: 'serve', takesJobs: true });
+    // With the file it locked (device and inode): a lock file replaced under it is seen as such.
+    expect(serverInfo(data)).toEqual({ url, pid: server.child.pid, startedAt: startIdentityOf(server.child.pid as number), command: 'serve', takesJobs: true, lock: lockFileIdentity(data) });
   });
 
   it('POST /jobs with a YAML body answers 202 {jobId}; GET /jobs/{id} shows it to the end, as run --json would', async () => {

@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildSkyProject, SYNCED_FILES } from '../../support/fixtures/sky-project.ts';
-import { killStrayClis, removeTempDirs, runCli, SLOW, tempDir } from '../../support/cli.ts';
+import { killStrayClis, removeTempDirs, runCli, SLOW, stateHome, tempDir } from '../../support/cli.ts';
 
 afterAll(async () => {
   killStrayClis();
@@ -38,12 +38,12 @@ describe('a SkyPilot project run from its top', () => {
       // The last line names the counters as status does: used of allowed.
       expect(first.stdout).toMatch(/ SUCCEEDED after 1 attempt; recoveries: 0, restarts on errors: 0 of 0\n$/);
 
-      // The data folder (.relaunch/, where the command runs) now holds the first run's
+      // The user's data folder (the test's own XDG_STATE_HOME) now holds the first run's
       // archive and state: the second run packs exactly the same archive again.
       const second = await runCli(['run', 'configs/train.yaml'], { cwd: dir });
       expect(second.code, second.stderr).toBe(0);
       expect(second.stderr).toMatch(/already in /);
-      expect(readdirSync(join(dir, '.relaunch', 'sources'))).toHaveLength(1);
+      expect(readdirSync(join(stateHome(dir), 'relaunch', 'sources'))).toHaveLength(1);
     },
     SLOW,
   );

@@ -152,16 +152,25 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
     const timed = lines.filter((line) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ {2}/.test(line)).map((line) => line.replace(/^\S+ \S+ \S+ {2}/, ''));
+    // A local serve gives the job's status changes too (GET /_local/events/{job}).
     expect(timed).toEqual([
+      'status new -> PENDING: job created',
+      'status PENDING -> STARTING (attempt 1): launching attempt 1 (on-demand)',
       'attempt 1 launched, on-demand, local-process in local',
+      'status STARTING -> RUNNING (attempt 1): the agent of attempt 1 is up',
       'attempt 1: run started',
       'attempt 1 ended EXITED in run, exit codes 1',
       'attempt 1 decided RESTART (RESTART_ON_ERROR): exit code 1 (run); restart 1 of 1 on errors, 0 left',
+      'status RUNNING -> RECOVERING (attempt 1): exit code 1 (run); restart 1 of 1 on errors, 0 left',
+      'status RECOVERING -> STARTING (attempt 2): launching attempt 2 (on-demand)',
       'attempt 2 launched, on-demand, local-process in local',
+      'status STARTING -> RUNNING (attempt 2): the agent of attempt 2 is up',
       'attempt 2: run started',
       'attempt 2 ended EXITED in run, exit codes 0',
       'attempt 2 decided SUCCEED (ALL_EXITED_ZERO): exit code 0 (run); job succeeded',
+      'status RUNNING -> SUCCEEDED (attempt 2): exit code 0 (run); job succeeded',
     ]);
+    expect(result.stdout).not.toContain('does not serve the job');
     const times = lines.slice(0, timed.length).map((line) => line.split('  ')[0] as string);
     expect([...times].sort()).toEqual(times);
     expect(await cli('logs', job.jobId, '--controller', '--attempt', '1')).toMatchObject({ code: 2, stderr: expect.stringContaining('--controller: prints the whole job') });

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../../lib/errors.ts';
-import { assertWritableDataDir } from '../../../local/data-dir.ts';
+import { assertWritableDataDir, defaultDataDir } from '../../../local/data-dir.ts';
 import { runCli, SLOW } from '../../support/cli.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'relaunch-data-dir-'));
@@ -47,6 +47,17 @@ function refusal(dir: string): string | null {
 }
 
 const ro = (...parts: string[]) => path.join(readOnly as string, ...parts);
+
+describe('defaultDataDir: one folder per user, in the XDG state folder', () => {
+  it.each([
+    ['XDG_STATE_HOME set', { XDG_STATE_HOME: '/srv/state' }, '/srv/state/relaunch'],
+    ['XDG_STATE_HOME unset', {}, '/home/me/.local/state/relaunch'],
+    ['XDG_STATE_HOME empty', { XDG_STATE_HOME: '' }, '/home/me/.local/state/relaunch'],
+    ['XDG_STATE_HOME relative (the specification says to ignore it)', { XDG_STATE_HOME: 'state' }, '/home/me/.local/state/relaunch'],
+  ])('%s', (_what, environment, expected) => {
+    expect(defaultDataDir(environment, '/home/me')).toBe(expected);
+  });
+});
 
 describe('assertWritableDataDir', () => {
   it.each([
@@ -87,8 +98,11 @@ describe('the CLI refuses an unwritable --data-dir at start, exit 2', { timeout:
     const task = path.join(root, 'task.yaml');
     writeFileSync(task, 'run: echo hi\n');
     const result = await runCli([...args.map((arg) => (arg === '__TASK__' ? task : arg)), '--data-dir', ro('data')], { cwd: root });
+    // status only reads: a folder it names that does not exist is refused as such, before any write is tried.
     expect(result.stderr).toBe(
-      `error: --data-dir: expected a folder relaunch can write, got "${ro('data')}", which does not exist and cannot be made: "${ro()}" is on a read-only file system\n`,
+      args[0] === 'status'
+        ? `error: --data-dir: expected an existing data folder, got "${ro('data')}", which does not exist (relaunch run makes one; this command only reads it)\n`
+        : `error: --data-dir: expected a folder relaunch can write, got "${ro('data')}", which does not exist and cannot be made: "${ro()}" is on a read-only file system\n`,
     );
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');

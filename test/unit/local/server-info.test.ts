@@ -58,7 +58,7 @@ describe('writeServerInfo and findLocalServer', () => {
   it('records this process with its url, pid, start identity and role, and finds it', () => {
     writeServerInfo(dataDir, URL, ROLE);
     const found = findLocalServer(dataDir);
-    expect(found).toEqual({ url: URL, pid: process.pid, startedAt: startIdentityOf(process.pid), command: 'serve', takesJobs: true });
+    expect(found).toEqual({ url: URL, pid: process.pid, startedAt: startIdentityOf(process.pid), command: 'serve', takesJobs: true, lock: lock?.identity });
     if (ON_LINUX) expect(found?.startedAt).toMatch(/^[0-9a-f-]{36}:[0-9]+$/);
     expect(readdirSync(dataDir).sort()).toEqual(['owner.lock', 'server.json']); // no temporary file left behind
   });
