@@ -5,7 +5,8 @@ import { InvalidInputError, type InputIssue } from './errors.ts';
 import type { NodeReport, WarningKind } from './model.ts';
 import { decideAttempt, type AttemptFacts } from './outcome.ts';
 import { decideRecovery, initialCounters } from './policy/decide.ts';
-import { RecoveryAction, type AttemptOutcome, type Market, type Phase, type RecoveryDecision } from './policy/types.ts';
+import { RecoveryAction, type AttemptOutcome, type Phase, type RecoveryCounters, type RecoveryDecision } from './policy/types.ts';
+import { recoveriesLeft } from './standby-rules.ts';
 import type { RecoveryPolicy, TaskSpec } from './task-file/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
 import { restartsOnErrorsUsed } from './views.ts';
@@ -94,7 +95,7 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
       ]);
     }
     const decision = decideRecovery({ policy, counters, outcome, random, capacityWaitSeconds: waitedForCapacity });
-    const standby = standbyFate(policy, warning, decision, counters.market);
+    const standby = standbyFate(policy, warning, decision, counters);
     counters = decision.counters;
     status = decision.status;
     endedAt = last + 1;
@@ -116,14 +117,16 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
  * What the controller does with the standby a warning started (launch_on_warning), as
  * LaunchAttempt decides it: taken by a relaunch on the market it was launched on, let go
  * otherwise. undefined for a task without the option (the key is left out), null when no
- * warning asked for one.
+ * warning asked for one, or when max_recoveries left no relaunch after a preemption
+ * (`counters` are those before the decision): none is launched then.
  */
-function standbyFate(policy: RecoveryPolicy, warning: WarningKind | null, decision: RecoveryDecision, market: Market): 'adopted' | 'released' | null | undefined {
+function standbyFate(policy: RecoveryPolicy, warning: WarningKind | null, decision: RecoveryDecision, counters: RecoveryCounters): 'adopted' | 'released' | null | undefined {
   const option = policy.launchOnWarning ?? false;
   if (option === false) return undefined;
   if (warning === null || (warning === 'rebalance' && option !== 'rebalance')) return null;
+  if (recoveriesLeft(policy, counters) === 0) return null;
   const relaunch = decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER;
-  return relaunch && decision.market === market ? 'adopted' : 'released';
+  return relaunch && decision.market === counters.market ? 'adopted' : 'released';
 }
 
 /**

@@ -240,6 +240,14 @@ describe('simulate: a standby (launch_on_warning)', () => {
     expect(fates({ launchOnWarning: 'rebalance', maxRestartsOnErrors: 1 }, ['rebalance', 'exit:1'])).toEqual([['rebalance exit:1', 'RESTART', 'adopted']]);
   });
 
+  it('starts no standby once max_recoveries is spent, or when it is 0: the policy could never take it', () => {
+    expect(fates({ launchOnWarning: true, maxRecoveries: 1 }, 'warn gone:0 warn gone:0'.split(' '))).toEqual([
+      ['warn gone:0', 'RECOVER', 'adopted'],
+      ['warn gone:0', 'FAIL', null],
+    ]);
+    expect(fates({ launchOnWarning: true, maxRecoveries: 0 }, ['warn', 'gone:0'])).toEqual([['warn gone:0', 'FAIL', null]]);
+  });
+
   it('lets the standby go when the relaunch moves to on-demand', () => {
     expect(fates({ launchOnWarning: true, onDemandFallbackAfter: 1 }, ['warn', 'gone:0', 'exit:0'])).toEqual([
       ['warn gone:0', 'RECOVER', 'released'],
