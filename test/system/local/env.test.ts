@@ -61,7 +61,7 @@ describe('the environment of a job, end to end', () => {
       });
     }
     // The overrides are part of the job's stored spec, so a relaunch sees them too.
-    expect(job.job.spec.envs).toEqual({ GREETING: 'hello', MODE: 'from-cli', RELAUNCH_NODE_RANK: '7', EXTRA: 'x y' });
+    expect(job.job.spec.envs).toEqual({ GREETING: 'hello', MODE: 'from-cli', EXTRA: 'x y' });
   });
 
   it('gives a relaunched attempt its own number and task id', async () => {
