@@ -10,7 +10,26 @@ export interface AttemptFacts {
   readonly interruptionNoticedAt: string | null;
   /** Nodes whose instance went away (terminated, stopped), as far as the caller knows. */
   readonly gone: readonly GoneNode[];
+  /**
+   * Exit codes the user said are final (the task's `fail_on_exit_codes`): one reported
+   * before its instance went decides the attempt even after a warning. @default none
+   */
+  readonly finalCodes?: readonly number[];
+  /**
+   * When the decision is taken (ISO 8601). Given, a failure reported while peers still run
+   * waits up to PEER_REPORT_WAIT_MS for their codes (undecided until then); absent, the
+   * codes on record decide at once (`relaunch simulate`, which has them all).
+   */
+  readonly now?: string;
 }
+
+/**
+ * How long after a node's failing report its peers' codes are waited for before the
+ * attempt is decided without them: nodes that end together (one exits 42, another 3 at the
+ * same moment) are decided on both codes, whichever report arrives first. A peer that has
+ * not reported by then is stopped with the attempt (killed by relaunch, code unknown).
+ */
+export const PEER_REPORT_WAIT_MS = 3_000;
 
 /** A node whose instance went away, and how (`terminated`, `stopped`), for the outcome's reason. */
 export interface GoneNode {
@@ -30,12 +49,16 @@ export interface GoneNode {
  * | # | every node's final report stored | a final code non-zero | warning on record | a node gone before its final report | outcome                                          |
  * |---|----------------------------------|-----------------------|-------------------|-------------------------------------|--------------------------------------------------|
  * | 1 | yes                              | no                    | any               | (none can be)                       | EXITED in run, every code 0: the job succeeded   |
+ * | F | any                              | one in fail_on_exit_codes | any           | any                                 | as row 5 (W included): the user said that code is final |
  * | 2 | any                              | yes                   | yes               | any                                 | PREEMPTED                                        |
  * | 3 | no                               | any                   | yes               | yes                                 | PREEMPTED                                        |
  * | 4 | no                               | any                   | no                | yes                                 | LOST: that node's instance went away             |
- * | 5 | any                              | yes                   | no                | no                                  | EXITED, or AGENT_FAILED, as `outcomeFromReports` says (root cause) |
+ * | W | no                               | yes (an exit code)    | no                | no                                  | null for PEER_REPORT_WAIT_MS after the first failing report (with `now`): its peers' codes are waited for; an agent's failure is not |
+ * | 5 | any                              | yes                   | no                | no                                  | EXITED, or AGENT_FAILED, as `outcomeFromReports` says, on the set of codes |
  * | 6 | no                               | no                    | any               | no                                  | null: undecided, the attempt runs on             |
  *
+ * - Row F: a code in `fail_on_exit_codes` stored before its instance went is final even
+ *   inside a warning's window; any other non-zero code after a warning stays row 2.
  * - Row 2 on a single node: a warning on record and then a non-zero report ends the
  *   attempt PREEMPTED at once, without waiting for the instance to go: the node is going
  *   anyway, and its code is most likely the reclaim killing the job. The report is kept.
@@ -47,10 +70,12 @@ export interface GoneNode {
  *   reports (row 1 or 2).
  *
  * The outcome is decided on the facts on record when the deciding message is stored; a
- * message that arrives after the attempt ended changes nothing. So a non-zero report that
- * is stored before any word that a peer's instance went away (and before any warning)
- * ends the attempt EXITED at once: ending it is what stops the peers, which may otherwise
- * hang, and no later message can undo it.
+ * message that arrives after the attempt ended changes nothing. A non-zero report that is
+ * stored before any word that a peer's instance went away (and before any warning) ends
+ * the attempt EXITED once every peer has reported or PEER_REPORT_WAIT_MS has passed (row
+ * W): ending it is what stops the peers, which may otherwise hang, and no later message
+ * can undo it. Within that bound the order of the reports changes nothing: every failing
+ * code stored decides as a set, as `relaunch simulate` decides `exit:42+3`.
  */
 
 /**
@@ -62,12 +87,42 @@ export interface GoneNode {
 export function decideAttempt(numNodes: number, reports: readonly NodeReport[], facts: AttemptFacts): AttemptOutcome | null {
   const inRange = endings(reports).filter((report) => inRangeRank(report.nodeRank, numNodes));
   const finals = ranks(numNodes).map((rank) => finalReport(rank, inRange));
-  const failed = finals.some((report) => report !== undefined && failing(report));
-  if (!failed && finals.every((report) => report !== undefined)) return outcomeFromReports(numNodes, inRange);
+  const failures = finals.filter((report): report is Ending => report !== undefined && failing(report));
+  const everyFinal = finals.every((report) => report !== undefined);
+  if (failures.length === 0 && everyFinal) return outcomeFromReports(numNodes, inRange);
+  const finalCodes = facts.finalCodes ?? [];
+  const final = failures.some((report) => !isAgentFailure(report) && finalCodes.includes(report.exitCode));
   const goneEarly = facts.gone.find((node) => inRangeRank(node.nodeRank, numNodes) && finals[node.nodeRank] === undefined);
-  if (facts.interruptionNoticedAt !== null && (failed || goneEarly !== undefined)) return { kind: 'PREEMPTED' };
-  if (goneEarly !== undefined) return { kind: 'LOST', reason: `instance ${goneEarly.instanceId} was ${goneEarly.how}` };
+  if (!final) {
+    if (facts.interruptionNoticedAt !== null && (failures.length > 0 || goneEarly !== undefined)) return { kind: 'PREEMPTED' };
+    if (goneEarly !== undefined) return { kind: 'LOST', reason: `instance ${goneEarly.instanceId} was ${goneEarly.how}` };
+  }
+  if (!everyFinal && facts.now !== undefined && Date.parse(facts.now) < peersAwaitedUntil(failures)) return null;
   return outcomeFromReports(numNodes, inRange);
+}
+
+/**
+ * Until when (ms since the epoch) the peers of the attempt's failing nodes are waited for:
+ * PEER_REPORT_WAIT_MS after the first failing report; not at all (0) with no failure, or
+ * with an agent's failure among them, which decides whatever the peers report.
+ */
+function peersAwaitedUntil(failures: readonly Ending[]): number {
+  if (failures.length === 0 || failures.some(isAgentFailure)) return 0;
+  return Math.min(...failures.map((report) => Date.parse(report.reportedAt))) + PEER_REPORT_WAIT_MS;
+}
+
+/**
+ * When the attempt's peers stop being waited for (ms since the epoch), or null when no
+ * failing report is stored (nothing waits): what a caller sleeps until before deciding
+ * again.
+ */
+export function peerWaitEnds(numNodes: number, reports: readonly NodeReport[]): number | null {
+  const inRange = endings(reports).filter((report) => inRangeRank(report.nodeRank, numNodes));
+  const failures = ranks(numNodes)
+    .map((rank) => finalReport(rank, inRange))
+    .filter((report): report is Ending => report !== undefined && failing(report));
+  const until = peersAwaitedUntil(failures);
+  return until === 0 ? null : until;
 }
 
 /**
@@ -109,33 +164,37 @@ export function basisOf(attempt: Pick<AttemptRecord, 'reports' | 'interruptionNo
 
 /**
  * The attempt's outcome from the reports stored so far, or null while it is undecided:
- * `decideAttempt` with no warning and no instance gone.
+ * `decideAttempt` with no warning, no instance gone and no wait. A function of the set of
+ * reports: their arrival order changes nothing.
  *
- * - Any node reporting a non-zero code (setup or run) decides at once: the attempt EXITED
- *   in that report's phase. That node is the root cause and keeps its code. The earliest
- *   failing report (the store keeps reports in arrival order) is the root cause.
- * - A root cause that is an agent's failure before setup makes the attempt AGENT_FAILED,
- *   with its node, step and error: no code of the job's decides it. A peer's agent failing
- *   after another node's root cause is a casualty: code null, with why.
+ * - Any node reporting a non-zero code (setup or run) decides: every failing node is a
+ *   root cause and keeps its code (the policy matches them all, as `relaunch simulate`
+ *   does with `exit:42+3`). The attempt EXITED in setup when a root cause failed setup,
+ *   else in run.
+ * - An agent's failure before setup among them makes the attempt AGENT_FAILED, with its
+ *   node (the lowest rank of those that failed so), step and error: a node that was never
+ *   set up says more about the attempt than its peers' codes.
  * - Nodes that already reported run 0 keep 0.
  * - Nodes still running are stopped with the attempt: `exitCode: null`,
  *   `killedByController: true`, and why, so their codes are unknown, never a silent 0.
- * - A node whose own failure arrived after the root cause's is counted as its casualty
- *   (`killedByController: true`, its code kept): a peer's crash usually takes the others
- *   down, and only the first failure says what went wrong.
  * - Every node reported run and none failed: EXITED in run with every code.
  *
  * Reports from ranks outside `[0, numNodes)` are ignored (the use case refuses them).
  */
 export function outcomeFromReports(numNodes: number, reports: readonly NodeReport[]): AttemptOutcome | null {
   const inRange = endings(reports).filter((report) => inRangeRank(report.nodeRank, numNodes));
-  const rootCause = inRange.find(failing);
-  if (rootCause !== undefined && isAgentFailure(rootCause)) {
-    return { kind: 'AGENT_FAILED', nodeRank: rootCause.nodeRank, ...rootCause.agentFailure };
+  const failures = ranks(numNodes)
+    .map((rank) => finalReport(rank, inRange))
+    .filter((report): report is Ending => report !== undefined && failing(report));
+  const agentFailure = failures.find(isAgentFailure);
+  if (agentFailure !== undefined && isAgentFailure(agentFailure)) {
+    return { kind: 'AGENT_FAILED', nodeRank: agentFailure.nodeRank, ...agentFailure.agentFailure };
   }
-  if (rootCause !== undefined) {
-    const nodes = ranks(numNodes).map((rank) => nodeAfterFailure(rank, rootCause, inRange));
-    return { kind: 'EXITED', phase: rootCause.phase, nodes };
+  const rootCauses = failures.filter((report): report is PhaseReport => !isAgentFailure(report));
+  const first = rootCauses[0];
+  if (first !== undefined) {
+    const nodes = ranks(numNodes).map((rank) => nodeAfterFailure(rank, first.nodeRank, rootCauses, inRange));
+    return { kind: 'EXITED', phase: rootCauses.some((report) => report.phase === 'setup') ? 'setup' : 'run', nodes };
   }
   const runCodes = ranks(numNodes).map((rank) => inRange.find((report) => report.nodeRank === rank && report.phase === 'run'));
   if (runCodes.some((report) => report === undefined)) return null;
@@ -146,21 +205,19 @@ export function outcomeFromReports(numNodes: number, reports: readonly NodeRepor
   };
 }
 
-/** What one node's end was, once `rootCause` (a phase that exited non-zero) has failed the attempt. */
-function nodeAfterFailure(rank: number, rootCause: PhaseReport, reports: readonly Ending[]): NodeExit {
-  if (rank === rootCause.nodeRank) return { rank, exitCode: rootCause.exitCode };
-  const own = reports.filter((report) => report.nodeRank === rank);
-  const laterFailure = own.find(failing);
-  if (laterFailure !== undefined && isAgentFailure(laterFailure)) {
-    return { rank, exitCode: null, killedByController: true, unknownReason: `its agent failed at ${laterFailure.agentFailure.step}` };
-  }
-  if (laterFailure !== undefined) return { rank, exitCode: laterFailure.exitCode, killedByController: true };
-  if (own.some((report) => report.phase === 'run')) return { rank, exitCode: 0 };
+/**
+ * What one node's end was, once `rootCauses` (phases that exited non-zero; `first` the
+ * lowest rank among them) have failed the attempt.
+ */
+function nodeAfterFailure(rank: number, first: number, rootCauses: readonly PhaseReport[], reports: readonly Ending[]): NodeExit {
+  const own = rootCauses.find((report) => report.nodeRank === rank);
+  if (own !== undefined) return { rank, exitCode: own.exitCode };
+  if (reports.some((report) => report.nodeRank === rank && report.phase === 'run')) return { rank, exitCode: 0 };
   return {
     rank,
     exitCode: null,
     killedByController: true,
-    unknownReason: `stopped because node ${rootCause.nodeRank} failed`,
+    unknownReason: `stopped because node ${first} failed`,
   };
 }
 

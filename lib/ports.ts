@@ -21,6 +21,11 @@ import type {
 /** The time; injected so tests control it. */
 export interface Clock {
   now(): Date;
+  /**
+   * Resolves once `ms` of this clock's time have passed: a bounded wait inside a use case
+   * (a failing node's peers' codes). @default real time (setTimeout)
+   */
+  sleep?(ms: number): Promise<void>;
 }
 
 /** A uniform draw in [0, 1); injected so backoff jitter is testable. */

@@ -5,7 +5,8 @@ import { InvalidInputError, type InputIssue } from './errors.ts';
 import type { NodeReport, WarningKind } from './model.ts';
 import { decideAttempt, type AttemptFacts } from './outcome.ts';
 import { decideRecovery, initialCounters } from './policy/decide.ts';
-import { RecoveryAction, type AttemptOutcome, type Market, type Phase, type RecoveryDecision } from './policy/types.ts';
+import { RecoveryAction, type AttemptOutcome, type Phase, type RecoveryCounters, type RecoveryDecision } from './policy/types.ts';
+import { recoveriesLeft } from './standby-rules.ts';
 import type { RecoveryPolicy, TaskSpec } from './task-file/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
 import { restartsOnErrorsUsed } from './views.ts';
@@ -78,7 +79,7 @@ export interface SimulatedAttempt {
  */
 export function simulate(spec: TaskSpec, events: readonly string[], random: () => number = MIDPOINT_DRAW): SimulationResult {
   const policy = spec.resources.jobRecovery;
-  const attempts = parseEvents(events, spec.numNodes, policy.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS);
+  const attempts = parseEvents(events, spec.numNodes, policy.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS, policy.failOnExitCodes);
   let counters = initialCounters(spec.resources.useSpot);
   let status: JobStatus = JobStatus.PENDING;
   let endedAt = 0;
@@ -94,7 +95,7 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
       ]);
     }
     const decision = decideRecovery({ policy, counters, outcome, random, capacityWaitSeconds: waitedForCapacity });
-    const standby = standbyFate(policy, warning, decision, counters.market);
+    const standby = standbyFate(policy, warning, decision, counters);
     counters = decision.counters;
     status = decision.status;
     endedAt = last + 1;
@@ -116,21 +117,29 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
  * What the controller does with the standby a warning started (launch_on_warning), as
  * LaunchAttempt decides it: taken by a relaunch on the market it was launched on, let go
  * otherwise. undefined for a task without the option (the key is left out), null when no
- * warning asked for one.
+ * warning asked for one, or when max_recoveries left no relaunch after a preemption
+ * (`counters` are those before the decision): none is launched then.
  */
-function standbyFate(policy: RecoveryPolicy, warning: WarningKind | null, decision: RecoveryDecision, market: Market): 'adopted' | 'released' | null | undefined {
+function standbyFate(policy: RecoveryPolicy, warning: WarningKind | null, decision: RecoveryDecision, counters: RecoveryCounters): 'adopted' | 'released' | null | undefined {
   const option = policy.launchOnWarning ?? false;
   if (option === false) return undefined;
   if (warning === null || (warning === 'rebalance' && option !== 'rebalance')) return null;
+  if (recoveriesLeft(policy, counters) === 0) return null;
   const relaunch = decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER;
-  return relaunch && decision.market === market ? 'adopted' : 'released';
+  return relaunch && decision.market === counters.market ? 'adopted' : 'released';
 }
 
 /**
  * Reads every event into the attempts they describe, reporting all the bad events at once;
- * `noboot` names the task's boot_timeout.
+ * `noboot` names the task's boot_timeout, and `finalCodes` (the task's fail_on_exit_codes)
+ * are final even after a `warn`, as the runtime decides them.
  */
-export function parseEvents(events: readonly string[], numNodes: number, bootTimeoutSeconds = DEFAULT_BOOT_TIMEOUT_SECONDS): SimulatedAttempt[] {
+export function parseEvents(
+  events: readonly string[],
+  numNodes: number,
+  bootTimeoutSeconds = DEFAULT_BOOT_TIMEOUT_SECONDS,
+  finalCodes: readonly number[] = [],
+): SimulatedAttempt[] {
   if (events.length === 0) {
     throw new InvalidInputError([{ path: 'events', message: `give at least one event: ${EVENT_FORMS}` }]);
   }
@@ -141,7 +150,7 @@ export function parseEvents(events: readonly string[], numNodes: number, bootTim
   /** Whether that attempt had an interruption warning, or a rebalance recommendation only. */
   let interrupted = false;
   events.forEach((event, index) => {
-    const parsed = parseEvent(event, numNodes, bootTimeoutSeconds);
+    const parsed = parseEvent(event, numNodes, bootTimeoutSeconds, finalCodes);
     if (parsed === WARN || parsed === REBALANCE) {
       warnedAt ??= index;
       interrupted ||= parsed === WARN;
@@ -187,9 +196,9 @@ const AGENT_EVENT = /^agent:([a-z-]+)(?:@(\d+))?$/;
 const SIMULATED_AGENT_ERROR = 'simulated';
 
 /** Facts of a simulated attempt: a warning on record or not, and the nodes whose instance went. */
-function facts(warned: boolean, goneRank?: number): AttemptFacts {
+function facts(warned: boolean, finalCodes: readonly number[], goneRank?: number): AttemptFacts {
   const gone = goneRank === undefined ? [] : [{ nodeRank: goneRank, instanceId: `of node ${goneRank}`, how: 'terminated' }];
-  return { interruptionNoticedAt: warned ? '1970-01-01T00:00:00.000Z' : null, gone };
+  return { interruptionNoticedAt: warned ? '1970-01-01T00:00:00.000Z' : null, gone, finalCodes };
 }
 
 /**
@@ -203,7 +212,7 @@ function decided(numNodes: number, reports: readonly NodeReport[], attemptFacts:
 }
 
 /** One event: a warning, how an attempt ended, or what is wrong with the event. */
-function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number): typeof WARN | typeof REBALANCE | AttemptEnd | string {
+function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number, finalCodes: readonly number[]): typeof WARN | typeof REBALANCE | AttemptEnd | string {
   // A heartbeat deadline with a warning on record ends the attempt PREEMPTED, as the
   // controller decides it (lib/usecases/evaluate-policy.ts).
   const unlessWarned = (outcome: AttemptOutcome): AttemptEnd => (warned) => (warned ? { kind: 'PREEMPTED' } : outcome);
@@ -231,7 +240,7 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number)
     }
     // As the runtime decides it: AGENT_FAILED, or PREEMPTED with a warning on record.
     const report: NodeReport = { nodeRank: rank, phase: 'setup', agentFailure: { step, error: SIMULATED_AGENT_ERROR }, outputTail: '', reportedAt: '' };
-    return (warned) => decided(numNodes, [report], facts(warned));
+    return (warned) => decided(numNodes, [report], facts(warned, finalCodes));
   }
   const gone = GONE_EVENT.exec(event);
   if (gone !== null) {
@@ -239,7 +248,7 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number)
     if (rank >= numNodes) {
       return `"${event}": node ${rank} is not one of the task's ${plural(numNodes, 'node')} (ranks 0 to ${numNodes - 1})`;
     }
-    return (warned) => decided(numNodes, [], facts(warned, rank));
+    return (warned) => decided(numNodes, [], facts(warned, finalCodes, rank));
   }
   const match = EXIT_EVENT.exec(event);
   if (match === null) return `expected ${EVENT_FORMS}; got "${event}"`;
@@ -258,10 +267,11 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number)
     return `"${event}": a setup that exits 0 goes on to run, so it does not end an attempt; use exit:N for how the run ended`;
   }
   const exited: AttemptOutcome = { kind: 'EXITED', phase, nodes: codes.map((exitCode, rank) => ({ rank, exitCode })) };
-  // With a warning on record, the runtime's rule decides (PREEMPTED unless every code is 0);
+  // With a warning on record, the runtime's rule decides (PREEMPTED unless every code is 0
+  // or one is in fail_on_exit_codes);
   // without one, every node's own code stands, none taken for a casualty of another.
   const reports = codes.map((exitCode, nodeRank): NodeReport => ({ nodeRank, phase, exitCode, outputTail: '', reportedAt: '' }));
-  return (warned) => (warned ? decided(numNodes, reports, facts(true)) : exited);
+  return (warned) => (warned ? decided(numNodes, reports, facts(true, finalCodes)) : exited);
 }
 
 function plural(count: number, noun: string): string {

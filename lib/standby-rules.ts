@@ -3,6 +3,7 @@
 // without a running `run`.
 
 import type { AttemptRecord, JobRecord, WarningKind } from './model.ts';
+import type { RecoveryCounters } from './policy/types.ts';
 import type { RecoveryPolicy } from './task-file/types.ts';
 import { isEnding } from './status.ts';
 
@@ -22,14 +23,25 @@ export interface RunAnswer {
 /**
  * The warning on the live attempt that asks for a standby under `policy`, or null: the
  * interruption warning when `launch_on_warning` is on, and also the rebalance
- * recommendation when it is `rebalance`. An attempt that has ended asks for nothing.
+ * recommendation when it is `rebalance`. An attempt that has ended asks for nothing, and
+ * neither does a job whose policy could not relaunch it after a preemption
+ * (recoveriesLeft): a standby it can never take is instances paid for nothing.
  */
-export function standbyAskedBy(policy: RecoveryPolicy, attempt: AttemptRecord): WarningKind | null {
+export function standbyAskedBy(policy: RecoveryPolicy, attempt: AttemptRecord, counters: RecoveryCounters): WarningKind | null {
   const option = policy.launchOnWarning ?? false;
-  if (option === false || attempt.outcome !== null) return null;
+  if (option === false || attempt.outcome !== null || recoveriesLeft(policy, counters) === 0) return null;
   if (attempt.interruptionNoticedAt !== null) return 'interruption';
   if (option === 'rebalance' && (attempt.rebalanceNoticedAt ?? null) !== null) return 'rebalance';
   return null;
+}
+
+/**
+ * How many more preemptions the policy would relaunch after (max_recoveries less the
+ * recoveries it has made); null when it has no cap.
+ */
+export function recoveriesLeft(policy: RecoveryPolicy, counters: RecoveryCounters): number | null {
+  const cap = policy.maxRecoveries ?? null;
+  return cap === null ? null : Math.max(0, cap - (counters.recoverDecisions ?? 0));
 }
 
 /** Whether an attempt is a standby that has been neither adopted nor released. */
@@ -45,12 +57,18 @@ export function isReleased(attempt: AttemptRecord): boolean {
 
 /**
  * Why the relaunch after the warned attempt may not take `standby` as its next attempt, or
- * null when it may: it must run what the next attempt would run, where it would run it. A
- * standby whose own setup failed, or that was lost while it held, is taken all the same:
- * it is the next attempt, and the policy decides it as it would any other.
+ * null when it may: it must run what the next attempt would run, where it would run it,
+ * and still be there. A standby lost or reclaimed while it held is gone: taking it would
+ * charge the job a recovery the same job without launch_on_warning never needs, so it is
+ * let go, charged to nothing, and the relaunch launches fresh. A standby whose own setup
+ * failed is taken all the same: it is the next attempt, and the policy decides it as it
+ * would any other.
  */
 export function whyNotAdopt(job: JobRecord, standby: AttemptRecord): string | null {
   if (isReleased(standby)) return `it was released (${standby.standby?.releaseReason ?? 'no reason recorded'})`;
+  const ended = standby.outcome;
+  if (ended?.kind === 'LOST') return `it was lost while it held (${ended.reason})`;
+  if (ended?.kind === 'PREEMPTED') return 'it was reclaimed while it held (a spot interruption)';
   if (standby.market !== job.counters.market) return `the next attempt runs ${job.counters.market}, and the standby ${standby.market}`;
   const task = job.pipeline === null || job.pipeline === undefined ? null : job.pipeline.current;
   if ((standby.task ?? null) !== task) return `the job has moved on to task ${(task ?? 0) + 1}`;

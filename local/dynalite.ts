@@ -26,12 +26,15 @@
 // The proxy also keeps a persisted store off a full disk: LevelDB's write error on a full
 // disk is thrown by dynalite where nothing can catch it, ending the whole process. So a
 // write is refused with a 500, as DynamoDB answers when it cannot serve one, while the
-// folder has less than `minFreeBytes` free, and goes through again once space returns.
+// folder has less than `minFreeBytes` free, and goes through again once space returns. A
+// write the database below still refuses (the disk filled after the guard looked) is
+// caught in that request's own domain and answered the same 500 (catchStoreErrors).
 //
 // Over 600 lines, kept as one file: the proxy's parts (serving, transactions, their intent
 // log, the disk guard) share one serial queue and one backend connection, and their
 // guarantee (nothing seen half done, across kill -9) holds only for all of them together.
 
+import domain from 'node:domain';
 import { statfsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -85,7 +88,7 @@ const WRITE_OPERATIONS = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchW
  * with TransactWriteItems added.
  */
 export async function startDynalite(options: StartDynaliteOptions = {}): Promise<LocalDynamo> {
-  const store = dynalite({ path: options.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  const store = catchStoreErrors(dynalite({ path: options.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }));
   const storePort = await listen(store);
   const agent = new http.Agent({ keepAlive: true });
   const backend = new Backend(storePort, agent);
@@ -156,6 +159,35 @@ interface Reply {
   readonly status: number;
   readonly headers: http.OutgoingHttpHeaders;
   readonly body: Buffer;
+}
+
+/**
+ * dynalite's server with each request's errors made answers: dynalite throws an error of
+ * the database below it (LevelDB's `No space left on device`, when a disk fills between the
+ * guard's look and the write) from a callback, where nothing catches it and the process
+ * ends. Each request runs in a domain of its own, which catches what its callbacks throw
+ * and answers it as a refused write (a 500, as DynamoDB answers a write it cannot serve),
+ * so the caller retries and the runtime lives on. `domain` is deprecated, but it is the one
+ * way to catch what a library throws from its own callbacks for one request alone.
+ */
+function catchStoreErrors(server: http.Server): http.Server {
+  const handlers = server.listeners('request') as ((req: http.IncomingMessage, res: http.ServerResponse) => void)[];
+  server.removeAllListeners('request');
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const scope = domain.create();
+    scope.on('error', (error: unknown) => {
+      if (res.headersSent || res.writableEnded) return;
+      const reply = internalError(new Error(`the local database refused the write: ${error instanceof Error ? error.message : String(error)}`));
+      res.writeHead(reply.status, reply.headers);
+      res.end(reply.body);
+    });
+    scope.add(req);
+    scope.add(res);
+    scope.run(() => {
+      for (const handler of handlers) handler.call(server, req, res);
+    });
+  });
+  return server;
 }
 
 /** Whether a request is one of the operations that write. */

@@ -6,7 +6,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { agentMounts } from '../lib/agent/mounts.ts';
@@ -24,7 +24,7 @@ import type { ChaosFault, ChaosPlan } from '../lib/chaos-file/types.ts';
 import { faultsOfAttempt, NO_CHAOS } from './chaos.ts';
 import { jobWorkDir, nodeDir, nodeDiskDir, sourcesDir } from './paths.ts';
 import { localMountPlaces } from './mounts.ts';
-import { INSTANCE_MARK, killMarked, makeNodeCgroup, markedProcesses, removeNodeCgroup, signalGroup, signalMarked } from './process-groups.ts';
+import { INSTANCE_MARK, killMarked, makeNodeCgroup, markedProcesses, processGroupOf, removeNodeCgroup, signalGroup, signalMarked } from './process-groups.ts';
 import { removeContainer } from './docker.ts';
 import { LocalSecretParameters, newNodeCredentials } from './secret-parameters.ts';
 import type { Credentials } from './sigv4.ts';
@@ -110,10 +110,15 @@ const LAUNCH_TRY_GAP_MS = 100;
  */
 export const LOCAL_STOP_GRACE_SECONDS = 10;
 /**
- * How long an instance's processes get between SIGTERM and SIGKILL when it shuts down: the
- * job's grace period, then time for the agent to clean up and end.
+ * How long an instance's agent gets to end once it is told to (SIGTERM to its group): the
+ * job's grace period, which the agent runs in full, then time for it to clean up and end.
  */
 const SHUTDOWN_GRACE_MS = (LOCAL_STOP_GRACE_SECONDS + 5) * 1000;
+/**
+ * Once the agent has ended, how long what is left of the node (a daemon that left the job's
+ * session) gets between the operating system's SIGTERM and SIGKILL.
+ */
+const OS_SHUTDOWN_GRACE_MS = 5_000;
 /**
  * How long a local agent pauses between two looks at its instance metadata for a spot
  * interruption notice (each look is held up to NOTICE_HOLD_MS while there is none).
@@ -474,9 +479,14 @@ export class LocalProcessCompute implements Compute {
         instance.state = 'shutting-down';
         wakeHeldNoticeLooks(instance);
         void this.emit(instance, { kind: 'STATE_CHANGE', state: 'shutting-down' });
+        // The agent first, alone: it gives the job (its own session) one SIGTERM and its
+        // whole grace period, then SIGKILL, and shuts down. Only then does the operating
+        // system's shutdown signal what is left, as on EC2: a job signalled by both would
+        // run its checkpoint handler twice.
         signalGroup(instance.pgid, 'SIGTERM');
+        await this.waitForAgent(instance, SHUTDOWN_GRACE_MS);
         signalMarked(instance.instanceId, instance.pgid, 'SIGTERM');
-        await this.waitForGroup(instance, SHUTDOWN_GRACE_MS);
+        await this.waitForGroup(instance, OS_SHUTDOWN_GRACE_MS);
         // Only a group still seen alive: an empty one's id may be someone else's by now.
         if (markedProcesses(instance.instanceId, instance.pgid).length > 0) {
           signalGroup(instance.pgid, 'SIGKILL');
@@ -493,6 +503,19 @@ export class LocalProcessCompute implements Compute {
       instance.markTerminated();
     })();
     return work;
+  }
+
+  /**
+   * Waits until the node's agent has ended, at most `ms`: it has left its shutdown mark (the
+   * job is stopped by then), or no process of its group is alive.
+   */
+  private async waitForAgent(instance: LocalInstance, ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    const agentAlive = (): boolean =>
+      !existsSync(path.join(instance.rootDir, 'shutdown')) && markedProcesses(instance.instanceId, instance.pgid).some((pid) => (processGroupOf(pid) ?? pid) === instance.pgid);
+    for (let pause = GROUP_POLL_FIRST_MS; agentAlive() && Date.now() < deadline; pause = Math.min(pause * 2, GROUP_POLL_MAX_MS)) {
+      await sleep(Math.min(pause, Math.max(0, deadline - Date.now())));
+    }
   }
 
   /** Waits until no process of the node is alive (zombies aside), at most `ms`. */

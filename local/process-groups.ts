@@ -215,6 +215,18 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
+/** The process group of a live process, from /proc (null when it is gone, or there is no /proc). */
+export function processGroupOf(pid: number): number | null {
+  try {
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so after the last ")".
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    const group = Number(fields[2]);
+    return Number.isInteger(group) ? group : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Whether a process runs (a zombie is dead). */
 function alive(pid: number): boolean {
   try {

@@ -429,30 +429,35 @@ export class LocalRuntime {
   }
 
   /**
-   * Stores the reports the attempt's nodes wrote in their folders and the database never
-   * took (left-reports.ts), and, when they decide the attempt, applies the job's policy
-   * as EvaluateRecoveryPolicy would. True when that ended the job: its exit codes decided
-   * it, not the runtime's end. A decision to relaunch leaves it to the caller, which ends
-   * the job FAILED_CONTROLLER with the attempt's codes and decision on record.
+   * Decides what the attempt's nodes reported before the runtime stopped: the reports they
+   * wrote in their folders and the database never took (left-reports.ts) are stored, and
+   * when the reports on record then decide the attempt (or it had ended already, the
+   * policy's step never run), the job's policy is applied as EvaluateRecoveryPolicy would.
+   * No node runs any more, so a failure's peers are not waited for. True when that ended
+   * the job: its exit codes decided it, not the runtime's end. A decision to relaunch
+   * leaves it to the caller, which ends the job FAILED_CONTROLLER with the attempt's codes
+   * and decision on record.
    */
   private async decideFromNodeFolders(job: JobRecord, attempt: AttemptRecord, notice: (message: string) => void): Promise<boolean> {
-    if (attempt.outcome !== null) return false;
+    if (attempt.decision !== null) return false;
     const { store } = this.deps;
     const at = nowIso(this.deps.clock);
-    const found = leftReports(this.dataDir, attempt, job.spec.numNodes, at);
-    if (found.length === 0) return false;
+    const found = attempt.outcome === null ? leftReports(this.dataDir, attempt, job.spec.numNodes, at) : [];
     let latest = attempt;
     for (const report of found) latest = (await store.addReport(job.jobId, attempt.attempt, report)).attempt;
-    const codes = found.map((r) => `${r.phase} ${isStopped(r) ? `stopped (${r.stopped})` : `exit code ${r.exitCode}`} on node ${r.nodeRank}`).join(', ');
-    const settled = await settleAttempt(latest, job.spec.numNodes, [], at, this.deps);
-    if (!settled.ended) {
-      notice(`job ${job.jobId}: stored what attempt ${attempt.attempt}'s nodes wrote before its runtime stopped (${codes}), found in their folders`);
+    const codes =
+      found.length > 0
+        ? `${found.map((r) => `${r.phase} ${isStopped(r) ? `stopped (${r.stopped})` : `exit code ${r.exitCode}`} on node ${r.nodeRank}`).join(', ')}, found in its nodes' folders`
+        : 'its reports stored, its decision not yet made';
+    const settled = latest.outcome !== null ? null : await settleAttempt(latest, job.spec, [], at, this.deps, { waitForPeers: false });
+    if (settled !== null && !settled.ended) {
+      if (found.length > 0) notice(`job ${job.jobId}: stored what attempt ${attempt.attempt}'s nodes wrote before its runtime stopped (${codes})`);
       return false;
     }
     const state = await evaluatePolicy({ jobId: job.jobId, attempt: attempt.attempt, attemptsInExecution: 0 }, this.deps);
     await releaseInstances(state, this.deps);
     const status = state.decision?.status ?? job.status;
-    notice(`job ${job.jobId}: attempt ${attempt.attempt} had ended before its runtime stopped (${codes}, found in its nodes' folders): ${status}`);
+    notice(`job ${job.jobId}: attempt ${attempt.attempt} had ended before its runtime stopped (${codes}): ${status}`);
     return isTerminal(status as JobStatus);
   }
 

@@ -127,11 +127,14 @@ async function untilIdle(runtime: LocalRuntime, idleMs: number, signal: AbortSig
   }
 }
 
+/** Why a job that `relaunch serve` cancels as it stops ended: not the user's cancel. */
+export const RUNTIME_STOPPED = 'cancelled because the local runtime was stopped (relaunch serve got SIGTERM or Ctrl-C)';
+
 /** On shutdown, live jobs are cancelled and given a moment to end, so none is left half done. */
 async function cancelLiveJobs(runtime: LocalRuntime): Promise<void> {
   const { jobs } = await listJobs(runtime.deps);
   const live = jobs.filter((job) => !isTerminal(job.status));
-  await Promise.all(live.map((job) => cancelJob(job.jobId, runtime.deps).catch(() => undefined)));
+  await Promise.all(live.map((job) => cancelJob(job.jobId, runtime.deps, RUNTIME_STOPPED).catch(() => undefined)));
   // The timer is cleared once the jobs end: a pending one would keep the process up 5 s more.
   const patience = new AbortController();
   await Promise.race([

@@ -138,7 +138,7 @@ function outcomeCell(attempt: AttemptView): string {
 }
 
 /** A line for each standby (launch_on_warning): what started it, and what became of it. */
-function standbys(attempts: readonly AttemptView[]): string[] {
+export function standbys(attempts: readonly AttemptView[]): string[] {
   const lines = attempts.flatMap((attempt) => {
     const standby = attempt.standby;
     if (standby === null) return [];
@@ -150,7 +150,8 @@ function standbys(attempts: readonly AttemptView[]): string[] {
         return [`${started}; released at ${clockTime(standby.releasedAt)}, charged to nothing: ${standby.releaseReason ?? 'no reason recorded'}`];
       case 'adopted': {
         const gap = attempt.gapSeconds === null ? '' : `, ${attempt.gapSeconds.toFixed(1)} s after attempt ${standby.for} ended`;
-        const run = attempt.runStartedAt === null ? '; run not started yet' : `; run started at ${clockTime(attempt.runStartedAt)}${gap}`;
+        const notStarted = attempt.outcome === null ? '; run not started yet' : `; its run never started (it ended ${attempt.outcome})`;
+        const run = attempt.runStartedAt === null ? notStarted : `; run started at ${clockTime(attempt.runStartedAt)}${gap}`;
         return [`${started}; taken as the next attempt at ${clockTime(standby.adoptedAt)}${run}`];
       }
     }

@@ -215,9 +215,11 @@ declare +x AWS_SIGNED_HEADERS='content-type;host;x-amz-date;x-amz-security-token
 
 # The program each phase's shell runs, in a session of its own: the job's secrets from its
 # stdin (exports; then stdin is /dev/null), its environment, its folder, its script. $1 is
-# the agent's folder, $2 the work folder, $3 the phase. It has no variable of its own, so
-# nothing the job names can change what it does.
-declare +x PHASE_PROGRAM=". /dev/stdin && exec </dev/null && . \"\$1/env.sh\" && cd \"\$2\" && exec bash \"\$1/\$3.sh\""
+# the agent's folder, $2 the work folder, $3 the phase; $4 is set to the shell's own
+# absolute path before the job's environment is read, so the script runs in that bash
+# whatever PATH the job's envs give (its own commands then see that PATH). It has no
+# variable of its own, so nothing the job names can change what it does.
+declare +x PHASE_PROGRAM="set -- \"\$1\" \"\$2\" \"\$3\" \"\$BASH\" && . /dev/stdin && exec </dev/null && . \"\$1/env.sh\" && cd \"\$2\" && exec \"\$4\" \"\$1/\$3.sh\""
 
 # The container's first process: it waits, and on SIGTERM (docker stop, or dockerd on the
 # node's shutdown) passes it to every other process in the container and waits until they

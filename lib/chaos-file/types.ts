@@ -59,8 +59,13 @@ export interface ChaosPlan {
 /** The fault kinds, as an entry of the file names them. */
 export const FAULT_KINDS = ['preempt', 'rebalance', 'lose', 'silence', 'no_capacity', 'drop_events'] as const;
 
-/** `preempt`'s `warning` when not given: short locally (EC2 gives 120 s). */
-export const DEFAULT_PREEMPT_WARNING_MS = 2_000;
+/**
+ * `preempt`'s `warning` when not given: shorter than EC2's 120 s, but, as EC2's is, long
+ * enough for the job's whole grace period and the agent's end before the instance goes
+ * (the local runtime gives a job 10 s and its agent 5 s more), so a rehearsal stops the
+ * job the way EC2 does.
+ */
+export const DEFAULT_PREEMPT_WARNING_MS = 15_000;
 
 /**
  * The longest duration a file may give. The local runtime waits with setTimeout, which

@@ -144,7 +144,7 @@ export function decideRecovery(input: DecideRecoveryInput): RecoveryDecision {
         ? decideNoCapacity(next, outcome.reason)
         : finish(next.counters, RecoveryAction.FAIL, JobStatus.FAILED_PRECHECKS, 'LAUNCH_FAILED', `prechecks failed: ${outcome.reason}`);
     case OutcomeKind.CANCELLED:
-      return finish(next.counters, RecoveryAction.FAIL, JobStatus.CANCELLED, 'CANCELLED', 'cancelled by the user; no restart');
+      return finish(next.counters, RecoveryAction.FAIL, JobStatus.CANCELLED, 'CANCELLED', `${outcome.reason ?? 'cancelled by the user'}; no restart`);
   }
 }
 

@@ -44,7 +44,11 @@ export type AttemptOutcome =
       readonly error: string;
     }
   | { readonly kind: 'LAUNCH_FAILED'; readonly cause: 'NO_RESOURCE' | 'PRECHECKS'; readonly reason: string }
-  | { readonly kind: 'CANCELLED' };
+  | {
+      readonly kind: 'CANCELLED';
+      /** Who or what cancelled it, when not the user (`the local runtime was stopped ...`). */
+      readonly reason?: string;
+    };
 
 /**
  * The kinds of attempt outcome, as stored, shown and carried to the state machine (the

@@ -19,8 +19,35 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  */
 const UNSAFE_NAMES: ReadonlySet<string> = new Set(['__proto__']);
 
+/**
+ * Names bash gives a meaning of its own, or will not let a script set: a variable named so
+ * would change how the agent runs the job (IFS) or never reach it (UID, SHELLOPTS, ...).
+ * PATH is not among them: a job's envs may set it, as SkyPilot lets them (the agent starts
+ * each phase by an absolute path, and the job's own commands see the PATH it gave).
+ */
+const SHELL_NAMES: ReadonlySet<string> = new Set(['IFS', 'UID', 'EUID', 'PPID', 'GROUPS', 'SHELLOPTS', 'BASHOPTS', 'HOSTNAME', 'OPTIND', 'OPTARG']);
+
+/** The prefix of the names relaunch sets in a job's environment (its ids, the node's mark). */
+const RELAUNCH_PREFIX = 'RELAUNCH_';
+
+/**
+ * Why a name, valid as a variable's, belongs to relaunch or to bash and so cannot be set by
+ * a task (envs or secrets), or undefined: RELAUNCH_* (the job's ids, the mark every
+ * process of a local node carries), bash's own names and BASH*.
+ */
+export function ownedNameProblem(name: string): string | undefined {
+  if (name.startsWith(RELAUNCH_PREFIX)) return `expected a name that does not start with ${RELAUNCH_PREFIX} (relaunch sets those itself), got ${name}`;
+  if (SHELL_NAMES.has(name) || name.startsWith('BASH')) return `expected a name the job's shell does not use itself, got ${name}`;
+  return undefined;
+}
+
 /** Why a name cannot be an env of a job, or undefined when it can. */
 export function envNameProblem(name: string): string | undefined {
+  return envSyntaxProblem(name) ?? ownedNameProblem(name);
+}
+
+/** Why a name cannot be a variable's at all (its form, its length), or undefined. */
+function envSyntaxProblem(name: string): string | undefined {
   if (name.length > MAX_ENV_NAME_LENGTH) {
     return `expected an environment variable name of at most ${MAX_ENV_NAME_LENGTH} characters, got ${name.length} characters`;
   }

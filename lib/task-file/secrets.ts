@@ -22,16 +22,14 @@ export const MAX_SECRETS = 64;
 export const MAX_SECRETS_BYTES = 4096;
 
 /**
- * Names bash gives a meaning of its own, or will not let a script set: a secret named so
- * would change how the agent runs the job (IFS, PATH) or never reach it (UID, ...).
+ * Why a name cannot be a secret's, or undefined when it can: envs' rules (relaunch's and
+ * bash's own names refused), and not PATH either, which a secret's hidden value would make
+ * a puzzle of.
  */
-const SHELL_NAMES: ReadonlySet<string> = new Set(['IFS', 'PATH', 'UID', 'EUID', 'PPID', 'GROUPS', 'SHELLOPTS', 'BASHOPTS', 'HOSTNAME', 'OPTIND', 'OPTARG']);
-
-/** Why a name cannot be a secret's, or undefined when it can: envs' rules, and not a shell's own. */
 export function secretNameProblem(name: string): string | undefined {
   const problem = envNameProblem(name);
   if (problem !== undefined) return problem;
-  if (SHELL_NAMES.has(name) || name.startsWith('BASH')) return `expected a name the job's shell does not use itself, got ${name}`;
+  if (name === 'PATH') return `expected a name the job's shell does not use itself, got ${name}`;
   return undefined;
 }
 

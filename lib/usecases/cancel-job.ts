@@ -19,8 +19,10 @@ export interface CancelJobResult {
 const MAX_CANCEL_TRIES = 3;
 
 /**
- * Asks for a job to stop. Idempotent: cancelling again changes nothing, and a job that
- * has already ended is answered with its status and `alreadyFinished: true`.
+ * Asks for a job to stop, for `reason` (the user's cancel unless said: the local runtime
+ * stopping gives its own, which the job's CANCELLED reason then says). Idempotent:
+ * cancelling again changes nothing, and a job that has already ended is answered with its
+ * status and `alreadyFinished: true`.
  *
  * A live job becomes CANCELLING; the machine does the rest, so cleanup (evaluate,
  * release, the CANCELLED status) runs in one place:
@@ -34,20 +36,24 @@ const MAX_CANCEL_TRIES = 3;
  *   end) releases what is left and ends the job CANCELLED. Between two steps, the next
  *   LaunchAttempt sees CANCELLING and ends the job without launching.
  */
-export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'pace'>): Promise<CancelJobResult> {
+export async function cancelJob(
+  jobId: string,
+  deps: Pick<UseCaseDeps, 'store' | 'workflow' | 'clock' | 'pace'>,
+  reason: string = CANCELLED_BY_USER,
+): Promise<CancelJobResult> {
   const { store, workflow, clock } = deps;
-  const { job, repeated } = await markCancelling(store, jobId, nowIso(clock));
+  const { job, repeated } = await markCancelling(store, jobId, nowIso(clock), reason);
   if (isTerminal(job.status)) return { status: job.status, alreadyFinished: true };
   if (job.attemptCount > 0) {
     const attempt = await store.getAttempt(jobId, job.attemptCount);
     if (attempt.taskToken !== null && attempt.outcome === null) {
-      await failTask(workflow, attempt.taskToken, WorkflowError.JobCancelled, CANCELLED_BY_USER);
+      await failTask(workflow, attempt.taskToken, WorkflowError.JobCancelled, reason);
       return { status: job.status, alreadyFinished: false };
     }
   }
   // A repeated cancel stops nothing: the first one did, and a stop that landed after the
   // decision would cut off the machine's own cleanup.
-  if (!repeated && job.executionArn !== null) await workflow.stopBetweenSteps(job.executionArn, CANCELLED_BY_USER);
+  if (!repeated && job.executionArn !== null) await workflow.stopBetweenSteps(job.executionArn, reason);
   // A launch slot still ahead will not be used (a CANCELLING job launches nothing): the
   // launches after it may go sooner. A repeated cancel finds it given back already.
   if (!repeated) await deps.pace.release(jobId, clock.now().getTime());
@@ -58,17 +64,16 @@ export async function cancelJob(jobId: string, deps: Pick<UseCaseDeps, 'store' |
  * The job CANCELLING (or already ended), and whether an earlier cancel got there first;
  * retried on a fresh read when a step changed its status first.
  */
-async function markCancelling(store: JobStore, jobId: string, at: string): Promise<{ job: JobRecord; repeated: boolean }> {
+async function markCancelling(store: JobStore, jobId: string, at: string, reason: string): Promise<{ job: JobRecord; repeated: boolean }> {
   return retryOnConflict(MAX_CANCEL_TRIES, async () => {
     const job = await store.getJob(jobId);
     if (isEnding(job.status)) return { job, repeated: true };
-    const cancelling = await store.changeStatus(jobId, {
-      from: job.status,
-      to: JobStatus.CANCELLING,
-      reason: CANCELLED_BY_USER,
-      attempt: job.attemptCount > 0 ? job.attemptCount : null,
-      at,
-    });
+    const cancelling = await store.changeStatus(
+      jobId,
+      { from: job.status, to: JobStatus.CANCELLING, reason, attempt: job.attemptCount > 0 ? job.attemptCount : null, at },
+      // Kept with the job until it ends, for every path that ends it CANCELLED to say why.
+      reason === CANCELLED_BY_USER ? undefined : { failureReason: reason },
+    );
     return { job: cancelling, repeated: false };
   });
 }

@@ -17,6 +17,12 @@ export interface UseCaseDeps {
   readonly pace: LaunchPace;
 }
 
+/** Waits `ms` of the clock's time: its own sleep, or real time when it has none. */
+export function sleepOn(clock: Clock, ms: number): Promise<void> {
+  if (clock.sleep !== undefined) return clock.sleep(ms);
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /** The current time as stored: ISO 8601, UTC. */
 export function nowIso(clock: Clock): string {
   return clock.now().toISOString();

@@ -60,7 +60,7 @@ export async function evaluatePolicy(
     const job = tryNumber === 1 ? firstJob : await store.getJob(jobId);
     const attempt = tryNumber === 1 ? first : await store.getAttempt(jobId, number);
     if (attempt.decision !== null) return withDecision(state, attempt.decision);
-    const outcome: AttemptOutcome = job.status === JobStatus.CANCELLING ? { kind: 'CANCELLED' } : ended;
+    const outcome: AttemptOutcome = job.status === JobStatus.CANCELLING ? cancelledOutcome(job) : ended;
     const capacityWaitSeconds = await secondsWaitingForCapacity(store, job, number, clock);
     const decided = decideRecovery({ policy: job.spec.resources.jobRecovery, counters: job.counters, outcome, random, capacityWaitSeconds });
     const next = nextTaskAfter(job, decided);
@@ -77,6 +77,11 @@ export async function evaluatePolicy(
     );
     return withDecision(state, stored);
   });
+}
+
+/** A cancel's outcome, with why when the job was cancelled for another reason than the user's cancel. */
+export function cancelledOutcome(job: JobRecord): AttemptOutcome {
+  return job.failureReason === null ? { kind: 'CANCELLED' } : { kind: 'CANCELLED', reason: job.failureReason };
 }
 
 /** Ends an attempt the wait gave up on; if something else ended it first, its outcome stands. */

@@ -77,19 +77,20 @@ export async function onExecutionEnded(
     const attempt = await releaseLatest(deps, job.jobId, job.attemptCount, 'the job was cancelled');
     if (attempt.outcome === null) await store.endAttempt(job.jobId, attempt.attempt, { kind: 'CANCELLED' }, nowIso(clock));
   }
+  const why = job.failureReason ?? CANCELLED_BY_USER;
   const changed = await retryOnConflict(2, async () => {
     const current = await store.getJob(job.jobId);
     if (isTerminal(current.status)) return false;
     await store.changeStatus(
       job.jobId,
-      { from: current.status, to: JobStatus.CANCELLED, reason: CANCELLED_BY_USER, attempt: current.attemptCount > 0 ? current.attemptCount : null, at: nowIso(clock) },
-      { failureReason: CANCELLED_BY_USER },
+      { from: current.status, to: JobStatus.CANCELLED, reason: why, attempt: current.attemptCount > 0 ? current.attemptCount : null, at: nowIso(clock) },
+      { failureReason: why },
     );
     return true;
   });
   await deps.secrets.delete(job.jobId);
   const reason = `job ${job.jobId} cancelled while its execution waited`;
-  return changed ? { action: 'cancelled', reason, ended: { jobId: job.jobId, status: JobStatus.CANCELLED, reason: CANCELLED_BY_USER } } : { action: 'cancelled', reason };
+  return changed ? { action: 'cancelled', reason, ended: { jobId: job.jobId, status: JobStatus.CANCELLED, reason: why } } : { action: 'cancelled', reason };
 }
 
 /** Releases the latest attempt's instances, and the standby a warning started for it, if any. */

@@ -80,7 +80,6 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
   }
   if (job.attemptCount !== attempt.attempt && !standby) return ignored(`${where} is stale: attempt ${job.attemptCount} is the live one`);
   if (attempt.outcome !== null) return ignored(`${where} has already ended (${attempt.outcome.kind})`);
-  const { numNodes } = job.spec;
 
   if (event.kind === 'REBALANCE_RECOMMENDATION') {
     if (standby || job.spec.resources.jobRecovery.launchOnWarning !== 'rebalance') {
@@ -94,7 +93,7 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
   if (event.kind === 'SPOT_INTERRUPTION_WARNING') {
     if (attempt.interruptionNoticedAt !== null) return ignored(`${where}: interruption already noted at ${attempt.interruptionNoticedAt}`);
     const noted = await store.noteInterruption(attempt.jobId, attempt.attempt, event.time);
-    const settled = await settleAttempt(noted, numNodes, [], event.time, deps);
+    const settled = await settleAttempt(noted, job.spec, [], event.time, deps);
     if (settled.ended) return ended(where, settled.outcome);
     if (settled.attempt.outcome !== null) return ignored(`${where} ended meanwhile (${settled.attempt.outcome.kind})`);
     const asked = standby ? '; a standby is taken as it is, warned, if the relaunch comes' : await standbyAsked(deps, job, settled.attempt);
@@ -105,7 +104,7 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
   if (how === undefined) return ignored(`instance ${event.instanceId} is ${event.state ?? 'in an unnamed state'}, not gone`);
   const nodeRank = attempt.instances.find((instance) => instance.instanceId === event.instanceId)?.nodeRank;
   if (nodeRank === undefined) return ignored(`instance ${event.instanceId} is none of the nodes of ${where}`);
-  const settled = await settleAttempt(attempt, numNodes, [{ nodeRank, instanceId: event.instanceId, how }], event.time, deps);
+  const settled = await settleAttempt(attempt, job.spec, [{ nodeRank, instanceId: event.instanceId, how }], event.time, deps);
   if (settled.ended) return ended(where, settled.outcome);
   if (settled.attempt.outcome !== null) return ignored(`${where} ended meanwhile (${settled.attempt.outcome.kind})`);
   return ignored(`instance ${event.instanceId} of node ${nodeRank} was ${how} after its final report: expected, it decides nothing`);

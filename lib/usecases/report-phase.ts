@@ -8,7 +8,7 @@ import { keepTail, storedTailMaxBytes } from '../report-tail.ts';
 import { runSignal, type RunSignal } from '../standby-rules.ts';
 import { assertLiveOrHolding, authorizeAgent, markRunning, type AgentCredentials } from './agent.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
-import { settleAttempt } from './settle-attempt.ts';
+import { settleAfterReport } from './settle-attempt.ts';
 
 /**
  * `POST /jobs/{id}/attempts/{n}/report`: one node's end of one phase, as its exit code, or,
@@ -46,7 +46,11 @@ export interface ReportPhaseResult {
  * - A second, different code (or agent failure) for the same node and phase is InvalidInputError.
  * - An agent failure is stored in setup's place; one given for run is InvalidInputError.
  * - A non-zero report while a warning is on record ends the attempt PREEMPTED, not EXITED,
- *   even on a single node (the node is going anyway); the report is stored with it.
+ *   even on a single node (the node is going anyway); the report is stored with it. A
+ *   code in `fail_on_exit_codes` is final even then: the attempt EXITED.
+ * - A non-zero report while peers still run is answered once they have all reported, or
+ *   PEER_REPORT_WAIT_MS after the first failing report (settleAfterReport): the attempt
+ *   is decided on every code stored by then, whatever order they came in.
  *
  * The end is written only on the facts it was decided on (`settleAttempt`), so an EC2
  * event handled at the same moment can neither end the attempt over a stored final report
@@ -74,7 +78,7 @@ export async function reportPhase(
     let now = attempt;
     if (attempt.attempt === job.attemptCount && attempt.outcome === null) {
       await markRunning(store, job, input.attempt, clock);
-      now = (await settleAttempt(attempt, job.spec.numNodes, [], nowIso(clock), deps)).attempt;
+      now = (await settleAfterReport(attempt, job.spec, deps)).attempt;
     }
     return answer('duplicate', input, job, now, deps);
   }
@@ -101,7 +105,7 @@ export async function reportPhase(
   }
 
   if (which === 'live') await markRunning(store, job, input.attempt, clock);
-  const settled = await settleAttempt(added.attempt, job.spec.numNodes, [], nowIso(clock), deps);
+  const settled = await settleAfterReport(added.attempt, job.spec, deps);
   return answer('accepted', input, job, settled.attempt, deps);
 }
 

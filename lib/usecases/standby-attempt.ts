@@ -6,7 +6,7 @@ import { secondsUntil } from '../launch-pace.ts';
 import type { AttemptRecord, JobRecord, WarningKind } from '../model.ts';
 import type { JobStore, LaunchRequest } from '../ports.ts';
 import { hashSecret, newCallbackSecret } from '../secrets.ts';
-import { isHolding, isReleased, runSignal, standbyAskedBy, type RunAnswer } from '../standby-rules.ts';
+import { isHolding, isReleased, recoveriesLeft, runSignal, standbyAskedBy, type RunAnswer } from '../standby-rules.ts';
 import { JobStatus } from '../status.ts';
 import { StateName, WorkflowError, type LaunchStandbyInput, type StandbyResult } from '../workflow/contract.ts';
 import { markRunning, authorizeAgent, type AgentCredentials } from './agent.ts';
@@ -42,7 +42,7 @@ export async function standbyOf(store: JobStore, jobId: string, live: number): P
  * had ended (whoever resumed it first wins; AwaitAttempt asks again when it waits next).
  */
 export async function askForStandby(deps: Pick<UseCaseDeps, 'store' | 'workflow'>, job: JobRecord, attempt: AttemptRecord): Promise<boolean> {
-  const asked = standbyAskedBy(job.spec.resources.jobRecovery, attempt);
+  const asked = standbyAskedBy(job.spec.resources.jobRecovery, attempt, job.counters);
   if (asked === null || attempt.taskToken === null || attempt.tokenState !== StateName.AwaitAttempt) return false;
   if ((await standbyOf(deps.store, job.jobId, attempt.attempt)) !== null) return false;
   const cause = `the ${WARNING_WORDS[asked]} on attempt ${attempt.attempt} of job ${job.jobId} asks for attempt ${attempt.attempt + 1} as its standby (launch_on_warning)`;
@@ -57,7 +57,8 @@ export async function askForStandby(deps: Pick<UseCaseDeps, 'store' | 'workflow'
  * shared launch pace. Its nodes run setup and hold before run (runSignal).
  *
  * - Nothing is launched when the warned attempt has ended or is no longer the live one,
- *   no warning asks for a standby, or the job is being cancelled.
+ *   no warning asks for a standby, max_recoveries leaves no relaunch after a preemption
+ *   (the policy could never take it), or the job is being cancelled.
  * - The standby is written first (so its agents can prove themselves), then launched. A
  *   launch the pace cannot take now, or that finds no capacity or fails a precheck, leaves
  *   the standby released with why ("not launched: ..."), charged to nothing: the next
@@ -82,9 +83,13 @@ export async function launchStandby(
   if (job.attemptCount !== live) return notLaunched(`attempt ${live} is no longer the live one (attempt ${job.attemptCount} is)`);
   if (job.status !== JobStatus.STARTING && job.status !== JobStatus.RUNNING) return notLaunched(`the job is ${job.status}`);
   const warned = await store.getAttempt(jobId, live);
-  const asked = standbyAskedBy(job.spec.resources.jobRecovery, warned);
+  const asked = standbyAskedBy(job.spec.resources.jobRecovery, warned, job.counters);
   if (asked === null) {
-    return notLaunched(warned.outcome === null ? `no warning on attempt ${live} asks for a standby` : `attempt ${live} has ended (${warned.outcome.kind})`);
+    if (warned.outcome !== null) return notLaunched(`attempt ${live} has ended (${warned.outcome.kind})`);
+    if (recoveriesLeft(job.spec.resources.jobRecovery, job.counters) === 0) {
+      return notLaunched(`max_recoveries (${String(job.spec.resources.jobRecovery.maxRecoveries)}) is used up: a preemption of attempt ${live} ends the job, so no standby could be taken`);
+    }
+    return notLaunched(`no warning on attempt ${live} asks for a standby`);
   }
 
   const secret = newCallbackSecret();

@@ -12,6 +12,11 @@ import { errorMessage, nowIso, type UseCaseDeps } from './deps.ts';
  * PENDING with no execution, still in the store's queue of jobs whose execution is not
  * recorded (listQueued), for startQueuedJobs (the janitor) or a retried submit to start: a submit is answered 202 whatever the backlog. Any other failure marks the job
  * FAILED_CONTROLLER with the reason, tells `onJobEnded`, and rethrows.
+ *
+ * An execution that started but whose record the store refused for now (TransientError: a
+ * full disk) runs: the job is submitted, never answered as a failure (a 503 must create
+ * nothing), and stays in the queue, where the janitor's start finds the same execution (a
+ * start is named by its job) and records it.
  */
 export async function startController(
   jobId: string,
@@ -34,6 +39,10 @@ export async function startController(
     await onJobEnded?.({ jobId, status: JobStatus.FAILED_CONTROLLER, reason });
     throw error;
   }
-  await store.setExecution(jobId, executionArn);
+  try {
+    await store.setExecution(jobId, executionArn);
+  } catch (error) {
+    if (!(error instanceof TransientError)) throw error;
+  }
   return true;
 }

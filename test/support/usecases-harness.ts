@@ -17,9 +17,15 @@ import { FakeCompute } from './fakes/fake-compute.ts';
 import { FakeWorkflow } from './fakes/fake-workflow.ts';
 import * as fixtures from './fixtures/specs.ts';
 
-/** A clock that stands still until a test moves it. */
+/**
+ * A clock that stands still until a test moves it. A use case's sleep moves it to the end
+ * of the wait by itself (after letting whatever else is under way run first), unless the
+ * test holds it (`hold()`): then a sleep ends only when `advance` reaches its end.
+ */
 export class TestClock implements Clock {
   #ms: number;
+  #held = false;
+  readonly #sleepers: { until: number; wake: () => void }[] = [];
   constructor(start = '2026-03-01T12:00:00.000Z') {
     this.#ms = Date.parse(start);
   }
@@ -28,6 +34,30 @@ export class TestClock implements Clock {
   }
   advance(seconds: number): void {
     this.#ms += seconds * 1000;
+    for (const sleeper of this.#sleepers.filter((s) => s.until <= this.#ms)) {
+      this.#sleepers.splice(this.#sleepers.indexOf(sleeper), 1);
+      sleeper.wake();
+    }
+  }
+  /** Sleeps end only when the test advances the clock past them. */
+  hold(): void {
+    this.#held = true;
+  }
+  /** How many sleeps are waiting for the clock. */
+  get sleeping(): number {
+    return this.#sleepers.length;
+  }
+  sleep(ms: number): Promise<void> {
+    const until = this.#ms + ms;
+    if (!this.#held) {
+      return new Promise((resolve) =>
+        setImmediate(() => {
+          this.#ms = Math.max(this.#ms, until);
+          resolve();
+        }),
+      );
+    }
+    return new Promise((wake) => this.#sleepers.push({ until, wake }));
   }
 }
 

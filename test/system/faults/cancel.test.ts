@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RUNTIME_STOPPED } from '../../../cli/commands/serve.ts';
 import { killStrayClis, startCli } from '../../support/cli.ts';
 import { waitFor, yaml } from '../../support/local-harness.ts';
 import { processesOfJob, serve, type JobAnswer, type Served } from './world.ts';
@@ -96,6 +97,8 @@ describe('cancel at any moment, through a real server', () => {
       const after = startCli(['status', jobId, '--json', '--data-dir', own], { cwd: own });
       const shown = JSON.parse((await after.finished).stdout) as JobAnswer;
       expect(shown.status).toBe('CANCELLED');
+      // Not the user's cancel: the reason says the runtime was stopped.
+      expect(shown.failureReason).toBe(RUNTIME_STOPPED);
     } finally {
       rmSync(own, { recursive: true, force: true });
     }

@@ -68,3 +68,60 @@ describe('a job that saves a checkpoint when it is told to stop', () => {
     expect(Date.parse(first?.endedAt ?? '') - Date.parse(first?.interruptionNoticedAt ?? '')).toBeLessThan(20_000);
   });
 });
+
+/**
+ * Attempt 1 counts every SIGTERM it gets (one line each in `signals`) and, on the first,
+ * rewrites its checkpoint in place over 6 s: a second signal would start the save again
+ * and empty the file. Any later attempt succeeds at once.
+ */
+const COUNTING_TASK = yaml`
+  resources:
+    use_spot: true
+  run: |
+    if [ "$RELAUNCH_ATTEMPT" -gt 1 ]; then exit 0; fi
+    save() {
+      echo term >> signals
+      : > checkpoint
+      for part in 1 2 3 4 5 6; do echo "part $part" >> checkpoint; sleep 1; done
+      echo saved
+      exit 0
+    }
+    trap save TERM
+    echo $$ > started
+    while :; do sleep 0.1; done
+`;
+
+const WHOLE_CHECKPOINT = ['part 1', 'part 2', 'part 3', 'part 4', 'part 5', 'part 6', ''].join('\n');
+
+describe('a stop gives the job one SIGTERM, from the agent, and its whole grace period', () => {
+  it('on a cancel: one signal, and the 6 s in-place save is whole', { timeout: 90_000 }, async () => {
+    const t = await open();
+    const { jobId } = await t.runtime.submit(COUNTING_TASK);
+    const work = jobWorkDir(t.dataDir, jobId);
+    await waitFor('the job to start', () => (existsSync(path.join(work, 'started')) ? true : undefined));
+
+    await t.runtime.cancel(jobId);
+    await finish(t, jobId);
+    await waitFor(`the processes of ${jobId} to be gone`, () => (processesOfJob(jobId).length === 0 ? true : undefined), 30_000);
+
+    expect(readFileSync(path.join(work, 'signals'), 'utf8')).toBe('term\n');
+    expect(readFileSync(path.join(work, 'checkpoint'), 'utf8')).toBe(WHOLE_CHECKPOINT);
+  });
+
+  it('on a preemption whose warning is shorter than the grace: one signal, and the save is whole', { timeout: 90_000 }, async () => {
+    const t = await open();
+    const job = await runToEnd(t, COUNTING_TASK, {
+      chaos: chaos`
+        faults:
+          - attempt: 1
+            preempt: {node: 0, after: 1s, warning: 3s}
+      `,
+    });
+    await waitFor(`the processes of ${job.jobId} to be gone`, () => (processesOfJob(job.jobId).length === 0 ? true : undefined), 30_000);
+
+    expect(job.view.attempts.map((attempt) => attempt.outcome)).toEqual(['PREEMPTED', 'EXITED']);
+    const work = jobWorkDir(t.dataDir, job.jobId);
+    expect(readFileSync(path.join(work, 'signals'), 'utf8')).toBe('term\n');
+    expect(readFileSync(path.join(work, 'checkpoint'), 'utf8')).toBe(WHOLE_CHECKPOINT);
+  });
+});

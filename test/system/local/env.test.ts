@@ -26,7 +26,6 @@ describe('the environment of a job, end to end', () => {
         envs:
           GREETING: hello
           MODE: from-file
-          RELAUNCH_NODE_RANK: "7"
         resources:
           accelerators: A100:2
         run: |
@@ -48,7 +47,6 @@ describe('the environment of a job, end to end', () => {
       expect(seen[rank]).toEqual({
         RELAUNCH_JOB_ID: job.jobId,
         RELAUNCH_ATTEMPT: '1',
-        // The documented variables win over a task's envs of the same name.
         RELAUNCH_NODE_RANK: String(rank),
         RELAUNCH_NUM_NODES: '2',
         RELAUNCH_NODE_IPS: '127.0.0.1,127.0.0.1',
@@ -63,7 +61,7 @@ describe('the environment of a job, end to end', () => {
       });
     }
     // The overrides are part of the job's stored spec, so a relaunch sees them too.
-    expect(job.job.spec.envs).toEqual({ GREETING: 'hello', MODE: 'from-cli', RELAUNCH_NODE_RANK: '7', EXTRA: 'x y' });
+    expect(job.job.spec.envs).toEqual({ GREETING: 'hello', MODE: 'from-cli', EXTRA: 'x y' });
   });
 
   it('gives a relaunched attempt its own number and task id', async () => {

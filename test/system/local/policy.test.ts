@@ -2,6 +2,8 @@
 // machine with real bash processes, and the job's record in the table tells the story.
 
 import { describe, expect, it } from 'vitest';
+import { simulate } from '../../../lib/simulate.ts';
+import { parseTaskFile } from '../../../lib/task-file/parse.ts';
 import { reportCodes, runToEnd, statusTrail, useLocalRuntimes, yaml, type FinishedJob } from '../../support/local-harness.ts';
 
 const open = useLocalRuntimes();
@@ -204,6 +206,29 @@ describe('the recovery policy, end to end', () => {
     expect(job.attempts[0]?.decision?.rule).toBe('FAIL_ON_EXIT_CODE');
     expect(job.job.counters).toMatchObject({ restartsOnErrors: 0, recoveryCount: 0 });
     expect(statusTrail(job.events)).toEqual(['PENDING', 'STARTING', 'RUNNING', 'FAILED']);
+  });
+
+  it('decides two nodes that end together on both codes, the recover-on one reported first: FAILED, as simulate says', async () => {
+    const t = await open();
+    const task = yaml`
+      num_nodes: 2
+      resources:
+        job_recovery:
+          fail_on_exit_codes: [42]
+          recover_on_exit_codes: [3]
+          max_restarts_on_exit_codes: 1
+      run: |
+        touch "ready.$RELAUNCH_ATTEMPT.$RELAUNCH_NODE_RANK"
+        until [ -e "ready.$RELAUNCH_ATTEMPT.0" ] && [ -e "ready.$RELAUNCH_ATTEMPT.1" ]; do sleep 0.05; done
+        if [ "$RELAUNCH_NODE_RANK" = 0 ]; then exit 3; fi
+        sleep 0.3
+        exit 42
+    `;
+    const job = await runToEnd(t, task);
+
+    const simulated = simulate(parseTaskFile(task).spec, ['exit:3+42']).decisions[0];
+    expect(attemptsOf(job)).toEqual([{ attempt: 1, outcome: 'EXITED', phase: 'run', exitCodes: [3, 42], decision: 'FAIL', reason: simulated?.reason }]);
+    expect(job.view.status).toBe(simulated?.status);
   });
 
   it('reports a job that SIGKILLs itself as exit 137, decoded in the reason', async () => {

@@ -240,6 +240,19 @@ describe('simulate: a standby (launch_on_warning)', () => {
     expect(fates({ launchOnWarning: 'rebalance', maxRestartsOnErrors: 1 }, ['rebalance', 'exit:1'])).toEqual([['rebalance exit:1', 'RESTART', 'adopted']]);
   });
 
+  it('fails on a fail_on_exit_codes code after a warning, as the runtime does; any other code after a warning is a preemption', () => {
+    expect(simulate(spec({ failOnExitCodes: [42], maxRestartsOnErrors: 2 }), ['warn', 'exit:42']).decisions.map((d) => d.action)).toEqual(['FAIL']);
+    expect(simulate(spec({ failOnExitCodes: [42], maxRestartsOnErrors: 2 }), ['warn', 'exit:1', 'exit:0']).decisions.map((d) => d.action)).toEqual(['RECOVER', 'SUCCEED']);
+  });
+
+  it('starts no standby once max_recoveries is spent, or when it is 0: the policy could never take it', () => {
+    expect(fates({ launchOnWarning: true, maxRecoveries: 1 }, 'warn gone:0 warn gone:0'.split(' '))).toEqual([
+      ['warn gone:0', 'RECOVER', 'adopted'],
+      ['warn gone:0', 'FAIL', null],
+    ]);
+    expect(fates({ launchOnWarning: true, maxRecoveries: 0 }, ['warn', 'gone:0'])).toEqual([['warn gone:0', 'FAIL', null]]);
+  });
+
   it('lets the standby go when the relaunch moves to on-demand', () => {
     expect(fates({ launchOnWarning: true, onDemandFallbackAfter: 1 }, ['warn', 'gone:0', 'exit:0'])).toEqual([
       ['warn gone:0', 'RECOVER', 'released'],

@@ -35,12 +35,22 @@ describe('which warning asks for a standby', () => {
     ['true, no warning', true, {}, null],
     ['true, a warning on an attempt that has ended', true, { interruptionNoticedAt: T1, outcome: { kind: 'PREEMPTED' } }, null],
   ])('%s', (_name, option, fields, expected) => {
-    expect(standbyAskedBy({ ...DEFAULT_RECOVERY_POLICY, launchOnWarning: option }, attempt(1, fields))).toBe(expected);
+    expect(standbyAskedBy({ ...DEFAULT_RECOVERY_POLICY, launchOnWarning: option }, attempt(1, fields), job().counters)).toBe(expected);
   });
 
   it('a policy stored before the option existed asks for none', () => {
     const { launchOnWarning: _absent, ...older } = DEFAULT_RECOVERY_POLICY;
-    expect(standbyAskedBy(older, attempt(1, { interruptionNoticedAt: T1 }))).toBeNull();
+    expect(standbyAskedBy(older, attempt(1, { interruptionNoticedAt: T1 }), job().counters)).toBeNull();
+  });
+
+  it.each<[string, number | null, number, string | null]>([
+    ['no max_recoveries: asks', null, 5, 'interruption'],
+    ['max_recoveries 0: a preemption ends the job, so none', 0, 0, null],
+    ['max_recoveries 2, one used: asks', 2, 1, 'interruption'],
+    ['max_recoveries 2, both used: none', 2, 2, null],
+  ])('%s', (_name, maxRecoveries, used, expected) => {
+    const policy = { ...DEFAULT_RECOVERY_POLICY, launchOnWarning: true as const, maxRecoveries };
+    expect(standbyAskedBy(policy, attempt(1, { interruptionNoticedAt: T1 }), { ...job().counters, recoverDecisions: used })).toBe(expected);
   });
 });
 
@@ -77,6 +87,8 @@ describe('whether the relaunch takes the standby', () => {
     ['its setup failed: taken, and decided as any attempt', {}, standby({ outcome: { kind: 'EXITED', phase: 'setup', nodes: [{ rank: 0, exitCode: 1 }] } }), null],
     ['the fallback moved the job on-demand', { counters: { ...job().counters, market: 'on-demand' } }, standby(), 'the next attempt runs on-demand, and the standby spot'],
     ['released', {}, standby({ standby: { for: 1, on: 'interruption', releasedAt: T1, releaseReason: 'no capacity' } }), 'it was released (no capacity)'],
+    ['lost while it held: gone, not taken', {}, standby({ outcome: { kind: 'LOST', reason: 'instance i-2 was terminated' } }), 'it was lost while it held (instance i-2 was terminated)'],
+    ['reclaimed while it held: gone, not taken', {}, standby({ outcome: { kind: 'PREEMPTED' } }), 'it was reclaimed while it held (a spot interruption)'],
   ])('%s', (_name, fields, record, expected) => {
     expect(whyNotAdopt(job(fields), record)).toBe(expected);
   });

@@ -3,7 +3,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { parseChaosFile } from '../../../lib/chaos-file/parse.ts';
-import type { ChaosFault, ChaosPlan } from '../../../lib/chaos-file/types.ts';
+import { DEFAULT_PREEMPT_WARNING_MS, type ChaosFault, type ChaosPlan } from '../../../lib/chaos-file/types.ts';
+import { LOCAL_STOP_GRACE_SECONDS } from '../../../local/process-compute.ts';
 import { InvalidInputError, type InputIssue } from '../../../lib/errors.ts';
 import { chaosIssuesForTask, faultsOfAttempt, mergeChaos, NO_CHAOS, preemptAttemptsPlan } from '../../../local/chaos.ts';
 
@@ -30,6 +31,10 @@ describe('plans', () => {
     expect(issuesOf(() => preemptAttemptsPlan([1, attempt]))).toEqual([
       { path: '--preempt-attempts', message: `expected attempt numbers from 1 to 1000, got ${String(attempt)}` },
     ]);
+  });
+
+  it("gives preempt's default warning room for the local grace period and the agent's end, as EC2's 120 s give its 90 s", () => {
+    expect(DEFAULT_PREEMPT_WARNING_MS).toBeGreaterThanOrEqual((LOCAL_STOP_GRACE_SECONDS + 5) * 1000);
   });
 
   it('merges two plans, the first one first', () => {

@@ -16,6 +16,7 @@ import {
   UpdateItemCommand,
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
+import { AbstractLevel } from 'abstract-level';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTable, INTENT_TABLE, startDynalite, type LocalDynamo } from '../../../local/dynalite.ts';
 
@@ -325,6 +326,50 @@ describe('startDynalite: a persisted store', () => {
       await client.send(new DeleteItemCommand({ TableName: 'persisted', Key: key('q') }));
     } finally {
       await close();
+    }
+  });
+});
+
+describe('startDynalite: a write the database below refuses', () => {
+  let folder: string;
+  let failing = false;
+  const original = { put: AbstractLevel.prototype.put, batch: AbstractLevel.prototype.batch };
+  const noSpace = (): Promise<never> =>
+    Promise.reject(Object.assign(new Error('IO error: 000005.log: No space left on device'), { code: 'LEVEL_IO_ERROR' }));
+
+  beforeAll(async () => {
+    folder = await mkdtemp(join(tmpdir(), 'relaunch-dynalite-'));
+    // LevelDB failing its writes as on a disk a job filled since the guard looked.
+    AbstractLevel.prototype.put = function put(this: AbstractLevel<unknown, unknown, unknown>, ...args: unknown[]) {
+      return failing ? noSpace() : (original.put as (...a: unknown[]) => Promise<void>).apply(this, args);
+    } as typeof AbstractLevel.prototype.put;
+    AbstractLevel.prototype.batch = function batch(this: AbstractLevel<unknown, unknown, unknown>, ...args: unknown[]) {
+      return failing ? noSpace() : (original.batch as (...a: unknown[]) => Promise<void>).apply(this, args);
+    } as typeof AbstractLevel.prototype.batch;
+  });
+
+  afterAll(async () => {
+    AbstractLevel.prototype.put = original.put;
+    AbstractLevel.prototype.batch = original.batch;
+    await rm(folder, { recursive: true, force: true });
+  });
+
+  it('answers it as a refused write (a 500 saying so), and serves the next write once the disk takes it', async () => {
+    const dynamo = await startDynalite({ path: folder, minFreeBytes: 0 });
+    const client = clientFor(dynamo.endpoint);
+    try {
+      await ensureTable(client, 'full');
+      failing = true;
+      const refused = client.send(new PutItemCommand({ TableName: 'full', Item: key('lost') }));
+      await expect(refused).rejects.toMatchObject({ name: 'InternalServerError', message: expect.stringContaining('No space left on device') });
+      failing = false;
+      await client.send(new PutItemCommand({ TableName: 'full', Item: key('kept') }));
+      const { Item } = await client.send(new GetItemCommand({ TableName: 'full', Key: key('kept'), ConsistentRead: true }));
+      expect(Item).toEqual(key('kept'));
+    } finally {
+      failing = false;
+      client.destroy();
+      await dynamo.close();
     }
   });
 });

@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { JobStore } from '../../../lib/ports.ts';
 import { leftReports } from '../../../local/left-reports.ts';
 import { nodeDir } from '../../../local/paths.ts';
 import { attemptRecord } from '../../support/fixtures/records.ts';
@@ -122,5 +123,40 @@ describe('a runtime opening a folder whose job left a report unstored', () => {
     expect(job.attempts[0]).toMatchObject({ outcome: { kind: 'EXITED' }, decision: { action: 'RESTART' } });
     expect(job.attempts[0]?.reports.map((r) => `${r.phase}:${r.exitCode}`)).toContain('run:29');
     expect(second.notices).toEqual([`job ${jobId}: attempt 1 had ended before its runtime stopped (run exit code 29 on node 0, found in its nodes' folders): RECOVERING`]);
+  });
+});
+
+describe('a runtime opening a folder whose attempt has its reports stored and no decision', () => {
+  /** A job whose run is under way when `stop` runs against the first runtime's store, which then closes. */
+  async function stoppedBetweenReportAndPolicy(stop: (store: JobStore, jobId: string, at: string) => Promise<void>) {
+    const first = await open({ inMemory: false });
+    const { jobId } = await first.runtime.submit(yaml`
+      run: sleep 60
+    `);
+    await waitUntilAwaiting(first, jobId, 1);
+    await waitFor('the setup report to be stored', async () => ((await first.runtime.deps.store.getAttempt(jobId, 1)).reports.some((r) => r.phase === 'setup') ? true : undefined));
+    // What the report's use case had done when the runtime died, before the policy's step.
+    await stop(first.runtime.deps.store, jobId, new Date().toISOString());
+    await first.runtime.close();
+    const second = await open({ inMemory: false, dataDir: first.dataDir });
+    return { job: await stored(second, jobId), notices: second.notices, jobId };
+  }
+
+  it('decides a stored exit 0 that never ended the attempt: SUCCEEDED, not FAILED_CONTROLLER', async () => {
+    const { job, notices, jobId } = await stoppedBetweenReportAndPolicy(async (store, jobId, at) => {
+      await store.addReport(jobId, 1, { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'done\n', reportedAt: at });
+    });
+    expect(job.job.status).toBe('SUCCEEDED');
+    expect(job.attempts[0]).toMatchObject({ outcome: { kind: 'EXITED' }, decision: { action: 'SUCCEED' } });
+    expect(notices).toEqual([`job ${jobId}: attempt 1 had ended before its runtime stopped (its reports stored, its decision not yet made): SUCCEEDED`]);
+  });
+
+  it('decides an attempt the exit 0 had ended, whose policy step never ran: SUCCEEDED', async () => {
+    const { job } = await stoppedBetweenReportAndPolicy(async (store, jobId, at) => {
+      await store.addReport(jobId, 1, { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'done\n', reportedAt: at });
+      await store.endAttempt(jobId, 1, { kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 0 }] }, at);
+    });
+    expect(job.job.status).toBe('SUCCEEDED');
+    expect(job.attempts[0]?.decision).toMatchObject({ action: 'SUCCEED' });
   });
 });

@@ -97,6 +97,23 @@ describe('the agent script', () => {
     expect(readFileSync(join(dir, 'pwd'), 'utf8').trim()).toBe(join(dir, 'sky_workdir'));
   });
 
+  it('starts each phase by an absolute bash, whatever PATH the envs give, and the job sees that PATH', async () => {
+    // The job's PATH leads with a folder whose `bash` is not one: a phase started through
+    // the job's PATH would run it and fail with 127.
+    const custom = join(dir, 'custom', 'bin');
+    mkdirSync(custom, { recursive: true });
+    writeFileSync(join(custom, 'bash'), '#!/bin/sh\necho not the shell; exit 127\n', { mode: 0o755 });
+    writeFileSync(join(custom, 'own-tool'), '#!/bin/sh\necho own tool\n', { mode: 0o755 });
+    const path = `${custom}:/usr/bin:/bin`;
+    const result = await runAgent({ spec: spec({ envs: { PATH: path }, setup: 'echo "setup PATH=$PATH"', run: 'own-tool' }), nodeRank: 0 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: `setup PATH=${path}` },
+      { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'own tool' },
+    ]);
+  });
+
   it('reports a run that exits 29 with its code and output', async () => {
     const result = await runAgent({ spec: spec({ run: 'echo about to fail >&2; exit 29' }), nodeRank: 0 });
 
@@ -362,7 +379,7 @@ describe('the agent with a Docker image', () => {
   const CONTAINER = `relaunch-${INSTANCE_ID}`;
   /** What the container runs first, and what a phase runs (agent.sh's CONTAINER_INIT and PHASE_PROGRAM). */
   const CONTAINER_INIT = `trap 'kill -TERM -1 2>/dev/null; while kill -0 -1 2>/dev/null; do sleep 0.2; done; exit 0' TERM; while :; do sleep 3600 & wait $!; done`;
-  const PHASE_PROGRAM = '. /dev/stdin && exec </dev/null && . "$1/env.sh" && cd "$2" && exec bash "$1/$3.sh"';
+  const PHASE_PROGRAM = 'set -- "$1" "$2" "$3" "$BASH" && . /dev/stdin && exec </dev/null && . "$1/env.sh" && cd "$2" && exec "$4" "$1/$3.sh"';
 
   it('pulls it, starts one container on the host network, runs setup and run inside with the env and secrets, then removes it', async () => {
     api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), agentSecretValue(SECRET, { TOKEN: 'tok-planted' }), INSTANCE_ARN);

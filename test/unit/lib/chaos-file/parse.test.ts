@@ -44,7 +44,7 @@ describe('parseChaosFile: valid files', () => {
         '    drop_events: true',
       ].join('\n'),
       [
-        { kind: 'preempt', attempt: 1, node: 0, afterMs: 2_000, warningMs: 2_000, source: { index: 0, line: 3 } },
+        { kind: 'preempt', attempt: 1, node: 0, afterMs: 2_000, warningMs: 15_000, source: { index: 0, line: 3 } },
         { kind: 'lose', attempt: 2, node: 1, afterMs: 1_000, source: { index: 1, line: 5 } },
         { kind: 'no_capacity', attempt: 3, tries: 2, source: { index: 2, line: 6 } },
         { kind: 'silence', attempt: 1, node: 0, afterMs: 1_000, source: { index: 3, line: 9 } },
@@ -53,10 +53,10 @@ describe('parseChaosFile: valid files', () => {
     ],
     ['an empty list: no faults', 'faults: []', []],
     [
-      '{} takes every default: node 0, after 0s, warning 2s',
+      '{} takes every default: node 0, after 0s, warning 15s',
       'faults:\n  - attempt: 1\n    preempt: {}\n  - attempt: 1\n    lose: {}\n  - attempt: 1\n    silence: {}',
       [
-        { kind: 'preempt', attempt: 1, node: 0, afterMs: 0, warningMs: 2_000, source: { index: 0, line: 2 } },
+        { kind: 'preempt', attempt: 1, node: 0, afterMs: 0, warningMs: 15_000, source: { index: 0, line: 2 } },
         { kind: 'lose', attempt: 1, node: 0, afterMs: 0, source: { index: 1, line: 4 } },
         { kind: 'silence', attempt: 1, node: 0, afterMs: 0, source: { index: 2, line: 6 } },
       ],

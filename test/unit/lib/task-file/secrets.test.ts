@@ -72,6 +72,27 @@ describe('secret names an object has by inheritance', () => {
   });
 });
 
+describe('names relaunch or bash own, in envs', () => {
+  it.each([
+    ['RELAUNCH_INSTANCE_ID', 'expected a name that does not start with RELAUNCH_ (relaunch sets those itself), got RELAUNCH_INSTANCE_ID'],
+    ['RELAUNCH_JOB_ID', 'expected a name that does not start with RELAUNCH_ (relaunch sets those itself), got RELAUNCH_JOB_ID'],
+    ['UID', "expected a name the job's shell does not use itself, got UID"],
+    ['SHELLOPTS', "expected a name the job's shell does not use itself, got SHELLOPTS"],
+    ['BASH_ENV', "expected a name the job's shell does not use itself, got BASH_ENV"],
+    ['IFS', "expected a name the job's shell does not use itself, got IFS"],
+  ])('refuses %s at submit, naming the field and its line', (name, message) => {
+    expect(rejectedIssues(() => parseTaskFile(`run: x\nenvs:\n  ${name}: v\n`))).toEqual([`envs.${name}: ${message} (line 3)`]);
+    expect(rejectedIssues(() => parseTaskObject({ run: 'x', envs: { [name]: 'v' } }))).toEqual([`envs.${name}: ${message}`]);
+  });
+
+  it('takes PATH, as SkyPilot does, and refuses it as a secret', () => {
+    expect(parseTaskObject({ run: 'x', envs: { PATH: '/custom/bin:/usr/bin:/bin' } }).spec.envs).toEqual({ PATH: '/custom/bin:/usr/bin:/bin' });
+    expect(rejectedIssues(() => parseTaskObject({ run: 'x', secrets: { RELAUNCH_X: 'v' } }))).toEqual([
+      'secrets.RELAUNCH_X: expected a name that does not start with RELAUNCH_ (relaunch sets those itself), got RELAUNCH_X',
+    ]);
+  });
+});
+
 describe("names the job's shell uses itself", () => {
   it.each(['IFS', 'PATH', 'UID', 'BASH_ENV', 'SHELLOPTS'])('refuses %s as a secret, in the file or given at submit', (name) => {
     expect(rejectedIssues(() => parseTaskObject({ run: 'x', secrets: { [name]: 'v' } }))).toEqual([

@@ -44,6 +44,21 @@ describe('cancelJob', () => {
     ]);
   });
 
+  it('says who cancelled when it was not the user: the job ends CANCELLED with that reason', async () => {
+    const h = harness();
+    await givenJob(h);
+    await launchAndAwait(h, initialState());
+    await report(h, 1, 'setup', 0);
+    const why = 'cancelled because the local runtime was stopped';
+
+    await cancelJob(JOB_ID, h.deps, why);
+
+    expect(h.workflow.closings).toEqual([{ kind: 'fail', taskToken: tokenFor(1), error: WorkflowError.JobCancelled, cause: why }]);
+    const decided = await evaluatePolicy({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1, awaitError: { Error: WorkflowError.JobCancelled, Cause: why } }, h.deps);
+    expect(decided.decision).toMatchObject({ status: 'CANCELLED', reason: `${why}; no restart` });
+    expect((await h.store.getJob(JOB_ID)).failureReason).toBe(`${why}; no restart`);
+  });
+
   it('RECOVERING in the backoff Wait: marks CANCELLING; the next launch ends the job', async () => {
     const h = harness();
     await givenJob(h);

@@ -82,14 +82,22 @@ const reportsOnlyCases: { name: string; numNodes: number; reports: NodeReport[];
       expected: { kind: 'EXITED', phase: 'setup', nodes: [killed(0, 1), { rank: 1, exitCode: 127 }] },
     },
     {
-      name: 'multi-node: the earliest failure is the root cause; a later one is its casualty',
+      name: 'multi-node: every failing node is a root cause, in whatever order they came',
       numNodes: 2,
       reports: [r(1, 'run', 1), r(0, 'run', 137)],
-      expected: {
-        kind: 'EXITED',
-        phase: 'run',
-        nodes: [{ rank: 0, exitCode: 137, killedByController: true }, { rank: 1, exitCode: 1 }],
-      },
+      expected: { kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 137 }, { rank: 1, exitCode: 1 }] },
+    },
+    {
+      name: 'multi-node: the same two failures the other way round decide the same',
+      numNodes: 2,
+      reports: [r(0, 'run', 137), r(1, 'run', 1)],
+      expected: { kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 137 }, { rank: 1, exitCode: 1 }] },
+    },
+    {
+      name: 'multi-node: a setup failure beside a run failure: exited in setup, both codes kept',
+      numNodes: 2,
+      reports: [r(0, 'run', 3), r(1, 'setup', 2)],
+      expected: { kind: 'EXITED', phase: 'setup', nodes: [{ rank: 0, exitCode: 3 }, { rank: 1, exitCode: 2 }] },
     },
     {
       name: "an agent's failure before setup decides at once: AGENT_FAILED, with its node, step and error",
@@ -104,14 +112,10 @@ const reportsOnlyCases: { name: string; numNodes: number; reports: NodeReport[];
       expected: AGENT_FAILED_ON(2),
     },
     {
-      name: "multi-node: a peer's agent failing after a node's exit 1 is that failure's casualty, with no code",
+      name: "multi-node: a peer's agent failing beside a node's exit 3 decides, whichever came first: agent failed",
       numNodes: 2,
       reports: [r(0, 'setup', 3), pullFailed(1)],
-      expected: {
-        kind: 'EXITED',
-        phase: 'setup',
-        nodes: [{ rank: 0, exitCode: 3 }, { rank: 1, exitCode: null, killedByController: true, unknownReason: 'its agent failed at image-pull' }],
-      },
+      expected: AGENT_FAILED_ON(1),
     },
     {
       name: 'reports from ranks the job does not have are ignored',
@@ -155,6 +159,22 @@ describe('decideAttempt: which fact decides an attempt, messages in any order', 
     { row: '2', name: 'two nodes, both reported non-zero, warning: preempted whatever the codes', numNodes: 2, reports: [r(0, 'run', 1), r(1, 'run', 3)], facts: facts(true), expected: PREEMPTED },
     { row: '2', name: 'two nodes, one 0 and one 1, warning: preempted', numNodes: 2, reports: [r(0, 'run', 0), r(1, 'run', 1)], facts: facts(true, gone(0)), expected: PREEMPTED },
     { row: '2', name: "one node, warning then its agent's failure before setup: preempted", numNodes: 1, reports: [pullFailed(0)], facts: facts(true), expected: PREEMPTED },
+    // Row F: a code in fail_on_exit_codes is final, even after a warning.
+    { row: 'F', name: 'one node, warning then run 42 in fail_on_exit_codes: exited with 42', numNodes: 1, reports: [r(0, 'run', 42)], facts: { ...facts(true), finalCodes: [42] }, expected: exited('run', 42) },
+    { row: 'F', name: 'one node, warning, run 42, its instance gone after: exited with 42', numNodes: 1, reports: [r(0, 'run', 42)], facts: { ...facts(true, gone(0)), finalCodes: [42] }, expected: exited('run', 42) },
+    { row: 'F', name: 'one node, warning then run 1, not in the list: preempted as before', numNodes: 1, reports: [r(0, 'run', 1)], facts: { ...facts(true), finalCodes: [42] }, expected: PREEMPTED },
+    // Row W: a failure's peers are waited for, up to PEER_REPORT_WAIT_MS after it.
+    { row: 'W', name: 'two nodes, one failed, the other runs, inside the wait: undecided', numNodes: 2, reports: [r(0, 'run', 1)], facts: { ...facts(false), now: '2026-03-01T12:00:02.999Z' }, expected: null },
+    {
+      row: 'W',
+      name: 'two nodes, one failed, the other runs, the wait over: exited, the peer killed',
+      numNodes: 2,
+      reports: [r(0, 'run', 1)],
+      facts: { ...facts(false), now: '2026-03-01T12:00:03.000Z' },
+      expected: { kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 1 }, killed(1, 0)] },
+    },
+    { row: 'W', name: 'two nodes, both failed inside the wait: decided at once on both', numNodes: 2, reports: [r(1, 'run', 3), r(0, 'run', 42)], facts: { ...facts(false), now: '2026-03-01T12:00:00.000Z' }, expected: exited('run', 42, 3) },
+    { row: 'W', name: "two nodes, an agent's failure: decided at once, no wait", numNodes: 2, reports: [pullFailed(1)], facts: { ...facts(false), now: '2026-03-01T12:00:00.000Z' }, expected: AGENT_FAILED_ON(1) },
     // Row 3: a node gone before its final report, warning on record.
     { row: '3', name: 'one node, warning, then the instance went with no report: preempted', numNodes: 1, reports: [], facts: facts(true, gone(0)), expected: PREEMPTED },
     { row: '3', name: 'one node, warning, setup 0, instance gone in run: preempted', numNodes: 1, reports: [r(0, 'setup', 0)], facts: facts(true, gone(0)), expected: PREEMPTED },

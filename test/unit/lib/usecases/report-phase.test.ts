@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, StaleAttemptError, UnauthorizedError } from '../../../../lib/errors.ts';
 import { getJob } from '../../../../lib/usecases/queries.ts';
+import { evaluatePolicy } from '../../../../lib/usecases/evaluate-policy.ts';
 import { reportPhase, reportStoppedPhase } from '../../../../lib/usecases/report-phase.ts';
 import type { StopCause } from '../../../../lib/agent/protocol.ts';
 import type { Phase } from '../../../../lib/policy/types.ts';
@@ -201,6 +202,24 @@ describe('reportPhase', () => {
     expect(attempt.reports.map((r) => [r.phase, r.exitCode])).toEqual([['setup', 0], ['run', 143]]);
     expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'PREEMPTED' } }]);
     expect((await getJob(JOB_ID, h.deps)).attempts[0]).toMatchObject({ outcome: 'PREEMPTED', phase: 'run', exitCodes: [143] });
+  });
+
+  it('one node: a code in fail_on_exit_codes reported inside the warning fails the job, as the docs say; another code stays a preemption', async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ recovery: { failOnExitCodes: [42], maxRestartsOnErrors: 3 } }));
+    await report(h, 1, 'setup', 0);
+    await h.store.noteInterruption(JOB_ID, 1, h.clock.now().toISOString());
+    await report(h, 1, 'run', 42);
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'EXITED', phase: 'run', nodes: [{ rank: 0, exitCode: 42 }] });
+    const decided = await evaluatePolicy({ jobId: JOB_ID, attempt: 1, attemptsInExecution: 1 }, h.deps);
+    expect(decided.decision).toMatchObject({ action: 'FAIL', status: 'FAILED', reason: 'exit code 42 (run) is in fail_on_exit_codes; failing at once, no restart' });
+
+    const other = harness();
+    await givenLaunched(other, taskSpec({ recovery: { failOnExitCodes: [42] } }));
+    await report(other, 1, 'setup', 0);
+    await other.store.noteInterruption(JOB_ID, 1, other.clock.now().toISOString());
+    await report(other, 1, 'run', 1);
+    expect((await other.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'PREEMPTED' });
   });
 
   it('multi-node: a non-zero report while a peer\'s warning is on record ends the attempt PREEMPTED; the peer\'s later report is stale', async () => {

@@ -136,6 +136,35 @@ describe('LaunchStandby', () => {
     expect(h.workflow.closingOf('await-1b')).toBeUndefined();
   });
 
+  it.each([
+    ['max_recoveries 0', { maxRecoveries: 0 }],
+  ])('launches none, and the warning asks for none, with %s: the policy could never take it', async (_name, recovery) => {
+    const h = harness();
+    await running(h, recovery);
+    expect((await warn(h, 1)).reason).not.toContain('standby');
+    expect(h.workflow.closingOf('await-1')).toBeUndefined();
+    const answer = await launchStandby({ jobId: JOB_ID, standbyFor: 1 }, h.deps);
+    expect(answer).toEqual({ attempt: null, launched: false, reason: 'max_recoveries (0) is used up: a preemption of attempt 1 ends the job, so no standby could be taken' });
+    expect(h.compute.launches).toHaveLength(1);
+  });
+
+  it('launches none once max_recoveries is spent by earlier preemptions', async () => {
+    const h = harness();
+    await running(h, { maxRecoveries: 1 });
+    await warn(h, 1);
+    await launchStandby({ jobId: JOB_ID, standbyFor: 1 }, h.deps);
+    await gone(h, 1);
+    const next = await launchAttempt(await decideAndRelease(h, 1), h.deps);
+    expect(next).toMatchObject({ attempt: 2, launched: true });
+    expect((await h.store.getJob(JOB_ID)).counters.recoverDecisions).toBe(1);
+    await heartbeat(agent(h, 2), h.deps);
+    await awaitAttempt({ jobId: JOB_ID, attempt: 2, taskToken: 'await-2', state: StateName.AwaitAttempt }, h.deps);
+    await warn(h, 2);
+    expect(h.workflow.closingOf('await-2')).toBeUndefined();
+    expect((await launchStandby({ jobId: JOB_ID, standbyFor: 2 }, h.deps)).launched).toBe(false);
+    expect(h.compute.launches).toHaveLength(2);
+  });
+
   it('gives its slot back and launches nothing when the launch pace has none now', async () => {
     const h = harness();
     await running(h);
@@ -260,15 +289,40 @@ describe("a standby's agents", () => {
     expect(await launchAttempt(decided, h.deps)).toMatchObject({ attempt: 3, launched: true });
   });
 
-  it('whose instance went while they held make a lost attempt once taken', async () => {
+  it.each([
+    ['lost', async (h: Harness) => gone(h, 2), 'it was lost while it held (instance '],
+    ['reclaimed', async (h: Harness) => { await warn(h, 2); return gone(h, 2); }, 'it was reclaimed while it held (a spot interruption)'],
+  ] as const)('%s while they held are never taken: released, charged to nothing, and the relaunch launches fresh', async (_name, end, why) => {
     const h = harness();
     await withStandby(h);
     await report(h, 2, 'setup', 0);
-    expect((await gone(h, 2)).action).toBe('ended');
-    expect((await h.store.getAttempt(JOB_ID, 2)).outcome).toMatchObject({ kind: 'LOST' });
+    expect((await end(h)).action).toBe('ended');
     await gone(h, 1);
-    await launchAttempt(await decideAndRelease(h, 1), h.deps);
-    expect((await decideAndRelease(h, 2)).decision).toMatchObject({ action: 'RECOVER', reason: expect.stringMatching(/^instance lost .*; recovery 2,/) });
+    const decided = await decideAndRelease(h, 1);
+    const next = await launchAttempt(decided, h.deps);
+    expect(next).toMatchObject({ attempt: 3, launched: true });
+    expect(h.compute.launches.map((launch) => launch.attempt)).toEqual([1, 2, 3]);
+    const standby = await h.store.getAttempt(JOB_ID, 2);
+    expect(standby.standby?.releaseReason).toContain(`not used: ${why}`);
+    expect(standby.decision).toBeNull();
+    await report(h, 3, 'setup', 0);
+    await report(h, 3, 'run', 0);
+    expect((await decideAndRelease(h, 3)).decision).toMatchObject({ action: 'SUCCEED' });
+    // The counters of the same job without the option: one preemption, one recovery.
+    expect((await h.store.getJob(JOB_ID)).counters).toMatchObject({ recoveryCount: 1, recoverDecisions: 1, restartsOnErrors: 0 });
+  });
+
+  it('lost while it held, with max_recoveries 1: the job that succeeds without the option succeeds with it', async () => {
+    const h = harness();
+    await withStandby(h, { maxRecoveries: 1 });
+    await report(h, 2, 'setup', 0);
+    await gone(h, 2);
+    await gone(h, 1);
+    const next = await launchAttempt(await decideAndRelease(h, 1), h.deps);
+    await report(h, next.attempt, 'setup', 0);
+    await report(h, next.attempt, 'run', 0);
+    expect((await decideAndRelease(h, next.attempt)).decision).toMatchObject({ action: 'SUCCEED' });
+    expect((await h.store.getJob(JOB_ID)).status).toBe('SUCCEEDED');
   });
 
   it('are not taken by a relaunch on another market: released and stepped over, the next attempt launches on-demand', async () => {

@@ -1,7 +1,8 @@
 // submitJob: parse, store PENDING with fresh counters, start the execution named by the job id.
 
-import { describe, expect, it } from 'vitest';
-import { InvalidTaskSpecError } from '../../../../lib/errors.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { InvalidTaskSpecError, TransientError } from '../../../../lib/errors.ts';
+import { startQueuedJobs } from '../../../../lib/usecases/start-queued.ts';
 import { submitJob } from '../../../../lib/usecases/submit-job.ts';
 import { harness } from '../../../support/usecases-harness.ts';
 
@@ -96,6 +97,22 @@ describe('submitJob', () => {
       failureReason: 'could not start the controller: StateMachineDoesNotExist',
       executionArn: null,
     });
+  });
+
+  it('answers a job whose execution started as submitted, even when the database refuses to record the start (a full disk): no failed submit leaves a job that runs', async () => {
+    const h = harness();
+    const setExecution = vi.spyOn(h.store, 'setExecution').mockRejectedValueOnce(new TransientError("the local database's disk is full"));
+
+    const { jobId } = await submitJob({ body: TASK }, h.deps);
+
+    expect(h.workflow.starts.map((start) => start.executionName)).toEqual([jobId]);
+    expect(setExecution).toHaveBeenCalledTimes(1);
+    // Left in the queue of jobs whose start is not recorded: the janitor's start finds the
+    // running execution (a start is named by its job) and records it.
+    h.clock.advance(3600);
+    await startQueuedJobs(h.deps);
+    expect((await h.store.getJob(jobId)).executionArn).toBe(h.workflow.starts[0]?.executionArn);
+    expect(h.workflow.starts).toHaveLength(1);
   });
 
   it('gives each job its own id', async () => {
