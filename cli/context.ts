@@ -165,7 +165,7 @@ export function inUse(dataDir: string, owner: FolderOwner): InvalidInputError {
 }
 
 /** The commands that own a folder only for a moment (they end once they have answered). */
-const SHORT_COMMANDS: ReadonlySet<string> = new Set(['status', 'logs', 'cancel']);
+const SHORT_COMMANDS: ReadonlySet<string> = new Set(['status', 'logs', 'cancel', 'ssh']);
 
 /**
  * Whether an owner that takes no jobs will let the folder go soon, so a command that

@@ -4,6 +4,7 @@
 
 import type { SourcesLocation } from '../lib/http/types.ts';
 import { createHash, createHmac, randomUUID, type Hash, type Hmac } from 'node:crypto';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -173,6 +174,21 @@ export interface LocalRuntimeProcess {
 /** The local runtime a command talks to did not answer in time (stopped, or overwhelmed). */
 export class RuntimeNotAnsweringError extends RelaunchError {
   override readonly name = 'RuntimeNotAnsweringError';
+  constructor(
+    readonly pid: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Nothing answers where the local runtime a command talks to served (it exited, crashed or
+ * was killed): not an API whose URL to fix, so not an ApiError. A submit takes it as the
+ * runtime gone and opens the folder again, which starts another.
+ */
+export class LocalRuntimeGoneError extends RelaunchError {
+  override readonly name = 'LocalRuntimeGoneError';
   constructor(
     readonly pid: number,
     message: string,
@@ -353,7 +369,13 @@ export class HttpJobsClient implements JobsClient {
       const answer = await this.send(method, path, body, headers);
       const delay = tryNumber < this.pacing.tries ? retryDelayMs(answer, tryNumber, Date.now(), this.random) : null;
       if (delay === null) {
-        if (answer.status === 0) throw new ApiError(0, `cannot reach ${this.where}: ${answer.failure}`);
+        if (answer.status === 0) {
+          // A local runtime that went (crashed, killed) is not an API to fix the URL of: say which process, and where it wrote why.
+          if (this.local !== null) {
+            throw new LocalRuntimeGoneError(this.local.pid, `the local runtime of ${this.local.dataDir} (pid ${this.local.pid}) cannot be reached at ${this.where}: ${answer.failure}; what it wrote last is in ${join(this.local.dataDir, 'runtime.log')}`);
+          }
+          throw new ApiError(0, `cannot reach ${this.where}: ${answer.failure}`);
+        }
         return answer;
       }
       await this.sleep(delay);

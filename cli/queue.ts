@@ -16,14 +16,11 @@ export interface QueueFilter {
   readonly statuses: readonly JobStatus[];
   /** Only jobs of this name. */
   readonly name?: string;
-  /** At most this many (the newest); null: every one. */
-  readonly limit: number | null;
 }
 
 /** The jobs a filter keeps, newest first (the list comes newest first). */
 export function selectJobs(jobs: readonly JobSummary[], filter: QueueFilter): JobSummary[] {
-  const kept = jobs.filter((job) => (filter.statuses.length === 0 || filter.statuses.includes(job.status)) && (filter.name === undefined || job.name === filter.name));
-  return filter.limit === null ? kept : kept.slice(0, filter.limit);
+  return jobs.filter((job) => (filter.statuses.length === 0 || filter.statuses.includes(job.status)) && (filter.name === undefined || job.name === filter.name));
 }
 
 /** Commander's parser for `--status`: one status or several (`RUNNING,RECOVERING`), repeatable; any case. */

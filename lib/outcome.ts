@@ -187,7 +187,7 @@ export function outcomeFromReports(numNodes: number, reports: readonly NodeRepor
     .map((rank) => finalReport(rank, inRange))
     .filter((report): report is Ending => report !== undefined && failing(report));
   const agentFailure = failures.find(isAgentFailure);
-  if (agentFailure !== undefined && isAgentFailure(agentFailure)) {
+  if (agentFailure !== undefined) {
     return { kind: 'AGENT_FAILED', nodeRank: agentFailure.nodeRank, ...agentFailure.agentFailure };
   }
   const rootCauses = failures.filter((report): report is PhaseReport => !isAgentFailure(report));

@@ -9,7 +9,7 @@ import { JobStatus } from '../../lib/status.ts';
 import { errorMessage } from '../../lib/usecases/deps.ts';
 import type { JobView } from '../../lib/views.ts';
 import { configuredApi, isLoopback, runtimeTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
-import { ApiError, HttpJobsClient } from '../jobs-client.ts';
+import { ApiError, HttpJobsClient, LocalRuntimeGoneError } from '../jobs-client.ts';
 import type { LocalSubmitOptions } from '../../local/runtime.ts';
 import { ensureBuckets, S3SourceStore, s3Client, tagCreatedBuckets } from '../s3-sources.ts';
 import { exitStatusOfSignal, exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
@@ -55,7 +55,8 @@ export function runCommand(io: Io): Command {
 
 /**
  * Validates the file here (so errors carry its line numbers), submits it, and follows the
- * job. Exit status: 0 when it SUCCEEDED, 1 when it failed or was cancelled, 2 for bad input.
+ * job. Exit status: 0 when it SUCCEEDED, 1 when it failed or was cancelled, 2 for bad input
+ * or an API that cannot be reached, 130 or 143 when Ctrl-C or SIGTERM stopped the command.
  */
 export async function runTask(file: string, options: RunOptions, io: Io): Promise<number> {
   let target: Target | null = null;
@@ -100,9 +101,6 @@ export async function runTask(file: string, options: RunOptions, io: Io): Promis
     }
     if (target.pageUrl !== null && options.json !== true) io.err(`jobs page: ${target.pageUrl}/#/jobs/${jobId} (while this runs)`);
     const { view, signal } = await followUntilDone(target, jobId, options, io);
-    // The job has ended; in this process its execution and clean-up (instances released,
-    // `persistent: false` mounts deleted) finish before the runtime closes.
-    await target.runtime?.waitForJob(jobId);
     if (options.json === true) io.out(JSON.stringify(view, null, 2));
     else io.out(summary(view));
     // Stopped by a signal: the shell's convention (128 + its number: 130 for Ctrl-C), so a
@@ -137,8 +135,8 @@ async function submitToTarget(options: RunOptions, body: string, submit: LocalSu
       // A background runtime stopping (409), or gone between the look and the submit (nothing
       // answered at all): open again, which waits for it to go and starts another. A submit
       // it may have read is sent again under the same key (submit-record.ts), so it is made once.
-      const gone = error instanceof ApiError && (error.statusCode === 409 || error.statusCode === 0);
-      if (!gone || target.runtime !== null || configuredApi(options) !== null || tries >= SUBMIT_TRIES) throw error;
+      const gone = error instanceof LocalRuntimeGoneError || (error instanceof ApiError && error.statusCode === 409);
+      if (!gone || configuredApi(options) !== null || tries >= SUBMIT_TRIES) throw error;
     }
   }
 }

@@ -47,7 +47,7 @@ async function ssh(ref: JobRef, command: readonly string[], options: SshOptions,
   let jobId: string;
   try {
     target = await openTarget(options, io, { command: 'ssh' });
-    jobId = await resolveJob(ref, target.client);
+    jobId = await resolveJob(ref, target.client, { live: true });
     dataDir = target.client.dataDir;
     node = nodeOf(await target.client.getJob(jobId), options.attempt, options.node ?? 0);
   } catch (error) {

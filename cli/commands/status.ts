@@ -9,7 +9,7 @@ import type { JobsClient } from '../jobs-client.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { logLinkLines } from '../log-links.ts';
 import { inProgressLine, limitArgument, QUEUE_DEFAULT_LIMIT, queueRows, selectJobs, statusList } from '../queue.ts';
-import { formatTime } from '../times.ts';
+import { formatLength, formatTime } from '../times.ts';
 
 interface StatusOptions extends TargetOptions {
   readonly json?: boolean;
@@ -63,7 +63,8 @@ const VIEWS_AT_ONCE = 4;
 export async function printQueue(client: Pick<JobsClient, 'listJobs' | 'getJob'>, options: Omit<StatusOptions, 'dataDir'>, io: Io, now: number, timeZone?: string): Promise<void> {
   const all = await client.listJobs();
   const limit = options.limit ?? (options.all === true ? null : QUEUE_DEFAULT_LIMIT);
-  const kept = selectJobs(all, { statuses: options.status ?? [], name: options.name, limit });
+  const matching = selectJobs(all, { statuses: options.status ?? [], name: options.name });
+  const kept = limit === null ? matching : matching.slice(0, limit);
   if (options.json === true) {
     io.out(JSON.stringify({ jobs: kept }, null, 2));
     return;
@@ -79,8 +80,8 @@ export async function printQueue(client: Pick<JobsClient, 'listJobs' | 'getJob'>
     const [header = [], ...rows] = queueRows(views, { all: options.all === true, now, timeZone });
     lines.push(table(header, rows));
   }
-  const hidden = all.length - kept.length;
-  if (limit !== null && kept.length === limit && hidden > 0) lines.push(`(the newest ${limit} shown: --limit N or --all for more)`);
+  // Only jobs the filters keep and the limit cut are "more": those a filter left out are not.
+  if (matching.length > kept.length) lines.push(`(the newest ${limit} shown: --limit N or --all for more)`);
   io.out(lines.join('\n'));
 }
 
@@ -119,7 +120,7 @@ function jobDetail(job: JobView): string {
     attempt.phase ?? '-',
     attempt.exitCodes.length === 0 ? '-' : attempt.exitCodes.map((c) => (c === null ? '?' : String(c))).join(','),
     attempt.decision ?? '-',
-    duration(attempt),
+    attemptDuration(attempt),
     attempt.gapSeconds === null ? '-' : `${attempt.gapSeconds.toFixed(1)}s`,
     attempt.reason ?? (attempt.standby?.state === 'released' ? (attempt.standby.releaseReason ?? '') : ''),
   ]);
@@ -174,10 +175,12 @@ function agentFailures(attempts: readonly AttemptView[]): string[] {
   return lines.length === 0 ? [] : ['', ...lines];
 }
 
-function duration(attempt: AttemptView): string {
+/** How long an attempt lasted (to now while it lives), as the DURATION column shows it. */
+export function attemptDuration(attempt: Pick<AttemptView, 'startedAt' | 'endedAt'>): string {
   const end = attempt.endedAt === null ? Date.now() : Date.parse(attempt.endedAt);
   const seconds = Math.max(0, (end - Date.parse(attempt.startedAt)) / 1000);
-  return seconds < 60 ? `${seconds.toFixed(1)}s` : `${Math.floor(seconds / 60)}m${Math.round(seconds % 60)}s`;
+  // Tenths under a minute (a local attempt lasts seconds); longer, as every length is printed (119.6 s is 1m 59s, never 1m60s).
+  return seconds < 60 ? `${seconds.toFixed(1)}s` : formatLength(seconds);
 }
 
 /** Columns padded to their widest cell; the last column is not padded. */

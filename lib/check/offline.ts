@@ -29,12 +29,12 @@ function asSubmitted(spec: TaskSpec): TaskSpec {
  * What the API would refuse of each task at submit, known without AWS: setup, run and envs
  * too large for EC2's user data beside the agent, and a bucket outside the deployment's
  * `relaunch:dataBuckets` (with no settings to read, every bucket is taken as allowed).
- * One check per task: `task`, or `task:N` in a pipeline.
+ * One check per task: `task`, or `task:N` in a pipeline (N from 1, as every task number relaunch prints).
  */
 export function taskChecks(specs: readonly TaskSpec[], pipeline: boolean, settings: DeploymentSettings | null): CheckResult[] {
   const data = { bucket: settings?.dataBucket ?? '', allowedBuckets: settings === null ? ['*'] : settings.dataBuckets };
   return specs.map((spec, index): CheckResult => {
-    const id = pipeline ? `task:${index}` : 'task';
+    const id = pipeline ? `task:${index + 1}` : 'task';
     const problems = ec2TaskProblems(asSubmitted(spec), data);
     if (problems.length === 0) return { id, status: 'ok', message: 'fits EC2 user data beside the agent, and names no bucket the deployment refuses' };
     return {

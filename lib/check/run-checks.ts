@@ -203,7 +203,7 @@ export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<Che
       ),
     );
   }
-  judged.forEach((forTask, index) => checks.push(launchCheck(input.task?.pipeline === true ? `launch:task-${index}` : 'launch', forTask)));
+  judged.forEach((forTask, index) => checks.push(launchCheck(input.task?.pipeline === true ? `launch:task-${index + 1}` : 'launch', forTask)));
   const verdict: Verdict = {
     launchable: judged.every((forTask) => forTask.some(({ verdict }) => verdict.launchable === true)) && bucketResults.every((check) => check.status !== 'fail'),
     candidates: judged.flat().map(({ verdict }) => verdict),

@@ -34,7 +34,7 @@ export interface ReadJobLogInput {
   readonly cursor?: string | undefined;
 }
 
-/** One page of a node's phase output (`GET /jobs/{id}/attempts/{n}/nodes/{node}/logs/{phase}`). */
+/** One page of a node's phase output (`GET /jobs/{id}/logs?attempt=&node=&phase=&cursor=`). */
 export interface JobLogPageView {
   readonly jobId: string;
   readonly attempt: number;

@@ -120,6 +120,9 @@ describe('the queue relaunch status prints', () => {
     const limited = await queue(store, { limit: 2 });
     expect(limited.rows.slice(1, -1).map((row) => row[0])).toEqual(['j-0000000a4-dddddd', 'j-0000000a3-cccccc']);
     expect(limited.rows.at(-1)).toEqual(['(the newest 2 shown: --limit N or --all for more)']);
+    // Two jobs are named train: a limit of two cuts none of them, whatever the filter left out.
+    const named = await queue(store, { limit: 2, name: 'train' });
+    expect(named.rows.slice(1).map((row) => row[0])).toEqual(['j-0000000a4-dddddd', 'j-0000000a1-aaaaaa']);
     const all = await queue(store, { all: true });
     expect(all.rows[0]?.slice(-3)).toEqual(['STARTED', 'WHERE', 'DETAILS']);
     expect(all.rows.at(-1)?.slice(-4)).toEqual(['SUCCEEDED', '2026-12-06 18:01:00 CET', 'us-east-1b', '-']);

@@ -193,8 +193,8 @@ run: echo
       const job = parseJobFile(yaml);
       expect(job.pipeline).not.toBeNull();
       const report = await check({ input: { task: { specs: job.tasks.map((task) => task.spec), pipeline: true } }, limits: { 'L-3819A6DF': 0 } });
-      expect(byId(report, 'launch:task-0').status).toBe('ok');
-      expect(byId(report, 'launch:task-1').status).toBe('fail');
+      expect(byId(report, 'launch:task-1').status).toBe('ok');
+      expect(byId(report, 'launch:task-2').status).toBe('fail');
       expect(report.verdict?.candidates.map((candidate) => [candidate.task, candidate.instanceType, candidate.launchable])).toEqual([
         [0, 'm6i.large', true],
         [1, 'g5.xlarge', false],

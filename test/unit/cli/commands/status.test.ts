@@ -2,7 +2,7 @@
 // from records the use cases wrote.
 
 import { describe, expect, it } from 'vitest';
-import { standbys } from '../../../../cli/commands/status.ts';
+import { attemptDuration, standbys } from '../../../../cli/commands/status.ts';
 import { StateName } from '../../../../lib/workflow/contract.ts';
 import { awaitAttempt } from '../../../../lib/usecases/await-attempt.ts';
 import { evaluatePolicy } from '../../../../lib/usecases/evaluate-policy.ts';
@@ -40,7 +40,7 @@ describe('status of a standby', () => {
     await event(h, 2, 'STATE_CHANGE');
     const lines = standbys((await getJob(JOB_ID, h.deps)).attempts);
     expect(lines.join('\n')).not.toContain('run not started yet');
-    expect(lines.at(-1)).toMatch(/taken as the next attempt at [0-9:.]+; its run never started \(it ended LOST\)$/);
+    expect(lines.at(-1)).toMatch(/taken as the next attempt at [^;]+; its run never started \(it ended LOST\)$/);
   });
 
   it('measures the gap after a standby lost while it held from the end of the attempt before it, not the standby\'s', async () => {
@@ -58,5 +58,15 @@ describe('status of a standby', () => {
     // Attempt 1 ended 4 s before the fresh attempt's run started; the lost standby 7 s before.
     expect(fresh?.gapSeconds).toBe(4);
     expect(await holdOrRun(agent(h, 2), h.deps)).toMatchObject({ run: 'stop' });
+  });
+});
+
+describe("an attempt's DURATION", () => {
+  it('gives tenths under a minute, and minutes and whole seconds beyond, never 60 seconds', () => {
+    const from = '2026-12-06T18:00:00.000Z';
+    const after = (seconds: number) => ({ startedAt: from, endedAt: new Date(Date.parse(from) + seconds * 1000).toISOString() });
+    expect(attemptDuration(after(1.44))).toBe('1.4s');
+    expect(attemptDuration(after(119.6))).toBe('1m 59s');
+    expect(attemptDuration(after(3725))).toBe('1h 02m');
   });
 });
