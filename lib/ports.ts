@@ -14,6 +14,7 @@ import type {
   NodeReport,
   PipelineState,
   Placement,
+  ProgressMark,
   StoredDecision,
 } from './model.ts';
 
@@ -91,11 +92,16 @@ export interface JobStore {
    */
   addReport(jobId: string, attempt: number, report: NodeReport): Promise<{ attempt: AttemptRecord; duplicate: boolean }>;
   /**
-   * Sets the attempt's lastHeartbeatAt to `at`, adds `nodeRank` to its nodesHeardFrom, and
-   * returns the attempt, in one write; throws StaleAttemptError when the attempt has ended
-   * (a late beat changes nothing).
+   * Sets the attempt's lastHeartbeatAt to `at`, adds `nodeRank` to its nodesHeardFrom, notes
+   * `at` as that node's first heartbeat unless one is noted, and sets the job's `progress`
+   * when the beat carried one, and returns the attempt, in one write; throws
+   * StaleAttemptError when the attempt has ended (a late beat changes nothing).
    */
-  recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord>;
+  recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number, progress?: ProgressMark): Promise<AttemptRecord>;
+  /** Notes when the controller first asked the attempt's instances to stop (kept once, ended or not). */
+  noteStopAsked(jobId: string, attempt: number, at: string): Promise<void>;
+  /** Notes when node `nodeRank`'s instance went (kept once, ended or not). */
+  noteInstanceGone(jobId: string, attempt: number, nodeRank: number, at: string): Promise<void>;
   /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
   noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
   /** Notes EC2's rebalance recommendation (first one wins, none once ended); returns the attempt. */

@@ -18,7 +18,7 @@ import { LAUNCH_PACE_KEY, LAUNCH_SLOT_PREFIX } from '../../lib/adapters/dynamo-l
 import type { InMemoryJobStore } from '../../lib/adapters/memory-job-store.ts';
 import { TransientError } from '../../lib/errors.ts';
 import { isTerminal } from '../../lib/status.ts';
-import type { AttemptRecord, InstanceRef, JobRecord, NodeReport, Placement, StoredDecision } from '../../lib/model.ts';
+import type { AttemptRecord, InstanceRef, JobRecord, NodeReport, Placement, ProgressMark, StoredDecision } from '../../lib/model.ts';
 import type { DecisionBasis } from '../../lib/outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../lib/policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, LaunchPace, StatusChange } from '../../lib/ports.ts';
@@ -233,9 +233,19 @@ export class MeteredJobStore implements JobStore {
     return this.inner.addReport(jobId, attempt, report);
   }
 
-  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord> {
+  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number, progress?: ProgressMark): Promise<AttemptRecord> {
     await this.#attemptUpdate(jobId, attempt);
-    return this.inner.recordHeartbeat(jobId, attempt, at, nodeRank);
+    return this.inner.recordHeartbeat(jobId, attempt, at, nodeRank, progress);
+  }
+
+  async noteStopAsked(jobId: string, attempt: number, at: string): Promise<void> {
+    await this.#attemptUpdate(jobId, attempt);
+    return this.inner.noteStopAsked(jobId, attempt, at);
+  }
+
+  async noteInstanceGone(jobId: string, attempt: number, nodeRank: number, at: string): Promise<void> {
+    await this.#attemptUpdate(jobId, attempt);
+    return this.inner.noteInstanceGone(jobId, attempt, nodeRank, at);
   }
 
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {

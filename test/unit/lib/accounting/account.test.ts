@@ -1,0 +1,203 @@
+// A job's time by cause and its timeline, for every rule of docs/recovery.md, through the
+// real use cases on a clock the test moves: each figure is known to the second, and the
+// causes add up to the wall time.
+
+import { describe, expect, it } from 'vitest';
+import { accountJob, TIME_CAUSES, type JobAccount, type TimeCause } from '../../../../lib/accounting/account.ts';
+import { NoCapacityError } from '../../../../lib/errors.ts';
+import { awaitAttempt } from '../../../../lib/usecases/await-attempt.ts';
+import { evaluatePolicy } from '../../../../lib/usecases/evaluate-policy.ts';
+import { heartbeat } from '../../../../lib/usecases/heartbeat.ts';
+import { onInstanceEvent } from '../../../../lib/usecases/instance-event.ts';
+import { launchAttempt } from '../../../../lib/usecases/launch-attempt.ts';
+import { releaseInstances } from '../../../../lib/usecases/release-instances.ts';
+import type { RecoveryPolicy } from '../../../../lib/task-file/types.ts';
+import { AwaitResultSchema, type WorkflowState } from '../../../../lib/workflow/contract.ts';
+import { fakeInstanceId } from '../../../support/fakes/fake-compute.ts';
+import { givenJob, harness, initialState, JOB_ID, report, taskSpec, tokenFor, type Harness } from '../../../support/usecases-harness.ts';
+
+/** One step of what happens on the attempt's nodes, each after `seconds` of the test's clock. */
+type Step =
+  | { readonly boot: number; readonly progress?: { step: number; ageSeconds: number } }
+  | { readonly setup: number; readonly code?: number }
+  | { readonly run: number; readonly code: number }
+  | { readonly beat: number; readonly progress?: { step: number; ageSeconds: number } }
+  | { readonly preempt: number }
+  | { readonly lose: number };
+
+/** An attempt: its steps, or a launch that finds no capacity. */
+type Attempt = readonly Step[] | 'no-capacity';
+
+async function onNodes(h: Harness, attempt: number, numNodes: number, step: Step): Promise<void> {
+  const at = () => h.clock.now().toISOString();
+  const secret = h.compute.secretFor(JOB_ID, attempt);
+  const ranks = Array.from({ length: numNodes }, (_, rank) => rank);
+  if ('boot' in step || 'beat' in step) {
+    h.clock.advance('boot' in step ? step.boot : step.beat);
+    for (const nodeRank of ranks) {
+      await heartbeat({ jobId: JOB_ID, attempt, nodeRank, secret, ...(step.progress === undefined ? {} : { progress: step.progress }) }, h.deps);
+    }
+  } else if ('setup' in step) {
+    h.clock.advance(step.setup);
+    for (const nodeRank of ranks) await report(h, attempt, 'setup', step.code ?? 0, nodeRank);
+  } else if ('run' in step) {
+    h.clock.advance(step.run);
+    for (const nodeRank of ranks) await report(h, attempt, 'run', step.code, nodeRank);
+  } else {
+    h.clock.advance('preempt' in step ? step.preempt : step.lose);
+    const instanceId = fakeInstanceId(JOB_ID, attempt, 0);
+    if ('preempt' in step) await onInstanceEvent({ instanceId, kind: 'SPOT_INTERRUPTION_WARNING', time: at() }, h.deps);
+    await onInstanceEvent({ instanceId, kind: 'STATE_CHANGE', state: 'terminated', time: at() }, h.deps);
+  }
+}
+
+/**
+ * Runs the job as the state machine would: `queued` seconds before the first launch; each
+ * attempt's steps; 1 s for the decision; the backoff (or capacity) wait the decision names.
+ */
+async function runJob(h: Harness, attempts: readonly Attempt[], options: { queued?: number; numNodes?: number } = {}): Promise<JobAccount> {
+  const numNodes = options.numNodes ?? 1;
+  h.clock.advance(options.queued ?? 0);
+  let state: WorkflowState = initialState();
+  for (const attempt of attempts) {
+    if (attempt === 'no-capacity') h.compute.scriptLaunch({ error: new NoCapacityError('no capacity in us-east-1a') });
+    state = await launchAttempt(state, h.deps);
+    let awaited: unknown;
+    if (attempt === 'no-capacity') {
+      awaited = { outcome: 'LAUNCH_FAILED' };
+    } else {
+      const taskToken = tokenFor(state.attempt);
+      await awaitAttempt({ jobId: JOB_ID, attempt: state.attempt, taskToken }, h.deps);
+      for (const step of attempt) await onNodes(h, state.attempt, numNodes, step);
+      const closing = h.workflow.closingOf(taskToken);
+      if (closing?.kind !== 'resume') throw new Error(`attempt ${state.attempt} was not resumed`);
+      awaited = closing.output;
+    }
+    h.clock.advance(1);
+    state = await evaluatePolicy({ ...state, awaited: AwaitResultSchema.parse(awaited) }, h.deps);
+    state = await releaseInstances(state, h.deps);
+    if (state.decision?.action === 'SUCCEED' || state.decision?.action === 'FAIL') break;
+    h.clock.advance(state.decision?.delaySeconds ?? 0);
+  }
+  const job = await h.store.getJob(JOB_ID);
+  return accountJob(job, await h.store.listAttempts(JOB_ID), h.clock.now().getTime());
+}
+
+/** The causes with time on them, in seconds. */
+function nonZero(account: JobAccount): Partial<Record<TimeCause, number>> {
+  return Object.fromEntries(Object.entries(account.seconds).filter(([, seconds]) => seconds > 0));
+}
+
+function sumOf(account: JobAccount): number {
+  return TIME_CAUSES.reduce((sum, cause) => sum + account.seconds[cause], 0);
+}
+
+async function jobWith(recovery: Partial<RecoveryPolicy>, attempts: readonly Attempt[], options: { queued?: number; numNodes?: number; useSpot?: boolean } = {}) {
+  const h = harness();
+  await givenJob(h, taskSpec({ recovery, numNodes: options.numNodes ?? 1, useSpot: options.useSpot ?? true }));
+  const account = await runJob(h, attempts, options);
+  return { h, account };
+}
+
+const ok: Attempt = [{ boot: 30 }, { setup: 20 }, { run: 50, code: 0 }];
+
+describe('a job’s time by cause, for each rule of docs/recovery.md', () => {
+  it.each<[string, Partial<RecoveryPolicy>, readonly Attempt[], Partial<Record<TimeCause, number>>, number | null]>([
+    ['rule 1: every node exits 0', {}, [ok], { queued: 5, boot: 30, setup: 20, useful: 50, controller: 1 }, 50 / 106],
+    [
+      'rule 2: a spot preemption, then success',
+      {},
+      [[{ boot: 30 }, { setup: 20 }, { preempt: 100 }], ok],
+      { queued: 5, boot: 60, setup: 40, preempted: 100, useful: 50, controller: 2 },
+      50 / 257,
+    ],
+    [
+      'rule 2: a lost instance (no warning), then success',
+      {},
+      [[{ boot: 30 }, { setup: 20 }, { lose: 70 }], ok],
+      { queued: 5, boot: 60, setup: 40, lost: 70, useful: 50, controller: 2 },
+      50 / 227,
+    ],
+    [
+      'rule 3: a code in recover_on_exit_codes restarts, then success',
+      { recoverOnExitCodes: [29] },
+      [[{ boot: 30 }, { setup: 20 }, { run: 40, code: 29 }], ok],
+      { queued: 5, boot: 60, setup: 40, restarted: 40, useful: 50, controller: 2 },
+      50 / 197,
+    ],
+    [
+      'rule 4: a failing exit within max_restarts_on_errors, after restart_backoff, then success',
+      { maxRestartsOnErrors: 1, restartBackoff: { initialSeconds: 30, factor: 2, maxSeconds: 300, jitter: 'none' } },
+      [[{ boot: 30 }, { setup: 20 }, { run: 40, code: 1 }], ok],
+      { queued: 5, boot: 60, setup: 40, failed: 40, backoff: 30, useful: 50, controller: 2 },
+      50 / 227,
+    ],
+    [
+      'rule 4: the budget spent, the job FAILED',
+      {},
+      [[{ boot: 30 }, { setup: 20 }, { run: 40, code: 1 }]],
+      { queued: 5, boot: 30, setup: 20, failed: 40, controller: 1 },
+      0,
+    ],
+    [
+      'rule 4: setup fails, FAILED_SETUP',
+      {},
+      [[{ boot: 30 }, { setup: 20, code: 3 }]],
+      { queued: 5, boot: 30, setup: 20, controller: 1 },
+      0,
+    ],
+    [
+      'fail_on_exit_codes: FAILED at once',
+      { failOnExitCodes: [7], maxRestartsOnErrors: 5 },
+      [[{ boot: 30 }, { setup: 20 }, { run: 15, code: 7 }]],
+      { queued: 5, boot: 30, setup: 20, failed: 15, controller: 1 },
+      0,
+    ],
+    [
+      'a relaunch that finds no capacity waits, then runs',
+      {},
+      [[{ boot: 30 }, { setup: 20 }, { preempt: 100 }], 'no-capacity', ok],
+      { queued: 5, boot: 60, setup: 40, preempted: 100, capacity: 61, useful: 50, controller: 2 },
+      50 / 318,
+    ],
+  ])('%s', async (_name, recovery, attempts, expected, goodput) => {
+    const { account } = await jobWith(recovery, attempts, { queued: 5 });
+
+    expect(nonZero(account)).toEqual(expected);
+    expect(Math.abs(sumOf(account) - account.wallSeconds)).toBeLessThan(1);
+    expect(account.goodput).toBeCloseTo(goodput ?? 0, 6);
+  });
+
+  it('counts lost work from the last progress the job wrote, not from the start of run', async () => {
+    const { account } = await jobWith({}, [[{ boot: 30 }, { setup: 20 }, { beat: 60, progress: { step: 1200, ageSeconds: 10 } }, { preempt: 40 }], ok]);
+
+    // Run from 50 s to 150 s; the step was written at 100 s: 50 s kept, 50 s lost.
+    expect(nonZero(account)).toEqual({ boot: 60, setup: 40, useful: 100, preempted: 50, controller: 2 });
+    const attempt1 = account.timelines[0];
+    expect(attempt1?.runStartAt).toBe(account.submittedAt + 50_000);
+  });
+
+  it('records each node’s timeline: up, first heartbeat, setup, run, stop asked, gone', async () => {
+    const { account } = await jobWith({}, [[{ boot: 30 }, { setup: 20 }, { preempt: 100 }], ok], { numNodes: 2 });
+    const t0 = account.submittedAt;
+    const [first, second] = account.timelines;
+
+    expect(first).toMatchObject({ launchRequestedAt: t0, upAt: t0 + 30_000, setupEndAt: t0 + 50_000, runStartAt: t0 + 50_000, endedAt: t0 + 150_000, stopAskedAt: t0 + 151_000 });
+    expect(first?.nodes.map((node) => [node.nodeRank, node.firstHeartbeatAt, node.goneAt])).toEqual([
+      [0, t0 + 30_000, t0 + 150_000],
+      [1, t0 + 30_000, null],
+    ]);
+    expect(second).toMatchObject({ launchRequestedAt: t0 + 151_000, upAt: t0 + 181_000, setupEndAt: t0 + 201_000, runStartAt: t0 + 201_000, endedAt: t0 + 251_000 });
+    expect(second?.nodes.map((node) => node.runEndAt)).toEqual([t0 + 251_000, t0 + 251_000]);
+  });
+
+  it('counts instance-seconds per node against the useful ones', async () => {
+    const { account } = await jobWith({}, [[{ boot: 30 }, { setup: 20 }, { preempt: 100 }], ok], { numNodes: 2 });
+
+    // Attempt 1: both nodes from 0 s to 150 s (node 1 had no gone event: until the attempt's end). Attempt 2: 151-251 s.
+    expect(account.instanceSeconds).toBe(2 * 150 + 2 * 100);
+    expect(account.usefulInstanceSeconds).toBe(2 * 50);
+    expect(account.instanceRatio).toBe(5);
+    expect(account.recoveries).toBe(1);
+  });
+});
