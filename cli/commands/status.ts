@@ -1,6 +1,7 @@
 // `relaunch status [JOB]`: a table of jobs, or one job with every attempt.
 
 import type { Command } from 'commander';
+import { accountLines } from '../../lib/accounting/format.ts';
 import type { AttemptView, JobSummary, JobView } from '../../lib/views.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { jobIdArgument } from '../job-id.ts';
@@ -30,7 +31,7 @@ export async function showStatus(jobId: string | undefined, options: StatusOptio
       io.out(options.json === true ? JSON.stringify({ jobs }, null, 2) : jobTable(jobs));
     } else {
       const job = await target.client.getJob(jobId);
-      io.out(options.json === true ? JSON.stringify(job, null, 2) : jobDetail(job));
+      io.out(options.json === true ? JSON.stringify(job, null, 2) : [jobDetail(job), ...accountLines(job.account)].join('\n'));
     }
     return ExitStatus.OK;
   } catch (error) {

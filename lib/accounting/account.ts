@@ -4,7 +4,7 @@
 import type { AttemptRecord, JobRecord } from '../model.ts';
 import { isTerminal } from '../status.ts';
 import { controllerCostOf } from './controller-cost.ts';
-import { onDemandHourly, SPOT_PRICE_SHARE } from './prices.ts';
+import { launchPriceOf, onDemandHourly } from './prices.ts';
 import { attemptTimeline, ms, type AttemptTimeline } from './timeline.ts';
 
 /**
@@ -272,7 +272,7 @@ export function accountJob(job: JobRecord, attempts: readonly AttemptRecord[], n
 
 /**
  * The hourly price an attempt's instances are charged at: the one stored at launch, else
- * the table's (on-demand, or its spot share for a spot attempt), as an estimate. null for
+ * the table's (on-demand, or its spot share for a spot attempt, an estimate). null for
  * an attempt never placed or a type the table lacks.
  */
 export function priceOf(attempt: AttemptRecord): { hourly: number; onDemandHourly: number | null; estimate: boolean } | null {
@@ -281,7 +281,7 @@ export function priceOf(attempt: AttemptRecord): { hourly: number; onDemandHourl
   const stored = placement.price;
   const onDemand = stored?.onDemandHourly ?? onDemandHourly(placement.instanceType, placement.region);
   if (stored !== undefined && stored.hourly !== null) return { hourly: stored.hourly, onDemandHourly: onDemand, estimate: stored.estimate };
-  if (onDemand === null) return null;
-  const market = placement.market ?? attempt.market;
-  return { hourly: market === 'spot' ? onDemand * SPOT_PRICE_SHARE : onDemand, onDemandHourly: onDemand, estimate: true };
+  const table = launchPriceOf(placement.instanceType, placement.region, placement.market ?? attempt.market);
+  if (table.hourly === null) return null;
+  return { hourly: table.hourly, onDemandHourly: onDemand, estimate: table.estimate };
 }

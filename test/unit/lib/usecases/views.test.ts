@@ -103,6 +103,8 @@ describe('toJobView', () => {
           standby: null,
         },
       ],
+      // Where the time and money went: lib/accounting's tests hold its figures.
+      account: expect.objectContaining({ ended: false, recoveries: 3 }),
     });
   });
 
