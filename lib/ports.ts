@@ -244,6 +244,12 @@ export interface JobEnded {
   readonly reason: string;
   /** The attempt that ended it; absent when the job never launched one, or the step that ended it does not say. */
   readonly attempt?: number;
+  /** useful run time / wall time, 0-1 (lib/accounting); absent when not worked out. */
+  readonly goodput?: number | null;
+  /** The instances' cost on their markets and on demand, US dollars; absent when not worked out. */
+  readonly cost?: { readonly dollars: number | null; readonly onDemandDollars: number | null; readonly estimate: boolean };
+  /** `goodput 91% · 3 recoveries · $41.20 spot ($128.70 on demand)`. */
+  readonly summary?: string;
 }
 
 /**
