@@ -45,6 +45,8 @@ const ATTEMPT_GROWTH_BYTES = 250;
 /** Totals and peaks of the capacity the store used. */
 export interface CapacityUse {
   writeUnits: number;
+  /** Calls that wrote (an UpdateItem, a PutItem, a transaction), however many units each. */
+  writeCalls: number;
   readUnits: number;
   throttledCalls: number;
   readonly throttledByPartition: Map<string, number>;
@@ -54,7 +56,7 @@ export interface CapacityUse {
 export class PartitionMeter {
   readonly writes = new PerSecondMeter();
   readonly reads = new PerSecondMeter();
-  readonly use: CapacityUse = { writeUnits: 0, readUnits: 0, throttledCalls: 0, throttledByPartition: new Map() };
+  readonly use: CapacityUse = { writeUnits: 0, writeCalls: 0, readUnits: 0, throttledCalls: 0, throttledByPartition: new Map() };
 
   constructor(
     readonly clock: EventQueue,
@@ -73,6 +75,7 @@ export class PartitionMeter {
       this.use.throttledByPartition.set(over.partition, (this.use.throttledByPartition.get(over.partition) ?? 0) + 1);
       throw new TransientError(`DynamoDB ${what}: ProvisionedThroughputExceededException on partition ${over.partition} (after the SDK's retries)`);
     }
+    if (writes.length > 0) this.use.writeCalls += 1;
     for (const c of writes) {
       this.writes.add(c.partition, c.units, now);
       this.use.writeUnits += c.units;

@@ -17,6 +17,11 @@ export interface NodeTimeline {
   readonly runStartAt: number | null;
   /** Run's end: the node's run report (an exit code, or stopped). */
   readonly runEndAt: number | null;
+  /**
+   * The instance gone: EC2's event (or the local process group's end) for a node that sent
+   * no final report; else its final report's time, after which its agent shuts it down at
+   * once. null while neither is known (the attempt's end then stands for it).
+   */
   readonly goneAt: number | null;
 }
 
@@ -75,7 +80,7 @@ export function attemptTimeline(attempt: AttemptRecord): AttemptTimeline {
       setupEndAt,
       runStartAt,
       runEndAt: run === undefined ? null : ms(run.reportedAt),
-      goneAt: ms(marks?.goneAt),
+      goneAt: ms(marks?.goneAt) ?? finalReportAt(attempt.reports, instance.nodeRank),
     };
   });
   const isStandby = attempt.standby !== null && attempt.standby !== undefined;
@@ -92,4 +97,11 @@ export function attemptTimeline(attempt: AttemptRecord): AttemptTimeline {
     endedAt: ms(attempt.endedAt),
     nodes,
   };
+}
+
+/** When the node sent the report its agent shuts down after (run's, a failed setup's, a stopped phase's); null if none. */
+function finalReportAt(reports: readonly NodeReport[], nodeRank: number): number | null {
+  const final = reports.filter((r) => r.nodeRank === nodeRank && (r.phase === 'run' || r.stopped !== undefined || (isPhaseEnd(r) && r.exitCode !== 0)));
+  const times = final.map((r) => ms(r.reportedAt)).filter((at): at is number => at !== null);
+  return times.length === 0 ? null : Math.min(...times);
 }
