@@ -2,6 +2,7 @@
 // the summary line and the breakdown by cause.
 
 import { LOST_CAUSES, TIME_CAUSES, type TimeCause } from './account.ts';
+import { launchPriceOf } from './prices.ts';
 import type { AccountView, CostView } from './view.ts';
 
 /** How each cause reads in the breakdown. */
@@ -71,4 +72,35 @@ export function breakdownLines(account: AccountView): string[] {
 export function accountLines(account: AccountView | undefined): string[] {
   if (account === undefined) return [];
   return ['', summaryLine(account), ...breakdownLines(account)];
+}
+
+/** How many candidates `relaunch validate` prices before it says how many more there are. */
+const PRICED_CANDIDATES = 8;
+
+/**
+ * `relaunch validate`'s price rows: one per candidate type and market, per instance-hour,
+ * from the package's table (us-east-1 unless the candidate names a region); spot is the
+ * table's estimate, the price EC2 charges being read only at launch.
+ */
+export function candidatePriceLines(candidates: readonly { readonly instanceType: string; readonly market: 'spot' | 'on-demand'; readonly region?: string }[], indent: string): string[] {
+  const seen = new Set<string>();
+  const lines: string[] = [];
+  for (const candidate of candidates) {
+    const region = candidate.region ?? 'us-east-1';
+    const key = `${candidate.instanceType} ${candidate.market} ${region}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const price = launchPriceOf(candidate.instanceType, region, candidate.market);
+    const where = candidate.region === undefined ? '' : ` in ${region}`;
+    if (price.hourly === null || price.onDemandHourly === null) {
+      lines.push(`${candidate.instanceType}${where}: not in the price table`);
+    } else if (candidate.market === 'spot') {
+      lines.push(`${candidate.instanceType}${where}: ~${usd(price.hourly)} spot (estimated), ${usd(price.onDemandHourly)} on demand`);
+    } else {
+      lines.push(`${candidate.instanceType}${where}: ${usd(price.onDemandHourly)} on demand`);
+    }
+  }
+  const shown = lines.slice(0, PRICED_CANDIDATES);
+  if (lines.length > shown.length) shown.push(`and ${lines.length - shown.length} more`);
+  return shown.map((line, index) => `${index === 0 ? 'price/hour'.padEnd(indent.length - 2) : ' '.repeat(indent.length - 2)}  ${line}`).map((line) => `  ${line}`);
 }

@@ -2,7 +2,7 @@
 // summary line, the breakdown, and the view's figures, for a job known to the second.
 
 import { describe, expect, it } from 'vitest';
-import { accountLines, summaryLine } from '../../../../lib/accounting/format.ts';
+import { accountLines, candidatePriceLines, summaryLine } from '../../../../lib/accounting/format.ts';
 import { toJobView } from '../../../../lib/views.ts';
 import { JOB_ID } from '../../../support/usecases-harness.ts';
 import { jobWith, type Attempt } from './job-runner.ts';
@@ -52,6 +52,24 @@ describe('the account where users look', () => {
       ['boot', 30],
       ['setup', 20],
       ['failed', 40],
+    ]);
+  });
+
+  it("prices relaunch validate's candidates per instance-hour: on demand from the table, spot estimated", () => {
+    const lines = candidatePriceLines(
+      [
+        { instanceType: 'm6i.2xlarge', market: 'spot' },
+        { instanceType: 'm6i.2xlarge', market: 'spot' },
+        { instanceType: 'g5.xlarge', market: 'on-demand', region: 'us-west-2' },
+        { instanceType: 'x9.huge', market: 'on-demand' },
+      ],
+      'accelerators  ',
+    );
+
+    expect(lines).toEqual([
+      '  price/hour    m6i.2xlarge: ~$0.1344 spot (estimated), $0.3840 on demand',
+      '                g5.xlarge in us-west-2: $1.01 on demand',
+      '                x9.huge: not in the price table',
     ]);
   });
 });
