@@ -101,13 +101,12 @@ export interface LaunchPrice {
 }
 
 /**
- * When one node of an attempt reached each point relaunch hears of, beyond what its reports
- * say: its agent's first heartbeat (the agent is up), and its instance gone (EC2's
- * state-change event, or the local process group's end). Absent until it happened.
+ * When one node of an attempt reached a point relaunch hears of beyond what its reports
+ * say: its agent's first heartbeat (the agent is up), noted in the heartbeat's own write.
+ * Absent until it happened.
  */
 export interface NodeMarks {
   readonly firstHeartbeatAt?: string;
-  readonly goneAt?: string;
 }
 
 /**

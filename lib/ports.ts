@@ -100,8 +100,6 @@ export interface JobStore {
   recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number, progress?: ProgressMark): Promise<AttemptRecord>;
   /** Notes when the controller first asked the attempt's instances to stop (kept once, ended or not). */
   noteStopAsked(jobId: string, attempt: number, at: string): Promise<void>;
-  /** Notes when node `nodeRank`'s instance went (kept once, ended or not). */
-  noteInstanceGone(jobId: string, attempt: number, nodeRank: number, at: string): Promise<void>;
   /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
   noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
   /** Notes EC2's rebalance recommendation (first one wins, none once ended); returns the attempt. */

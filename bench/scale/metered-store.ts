@@ -246,11 +246,6 @@ export class MeteredJobStore implements JobStore {
     return this.inner.noteStopAsked(jobId, attempt, at);
   }
 
-  async noteInstanceGone(jobId: string, attempt: number, nodeRank: number, at: string): Promise<void> {
-    await this.#attemptUpdate(jobId, attempt);
-    return this.inner.noteInstanceGone(jobId, attempt, nodeRank, at);
-  }
-
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
     await this.#attemptUpdate(jobId, attempt);
     return this.inner.noteInterruption(jobId, attempt, at);

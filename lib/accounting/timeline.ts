@@ -18,9 +18,11 @@ export interface NodeTimeline {
   /** Run's end: the node's run report (an exit code, or stopped). */
   readonly runEndAt: number | null;
   /**
-   * The instance gone: EC2's event (or the local process group's end) for a node that sent
-   * no final report; else its final report's time, after which its agent shuts it down at
-   * once. null while neither is known (the attempt's end then stands for it).
+   * The instance gone, as the record implies it without a write of its own (one per node
+   * would pass the budget of two writes per attempt): the node's final report, after which
+   * its agent shuts the instance down at once; null without one (the attempt's end then
+   * stands for it: the instance's going decided it for a lost or preempted node, and the
+   * controller stops a node its peer's failure ended within the second after).
    */
   readonly goneAt: number | null;
 }
@@ -80,7 +82,7 @@ export function attemptTimeline(attempt: AttemptRecord): AttemptTimeline {
       setupEndAt,
       runStartAt,
       runEndAt: run === undefined ? null : ms(run.reportedAt),
-      goneAt: ms(marks?.goneAt) ?? finalReportAt(attempt.reports, instance.nodeRank),
+      goneAt: finalReportAt(attempt.reports, instance.nodeRank),
     };
   });
   const isStandby = attempt.standby !== null && attempt.standby !== undefined;

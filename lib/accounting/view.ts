@@ -83,7 +83,7 @@ export function latestOnRecord(job: JobRecord, attempts: readonly AttemptRecord[
   for (const attempt of attempts) {
     times.push(attempt.startedAt, ...[attempt.endedAt, attempt.lastHeartbeatAt, attempt.runStartedAt, attempt.stopAskedAt].filter((at): at is string => typeof at === 'string'));
     for (const report of attempt.reports) times.push(report.reportedAt);
-    for (const marks of Object.values(attempt.nodeMarks ?? {})) times.push(...[marks.firstHeartbeatAt, marks.goneAt].filter((at): at is string => at !== undefined));
+    for (const marks of Object.values(attempt.nodeMarks ?? {})) if (marks.firstHeartbeatAt !== undefined) times.push(marks.firstHeartbeatAt);
   }
   return Math.max(...times.map((at) => Date.parse(at)).filter((ms) => !Number.isNaN(ms)));
 }

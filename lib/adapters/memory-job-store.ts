@@ -153,12 +153,6 @@ export class InMemoryJobStore implements JobStore {
     if (current.stopAskedAt === undefined) this.#replaceAttempt({ ...current, stopAskedAt: at });
   }
 
-  async noteInstanceGone(jobId: string, attempt: number, nodeRank: number, at: string): Promise<void> {
-    const current = this.#attempt(jobId, attempt);
-    const marks = current.nodeMarks?.[String(nodeRank)];
-    if (marks?.goneAt !== undefined) return;
-    this.#replaceAttempt({ ...current, nodeMarks: { ...current.nodeMarks, [String(nodeRank)]: { ...marks, goneAt: at } } });
-  }
 
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
     const current = this.#attempt(jobId, attempt);

@@ -7,7 +7,6 @@ import { isEnding } from '../status.ts';
 import type { UseCaseDeps } from './deps.ts';
 import { settleAttempt } from './settle-attempt.ts';
 import { askForStandby } from './standby-attempt.ts';
-import { noteInstanceGone } from './timeline-marks.ts';
 
 /** One EventBridge event about an instance, reduced to what matters. */
 export interface InstanceEvent {
@@ -70,7 +69,6 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
   const { store } = deps;
   const attempt = await store.findAttemptByInstance(event.instanceId);
   if (attempt === null) return ignored(`instance ${event.instanceId} belongs to no attempt`);
-  await noteInstanceGone(store, attempt, event, INSTANCE_GONE_STATES);
   const where = `attempt ${attempt.attempt} of job ${attempt.jobId}`;
   const job = await store.getJob(attempt.jobId);
   const standby = isHolding(attempt) && attempt.attempt === job.attemptCount + 1;

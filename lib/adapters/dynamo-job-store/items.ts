@@ -178,8 +178,8 @@ const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
 ]);
 
 /** The points of a node's timeline an attempt's item holds, each as an attribute of its own. */
-const NODE_MARKS = ['firstHeartbeatAt', 'goneAt'] as const satisfies readonly (keyof NodeMarks)[];
-const NODE_MARK_ATTRIBUTE = /^mark_(firstHeartbeatAt|goneAt)_(\d+)$/;
+const NODE_MARKS = ['firstHeartbeatAt'] as const satisfies readonly (keyof NodeMarks)[];
+const NODE_MARK_ATTRIBUTE = /^mark_(firstHeartbeatAt)_(\d+)$/;
 
 /**
  * The attribute that holds one point of node `nodeRank`'s timeline: a top-level attribute

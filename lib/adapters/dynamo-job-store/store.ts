@@ -347,11 +347,6 @@ export class DynamoJobStore implements JobStore {
     await this.#updateAttempt(jobId, attempt, write, (current) => current);
   }
 
-  async noteInstanceGone(jobId: string, attempt: number, nodeRank: number, at: string): Promise<void> {
-    const write = { key: keys.attempt(jobId, attempt), setIfAbsent: { [nodeMarkAttribute('goneAt', nodeRank)]: at }, condition: when.ITEM_EXISTS };
-    await this.#updateAttempt(jobId, attempt, write, (current) => current);
-  }
-
   async noteRunStart(jobId: string, attempt: number, at: string): Promise<void> {
     const write = { key: keys.attempt(jobId, attempt), set: { runStartedAt: at }, condition: when.RUN_START_UNSET };
     await this.#updateAttempt(jobId, attempt, write, (current) => current);
