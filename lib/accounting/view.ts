@@ -137,8 +137,8 @@ export function toAccountView(account: JobAccount, attempts: readonly AttemptRec
     recoveries: account.recoveries,
     cost: {
       market: marketOf(attempts),
-      dollars: account.cost.dollars === null ? null : round(account.cost.dollars, 6),
-      onDemandDollars: account.cost.onDemandDollars === null ? null : round(account.cost.onDemandDollars, 6),
+      dollars: account.cost.dollars === null ? null : round(account.cost.dollars, 8),
+      onDemandDollars: account.cost.onDemandDollars === null ? null : round(account.cost.onDemandDollars, 8),
       estimate: account.cost.estimate,
       controllerDollars: round(account.cost.controllerDollars, 8),
       unpriced: account.cost.unpriced,
