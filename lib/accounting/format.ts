@@ -23,9 +23,10 @@ export const CAUSE_WORDS: Readonly<Record<TimeCause, string>> = {
   controller: 'controller',
 };
 
-/** Dollars: cents above $1, four decimals below (a short job's cents would read $0.00). */
+/** Dollars: cents from $1, four decimals from $0.001, six below (a short job would read $0.0000). */
 export function usd(dollars: number): string {
-  return dollars >= 1 ? `$${dollars.toFixed(2)}` : `$${dollars.toFixed(4)}`;
+  if (dollars >= 1) return `$${dollars.toFixed(2)}`;
+  return dollars >= 0.001 ? `$${dollars.toFixed(4)}` : `$${dollars.toFixed(6)}`;
 }
 
 /** Seconds as `1h02m`, `3m05s`, or `12.5s`. */

@@ -326,7 +326,7 @@ describe('job end notifications (SNS)', () => {
       goodput: 0,
       // A spot m5.large priced from the table, so marked as an estimate.
       cost: { dollars: expect.any(Number), onDemandDollars: expect.any(Number), estimate: true },
-      summary: expect.stringMatching(/^goodput 0% · 0 recoveries · ~\$\d+\.\d{4} spot \(\$\d+\.\d{4} on demand\), estimated$/),
+      summary: expect.stringMatching(/^goodput 0% · 0 recoveries · ~\$\d+\.\d{4,6} spot \(\$\d+\.\d{4,6} on demand\), estimated$/),
     });
   });
 

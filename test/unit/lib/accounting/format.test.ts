@@ -37,7 +37,7 @@ describe('the account where users look', () => {
     expect(text).toMatch(/boot\s+1m00s \(23%\)/);
     expect(text).toMatch(/queued before launch\s+5\.0s \(2%\)/);
     expect(text).toContain('instance-hours 0.069 used, 0.014 useful (5.00x)');
-    expect(text).toMatch(/controller \$0\.0\d{3} \(Step Functions, Lambda, DynamoDB, API; estimated\)/);
+    expect(text).toMatch(/controller \$0\.000\d{3} \(Step Functions, Lambda, DynamoDB, API; estimated\)/);
   });
 
   it('gives status --json every figure and each attempt’s stretches, adding up to the wall time', async () => {
