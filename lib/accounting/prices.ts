@@ -14,11 +14,16 @@ import type { LaunchPrice } from '../model.ts';
 import type { Market } from '../policy/types.ts';
 import type { Resources } from '../task-file/types.ts';
 
-/** Where the on-demand prices come from, and when they were written here. */
+/**
+ * Where the on-demand prices come from, and when they were entered. They were entered from
+ * AWS's published list prices without a live read of the page (the machine that wrote them
+ * reaches no AWS site); types whose price AWS cut in 2025 (P4d, P5) are left out rather
+ * than guessed. Check a figure against the page before relying on it for a bill.
+ */
 export const PRICE_TABLE_SOURCE = {
-  /** The day the table was last written from the source (not re-read on each use). */
   date: '2026-12-06',
-  source: 'aws.amazon.com/ec2/pricing/on-demand: Linux, shared tenancy, per hour, by region',
+  source: 'aws.amazon.com/ec2/pricing/on-demand: Linux, shared tenancy, per hour, us-east-1',
+  checked: 'not against the live page',
 } as const;
 
 /**
