@@ -78,6 +78,7 @@ function report(r: ScaleResult, run: { paceOff: boolean; projection: JobListProj
   row('DynamoDB calls throttled (retried)', `${n(r.dynamo.throttledCalls)}${r.dynamo.throttledByPartition.size > 0 ? ` (${[...r.dynamo.throttledByPartition.entries()].slice(0, 3).map(([p, c]) => `${p}: ${n(c)}`).join(', ')})` : ''}`);
   row(`peak Lambda concurrency (limit ${n(LAMBDA_CONCURRENCY.limit)}) / invocations throttled`, `${n(r.lambda.peakConcurrency)} / ${n(r.lambda.throttles)}`);
   row('StartExecution throttles absorbed (queued, started by the janitor)', `${n(r.startExecutionThrottles)} (janitor started ${n(r.janitorStarts)})`);
+  row('per attempt: state transitions / DynamoDB writes / write units', `${n(r.sfn.transitions / r.attempts, 2)} / ${n(r.dynamo.writeCalls / r.attempts, 2)} / ${n(r.dynamo.writeUnits / r.attempts, 2)}`);
   row('state transitions (retries among them) / delayed by the bucket', `${n(r.sfn.transitions)} (${n(r.sfn.retries)}) / ${n(r.sfn.transitionsDelayed)}`);
   row('API requests (refused: API Gateway throttle or Lambda concurrency; retried by the caller)', `${n(r.api.requests)} (${n(r.api.throttled)})`);
   const errors = [...r.handlerErrors.entries(), ...r.agentErrors.entries()];

@@ -9,6 +9,7 @@ import { logsCommand } from './commands/logs.ts';
 import { runCommand } from './commands/run.ts';
 import { serveCommand } from './commands/serve.ts';
 import { simulateCommand } from './commands/simulate.ts';
+import { reportCommand } from './commands/report.ts';
 import { sshCommand } from './commands/ssh.ts';
 import { statusCommand } from './commands/status.ts';
 import { validateCommand } from './commands/validate.ts';
@@ -28,6 +29,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
   program.addCommand(runCommand(io));
   program.addCommand(statusCommand(io));
+  program.addCommand(reportCommand(io));
   program.addCommand(logsCommand(io));
   program.addCommand(cancelCommand(io));
   program.addCommand(validateCommand(io));

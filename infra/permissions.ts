@@ -147,10 +147,11 @@ export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access
     actions: ['ssm:DeleteParameters', 'ssm:DeleteParameter'],
     resources: agentSecretArns(scope),
   });
-  // DescribeInstances and DescribeImages support no resource-level permissions: `*` is all they take.
+  // DescribeInstances, DescribeImages and DescribeSpotPriceHistory (the price at launch)
+  // support no resource-level permissions: `*` is all they take.
   allow(grantee, {
     sid: 'Ec2DescribeHasNoResourceScope',
-    actions: ['ec2:DescribeInstances', 'ec2:DescribeImages'],
+    actions: ['ec2:DescribeInstances', 'ec2:DescribeImages', 'ec2:DescribeSpotPriceHistory'],
     resources: ['*'],
   });
 }

@@ -55,6 +55,12 @@ export interface InstanceRef {
    * what one that died left running. Absent on EC2.
    */
   readonly processGroupId?: number;
+  /**
+   * When the instance was up: locally when the node's process started (after any emulated
+   * boot); on EC2 its LaunchTime, read from the DescribeInstances the launch already makes.
+   * Absent on instances recorded before it was kept.
+   */
+  readonly runningAt?: string;
 }
 
 /** Where an attempt was placed. */
@@ -71,6 +77,47 @@ export interface Placement {
   readonly unavailable?: readonly string[];
   /** The `any_of`/`ordered` entry (its position in the file) the attempt runs as; absent without them. */
   readonly entry?: number;
+  /** What an hour of one of its instances cost at launch (lib/accounting/prices.ts); absent on attempts placed before it was kept. */
+  readonly price?: LaunchPrice;
+}
+
+/**
+ * An instance-hour's price at launch, beside the on-demand one. On EC2 a spot attempt's is
+ * EC2's spot price of its type and zone then (DescribeSpotPriceHistory); an on-demand
+ * attempt's, and every local one's, comes from the package's price table, and a local one
+ * is an estimate (no instance was paid for).
+ */
+export interface LaunchPrice {
+  /** US dollars per instance-hour on the attempt's market; null when nothing said (a type the table lacks). */
+  readonly hourly: number | null;
+  /** US dollars per instance-hour on demand, from the price table; null for a type or region it lacks. */
+  readonly onDemandHourly: number | null;
+  /** Where `hourly` came from. */
+  readonly source: 'spot-price-history' | 'price-table';
+  /** true: a figure for the instance type the job would use on AWS, not one anybody paid. */
+  readonly estimate: boolean;
+  /** A local run's: the AWS instance type the estimate is for; absent on AWS (the placement's own). */
+  readonly forInstanceType?: string;
+}
+
+/**
+ * When one node of an attempt reached a point relaunch hears of beyond what its reports
+ * say: its agent's first heartbeat (the agent is up), noted in the heartbeat's own write.
+ * Absent until it happened.
+ */
+export interface NodeMarks {
+  readonly firstHeartbeatAt?: string;
+}
+
+/**
+ * The last step a job wrote to its progress file (RELAUNCH_PROGRESS_FILE), as a node's
+ * heartbeat carried it: the step, and when the file was written (the heartbeat's time less
+ * the file's age), so work lost to an attempt's end is counted from there.
+ */
+export interface ProgressMark {
+  readonly step: number;
+  readonly at: string;
+  readonly nodeRank: number;
 }
 
 /**
@@ -217,6 +264,12 @@ export interface AttemptRecord {
   readonly runStartedAt?: string | null;
   /** When the attempt ended; for a standby let go unused, when it was released. */
   readonly endedAt: string | null;
+  /** Per node rank (as a string key), the points of its timeline relaunch noted; absent: none. */
+  readonly nodeMarks?: Readonly<Record<string, NodeMarks>>;
+  /** When the controller first asked the attempt's instances to stop (its release); absent: never. */
+  readonly stopAskedAt?: string;
+  /** The job's last progress, as a heartbeat brought it; absent: the job wrote none. */
+  readonly progress?: ProgressMark;
 }
 
 /** An audit row: one status change of a job. */

@@ -15,6 +15,7 @@ import type {
   NodeReport,
   PipelineState,
   Placement,
+  ProgressMark,
   StoredDecision,
 } from './model.ts';
 
@@ -97,11 +98,14 @@ export interface JobStore {
    */
   addReport(jobId: string, attempt: number, report: NodeReport): Promise<{ attempt: AttemptRecord; duplicate: boolean }>;
   /**
-   * Sets the attempt's lastHeartbeatAt to `at`, adds `nodeRank` to its nodesHeardFrom, and
-   * returns the attempt, in one write; throws StaleAttemptError when the attempt has ended
-   * (a late beat changes nothing).
+   * Sets the attempt's lastHeartbeatAt to `at`, adds `nodeRank` to its nodesHeardFrom, notes
+   * `at` as that node's first heartbeat unless one is noted, and sets the job's `progress`
+   * when the beat carried one, and returns the attempt, in one write; throws
+   * StaleAttemptError when the attempt has ended (a late beat changes nothing).
    */
-  recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord>;
+  recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number, progress?: ProgressMark): Promise<AttemptRecord>;
+  /** Notes when the controller first asked the attempt's instances to stop (kept once, ended or not). */
+  noteStopAsked(jobId: string, attempt: number, at: string): Promise<void>;
   /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
   noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
   /** Notes EC2's rebalance recommendation (first one wins, none once ended); returns the attempt. */
@@ -244,6 +248,12 @@ export interface JobEnded {
   readonly reason: string;
   /** The attempt that ended it; absent when the job never launched one, or the step that ended it does not say. */
   readonly attempt?: number;
+  /** useful run time / wall time, 0-1 (lib/accounting); absent when not worked out. */
+  readonly goodput?: number | null;
+  /** The instances' cost on their markets and on demand, US dollars; absent when not worked out. */
+  readonly cost?: { readonly dollars: number | null; readonly onDemandDollars: number | null; readonly estimate: boolean };
+  /** `goodput 91% · 3 recoveries · $41.20 spot ($128.70 on demand)`. */
+  readonly summary?: string;
 }
 
 /**

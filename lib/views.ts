@@ -1,5 +1,6 @@
 // What the API and `relaunch run --json` show of a job: pure projections of the records.
 
+import { accountView, type AccountView } from './accounting/view.ts';
 import type { AgentStep } from './agent/protocol.ts';
 import { isAgentFailure, type AttemptRecord, type JobRecord, type NodeReport, type PipelineState, type Placement, type WarningKind } from './model.ts';
 import type { Market, OutcomeKind, Phase, PolicyRule, RecoveryAction, RecoveryCounters } from './policy/types.ts';
@@ -133,6 +134,8 @@ export interface JobView {
   readonly attempts: readonly AttemptView[];
   /** A pipeline's tasks, in order, each with its status; absent for a one-task job. */
   readonly tasks?: readonly TaskView[];
+  /** Where its time and money went (lib/accounting/). */
+  readonly account?: AccountView;
 }
 
 /** One task of a pipeline as shown. */
@@ -175,6 +178,7 @@ export function toJobView(job: JobRecord, attempts: readonly AttemptRecord[]): J
       .sort((a, b) => a.attempt - b.attempt)
       .map((attempt) => toAttemptView(attempt, job.pipeline?.tasks[attempt.task ?? -1] ?? job.spec, attempts)),
     ...(job.pipeline === null || job.pipeline === undefined ? {} : { tasks: taskViews(job, job.pipeline) }),
+    account: accountView(job, attempts),
   };
 }
 

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { localPriceOf } from '../lib/accounting/prices.ts';
 import { agentMounts } from '../lib/agent/mounts.ts';
 import { renderAgentScript, shellQuote } from '../lib/agent/script.ts';
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn } from '../lib/agent/secret-parameter.ts';
@@ -245,18 +246,22 @@ export class LocalProcessCompute implements Compute {
       await Promise.all(started.map((instance) => this.terminate(instance)));
       throw new PrecheckError(`could not start the nodes of attempt ${attempt}: ${errorMessage(error)}`);
     }
+    // Every node's process is up: the local instance is running (lib/accounting counts from here).
+    const runningAt = new Date();
     return {
       placement: {
         region: LOCAL_REGION,
         zone: null,
         instanceType: LOCAL_INSTANCE_TYPE,
         ...(choice?.entry == null ? {} : { market: choice.market, entry: choice.entry }),
+        price: localPriceOf(spec.resources, choice?.market ?? request.market),
       },
       instances: started.map((instance) => ({
         instanceId: instance.instanceId,
         nodeRank: instance.rank,
         privateIp: '127.0.0.1',
         processGroupId: instance.pgid,
+        runningAt: runningAt.toISOString(),
       })),
     };
   }

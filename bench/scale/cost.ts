@@ -1,15 +1,11 @@
 // relaunch's own cost from a scale run's counts, at the list prices of limits.ts, beside
 // the instance-hours of the jobs themselves and SkyPilot's always-on controller VM.
 
+import { controllerCostLines, type CostLine } from '../../lib/accounting/prices.ts';
 import { PRICES, SKYPILOT_CONTROLLER, SPOT_PRICE_SHARE } from './limits.ts';
 import type { ScaleResult } from './simulation.ts';
 
-/** One priced count. */
-export interface CostLine {
-  readonly item: string;
-  readonly count: number;
-  readonly dollars: number;
-}
+export type { CostLine };
 
 /** What a run cost, and per 1,000 jobs. */
 export interface CostModel {
@@ -31,16 +27,16 @@ export function costOf(result: ScaleResult): CostModel {
   const invocations = [...result.lambda.invocations.values()].reduce((sum, n) => sum + n, 0);
   const apiBilled = result.api.requests - result.api.throttled;
   const awsEvents = result.eventBridge.ec2Events + result.eventBridge.executionEvents;
-  const relaunch: CostLine[] = [
-    { item: 'Step Functions state transitions', count: result.sfn.transitions, dollars: result.sfn.transitions * PRICES.sfnPerStateTransition },
-    { item: 'Lambda requests', count: invocations, dollars: invocations * PRICES.lambdaPerRequest },
-    { item: 'Lambda GB-seconds', count: result.lambda.gbSeconds, dollars: result.lambda.gbSeconds * PRICES.lambdaPerGbSecondX86 },
-    { item: 'DynamoDB write request units', count: result.dynamo.writeUnits, dollars: result.dynamo.writeUnits * PRICES.dynamoPerWriteUnit },
-    { item: 'DynamoDB read request units', count: result.dynamo.readUnits, dollars: result.dynamo.readUnits * PRICES.dynamoPerReadUnit },
-    { item: 'API Gateway REST requests', count: apiBilled, dollars: apiBilled * PRICES.apiGatewayRestPerRequest },
-    { item: 'EventBridge AWS service events (default bus)', count: awsEvents, dollars: awsEvents * PRICES.eventBridgeAwsServiceEvent },
-    { item: 'SSM Parameter Store calls (standard)', count: result.ssmCalls, dollars: result.ssmCalls * PRICES.ssmStandardPerCall },
-  ];
+  const relaunch = controllerCostLines({
+    transitions: result.sfn.transitions,
+    lambdaInvocations: invocations,
+    lambdaGbSeconds: result.lambda.gbSeconds,
+    writeUnits: result.dynamo.writeUnits,
+    readUnits: result.dynamo.readUnits,
+    apiRequests: apiBilled,
+    awsEvents,
+    ssmCalls: result.ssmCalls,
+  });
   const relaunchTotal = relaunch.reduce((sum, line) => sum + line.dollars, 0);
   const instances: CostLine[] = [...result.instanceHours.entries()]
     .sort(([a], [b]) => a.localeCompare(b))

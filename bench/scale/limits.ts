@@ -1,6 +1,7 @@
 // The AWS limits and list prices the scale simulation uses, each with where it comes from.
 // BENCHMARKS.md lists the same numbers; the simulation reads them only from here.
 
+import { CONTROLLER_PRICES, onDemandHourly, SPOT_PRICE_SHARE } from '../../lib/accounting/prices.ts';
 import { EC2_LAUNCH_PACE } from '../../lib/launch-pace.ts';
 
 /** A token bucket's size and refill. */
@@ -60,27 +61,15 @@ export const VCPU_QUOTAS = {
 } as const;
 
 /**
- * us-east-1 list prices as of the date below, from the pricing pages in `sources`. Spot
- * prices move by the hour and zone: SPOT_PRICE_SHARE is an assumption, not a list price.
+ * us-east-1 list prices: the controller's services from the package's own table
+ * (lib/accounting/prices.ts, which prices each job's controller cost with the same lines),
+ * and the on-demand prices of the instance types the simulation launches. Spot prices move
+ * by the hour and zone: SPOT_PRICE_SHARE is an assumption, not a list price.
  */
 export const PRICES = {
-  /** Step Functions', Lambda's and DynamoDB's checked that day against stored copies of their pages; the rest are long-standing list prices. */
-  date: '2026-12-03',
+  ...CONTROLLER_PRICES,
   /** CloudWatch's, X-Ray's and Lambda's Arm price checked that day against stored copies of their pages (for the stack's cost in docs/aws.md). */
   observabilityDate: '2026-12-06',
-  sfnPerStateTransition: 0.025 / 1000,
-  lambdaPerRequest: 0.2 / 1_000_000,
-  lambdaPerGbSecondX86: 0.0000166667,
-  dynamoPerWriteUnit: 0.625 / 1_000_000,
-  dynamoPerReadUnit: 0.125 / 1_000_000,
-  apiGatewayRestPerRequest: 3.5 / 1_000_000,
-  eventBridgeCustomPerEvent: 1 / 1_000_000,
-  /** AWS service events (EC2 state changes, Step Functions status changes) on the default bus. */
-  eventBridgeAwsServiceEvent: 0,
-  /** Standard parameters with standard throughput: API interactions are free. */
-  ssmStandardPerCall: 0,
-  /** Advanced parameters, or higher throughput: $0.05 per 10,000 API interactions. */
-  ssmHigherThroughputPerCall: 0.05 / 10_000,
   /** arm64 functions (the stack's): Lambda's duration price is a fifth lower than x86's. */
   lambdaPerGbSecondArm: 0.0000133334,
   /** CloudWatch: a standard-resolution metric alarm (period 60 s or more), a high-resolution one, and a custom dashboard, each a month. */
@@ -99,15 +88,11 @@ export const PRICES = {
   wafWebAclMonth: 5,
   wafRuleMonth: 1,
   /** On-demand Linux, per hour. */
-  onDemandHourly: { 'm6i.large': 0.096, 'm6i.xlarge': 0.192, 'c6i.xlarge': 0.17, 'r6i.large': 0.126, 'r6i.xlarge': 0.252 } as Readonly<Record<string, number>>,
+  onDemandHourly: Object.fromEntries(
+    ['m6i.large', 'm6i.xlarge', 'c6i.xlarge', 'r6i.large', 'r6i.xlarge'].map((type) => [type, onDemandHourly(type, 'us-east-1') ?? Number.NaN]),
+  ) as Readonly<Record<string, number>>,
   sources: [
-    'aws.amazon.com/step-functions/pricing: standard workflows, $0.025 per 1,000 state transitions',
-    'aws.amazon.com/lambda/pricing: x86, $0.20 per 1M requests, $0.0000166667 per GB-second',
-    'aws.amazon.com/dynamodb/pricing/on-demand: $0.625 per million write request units, $0.125 per million read request units',
-    'aws.amazon.com/api-gateway/pricing: REST APIs, $3.50 per million requests (first 333 million)',
-    'aws.amazon.com/eventbridge/pricing: custom events $1.00 per million; AWS service events on the default bus free',
-    'aws.amazon.com/systems-manager/pricing: Parameter Store, standard throughput free; higher throughput $0.05 per 10,000 API interactions',
-    'aws.amazon.com/ec2/pricing/on-demand: Linux on-demand hourly, us-east-1',
+    ...CONTROLLER_PRICES.sources,
     'aws.amazon.com/lambda/pricing: Arm, $0.0000133334 per GB-second (first 7.5 billion GB-seconds a month)',
     'aws.amazon.com/cloudwatch/pricing: alarms $0.10 (standard resolution) and $0.30 (high resolution) per alarm metric a month; $3.00 per dashboard a month; Logs, standard class, $0.50 per GB ingested, $0.03 per GB-month stored',
     'aws.amazon.com/xray/pricing: $5.00 per million traces recorded, $0.50 per million retrieved or scanned',
@@ -118,8 +103,7 @@ export const PRICES = {
   ],
 } as const;
 
-/** The share of the on-demand price a spot instance is assumed to cost (spot prices move; not a list price). */
-export const SPOT_PRICE_SHARE = 0.35;
+export { SPOT_PRICE_SHARE };
 
 /** SkyPilot's managed-jobs controller VM, always on. */
 export const SKYPILOT_CONTROLLER = { instanceType: 'r6i.xlarge', hoursPerMonth: 730 } as const;

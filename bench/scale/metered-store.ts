@@ -18,7 +18,7 @@ import { LAUNCH_PACE_KEY, LAUNCH_SLOT_PREFIX } from '../../lib/adapters/dynamo-l
 import type { InMemoryJobStore } from '../../lib/adapters/memory-job-store.ts';
 import { TransientError } from '../../lib/errors.ts';
 import { isTerminal } from '../../lib/status.ts';
-import type { AttemptRecord, InstanceRef, JobRecord, NodeReport, Placement, StoredDecision } from '../../lib/model.ts';
+import type { AttemptRecord, InstanceRef, JobRecord, NodeReport, Placement, ProgressMark, StoredDecision } from '../../lib/model.ts';
 import type { DecisionBasis } from '../../lib/outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../lib/policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, LaunchPace, StatusChange } from '../../lib/ports.ts';
@@ -45,6 +45,8 @@ const ATTEMPT_GROWTH_BYTES = 250;
 /** Totals and peaks of the capacity the store used. */
 export interface CapacityUse {
   writeUnits: number;
+  /** Calls that wrote (an UpdateItem, a PutItem, a transaction), however many units each. */
+  writeCalls: number;
   readUnits: number;
   throttledCalls: number;
   readonly throttledByPartition: Map<string, number>;
@@ -54,7 +56,7 @@ export interface CapacityUse {
 export class PartitionMeter {
   readonly writes = new PerSecondMeter();
   readonly reads = new PerSecondMeter();
-  readonly use: CapacityUse = { writeUnits: 0, readUnits: 0, throttledCalls: 0, throttledByPartition: new Map() };
+  readonly use: CapacityUse = { writeUnits: 0, writeCalls: 0, readUnits: 0, throttledCalls: 0, throttledByPartition: new Map() };
 
   constructor(
     readonly clock: EventQueue,
@@ -73,6 +75,7 @@ export class PartitionMeter {
       this.use.throttledByPartition.set(over.partition, (this.use.throttledByPartition.get(over.partition) ?? 0) + 1);
       throw new TransientError(`DynamoDB ${what}: ProvisionedThroughputExceededException on partition ${over.partition} (after the SDK's retries)`);
     }
+    if (writes.length > 0) this.use.writeCalls += 1;
     for (const c of writes) {
       this.writes.add(c.partition, c.units, now);
       this.use.writeUnits += c.units;
@@ -233,9 +236,14 @@ export class MeteredJobStore implements JobStore {
     return this.inner.addReport(jobId, attempt, report);
   }
 
-  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord> {
+  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number, progress?: ProgressMark): Promise<AttemptRecord> {
     await this.#attemptUpdate(jobId, attempt);
-    return this.inner.recordHeartbeat(jobId, attempt, at, nodeRank);
+    return this.inner.recordHeartbeat(jobId, attempt, at, nodeRank, progress);
+  }
+
+  async noteStopAsked(jobId: string, attempt: number, at: string): Promise<void> {
+    await this.#attemptUpdate(jobId, attempt);
+    return this.inner.noteStopAsked(jobId, attempt, at);
   }
 
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {

@@ -142,6 +142,7 @@ export interface ScaleResult {
   };
   readonly dynamo: {
     readonly writeUnits: number;
+    readonly writeCalls: number;
     readonly readUnits: number;
     readonly throttledCalls: number;
     readonly throttledByPartition: ReadonlyMap<string, number>;
@@ -671,6 +672,7 @@ class Simulation {
       lambda: { invocations: this.invocations, gbSeconds: this.gbSeconds, peakConcurrency: this.peakConcurrency, throttles: this.lambdaThrottles },
       dynamo: {
         writeUnits: this.meter.use.writeUnits,
+        writeCalls: this.meter.use.writeCalls,
         readUnits: this.meter.use.readUnits,
         throttledCalls: this.meter.use.throttledCalls,
         throttledByPartition: this.meter.use.throttledByPartition,

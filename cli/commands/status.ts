@@ -1,6 +1,7 @@
 // `relaunch status [JOB]`: a table of jobs, or one job with every attempt.
 
 import type { Command } from 'commander';
+import { accountLines } from '../../lib/accounting/format.ts';
 import type { JobStatus } from '../../lib/status.ts';
 import type { AttemptView, JobSummary, JobView } from '../../lib/views.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
@@ -42,7 +43,7 @@ export async function showStatus(ref: JobRef | undefined, options: StatusOptions
       await printQueue(target.client, options, io, Date.now());
     } else {
       const job = await target.client.getJob(await resolveJob(ref, target.client));
-      io.out(options.json === true ? JSON.stringify(job, null, 2) : [jobDetail(job), ...logLinkLines(job)].join('\n'));
+      io.out(options.json === true ? JSON.stringify(job, null, 2) : [jobDetail(job), ...accountLines(job.account), ...logLinkLines(job)].join('\n'));
     }
     return ExitStatus.OK;
   } catch (error) {

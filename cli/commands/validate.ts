@@ -2,6 +2,7 @@
 
 import type { Command } from 'commander';
 import { formatIssue, InvalidInputError, InvalidTaskSpecError } from '../../lib/errors.ts';
+import { candidatePriceLines } from '../../lib/accounting/format.ts';
 import { candidatesOf } from '../../lib/candidates.ts';
 import { formatPortRange } from '../../lib/task-file/network-ports.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/task-file/bounds.ts';
@@ -45,7 +46,7 @@ export async function runValidate(file: string, options: ValidateOptions, io: Io
     }
     for (const warning of warnings) io.err(`warning: ${formatIssue(warning)}`);
     if (pipeline === null) {
-      io.out(renderSpec(taskSourceName(file), specs[0] as TaskSpec));
+      io.out([renderSpec(taskSourceName(file), specs[0] as TaskSpec), ...candidatePriceLines(candidates[0] ?? [], 'accelerators  ')].join('\n'));
       return ExitStatus.OK;
     }
     io.out(`${taskSourceName(file)}: a pipeline${pipeline.name === null ? '' : ` (${pipeline.name})`} of ${specs.length} tasks, run in order`);
@@ -201,3 +202,4 @@ export function renderSpec(file: string, spec: TaskSpec): string {
   );
   return [`${file}: a valid task`, ...body].join('\n');
 }
+

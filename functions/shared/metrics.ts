@@ -87,6 +87,12 @@ export function recordJobEnded(jobId: string, status: string): void {
   emit(MetricName.jobsEnded, MetricUnit.Count, 1, [{ [MetricDimension.status]: status }], { jobId });
 }
 
+/** Records an ended job's goodput (percent) and its instances' cost (dollars), when known. */
+export function recordJobAccount(jobId: string, goodput: number | null, dollars: number | null): void {
+  if (goodput !== null) emit(MetricName.jobGoodput, MetricUnit.Percent, goodput * 100, [{}], { jobId });
+  if (dollars !== null) emit(MetricName.jobCost, MetricUnit.NoUnit, dollars, [{}], { jobId });
+}
+
 /**
  * Records how long a relaunch took: from the end of `previous` (the attempt before it) to
  * `launchedAt`, when the next attempt's instances were launched. Backoff waits are in it:

@@ -3,9 +3,12 @@
 // Without one nothing is published and the SNS client is never loaded: the notifier
 // (job-notifier.ts) sits in a chunk of its own that the first notification imports.
 
+import { summaryLine } from '../../lib/accounting/format.ts';
+import { accountView } from '../../lib/accounting/view.ts';
 import type { JobEnded } from '../../lib/ports.ts';
+import { store } from './deps.ts';
 import { logger } from './log.ts';
-import { recordJobEnded, recordNotificationFailure } from './metrics.ts';
+import { recordJobAccount, recordJobEnded, recordNotificationFailure } from './metrics.ts';
 import { JOB_NOTIFICATIONS_TOPIC_ENV } from '../../lib/workflow/operations.ts';
 
 /** Counts a job's end (the metric the FAILED_CONTROLLER alarm reads) and notifies it. */
@@ -22,7 +25,8 @@ export async function announceJobEnded(ended: JobEnded): Promise<void> {
  * an alarm watches), and not thrown: the job has ended whatever SNS says, and failing the
  * step would send a finished job down the controller's catch-all to FAILED_CONTROLLER.
  */
-export async function notifyJobEnded(ended: JobEnded): Promise<void> {
+export async function notifyJobEnded(given: JobEnded): Promise<void> {
+  const ended = await withAccount(given);
   const topicArn = process.env[JOB_NOTIFICATIONS_TOPIC_ENV];
   if (topicArn === undefined || topicArn === '') return;
   try {
@@ -32,5 +36,23 @@ export async function notifyJobEnded(ended: JobEnded): Promise<void> {
   } catch (error) {
     logger().error('job end notification failed', { status: ended.status, topicArn, error: error as Error });
     recordNotificationFailure(ended.jobId);
+  }
+}
+
+/**
+ * The end with the job's goodput and cost (lib/accounting), which are also recorded as the
+ * deployment's JobGoodput and JobCost metrics. Reading the job is the job's end's only
+ * extra cost (two reads); a read that fails leaves the end as given, logged, not thrown.
+ */
+async function withAccount(ended: JobEnded): Promise<JobEnded> {
+  try {
+    const jobStore = store();
+    const account = accountView(await jobStore.getJob(ended.jobId), await jobStore.listAttempts(ended.jobId));
+    recordJobAccount(ended.jobId, account.goodput, account.cost.dollars);
+    const { dollars, onDemandDollars, estimate } = account.cost;
+    return { ...ended, goodput: account.goodput, cost: { dollars, onDemandDollars, estimate }, summary: summaryLine(account) };
+  } catch (error) {
+    logger().error('job account not worked out', { jobId: ended.jobId, error: error as Error });
+    return ended;
   }
 }

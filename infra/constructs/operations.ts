@@ -253,6 +253,10 @@ export class Operations extends Construct {
       }),
       graph('Exit to relaunch, by how the attempt ended (p90, ms)', [this.search(MetricName.exitToRelaunch, [MetricDimension.outcome], 'p90', '')]),
     );
+    this.dashboard.addWidgets(
+      graph('Goodput of ended jobs (%, useful run / wall time)', ['Average', 'Minimum'].map((statistic) => this.relaunchMetric(MetricName.jobGoodput, statistic).with({ label: statistic }))),
+      graph("Cost of ended jobs' instances ($)", [this.relaunchMetric(MetricName.jobCost, 'Sum').with({ label: 'Sum' })]),
+    );
   }
 
   private addServiceWidgets(props: OperationsProps, executionsFailed: cloudwatch.Metric): void {

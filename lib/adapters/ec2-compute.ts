@@ -72,6 +72,7 @@ import { attemptTags, boundedToken, CAPACITY_ERRORS, ec2Retrying, LIVE_STATES, t
 import { assertImageSomewhere, Ec2Images, imageKind, type Image } from './ec2-images.ts';
 import { AttemptLaunchTemplates, launchTemplateData } from './ec2-launch-templates.ts';
 import { nodeTrafficProblems } from './ec2-network.ts';
+import { Ec2SpotPrices } from './ec2-spot-prices.ts';
 import { launchUserData } from './ec2-user-data.ts';
 import type { Ec2Parameters } from './ssm-parameters.ts';
 
@@ -128,6 +129,7 @@ export class Ec2Compute implements Compute {
   /** Every EC2 and SSM call of this object and its providers, retried alike. */
   private readonly withRetries: Ec2Retrying;
   private readonly images: Ec2Images;
+  private readonly spotPrices: Ec2SpotPrices;
   /** Where the instances this object launched are, so a release right after the launch needs no search. */
   private readonly launchedIn = new Map<string, string>();
 
@@ -137,6 +139,7 @@ export class Ec2Compute implements Compute {
     this.sleep = deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.withRetries = ec2Retrying(this.config.throttleRetries ?? 8, this.sleep);
     this.images = new Ec2Images({ ec2: deps.ec2, parameters: deps.parameters, retrying: this.withRetries, imageParameters: this.config.imageParameters });
+    this.spotPrices = new Ec2SpotPrices({ ec2: deps.ec2, retrying: this.withRetries });
   }
 
   /**
@@ -287,6 +290,7 @@ export class Ec2Compute implements Compute {
         instanceId: instance.InstanceId as string,
         nodeRank: rank,
         privateIp: instance.PrivateIpAddress ?? null,
+        ...(instance.LaunchTime === undefined ? {} : { runningAt: instance.LaunchTime.toISOString() }),
       }));
       await this.tagNodes(region, nodes);
       await this.putSecrets(request, region, account, nodes);
@@ -302,6 +306,7 @@ export class Ec2Compute implements Compute {
         market: fleet.market,
         ...(failures.length === 0 ? {} : { unavailable: capped(failures) }),
         ...(entry === null || entry === undefined ? {} : { entry }),
+        price: await this.spotPrices.priceAt(region, zone, instanceType, fleet.market, first?.LaunchTime ?? new Date()),
       };
       return { launched: { placement, instances: nodes } };
     } catch (error) {

@@ -8,7 +8,7 @@
 
 import { JobNotFoundError } from '../errors.ts';
 import { isTerminal } from '../status.ts';
-import { isPhaseEnd, type AttemptRecord, type InstanceRef, type JobEvent, type JobRecord, type NodeReport, type Placement, type StandbyMark, type StoredDecision } from '../model.ts';
+import { isPhaseEnd, type AttemptRecord, type InstanceRef, type JobEvent, type JobRecord, type NodeReport, type Placement, type ProgressMark, type StandbyMark, type StoredDecision } from '../model.ts';
 import type { DecisionBasis } from '../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../ports.ts';
@@ -130,15 +130,29 @@ export class InMemoryJobStore implements JobStore {
     return { attempt: this.#replaceAttempt({ ...current, reports: [...current.reports, report] }), duplicate: false };
   }
 
-  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord> {
+  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number, progress?: ProgressMark): Promise<AttemptRecord> {
     const current = this.#attempt(jobId, attempt);
     if (current.outcome !== null) throw rules.endedError(jobId, attempt, 'a heartbeat');
     if (isReleased(current)) throw rules.releasedError(jobId, attempt, 'a heartbeat');
     const heard = current.nodesHeardFrom.includes(nodeRank)
       ? current.nodesHeardFrom
       : [...current.nodesHeardFrom, nodeRank].sort((a, b) => a - b);
-    return this.#replaceAttempt({ ...current, lastHeartbeatAt: at, nodesHeardFrom: heard });
+    const marks = current.nodeMarks?.[String(nodeRank)];
+    const nodeMarks = marks?.firstHeartbeatAt === undefined ? { ...current.nodeMarks, [String(nodeRank)]: { ...marks, firstHeartbeatAt: at } } : current.nodeMarks;
+    return this.#replaceAttempt({
+      ...current,
+      lastHeartbeatAt: at,
+      nodesHeardFrom: heard,
+      ...(nodeMarks === undefined ? {} : { nodeMarks }),
+      ...(progress === undefined ? {} : { progress }),
+    });
   }
+
+  async noteStopAsked(jobId: string, attempt: number, at: string): Promise<void> {
+    const current = this.#attempt(jobId, attempt);
+    if (current.stopAskedAt === undefined) this.#replaceAttempt({ ...current, stopAskedAt: at });
+  }
+
 
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
     const current = this.#attempt(jobId, attempt);

@@ -204,6 +204,8 @@ declare +x REPLY_RUN_REASON=''
 declare +x REPLY_PHASE_CODE=0
 # run_tool: the last lines of a failed tool's stderr, in one bounded line.
 declare +x REPLY_TOOL_ERROR=''
+# heartbeat_body's: the file the next heartbeat posts.
+declare +x REPLY_HEARTBEAT_BODY=''
 # pull_image, ecr_login, fetch_data_credentials: why each failed.
 declare +x REPLY_PULL_ERROR=''
 declare +x REPLY_LOGIN_ERROR=''
@@ -728,7 +730,8 @@ heartbeat_once() {
     if (( limit > HEARTBEAT_TRY_MAX_MS )); then limit=$HEARTBEAT_TRY_MAX_MS; fi
     if (( limit < 1 )); then limit=1; fi
     seconds_of_ms "$limit"
-    status=$(post_json "$HEARTBEAT_URL" "$HEARTBEAT_BODY" "$REPLY_SECONDS")
+    heartbeat_body
+    status=$(post_json "$HEARTBEAT_URL" "$REPLY_HEARTBEAT_BODY" "$REPLY_SECONDS")
     case $status in
       2??) return 0 ;;
       408 | 429 | 5?? | 000) ;;
@@ -745,6 +748,23 @@ heartbeat_once() {
     pause_ms "$REPLY_JITTERED_MS"
     delay=$(( delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2 ))
   done
+}
+
+# The body of the next heartbeat, in REPLY_HEARTBEAT_BODY: the node's rank, and, when the
+# job's progress file (RELAUNCH_PROGRESS_FILE) holds a step number, the step and the file's
+# age in seconds (the API dates it by its own clock). Anything else in the file is ignored.
+heartbeat_body() {
+  local file="$ROOT_DIR/progress" step='' modified now
+  REPLY_HEARTBEAT_BODY=$HEARTBEAT_BODY
+  [ -f "$file" ] || return 0
+  read -r step <"$file" || true
+  step=${step//[[:space:]]/}
+  [[ $step =~ ^[0-9]{1,15}$ ]] || return 0
+  modified=$(stat -c %Y "$file" 2>/dev/null || stat -f %m "$file" 2>/dev/null) || return 0
+  now=$(date +%s)
+  REPLY_HEARTBEAT_BODY="$ROOT_DIR/heartbeat-progress.json"
+  printf '{"nodeRank":%d,"progress":{"step":%d,"ageSeconds":%d}}' \
+    "$NODE_RANK" "$(( 10#$step ))" "$(( now > modified ? now - modified : 0 ))" >"$REPLY_HEARTBEAT_BODY"
 }
 
 # A round every HEARTBEAT_MS from $1 (the first round's start), each over by the next: a
@@ -875,6 +895,7 @@ write_node_env() {
     printf 'export RELAUNCH_NODE_RANK=%q SKYPILOT_NODE_RANK=%q\n' "$NODE_RANK" "$NODE_RANK"
     printf 'export RELAUNCH_NODE_IPS=%q SKYPILOT_NODE_IPS=%q\n' "$NODE_IPS" "$NODE_IPS"
     printf 'export RELAUNCH_MOUNT_ROOT=%q\n' "$MOUNT_ROOT"
+    printf 'export RELAUNCH_PROGRESS_FILE=%q\n' "$ROOT_DIR/progress"
   } >>"$ROOT_DIR/env.sh"
 }
 

@@ -47,19 +47,44 @@ export const STALE_ATTEMPT_STATUS = 409;
 
 const nodeRank = z.number().check(z.int(), z.minimum(0));
 
-/** `POST .../heartbeat`: the node is alive. Sent at start, then every heartbeat interval. */
-export const HeartbeatBodySchema = z.object({ nodeRank });
+/**
+ * The environment variable that names the job's progress file: a job that writes a step
+ * number there (`echo 1200 > "$RELAUNCH_PROGRESS_FILE"`) tells relaunch how far it got, and
+ * the work an attempt loses is counted from the last step it wrote, not from run's start.
+ */
+export const PROGRESS_FILE_ENV = 'RELAUNCH_PROGRESS_FILE';
+
+/**
+ * The job's last progress, as a heartbeat carries it: the step the file holds, and how long
+ * ago the file was written (seconds, by the node's clock), so the API dates it by its own.
+ */
+export const ProgressSchema = z.object({
+  step: z.number().check(z.int(), z.minimum(0)),
+  ageSeconds: z.number().check(z.int(), z.minimum(0)),
+});
+
+/** A heartbeat's progress, parsed. */
+export type Progress = z.infer<typeof ProgressSchema>;
+
+/**
+ * `POST .../heartbeat`: the node is alive. Sent at start, then every heartbeat interval,
+ * with the job's progress when its progress file holds a step.
+ */
+export const HeartbeatBodySchema = z.object({ nodeRank, progress: z.optional(ProgressSchema) });
 /** A heartbeat's body, parsed. */
 export type HeartbeatBody = z.infer<typeof HeartbeatBodySchema>;
+
+/** A body that only names the node asking. */
+const NodeBodySchema = z.object({ nodeRank });
 
 /**
  * `POST .../hold`: a node that holds before run (a standby, launch_on_warning) asks whether
  * to go on; the answer is `{run: 'hold' | 'go' | 'stop', reason}` (lib/standby-rules.ts).
  */
-export const HoldBodySchema = HeartbeatBodySchema;
+export const HoldBodySchema = NodeBodySchema;
 
 /** `POST .../data-credentials`: the node asking, as a heartbeat names it. */
-export const DataCredentialsBodySchema = HeartbeatBodySchema;
+export const DataCredentialsBodySchema = NodeBodySchema;
 
 /**
  * The answer to `POST .../data-credentials`: temporary credentials in the shape an AWS

@@ -66,7 +66,7 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
   },
   async heartbeat(request, params, deps) {
     const body = parseBody(HeartbeatBodySchema, request.body);
-    await heartbeat(credentials(request, params, body.nodeRank), deps);
+    await heartbeat({ ...credentials(request, params, body.nodeRank), ...(body.progress === undefined ? {} : { progress: body.progress }) }, deps);
     return json(200, { status: 'accepted' });
   },
   async holdOrRun(request, params, deps) {

@@ -5,9 +5,13 @@ import { assertLiveOrHolding, authorizeAgent, markRunning, type AgentCredentials
 import { nodesNotHeardFrom } from './await-attempt.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { resumeTask } from './tasks.ts';
+import { progressMark } from './timeline-marks.ts';
+import type { Progress } from '../agent/protocol.ts';
 
-/** `POST /jobs/{id}/attempts/{n}/heartbeat`. */
-export type HeartbeatInput = AgentCredentials;
+/** `POST /jobs/{id}/attempts/{n}/heartbeat`, with the job's progress when the beat carried it. */
+export interface HeartbeatInput extends AgentCredentials {
+  readonly progress?: Progress;
+}
 
 /**
  * Records the heartbeat and its node, moves STARTING -> RUNNING (a lost race is fine), and
@@ -28,7 +32,7 @@ export async function heartbeat(input: HeartbeatInput, deps: Pick<UseCaseDeps, '
   const { store, workflow, clock } = deps;
   const { job, attempt } = await authorizeAgent(store, input);
   const which = assertLiveOrHolding(job, attempt);
-  const recorded = await store.recordHeartbeat(input.jobId, input.attempt, nowIso(clock), input.nodeRank);
+  const recorded = await store.recordHeartbeat(input.jobId, input.attempt, nowIso(clock), input.nodeRank, progressMark(input, clock.now()));
   // The attempt may have ended meanwhile: then its status belongs to the policy now.
   if (recorded.outcome !== null || which === 'standby') return;
   await markRunning(store, job, input.attempt, clock);

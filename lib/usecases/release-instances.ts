@@ -4,7 +4,7 @@
 import { RecoveryAction } from '../policy/types.ts';
 import { isTerminal, type JobStatus } from '../status.ts';
 import type { DecisionOutput, WorkflowState } from '../workflow/contract.ts';
-import type { UseCaseDeps } from './deps.ts';
+import { nowIso, type UseCaseDeps } from './deps.ts';
 import { releaseStandbyOf } from './standby-attempt.ts';
 
 /**
@@ -21,6 +21,7 @@ export async function releaseInstances(state: WorkflowState, deps: Pick<UseCaseD
   const { store, compute } = deps;
   if (state.attempt >= 1) {
     const attempt = await store.getAttempt(state.jobId, state.attempt);
+    if (attempt.instances.length > 0 && attempt.stopAskedAt === undefined) await store.noteStopAsked(state.jobId, state.attempt, nowIso(deps.clock));
     // Even with no instances recorded: a launch whose Lambda died before setInstances may
     // have started some, and compute also finds an attempt's instances by their tags.
     await compute.release(state.jobId, state.attempt, attempt.instances);

@@ -35,6 +35,10 @@ export const MetricName = {
   launchFailures: 'LaunchFailures',
   /** One per terminal-status notification SNS did not take; no dimension. */
   notificationFailures: 'NotificationFailures',
+  /** An ended job's goodput, percent (lib/accounting: useful run time / wall time); no dimension. */
+  jobGoodput: 'JobGoodput',
+  /** An ended job's instances' cost, US dollars (spot at launch, or the price table); no dimension. */
+  jobCost: 'JobCost',
 } as const;
 /** One of relaunch's metric names. */
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];

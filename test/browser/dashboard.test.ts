@@ -10,6 +10,7 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { summaryLine } from '../../lib/accounting/format.ts';
 import type { JobView } from '../../lib/views.ts';
 import { DashboardProxy } from '../../cli/dashboard-proxy.ts';
 import { HttpJobsClient } from '../../cli/jobs-client.ts';
@@ -196,6 +197,12 @@ describe('the jobs page in Chromium', () => {
     expect(job.attempts[0]?.delaySeconds).toBe(1);
     expect(await page.locator('.gap[data-gap-after="1"]').getAttribute('class')).toContain('gap-backoff');
     expect(await page.locator('.policy pre').textContent()).toContain('recover_on_exit_codes: [29]');
+    // Where its time and money went: the summary line, and the wall time cut by cause.
+    const account = job.account!;
+    expect(await page.locator('.account-summary').textContent()).toBe(summaryLine(account));
+    const stretches = [...account.between, ...account.attempts.flatMap((a) => a.segments)];
+    expect(await page.locator('.cause-bar .cause').count()).toBe(stretches.length);
+    expect(await page.locator('.cause-bar .cause-restarted').count()).toBe(1);
     // A finished job offers no Cancel.
     expect(await page.locator('.cancel').isVisible()).toBe(false);
     await page.screenshot({ path: join(OUTPUT, 'job.png'), fullPage: true, clip: TOP });

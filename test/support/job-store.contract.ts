@@ -446,6 +446,22 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         expect(await store.getAttempt('job-1', 1)).toMatchObject({ lastHeartbeatAt: T2, nodesHeardFrom: [0, 2] });
       });
 
+      it("notes each node's first heartbeat and the job's progress in the heartbeat's write, and the stop asked once", async () => {
+        await runningJobWithAttempt();
+        await store.recordHeartbeat('job-1', 1, T1, 1);
+        await store.recordHeartbeat('job-1', 1, T2, 1, { step: 1200, at: T1, nodeRank: 1 });
+        await store.recordHeartbeat('job-1', 1, T2, 0);
+        await store.noteStopAsked('job-1', 1, T2);
+        await store.endAttempt('job-1', 1, exited, T3);
+        await store.noteStopAsked('job-1', 1, T3);
+
+        expect(await store.getAttempt('job-1', 1)).toMatchObject({
+          nodeMarks: { '0': { firstHeartbeatAt: T2 }, '1': { firstHeartbeatAt: T1 } },
+          progress: { step: 1200, at: T1, nodeRank: 1 },
+          stopAskedAt: T2,
+        });
+      });
+
       race('keeps every node of concurrent first heartbeats', async () => {
         await runningJobWithAttempt();
         await Promise.all(Array.from({ length: 8 }, (_, rank) => store.recordHeartbeat('job-1', 1, T2, rank)));

@@ -6,6 +6,7 @@ import type { AttemptView, JobView } from '../../lib/views.ts';
 import type { RecoveryPolicy } from '../../lib/task-file/types.ts';
 import { isTerminal } from '../../lib/status.ts';
 import { capacityTries } from '../../lib/capacity-tries.ts';
+import { accountSection } from './account.ts';
 import { ApiFailure, poll, setLive, type Api, type PageConfig, type Screen } from './api.ts';
 import { el, formatDuration, formatTime, statusBadge } from './dom.ts';
 import type { JobViewWithLogs } from '../../lib/usecases/read-job-log.ts';
@@ -34,7 +35,7 @@ export function renderJob(main: HTMLElement, jobId: string, api: Api, config: Pa
     if (text !== shown || live) {
       shown = text;
       head.replaceChildren(...headline(job));
-      body.replaceChildren(timeline(job), attempts(job, config), policy(job.recoveryPolicy));
+      body.replaceChildren(timeline(job), ...accountSection(job), attempts(job, config), policy(job.recoveryPolicy));
     }
     cancel.update(job);
     return live;

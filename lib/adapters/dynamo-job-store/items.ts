@@ -15,7 +15,7 @@ import {
   type NativeAttributeValue,
   type unmarshallOptions,
 } from '@aws-sdk/util-dynamodb';
-import type { AttemptRecord, InstanceRef, JobEvent, JobRecord } from '../../model.ts';
+import type { AttemptRecord, InstanceRef, JobEvent, JobRecord, NodeMarks } from '../../model.ts';
 import type { IdempotencyClaim } from '../../ports.ts';
 import {
   INSTANCE_INDEX,
@@ -172,7 +172,23 @@ const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
   'standby',
   'runStartedAt',
   'endedAt',
+  'nodeMarks',
+  'stopAskedAt',
+  'progress',
 ]);
+
+/** The points of a node's timeline an attempt's item holds, each as an attribute of its own. */
+const NODE_MARKS = ['firstHeartbeatAt'] as const satisfies readonly (keyof NodeMarks)[];
+const NODE_MARK_ATTRIBUTE = /^mark_(firstHeartbeatAt)_(\d+)$/;
+
+/**
+ * The attribute that holds one point of node `nodeRank`'s timeline: a top-level attribute
+ * (not a field of a map), so a write can set it on any attempt, those stored before the
+ * timeline was kept included, with no map to create first.
+ */
+export function nodeMarkAttribute(mark: keyof NodeMarks, nodeRank: number): string {
+  return `mark_${mark}_${nodeRank}`;
+}
 
 const EVENT_FIELDS = allFields<JobEvent>()(['jobId', 'at', 'from', 'to', 'attempt', 'reason']);
 
@@ -207,8 +223,14 @@ export function claimItem(claim: IdempotencyClaim): Item {
  * go beside it, so a report is taken once per node and phase.
  */
 export function attemptItem(attempt: AttemptRecord): Item {
-  const { nodesHeardFrom, ...rest } = attempt;
+  const { nodesHeardFrom, nodeMarks, ...rest } = attempt;
   const item: Item = { ...keys.attempt(attempt.jobId, attempt.attempt), ...recordItem(rest) };
+  for (const [rank, marks] of Object.entries(nodeMarks ?? {})) {
+    for (const mark of NODE_MARKS) {
+      const at = marks[mark];
+      if (at !== undefined) item[nodeMarkAttribute(mark, Number(rank))] = toAttribute(at);
+    }
+  }
   if (nodesHeardFrom.length > 0) item.nodesHeardFrom = toAttribute(new Set(nodesHeardFrom));
   const reportKeys = new Set(attempt.reports.map(rules.reportKey));
   if (reportKeys.size > 0) item[REPORT_KEYS] = toAttribute(reportKeys);
@@ -255,7 +277,8 @@ export function eventCountOf(item: Item): number {
  * (`standby`, `rebalanceNoticedAt`, `runStartedAt`) are absent when they have none.
  */
 export function toAttempt(item: Item): AttemptRecord {
-  const { task, standby, rebalanceNoticedAt, runStartedAt, nodesHeardFrom, ...attempt } = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
+  const { task, standby, rebalanceNoticedAt, runStartedAt, nodesHeardFrom, nodeMarks: _none, stopAskedAt, progress, ...attempt } = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
+  const marks = nodeMarksOf(item);
   // A number set reads as a Set; the record holds the ranks in order.
   const heardFrom = nodesHeardFrom === null ? [] : [...(nodesHeardFrom as unknown as ReadonlySet<number>)].sort((a, b) => a - b);
   return {
@@ -265,7 +288,22 @@ export function toAttempt(item: Item): AttemptRecord {
     ...(standby === null || standby === undefined ? {} : { standby }),
     ...(rebalanceNoticedAt === null || rebalanceNoticedAt === undefined ? {} : { rebalanceNoticedAt }),
     ...(runStartedAt === null || runStartedAt === undefined ? {} : { runStartedAt }),
+    ...(marks === null ? {} : { nodeMarks: marks }),
+    ...(stopAskedAt === null || stopAskedAt === undefined ? {} : { stopAskedAt }),
+    ...(progress === null || progress === undefined ? {} : { progress }),
   };
+}
+
+/** The node marks an attempt's item holds (nodeMarkAttribute), by rank; null when none. */
+function nodeMarksOf(item: Item): Record<string, NodeMarks> | null {
+  const marks: Record<string, Record<string, string>> = {};
+  for (const [name, value] of Object.entries(item)) {
+    const match = NODE_MARK_ATTRIBUTE.exec(name);
+    if (match === null || value.S === undefined) continue;
+    const [, mark, rank] = match as unknown as [string, string, string];
+    (marks[rank] ??= {})[mark] = value.S;
+  }
+  return Object.keys(marks).length === 0 ? null : marks;
 }
 
 export function toEvent(item: Item): JobEvent {

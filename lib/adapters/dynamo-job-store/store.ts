@@ -25,7 +25,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { NativeAttributeValue } from '@aws-sdk/util-dynamodb';
 import { ConcurrentUpdateError, JobNotFoundError } from '../../errors.ts';
-import { isPhaseEnd, type AttemptRecord, type InstanceRef, type JobEvent, type JobRecord, type NodeReport, type Placement, type StoredDecision } from '../../model.ts';
+import { isPhaseEnd, type AttemptRecord, type InstanceRef, type JobEvent, type JobRecord, type NodeReport, type Placement, type ProgressMark, type StoredDecision } from '../../model.ts';
 import type { DecisionBasis } from '../../outcome.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../policy/types.ts';
 import type { IdempotencyClaim, JobPatch, JobStore, StatusChange } from '../../ports.ts';
@@ -56,6 +56,7 @@ import {
   jobItem,
   jobPk,
   keys,
+  nodeMarkAttribute,
   QUEUE_KEYS,
   REPORT_KEYS,
   toAttempt,
@@ -261,10 +262,12 @@ export class DynamoJobStore implements JobStore {
     throw new ConcurrentUpdateError(`report ${key} for attempt ${attempt} of job ${jobId} was refused`);
   }
 
-  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number): Promise<AttemptRecord> {
+  async recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number, progress?: ProgressMark): Promise<AttemptRecord> {
     const result = await this.#update({
       key: keys.attempt(jobId, attempt),
-      set: { lastHeartbeatAt: at },
+      set: { lastHeartbeatAt: at, ...(progress === undefined ? {} : { progress }) },
+      // The node's first beat, in the same write: its timeline costs no write of its own.
+      setIfAbsent: { [nodeMarkAttribute('firstHeartbeatAt', nodeRank)]: at },
       // A number set: adding a rank twice keeps one, and two nodes' beats never clash.
       add: { nodesHeardFrom: new Set([nodeRank]) },
       condition: when.TAKES_HEARTBEAT,
@@ -337,6 +340,11 @@ export class DynamoJobStore implements JobStore {
     if (refusal === null) return;
     await this.#jobFrom(refusal.item(0), jobId);
     throw rules.standbySettledError(jobId, attempt, 'retired');
+  }
+
+  async noteStopAsked(jobId: string, attempt: number, at: string): Promise<void> {
+    const write = { key: keys.attempt(jobId, attempt), setIfAbsent: { stopAskedAt: at }, condition: when.ITEM_EXISTS };
+    await this.#updateAttempt(jobId, attempt, write, (current) => current);
   }
 
   async noteRunStart(jobId: string, attempt: number, at: string): Promise<void> {

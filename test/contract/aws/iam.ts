@@ -170,6 +170,7 @@ export function authorizationsOf(call: RecordedCall, account: string): Authoriza
     case 'EC2:DescribeInstances':
     case 'EC2:DescribeImages':
     case 'EC2:DescribeLaunchTemplates':
+    case 'EC2:DescribeSpotPriceHistory':
       return one(`ec2:${call.operation}`, '*');
     case 'EC2:CreateLaunchTemplate': {
       const id = ((output.LaunchTemplate ?? {}) as { LaunchTemplateId?: string }).LaunchTemplateId ?? 'lt-0000000000pending';

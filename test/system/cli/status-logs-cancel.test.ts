@@ -124,12 +124,17 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     expect(lines[0]).toBe(`job:      ${job.jobId} (two-tries)`);
     expect(lines[1]).toBe('status:   SUCCEEDED');
     expect(lines[2]).toBe('recoveries: 1, restarts on errors: 1 of 1');
-    const table = lines.slice(lines.indexOf('') + 1).map((line) => line.split(/\s{2,}/));
+    const [tableLines, accountLines] = [lines.slice(lines.indexOf('') + 1, lines.lastIndexOf('')), lines.slice(lines.lastIndexOf('') + 1)];
+    const table = tableLines.map((line) => line.split(/\s{2,}/));
     expect(table).toEqual([
       ['ATTEMPT', 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'GAP', 'REASON'],
       ['1', 'EXITED', 'run', '1', 'RESTART', expect.stringMatching(/^\d+\.\ds$/), '-', 'exit code 1 (run); restart 1 of 1 on errors, 0 left'],
       ['2', 'EXITED', 'run', '0', 'SUCCEED', expect.stringMatching(/^\d+\.\ds$/), expect.stringMatching(/^\d+\.\ds$/), 'exit code 0 (run); job succeeded'],
     ]);
+    // Then where the time and money went (docs/goodput-and-cost.md): the summary line first.
+    // Priced locally as an estimate, for the type the task would use on AWS.
+    expect(accountLines[0]).toMatch(/^goodput \d+% · 1 recovery · ~\$[\d.]+ on demand, estimated$/);
+    expect(accountLines[1]).toMatch(/^wall time [\d.]+s; run time lost [\d.]+s$/);
   });
 
   it('status JOB --json is the object run --json printed', async () => {

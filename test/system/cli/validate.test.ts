@@ -52,6 +52,9 @@ describe('runValidate, human output', () => {
       '  secrets       (none)',
       '  setup         1 line',
       '  run           7 lines',
+      // The candidates' price per instance-hour, from the package's table, which has no P4de or P5 price.
+      '  price/hour    p5.48xlarge: not in the price table',
+      '                p4de.24xlarge: not in the price table',
     ]);
   });
 

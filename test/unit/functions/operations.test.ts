@@ -189,6 +189,17 @@ describe('metrics (EMF on stdout)', () => {
     expect(ended).toMatchObject({ Status: JobStatus.SUCCEEDED, JobsEnded: 1, jobId: 'j-1' });
   });
 
+  it("records an ended job's goodput and its instances' cost, per deployment", async () => {
+    await attemptEnded(exited(0));
+    await evaluatePolicy(evaluateState, CONTEXT);
+    const [goodput] = metric(MetricName.jobGoodput);
+    const [cost] = metric(MetricName.jobCost);
+    expect(goodput?._aws.CloudWatchMetrics[0]).toMatchObject({ Dimensions: [['service']], Metrics: [{ Name: MetricName.jobGoodput, Unit: 'Percent' }] });
+    expect(goodput).toMatchObject({ JobGoodput: 0, jobId: 'j-1' });
+    expect(cost).toMatchObject({ jobId: 'j-1' });
+    expect(cost?.[MetricName.jobCost]).toBeGreaterThanOrEqual(0);
+  });
+
   it('counts a preemption by zone and instance type, and its decision with no exit code', async () => {
     await attemptEnded({ kind: 'PREEMPTED' });
     await evaluatePolicy(evaluateState, CONTEXT);
@@ -306,7 +317,17 @@ describe('job end notifications (SNS)', () => {
       },
     });
     const message = JSON.parse(sns.commandCalls(PublishCommand)[0]?.args[0].input.Message ?? '{}') as unknown;
-    expect(message).toEqual({ jobId: 'j-1', status: JobStatus.SUCCEEDED, reason: next.decision?.reason, attempt: 1 });
+    expect(message).toEqual({
+      jobId: 'j-1',
+      status: JobStatus.SUCCEEDED,
+      reason: next.decision?.reason,
+      attempt: 1,
+      // Where its time and money went (lib/accounting): the attempt had no setup report, so no run time was useful.
+      goodput: 0,
+      // A spot m5.large priced from the table, so marked as an estimate.
+      cost: { dollars: expect.any(Number), onDemandDollars: expect.any(Number), estimate: true },
+      summary: expect.stringMatching(/^goodput 0% · 0 recoveries · ~\$\d+\.\d{4,6} spot \(\$\d+\.\d{4,6} on demand\), estimated$/),
+    });
   });
 
   it('publish nothing for a decision that relaunches', async () => {
@@ -340,7 +361,15 @@ describe('job end notifications (SNS)', () => {
     const [job] = await world.store().listJobs({ limit: 10 });
     expect(job?.status).toBe(JobStatus.FAILED_CONTROLLER);
     const message = JSON.parse(sns.commandCalls(PublishCommand)[0]?.args[0].input.Message ?? '{}') as Record<string, unknown>;
-    expect(message).toEqual({ jobId: job?.jobId, status: JobStatus.FAILED_CONTROLLER, reason: expect.stringContaining('could not start the controller') });
+    expect(message).toEqual({
+      jobId: job?.jobId,
+      status: JobStatus.FAILED_CONTROLLER,
+      reason: expect.stringContaining('could not start the controller'),
+      // It never launched: no run time, no instance to price.
+      goodput: 0,
+      cost: { dollars: null, onDemandDollars: null, estimate: false },
+      summary: 'goodput 0% · 0 recoveries',
+    });
     expect(metric(MetricName.jobsEnded)).toEqual([expect.objectContaining({ Status: JobStatus.FAILED_CONTROLLER, jobId: job?.jobId })]);
   });
 

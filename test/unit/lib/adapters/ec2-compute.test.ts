@@ -237,7 +237,7 @@ describe('Ec2Compute.launch: what it sends', () => {
       ],
     });
     expect(result).toEqual({
-      placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm6i.2xlarge', market: 'on-demand' },
+      placement: { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm6i.2xlarge', market: 'on-demand', price: { hourly: 0.384, onDemandHourly: 0.384, source: 'price-table', estimate: false } },
       instances: [{ instanceId: 'i-1', nodeRank: 0, privateIp: '10.0.0.1' }],
     });
   });
@@ -348,6 +348,7 @@ describe('Ec2Compute.launch: what it sends', () => {
       instanceType: 'g5.xlarge',
       market: 'on-demand',
       entry: 1,
+      price: { hourly: 1.006, onDemandHourly: 1.006, source: 'price-table', estimate: false },
     });
   });
 
@@ -514,7 +515,7 @@ describe('Ec2Compute.launch: what it sends', () => {
     const [fleet] = fleetInputs('us-west-2');
     expect(overridesOf(fleet)).toEqual(['us-west-2a/m6i.2xlarge']);
     expect(templateData(fleet)).toMatchObject({ ImageId: 'ami-west', SecurityGroupIds: ['sg-west'] });
-    expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.2xlarge', market: 'on-demand' });
+    expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.2xlarge', market: 'on-demand', price: { hourly: 0.384, onDemandHourly: 0.384, source: 'price-table', estimate: false } });
   });
 
   it('skips a region whose SSM parameter for the default image does not exist, looking it up once', async () => {
@@ -594,7 +595,14 @@ describe('Ec2Compute.launch: failing over and failing', () => {
       'us-east-1b/p5e.48xlarge',
       'us-east-1b/p5en.48xlarge',
     ]);
-    expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'p5.48xlarge', market: 'spot' });
+    expect(result.placement).toEqual({
+      region: 'us-west-2',
+      zone: 'us-west-2a',
+      instanceType: 'p5.48xlarge',
+      market: 'spot',
+      // No spot price from EC2 here, and a type the table lacks: no figure, rather than a guess.
+      price: { hourly: null, onDemandHourly: null, source: 'price-table', estimate: true },
+    });
     expect(sleeps).toEqual([]);
   });
 
@@ -606,7 +614,7 @@ describe('Ec2Compute.launch: failing over and failing', () => {
       ec2['us-east-1'].on(CreateFleetCommand).rejects(awsError(code));
       const second = await compute().launch(request(spec({ instanceType: 'm6i.large' })));
 
-      for (const result of [first, second]) expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.large', market: 'on-demand' });
+      for (const result of [first, second]) expect(result.placement).toEqual({ region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.large', market: 'on-demand', price: { hourly: 0.096, onDemandHourly: 0.096, source: 'price-table', estimate: false } });
     },
   );
 

@@ -586,6 +586,27 @@ describe('the agent under throttling', () => {
     expect(times.length).toBeLessThanOrEqual(rounds + 3);
   });
 
+  it("carries the job's progress, the step its progress file holds and the file's age, on the heartbeats after it is written", async () => {
+    const HEARTBEAT_MS = 250;
+    // The job writes its step, then runs until a beat has carried it, however slow the machine.
+    api.onHeartbeat = () => {
+      const last = api.heartbeats.at(-1);
+      if (last !== undefined && last.body.includes('progress')) writeFileSync(join(dir, 'progress-seen'), '');
+    };
+    const run = 'echo junk > "$RELAUNCH_PROGRESS_FILE.tmp"; printf "1200\\n" > "$RELAUNCH_PROGRESS_FILE"; until [ -e "$DUMP_DIR/progress-seen" ]; do sleep 0.05; done';
+
+    const result = await runAgent({ spec: spec({ run }), nodeRank: 0, heartbeatSeconds: HEARTBEAT_MS / 1000 });
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    const bodies = api.heartbeats.map((beat) => HeartbeatBodySchema.parse(JSON.parse(beat.body)));
+    // The first beat comes before the job runs: no progress yet.
+    expect(bodies[0]).toEqual({ nodeRank: 0 });
+    const carried = bodies.filter((body) => body.progress !== undefined);
+    expect(carried.length).toBeGreaterThanOrEqual(1);
+    expect(carried[0]).toEqual({ nodeRank: 0, progress: { step: 1200, ageSeconds: expect.any(Number) } });
+    expect(carried[0]?.progress?.ageSeconds).toBeLessThan(60);
+  });
+
   it('waits between report retries for half the backoff delay plus a random part of the other half', async () => {
     api.reportStatuses = [500, 500, 500, 500, 500, 500];
 

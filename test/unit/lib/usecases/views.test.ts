@@ -105,6 +105,8 @@ describe('toJobView', () => {
           instances: [],
         },
       ],
+      // Where the time and money went: lib/accounting's tests hold its figures.
+      account: expect.objectContaining({ ended: false, recoveries: 3 }),
     });
   });
 

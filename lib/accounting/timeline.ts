@@ -1,0 +1,109 @@
+// One attempt's timeline, per node and as a whole, from what its record holds: the points
+// relaunch was told of (launch, instance up, first heartbeat, reports, run start, stop,
+// instance gone), none read from a clock.
+
+import { isPhaseEnd, type AttemptRecord, type NodeReport } from '../model.ts';
+
+/** One node's points, in milliseconds since the epoch; null where it never happened or was not recorded. */
+export interface NodeTimeline {
+  readonly nodeRank: number;
+  readonly instanceId: string;
+  /** The instance up (local: the process started; EC2: LaunchTime); the launch request when not recorded. */
+  readonly runningAt: number;
+  readonly firstHeartbeatAt: number | null;
+  /** Setup's end: the node's setup report (its exit code, or its agent's failure). */
+  readonly setupEndAt: number | null;
+  /** Run's start: the standby's go, else the node's setup report, when setup exited 0. */
+  readonly runStartAt: number | null;
+  /** Run's end: the node's run report (an exit code, or stopped). */
+  readonly runEndAt: number | null;
+  /**
+   * The instance gone, as the record implies it without a write of its own (one per node
+   * would pass the budget of two writes per attempt): the node's final report, after which
+   * its agent shuts the instance down at once; null without one (the attempt's end then
+   * stands for it: the instance's going decided it for a lost or preempted node, and the
+   * controller stops a node its peer's failure ended within the second after).
+   */
+  readonly goneAt: number | null;
+}
+
+/** An attempt's timeline: its own points and its nodes'. */
+export interface AttemptTimeline {
+  readonly attempt: number;
+  readonly launchRequestedAt: number;
+  /** Every node's first heartbeat in (the attempt's boot over); null while one is missing. */
+  readonly upAt: number | null;
+  /** Every node's setup over; null while one is missing. */
+  readonly setupEndAt: number | null;
+  /**
+   * Run started on the attempt: the standby's go, else every node's setup over with exit 0
+   * (a multi-node job runs once all its nodes do); null when it never did.
+   */
+  readonly runStartAt: number | null;
+  readonly stopAskedAt: number | null;
+  readonly interruptionNoticedAt: number | null;
+  readonly endedAt: number | null;
+  readonly nodes: readonly NodeTimeline[];
+}
+
+/** A time of the record in ms, or null. */
+export function ms(at: string | null | undefined): number | null {
+  if (at === null || at === undefined) return null;
+  const parsed = Date.parse(at);
+  return Number.isNaN(parsed) ? null : parsed;
+}
+
+function phaseReport(reports: readonly NodeReport[], nodeRank: number, phase: 'setup' | 'run'): NodeReport | undefined {
+  return reports.find((report) => report.nodeRank === nodeRank && report.phase === phase);
+}
+
+/** The latest of the values, or null when any is null (not every node got there) or there are none. */
+function latestOfAll(values: readonly (number | null)[]): number | null {
+  if (values.length === 0 || values.some((value) => value === null)) return null;
+  return Math.max(...(values as number[]));
+}
+
+/** The attempt's timeline, from its record alone. */
+export function attemptTimeline(attempt: AttemptRecord): AttemptTimeline {
+  const launchRequestedAt = ms(attempt.startedAt) ?? 0;
+  const heldRunStart = ms(attempt.runStartedAt);
+  const nodes: NodeTimeline[] = attempt.instances.map((instance) => {
+    const marks = attempt.nodeMarks?.[String(instance.nodeRank)];
+    const setup = phaseReport(attempt.reports, instance.nodeRank, 'setup');
+    const run = phaseReport(attempt.reports, instance.nodeRank, 'run');
+    const setupEndAt = setup !== undefined && isPhaseEnd(setup) ? ms(setup.reportedAt) : null;
+    const setupOk = setup !== undefined && setup.exitCode === 0;
+    const runStartAt = !setupOk ? null : attempt.standby !== null && attempt.standby !== undefined ? heldRunStart : setupEndAt;
+    return {
+      nodeRank: instance.nodeRank,
+      instanceId: instance.instanceId,
+      runningAt: ms(instance.runningAt) ?? launchRequestedAt,
+      firstHeartbeatAt: ms(marks?.firstHeartbeatAt),
+      setupEndAt,
+      runStartAt,
+      runEndAt: run === undefined ? null : ms(run.reportedAt),
+      goneAt: finalReportAt(attempt.reports, instance.nodeRank),
+    };
+  });
+  const isStandby = attempt.standby !== null && attempt.standby !== undefined;
+  const everyRunStarted = latestOfAll(nodes.map((node) => node.runStartAt));
+  const runStartAt = everyRunStarted === null ? null : isStandby ? heldRunStart : everyRunStarted;
+  return {
+    attempt: attempt.attempt,
+    launchRequestedAt,
+    upAt: latestOfAll(nodes.map((node) => node.firstHeartbeatAt)),
+    setupEndAt: latestOfAll(nodes.map((node) => node.setupEndAt)),
+    runStartAt,
+    stopAskedAt: ms(attempt.stopAskedAt),
+    interruptionNoticedAt: ms(attempt.interruptionNoticedAt),
+    endedAt: ms(attempt.endedAt),
+    nodes,
+  };
+}
+
+/** When the node sent the report its agent shuts down after (run's, a failed setup's, a stopped phase's); null if none. */
+function finalReportAt(reports: readonly NodeReport[], nodeRank: number): number | null {
+  const final = reports.filter((r) => r.nodeRank === nodeRank && (r.phase === 'run' || r.stopped !== undefined || (isPhaseEnd(r) && r.exitCode !== 0)));
+  const times = final.map((r) => ms(r.reportedAt)).filter((at): at is number => at !== null);
+  return times.length === 0 ? null : Math.min(...times);
+}
