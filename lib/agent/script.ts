@@ -15,6 +15,10 @@ import {
   OUTPUT_TAIL_MAX_BYTES,
   dataCredentialsPath,
   HEARTBEAT_TIMEOUT_SECONDS,
+  logCredentialsPath,
+  SHIP_BACKLOG_BYTES,
+  SHIP_DRAIN_SECONDS,
+  SHIP_INTERVAL_SECONDS,
   reportPath,
   STALE_ATTEMPT_STATUS,
   STOPPED_REPORT_RETRY_SECONDS,
@@ -24,6 +28,27 @@ import { AGENT_SOURCE } from './agent-source.ts';
 import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount, TagKey } from './tags.ts';
+import { nodeLogStreamPrefix } from '../workflow/job-logs.ts';
+
+/** Where a node ships its phases' output: the deployment's log group in CloudWatch Logs. */
+export interface JobLogShipping {
+  /** The log group (job-logs.ts's jobLogGroupName). */
+  readonly group: string;
+  /** The log group's region. */
+  readonly region: string;
+  /** CloudWatch Logs' endpoint. @default `https://logs.<region>.amazonaws.com` */
+  readonly endpoint?: string;
+  /**
+   * Seconds between two looks at the log; what is new goes then (at once again while more
+   * than a batch waits).
+   * @default SHIP_INTERVAL_SECONDS
+   */
+  readonly intervalSeconds?: number;
+  /** @default SHIP_BACKLOG_BYTES */
+  readonly backlogBytes?: number;
+  /** @default SHIP_DRAIN_SECONDS */
+  readonly drainSeconds?: number;
+}
 
 /** Everything one node's agent needs to know. */
 export interface AgentScriptParams {
@@ -169,6 +194,13 @@ export interface AgentScriptParams {
    * @default WARNING_STOP_MARGIN_SECONDS
    */
   readonly warningStopMarginSeconds?: number;
+  /**
+   * Ship each phase's output to this CloudWatch Logs group while it runs, with credentials
+   * for this node's streams asked of the API (`POST .../log-credentials`, with the
+   * callback secret). EC2 nodes of a stack do; the local runtime ships nothing.
+   * @default none: nothing is shipped
+   */
+  readonly logs?: JobLogShipping;
 }
 
 /**
@@ -312,6 +344,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     PULL_RETRY_MS: Math.round((params.pullRetrySeconds ?? 5) * 1000),
     ECR_URL: (params.ecrEndpoint ?? '').replace(/\/+$/, ''),
     SHUTDOWN_COMMAND: params.shutdownCommand ?? 'shutdown -h now',
+    ...logSettings(params),
   };
   return [
     '#!/bin/bash',
@@ -321,6 +354,33 @@ export function renderAgentScript(params: AgentScriptParams): string {
     ...settingLines(config),
     ...AGENT.after,
   ].join('\n');
+}
+
+/** The shipper's settings: all empty when nothing ships. */
+function logSettings(params: AgentScriptParams): Record<string, string | number> {
+  const logs = params.logs;
+  if (logs === undefined) {
+    return { LOG_GROUP: '', LOG_STREAM_PREFIX: '', LOGS_REGION: '', LOGS_URL: '', LOG_CREDENTIALS_URL: '', SHIP_INTERVAL_MS: '', SHIP_BACKLOG_BYTES: '', SHIP_DRAIN_MS: '' };
+  }
+  const interval = logs.intervalSeconds ?? SHIP_INTERVAL_SECONDS;
+  if (!Number.isFinite(interval) || interval < 0.05 || interval > 60) throw new RangeError(`logs.intervalSeconds: expected a number of seconds 0.05-60, got ${interval}`);
+  const backlog = logs.backlogBytes ?? SHIP_BACKLOG_BYTES;
+  if (!Number.isInteger(backlog) || backlog < 1) throw new RangeError(`logs.backlogBytes: expected a whole number of bytes >= 1, got ${backlog}`);
+  const drain = logs.drainSeconds ?? SHIP_DRAIN_SECONDS;
+  if (!Number.isFinite(drain) || drain < 0 || drain > 60) throw new RangeError(`logs.drainSeconds: expected a number of seconds 0-60, got ${drain}`);
+  const apiUrl = params.apiUrl.replace(/\/+$/, '');
+  // The rank is the node's to append: it may learn it from its tag.
+  const streamPrefix = nodeLogStreamPrefix({ jobId: params.jobId, attempt: params.attempt, nodeRank: 0 }).replace(/0\/$/, '');
+  return {
+    LOG_GROUP: logs.group,
+    LOG_STREAM_PREFIX: streamPrefix,
+    LOGS_REGION: logs.region,
+    LOGS_URL: (logs.endpoint ?? `https://logs.${logs.region}.amazonaws.com`).replace(/\/+$/, ''),
+    LOG_CREDENTIALS_URL: apiUrl + logCredentialsPath(params.jobId, params.attempt),
+    SHIP_INTERVAL_MS: Math.round(interval * 1000),
+    SHIP_BACKLOG_BYTES: backlog,
+    SHIP_DRAIN_MS: Math.round(drain * 1000),
+  };
 }
 
 /** The exports every phase sources: the task's envs, then relaunch's and SkyPilot's. */

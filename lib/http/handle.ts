@@ -5,9 +5,9 @@ import { headerValue } from './headers.ts';
 import type * as z from '../zod.ts';
 import { InvalidInputError, UnauthorizedError } from '../errors.ts';
 import { isJobId, JOB_ID_LENGTH } from '../ids.ts';
-import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
+import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, LogCredentialsBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
 import { cancelJob } from '../usecases/cancel-job.ts';
-import { issueDataCredentials } from '../usecases/data-credentials.ts';
+import { issueDataCredentials, issueLogCredentials } from '../usecases/data-credentials.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
 import { getJob, listJobs } from '../usecases/queries.ts';
 import { reportPhase, reportStoppedPhase } from '../usecases/report-phase.ts';
@@ -67,6 +67,12 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     const body = parseBody(DataCredentialsBodySchema, request.body);
     const issued = await issueDataCredentials(credentials(request, params, body.nodeRank), { store: deps.store, dataAccess: deps.dataAccess });
     // Credentials: no cache between the node and the API may keep a copy.
+    return json(200, issued, { 'cache-control': 'no-store' });
+  },
+  async logCredentials(request, params, deps) {
+    if (deps.logAccess === undefined) return json(404, { error: 'this relaunch ships no job output to CloudWatch Logs: its nodes keep their logs where they run' });
+    const body = parseBody(LogCredentialsBodySchema, request.body);
+    const issued = await issueLogCredentials(credentials(request, params, body.nodeRank), { store: deps.store, logAccess: deps.logAccess });
     return json(200, issued, { 'cache-control': 'no-store' });
   },
   async sourcesLocation(_request, _params, deps) {

@@ -16,7 +16,7 @@ export interface Route {
 }
 
 /** Route names, for dispatch. */
-export type RouteName = 'submitJob' | 'listJobs' | 'getJob' | 'cancelJob' | 'heartbeat' | 'reportPhase' | 'holdOrRun' | 'dataCredentials' | 'sourcesLocation';
+export type RouteName = 'submitJob' | 'listJobs' | 'getJob' | 'cancelJob' | 'heartbeat' | 'reportPhase' | 'holdOrRun' | 'dataCredentials' | 'logCredentials' | 'sourcesLocation';
 
 /** Every route; a path is matched against them in order. */
 export const ROUTES: readonly Route[] = [
@@ -28,6 +28,7 @@ export const ROUTES: readonly Route[] = [
   { name: 'reportPhase', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/report', auth: 'agent-secret' },
   { name: 'holdOrRun', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/hold', auth: 'agent-secret' },
   { name: 'dataCredentials', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/data-credentials', auth: 'agent-secret' },
+  { name: 'logCredentials', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/log-credentials', auth: 'agent-secret' },
   { name: 'sourcesLocation', method: 'GET', pattern: '/sources', auth: 'iam' },
 ];
 

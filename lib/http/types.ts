@@ -2,7 +2,7 @@
 // (`relaunch serve`) can both adapt to it.
 
 import type { InputIssue } from '../errors.ts';
-import type { DataAccess, JobEnded } from '../ports.ts';
+import type { DataAccess, JobEnded, LogAccess } from '../ports.ts';
 import type { TaskSpec } from '../task-file/types.ts';
 import type { UseCaseDeps } from '../usecases/deps.ts';
 
@@ -59,6 +59,12 @@ export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock
    * and the route answers 404.
    */
   readonly dataAccess?: DataAccess;
+  /**
+   * Gives EC2 nodes the credentials to ship their output into their own CloudWatch Logs
+   * streams (`POST .../log-credentials`). Absent: nothing ships (the local runtime), and
+   * the route answers 404.
+   */
+  readonly logAccess?: LogAccess;
   /**
    * Called with an error no route expected, before a generic 500 is answered (the
    * response never carries it). A Lambda logs it here.

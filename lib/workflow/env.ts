@@ -1,7 +1,7 @@
 // The Lambdas' configuration, shared by the CDK construct that sets it and the functions that read it.
 
 import * as z from '../zod.ts';
-import type { DataConfig, Ec2ComputeConfig } from './resources.ts';
+import type { DataConfig, Ec2ComputeConfig, JobLogsConfig } from './resources.ts';
 import { ConfigurationError } from '../errors.ts';
 import { EC2_LAUNCH_PACE, LaunchPaceConfigSchema, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { PortRange } from '../task-file/types.ts';
@@ -23,6 +23,8 @@ export const EnvVar = {
   dataConfig: 'DATA_CONFIG',
   /** The role whose sessions, narrowed per job, reach jobs' S3 data (the API gives them to nodes). */
   dataAccessRoleArn: 'DATA_ACCESS_ROLE_ARN',
+  /** JSON of the log group the nodes ship their output to (JobLogsConfig), for the API that gives them credentials. */
+  jobLogs: 'JOB_LOGS',
   /** JSON list of the TCP port ranges job instances open, `[{ from, to }]`; unset: none. */
   openPorts: 'OPEN_PORTS',
   /** JSON of the launch pace's bucket, `{ burst, perSecond }`; unset: EC2's default bucket. */
@@ -54,6 +56,15 @@ const PortRangesSchema = z.array(z.strictObject({ from: positiveInt, to: positiv
 
 /** DATA_CONFIG's shape (and COMPUTE_CONFIG's `data`). */
 const DataConfigSchema = z.strictObject({ bucket: nonEmpty, allowedBuckets: z.array(nonEmpty), partition: z.optional(nonEmpty) }) satisfies z.ZodMiniType<DataConfig>;
+
+/** JOB_LOGS's shape (and COMPUTE_CONFIG's `logs`). */
+const JobLogsConfigSchema = z.strictObject({ group: nonEmpty, region: nonEmpty, account: nonEmpty, partition: z.optional(nonEmpty) }) satisfies z.ZodMiniType<JobLogsConfig>;
+
+/** Reads JOB_LOGS, as parseComputeConfig reads its variable; unset is undefined (a stack from before it). */
+export function parseJobLogsConfig(env: NodeJS.ProcessEnv = process.env): JobLogsConfig | undefined {
+  if ((env[EnvVar.jobLogs] ?? '') === '') return undefined;
+  return parseJsonEnv(EnvVar.jobLogs, JobLogsConfigSchema, 'job logs configuration', env);
+}
 
 /** Reads DATA_CONFIG, as parseComputeConfig reads its variable; unset is undefined (a stack without it). */
 export function parseDataConfig(env: NodeJS.ProcessEnv = process.env): DataConfig | undefined {
@@ -90,6 +101,7 @@ const ComputeEnvConfigSchema = z.strictObject({
   releaseChecks: z.optional(positiveInt),
   releaseWaitBudgetMs: z.optional(z.number().check(z.int(), z.minimum(0))),
   data: z.optional(DataConfigSchema),
+  logs: z.optional(JobLogsConfigSchema),
 }) satisfies z.ZodMiniType<ComputeEnvConfig>;
 
 /**
