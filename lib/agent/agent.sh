@@ -1410,6 +1410,10 @@ logs_call() {
   if [ "$REPLY_LOGS_STATUS" = 200 ]; then return 0; fi
   json_file_value __type "$2.answer"
   REPLY_LOGS_ERROR=${REPLY_JSON_VALUE##*#}
+  # An answer that is not CloudWatch's JSON (a proxy's, an XML error): its first line.
+  if [ -z "$REPLY_LOGS_ERROR" ] && IFS= read -r -d '' -n 2000 REPLY_LOGS_ERROR <"$2.answer"; [ -n "$REPLY_LOGS_ERROR" ]; then
+    if [[ $REPLY_LOGS_ERROR =~ \<Code\>([^<]*) ]]; then REPLY_LOGS_ERROR=${BASH_REMATCH[1]}; else REPLY_LOGS_ERROR=${REPLY_LOGS_ERROR%%$'\n'*}; fi
+  fi
   return 1
 }
 
@@ -1468,14 +1472,17 @@ ship_phase() {
     if (( size > off )) || [ -n "$note" ]; then
       if ! ship_credentials "$phase"; then
         why=$REPLY_LOGS_ERROR
+        log "the $phase log cannot be shipped yet: $why"
+        delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 8000 ? 8000 : delay * 2) ))
       elif (( ! created )) && ! logs_call Logs_20140328.CreateLogStream "$body.create" && [ "$REPLY_LOGS_ERROR" != ResourceAlreadyExistsException ]; then
         why="CloudWatch Logs: HTTP $REPLY_LOGS_STATUS $REPLY_LOGS_ERROR"
+        log "the $phase log's stream could not be created ($why)"
+        delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 8000 ? 8000 : delay * 2) ))
       else
         created=1
         avail=$(( size - off > 1048576 ? 1048576 : size - off ))
         clock_ms
-        if ! dd if="$file" bs=65536 skip="$off" count="$avail" iflag=skip_bytes,count_bytes 2>/dev/null |
-          ship_batch "$avail" "$body" "$stream" "$REPLY_NOW_MS" "$note" "$flush"; then
+        if ! ship_batch "$avail" "$body" "$stream" "$REPLY_NOW_MS" "$note" "$flush" < <(dd if="$file" bs=65536 skip="$off" count="$avail" iflag=skip_bytes,count_bytes 2>/dev/null); then
           REPLY_SHIP_TAKEN=0
           REPLY_SHIP_FULL=0
         fi
@@ -1523,9 +1530,11 @@ ship_phase() {
     fi
     if (( delay > 0 )); then jittered_ms "$delay"; pause_ms "$REPLY_JITTERED_MS"; else pause_ms "$SHIP_INTERVAL_MS"; fi
   done
-  read -r -a cpu < <(times)
+  # Its CPU and its children's, user and system (the benchmark reads them here).
+  times >"$body.cpu"
+  mapfile -t cpu <"$body.cpu"
   log "shipped $sent bytes of the $phase log in $calls calls (CPU: ${cpu[*]})"
-  rm -f "$body" "$body.create" "$body.answer" "$body.ready"
+  rm -f "$body" "$body.create" "$body.answer" "$body.ready" "$body.cpu"
 }
 
 # Starts phase $1's shipper, once, when the deployment ships logs.

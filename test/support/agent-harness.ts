@@ -68,6 +68,8 @@ export class FakeApi {
   dataCredentialOutageMs = 0;
   /** The next this many 200 answers are cut off halfway, as a time limit would cut them. */
   dataCredentialCutOffs = 0;
+  /** What a log-credentials POST is answered (200 with it); unset, 404 as an API that ships nothing. */
+  logCredentials: Record<string, unknown> | undefined;
   /** The status each data-credentials POST got, in order (0: dropped). */
   readonly dataCredentialAnswers: number[] = [];
   /** Told of every data-credentials answer so far, as each is given. */
@@ -135,6 +137,11 @@ export class FakeApi {
     });
     if (path.endsWith('/heartbeat')) this.onHeartbeat?.(this.heartbeats.length);
     if (path.endsWith('/data-credentials')) return this.dataCredentials(request, response);
+    if (path.endsWith('/log-credentials')) {
+      if (this.logCredentials === undefined) response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"no log group"}');
+      else response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(this.logCredentials));
+      return;
+    }
     if (path.endsWith('/hold')) {
       const answer = this.holdAnswers.shift() ?? this.holdAnswerAfter;
       if (typeof answer === 'number') response.writeHead(answer).end();
