@@ -1248,8 +1248,8 @@ prepare_node() {
 # never holds the job up: it only reads the file. When it falls SHIP_BACKLOG_BYTES behind
 # (CloudWatch throttling, failing or unreachable, or slower than the job prints) it skips
 # to the end and writes into the stream how many bytes it skipped and why. Told the phase
-# has ended (SIGUSR1), or finding the agent gone, it ships what is left within
-# SHIP_DRAIN_MS and ends. It signs with credentials the API gives for this node's streams
+# has ended, or finding the agent gone, it ships what is left within SHIP_DRAIN_MS and
+# ends. It signs with credentials the API gives for this node's streams
 # only: the instance role has nothing of CloudWatch Logs.
 
 # The next batch of the log, read from stdin ($1 bytes of it, from the shipper's offset),
@@ -1441,17 +1441,17 @@ ship_credentials() {
   [ -n "$SHIP_KEY_ID" ]
 }
 
-# Ships phase $1's log until told it has ended (SIGUSR1) and everything is shipped, or
-# SHIP_DRAIN_MS after. It ignores SIGTERM, SIGINT and SIGHUP, as the log's writer does: a
-# node shutting down signals every process, and the job's last lines are still to go.
+# Ships phase $1's log until told it has ended (the file $1.ship.json.end, which it looks
+# for each round: a signal could cut short a command substitution of its own) and
+# everything is shipped, or SHIP_DRAIN_MS after. Failed calls are tried again after a
+# jittered backoff of up to two rounds. It ignores SIGTERM, SIGINT and SIGHUP, as the
+# log's writer does: a node shutting down signals every process, and the job's last lines
+# are still to go.
 ship_phase() {
   local phase=$1 file="$ROOT_DIR/$1.log" body="$ROOT_DIR/$1.ship.json" stream="$LOG_STREAM_PREFIX$NODE_RANK/$1"
   local off=0 size avail final=0 deadline=0 flush=0 note='' skipped=0 why='' created=0 delay=0 sent=0 calls=0
   local -a cpu
   trap '' TERM INT HUP
-  trap 'final=1; kill "$SLEEPER" 2>/dev/null' USR1
-  # From now on SIGUSR1 is safe to send; before, the agent leaves a file only (finish_shippers).
-  : >"$body.ready"
   # Beside the job, never before it: a CPU-bound job keeps its cores.
   renice -n 10 -p "$BASHPID" >/dev/null 2>&1
   printf '{"logGroupName":"%s","logStreamName":"%s"}' "$LOG_GROUP" "$stream" >"$body.create"
@@ -1468,16 +1468,17 @@ ship_phase() {
       skipped=$(( skipped + size - off ))
       off=$size
       note="relaunch: $skipped bytes of this output were not shipped to CloudWatch Logs (${why:-the job printed faster than CloudWatch Logs took it})"
+      log "skipped to the end of the $phase log: ${note#relaunch: }"
     fi
     if (( size > off )) || [ -n "$note" ]; then
       if ! ship_credentials "$phase"; then
         why=$REPLY_LOGS_ERROR
         log "the $phase log cannot be shipped yet: $why"
-        delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 8000 ? 8000 : delay * 2) ))
+        delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 2 * SHIP_INTERVAL_MS ? 2 * SHIP_INTERVAL_MS : delay * 2) ))
       elif (( ! created )) && ! logs_call Logs_20140328.CreateLogStream "$body.create" && [ "$REPLY_LOGS_ERROR" != ResourceAlreadyExistsException ]; then
         why="CloudWatch Logs: HTTP $REPLY_LOGS_STATUS $REPLY_LOGS_ERROR"
         log "the $phase log's stream could not be created ($why)"
-        delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 8000 ? 8000 : delay * 2) ))
+        delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 2 * SHIP_INTERVAL_MS ? 2 * SHIP_INTERVAL_MS : delay * 2) ))
       else
         created=1
         avail=$(( size - off > 1048576 ? 1048576 : size - off ))
@@ -1519,7 +1520,7 @@ ship_phase() {
               ;;
           esac
           log "the $phase log's shipping to CloudWatch Logs failed ($why); $(( size - off )) bytes wait"
-          delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 8000 ? 8000 : delay * 2) ))
+          delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 2 * SHIP_INTERVAL_MS ? 2 * SHIP_INTERVAL_MS : delay * 2) ))
         fi
       fi
     fi
@@ -1534,31 +1535,26 @@ ship_phase() {
   times >"$body.cpu"
   mapfile -t cpu <"$body.cpu"
   log "shipped $sent bytes of the $phase log in $calls calls (CPU: ${cpu[*]})"
-  rm -f "$body" "$body.create" "$body.answer" "$body.ready" "$body.cpu"
+  rm -f "$body" "$body.create" "$body.answer" "$body.cpu"
 }
 
 # Starts phase $1's shipper, once, when the deployment ships logs.
 start_shipper() {
   if [ -z "$LOG_GROUP" ] || [ "$SHIP_PHASE" = "$1" ]; then return; fi
-  rm -f "$ROOT_DIR/$1.ship.json.ready" "$ROOT_DIR/$1.ship.json.end"
+  rm -f "$ROOT_DIR/$1.ship.json.end"
   ship_phase "$1" </dev/null >/dev/null 2>>"$ROOT_DIR/ship.log" &
   SHIP_PIDS+=("$!:$1")
   SHIP_PHASE=$1
 }
 
 # Tells every shipper its phase has ended, and with $1 (end), waits for them to ship what
-# is left: SHIP_DRAIN_MS, and a second more for their last call, then SIGKILL.
+# is left: a round to notice, SHIP_DRAIN_MS, and the 10 s of their last call, then SIGKILL.
 finish_shippers() {
-  local entry body deadline
-  for entry in "${SHIP_PIDS[@]}"; do
-    body="$ROOT_DIR/${entry#*:}.ship.json"
-    : >"$body.end"
-    # A shipper that has not set its trap yet would die of the signal; it finds the file.
-    if [ -e "$body.ready" ]; then kill -USR1 "${entry%%:*}" 2>/dev/null; fi
-  done
+  local entry deadline
+  for entry in "${SHIP_PIDS[@]}"; do : >"$ROOT_DIR/${entry#*:}.ship.json.end"; done
   if [ "${1:-}" != end ]; then return; fi
   clock_ms
-  deadline=$(( REPLY_NOW_MS + SHIP_DRAIN_MS + 11000 ))
+  deadline=$(( REPLY_NOW_MS + 2 * SHIP_INTERVAL_MS + SHIP_DRAIN_MS + 11000 ))
   for entry in "${SHIP_PIDS[@]}"; do
     while kill -0 "${entry%%:*}" 2>/dev/null; do
       clock_ms
