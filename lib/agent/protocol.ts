@@ -87,6 +87,18 @@ export const HoldBodySchema = HeartbeatBodySchema;
 /** `POST .../data-credentials`: the node asking, as a heartbeat names it. */
 export const DataCredentialsBodySchema = HeartbeatBodySchema;
 
+/**
+ * The path a node asks its shipper's program on (agent.sh's functions that ship the output
+ * to CloudWatch Logs, which user data has no room for): text, pinned by its SHA-256 in
+ * the agent's settings.
+ */
+export function shipperPath(jobId: string, attempt: number): string {
+  return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/shipper`;
+}
+
+/** `POST .../shipper`: the node asking, as a heartbeat names it. */
+export const ShipperBodySchema = HeartbeatBodySchema;
+
 /** `POST .../log-credentials`: the node asking, as a heartbeat names it. */
 export const LogCredentialsBodySchema = HeartbeatBodySchema;
 

@@ -4,6 +4,7 @@
 // and mounts included: no text of the user's can end up as agent code. The program ships
 // without its comment lines, which would take a quarter of user data's 16 KiB gzipped.
 
+import { createHash } from 'node:crypto';
 import { PrecheckError } from '../errors.ts';
 import { jobEnvironment } from '../job-env.ts';
 import type { TaskSpec } from '../task-file/types.ts';
@@ -16,6 +17,7 @@ import {
   dataCredentialsPath,
   HEARTBEAT_TIMEOUT_SECONDS,
   logCredentialsPath,
+  shipperPath,
   SHIP_BACKLOG_BYTES,
   SHIP_DRAIN_SECONDS,
   SHIP_INTERVAL_SECONDS,
@@ -250,6 +252,9 @@ const SETTINGS_DIRECTIVE = '# shellcheck disable=SC1003,SC2016,SC2088';
 /** The comment lines that enclose agent.sh's settings block, which the renderer fills in. */
 const SETTINGS_BEGIN = '# relaunch:settings-begin';
 const SETTINGS_END = '# relaunch:settings-end';
+/** The comment lines that enclose the shipper's functions, which ship apart from user data. */
+const SHIPPER_BEGIN = '# relaunch:shipper-begin';
+const SHIPPER_END = '# relaunch:shipper-end';
 
 /** Variables that differ per node, set by the script once it knows its rank and the IPs. */
 const PER_NODE_VARIABLES = ['RELAUNCH_NODE_RANK', 'SKYPILOT_NODE_RANK', 'RELAUNCH_NODE_IPS', 'SKYPILOT_NODE_IPS'];
@@ -360,7 +365,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
 function logSettings(params: AgentScriptParams): Record<string, string | number> {
   const logs = params.logs;
   if (logs === undefined) {
-    return { LOG_GROUP: '', LOG_STREAM_PREFIX: '', LOGS_REGION: '', LOGS_URL: '', LOG_CREDENTIALS_URL: '', SHIP_INTERVAL_MS: '', SHIP_BACKLOG_BYTES: '', SHIP_DRAIN_MS: '' };
+    return { LOG_GROUP: '', LOG_STREAM_PREFIX: '', LOGS_REGION: '', LOGS_URL: '', LOG_CREDENTIALS_URL: '', SHIPPER_URL: '', SHIPPER_SHA256: '', SHIP_INTERVAL_MS: '', SHIP_BACKLOG_BYTES: '', SHIP_DRAIN_MS: '' };
   }
   const interval = logs.intervalSeconds ?? SHIP_INTERVAL_SECONDS;
   if (!Number.isFinite(interval) || interval < 0.05 || interval > 60) throw new RangeError(`logs.intervalSeconds: expected a number of seconds 0.05-60, got ${interval}`);
@@ -377,6 +382,8 @@ function logSettings(params: AgentScriptParams): Record<string, string | number>
     LOGS_REGION: logs.region,
     LOGS_URL: (logs.endpoint ?? `https://logs.${logs.region}.amazonaws.com`).replace(/\/+$/, ''),
     LOG_CREDENTIALS_URL: apiUrl + logCredentialsPath(params.jobId, params.attempt),
+    SHIPPER_URL: apiUrl + shipperPath(params.jobId, params.attempt),
+    SHIPPER_SHA256: SHIPPER.sha256,
     SHIP_INTERVAL_MS: Math.round(interval * 1000),
     SHIP_BACKLOG_BYTES: backlog,
     SHIP_DRAIN_MS: Math.round(drain * 1000),
@@ -419,7 +426,35 @@ function oneLine(text: string): string {
  * program that starts with `#` lies inside a quoted string (the python and awk programs
  * have none), so only comments go; the agent tests run what is shipped.
  */
-const AGENT = shippedAgent(AGENT_SOURCE);
+const AGENT = shippedAgent(withoutShipper(AGENT_SOURCE));
+
+/**
+ * The shipper's functions (agent.sh's block between `# relaunch:shipper-begin` and `-end`)
+ * as the API serves them to a node (`POST .../shipper`), without comment lines, and their
+ * SHA-256, which the agent's settings pin: user data has no room for them (about 4 KB
+ * gzipped), and a node loads them only when it ships its output.
+ */
+export const SHIPPER: { readonly program: string; readonly sha256: string } = shipperOf(AGENT_SOURCE);
+
+function shipperBounds(lines: readonly string[]): [number, number] {
+  const begin = lines.indexOf(SHIPPER_BEGIN);
+  const end = lines.indexOf(SHIPPER_END);
+  if (begin < 0 || end < begin) throw new Error(`agent.sh: expected the shipper's functions between "${SHIPPER_BEGIN}" and "${SHIPPER_END}"`);
+  return [begin, end];
+}
+
+function withoutShipper(source: string): string {
+  const lines = source.split('\n');
+  const [begin, end] = shipperBounds(lines);
+  return [...lines.slice(0, begin), ...lines.slice(end + 1)].join('\n');
+}
+
+function shipperOf(source: string): { program: string; sha256: string } {
+  const lines = source.split('\n');
+  const [begin, end] = shipperBounds(lines);
+  const program = `${lines.slice(begin + 1, end).filter((line) => !/^\s*#/.test(line) && line.trim() !== '').join('\n')}\n`;
+  return { program, sha256: createHash('sha256').update(program).digest('hex') };
+}
 
 function shippedAgent(source: string): { before: string[]; settings: string[]; after: string[] } {
   const lines = source.split('\n');
