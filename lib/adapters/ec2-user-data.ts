@@ -83,7 +83,7 @@ const LONGEST_REGION = 'xx-xxxxxxxxx-9';
  * in user data beside the agent: measured by `npm run bench -- user-data`, which checks
  * that it stays within a tenth of the measure. Text gzip cannot shrink fits about half.
  */
-export const ORDINARY_SHELL_FIT_BYTES = 16_000;
+export const ORDINARY_SHELL_FIT_BYTES = 13_500;
 
 export function tooLargeForUserData(bytes: number): string {
   return `setup, run and envs are too large for EC2 user data: ${bytes} bytes compressed, at most ${USER_DATA_MAX_BYTES} (about ${Math.floor(ORDINARY_SHELL_FIT_BYTES / 1000)} KB of ordinary shell fits beside relaunch's agent)`;

@@ -16,7 +16,7 @@ export interface Route {
 }
 
 /** Route names, for dispatch. */
-export type RouteName = 'submitJob' | 'listJobs' | 'getJob' | 'cancelJob' | 'heartbeat' | 'reportPhase' | 'holdOrRun' | 'dataCredentials' | 'logCredentials' | 'sourcesLocation';
+export type RouteName = 'submitJob' | 'listJobs' | 'getJob' | 'cancelJob' | 'heartbeat' | 'reportPhase' | 'holdOrRun' | 'dataCredentials' | 'logCredentials' | 'agentShipper' | 'sourcesLocation';
 
 /** Every route; a path is matched against them in order. */
 export const ROUTES: readonly Route[] = [
@@ -29,6 +29,7 @@ export const ROUTES: readonly Route[] = [
   { name: 'holdOrRun', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/hold', auth: 'agent-secret' },
   { name: 'dataCredentials', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/data-credentials', auth: 'agent-secret' },
   { name: 'logCredentials', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/log-credentials', auth: 'agent-secret' },
+  { name: 'agentShipper', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/shipper', auth: 'agent-secret' },
   { name: 'sourcesLocation', method: 'GET', pattern: '/sources', auth: 'iam' },
 ];
 

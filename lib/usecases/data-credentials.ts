@@ -2,6 +2,7 @@
 // agent asks with its callback secret, which ties the request to its attempt and node.
 
 import type { ProcessCredentials } from '../agent/protocol.ts';
+import { SHIPPER } from '../agent/script.ts';
 import type { DataAccess, JobStore, LogAccess } from '../ports.ts';
 import { assertLiveAttempt, authorizeAgent, type AgentCredentials } from './agent.ts';
 
@@ -34,4 +35,15 @@ export async function issueLogCredentials(
   const { job, attempt } = await authorizeAgent(deps.store, input);
   assertLiveAttempt(job, attempt);
   return deps.logAccess.credentialsFor(job, attempt.attempt, input.nodeRank);
+}
+
+/**
+ * `POST /jobs/{id}/attempts/{n}/shipper`: the agent's shipper program (script.ts's SHIPPER,
+ * which user data has no room for), for a node of any attempt of the job whose secret it
+ * holds; the node checks it against the SHA-256 its settings pin. Wrong secret:
+ * UnauthorizedError.
+ */
+export async function shipperProgram(input: AgentCredentials, deps: { readonly store: JobStore }): Promise<string> {
+  await authorizeAgent(deps.store, input);
+  return SHIPPER.program;
 }

@@ -1,13 +1,14 @@
 // The shipper's batching (agent.sh's ship_batch, awk under bash): the agent as it ships,
-// its functions loaded without running main, given bytes as the log holds them and read
-// back as CloudWatch Logs would take the body it writes.
+// its functions loaded without running main with the shipper's program as the API serves
+// it, given bytes as the log holds them and read back as CloudWatch Logs would take the
+// body it writes.
 
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderAgentScript } from '../../../../lib/agent/script.ts';
+import { renderAgentScript, SHIPPER } from '../../../../lib/agent/script.ts';
 import { taskSpec } from '../../../support/fixtures/specs.ts';
 
 let dir: string;
@@ -24,9 +25,9 @@ beforeAll(() => {
     heartbeatSeconds: 1,
     logs: { group: '/relaunch/jobs', region: 'us-east-1' },
   });
-  // Everything but the call of main at the bottom.
+  // Everything but the call of main at the bottom, and the shipper the API serves.
   library = join(dir, 'agent-library.sh');
-  writeFileSync(library, agent.slice(0, agent.lastIndexOf('main "$@"')));
+  writeFileSync(library, agent.slice(0, agent.lastIndexOf('main "$@"')) + SHIPPER.program);
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
