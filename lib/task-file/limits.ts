@@ -32,7 +32,7 @@ export const MAX_ENV_VALUE_BYTES = 32 * 1024;
  * quarter of the 8 MiB stack); the agent exports every env before it runs `setup` and
  * `run`, beside the environment it was started with, so 64 KiB stays well clear of both.
  * On EC2 the same text must also fit, gzipped with the agent, in 16 KiB of user data,
- * which submit and launch check (lib/adapters/ec2-user-data.ts): about 16 KB of ordinary
+ * which submit and launch check (lib/adapters/ec2-user-data.ts): about 13 KB of ordinary
  * shell fits there (ORDINARY_SHELL_FIT_BYTES, measured by `npm run bench -- user-data`),
  * so a task between that and this limit runs locally and is refused for EC2, saying so.
  */
