@@ -148,6 +148,7 @@ export interface RelaunchConfig {
 
 /** The retentions CloudWatch Logs offers, in days (PutRetentionPolicy's retentionInDays). */
 export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
+const RETENTION_EXPECTED = `expected one of the retentions CloudWatch Logs offers, in days: ${LOG_RETENTION_DAYS.join(', ')}`;
 
 /** A string matching `pattern`; anything else is `message`. */
 const matching = (pattern: RegExp, message: string) => z.string().check(z.regex(pattern, message));
@@ -254,11 +255,7 @@ const ConfigObject = z.object({
   [ContextKey.logRetentionDays]: z.optional(
     preprocess(
       (value) => (typeof value === 'string' && /^[0-9]{1,5}$/.test(value.trim()) ? Number(value) : value),
-      z.number().check(
-        z.refine((days: number) => (LOG_RETENTION_DAYS as readonly number[]).includes(days), {
-          error: `expected one of the retentions CloudWatch Logs offers, in days: ${LOG_RETENTION_DAYS.join(', ')}`,
-        }),
-      ),
+      z.number({ error: RETENTION_EXPECTED }).check(z.refine((days: number) => (LOG_RETENTION_DAYS as readonly number[]).includes(days), { error: RETENTION_EXPECTED })),
     ),
   ),
   [ContextKey.agentWafRateLimit]: z.optional(
