@@ -466,8 +466,8 @@ function shippedAgent(source: string): { before: string[]; settings: string[]; a
     if (name === undefined) throw new Error(`agent.sh: expected declare +x NAME='' in the settings block, got ${line}`);
     return name;
   });
-  // The shebang is the renderer's own first line.
-  const code = (part: string[]) => part.filter((line) => !/^\s*#/.test(line) && line.trim() !== '');
+  // The shebang is the renderer's own first line; a shellcheck directive stays, for the check of what ships.
+  const code = (part: string[]) => part.filter((line) => (!/^\s*#/.test(line) || /^\s*# shellcheck /.test(line)) && line.trim() !== '');
   return { before: code(lines.slice(0, begin)), settings, after: code(lines.slice(end + 1)) };
 }
 

@@ -58,7 +58,7 @@ describe('ec2TaskProblems', () => {
     expect(rest).toEqual([]);
     expect(problem?.path).toBe('run');
     expect(problem?.message).toMatch(
-      new RegExp(`^setup, run and envs are too large for EC2 user data: \\d+ bytes compressed, at most ${USER_DATA_MAX_BYTES} \\(about 16 KB of ordinary shell fits beside relaunch's agent\\)$`),
+      new RegExp(`^setup, run and envs are too large for EC2 user data: \\d+ bytes compressed, at most ${USER_DATA_MAX_BYTES} \\(about 13 KB of ordinary shell fits beside relaunch's agent\\)$`),
     );
   });
 });
