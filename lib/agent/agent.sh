@@ -22,7 +22,9 @@
 #     tags);
 #  4. prepares the node: the job's S3 credentials, the workdir and file mounts, the task's
 #     container;
-#  5. runs setup and reports it, then, if setup exited 0 and the API says go, runs run and
+#  5. on EC2, ships each phase's log to CloudWatch Logs beside the phase (its shipper's
+#     functions fetched from the API, user data having no room for them); runs setup and
+#     reports it, then, if setup exited 0 and the API says go, runs run and
 #     reports it; a standby (launch_on_warning) is told to hold, and asks again every
 #     HOLD_POLL_MS until it is told to go (its warned attempt has ended and the job is
 #     relaunched: it is the next attempt now) or to stop (not needed);
