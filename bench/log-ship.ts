@@ -121,7 +121,10 @@ export const logShipBenchmark: Benchmark = {
         poller = (async () => {
           let token: string | undefined;
           const stream = jobLogStreamName({ jobId, attempt: 1, nodeRank: 0, phase: 'run' });
-          while (polling) {
+          // On after the agent's end until every line is seen (10 s at most): its last batch may land just before.
+          let stopAt = Number.POSITIVE_INFINITY;
+          while (polling || (seen.size < 300 && Date.now() < stopAt)) {
+            if (!polling && stopAt === Number.POSITIVE_INFINITY) stopAt = Date.now() + 10_000;
             try {
               const page = await logs.send(new GetLogEventsCommand({ logGroupName: GROUP, logStreamName: stream, startFromHead: true, nextToken: token }));
               const now = Date.now();

@@ -1382,9 +1382,10 @@ ship_batch() {
 
 # One CloudWatch Logs call: target $1 (Logs_20140328.<operation>), body file $2, signed
 # (SigV4) with the shipper's credentials; its status in REPLY_LOGS_STATUS (000: no answer)
-# and, unless a 200, its error type in REPLY_LOGS_ERROR. The signing key lasts a day.
+# and, unless a 200, its error type in REPLY_LOGS_ERROR. The signing key lasts a day. With
+# $3 `ahead`, ship_ahead makes the next batch while the call is under way.
 logs_call() {
-  local TZ=UTC0 amz_date day host path canonical scope to_sign part status
+  local TZ=UTC0 amz_date day host path canonical scope to_sign part status='' pid
   printf -v amz_date '%(%Y%m%dT%H%M%S)TZ' -1
   day=${amz_date:0:8}
   host=${LOGS_URL#*://}
@@ -1407,13 +1408,17 @@ logs_call() {
   sha256_of "$canonical"
   printf -v to_sign 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$REPLY_SHA256_HEX"
   hmac_of "$SHIP_SIGN_KEY" "$to_sign"
-  status=$({
+  {
     curl_option url "$LOGS_URL/"
     for part in "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $SHIP_TOKEN" "X-Amz-Target: $1" \
       "Authorization: AWS4-HMAC-SHA256 Credential=$SHIP_KEY_ID/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$REPLY_HMAC_HEX"; do
       curl_option header "$part"
     done
-  } | curl -s --max-time 10 -X POST -K - --data-binary "@$2" -o "$2.answer" -w '%{http_code}') || status=000
+  } | curl -s --max-time 10 -X POST -K - --data-binary "@$2" -o "$2.answer" -w '%{http_code}' >"$2.status" 2>/dev/null &
+  pid=$!
+  if [ "${3:-}" = ahead ]; then ship_ahead; fi
+  wait "$pid"
+  read -r status 2>/dev/null <"$2.status"
   REPLY_LOGS_STATUS=${status:-000}
   REPLY_LOGS_ERROR=''
   if [ "$REPLY_LOGS_STATUS" = 200 ]; then return 0; fi
@@ -1424,6 +1429,25 @@ logs_call() {
     if [[ $REPLY_LOGS_ERROR =~ \<Code\>([^<]*) ]]; then REPLY_LOGS_ERROR=${BASH_REMATCH[1]}; else REPLY_LOGS_ERROR=${REPLY_LOGS_ERROR%%$'\n'*}; fi
   fi
   return 1
+}
+
+# While a full batch is sent (logs_call's $3), makes the next one from where it ends into
+# $body.next, when more than a batch was waiting: sending and making overlap, as a flood
+# needs. It sets ship_phase's ahead variables, and leaves the batch being sent's replies as
+# they were; a batch sent in vain throws the next one away.
+ship_ahead() {
+  local taken=$REPLY_SHIP_TAKEN full=$REPLY_SHIP_FULL from=$(( off + REPLY_SHIP_TAKEN ))
+  if (( final || size <= from || ! (full || avail == 1048576) )); then return; fi
+  ahead_avail=$(( size - from > 1048576 ? 1048576 : size - from ))
+  clock_ms
+  if ship_batch "$ahead_avail" "$body.next" "$stream" "$REPLY_NOW_MS" '' 0 < <(dd if="$file" bs=65536 skip="$from" count="$ahead_avail" iflag=skip_bytes,count_bytes 2>/dev/null) &&
+    (( REPLY_SHIP_TAKEN > 0 )); then
+    ahead=1
+    ahead_taken=$REPLY_SHIP_TAKEN
+    ahead_full=$REPLY_SHIP_FULL
+  fi
+  REPLY_SHIP_TAKEN=$taken
+  REPLY_SHIP_FULL=$full
 }
 
 # The shipper's credentials, asked of the API when it has none or they are due for a
@@ -1459,6 +1483,8 @@ ship_credentials() {
 ship_phase() {
   local phase=$1 file="$ROOT_DIR/$1.log" body="$ROOT_DIR/$1.ship.json" stream="$LOG_STREAM_PREFIX$NODE_RANK/$1"
   local off=0 size avail final=0 deadline=0 flush=0 note='' skipped=0 why='' created=0 delay=0 sent=0 calls=0 last=0
+  # The next batch, made by ship_ahead while the last one was sent: in $body.next when ahead is 1.
+  local ahead=0 ahead_taken=0 ahead_full=0 ahead_avail=0
   local -a cpu
   trap '' TERM INT HUP
   # Beside the job, never before it: a CPU-bound job keeps its cores.
@@ -1476,6 +1502,7 @@ ship_phase() {
       if (( final && REPLY_NOW_MS >= deadline )); then why=${why:-"the node was going"}; fi
       skipped=$(( skipped + size - off ))
       off=$size
+      ahead=0
       note="relaunch: $skipped bytes of this output were not shipped to CloudWatch Logs (${why:-the job printed faster than CloudWatch Logs took it})"
       log "skipped to the end of the $phase log: ${note#relaunch: }"
     fi
@@ -1490,17 +1517,24 @@ ship_phase() {
         delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 2 * SHIP_INTERVAL_MS ? 2 * SHIP_INTERVAL_MS : delay * 2) ))
       else
         created=1
-        avail=$(( size - off > 1048576 ? 1048576 : size - off ))
-        clock_ms
-        if ! ship_batch "$avail" "$body" "$stream" "$REPLY_NOW_MS" "$note" "$flush" < <(dd if="$file" bs=65536 skip="$off" count="$avail" iflag=skip_bytes,count_bytes 2>/dev/null); then
-          REPLY_SHIP_TAKEN=0
-          REPLY_SHIP_FULL=0
+        if (( ahead )) && [ -z "$note" ] && mv -f "$body.next" "$body"; then
+          REPLY_SHIP_TAKEN=$ahead_taken
+          REPLY_SHIP_FULL=$ahead_full
+          avail=$ahead_avail
+        else
+          avail=$(( size - off > 1048576 ? 1048576 : size - off ))
+          clock_ms
+          if ! ship_batch "$avail" "$body" "$stream" "$REPLY_NOW_MS" "$note" "$flush" < <(dd if="$file" bs=65536 skip="$off" count="$avail" iflag=skip_bytes,count_bytes 2>/dev/null); then
+            REPLY_SHIP_TAKEN=0
+            REPLY_SHIP_FULL=0
+          fi
         fi
+        ahead=0
         # A last line without its newline waits one round for the rest of it, no more.
         if (( final )); then flush=2; elif (( REPLY_SHIP_TAKEN < avail && ! REPLY_SHIP_FULL )); then flush=1; else flush=0; fi
         if (( REPLY_SHIP_TAKEN == 0 )) && [ -z "$note" ]; then
           :
-        elif logs_call Logs_20140328.PutLogEvents "$body"; then
+        elif logs_call Logs_20140328.PutLogEvents "$body" ahead; then
           off=$(( off + REPLY_SHIP_TAKEN ))
           sent=$(( sent + REPLY_SHIP_TAKEN ))
           calls=$(( calls + 1 ))
@@ -1513,6 +1547,7 @@ ship_phase() {
           # More than a batch was waiting: the next goes at once.
           if (( REPLY_SHIP_FULL || avail == 1048576 )); then continue; fi
         else
+          ahead=0
           case $REPLY_LOGS_STATUS:$REPLY_LOGS_ERROR in
             000:*) why='CloudWatch Logs unreachable' ;;
             *:ThrottlingException) why='throttled: ThrottlingException' ;;
@@ -1546,7 +1581,7 @@ ship_phase() {
   times >"$body.cpu"
   mapfile -t cpu <"$body.cpu"
   log "shipped $sent bytes of the $phase log in $calls calls, the last acknowledged at $last (CPU: ${cpu[*]})"
-  rm -f "$body" "$body.create" "$body.answer" "$body.cpu"
+  rm -f "$body" "$body.create" "$body.answer" "$body.cpu" "$body.status" "$body.next" "$body.create.status"
 }
 
 # relaunch:shipper-end
