@@ -9,9 +9,9 @@
 // - p99LatencyMs: a job printing a line every 100 ms for 30 s, each line's print to the
 //   moment a reader polling GetLogEvents every 100 ms first sees it;
 // - slowdownRatio: a CPU-bound job's own run time with shipping over without (the median
-//   of five each, alternating), in one run.
+//   of seven each, alternating), in one run.
 //
-// `npm run bench -- log-ship` (about two minutes).
+// `npm run bench -- log-ship` (about two and a half minutes).
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,10 +44,10 @@ const FLOOD = [
 /** A line every 100 ms for 30 s, each carrying its print time in ms. */
 const TICKS = 'for i in $(seq 1 300); do printf "tick %d %s\\n" "$i" "$(date +%s%3N)"; sleep 0.1; done';
 
-/** About 4 s of arithmetic in bash on a quiet core, a progress line every 20,000 steps; its own run time in ms last. */
+/** About 3 s of arithmetic in bash on a quiet core, a progress line every 20,000 steps; its own run time in ms last. */
 const CPU_BOUND = [
   'started=$(date +%s%3N)',
-  'x=0; for ((i = 1; i <= 1000000; i++)); do x=$(( (x * 31 + i) % 1000003 )); if (( i % 20000 == 0 )); then echo "step $i x=$x"; fi; done',
+  'x=0; for ((i = 1; i <= 1500000; i++)); do x=$(( (x * 31 + i) % 1000003 )); if (( i % 20000 == 0 )); then echo "step $i x=$x"; fi; done',
   'echo "took $(( $(date +%s%3N) - started ))"',
 ].join('\n');
 
@@ -152,7 +152,7 @@ export const logShipBenchmark: Benchmark = {
       const took = (run: AgentRun) => Number(/^took (\d+)$/m.exec(readFileSync(path.join(run.dir, 'agent', 'run.log'), 'utf8'))?.[1]);
       const without: number[] = [];
       const withShipping: number[] = [];
-      for (let round = 0; round < 5; round += 1) {
+      for (let round = 0; round < 7; round += 1) {
         without.push(took(await runAgent(CPU_BOUND, false)));
         withShipping.push(took(await runAgent(CPU_BOUND, true)));
       }

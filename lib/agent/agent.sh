@@ -1488,7 +1488,7 @@ ship_phase() {
   local -a cpu
   trap '' TERM INT HUP
   # Beside the job, never before it: a CPU-bound job keeps its cores.
-  renice -n 5 -p "$BASHPID" >/dev/null 2>&1
+  renice -n 10 -p "$BASHPID" >/dev/null 2>&1
   printf '{"logGroupName":"%s","logStreamName":"%s"}' "$LOG_GROUP" "$stream" >"$body.create"
   while :; do
     if (( ! final )) && { [ -e "$body.end" ] || ! agent_alive; }; then final=1; fi
@@ -1610,10 +1610,10 @@ load_shipper() {
 }
 
 # A round's wait: SHIP_INTERVAL_MS, looking at the log $1 (shipped up to offset $2) every
-# quarter second, and over at once when a whole batch (1 MiB) waits or the phase has ended
+# half second, and over at once when a whole batch (1 MiB) waits or the phase has ended
 # (file $3): a job printing fast is not kept waiting a round, and a few lines are.
 ship_wait() {
-  local waited=0 slice=$(( SHIP_INTERVAL_MS < 250 ? SHIP_INTERVAL_MS : 250 )) size
+  local waited=0 slice=$(( SHIP_INTERVAL_MS < 500 ? SHIP_INTERVAL_MS : 500 )) size
   while (( waited < SHIP_INTERVAL_MS )); do
     pause_ms "$slice"
     waited=$(( waited + slice ))
