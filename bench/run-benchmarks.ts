@@ -8,13 +8,14 @@ import { cliStartBenchmark } from './cli-start.ts';
 import { hostileYamlBenchmark } from './hostile-yaml.ts';
 import { localRuntimeBenchmark } from './local.ts';
 import { logsBenchmark } from './logs.ts';
+import { logShipBenchmark } from './log-ship.ts';
 import { scaleBenchmark } from './scale.ts';
 import { transactionsBenchmark } from './transactions.ts';
 import { userDataBenchmark } from './user-data.ts';
 import { warmRelaunchBenchmark } from './warm-relaunch.ts';
 import type { Benchmark } from './types.ts';
 
-const BENCHMARKS: readonly Benchmark[] = [bundlesBenchmark, cliStartBenchmark, userDataBenchmark, localRuntimeBenchmark, transactionsBenchmark, hostileYamlBenchmark, logsBenchmark, scaleBenchmark, warmRelaunchBenchmark];
+const BENCHMARKS: readonly Benchmark[] = [bundlesBenchmark, cliStartBenchmark, userDataBenchmark, localRuntimeBenchmark, transactionsBenchmark, hostileYamlBenchmark, logsBenchmark, logShipBenchmark, scaleBenchmark, warmRelaunchBenchmark];
 const words = process.argv.slice(2).map((word) => word.toLowerCase());
 const chosen = words.length === 0 ? BENCHMARKS : BENCHMARKS.filter((b) => words.some((word) => b.name.toLowerCase().includes(word)));
 if (chosen.length === 0) {

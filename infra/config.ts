@@ -30,6 +30,7 @@ export const ContextKey = {
   launchPace: 'relaunch:launchPace',
   ecrRepositories: 'relaunch:ecrRepositories',
   apiGatewayAccountRole: 'relaunch:apiGatewayAccountRole',
+  logRetentionDays: 'relaunch:logRetentionDays',
 } as const;
 
 /** Where job instances run and what they may be; see ContextKey for where each comes from. */
@@ -137,7 +138,17 @@ export interface RelaunchConfig {
    * @default true
    */
   readonly apiGatewayAccountRole?: boolean;
+  /**
+   * Days CloudWatch Logs keeps jobs' output (the deployment's job log group): one of the
+   * retentions CloudWatch Logs offers.
+   * @default DEFAULT_JOB_LOG_RETENTION_DAYS (30)
+   */
+  readonly logRetentionDays?: number;
 }
+
+/** The retentions CloudWatch Logs offers, in days (PutRetentionPolicy's retentionInDays). */
+export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
+const RETENTION_EXPECTED = `expected one of the retentions CloudWatch Logs offers, in days: ${LOG_RETENTION_DAYS.join(', ')}`;
 
 /** A string matching `pattern`; anything else is `message`. */
 const matching = (pattern: RegExp, message: string) => z.string().check(z.regex(pattern, message));
@@ -241,6 +252,12 @@ const ConfigObject = z.object({
   ),
   [ContextKey.ecrRepositories]: z.optional(preprocess(splitList, z.array(ecrRepository).check(z.minLength(1)))),
   [ContextKey.apiGatewayAccountRole]: z.optional(flag),
+  [ContextKey.logRetentionDays]: z.optional(
+    preprocess(
+      (value) => (typeof value === 'string' && /^[0-9]{1,5}$/.test(value.trim()) ? Number(value) : value),
+      z.number({ error: RETENTION_EXPECTED }).check(z.refine((days: number) => (LOG_RETENTION_DAYS as readonly number[]).includes(days), { error: RETENTION_EXPECTED })),
+    ),
+  ),
   [ContextKey.agentWafRateLimit]: z.optional(
     preprocess(
       (value) => (typeof value === 'string' && /^[0-9]{1,10}$/.test(value.trim()) ? Number(value) : value),
@@ -333,5 +350,6 @@ export function configFromContext(read: ContextReader): RelaunchConfig {
     launchPace: config[ContextKey.launchPace],
     ecrRepositories: config[ContextKey.ecrRepositories],
     apiGatewayAccountRole: config[ContextKey.apiGatewayAccountRole],
+    logRetentionDays: config[ContextKey.logRetentionDays],
   };
 }

@@ -1,15 +1,15 @@
 // Relaunch: the whole service as one construct, for the bundled stack or a user's own app.
 // It wires the constructs of each concern and grants each Lambda only what it uses.
 
-import { ArnFormat, Aws, CfnOutput, CfnResource, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Aws, CfnOutput, CfnResource, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { TASK_STATES } from '../lib/workflow/contract.ts';
-import { EnvVar, type ComputeEnvConfig, type JobLogsConfig } from '../lib/workflow/env.ts';
-import { jobLogGroupName } from '../lib/workflow/job-logs.ts';
+import { EnvVar, type ComputeEnvConfig } from '../lib/workflow/env.ts';
 import type { RelaunchConfig } from './config.ts';
 import { ControllerFunctions } from './constructs/controller-functions.ts';
 import { forwardedDeadLetterQueueName } from './constructs/dead-letters.ts';
@@ -28,7 +28,9 @@ import { LAMBDA_NAMES, LAMBDA_NEEDS, LambdaName, TASK_LAMBDAS } from './lambda-c
 import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
 import { DEPLOYMENT_OUTPUT_ID, deploymentRecord } from '../lib/check/deployment.ts';
-import { jobSecretsPath, type Ec2RegionConfig } from '../lib/workflow/resources.ts';
+import { jobSecretsPath, type Ec2RegionConfig, type JobLogsConfig } from '../lib/workflow/resources.ts';
+import { DEFAULT_JOB_LOG_RETENTION_DAYS, jobLogGroupName } from '../lib/workflow/job-logs.ts';
+import { LOG_SHIPPING_ACTIONS, logStreamArn } from '../lib/adapters/sts-data-access.ts';
 import { grantCompute, grantJobSecrets, grantLogReading, grantSweepLaunchTemplates, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
 import { DEFAULT_NAME_PREFIX } from '../lib/deployment-names.ts';
@@ -60,8 +62,10 @@ export class Relaunch extends Construct {
   readonly instances: JobInstances;
   /** The stack's bucket: uploaded sources and nameless mounts. */
   readonly data: JobData;
-  /** The role whose per-job sessions reach jobs' S3 data (JobData.createAccessRole). */
+  /** The role whose per-job sessions reach jobs' S3 data (JobData.createAccessRole), and whose per-node sessions ship their output. */
   readonly dataAccessRole: iam.Role;
+  /** Every job's output, one stream per job, attempt, node and phase (lib/workflow/job-logs.ts). */
+  readonly jobLogs: logs.LogGroup;
   readonly events: InstanceEvents;
   readonly executionEvents: ExecutionEvents;
   /** Every execution's end, to the function that deletes `persistent: false` mounts. */
@@ -109,11 +113,19 @@ export class Relaunch extends Construct {
     };
     this.instances.allowReadingOwnSecret(launchScope);
     this.data = new JobData(this, 'Data', { allowedBuckets: props.dataBuckets });
+    this.jobLogs = new logs.LogGroup(this, 'JobLogs', {
+      logGroupName: jobLogGroupName(namePrefix),
+      retention: (props.logRetentionDays ?? DEFAULT_JOB_LOG_RETENTION_DAYS) as logs.RetentionDays,
+      // Named after the deployment: a stack deployed again after a delete makes it again.
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const jobLogsConfig: JobLogsConfig = { group: jobLogGroupName(namePrefix), region: Aws.REGION, account: Aws.ACCOUNT_ID, partition: Aws.PARTITION };
     const computeConfig: ComputeEnvConfig = {
       regions,
       instanceProfileArn: this.instances.instanceProfile.instanceProfileArn,
       namePrefix,
       data: this.data.config,
+      logs: jobLogsConfig,
       ...(props.allowedInstanceTypes === undefined ? {} : { allowedInstanceTypes: props.allowedInstanceTypes }),
       ...(this.instances.openPorts.length === 0 ? {} : { openPorts: this.instances.openPorts }),
       ...(props.nodeToNodeTraffic === false ? { nodeToNodeTraffic: false } : {}),
@@ -134,14 +146,26 @@ export class Relaunch extends Construct {
         return fn.role;
       }),
     );
-    for (const fn of givers) fn.addEnvironment(EnvVar.dataAccessRoleArn, this.dataAccessRole.roleArn);
+    for (const fn of givers) {
+      fn.addEnvironment(EnvVar.dataAccessRoleArn, this.dataAccessRole.roleArn);
+      fn.addEnvironment(EnvVar.jobLogs, Stack.of(this).toJsonString(jobLogsConfig));
+    }
+    // Nodes ship their output only with the sessions the API gives them, each narrowed to its
+    // own streams: no instance-role policy can tell one node's streams from another's.
+    this.dataAccessRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ShipJobOutput',
+        actions: [...LOG_SHIPPING_ACTIONS],
+        resources: [logStreamArn(jobLogsConfig, '')],
+      }),
+    );
     // The API refuses at submit a task asking for ports the instances do not open, or for
     // nodes that could not reach each other.
     if (this.instances.openPorts.length > 0) {
       this.functions.functions[LambdaName.api].addEnvironment(EnvVar.openPorts, JSON.stringify(this.instances.openPorts));
     }
     if (props.nodeToNodeTraffic === false) this.functions.functions[LambdaName.api].addEnvironment(EnvVar.nodeToNodeTraffic, 'false');
-    this.letApiReadLogs(namePrefix);
+    this.letApiReadLogs(namePrefix, jobLogsConfig);
     for (const name of LAMBDA_NAMES) {
       const fn = this.functions.functions[name];
       const needs = LAMBDA_NEEDS[name];
@@ -231,9 +255,10 @@ export class Relaunch extends Construct {
    * function reads the jobs' log group and the controller functions' groups with its own
    * role, scoped to those groups (docs/architecture.md, "Reading a job's output").
    */
-  private letApiReadLogs(namePrefix: string): void {
+  private letApiReadLogs(namePrefix: string, shipped: JobLogsConfig): void {
     const controller = LAMBDA_NAMES.filter((name) => LAMBDA_NEEDS[name].readsLogs !== true).map((name) => [name, this.functions.functions[name].logGroup] as const);
-    const config: JobLogsConfig = { namePrefix, controllerLogGroups: Object.fromEntries(controller.map(([name, group]) => [name, group.logGroupName])) };
+    // One JOB_LOGS: the same function may also give nodes their shipping credentials.
+    const config: JobLogsConfig = { ...shipped, namePrefix, controllerLogGroups: Object.fromEntries(controller.map(([name, group]) => [name, group.logGroupName])) };
     for (const name of LAMBDA_NAMES.filter((reader) => LAMBDA_NEEDS[reader].readsLogs === true)) {
       const fn = this.functions.functions[name];
       grantLogReading(fn, jobLogGroupName(namePrefix), controller.map(([, group]) => group));

@@ -241,6 +241,15 @@ export interface DataAccess {
   credentialsFor(job: JobRecord, attempt: number): Promise<ProcessCredentials>;
 }
 
+/** Gives a node credentials to ship its phases' output into its own CloudWatch Logs streams. */
+export interface LogAccess {
+  /**
+   * Credentials for node `nodeRank` of attempt `attempt` of `job`, good for about an hour:
+   * CreateLogStream and PutLogEvents on that node's streams of that attempt, nothing else.
+   */
+  credentialsFor(job: JobRecord, attempt: number, nodeRank: number): Promise<ProcessCredentials>;
+}
+
 /** A job that reached a terminal status, for whoever counts and announces ends. */
 export interface JobEnded {
   readonly jobId: string;

@@ -8,7 +8,7 @@ import { handleApiRequest } from '../../lib/http/handle.ts';
 import { matchRoute } from '../../lib/http/routes.ts';
 import { EnvVar, parseDataConfig, parseNodeToNodeTraffic, parseOpenPorts } from '../../lib/workflow/env.ts';
 import { nodeTrafficProblems } from '../../lib/adapters/ec2-network.ts';
-import type { DataAccess } from '../../lib/ports.ts';
+import type { DataAccess, LogAccess } from '../../lib/ports.ts';
 import type { ApiResponse } from '../../lib/http/types.ts';
 import { clock, jobSecrets, pace, random, store, workflow } from '../shared/deps.ts';
 import { lambdaHandler } from '../shared/invocation.ts';
@@ -41,6 +41,12 @@ const dataAccess: DataAccess | undefined =
     ? undefined
     : { credentialsFor: async (job, attempt) => (await import('../shared/data-access.ts')).dataAccess().credentialsFor(job, attempt) };
 
+/** The nodes' credentials for their own log streams, where the stack has a job log group. */
+const logAccess: LogAccess | undefined =
+  (process.env[EnvVar.jobLogs] ?? '') === '' || (process.env[EnvVar.dataAccessRoleArn] ?? '') === ''
+    ? undefined
+    : { credentialsFor: async (job, attempt, nodeRank) => (await import('../shared/data-access.ts')).logAccess().credentialsFor(job, attempt, nodeRank) };
+
 /** One request in, one response out; never throws for a bad request (lib/http maps errors). */
 export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> => {
   const request = parseEvent(ProxyEventSchema, event, 'event');
@@ -72,6 +78,7 @@ export const handler = lambdaHandler(async (event, log): Promise<ApiResponse> =>
       jobLogs: jobLogs(),
       controllerLog: controllerLog(),
       ...(dataAccess === undefined ? {} : { dataAccess }),
+      ...(logAccess === undefined ? {} : { logAccess }),
       ...(dataConfig === undefined ? {} : { sources: { bucket: dataConfig.bucket, prefix: SOURCES_PREFIX, region: process.env.AWS_REGION ?? '', allowedBuckets: dataConfig.allowedBuckets } }),
       onUnexpectedError: (error, req) => log.error('request failed', { method: req.method, path: request.path, error: error as Error }),
     },

@@ -19,7 +19,7 @@ function client(): CloudWatchLogsClient {
 /** The deployment's job log group's reader; undefined on a stack that sets no JOB_LOGS. */
 export function jobLogs(): JobLogReader | undefined {
   const config = parseJobLogsConfig();
-  if (config === undefined) return undefined;
+  if (config?.namePrefix === undefined) return undefined;
   cachedJobLogs ??= new CloudWatchJobLogs({ client: client(), namePrefix: config.namePrefix, region: process.env.AWS_REGION ?? '' });
   return cachedJobLogs;
 }
@@ -27,7 +27,7 @@ export function jobLogs(): JobLogReader | undefined {
 /** The controller functions' log groups' reader; undefined on a stack that sets no JOB_LOGS. */
 export function controllerLog(): ControllerLogReader | undefined {
   const config = parseJobLogsConfig();
-  if (config === undefined) return undefined;
+  if (config?.controllerLogGroups === undefined) return undefined;
   cachedControllerLog ??= new CloudWatchControllerLog({ client: client(), logGroups: config.controllerLogGroups });
   return cachedControllerLog;
 }

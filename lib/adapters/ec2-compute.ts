@@ -404,6 +404,7 @@ export class Ec2Compute implements Compute {
       namePrefix: this.config.namePrefix,
       heartbeatSeconds: this.config.heartbeatSeconds ?? HEARTBEAT_INTERVAL_SECONDS,
       data: this.config.data,
+      logs: this.config.logs,
     };
     return launchUserData(settings, request, region, instanceType);
   }

@@ -11,7 +11,8 @@ import type { LaunchRequest } from '../ports.ts';
 import { mountProblems } from '../task-file/mounts.ts';
 import type { TaskSpec } from '../task-file/types.ts';
 import { jobDataPolicyOf, s3AgentMounts, s3MountProblems, SESSION_POLICY_MAX_CHARS } from './s3-data.ts';
-import type { DataConfig } from '../workflow/resources.ts';
+import type { DataConfig, JobLogsConfig } from '../workflow/resources.ts';
+import { jobLogGroupName } from '../workflow/job-logs.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
 /** EC2 user data is at most 16 KB before base64; the script goes gzipped (cloud-init inflates it). */
@@ -31,6 +32,13 @@ export interface UserDataSettings {
   readonly heartbeatSeconds: number;
   /** The stack's buckets, for the task's S3 mounts; absent, the task has none. */
   readonly data?: DataConfig;
+  /** The log group the nodes ship their output to; absent, nothing is shipped. */
+  readonly logs?: JobLogsConfig;
+}
+
+/** CloudWatch Logs' endpoint in a region (China's regions have their own suffix). */
+export function logsEndpoint(region: string): string {
+  return ssmEndpoint(region).replace('https://ssm.', 'https://logs.');
 }
 
 /**
@@ -51,6 +59,7 @@ export function launchUserData(settings: UserDataSettings, request: Pick<LaunchR
     // Whatever the count says: a GPU type boots the GPU image, and its container gets them.
     containerGpus: hasGpus(instanceType),
     ...(settings.data === undefined ? {} : s3AgentMounts(request.spec, request.jobId, settings.data)),
+    ...(settings.logs === undefined ? {} : { logs: { group: settings.logs.group, region: settings.logs.region, endpoint: logsEndpoint(settings.logs.region) } }),
   });
   if (packed.length > USER_DATA_MAX_BYTES) throw new PrecheckError(tooLargeForUserData(packed.length));
   return packed.toString('base64');
@@ -101,6 +110,7 @@ export function ec2TaskProblems(spec: TaskSpec, data?: DataConfig): InputIssue[]
       spec,
       heartbeatSeconds: HEARTBEAT_INTERVAL_SECONDS,
       gpusPerNode: 8,
+      logs: { group: jobLogGroupName('x'.repeat(32)), region: LONGEST_REGION, endpoint: logsEndpoint(LONGEST_REGION) },
       ...(unmountable.length === 0 ? s3AgentMounts(spec, SAMPLE_JOB_ID, { bucket: 'x'.repeat(63), allowedBuckets: [] }) : {}),
     });
     if (problems.length === 0 && data !== undefined) problems.push(...dataPolicyProblems(spec, data));

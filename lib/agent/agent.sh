@@ -22,7 +22,9 @@
 #     tags);
 #  4. prepares the node: the job's S3 credentials, the workdir and file mounts, the task's
 #     container;
-#  5. runs setup and reports it, then, if setup exited 0 and the API says go, runs run and
+#  5. on EC2, ships each phase's log to CloudWatch Logs beside the phase (its shipper's
+#     functions fetched from the API, user data having no room for them); runs setup and
+#     reports it, then, if setup exited 0 and the API says go, runs run and
 #     reports it; a standby (launch_on_warning) is told to hold, and asks again every
 #     HOLD_POLL_MS until it is told to go (its warned attempt has ended and the job is
 #     relaunched: it is the next attempt now) or to stop (not needed);
@@ -119,6 +121,16 @@ declare +x ECR_URL=''
 declare +x AWS_CLI_DOWNLOAD=''
 declare +x MOUNT_S3_DOWNLOAD=''
 declare +x SHUTDOWN_COMMAND=''
+declare +x LOG_GROUP=''
+declare +x LOG_STREAM_PREFIX=''
+declare +x LOGS_REGION=''
+declare +x LOGS_URL=''
+declare +x LOG_CREDENTIALS_URL=''
+declare +x SHIPPER_URL=''
+declare +x SHIPPER_SHA256=''
+declare +x SHIP_INTERVAL_MS=''
+declare +x SHIP_BACKLOG_BYTES=''
+declare +x SHIP_DRAIN_MS=''
 # relaunch:settings-end
 
 # --- state ---
@@ -165,6 +177,18 @@ declare +x SLEEPER=''
 declare +x CURRENT_STEP=''
 declare +x FAILED_STEP=''
 declare +x FAILED_ERROR=''
+# The shippers of the phases' output to CloudWatch Logs (ship_phase), one per phase started
+# (PID:PHASE each), and the phase of the last one; empty when nothing ships.
+declare +x -a SHIP_PIDS=()
+declare +x SHIP_PHASE=''
+# In a shipper only: the credentials the API gave it for its node's streams, the SECONDS
+# they are asked for again at, and SigV4's signing key for them and the day it is for.
+declare +x SHIP_KEY_ID=''
+declare +x SHIP_SECRET_KEY=''
+declare +x SHIP_TOKEN=''
+declare +x SHIP_REFRESH_AT=0
+declare +x SHIP_SIGN_DAY=''
+declare +x SHIP_SIGN_KEY=''
 
 # Replies. A function that answers in a variable, not on stdout, sets REPLY_<WHAT>: a
 # command substitution is a fork, and so is every sed, tr or cut (a node's start, setup and
@@ -206,6 +230,12 @@ declare +x REPLY_PHASE_CODE=0
 declare +x REPLY_TOOL_ERROR=''
 # heartbeat_body's: the file the next heartbeat posts.
 declare +x REPLY_HEARTBEAT_BODY=''
+# ship_batch: the log's bytes a batch holds, and whether it is full (1) or took all it
+# could (0). logs_call: the answer's HTTP status (000: none) and its error type.
+declare +x REPLY_SHIP_TAKEN=0
+declare +x REPLY_SHIP_FULL=0
+declare +x REPLY_LOGS_STATUS=''
+declare +x REPLY_LOGS_ERROR=''
 # pull_image, ecr_login, fetch_data_credentials: why each failed.
 declare +x REPLY_PULL_ERROR=''
 declare +x REPLY_LOGIN_ERROR=''
@@ -1332,6 +1362,416 @@ prepare_node() {
   if [ -n "$CONTAINER_IMAGE" ]; then container_start || return 1; fi
 }
 
+# --- 5. each phase's output, shipped to CloudWatch Logs ---
+# On EC2 (LOG_GROUP set) a shipper runs beside each phase and copies its log, read by
+# offset (the job writes it as it always does), to the phase's stream in the deployment's
+# log group (lib/workflow/job-logs.ts names both). Each PutLogEvents event is a piece of
+# the log as it was written, its newline included: one line, several whole lines when a
+# job prints more lines than a batch's 10,000 events would hold one a line, or a part of a
+# line longer than an event's 256 KiB; a reader that concatenates the messages has the log
+# byte for byte, but that a byte that is not UTF-8, and NUL, become U+FFFD. The shipper
+# never holds the job up: it only reads the file. When it falls SHIP_BACKLOG_BYTES behind
+# (CloudWatch throttling, failing or unreachable, or slower than the job prints) it skips
+# to the end and writes into the stream how many bytes it skipped and why. Told the phase
+# has ended, or finding the agent gone, it ships what is left within SHIP_DRAIN_MS and
+# ends. It signs with credentials the API gives for this node's streams
+# only: the instance role has nothing of CloudWatch Logs.
+#
+# User data has no room for the shipper: the functions between the two marks below ship
+# apart, served by the API (POST .../shipper, with the callback secret) and pinned by their
+# SHA-256 in the settings; load_shipper fetches, checks and loads them.
+
+# relaunch:shipper-begin
+# The next batch of the log, read from stdin ($1 bytes of it, from the shipper's offset),
+# as PutLogEvents' body for stream $3, into file $2: events at time $4 (ms), first a line
+# of note $5 when given. A last line without its newline is kept for the next batch when
+# $6 is 0; with 1 (it waited a round already) it goes but for a character cut short at its
+# end; with 2 (the phase has ended) it all goes. In REPLY_SHIP_TAKEN the
+# bytes of the log it holds; REPLY_SHIP_FULL 1 when a limit of the batch stopped it (1 MiB
+# of messages, 26 bytes more an event; 10,000 events; 262,118 bytes a message).
+ship_batch() {
+  local answer
+  answer=$(LC_ALL=C awk -v avail="$1" -v out="$2" -v group="$LOG_GROUP" -v stream="$3" -v now="$4" -v note="$5" -v flush="$6" '
+    function clean(s,    n, i, c, b, need, low, high, k, o) {
+      if (s ~ /\000/) gsub(/\000/, rep, s)
+      if (s !~ /[\200-\377]/ || s ~ valid) return s
+      n = split(s, a, "")
+      o = ""
+      for (i = 1; i <= n; ) {
+        b = (a[i] in byte) ? byte[a[i]] : 0
+        if (b == 0) { o = o a[i++]; continue }
+        low = 128; high = 191
+        if (b >= 194 && b <= 223) need = 1
+        else if (b == 224) { need = 2; low = 160 }
+        else if (b == 237) { need = 2; high = 159 }
+        else if (b >= 225 && b <= 239) need = 2
+        else if (b == 240) { need = 3; low = 144 }
+        else if (b == 244) { need = 3; high = 143 }
+        else if (b >= 241 && b <= 243) need = 3
+        else need = 0
+        c = a[i]
+        for (k = 1; k <= need; k++) {
+          b = (a[i + k] in byte) ? byte[a[i + k]] : 0
+          if (b < low || b > high) break
+          c = c a[i + k]
+          low = 128; high = 191
+        }
+        if (need > 0 && k > need) { o = o c; i += k } else { o = o rep; i += (k > 1) ? k : 1 }
+      }
+      return o
+    }
+    function escape(s,    i) {
+      if (s !~ /[\001-\037"\\]/) return s
+      gsub(/["\\]/, "\\\\&", s)
+      gsub(/\t/, "\\t", s)
+      gsub(/\n/, "\\n", s)
+      gsub(/\r/, "\\r", s)
+      if (s ~ /[\001-\037]/) for (i = 1; i < 32; i++) if (index(s, ch[i])) gsub(ch[i], code[i], s)
+      return s
+    }
+    function emit(m, raw,    e) {
+      e = (substr(m, length(m)) == "\n") ? escape(substr(m, 1, length(m) - 1)) "\\n" : escape(m)
+      printf "%s{\"timestamp\":%s,\"message\":\"%s\"}", sep, now, e > out
+      sep = ","
+      room -= length(m) + 26
+      left--
+      taken += raw
+    }
+    function settle() {
+      if (pend != "") emit(pend, pendraw)
+      pend = ""; pendraw = 0
+    }
+    # Adds text (raw bytes) to the batch, packed with the lines before it while they are
+    # shorter than minev; 0 when the batch has no room for it.
+    function add(t,    m) {
+      m = clean(t)
+      if (pend != "" && (length(pend) >= minev || length(pend) + length(m) > 262118)) settle()
+      if (left - (pend == "" ? 0 : 1) < 1 || length(pend) + length(m) + 26 > room) { settle(); return 0 }
+      pend = pend m
+      pendraw += length(t)
+      return 1
+    }
+    # Where to cut t, at most at byte max, not inside a UTF-8 character.
+    function cut(t, max,    k) {
+      k = max
+      while (k > max - 3 && k > 1 && substr(t, k + 1, 1) ~ /[\200-\277]/) k--
+      if (substr(t, k + 1, 1) ~ /[\200-\277]/) k = max
+      return k
+    }
+    # t without a UTF-8 character cut short at its end (the rest of it is yet to be written).
+    function whole(t,    n, k, b) {
+      n = length(t)
+      for (k = n; k > n - 3 && k > 0; k--) {
+        b = (substr(t, k, 1) in byte) ? byte[substr(t, k, 1)] : 0
+        if (b < 128) return t
+        if (b >= 192) return (n - k + 1 < (b >= 240 ? 4 : b >= 224 ? 3 : 2)) ? substr(t, 1, k - 1) : t
+      }
+      return t
+    }
+    BEGIN {
+      for (i = 1; i < 32; i++) { ch[i] = sprintf("%c", i); code[i] = sprintf("\\\\u%04x", i) }
+      for (i = 128; i < 256; i++) byte[sprintf("%c", i)] = i
+      rep = "\357\277\275"
+      valid = "^([\001-\177]|[\302-\337][\200-\277]|\340[\240-\277][\200-\277]|[\341-\354\356\357][\200-\277][\200-\277]|\355[\200-\237][\200-\277]|\360[\220-\277][\200-\277][\200-\277]|[\361-\363][\200-\277][\200-\277][\200-\277]|\364[\200-\217][\200-\277][\200-\277])*$"
+      room = 1048576; left = 10000; minev = int(avail / 256); sep = ""; pend = ""
+      printf "{\"logGroupName\":\"%s\",\"logStreamName\":\"%s\",\"logEvents\":[", group, stream > out
+      if (note != "") emit(note "\n", 0)
+    }
+    {
+      seen += length($0)
+      t = $0
+      partial = 0
+      if (seen < avail) { t = t "\n"; seen++ }
+      else if (flush == 0) partial = 1
+      else if (flush == 1) t = whole(t)
+      while (length(t) > 0) {
+        max = (t ~ /[\200-\377]/) ? 87372 : 262118
+        if (partial && length(t) <= max) exit
+        piece = (length(t) > max) ? substr(t, 1, cut(t, max)) : t
+        if (!add(piece)) { full = 1; exit }
+        t = substr(t, length(piece) + 1)
+      }
+    }
+    END {
+      settle()
+      printf "]}" > out
+      print taken + 0, full + 0
+    }') || return 1
+  REPLY_SHIP_TAKEN=${answer% *}
+  REPLY_SHIP_FULL=${answer#* }
+}
+
+# One CloudWatch Logs call: target $1 (Logs_20140328.<operation>), body file $2, signed
+# (SigV4) with the shipper's credentials; its status in REPLY_LOGS_STATUS (000: no answer)
+# and, unless a 200, its error type in REPLY_LOGS_ERROR. The signing key lasts a day. With
+# $3 `ahead`, ship_ahead makes the next batch while the call is under way.
+logs_call() {
+  local TZ=UTC0 amz_date day host path canonical scope to_sign part status='' pid
+  printf -v amz_date '%(%Y%m%dT%H%M%S)TZ' -1
+  day=${amz_date:0:8}
+  host=${LOGS_URL#*://}
+  path=${host#"${host%%/*}"}/
+  host=${host%%/*}
+  scope="$day/$LOGS_REGION/logs/aws4_request"
+  if [ "$SHIP_SIGN_DAY" != "$day" ]; then
+    hex_of "AWS4$SHIP_SECRET_KEY"
+    SHIP_SIGN_KEY=$REPLY_HEX
+    REPLY_HEX=''
+    for part in "$day" "$LOGS_REGION" logs aws4_request; do
+      hmac_of "$SHIP_SIGN_KEY" "$part"
+      SHIP_SIGN_KEY=$REPLY_HMAC_HEX
+    done
+    SHIP_SIGN_DAY=$day
+  fi
+  REPLY_SHA256_HEX=$(sha256sum <"$2")
+  printf -v canonical 'POST\n%s\n\ncontent-type:%s\nhost:%s\nx-amz-date:%s\nx-amz-security-token:%s\nx-amz-target:%s\n\n%s\n%s' \
+    "$path" "$AWS_CONTENT_TYPE" "$host" "$amz_date" "$SHIP_TOKEN" "$1" "$AWS_SIGNED_HEADERS" "${REPLY_SHA256_HEX%% *}"
+  sha256_of "$canonical"
+  printf -v to_sign 'AWS4-HMAC-SHA256\n%s\n%s\n%s' "$amz_date" "$scope" "$REPLY_SHA256_HEX"
+  hmac_of "$SHIP_SIGN_KEY" "$to_sign"
+  {
+    curl_option url "$LOGS_URL/"
+    for part in "Content-Type: $AWS_CONTENT_TYPE" "X-Amz-Date: $amz_date" "X-Amz-Security-Token: $SHIP_TOKEN" "X-Amz-Target: $1" \
+      "Authorization: AWS4-HMAC-SHA256 Credential=$SHIP_KEY_ID/$scope, SignedHeaders=$AWS_SIGNED_HEADERS, Signature=$REPLY_HMAC_HEX"; do
+      curl_option header "$part"
+    done
+  } | curl -s --max-time 10 -X POST -K - --data-binary "@$2" -o "$2.answer" -w '%{http_code}' >"$2.status" 2>/dev/null &
+  pid=$!
+  if [ "${3:-}" = ahead ]; then ship_ahead; fi
+  wait "$pid"
+  read -r status 2>/dev/null <"$2.status"
+  REPLY_LOGS_STATUS=${status:-000}
+  REPLY_LOGS_ERROR=''
+  if [ "$REPLY_LOGS_STATUS" = 200 ]; then return 0; fi
+  json_file_value __type "$2.answer"
+  REPLY_LOGS_ERROR=${REPLY_JSON_VALUE##*#}
+  # An answer that is not CloudWatch's JSON (a proxy's, an XML error): its first line.
+  if [ -z "$REPLY_LOGS_ERROR" ] && IFS= read -r -d '' -n 2000 REPLY_LOGS_ERROR <"$2.answer"; [ -n "$REPLY_LOGS_ERROR" ]; then
+    if [[ $REPLY_LOGS_ERROR =~ \<Code\>([^<]*) ]]; then REPLY_LOGS_ERROR=${BASH_REMATCH[1]}; else REPLY_LOGS_ERROR=${REPLY_LOGS_ERROR%%$'\n'*}; fi
+  fi
+  return 1
+}
+
+# While a full batch is sent (logs_call's $3), makes the next one from where it ends into
+# $body.next, when more than a batch was waiting: sending and making overlap, as a flood
+# needs. It sets ship_phase's ahead variables, and leaves the batch being sent's replies as
+# they were; a batch sent in vain throws the next one away.
+ship_ahead() {
+  local taken=$REPLY_SHIP_TAKEN full=$REPLY_SHIP_FULL from=$(( off + REPLY_SHIP_TAKEN ))
+  if (( final || size <= from || ! (full || avail == 1048576) )); then return; fi
+  ahead_avail=$(( size - from > 1048576 ? 1048576 : size - from ))
+  clock_ms
+  if ship_batch "$ahead_avail" "$body.next" "$stream" "$REPLY_NOW_MS" '' 0 < <(dd if="$file" bs=65536 skip="$from" count="$ahead_avail" iflag=skip_bytes,count_bytes 2>/dev/null) &&
+    (( REPLY_SHIP_TAKEN > 0 )); then
+    ahead=1
+    ahead_taken=$REPLY_SHIP_TAKEN
+    ahead_full=$REPLY_SHIP_FULL
+  fi
+  REPLY_SHIP_TAKEN=$taken
+  REPLY_SHIP_FULL=$full
+}
+
+# The shipper's credentials, asked of the API when it has none or they are due for a
+# refresh (every DATA_REFRESH_MS: a session lasts an hour); 1 when it has none. A refresh
+# that fails keeps the last ones while they last.
+ship_credentials() {
+  local file="$ROOT_DIR/$1.ship.credentials" status
+  if [ -n "$SHIP_KEY_ID" ] && (( SECONDS < SHIP_REFRESH_AT )); then return 0; fi
+  status=$( umask 077; post_json "$LOG_CREDENTIALS_URL" "$HEARTBEAT_BODY" 10 "$file")
+  if [[ $status == 2?? ]]; then
+    json_file_value AccessKeyId "$file"
+    SHIP_KEY_ID=$REPLY_JSON_VALUE
+    json_file_value SecretAccessKey "$file"
+    SHIP_SECRET_KEY=$REPLY_JSON_VALUE
+    json_file_value SessionToken "$file"
+    SHIP_TOKEN=$REPLY_JSON_VALUE
+    REPLY_JSON_VALUE=''
+    SHIP_SIGN_DAY=''
+    SHIP_REFRESH_AT=$(( SECONDS + DATA_REFRESH_MS / 1000 ))
+  else
+    REPLY_LOGS_ERROR="no credentials from the API (HTTP $status)"
+  fi
+  rm -f "$file"
+  [ -n "$SHIP_KEY_ID" ]
+}
+
+# Ships phase $1's log until told it has ended (the file $1.ship.json.end, which it looks
+# for each round: a signal could cut short a command substitution of its own) and
+# everything is shipped, or SHIP_DRAIN_MS after. Failed calls are tried again after a
+# jittered backoff of up to two rounds. It ignores SIGTERM, SIGINT and SIGHUP, as the
+# log's writer does: a node shutting down signals every process, and the job's last lines
+# are still to go.
+ship_phase() {
+  local phase=$1 file="$ROOT_DIR/$1.log" body="$ROOT_DIR/$1.ship.json" stream="$LOG_STREAM_PREFIX$NODE_RANK/$1"
+  local off=0 size avail final=0 deadline=0 flush=0 note='' skipped=0 why='' created=0 delay=0 sent=0 calls=0 last=0
+  # The next batch, made by ship_ahead while the last one was sent: in $body.next when ahead is 1.
+  local ahead=0 ahead_taken=0 ahead_full=0 ahead_avail=0
+  local -a cpu
+  trap '' TERM INT HUP
+  # Beside the job, never before it: a CPU-bound job keeps its cores.
+  renice -n 10 -p "$BASHPID" >/dev/null 2>&1
+  printf '{"logGroupName":"%s","logStreamName":"%s"}' "$LOG_GROUP" "$stream" >"$body.create"
+  while :; do
+    if (( ! final )) && { [ -e "$body.end" ] || ! agent_alive; }; then final=1; fi
+    if (( final )); then
+      flush=2
+      clock_ms
+      if (( deadline == 0 )); then deadline=$(( REPLY_NOW_MS + SHIP_DRAIN_MS )); fi
+    fi
+    size=$(stat -c %s "$file" 2>/dev/null) || size=0
+    if (( size - off > SHIP_BACKLOG_BYTES )) || { (( final && REPLY_NOW_MS >= deadline )) && (( size > off )); }; then
+      if (( final && REPLY_NOW_MS >= deadline )); then why=${why:-"the node was going"}; fi
+      skipped=$(( skipped + size - off ))
+      off=$size
+      ahead=0
+      note="relaunch: $skipped bytes of this output were not shipped to CloudWatch Logs (${why:-the job printed faster than CloudWatch Logs took it})"
+      log "skipped to the end of the $phase log: ${note#relaunch: }"
+    fi
+    if (( size > off )) || [ -n "$note" ]; then
+      if ! ship_credentials "$phase"; then
+        why=$REPLY_LOGS_ERROR
+        log "the $phase log cannot be shipped yet: $why"
+        delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 2 * SHIP_INTERVAL_MS ? 2 * SHIP_INTERVAL_MS : delay * 2) ))
+      elif (( ! created )) && ! logs_call Logs_20140328.CreateLogStream "$body.create" && [ "$REPLY_LOGS_ERROR" != ResourceAlreadyExistsException ]; then
+        why="CloudWatch Logs: HTTP $REPLY_LOGS_STATUS $REPLY_LOGS_ERROR"
+        log "the $phase log's stream could not be created ($why)"
+        delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 2 * SHIP_INTERVAL_MS ? 2 * SHIP_INTERVAL_MS : delay * 2) ))
+      else
+        created=1
+        if (( ahead )) && [ -z "$note" ] && mv -f "$body.next" "$body"; then
+          REPLY_SHIP_TAKEN=$ahead_taken
+          REPLY_SHIP_FULL=$ahead_full
+          avail=$ahead_avail
+        else
+          avail=$(( size - off > 1048576 ? 1048576 : size - off ))
+          clock_ms
+          if ! ship_batch "$avail" "$body" "$stream" "$REPLY_NOW_MS" "$note" "$flush" < <(dd if="$file" bs=65536 skip="$off" count="$avail" iflag=skip_bytes,count_bytes 2>/dev/null); then
+            REPLY_SHIP_TAKEN=0
+            REPLY_SHIP_FULL=0
+          fi
+        fi
+        ahead=0
+        # A last line without its newline waits one round for the rest of it, no more.
+        if (( final )); then flush=2; elif (( REPLY_SHIP_TAKEN < avail && ! REPLY_SHIP_FULL )); then flush=1; else flush=0; fi
+        if (( REPLY_SHIP_TAKEN == 0 )) && [ -z "$note" ]; then
+          :
+        elif logs_call Logs_20140328.PutLogEvents "$body" ahead; then
+          off=$(( off + REPLY_SHIP_TAKEN ))
+          sent=$(( sent + REPLY_SHIP_TAKEN ))
+          calls=$(( calls + 1 ))
+          clock_ms
+          last=$REPLY_NOW_MS
+          note=''
+          skipped=0
+          why=''
+          delay=0
+          # More than a batch was waiting: the next goes at once.
+          if (( REPLY_SHIP_FULL || avail == 1048576 )); then continue; fi
+        else
+          ahead=0
+          case $REPLY_LOGS_STATUS:$REPLY_LOGS_ERROR in
+            000:*) why='CloudWatch Logs unreachable' ;;
+            *:ThrottlingException) why='throttled: ThrottlingException' ;;
+            5??:*) why="CloudWatch Logs answered HTTP $REPLY_LOGS_STATUS" ;;
+            *:ResourceNotFoundException) created=0; why='the stream was not found' ;;
+            *:ExpiredTokenException | *:UnrecognizedClientException | *:InvalidSignatureException | *:AccessDeniedException)
+              SHIP_KEY_ID=''
+              why="credentials refused: $REPLY_LOGS_ERROR"
+              ;;
+            *)
+              # No retry changes a refusal of this batch: it is skipped, and said.
+              why="refused: HTTP $REPLY_LOGS_STATUS $REPLY_LOGS_ERROR"
+              skipped=$(( skipped + REPLY_SHIP_TAKEN ))
+              off=$(( off + REPLY_SHIP_TAKEN ))
+              note="relaunch: $skipped bytes of this output were not shipped to CloudWatch Logs ($why)"
+              ;;
+          esac
+          log "the $phase log's shipping to CloudWatch Logs failed ($why); $(( size - off )) bytes wait"
+          delay=$(( delay == 0 ? SHIP_INTERVAL_MS / 4 + 1 : (delay * 2 > 2 * SHIP_INTERVAL_MS ? 2 * SHIP_INTERVAL_MS : delay * 2) ))
+        fi
+      fi
+    fi
+    if (( final )); then
+      clock_ms
+      if (( off >= size )) && [ -z "$note" ]; then break; fi
+      if (( REPLY_NOW_MS >= deadline )) && (( off >= size )); then break; fi
+    fi
+    if (( delay > 0 )); then jittered_ms "$delay"; pause_ms "$REPLY_JITTERED_MS"; else ship_wait "$file" "$off" "$body.end"; fi
+  done
+  # Its CPU and its children's, user and system (the benchmark reads them here).
+  times >"$body.cpu"
+  mapfile -t cpu <"$body.cpu"
+  log "shipped $sent bytes of the $phase log in $calls calls, the last acknowledged at $last (CPU: ${cpu[*]})"
+  rm -f "$body" "$body.create" "$body.answer" "$body.cpu" "$body.status" "$body.next" "$body.create.status"
+}
+
+# relaunch:shipper-end
+
+# Fetches the shipper's functions from the API (three tries, 2 and 4 s apart), checks their SHA-256
+# is SHIPPER_SHA256 and loads them; 1 when they cannot be had: the job runs unshipped,
+# its log on the node as always.
+load_shipper() {
+  local file="$ROOT_DIR/shipper.sh" status try got
+  if declare -F ship_phase >/dev/null; then return 0; fi
+  for (( try = 1; try <= 3; try++ )); do
+    status=$(post_json "$SHIPPER_URL" "$HEARTBEAT_BODY" 10 "$file")
+    if [[ $status == 2?? ]]; then
+      got=$(sha256sum <"$file")
+      if [ "${got%% *}" = "$SHIPPER_SHA256" ]; then
+        # shellcheck disable=SC1090
+        . "$file"
+        return 0
+      fi
+      status="a program whose SHA-256 is ${got%% *}, not $SHIPPER_SHA256"
+    fi
+    if (( try < 3 )); then jittered_ms $(( 2000 << (try - 1) )); pause_ms "$REPLY_JITTERED_MS"; fi
+  done
+  log "the shipper could not be fetched (last answer: $status): nothing ships to CloudWatch Logs"
+  return 1
+}
+
+# A round's wait: SHIP_INTERVAL_MS, looking at the log $1 (shipped up to offset $2) every
+# half second, and over at once when a whole batch (1 MiB) waits or the phase has ended
+# (file $3): a job printing fast is not kept waiting a round, and a few lines are.
+ship_wait() {
+  local waited=0 slice=$(( SHIP_INTERVAL_MS < 500 ? SHIP_INTERVAL_MS : 500 )) size
+  while (( waited < SHIP_INTERVAL_MS )); do
+    pause_ms "$slice"
+    waited=$(( waited + slice ))
+    if [ -e "$3" ]; then return; fi
+    size=$(stat -c %s "$1" 2>/dev/null) || size=0
+    if (( size - $2 >= 1048576 )); then return; fi
+  done
+}
+
+# Starts phase $1's shipper, once, when the deployment ships logs.
+start_shipper() {
+  if [ -z "$LOG_GROUP" ] || [ "$SHIP_PHASE" = "$1" ]; then return; fi
+  if ! load_shipper; then LOG_GROUP=''; return; fi
+  rm -f "$ROOT_DIR/$1.ship.json.end"
+  ship_phase "$1" </dev/null >/dev/null 2>>"$ROOT_DIR/ship.log" &
+  SHIP_PIDS+=("$!:$1")
+  SHIP_PHASE=$1
+}
+
+# Tells every shipper its phase has ended, and with $1 (end), waits for them to ship what
+# is left: a round to notice, SHIP_DRAIN_MS, and the 10 s of their last call, then SIGKILL.
+finish_shippers() {
+  local entry deadline
+  for entry in "${SHIP_PIDS[@]}"; do : >"$ROOT_DIR/${entry#*:}.ship.json.end"; done
+  if [ "${1:-}" != end ]; then return; fi
+  clock_ms
+  deadline=$(( REPLY_NOW_MS + 2 * SHIP_INTERVAL_MS + SHIP_DRAIN_MS + 11000 ))
+  for entry in "${SHIP_PIDS[@]}"; do
+    while kill -0 "${entry%%:*}" 2>/dev/null; do
+      clock_ms
+      if (( REPLY_NOW_MS >= deadline )); then kill -KILL "${entry%%:*}" 2>/dev/null; break; fi
+      pause_ms 50
+    done
+  done
+  SHIP_PIDS=()
+}
+
 # --- 5. setup and run, and their reports ---
 
 # Copies a phase's output (stdin, its FIFO) to its log ($1) until every writer has closed
@@ -1379,6 +1819,7 @@ run_phase() {
   fi
   PHASE_PID=$!
   PHASE_NAME=$phase
+  start_shipper "$phase"
   process_start "$PHASE_PID"
   printf '%s %s\n' "$PHASE_PID" "$REPLY_STARTED" >"$ROOT_DIR/phase.group"
   wait "$PHASE_PID"
@@ -1387,6 +1828,7 @@ run_phase() {
   PHASE_PID=''
   PHASE_NAME=''
   await_writer
+  finish_shippers
   rm -f "$fifo"
 }
 
@@ -1581,14 +2023,15 @@ end_node() {
   trap '' TERM INT HUP USR1
   trap - EXIT
   stop_phase
-  if [ -n "$stopped" ] && [ -n "$STOP_CAUSE" ]; then
-    await_writer
-    report_stopped "$stopped"
-  fi
+  if [ -n "$stopped" ]; then await_writer; fi
+  # The job's last lines go to CloudWatch Logs while the stopped report goes to the API.
+  finish_shippers
+  if [ -n "$stopped" ] && [ -n "$STOP_CAUSE" ]; then report_stopped "$stopped"; fi
   container_remove
   unmount_buckets
   stop_helper "$DATA_PID"
   stop_helper "$WATCH_PID"
+  finish_shippers end
   stop_helper "$HEARTBEAT_PID"
   log "shutting down (exit code $code)"
   shut_down
@@ -1627,6 +2070,7 @@ main() {
   write_node_env
 
   log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
+  start_shipper setup
   if ! prepare_node >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
     log "the agent failed at ${FAILED_STEP:-$CURRENT_STEP} before setup: ${FAILED_ERROR:-see setup.log}"
     report_agent_failure

@@ -36,6 +36,32 @@ export function dataCredentialsPath(jobId: string, attempt: number): string {
 }
 
 /**
+ * The path of a node's CloudWatch Logs credentials (AWS only: PutLogEvents into that node's
+ * own streams of the attempt, nothing else). The answer is a ProcessCredentials.
+ */
+export function logCredentialsPath(jobId: string, attempt: number): string {
+  return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/log-credentials`;
+}
+
+/**
+ * How the agent ships a phase's output to CloudWatch Logs: it looks at the log every
+ * SHIP_INTERVAL_SECONDS and sends what is new (at once again while more than a batch waits).
+ */
+export const SHIP_INTERVAL_SECONDS = 2;
+/**
+ * How far (bytes) the shipper may fall behind the log before it skips to its end and says
+ * in the stream how much it skipped and why: a minute of a job printing as fast as
+ * CloudWatch Logs takes one stream's events, and no more than a node's disk holds easily.
+ */
+export const SHIP_BACKLOG_BYTES = 64 * 1024 * 1024;
+/**
+ * How long the shipper has, once its phase has ended or the node is going, to send what is
+ * left, in seconds: beside the stopped report (STOPPED_REPORT_RETRY_SECONDS), inside the
+ * 25 s EC2's two-minute warning leaves after the job's grace period.
+ */
+export const SHIP_DRAIN_SECONDS = 10;
+
+/**
  * The HTTP status that tells the agent its attempt is no longer the live one: it stops
  * retrying. Every 2xx is an acknowledgement; 408, 429, 5xx and no answer are retried with
  * jittered backoff (a report until it is answered, a heartbeat until the next one is due);
@@ -85,6 +111,21 @@ export const HoldBodySchema = NodeBodySchema;
 
 /** `POST .../data-credentials`: the node asking, as a heartbeat names it. */
 export const DataCredentialsBodySchema = NodeBodySchema;
+
+/**
+ * The path a node asks its shipper's program on (agent.sh's functions that ship the output
+ * to CloudWatch Logs, which user data has no room for): text, pinned by its SHA-256 in
+ * the agent's settings.
+ */
+export function shipperPath(jobId: string, attempt: number): string {
+  return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/shipper`;
+}
+
+/** `POST .../shipper`: the node asking, as a heartbeat names it. */
+export const ShipperBodySchema = HeartbeatBodySchema;
+
+/** `POST .../log-credentials`: the node asking, as a heartbeat names it. */
+export const LogCredentialsBodySchema = HeartbeatBodySchema;
 
 /**
  * The answer to `POST .../data-credentials`: temporary credentials in the shape an AWS

@@ -4,6 +4,7 @@
 // and mounts included: no text of the user's can end up as agent code. The program ships
 // without its comment lines, which would take a quarter of user data's 16 KiB gzipped.
 
+import { createHash } from 'node:crypto';
 import { PrecheckError } from '../errors.ts';
 import { jobEnvironment } from '../job-env.ts';
 import type { TaskSpec } from '../task-file/types.ts';
@@ -15,6 +16,11 @@ import {
   OUTPUT_TAIL_MAX_BYTES,
   dataCredentialsPath,
   HEARTBEAT_TIMEOUT_SECONDS,
+  logCredentialsPath,
+  shipperPath,
+  SHIP_BACKLOG_BYTES,
+  SHIP_DRAIN_SECONDS,
+  SHIP_INTERVAL_SECONDS,
   reportPath,
   STALE_ATTEMPT_STATUS,
   STOPPED_REPORT_RETRY_SECONDS,
@@ -24,6 +30,27 @@ import { AGENT_SOURCE } from './agent-source.ts';
 import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount, TagKey } from './tags.ts';
+import { nodeLogStreamPrefix } from '../workflow/job-logs.ts';
+
+/** Where a node ships its phases' output: the deployment's log group in CloudWatch Logs. */
+export interface JobLogShipping {
+  /** The log group (job-logs.ts's jobLogGroupName). */
+  readonly group: string;
+  /** The log group's region. */
+  readonly region: string;
+  /** CloudWatch Logs' endpoint. @default `https://logs.<region>.amazonaws.com` */
+  readonly endpoint?: string;
+  /**
+   * Seconds between two looks at the log; what is new goes then (at once again while more
+   * than a batch waits).
+   * @default SHIP_INTERVAL_SECONDS
+   */
+  readonly intervalSeconds?: number;
+  /** @default SHIP_BACKLOG_BYTES */
+  readonly backlogBytes?: number;
+  /** @default SHIP_DRAIN_SECONDS */
+  readonly drainSeconds?: number;
+}
 
 /** Everything one node's agent needs to know. */
 export interface AgentScriptParams {
@@ -175,6 +202,13 @@ export interface AgentScriptParams {
    * @default WARNING_STOP_MARGIN_SECONDS
    */
   readonly warningStopMarginSeconds?: number;
+  /**
+   * Ship each phase's output to this CloudWatch Logs group while it runs, with credentials
+   * for this node's streams asked of the API (`POST .../log-credentials`, with the
+   * callback secret). EC2 nodes of a stack do; the local runtime ships nothing.
+   * @default none: nothing is shipped
+   */
+  readonly logs?: JobLogShipping;
 }
 
 /**
@@ -284,6 +318,9 @@ const SETTINGS_DIRECTIVE = '# shellcheck disable=SC1003,SC2016,SC2088';
 /** The comment lines that enclose agent.sh's settings block, which the renderer fills in. */
 const SETTINGS_BEGIN = '# relaunch:settings-begin';
 const SETTINGS_END = '# relaunch:settings-end';
+/** The comment lines that enclose the shipper's functions, which ship apart from user data. */
+const SHIPPER_BEGIN = '# relaunch:shipper-begin';
+const SHIPPER_END = '# relaunch:shipper-end';
 
 /** Variables that differ per node, set by the script once it knows its rank and the IPs. */
 const PER_NODE_VARIABLES = ['RELAUNCH_NODE_RANK', 'SKYPILOT_NODE_RANK', 'RELAUNCH_NODE_IPS', 'SKYPILOT_NODE_IPS'];
@@ -380,6 +417,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
     AWS_CLI_DOWNLOAD: downloadSetting('awsCli', (params.toolDownloads ?? TOOL_DOWNLOADS).awsCli),
     MOUNT_S3_DOWNLOAD: downloadSetting('mountS3', (params.toolDownloads ?? TOOL_DOWNLOADS).mountS3),
     SHUTDOWN_COMMAND: params.shutdownCommand ?? 'shutdown -h now',
+    ...logSettings(params),
   };
   return [
     '#!/bin/bash',
@@ -389,6 +427,35 @@ export function renderAgentScript(params: AgentScriptParams): string {
     ...settingLines(config),
     ...AGENT.after,
   ].join('\n');
+}
+
+/** The shipper's settings: all empty when nothing ships. */
+function logSettings(params: AgentScriptParams): Record<string, string | number> {
+  const logs = params.logs;
+  if (logs === undefined) {
+    return { LOG_GROUP: '', LOG_STREAM_PREFIX: '', LOGS_REGION: '', LOGS_URL: '', LOG_CREDENTIALS_URL: '', SHIPPER_URL: '', SHIPPER_SHA256: '', SHIP_INTERVAL_MS: '', SHIP_BACKLOG_BYTES: '', SHIP_DRAIN_MS: '' };
+  }
+  const interval = logs.intervalSeconds ?? SHIP_INTERVAL_SECONDS;
+  if (!Number.isFinite(interval) || interval < 0.05 || interval > 60) throw new RangeError(`logs.intervalSeconds: expected a number of seconds 0.05-60, got ${interval}`);
+  const backlog = logs.backlogBytes ?? SHIP_BACKLOG_BYTES;
+  if (!Number.isInteger(backlog) || backlog < 1) throw new RangeError(`logs.backlogBytes: expected a whole number of bytes >= 1, got ${backlog}`);
+  const drain = logs.drainSeconds ?? SHIP_DRAIN_SECONDS;
+  if (!Number.isFinite(drain) || drain < 0 || drain > 60) throw new RangeError(`logs.drainSeconds: expected a number of seconds 0-60, got ${drain}`);
+  const apiUrl = params.apiUrl.replace(/\/+$/, '');
+  // The rank is the node's to append: it may learn it from its tag.
+  const streamPrefix = nodeLogStreamPrefix({ jobId: params.jobId, attempt: params.attempt, nodeRank: 0 }).replace(/0\/$/, '');
+  return {
+    LOG_GROUP: logs.group,
+    LOG_STREAM_PREFIX: streamPrefix,
+    LOGS_REGION: logs.region,
+    LOGS_URL: (logs.endpoint ?? `https://logs.${logs.region}.amazonaws.com`).replace(/\/+$/, ''),
+    LOG_CREDENTIALS_URL: apiUrl + logCredentialsPath(params.jobId, params.attempt),
+    SHIPPER_URL: apiUrl + shipperPath(params.jobId, params.attempt),
+    SHIPPER_SHA256: SHIPPER.sha256,
+    SHIP_INTERVAL_MS: Math.round(interval * 1000),
+    SHIP_BACKLOG_BYTES: backlog,
+    SHIP_DRAIN_MS: Math.round(drain * 1000),
+  };
 }
 
 /** The exports every phase sources: the task's envs, then relaunch's and SkyPilot's. */
@@ -427,7 +494,35 @@ function oneLine(text: string): string {
  * program that starts with `#` lies inside a quoted string (the python and awk programs
  * have none), so only comments go; the agent tests run what is shipped.
  */
-const AGENT = shippedAgent(AGENT_SOURCE);
+const AGENT = shippedAgent(withoutShipper(AGENT_SOURCE));
+
+/**
+ * The shipper's functions (agent.sh's block between `# relaunch:shipper-begin` and `-end`)
+ * as the API serves them to a node (`POST .../shipper`), without comment lines, and their
+ * SHA-256, which the agent's settings pin: user data has no room for them (about 4 KB
+ * gzipped), and a node loads them only when it ships its output.
+ */
+export const SHIPPER: { readonly program: string; readonly sha256: string } = shipperOf(AGENT_SOURCE);
+
+function shipperBounds(lines: readonly string[]): [number, number] {
+  const begin = lines.indexOf(SHIPPER_BEGIN);
+  const end = lines.indexOf(SHIPPER_END);
+  if (begin < 0 || end < begin) throw new Error(`agent.sh: expected the shipper's functions between "${SHIPPER_BEGIN}" and "${SHIPPER_END}"`);
+  return [begin, end];
+}
+
+function withoutShipper(source: string): string {
+  const lines = source.split('\n');
+  const [begin, end] = shipperBounds(lines);
+  return [...lines.slice(0, begin), ...lines.slice(end + 1)].join('\n');
+}
+
+function shipperOf(source: string): { program: string; sha256: string } {
+  const lines = source.split('\n');
+  const [begin, end] = shipperBounds(lines);
+  const program = `${lines.slice(begin + 1, end).filter((line) => !/^\s*#/.test(line) && line.trim() !== '').join('\n')}\n`;
+  return { program, sha256: createHash('sha256').update(program).digest('hex') };
+}
 
 function shippedAgent(source: string): { before: string[]; settings: string[]; after: string[] } {
   const lines = source.split('\n');
@@ -439,8 +534,8 @@ function shippedAgent(source: string): { before: string[]; settings: string[]; a
     if (name === undefined) throw new Error(`agent.sh: expected declare +x NAME='' in the settings block, got ${line}`);
     return name;
   });
-  // The shebang is the renderer's own first line.
-  const code = (part: string[]) => part.filter((line) => !/^\s*#/.test(line) && line.trim() !== '');
+  // The shebang is the renderer's own first line; a shellcheck directive stays, for the check of what ships.
+  const code = (part: string[]) => part.filter((line) => (!/^\s*#/.test(line) || /^\s*# shellcheck /.test(line)) && line.trim() !== '');
   return { before: code(lines.slice(0, begin)), settings, after: code(lines.slice(end + 1)) };
 }
 

@@ -5,9 +5,9 @@ import { headerValue } from './headers.ts';
 import type * as z from '../zod.ts';
 import { InvalidInputError, UnauthorizedError } from '../errors.ts';
 import { isJobId, JOB_ID_LENGTH } from '../ids.ts';
-import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, ReportBodySchema, secretOfAuthorization } from '../agent/protocol.ts';
+import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, LogCredentialsBodySchema, ReportBodySchema, secretOfAuthorization, ShipperBodySchema } from '../agent/protocol.ts';
 import { cancelJob } from '../usecases/cancel-job.ts';
-import { issueDataCredentials } from '../usecases/data-credentials.ts';
+import { issueDataCredentials, issueLogCredentials, shipperProgram } from '../usecases/data-credentials.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
 import { getJob, listJobs } from '../usecases/queries.ts';
 import { MAX_CURSOR_LENGTH, readControllerLog, readJobLog, withLogLinks } from '../usecases/read-job-log.ts';
@@ -79,6 +79,18 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     const issued = await issueDataCredentials(credentials(request, params, body.nodeRank), { store: deps.store, dataAccess: deps.dataAccess });
     // Credentials: no cache between the node and the API may keep a copy.
     return json(200, issued, { 'cache-control': 'no-store' });
+  },
+  async logCredentials(request, params, deps) {
+    if (deps.logAccess === undefined) return json(404, { error: 'this relaunch ships no job output to CloudWatch Logs: its nodes keep their logs where they run' });
+    const body = parseBody(LogCredentialsBodySchema, request.body);
+    const issued = await issueLogCredentials(credentials(request, params, body.nodeRank), { store: deps.store, logAccess: deps.logAccess });
+    return json(200, issued, { 'cache-control': 'no-store' });
+  },
+  async agentShipper(request, params, deps) {
+    if (deps.logAccess === undefined) return json(404, { error: 'this relaunch ships no job output to CloudWatch Logs: its nodes keep their logs where they run' });
+    const body = parseBody(ShipperBodySchema, request.body);
+    const program = await shipperProgram(credentials(request, params, body.nodeRank), { store: deps.store });
+    return { statusCode: 200, headers: { 'content-type': 'text/x-shellscript; charset=utf-8' }, body: program };
   },
   async sourcesLocation(_request, _params, deps) {
     if (deps.sources === undefined) return json(404, { error: 'this relaunch keeps no uploads in S3: a local runtime takes them into its data folder' });

@@ -27,6 +27,8 @@ export type RouteName =
   | 'reportPhase'
   | 'holdOrRun'
   | 'dataCredentials'
+  | 'logCredentials'
+  | 'agentShipper'
   | 'sourcesLocation';
 
 /** Every route; a path is matched against them in order. */
@@ -44,6 +46,8 @@ export const ROUTES: readonly Route[] = [
   { name: 'reportPhase', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/report', auth: 'agent-secret' },
   { name: 'holdOrRun', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/hold', auth: 'agent-secret' },
   { name: 'dataCredentials', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/data-credentials', auth: 'agent-secret' },
+  { name: 'logCredentials', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/log-credentials', auth: 'agent-secret' },
+  { name: 'agentShipper', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/shipper', auth: 'agent-secret' },
   { name: 'sourcesLocation', method: 'GET', pattern: '/sources', auth: 'iam' },
 ];
 

@@ -2,7 +2,7 @@
 // (`relaunch serve`) can both adapt to it.
 
 import type { InputIssue } from '../errors.ts';
-import type { ControllerLogReader, DataAccess, JobEnded, JobLogReader } from '../ports.ts';
+import type { ControllerLogReader, DataAccess, JobEnded, JobLogReader, LogAccess } from '../ports.ts';
 import type { TaskSpec } from '../task-file/types.ts';
 import type { UseCaseDeps } from '../usecases/deps.ts';
 
@@ -70,6 +70,12 @@ export interface ApiDeps extends Pick<UseCaseDeps, 'store' | 'workflow' | 'clock
    * the route answers 404.
    */
   readonly controllerLog?: ControllerLogReader;
+  /**
+   * Gives EC2 nodes the credentials to ship their output into their own CloudWatch Logs
+   * streams (`POST .../log-credentials`). Absent: nothing ships (the local runtime), and
+   * the route answers 404.
+   */
+  readonly logAccess?: LogAccess;
   /**
    * Called with an error no route expected, before a generic 500 is answered (the
    * response never carries it). A Lambda logs it here.

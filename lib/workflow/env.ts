@@ -1,7 +1,7 @@
 // The Lambdas' configuration, shared by the CDK construct that sets it and the functions that read it.
 
 import * as z from '../zod.ts';
-import type { DataConfig, Ec2ComputeConfig } from './resources.ts';
+import type { DataConfig, Ec2ComputeConfig, JobLogsConfig } from './resources.ts';
 import { ConfigurationError } from '../errors.ts';
 import { EC2_LAUNCH_PACE, LaunchPaceConfigSchema, type LaunchPaceConfig } from '../launch-pace.ts';
 import type { PortRange } from '../task-file/types.ts';
@@ -23,14 +23,17 @@ export const EnvVar = {
   dataConfig: 'DATA_CONFIG',
   /** The role whose sessions, narrowed per job, reach jobs' S3 data (the API gives them to nodes). */
   dataAccessRoleArn: 'DATA_ACCESS_ROLE_ARN',
+  /**
+   * JSON of the deployment's job log group (JobLogsConfig): for the API that gives nodes
+   * credentials to ship into it, and reads it and the controller's groups for `relaunch logs`.
+   */
+  jobLogs: 'JOB_LOGS',
   /** JSON list of the TCP port ranges job instances open, `[{ from, to }]`; unset: none. */
   openPorts: 'OPEN_PORTS',
   /** JSON of the launch pace's bucket, `{ burst, perSecond }`; unset: EC2's default bucket. */
   launchPace: 'LAUNCH_PACE',
   /** `false` when the job instances may not reach each other (multi-node jobs are refused); unset: they may. */
   nodeToNodeTraffic: 'NODE_TO_NODE_TRAFFIC',
-  /** JSON of where the API reads jobs' output and the controller's lines (JobLogsConfig); unset: it reads neither. */
-  jobLogs: 'JOB_LOGS',
 } as const;
 /** The name of one of those variables. */
 export type EnvVar = (typeof EnvVar)[keyof typeof EnvVar];
@@ -56,6 +59,22 @@ const PortRangesSchema = z.array(z.strictObject({ from: positiveInt, to: positiv
 
 /** DATA_CONFIG's shape (and COMPUTE_CONFIG's `data`). */
 const DataConfigSchema = z.strictObject({ bucket: nonEmpty, allowedBuckets: z.array(nonEmpty), partition: z.optional(nonEmpty) }) satisfies z.ZodMiniType<DataConfig>;
+
+/** JOB_LOGS's shape (and COMPUTE_CONFIG's `logs`). */
+const JobLogsConfigSchema = z.strictObject({
+  group: nonEmpty,
+  region: nonEmpty,
+  account: nonEmpty,
+  partition: z.optional(nonEmpty),
+  namePrefix: z.optional(nonEmpty),
+  controllerLogGroups: z.optional(z.record(z.string(), nonEmpty)),
+}) satisfies z.ZodMiniType<JobLogsConfig>;
+
+/** Reads JOB_LOGS, as parseComputeConfig reads its variable; unset is undefined (a stack from before it). */
+export function parseJobLogsConfig(env: NodeJS.ProcessEnv = process.env): JobLogsConfig | undefined {
+  if ((env[EnvVar.jobLogs] ?? '') === '') return undefined;
+  return parseJsonEnv(EnvVar.jobLogs, JobLogsConfigSchema, 'job logs configuration', env);
+}
 
 /** Reads DATA_CONFIG, as parseComputeConfig reads its variable; unset is undefined (a stack without it). */
 export function parseDataConfig(env: NodeJS.ProcessEnv = process.env): DataConfig | undefined {
@@ -92,6 +111,7 @@ const ComputeEnvConfigSchema = z.strictObject({
   releaseChecks: z.optional(positiveInt),
   releaseWaitBudgetMs: z.optional(z.number().check(z.int(), z.minimum(0))),
   data: z.optional(DataConfigSchema),
+  logs: z.optional(JobLogsConfigSchema),
 }) satisfies z.ZodMiniType<ComputeEnvConfig>;
 
 /**
@@ -204,30 +224,4 @@ function parseJsonEnv<T>(name: EnvVar, schema: z.ZodMiniType<T>, what: string, e
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/**
- * JOB_LOGS: the deployment's prefix (its job log group is jobLogGroupName of it) and the
- * controller functions' log groups by function name, for the API's `relaunch logs` routes.
- */
-export interface JobLogsConfig {
-  readonly namePrefix: string;
-  readonly controllerLogGroups: Readonly<Record<string, string>>;
-}
-
-const JobLogsConfigSchema = z.strictObject({ namePrefix: nonEmpty, controllerLogGroups: z.record(z.string(), nonEmpty) });
-
-/** Reads JOB_LOGS; unset is undefined (a stack from before the routes that read it). */
-export function parseJobLogsConfig(env: NodeJS.ProcessEnv = process.env): JobLogsConfig | undefined {
-  const raw = env[EnvVar.jobLogs] ?? '';
-  if (raw === '') return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch (error) {
-    throw new ConfigurationError(`environment variable ${EnvVar.jobLogs} is not JSON: ${(error as Error).message}`);
-  }
-  const config = JobLogsConfigSchema.safeParse(parsed);
-  if (!config.success) throw new ConfigurationError(`environment variable ${EnvVar.jobLogs}: expected {namePrefix, controllerLogGroups}, got ${raw.slice(0, 200)}`);
-  return config.data;
 }

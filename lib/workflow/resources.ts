@@ -61,6 +61,28 @@ export interface DataConfig {
   readonly partition?: string;
 }
 
+/**
+ * Where a deployment's jobs' output goes in CloudWatch Logs (JOB_LOGS, and COMPUTE_CONFIG's
+ * `logs`): the log group the stack makes, and what its streams' ARNs are made of.
+ */
+export interface JobLogsConfig {
+  /** The log group (job-logs.ts's jobLogGroupName of the stack's name prefix). */
+  readonly group: string;
+  /** The group's region: the stack's; nodes of other regions ship there too. */
+  readonly region: string;
+  /** The account that owns it. */
+  readonly account: string;
+  /** @default 'aws' */
+  readonly partition?: string;
+  /** The deployment's name prefix (the group is jobLogGroupName of it), for the streams' console links. */
+  readonly namePrefix?: string;
+  /**
+   * The controller functions' log groups by function name, for the API that reads their
+   * lines about a job (`relaunch logs --controller`); absent where no function reads them.
+   */
+  readonly controllerLogGroups?: Readonly<Record<string, string>>;
+}
+
 /** The kinds of default image: CPU architecture, and NVIDIA drivers for GPU types. */
 export type ImageKind = 'x86_64' | 'arm64' | 'x86_64-gpu' | 'arm64-gpu';
 
@@ -93,6 +115,11 @@ export interface Ec2ComputeConfig {
    * mounts are. Absent (a stack from before them), a task with mounts is refused at submit.
    */
   readonly data?: DataConfig;
+  /**
+   * The log group the nodes ship their phases' output to. Absent (a stack from before it),
+   * nothing is shipped.
+   */
+  readonly logs?: JobLogsConfig;
   /**
    * The ports the instances' security group opens (in the stack's region; other regions'
    * groups are given as they are). A task asking for others is refused.

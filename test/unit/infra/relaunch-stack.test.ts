@@ -604,7 +604,7 @@ describe('JobApi', () => {
 
   it('gives each agent route a throttle of its own, so users polling cannot use up the heartbeats\' share', () => {
     const agentRoutes = ROUTES.filter((route) => route.auth === 'agent-secret');
-    expect(agentRoutes.map((route) => route.name).sort()).toEqual(['dataCredentials', 'heartbeat', 'holdOrRun', 'reportPhase']);
+    expect(agentRoutes.map((route) => route.name).sort()).toEqual(['agentShipper', 'dataCredentials', 'heartbeat', 'holdOrRun', 'logCredentials', 'reportPhase']);
     const stage = Object.values(template.findResources('AWS::ApiGateway::Stage'))[0] as Resource;
     const settings = stage.Properties.MethodSettings as Record<string, unknown>[];
     for (const route of agentRoutes) {
@@ -726,7 +726,7 @@ describe("JobData's access role", () => {
       .filter((r) => r.Type === 'AWS::IAM::Policy' && flat(r.Properties.Roles).includes(prefix))
       .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
 
-  it("is assumable by the API function's role alone, for an hour, and holds the data bucket's two prefixes as its ceiling", () => {
+  it("is assumable by the API function's role alone, for an hour, and holds the data bucket's two prefixes and the job log group's streams as its ceiling", () => {
     const [id, role] = Object.entries(resources).find(([key]) => key.startsWith('RelaunchDataAccessRole') && resources[key]?.Type === 'AWS::IAM::Role') as [string, Resource];
     const apiRole = Object.keys(resources).find((key) => key.startsWith(`RelaunchFunctions${LambdaName.api.replaceAll('-', '')}ServiceRole`) && resources[key]?.Type === 'AWS::IAM::Role') as string;
     expect(role.Properties.MaxSessionDuration).toBe(3600);
@@ -750,7 +750,10 @@ describe("JobData's access role", () => {
         Action: ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'],
         Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [dataBucket, 'Arn'] }, '/mounts/*']] },
       },
+      { Sid: 'ShipJobOutput', Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: expect.anything() },
     ]);
+    const ship = roleStatements(resources, 'RelaunchDataAccessRole').find((statement) => statement.Sid === 'ShipJobOutput');
+    expect(JSON.stringify(ship?.Resource)).toContain(':log-group:/relaunch/jobs:log-stream:*');
   });
 
   it('adds the buckets a deployer allows, by name or name prefix, and tells the API which they are', () => {

@@ -1,14 +1,15 @@
 // The agent as instances get it, checked by shellcheck at its default severity: the script
-// rendered for each kind of node, not only the source it is rendered from (the renderer
-// strips the comments, and with them any directive a check would need). The rendered
-// script turns off only the checks that quoted text triggers (script.ts).
+// rendered for each kind of node with the shipper's program the API serves (which a node
+// loads into it), not only the source it is rendered from (the renderer strips comments but
+// for shellcheck's directives). The rendered script turns off only the checks that quoted
+// text triggers (script.ts).
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { renderAgentScript, type AgentScriptParams } from '../../../../lib/agent/script.ts';
+import { renderAgentScript, SHIPPER, type AgentScriptParams } from '../../../../lib/agent/script.ts';
 import { spec } from '../../../support/agent-harness.ts';
 
 const folder = mkdtempSync(join(tmpdir(), 'relaunch-shellcheck-'));
@@ -47,6 +48,7 @@ const NODES: [string, AgentScriptParams][] = [
     mounts: [{ kind: 'link', dir: `/data/$HOME/'x'`, dest: '~/data' }],
   }],
   ['a local node', { ...BASE, nodeRank: 0, nodeIps: ['127.0.0.1'], shutdownCommand: ": >'/tmp/node/shutdown'; exit 0", jobHome: '/tmp/home', mountRoot: '/tmp/root' }],
+  ['a node that ships its output to CloudWatch Logs', { ...BASE, logs: { group: '/relaunch/jobs', region: 'us-east-1' } }],
 ];
 
 describe('the rendered agent', () => {
@@ -56,7 +58,10 @@ describe('the rendered agent', () => {
 
   it.each(NODES)('passes shellcheck for %s', (name, params) => {
     const file = join(folder, `${name.replace(/\W+/g, '-')}.sh`);
-    writeFileSync(file, renderAgentScript(params));
+    // With the shipper's program the API serves, which a node loads into the agent before it ships.
+    const agent = renderAgentScript(params);
+    const main = agent.lastIndexOf('main "$@"');
+    writeFileSync(file, `${agent.slice(0, main)}${SHIPPER.program}${agent.slice(main)}`);
     const checked = spawnSync('shellcheck', ['--shell=bash', file], { encoding: 'utf8' });
     expect(checked.stdout + checked.stderr).toBe('');
     expect(checked.status).toBe(0);

@@ -1,6 +1,8 @@
 // The API layer over in-memory ports: routing, parsing, and the error-to-status table.
 
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { SHIPPER } from '../../../../lib/agent/script.ts';
 import { authorizationHeader } from '../../../../lib/agent/protocol.ts';
 import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES, UNAUTHORIZED_MESSAGE, type ApiDeps, type ApiRequest } from '../../../../lib/http/index.ts';
 import { JobStatus } from '../../../../lib/status.ts';
@@ -259,6 +261,62 @@ describe('POST /jobs/{id}/attempts/{n}/data-credentials', () => {
     const secret = await running(h);
     const res = await ask(h, undefined, agent(secret, { nodeRank: 0 }, 1, 'data-credentials'));
     expect(res).toMatchObject({ statusCode: 404, json: { error: expect.stringContaining('gives no data credentials') } });
+  });
+});
+
+describe('POST /jobs/{id}/attempts/{n}/log-credentials and .../shipper', () => {
+  const ISSUED = { Version: 1, AccessKeyId: 'ASIALOGS', SecretAccessKey: 's', SessionToken: 't', Expiration: '2026-12-07T15:00:00.000Z' } as const;
+
+  /** A LogAccess that records which node it gave credentials to. */
+  function recordingLogs(): NonNullable<ApiDeps['logAccess']> & { readonly given: [string, number, number][] } {
+    const given: [string, number, number][] = [];
+    return {
+      given,
+      credentialsFor: async (job, attempt, nodeRank) => {
+        given.push([job.jobId, attempt, nodeRank]);
+        return ISSUED;
+      },
+    };
+  }
+
+  const ask = async (h: Harness, access: ApiDeps['logAccess'], req: ApiRequest) => handleApiRequest(req, { ...h.deps, ...(access === undefined ? {} : { logAccess: access }) });
+
+  it("answers the live attempt's node with credentials for its own streams, never to be cached, and the shipper's program pinned by the agent", async () => {
+    const h = harness();
+    const secret = await running(h);
+    const access = recordingLogs();
+    const res = await ask(h, access, agent(secret, { nodeRank: 0 }, 1, 'log-credentials'));
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(res.body)).toEqual(ISSUED);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(access.given).toEqual([[JOB_ID, 1, 0]]);
+    const program = await ask(h, access, agent(secret, { nodeRank: 0 }, 1, 'shipper'));
+    expect(program.statusCode).toBe(200);
+    expect(program.body).toBe(SHIPPER.program);
+    expect(createHash('sha256').update(program.body).digest('hex')).toBe(SHIPPER.sha256);
+  });
+
+  it('gives nothing to a wrong secret (401), a rank the job does not have (400) or an ended attempt (409)', async () => {
+    const h = harness();
+    const secret = await running(h);
+    const access = recordingLogs();
+    const wrong = await ask(h, access, agent('not-the-secret', { nodeRank: 0 }, 1, 'log-credentials'));
+    const badRank = await ask(h, access, agent(secret, { nodeRank: 5 }, 1, 'log-credentials'));
+    const wrongForProgram = await ask(h, access, agent('not-the-secret', { nodeRank: 0 }, 1, 'shipper'));
+    expect([wrong.statusCode, badRank.statusCode, wrongForProgram.statusCode]).toEqual([401, 400, 401]);
+    await call(h, agent(secret, { nodeRank: 0, phase: 'setup', exitCode: 3, outputTail: '' }));
+    expect((await ask(h, access, agent(secret, { nodeRank: 0 }, 1, 'log-credentials'))).statusCode).toBe(409);
+    expect(access.given).toEqual([]);
+  });
+
+  it('answers 404 with why where nothing ships (the local runtime)', async () => {
+    const h = harness();
+    const secret = await running(h);
+    for (const route of ['log-credentials', 'shipper']) {
+      const res = await ask(h, undefined, agent(secret, { nodeRank: 0 }, 1, route));
+      expect(res.statusCode).toBe(404);
+      expect(JSON.parse(res.body)).toEqual({ error: expect.stringContaining('ships no job output to CloudWatch Logs') });
+    }
   });
 });
 
