@@ -1,203 +1,54 @@
-// The agent's shipper to CloudWatch Logs (lib/agent/agent.sh, section 5) against
-// moto_server: the shipped agent, run by bash as cloud-init runs it, with a stand-in API and
-// instance metadata (test/support/agent-harness.ts's FakeApi), shipping to moto's
-// CloudWatch Logs at the shipper's own pace (a look every 2 s). It prints one JSON line:
-// - throughputMBps: a job printing 10 MiB as fast as bash can; MB shipped per second, from
-//   the run's first line to CloudWatch's answer to its last batch (the shipper says when);
-// - cpuSecondsPerMB: the run shipper's CPU (its own and its children's: awk, dd, curl,
-//   openssl, sha256sum), as it says at its end, per MB shipped;
-// - p99LatencyMs: a job printing a line every 100 ms for 30 s, each line's print to the
-//   moment a reader polling GetLogEvents every 100 ms first sees it;
-// - slowdownRatio: a CPU-bound job's own run time with shipping over without (the median
-//   of seven each, alternating), in one run.
+// The agent's shipper to CloudWatch Logs against moto_server, judged against its goals. The
+// measure is test/contract/aws/log-ship-measure.ts, which runs the shipped agent with the
+// tests' stand-in API and moto (what it measures, and how, is said there); a benchmark may
+// not import the tests' harness (scripts/folder-cycles.ts), so this runs it as a program and
+// reads its one JSON line.
 //
 // `npm run bench -- log-ship` (about two and a half minutes).
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { CloudWatchLogsClient, CreateLogGroupCommand, GetLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
-import { renderAgentScript } from '../lib/agent/script.ts';
-import { agentSecretName } from '../lib/agent/secret-parameter.ts';
-import { jobLogGroupName, jobLogStreamName } from '../lib/workflow/job-logs.ts';
-import { FakeApi, INSTANCE_ARN, INSTANCE_ID, SECRET, SECRET_PATH, spec } from '../test/support/agent-harness.ts';
-import { startMoto } from '../test/contract/aws/moto.ts';
-import { median } from './stats.ts';
+import { fileURLToPath } from 'node:url';
 import type { Benchmark, BenchResult } from './types.ts';
 
-const REGION = 'us-east-1';
-const GROUP = jobLogGroupName('bench');
-const MB = 1_000_000;
-
-/** The goals (issue 35). */
+/** The goals: per node, MB/s shipped, the shipper's CPU per MB, print to visible, and the job's slowdown. */
 export const LOG_SHIP_GOALS = { throughputMBps: 5, cpuSecondsPerMB: 0.1, p99LatencyMs: 5_000, slowdownRatio: 1.05 } as const;
 
-/** 10 MiB in 64 KiB blocks of lines 1 to 200 bytes long, printed by bash's own printf; the clock starts at the first block. */
-const FLOOD = [
-  'block=""; n=0',
-  'while [ "${#block}" -lt 65536 ]; do n=$((n + 1)); printf -v line "%0$((n % 200))d" "$n"; block+="$line"$\'\\n\'; done',
-  'date +%s%N > "$BENCH_DIR/run-started"',
-  'for i in $(seq 1 160); do printf "%s" "$block"; done',
-].join('\n');
-
-/** A line every 100 ms for 30 s, each carrying its print time in ms. */
-const TICKS = 'for i in $(seq 1 300); do printf "tick %d %s\\n" "$i" "$(date +%s%3N)"; sleep 0.1; done';
-
-/** About 3 s of arithmetic in bash on a quiet core, a progress line every 20,000 steps; its own run time in ms last. */
-const CPU_BOUND = [
-  'started=$(date +%s%3N)',
-  'x=0; for ((i = 1; i <= 1500000; i++)); do x=$(( (x * 31 + i) % 1000003 )); if (( i % 20000 == 0 )); then echo "step $i x=$x"; fi; done',
-  'echo "took $(( $(date +%s%3N) - started ))"',
-].join('\n');
-
-interface AgentRun {
-  readonly dir: string;
-  readonly jobId: string;
-  readonly endedAt: number;
+/** What the measure prints: the four figures, and lines saying how they came about. */
+export interface LogShipMeasure {
+  readonly figures: { readonly throughputMBps: number; readonly cpuSecondsPerMB: number; readonly p99LatencyMs: number; readonly slowdownRatio: number };
+  readonly lines: readonly string[];
 }
 
+const MEASURE = fileURLToPath(new URL('../test/contract/aws/log-ship-measure.ts', import.meta.url));
+
 export const logShipBenchmark: Benchmark = {
-  name: 'log-ship: the agent shipping a job\'s output to CloudWatch Logs on moto',
+  name: "log-ship: the agent shipping a job's output to CloudWatch Logs on moto",
   async run(): Promise<BenchResult> {
-    const moto = await startMoto();
-    const api = new FakeApi();
-    const apiUrl = await api.start();
-    api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), SECRET, INSTANCE_ARN);
-    api.logCredentials = { Version: 1, AccessKeyId: 'AKIABENCH', SecretAccessKey: 'bench', SessionToken: 'bench', Expiration: new Date(Date.now() + 3_600_000).toISOString() };
-    const logs = new CloudWatchLogsClient({ region: REGION, endpoint: moto.endpoint, credentials: { accessKeyId: 'AKIABENCH', secretAccessKey: 'bench' } });
-    await logs.send(new CreateLogGroupCommand({ logGroupName: GROUP }));
-    const root = mkdtempSync(path.join(tmpdir(), 'relaunch-bench-ship-'));
-    let runs = 0;
-
-    /** Runs the agent for a job whose run is `run`, shipping unless `ship` is false; resolves when it has ended. */
-    const runAgent = async (run: string, ship = true, onStart?: (jobId: string, dir: string) => void): Promise<AgentRun> => {
-      runs += 1;
-      const jobId = `bench-${runs}`;
-      const dir = path.join(root, jobId);
-      const script = renderAgentScript({
-        apiUrl,
-        jobId,
-        attempt: 1,
-        secretSource: { path: SECRET_PATH, region: REGION, endpoint: `${apiUrl}/ssm` },
-        spec: spec({ setup: '', run }),
-        heartbeatSeconds: 5,
-        nodeRank: 0,
-        nodeIps: ['10.0.0.1'],
-        rootDir: path.join(dir, 'agent'),
-        imdsUrl: apiUrl,
-        interruptionPollSeconds: 0,
-        shutdownCommand: 'true',
-        ...(ship ? { logs: { group: GROUP, region: REGION, endpoint: moto.endpoint } } : {}),
-      });
-      rmSync(dir, { recursive: true, force: true });
-      const agentDir = path.join(dir, 'agent');
-      mkdirSync(agentDir, { recursive: true });
-      writeFileSync(path.join(dir, 'agent.sh'), script);
-      const child = spawn('bash', [path.join(dir, 'agent.sh')], { env: { PATH: process.env.PATH ?? '', HOME: dir, BENCH_DIR: dir }, stdio: 'ignore' });
-      onStart?.(jobId, dir);
-      await new Promise((resolve) => child.once('close', resolve));
-      return { dir, jobId, endedAt: Date.now() };
+    const { figures, lines } = await measured();
+    const { throughputMBps, cpuSecondsPerMB, p99LatencyMs, slowdownRatio } = figures;
+    return {
+      lines: [JSON.stringify(figures), '', ...lines],
+      checks: [
+        { target: `throughput at least ${LOG_SHIP_GOALS.throughputMBps} MB/s per node`, met: throughputMBps >= LOG_SHIP_GOALS.throughputMBps, detail: `${throughputMBps} MB/s` },
+        { target: `at most ${LOG_SHIP_GOALS.cpuSecondsPerMB} CPU-s per MB shipped`, met: cpuSecondsPerMB <= LOG_SHIP_GOALS.cpuSecondsPerMB, detail: `${cpuSecondsPerMB} CPU-s/MB` },
+        { target: `p99 print-to-visible under ${LOG_SHIP_GOALS.p99LatencyMs} ms`, met: p99LatencyMs < LOG_SHIP_GOALS.p99LatencyMs, detail: `${p99LatencyMs} ms` },
+        { target: `a CPU-bound job at most ${LOG_SHIP_GOALS.slowdownRatio}x slower with shipping`, met: slowdownRatio <= LOG_SHIP_GOALS.slowdownRatio, detail: `${slowdownRatio}x` },
+      ],
     };
-
-    try {
-      // Throughput and CPU: 10 MiB as fast as bash prints it.
-      const flood = await runAgent(FLOOD);
-      const started = Number(readFileSync(path.join(flood.dir, 'run-started'), 'utf8').trim()) / 1e6;
-      const shipLine = /shipped (\d+) bytes of the run log in (\d+) calls, the last acknowledged at (\d+) \(CPU: ([^)]*)\)/.exec(readFileSync(path.join(flood.dir, 'agent', 'ship.log'), 'utf8'));
-      if (shipLine === null) throw new Error('the run shipper did not say what it shipped');
-      const shipped = Number(shipLine[1]);
-      const lastAt = Number(shipLine[3]);
-      const cpuSeconds = shipLine[4]!.split(' ').reduce((sum, time) => sum + seconds(time), 0);
-      const throughputMBps = shipped / MB / ((lastAt - started) / 1000);
-      const cpuSecondsPerMB = cpuSeconds / (shipped / MB);
-
-      // Latency: a reader polling GetLogEvents every 100 ms, as a follower would.
-      const seen = new Map<number, number>();
-      const printed = new Map<number, number>();
-      let polling = true;
-      let poller: Promise<void> = Promise.resolve();
-      await runAgent(TICKS, true, (jobId) => {
-        poller = (async () => {
-          let token: string | undefined;
-          const stream = jobLogStreamName({ jobId, attempt: 1, nodeRank: 0, phase: 'run' });
-          // On after the agent's end until every line is seen (10 s at most): its last batch may land just before.
-          let stopAt = Number.POSITIVE_INFINITY;
-          while (polling || (seen.size < 300 && Date.now() < stopAt)) {
-            if (!polling && stopAt === Number.POSITIVE_INFINITY) stopAt = Date.now() + 10_000;
-            try {
-              const page = await logs.send(new GetLogEventsCommand({ logGroupName: GROUP, logStreamName: stream, startFromHead: true, nextToken: token }));
-              const now = Date.now();
-              for (const event of page.events ?? []) {
-                for (const match of (event.message ?? '').matchAll(/^tick (\d+) (\d+)$/gm)) {
-                  const tick = Number(match[1]);
-                  if (!seen.has(tick)) seen.set(tick, now);
-                  printed.set(tick, Number(match[2]));
-                }
-              }
-              token = page.nextForwardToken ?? token;
-            } catch {
-              // The stream does not exist yet.
-            }
-            await new Promise((resolve) => setTimeout(resolve, 100));
-          }
-        })();
-      });
-      polling = false;
-      await poller;
-      const latencies = [...seen.entries()].map(([tick, at]) => at - (printed.get(tick) ?? at));
-      const p99LatencyMs = latencies.length === 300 ? percentile(latencies, 99) : Number.POSITIVE_INFINITY;
-
-      // Slowdown: the same CPU-bound job with and without shipping, alternating.
-      const took = (run: AgentRun) => Number(/^took (\d+)$/m.exec(readFileSync(path.join(run.dir, 'agent', 'run.log'), 'utf8'))?.[1]);
-      const without: number[] = [];
-      const withShipping: number[] = [];
-      for (let round = 0; round < 7; round += 1) {
-        without.push(took(await runAgent(CPU_BOUND, false)));
-        withShipping.push(took(await runAgent(CPU_BOUND, true)));
-      }
-      const slowdownRatio = median(withShipping) / median(without);
-
-      const result = {
-        throughputMBps: round2(throughputMBps),
-        cpuSecondsPerMB: round3(cpuSecondsPerMB),
-        p99LatencyMs: Math.round(p99LatencyMs),
-        slowdownRatio: round3(slowdownRatio),
-      };
-      return {
-        lines: [
-          JSON.stringify(result),
-          '',
-          `10 MiB run: ${shipped} bytes shipped in ${shipLine[2]} calls, ${round3(cpuSeconds)} s of the shipper's CPU; its first line to the last batch acknowledged ${lastAt - Math.round(started)} ms, to the agent's end ${flood.endedAt - Math.round(started)} ms`,
-          `ticks seen: ${latencies.length} of 300; median ${Math.round(median(latencies))} ms, p99 ${Math.round(p99LatencyMs)} ms, max ${Math.max(...latencies)} ms`,
-          `CPU-bound run times (ms): without shipping ${without.join(', ')}; with ${withShipping.join(', ')}`,
-        ],
-        checks: [
-          { target: `throughput at least ${LOG_SHIP_GOALS.throughputMBps} MB/s per node`, met: throughputMBps >= LOG_SHIP_GOALS.throughputMBps, detail: `${round2(throughputMBps)} MB/s` },
-          { target: `at most ${LOG_SHIP_GOALS.cpuSecondsPerMB} CPU-s per MB shipped`, met: cpuSecondsPerMB <= LOG_SHIP_GOALS.cpuSecondsPerMB, detail: `${round3(cpuSecondsPerMB)} CPU-s/MB` },
-          { target: `p99 print-to-visible under ${LOG_SHIP_GOALS.p99LatencyMs} ms`, met: p99LatencyMs < LOG_SHIP_GOALS.p99LatencyMs, detail: `${Math.round(p99LatencyMs)} ms` },
-          { target: `a CPU-bound job at most ${LOG_SHIP_GOALS.slowdownRatio}x slower with shipping`, met: slowdownRatio <= LOG_SHIP_GOALS.slowdownRatio, detail: `${round3(slowdownRatio)}x` },
-        ],
-      };
-    } finally {
-      await api.stop();
-      await moto.stop();
-      rmSync(root, { recursive: true, force: true });
-    }
   },
 };
 
-/** bash's `times` figure (`0m1.250s`) in seconds. */
-function seconds(time: string): number {
-  const match = /^(\d+)m([\d.]+)s$/.exec(time);
-  return match === null ? 0 : Number(match[1]) * 60 + Number(match[2]);
+/** Runs the measure as a child process; its stderr passes through, its last stdout line is the measure. */
+function measured(): Promise<LogShipMeasure> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MEASURE], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const last = out.trimEnd().split('\n').at(-1) ?? '';
+      if (code !== 0) reject(new Error(`the log-ship measure exited ${code}: ${last}`));
+      else resolve(JSON.parse(last) as LogShipMeasure);
+    });
+  });
 }
-
-/** The nearest-rank percentile p of values. */
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
-}
-
-const round2 = (n: number) => Math.round(n * 100) / 100;
-const round3 = (n: number) => Math.round(n * 1000) / 1000;

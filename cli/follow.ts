@@ -9,7 +9,7 @@ import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
 import { ApiError, type JobsClient, type Pacing } from './jobs-client.ts';
 import { JobNotFoundError } from '../lib/errors.ts';
-import type { ShippedPhase } from '../lib/workflow/job-logs.ts';
+import type { ShippedPhase } from '../lib/job-log-names.ts';
 import { attemptLogs, readLogFrom, type PhaseLog } from '../local/paths.ts';
 import { formatClock, formatTime } from './times.ts';
 

@@ -22,7 +22,7 @@ import { isPipelineHeader } from '../lib/task-file/parse.ts';
 import type { SpecWarning } from '../lib/task-file/types.ts';
 import { cancelJob, getJob, listJobs } from '../lib/usecases/index.ts';
 import { readJobLog, type ControllerLogView, type JobLogPageView } from '../lib/usecases/read-job-log.ts';
-import type { ShippedPhase } from '../lib/workflow/job-logs.ts';
+import type { ShippedPhase } from '../lib/job-log-names.ts';
 import { FileJobLogs } from '../local/file-job-logs.ts';
 import type { JobSummary, JobView } from '../lib/views.ts';
 import type { LocalRuntime, LocalSubmitOptions } from '../local/runtime.ts';

@@ -26,6 +26,7 @@ const WILDCARD_REASONS: readonly (readonly [pattern: RegExp, reason: string])[] 
   [/:execution:[\w-]+:\*$/, "The executions of relaunch's own state machine: read one's history and stop it on a cancel."],
   [/\.Arn>:\*$/, 'Each task function and its versions, which the state machine invokes.'],
   [/:execute-api:.*\/jobs\/\*(\/logs|\/controller-log)?$/, "A job route's path parameter (the id of any job a teammate submits), on this API's stage and one method; the agents' routes are not granted."],
+  [/:log-group:\/[\w-]+\/jobs:log-stream:\*$/, "The streams of the deployment's job log group: the ceiling of the sessions the API gives nodes to ship their output, each narrowed by its session policy to its own node's streams of its attempt."],
   [/:log-group:\/[\w-]+\/jobs:\*$/, "The streams of the deployment's job log group (one per job, attempt, node and phase), read by the API for `relaunch logs`."],
 ];
 

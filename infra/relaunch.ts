@@ -29,7 +29,7 @@ import { acknowledgeWildcards } from './nag.ts';
 import { agentSecretPath } from '../lib/agent/secret-parameter.ts';
 import { DEPLOYMENT_OUTPUT_ID, deploymentRecord } from '../lib/check/deployment.ts';
 import { jobSecretsPath, type Ec2RegionConfig, type JobLogsConfig } from '../lib/workflow/resources.ts';
-import { DEFAULT_JOB_LOG_RETENTION_DAYS, jobLogGroupName } from '../lib/workflow/job-logs.ts';
+import { DEFAULT_JOB_LOG_RETENTION_DAYS, jobLogGroupName } from '../lib/job-log-names.ts';
 import { LOG_SHIPPING_ACTIONS, logStreamArn } from '../lib/adapters/sts-data-access.ts';
 import { grantCompute, grantJobSecrets, grantLogReading, grantSweepLaunchTemplates, grantTable, grantWorkflow, type LaunchScope } from './permissions.ts';
 import type { ControllerTasks } from './workflow.ts';
@@ -64,7 +64,7 @@ export class Relaunch extends Construct {
   readonly data: JobData;
   /** The role whose per-job sessions reach jobs' S3 data (JobData.createAccessRole), and whose per-node sessions ship their output. */
   readonly dataAccessRole: iam.Role;
-  /** Every job's output, one stream per job, attempt, node and phase (lib/workflow/job-logs.ts). */
+  /** Every job's output, one stream per job, attempt, node and phase (lib/job-log-names.ts). */
   readonly jobLogs: logs.LogGroup;
   readonly events: InstanceEvents;
   readonly executionEvents: ExecutionEvents;

@@ -6,7 +6,7 @@ import type { AttemptOutcome, Market, RecoveryCounters } from './policy/types.ts
 import type { TaskSpec } from './task-file/types.ts';
 import type { JobStatus } from './status.ts';
 import type { AwaitStateName, ExecutionInput } from './workflow/contract.ts';
-import type { JobLogStream } from './workflow/job-logs.ts';
+import type { JobLogStream } from './job-log-names.ts';
 import type {
   AttemptRecord,
   InstanceRef,

@@ -6,7 +6,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { InvalidInputError } from '../lib/errors.ts';
 import type { JobLogPage, JobLogReader } from '../lib/ports.ts';
-import type { JobLogStream } from '../lib/workflow/job-logs.ts';
+import type { JobLogStream } from '../lib/job-log-names.ts';
 import { nodeDir } from './paths.ts';
 
 /** The JobLogReader of a local runtime's data folder. */

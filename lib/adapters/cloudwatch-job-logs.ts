@@ -1,5 +1,5 @@
 // CloudWatchJobLogs: a deployment's job output as its nodes shipped it to CloudWatch Logs
-// (one stream per job, attempt, node and phase, lib/workflow/job-logs.ts), read a page at a
+// (one stream per job, attempt, node and phase, lib/job-log-names.ts), read a page at a
 // time with GetLogEvents from the head on; and CloudWatchControllerLog: the lines the
 // controller's Lambdas logged naming a job (FilterLogEvents on their log groups). The API's
 // function reads both with its own role, so a user needs no CloudWatch permission.
@@ -7,7 +7,7 @@
 import { CloudWatchLogsClient, FilterLogEventsCommand, GetLogEventsCommand, type OutputLogEvent } from '@aws-sdk/client-cloudwatch-logs';
 import { InvalidInputError } from '../errors.ts';
 import type { ControllerLogLine, ControllerLogReader, JobLogPage, JobLogReader } from '../ports.ts';
-import { jobLogGroupName, jobLogStreamConsoleUrl, jobLogStreamName, type JobLogStream } from '../workflow/job-logs.ts';
+import { jobLogGroupName, jobLogStreamConsoleUrl, jobLogStreamName, type JobLogStream } from '../job-log-names.ts';
 import { awsErrorCode, sendAws } from './aws-errors.ts';
 
 /** GetLogEvents' own bound on events a call. */

@@ -12,7 +12,7 @@ import { mountProblems } from '../task-file/mounts.ts';
 import type { TaskSpec } from '../task-file/types.ts';
 import { jobDataPolicyOf, s3AgentMounts, s3MountProblems, SESSION_POLICY_MAX_CHARS } from './s3-data.ts';
 import type { DataConfig, JobLogsConfig } from '../workflow/resources.ts';
-import { jobLogGroupName } from '../workflow/job-logs.ts';
+import { jobLogGroupName } from '../job-log-names.ts';
 import { HEARTBEAT_INTERVAL_SECONDS } from '../workflow/contract.ts';
 
 /** EC2 user data is at most 16 KB before base64; the script goes gzipped (cloud-init inflates it). */

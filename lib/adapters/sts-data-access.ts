@@ -12,7 +12,7 @@ import type { DataAccess, LogAccess } from '../ports.ts';
 import { awsErrorCode, sendAws } from './aws-errors.ts';
 import { jobDataPolicyOf } from './s3-data.ts';
 import type { DataConfig, JobLogsConfig } from '../workflow/resources.ts';
-import { nodeLogStreamPrefix } from '../workflow/job-logs.ts';
+import { nodeLogStreamPrefix } from '../job-log-names.ts';
 
 /**
  * How long a session lasts, in seconds: an hour, the most a role may give a session it

@@ -30,7 +30,7 @@ import { AGENT_SOURCE } from './agent-source.ts';
 import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount, TagKey } from './tags.ts';
-import { nodeLogStreamPrefix } from '../workflow/job-logs.ts';
+import { nodeLogStreamPrefix } from '../job-log-names.ts';
 
 /** Where a node ships its phases' output: the deployment's log group in CloudWatch Logs. */
 export interface JobLogShipping {

@@ -6,7 +6,7 @@
 import { InvalidInputError } from '../errors.ts';
 import type { ControllerLogLine, ControllerLogReader, JobLogReader, JobStore } from '../ports.ts';
 import type { JobView } from '../views.ts';
-import { jobLogStreamName, type JobLogStream, type ShippedPhase } from '../workflow/job-logs.ts';
+import { jobLogStreamName, type JobLogStream, type ShippedPhase } from '../job-log-names.ts';
 
 /**
  * The most output one page carries, in bytes (UTF-8), one line longer than this aside:

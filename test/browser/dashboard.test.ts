@@ -14,7 +14,7 @@ import { summaryLine } from '../../lib/accounting/format.ts';
 import type { JobView } from '../../lib/views.ts';
 import { DashboardProxy } from '../../cli/dashboard-proxy.ts';
 import { HttpJobsClient } from '../../cli/jobs-client.ts';
-import { jobLogStreamConsoleUrl } from '../../lib/workflow/job-logs.ts';
+import { jobLogStreamConsoleUrl } from '../../lib/job-log-names.ts';
 import { closeFakeApis, fakeApi, ShippedLogs } from '../support/fake-log-api.ts';
 import { givenLaunched, harness, JOB_ID, taskSpec } from '../support/usecases-harness.ts';
 import { EXAMPLES, killStrayClis, removeTempDirs, startCli, tempDir, waitFor, waitForOutput, type Cli } from '../support/cli.ts';

@@ -8,7 +8,7 @@ import { handleApiRequest } from '../../lib/http/index.ts';
 import type { ControllerLogReader, JobLogPage, JobLogReader } from '../../lib/ports.ts';
 import { isTerminal } from '../../lib/status.ts';
 import type { JobView } from '../../lib/views.ts';
-import { jobLogStreamConsoleUrl, jobLogStreamName, type JobLogStream } from '../../lib/workflow/job-logs.ts';
+import { jobLogStreamConsoleUrl, jobLogStreamName, type JobLogStream } from '../../lib/job-log-names.ts';
 import type { Harness } from './usecases-harness.ts';
 
 /** Shipped lines by stream; a page is at most two lines, so a log takes several pages. */

@@ -4,7 +4,7 @@
 
 import { CloudWatchLogsClient, CreateLogGroupCommand, CreateLogStreamCommand, PutLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { jobLogGroupName, jobLogStreamName } from '../../../lib/workflow/job-logs.ts';
+import { jobLogGroupName, jobLogStreamName } from '../../../lib/job-log-names.ts';
 import { EnvVar } from '../../../lib/workflow/env.ts';
 import type { JobLogsConfig } from '../../../lib/workflow/resources.ts';
 import { useWorld, type StackInWorld } from './world.ts';

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CloudWatchControllerLog, CloudWatchJobLogs } from '../../../lib/adapters/cloudwatch-job-logs.ts';
 import { InvalidInputError } from '../../../lib/errors.ts';
 import type { JobLogReader } from '../../../lib/ports.ts';
-import { jobLogGroupName, jobLogStreamName, type JobLogStream } from '../../../lib/workflow/job-logs.ts';
+import { jobLogGroupName, jobLogStreamName, type JobLogStream } from '../../../lib/job-log-names.ts';
 import { startMoto, type Moto } from './moto.ts';
 
 const REGION = 'us-east-1';

@@ -7,7 +7,7 @@
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import { nodeLogPolicy } from '../../../lib/adapters/sts-data-access.ts';
-import { jobLogGroupName, jobLogStreamName } from '../../../lib/workflow/job-logs.ts';
+import { jobLogGroupName, jobLogStreamName } from '../../../lib/job-log-names.ts';
 import { resolveCfn, type CfnResource } from '../../support/cfn-intrinsics.ts';
 import type { PolicyStatement } from './deploy.ts';
 import { evaluate } from './iam.ts';

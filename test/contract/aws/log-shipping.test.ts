@@ -17,7 +17,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LOG_SHIPPING_ACTIONS, StsLogAccess } from '../../../lib/adapters/sts-data-access.ts';
 import type { JobLogShipping } from '../../../lib/agent/script.ts';
 import type { JobRecord } from '../../../lib/model.ts';
-import { jobLogGroupName, jobLogStreamName, type ShippedPhase } from '../../../lib/workflow/job-logs.ts';
+import { jobLogGroupName, jobLogStreamName, type ShippedPhase } from '../../../lib/job-log-names.ts';
 import type { JobLogsConfig } from '../../../lib/workflow/resources.ts';
 import { api, dir, JOB_ID, runAgent, spec, startAgent, useAgentWorld } from '../../support/agent-harness.ts';
 import { waitFor } from '../../support/fixtures/wait.ts';

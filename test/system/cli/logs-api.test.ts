@@ -10,7 +10,7 @@ import { DashboardProxy } from '../../../cli/dashboard-proxy.ts';
 import { HttpJobsClient } from '../../../cli/jobs-client.ts';
 import type { ControllerLogReader } from '../../../lib/ports.ts';
 import type { JobView } from '../../../lib/views.ts';
-import { jobLogStreamConsoleUrl, type JobLogStream } from '../../../lib/workflow/job-logs.ts';
+import { jobLogStreamConsoleUrl, type JobLogStream } from '../../../lib/job-log-names.ts';
 import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, SLOW, startCli, tempDir, waitFor, waitForOutput, writeTask } from '../../support/cli.ts';
 import { closeFakeApis, fakeApi, ShippedLogs } from '../../support/fake-log-api.ts';
 import { givenLaunched, harness, initialState, JOB_ID, launchAndAwait, taskSpec } from '../../support/usecases-harness.ts';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { handleApiRequest, type ApiDeps } from '../../../../lib/http/index.ts';
 import type { JobLogPage, JobLogReader } from '../../../../lib/ports.ts';
 import { encodeCursor, MAX_CURSOR_LENGTH } from '../../../../lib/usecases/read-job-log.ts';
-import { jobLogStreamName, type JobLogStream } from '../../../../lib/workflow/job-logs.ts';
+import { jobLogStreamName, type JobLogStream } from '../../../../lib/job-log-names.ts';
 import { givenJob, givenLaunched, harness, JOB_ID, taskSpec, type Harness } from '../../../support/usecases-harness.ts';
 
 const OTHER_JOB = 'j-00mm8abcd-other1';

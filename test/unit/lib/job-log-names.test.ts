@@ -5,7 +5,7 @@ import {
   jobLogStreamName,
   nodeLogStreamPrefix,
   parseJobLogStreamName,
-} from '../../../../lib/workflow/job-logs.ts';
+} from '../../../lib/job-log-names.ts';
 
 const stream = { jobId: 'j-0m8x2k1qz-4fz0aa', attempt: 3, nodeRank: 1, phase: 'run' } as const;
 
