@@ -1269,9 +1269,9 @@ prepare_node() {
 
 # --- the agent's library: what only some nodes need, fetched when one does ---
 # User data (16 KiB gzipped) keeps only what every node needs before it can reach the
-# API. The functions between the two marks below ship apart: the tools' installs, for a
-# node whose mounts need the AWS CLI or mountpoint-s3 and whose image lacks them, and the
-# shipper. The API serves them (POST .../shipper, with the callback secret) and the
+# API. The functions between the two marks below ship apart: the tools' signed installs,
+# S3 copies and mounts, the ECR login, and the shipper. A node that needs them for its
+# task and cannot have them fails at that step (need_library); shipping does without. The API serves them (POST .../shipper, with the callback secret) and the
 # settings pin their SHA-256 (LIBRARY_SHA256); load_library fetches, checks and loads them.
 
 # relaunch:library-begin
