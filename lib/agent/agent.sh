@@ -126,8 +126,8 @@ declare +x LOG_STREAM_PREFIX=''
 declare +x LOGS_REGION=''
 declare +x LOGS_URL=''
 declare +x LOG_CREDENTIALS_URL=''
-declare +x SHIPPER_URL=''
-declare +x SHIPPER_SHA256=''
+declare +x LIBRARY_URL=''
+declare +x LIBRARY_SHA256=''
 declare +x SHIP_INTERVAL_MS=''
 declare +x SHIP_BACKLOG_BYTES=''
 declare +x SHIP_DRAIN_MS=''
@@ -181,6 +181,8 @@ declare +x FAILED_ERROR=''
 # (PID:PHASE each), and the phase of the last one; empty when nothing ships.
 declare +x -a SHIP_PIDS=()
 declare +x SHIP_PHASE=''
+# 1 once the agent's library is loaded (load_library).
+declare +x LIBRARY_LOADED=0
 # In a shipper only: the credentials the API gave it for its node's streams, the SECONDS
 # they are asked for again at, and SigV4's signing key for them and the day it is for.
 declare +x SHIP_KEY_ID=''
@@ -221,6 +223,8 @@ declare +x REPLY_AWS_ERROR=''
 # ssm_get_parameter: the parameter's value; it and fetch_secret: why it could not be read.
 declare +x REPLY_SSM_VALUE=''
 declare +x REPLY_SSM_ERROR=''
+# Why the agent's library could not be had (load_library).
+declare +x REPLY_LIBRARY_ERROR=''
 # run_answer: the API's word on running (go, stop or hold) and why.
 declare +x REPLY_RUN_WORD=''
 declare +x REPLY_RUN_REASON=''
@@ -944,74 +948,11 @@ ensure_command() {
   command -v "$1" >/dev/null 2>&1 || fail_step install "$1 is not on this machine image and could not be installed"
 }
 
-# One file of a tool's download: URL $2 to file $3, with curl's own retries; a failure is
-# the agent's at install, naming what ($1) could not be fetched from where.
-fetch_file() {
-  curl_option url "$2" | curl -fsSL --retry 5 --retry-connrefused -o "$3" -K - ||
-    fail_step install "could not download $1 from $2"
-}
-
-# A tool's package, downloaded and verified before anything in it runs: $1 says what it is,
-# $2 is its download setting (script.ts's downloadSetting: the package's URL, its
-# signature's, its vendor key's and the key's fingerprint, {arch} and {pkg} filled in), $3
-# the file to write. The signature must be good and made by the key with the pinned
-# fingerprint: gpg, in a keyring of its own that holds only what the key URL served, says
-# so in a VALIDSIG line whose last field is the signing key's primary fingerprint. Any
-# other answer (a bad signature, another key, a revoked one, no signature) removes the
-# file and is the agent's failure at install, naming the tool and the URL.
-fetch_verified() {
-  local what=$1 file=$3 url sig key fingerprint home line good=0
-  read -r url sig key fingerprint <<<"$2"
-  ensure_command gpg gnupg || return 1
-  fetch_file "$what" "$url" "$file" && fetch_file "the signature of $what" "$sig" "$file.sig" &&
-    fetch_file "the signing key of $what" "$key" "$file.key" || return 1
-  home=$(mktemp -d) || { fail_step install "could not make a keyring folder to verify $what"; return 1; }
-  gpg --batch --quiet --homedir "$home" --import "$file.key" >/dev/null 2>&1
-  while IFS= read -r line; do
-    case $line in
-      "[GNUPG:] VALIDSIG "*" $fingerprint") if (( good == 0 )); then good=1; fi ;;
-      "[GNUPG:] REVKEYSIG "* | "[GNUPG:] BADSIG "* | "[GNUPG:] ERRSIG "*) good=2 ;;
-    esac
-  done < <(gpg --batch --homedir "$home" --status-fd 1 --verify "$file.sig" "$file" 2>/dev/null)
-  gpgconf --homedir "$home" --kill all >/dev/null 2>&1
-  rm -rf "$home" "$file.sig" "$file.key"
-  if (( good != 1 )); then
-    rm -f "$file"
-    fail_step install "$what from $url does not carry a good signature by its vendor's key $fingerprint: not installed"
-    return 1
-  fi
-  echo "relaunch: $what from $url is signed by $fingerprint"
-}
-
-# The AWS CLI, when the image has none (Ubuntu 24.04): AWS's bundle of the pinned version
-# (script.ts's TOOL_DOWNLOADS), verified by AWS's signature before its installer runs.
+# The AWS CLI, when the image has none (Ubuntu 24.04): installed by the agent's library
+# (install_aws), fetched only by a node that needs it.
 ensure_aws() {
   if command -v aws >/dev/null 2>&1; then return 0; fi
-  echo "relaunch: installing the AWS CLI"
-  ensure_command unzip unzip || return 1
-  fetch_verified "the AWS CLI" "${AWS_CLI_DOWNLOAD//'{arch}'/$(uname -m)}" "$ROOT_DIR/awscli.zip" || return 1
-  { unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null; } ||
-    fail_step install "could not install the AWS CLI from $ROOT_DIR/awscli.zip"
-}
-
-# mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release of the
-# pinned version, verified by its signature before it is installed.
-ensure_mount_s3() {
-  local arch package download
-  if command -v mount-s3 >/dev/null 2>&1; then return 0; fi
-  if command -v dnf >/dev/null 2>&1 && dnf install -y -q mount-s3 >/dev/null 2>&1; then return 0; fi
-  arch=$(uname -m)
-  if [ "$arch" = aarch64 ]; then arch=arm64; fi
-  if command -v apt-get >/dev/null 2>&1; then package=deb; else package=rpm; fi
-  echo "relaunch: installing mountpoint-s3"
-  download=${MOUNT_S3_DOWNLOAD//'{arch}'/$arch}
-  fetch_verified mountpoint-s3 "${download//'{pkg}'/$package}" "$ROOT_DIR/mount-s3.$package" || return 1
-  if [ "$package" = deb ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb" ||
-      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"; }
-  else
-    dnf install -y -q "$ROOT_DIR/mount-s3.rpm" || yum install -y -q "$ROOT_DIR/mount-s3.rpm"
-  fi || fail_step install "could not install mountpoint-s3"
+  need_library install "install the AWS CLI" && install_aws
 }
 
 # --- 4. the node prepared: the job's data credentials ---
@@ -1129,41 +1070,9 @@ fetch_upload() {
   ( shopt -s dotglob nullglob; set -- "$unpacked"/*; [ "$#" -eq 1 ] && mv -fT "$1" "$dest" )
 }
 
-# An S3 object, or every object under a prefix (or the whole bucket). A key that names an
-# object is copied as a file; otherwise it is a prefix, and one with nothing under it fails.
-copy_s3() {
-  local bucket=$1 key=$2 dest=$3 source
-  ensure_aws || return 1
-  if [ "$key" = - ]; then source="s3://$bucket"; else source="s3://$bucket/$key"; fi
-  # A key ending in / is a prefix, even where a console's empty "folder" object has its name.
-  if [ "$key" != - ] && [[ $key != */ ]] && with_data_credentials aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
-    mkdir -p "$(dirname "$dest")" && run_tool with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
-    return
-  fi
-  mkdir -p "$dest" && run_tool with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
-  if [ -z "$(ls -A "$dest")" ]; then fail_step mounts "nothing at $source"; fi
-}
-
 # A folder's files copied (a bucket's, locally, with mode COPY).
 copy_folder() {
   mkdir -p "$1" "$2" && cp -a "$1/." "$2/"
-}
-
-# A bucket (or a prefix of it) mounted with mountpoint-s3, writable: a file written here is
-# in S3 when it is closed, for the next attempt to read. A cached mount gets the cache
-# folder $5, its own: mountpoint-s3 needs one per process, two mounts of a bucket included.
-mount_bucket() {
-  local bucket=$1 prefix=$2 cache=$3 dest=$4 cache_dir=$5
-  local -a options=(--allow-delete --allow-overwrite)
-  ensure_mount_s3 || return 1
-  mkdir -p "$dest" || return 1
-  if mountpoint -q "$dest"; then return 0; fi
-  if [ "$prefix" != - ]; then options+=(--prefix "$prefix/"); fi
-  if [ "$cache" = cached ]; then
-    mkdir -p "$cache_dir" || return 1
-    options+=(--cache "$cache_dir")
-  fi
-  run_tool with_data_credentials mount-s3 "$bucket" "$dest" "${options[@]}"
 }
 
 # A folder that stands in for a bucket, linked at the path.
@@ -1202,8 +1111,8 @@ prepare_mounts() {
     if [ -n "$MOUNT_ROOT" ]; then echo "relaunch: $dest is $path on this machine"; fi
     case $kind in
       upload) fetch_upload "$a" "$b" "$path" ;;
-      s3-copy) copy_s3 "$a" "$b" "$path" ;;
-      s3-mount) mount_bucket "$a" "$b" "$c" "$path" "$ROOT_DIR/mount-cache/$step" ;;
+      s3-copy) need_library mounts "copy s3://$a" && copy_s3 "$a" "$b" "$path" ;;
+      s3-mount) need_library mounts "mount s3://$a" && mount_bucket "$a" "$b" "$c" "$path" "$ROOT_DIR/mount-cache/$step" ;;
       link) link_folder "$a" "$path" ;;
       copy-dir) copy_folder "$a" "$path" ;;
       git) clone_repo "$a" "$b" "$path" ;;
@@ -1221,26 +1130,6 @@ prepare_mounts() {
 }
 
 # --- 4. the node prepared: the task's container ---
-
-# Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
-# (a base64 of AWS:password), which reaches docker on its stdin only. Why it failed in
-# REPLY_LOGIN_ERROR.
-ecr_login() {
-  local url=$ECR_URL code
-  if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
-  if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
-    REPLY_LOGIN_ERROR="no ECR authorization token for $1: $REPLY_AWS_ERROR"
-    echo "relaunch: $REPLY_LOGIN_ERROR"
-    return 1
-  fi
-  json_value authorizationToken "$REPLY_AWS_ANSWER"
-  REPLY_AWS_ANSWER=''
-  printf '%s' "$REPLY_JSON_VALUE" | base64 -d | cut -d: -f2- | docker login --username AWS --password-stdin "$1"
-  code=$?
-  REPLY_JSON_VALUE=''
-  if (( code != 0 )); then REPLY_LOGIN_ERROR="docker login to $1 failed (exit code $code)"; fi
-  return "$code"
-}
 
 # Pulls the task's image once; its output to setup's log, its last line in REPLY_PULL_ERROR.
 pull_image() {
@@ -1280,6 +1169,7 @@ container_start() {
     region=${BASH_REMATCH[1]}
     CURRENT_STEP=image-login
     echo "relaunch: logging in to $registry"
+    need_library image-login "log in to $registry" || return 1
     for (( try = 1; ; try++ )); do
       if ecr_login "$registry" "$region"; then break; fi
       next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-login "$REPLY_LOGIN_ERROR"; return 1; }
@@ -1376,12 +1266,150 @@ prepare_node() {
 # has ended, or finding the agent gone, it ships what is left within SHIP_DRAIN_MS and
 # ends. It signs with credentials the API gives for this node's streams
 # only: the instance role has nothing of CloudWatch Logs.
-#
-# User data has no room for the shipper: the functions between the two marks below ship
-# apart, served by the API (POST .../shipper, with the callback secret) and pinned by their
-# SHA-256 in the settings; load_shipper fetches, checks and loads them.
 
-# relaunch:shipper-begin
+# --- the agent's library: what only some nodes need, fetched when one does ---
+# User data (16 KiB gzipped) keeps only what every node needs before it can reach the
+# API. The functions between the two marks below ship apart: the tools' signed installs,
+# S3 copies and mounts, the ECR login, and the shipper. A node that needs them for its
+# task and cannot have them fails at that step (need_library); shipping does without. The API serves them (POST .../shipper, with the callback secret) and the
+# settings pin their SHA-256 (LIBRARY_SHA256); load_library fetches, checks and loads them.
+
+# relaunch:library-begin
+
+# --- the library: the tools' pinned, signed downloads ---
+
+# One file of a tool's download: URL $2 to file $3, with curl's own retries; a failure is
+# the agent's at install, naming what ($1) could not be fetched from where.
+fetch_file() {
+  curl_option url "$2" | curl -fsSL --retry 5 --retry-connrefused -o "$3" -K - ||
+    fail_step install "could not download $1 from $2"
+}
+
+# A tool's package, downloaded and verified before anything in it runs: $1 says what it is,
+# $2 is its download setting (script.ts's downloadSetting: the package's URL, its
+# signature's, its vendor key's and the key's fingerprint, {arch} and {pkg} filled in), $3
+# the file to write. The signature must be good and made by the key with the pinned
+# fingerprint: gpg, in a keyring of its own that holds only what the key URL served, says
+# so in a VALIDSIG line whose last field is the signing key's primary fingerprint. Any
+# other answer (a bad signature, another key, a revoked one, no signature) removes the
+# file and is the agent's failure at install, naming the tool and the URL.
+fetch_verified() {
+  local what=$1 file=$3 url sig key fingerprint home line good=0
+  read -r url sig key fingerprint <<<"$2"
+  ensure_command gpg gnupg || return 1
+  fetch_file "$what" "$url" "$file" && fetch_file "the signature of $what" "$sig" "$file.sig" &&
+    fetch_file "the signing key of $what" "$key" "$file.key" || return 1
+  home=$(mktemp -d) || { fail_step install "could not make a keyring folder to verify $what"; return 1; }
+  gpg --batch --quiet --homedir "$home" --import "$file.key" >/dev/null 2>&1
+  while IFS= read -r line; do
+    case $line in
+      "[GNUPG:] VALIDSIG "*" $fingerprint") if (( good == 0 )); then good=1; fi ;;
+      "[GNUPG:] REVKEYSIG "* | "[GNUPG:] BADSIG "* | "[GNUPG:] ERRSIG "*) good=2 ;;
+    esac
+  done < <(gpg --batch --homedir "$home" --status-fd 1 --verify "$file.sig" "$file" 2>/dev/null)
+  gpgconf --homedir "$home" --kill all >/dev/null 2>&1
+  rm -rf "$home" "$file.sig" "$file.key"
+  if (( good != 1 )); then
+    rm -f "$file"
+    fail_step install "$what from $url does not carry a good signature by its vendor's key $fingerprint: not installed"
+    return 1
+  fi
+  echo "relaunch: $what from $url is signed by $fingerprint"
+}
+
+# The AWS CLI: AWS's bundle of the pinned version
+# (script.ts's TOOL_DOWNLOADS), verified by AWS's signature before its installer runs.
+install_aws() {
+  echo "relaunch: installing the AWS CLI"
+  ensure_command unzip unzip || return 1
+  fetch_verified "the AWS CLI" "${AWS_CLI_DOWNLOAD//'{arch}'/$(uname -m)}" "$ROOT_DIR/awscli.zip" || return 1
+  { unzip -q -o "$ROOT_DIR/awscli.zip" -d "$ROOT_DIR/awscli" && "$ROOT_DIR/awscli/aws/install" >/dev/null; } ||
+    fail_step install "could not install the AWS CLI from $ROOT_DIR/awscli.zip"
+}
+
+# mountpoint-s3: the distribution's package (Amazon Linux 2023), else AWS's release of the
+# pinned version, verified by its signature before it is installed.
+install_mount_s3() {
+  local arch package download
+  if command -v dnf >/dev/null 2>&1 && dnf install -y -q mount-s3 >/dev/null 2>&1; then return 0; fi
+  arch=$(uname -m)
+  if [ "$arch" = aarch64 ]; then arch=arm64; fi
+  if command -v apt-get >/dev/null 2>&1; then package=deb; else package=rpm; fi
+  echo "relaunch: installing mountpoint-s3"
+  download=${MOUNT_S3_DOWNLOAD//'{arch}'/$arch}
+  fetch_verified mountpoint-s3 "${download//'{pkg}'/$package}" "$ROOT_DIR/mount-s3.$package" || return 1
+  if [ "$package" = deb ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb" ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$ROOT_DIR/mount-s3.deb"; }
+  else
+    dnf install -y -q "$ROOT_DIR/mount-s3.rpm" || yum install -y -q "$ROOT_DIR/mount-s3.rpm"
+  fi || fail_step install "could not install mountpoint-s3"
+}
+
+# --- the library: S3 copies and mounts ---
+
+# An S3 object, or every object under a prefix (or the whole bucket). A key that names an
+# object is copied as a file; otherwise it is a prefix, and one with nothing under it fails.
+copy_s3() {
+  local bucket=$1 key=$2 dest=$3 source
+  ensure_aws || return 1
+  if [ "$key" = - ]; then source="s3://$bucket"; else source="s3://$bucket/$key"; fi
+  # A key ending in / is a prefix, even where a console's empty "folder" object has its name.
+  if [ "$key" != - ] && [[ $key != */ ]] && with_data_credentials aws s3api head-object --bucket "$bucket" --key "$key" >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$dest")" && run_tool with_data_credentials aws s3 cp --only-show-errors "$source" "$dest"
+    return
+  fi
+  mkdir -p "$dest" && run_tool with_data_credentials aws s3 sync --only-show-errors "$source" "$dest" || return 1
+  if [ -z "$(ls -A "$dest")" ]; then fail_step mounts "nothing at $source"; fi
+}
+
+# A bucket (or a prefix of it) mounted with mountpoint-s3, writable: a file written here is
+# in S3 when it is closed, for the next attempt to read. A cached mount gets the cache
+# folder $5, its own: mountpoint-s3 needs one per process, two mounts of a bucket included.
+mount_bucket() {
+  local bucket=$1 prefix=$2 cache=$3 dest=$4 cache_dir=$5
+  local -a options=(--allow-delete --allow-overwrite)
+  ensure_mount_s3 || return 1
+  mkdir -p "$dest" || return 1
+  if mountpoint -q "$dest"; then return 0; fi
+  if [ "$prefix" != - ]; then options+=(--prefix "$prefix/"); fi
+  if [ "$cache" = cached ]; then
+    mkdir -p "$cache_dir" || return 1
+    options+=(--cache "$cache_dir")
+  fi
+  run_tool with_data_credentials mount-s3 "$bucket" "$dest" "${options[@]}"
+}
+
+# mountpoint-s3, when the image has none.
+ensure_mount_s3() {
+  if command -v mount-s3 >/dev/null 2>&1; then return 0; fi
+  install_mount_s3
+}
+
+# --- the library: the container's registry login ---
+
+# Logs docker in to the ECR registry $1 of region $2 with an authorization token from ECR
+# (a base64 of AWS:password), which reaches docker on its stdin only. Why it failed in
+# REPLY_LOGIN_ERROR.
+ecr_login() {
+  local url=$ECR_URL code
+  if [ -z "$url" ]; then url="https://api.ecr.$2.amazonaws.com"; fi
+  if ! aws_call ecr "$2" "$url" AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken '{}'; then
+    REPLY_LOGIN_ERROR="no ECR authorization token for $1: $REPLY_AWS_ERROR"
+    echo "relaunch: $REPLY_LOGIN_ERROR"
+    return 1
+  fi
+  json_value authorizationToken "$REPLY_AWS_ANSWER"
+  REPLY_AWS_ANSWER=''
+  printf '%s' "$REPLY_JSON_VALUE" | base64 -d | cut -d: -f2- | docker login --username AWS --password-stdin "$1"
+  code=$?
+  REPLY_JSON_VALUE=''
+  if (( code != 0 )); then REPLY_LOGIN_ERROR="docker login to $1 failed (exit code $code)"; fi
+  return "$code"
+}
+
+# --- the library: the shipper ---
+
 # The next batch of the log, read from stdin ($1 bytes of it, from the shipper's offset),
 # as PutLogEvents' body for stream $3, into file $2: events at time $4 (ms), first a line
 # of note $5 when given. A last line without its newline is kept for the next batch when
@@ -1705,29 +1733,38 @@ ship_phase() {
   rm -f "$body" "$body.create" "$body.answer" "$body.cpu" "$body.status" "$body.next" "$body.create.status"
 }
 
-# relaunch:shipper-end
+# relaunch:library-end
 
-# Fetches the shipper's functions from the API (three tries, 2 and 4 s apart), checks their SHA-256
-# is SHIPPER_SHA256 and loads them; 1 when they cannot be had: the job runs unshipped,
-# its log on the node as always.
-load_shipper() {
-  local file="$ROOT_DIR/shipper.sh" status try got
-  if declare -F ship_phase >/dev/null; then return 0; fi
+# Fetches the agent's library from the API once (three tries, 2 and 4 s apart), checks
+# its SHA-256 is LIBRARY_SHA256 and loads it; 1 when it cannot be had, why in
+# REPLY_LIBRARY_ERROR.
+load_library() {
+  local file="$ROOT_DIR/library.sh" status try got
+  if (( LIBRARY_LOADED )); then return 0; fi
   for (( try = 1; try <= 3; try++ )); do
-    status=$(post_json "$SHIPPER_URL" "$HEARTBEAT_BODY" 10 "$file")
+    status=$(post_json "$LIBRARY_URL" "$HEARTBEAT_BODY" 10 "$file")
     if [[ $status == 2?? ]]; then
       got=$(sha256sum <"$file")
-      if [ "${got%% *}" = "$SHIPPER_SHA256" ]; then
+      if [ "${got%% *}" = "$LIBRARY_SHA256" ]; then
         # shellcheck disable=SC1090
         . "$file"
+        LIBRARY_LOADED=1
         return 0
       fi
-      status="a program whose SHA-256 is ${got%% *}, not $SHIPPER_SHA256"
+      status="a program whose SHA-256 is ${got%% *}, not $LIBRARY_SHA256"
+    else
+      status="HTTP $status"
     fi
     if (( try < 3 )); then jittered_ms $(( 2000 << (try - 1) )); pause_ms "$REPLY_JITTERED_MS"; fi
   done
-  log "the shipper could not be fetched (last answer: $status): nothing ships to CloudWatch Logs"
+  REPLY_LIBRARY_ERROR="the agent's library could not be fetched from $LIBRARY_URL (last answer: $status)"
   return 1
+}
+
+# The library for a node that cannot go on without it (to do $2): its failure is the
+# agent's, at step $1.
+need_library() {
+  load_library || fail_step "$1" "$REPLY_LIBRARY_ERROR: cannot $2"
 }
 
 # A round's wait: SHIP_INTERVAL_MS, looking at the log $1 (shipped up to offset $2) every
@@ -1747,7 +1784,12 @@ ship_wait() {
 # Starts phase $1's shipper, once, when the deployment ships logs.
 start_shipper() {
   if [ -z "$LOG_GROUP" ] || [ "$SHIP_PHASE" = "$1" ]; then return; fi
-  if ! load_shipper; then LOG_GROUP=''; return; fi
+  # Without its library the job runs unshipped, its log on the node as always.
+  if ! load_library; then
+    log "$REPLY_LIBRARY_ERROR: nothing ships to CloudWatch Logs"
+    LOG_GROUP=''
+    return
+  fi
   rm -f "$ROOT_DIR/$1.ship.json.end"
   ship_phase "$1" </dev/null >/dev/null 2>>"$ROOT_DIR/ship.log" &
   SHIP_PIDS+=("$!:$1")

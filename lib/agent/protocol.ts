@@ -113,9 +113,9 @@ export const HoldBodySchema = NodeBodySchema;
 export const DataCredentialsBodySchema = NodeBodySchema;
 
 /**
- * The path a node asks its shipper's program on (agent.sh's functions that ship the output
- * to CloudWatch Logs, which user data has no room for): text, pinned by its SHA-256 in
- * the agent's settings.
+ * The path a node asks the agent's library on (agent.sh's functions only some nodes need:
+ * the tools' installs, S3 copies and mounts, the ECR login and the log shipper, which user
+ * data has no room for): text, pinned by its SHA-256 in the agent's settings.
  */
 export function shipperPath(jobId: string, attempt: number): string {
   return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/shipper`;

@@ -318,9 +318,9 @@ const SETTINGS_DIRECTIVE = '# shellcheck disable=SC1003,SC2016,SC2088';
 /** The comment lines that enclose agent.sh's settings block, which the renderer fills in. */
 const SETTINGS_BEGIN = '# relaunch:settings-begin';
 const SETTINGS_END = '# relaunch:settings-end';
-/** The comment lines that enclose the shipper's functions, which ship apart from user data. */
-const SHIPPER_BEGIN = '# relaunch:shipper-begin';
-const SHIPPER_END = '# relaunch:shipper-end';
+/** The comment lines that enclose the agent's library, which ships apart from user data. */
+const LIBRARY_BEGIN = '# relaunch:library-begin';
+const LIBRARY_END = '# relaunch:library-end';
 
 /** Variables that differ per node, set by the script once it knows its rank and the IPs. */
 const PER_NODE_VARIABLES = ['RELAUNCH_NODE_RANK', 'SKYPILOT_NODE_RANK', 'RELAUNCH_NODE_IPS', 'SKYPILOT_NODE_IPS'];
@@ -417,6 +417,8 @@ export function renderAgentScript(params: AgentScriptParams): string {
     AWS_CLI_DOWNLOAD: downloadSetting('awsCli', (params.toolDownloads ?? TOOL_DOWNLOADS).awsCli),
     MOUNT_S3_DOWNLOAD: downloadSetting('mountS3', (params.toolDownloads ?? TOOL_DOWNLOADS).mountS3),
     SHUTDOWN_COMMAND: params.shutdownCommand ?? 'shutdown -h now',
+    LIBRARY_URL: apiUrl + shipperPath(jobId, attempt),
+    LIBRARY_SHA256: AGENT_LIBRARY.sha256,
     ...logSettings(params),
   };
   return [
@@ -433,7 +435,7 @@ export function renderAgentScript(params: AgentScriptParams): string {
 function logSettings(params: AgentScriptParams): Record<string, string | number> {
   const logs = params.logs;
   if (logs === undefined) {
-    return { LOG_GROUP: '', LOG_STREAM_PREFIX: '', LOGS_REGION: '', LOGS_URL: '', LOG_CREDENTIALS_URL: '', SHIPPER_URL: '', SHIPPER_SHA256: '', SHIP_INTERVAL_MS: '', SHIP_BACKLOG_BYTES: '', SHIP_DRAIN_MS: '' };
+    return { LOG_GROUP: '', LOG_STREAM_PREFIX: '', LOGS_REGION: '', LOGS_URL: '', LOG_CREDENTIALS_URL: '', SHIP_INTERVAL_MS: '', SHIP_BACKLOG_BYTES: '', SHIP_DRAIN_MS: '' };
   }
   const interval = logs.intervalSeconds ?? SHIP_INTERVAL_SECONDS;
   if (!Number.isFinite(interval) || interval < 0.05 || interval > 60) throw new RangeError(`logs.intervalSeconds: expected a number of seconds 0.05-60, got ${interval}`);
@@ -450,8 +452,6 @@ function logSettings(params: AgentScriptParams): Record<string, string | number>
     LOGS_REGION: logs.region,
     LOGS_URL: (logs.endpoint ?? `https://logs.${logs.region}.amazonaws.com`).replace(/\/+$/, ''),
     LOG_CREDENTIALS_URL: apiUrl + logCredentialsPath(params.jobId, params.attempt),
-    SHIPPER_URL: apiUrl + shipperPath(params.jobId, params.attempt),
-    SHIPPER_SHA256: SHIPPER.sha256,
     SHIP_INTERVAL_MS: Math.round(interval * 1000),
     SHIP_BACKLOG_BYTES: backlog,
     SHIP_DRAIN_MS: Math.round(drain * 1000),
@@ -494,32 +494,33 @@ function oneLine(text: string): string {
  * program that starts with `#` lies inside a quoted string (the python and awk programs
  * have none), so only comments go; the agent tests run what is shipped.
  */
-const AGENT = shippedAgent(withoutShipper(AGENT_SOURCE));
+const AGENT = shippedAgent(withoutLibrary(AGENT_SOURCE));
 
 /**
- * The shipper's functions (agent.sh's block between `# relaunch:shipper-begin` and `-end`)
- * as the API serves them to a node (`POST .../shipper`), without comment lines, and their
- * SHA-256, which the agent's settings pin: user data has no room for them (about 4 KB
- * gzipped), and a node loads them only when it ships its output.
+ * The agent's library (agent.sh's block between `# relaunch:library-begin` and `-end`: the
+ * tools' signed installs and the log shipper) as the API serves it to a node (`POST
+ * .../shipper`), without comment lines, and its SHA-256, which the agent's settings pin:
+ * user data has no room for it, and a node loads it only when it ships its output or must
+ * install the AWS CLI or mountpoint-s3.
  */
-export const SHIPPER: { readonly program: string; readonly sha256: string } = shipperOf(AGENT_SOURCE);
+export const AGENT_LIBRARY: { readonly program: string; readonly sha256: string } = libraryOf(AGENT_SOURCE);
 
-function shipperBounds(lines: readonly string[]): [number, number] {
-  const begin = lines.indexOf(SHIPPER_BEGIN);
-  const end = lines.indexOf(SHIPPER_END);
-  if (begin < 0 || end < begin) throw new Error(`agent.sh: expected the shipper's functions between "${SHIPPER_BEGIN}" and "${SHIPPER_END}"`);
+function libraryBounds(lines: readonly string[]): [number, number] {
+  const begin = lines.indexOf(LIBRARY_BEGIN);
+  const end = lines.indexOf(LIBRARY_END);
+  if (begin < 0 || end < begin) throw new Error(`agent.sh: expected the agent's library between "${LIBRARY_BEGIN}" and "${LIBRARY_END}"`);
   return [begin, end];
 }
 
-function withoutShipper(source: string): string {
+function withoutLibrary(source: string): string {
   const lines = source.split('\n');
-  const [begin, end] = shipperBounds(lines);
+  const [begin, end] = libraryBounds(lines);
   return [...lines.slice(0, begin), ...lines.slice(end + 1)].join('\n');
 }
 
-function shipperOf(source: string): { program: string; sha256: string } {
+function libraryOf(source: string): { program: string; sha256: string } {
   const lines = source.split('\n');
-  const [begin, end] = shipperBounds(lines);
+  const [begin, end] = libraryBounds(lines);
   const program = `${lines.slice(begin + 1, end).filter((line) => !/^\s*#/.test(line) && line.trim() !== '').join('\n')}\n`;
   return { program, sha256: createHash('sha256').update(program).digest('hex') };
 }

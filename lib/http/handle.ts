@@ -87,7 +87,7 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     return json(200, issued, { 'cache-control': 'no-store' });
   },
   async agentShipper(request, params, deps) {
-    if (deps.logAccess === undefined) return json(404, { error: 'this relaunch ships no job output to CloudWatch Logs: its nodes keep their logs where they run' });
+    // Served whether or not output ships: the library also installs the tools a node's mounts need.
     const body = parseBody(ShipperBodySchema, request.body);
     const program = await shipperProgram(credentials(request, params, body.nodeRank), { store: deps.store });
     return { statusCode: 200, headers: { 'content-type': 'text/x-shellscript; charset=utf-8' }, body: program };

@@ -2,7 +2,7 @@
 // agent asks with its callback secret, which ties the request to its attempt and node.
 
 import type { ProcessCredentials } from '../agent/protocol.ts';
-import { SHIPPER } from '../agent/script.ts';
+import { AGENT_LIBRARY } from '../agent/script.ts';
 import type { DataAccess, JobStore, LogAccess } from '../ports.ts';
 import { assertLiveAttempt, authorizeAgent, type AgentCredentials } from './agent.ts';
 
@@ -38,12 +38,12 @@ export async function issueLogCredentials(
 }
 
 /**
- * `POST /jobs/{id}/attempts/{n}/shipper`: the agent's shipper program (script.ts's SHIPPER,
- * which user data has no room for), for a node of any attempt of the job whose secret it
+ * `POST /jobs/{id}/attempts/{n}/shipper`: the agent's library (script.ts's AGENT_LIBRARY:
+ * the log shipper and the tools' installs, which user data has no room for), for a node of any attempt of the job whose secret it
  * holds; the node checks it against the SHA-256 its settings pin. Wrong secret:
  * UnauthorizedError.
  */
 export async function shipperProgram(input: AgentCredentials, deps: { readonly store: JobStore }): Promise<string> {
   await authorizeAgent(deps.store, input);
-  return SHIPPER.program;
+  return AGENT_LIBRARY.program;
 }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { ReportBodySchema, type ReportBody } from '../../lib/agent/protocol.ts';
-import { renderAgentScript, SHIPPER, type AgentScriptParams } from '../../lib/agent/script.ts';
+import { renderAgentScript, AGENT_LIBRARY, type AgentScriptParams } from '../../lib/agent/script.ts';
 import { agentSecretName } from '../../lib/agent/secret-parameter.ts';
 import type { Resources, TaskSpec } from '../../lib/task-file/types.ts';
 import { credentialsDocument, LocalSecretParameters, newNodeCredentials } from '../../local/secret-parameters.ts';
@@ -68,8 +68,10 @@ export class FakeApi {
   dataCredentialOutageMs = 0;
   /** The next this many 200 answers are cut off halfway, as a time limit would cut them. */
   dataCredentialCutOffs = 0;
-  /** What a log-credentials POST is answered (200 with it), and the shipper's program served; unset, 404 to both, as an API that ships nothing. */
+  /** What a log-credentials POST is answered (200 with it); unset, 404, as an API that ships nothing. */
   logCredentials: Record<string, unknown> | undefined;
+  /** The status the agent's library is answered with (`POST .../shipper`): 200 serves it. */
+  libraryStatus = 200;
   /** The status each data-credentials POST got, in order (0: dropped). */
   readonly dataCredentialAnswers: number[] = [];
   /** Told of every data-credentials answer so far, as each is given. */
@@ -138,8 +140,8 @@ export class FakeApi {
     if (path.endsWith('/heartbeat')) this.onHeartbeat?.(this.heartbeats.length);
     if (path.endsWith('/data-credentials')) return this.dataCredentials(request, response);
     if (path.endsWith('/shipper')) {
-      if (this.logCredentials === undefined) response.writeHead(404).end();
-      else response.writeHead(200, { 'content-type': 'text/x-shellscript' }).end(SHIPPER.program);
+      if (this.libraryStatus !== 200) response.writeHead(this.libraryStatus).end();
+      else response.writeHead(200, { 'content-type': 'text/x-shellscript' }).end(AGENT_LIBRARY.program);
       return;
     }
     if (path.endsWith('/log-credentials')) {

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { renderAgentScript, SHIPPER, type AgentScriptParams } from '../../../../lib/agent/script.ts';
+import { renderAgentScript, AGENT_LIBRARY, type AgentScriptParams } from '../../../../lib/agent/script.ts';
 import { spec } from '../../../support/agent-harness.ts';
 
 const folder = mkdtempSync(join(tmpdir(), 'relaunch-shellcheck-'));
@@ -61,7 +61,7 @@ describe('the rendered agent', () => {
     // With the shipper's program the API serves, which a node loads into the agent before it ships.
     const agent = renderAgentScript(params);
     const main = agent.lastIndexOf('main "$@"');
-    writeFileSync(file, `${agent.slice(0, main)}${SHIPPER.program}${agent.slice(main)}`);
+    writeFileSync(file, `${agent.slice(0, main)}${AGENT_LIBRARY.program}${agent.slice(main)}`);
     const checked = spawnSync('shellcheck', ['--shell=bash', file], { encoding: 'utf8' });
     expect(checked.stdout + checked.stderr).toBe('');
     expect(checked.status).toBe(0);

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderAgentScript, SHIPPER } from '../../../../lib/agent/script.ts';
+import { renderAgentScript, AGENT_LIBRARY } from '../../../../lib/agent/script.ts';
 import { taskSpec } from '../../../support/fixtures/specs.ts';
 
 let dir: string;
@@ -27,7 +27,7 @@ beforeAll(() => {
   });
   // Everything but the call of main at the bottom, and the shipper the API serves.
   library = join(dir, 'agent-library.sh');
-  writeFileSync(library, agent.slice(0, agent.lastIndexOf('main "$@"')) + SHIPPER.program);
+  writeFileSync(library, agent.slice(0, agent.lastIndexOf('main "$@"')) + AGENT_LIBRARY.program);
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

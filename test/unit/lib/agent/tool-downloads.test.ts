@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TOOL_DOWNLOADS, type ToolDownloads } from '../../../../lib/agent/script.ts';
+import { AGENT_LIBRARY, TOOL_DOWNLOADS, type ToolDownloads } from '../../../../lib/agent/script.ts';
 import { api, dir, pathWithout, runAgent, spec, useAgentWorld } from '../../../support/agent-harness.ts';
 
 useAgentWorld();
@@ -220,5 +220,38 @@ describe("the agent's tool downloads", () => {
 
     expect(api.reports[0]?.agentFailure).toEqual({ step: 'install', error: expect.stringMatching(new RegExp(`^could not download the AWS CLI from ${vendorUrl}/awscli-exe-linux-`)) });
     expect(existsSync(join(dir, 'installed'))).toBe(false);
+  });
+
+  it("fetches the agent's library (the installs) from the API only when a mount needs a tool, and checks its SHA-256", async () => {
+    const bundle = cliBundle(dir, 'installed');
+    serve(bundle, sign(vendorKey, bundle), vendorKey.publicKey);
+
+    await runWithoutCli();
+
+    expect(api.requests.filter((r) => r.path.endsWith('/shipper'))).toHaveLength(1);
+    expect(readFileSync(join(dir, 'agent', 'library.sh'), 'utf8')).toBe(AGENT_LIBRARY.program);
+  });
+
+  it('fetches nothing more for a task that needs no tool and ships nothing, as the local runtime runs it', async () => {
+    await runAgent({ spec: spec({ run: 'echo done' }), nodeRank: 0, mounts: [] });
+
+    expect(api.requests.map((r) => r.path).filter((path) => !/\/(heartbeat|report|hold)$/.test(path))).toEqual([]);
+    expect(api.reports.map(({ phase, exitCode }) => [phase, exitCode])).toEqual([['setup', 0], ['run', 0]]);
+  });
+
+  it("ends the node AGENT_FAILED at mounts, naming the library, when a mount needs a tool and the API does not serve the library", async () => {
+    const bundle = cliBundle(dir, 'installed');
+    serve(bundle, sign(vendorKey, bundle), vendorKey.publicKey);
+    api.libraryStatus = 503;
+
+    await runWithoutCli();
+
+    expect(api.requests.filter((r) => r.path.endsWith('/shipper'))).toHaveLength(3);
+    expect(vendor.requested).toEqual([]);
+    expect(api.reports).toHaveLength(1);
+    expect(api.reports[0]?.agentFailure).toEqual({
+      step: 'mounts',
+      error: expect.stringMatching(/^could not prepare ~\/train \(s3-copy\): the agent's library could not be fetched from http:\/\/\S+\/shipper \(last answer: HTTP 503\): cannot copy s3:\/\/datasets$/),
+    });
   });
 });

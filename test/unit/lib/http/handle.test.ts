@@ -2,7 +2,7 @@
 
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { SHIPPER } from '../../../../lib/agent/script.ts';
+import { AGENT_LIBRARY } from '../../../../lib/agent/script.ts';
 import { authorizationHeader } from '../../../../lib/agent/protocol.ts';
 import { handleApiRequest, INTERNAL_ERROR_MESSAGE, MAX_BODY_BYTES, UNAUTHORIZED_MESSAGE, type ApiDeps, type ApiRequest } from '../../../../lib/http/index.ts';
 import { JobStatus } from '../../../../lib/status.ts';
@@ -292,8 +292,8 @@ describe('POST /jobs/{id}/attempts/{n}/log-credentials and .../shipper', () => {
     expect(access.given).toEqual([[JOB_ID, 1, 0]]);
     const program = await ask(h, access, agent(secret, { nodeRank: 0 }, 1, 'shipper'));
     expect(program.statusCode).toBe(200);
-    expect(program.body).toBe(SHIPPER.program);
-    expect(createHash('sha256').update(program.body).digest('hex')).toBe(SHIPPER.sha256);
+    expect(program.body).toBe(AGENT_LIBRARY.program);
+    expect(createHash('sha256').update(program.body).digest('hex')).toBe(AGENT_LIBRARY.sha256);
   });
 
   it('gives nothing to a wrong secret (401), a rank the job does not have (400) or an ended attempt (409)', async () => {
@@ -309,14 +309,16 @@ describe('POST /jobs/{id}/attempts/{n}/log-credentials and .../shipper', () => {
     expect(access.given).toEqual([]);
   });
 
-  it('answers 404 with why where nothing ships (the local runtime)', async () => {
+  it("answers 404 with why to log credentials where nothing ships (the local runtime), and serves the agent's library all the same (its tools' installs)", async () => {
     const h = harness();
     const secret = await running(h);
-    for (const route of ['log-credentials', 'shipper']) {
-      const res = await ask(h, undefined, agent(secret, { nodeRank: 0 }, 1, route));
-      expect(res.statusCode).toBe(404);
-      expect(JSON.parse(res.body)).toEqual({ error: expect.stringContaining('ships no job output to CloudWatch Logs') });
-    }
+    const res = await ask(h, undefined, agent(secret, { nodeRank: 0 }, 1, 'log-credentials'));
+    expect(res.statusCode).toBe(404);
+    expect(JSON.parse(res.body)).toEqual({ error: expect.stringContaining('ships no job output to CloudWatch Logs') });
+    const library = await ask(h, undefined, agent(secret, { nodeRank: 0 }, 1, 'shipper'));
+    expect(library.statusCode).toBe(200);
+    expect(library.body).toBe(AGENT_LIBRARY.program);
+    expect((await ask(h, undefined, agent('not-the-secret', { nodeRank: 0 }, 1, 'shipper'))).statusCode).toBe(401);
   });
 });
 
