@@ -98,6 +98,7 @@ describe('relaunch serve --port 0, driven with curl', { timeout: SLOW }, () => {
 
     const job = await getUntilTerminal(succeededJob);
     expect(Object.keys(job).sort()).toEqual([
+      'account',
       'attempts',
       'createdAt',
       'failureReason',

@@ -103,7 +103,15 @@ describe('the environment of a job, end to end', () => {
     expect(job.view.status).toBe('SUCCEEDED');
     const [attempt] = job.attempts;
     // Spot entries come first in any_of: the H100 one, third in the file.
-    expect(attempt?.placement).toEqual({ region: 'local', zone: null, instanceType: 'local-process', market: 'spot', entry: 2 });
+    expect(attempt?.placement).toEqual({
+      region: 'local',
+      zone: null,
+      instanceType: 'local-process',
+      market: 'spot',
+      entry: 2,
+      // Priced as the type it stands for on AWS, from the table: p5.48xlarge is not in it.
+      price: { estimate: true, forInstanceType: 'p5.48xlarge', hourly: null, onDemandHourly: null, source: 'price-table' },
+    });
     expect(attempt?.reports.find((r) => r.phase === 'run')?.outputTail).toBe('gpus=8');
   });
 });
