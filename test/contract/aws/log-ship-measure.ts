@@ -172,10 +172,6 @@ export async function measureLogShipping(): Promise<LogShipMeasure> {
     }
 }
 
-// Run as a program (by the benchmark): one JSON line, the measure.
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  process.stdout.write(`${JSON.stringify(await measureLogShipping())}\n`);
-}
 
 /** bash's `times` figure (`0m1.250s`) in seconds. */
 function seconds(time: string): number {
@@ -191,3 +187,8 @@ function percentile(values: readonly number[], p: number): number {
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
+
+// Run as a program (by the benchmark): one JSON line, the measure.
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.stdout.write(`${JSON.stringify(await measureLogShipping())}\n`);
+}
