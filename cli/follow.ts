@@ -2,7 +2,7 @@
 
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { triedInstanceTypes } from '../lib/capacity-tries.ts';
+import { capacityWaitLine } from '../lib/capacity-tries.ts';
 import type { JobEvent } from '../lib/model.ts';
 import { isTerminal, JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
@@ -267,11 +267,7 @@ function eventLine(event: JobEvent, view: JobView): string {
  * for an attempt the policy decided to wait on for capacity; null for any other.
  */
 export function capacityWait(attempt: AttemptView, timeZone?: string): string | null {
-  if (attempt.rule !== 'WAITING_FOR_CAPACITY' || attempt.decidedAt === null || attempt.delaySeconds === null) return null;
-  const next = Date.parse(attempt.decidedAt) + attempt.delaySeconds * 1000;
-  const types = triedInstanceTypes(attempt.reason ?? '');
-  const what = types.length === 0 ? '' : ` for ${types.length > 3 ? `${types.slice(0, 3).join(', ')} and ${types.length - 3} more` : types.join(', ')}`;
-  return `waiting for capacity: next try at ${formatClock(next, timeZone)}, in ${attempt.delaySeconds} s: no ${attempt.market} capacity${what}`;
+  return capacityWaitLine(attempt, (at) => formatClock(at, timeZone));
 }
 
 /** `attempt 2: EXITED exit 29 (run) -> RESTART: <reason>`. */

@@ -27,3 +27,26 @@ export function capacityTries(reason: string): CapacityTry[] {
 export function triedInstanceTypes(reason: string): string[] {
   return [...new Set(capacityTries(reason).map((each) => each.instanceType))];
 }
+
+/** What a wait for capacity shows: when the next try is, on which market, and what had none. */
+interface WaitingAttempt {
+  readonly rule: string | null;
+  readonly decidedAt: string | null;
+  readonly delaySeconds: number | null;
+  readonly reason: string | null;
+  readonly market: string;
+}
+
+/**
+ * The one line an attempt waiting for capacity reads as, in `relaunch run` and on the jobs
+ * page alike: `waiting for capacity: next try at <time>, in 60 s: no spot capacity for
+ * g5.xlarge, g5.2xlarge` (at most three types, then how many more); null for an attempt
+ * not waiting. `timeOf` writes the next try's time as the caller prints times.
+ */
+export function capacityWaitLine(attempt: WaitingAttempt, timeOf: (at: number) => string): string | null {
+  if (attempt.rule !== 'WAITING_FOR_CAPACITY' || attempt.decidedAt === null || attempt.delaySeconds === null) return null;
+  const next = Date.parse(attempt.decidedAt) + attempt.delaySeconds * 1000;
+  const types = triedInstanceTypes(attempt.reason ?? '');
+  const what = types.length === 0 ? '' : ` for ${types.length > 3 ? `${types.slice(0, 3).join(', ')} and ${types.length - 3} more` : types.join(', ')}`;
+  return `waiting for capacity: next try at ${timeOf(next)}, in ${attempt.delaySeconds} s: no ${attempt.market} capacity${what}`;
+}

@@ -5,7 +5,7 @@
 import type { AttemptView, JobView } from '../../lib/views.ts';
 import type { RecoveryPolicy } from '../../lib/task-file/types.ts';
 import { isTerminal } from '../../lib/status.ts';
-import { capacityTries } from '../../lib/capacity-tries.ts';
+import { capacityTries, capacityWaitLine } from '../../lib/capacity-tries.ts';
 import { accountSection } from './account.ts';
 import { ApiFailure, poll, setLive, type Api, type PageConfig, type Screen } from './api.ts';
 import { el, formatDuration, formatTime, statusBadge } from './dom.ts';
@@ -388,12 +388,10 @@ function decision(attempt: AttemptView, job: JobView): HTMLElement {
  * other decision.
  */
 function capacityWait(attempt: AttemptView): { line: string; tries: HTMLElement } | null {
-  if (attempt.rule !== 'WAITING_FOR_CAPACITY' || attempt.decidedAt === null || attempt.delaySeconds === null) return null;
+  const line = capacityWaitLine(attempt, (at) => formatTime(new Date(at).toISOString()));
+  if (line === null) return null;
   const reason = attempt.reason ?? '';
   const tries = capacityTries(reason);
-  const types = [...new Set(tries.map((each) => each.instanceType))];
-  const next = new Date(Date.parse(attempt.decidedAt) + attempt.delaySeconds * 1000).toISOString();
-  const line = `waiting for capacity: next try at ${formatTime(next)}, in ${attempt.delaySeconds} s: no ${attempt.market} capacity${types.length === 0 ? '' : ` for ${types.join(', ')}`}`;
   const list =
     tries.length === 0
       ? el('p', { class: 'tries' }, reason)
