@@ -1,6 +1,8 @@
 // The tries of a launch that found no capacity, read back from its reason, for the short line
 // `relaunch run` prints and the list the jobs page shows while a relaunch waits for capacity.
 
+import type { PolicyRule } from './policy/types.ts';
+
 /** One try of a launch: the instance type, where (a zone, or the local runtime's try number), and EC2's answer. */
 export interface CapacityTry {
   readonly instanceType: string;
@@ -30,7 +32,7 @@ export function triedInstanceTypes(reason: string): string[] {
 
 /** What a wait for capacity shows: when the next try is, on which market, and what had none. */
 interface WaitingAttempt {
-  readonly rule: string | null;
+  readonly rule: PolicyRule | null;
   readonly decidedAt: string | null;
   readonly delaySeconds: number | null;
   readonly reason: string | null;
