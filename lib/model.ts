@@ -2,7 +2,7 @@
 
 import type { AgentFailure, StopCause } from './agent/protocol.ts';
 import type { JobStatus } from './status.ts';
-import type { TaskSpec } from './task-file/types.ts';
+import type { ReuseSetup, TaskSpec } from './task-file/types.ts';
 import type { AwaitStateName } from './workflow/contract.ts';
 import type {
   AttemptOutcome,
@@ -61,6 +61,11 @@ export interface InstanceRef {
    * Absent on instances recorded before it was kept.
    */
   readonly runningAt?: string;
+  /**
+   * The attempt this node served before, when the relaunch kept it (restart in place, or a
+   * survivor beside replaced nodes: docs/recovery.md); absent on a node launched for this attempt.
+   */
+  readonly reusedFrom?: number;
 }
 
 /** Where an attempt was placed. */
@@ -191,6 +196,28 @@ export interface StoredDecision {
   readonly decidedAt: string;
   /** The job's counters once the decision was applied; absent on decisions stored before they were kept. */
   readonly counters?: RecoveryCounters;
+  /**
+   * The nodes a relaunch keeps for the next attempt (lib/reuse-rules.ts), decided with the
+   * decision and written in its write; absent: the next attempt runs on fresh nodes.
+   */
+  readonly keep?: KeptNodes;
+}
+
+/**
+ * The nodes of a decided attempt that its relaunch runs on again, and how: their job was
+ * stopped and each node's agent asks what to do next instead of shutting down. The next
+ * attempt launches only the ranks not in `nodes`, in `placement` (the survivors' zone and
+ * type), and runs setup on the kept nodes again or not, as `setup` says.
+ */
+export interface KeptNodes {
+  /** The kept nodes, as the decided attempt recorded them (same ranks, same instances). */
+  readonly nodes: readonly InstanceRef[];
+  /** Where they run: the next attempt's placement. */
+  readonly placement: Placement;
+  /** `rerun`: setup runs again on kept nodes (SkyPilot's FAILOVER); `skip`: it ran there already. */
+  readonly setup: ReuseSetup;
+  /** The ranks the next attempt launches anew, each with why its node is not kept. */
+  readonly replace: readonly { readonly nodeRank: number; readonly why: string }[];
 }
 
 /**

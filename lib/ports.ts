@@ -301,6 +301,14 @@ export interface LaunchRequest {
   readonly callbackSecret: string;
   /** The task's secrets, for the job's environment only; absent when it has none. */
   readonly secrets?: Readonly<Record<string, string>>;
+  /**
+   * The nodes the decided attempt before this one keeps (its decision's `keep`): the launch
+   * runs them again as this attempt (their callback secret rewritten, their tags moved to
+   * it, no boot) and launches only the ranks they do not cover, in `placement` (same zone,
+   * type and placement group). A kept node found gone is launched anew too. Absent: every
+   * node is new, placed as the strategy says.
+   */
+  readonly keep?: { readonly placement: Placement; readonly nodes: readonly InstanceRef[] };
 }
 
 /** A launch that worked. */
@@ -316,8 +324,17 @@ export interface LaunchResult {
  */
 export interface Compute {
   launch(request: LaunchRequest): Promise<LaunchResult>;
-  /** Terminates the instances; idempotent; resolves once they are gone or going. */
-  release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void>;
+  /**
+   * Terminates the instances, and any other the attempt's tags name, but those in
+   * `except` (nodes kept for the next attempt); idempotent; resolves once they are gone or going.
+   */
+  release(jobId: string, attempt: number, instances: readonly InstanceRef[], options?: { readonly except?: readonly string[] }): Promise<void>;
+  /**
+   * Tells the kept nodes of `attempt` (ended and decided) that their job is over but not the
+   * node: each agent stops what still runs, proves it gone, and asks what to do next
+   * (`POST .../next`). On EC2 and locally, the held-after tag (lib/agent/tags.ts). Idempotent.
+   */
+  hold(jobId: string, attempt: number, keep: { readonly placement: Placement; readonly nodes: readonly InstanceRef[] }): Promise<void>;
 }
 
 /** A live instance that carries relaunch's job tag, as EC2 describes it. */

@@ -66,8 +66,8 @@ export interface LocalInstance {
   readonly rank: number;
   /** The node's folder: the agent's root, with its scripts, logs and reports. */
   readonly rootDir: string;
-  /** Instance tags, as IMDS serves them under `tags/instance/`. */
-  readonly tags: ReadonlyMap<string, string>;
+  /** Instance tags, as IMDS serves them under `tags/instance/` (a hold adds one, as CreateTags would). */
+  readonly tags: Map<string, string>;
   /** IMDSv2 session tokens handed out to this instance. */
   readonly imdsTokens: Set<string>;
   /** The credential in the path of the node's routes (node-network.ts): only its agent has it. */
@@ -264,6 +264,15 @@ export class LocalProcessCompute implements Compute {
         runningAt: runningAt.toISOString(),
       })),
     };
+  }
+
+  /** Tags the kept nodes with the attempt that ended (TagKey.heldAfter), as EC2 would; their agents poll it. */
+  async hold(jobId: string, attempt: number, keep: { readonly nodes: readonly InstanceRef[] }): Promise<void> {
+    for (const node of keep.nodes) {
+      const instance = this.instances.get(node.instanceId);
+      if (instance === undefined || instance.jobId !== jobId || instance.state === 'terminated') continue;
+      instance.tags.set(TagKey.heldAfter, String(attempt));
+    }
   }
 
   async release(jobId: string, attempt: number, recorded: readonly InstanceRef[]): Promise<void> {

@@ -240,7 +240,7 @@ class Simulation {
         return [name, new TokenBucket(chosen.burst, chosen.perSecond)];
       }),
     ) as Record<keyof typeof AWS_LIMITS, TokenBucket>;
-    const compute: Compute = { launch: (request) => this.launch(request), release: (jobId, attempt) => this.release(jobId, attempt) };
+    const compute: Compute = { launch: (request) => this.launch(request), release: (jobId, attempt) => this.release(jobId, attempt), hold: (jobId, attempt) => this.release(jobId, attempt) };
     const pace = new MeteredLaunchPace(new MemoryLaunchPace(options.pace), this.meter, options.pace);
     this.sfn = new StepFunctionsSim(
       options.asl,

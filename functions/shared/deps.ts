@@ -113,6 +113,7 @@ function releasingCompute(scope: ReleaseEnvConfig, ec2: (region: string) => EC2C
       throw new ConfigurationError(`this function releases instances only: it has ${EnvVar.releaseConfig}, not ${EnvVar.computeConfig}`);
     },
     release: (jobId, attempt, instances) => releaser.release(jobId, attempt, instances),
+    hold: (jobId, attempt, keep) => releaser.hold(jobId, attempt, keep),
   };
 }
 

@@ -239,6 +239,15 @@ export class Ec2Compute implements Compute {
     }
   }
 
+  /** Tags the kept nodes with the attempt that ended (TagKey.heldAfter), which their agents poll. */
+  async hold(jobId: string, attempt: number, keep: { readonly placement: Placement; readonly nodes: readonly InstanceRef[] }): Promise<void> {
+    if (keep.nodes.length === 0) return;
+    const { region } = keep.placement;
+    const Resources = keep.nodes.map((node) => node.instanceId);
+    const Tags = [{ Key: TagKey.heldAfter, Value: String(attempt) }];
+    await this.withRetries(`EC2 CreateTags in ${region} (hold job ${jobId}'s nodes after attempt ${attempt})`, () => this.deps.ec2(region).send(new CreateTagsCommand({ Resources, Tags })));
+  }
+
   private get secretPath(): string {
     return agentSecretPath(this.config.namePrefix);
   }

@@ -109,6 +109,40 @@ const NodeBodySchema = z.object({ nodeRank });
  */
 export const HoldBodySchema = NodeBodySchema;
 
+/**
+ * The path a node asks on, once its job of attempt `attempt` has ended (it exited, or was
+ * stopped because its attempt ended: the held-after tag), what it does next: wait, shut
+ * down, or run the next attempt on this same node. It proves itself with attempt
+ * `attempt`'s secret, which this route alone still takes after the attempt ended.
+ */
+export function nextPath(jobId: string, attempt: number): string {
+  return `/jobs/${encodeURIComponent(jobId)}/attempts/${attempt}/next`;
+}
+
+/** `POST .../next`: the node asking, as a heartbeat names it. */
+export const NextBodySchema = NodeBodySchema;
+
+/**
+ * The answer to `POST .../next`. `wait`: ask again in HOLD_POLL_MS (the attempt is not
+ * decided yet, or the next one not placed). `stop`: shut down (the job ended, this node is
+ * not kept, or the wait was too long). `run`: this node is node `nodeRank` of `numNodes`
+ * of attempt `attempt`; it reads its new callback secret from its parameter (rewritten for
+ * that attempt), runs setup or skips it as `setup` says, and goes on as a node of that
+ * attempt launched fresh would.
+ */
+export type NextAnswer =
+  | { readonly next: 'wait' | 'stop'; readonly reason: string }
+  | {
+      readonly next: 'run';
+      readonly reason: string;
+      readonly attempt: number;
+      readonly nodeRank: number;
+      readonly numNodes: number;
+      /** Every node's private IP, rank 0 first. */
+      readonly nodeIps: readonly string[];
+      readonly setup: 'rerun' | 'skip';
+    };
+
 /** `POST .../data-credentials`: the node asking, as a heartbeat names it. */
 export const DataCredentialsBodySchema = NodeBodySchema;
 
@@ -158,6 +192,12 @@ export const AgentStep = {
   IMAGE_PULL: 'image-pull',
   /** Starting the task's container. */
   CONTAINER: 'container',
+  /**
+   * On a node kept from the attempt before (restart in place): proving that attempt's
+   * processes gone (its sessions, what they left behind, its container, its GPU processes)
+   * before this attempt starts. A node that cannot is replaced.
+   */
+  PREVIOUS_ATTEMPT: 'previous-attempt',
 } as const;
 /** One of the agent's own steps. */
 export type AgentStep = (typeof AgentStep)[keyof typeof AgentStep];
@@ -175,10 +215,11 @@ export interface AgentFailure {
 
 /**
  * What stopped a phase before it exited, as a stopped report says: EC2's spot interruption
- * notice, or the node's agent told to end (SIGTERM, SIGINT or SIGHUP: the node shutting
- * down for a cancel, a release, or its operator).
+ * notice, the node's agent told to end (SIGTERM, SIGINT or SIGHUP: the node shutting
+ * down for a cancel, a release, or its operator), or its attempt ended with the node kept
+ * for the next one (`held`: the held-after tag).
  */
-export const STOP_CAUSES = ['interruption', 'shutdown'] as const;
+export const STOP_CAUSES = ['interruption', 'shutdown', 'held'] as const;
 /** One of STOP_CAUSES. */
 export type StopCause = (typeof STOP_CAUSES)[number];
 

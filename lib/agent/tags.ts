@@ -10,6 +10,11 @@ export const TagKey = {
   jobId: 'relaunch:job-id',
   attempt: 'relaunch:attempt',
   nodeRank: 'relaunch:node-rank',
+  /**
+   * Set on a node kept for the next attempt, to the number of the attempt that ended: its
+   * agent (which polls it with the spot notice) stops the job and asks what to do next.
+   */
+  heldAfter: 'relaunch:held-after',
   name: 'Name',
 } as const;
 

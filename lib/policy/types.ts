@@ -22,10 +22,19 @@ export interface NodeExit {
 /** How an attempt ended. */
 export type AttemptOutcome =
   | { readonly kind: 'EXITED'; readonly phase: Phase; readonly nodes: readonly NodeExit[] }
-  | { readonly kind: 'PREEMPTED' }
+  | {
+      readonly kind: 'PREEMPTED';
+      /**
+       * The ranks of the nodes reclaimed or warned, when an EC2 event (or the local runtime)
+       * named their instances; absent: not known which (every node is then replaced).
+       */
+      readonly nodes?: readonly number[];
+    }
   | {
       readonly kind: 'LOST';
       readonly reason: string;
+      /** The ranks of the nodes lost, when known (an instance seen gone); absent: not known which. */
+      readonly nodes?: readonly number[];
       /**
        * true: no node of the attempt ever reached relaunch (no first heartbeat within the
        * heartbeat timeout). Such attempts in a row count toward max_boot_failures.

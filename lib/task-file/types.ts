@@ -62,6 +62,28 @@ export interface RecoveryPolicy {
    * warned one has ended and been decided, as SkyPilot does).
    */
   readonly launchOnWarning?: LaunchOnWarning;
+  /**
+   * `reuse_nodes`: whether a relaunch runs on the attempt's healthy nodes again (restart
+   * in place, replace only the lost ones), and whether setup runs again there; null or
+   * absent: the strategy's default (FAILOVER reuses and reruns setup, as SkyPilot does;
+   * EAGER_NEXT_REGION launches fresh nodes). lib/reuse-rules.ts `reuseChoice`.
+   */
+  readonly reuseNodes?: ReuseNodes | null;
+  /**
+   * `bad_node_exit_codes`: exit codes that say the node itself is bad (a GPU health check
+   * that exits 42): the node that exited with one is replaced, the others kept. Sorted,
+   * unique; absent or empty: none.
+   */
+  readonly badNodeExitCodes?: readonly number[];
+}
+
+/** Whether setup runs again on a node a relaunch kept. */
+export type ReuseSetup = 'rerun' | 'skip';
+
+/** `reuse_nodes`, as parsed: `true` is `{reuse: true, setup: 'rerun'}`. */
+export interface ReuseNodes {
+  readonly reuse: boolean;
+  readonly setup: ReuseSetup;
 }
 
 /** `launch_on_warning`, as the file writes it. */

@@ -17,7 +17,8 @@ export const DEFAULT_PLACEMENT: Placement = { region: 'us-east-1', zone: 'us-eas
  */
 export class FakeCompute implements Compute {
   readonly launches: LaunchRequest[] = [];
-  readonly releases: { jobId: string; attempt: number; instances: readonly InstanceRef[] }[] = [];
+  readonly releases: { jobId: string; attempt: number; instances: readonly InstanceRef[]; except?: readonly string[] }[] = [];
+  readonly holds: { jobId: string; attempt: number; nodes: readonly InstanceRef[] }[] = [];
   readonly #scripts: LaunchScript[] = [];
 
   /** Queues what the next launches do, in order. */
@@ -33,8 +34,12 @@ export class FakeCompute implements Compute {
     return { placement: script.placement, instances: instancesFor(request) };
   }
 
-  async release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void> {
-    this.releases.push({ jobId, attempt, instances });
+  async release(jobId: string, attempt: number, instances: readonly InstanceRef[], options?: { readonly except?: readonly string[] }): Promise<void> {
+    this.releases.push({ jobId, attempt, instances, ...(options?.except === undefined ? {} : { except: options.except }) });
+  }
+
+  async hold(jobId: string, attempt: number, keep: { readonly nodes: readonly InstanceRef[] }): Promise<void> {
+    this.holds.push({ jobId, attempt, nodes: keep.nodes });
   }
 
   /** The callback secret the agent of that attempt was given. */

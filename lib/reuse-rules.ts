@@ -1,0 +1,123 @@
+// Which nodes a relaunch runs on again: restart in place on healthy nodes, replace only the
+// nodes that were lost or are bad. Pure: the controller (EvaluateRecoveryPolicy) and
+// `relaunch simulate` decide with it alike. docs/recovery.md says why each rule is so.
+
+import type { InstanceRef, KeptNodes, Placement } from './model.ts';
+import { RecoveryAction, type AttemptOutcome, type Market, type RecoveryDecision } from './policy/types.ts';
+import type { RecoveryPolicy, ReuseSetup } from './task-file/types.ts';
+
+/**
+ * The longest wait before a relaunch for which its nodes are held, in seconds: a held node
+ * is paid for, so a longer restart_backoff (or a wait for capacity) releases them instead.
+ */
+export const MAX_HOLD_SECONDS = 300;
+
+/** Whether a job's relaunches reuse nodes, how setup treats them, and what said so. */
+export interface ReuseChoice {
+  readonly reuse: boolean;
+  readonly setup: ReuseSetup;
+  /** `reuse_nodes` when the task set it, else the strategy's default. */
+  readonly source: 'reuse_nodes' | 'strategy';
+}
+
+/**
+ * The effective choice: `reuse_nodes` when given; otherwise SkyPilot's, by strategy:
+ * FAILOVER relaunches on the cluster's live nodes and runs setup on them again,
+ * EAGER_NEXT_REGION tears the cluster down and launches a fresh one.
+ */
+export function reuseChoice(policy: RecoveryPolicy): ReuseChoice {
+  const given = policy.reuseNodes;
+  if (given !== null && given !== undefined) return { reuse: given.reuse, setup: given.setup, source: 'reuse_nodes' };
+  return { reuse: policy.strategy === 'FAILOVER', setup: 'rerun', source: 'strategy' };
+}
+
+/** The choice in words, as validate and simulate print it. */
+export function describeReuseChoice(choice: ReuseChoice, strategy: RecoveryPolicy['strategy']): string {
+  const why = choice.source === 'reuse_nodes' ? 'reuse_nodes' : `the ${strategy} strategy's default`;
+  if (!choice.reuse) return `relaunches on fresh nodes (${why})`;
+  const setup = choice.setup === 'skip' ? 'setup skipped where it ran' : 'setup run again';
+  return `relaunches on the healthy nodes, replacing only lost or bad ones, ${setup} (${why})`;
+}
+
+/** What nodesToKeep is given: the decided attempt, its decision and the job's policy. */
+export interface KeepInput {
+  readonly policy: RecoveryPolicy;
+  readonly decision: Pick<RecoveryDecision, 'action' | 'delaySeconds' | 'market'>;
+  readonly outcome: AttemptOutcome;
+  /** The attempt's market (a relaunch to another market keeps nothing). */
+  readonly market: Market;
+  readonly placement: Placement | null;
+  readonly instances: readonly InstanceRef[];
+  readonly numNodes: number;
+}
+
+/** The nodes kept, or why none is, in a sentence. */
+export type KeepResult = { readonly keep: KeptNodes; readonly reason: string } | { readonly keep: null; readonly reason: string };
+
+/**
+ * The nodes of a decided attempt its relaunch runs on again (reuseChoice), or null with why
+ * not. A node is replaced when its instance was preempted or lost (an EC2 event or the
+ * runtime named it: the outcome's `nodes`), when its agent failed, when it exited with a
+ * code in `bad_node_exit_codes`, or when its code never arrived; every other node is kept.
+ * Nothing is kept for a decision that does not relaunch, one that waits longer than
+ * MAX_HOLD_SECONDS, one that moves to another market, or an outcome that does not say which
+ * node went (a heartbeat timeout); nor when every node would be replaced.
+ */
+export function nodesToKeep(input: KeepInput): KeepResult {
+  const { policy, decision, outcome, placement, instances } = input;
+  const none = (reason: string): KeepResult => ({ keep: null, reason });
+  if (decision.action !== RecoveryAction.RESTART && decision.action !== RecoveryAction.RECOVER) return none('no relaunch');
+  const choice = reuseChoice(policy);
+  if (!choice.reuse) return none(describeReuseChoice(choice, policy.strategy));
+  if (placement === null || instances.length === 0) return none('the attempt had no nodes to keep');
+  if (decision.delaySeconds > MAX_HOLD_SECONDS) {
+    return none(`fresh nodes: the ${decision.delaySeconds} s wait before the relaunch is longer than the ${MAX_HOLD_SECONDS} s a node is held`);
+  }
+  if (decision.market !== input.market) return none(`fresh nodes: the relaunch moves from ${input.market} to ${decision.market}`);
+  const replaced = replacedNodes(outcome, policy.badNodeExitCodes ?? []);
+  if (replaced === null) return none('fresh nodes: which node went is not known');
+  const replace = [...replaced].map(([nodeRank, why]) => ({ nodeRank, why })).sort((a, b) => a.nodeRank - b.nodeRank);
+  const nodes = instances.filter((node) => !replaced.has(node.nodeRank)).sort((a, b) => a.nodeRank - b.nodeRank);
+  for (let rank = 0; rank < input.numNodes; rank += 1) {
+    if (!replaced.has(rank) && !nodes.some((node) => node.nodeRank === rank)) replace.push({ nodeRank: rank, why: 'it has no instance on record' });
+  }
+  if (nodes.length === 0) return none(`fresh nodes: ${replace.map((node) => `node ${node.nodeRank} ${node.why}`).join('; ')}`);
+  replace.sort((a, b) => a.nodeRank - b.nodeRank);
+  const keep: KeptNodes = { nodes, placement, setup: choice.setup, replace };
+  return { keep, reason: describeKeep(keep, input.numNodes) };
+}
+
+/** A kept set in words: `in place on nodes 0-3, setup skipped` or `keeps nodes 0, 1, 3; replaces node 2 (preempted)`. */
+export function describeKeep(keep: KeptNodes, numNodes: number): string {
+  const setup = keep.setup === 'skip' ? 'setup skipped' : 'setup run again';
+  const ranks = keep.nodes.map((node) => node.nodeRank);
+  if (keep.replace.length === 0) {
+    return numNodes === 1 ? `in place on the same node, ${setup}` : `in place on nodes 0-${numNodes - 1}, ${setup}`;
+  }
+  const replaced = keep.replace.map((node) => `node ${node.nodeRank} (${node.why})`).join(', ');
+  return `keeps node${ranks.length === 1 ? '' : 's'} ${ranks.join(', ')} and replaces ${replaced}, ${setup}`;
+}
+
+/** The ranks a relaunch must replace, with why; null when the outcome does not say which. */
+function replacedNodes(outcome: AttemptOutcome, badCodes: readonly number[]): Map<number, string> | null {
+  const replaced = new Map<number, string>();
+  switch (outcome.kind) {
+    case 'PREEMPTED':
+    case 'LOST':
+      if (outcome.nodes === undefined || outcome.nodes.length === 0) return null;
+      for (const rank of outcome.nodes) replaced.set(rank, outcome.kind === 'PREEMPTED' ? 'preempted' : 'lost');
+      return replaced;
+    case 'AGENT_FAILED':
+      replaced.set(outcome.nodeRank, `its agent failed at ${outcome.step}`);
+      return replaced;
+    case 'EXITED':
+      for (const node of outcome.nodes) {
+        if (node.exitCode === null && node.killedByController !== true) replaced.set(node.rank, 'its exit code never arrived');
+        else if (node.exitCode !== null && badCodes.includes(node.exitCode)) replaced.set(node.rank, `exited ${node.exitCode}, a bad_node_exit_codes code`);
+      }
+      return replaced;
+    case 'LAUNCH_FAILED':
+    case 'CANCELLED':
+      return null;
+  }
+}
