@@ -10,6 +10,12 @@ const RANGE = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/;
 const CODE = 'an integer 0-255';
 const CODE_OR_RANGE = `${CODE} or a range such as "64-78"`;
 
+/**
+ * The longest list read item by item: there are only 256 codes, so a longer list repeats
+ * one, and is refused whole with one message instead of one per item.
+ */
+export const MAX_EXIT_CODE_ITEMS = MAX_CODE + 1;
+
 /** The codes one list item stands for, or undefined after reporting why it stands for none. */
 function codesOf(item: unknown, report: Report): number[] | undefined {
   if (typeof item === 'number') {
@@ -31,6 +37,9 @@ function codesOf(item: unknown, report: Report): number[] | undefined {
  */
 export const exitCodesSchema = fromParser<readonly number[]>((value, report) => {
   if (!Array.isArray(value)) return codesOf(value, report);
+  if (value.length > MAX_EXIT_CODE_ITEMS) {
+    return report(`expected at most ${MAX_EXIT_CODE_ITEMS} items, each code 0-255 once (ranges such as "64-78" cover many), got a list of ${value.length}`);
+  }
   const firstSeenAt = new Map<number, number>();
   let failed = false;
   value.forEach((item, index) => {

@@ -1,7 +1,7 @@
 // resources.job_recovery: SkyPilot's strategy and restart budget, plus relaunch's extensions.
 
 import * as z from '../zod.ts';
-import type { LaunchOnWarning, RecoveryPolicy, RecoveryStrategy, RestartBackoff } from './types.ts';
+import type { LaunchOnWarning, RecoveryPolicy, RecoveryStrategy, RestartBackoff, ReuseNodes, ReuseSetup } from './types.ts';
 import { exitCodesSchema } from './exit-codes.ts';
 import {
   DEFAULT_BOOT_TIMEOUT_SECONDS,
@@ -13,7 +13,7 @@ import {
   parseDuration,
 } from './bounds.ts';
 import { fromParser, integer, isMapping, validOrUndefined, valueRequired } from '../located-yaml/fields.ts';
-import { expected, expectedGot, type Problem } from '../located-yaml/messages.ts';
+import { describe as describeValue, expected, expectedGot, type Problem } from '../located-yaml/messages.ts';
 
 const STRATEGIES: readonly RecoveryStrategy[] = ['EAGER_NEXT_REGION', 'FAILOVER'];
 const STRATEGY_FORMS = 'EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none';
@@ -117,6 +117,56 @@ const launchOnWarningSchema = fromParser<LaunchOnWarning>((value, report) => {
   return report(`${expectedGot(LAUNCH_ON_WARNING_FORMS, value)}${hint}`);
 });
 
+const SETUP_FORMS = 'skip or rerun';
+const REUSE_NODES_FORMS = `true, false, or a mapping {setup: ${SETUP_FORMS}}`;
+const REUSE_NODES_DEFAULT = "the strategy's: FAILOVER reuses nodes, EAGER_NEXT_REGION launches fresh ones";
+const SETUPS: readonly ReuseSetup[] = ['skip', 'rerun'];
+
+/** The hint for a boolean written in quotes, which YAML reads as a string. */
+function quotedBooleanHint(value: unknown): string {
+  return typeof value === 'string' && ['true', 'false'].includes(value.trim().toLowerCase()) ? ' (write it without quotes)' : '';
+}
+
+/**
+ * `reuse_nodes` (relaunch's extension): `true` reuses the healthy nodes and runs setup on
+ * them again; `false` launches fresh nodes; a mapping reuses them, its `setup` (`skip` or
+ * `rerun`, default `rerun`) saying whether setup runs again on a kept node. A mapping with
+ * any other key is refused: a misspelt `setup` must not silently rerun setup.
+ */
+const reuseNodesSchema = fromParser<ReuseNodes>((value, report) => {
+  if (typeof value === 'boolean') return { reuse: value, setup: 'rerun' };
+  if (!isMapping(value)) return report(`${expectedGot(REUSE_NODES_FORMS, value)}${quotedBooleanHint(value)}`);
+  let failed = false;
+  for (const key of Object.keys(value).filter((name) => name !== 'setup')) {
+    failed = true;
+    report(`unknown key: a reuse_nodes mapping takes only setup (${SETUP_FORMS})`, [key]);
+  }
+  const given = value.setup;
+  const setup = given === undefined ? 'rerun' : SETUPS.find((known) => known === given);
+  if (setup === undefined) {
+    const none = given === null ? ', got no value; leave the key out for the default (rerun)' : `, got ${describeValue(given)}`;
+    return report(`expected ${SETUP_FORMS}${none}`, ['setup']);
+  }
+  return failed ? undefined : { reuse: true, setup };
+});
+
+const BAD_NODE_CODES_FORMS = 'a non-zero exit code 1-255 or a list of them';
+
+/**
+ * `bad_node_exit_codes` (relaunch's extension): recover_on_exit_codes' forms, ranges
+ * included, without 0: a node that exits 0 succeeded, it cannot be the bad one.
+ */
+const badNodeExitCodesSchema = z.pipe(
+  exitCodesSchema,
+  z.transform((codes, ctx) => {
+    if (codes.includes(0)) {
+      ctx.issues.push({ code: 'custom', message: 'expected non-zero codes (0 is success: a node that exits 0 is never the bad one), got 0', input: codes, path: [] });
+      return z.NEVER;
+    }
+    return codes;
+  }),
+);
+
 const LAUNCH_TIMEOUT_FORMS = durationForms(0, MAX_LAUNCH_TIMEOUT_SECONDS, '6h, 30m or 90s');
 const BOOT_TIMEOUT_FORMS = durationForms(1, MAX_BOOT_TIMEOUT_SECONDS, '10m or 90s');
 
@@ -141,6 +191,8 @@ const policyShape = {
   max_boot_failures: z.optional(valueRequired(integer('an integer >= 1', 1), 'an integer >= 1', `${DEFAULT_MAX_BOOT_FAILURES}`)),
   max_recoveries: z.optional(valueRequired(integer('an integer >= 0', 0), 'an integer >= 0', 'no cap')),
   launch_on_warning: z.optional(valueRequired(launchOnWarningSchema, LAUNCH_ON_WARNING_FORMS, 'false')),
+  reuse_nodes: z.optional(valueRequired(reuseNodesSchema, REUSE_NODES_FORMS, REUSE_NODES_DEFAULT)),
+  bad_node_exit_codes: z.optional(valueRequired(badNodeExitCodesSchema, BAD_NODE_CODES_FORMS, 'no codes')),
 };
 
 /** The keys a job_recovery mapping may hold. */
@@ -164,6 +216,9 @@ const policyMappingSchema = z.pipe(
       maxBootFailures: given.max_boot_failures ?? DEFAULT_MAX_BOOT_FAILURES,
       maxRecoveries: given.max_recoveries ?? null,
       launchOnWarning: given.launch_on_warning ?? false,
+      // Left out when not given, so a job stored before these keys reads the same.
+      ...(given.reuse_nodes === undefined ? {} : { reuseNodes: given.reuse_nodes }),
+      ...(given.bad_node_exit_codes === undefined ? {} : { badNodeExitCodes: given.bad_node_exit_codes }),
     }),
   ),
 );
@@ -178,8 +233,8 @@ const strategyPolicySchema = z.pipe(
  * `resources.job_recovery` (and its legacy name `spot_recovery`): a strategy name, or the
  * mapping of SkyPilot's strategy, max_restarts_on_errors and recover_on_exit_codes plus
  * relaunch's fail_on_exit_codes, max_restarts_on_exit_codes, restart_backoff,
- * on_demand_fallback_after, launch_timeout, boot_timeout, max_boot_failures, max_recoveries and
- * launch_on_warning.
+ * on_demand_fallback_after, launch_timeout, boot_timeout, max_boot_failures, max_recoveries,
+ * launch_on_warning, reuse_nodes and bad_node_exit_codes.
  */
 export const jobRecoverySchema = z.pipe(
   z.unknown(),
@@ -194,7 +249,10 @@ export const jobRecoverySchema = z.pipe(
 
 /**
  * Cross-field checks of a job_recovery mapping: no code both recovers and fails the job,
- * and restart_backoff's max_seconds is not below its initial_seconds.
+ * no bad-node code fails it (a code in fail_on_exit_codes ends the job, so no relaunch
+ * would ever replace the node), and restart_backoff's max_seconds is not below its
+ * initial_seconds. A bad-node code may be in recover_on_exit_codes: that says the job
+ * relaunches on it, uncharged, and the node that exited with it is replaced.
  */
 export function recoveryProblems(jobRecovery: unknown): Problem[] {
   if (!isMapping(jobRecovery)) return [];
@@ -206,6 +264,14 @@ export function recoveryProblems(jobRecovery: unknown): Problem[] {
     problems.push({
       path: ['fail_on_exit_codes'],
       message: `expected codes not in recover_on_exit_codes, got ${both.join(', ')} in both`,
+    });
+  }
+  const bad = validOrUndefined(badNodeExitCodesSchema, jobRecovery.bad_node_exit_codes) ?? [];
+  const badAndFail = fail.filter((code) => bad.includes(code));
+  if (badAndFail.length > 0) {
+    problems.push({
+      path: ['bad_node_exit_codes'],
+      message: `expected codes not in fail_on_exit_codes (a code there ends the job, so no relaunch replaces the node), got ${badAndFail.join(', ')} in both`,
     });
   }
   const backoff = jobRecovery.restart_backoff;

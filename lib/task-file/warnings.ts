@@ -5,6 +5,7 @@ import type { Problem } from '../located-yaml/messages.ts';
 import { isMapping } from '../located-yaml/fields.ts';
 import { mountWarnings } from './mounts.ts';
 import { otherCloudOf } from './cloud-region-zone.ts';
+import { reuseChoice } from '../reuse-rules.ts';
 
 /** SIGKILL's exit code: the kernel's out-of-memory killer is its usual sender. */
 const SIGKILL_EXIT = 137;
@@ -24,7 +25,8 @@ export interface WarningOptions {
  * keys (SkyPilot drops the whole mapping then); exit codes 137 and 0 in
  * recover_on_exit_codes (137 with what bound to add when nothing caps it); with `review`,
  * other codes that nothing caps or paces; an on-demand fallback or launch_on_warning on a
- * task that never uses spot; `any_of`/`ordered` entries for another cloud, left out; and a task with nothing to run.
+ * task that never uses spot; bad_node_exit_codes on a task whose relaunches never keep a
+ * node; `any_of`/`ordered` entries for another cloud, left out; and a task with nothing to run.
  */
 export function specWarnings(task: Readonly<Record<string, unknown>>, spec: TaskSpec, options: WarningOptions = {}): Problem[] {
   const warnings: Problem[] = [];
@@ -89,6 +91,15 @@ export function specWarnings(task: Readonly<Record<string, unknown>>, spec: Task
     warnings.push({
       path: ['resources', policyKey, 'launch_on_warning'],
       message: 'has no effect: the task does not use spot (use_spot is not true), and EC2 warns only of spot instances',
+    });
+  }
+  if ((policy.badNodeExitCodes ?? []).length > 0 && !reuseChoice(policy).reuse) {
+    warnings.push({
+      path: ['resources', policyKey, 'bad_node_exit_codes'],
+      message:
+        policy.reuseNodes?.reuse === false
+          ? 'has no effect: reuse_nodes is false, so every relaunch runs on fresh nodes and no node is kept to be told apart'
+          : `has no effect: under the ${policy.strategy} strategy every relaunch runs on fresh nodes; set reuse_nodes: true (or strategy: FAILOVER) to keep the healthy ones and replace only a bad one`,
     });
   }
   warnings.push(...mountWarnings(task, spec.fileMounts ?? []));

@@ -63,6 +63,18 @@ describe('parseTaskObject normalizes', () => {
     ['an empty code list is no codes', { job_recovery: { recover_on_exit_codes: [] } }, (r: Resources) => r.jobRecovery.recoverOnExitCodes, []],
     ['null resources take every default', null, (r: Resources) => [r.useSpot, r.accelerators, r.jobRecovery.restartBackoff], [false, [], null]],
     ['a key with no value takes its default', { use_spot: null, cpus: null, job_recovery: null }, (r: Resources) => [r.useSpot, r.cpus, r.jobRecovery.maxRestartsOnErrors], [false, null, 0]],
+    ['reuse_nodes true reuses and reruns setup', { job_recovery: { reuse_nodes: true } }, (r: Resources) => r.jobRecovery.reuseNodes, { reuse: true, setup: 'rerun' }],
+    ['reuse_nodes false launches fresh nodes', { job_recovery: { strategy: 'FAILOVER', reuse_nodes: false } }, (r: Resources) => r.jobRecovery.reuseNodes, { reuse: false, setup: 'rerun' }],
+    ['reuse_nodes {setup: skip} reuses and skips setup', { job_recovery: { reuse_nodes: { setup: 'skip' } } }, (r: Resources) => r.jobRecovery.reuseNodes, { reuse: true, setup: 'skip' }],
+    ['reuse_nodes {setup: rerun} reuses and reruns setup', { job_recovery: { reuse_nodes: { setup: 'rerun' } } }, (r: Resources) => r.jobRecovery.reuseNodes, { reuse: true, setup: 'rerun' }],
+    ['reuse_nodes as an empty mapping is reuse with setup rerun', { job_recovery: { reuse_nodes: {} } }, (r: Resources) => r.jobRecovery.reuseNodes, { reuse: true, setup: 'rerun' }],
+    ['reuse_nodes and bad_node_exit_codes left out are absent: the strategy decides', { job_recovery: { strategy: 'FAILOVER' } }, (r: Resources) => ['reuseNodes' in r.jobRecovery, 'badNodeExitCodes' in r.jobRecovery], [false, false]],
+    ['a strategy name alone has no reuse_nodes either', { job_recovery: 'FAILOVER' }, (r: Resources) => r.jobRecovery.reuseNodes, undefined],
+    ['bad_node_exit_codes as one code', { job_recovery: { bad_node_exit_codes: 42 } }, (r: Resources) => r.jobRecovery.badNodeExitCodes, [42]],
+    ['bad_node_exit_codes with a range, sorted', { job_recovery: { bad_node_exit_codes: [99, '64-66', '42'] } }, (r: Resources) => r.jobRecovery.badNodeExitCodes, [42, 64, 65, 66, 99]],
+    ['bad_node_exit_codes empty is no codes', { job_recovery: { bad_node_exit_codes: [] } }, (r: Resources) => r.jobRecovery.badNodeExitCodes, []],
+    ['a bad-node code may also be in recover_on_exit_codes', { job_recovery: { recover_on_exit_codes: [42], bad_node_exit_codes: [42] } }, (r: Resources) => [r.jobRecovery.recoverOnExitCodes, r.jobRecovery.badNodeExitCodes], [[42], [42]]],
+    ['an exit code list of exactly 256 items', { job_recovery: { recover_on_exit_codes: Array.from({ length: 256 }, (_, code) => code) } }, (r: Resources) => r.jobRecovery.recoverOnExitCodes.length, 256],
   ])('%s', (_name, resources, pick, expected) => {
     expect(pick(resourcesOf(resources))).toEqual(expected);
   });
@@ -107,6 +119,12 @@ describe('parseTaskObject normalizes', () => {
       ['resources.job_recovery.launch_on_warning: has no effect: the task does not use spot (use_spot is not true), and EC2 warns only of spot instances']],
     ['on a spot task it is quiet', { use_spot: true, job_recovery: { launch_on_warning: 'rebalance' } }, []],
     ['launch_on_warning false is quiet anywhere', { use_spot: false, job_recovery: { launch_on_warning: false } }, []],
+    ['bad_node_exit_codes under the default strategy keeps no node to replace', { job_recovery: { bad_node_exit_codes: [42] } },
+      ['resources.job_recovery.bad_node_exit_codes: has no effect: under the EAGER_NEXT_REGION strategy every relaunch runs on fresh nodes; set reuse_nodes: true (or strategy: FAILOVER) to keep the healthy ones and replace only a bad one']],
+    ['bad_node_exit_codes beside reuse_nodes false', { job_recovery: { strategy: 'FAILOVER', reuse_nodes: false, bad_node_exit_codes: [42] } },
+      ['resources.job_recovery.bad_node_exit_codes: has no effect: reuse_nodes is false, so every relaunch runs on fresh nodes and no node is kept to be told apart']],
+    ['bad_node_exit_codes under FAILOVER is quiet', { job_recovery: { strategy: 'FAILOVER', bad_node_exit_codes: [42] } }, []],
+    ['bad_node_exit_codes with reuse_nodes {setup: skip} is quiet', { job_recovery: { reuse_nodes: { setup: 'skip' }, bad_node_exit_codes: [42] } }, []],
   ])('warns: %s', (_name, resources, expected) => {
     const { warnings } = parseTaskObject({ run: 'x', resources });
     expect(warnings.map(formatIssue)).toEqual(expected);
@@ -143,6 +161,7 @@ describe('parseTaskObject normalizes', () => {
 const STRATEGY = 'expected EAGER_NEXT_REGION or FAILOVER in any case, or a lowercase none,';
 const NONE_HINT = '(only the lowercase none means the default strategy, as in SkyPilot)';
 const LAUNCH = 'expected a duration from 0s to 365d such as 6h, 30m or 90s,';
+const REUSE = 'expected true, false, or a mapping {setup: skip or rerun},';
 const BOOT_TIMEOUT = 'expected a duration from 1s to 1d such as 10m or 90s,';
 
 describe('parseTaskObject rejects', () => {
@@ -202,6 +221,34 @@ describe('parseTaskObject rejects', () => {
     ['restart_backoff max_seconds one past 7 days', { resources: { job_recovery: { restart_backoff: { max_seconds: 604_801 } } } }, ['resources.job_recovery.restart_backoff.max_seconds: expected a whole number of seconds from 0 to 604800 (7 days), got 604801']],
     ['DYNAMIC_NODE_SET\'s min_nodes is an unknown key', { resources: { job_recovery: { min_nodes: 2 } } }, ['resources.job_recovery.min_nodes: unknown key']],
     ['a restart_backoff with an unknown key', { resources: { job_recovery: { restart_backoff: { jitter: 'full', step: 1 } } } }, ['resources.job_recovery.restart_backoff.step: unknown key']],
+    ['reuse_nodes as a quoted "true" says to drop the quotes', { resources: { job_recovery: { reuse_nodes: 'true' } } }, [`resources.job_recovery.reuse_nodes: ${REUSE} got "true" (write it without quotes)`]],
+    ['reuse_nodes as a number', { resources: { job_recovery: { reuse_nodes: 1 } } }, [`resources.job_recovery.reuse_nodes: ${REUSE} got 1`]],
+    ['reuse_nodes as a word', { resources: { job_recovery: { reuse_nodes: 'skip' } } }, [`resources.job_recovery.reuse_nodes: ${REUSE} got "skip"`]],
+    ['reuse_nodes as a list', { resources: { job_recovery: { reuse_nodes: [true] } } }, [`resources.job_recovery.reuse_nodes: ${REUSE} got a list`]],
+    ['reuse_nodes with no value', { resources: { job_recovery: { reuse_nodes: null } } }, [`resources.job_recovery.reuse_nodes: ${REUSE} got no value; leave the key out for the default (the strategy's: FAILOVER reuses nodes, EAGER_NEXT_REGION launches fresh ones)`]],
+    ['reuse_nodes setup in another case', { resources: { job_recovery: { reuse_nodes: { setup: 'Skip' } } } }, ['resources.job_recovery.reuse_nodes.setup: expected skip or rerun, got "Skip"']],
+    ['reuse_nodes setup as a boolean', { resources: { job_recovery: { reuse_nodes: { setup: false } } } }, ['resources.job_recovery.reuse_nodes.setup: expected skip or rerun, got false']],
+    ['reuse_nodes setup with no value', { resources: { job_recovery: { reuse_nodes: { setup: null } } } }, ['resources.job_recovery.reuse_nodes.setup: expected skip or rerun, got no value; leave the key out for the default (rerun)']],
+    ['a misspelt setup is refused, never read as rerun', { resources: { job_recovery: { reuse_nodes: { setpu: 'skip' } } } }, ['resources.job_recovery.reuse_nodes.setpu: unknown key: a reuse_nodes mapping takes only setup (skip or rerun)']],
+    ['reuse_nodes with a key beside setup', { resources: { job_recovery: { reuse_nodes: { setup: 'skip', reuse: false } } } }, ['resources.job_recovery.reuse_nodes.reuse: unknown key: a reuse_nodes mapping takes only setup (skip or rerun)']],
+    ['reuse_nodes at the top level points to where it belongs', { reuse_nodes: true, run: 'x' }, ['reuse_nodes: unknown key here, did you mean `resources.job_recovery.reuse_nodes`?']],
+    ['bad_node_exit_codes 0: a node that exits 0 is not bad', { resources: { job_recovery: { bad_node_exit_codes: 0 } } }, ['resources.job_recovery.bad_node_exit_codes: expected non-zero codes (0 is success: a node that exits 0 is never the bad one), got 0']],
+    ['bad_node_exit_codes with a range that holds 0', { resources: { job_recovery: { bad_node_exit_codes: ['0-3'] } } }, ['resources.job_recovery.bad_node_exit_codes: expected non-zero codes (0 is success: a node that exits 0 is never the bad one), got 0']],
+    ['bad_node_exit_codes negative, too large, fractional, a word', { resources: { job_recovery: { bad_node_exit_codes: [-1, 256, 4.5, 'gpu', '1-300'] } } }, [
+      'resources.job_recovery.bad_node_exit_codes[0]: expected an integer 0-255, got -1',
+      'resources.job_recovery.bad_node_exit_codes[1]: expected an integer 0-255, got 256',
+      'resources.job_recovery.bad_node_exit_codes[2]: expected an integer 0-255, got 4.5',
+      'resources.job_recovery.bad_node_exit_codes[3]: expected an integer 0-255 or a range such as "64-78", got "gpu"',
+      'resources.job_recovery.bad_node_exit_codes[4]: expected a range within 0-255, got "1-300"',
+    ]],
+    ['bad_node_exit_codes as a mapping', { resources: { job_recovery: { bad_node_exit_codes: { 42: 'gpu' } } } }, ['resources.job_recovery.bad_node_exit_codes: expected an integer 0-255 or a range such as "64-78", got a mapping']],
+    ['bad_node_exit_codes as a boolean', { resources: { job_recovery: { bad_node_exit_codes: true } } }, ['resources.job_recovery.bad_node_exit_codes: expected an integer 0-255 or a range such as "64-78", got true']],
+    ['bad_node_exit_codes with no value', { resources: { job_recovery: { bad_node_exit_codes: null } } }, ['resources.job_recovery.bad_node_exit_codes: expected a non-zero exit code 1-255 or a list of them, got no value; leave the key out for the default (no codes)']],
+    ['bad_node_exit_codes with a code twice', { resources: { job_recovery: { bad_node_exit_codes: [42, '40-45'] } } }, ['resources.job_recovery.bad_node_exit_codes[1]: expected unique exit codes, got 42 again (also in [0])']],
+    ['a huge bad_node_exit_codes list is one problem, not one per item', { resources: { job_recovery: { bad_node_exit_codes: Array.from({ length: 100_000 }, () => 1) } } }, ['resources.job_recovery.bad_node_exit_codes: expected at most 256 items, each code 0-255 once (ranges such as "64-78" cover many), got a list of 100000']],
+    ['a huge recover_on_exit_codes list likewise', { resources: { job_recovery: { recover_on_exit_codes: Array.from({ length: 257 }, (_, index) => index % 256) } } }, ['resources.job_recovery.recover_on_exit_codes: expected at most 256 items, each code 0-255 once (ranges such as "64-78" cover many), got a list of 257']],
+    ['a bad-node code that also fails the job', { resources: { job_recovery: { fail_on_exit_codes: [3, 42], bad_node_exit_codes: ['40-42'] } } }, ['resources.job_recovery.bad_node_exit_codes: expected codes not in fail_on_exit_codes (a code there ends the job, so no relaunch replaces the node), got 42 in both']],
+    ['bad_node_exit_codes at the top level points to where it belongs', { bad_node_exit_codes: [42], run: 'x' }, ['bad_node_exit_codes: unknown key here, did you mean `resources.job_recovery.bad_node_exit_codes`?']],
   ])('%s', (_name, task, expected) => {
     expect(issuesOf(task)).toEqual(expected);
   });
