@@ -49,6 +49,13 @@ export interface KeepInput {
   readonly placement: Placement | null;
   readonly instances: readonly InstanceRef[];
   readonly numNodes: number;
+  /**
+   * The ranks whose setup exited 0 in the decided attempt, as its reports say, when the
+   * caller has them. `setup: skip` holds only when every kept node is among them; otherwise
+   * setup runs again on the kept nodes (one value serves them all). Absent: only the
+   * outcome is read (an attempt that ended in setup runs it again).
+   */
+  readonly setupDone?: readonly number[];
 }
 
 /** The nodes kept, or why none is, in a sentence. */
@@ -64,11 +71,14 @@ export type KeepResult = { readonly keep: KeptNodes; readonly reason: string } |
  * node went (a heartbeat timeout); nor when every node would be replaced.
  */
 export function nodesToKeep(input: KeepInput): KeepResult {
-  const { policy, decision, outcome, placement, instances } = input;
+  const { policy, decision, outcome, placement, numNodes } = input;
   const none = (reason: string): KeepResult => ({ keep: null, reason });
   if (decision.action !== RecoveryAction.RESTART && decision.action !== RecoveryAction.RECOVER) return none('no relaunch');
   const choice = reuseChoice(policy);
   if (!choice.reuse) return none(describeReuseChoice(choice, policy.strategy));
+  // Only the task's ranks count: a rank outside [0, numNodes) names no node to keep or launch.
+  const inRange = (rank: number): boolean => Number.isInteger(rank) && rank >= 0 && rank < numNodes;
+  const instances = input.instances.filter((node) => inRange(node.nodeRank));
   if (placement === null || instances.length === 0) return none('the attempt had no nodes to keep');
   if (decision.delaySeconds > MAX_HOLD_SECONDS) {
     return none(`fresh nodes: the ${decision.delaySeconds} s wait before the relaunch is longer than the ${MAX_HOLD_SECONDS} s a node is held`);
@@ -76,18 +86,34 @@ export function nodesToKeep(input: KeepInput): KeepResult {
   if (decision.market !== input.market) return none(`fresh nodes: the relaunch moves from ${input.market} to ${decision.market}`);
   const replaced = replacedNodes(outcome, policy.badNodeExitCodes ?? []);
   if (replaced === null) return none('fresh nodes: which node went is not known');
-  const replace = [...replaced].map(([nodeRank, why]) => ({ nodeRank, why })).sort((a, b) => a.nodeRank - b.nodeRank);
-  const nodes = instances.filter((node) => !replaced.has(node.nodeRank)).sort((a, b) => a.nodeRank - b.nodeRank);
-  for (let rank = 0; rank < input.numNodes; rank += 1) {
+  const replace = [...replaced].filter(([nodeRank]) => inRange(nodeRank)).map(([nodeRank, why]) => ({ nodeRank, why }));
+  // One instance per rank: the first on record, should the attempt list a rank twice.
+  const survivors = instances.filter((node) => !replaced.has(node.nodeRank)).sort((a, b) => a.nodeRank - b.nodeRank);
+  const nodes = survivors.filter((node, index) => survivors.findIndex((other) => other.nodeRank === node.nodeRank) === index);
+  for (let rank = 0; rank < numNodes; rank += 1) {
     if (!replaced.has(rank) && !nodes.some((node) => node.nodeRank === rank)) replace.push({ nodeRank: rank, why: 'it has no instance on record' });
   }
-  if (nodes.length === 0) return none(`fresh nodes: ${replace.map((node) => `node ${node.nodeRank} ${node.why}`).join('; ')}`);
   replace.sort((a, b) => a.nodeRank - b.nodeRank);
-  const keep: KeptNodes = { nodes, placement, setup: choice.setup, replace };
-  return { keep, reason: describeKeep(keep, input.numNodes) };
+  if (nodes.length === 0) return none(`fresh nodes: ${replace.map((node) => `node ${node.nodeRank} ${node.why}`).join('; ')}`);
+  const unset = choice.setup === 'skip' ? setupNotDone(outcome, nodes, input.setupDone) : null;
+  const keep: KeptNodes = { nodes, placement, setup: unset === null ? choice.setup : 'rerun', replace };
+  return { keep, reason: `${describeKeep(keep, numNodes)}${unset === null ? '' : ` (${unset})`}` };
 }
 
-/** A kept set in words: `in place on nodes 0-3, setup skipped` or `keeps nodes 0, 1, 3; replaces node 2 (preempted)`. */
+/**
+ * Why setup cannot be skipped on the kept nodes, or null when it can: setup is skipped
+ * only where it ran to exit 0, and an attempt that ended in setup, or a kept node whose
+ * setup is not known to have exited 0, runs it again.
+ */
+function setupNotDone(outcome: AttemptOutcome, nodes: readonly InstanceRef[], setupDone: readonly number[] | undefined): string | null {
+  if (outcome.kind === 'EXITED' && outcome.phase === 'setup') return 'not skipped: the attempt ended in setup';
+  if (setupDone === undefined) return null;
+  const missing = nodes.filter((node) => !setupDone.includes(node.nodeRank)).map((node) => node.nodeRank);
+  if (missing.length === 0) return null;
+  return `not skipped: setup had not exited 0 on node${missing.length === 1 ? '' : 's'} ${missing.join(', ')}`;
+}
+
+/** A kept set in words: `in place on nodes 0-3, setup skipped`, or `keeps nodes 0, 1, 3 and replaces node 2 (preempted), setup run again`. */
 export function describeKeep(keep: KeptNodes, numNodes: number): string {
   const setup = keep.setup === 'skip' ? 'setup skipped' : 'setup run again';
   const ranks = keep.nodes.map((node) => node.nodeRank);
