@@ -67,8 +67,9 @@ export type KeepResult = { readonly keep: KeptNodes; readonly reason: string } |
  * runtime named it: the outcome's `nodes`), when its agent failed, when it exited with a
  * code in `bad_node_exit_codes`, or when its code never arrived; every other node is kept.
  * Nothing is kept for a decision that does not relaunch, one that waits longer than
- * MAX_HOLD_SECONDS, one that moves to another market, or an outcome that does not say which
- * node went (a heartbeat timeout); nor when every node would be replaced.
+ * MAX_HOLD_SECONDS, one that moves to another market, a launch that found no capacity (the
+ * nodes held for it are released), or an outcome that does not say which node went (a
+ * heartbeat timeout); nor when every node would be replaced.
  */
 export function nodesToKeep(input: KeepInput): KeepResult {
   const { policy, decision, outcome, placement, numNodes } = input;
@@ -78,8 +79,9 @@ export function nodesToKeep(input: KeepInput): KeepResult {
   if (!choice.reuse) return none(describeReuseChoice(choice, policy.strategy));
   // Only the task's ranks count: a rank outside [0, numNodes) names no node to keep or launch.
   const inRange = (rank: number): boolean => Number.isInteger(rank) && rank >= 0 && rank < numNodes;
+  if (outcome.kind === 'LAUNCH_FAILED') return none('fresh nodes: the launch placed no node, and a wait for capacity releases the nodes held for it');
   const instances = input.instances.filter((node) => inRange(node.nodeRank));
-  if (placement === null || instances.length === 0) return none('the attempt had no nodes to keep');
+  if (placement === null || instances.length === 0) return none('fresh nodes: the attempt had no nodes to keep');
   if (decision.delaySeconds > MAX_HOLD_SECONDS) {
     return none(`fresh nodes: the ${decision.delaySeconds} s wait before the relaunch is longer than the ${MAX_HOLD_SECONDS} s a node is held`);
   }

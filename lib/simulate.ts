@@ -2,12 +2,13 @@
 
 import { AGENT_STEPS } from './agent/protocol.ts';
 import { InvalidInputError, type InputIssue } from './errors.ts';
-import type { NodeReport, WarningKind } from './model.ts';
+import type { InstanceRef, NodeReport, Placement, WarningKind } from './model.ts';
 import { decideAttempt, type AttemptFacts } from './outcome.ts';
 import { decideRecovery, initialCounters } from './policy/decide.ts';
 import { RecoveryAction, type AttemptOutcome, type Phase, type RecoveryCounters, type RecoveryDecision } from './policy/types.ts';
+import { nodesToKeep, reuseChoice } from './reuse-rules.ts';
 import { recoveriesLeft } from './standby-rules.ts';
-import type { RecoveryPolicy, TaskSpec } from './task-file/types.ts';
+import type { RecoveryPolicy, ReuseSetup, TaskSpec } from './task-file/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
 import { restartsOnErrorsUsed } from './views.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from './task-file/bounds.ts';
@@ -31,7 +32,38 @@ export interface SimulatedDecision {
    * needed, charged to nothing), or null when no warning started one.
    */
   readonly standby?: 'adopted' | 'released' | null;
+  /**
+   * Only for a task whose relaunches may keep nodes (nodesShown), and only on a relaunch
+   * (RESTART or RECOVER): which nodes the next attempt runs on, as the controller picks
+   * them (lib/reuse-rules.ts nodesToKeep).
+   */
+  readonly nodes?: SimulatedNodes;
 }
+
+/** The nodes a relaunch runs on: the ones it keeps, the ones it launches, and why. */
+export interface SimulatedNodes {
+  /** Ranks the next attempt runs on again (restart in place); empty: every node is new. */
+  readonly kept: readonly number[];
+  /** Ranks the next attempt launches anew. */
+  readonly launched: readonly number[];
+  /** Whether setup runs again on the kept nodes; null when none is kept. */
+  readonly setup: ReuseSetup | null;
+  /** The sentence the controller appends to the decision's reason. */
+  readonly reason: string;
+}
+
+/**
+ * Whether `relaunch simulate` says which nodes each relaunch runs on: for a task whose
+ * relaunches may keep nodes (strategy FAILOVER, or reuse_nodes true), and for one that
+ * names reuse_nodes or bad_node_exit_codes at all. A task on the default strategy without
+ * them relaunches on fresh nodes, as it always has, and its output is unchanged.
+ */
+export function nodesShown(policy: RecoveryPolicy): boolean {
+  return reuseChoice(policy).reuse || (policy.reuseNodes ?? null) !== null || policy.badNodeExitCodes !== undefined;
+}
+
+/** Where simulated nodes run: nowhere in particular; only their ranks matter. */
+const SIMULATED_PLACEMENT: Placement = { region: 'simulated', zone: null, instanceType: 'simulated' };
 
 /** Every decision in event order, and the status the job is left in. */
 export interface SimulationResult {
@@ -41,7 +73,7 @@ export interface SimulationResult {
 
 /** The event forms, as error messages and help text name them. */
 export const EVENT_FORMS =
-  `exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt, lost, agent:STEP or agent:STEP@NODE (the agent failed before setup; STEP is one of ${AGENT_STEPS.join(', ')}), warn or rebalance (before the event that ends the attempt), gone:N, nocap or noboot`;
+  `exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt, lost, preempt@NODE or lost@NODE (NODE a rank, or ranks joined by +), agent:STEP or agent:STEP@NODE (the agent failed before setup; STEP is one of ${AGENT_STEPS.join(', ')}), warn or rebalance (before the event that ends the attempt), gone:N, nocap or noboot`;
 
 /**
  * What backoff jitter draws when the caller gives no random source: the midpoint, so the
@@ -85,6 +117,7 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
   let endedAt = 0;
   let waitedForCapacity = 0;
   const decisions: SimulatedDecision[] = [];
+  const showNodes = nodesShown(policy);
   for (const { first, last, outcome, warning } of attempts) {
     if (isTerminal(status)) {
       throw new InvalidInputError([
@@ -96,6 +129,8 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
     }
     const decision = decideRecovery({ policy, counters, outcome, random, capacityWaitSeconds: waitedForCapacity });
     const standby = standbyFate(policy, warning, decision, counters);
+    const relaunch = decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER;
+    const nodes = showNodes && relaunch ? simulatedNodes(policy, decision, outcome, counters.market, spec.numNodes) : undefined;
     counters = decision.counters;
     status = decision.status;
     endedAt = last + 1;
@@ -108,9 +143,28 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
       recoveryCount: counters.recoveryCount,
       reason: decision.reason,
       ...(standby === undefined ? {} : { standby }),
+      ...(nodes === undefined ? {} : { nodes }),
     });
   }
   return { decisions, final: { status } };
+}
+
+/**
+ * The nodes a simulated relaunch runs on, picked as the controller picks them: every rank
+ * of the attempt had an instance (none after a launch that found no capacity), and setup
+ * had exited 0 on every node that reached run (an exit:N event) or whose setup exited 0
+ * (a setup:N event); what other events leave of setup is not known, as in the runtime.
+ */
+function simulatedNodes(policy: RecoveryPolicy, decision: RecoveryDecision, outcome: AttemptOutcome, market: RecoveryCounters['market'], numNodes: number): SimulatedNodes {
+  const ranks = Array.from({ length: numNodes }, (_, rank) => rank);
+  const instances: InstanceRef[] =
+    outcome.kind === 'LAUNCH_FAILED' ? [] : ranks.map((nodeRank) => ({ instanceId: `simulated node ${nodeRank}`, nodeRank, privateIp: null }));
+  const setupDone =
+    outcome.kind !== 'EXITED' ? undefined : outcome.phase === 'run' ? ranks : outcome.nodes.filter((node) => node.exitCode === 0).map((node) => node.rank);
+  const result = nodesToKeep({ policy, decision, outcome, market, placement: SIMULATED_PLACEMENT, instances, numNodes, ...(setupDone === undefined ? {} : { setupDone }) });
+  if (result.keep === null) return { kept: [], launched: ranks, setup: null, reason: result.reason };
+  const kept = result.keep.nodes.map((node) => node.nodeRank);
+  return { kept, launched: ranks.filter((rank) => !kept.includes(rank)), setup: result.keep.setup, reason: result.reason };
 }
 
 /**
@@ -190,6 +244,7 @@ type AttemptEnd = (warned: boolean) => AttemptOutcome | string;
 
 const EXIT_EVENT = /^(exit|setup):(\d+(?:\+\d+)*)$/;
 const GONE_EVENT = /^gone:(\d+)$/;
+const NAMED_EVENT = /^(preempt|lost)@(\d+(?:\+\d+)*)$/;
 const AGENT_EVENT = /^agent:([a-z-]+)(?:@(\d+))?$/;
 
 /** The error a simulated agent failure reports. */
@@ -248,7 +303,20 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number,
     if (rank >= numNodes) {
       return `"${event}": node ${rank} is not one of the task's ${plural(numNodes, 'node')} (ranks 0 to ${numNodes - 1})`;
     }
-    return (warned) => decided(numNodes, [], facts(warned, finalCodes, rank));
+    // The instance-event use case knows which node's instance went: the outcome names it.
+    return (warned) => naming(decided(numNodes, [], facts(warned, finalCodes, rank)), [rank]);
+  }
+  const named = NAMED_EVENT.exec(event);
+  if (named !== null) {
+    const ranks = (named[2] as string).split('+').map(Number);
+    const outside = ranks.find((rank) => rank >= numNodes);
+    if (outside !== undefined) {
+      return `"${event}": node ${outside} is not one of the task's ${plural(numNodes, 'node')} (ranks 0 to ${numNodes - 1})`;
+    }
+    const repeated = ranks.find((rank, index) => ranks.indexOf(rank) !== index);
+    if (repeated !== undefined) return `"${event}": node ${repeated} is named twice; name each node once`;
+    if (named[1] === 'preempt') return () => ({ kind: 'PREEMPTED', nodes: ranks });
+    return (warned) => (warned ? { kind: 'PREEMPTED', nodes: ranks } : { kind: 'LOST', reason: 'heartbeat lost', nodes: ranks });
   }
   const match = EXIT_EVENT.exec(event);
   if (match === null) return `expected ${EVENT_FORMS}; got "${event}"`;
@@ -272,6 +340,11 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number,
   // without one, every node's own code stands, none taken for a casualty of another.
   const reports = codes.map((exitCode, nodeRank): NodeReport => ({ nodeRank, phase, exitCode, outputTail: '', reportedAt: '' }));
   return (warned) => (warned ? decided(numNodes, reports, facts(true, finalCodes)) : exited);
+}
+
+/** A preemption or a loss with the ranks of the nodes it took; any other outcome as it is. */
+function naming(outcome: AttemptOutcome, nodes: readonly number[]): AttemptOutcome {
+  return outcome.kind === 'PREEMPTED' || outcome.kind === 'LOST' ? { ...outcome, nodes } : outcome;
 }
 
 function plural(count: number, noun: string): string {

@@ -21,6 +21,8 @@ Events (each ends one attempt, except warn):
   setup:N, setup:N+M  setup exited N
   preempt             a spot preemption
   lost                the instance stopped sending heartbeats
+  preempt@N, lost@N   the same, of node N only (preempt@1+3: nodes 1 and 3):
+                      a relaunch that reuses nodes keeps the others
   warn                an interruption warning: the next event's attempt ends
                       PREEMPTED unless every node exits 0 (warn exit:0+1)
   rebalance           a rebalance recommendation: decides nothing; with
@@ -44,7 +46,12 @@ Examples:
   relaunch simulate task.yaml preempt nocap nocap exit:0
   relaunch simulate task.yaml noboot noboot noboot
   relaunch simulate task.yaml agent:image-pull agent:image-pull exit:0
-  relaunch simulate warm.yaml warn gone:0 rebalance exit:0`;
+  relaunch simulate warm.yaml warn gone:0 rebalance exit:0
+  relaunch simulate four-nodes-failover.yaml preempt@2 exit:0+0+0+0
+
+A task whose relaunches may keep nodes (strategy FAILOVER, reuse_nodes,
+bad_node_exit_codes) shows, after each relaunch, the nodes it runs on: in place,
+the ones it keeps and replaces, or fresh nodes and why.`;
 
 /**
  * Runs `relaunch simulate`: reads and parses the task file, replays the events through its
@@ -100,7 +107,7 @@ function renderResult(result: SimulationResult): string {
   const lines = rows.map(
     (row) =>
       `${row.number.padEnd(numberWidth)} ${row.event.padEnd(eventWidth)}  → ${row.action.padEnd(actionWidth)}  ` +
-      `${row.status.padEnd(statusWidth)}  (${row.reason})${STANDBY_WORDS[row.standby ?? 'none']}`,
+      `${row.status.padEnd(statusWidth)}  (${row.reason})${STANDBY_WORDS[row.standby ?? 'none']}${row.nodes === undefined ? '' : ` [${row.nodes.reason}]`}`,
   );
   return [...lines, `final: ${result.final.status}`].join('\n');
 }

@@ -7,6 +7,7 @@ import { candidatesOf } from '../../lib/candidates.ts';
 import { formatPortRange } from '../../lib/task-file/network-ports.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, DEFAULT_MAX_BOOT_FAILURES, formatDuration } from '../../lib/task-file/bounds.ts';
 import { parseJobFile } from '../../lib/task-file/parse.ts';
+import { describeReuseChoice, reuseChoice, type ReuseChoice } from '../../lib/reuse-rules.ts';
 import { describeSource } from '../../lib/task-file/mounts.ts';
 import { taskPath } from '../../lib/located-yaml/path.ts';
 import type { Accelerator, ImageId, Quantity, RecoveryPolicy, ResourceOption, Resources, TaskSpec } from '../../lib/task-file/types.ts';
@@ -37,10 +38,11 @@ export async function runValidate(file: string, options: ValidateOptions, io: Io
     const warnings = [...parsedWarnings, ...found.flatMap((c) => c.warnings)];
     const candidates = found.map((c) => c.candidates);
     if (json) {
+      const relaunchNodes = specs.map((spec) => nodesOnRelaunch(spec.resources.jobRecovery));
       const body =
         pipeline === null
-          ? { ok: true, spec: specs[0], candidates: candidates[0], warnings }
-          : { ok: true, pipeline, tasks: specs, candidates, warnings };
+          ? { ok: true, spec: specs[0], candidates: candidates[0], relaunchNodes: relaunchNodes[0], warnings }
+          : { ok: true, pipeline, tasks: specs, candidates, relaunchNodes, warnings };
       io.out(JSON.stringify(body, null, 2));
       return ExitStatus.OK;
     }
@@ -77,6 +79,17 @@ export function validateCommand(io: Io): Command {
     });
 }
 
+
+/** Which nodes a task's relaunches run on, as --json prints it: the effective choice, in words too. */
+export interface RelaunchNodes extends ReuseChoice {
+  readonly summary: string;
+}
+
+/** The effective reuse_nodes choice of a policy (the strategy's default when not given). */
+function nodesOnRelaunch(policy: RecoveryPolicy): RelaunchNodes {
+  const choice = reuseChoice(policy);
+  return { ...choice, summary: describeReuseChoice(choice, policy.strategy) };
+}
 
 /** Exit codes as short runs: `[1, 2, 3, 7]` is `1-3, 7`. */
 export function codeRuns(codes: readonly number[]): string {
@@ -123,6 +136,12 @@ function recovery(policy: RecoveryPolicy): string[] {
   if (policy.launchOnWarning === true) lines.push('launch_on_warning: the next attempt starts, as a standby, on a spot interruption warning');
   if (policy.launchOnWarning === 'rebalance') {
     lines.push('launch_on_warning: the next attempt starts, as a standby, on a rebalance recommendation or a spot interruption warning');
+  }
+  const choice = reuseChoice(policy);
+  lines.push(describeReuseChoice(choice, policy.strategy));
+  const bad = policy.badNodeExitCodes ?? [];
+  if (bad.length > 0) {
+    lines.push(`bad_node_exit_codes ${codeRuns(bad)} (${choice.reuse ? 'the node that exits one is replaced, the others kept' : 'no effect: relaunches use fresh nodes'})`);
   }
   if (policy.launchTimeoutSeconds != null) lines.push(`launch_timeout ${formatDuration(policy.launchTimeoutSeconds)}`);
   const bootTimeout = policy.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS;

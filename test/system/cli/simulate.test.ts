@@ -65,6 +65,36 @@ describe('runSimulate', () => {
     expect(JSON.parse(json.stdout.join('\n')).decisions[0]).toMatchObject({ event: 'warn exit:0', action: 'SUCCEED', standby: 'released' });
   });
 
+  it('says after each relaunch which nodes it runs on, for a task that reuses them', async () => {
+    const four = join(dir, 'four-failover.yaml');
+    await writeFile(four, 'num_nodes: 4\nresources:\n  use_spot: true\n  job_recovery:\n    strategy: FAILOVER\n    recover_on_exit_codes: [29]\n    bad_node_exit_codes: [42]\n    reuse_nodes: {setup: skip}\nrun: x\n');
+    const io = bufferIo();
+    expect(await runSimulate(four, ['preempt@2', 'exit:29+0+0+0', 'exit:42+29+0+0', 'preempt', 'exit:0+0+0+0'], {}, io)).toBe(0);
+    expect(io.stderr).toEqual([]);
+    expect(io.stdout.join('\n').split('\n')).toEqual([
+      '1. preempt@2       → RECOVER  RECOVERING  (spot preemption; recovery 1, does not count toward max_restarts_on_errors) [keeps nodes 0, 1, 3 and replaces node 2 (preempted), setup skipped]',
+      '2. exit:29+0+0+0   → RESTART  RECOVERING  (exit code 29 on node 0 (run) is in recover_on_exit_codes; restart 1, unlimited) [in place on nodes 0-3, setup skipped]',
+      '3. exit:42+29+0+0  → RESTART  RECOVERING  (exit code 29 on node 1 (run) is in recover_on_exit_codes; restart 2, unlimited) [keeps nodes 1, 2, 3 and replaces node 0 (exited 42, a bad_node_exit_codes code), setup skipped]',
+      '4. preempt         → RECOVER  RECOVERING  (spot preemption; recovery 4, does not count toward max_restarts_on_errors) [fresh nodes: which node went is not known]',
+      '5. exit:0+0+0+0    → SUCCEED  SUCCEEDED   (all 4 nodes exited 0 (run); job succeeded)',
+      'final: SUCCEEDED',
+    ]);
+    const json = bufferIo();
+    expect(await runSimulate(four, ['preempt@2', 'exit:0+0+0+0'], { json: true }, json)).toBe(0);
+    expect(JSON.parse(json.stdout.join('\n')).decisions).toEqual([
+      {
+        event: 'preempt@2',
+        action: 'RECOVER',
+        status: 'RECOVERING',
+        restartsOnErrors: 0,
+        recoveryCount: 1,
+        reason: 'spot preemption; recovery 1, does not count toward max_restarts_on_errors',
+        nodes: { kept: [0, 1, 3], launched: [2], setup: 'skip', reason: 'keeps nodes 0, 1, 3 and replaces node 2 (preempted), setup skipped' },
+      },
+      { event: 'exit:0+0+0+0', action: 'SUCCEED', status: 'SUCCEEDED', restartsOnErrors: 0, recoveryCount: 1, reason: 'all 4 nodes exited 0 (run); job succeeded' },
+    ]);
+  });
+
   it('prints one aligned line per event and the final status, and returns 0', async () => {
     const io = bufferIo();
     const status = await runSimulate(task, ['exit:29', 'preempt', 'exit:1', 'exit:0'], {}, io);

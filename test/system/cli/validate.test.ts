@@ -46,6 +46,7 @@ describe('runValidate, human output', () => {
       '  recovery      FAILOVER, max_restarts_on_errors 3',
       '                recover_on_exit_codes 29, 64-78 (unlimited)',
       '                restart_backoff 30 s x2 up to 600 s, full jitter',
+      "                relaunches on the healthy nodes, replacing only lost or bad ones, setup run again (the FAILOVER strategy's default)",
       '  workdir       .',
       '  mounts        (none)',
       '  envs          CHECKPOINT_DIR, GLOBAL_BATCH, RESUME',
@@ -95,6 +96,7 @@ describe('runValidate, human output', () => {
         '                fail_on_exit_codes 2-3',
         '                restart_backoff 15 s x3 up to 300 s, none jitter',
         '                on-demand after 3 preemptions in a row',
+        "                relaunches on fresh nodes (the EAGER_NEXT_REGION strategy's default)",
         '  workdir       (none)',
         '  mounts        (none)',
         '  envs          (none)',
@@ -127,6 +129,7 @@ describe('runValidate, human output', () => {
       '  recovery      FAILOVER, max_restarts_on_errors 0',
       '                recover_on_exit_codes 75 (at most 5 restarts)',
       '                max_recoveries 20',
+      "                relaunches on the healthy nodes, replacing only lost or bad ones, setup run again (the FAILOVER strategy's default)",
       '                launch_timeout 6h',
       '                boot_timeout 20m',
       '                max_boot_failures 5',
@@ -136,6 +139,7 @@ describe('runValidate, human output', () => {
       '  recovery      EAGER_NEXT_REGION, max_restarts_on_errors 0',
       '                restart_backoff 604800 s x2 up to 604800 s, full jitter',
       '                max_recoveries 0',
+      "                relaunches on fresh nodes (the EAGER_NEXT_REGION strategy's default)",
       '                launch_timeout 0s',
       '                boot_timeout 1d',
       '                max_boot_failures 1',
@@ -144,6 +148,7 @@ describe('runValidate, human output', () => {
     ['warm-standby.yaml', [
       '  recovery      EAGER_NEXT_REGION, max_restarts_on_errors 2',
       '                launch_on_warning: the next attempt starts, as a standby, on a rebalance recommendation or a spot interruption warning',
+      "                relaunches on fresh nodes (the EAGER_NEXT_REGION strategy's default)",
       '  workdir       (none)',
     ]],
   ])('summarizes the runaway bounds of %s, defaults left out', async (file, rows) => {
@@ -173,6 +178,40 @@ describe('runValidate, human output', () => {
     const io = bufferIo();
     expect(await runValidate(file, {}, io)).toBe(0);
     expect(io.stdout.join('\n').split('\n').filter((row) => row.includes('boot_timeout'))).toEqual(rows);
+  });
+
+  it.each([
+    ['reuse_nodes {setup: skip} under the default strategy', 'reuse_nodes:\n      setup: skip\n    bad_node_exit_codes: [42, "64-66"]', [
+      '                relaunches on the healthy nodes, replacing only lost or bad ones, setup skipped where it ran (reuse_nodes)',
+      '                bad_node_exit_codes 42, 64-66 (the node that exits one is replaced, the others kept)',
+    ], []],
+    ['reuse_nodes false under FAILOVER', 'strategy: FAILOVER\n    reuse_nodes: false', ['                relaunches on fresh nodes (reuse_nodes)'], []],
+    ['bad_node_exit_codes where relaunches keep no node', 'bad_node_exit_codes: 42', [
+      "                relaunches on fresh nodes (the EAGER_NEXT_REGION strategy's default)",
+      '                bad_node_exit_codes 42 (no effect: relaunches use fresh nodes)',
+    ], [
+      "warning: resources.job_recovery.bad_node_exit_codes: has no effect: under the EAGER_NEXT_REGION strategy every relaunch runs on fresh nodes; set reuse_nodes: true (or strategy: FAILOVER) to keep the healthy ones and replace only a bad one (line 3)",
+    ]],
+  ])('shows which nodes a relaunch runs on: %s', async (_name, keys, rows, warnings) => {
+    const file = join(dir, 'reuse.yaml');
+    await writeFile(file, `resources:\n  job_recovery:\n    ${keys}\nrun: x\n`);
+    const io = bufferIo();
+    expect(await runValidate(file, {}, io)).toBe(0);
+    const lines = io.stdout.join('\n').split('\n');
+    expect(lines.filter((row) => row.includes('relaunches on') || row.includes('bad_node_exit_codes'))).toEqual(rows);
+    expect(io.stderr).toEqual(warnings);
+  });
+
+  it('refuses a misspelt reuse_nodes setup and a bad-node 0, naming each field, and returns 2', async () => {
+    const file = join(dir, 'reuse-bad.yaml');
+    await writeFile(file, 'resources:\n  job_recovery:\n    reuse_nodes: {stup: skip}\n    bad_node_exit_codes: [0, 42]\nrun: x\n');
+    const io = bufferIo();
+    expect(await runValidate(file, {}, io)).toBe(2);
+    expect(io.stdout).toEqual([]);
+    expect(io.stderr.join('\n').split('\n')).toEqual([
+      'error: resources.job_recovery.reuse_nodes.stup: unknown key: a reuse_nodes mapping takes only setup (skip or rerun) (line 3)',
+      'error: resources.job_recovery.bad_node_exit_codes: expected non-zero codes (0 is success: a node that exits 0 is never the bad one), got 0 (line 4)',
+    ]);
   });
 
   it('refuses a boot_timeout of 0s with the bounds it takes, and returns 2', async () => {
@@ -244,7 +283,24 @@ describe('runValidate --json', () => {
     expect(await runValidate(file, { json: true }, io)).toBe(0);
     const expected = JSON.parse(readFileSync(file.replace(/\.yaml$/, '.json'), 'utf8')) as object;
     expect(io.stderr).toEqual([]);
-    expect(JSON.parse(io.stdout.join(''))).toEqual({ ok: true, ...expected, candidates: expect.any(Array) });
+    expect(JSON.parse(io.stdout.join(''))).toEqual({
+      ok: true,
+      ...expected,
+      candidates: expect.any(Array),
+      relaunchNodes: { reuse: false, setup: 'rerun', source: 'strategy', summary: "relaunches on fresh nodes (the EAGER_NEXT_REGION strategy's default)" },
+    });
+  });
+
+  it('prints the effective reuse choice as relaunchNodes, per task in a pipeline', async () => {
+    const file = join(dir, 'reuse-pipeline.yaml');
+    await writeFile(file, 'name: two\n---\nresources:\n  job_recovery: FAILOVER\nrun: x\n---\nresources:\n  job_recovery:\n    reuse_nodes: {setup: skip}\nrun: y\n');
+    const io = bufferIo();
+    expect(await runValidate(file, { json: true }, io)).toBe(0);
+    const body = JSON.parse(io.stdout.join('')) as { relaunchNodes: unknown };
+    expect(body.relaunchNodes).toEqual([
+      { reuse: true, setup: 'rerun', source: 'strategy', summary: "relaunches on the healthy nodes, replacing only lost or bad ones, setup run again (the FAILOVER strategy's default)" },
+      { reuse: true, setup: 'skip', source: 'reuse_nodes', summary: 'relaunches on the healthy nodes, replacing only lost or bad ones, setup skipped where it ran (reuse_nodes)' },
+    ]);
   });
 
   it('lists the instance types a task may launch on, with vCPUs, memory, GPUs and market', async () => {

@@ -297,7 +297,7 @@ describe('simulate: bad input', () => {
     ]],
     ['no events at all', [], 1, [{ path: 'events', message: `give at least one event: ${EVENT_FORMS}` }]],
     ['an agent step that is not one', ['agent:reboot'], 1, [
-      { path: 'event 1', message: '"agent:reboot": expected one of the agent\'s steps (data-credentials, install, mounts, image-login, image-pull, container), got reboot' },
+      { path: 'event 1', message: '"agent:reboot": expected one of the agent\'s steps (data-credentials, install, mounts, image-login, image-pull, container, previous-attempt), got reboot' },
     ]],
     ['an agent failure on a node the task does not have', ['agent:mounts@2'], 2, [{ path: 'event 1', message: '"agent:mounts@2": node 2 is not one of the task\'s 2 nodes (ranks 0 to 1)' }]],
   ] as [string, string[], number, { path: string; message: string }[]][])('%s is an InvalidInputError', (_name, events, numNodes, issues) => {
@@ -317,4 +317,85 @@ describe('simulate: bad input', () => {
       expect(issuesOf(() => simulate(spec(recovery), events))).toEqual([{ path, message }]);
     },
   );
+});
+
+describe('simulate: which nodes each relaunch runs on', () => {
+  const failover = (recovery: Partial<RecoveryPolicy> = {}, numNodes = 4): TaskSpec => spec({ strategy: 'FAILOVER', maxRestartsOnErrors: 2, ...recovery }, numNodes);
+  const nodesOf = (task: TaskSpec, events: string[]) => simulate(task, events).decisions.map((d) => d.nodes);
+  const FRESH_UNKNOWN = { kept: [], launched: [0, 1, 2, 3], setup: null, reason: 'fresh nodes: which node went is not known' };
+
+  it('node 2 of 4 preempted: the relaunch keeps nodes 0, 1 and 3 and launches node 2', () => {
+    expect(nodesOf(failover(), ['preempt@2', 'exit:0+0+0+0'])).toEqual([
+      { kept: [0, 1, 3], launched: [2], setup: 'rerun', reason: 'keeps nodes 0, 1, 3 and replaces node 2 (preempted), setup run again' },
+      undefined,
+    ]);
+  });
+
+  it('naming the node changes nothing in the decision itself', () => {
+    const named = simulate(failover(), ['preempt@2', 'lost@1+3', 'exit:0+0+0+0']).decisions;
+    const unnamed = simulate(failover(), ['preempt', 'lost', 'exit:0+0+0+0']).decisions;
+    expect(named.map(({ action, status, reason, recoveryCount }) => ({ action, status, reason, recoveryCount }))).toEqual(
+      unnamed.map(({ action, status, reason, recoveryCount }) => ({ action, status, reason, recoveryCount })),
+    );
+  });
+
+  it.each<[string, Partial<RecoveryPolicy>, number, string[], unknown]>([
+    ['a recover_on_exit_codes code restarts in place on one node, setup skipped', { recoverOnExitCodes: [29], reuseNodes: { reuse: true, setup: 'skip' } }, 1, ['exit:29'],
+      { kept: [0], launched: [], setup: 'skip', reason: 'in place on the same node, setup skipped' }],
+    ['a failed setup restarts in place, setup not skipped', { reuseNodes: { reuse: true, setup: 'skip' } }, 2, ['setup:0+1'],
+      { kept: [0, 1], launched: [], setup: 'rerun', reason: 'in place on nodes 0-1, setup run again (not skipped: the attempt ended in setup)' }],
+    ['a preemption without a node: fresh nodes', {}, 4, ['preempt'], FRESH_UNKNOWN],
+    ['a lost heartbeat without a node: fresh nodes', {}, 4, ['lost'], FRESH_UNKNOWN],
+    ['lost@1: the others are kept', {}, 4, ['lost@1'], { kept: [0, 2, 3], launched: [1], setup: 'rerun', reason: 'keeps nodes 0, 2, 3 and replaces node 1 (lost), setup run again' }],
+    ['warn lost@1: a preemption of node 1', {}, 4, ['warn', 'lost@1'], { kept: [0, 2, 3], launched: [1], setup: 'rerun', reason: 'keeps nodes 0, 2, 3 and replaces node 1 (preempted), setup run again' }],
+    ['gone:3: its instance went, the others are kept', {}, 4, ['gone:3'], { kept: [0, 1, 2], launched: [3], setup: 'rerun', reason: 'keeps nodes 0, 1, 2 and replaces node 3 (lost), setup run again' }],
+    ['warn gone:0: a preemption of node 0', {}, 2, ['warn', 'gone:0'], { kept: [1], launched: [0], setup: 'rerun', reason: 'keeps node 1 and replaces node 0 (preempted), setup run again' }],
+    ['an agent failure on node 1 replaces node 1', {}, 2, ['agent:mounts@1'], { kept: [0], launched: [1], setup: 'rerun', reason: 'keeps node 0 and replaces node 1 (its agent failed at mounts), setup run again' }],
+    ['a bad-node code on node 2 of 4 replaces only node 2', { badNodeExitCodes: [42] }, 4, ['exit:0+0+42+0'],
+      { kept: [0, 1, 3], launched: [2], setup: 'rerun', reason: 'keeps nodes 0, 1, 3 and replaces node 2 (exited 42, a bad_node_exit_codes code), setup run again' }],
+    ['a backoff over 300 s releases the nodes', { restartBackoff: { initialSeconds: 301, factor: 1, maxSeconds: 301, jitter: 'none' } }, 2, ['exit:1+0'],
+      { kept: [], launched: [0, 1], setup: null, reason: 'fresh nodes: the 301 s wait before the relaunch is longer than the 300 s a node is held' }],
+    ['reuse_nodes false under FAILOVER: fresh nodes, said so', { reuseNodes: { reuse: false, setup: 'rerun' } }, 2, ['preempt@0'],
+      { kept: [], launched: [0, 1], setup: null, reason: 'relaunches on fresh nodes (reuse_nodes)' }],
+  ])('%s', (_name, recovery, numNodes, events, expected) => {
+    expect(nodesOf(failover(recovery, numNodes), events)[0]).toEqual(expected);
+  });
+
+  it('a wait for capacity releases the nodes held for the relaunch', () => {
+    expect(nodesOf(failover(), ['preempt@2', 'nocap', 'exit:0+0+0+0'])[1]).toEqual({
+      kept: [],
+      launched: [0, 1, 2, 3],
+      setup: null,
+      reason: 'fresh nodes: the launch placed no node, and a wait for capacity releases the nodes held for it',
+    });
+  });
+
+  it('says nothing of nodes on a decision that does not relaunch', () => {
+    const decisions = simulate(failover({ maxRestartsOnErrors: 0 }), ['exit:1+0+0+0']).decisions;
+    expect(Object.keys(decisions[0] ?? {})).not.toContain('nodes');
+  });
+
+  it('a task on the default strategy without the keys prints what it always printed: no nodes key', () => {
+    const decisions = simulate(spec({ maxRestartsOnErrors: 1 }, 2), ['preempt@1', 'exit:1+0', 'exit:0+0']).decisions;
+    expect(decisions.map((d) => Object.keys(d))).toEqual(Array(3).fill(['event', 'action', 'status', 'restartsOnErrors', 'recoveryCount', 'reason']));
+  });
+
+  it('bad_node_exit_codes alone shows the fresh nodes a default-strategy relaunch runs on', () => {
+    expect(nodesOf(spec({ maxRestartsOnErrors: 1, badNodeExitCodes: [42] }, 2), ['exit:42+0', 'exit:0+0'])[0]).toEqual({
+      kept: [],
+      launched: [0, 1],
+      setup: null,
+      reason: "relaunches on fresh nodes (the EAGER_NEXT_REGION strategy's default)",
+    });
+  });
+
+  it.each<[string, string[], number, { path: string; message: string }[]]>([
+    ['a preempted node the task does not have', ['preempt@4'], 4, [{ path: 'event 1', message: '"preempt@4": node 4 is not one of the task\'s 4 nodes (ranks 0 to 3)' }]],
+    ['a lost node named twice', ['lost@1+1'], 2, [{ path: 'event 1', message: '"lost@1+1": node 1 is named twice; name each node once' }]],
+    ['preempt@ with no node', ['preempt@'], 2, [{ path: 'event 1', message: `expected ${EVENT_FORMS}; got "preempt@"` }]],
+    ['a node that is not a number', ['lost@two'], 2, [{ path: 'event 1', message: `expected ${EVENT_FORMS}; got "lost@two"` }]],
+    ['a negative node', ['preempt@-1'], 2, [{ path: 'event 1', message: `expected ${EVENT_FORMS}; got "preempt@-1"` }]],
+  ])('refuses %s', (_name, events, numNodes, expected) => {
+    expect(issuesOf(() => simulate(spec({}, numNodes), events))).toEqual(expected);
+  });
 });
