@@ -144,6 +144,14 @@ describe('the queue relaunch status prints', () => {
     expect(view.account?.cost).toMatchObject({ dollars: 0.024, estimate: false });
   });
 
+  it('reads each shown job once, for its row and its cost alike, and none the limit cut', async () => {
+    const client = clientOf(await storeOfFourJobs());
+    const read: string[] = [];
+    const counting = { ...client, getJob: (jobId: string) => (read.push(jobId), client.getJob(jobId)) };
+    await printQueue(counting, { limit: 3 }, bufferIo(), NOW);
+    expect(read.sort()).toEqual(['j-0000000a2-bbbbbb', 'j-0000000a3-cccccc', 'j-0000000a4-dddddd']);
+  });
+
   it('keeps the jobs of the statuses and the name asked for', async () => {
     const store = await storeOfFourJobs();
     const ids = (rows: string[][]) => rows.slice(1).map((row) => row[0]);
