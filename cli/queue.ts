@@ -1,7 +1,9 @@
 // The queue `relaunch status` prints, as a SkyPilot user reads `sky jobs queue`: a row per
 // job with its name, resources, times, attempts, recoveries and status (SkyPilot's
-// format_job_table in sky/jobs/utils.py has the same columns), and the filters that pick rows.
+// format_job_table in sky/jobs/utils.py has the same columns), its cost from its account,
+// and the filters that pick rows.
 
+import { usd } from '../lib/accounting/format.ts';
 import { InvalidInputError } from '../lib/errors.ts';
 import { isTerminal, JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobSummary, JobView } from '../lib/views.ts';
@@ -51,7 +53,7 @@ export interface QueueLayout {
 }
 
 /** The queue's columns, in order. */
-export const QUEUE_COLUMNS = ['ID', 'NAME', 'RESOURCES', 'SUBMITTED', 'TOT. DURATION', 'JOB DURATION', 'ATTEMPTS', 'RECOVERIES', 'STATUS'] as const;
+export const QUEUE_COLUMNS = ['ID', 'NAME', 'RESOURCES', 'SUBMITTED', 'TOT. DURATION', 'JOB DURATION', 'COST', 'ATTEMPTS', 'RECOVERIES', 'STATUS'] as const;
 /** What `--all` adds after them. */
 export const QUEUE_ALL_COLUMNS = ['STARTED', 'WHERE', 'DETAILS'] as const;
 
@@ -70,6 +72,7 @@ function queueRow(job: JobView, layout: QueueLayout): string[] {
     formatTime(job.createdAt, layout.timeZone),
     formatLength((endOf(job, layout.now) - Date.parse(job.createdAt)) / 1000),
     formatLength(runSeconds(ran, layout.now)),
+    costCell(job),
     String(ran.length),
     String(job.recoveryCount),
     job.status,
@@ -78,6 +81,20 @@ function queueRow(job: JobView, layout: QueueLayout): string[] {
   const started = ran.find((attempt) => attempt.runStartedAt !== null)?.runStartedAt ?? null;
   const placed = [...ran].reverse().find((attempt) => attempt.placement !== null)?.placement ?? null;
   return [...row, started === null ? '-' : formatTime(started, layout.timeZone), placed === null ? '-' : (placed.zone ?? placed.region), job.failureReason ?? '-'];
+}
+
+/**
+ * What the job's instances cost on the markets they ran on, as `relaunch status JOB`'s
+ * summary line says it (lib/accounting, from the view the row is made of: no read of its
+ * own): `~` marks the package table's estimate (every local job, and a launch EC2 gave no
+ * spot price for). A live job's is its cost so far, to the latest time on its record.
+ * `-` when nothing was priced: no instance yet, a type the table lacks, or a view with no
+ * account (an API older than the accounting).
+ */
+function costCell(job: JobView): string {
+  const cost = job.account?.cost;
+  if (cost === undefined || cost.dollars === null) return '-';
+  return `${cost.estimate ? '~' : ''}${usd(cost.dollars)}`;
 }
 
 /** Attempts that count: a standby let go unused never ran. */

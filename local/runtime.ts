@@ -458,7 +458,7 @@ export class LocalRuntime {
     await releaseInstances(state, this.deps);
     const status = state.decision?.status ?? job.status;
     notice(`job ${job.jobId}: attempt ${attempt.attempt} had ended before its runtime stopped (${codes}): ${status}`);
-    return isTerminal(status as JobStatus);
+    return isTerminal(status);
   }
 
   /** The job's latest attempt, or `missing` when its row was never written. */

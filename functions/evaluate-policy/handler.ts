@@ -1,6 +1,5 @@
 // EvaluateRecoveryPolicy: the policy's decision on the attempt that just ended, with its reason.
 
-import type { JobStatus } from '../../lib/status.ts';
 import { evaluatePolicy } from '../../lib/usecases/evaluate-policy.ts';
 import { WorkflowStateSchema, type WorkflowState } from '../../lib/workflow/contract.ts';
 import { clock, random, store } from '../shared/deps.ts';
@@ -28,8 +27,7 @@ export const handler = lambdaHandler(async (event, log): Promise<WorkflowState> 
     // The attempt as decided: its outcome, exit codes and placement are what the metrics count.
     recordDecision(await store().getAttempt(next.jobId, next.attempt), decision);
     if (endsJob(decision)) {
-      // endsJob read the status as a JobStatus (the schema types it as a string).
-      await notifyJobEnded({ jobId: next.jobId, status: decision.status as JobStatus, reason: decision.reason, attempt: next.attempt });
+      await notifyJobEnded({ jobId: next.jobId, status: decision.status, reason: decision.reason, attempt: next.attempt });
     }
   }
   return next;

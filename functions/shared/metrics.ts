@@ -7,7 +7,7 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { AttemptRecord } from '../../lib/model.ts';
 import type { AttemptOutcome } from '../../lib/policy/types.ts';
-import { isTerminal, type JobStatus } from '../../lib/status.ts';
+import { isTerminal } from '../../lib/status.ts';
 import type { DecisionOutput } from '../../lib/workflow/contract.ts';
 import { serviceName } from './log.ts';
 import { MetricDimension, MetricName, METRICS_NAMESPACE, NO_EXIT_CODE } from '../../lib/workflow/operations.ts';
@@ -77,9 +77,9 @@ export function recordDecision(attempt: AttemptRecord, decision: DecisionOutput)
   if (endsJob(decision)) recordJobEnded(attempt.jobId, decision.status);
 }
 
-/** Whether the decision's status is the job's last (the schema types it as a string). */
+/** Whether the decision's status is the job's last. */
 export function endsJob(decision: DecisionOutput): boolean {
-  return isTerminal(decision.status as JobStatus);
+  return isTerminal(decision.status);
 }
 
 /** Counts a job that reached a terminal status (the FAILED_CONTROLLER alarm reads this). */

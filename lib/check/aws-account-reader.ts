@@ -6,15 +6,15 @@
 import { DescribeStacksCommand, type CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import {
   DescribeImagesCommand,
-  DescribeInstancesCommand,
-  DescribeInstanceTypeOfferingsCommand,
-  DescribeInstanceTypesCommand,
-  DescribeNatGatewaysCommand,
   DescribeRegionsCommand,
-  DescribeRouteTablesCommand,
   DescribeSubnetsCommand,
-  DescribeVpcEndpointsCommand,
   DescribeVpcsCommand,
+  paginateDescribeInstances,
+  paginateDescribeInstanceTypeOfferings,
+  paginateDescribeInstanceTypes,
+  paginateDescribeNatGateways,
+  paginateDescribeRouteTables,
+  paginateDescribeVpcEndpoints,
   type EC2Client,
   type Route,
 } from '@aws-sdk/client-ec2';
@@ -194,11 +194,8 @@ export class AwsAccountReader implements AccountReader {
 
   async instancesInUse(region: string): Promise<InstanceInUse[]> {
     const found: { instanceType: string; lifecycle: string | undefined; vcpus: number | null }[] = [];
-    let NextToken: string | undefined;
-    do {
-      const page = await this.#call('ec2:DescribeInstances', region, () =>
-        this.#clients.ec2(region).send(new DescribeInstancesCommand({ Filters: [{ Name: 'instance-state-name', Values: ['pending', 'running'] }], NextToken })),
-      );
+    const pages = paginateDescribeInstances({ client: this.#clients.ec2(region) }, { Filters: [{ Name: 'instance-state-name', Values: ['pending', 'running'] }] });
+    for (const page of await this.#pages('ec2:DescribeInstances', region, pages)) {
       for (const reservation of page.Reservations ?? []) {
         for (const instance of reservation.Instances ?? []) {
           const cores = instance.CpuOptions?.CoreCount;
@@ -210,8 +207,7 @@ export class AwsAccountReader implements AccountReader {
           });
         }
       }
-      NextToken = page.NextToken;
-    } while (NextToken !== undefined);
+    }
     const unknown = [...new Set(found.filter((instance) => instance.vcpus === null).map((instance) => instance.instanceType))];
     const described = unknown.length === 0 ? new Map<string, number>() : await this.vcpusOf(region, unknown);
     return found.map((instance) => ({
@@ -225,17 +221,13 @@ export class AwsAccountReader implements AccountReader {
   async vcpusOf(region: string, instanceTypes: readonly string[]): Promise<ReadonlyMap<string, number>> {
     const vcpus = new Map<string, number>();
     for (const chunk of chunks([...new Set(instanceTypes)], FILTER_VALUES)) {
-      let NextToken: string | undefined;
-      do {
-        const page = await this.#call('ec2:DescribeInstanceTypes', region, () =>
-          this.#clients.ec2(region).send(new DescribeInstanceTypesCommand({ Filters: [{ Name: 'instance-type', Values: chunk }], NextToken })),
-        );
+      const pages = paginateDescribeInstanceTypes({ client: this.#clients.ec2(region) }, { Filters: [{ Name: 'instance-type', Values: chunk }] });
+      for (const page of await this.#pages('ec2:DescribeInstanceTypes', region, pages)) {
         for (const type of page.InstanceTypes ?? []) {
           const count = type.VCpuInfo?.DefaultVCpus;
           if (type.InstanceType !== undefined && count !== undefined) vcpus.set(type.InstanceType, count);
         }
-        NextToken = page.NextToken;
-      } while (NextToken !== undefined);
+      }
     }
     return vcpus;
   }
@@ -259,11 +251,8 @@ export class AwsAccountReader implements AccountReader {
   async routeTables(region: string, vpcIds: readonly string[]): Promise<RouteTableFacts[]> {
     if (vpcIds.length === 0) return [];
     const tables: RouteTableFacts[] = [];
-    let NextToken: string | undefined;
-    do {
-      const page = await this.#call('ec2:DescribeRouteTables', region, () =>
-        this.#clients.ec2(region).send(new DescribeRouteTablesCommand({ Filters: [{ Name: 'vpc-id', Values: [...vpcIds] }], NextToken })),
-      );
+    const pages = paginateDescribeRouteTables({ client: this.#clients.ec2(region) }, { Filters: [{ Name: 'vpc-id', Values: [...vpcIds] }] });
+    for (const page of await this.#pages('ec2:DescribeRouteTables', region, pages)) {
       for (const table of page.RouteTables ?? []) {
         const associations = table.Associations ?? [];
         tables.push({
@@ -274,19 +263,15 @@ export class AwsAccountReader implements AccountReader {
           routes: (table.Routes ?? []).map(routeFacts),
         });
       }
-      NextToken = page.NextToken;
-    } while (NextToken !== undefined);
+    }
     return tables;
   }
 
   async vpcEndpoints(region: string, vpcIds: readonly string[]): Promise<VpcEndpointFacts[]> {
     if (vpcIds.length === 0) return [];
     const endpoints: VpcEndpointFacts[] = [];
-    let NextToken: string | undefined;
-    do {
-      const page = await this.#call('ec2:DescribeVpcEndpoints', region, () =>
-        this.#clients.ec2(region).send(new DescribeVpcEndpointsCommand({ Filters: [{ Name: 'vpc-id', Values: [...vpcIds] }], NextToken })),
-      );
+    const pages = paginateDescribeVpcEndpoints({ client: this.#clients.ec2(region) }, { Filters: [{ Name: 'vpc-id', Values: [...vpcIds] }] });
+    for (const page of await this.#pages('ec2:DescribeVpcEndpoints', region, pages)) {
       for (const endpoint of page.VpcEndpoints ?? []) {
         endpoints.push({
           vpcEndpointId: endpoint.VpcEndpointId ?? '',
@@ -296,8 +281,7 @@ export class AwsAccountReader implements AccountReader {
           state: endpoint.State ?? 'unknown',
         });
       }
-      NextToken = page.NextToken;
-    } while (NextToken !== undefined);
+    }
     return endpoints;
   }
 
@@ -311,11 +295,8 @@ export class AwsAccountReader implements AccountReader {
   async natGateways(region: string, vpcIds: readonly string[]): Promise<NatGatewayFacts[]> {
     if (vpcIds.length === 0) return [];
     const gateways: NatGatewayFacts[] = [];
-    let NextToken: string | undefined;
-    do {
-      const page = await this.#call('ec2:DescribeNatGateways', region, () =>
-        this.#clients.ec2(region).send(new DescribeNatGatewaysCommand({ Filter: [{ Name: 'vpc-id', Values: [...vpcIds] }], NextToken })),
-      );
+    const pages = paginateDescribeNatGateways({ client: this.#clients.ec2(region) }, { Filter: [{ Name: 'vpc-id', Values: [...vpcIds] }] });
+    for (const page of await this.#pages('ec2:DescribeNatGateways', region, pages)) {
       for (const gateway of page.NatGateways ?? []) {
         gateways.push({
           natGatewayId: gateway.NatGatewayId ?? '',
@@ -326,8 +307,7 @@ export class AwsAccountReader implements AccountReader {
           state: gateway.State ?? 'unknown',
         });
       }
-      NextToken = page.NextToken;
-    } while (NextToken !== undefined);
+    }
     return gateways;
   }
 
@@ -336,23 +316,16 @@ export class AwsAccountReader implements AccountReader {
     // No zones named (no subnets configured yet): every zone of the region.
     const location = zones.length === 0 ? [] : [{ Name: 'location', Values: [...zones] }];
     for (const chunk of chunks([...new Set(instanceTypes)], FILTER_VALUES)) {
-      let NextToken: string | undefined;
-      do {
-        const page = await this.#call('ec2:DescribeInstanceTypeOfferings', region, () =>
-          this.#clients.ec2(region).send(
-            new DescribeInstanceTypeOfferingsCommand({
-              LocationType: 'availability-zone',
-              Filters: [{ Name: 'instance-type', Values: chunk }, ...location],
-              NextToken,
-            }),
-          ),
-        );
+      const pages = paginateDescribeInstanceTypeOfferings(
+        { client: this.#clients.ec2(region) },
+        { LocationType: 'availability-zone', Filters: [{ Name: 'instance-type', Values: chunk }, ...location] },
+      );
+      for (const page of await this.#pages('ec2:DescribeInstanceTypeOfferings', region, pages)) {
         for (const offering of page.InstanceTypeOfferings ?? []) {
           if (offering.InstanceType === undefined || offering.Location === undefined) continue;
           offered.set(offering.InstanceType, [...(offered.get(offering.InstanceType) ?? []), offering.Location]);
         }
-        NextToken = page.NextToken;
-      } while (NextToken !== undefined);
+      }
     }
     return offered;
   }
@@ -404,10 +377,28 @@ export class AwsAccountReader implements AccountReader {
     try {
       return await send();
     } catch (error) {
-      if (isPermissionDenied(error)) {
-        throw new PermissionDeniedError(action, `${action}${region === 'global' ? '' : ` in ${region}`} was refused: ${awsErrorCode(error) || `HTTP ${httpStatus(error) ?? '?'}`}`);
-      }
-      throw error;
+      throw refusedAs(action, region, error);
     }
   }
+
+  /**
+   * Every page an SDK paginator yields (it follows NextToken until EC2 gives none), read
+   * before any is used: a refused permission on any page becomes a PermissionDeniedError
+   * naming `action`, as for one call.
+   */
+  async #pages<T>(action: string, region: string, pages: AsyncIterable<T>): Promise<T[]> {
+    const read: T[] = [];
+    try {
+      for await (const page of pages) read.push(page);
+    } catch (error) {
+      throw refusedAs(action, region, error);
+    }
+    return read;
+  }
+}
+
+/** A refused permission as a PermissionDeniedError naming `action`; any other error as it is. */
+function refusedAs(action: string, region: string, error: unknown): unknown {
+  if (!isPermissionDenied(error)) return error;
+  return new PermissionDeniedError(action, `${action}${region === 'global' ? '' : ` in ${region}`} was refused: ${awsErrorCode(error) || `HTTP ${httpStatus(error) ?? '?'}`}`);
 }

@@ -219,41 +219,47 @@ export async function runChecks(input: CheckInput, deps: CheckDeps): Promise<Che
  */
 async function regionCheck(reader: AccountReader, input: CheckInput): Promise<CheckResult> {
   const named = `${input.region} (from ${input.regionSource})`;
-  const status = await read(() => reader.regionStatus(input.region));
-  if (!status.known || status.value.kind === 'enabled') return { id: 'region', status: 'ok', message: named };
-  if (status.value.kind === 'not-enabled') {
-    return {
-      id: 'region',
-      status: 'fail',
-      message: `${named}: this account has not enabled the region (an opt-in region)`,
-      fix: `aws account enable-region --region-name ${input.region}, or name another region with --region or AWS_REGION`,
-    };
-  }
-  const family = input.region.replace(/-?\d*$/, '');
-  const near = status.value.regions.filter((name) => name.startsWith(`${family}-`));
-  return {
-    id: 'region',
-    status: 'fail',
-    message: `${named}: no AWS region of that name${near.length === 0 ? '' : ` (${family}: ${near.join(', ')})`}`,
-    fix: `name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName') with --region or AWS_REGION`,
-  };
+  const problem = await regionProblem(reader, input.region, 'region', named, {
+    notEnabled: `aws account enable-region --region-name ${input.region}, or name another region with --region or AWS_REGION`,
+    missing: `name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName') with --region or AWS_REGION`,
+  });
+  return problem ?? { id: 'region', status: 'ok', message: named };
 }
 
 /** A failover region (relaunch:otherRegions) that does not exist or is not enabled; null when it is fine or could not be asked about. */
-async function failoverRegionCheck(reader: AccountReader, region: string): Promise<CheckResult | null> {
+function failoverRegionCheck(reader: AccountReader, region: string): Promise<CheckResult | null> {
+  return regionProblem(reader, region, `region:${region}`, `${region}, a failover region (relaunch:otherRegions)`, {
+    notEnabled: `aws account enable-region --region-name ${region}, or remove it from relaunch:otherRegions and redeploy`,
+    missing: "remove it from relaunch:otherRegions or name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName'), and redeploy (npx cdk deploy)",
+  });
+}
+
+/** What to do about a region, by what is wrong with it: the fix differs by where it was named. */
+interface RegionFixes {
+  /** The account has not enabled it (an opt-in region). */
+  readonly notEnabled: string;
+  /** No region has that name. */
+  readonly missing: string;
+}
+
+/**
+ * What is wrong with `region`, as check `id` saying `named`: the account has not enabled it,
+ * or no region has that name (with the regions of its family that exist); null when it is
+ * enabled or could not be asked about.
+ */
+async function regionProblem(reader: AccountReader, region: string, id: string, named: string, fixes: RegionFixes): Promise<CheckResult | null> {
   const status = await read(() => reader.regionStatus(region));
   if (!status.known || status.value.kind === 'enabled') return null;
-  const named = `${region}, a failover region (relaunch:otherRegions)`;
   if (status.value.kind === 'not-enabled') {
-    return { id: `region:${region}`, status: 'fail', message: `${named}: this account has not enabled the region (an opt-in region)`, fix: `aws account enable-region --region-name ${region}, or remove it from relaunch:otherRegions and redeploy` };
+    return { id, status: 'fail', message: `${named}: this account has not enabled the region (an opt-in region)`, fix: fixes.notEnabled };
   }
   const family = region.replace(/-?\d*$/, '');
   const near = status.value.regions.filter((name) => name.startsWith(`${family}-`));
   return {
-    id: `region:${region}`,
+    id,
     status: 'fail',
     message: `${named}: no AWS region of that name${near.length === 0 ? '' : ` (${family}: ${near.join(', ')})`}`,
-    fix: "remove it from relaunch:otherRegions or name a region that exists (aws ec2 describe-regions --all-regions --query 'Regions[].RegionName'), and redeploy (npx cdk deploy)",
+    fix: fixes.missing,
   };
 }
 

@@ -2,7 +2,7 @@
 // standby's when the decision does not relaunch, and the job's secrets when it ends the job.
 
 import { RecoveryAction } from '../policy/types.ts';
-import { isTerminal, type JobStatus } from '../status.ts';
+import { isTerminal } from '../status.ts';
 import type { DecisionOutput, WorkflowState } from '../workflow/contract.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { releaseStandbyOf } from './standby-attempt.ts';
@@ -30,7 +30,7 @@ export async function releaseInstances(state: WorkflowState, deps: Pick<UseCaseD
       await releaseStandbyOf(deps, state.jobId, state.attempt, `not needed: attempt ${state.attempt} was decided ${decision.action} (${decision.reason})`);
     }
   }
-  if (state.decision !== undefined && isTerminal(state.decision.status as JobStatus)) await deps.secrets.delete(state.jobId);
+  if (state.decision !== undefined && isTerminal(state.decision.status)) await deps.secrets.delete(state.jobId);
   return state;
 }
 

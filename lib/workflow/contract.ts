@@ -3,7 +3,7 @@
 
 import * as z from '../zod.ts';
 import { OutcomeKind, RecoveryAction } from '../policy/types.ts';
-import { JOB_STATUSES } from '../status.ts';
+import { JobStatus } from '../status.ts';
 
 /** State names, as the AWS console's execution history shows them. */
 export const StateName = {
@@ -112,7 +112,7 @@ export type AwaitError = z.infer<typeof AwaitErrorSchema>;
 /** The decision as the machine's Choice reads it. */
 export const DecisionOutputSchema = z.object({
   action: z.enum(RecoveryAction),
-  status: z.enum(JOB_STATUSES as [string, ...string[]]),
+  status: z.enum(JobStatus),
   reason: z.string(),
   delaySeconds: z.number().check(z.int(), z.minimum(0)),
   continueAsNew: z.boolean(),

@@ -71,7 +71,7 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     expect(result.code, result.stderr).toBe(0);
     const [progress, header, ...rows] = result.stdout.trimEnd().split('\n');
     expect(progress).toBe('no job in progress');
-    expect(header?.split(/\s{2,}/)).toEqual(['ID', 'NAME', 'RESOURCES', 'SUBMITTED', 'TOT. DURATION', 'JOB DURATION', 'ATTEMPTS', 'RECOVERIES', 'STATUS']);
+    expect(header?.split(/\s{2,}/)).toEqual(['ID', 'NAME', 'RESOURCES', 'SUBMITTED', 'TOT. DURATION', 'JOB DURATION', 'COST', 'ATTEMPTS', 'RECOVERIES', 'STATUS']);
     expect(rows).toHaveLength(1);
     expect(rows[0]?.split(/\s{2,}/)).toEqual([
       job.jobId,
@@ -80,6 +80,8 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
       expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]/),
       expect.stringMatching(/^\d+s$/),
       expect.stringMatching(/^\d+s$/),
+      // A local job's cost is the estimate for the type it would use on AWS: marked ~.
+      expect.stringMatching(/^~\$\d+\.\d+$/),
       '2',
       '1',
       'SUCCEEDED',

@@ -41,6 +41,9 @@ async function givenJob(
 
 const PLACED = { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' };
 
+/** Node `nodeRank`'s instance, up at `runningAt`. */
+const node = (instanceId: string, runningAt: string, nodeRank = 0) => ({ instanceId, nodeRank, privateIp: null, runningAt });
+
 /** Four jobs: an old success with a recovery, a failure, a running two-node job, and a newer run of the first name. */
 async function storeOfFourJobs(): Promise<InMemoryJobStore> {
   const store = new InMemoryJobStore();
@@ -50,9 +53,22 @@ async function storeOfFourJobs(): Promise<InMemoryJobStore> {
     updatedAt: '2026-12-06T17:20:00.000Z',
     status: JobStatus.SUCCEEDED,
     recoveries: 1,
+    // Priced at launch as on AWS: EC2's spot price, then the table's on-demand one; neither an estimate.
     attempts: [
-      { placement: PLACED, runStartedAt: '2026-12-06T17:01:00.000Z', endedAt: '2026-12-06T17:06:00.000Z' },
-      { placement: { ...PLACED, zone: 'us-east-1b' }, market: 'on-demand', startedAt: '2026-12-06T17:07:00.000Z', runStartedAt: '2026-12-06T17:10:00.000Z', endedAt: '2026-12-06T17:19:30.000Z' },
+      {
+        placement: { ...PLACED, price: { hourly: 0.04, onDemandHourly: 0.096, source: 'spot-price-history', estimate: false } },
+        instances: [node('i-a1-1', '2026-12-06T17:00:00.000Z')],
+        runStartedAt: '2026-12-06T17:01:00.000Z',
+        endedAt: '2026-12-06T17:06:00.000Z',
+      },
+      {
+        placement: { ...PLACED, zone: 'us-east-1b', price: { hourly: 0.096, onDemandHourly: 0.096, source: 'price-table', estimate: false } },
+        market: 'on-demand',
+        instances: [node('i-a1-2', '2026-12-06T17:07:00.000Z')],
+        startedAt: '2026-12-06T17:07:00.000Z',
+        runStartedAt: '2026-12-06T17:10:00.000Z',
+        endedAt: '2026-12-06T17:19:30.000Z',
+      },
     ],
   });
   await givenJob(store, 'j-0000000a2-bbbbbb', {
@@ -60,14 +76,21 @@ async function storeOfFourJobs(): Promise<InMemoryJobStore> {
     at: '2026-12-06T17:30:00.000Z',
     updatedAt: '2026-12-06T17:31:00.000Z',
     status: JobStatus.FAILED,
-    attempts: [{ placement: PLACED, runStartedAt: '2026-12-06T17:30:30.000Z', endedAt: '2026-12-06T17:30:50.000Z' }],
+    // No price stored (a local run's): the table's spot estimate.
+    attempts: [{ placement: PLACED, instances: [node('i-a2-1', '2026-12-06T17:30:00.000Z')], runStartedAt: '2026-12-06T17:30:30.000Z', endedAt: '2026-12-06T17:30:50.000Z' }],
   });
   await givenJob(store, 'j-0000000a3-cccccc', {
     name: 'sweep',
     at: '2026-12-06T18:00:00.000Z',
     status: JobStatus.RUNNING,
     numNodes: 2,
-    attempts: [{ placement: { ...PLACED, instanceType: 'g5.xlarge' }, runStartedAt: '2026-12-06T18:10:00.000Z' }],
+    attempts: [
+      {
+        placement: { ...PLACED, instanceType: 'g5.xlarge' },
+        instances: [node('i-a3-1', '2026-12-06T18:00:00.000Z', 0), node('i-a3-2', '2026-12-06T18:00:00.000Z', 1)],
+        runStartedAt: '2026-12-06T18:10:00.000Z',
+      },
+    ],
   });
   await givenJob(store, 'j-0000000a4-dddddd', { name: 'train', at: '2026-12-06T18:20:00.000Z', status: JobStatus.PENDING });
   return store;
@@ -94,16 +117,39 @@ async function queue(store: InMemoryJobStore, options: Parameters<typeof printQu
 }
 
 describe('the queue relaunch status prints', () => {
-  it("gives each job sky jobs queue's columns: name, resources, submitted, total and job duration, attempts, recoveries, status", async () => {
+  it("gives each job sky jobs queue's columns: name, resources, submitted, total and job duration, cost, attempts, recoveries, status", async () => {
     const { head, rows } = await queue(await storeOfFourJobs());
     expect(head).toBe('in progress: 1 PENDING, 1 RUNNING');
     expect(rows).toEqual([
-      ['ID', 'NAME', 'RESOURCES', 'SUBMITTED', 'TOT. DURATION', 'JOB DURATION', 'ATTEMPTS', 'RECOVERIES', 'STATUS'],
-      ['j-0000000a4-dddddd', 'train', '1x -', '2026-12-06 19:20:00 CET', '10m 00s', '0s', '0', '0', 'PENDING'],
-      ['j-0000000a3-cccccc', 'sweep', '2x g5.xlarge spot', '2026-12-06 19:00:00 CET', '30m 00s', '20m 00s', '1', '0', 'RUNNING'],
-      ['j-0000000a2-bbbbbb', 'eval', '1x m5.large spot', '2026-12-06 18:30:00 CET', '1m 00s', '20s', '1', '0', 'FAILED'],
-      ['j-0000000a1-aaaaaa', 'train', '1x m5.large on-demand', '2026-12-06 18:00:00 CET', '20m 00s', '14m 30s', '2', '1', 'SUCCEEDED'],
+      ['ID', 'NAME', 'RESOURCES', 'SUBMITTED', 'TOT. DURATION', 'JOB DURATION', 'COST', 'ATTEMPTS', 'RECOVERIES', 'STATUS'],
+      ['j-0000000a4-dddddd', 'train', '1x -', '2026-12-06 19:20:00 CET', '10m 00s', '0s', '-', '0', '0', 'PENDING'],
+      // Two g5.xlarge at the table's spot estimate (35% of $1.006) from 18:00 to the latest time on record, its run's start at 18:10: so far.
+      ['j-0000000a3-cccccc', 'sweep', '2x g5.xlarge spot', '2026-12-06 19:00:00 CET', '30m 00s', '20m 00s', '~$0.1174', '1', '0', 'RUNNING'],
+      // 50 s of an m5.large at the table's spot estimate (35% of $0.096).
+      ['j-0000000a2-bbbbbb', 'eval', '1x m5.large spot', '2026-12-06 18:30:00 CET', '1m 00s', '20s', '~$0.000467', '1', '0', 'FAILED'],
+      // 6 min at EC2's $0.04 spot, then 12.5 min on demand at $0.096: as billed, no ~.
+      ['j-0000000a1-aaaaaa', 'train', '1x m5.large on-demand', '2026-12-06 18:00:00 CET', '20m 00s', '14m 30s', '$0.0240', '2', '1', 'SUCCEEDED'],
     ]);
+  });
+
+  it("gives the COST of the account status JOB shows, and - for a view without one (an API older than the accounting)", async () => {
+    const store = await storeOfFourJobs();
+    const io = bufferIo();
+    const client = clientOf(store);
+    const withoutAccount = { ...client, getJob: async (jobId: string) => ({ ...(await client.getJob(jobId)), account: undefined }) };
+    await printQueue(withoutAccount, {}, io, NOW, 'Europe/Paris');
+    const costs = io.stdout.join('\n').split('\n').slice(2).map((line) => line.split(/\s{2,}/)[6]);
+    expect(costs).toEqual(['-', '-', '-', '-']);
+    const view = await client.getJob('j-0000000a1-aaaaaa');
+    expect(view.account?.cost).toMatchObject({ dollars: 0.024, estimate: false });
+  });
+
+  it('reads each shown job once, for its row and its cost alike, and none the limit cut', async () => {
+    const client = clientOf(await storeOfFourJobs());
+    const read: string[] = [];
+    const counting = { ...client, getJob: (jobId: string) => (read.push(jobId), client.getJob(jobId)) };
+    await printQueue(counting, { limit: 3 }, bufferIo(), NOW);
+    expect(read.sort()).toEqual(['j-0000000a2-bbbbbb', 'j-0000000a3-cccccc', 'j-0000000a4-dddddd']);
   });
 
   it('keeps the jobs of the statuses and the name asked for', async () => {

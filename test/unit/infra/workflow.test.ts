@@ -246,7 +246,7 @@ describe('the rendered controller ASL', () => {
 describe('the controller on the local engine, as the local runtime runs it', () => {
   const local = localControllerDefinition();
   type Step = (state: WorkflowState) => WorkflowState;
-  const decide = (action: string, status: string, delaySeconds = 0): Step => (s) => ({
+  const decide = (action: string, status: JobStatus, delaySeconds = 0): Step => (s) => ({
     ...s,
     decision: { action: action as 'SUCCEED', status, reason: `${action} because`, delaySeconds, continueAsNew: false },
   });

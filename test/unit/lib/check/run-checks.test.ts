@@ -88,7 +88,31 @@ describe('the region check', () => {
 
   it('fails a region the account has not enabled, with the command that enables it', async () => {
     const report = await runChecks({ ...INPUT, region: 'ap-east-1' }, { reader: named({ kind: 'not-enabled' }), api: API });
-    expect(report.checks).toEqual([expect.objectContaining({ id: 'region', status: 'fail', fix: 'aws account enable-region --region-name ap-east-1, or name another region with --region or AWS_REGION' })]);
+    expect(report.checks).toEqual([
+      {
+        id: 'region',
+        status: 'fail',
+        message: 'ap-east-1 (from --region): this account has not enabled the region (an opt-in region)',
+        fix: 'aws account enable-region --region-name ap-east-1, or name another region with --region or AWS_REGION',
+      },
+    ]);
+  });
+
+  it('fails a failover region the account has not enabled, with the command that enables it or the setting to change', async () => {
+    const record = deploymentRecord({ namePrefix: 'relaunch', vpcId: 'vpc-1', subnetsByZone: SUBNETS, otherRegions: [{ region: 'ap-east-1', subnetsByZone: { 'ap-east-1a': 'subnet-a' } }], apiUrl: 'https://api.example/v1/', dataBucket: 'stack-bucket' });
+    const stack: StackFacts = { name: 'Relaunch', status: 'UPDATE_COMPLETE', statusReason: null, outputs: [{ key: 'RelaunchDeployment0A1B2C3D', value: JSON.stringify(record) }] };
+    const reader: AccountReader = { ...account(stack), regionStatus: async (region) => (region === 'ap-east-1' ? { kind: 'not-enabled' } : { kind: 'enabled' }) };
+
+    const report = await runChecks(INPUT, { reader, api: API });
+
+    expect(check(report, 'region')).toEqual({ id: 'region', status: 'ok', message: 'us-east-1 (from --region)' });
+    expect(check(report, 'region:ap-east-1')).toEqual({
+      id: 'region:ap-east-1',
+      status: 'fail',
+      message: 'ap-east-1, a failover region (relaunch:otherRegions): this account has not enabled the region (an opt-in region)',
+      fix: 'aws account enable-region --region-name ap-east-1, or remove it from relaunch:otherRegions and redeploy',
+    });
+    expect(report.checks.map(({ id }) => id).filter((id) => id.includes('ap-east-1'))).toEqual(['region:ap-east-1']);
   });
 
   it('fails a failover region that does not exist, and checks nothing else there (no bootstrap, quota or subnet)', async () => {

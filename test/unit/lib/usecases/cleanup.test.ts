@@ -17,7 +17,7 @@ describe('releaseInstances', () => {
     const h = harness();
     await givenJob(h, taskSpec({ numNodes: 2 }));
     const state = await launchAndAwait(h, initialState());
-    const decided = { ...state, decision: { action: 'SUCCEED' as const, status: 'SUCCEEDED', reason: 'ok', delaySeconds: 0, continueAsNew: false } };
+    const decided = { ...state, decision: { action: 'SUCCEED' as const, status: 'SUCCEEDED' as const, reason: 'ok', delaySeconds: 0, continueAsNew: false } };
 
     expect(await releaseInstances(decided, h.deps)).toEqual(decided);
     await releaseInstances(decided, h.deps);
