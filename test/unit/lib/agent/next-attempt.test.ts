@@ -17,6 +17,7 @@ import { recoveryPolicy } from '../../../support/fixtures/specs.ts';
 import { waitFor } from '../../../support/fixtures/wait.ts';
 import {
   api,
+  apiUrl,
   dir,
   dockerCalls,
   dockerStandIn,
@@ -127,10 +128,13 @@ describe('a node the task reuses, once its job is over', () => {
     expect(readFileSync(join(dir, 'nvidia-smi.log'), 'utf8')).toContain('--query-compute-apps=pid --format=csv,noheader');
   });
 
-  it('runs setup again when the answer says rerun, as attempt 4\'s node', async () => {
+  it('runs setup again when the answer says rerun, as attempt 4\'s node, its helpers and log streams attempt 4\'s', async () => {
     api.nextAnswers = [runNext('rerun')];
+    api.logCredentials = { AccessKeyId: 'AKIALOGS', SecretAccessKey: 'logs-secret', SessionToken: 'logs-token' };
     rotateSecretOnRun();
-    const result = await runAgent(node(reusing({ setup: 'echo "setup of attempt $RELAUNCH_ATTEMPT as rank $RELAUNCH_NODE_RANK"; echo ran >>"$DUMP_DIR/setup-runs"' })));
+    const logs = { group: '/relaunch/jobs', region: 'us-east-1', endpoint: `${apiUrl}/logs`, intervalSeconds: 0.05, drainSeconds: 0 };
+    const setup = 'echo "setup of attempt $RELAUNCH_ATTEMPT as rank $RELAUNCH_NODE_RANK"; echo ran >>"$DUMP_DIR/setup-runs"';
+    const result = await runAgent(node(reusing({ setup }), { dataCredentials: true, logs }));
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
     expect(api.reports).toEqual([
@@ -141,6 +145,14 @@ describe('a node the task reuses, once its job is over', () => {
     ]);
     expect(readFileSync(join(dir, 'setup-runs'), 'utf8')).toBe('ran\nran\n');
     expect(requestsOf(4).every((r) => r.authorization === `Bearer ${NEW_SECRET}`)).toBe(true);
+    expect(requestsOf(3).every((r) => r.authorization === `Bearer ${SECRET}`)).toBe(true);
+    // The data credentials, the log credentials and the library asked again on attempt 4's routes.
+    const asked = new Set(requestsOf(4).map((r) => r.path.replace(`/jobs/${JOB_ID}/attempts/4/`, '')));
+    expect(asked).toContain('data-credentials');
+    expect(asked).toContain('log-credentials');
+    // Each phase's output to its own attempt's stream.
+    const streams = new Set(api.requests.filter((r) => r.path === '/logs/').map((r) => (JSON.parse(r.body) as { logStreamName: string }).logStreamName));
+    expect(streams).toEqual(new Set([`${JOB_ID}/attempt-3/node-0/setup`, `${JOB_ID}/attempt-3/node-0/run`, `${JOB_ID}/attempt-4/node-1/setup`, `${JOB_ID}/attempt-4/node-1/run`]));
   });
 
   it('kills a setsid daemon the job left, one that ignores SIGTERM, before it asks what next', async () => {
