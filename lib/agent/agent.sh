@@ -28,7 +28,11 @@
 #     reports it; a standby (launch_on_warning) is told to hold, and asks again every
 #     HOLD_POLL_MS until it is told to go (its warned attempt has ended and the job is
 #     relaunched: it is the next attempt now) or to stop (not needed);
-#  6. shuts the node down (on EC2 the instance terminates).
+#  6. shuts the node down (on EC2 the instance terminates); but a node the task may reuse
+#     (REUSE_NODE: restart in place) first proves the attempt's processes gone and asks the
+#     API what next, and may become a node of the next attempt on the spot and go back to
+#     5 (next_attempt, in the library; the held-after tag stops its job when the attempt
+#     ends while it runs).
 # If the rank, the secret or the IPs never show up, it shuts down without a report: the
 # controller sees a lost attempt, which never counts against the task's error budget.
 #
@@ -948,19 +952,6 @@ write_node_env() {
 
 # --- 4. the node prepared: installs ---
 
-# Installs a distribution's package when its command is missing; 1 if it is still missing.
-ensure_command() {
-  if command -v "$1" >/dev/null 2>&1; then return 0; fi
-  echo "relaunch: installing $2"
-  if command -v apt-get >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2" ||
-      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2"; }
-  elif command -v dnf >/dev/null 2>&1; then
-    dnf install -y -q "$2"
-  fi
-  command -v "$1" >/dev/null 2>&1 || fail_step install "$1 is not on this machine image and could not be installed"
-}
-
 # The AWS CLI, when the image has none (Ubuntu 24.04): installed by the agent's library
 # (install_aws), fetched only by a node that needs it.
 ensure_aws() {
@@ -1093,25 +1084,6 @@ link_folder() {
   mkdir -p "$1" "$(dirname "$2")" && ln -sfnT "$1" "$2"
 }
 
-# One try at cloning $1 into $2, starting from nothing (a try cut short leaves a partial clone).
-clone_fresh() {
-  rm -rf "$2"
-  GIT_TERMINAL_PROMPT=0 git clone --quiet -- "$1" "$2"
-}
-
-# A git repository cloned at the path (once per node), at ref.
-clone_repo() {
-  local url=$1 ref=$2 dest=$3 try
-  ensure_command git git || return 1
-  if [ ! -d "$dest/.git" ]; then
-    for (( try = 1; ; try++ )); do
-      if clone_fresh "$url" "$dest"; then break; fi
-      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step mounts "could not clone $url"; return 1; }
-    done
-  fi
-  if [ "$ref" != - ]; then git -C "$dest" checkout --quiet "$ref" --; fi
-}
-
 # The workdir and file mounts, in order, before setup. Each path goes to mounts.paths (for
 # the container); where the local runtime maps one, the mapping is said.
 prepare_mounts() {
@@ -1128,7 +1100,7 @@ prepare_mounts() {
       s3-mount) need_library mounts "mount s3://$a" && mount_bucket "$a" "$b" "$c" "$path" "$ROOT_DIR/mount-cache/$step" ;;
       link) link_folder "$a" "$path" ;;
       copy-dir) copy_folder "$a" "$path" ;;
-      git) clone_repo "$a" "$b" "$path" ;;
+      git) need_library mounts "clone $a" && clone_repo "$a" "$b" "$path" ;;
       *) false ;;
     esac || {
       # The mount's own failure says what went wrong; an install's stays the install's; a
@@ -1140,6 +1112,108 @@ prepare_mounts() {
     printf '%s\n' "$path" >>"$ROOT_DIR/mounts.paths"
     step=$(( step + 1 ))
   done 3< <(printf '%s' "$MOUNTS")
+}
+
+# --- 4. the node prepared: the task's container ---
+
+# Pulls the task's image once; its output to setup's log, its last line in REPLY_PULL_ERROR.
+pull_image() {
+  local output code
+  output=$(docker pull "$CONTAINER_IMAGE" 2>&1)
+  code=$?
+  printf '%s\n' "$output"
+  REPLY_PULL_ERROR=${output##*$'\n'}
+  return "$code"
+}
+
+# The task's container, started once for both phases: docker (installed from the
+# distribution's packages when the image lacks it), a login when the image is in ECR, the
+# image pulled (three tries, PULL_RETRY_MS apart, then twice that), then the
+# container: the host's network (peers and instance metadata as on the host), the node's
+# GPUs, and the agent's and work folders at the same paths. Its first process is
+# CONTAINER_INIT, and docker stops it with the job's grace period. Its output goes to
+# setup's log; a failure is one of the agent's steps (install, image-login, image-pull,
+# container).
+container_start() {
+  local registry region path try memlock output reason
+  local -a gpus=() volumes=() limits=()
+  local -A seen=()
+  CURRENT_STEP=install
+  if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    echo "relaunch: installing docker"
+    # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io; }
+  fi
+  if ! command -v docker >/dev/null 2>&1; then
+    fail_step install "docker is not installed on this machine image and could not be installed"
+    return 1
+  fi
+  registry=${CONTAINER_IMAGE%%/*}
+  if [[ $registry =~ ^[0-9]{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$ ]]; then
+    region=${BASH_REMATCH[1]}
+    CURRENT_STEP=image-login
+    echo "relaunch: logging in to $registry"
+    need_library image-login "log in to $registry" || return 1
+    for (( try = 1; ; try++ )); do
+      if ecr_login "$registry" "$region"; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-login "$REPLY_LOGIN_ERROR"; return 1; }
+    done
+  fi
+  CURRENT_STEP=image-pull
+  # Pulled when the daemon does not have it, as docker run does: an image the machine image
+  # or the user's own machine (a local run) already holds, built there or pulled before,
+  # needs no registry.
+  if docker image inspect "$CONTAINER_IMAGE" >/dev/null 2>&1; then
+    echo "relaunch: $CONTAINER_IMAGE is on this machine already"
+  else
+    for (( try = 1; ; try++ )); do
+      if pull_image; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $REPLY_PULL_ERROR"; return 1; }
+    done
+  fi
+  CURRENT_STEP=container
+  if (( CONTAINER_GPUS )); then
+    if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
+      fail_step container "this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
+      return 1
+    fi
+    gpus=(--gpus all)
+  fi
+  # The folders at the same paths: the agent's, the work folder, the home folder and the
+  # mounts (read from the file prepare_mounts wrote, one per line). Each once: docker
+  # refuses a container with two mounts at one destination, and the work folder is the
+  # agent's without a workdir and the workdir mount's with one.
+  while IFS= read -r path; do
+    path=${path%"${path##*[!/]}"}
+    if [ -n "$path" ] && [ -z "${seen[$path]:-}" ]; then
+      seen[$path]=1
+      volumes+=(-v "$path:$path")
+    fi
+  done < <(printf '%s\n' "$ROOT_DIR" "$WORK_DIR" "${JOB_HOME:+$HOME}"; cat "$ROOT_DIR/mounts.paths")
+  # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
+  # A host whose root may not raise the locked-memory limit (a host that is itself a
+  # container, rootless docker) refuses --ulimit memlock=-1 ("error setting rlimit"): the
+  # container then keeps the host's limit, and says so, rather than never starting.
+  for memlock in memlock=-1 ''; do
+    limits=()
+    if [ -n "$memlock" ]; then limits=(--ulimit "$memlock"); fi
+    docker rm -f "$CONTAINER" >/dev/null 2>&1
+    if output=$(docker run -d --name "$CONTAINER" --network host --ipc host "${limits[@]}" --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
+      "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" 2>&1); then
+      return 0
+    fi
+    printf '%s\n' "$output"
+    if [ -z "$memlock" ] || [[ $output != *rlimit* ]]; then break; fi
+    echo "relaunch: this host may not lift the container's locked-memory limit: starting it with the host's"
+  done
+  # docker run -d prints the id of a container it made but could not start before its error.
+  reason=${output%%$'\n'*}
+  if [[ $output == *$'\n'docker:* ]]; then
+    reason=${output#*$'\n'docker: }
+    reason=${reason%%$'\n'*}
+  fi
+  fail_step container "docker could not start the container from $CONTAINER_IMAGE: ${reason#docker: }"
 }
 
 # --- 4. the node prepared: its parts, in order ---
@@ -1160,10 +1234,7 @@ prepare_node() {
   fi
   CURRENT_STEP=mounts
   prepare_mounts || return 1
-  if [ -n "$CONTAINER_IMAGE" ]; then
-    CURRENT_STEP=container
-    need_library container "start the container" && container_start || return 1
-  fi
+  if [ -n "$CONTAINER_IMAGE" ]; then container_start || return 1; fi
 }
 
 # --- 5. each phase's output, shipped to CloudWatch Logs ---
@@ -1191,6 +1262,40 @@ prepare_node() {
 # settings pin their SHA-256 (LIBRARY_SHA256); load_library fetches, checks and loads them.
 
 # relaunch:library-begin
+
+# --- the library: packages and git clones ---
+
+# Installs a distribution's package when its command is missing; 1 if it is still missing.
+ensure_command() {
+  if command -v "$1" >/dev/null 2>&1; then return 0; fi
+  echo "relaunch: installing $2"
+  if command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2" ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2"; }
+  elif command -v dnf >/dev/null 2>&1; then
+    dnf install -y -q "$2"
+  fi
+  command -v "$1" >/dev/null 2>&1 || fail_step install "$1 is not on this machine image and could not be installed"
+}
+
+# One try at cloning $1 into $2, starting from nothing (a try cut short leaves a partial clone).
+clone_fresh() {
+  rm -rf "$2"
+  GIT_TERMINAL_PROMPT=0 git clone --quiet -- "$1" "$2"
+}
+
+# A git repository cloned at the path (once per node), at ref.
+clone_repo() {
+  local url=$1 ref=$2 dest=$3 try
+  ensure_command git git || return 1
+  if [ ! -d "$dest/.git" ]; then
+    for (( try = 1; ; try++ )); do
+      if clone_fresh "$url" "$dest"; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step mounts "could not clone $url"; return 1; }
+    done
+  fi
+  if [ "$ref" != - ]; then git -C "$dest" checkout --quiet "$ref" --; fi
+}
 
 # --- the library: the tools' pinned, signed downloads ---
 
@@ -1300,108 +1405,6 @@ mount_bucket() {
 ensure_mount_s3() {
   if command -v mount-s3 >/dev/null 2>&1; then return 0; fi
   install_mount_s3
-}
-
-# --- the library: the task's container ---
-
-# Pulls the task's image once; its output to setup's log, its last line in REPLY_PULL_ERROR.
-pull_image() {
-  local output code
-  output=$(docker pull "$CONTAINER_IMAGE" 2>&1)
-  code=$?
-  printf '%s\n' "$output"
-  REPLY_PULL_ERROR=${output##*$'\n'}
-  return "$code"
-}
-
-# The task's container, started once for both phases: docker (installed from the
-# distribution's packages when the image lacks it), a login when the image is in ECR, the
-# image pulled (three tries, PULL_RETRY_MS apart, then twice that), then the
-# container: the host's network (peers and instance metadata as on the host), the node's
-# GPUs, and the agent's and work folders at the same paths. Its first process is
-# CONTAINER_INIT, and docker stops it with the job's grace period. Its output goes to
-# setup's log; a failure is one of the agent's steps (install, image-login, image-pull,
-# container).
-container_start() {
-  local registry region path try memlock output reason
-  local -a gpus=() volumes=() limits=()
-  local -A seen=()
-  CURRENT_STEP=install
-  if ! command -v docker >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    echo "relaunch: installing docker"
-    # First boot's own apt runs (unattended-upgrades) may hold the lock for minutes.
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io ||
-      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q docker.io; }
-  fi
-  if ! command -v docker >/dev/null 2>&1; then
-    fail_step install "docker is not installed on this machine image and could not be installed"
-    return 1
-  fi
-  registry=${CONTAINER_IMAGE%%/*}
-  if [[ $registry =~ ^[0-9]{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$ ]]; then
-    region=${BASH_REMATCH[1]}
-    CURRENT_STEP=image-login
-    echo "relaunch: logging in to $registry"
-    need_library image-login "log in to $registry" || return 1
-    for (( try = 1; ; try++ )); do
-      if ecr_login "$registry" "$region"; then break; fi
-      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-login "$REPLY_LOGIN_ERROR"; return 1; }
-    done
-  fi
-  CURRENT_STEP=image-pull
-  # Pulled when the daemon does not have it, as docker run does: an image the machine image
-  # or the user's own machine (a local run) already holds, built there or pulled before,
-  # needs no registry.
-  if docker image inspect "$CONTAINER_IMAGE" >/dev/null 2>&1; then
-    echo "relaunch: $CONTAINER_IMAGE is on this machine already"
-  else
-    for (( try = 1; ; try++ )); do
-      if pull_image; then break; fi
-      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step image-pull "could not pull $CONTAINER_IMAGE in 3 tries: $REPLY_PULL_ERROR"; return 1; }
-    done
-  fi
-  CURRENT_STEP=container
-  if (( CONTAINER_GPUS )); then
-    if ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q nvidia; then
-      fail_step container "this node has GPUs but its docker has no NVIDIA runtime to give them to the container (use the default image or a Deep Learning AMI)"
-      return 1
-    fi
-    gpus=(--gpus all)
-  fi
-  # The folders at the same paths: the agent's, the work folder, the home folder and the
-  # mounts (read from the file prepare_mounts wrote, one per line). Each once: docker
-  # refuses a container with two mounts at one destination, and the work folder is the
-  # agent's without a workdir and the workdir mount's with one.
-  while IFS= read -r path; do
-    path=${path%"${path##*[!/]}"}
-    if [ -n "$path" ] && [ -z "${seen[$path]:-}" ]; then
-      seen[$path]=1
-      volumes+=(-v "$path:$path")
-    fi
-  done < <(printf '%s\n' "$ROOT_DIR" "$WORK_DIR" "${JOB_HOME:+$HOME}"; cat "$ROOT_DIR/mounts.paths")
-  # Shared memory and locked memory as on the host: data loader workers and NCCL need them.
-  # A host whose root may not raise the locked-memory limit (a host that is itself a
-  # container, rootless docker) refuses --ulimit memlock=-1 ("error setting rlimit"): the
-  # container then keeps the host's limit, and says so, rather than never starting.
-  for memlock in memlock=-1 ''; do
-    limits=()
-    if [ -n "$memlock" ]; then limits=(--ulimit "$memlock"); fi
-    docker rm -f "$CONTAINER" >/dev/null 2>&1
-    if output=$(docker run -d --name "$CONTAINER" --network host --ipc host "${limits[@]}" --stop-timeout "$STOP_GRACE_SECONDS" "${gpus[@]}" \
-      "${volumes[@]}" --entrypoint bash "$CONTAINER_IMAGE" -c "$CONTAINER_INIT" 2>&1); then
-      return 0
-    fi
-    printf '%s\n' "$output"
-    if [ -z "$memlock" ] || [[ $output != *rlimit* ]]; then break; fi
-    echo "relaunch: this host may not lift the container's locked-memory limit: starting it with the host's"
-  done
-  # docker run -d prints the id of a container it made but could not start before its error.
-  reason=${output%%$'\n'*}
-  if [[ $output == *$'\n'docker:* ]]; then
-    reason=${output#*$'\n'docker: }
-    reason=${reason%%$'\n'*}
-  fi
-  fail_step container "docker could not start the container from $CONTAINER_IMAGE: ${reason#docker: }"
 }
 
 # --- the library: the container's registry login ---
@@ -2309,6 +2312,22 @@ may_run() {
   done
 }
 
+# Runs the attempt's job on this node: setup (with $1 skip, only its report: it ran on this
+# node in the attempt before, and its log says so: become_next), then, if setup exited 0
+# and the API says go, run; each reported. Returns once the job is over on this node.
+run_job() {
+  if [ "$1" = skip ]; then
+    report setup 0 || return
+  else
+    run_phase setup || return
+    if ! report setup "$REPLY_PHASE_CODE" || (( REPLY_PHASE_CODE != 0 )); then return; fi
+  fi
+  may_run || return
+  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
+  run_phase run || return
+  report run "$REPLY_PHASE_CODE"
+}
+
 # --- 6. the end: everything stopped, the node shut down ---
 
 # Stops the running phase, if one runs: SIGTERM to its whole process group (in a container,
@@ -2395,24 +2414,6 @@ end_node() {
   log "shutting down (exit code $code)"
   shut_down
   exit "$code"
-}
-
-# --- 5. the job of one attempt ---
-
-# Runs the attempt's job on this node: setup (with $1 skip, only its report: it ran on this
-# node in the attempt before, and its log says so: become_next), then, if setup exited 0
-# and the API says go, run; each reported. Returns once the job is over on this node.
-run_job() {
-  if [ "$1" = skip ]; then
-    report setup 0 || return
-  else
-    run_phase setup || return
-    if ! report setup "$REPLY_PHASE_CODE" || (( REPLY_PHASE_CODE != 0 )); then return; fi
-  fi
-  may_run || return
-  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
-  run_phase run || return
-  report run "$REPLY_PHASE_CODE"
 }
 
 # --- main ---
