@@ -1989,7 +1989,9 @@ become_next() {
   for name in HEARTBEAT_URL REPORT_URL HOLD_URL DATA_CREDENTIALS_URL LOG_CREDENTIALS_URL LIBRARY_URL NEXT_URL; do
     printf -v "$name" '%s' "${!name/"$from"/$to}"
   done
-  LOG_STREAM_PREFIX=${LOG_STREAM_PREFIX/"/attempt-$old/"/\/attempt-$new\/}
+  # The replacements are variables: bash 4.2 keeps the backslash of an escaped slash in one.
+  to="/attempt-$new/"
+  LOG_STREAM_PREFIX=${LOG_STREAM_PREFIX/"/attempt-$old/"/$to}
   ATTEMPT=$new
   NODE_RANK=$rank
   NUM_NODES=$nodes
