@@ -198,6 +198,27 @@ describe('a node the task reuses, once its job is over', () => {
     expect(api.nexts).toHaveLength(1);
   });
 
+  it('stops setup too when the held tag names its attempt, reported stopped (held), and never runs run', async () => {
+    const agent = await startAgent(node(reusing({ setup: 'echo preparing; touch "$DUMP_DIR/setup-started"; sleep 1000', run: 'touch "$DUMP_DIR/run-started"' })));
+    await waitFor('setup to start', () => (existsSync(join(dir, 'setup-started')) ? true : undefined));
+    api.metadata[`tags/instance/${TagKey.heldAfter}`] = '3';
+    const result = await agent.done;
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports).toEqual([{ nodeRank: 0, phase: 'setup', stopped: 'held', outputTail: 'preparing' }]);
+    expect(existsSync(join(dir, 'run-started'))).toBe(false);
+    expect(api.nexts).toHaveLength(1);
+  });
+
+  it('never sends the old secret on the new attempt\'s routes: a parameter never rewritten shuts the node down', async () => {
+    api.nextAnswers = [runNext('skip')];
+    const result = await runAgent(node(reusing(), { discoveryTimeoutSeconds: 1 }));
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(requestsOf(4)).toEqual([]);
+    expect(result.stderr).toContain("the callback secret is still attempt 3's after 1 s: shutting down");
+  });
+
   it('reports the agent\'s failure at previous-attempt for the new attempt when a GPU process outlives the proof, naming it', async () => {
     const stray = spawn('sleep', ['1000'], { env: { PATH: MACHINE_PATH, DUMP_DIR: dir }, stdio: 'ignore', detached: true });
     stray.unref();
