@@ -11,6 +11,7 @@ import { HeartbeatBodySchema, type NextAnswer } from '../../../../lib/agent/prot
 import { renderAgentScript } from '../../../../lib/agent/script.ts';
 import { agentSecretName } from '../../../../lib/agent/secret-parameter.ts';
 import { TagKey } from '../../../../lib/agent/tags.ts';
+import { jobEnvironment } from '../../../../lib/job-env.ts';
 import type { AgentScriptParams } from '../../../../lib/agent/script.ts';
 import type { Resources, ReuseNodes, TaskSpec } from '../../../../lib/task-file/types.ts';
 import { recoveryPolicy } from '../../../support/fixtures/specs.ts';
@@ -88,7 +89,8 @@ describe('a node the task reuses, once its job is over', () => {
     api.nextAnswers = [{ next: 'wait', reason: 'not decided yet' }, runNext('skip')];
     rotateSecretOnRun();
     const setup = 'echo setting up; echo ran >>"$DUMP_DIR/setup-runs"';
-    const result = await runAgent(node(reusing({ setup, run: `echo "running attempt $RELAUNCH_ATTEMPT"; ${DUMP_ENV}` })), nvidiaSmiStandIn());
+    const taskSpec = reusing({ setup, run: `echo "running attempt $RELAUNCH_ATTEMPT"; ${DUMP_ENV}` });
+    const result = await runAgent(node(taskSpec), nvidiaSmiStandIn());
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
     expect(api.reports).toEqual([
@@ -111,6 +113,8 @@ describe('a node the task reuses, once its job is over', () => {
     const beats = api.heartbeats.filter((r) => r.path === `/jobs/${JOB_ID}/attempts/4/heartbeat`);
     expect(beats.length).toBeGreaterThanOrEqual(1);
     expect(HeartbeatBodySchema.parse(JSON.parse(beats[0]?.body ?? ''))).toEqual({ nodeRank: 1 });
+    // Every variable as a node launched fresh for attempt 4 would have it (lib/job-env.ts).
+    expect(jobEnv()).toMatchObject(jobEnvironment(taskSpec, { jobId: JOB_ID, attempt: 4, nodeRank: 1, nodeIps: ['10.0.1.1', '10.0.1.2'] }));
     expect(jobEnv()).toMatchObject({
       RELAUNCH_ATTEMPT: '4',
       SKYPILOT_TASK_ID: `${JOB_ID}-4`,
