@@ -28,7 +28,11 @@
 #     reports it; a standby (launch_on_warning) is told to hold, and asks again every
 #     HOLD_POLL_MS until it is told to go (its warned attempt has ended and the job is
 #     relaunched: it is the next attempt now) or to stop (not needed);
-#  6. shuts the node down (on EC2 the instance terminates).
+#  6. shuts the node down (on EC2 the instance terminates); but a node the task may reuse
+#     (REUSE_NODE: restart in place) first proves the attempt's processes gone and asks the
+#     API what next, and may become a node of the next attempt on the spot and go back to
+#     5 (next_attempt, in the library; the held-after tag stops its job when the attempt
+#     ends while it runs).
 # If the rank, the secret or the IPs never show up, it shuts down without a report: the
 # controller sees a lost attempt, which never counts against the task's error budget.
 #
@@ -87,6 +91,11 @@ declare +x HEARTBEAT_URL=''
 declare +x REPORT_URL=''
 declare +x HOLD_URL=''
 declare +x HOLD_POLL_MS=''
+declare +x REUSE_NODE=''
+declare +x HELD_TAG=''
+declare +x NEXT_URL=''
+declare +x NEXT_WAIT_SECONDS=''
+declare +x PROOF_SECONDS=''
 declare +x REPORT_RETRY_SECONDS=''
 declare +x STOPPED_RETRY_SECONDS=''
 declare +x DATA_CREDENTIALS_URL=''
@@ -134,8 +143,8 @@ declare +x SHIP_DRAIN_MS=''
 # relaunch:settings-end
 
 # --- state ---
-# Every other global of the agent, declared here and nowhere else, unexported for the same
-# reason as the settings. First what the agent keeps.
+# Every other global of the agent, declared here and nowhere else (but for the few only its
+# library uses, at the library's head), unexported for the same reason as the settings. First what the agent keeps.
 
 # The agent's own pid: a helper whose parent is another process was orphaned (agent_alive).
 declare +x AGENT_PID=''
@@ -162,8 +171,12 @@ declare +x DATA_PROFILE=relaunch-data
 declare +x PHASE_PID=''
 declare +x PHASE_NAME=''
 declare +x WRITER_PID=''
+# Every phase of this attempt on this node, as `group start` (its group's id and its
+# leader's start time), for the proof that they are gone (prove_gone).
+declare +x -a PHASE_GROUPS=()
 # What stopped the agent before its work was done (main's traps): interruption (a spot
-# notice) or shutdown (SIGTERM, SIGINT or SIGHUP); empty otherwise. A phase it stops is
+# notice), shutdown (SIGTERM, SIGINT or SIGHUP) or held (the attempt ended and this node
+# is kept for the next: the phase is stopped, the agent goes on); empty otherwise. A phase it stops is
 # reported as stopped, with its last lines and no code (report_stopped).
 declare +x STOP_CAUSE=''
 # The helpers (heartbeat, interruption watcher, data credentials refresher); empty when not
@@ -225,6 +238,8 @@ declare +x REPLY_SSM_VALUE=''
 declare +x REPLY_SSM_ERROR=''
 # Why the agent's library could not be had (load_library).
 declare +x REPLY_LIBRARY_ERROR=''
+# next_attempt: how the attempt's setup goes on this node (rerun, or skip: it ran here).
+declare +x REPLY_NEXT_SETUP=rerun
 # run_answer: the API's word on running (go, stop or hold) and why.
 declare +x REPLY_RUN_WORD=''
 declare +x REPLY_RUN_REASON=''
@@ -857,6 +872,7 @@ notice_stop_delay() {
 # (up to curl's 5 s). The question, which carries the session token, is written once per
 # token and piped to curl from printf (a builtin; not a here string, which an older bash
 # keeps in a temporary file): each look costs two processes, not the three of imds_get.
+# On a node that may serve the next attempt it also reads the held-after tag (held_look).
 interruption_watch() {
   local notice='' answer="$ROOT_DIR/interruption-notice" token='' request=''
   trap 'kill "$SLEEPER" 2>/dev/null; exit 0' TERM
@@ -885,6 +901,7 @@ interruption_watch() {
       kill -USR1 "$AGENT_PID"
       exit 0
     fi
+    if [ -n "$HELD_TAG" ]; then held_look; fi
     pause_ms "$INTERRUPTION_POLL_MS"
   done
 }
@@ -934,19 +951,6 @@ write_node_env() {
 }
 
 # --- 4. the node prepared: installs ---
-
-# Installs a distribution's package when its command is missing; 1 if it is still missing.
-ensure_command() {
-  if command -v "$1" >/dev/null 2>&1; then return 0; fi
-  echo "relaunch: installing $2"
-  if command -v apt-get >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2" ||
-      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2"; }
-  elif command -v dnf >/dev/null 2>&1; then
-    dnf install -y -q "$2"
-  fi
-  command -v "$1" >/dev/null 2>&1 || fail_step install "$1 is not on this machine image and could not be installed"
-}
 
 # The AWS CLI, when the image has none (Ubuntu 24.04): installed by the agent's library
 # (install_aws), fetched only by a node that needs it.
@@ -1080,25 +1084,6 @@ link_folder() {
   mkdir -p "$1" "$(dirname "$2")" && ln -sfnT "$1" "$2"
 }
 
-# One try at cloning $1 into $2, starting from nothing (a try cut short leaves a partial clone).
-clone_fresh() {
-  rm -rf "$2"
-  GIT_TERMINAL_PROMPT=0 git clone --quiet -- "$1" "$2"
-}
-
-# A git repository cloned at the path (once per node), at ref.
-clone_repo() {
-  local url=$1 ref=$2 dest=$3 try
-  ensure_command git git || return 1
-  if [ ! -d "$dest/.git" ]; then
-    for (( try = 1; ; try++ )); do
-      if clone_fresh "$url" "$dest"; then break; fi
-      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step mounts "could not clone $url"; return 1; }
-    done
-  fi
-  if [ "$ref" != - ]; then git -C "$dest" checkout --quiet "$ref" --; fi
-}
-
 # The workdir and file mounts, in order, before setup. Each path goes to mounts.paths (for
 # the container); where the local runtime maps one, the mapping is said.
 prepare_mounts() {
@@ -1115,7 +1100,7 @@ prepare_mounts() {
       s3-mount) need_library mounts "mount s3://$a" && mount_bucket "$a" "$b" "$c" "$path" "$ROOT_DIR/mount-cache/$step" ;;
       link) link_folder "$a" "$path" ;;
       copy-dir) copy_folder "$a" "$path" ;;
-      git) clone_repo "$a" "$b" "$path" ;;
+      git) need_library mounts "clone $a" && clone_repo "$a" "$b" "$path" ;;
       *) false ;;
     esac || {
       # The mount's own failure says what went wrong; an install's stays the install's; a
@@ -1270,11 +1255,47 @@ prepare_node() {
 # --- the agent's library: what only some nodes need, fetched when one does ---
 # User data (16 KiB gzipped) keeps only what every node needs before it can reach the
 # API. The functions between the two marks below ship apart: the tools' signed installs,
-# S3 copies and mounts, the ECR login, and the shipper. A node that needs them for its
-# task and cannot have them fails at that step (need_library); shipping does without. The API serves them (POST .../shipper, with the callback secret) and the
+# S3 copies and mounts, the task's container and its registry login, the shipper, and the
+# next attempt on a node the task may reuse. A node that needs them for its task and
+# cannot have them fails at that step (need_library); shipping does without, and a node
+# that cannot serve the next attempt shuts down once its job is over. The API serves them (POST .../shipper, with the callback secret) and the
 # settings pin their SHA-256 (LIBRARY_SHA256); load_library fetches, checks and loads them.
 
 # relaunch:library-begin
+
+# --- the library: packages and git clones ---
+
+# Installs a distribution's package when its command is missing; 1 if it is still missing.
+ensure_command() {
+  if command -v "$1" >/dev/null 2>&1; then return 0; fi
+  echo "relaunch: installing $2"
+  if command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2" ||
+      { apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "$2"; }
+  elif command -v dnf >/dev/null 2>&1; then
+    dnf install -y -q "$2"
+  fi
+  command -v "$1" >/dev/null 2>&1 || fail_step install "$1 is not on this machine image and could not be installed"
+}
+
+# One try at cloning $1 into $2, starting from nothing (a try cut short leaves a partial clone).
+clone_fresh() {
+  rm -rf "$2"
+  GIT_TERMINAL_PROMPT=0 git clone --quiet -- "$1" "$2"
+}
+
+# A git repository cloned at the path (once per node), at ref.
+clone_repo() {
+  local url=$1 ref=$2 dest=$3 try
+  ensure_command git git || return 1
+  if [ ! -d "$dest/.git" ]; then
+    for (( try = 1; ; try++ )); do
+      if clone_fresh "$url" "$dest"; then break; fi
+      next_try "$try" 3 "$PULL_RETRY_MS" || { fail_step mounts "could not clone $url"; return 1; }
+    done
+  fi
+  if [ "$ref" != - ]; then git -C "$dest" checkout --quiet "$ref" --; fi
+}
 
 # --- the library: the tools' pinned, signed downloads ---
 
@@ -1733,6 +1754,298 @@ ship_phase() {
   rm -f "$body" "$body.create" "$body.answer" "$body.cpu" "$body.status" "$body.next" "$body.create.status"
 }
 
+# --- the library: the next attempt on this node ---
+# A node the task may reuse (REUSE_NODE) does not shut down once its job is over: it proves
+# the attempt's processes gone, asks the API what next (POST .../next, with the ended
+# attempt's secret, which that route alone still takes), and shuts down or becomes a node
+# of the next attempt: that attempt's secret, rank, IPs, URLs, log streams and environment,
+# its setup run again or skipped as the answer says. docs/agent.md tells the whole of it.
+# Its globals, unexported as the state block's (declared global: the library is sourced in
+# a function): the folder of the phases' cgroups (cgroup_dir; empty where the agent can make
+# none), and what of the ended attempt is still alive, in one line (prove_gone).
+declare -g +x CGROUP_DIR=''
+declare -g +x REPLY_ALIVE=''
+
+# In the interruption watcher, one look at the held-after tag (HELD_TAG): once it names
+# this attempt (it has ended, and this node is kept for the next), the agent is told
+# (SIGUSR2), once; the watch goes on.
+held_look() {
+  if imds_get "tags/instance/$HELD_TAG" && [ "$REPLY_IMDS_VALUE" = "$ATTEMPT" ]; then
+    kill -USR2 "$AGENT_PID"
+    HELD_TAG=''
+  fi
+}
+
+# The folder under which each phase gets a cgroup of its own, in CGROUP_DIR: beneath the
+# agent's own cgroup (a local node's cgroup then still holds all of it), where the agent is
+# root and cgroup v2 is mounted at /sys/fs/cgroup; empty elsewhere (the mark and the groups
+# find the phases' processes then).
+cgroup_dir() {
+  local line
+  CGROUP_DIR=''
+  if (( EUID != 0 )) || [ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" != cgroup2fs ]; then return; fi
+  while IFS= read -r line; do
+    if [[ $line == 0::/* ]]; then
+      CGROUP_DIR=/sys/fs/cgroup${line#0::}
+      CGROUP_DIR=${CGROUP_DIR%/}/relaunch-phases
+    fi
+  done </proc/self/cgroup
+}
+
+# Marks phase $1's process (phase_process, before it becomes the phase) on a node the task
+# may reuse: RELAUNCH_PHASE_MARK (this instance and attempt) in its environment, which its
+# children inherit, and, where the agent can make one, a cgroup of its own, which whatever
+# the phase starts stays in, whatever it does to its session, group or environment.
+phase_mark() {
+  local group
+  if [ -z "$REUSE_NODE" ]; then return; fi
+  export RELAUNCH_PHASE_MARK="$INSTANCE_ID/$ATTEMPT"
+  cgroup_dir
+  if [ -z "$CGROUP_DIR" ]; then return; fi
+  group="$CGROUP_DIR/attempt-$ATTEMPT-$1"
+  if ! { mkdir -p "$group" && printf '%s\n' "$BASHPID" >"$group/cgroup.procs"; } 2>/dev/null; then
+    echo "relaunch: could not put $1 in the cgroup $group: its processes are found by their environment and group"
+  fi
+}
+
+# Process $1 in words: its pid and command line (at most 80 bytes of it).
+describe_pid() {
+  local command=''
+  command=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null)
+  command=${command% }
+  printf 'pid %s (%s)' "$1" "${command:0:80}"
+}
+
+# The pids of this attempt's processes still alive on the node, one a line: those in its
+# phases' cgroups, those whose environment holds its mark (RELAUNCH_PHASE_MARK), and those
+# in its phases' process groups or sessions (PHASE_GROUPS; a group whose leader runs but
+# started at another time is another's: end_orphaned_node says why). Never the agent.
+left_pids() {
+  local mark="RELAUNCH_PHASE_MARK=$INSTANCE_ID/$ATTEMPT" entry group started file
+  local -a groups=()
+  for entry in "${PHASE_GROUPS[@]}"; do
+    read -r group started <<<"$entry"
+    if ! process_start "$group" || [ "$REPLY_STARTED" = "$started" ]; then groups+=("$group"); fi
+  done
+  {
+    if [ -n "$CGROUP_DIR" ]; then
+      for file in "$CGROUP_DIR/attempt-$ATTEMPT-"*/cgroup.procs; do
+        if [ -f "$file" ]; then cat "$file"; fi
+      done
+    fi
+    grep -lzxF -e "$mark" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+    if (( ${#groups[@]} )); then
+      ps -A -o pid= -o pgid= -o sid= -o stat= 2>/dev/null |
+        awk -v groups="${groups[*]}" 'BEGIN { n = split(groups, g, " "); for (i = 1; i <= n; i++) ours[g[i]] = 1 }
+          $4 !~ /^Z/ && ($2 in ours || $3 in ours) { print $1 }'
+    fi
+  } | sort -un | grep -vx -e "$AGENT_PID" -e "$BASHPID"
+}
+
+# Proves this attempt's processes gone, within PROOF_SECONDS: what is left of its phases
+# gets SIGTERM, and SIGKILL (and, where the kernel has it, cgroup.kill) once the grace
+# period has passed; its container is removed, and docker must list it no more; with
+# nvidia-smi on the node, it must list no live compute process. 1 when it cannot, what
+# is still alive in REPLY_ALIVE.
+prove_gone() {
+  local signal=TERM pid out file start
+  local -a alive
+  cgroup_dir
+  clock_ms
+  start=$REPLY_NOW_MS
+  while :; do
+    alive=()
+    while IFS= read -r pid; do
+      if [[ $pid =~ ^[0-9]+$ ]] && kill -"$signal" "$pid" 2>/dev/null; then alive+=("$(describe_pid "$pid")"); fi
+    done < <(left_pids)
+    if [ "$signal" = KILL ] && [ -n "$CGROUP_DIR" ]; then
+      for file in "$CGROUP_DIR/attempt-$ATTEMPT-"*/cgroup.kill; do
+        if [ -f "$file" ]; then echo 1 >"$file"; fi
+      done
+    fi
+    if [ -n "$CONTAINER" ]; then
+      docker rm -f "$CONTAINER" >/dev/null 2>&1
+      if ! out=$(docker ps -a -q --filter "name=^/$CONTAINER\$" 2>&1); then
+        alive+=("the container $CONTAINER, docker ps failing: ${out%%$'\n'*}")
+      elif [ -n "$out" ]; then
+        alive+=("the container $CONTAINER")
+      fi
+    fi
+    if command -v nvidia-smi >/dev/null 2>&1; then
+      if out=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>&1); then
+        while read -r pid; do
+          if [[ $pid =~ ^[0-9]+$ ]] && [ -e "/proc/$pid" ]; then alive+=("GPU compute process $(describe_pid "$pid")"); fi
+        done <<<"$out"
+      else
+        alive+=("GPU processes unknown, nvidia-smi failing: ${out%%$'\n'*}")
+      fi
+    fi
+    if (( ${#alive[@]} == 0 )); then
+      if [ -n "$CGROUP_DIR" ]; then rmdir "$CGROUP_DIR/attempt-$ATTEMPT-"* 2>/dev/null; fi
+      return 0
+    fi
+    clock_ms
+    if (( REPLY_NOW_MS - start >= PROOF_SECONDS * 1000 )); then
+      printf -v REPLY_ALIVE '%s, ' "${alive[@]}"
+      REPLY_ALIVE="attempt $ATTEMPT's processes are not all gone $PROOF_SECONDS s after its job ended: ${REPLY_ALIVE%, }"
+      return 1
+    fi
+    if (( REPLY_NOW_MS - start >= STOP_GRACE_SECONDS * 1000 )); then signal=KILL; fi
+    pause_ms 100
+  done
+}
+
+# The non-negative integer value of key $1 in the JSON text $2, in REPLY_JSON_VALUE; empty
+# when it has none.
+json_integer() {
+  local pattern="\"$1\"[[:space:]]*:[[:space:]]*([0-9]+)"
+  REPLY_JSON_VALUE=''
+  if [[ $2 =~ $pattern ]]; then REPLY_JSON_VALUE=${BASH_REMATCH[1]}; fi
+}
+
+# Once the job is over on this node (its last report sent, or its phase stopped because
+# the node is held): the attempt's helpers stopped, its output shipped, its processes
+# proved gone (prove_gone), then the API asked what next, with the ended attempt's secret,
+# at once and then every HOLD_POLL_MS, jittered, for up to NEXT_WAIT_SECONDS: `wait`, `stop`
+# (1: the node shuts down) or `run` (become_next). A refusal (401, 409, any 4xx but 429)
+# is final; throttling, a 5xx or no answer is asked again.
+next_attempt() {
+  local answer="$ROOT_DIR/next.answer.json" status proved=1 deadline=$(( SECONDS + NEXT_WAIT_SECONDS ))
+  stop_helper "$DATA_PID"
+  DATA_PID=''
+  stop_helper "$HEARTBEAT_PID"
+  HEARTBEAT_PID=''
+  finish_shippers end
+  SHIP_PHASE=''
+  log "job $JOB_ID attempt $ATTEMPT is over on node $NODE_RANK: proving its processes gone"
+  if ! prove_gone; then
+    proved=0
+    log "$REPLY_ALIVE"
+  fi
+  log "asking what next"
+  while :; do
+    status=$(post_json "$NEXT_URL" "$HEARTBEAT_BODY" 10 "$answer")
+    case $status in
+      2??)
+        json_file_value next "$answer"
+        case $REPLY_JSON_VALUE in
+          run) break ;;
+          stop)
+            json_file_value reason "$answer"
+            log "told to shut down: $REPLY_JSON_VALUE"
+            return 1
+            ;;
+        esac
+        ;;
+      429 | 5?? | 000) ;;
+      *) log "the API refused to say what next (HTTP $status): shutting down"; return 1 ;;
+    esac
+    if (( SECONDS >= deadline )); then
+      log "no next attempt for this node in $NEXT_WAIT_SECONDS s: shutting down"
+      return 1
+    fi
+    jittered_ms "$HOLD_POLL_MS"
+    pause_ms "$REPLY_JITTERED_MS"
+  done
+  become_next "$answer" "$proved"
+}
+
+# Makes this node the node the API's `run` answer (file $1) names, of the attempt it names:
+# the ended attempt's logs kept as <phase>.attempt-<n>.log, every callback URL and log
+# stream the new attempt's, its rank, the nodes' IPs and the job's environment, its
+# callback secret (the instance's parameter, rewritten for it: read until it is no longer
+# the ended attempt's, which is never sent on the new attempt's routes), a first heartbeat
+# and the helpers, the data credentials and the container again. With $2 0 (the ended
+# attempt's processes are not proved gone) it reports the agent's failure at
+# previous-attempt, naming them, and returns 1, as it does when any of that fails. Else 0,
+# REPLY_NEXT_SETUP saying whether setup runs again (rerun) or was skipped (skip): a node
+# with a container, which is new, runs it again.
+become_next() {
+  local text='' old=$ATTEMPT new rank nodes ips setup name from to was=$SECRET deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
+  local pattern='"nodeIps"[[:space:]]*:[[:space:]]*\[([^]]*)\]'
+  IFS= read -r -d '' text <"$1"
+  json_integer attempt "$text"
+  new=$REPLY_JSON_VALUE
+  json_integer nodeRank "$text"
+  rank=$REPLY_JSON_VALUE
+  json_integer numNodes "$text"
+  nodes=$REPLY_JSON_VALUE
+  json_value setup "$text"
+  setup=$REPLY_JSON_VALUE
+  ips=''
+  if [[ $text =~ $pattern ]]; then ips=${BASH_REMATCH[1]//[\"[:space:]]/}; fi
+  ips=${ips//,/$'\n'}
+  if [ -z "$new" ] || (( new <= old )) || [ -z "$nodes" ] || [ -z "$rank" ] || (( rank >= nodes )) ||
+    [[ ! $setup =~ ^(rerun|skip)$ ]] || (( $(grep -c . <<<"$ips") != nodes )); then
+    log "the API's answer to what next is not one this agent reads (${text:0:300}): shutting down"
+    return 1
+  fi
+  log "this node is node $rank of $nodes of attempt $new (it served attempt $old)"
+  for name in setup run; do
+    if [ -f "$ROOT_DIR/$name.log" ]; then mv -f "$ROOT_DIR/$name.log" "$ROOT_DIR/$name.attempt-$old.log"; fi
+  done
+  from="/attempts/$old/"
+  to="/attempts/$new/"
+  for name in HEARTBEAT_URL REPORT_URL HOLD_URL DATA_CREDENTIALS_URL LOG_CREDENTIALS_URL LIBRARY_URL NEXT_URL; do
+    printf -v "$name" '%s' "${!name/"$from"/$to}"
+  done
+  # The replacements are variables: bash 4.2 keeps the backslash of an escaped slash in one.
+  to="/attempt-$new/"
+  LOG_STREAM_PREFIX=${LOG_STREAM_PREFIX/"/attempt-$old/"/$to}
+  ATTEMPT=$new
+  NODE_RANK=$rank
+  NUM_NODES=$nodes
+  NODE_IPS=$ips
+  STOP_CAUSE=''
+  FAILED_STEP=''
+  FAILED_ERROR=''
+  PHASE_GROUPS=()
+  { printf '%s' "$JOB_ENV"
+    printf 'export RELAUNCH_ATTEMPT=%q SKYPILOT_TASK_ID=%q\n' "$new" "$JOB_ID-$new"
+    printf 'export RELAUNCH_NUM_NODES=%q SKYPILOT_NUM_NODES=%q\n' "$nodes" "$nodes"
+  } >"$ROOT_DIR/env.sh"
+  write_node_env
+  while :; do
+    if ! fetch_secret; then
+      SECRET=''
+      log "no callback secret for attempt $new after $DISCOVERY_TIMEOUT_SECONDS s ($REPLY_SSM_ERROR): shutting down"
+      return 1
+    fi
+    if [ "$SECRET" != "$was" ]; then break; fi
+    if (( SECONDS >= deadline )); then
+      SECRET=''
+      log "the callback secret is still attempt $old's after $DISCOVERY_TIMEOUT_SECONDS s: shutting down"
+      return 1
+    fi
+    pause_ms 1000
+  done
+  was=''
+  start_heartbeat
+  stop_helper "$WATCH_PID"
+  WATCH_PID=''
+  start_interruption_watch
+  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: setup"
+  start_shipper setup
+  if (( ! $2 )); then
+    fail_step previous-attempt "$REPLY_ALIVE" >>"$ROOT_DIR/setup.log"
+    report_agent_failure
+    return 1
+  fi
+  if ! { if [ -n "$DATA_CREDENTIALS_URL" ]; then CURRENT_STEP=data-credentials; start_data_credentials; fi &&
+    if [ -n "$CONTAINER_IMAGE" ]; then container_start; fi; } >>"$ROOT_DIR/setup.log" 2>&1 </dev/null; then
+    log "the agent failed at ${FAILED_STEP:-$CURRENT_STEP} before setup: ${FAILED_ERROR:-see setup.log}"
+    report_agent_failure
+    return 1
+  fi
+  REPLY_NEXT_SETUP=$setup
+  if [ "$setup" = skip ] && [ -n "$CONTAINER_IMAGE" ]; then
+    echo "relaunch: setup runs again: it ran on this node in attempt $old, but in a container that is new" >>"$ROOT_DIR/setup.log"
+    REPLY_NEXT_SETUP=rerun
+  elif [ "$setup" = skip ]; then
+    echo "relaunch: setup skipped: it ran on this node in attempt $old" >>"$ROOT_DIR/setup.log"
+  fi
+}
+
 # relaunch:library-end
 
 # Fetches the agent's library from the API once (three tries, 2 and 4 s apart), checks
@@ -1833,8 +2146,11 @@ log_writer() {
 # The phase $1 as the process the agent waits for: it becomes the phase's shell (or, with a
 # container, the docker exec that runs it there) in a session of its own, its pid the
 # session's and the process group's id. Called in a background subshell, which is no
-# group leader, so setsid does not fork.
+# group leader, so setsid does not fork. On a node that may serve the next attempt, its
+# phases are marked first (phase_mark): what one leaves behind is found when the attempt
+# ends (prove_gone).
 phase_process() {
+  if (( LIBRARY_LOADED )); then phase_mark "$1"; fi
   if [ -n "$CONTAINER_IMAGE" ]; then
     exec setsid docker exec -i -w "$WORK_DIR" "${HOME_FLAGS[@]}" "$CONTAINER" \
       bash -c "$PHASE_PROGRAM" relaunch-phase "$ROOT_DIR" "$WORK_DIR" "$1" < <(secret_exports)
@@ -1847,7 +2163,8 @@ phase_process() {
 # phase may hold that FIFO open long after, so the writer gets a moment to finish, no more.
 # The phase's group id and its leader's start time are in phase.group, for what stops the
 # job when the agent cannot (end_orphaned_node, the local launcher's watcher), until the
-# group is gone: its id may then be another group's.
+# group is gone: its id may then be another group's. A phase stopped because this node is
+# kept for the next attempt (held) is reported as stopped, and run_phase returns 1.
 run_phase() {
   local phase=$1 fifo="$ROOT_DIR/$1.pipe"
   rm -f "$fifo"
@@ -1864,6 +2181,7 @@ run_phase() {
   start_shipper "$phase"
   process_start "$PHASE_PID"
   printf '%s %s\n' "$PHASE_PID" "$REPLY_STARTED" >"$ROOT_DIR/phase.group"
+  PHASE_GROUPS+=("$PHASE_PID $REPLY_STARTED")
   wait "$PHASE_PID"
   REPLY_PHASE_CODE=$?
   if ! group_alive "$PHASE_PID"; then rm -f "$ROOT_DIR/phase.group"; fi
@@ -1872,6 +2190,10 @@ run_phase() {
   await_writer
   finish_shippers
   rm -f "$fifo"
+  if [ "$STOP_CAUSE" = held ]; then
+    report_stopped "$phase"
+    return 1
+  fi
 }
 
 # Gives the log's writer up to 200 ms to copy what the phase printed last: a background
@@ -1992,6 +2314,22 @@ may_run() {
   done
 }
 
+# Runs the attempt's job on this node: setup (with $1 skip, only its report: it ran on this
+# node in the attempt before, and its log says so: become_next), then, if setup exited 0
+# and the API says go, run; each reported. Returns once the job is over on this node.
+run_job() {
+  if [ "$1" = skip ]; then
+    report setup 0 || return
+  else
+    run_phase setup || return
+    if ! report setup "$REPLY_PHASE_CODE" || (( REPLY_PHASE_CODE != 0 )); then return; fi
+  fi
+  may_run || return
+  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
+  run_phase run || return
+  report run "$REPLY_PHASE_CODE"
+}
+
 # --- 6. the end: everything stopped, the node shut down ---
 
 # Stops the running phase, if one runs: SIGTERM to its whole process group (in a container,
@@ -2062,7 +2400,7 @@ shut_down() {
 # process) are ignored: the job's grace period runs to its end.
 end_node() {
   local code=$1 stopped=$PHASE_NAME
-  trap '' TERM INT HUP USR1
+  trap '' TERM INT HUP USR1 USR2
   trap - EXIT
   stop_phase
   if [ -n "$stopped" ]; then await_writer; fi
@@ -2093,6 +2431,10 @@ main() {
   trap 'STOP_CAUSE=shutdown; log "got SIGINT: stopping"; exit 0' INT
   trap 'STOP_CAUSE=shutdown; log "got SIGHUP: stopping"; exit 0' HUP
   trap 'STOP_CAUSE=interruption; log "spot interruption notice in instance metadata: stopping"; exit 0' USR1
+  # SIGUSR2: the watcher saw the held-after tag name this attempt (held_look): it has ended
+  # and this node is kept for the next. A running phase is stopped as above and reported
+  # stopped, cause held (run_phase); the agent then goes on to the next attempt.
+  trap '[ -z "$PHASE_PID" ] || { STOP_CAUSE=held; log "attempt $ATTEMPT has ended: this node is kept for the next"; stop_phase; }' USR2
   init_node || exit 1
   if ! resolve_node_rank; then
     log "no node rank from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
@@ -2104,6 +2446,13 @@ main() {
   fi
   if [ -n "$CONTAINER_IMAGE" ]; then CONTAINER="$CONTAINER_PREFIX$INSTANCE_ID"; fi
   start_heartbeat
+  # The next attempt's part of the agent is in its library, which a node fetches while its
+  # attempt is live (an ended attempt's routes take its secret no more, but for next).
+  if [ -n "$REUSE_NODE" ] && ! load_library; then
+    log "$REPLY_LIBRARY_ERROR: this node shuts down once its job has ended"
+    REUSE_NODE=''
+    HELD_TAG=''
+  fi
   start_interruption_watch
   if ! resolve_node_ips; then
     log "no node IPs from instance metadata after $DISCOVERY_TIMEOUT_SECONDS s; giving up"
@@ -2118,12 +2467,8 @@ main() {
     report_agent_failure
     end_node 0
   fi
-  run_phase setup
-  if ! report setup "$REPLY_PHASE_CODE" || (( REPLY_PHASE_CODE != 0 )); then end_node 0; fi
-  if ! may_run; then end_node 0; fi
-  log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"
-  run_phase run
-  report run "$REPLY_PHASE_CODE"
+  # Until the job is over on this node; one the task may reuse then asks what next.
+  while run_job "$REPLY_NEXT_SETUP"; [ -n "$REUSE_NODE" ] && next_attempt; do :; done
   end_node 0
 }
 

@@ -17,6 +17,7 @@ import {
   dataCredentialsPath,
   HEARTBEAT_TIMEOUT_SECONDS,
   logCredentialsPath,
+  nextPath,
   shipperPath,
   SHIP_BACKLOG_BYTES,
   SHIP_DRAIN_SECONDS,
@@ -31,6 +32,7 @@ import { mountLines, type AgentMount } from './mounts.ts';
 import { GET_PARAMETER_TARGET, type SecretSource } from './secret-parameter.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTagCount, TagKey } from './tags.ts';
 import { nodeLogStreamPrefix } from '../job-log-names.ts';
+import { reuseChoice } from '../reuse-rules.ts';
 
 /** Where a node ships its phases' output: the deployment's log group in CloudWatch Logs. */
 export interface JobLogShipping {
@@ -195,6 +197,21 @@ export interface AgentScriptParams {
    */
   readonly holdPollSeconds?: number;
   /**
+   * On a node that may serve the next attempt (the task reuses nodes: reuse-rules.ts's
+   * reuseChoice), how long the agent asks what to do next once its job has ended (`POST
+   * .../next`, every holdPollSeconds) before it gives up and shuts down. A whole number of
+   * seconds >= 1.
+   * @default NEXT_WAIT_SECONDS
+   */
+  readonly nextWaitSeconds?: number;
+  /**
+   * On such a node, how long the agent has to prove the ended attempt's processes gone
+   * (its sessions, what they left behind, its container, its GPU processes) before it
+   * reports that it could not. A whole number of seconds >= 1.
+   * @default the grace period (stopGraceSeconds) + PROOF_MARGIN_SECONDS
+   */
+  readonly proofSeconds?: number;
+  /**
    * With the task's launch_on_warning, a spot interruption notice stops the job this long,
    * plus its grace period, before the instance goes (not at once, as without it), so the
    * job keeps working while its standby sets up: the time the agent has to clean up and
@@ -235,6 +252,20 @@ export const INTERRUPTION_POLL_SECONDS = 5;
  * request per holding node every 2 s on the agent routes' throttle.
  */
 export const HOLD_POLL_SECONDS = 2;
+
+/**
+ * How long a node whose job has ended asks what to do next before it shuts down, in
+ * seconds: the controller decides an attempt within seconds and places the next one
+ * within MAX_HOLD_SECONDS (reuse-rules.ts) plus a launch; past this the node is paid for
+ * nothing.
+ */
+export const NEXT_WAIT_SECONDS = 900;
+
+/**
+ * The time a node has, beyond the job's grace period, to prove the ended attempt's
+ * processes gone (SIGKILL delivered, the container removed, the GPUs freed), in seconds.
+ */
+export const PROOF_MARGIN_SECONDS = 30;
 
 /**
  * With launch_on_warning, how long before EC2 reclaims a spot instance the job's grace
@@ -355,6 +386,11 @@ export function renderAgentScript(params: AgentScriptParams): string {
   const margin = params.warningStopMarginSeconds ?? WARNING_STOP_MARGIN_SECONDS;
   if (!Number.isInteger(margin) || margin < 0 || margin > 60) throw new RangeError(`warningStopMarginSeconds: expected a whole number of seconds 0-60, got ${margin}`);
   const launchOnWarning = (spec.resources.jobRecovery.launchOnWarning ?? false) !== false;
+  const nextWait = params.nextWaitSeconds ?? NEXT_WAIT_SECONDS;
+  if (!Number.isInteger(nextWait) || nextWait < 1) throw new RangeError(`nextWaitSeconds: expected a whole number of seconds >= 1, got ${nextWait}`);
+  const proof = params.proofSeconds ?? grace + PROOF_MARGIN_SECONDS;
+  if (!Number.isInteger(proof) || proof < 1) throw new RangeError(`proofSeconds: expected a whole number of seconds >= 1, got ${proof}`);
+  const reuse = reuseChoice(spec.resources.jobRecovery).reuse;
   if (params.nodeIps !== undefined && params.nodeIps.length !== spec.numNodes) {
     throw new RangeError(`nodeIps: expected ${spec.numNodes} addresses (one per node), got ${params.nodeIps.length}`);
   }
@@ -380,6 +416,12 @@ export function renderAgentScript(params: AgentScriptParams): string {
     REPORT_URL: apiUrl + reportPath(jobId, attempt),
     HOLD_URL: apiUrl + holdPath(jobId, attempt),
     HOLD_POLL_MS: Math.round(holdPoll * 1000),
+    // Empty: the node shuts down once its job has ended, and never looks for the held tag.
+    REUSE_NODE: reuse ? 1 : '',
+    HELD_TAG: reuse ? TagKey.heldAfter : '',
+    NEXT_URL: apiUrl + nextPath(jobId, attempt),
+    NEXT_WAIT_SECONDS: nextWait,
+    PROOF_SECONDS: proof,
     REPORT_RETRY_SECONDS: retry,
     // A stopped phase's report is sent as the node goes: within EC2's two-minute warning.
     STOPPED_RETRY_SECONDS: Math.min(retry, STOPPED_REPORT_RETRY_SECONDS),

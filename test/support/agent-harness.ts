@@ -58,6 +58,12 @@ export class FakeApi {
   holdAnswers: (Record<string, unknown> | number)[] = [];
   /** The answer to every hold POST once holdAnswers is used up. */
   holdAnswerAfter: Record<string, unknown> | number = { run: 'hold', reason: 'the test holds it' };
+  /** Answers to the next `next` POSTs, in order (a number: that status, no body); `nextAnswerAfter` once used up. */
+  nextAnswers: (Record<string, unknown> | number)[] = [];
+  /** The answer to every `next` POST once nextAnswers is used up. */
+  nextAnswerAfter: Record<string, unknown> | number = { next: 'stop', reason: 'the test stops it' };
+  /** Told of each `next` POST (how many so far) before it is answered, with the answer it gets. */
+  onNext: ((count: number, answer: Record<string, unknown> | number) => void) | undefined;
   /** Statuses for the next data-credentials POSTs, in order (0: drop the connection); 200 once used up. */
   dataCredentialStatuses: number[] = [];
   /** Data-credentials POSTs answered 200 so far: the Nth gets AccessKeyId `AKIADATA<N>`, and file `data-issued-<N>` appears in `markerDir`. */
@@ -96,6 +102,8 @@ export class FakeApi {
   readonly ssmRequests: { readonly body: string; readonly headers: IncomingMessage['headers'] }[] = [];
   /** How many IMDSv2 session tokens were asked for. */
   imdsTokenRequests = 0;
+  /** Every metadata path read with a valid token (after `/latest/meta-data/`), in order. */
+  readonly metadataReads: string[] = [];
   private readonly imdsToken = 'imds-token-1';
   private server: Server | undefined;
 
@@ -149,6 +157,13 @@ export class FakeApi {
       else response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(this.logCredentials));
       return;
     }
+    if (path.endsWith('/next')) {
+      const answer = this.nextAnswers.shift() ?? this.nextAnswerAfter;
+      this.onNext?.(this.nexts.length, answer);
+      if (typeof answer === 'number') response.writeHead(answer).end();
+      else response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+      return;
+    }
     if (path.endsWith('/hold')) {
       const answer = this.holdAnswers.shift() ?? this.holdAnswerAfter;
       if (typeof answer === 'number') response.writeHead(answer).end();
@@ -165,6 +180,10 @@ export class FakeApi {
     if (path.endsWith('/heartbeat') && this.heartbeatDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.heartbeatDelayMs));
     const setup = path.endsWith('/report') && status === 200 && this.setupAnswer !== undefined && (JSON.parse(this.requests.at(-1)?.body ?? '{}') as { phase?: string }).phase === 'setup';
     response.writeHead(status, { 'content-type': 'application/json' }).end(status === 204 ? undefined : setup ? JSON.stringify(this.setupAnswer) : '{}');
+  }
+
+  get nexts(): Received[] {
+    return this.requests.filter((r) => r.path.endsWith('/next'));
   }
 
   get holds(): Received[] {
@@ -218,6 +237,7 @@ export class FakeApi {
       [`iam/security-credentials/${ROLE}`]: credentialsDocument(this.credentials, new Date(Date.now() + 3_600_000)),
       ...this.metadata,
     };
+    this.metadataReads.push(path.replace('/latest/meta-data/', ''));
     const value = metadata[path.replace('/latest/meta-data/', '')];
     if (value === undefined) response.writeHead(404).end();
     else response.writeHead(200).end(value);

@@ -49,6 +49,7 @@ const NODES: [string, AgentScriptParams][] = [
   }],
   ['a local node', { ...BASE, nodeRank: 0, nodeIps: ['127.0.0.1'], shutdownCommand: ": >'/tmp/node/shutdown'; exit 0", jobHome: '/tmp/home', mountRoot: '/tmp/root' }],
   ['a node that ships its output to CloudWatch Logs', { ...BASE, logs: { group: '/relaunch/jobs', region: 'us-east-1' } }],
+  ['a node the task may reuse for its next attempt (FAILOVER)', { ...BASE, spec: spec({}, { jobRecovery: { ...BASE.spec.resources.jobRecovery, strategy: 'FAILOVER' } }) }],
 ];
 
 describe('the rendered agent', () => {
