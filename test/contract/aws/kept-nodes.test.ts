@@ -17,6 +17,8 @@ import { SsmParameters } from '../../../lib/adapters/ssm-parameters.ts';
 import type { InstanceRef } from '../../../lib/model.ts';
 import type { LaunchRequest, LaunchResult } from '../../../lib/ports.ts';
 import { ensureTable } from '../../../local/dynalite.ts';
+import { onInstanceEvent } from '../../../lib/usecases/instance-event.ts';
+import { FakeWorkflow } from '../../support/fakes/fake-workflow.ts';
 import { taskSpec } from '../../support/fixtures/specs.ts';
 import { attemptRecord } from '../../support/fixtures/records.ts';
 import { sampleJob } from '../../support/job-store.contract.ts';
@@ -204,7 +206,7 @@ describe('Ec2Compute with kept nodes, on moto', () => {
 });
 
 describe('DynamoJobStore with kept nodes, on moto', () => {
-  it('moves a kept instance\'s index to the new attempt in the write that records it: an event for it finds the new attempt', async () => {
+  it('moves a kept instance\'s index to the new attempt in the write that records it: an EC2 event for it ends the new attempt', async () => {
     const client = new DynamoDBClient({ endpoint: moto.endpoint });
     const tableName = `jobs-kept-${jobs}`;
     await ensureTable(client, tableName);
@@ -229,6 +231,12 @@ describe('DynamoJobStore with kept nodes, on moto', () => {
     // The node not kept stays with the attempt it served.
     expect((await store.findAttemptByInstance('i-1'))?.attempt).toBe(1);
     expect((await store.getAttempt(jobId, 2)).instances[0]).toMatchObject({ instanceId: 'i-0', reusedFrom: 1 });
+
+    // EC2's word that the reused instance went ends the attempt it serves now, not the one before.
+    const event = await onInstanceEvent({ instanceId: 'i-0', kind: 'STATE_CHANGE', state: 'terminated', time: '2026-01-01T00:20:00.000Z' }, { store, workflow: new FakeWorkflow() });
+    expect(event).toMatchObject({ action: 'ended', reason: expect.stringContaining(`attempt 2 of job ${jobId} ended`) });
+    expect((await store.getAttempt(jobId, 2)).outcome?.kind).toBe('LOST');
+    expect((await store.getAttempt(jobId, 1)).outcome).toBeNull();
     client.destroy();
   });
 });
