@@ -34,6 +34,13 @@
 // puts one SSM SecureString per instance, tagged with its ARN, which only that instance's
 // credentials may read (lib/agent/secret-parameter.ts). A release deletes them.
 //
+// Nodes kept from the attempt before (request.keep: restart in place, or survivors of a
+// partial loss, docs/recovery.md): the launch checks which still run, launches only the
+// ranks they do not cover in one fleet in their zone, type, market and placement group,
+// and moves every kept node to the new attempt (its attempt, rank and IP tags; the
+// held-after mark removed; its secret parameter overwritten with the new attempt's). A
+// release with `except` leaves those nodes and their secrets alone.
+//
 // Ports (`resources.ports`) are opened by the stack, not here (infra/constructs/
 // job-instances.ts): a task asking for a port the deployment does not open is refused
 // before anything launches.
@@ -206,7 +213,7 @@ export class Ec2Compute implements Compute {
     const { region } = keep.placement;
     const numNodes = request.spec.numNodes;
     const kept = keep.nodes.filter((node) => node.nodeRank >= 0 && node.nodeRank < numNodes);
-    const { running, account } = await this.describeKept(region, kept.map((node) => node.instanceId));
+    const { running, account } = await this.describeKept(region, request.jobId, kept.map((node) => node.instanceId));
     const survivors: Survivor[] = [];
     for (const node of kept) {
       const instance = running.get(node.instanceId);
@@ -257,8 +264,11 @@ export class Ec2Compute implements Compute {
     }
   }
 
-  /** The kept instances EC2 shows pending or running, by id, and the account that owns them. */
-  private async describeKept(region: string, ids: readonly string[]): Promise<{ running: Map<string, Instance>; account: string | undefined }> {
+  /**
+   * The kept instances EC2 shows pending or running, by id, and the account that owns them;
+   * only this deployment's instances of this job, whatever ids the request names.
+   */
+  private async describeKept(region: string, jobId: string, ids: readonly string[]): Promise<{ running: Map<string, Instance>; account: string | undefined }> {
     const running = new Map<string, Instance>();
     let account: string | undefined;
     let NextToken: string | undefined;
@@ -268,6 +278,8 @@ export class Ec2Compute implements Compute {
           new DescribeInstancesCommand({
             Filters: [
               { Name: 'instance-id', Values: [...ids] },
+              tagFilter(DEPLOYMENT_TAG_KEY, this.config.namePrefix),
+              tagFilter(TagKey.jobId, jobId),
               { Name: 'instance-state-name', Values: ['pending', 'running'] },
             ],
             NextToken,

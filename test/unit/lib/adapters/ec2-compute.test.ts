@@ -1041,6 +1041,15 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
       { ...attempt1[3], reusedFrom: 1 },
     ]);
     expect(result.placement).toMatchObject({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' });
+    // Only this deployment's instances of this job are taken, whatever ids the request names.
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeInstancesCommand, {
+      Filters: [
+        { Name: 'instance-id', Values: ['i-k0', 'i-k1', 'i-k3'] },
+        { Name: 'tag:relaunch:deployment', Values: ['relaunch'] },
+        { Name: 'tag:relaunch:job-id', Values: ['job-1'] },
+        { Name: 'instance-state-name', Values: ['pending', 'running'] },
+      ],
+    });
   });
 
   it('moves the kept nodes to the new attempt: attempt, rank and IP tags, held-after removed, their parameter overwritten then tagged', async () => {
