@@ -218,7 +218,9 @@ export class Ec2Compute implements Compute {
     for (const node of kept) {
       const instance = running.get(node.instanceId);
       if (instance === undefined || survivors.some((survivor) => survivor.node.nodeRank === node.nodeRank)) continue;
-      const served = instance.Tags?.find((tag) => tag.Key === TagKey.attempt)?.Value;
+      // The attempt it served, from its tag; a retried launch finds the tag already moved to this one.
+      const tagged = Number(instance.Tags?.find((tag) => tag.Key === TagKey.attempt)?.Value);
+      const served = Number.isInteger(tagged) && tagged >= 1 && tagged < request.attempt ? tagged : request.attempt - 1;
       this.launchedIn.set(node.instanceId, region);
       survivors.push({
         node: {
@@ -226,7 +228,7 @@ export class Ec2Compute implements Compute {
           nodeRank: node.nodeRank,
           privateIp: instance.PrivateIpAddress ?? node.privateIp,
           ...(node.runningAt === undefined ? {} : { runningAt: node.runningAt }),
-          reusedFrom: served !== undefined && /^[1-9][0-9]{0,8}$/.test(served) ? Number(served) : request.attempt - 1,
+          reusedFrom: served,
         },
         zone: instance.Placement?.AvailabilityZone ?? null,
         groupName: instance.Placement?.GroupName === undefined || instance.Placement.GroupName === '' ? null : instance.Placement.GroupName,

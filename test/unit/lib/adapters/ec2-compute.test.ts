@@ -990,7 +990,7 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
   /** Four nodes of attempt 1: i-k0..i-k3, ranks 0..3. */
   const attempt1: InstanceRef[] = [0, 1, 2, 3].map((rank) => ({ instanceId: `i-k${rank}`, nodeRank: rank, privateIp: `10.0.1.${rank}`, runningAt: '2026-01-01T00:00:00.000Z' }));
   /** What EC2 says of each kept node: its state, and the placement group the cluster runs in. */
-  let kept: Map<string, { state: string; group?: string }>;
+  let kept: Map<string, { state: string; group?: string; attempt?: string }>;
 
   beforeEach(() => {
     kept = new Map();
@@ -1009,7 +1009,7 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
             PrivateIpAddress: recorded.privateIp as string,
             State: { Name: node.state },
             Placement: { AvailabilityZone: 'us-east-1b', ...(node.group === undefined ? {} : { GroupName: node.group }) },
-            Tags: [{ Key: 'relaunch:attempt', Value: '1' }],
+            Tags: [{ Key: 'relaunch:attempt', Value: node.attempt ?? '1' }],
           },
         ];
       });
@@ -1106,6 +1106,15 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
     expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-k3'] });
     expect(ssm['us-east-1']).toHaveReceivedCommandWith(DeleteParametersCommand, { Names: ['/relaunch/agent-secrets/i-k3'] });
     expect(result.instances.map((node) => [node.nodeRank, node.instanceId])).toEqual([[0, 'i-k0'], [1, 'i-k1'], [2, 'i-k2'], [3, 'i-1']]);
+  });
+
+  it('records a kept node as reused from the attempt its tag names, and from the one before on a retry that finds the tag moved already', async () => {
+    kept.set('i-k0', { state: 'running', attempt: '1' });
+    kept.set('i-k1', { state: 'running', attempt: '2' });
+
+    const result = await compute().launch(keepRequest(attempt1.slice(0, 2), 2));
+
+    expect(result.instances.map((node) => [node.instanceId, node.reusedFrom])).toEqual([['i-k0', 1], ['i-k1', 1]]);
   });
 
   it('launches as the strategy says when no kept node runs any more', async () => {
