@@ -211,6 +211,11 @@ export class Ec2Compute implements Compute {
    */
   private async launchBesideKept(request: LaunchRequest, keep: NonNullable<LaunchRequest['keep']>): Promise<LaunchResult | null> {
     const { region } = keep.placement;
+    if (!this.config.regions.some((config) => config.region === region)) {
+      throw new PrecheckError(
+        `keep.placement.region: the kept nodes of job ${request.jobId} run in ${region}, where this deployment does not launch (it launches in ${this.config.regions.map((config) => config.region).join(', ')})`,
+      );
+    }
     const numNodes = request.spec.numNodes;
     const kept = keep.nodes.filter((node) => node.nodeRank >= 0 && node.nodeRank < numNodes);
     const { running, account } = await this.describeKept(region, request.jobId, kept.map((node) => node.instanceId));

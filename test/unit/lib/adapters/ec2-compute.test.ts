@@ -1117,6 +1117,16 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
     expect(result.instances.map((node) => [node.instanceId, node.reusedFrom])).toEqual([['i-k0', 1], ['i-k1', 1]]);
   });
 
+  it('refuses kept nodes in a region the deployment does not launch in, naming it, before calling AWS', async () => {
+    const request = keepRequest([attempt1[0] as InstanceRef], 2);
+    const elsewhere = { ...request, keep: { placement: { ...placement, region: 'eu-west-1' }, nodes: [attempt1[0] as InstanceRef] } };
+
+    await expect(compute().launch(elsewhere)).rejects.toThrow(
+      new PrecheckError('keep.placement.region: the kept nodes of job job-1 run in eu-west-1, where this deployment does not launch (it launches in us-east-1, us-west-2)'),
+    );
+    for (const region of REGIONS) expect(ec2[region].calls()).toEqual([]);
+  });
+
   it('launches as the strategy says when no kept node runs any more', async () => {
     const result = await compute().launch(keepRequest(attempt1));
 
