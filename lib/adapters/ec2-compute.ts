@@ -232,7 +232,8 @@ export class Ec2Compute implements Compute {
           instanceId: node.instanceId,
           nodeRank: node.nodeRank,
           privateIp: instance.PrivateIpAddress ?? node.privateIp,
-          ...(node.runningAt === undefined ? {} : { runningAt: node.runningAt }),
+          // No runningAt: its time up before belongs to the attempt it served, and a node
+          // without one is counted from this attempt's launch (lib/accounting/timeline.ts).
           reusedFrom: served,
         },
         zone: instance.Placement?.AvailabilityZone ?? null,

@@ -146,7 +146,10 @@ describe('Ec2Compute with kept nodes, on moto', () => {
 
     const second = await compute.launch(request(2, { keep: { placement: first.placement, nodes: first.instances } }, 1));
 
-    expect(second.instances).toEqual([{ ...first.instances[0], reusedFrom: 1 }]);
+    const [node] = first.instances as [InstanceRef];
+    expect(node.runningAt).toEqual(expect.any(String));
+    // Its time up before is attempt 1's: attempt 2 counts it from its own launch.
+    expect(second.instances).toEqual([{ instanceId: node.instanceId, nodeRank: 0, privateIp: node.privateIp, reusedFrom: 1 }]);
     expect(await instances()).toHaveProperty('size', 1);
     expect(await secretOf(first.instances[0]?.instanceId as string)).toBe('secret-of-attempt-2');
   });

@@ -1034,11 +1034,12 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
     expect(fleet?.SpotOptions).toMatchObject({ SingleInstanceType: true, SingleAvailabilityZone: true, MinTargetCapacity: 1 });
     // EFA still: the new node's template has the interfaces the kept ones have.
     expect(templateData(fleet).NetworkInterfaces?.[0]?.InterfaceType).toBe('efa');
+    // A kept node has no runningAt: its time up before is the attempt before's.
     expect(result.instances).toEqual([
-      { ...attempt1[0], reusedFrom: 1 },
-      { ...attempt1[1], reusedFrom: 1 },
+      { instanceId: 'i-k0', nodeRank: 0, privateIp: '10.0.1.0', reusedFrom: 1 },
+      { instanceId: 'i-k1', nodeRank: 1, privateIp: '10.0.1.1', reusedFrom: 1 },
       { instanceId: 'i-1', nodeRank: 2, privateIp: '10.0.0.1' },
-      { ...attempt1[3], reusedFrom: 1 },
+      { instanceId: 'i-k3', nodeRank: 3, privateIp: '10.0.1.3', reusedFrom: 1 },
     ]);
     expect(result.placement).toMatchObject({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' });
     // Only this deployment's instances of this job are taken, whatever ids the request names.
@@ -1094,7 +1095,10 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
 
     expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
     expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateLaunchTemplateCommand);
-    expect(result).toEqual({ placement: { region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' }, instances: [{ ...attempt1[0], reusedFrom: 1 }] });
+    expect(result).toEqual({
+      placement: { region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' },
+      instances: [{ instanceId: 'i-k0', nodeRank: 0, privateIp: '10.0.1.0', reusedFrom: 1 }],
+    });
   });
 
   it('gives up a kept node EC2 shows stopping (terminated, its secret deleted) and launches its rank anew', async () => {
