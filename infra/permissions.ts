@@ -96,8 +96,11 @@ function createdByThisDeployment(scope: LaunchScope, extra: Readonly<Record<stri
 function ownedByThisDeployment(scope: LaunchScope): Record<string, Record<string, string>> {
   return { StringLike: TAGGED_JOB_RESOURCE, StringEquals: { [`aws:ResourceTag/${DEPLOYMENT_TAG_KEY}`]: scope.deployment } };
 }
-/** Tags the launcher adds after CreateFleet (a node's rank and every node's IP). */
-const TAGS_AFTER_LAUNCH = [TagKey.nodeRank, `${NODE_IPS_TAG_PREFIX}*`];
+/**
+ * Tags the launcher adds after CreateFleet (a node's rank and every node's IP), and the
+ * attempt a node kept from the attempt before moves to.
+ */
+const TAGS_AFTER_LAUNCH = [TagKey.nodeRank, `${NODE_IPS_TAG_PREFIX}*`, TagKey.attempt];
 
 /** `arn:…:ec2:<region>:<account>:<resource>` in every region; images and snapshots have no account. */
 function ec2Arns(scope: LaunchScope, resource: string, account: string = Aws.ACCOUNT_ID): string[] {
@@ -141,6 +144,14 @@ export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access
     actions: ['ec2:TerminateInstances'],
     resources: ec2Arns(scope, 'instance/*'),
     conditions: ownedByThisDeployment(scope),
+  });
+  // A release holds the nodes a relaunch keeps (Compute.hold); the launch that takes them
+  // removes the mark. Only that one tag, only on this deployment's instances.
+  allow(grantee, {
+    sid: 'MarkHeldNodes',
+    actions: ['ec2:CreateTags', 'ec2:DeleteTags'],
+    resources: ec2Arns(scope, 'instance/*'),
+    conditions: { ...ownedByThisDeployment(scope), 'ForAllValues:StringEquals': { 'aws:TagKeys': [TagKey.heldAfter] } },
   });
   allow(grantee, {
     sid: 'DeleteAgentSecrets',

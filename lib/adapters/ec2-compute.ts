@@ -34,6 +34,13 @@
 // puts one SSM SecureString per instance, tagged with its ARN, which only that instance's
 // credentials may read (lib/agent/secret-parameter.ts). A release deletes them.
 //
+// Nodes kept from the attempt before (request.keep: restart in place, or survivors of a
+// partial loss, docs/recovery.md): the launch checks which still run, launches only the
+// ranks they do not cover in one fleet in their zone, type, market and placement group,
+// and moves every kept node to the new attempt (its attempt, rank and IP tags; the
+// held-after mark removed; its secret parameter overwritten with the new attempt's). A
+// release with `except` leaves those nodes and their secrets alone.
+//
 // Ports (`resources.ports`) are opened by the stack, not here (infra/constructs/
 // job-instances.ts): a task asking for a port the deployment does not open is refused
 // before anything launches.
@@ -47,6 +54,7 @@
 import {
   CreateFleetCommand,
   CreateTagsCommand,
+  DeleteTagsCommand,
   DescribeInstancesCommand,
   TerminateInstancesCommand,
   type CreateFleetCommandInput,
@@ -121,6 +129,20 @@ interface Candidate {
   readonly image: Image;
 }
 
+/** A kept node that still runs: as the new attempt records it, where it is, and its placement group. */
+interface Survivor {
+  readonly node: InstanceRef;
+  readonly zone: string | null;
+  readonly groupName: string | null;
+}
+
+/** A fleet launched beside kept nodes: the ranks it fills (in instance-id order), the kept nodes, their placement group. */
+interface Joining {
+  readonly ranks: readonly number[];
+  readonly survivors: readonly InstanceRef[];
+  readonly groupName: string | null;
+}
+
 /** EC2 as the Compute port. */
 export class Ec2Compute implements Compute {
   private readonly deps: Ec2ComputeDeps;
@@ -153,6 +175,10 @@ export class Ec2Compute implements Compute {
     assertPortsOpen(spec, this.config.openPorts ?? []);
     const [unreachable] = nodeTrafficProblems(spec, this.config.nodeToNodeTraffic ?? true);
     if (unreachable !== undefined) throw new PrecheckError(`${unreachable.path}: ${unreachable.message}`);
+    if (request.keep !== undefined && request.keep.nodes.length > 0) {
+      const launched = await this.launchBesideKept(request, request.keep);
+      if (launched !== null) return launched;
+    }
     // Ports are opened only by the stack's own security group, in its region (the first):
     // a task that asks for some is never placed where they would stay shut.
     const regions = (spec.resources.ports ?? []).length > 0 ? this.config.regions.slice(0, 1) : this.config.regions;
@@ -171,6 +197,144 @@ export class Ec2Compute implements Compute {
     } finally {
       await templates.deleteAll();
     }
+  }
+
+  /**
+   * The launch of an attempt that keeps nodes of the one before (request.keep): the kept
+   * nodes EC2 still shows pending or running stay, with their ranks; the others are given
+   * up (terminated if EC2 still lists them, their secrets deleted) and their ranks launched
+   * anew with the missing ones, in one fleet in the kept nodes' zone, type, market and
+   * placement group, where the cluster already is. Then every node is tagged with this
+   * attempt, its rank and every IP, the kept nodes lose their held-after tag, and every
+   * node's parameter holds this attempt's secret. Null when no kept node still runs: the
+   * launch is then an ordinary one, placed as the strategy says.
+   */
+  private async launchBesideKept(request: LaunchRequest, keep: NonNullable<LaunchRequest['keep']>): Promise<LaunchResult | null> {
+    const { region } = keep.placement;
+    if (!this.config.regions.some((config) => config.region === region)) {
+      throw new PrecheckError(
+        `keep.placement.region: the kept nodes of job ${request.jobId} run in ${region}, where this deployment does not launch (it launches in ${this.config.regions.map((config) => config.region).join(', ')})`,
+      );
+    }
+    const numNodes = request.spec.numNodes;
+    const kept = keep.nodes.filter((node) => node.nodeRank >= 0 && node.nodeRank < numNodes);
+    const { running, account } = await this.describeKept(region, request.jobId, kept.map((node) => node.instanceId));
+    const survivors: Survivor[] = [];
+    for (const node of kept) {
+      const instance = running.get(node.instanceId);
+      if (instance === undefined || survivors.some((survivor) => survivor.node.nodeRank === node.nodeRank)) continue;
+      // The attempt it served, from its tag; a retried launch finds the tag already moved to this one.
+      const tagged = Number(instance.Tags?.find((tag) => tag.Key === TagKey.attempt)?.Value);
+      const served = Number.isInteger(tagged) && tagged >= 1 && tagged < request.attempt ? tagged : request.attempt - 1;
+      this.launchedIn.set(node.instanceId, region);
+      survivors.push({
+        node: {
+          instanceId: node.instanceId,
+          nodeRank: node.nodeRank,
+          privateIp: instance.PrivateIpAddress ?? node.privateIp,
+          // No runningAt: its time up before belongs to the attempt it served, and a node
+          // without one is counted from this attempt's launch (lib/accounting/timeline.ts).
+          reusedFrom: served,
+        },
+        zone: instance.Placement?.AvailabilityZone ?? null,
+        groupName: instance.Placement?.GroupName === undefined || instance.Placement.GroupName === '' ? null : instance.Placement.GroupName,
+      });
+    }
+    await this.giveUpKept(region, keep.nodes.filter((node) => !survivors.some((survivor) => survivor.node.instanceId === node.instanceId)));
+    if (survivors.length === 0) return null;
+    const ranks = Array.from({ length: numNodes }, (_, rank) => rank).filter((rank) => !survivors.some((survivor) => survivor.node.nodeRank === rank));
+    if (ranks.length === 0) {
+      const nodes = survivors.map((survivor) => survivor.node).sort((a, b) => a.nodeRank - b.nodeRank);
+      await this.joinNodes(request, region, account, nodes);
+      const { unavailable: _unavailable, ...placement } = keep.placement;
+      return { placement, instances: nodes };
+    }
+    const zone = this.configuredZone(region, survivors[0]?.zone ?? null) ?? this.configuredZone(region, keep.placement.zone);
+    const fleet: FleetPlan = {
+      region,
+      market: keep.placement.market ?? request.market,
+      overrides: [{ zone, instanceType: keep.placement.instanceType, entry: keep.placement.entry ?? null }],
+      prioritized: false,
+    };
+    const image = await this.images.image(region, request.spec, keep.placement.instanceType);
+    if (image === null) throw new PrecheckError(`no image for ${keep.placement.instanceType} in ${region}, where the kept nodes of job ${request.jobId} run`);
+    const templates = new AttemptLaunchTemplates({ ec2: this.deps.ec2, retrying: this.withRetries, namePrefix: this.config.namePrefix }, request);
+    try {
+      const joining: Joining = { ranks, survivors: survivors.map((survivor) => survivor.node), groupName: survivors.find((survivor) => survivor.groupName !== null)?.groupName ?? null };
+      const attempted = await this.tryFleet(request, fleet, 0, [{ override: fleet.overrides[0] as FleetOverride, image }], templates, joining);
+      if ('launched' in attempted) return attempted.launched;
+      throw new NoCapacityError(
+        `no capacity for job ${request.jobId} attempt ${request.attempt} beside its ${survivors.length} kept node${survivors.length === 1 ? '' : 's'} ` +
+          `(${fleet.market}, ${ranks.length} node${ranks.length === 1 ? '' : 's'} of ${keep.placement.instanceType} in ${zone ?? region}): tried ${capped(attempted.failures).join(', ')}`,
+      );
+    } finally {
+      await templates.deleteAll();
+    }
+  }
+
+  /**
+   * The kept instances EC2 shows pending or running, by id, and the account that owns them;
+   * only this deployment's instances of this job, whatever ids the request names.
+   */
+  private async describeKept(region: string, jobId: string, ids: readonly string[]): Promise<{ running: Map<string, Instance>; account: string | undefined }> {
+    const running = new Map<string, Instance>();
+    let account: string | undefined;
+    let NextToken: string | undefined;
+    do {
+      const page = await this.withRetries(`EC2 DescribeInstances in ${region} (kept nodes)`, () =>
+        this.deps.ec2(region).send(
+          new DescribeInstancesCommand({
+            Filters: [
+              { Name: 'instance-id', Values: [...ids] },
+              tagFilter(DEPLOYMENT_TAG_KEY, this.config.namePrefix),
+              tagFilter(TagKey.jobId, jobId),
+              { Name: 'instance-state-name', Values: ['pending', 'running'] },
+            ],
+            NextToken,
+          }),
+        ),
+      );
+      for (const reservation of page.Reservations ?? []) {
+        for (const instance of reservation.Instances ?? []) {
+          if (instance.InstanceId === undefined) continue;
+          account ??= reservation.OwnerId;
+          running.set(instance.InstanceId, instance);
+        }
+      }
+      NextToken = page.NextToken;
+    } while (NextToken !== undefined);
+    return { running, account };
+  }
+
+  /** Kept nodes that no longer run: terminated where EC2 still lists them (stopping, stopped), their secrets deleted. */
+  private async giveUpKept(region: string, nodes: readonly InstanceRef[]): Promise<void> {
+    if (nodes.length === 0) return;
+    const ids = nodes.map((node) => node.instanceId);
+    await this.terminate(region, await this.liveInstances(region, [{ Name: 'instance-id', Values: ids }]));
+    await this.withRetries(`SSM DeleteParameters in ${region}`, () => this.deps.parameters.delete(region, ids.map((id) => agentSecretName(this.secretPath, id))));
+  }
+
+  /** `zone` when the deployment has a subnet there, else null. */
+  private configuredZone(region: string, zone: string | null): string | null {
+    const network = this.config.regions.find((config) => config.region === region);
+    return zone !== null && network?.subnetsByZone[zone] !== undefined ? zone : null;
+  }
+
+  /**
+   * Makes `nodes` (kept and new, every rank of the attempt) this attempt's: each tagged with
+   * the attempt, its rank and every IP; the kept ones' held-after tag removed; every node's
+   * parameter holding this attempt's secret (a kept node's is rewritten).
+   */
+  private async joinNodes(request: LaunchRequest, region: string, account: string | undefined, nodes: readonly InstanceRef[]): Promise<void> {
+    const kept = nodes.filter((node) => node.reusedFrom !== undefined);
+    await this.tagNodes(region, nodes, kept.length === 0 ? [] : [{ Key: TagKey.attempt, Value: String(request.attempt) }]);
+    if (kept.length > 0) {
+      const Resources = kept.map((node) => node.instanceId);
+      await this.withRetries(`EC2 DeleteTags in ${region} (${TagKey.heldAfter})`, () =>
+        this.deps.ec2(region).send(new DeleteTagsCommand({ Resources, Tags: [{ Key: TagKey.heldAfter }] })),
+      );
+    }
+    await this.putSecrets(request, region, account, nodes);
   }
 
   private async launchFleets(request: LaunchRequest, plan: readonly FleetPlan[], templates: AttemptLaunchTemplates): Promise<LaunchResult> {
@@ -208,19 +372,22 @@ export class Ec2Compute implements Compute {
    * Instances already gone are fine; still live after the checks, or once the wait budget
    * is spent, is InstancesStillRunningError (the controller retries the release). Then the
    * secrets of every instance found go, in every region (an id names at most one of them).
+   * Instances in `except` (kept for the next attempt) are neither terminated nor lose
+   * their secrets, though they still carry the attempt's tags.
    */
-  async release(jobId: string, attempt: number, instances: readonly InstanceRef[]): Promise<void> {
-    const released = new Set(instances.map((instance) => instance.instanceId));
+  async release(jobId: string, attempt: number, instances: readonly InstanceRef[], options: { readonly except?: readonly string[] } = {}): Promise<void> {
+    const spared = new Set(options.except ?? []);
+    const released = new Set(instances.map((instance) => instance.instanceId).filter((id) => !spared.has(id)));
     const checks = this.config.releaseChecks ?? 6;
     let budget = this.config.releaseWaitBudgetMs ?? RELEASE_WAIT_BUDGET_MS;
     for (const { region } of this.config.regions) {
-      const known = instances.filter((instance) => this.launchedIn.get(instance.instanceId) === region).map((i) => i.instanceId);
+      const known = [...released].filter((id) => this.launchedIn.get(id) === region);
       const tagged = await this.liveInstances(region, [
         tagFilter(DEPLOYMENT_TAG_KEY, this.config.namePrefix),
         tagFilter(TagKey.jobId, jobId),
         tagFilter(TagKey.attempt, String(attempt)),
       ]);
-      let live = [...new Set([...known, ...tagged])];
+      let live = [...new Set([...known, ...tagged])].filter((id) => !spared.has(id));
       for (const id of live) released.add(id);
       for (let check = 0; live.length > 0; check += 1) {
         if (check >= checks || budget <= 0) {
@@ -263,9 +430,10 @@ export class Ec2Compute implements Compute {
     index: number,
     candidates: readonly Candidate[],
     templates: AttemptLaunchTemplates,
+    joining?: Joining,
   ): Promise<Attempted> {
     const { region } = fleet;
-    const input = await this.createFleetInput(request, fleet, index, candidates, templates);
+    const input = await this.createFleetInput(request, fleet, index, candidates, templates, joining);
     let response;
     try {
       response = await this.withRetries(`EC2 CreateFleet in ${region}`, () => this.deps.ec2(region).send(new CreateFleetCommand(input)));
@@ -280,7 +448,7 @@ export class Ec2Compute implements Compute {
     const ids = [...new Set((response.Instances ?? []).flatMap((launched) => launched.InstanceIds ?? []))].sort();
     for (const id of ids) this.launchedIn.set(id, region);
     const failures = (response.Errors ?? []).map((error) => this.describeFleetError(region, fleet.market, error));
-    const numNodes = request.spec.numNodes;
+    const numNodes = joining?.ranks.length ?? request.spec.numNodes;
     if (ids.length < numNodes) {
       await this.terminate(region, ids);
       // Not "no capacity": no spot launch anywhere in the account can succeed until the role exists.
@@ -295,14 +463,19 @@ export class Ec2Compute implements Compute {
     }
     try {
       const { instances, account } = await this.describeLaunched(region, ids);
-      const nodes: InstanceRef[] = instances.map((instance, rank) => ({
+      const launched: InstanceRef[] = instances.map((instance, index) => ({
         instanceId: instance.InstanceId as string,
-        nodeRank: rank,
+        nodeRank: joining === undefined ? index : (joining.ranks[index] as number),
         privateIp: instance.PrivateIpAddress ?? null,
         ...(instance.LaunchTime === undefined ? {} : { runningAt: instance.LaunchTime.toISOString() }),
       }));
-      await this.tagNodes(region, nodes);
-      await this.putSecrets(request, region, account, nodes);
+      const nodes = joining === undefined ? launched : [...joining.survivors, ...launched].sort((a, b) => a.nodeRank - b.nodeRank);
+      if (joining === undefined) {
+        await this.tagNodes(region, nodes);
+        await this.putSecrets(request, region, account, nodes);
+      } else {
+        await this.joinNodes(request, region, account, nodes);
+      }
       const first = instances[0];
       const zone = first?.Placement?.AvailabilityZone ?? null;
       const instanceType = first?.InstanceType ?? (candidates[0] as Candidate).override.instanceType;
@@ -319,6 +492,7 @@ export class Ec2Compute implements Compute {
       };
       return { launched: { placement, instances: nodes } };
     } catch (error) {
+      // Only what this fleet launched: kept nodes stay for the release of the attempt they serve.
       await this.terminate(region, ids);
       // Secrets already written go too: no release will find these instances again.
       const names = ids.map((id) => agentSecretName(this.secretPath, id));
@@ -351,8 +525,10 @@ export class Ec2Compute implements Compute {
     index: number,
     candidates: readonly Candidate[],
     templates: AttemptLaunchTemplates,
+    joining?: Joining,
   ): Promise<CreateFleetCommandInput> {
-    const numNodes = request.spec.numNodes;
+    const numNodes = joining?.ranks.length ?? request.spec.numNodes;
+    const groupName = joining?.groupName ?? null;
     const network = this.config.regions.find((region) => region.region === fleet.region);
     const byTemplate = new Map<string, { data: RequestLaunchTemplateData; overrides: FleetLaunchTemplateOverridesRequest[] }>();
     candidates.forEach(({ override, image }, priority) => {
@@ -372,6 +548,8 @@ export class Ec2Compute implements Compute {
         InstanceType: override.instanceType as FleetLaunchTemplateOverridesRequest['InstanceType'],
         ...(override.zone === null ? {} : { SubnetId: network?.subnetsByZone[override.zone] }),
         ...(fleet.prioritized ? { Priority: priority } : {}),
+        // Beside kept nodes in a placement group (EFA's low latency needs it): in the same one.
+        ...(groupName === null ? {} : { Placement: { GroupName: groupName } }),
       });
       byTemplate.set(key, entry);
     });
@@ -450,12 +628,13 @@ export class Ec2Compute implements Compute {
   }
 
   /** Tags each node with its rank and every node's IP, which its agent reads from IMDS. */
-  private async tagNodes(region: string, nodes: readonly InstanceRef[]): Promise<void> {
+  private async tagNodes(region: string, nodes: readonly InstanceRef[], keptTags: readonly { Key: string; Value: string }[] = []): Promise<void> {
     const ips = nodes.map((node) => node.privateIp);
     if (ips.some((ip) => ip === null)) throw new UnexpectedCloudResponseError(`EC2 returned instances without a private IP in ${region}`);
     const ipTags = nodeIpsTags(ips as string[]);
     for (const node of nodes) {
-      const Tags = [{ Key: TagKey.nodeRank, Value: String(node.nodeRank) }, ...ipTags];
+      // A kept node carries the attempt it served until now: it moves to this one.
+      const Tags = [...(node.reusedFrom === undefined ? [] : keptTags), { Key: TagKey.nodeRank, Value: String(node.nodeRank) }, ...ipTags];
       await this.withRetries(`EC2 CreateTags in ${region}`, () => this.deps.ec2(region).send(new CreateTagsCommand({ Resources: [node.instanceId], Tags })));
     }
   }
@@ -475,7 +654,9 @@ export class Ec2Compute implements Compute {
           [TagKey.attempt]: String(request.attempt),
         },
       };
-      await this.withRetries(`SSM PutParameter in ${region}`, () => this.deps.parameters.putSecret(region, secret));
+      // A kept node's parameter holds the attempt it served's secret: rewritten, or its agent could not prove this one.
+      if (node.reusedFrom === undefined) await this.withRetries(`SSM PutParameter in ${region}`, () => this.deps.parameters.putSecret(region, secret));
+      else await this.withRetries(`SSM PutParameter in ${region} (overwrite)`, () => this.deps.parameters.rewriteSecret(region, secret));
     }
   }
 

@@ -1,7 +1,7 @@
 // SSM Parameter Store as Ec2Compute uses it: AWS's public parameters naming the default
 // AMIs, and the per-instance SecureStrings that carry each agent's callback secret.
 
-import { DeleteParametersCommand, GetParameterCommand, PutParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
+import { AddTagsToResourceCommand, DeleteParametersCommand, GetParameterCommand, PutParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
 import { awsErrorCode } from './aws-errors.ts';
 
 /** One agent's secret, as the launcher writes it. */
@@ -18,6 +18,12 @@ export interface Ec2Parameters {
   read(region: string, name: string): Promise<string | null>;
   /** Creates the SecureString; one that already exists (an earlier try of the same launch) is left as it is. */
   putSecret(region: string, secret: AgentSecretParameter): Promise<void>;
+  /**
+   * Writes the SecureString's value whether or not it exists (a node kept for the next
+   * attempt gets that attempt's secret), then sets its tags: SSM takes no tags with an
+   * overwrite, and a parameter created by the overwrite needs its owner tag.
+   */
+  rewriteSecret(region: string, secret: AgentSecretParameter): Promise<void>;
   /** Deletes the parameters; names that do not exist are fine. */
   delete(region: string, names: readonly string[]): Promise<void>;
 }
@@ -56,6 +62,15 @@ export class SsmParameters implements Ec2Parameters {
     } catch (error) {
       if (awsErrorCode(error) !== 'ParameterAlreadyExists') throw error;
     }
+  }
+
+  async rewriteSecret(region: string, secret: AgentSecretParameter): Promise<void> {
+    await this.ssm(region).send(
+      new PutParameterCommand({ Name: secret.name, Value: secret.value, Type: 'SecureString', Tier: 'Intelligent-Tiering', Overwrite: true }),
+    );
+    await this.ssm(region).send(
+      new AddTagsToResourceCommand({ ResourceType: 'Parameter', ResourceId: secret.name, Tags: Object.entries(secret.tags).map(([Key, Value]) => ({ Key, Value })) }),
+    );
   }
 
   async delete(region: string, names: readonly string[]): Promise<void> {

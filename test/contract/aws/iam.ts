@@ -104,7 +104,7 @@ export function observer(moto: Moto): (call: RecordedCall) => Promise<Observed |
       );
       return { templates, snapshots, roleOfProfile, spotRoleExists } satisfies Seen;
     }
-    if (call.operation === 'CreateTags' || call.operation === 'TerminateInstances') {
+    if (call.operation === 'CreateTags' || call.operation === 'DeleteTags' || call.operation === 'TerminateInstances') {
       const ids = ((input.Resources ?? input.InstanceIds ?? []) as string[]).filter((id) => id.startsWith('i-'));
       const instances: Record<string, Tags> = {};
       for (const id of ids) {
@@ -189,6 +189,13 @@ export function authorizationsOf(call: RecordedCall, account: string): Authoriza
         resource: ec2(`instance/${id}`),
         context: { ...resourceTags(seen.instances?.[id]), ...requestTags(tagsOf(input.Tags as { Key?: string; Value?: string }[])) },
       }));
+    case 'EC2:DeleteTags':
+      // The keys asked for (a tag given without a value goes whatever its value).
+      return ((input.Resources ?? []) as string[]).map((id) => ({
+        action: 'ec2:DeleteTags',
+        resource: ec2(`instance/${id}`),
+        context: { ...resourceTags(seen.instances?.[id]), 'aws:TagKeys': ((input.Tags ?? []) as { Key?: string }[]).map((tag) => tag.Key ?? '') },
+      }));
     case 'EC2:TerminateInstances':
       return ((input.InstanceIds ?? []) as string[]).map((id) => ({ action: 'ec2:TerminateInstances', resource: ec2(`instance/${id}`), context: resourceTags(seen.instances?.[id]) }));
     case 'EC2:DeleteLaunchTemplate': {
@@ -210,6 +217,8 @@ export function authorizationsOf(call: RecordedCall, account: string): Authoriza
         ...(Object.keys(tags).length === 0 ? [] : [{ action: 'ssm:AddTagsToResource', resource: arn, context: requestTags(tags) }]),
       ];
     }
+    case 'SSM:AddTagsToResource':
+      return one('ssm:AddTagsToResource', parameter(region, account, String(input.ResourceId)), requestTags(tagsOf(input.Tags as { Key?: string; Value?: string }[] | undefined)));
     case 'SSM:DeleteParameter':
       return one('ssm:DeleteParameter', parameter(region, account, String(input.Name)));
     case 'SSM:DeleteParameters':

@@ -32,6 +32,8 @@ import { MOTO_ACCOUNT, startMoto, useMotoEnvironment, type Moto } from './moto.t
 import { installRecorder, inScope, takeCalls, type CallScope, type RecordedCall } from './recorder.ts';
 
 type Json = Parameters<LocalTaskHandler>[0];
+/** The handlers' own deps module (functions/shared/deps.ts), as loaded beside them. */
+export type FunctionDeps = typeof import('../../../functions/shared/deps.ts');
 type Handler = (event: unknown, context?: unknown) => Promise<unknown>;
 
 /** The caller of the IAM-authorized routes, as API Gateway names a SigV4 signer. */
@@ -68,6 +70,7 @@ export class StackInWorld {
   readonly workflow: LocalWorkflow;
   private handlers: Record<LambdaName, Handler> | undefined;
   private resetDeps: (() => void) | undefined;
+  private deps: FunctionDeps | undefined;
   /** Execution names by the ARN moto gave them. */
   private readonly executionNames = new Map<string, string>();
   /** The latest state each execution entered. */
@@ -119,8 +122,28 @@ export class StackInWorld {
         restore();
       }
     }
-    this.resetDeps = ((await import('../../../functions/shared/deps.ts')) as { resetDeps: () => void }).resetDeps;
+    this.deps = (await import('../../../functions/shared/deps.ts')) as FunctionDeps;
+    this.resetDeps = this.deps.resetDeps;
     this.handlers = loaded as Record<LambdaName, Handler>;
+  }
+
+  /**
+   * Runs `body` as function `name` would run its calls: alone in the world, with the
+   * function's environment and fresh clients from the handlers' own deps, its AWS calls
+   * recorded for the IAM check. For a port's calls that no state of the machine makes yet.
+   */
+  async asFunction<T>(name: LambdaName, body: (deps: FunctionDeps) => Promise<T>): Promise<T> {
+    const deps = this.deps;
+    if (deps === undefined) throw new Error(`${this.id}: handlers not loaded`);
+    return this.world.exclusively(async () => {
+      const restore = this.world.applyEnvironment(this.deployment, name);
+      try {
+        deps.resetDeps();
+        return await inScope(this.scope(name), () => body(deps));
+      } finally {
+        restore();
+      }
+    });
   }
 
   /**

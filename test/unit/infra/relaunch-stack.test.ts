@@ -239,12 +239,23 @@ describe('IAM', () => {
     expect(withAction(statementsOf('janitor'), 'ec2:DescribeLaunchTemplates')).toEqual([expect.objectContaining({ Resource: '*' })]);
   });
 
-  it('tags only at creation, or the node-IP tags of this deployment\'s instances', () => {
+  it('tags only at creation, or the node-IP, rank and attempt tags of this deployment\'s instances, or their held-after mark', () => {
     const tagging = withAction(statementsOf('launch-attempt'), 'ec2:CreateTags');
     expect(tagging.map((s) => s.Condition)).toEqual([
       { StringEquals: { 'ec2:CreateAction': ['RunInstances', 'CreateFleet', 'CreateLaunchTemplate'] } },
-      { ...OWNED_HERE, 'ForAllValues:StringLike': { 'aws:TagKeys': [TagKey.nodeRank, 'relaunch:node-ips:*'] } },
+      { ...OWNED_HERE, 'ForAllValues:StringLike': { 'aws:TagKeys': [TagKey.nodeRank, 'relaunch:node-ips:*', TagKey.attempt] } },
+      { ...OWNED_HERE, 'ForAllValues:StringEquals': { 'aws:TagKeys': [TagKey.heldAfter] } },
     ]);
+    // The release marks the kept nodes (Compute.hold); the launch that takes them removes the mark.
+    for (const name of ['launch-attempt', 'release-instances'] as const) {
+      for (const action of ['ec2:CreateTags', 'ec2:DeleteTags']) {
+        expect(withAction(statementsOf(name), action).find((s) => s.Sid === 'MarkHeldNodes')?.Condition, `${name} ${action}`).toEqual({
+          ...OWNED_HERE,
+          'ForAllValues:StringEquals': { 'aws:TagKeys': [TagKey.heldAfter] },
+        });
+      }
+    }
+    expect(withAction(statementsOf('launch-attempt'), 'ec2:DeleteTags').map((s) => s.Sid)).toEqual(['MarkHeldNodes']);
   });
 
   it('terminates only instances tagged as this deployment\'s jobs, and only from the compute functions', () => {

@@ -1,7 +1,7 @@
 // DynamoJobStore against the JobStore contract on dynalite (a real DynamoDB API, in process),
 // plus what only the DynamoDB layout promises: the items it writes and the indexes it uses.
 
-import { BatchGetItemCommand, DynamoDBClient, GetItemCommand, QueryCommand, UpdateItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, DynamoDBClient, GetItemCommand, QueryCommand, UpdateItemCommand, type AttributeValue, type TransactWriteItemsCommandInput } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { JobStatus } from '../../../../lib/status.ts';
 import { describe, expect, it } from 'vitest';
@@ -166,5 +166,80 @@ describe('DynamoJobStore.listJobs with DynamoDB leaving keys unprocessed', () =>
     } finally {
       dynamo.restore();
     }
+  });
+});
+
+describe('DynamoJobStore with a node kept from one attempt to the next', () => {
+  /** Job 1 with attempt 1 on i-0 and i-1, and attempt 2 started, not yet placed. */
+  async function secondAttemptUnplaced(): Promise<{ store: DynamoJobStore; tableName: string }> {
+    const fresh = await freshStore();
+    const { store } = fresh;
+    await store.createJob(job);
+    await store.changeStatus('job-1', { from: JobStatus.PENDING, to: JobStatus.STARTING, reason: 'launching', attempt: 1, at: '2026-01-01T00:00:01.000Z' });
+    await store.putAttempt(attemptRecord('job-1', 1, '2026-01-01T00:00:01.000Z', { secretHash: 'a'.repeat(64) }));
+    await store.setInstances('job-1', 1, placement, [
+      { instanceId: 'i-0', nodeRank: 0, privateIp: '10.0.0.1' },
+      { instanceId: 'i-1', nodeRank: 1, privateIp: '10.0.0.2' },
+    ]);
+    await store.putAttempt(attemptRecord('job-1', 2, '2026-01-01T00:10:00.000Z', { secretHash: 'b'.repeat(64) }));
+    return fresh;
+  }
+  const placement = { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' };
+  const second = [
+    { instanceId: 'i-0', nodeRank: 0, privateIp: '10.0.0.1', reusedFrom: 1 },
+    { instanceId: 'i-9', nodeRank: 1, privateIp: '10.0.0.9' },
+  ];
+
+  /** Where the instance index says an instance is: the attempt sort keys of its items. */
+  async function indexOf(tableName: string, instanceId: string): Promise<(string | undefined)[]> {
+    const { Items } = await dynalite.client().send(
+      new QueryCommand({
+        TableName: tableName,
+        IndexName: INSTANCE_INDEX.indexName,
+        KeyConditionExpression: `${INSTANCE_INDEX.partitionKey} = :id`,
+        ExpressionAttributeValues: { ':id': { S: instanceId } },
+      }),
+    );
+    return (Items ?? []).map((item) => item[INSTANCE_INDEX.sortKey]?.S);
+  }
+
+  it('moves the kept instance\'s index item to the new attempt in the one transaction that records the instances', async () => {
+    const { store, tableName } = await secondAttemptUnplaced();
+    const sent: TransactWriteItemsCommandInput[] = [];
+    const client = dynalite.client();
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'TransactWriteItemsCommand') sent.push(args.input as TransactWriteItemsCommandInput);
+        return next(args);
+      },
+      { step: 'initialize', name: 'recordTransactions' },
+    );
+    try {
+      await store.setInstances('job-1', 2, placement, second);
+    } finally {
+      client.middlewareStack.remove('recordTransactions');
+    }
+
+    expect(sent).toHaveLength(1);
+    const items = sent[0]?.TransactItems ?? [];
+    expect(items[0]?.Update?.Key).toEqual({ pk: { S: 'JOB#job-1' }, sk: { S: 'ATTEMPT#0002' } });
+    expect(items.flatMap((item) => (item.Put === undefined ? [] : [[item.Put.Item?.sk?.S, item.Put.Item?.[INSTANCE_INDEX.sortKey]?.S]]))).toEqual([
+      ['INSTANCE#i-0', 'ATTEMPT#0002'],
+      ['INSTANCE#i-9', 'ATTEMPT#0002'],
+    ]);
+    expect(await indexOf(tableName, 'i-0')).toEqual(['ATTEMPT#0002']);
+    expect(await indexOf(tableName, 'i-1')).toEqual(['ATTEMPT#0001']);
+    expect((await store.findAttemptByInstance('i-0'))?.attempt).toBe(2);
+    expect((await store.getAttempt('job-1', 2)).instances).toEqual(second);
+  });
+
+  it('leaves the index where it was when the new attempt\'s instances are refused (already set)', async () => {
+    const { store, tableName } = await secondAttemptUnplaced();
+    await store.setInstances('job-1', 2, placement, [{ instanceId: 'i-7', nodeRank: 0, privateIp: '10.0.0.7' }, { instanceId: 'i-8', nodeRank: 1, privateIp: '10.0.0.8' }]);
+
+    await expect(store.setInstances('job-1', 2, placement, second)).rejects.toThrow();
+
+    expect(await indexOf(tableName, 'i-0')).toEqual(['ATTEMPT#0001']);
+    expect((await store.findAttemptByInstance('i-0'))?.attempt).toBe(1);
   });
 });

@@ -7,6 +7,7 @@ import {
   CreateLaunchTemplateCommand,
   CreateTagsCommand,
   DeleteLaunchTemplateCommand,
+  DeleteTagsCommand,
   DescribeImagesCommand,
   DescribeInstancesCommand,
   EC2Client,
@@ -18,7 +19,7 @@ import {
   type DescribeInstancesCommandInput,
   type RequestLaunchTemplateData,
 } from '@aws-sdk/client-ec2';
-import { DeleteParametersCommand, GetParameterCommand, PutParameterCommand, SSMClient, SSMServiceException } from '@aws-sdk/client-ssm';
+import { AddTagsToResourceCommand, DeleteParametersCommand, GetParameterCommand, PutParameterCommand, SSMClient, SSMServiceException } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -35,6 +36,7 @@ import { authorizationHeader } from '../../../../lib/agent/protocol.ts';
 import { NoCapacityError, PrecheckError, TransientError, UnexpectedCloudResponseError } from '../../../../lib/errors.ts';
 import { parseTaskFile } from '../../../../lib/task-file/parse.ts';
 import { SsmParameters } from '../../../../lib/adapters/ssm-parameters.ts';
+import type { InstanceRef, Placement } from '../../../../lib/model.ts';
 import type { LaunchRequest } from '../../../../lib/ports.ts';
 import type { Resources, TaskSpec } from '../../../../lib/task-file/types.ts';
 import { taskSpec } from '../../../support/fixtures/specs.ts';
@@ -980,5 +982,212 @@ describe('Ec2Compute.release', () => {
 
     await expect(compute({ throttleRetries: 1 }).release('job-1', 2, [])).rejects.toThrow(/^EC2 TerminateInstances in us-east-1: /);
     expect(ec2['us-east-1']).toHaveReceivedCommandTimes(TerminateInstancesCommand, 2);
+  });
+});
+
+describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
+  const placement: Placement = { region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot', unavailable: ['x (spot): InsufficientInstanceCapacity'] };
+  /** Four nodes of attempt 1: i-k0..i-k3, ranks 0..3. */
+  const attempt1: InstanceRef[] = [0, 1, 2, 3].map((rank) => ({ instanceId: `i-k${rank}`, nodeRank: rank, privateIp: `10.0.1.${rank}`, runningAt: '2026-01-01T00:00:00.000Z' }));
+  /** What EC2 says of each kept node: its state, and the placement group the cluster runs in. */
+  let kept: Map<string, { state: string; group?: string; attempt?: string }>;
+
+  beforeEach(() => {
+    kept = new Map();
+    ec2['us-east-1'].on(DescribeInstancesCommand).callsFake((input: DescribeInstancesCommandInput) => {
+      const ids = input.Filters?.find((filter) => filter.Name === 'instance-id')?.Values;
+      if (ids === undefined) return describeWorld(input);
+      const states = input.Filters?.find((filter) => filter.Name === 'instance-state-name')?.Values ?? [];
+      const instances = ids.flatMap((id) => {
+        const node = kept.get(id);
+        const recorded = attempt1.find((ref) => ref.instanceId === id);
+        if (node === undefined || recorded === undefined || !states.includes(node.state)) return [];
+        return [
+          {
+            InstanceId: id,
+            InstanceType: 'p4d.24xlarge',
+            PrivateIpAddress: recorded.privateIp as string,
+            State: { Name: node.state },
+            Placement: { AvailabilityZone: 'us-east-1b', ...(node.group === undefined ? {} : { GroupName: node.group }) },
+            Tags: [{ Key: 'relaunch:attempt', Value: node.attempt ?? '1' }],
+          },
+        ];
+      });
+      return { Reservations: [{ OwnerId: ACCOUNT, Instances: instances }] };
+    });
+  });
+
+  function keepRequest(nodes: readonly InstanceRef[], numNodes = 4): LaunchRequest {
+    return request(spec({ instanceType: 'p4d.24xlarge', networkTier: 'best' }, { numNodes }), { keep: { placement, nodes }, market: 'on-demand' });
+  }
+
+  it('launches one fleet for the missing rank only, in the kept nodes\' zone, type, market and placement group', async () => {
+    for (const rank of [0, 1, 3]) kept.set(`i-k${rank}`, { state: 'running', group: 'relaunch-cluster-pg' });
+
+    const result = await compute().launch(keepRequest(attempt1.filter((node) => node.nodeRank !== 2)));
+
+    const [fleet, more] = fleetInputs('us-east-1');
+    expect(more).toBeUndefined();
+    expect(fleetInputs('us-west-2')).toEqual([]);
+    expect(fleet?.LaunchTemplateConfigs?.[0]?.Overrides).toEqual([{ InstanceType: 'p4d.24xlarge', SubnetId: 'subnet-east-b', Placement: { GroupName: 'relaunch-cluster-pg' } }]);
+    expect(fleet?.TargetCapacitySpecification).toEqual({ TotalTargetCapacity: 1, SpotTargetCapacity: 1, DefaultTargetCapacityType: 'spot' });
+    expect(fleet?.SpotOptions).toMatchObject({ SingleInstanceType: true, SingleAvailabilityZone: true, MinTargetCapacity: 1 });
+    // EFA still: the new node's template has the interfaces the kept ones have.
+    expect(templateData(fleet).NetworkInterfaces?.[0]?.InterfaceType).toBe('efa');
+    // A kept node has no runningAt: its time up before is the attempt before's.
+    expect(result.instances).toEqual([
+      { instanceId: 'i-k0', nodeRank: 0, privateIp: '10.0.1.0', reusedFrom: 1 },
+      { instanceId: 'i-k1', nodeRank: 1, privateIp: '10.0.1.1', reusedFrom: 1 },
+      { instanceId: 'i-1', nodeRank: 2, privateIp: '10.0.0.1' },
+      { instanceId: 'i-k3', nodeRank: 3, privateIp: '10.0.1.3', reusedFrom: 1 },
+    ]);
+    expect(result.placement).toMatchObject({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' });
+    // Only this deployment's instances of this job are taken, whatever ids the request names.
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeInstancesCommand, {
+      Filters: [
+        { Name: 'instance-id', Values: ['i-k0', 'i-k1', 'i-k3'] },
+        { Name: 'tag:relaunch:deployment', Values: ['relaunch'] },
+        { Name: 'tag:relaunch:job-id', Values: ['job-1'] },
+        { Name: 'instance-state-name', Values: ['pending', 'running'] },
+      ],
+    });
+  });
+
+  it('moves the kept nodes to the new attempt: attempt, rank and IP tags, held-after removed, their parameter overwritten then tagged', async () => {
+    for (const rank of [0, 1, 3]) kept.set(`i-k${rank}`, { state: 'running' });
+
+    await compute().launch(keepRequest(attempt1.filter((node) => node.nodeRank !== 2)));
+
+    const ips = { Key: 'relaunch:node-ips:0', Value: '10.0.1.0 10.0.1.1 10.0.0.1 10.0.1.3' };
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateTagsCommand, {
+      Resources: ['i-k1'],
+      Tags: [{ Key: 'relaunch:attempt', Value: '2' }, { Key: 'relaunch:node-rank', Value: '1' }, ips],
+    });
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateTagsCommand, { Resources: ['i-1'], Tags: [{ Key: 'relaunch:node-rank', Value: '2' }, ips] });
+    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(DeleteTagsCommand, { Resources: ['i-k0', 'i-k1', 'i-k3'], Tags: [{ Key: 'relaunch:held-after' }] });
+    const puts = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input);
+    // SSM refuses tags with an overwrite: a kept node's parameter is overwritten bare, then tagged.
+    expect(puts.find((put) => put.Name === '/relaunch/agent-secrets/i-k1')).toEqual({
+      Name: '/relaunch/agent-secrets/i-k1',
+      Value: 'cb-secret',
+      Type: 'SecureString',
+      Tier: 'Intelligent-Tiering',
+      Overwrite: true,
+    });
+    expect(puts.find((put) => put.Name === '/relaunch/agent-secrets/i-1')).toMatchObject({ Value: 'cb-secret', Tags: expect.any(Array) });
+    expect(puts.find((put) => put.Name === '/relaunch/agent-secrets/i-1')?.Overwrite).toBeUndefined();
+    expect(ssm['us-east-1']).toHaveReceivedCommandWith(AddTagsToResourceCommand, {
+      ResourceType: 'Parameter',
+      ResourceId: '/relaunch/agent-secrets/i-k1',
+      Tags: [
+        { Key: 'relaunch:instance-arn', Value: `arn:aws:ec2:us-east-1:${ACCOUNT}:instance/i-k1` },
+        { Key: 'relaunch:job-id', Value: 'job-1' },
+        { Key: 'relaunch:attempt', Value: '2' },
+      ],
+    });
+    expect(ssm['us-east-1']).toHaveReceivedCommandTimes(AddTagsToResourceCommand, 3);
+  });
+
+  it('restarts in place with no fleet and no template when every kept node runs', async () => {
+    kept.set('i-k0', { state: 'running' });
+
+    const result = await compute().launch(keepRequest([attempt1[0] as InstanceRef], 1));
+
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateLaunchTemplateCommand);
+    expect(result).toEqual({
+      placement: { region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' },
+      instances: [{ instanceId: 'i-k0', nodeRank: 0, privateIp: '10.0.1.0', reusedFrom: 1 }],
+    });
+  });
+
+  it('gives up a kept node EC2 shows stopping (terminated, its secret deleted) and launches its rank anew', async () => {
+    for (const rank of [0, 1, 2]) kept.set(`i-k${rank}`, { state: 'running' });
+    kept.set('i-k3', { state: 'stopping' });
+
+    const result = await compute().launch(keepRequest(attempt1));
+
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-k3'] });
+    expect(ssm['us-east-1']).toHaveReceivedCommandWith(DeleteParametersCommand, { Names: ['/relaunch/agent-secrets/i-k3'] });
+    expect(result.instances.map((node) => [node.nodeRank, node.instanceId])).toEqual([[0, 'i-k0'], [1, 'i-k1'], [2, 'i-k2'], [3, 'i-1']]);
+  });
+
+  it('records a kept node as reused from the attempt its tag names, and from the one before on a retry that finds the tag moved already', async () => {
+    kept.set('i-k0', { state: 'running', attempt: '1' });
+    kept.set('i-k1', { state: 'running', attempt: '2' });
+
+    const result = await compute().launch(keepRequest(attempt1.slice(0, 2), 2));
+
+    expect(result.instances.map((node) => [node.instanceId, node.reusedFrom])).toEqual([['i-k0', 1], ['i-k1', 1]]);
+  });
+
+  it('refuses kept nodes in a region the deployment does not launch in, naming it, before calling AWS', async () => {
+    const request = keepRequest([attempt1[0] as InstanceRef], 2);
+    const elsewhere = { ...request, keep: { placement: { ...placement, region: 'eu-west-1' }, nodes: [attempt1[0] as InstanceRef] } };
+
+    await expect(compute().launch(elsewhere)).rejects.toThrow(
+      new PrecheckError('keep.placement.region: the kept nodes of job job-1 run in eu-west-1, where this deployment does not launch (it launches in us-east-1, us-west-2)'),
+    );
+    for (const region of REGIONS) expect(ec2[region].calls()).toEqual([]);
+  });
+
+  it('launches as the strategy says when no kept node runs any more', async () => {
+    const result = await compute().launch(keepRequest(attempt1));
+
+    expect(fleetInputs('us-east-1')[0]?.TargetCapacitySpecification).toMatchObject({ TotalTargetCapacity: 4 });
+    expect(result.instances.every((node) => node.reusedFrom === undefined)).toBe(true);
+  });
+
+  it('names the kept nodes when there is no capacity beside them, and leaves them running', async () => {
+    kept.set('i-k0', { state: 'running' });
+    ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetFails(input));
+
+    await expect(compute().launch(keepRequest([attempt1[0] as InstanceRef], 2))).rejects.toThrow(
+      new NoCapacityError(
+        'no capacity for job job-1 attempt 2 beside its 1 kept node (spot, 1 node of p4d.24xlarge in us-east-1b): tried p4d.24xlarge in us-east-1b (spot): InsufficientInstanceCapacity',
+      ),
+    );
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+    expect(ec2['us-east-1']).toHaveReceivedCommand(DeleteLaunchTemplateCommand);
+  });
+
+  it('gives back only the new node when the nodes cannot be tagged, never a kept one', async () => {
+    kept.set('i-k0', { state: 'running' });
+    ec2['us-east-1'].on(CreateTagsCommand).rejects(awsError('UnauthorizedOperation'));
+
+    await expect(compute().launch(keepRequest([attempt1[0] as InstanceRef], 2))).rejects.toThrow(/UnauthorizedOperation/);
+    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
+    expect(ssm['us-east-1']).toHaveReceivedCommandExactlyOnceWith(DeleteParametersCommand, { Names: ['/relaunch/agent-secrets/i-1'] });
+  });
+});
+
+describe('Ec2Compute.hold and release with kept nodes', () => {
+  const placement: Placement = { region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.large' };
+
+  it('hold tags the kept nodes with the attempt that ended, in their region', async () => {
+    const nodes = [0, 2].map((rank) => ({ instanceId: `i-${rank}`, nodeRank: rank, privateIp: null }));
+
+    await compute().hold('job-1', 3, { placement, nodes });
+
+    expect(ec2['us-west-2']).toHaveReceivedCommandExactlyOnceWith(CreateTagsCommand, { Resources: ['i-0', 'i-2'], Tags: [{ Key: 'relaunch:held-after', Value: '3' }] });
+    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateTagsCommand);
+  });
+
+  it('release spares the instances in except, though their tags name the attempt: not terminated, secrets kept', async () => {
+    ec2['us-east-1'].on(DescribeInstancesCommand).resolvesOnce({ Reservations: [{ Instances: [{ InstanceId: 'i-1' }, { InstanceId: 'i-2' }] }] }).resolves({ Reservations: [] });
+
+    await compute().release('job-1', 2, [{ instanceId: 'i-1', nodeRank: 1, privateIp: null }], { except: ['i-2'] });
+
+    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
+    for (const region of REGIONS) expect(ssm[region]).toHaveReceivedCommandExactlyOnceWith(DeleteParametersCommand, { Names: ['/relaunch/agent-secrets/i-1'] });
+  });
+
+  it('release spares a kept node this object launched itself, and one passed among the instances', async () => {
+    const ec2Compute = compute();
+    const { instances } = await ec2Compute.launch(request(spec({ region: 'us-west-2' }, { numNodes: 2 })));
+
+    await ec2Compute.release('job-1', 2, instances, { except: ['i-2'] });
+
+    expect(ec2['us-west-2']).toHaveReceivedCommandExactlyOnceWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
   });
 });

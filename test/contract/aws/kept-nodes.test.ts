@@ -1,0 +1,245 @@
+// Nodes kept from one attempt to the next on moto (docs/recovery.md, "replace only the lost
+// nodes"): Ec2Compute launches only the ranks the kept nodes do not cover, beside them,
+// moves their tags and rewrites their secrets; its release spares them; DynamoJobStore moves
+// their instance index to the new attempt in the write that records it; the janitor's view
+// sees them under the attempt they serve now.
+
+import { CreateSecurityGroupCommand, DescribeInstancesCommand, EC2Client, StopInstancesCommand, TerminateInstancesCommand, type Instance } from '@aws-sdk/client-ec2';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetParameterCommand, GetParametersByPathCommand, ListTagsForResourceCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { agentSecretName, agentSecretPath } from '../../../lib/agent/secret-parameter.ts';
+import { NODE_IPS_TAG_PREFIX, TagKey } from '../../../lib/agent/tags.ts';
+import { Ec2Compute } from '../../../lib/adapters/ec2-compute.ts';
+import { Ec2Inventory } from '../../../lib/adapters/ec2-inventory.ts';
+import { DynamoJobStore } from '../../../lib/adapters/dynamo-job-store/index.ts';
+import { SsmParameters } from '../../../lib/adapters/ssm-parameters.ts';
+import type { InstanceRef } from '../../../lib/model.ts';
+import type { LaunchRequest, LaunchResult } from '../../../lib/ports.ts';
+import { ensureTable } from '../../../local/dynalite.ts';
+import { onInstanceEvent } from '../../../lib/usecases/instance-event.ts';
+import { FakeWorkflow } from '../../support/fakes/fake-workflow.ts';
+import { taskSpec } from '../../support/fixtures/specs.ts';
+import { attemptRecord } from '../../support/fixtures/records.ts';
+import { sampleJob } from '../../support/job-store.contract.ts';
+import { createNetwork } from './deploy.ts';
+import { startMoto, useMotoEnvironment, type Moto } from './moto.ts';
+
+const REGION = 'us-east-1';
+const PREFIX = 'relaunch';
+
+let moto: Moto;
+let restoreEnv: () => void;
+let ec2: EC2Client;
+let ssm: SSMClient;
+let compute: Ec2Compute;
+let ami: string;
+let jobs = 0;
+let jobId: string;
+
+beforeAll(async () => {
+  moto = await startMoto();
+  restoreEnv = useMotoEnvironment(moto);
+  ec2 = new EC2Client({ region: REGION, endpoint: moto.endpoint });
+  ssm = new SSMClient({ region: REGION, endpoint: moto.endpoint });
+  const network = await createNetwork(moto, REGION, ['us-east-1a', 'us-east-1b']);
+  const group = await ec2.send(new CreateSecurityGroupCommand({ GroupName: 'nodes', Description: 'nodes', VpcId: network.vpcId }));
+  const published = await ssm.send(new GetParametersByPathCommand({ Path: '/aws/service/ami-amazon-linux-latest' }));
+  ami = published.Parameters?.find((parameter) => parameter.Name?.endsWith('x86_64'))?.Value as string;
+  compute = new Ec2Compute({
+    ec2: () => ec2,
+    parameters: new SsmParameters(() => ssm),
+    config: {
+      regions: [{ region: REGION, subnetsByZone: network.subnetsByZone, securityGroupIds: [group.GroupId as string] }],
+      instanceProfileArn: 'arn:aws:iam::123456789012:instance-profile/relaunch-node',
+      apiUrl: 'https://api.example.com/prod',
+      namePrefix: PREFIX,
+    },
+    sleep: async () => {},
+  });
+});
+afterAll(async () => {
+  ec2?.destroy();
+  ssm?.destroy();
+  restoreEnv?.();
+  await moto?.stop();
+});
+beforeEach(() => {
+  jobs += 1;
+  jobId = `job-kept-${jobs}`;
+});
+
+/** Attempt `attempt` of the test's job: four nodes of one type (or `numNodes`), with this attempt's secret. */
+function request(attempt: number, extra: Partial<LaunchRequest> = {}, numNodes = 4): LaunchRequest {
+  const spec = taskSpec({ numNodes, resources: { instanceType: 'm5.large', imageId: { kind: 'ami', imageId: ami } } });
+  return { jobId, attempt, spec, market: 'on-demand', history: [], callbackSecret: `secret-of-attempt-${attempt}`, ...extra };
+}
+
+/** Every instance moto holds for the test's job, any state, by id. */
+async function instances(): Promise<Map<string, Instance>> {
+  const found = new Map<string, Instance>();
+  const answer = await ec2.send(new DescribeInstancesCommand({ Filters: [{ Name: `tag:${TagKey.jobId}`, Values: [jobId] }] }));
+  for (const reservation of answer.Reservations ?? []) for (const instance of reservation.Instances ?? []) found.set(instance.InstanceId as string, instance);
+  return found;
+}
+
+function tag(instance: Instance | undefined, key: string): string | undefined {
+  return instance?.Tags?.find((t) => t.Key === key)?.Value;
+}
+
+/** The callback secret in a node's parameter (the value's first word). */
+async function secretOf(instanceId: string): Promise<string> {
+  const parameter = await ssm.send(new GetParameterCommand({ Name: agentSecretName(agentSecretPath(PREFIX), instanceId), WithDecryption: true }));
+  return (parameter.Parameter?.Value ?? '').split(' ')[0] as string;
+}
+
+/** Attempt 1 of four nodes, then held after it ended, keeping `ranks` (as ReleaseInstances does with a decision's keep). */
+async function heldAfterFirst(ranks: readonly number[]): Promise<{ first: LaunchResult; kept: InstanceRef[] }> {
+  const first = await compute.launch(request(1));
+  const kept = first.instances.filter((node) => ranks.includes(node.nodeRank));
+  await compute.hold(jobId, 1, { placement: first.placement, nodes: kept });
+  await compute.release(jobId, 1, first.instances.filter((node) => !ranks.includes(node.nodeRank)), { except: kept.map((node) => node.instanceId) });
+  return { first, kept };
+}
+
+describe('Ec2Compute with kept nodes, on moto', () => {
+  it('launches only the missing rank, in the kept nodes\' zone and type; ranks kept, every parameter rewritten, tags moved, held tag gone', async () => {
+    const { first, kept } = await heldAfterFirst([0, 1, 3]);
+    const lost = first.instances.find((node) => node.nodeRank === 2) as InstanceRef;
+    const held = await instances();
+    for (const node of kept) expect(tag(held.get(node.instanceId), TagKey.heldAfter)).toBe('1');
+    expect(held.get(lost.instanceId)?.State?.Name).toMatch(/shutting-down|terminated/);
+
+    const second = await compute.launch(request(2, { keep: { placement: first.placement, nodes: kept } }));
+
+    const now = await instances();
+    const launchedNow = [...now.values()].filter((instance) => !first.instances.some((node) => node.instanceId === instance.InstanceId));
+    expect(launchedNow).toHaveLength(1);
+    expect(launchedNow[0]?.Placement?.AvailabilityZone).toBe(first.placement.zone);
+    expect(launchedNow[0]?.InstanceType).toBe(first.placement.instanceType);
+    expect(second.placement).toMatchObject({ region: REGION, zone: first.placement.zone, instanceType: 'm5.large' });
+    expect(second.instances.map((node) => [node.nodeRank, node.instanceId, node.reusedFrom])).toEqual([
+      [0, kept[0]?.instanceId, 1],
+      [1, kept[1]?.instanceId, 1],
+      [2, launchedNow[0]?.InstanceId, undefined],
+      [3, kept[2]?.instanceId, 1],
+    ]);
+    // Node 0 survived: it is still the head, on the same IP.
+    expect(second.instances[0]?.privateIp).toBe(first.instances[0]?.privateIp);
+    const ips = second.instances.map((node) => node.privateIp).join(' ');
+    for (const node of second.instances) {
+      const instance = now.get(node.instanceId);
+      expect(tag(instance, TagKey.attempt)).toBe('2');
+      expect(tag(instance, TagKey.nodeRank)).toBe(String(node.nodeRank));
+      expect(tag(instance, `${NODE_IPS_TAG_PREFIX}0`)).toBe(ips);
+      expect(tag(instance, TagKey.heldAfter)).toBeUndefined();
+      expect(await secretOf(node.instanceId)).toBe('secret-of-attempt-2');
+      const tags = await ssm.send(new ListTagsForResourceCommand({ ResourceType: 'Parameter', ResourceId: agentSecretName(agentSecretPath(PREFIX), node.instanceId) }));
+      expect(tags.TagList).toContainEqual({ Key: TagKey.attempt, Value: '2' });
+    }
+  });
+
+  it('restarts in place on one node: no launch at all, the node moved to the new attempt with its new secret', async () => {
+    const first = await compute.launch(request(1, {}, 1));
+    await compute.hold(jobId, 1, { placement: first.placement, nodes: first.instances });
+    await compute.release(jobId, 1, [], { except: first.instances.map((node) => node.instanceId) });
+
+    const second = await compute.launch(request(2, { keep: { placement: first.placement, nodes: first.instances } }, 1));
+
+    const [node] = first.instances as [InstanceRef];
+    expect(node.runningAt).toEqual(expect.any(String));
+    // Its time up before is attempt 1's: attempt 2 counts it from its own launch.
+    expect(second.instances).toEqual([{ instanceId: node.instanceId, nodeRank: 0, privateIp: node.privateIp, reusedFrom: 1 }]);
+    expect(await instances()).toHaveProperty('size', 1);
+    expect(await secretOf(first.instances[0]?.instanceId as string)).toBe('secret-of-attempt-2');
+  });
+
+  it('replaces a kept node that was terminated before the launch, in its rank', async () => {
+    const { first, kept } = await heldAfterFirst([0, 1, 2, 3]);
+    const gone = kept[1] as InstanceRef;
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [gone.instanceId] }));
+
+    const second = await compute.launch(request(2, { keep: { placement: first.placement, nodes: kept } }));
+
+    const rank1 = second.instances.find((node) => node.nodeRank === 1);
+    expect(rank1?.instanceId).not.toBe(gone.instanceId);
+    expect(rank1?.reusedFrom).toBeUndefined();
+    expect(second.instances.filter((node) => node.reusedFrom === 1).map((node) => node.nodeRank)).toEqual([0, 2, 3]);
+    const now = await instances();
+    expect(now.get(rank1?.instanceId as string)?.Placement?.AvailabilityZone).toBe(first.placement.zone);
+    // The gone node's secret went with it.
+    await expect(secretOf(gone.instanceId)).rejects.toMatchObject({ name: 'ParameterNotFound' });
+  });
+
+  it('release with except leaves the kept nodes running with their secrets, and terminates the rest', async () => {
+    const { first, kept } = await heldAfterFirst([0, 1, 3]);
+    const lost = first.instances.find((node) => node.nodeRank === 2) as InstanceRef;
+
+    const now = await instances();
+    for (const node of kept) {
+      expect(now.get(node.instanceId)?.State?.Name).toBe('running');
+      expect(await secretOf(node.instanceId)).toBe('secret-of-attempt-1');
+    }
+    expect(now.get(lost.instanceId)?.State?.Name).toMatch(/shutting-down|terminated/);
+    await expect(secretOf(lost.instanceId)).rejects.toMatchObject({ name: 'ParameterNotFound' });
+  });
+
+  it('the janitor\'s inventory sees a kept node under the attempt it serves now', async () => {
+    const { first, kept } = await heldAfterFirst([0]);
+    await compute.launch(request(2, { keep: { placement: first.placement, nodes: kept } }));
+
+    const listed = await new Ec2Inventory({ regions: [REGION], ec2: () => ec2, deployment: PREFIX }).listTagged();
+
+    const mine = listed.filter((instance) => instance.jobId === jobId);
+    expect(mine).toHaveLength(4);
+    expect(mine.find((instance) => instance.instanceId === kept[0]?.instanceId)?.attempt).toBe(2);
+    expect(new Set(mine.map((instance) => instance.attempt))).toEqual(new Set([2]));
+  });
+
+  it('a stopped kept node is given up (terminated) and its rank launched anew', async () => {
+    const { first, kept } = await heldAfterFirst([0, 1, 2, 3]);
+    const stopped = kept[3] as InstanceRef;
+    await ec2.send(new StopInstancesCommand({ InstanceIds: [stopped.instanceId] }));
+
+    const second = await compute.launch(request(2, { keep: { placement: first.placement, nodes: kept } }));
+
+    expect(second.instances.find((node) => node.nodeRank === 3)?.instanceId).not.toBe(stopped.instanceId);
+    expect((await instances()).get(stopped.instanceId)?.State?.Name).toMatch(/shutting-down|terminated/);
+  });
+});
+
+describe('DynamoJobStore with kept nodes, on moto', () => {
+  it('moves a kept instance\'s index to the new attempt in the write that records it: an EC2 event for it ends the new attempt', async () => {
+    const client = new DynamoDBClient({ endpoint: moto.endpoint });
+    const tableName = `jobs-kept-${jobs}`;
+    await ensureTable(client, tableName);
+    const store = new DynamoJobStore({ client, tableName });
+    const job = { ...sampleJob, jobId };
+    await store.createJob(job);
+    const at = '2026-01-01T00:00:01.000Z';
+    await store.changeStatus(jobId, { from: 'PENDING', to: 'STARTING', reason: 'launching', attempt: 1, at });
+    await store.putAttempt(attemptRecord(jobId, 1, at, { secretHash: 'a'.repeat(64) }));
+    const placement = { region: REGION, zone: 'us-east-1a', instanceType: 'm5.large' };
+    const firstNodes = [0, 1].map((rank) => ({ instanceId: `i-${rank}`, nodeRank: rank, privateIp: `10.0.0.${rank + 1}` }));
+    await store.setInstances(jobId, 1, placement, firstNodes);
+    await store.putAttempt(attemptRecord(jobId, 2, '2026-01-01T00:10:00.000Z', { secretHash: 'b'.repeat(64) }));
+
+    await store.setInstances(jobId, 2, placement, [
+      { ...firstNodes[0], reusedFrom: 1 } as InstanceRef,
+      { instanceId: 'i-9', nodeRank: 1, privateIp: '10.0.0.9' },
+    ]);
+
+    expect((await store.findAttemptByInstance('i-0'))?.attempt).toBe(2);
+    expect((await store.findAttemptByInstance('i-9'))?.attempt).toBe(2);
+    // The node not kept stays with the attempt it served.
+    expect((await store.findAttemptByInstance('i-1'))?.attempt).toBe(1);
+    expect((await store.getAttempt(jobId, 2)).instances[0]).toMatchObject({ instanceId: 'i-0', reusedFrom: 1 });
+
+    // EC2's word that the reused instance went ends the attempt it serves now, not the one before.
+    const event = await onInstanceEvent({ instanceId: 'i-0', kind: 'STATE_CHANGE', state: 'terminated', time: '2026-01-01T00:20:00.000Z' }, { store, workflow: new FakeWorkflow() });
+    expect(event).toMatchObject({ action: 'ended', reason: expect.stringContaining(`attempt 2 of job ${jobId} ended`) });
+    expect((await store.getAttempt(jobId, 2)).outcome?.kind).toBe('LOST');
+    expect((await store.getAttempt(jobId, 1)).outcome).toBeNull();
+    client.destroy();
+  });
+});
