@@ -92,13 +92,23 @@ export function decideAttempt(numNodes: number, reports: readonly NodeReport[], 
   if (failures.length === 0 && everyFinal) return outcomeFromReports(numNodes, inRange);
   const finalCodes = facts.finalCodes ?? [];
   const final = failures.some((report) => !isAgentFailure(report) && finalCodes.includes(report.exitCode));
-  const goneEarly = facts.gone.find((node) => inRangeRank(node.nodeRank, numNodes) && finals[node.nodeRank] === undefined);
+  const goneEarly = facts.gone.filter((node) => inRangeRank(node.nodeRank, numNodes) && finals[node.nodeRank] === undefined);
+  const first = goneEarly[0];
   if (!final) {
-    if (facts.interruptionNoticedAt !== null && (failures.length > 0 || goneEarly !== undefined)) return { kind: 'PREEMPTED' };
-    if (goneEarly !== undefined) return { kind: 'LOST', reason: `instance ${goneEarly.instanceId} was ${goneEarly.how}` };
+    if (facts.interruptionNoticedAt !== null && (failures.length > 0 || first !== undefined)) return withNodes({ kind: 'PREEMPTED' }, goneEarly);
+    if (first !== undefined) return withNodes({ kind: 'LOST', reason: `instance ${first.instanceId} was ${first.how}` }, goneEarly);
   }
   if (!everyFinal && facts.now !== undefined && Date.parse(facts.now) < peersAwaitedUntil(failures)) return null;
   return outcomeFromReports(numNodes, inRange);
+}
+
+/**
+ * A preemption or loss with the ranks of the nodes seen gone (the relaunch replaces those
+ * and may keep the others: lib/reuse-rules.ts); without any, as it was (not known which).
+ */
+function withNodes<T extends Extract<AttemptOutcome, { kind: 'PREEMPTED' | 'LOST' }>>(outcome: T, gone: readonly GoneNode[]): T {
+  if (gone.length === 0) return outcome;
+  return { ...outcome, nodes: [...new Set(gone.map((node) => node.nodeRank))].sort((a, b) => a - b) };
 }
 
 /**
