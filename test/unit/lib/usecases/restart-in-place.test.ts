@@ -11,6 +11,7 @@ import { onInstanceEvent } from '../../../../lib/usecases/instance-event.ts';
 import { launchAttempt } from '../../../../lib/usecases/launch-attempt.ts';
 import { nextAttempt } from '../../../../lib/usecases/next-attempt.ts';
 import { releaseInstances } from '../../../../lib/usecases/release-instances.ts';
+import { holdOrRun } from '../../../../lib/usecases/standby-attempt.ts';
 import type { WorkflowState } from '../../../../lib/workflow/contract.ts';
 import { fakeInstanceId } from '../../../support/fakes/fake-compute.ts';
 import { givenLaunched, harness, JOB_ID, launchAndAwait, report, taskSpec, type Harness } from '../../../support/usecases-harness.ts';
@@ -265,6 +266,21 @@ describe('the relaunch runs on the kept nodes', () => {
     expect(h.compute.launches).toHaveLength(1);
     expect(h.compute.isRunning(fakeInstanceId(JOB_ID, 1, 0))).toBe(false);
     expect(await askNext(h, 1, 0)).toMatchObject({ next: 'stop', reason: expect.stringMatching(/CANCELLING|CANCELLED/) });
+  });
+});
+
+describe('the attempt on reused nodes starts when every node is up', () => {
+  it('a kept node set up first holds until the replacement reports setup 0; then every node goes', async () => {
+    const { h, state } = await running(2);
+    await runCodes(h, 1, [undefined, undefined]);
+    await preempt(h, 1, 1);
+    await launchAndAwait(h, await decideAndRelease(h, state));
+
+    expect(await report(h, 2, 'setup', 0, 0)).toMatchObject({ run: 'hold', reason: expect.stringMatching(/waits for node 1 to finish setup/) });
+    const asks = { jobId: JOB_ID, attempt: 2, nodeRank: 0, secret: h.compute.secretFor(JOB_ID, 2) };
+    expect(await holdOrRun(asks, h.deps)).toMatchObject({ run: 'hold' });
+    expect(await report(h, 2, 'setup', 0, 1)).toMatchObject({ run: 'go' });
+    expect(await holdOrRun(asks, h.deps)).toMatchObject({ run: 'go' });
   });
 });
 
