@@ -6,6 +6,7 @@ import { NoCapacityError, StaleAttemptError, UnauthorizedError } from '../../../
 import type { RecoveryPolicy } from '../../../../lib/task-file/types.ts';
 import { cancelJob } from '../../../../lib/usecases/cancel-job.ts';
 import { evaluatePolicy } from '../../../../lib/usecases/evaluate-policy.ts';
+import { onExecutionEnded } from '../../../../lib/usecases/execution-ended.ts';
 import { heartbeat } from '../../../../lib/usecases/heartbeat.ts';
 import { onInstanceEvent } from '../../../../lib/usecases/instance-event.ts';
 import { launchAttempt } from '../../../../lib/usecases/launch-attempt.ts';
@@ -281,6 +282,22 @@ describe('the attempt on reused nodes starts when every node is up', () => {
     expect(await holdOrRun(asks, h.deps)).toMatchObject({ run: 'hold' });
     expect(await report(h, 2, 'setup', 0, 1)).toMatchObject({ run: 'go' });
     expect(await holdOrRun(asks, h.deps)).toMatchObject({ run: 'go' });
+  });
+});
+
+describe('a cancel in the backoff wait while nodes are held', () => {
+  it('the janitor ends the job CANCELLED and releases the held node with it; next says stop', async () => {
+    const { h, state } = await running(1);
+    await runCodes(h, 1, [29]);
+    await decideAndRelease(h, state);
+    await h.store.setExecution(JOB_ID, 'arn:execution');
+
+    await cancelJob(JOB_ID, h.deps);
+    await onExecutionEnded({ jobId: JOB_ID, executionArn: 'arn:execution', status: 'ABORTED' }, h.deps);
+
+    expect((await h.store.getJob(JOB_ID)).status).toBe('CANCELLED');
+    expect(h.compute.isRunning(fakeInstanceId(JOB_ID, 1, 0))).toBe(false);
+    expect(await askNext(h, 1, 0)).toMatchObject({ next: 'stop', reason: expect.stringMatching(/CANCELLED/) });
   });
 });
 
