@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { NoCapacityError, StaleAttemptError, UnauthorizedError } from '../../../../lib/errors.ts';
 import type { RecoveryPolicy } from '../../../../lib/task-file/types.ts';
 import { cancelJob } from '../../../../lib/usecases/cancel-job.ts';
+import { recordControllerFailure } from '../../../../lib/usecases/controller-failure.ts';
 import { evaluatePolicy } from '../../../../lib/usecases/evaluate-policy.ts';
 import { onExecutionEnded } from '../../../../lib/usecases/execution-ended.ts';
 import { heartbeat } from '../../../../lib/usecases/heartbeat.ts';
@@ -298,6 +299,21 @@ describe('a cancel in the backoff wait while nodes are held', () => {
     expect((await h.store.getJob(JOB_ID)).status).toBe('CANCELLED');
     expect(h.compute.isRunning(fakeInstanceId(JOB_ID, 1, 0))).toBe(false);
     expect(await askNext(h, 1, 0)).toMatchObject({ next: 'stop', reason: expect.stringMatching(/CANCELLED/) });
+  });
+});
+
+describe("the controller's own failure while nodes are held", () => {
+  it('a launch that fails unexpectedly before running on the kept node: the catch-all releases it', async () => {
+    const { h, state } = await running(1);
+    await runCodes(h, 1, [29]);
+    const decided = await decideAndRelease(h, state);
+    h.compute.scriptLaunch({ error: new Error('EC2 answered something unexpected') });
+    await expect(launchAttempt(decided, h.deps)).rejects.toThrow('EC2 answered something unexpected');
+
+    await recordControllerFailure({ ...decided, attempt: 2, controllerError: { Error: 'Error', Cause: 'EC2 answered something unexpected' } }, h.deps);
+
+    expect((await h.store.getJob(JOB_ID)).status).toBe('FAILED_CONTROLLER');
+    expect(h.compute.isRunning(fakeInstanceId(JOB_ID, 1, 0))).toBe(false);
   });
 });
 
