@@ -210,6 +210,7 @@ describe('decideAttempt: which fact decides an attempt, messages in any order', 
     // A stopped run (its tail, no code) is no final report: it decides nothing.
     { row: '6', name: 'one node, warning, setup 0, run stopped by the notice: runs on until the instance goes', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(true), expected: null },
     { row: '3', name: 'one node, warning, run stopped, instance gone: preempted', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(true, gone(0)), expected: preemptedGone(0) },
+    { row: '2', name: 'four nodes, node 2 stopped by the notice, then a peer exits 1: preempted, naming the warned node', numNodes: 4, reports: [stoppedRun(2), r(0, 'run', 1)], facts: facts(true), expected: preemptedGone(2) },
     { row: '4', name: 'one node, run stopped (a shutdown), instance gone: lost', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(false, gone(0)), expected: lost(0) },
     { row: '1', name: 'two nodes, one run 0 and one stopped, no instance gone: runs on', numNodes: 2, reports: [r(0, 'run', 0), stoppedRun(1)], facts: facts(false), expected: null },
     // Out of range: ignored.
