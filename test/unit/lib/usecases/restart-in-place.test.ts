@@ -13,6 +13,7 @@ import { onInstanceEvent } from '../../../../lib/usecases/instance-event.ts';
 import { launchAttempt } from '../../../../lib/usecases/launch-attempt.ts';
 import { nextAttempt } from '../../../../lib/usecases/next-attempt.ts';
 import { releaseInstances } from '../../../../lib/usecases/release-instances.ts';
+import { reportStoppedPhase } from '../../../../lib/usecases/report-phase.ts';
 import { holdOrRun } from '../../../../lib/usecases/standby-attempt.ts';
 import type { WorkflowState } from '../../../../lib/workflow/contract.ts';
 import { fakeInstanceId } from '../../../support/fakes/fake-compute.ts';
@@ -268,6 +269,35 @@ describe('the relaunch runs on the kept nodes', () => {
     expect(h.compute.launches).toHaveLength(1);
     expect(h.compute.isRunning(fakeInstanceId(JOB_ID, 1, 0))).toBe(false);
     expect(await askNext(h, 1, 0)).toMatchObject({ next: 'stop', reason: expect.stringMatching(/CANCELLING|CANCELLED/) });
+  });
+});
+
+describe('a whole restart in place, in memory', () => {
+  it('exit 29, the node held and told to run attempt 2 on itself, then exit 0: the job succeeds and the node goes with it', async () => {
+    const { h, state } = await running(2);
+    await report(h, 1, 'setup', 0, 0);
+    await report(h, 1, 'setup', 0, 1);
+    await report(h, 1, 'run', 29, 0);
+    h.clock.advance(5);
+    const decided = await decideAndRelease(h, state);
+    expect(decided.decision).toMatchObject({ action: 'RESTART', reason: expect.stringMatching(/in place on nodes 0-1, setup skipped$/) });
+    // The peer's job, stopped by the hold, leaves its last lines on the ended attempt.
+    const peer = { jobId: JOB_ID, attempt: 1, nodeRank: 1, secret: h.compute.secretFor(JOB_ID, 1) };
+    expect(await reportStoppedPhase({ ...peer, phase: 'run', stopped: 'held', outputTail: 'step 9' }, h.deps)).toEqual({ status: 'accepted' });
+
+    const next = await launchAndAwait(h, decided);
+    for (const rank of [0, 1]) expect(await askNext(h, 1, rank)).toMatchObject({ next: 'run', attempt: 2, nodeRank: rank, setup: 'skip' });
+    expect(h.compute.launches[1]?.keep?.nodes).toHaveLength(2);
+    await report(h, 2, 'setup', 0, 0);
+    await report(h, 2, 'setup', 0, 1);
+    await report(h, 2, 'run', 0, 0);
+    await report(h, 2, 'run', 0, 1);
+    const done = await decideAndRelease(h, next);
+
+    expect(done.decision?.action).toBe('SUCCEED');
+    expect(h.compute.releases.at(-1)).toMatchObject({ attempt: 2, instances: [expect.objectContaining({ reusedFrom: 1 }), expect.objectContaining({ reusedFrom: 1 })] });
+    for (const rank of [0, 1]) expect(h.compute.isRunning(fakeInstanceId(JOB_ID, 1, rank))).toBe(false);
+    expect(await askNext(h, 1, 0)).toMatchObject({ next: 'stop' });
   });
 });
 
