@@ -112,7 +112,8 @@ function releasingCompute(scope: ReleaseEnvConfig, ec2: (region: string) => EC2C
     launch: async () => {
       throw new ConfigurationError(`this function releases instances only: it has ${EnvVar.releaseConfig}, not ${EnvVar.computeConfig}`);
     },
-    release: (jobId, attempt, instances) => releaser.release(jobId, attempt, instances),
+    // Through the port's signature, so the nodes a decision keeps (`except`) reach the release.
+    release: (jobId, attempt, instances, options) => (releaser as Compute).release(jobId, attempt, instances, options),
     hold: (jobId, attempt, keep) => releaser.hold(jobId, attempt, keep),
   };
 }
