@@ -110,7 +110,10 @@ describe('release-instances', () => {
 });
 
 describe('release-instances with nodes kept for the relaunch', () => {
-  it('tags the kept node held and releases the attempt with it excepted', async () => {
+  it('tags the kept node held and releases the attempt with it excepted, in the function that only releases', async () => {
+    // The deployed release function has RELEASE_CONFIG, not COMPUTE_CONFIG.
+    delete process.env[EnvVar.computeConfig];
+    process.env[EnvVar.releaseConfig] = JSON.stringify({ namePrefix: 'relaunch', regions: ['us-east-1'], releaseChecks: 1 });
     const release = vi.spyOn(Ec2Compute.prototype, 'release').mockResolvedValue(undefined);
     try {
       await givenJob('j-1', JobStatus.RUNNING);
@@ -129,6 +132,7 @@ describe('release-instances with nodes kept for the relaunch', () => {
       expect(release).toHaveBeenCalledWith('j-1', 1, [expect.objectContaining({ instanceId: 'i-0gone' })], { except: ['i-0kept'] });
     } finally {
       release.mockRestore();
+      delete process.env[EnvVar.releaseConfig];
     }
   });
 });
