@@ -14,7 +14,9 @@ import { launchAttempt } from '../../../../lib/usecases/launch-attempt.ts';
 import { nextAttempt } from '../../../../lib/usecases/next-attempt.ts';
 import { releaseInstances } from '../../../../lib/usecases/release-instances.ts';
 import { reportStoppedPhase } from '../../../../lib/usecases/report-phase.ts';
-import { holdOrRun } from '../../../../lib/usecases/standby-attempt.ts';
+import { holdOrRun, launchStandby } from '../../../../lib/usecases/standby-attempt.ts';
+import { awaitAttempt } from '../../../../lib/usecases/await-attempt.ts';
+import { StateName } from '../../../../lib/workflow/contract.ts';
 import type { WorkflowState } from '../../../../lib/workflow/contract.ts';
 import { fakeInstanceId } from '../../../support/fakes/fake-compute.ts';
 import { givenLaunched, harness, JOB_ID, launchAndAwait, report, taskSpec, type Harness } from '../../../support/usecases-harness.ts';
@@ -121,6 +123,23 @@ describe('the decision keeps nodes', () => {
     const { outcome, decision } = await h.store.getAttempt(JOB_ID, 1);
     expect(outcome).toMatchObject({ kind: 'LOST', neverBooted: true, nodes: [1] });
     expect(decision?.keep?.nodes.map((node) => node.nodeRank)).toEqual([0]);
+  });
+});
+
+describe('a standby and kept nodes', () => {
+  it('keeps no node when a warning started a standby for the attempt: the relaunch takes the standby', async () => {
+    const { h, state } = await running(2, { ...REUSE, launchOnWarning: true });
+    for (const rank of [0, 1]) await heartbeat({ jobId: JOB_ID, attempt: 1, nodeRank: rank, secret: h.compute.secretFor(JOB_ID, 1) }, h.deps);
+    await awaitAttempt({ jobId: JOB_ID, attempt: 1, taskToken: 'await-1', state: StateName.AwaitAttempt }, h.deps);
+    await onInstanceEvent({ instanceId: fakeInstanceId(JOB_ID, 1, 1), kind: 'SPOT_INTERRUPTION_WARNING', time: h.clock.now().toISOString() }, h.deps);
+    await launchStandby({ jobId: JOB_ID, standbyFor: 1 }, h.deps);
+    await onInstanceEvent({ instanceId: fakeInstanceId(JOB_ID, 1, 1), kind: 'STATE_CHANGE', state: 'terminated', time: h.clock.now().toISOString() }, h.deps);
+
+    const decided = await decideAndRelease(h, state);
+
+    expect(decided.decision?.action).toBe('RECOVER');
+    expect((await h.store.getAttempt(JOB_ID, 1)).decision?.keep).toBeUndefined();
+    expect(h.compute.holds).toEqual([]);
   });
 });
 
