@@ -38,7 +38,8 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  *   the survivors of a partial loss), compute runs the new attempt on them and launches
  *   only the ranks they do not cover (LaunchRequest.keep); only those take from the pace.
  *   Every path that does not launch on them (a standby taken, a cancel, no capacity, a
- *   failed precheck) releases them: a node is never held through a wait.
+ *   failed precheck) releases them: a node is never held through a wait; so does a launch
+ *   that placed the attempt without some of them (found gone, or launched anew).
  *
  * Safe to run again (the machine retries this Lambda when it dies, times out or is
  * throttled):
@@ -125,8 +126,12 @@ export async function launchAttempt(
   } catch (error) {
     // Instances nobody can find again would outlive the job: give them back first.
     await compute.release(state.jobId, attempt, launched.instances);
+    await releaseKept();
     throw error;
   }
+  // A kept node the launch did not run on (found gone, or replaced) serves nothing now.
+  const unused = (keep?.nodes ?? []).filter((node) => !launched.instances.some((placed) => placed.instanceId === node.instanceId));
+  if (unused.length > 0) await compute.release(given.jobId, given.attempt, unused);
   return { ...next, launched: true, bootTimeoutSeconds: bootTimeoutOf(claim.job) };
 }
 

@@ -261,6 +261,22 @@ describe('the relaunch runs on the kept nodes', () => {
     expect(await askNext(h, 1, 0)).toMatchObject({ next: 'stop', reason: expect.stringMatching(/placed without this node/) });
   });
 
+  it('a kept node the launch did not run on is released once the attempt is placed without it', async () => {
+    const { h, state } = await running(2);
+    await runCodes(h, 1, [undefined, undefined]);
+    await preempt(h, 1, 1);
+    const decided = await decideAndRelease(h, state);
+    // A compute that launches every rank anew, whatever it is asked to keep.
+    const launch = h.compute.launch.bind(h.compute);
+    h.compute.launch = async (request) => launch({ ...request, keep: undefined });
+
+    await launchAttempt(decided, h.deps);
+
+    expect((await h.store.getAttempt(JOB_ID, 2)).instances.map((node) => node.reusedFrom)).toEqual([undefined, undefined]);
+    expect(h.compute.releases.at(-1)).toEqual({ jobId: JOB_ID, attempt: 1, instances: [expect.objectContaining({ instanceId: fakeInstanceId(JOB_ID, 1, 0) })] });
+    expect(h.compute.isRunning(fakeInstanceId(JOB_ID, 1, 0))).toBe(false);
+  });
+
   it('no capacity for the relaunch: the kept nodes are released, not held through the wait', async () => {
     const { h, state } = await running(2);
     await runCodes(h, 1, [undefined, undefined]);
