@@ -1,7 +1,7 @@
 // How an attempt ended, read from its nodes' reports and what EC2 said about its instances:
 // pure, so the rule is testable as a table, and one rule for every path that ends an attempt.
 
-import { isAgentFailure, isPhaseEnd, type AgentFailureReport, type AttemptRecord, type NodeReport, type PhaseReport } from './model.ts';
+import { isAgentFailure, isPhaseEnd, isStopped, type AgentFailureReport, type AttemptRecord, type NodeReport, type PhaseReport } from './model.ts';
 import type { AttemptOutcome, NodeExit } from './policy/types.ts';
 
 /** What EC2 said about an attempt's instances, besides the nodes' own reports. */
@@ -92,13 +92,35 @@ export function decideAttempt(numNodes: number, reports: readonly NodeReport[], 
   if (failures.length === 0 && everyFinal) return outcomeFromReports(numNodes, inRange);
   const finalCodes = facts.finalCodes ?? [];
   const final = failures.some((report) => !isAgentFailure(report) && finalCodes.includes(report.exitCode));
-  const goneEarly = facts.gone.find((node) => inRangeRank(node.nodeRank, numNodes) && finals[node.nodeRank] === undefined);
+  const goneEarly = facts.gone.filter((node) => inRangeRank(node.nodeRank, numNodes) && finals[node.nodeRank] === undefined);
+  const first = goneEarly[0];
   if (!final) {
-    if (facts.interruptionNoticedAt !== null && (failures.length > 0 || goneEarly !== undefined)) return { kind: 'PREEMPTED' };
-    if (goneEarly !== undefined) return { kind: 'LOST', reason: `instance ${goneEarly.instanceId} was ${goneEarly.how}` };
+    if (facts.interruptionNoticedAt !== null && (failures.length > 0 || first !== undefined)) {
+      return withNodes({ kind: 'PREEMPTED' }, [...goneEarly.map((node) => node.nodeRank), ...noticed(reports, numNodes, finals)]);
+    }
+    if (first !== undefined) return withNodes({ kind: 'LOST', reason: `instance ${first.instanceId} was ${first.how}` }, goneEarly.map((node) => node.nodeRank));
   }
   if (!everyFinal && facts.now !== undefined && Date.parse(facts.now) < peersAwaitedUntil(failures)) return null;
   return outcomeFromReports(numNodes, inRange);
+}
+
+/**
+ * A preemption or loss with the ranks of the nodes that went (the relaunch replaces those
+ * and may keep the others: lib/reuse-rules.ts); without any, as it was (not known which).
+ */
+function withNodes<T extends Extract<AttemptOutcome, { kind: 'PREEMPTED' | 'LOST' }>>(outcome: T, ranks: readonly number[]): T {
+  if (ranks.length === 0) return outcome;
+  return { ...outcome, nodes: [...new Set(ranks)].sort((a, b) => a - b) };
+}
+
+/**
+ * The ranks whose agent stopped its phase on EC2's spot notice (a stopped report, cause
+ * `interruption`) and that have no final report: the nodes the warning was about.
+ */
+function noticed(reports: readonly NodeReport[], numNodes: number, finals: readonly (Ending | undefined)[]): number[] {
+  return reports
+    .filter((report) => isStopped(report) && report.stopped === 'interruption' && inRangeRank(report.nodeRank, numNodes) && finals[report.nodeRank] === undefined)
+    .map((report) => report.nodeRank);
 }
 
 /**

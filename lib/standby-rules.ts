@@ -77,8 +77,9 @@ export function whyNotAdopt(job: JobRecord, standby: AttemptRecord): string | nu
 
 /**
  * What a node of `attempt` is told: `go` only while the attempt is the job's live one and
- * has not ended, the job is neither over nor being cancelled, and, for a standby, once it
- * was adopted (which happens only after the attempt before it has ended and the policy
+ * has not ended, the job is neither over nor being cancelled, for an attempt with reused
+ * nodes once every node has reported setup 0 (`hold` until then: setupPending), and, for a
+ * standby, once it was adopted (which happens only after the attempt before it has ended and the policy
  * relaunched the job); `hold` while it is a standby after the live attempt; `stop`
  * otherwise. Messages may arrive in any order, and the job and the attempt may be read a
  * moment apart (a standby adopted or released between the two reads): such a pair is
@@ -92,20 +93,52 @@ export function runSignal(job: JobRecord, attempt: AttemptRecord): RunAnswer {
   if (attempt.outcome !== null) return { run: 'stop', reason: `${which} has ended (${attempt.outcome.kind})` };
   if (isEnding(job.status)) return { run: 'stop', reason: `job ${job.jobId} is ${job.status}` };
   const mark = attempt.standby;
-  if (mark === null || mark === undefined) return attempt.attempt === job.attemptCount ? { run: 'go', reason: `${which} is the live attempt` } : stale;
+  if (mark === null || mark === undefined) {
+    if (attempt.attempt !== job.attemptCount) return stale;
+    const pending = setupPending(attempt, job.spec.numNodes);
+    if (pending.length > 0) {
+      const nodes = `node${pending.length === 1 ? '' : 's'} ${pending.join(', ')}`;
+      return { run: 'hold', reason: `${which} waits for ${nodes} to finish setup: it runs on reused nodes, and starts when every node is up` };
+    }
+    return { run: 'go', reason: `${which} is the live attempt` };
+  }
   if (mark.adoptedAt === undefined) return attempt.attempt >= job.attemptCount && attempt.attempt <= job.attemptCount + 1 ? hold : stale;
   if (attempt.attempt > job.attemptCount) return hold;
   return attempt.attempt === job.attemptCount ? { run: 'go', reason: `${which} is the live attempt: attempt ${mark.for} has ended and the job relaunched` } : stale;
 }
 
+/** Whether an attempt runs on a node kept from the attempt before it (restart in place, or a survivor). */
+export function hasReusedNodes(attempt: AttemptRecord): boolean {
+  return attempt.instances.some((node) => node.reusedFrom !== undefined);
+}
+
+/**
+ * The ranks of an attempt with reused nodes that have not reported setup 0 yet: its run
+ * starts on every node together once none is left (a kept node sets up, or skips setup, in
+ * moments; its replacement may still be booting). [] for an attempt on fresh nodes only,
+ * whose nodes go on to run each as its setup ends, as before.
+ */
+export function setupPending(attempt: AttemptRecord, numNodes: number): number[] {
+  if (!hasReusedNodes(attempt)) return [];
+  const done = new Set(attempt.reports.filter((report) => report.phase === 'setup' && report.exitCode === 0).map((report) => report.nodeRank));
+  return Array.from({ length: numNodes }, (_, rank) => rank).filter((rank) => !done.has(rank));
+}
+
 /**
  * When the attempt's run started, as far as the records say: when a node of an adopted
- * standby was first told to go, else (an attempt that never held) its first setup report
- * that exited 0, after which the agent starts run at once. null when run never started.
+ * standby was first told to go; for an attempt with reused nodes, the last of its nodes'
+ * setup reports that exited 0 once every node has one (they hold until then); else (an
+ * attempt that never held) its first setup report that exited 0, after which the agent
+ * starts run at once. null when run never started.
  */
 export function runStartOf(attempt: AttemptRecord): string | null {
   if ((attempt.runStartedAt ?? null) !== null) return attempt.runStartedAt as string;
   if (attempt.standby !== null && attempt.standby !== undefined) return null;
+  if (hasReusedNodes(attempt)) {
+    const setUp = new Map(attempt.reports.filter((report) => report.phase === 'setup' && report.exitCode === 0).map((report) => [report.nodeRank, report.reportedAt]));
+    if (attempt.instances.some((node) => !setUp.has(node.nodeRank))) return null;
+    return [...setUp.values()].sort().at(-1) ?? null;
+  }
   const started = attempt.reports
     .filter((report) => report.phase === 'setup' && report.exitCode === 0)
     .map((report) => report.reportedAt)

@@ -59,10 +59,16 @@ export interface AttemptView {
   readonly instances: readonly InstanceView[];
 }
 
-/** One node's instance, as `relaunch ssh` finds it. */
+/** One node's instance, as `relaunch ssh` finds it, and whether the attempt reused it. */
 export interface InstanceView {
   readonly nodeRank: number;
   readonly instanceId: string;
+  /**
+   * The attempt this node served before, when the relaunch kept it (restart in place, or a
+   * survivor beside replaced nodes); null for a node launched for this attempt. Always set
+   * by toJobView; absent from the answers of an API that predates it.
+   */
+  readonly reusedFrom?: number | null;
 }
 
 /**
@@ -246,7 +252,9 @@ function toAttemptView(attempt: AttemptRecord, spec: TaskSpec, attempts: readonl
     runStartedAt: runStartOf(attempt),
     gapSeconds: gapBefore(attempt, attempts),
     standby: standbyView(attempt),
-    instances: [...attempt.instances].sort((a, b) => a.nodeRank - b.nodeRank).map(({ nodeRank, instanceId }) => ({ nodeRank, instanceId })),
+    instances: [...attempt.instances]
+      .sort((a, b) => a.nodeRank - b.nodeRank)
+      .map(({ nodeRank, instanceId, reusedFrom }) => ({ nodeRank, instanceId, reusedFrom: reusedFrom ?? null })),
   };
 }
 

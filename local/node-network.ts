@@ -70,13 +70,23 @@ export async function answerNodeRequest(
   if (match === undefined || !('route' in match) || match.route.auth !== 'agent-secret') {
     return text(403, 'a node reaches only the agent routes of the API');
   }
-  if (match.params.id !== instance.jobId || match.params.n !== String(instance.attempt)) {
+  if (match.params.id !== instance.jobId || !(match.params.n === String(instance.attempt) || askedNextOfEarlier(match.route.name, match.params.n, instance.attempt))) {
     return text(403, `a node reaches only the routes of its own attempt (attempt ${instance.attempt} of ${instance.jobId})`);
   }
   const response = await api({ ...request, path });
   if (instance.networkCut) return null;
   if ((match.route.name === 'reportPhase' || match.route.name === 'holdOrRun') && response.statusCode < 300 && saysGo(response.body)) nodes.runStarted(instance.instanceId);
   return response;
+}
+
+/**
+ * Whether a node asks what is next after an earlier attempt it served: a kept node runs the
+ * next attempt (its instance moved on to it) and may still ask for the one before, whose
+ * secret alone opens that route.
+ */
+function askedNextOfEarlier(route: string, given: string | undefined, current: number): boolean {
+  const attempt = Number(given);
+  return route === 'nextAttempt' && Number.isInteger(attempt) && attempt >= 1 && attempt < current;
 }
 
 /** Whether a path's token is the node's, compared in constant time (its length is no secret). */

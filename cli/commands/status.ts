@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { accountLines } from '../../lib/accounting/format.ts';
 import type { JobStatus } from '../../lib/status.ts';
 import type { AttemptView, JobSummary, JobView } from '../../lib/views.ts';
+import { reusedNodesWords } from '../../lib/reused-nodes.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { jobRefArgument, resolveJob, type JobRef } from '../job-id.ts';
 import type { JobsClient } from '../jobs-client.ts';
@@ -126,7 +127,7 @@ function jobDetail(job: JobView): string {
     attempt.reason ?? (attempt.standby?.state === 'released' ? (attempt.standby.releaseReason ?? '') : ''),
   ]);
   const columns = ['ATTEMPT', ...(tasks.length > 0 ? ['TASK'] : []), 'OUTCOME', 'PHASE', 'EXIT CODES', 'DECISION', 'DURATION', 'GAP', 'REASON'];
-  return [...head, table(columns, rows), ...standbys(job.attempts), ...agentFailures(job.attempts)].join('\n');
+  return [...head, table(columns, rows), ...standbys(job.attempts), ...reusedNodes(job.attempts), ...agentFailures(job.attempts)].join('\n');
 }
 
 /**
@@ -164,6 +165,18 @@ export function standbys(attempts: readonly AttemptView[]): string[] {
 /** A time as every command prints it; `?` when there is none. */
 function clockTime(at: string | null): string {
   return at === null ? '?' : formatTime(at);
+}
+
+/**
+ * A line for each attempt that runs on nodes a relaunch kept (restart in place, or the
+ * survivors of a partial loss): per node, the attempt it was reused from, or `new`.
+ */
+export function reusedNodes(attempts: readonly AttemptView[]): string[] {
+  const lines = attempts.flatMap((attempt) => {
+    const words = reusedNodesWords(attempt);
+    return words === null ? [] : [`attempt ${attempt.attempt}: ${words}`];
+  });
+  return lines.length === 0 ? [] : ['', ...lines];
 }
 
 /** A line for each attempt whose node's agent failed before setup: which step, and why. */

@@ -15,7 +15,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import * as z from '../../lib/zod.ts';
-import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, LogCredentialsBodySchema, ReportBodySchema, ShipperBodySchema } from '../../lib/agent/protocol.ts';
+import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, LogCredentialsBodySchema, NextBodySchema, ReportBodySchema, ShipperBodySchema } from '../../lib/agent/protocol.ts';
 import { ROUTES, type RouteName } from '../../lib/http/routes.ts';
 import { DEFAULT_NAME_PREFIX } from '../../lib/deployment-names.ts';
 
@@ -83,6 +83,7 @@ const AGENT_BODIES: Partial<Record<RouteName, z.ZodMiniType>> = {
   heartbeat: HeartbeatBodySchema,
   reportPhase: ReportBodySchema,
   holdOrRun: HoldBodySchema,
+  nextAttempt: NextBodySchema,
   dataCredentials: DataCredentialsBodySchema,
   logCredentials: LogCredentialsBodySchema,
   agentShipper: ShipperBodySchema,

@@ -5,7 +5,7 @@ import { headerValue } from './headers.ts';
 import type * as z from '../zod.ts';
 import { InvalidInputError, UnauthorizedError } from '../errors.ts';
 import { isJobId, JOB_ID_LENGTH } from '../ids.ts';
-import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, LogCredentialsBodySchema, ReportBodySchema, secretOfAuthorization, ShipperBodySchema } from '../agent/protocol.ts';
+import { DataCredentialsBodySchema, HeartbeatBodySchema, HoldBodySchema, LogCredentialsBodySchema, NextBodySchema, ReportBodySchema, secretOfAuthorization, ShipperBodySchema } from '../agent/protocol.ts';
 import { cancelJob } from '../usecases/cancel-job.ts';
 import { issueDataCredentials, issueLogCredentials, shipperProgram } from '../usecases/data-credentials.ts';
 import { heartbeat } from '../usecases/heartbeat.ts';
@@ -13,6 +13,7 @@ import { getJob, listJobs } from '../usecases/queries.ts';
 import { MAX_CURSOR_LENGTH, readControllerLog, readJobLog, withLogLinks } from '../usecases/read-job-log.ts';
 import { reportPhase, reportStoppedPhase } from '../usecases/report-phase.ts';
 import { holdOrRun } from '../usecases/standby-attempt.ts';
+import { nextAttempt } from '../usecases/next-attempt.ts';
 import type { AgentCredentials } from '../usecases/agent.ts';
 import { errorResponse, INTERNAL_ERROR_MESSAGE, json } from './responses.ts';
 import { matchRoute, type RouteName } from './routes.ts';
@@ -72,6 +73,10 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
   async holdOrRun(request, params, deps) {
     const body = parseBody(HoldBodySchema, request.body);
     return json(200, await holdOrRun(credentials(request, params, body.nodeRank), deps));
+  },
+  async nextAttempt(request, params, deps) {
+    const body = parseBody(NextBodySchema, request.body);
+    return json(200, await nextAttempt(credentials(request, params, body.nodeRank), deps));
   },
   async dataCredentials(request, params, deps) {
     if (deps.dataAccess === undefined) return json(404, { error: 'this relaunch gives no data credentials: its nodes reach their data without them' });

@@ -26,6 +26,7 @@ export type RouteName =
   | 'heartbeat'
   | 'reportPhase'
   | 'holdOrRun'
+  | 'nextAttempt'
   | 'dataCredentials'
   | 'logCredentials'
   | 'agentShipper'
@@ -45,6 +46,8 @@ export const ROUTES: readonly Route[] = [
   { name: 'heartbeat', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/heartbeat', auth: 'agent-secret' },
   { name: 'reportPhase', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/report', auth: 'agent-secret' },
   { name: 'holdOrRun', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/hold', auth: 'agent-secret' },
+  // A node kept after attempt n ended asks what it does next (lib/usecases/next-attempt.ts).
+  { name: 'nextAttempt', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/next', auth: 'agent-secret' },
   { name: 'dataCredentials', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/data-credentials', auth: 'agent-secret' },
   { name: 'logCredentials', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/log-credentials', auth: 'agent-secret' },
   { name: 'agentShipper', method: 'POST', pattern: '/jobs/{id}/attempts/{n}/shipper', auth: 'agent-secret' },

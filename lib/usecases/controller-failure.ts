@@ -19,8 +19,9 @@ const MAX_REASON_CHARS = 500;
  * Cleans up after a Task failed with an error no Catch expected:
  *
  * 1. the job's latest attempt (which may be newer than `state.attempt` when the launch
- *    itself failed) has its instances released first, so none outlives the job, and is
- *    ended LOST if still open, so late reports and events find it ended;
+ *    itself failed) has its instances released first, so none outlives the job, and so
+ *    have the nodes the attempt before it kept for it (a launch that failed before it ran
+ *    on them), and it is ended LOST if still open, so late reports and events find it ended;
  *    A standby a warning started for it (launch_on_warning) is released with it;
  * 2. a live job becomes FAILED_CONTROLLER with the reason (one retry on a fresh read if
  *    another writer changed it meanwhile); a job already terminal stays as it is;
@@ -40,6 +41,7 @@ export async function recordControllerFailure(
     // Always: a launch that never recorded its instances may still have started some, and
     // compute finds an attempt's instances by their tags as well as by the ids given.
     await compute.release(state.jobId, attempt.attempt, attempt.instances);
+    await releaseKeptBefore(deps, state.jobId, attempt.attempt);
     if (attempt.outcome === null) {
       await store.endAttempt(state.jobId, attempt.attempt, { kind: 'LOST', reason }, nowIso(clock));
     }
@@ -51,6 +53,17 @@ export async function recordControllerFailure(
     ...state,
     decision: { action: 'FAIL', status, reason, delaySeconds: 0, continueAsNew: false },
   };
+}
+
+/**
+ * Releases the nodes the decision on the attempt before `latest` kept for the relaunch, in
+ * case the launch that was to run on them failed before it did: held, they would outlive
+ * the job. Idempotent: nodes already released or moved on are gone or released anyway.
+ */
+async function releaseKeptBefore(deps: Pick<UseCaseDeps, 'store' | 'compute'>, jobId: string, latest: number): Promise<void> {
+  if (latest < 2) return;
+  const keep = (await deps.store.getAttempt(jobId, latest - 1)).decision?.keep;
+  if (keep !== undefined) await deps.compute.release(jobId, latest - 1, keep.nodes);
 }
 
 /** FAILED_CONTROLLER from whatever live status the job is in; returns the job's final status. */

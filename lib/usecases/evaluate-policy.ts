@@ -1,8 +1,9 @@
 // EvaluateRecoveryPolicy: end the attempt if the wait ended it, apply the policy, record the decision.
 
 import { InvalidInputError } from '../errors.ts';
-import type { AttemptRecord, JobRecord, StoredDecision } from '../model.ts';
+import type { AttemptRecord, JobRecord, KeptNodes, StoredDecision } from '../model.ts';
 import { decideRecovery, initialCounters } from '../policy/decide.ts';
+import { describeKeep, nodesToKeep } from '../reuse-rules.ts';
 import { RecoveryAction, type AttemptOutcome, type RecoveryDecision } from '../policy/types.ts';
 import type { Clock, JobPatch, JobStore } from '../ports.ts';
 import { DEFAULT_BOOT_TIMEOUT_SECONDS, formatDuration } from '../task-file/bounds.ts';
@@ -18,6 +19,7 @@ import {
 import { nodesNotHeardFrom } from './await-attempt.ts';
 import { nowIso, type UseCaseDeps } from './deps.ts';
 import { retryOnConflict } from './retry.ts';
+import { standbyOf } from './standby-attempt.ts';
 
 /** Tries at recording a decision when other writers (heartbeat, cancel) keep changing the job. */
 const MAX_DECISION_TRIES = 3;
@@ -36,6 +38,10 @@ const MAX_DECISION_TRIES = 3;
  *    status (and failure reason, on FAIL) are recorded in one conditional write. A
  *    concurrent status change (a late heartbeat's STARTING -> RUNNING, a cancel) makes it
  *    decide again on a fresh read.
+ * 4. A relaunch may keep nodes of the attempt (restart in place, or the survivors of a
+ *    partial loss: lib/reuse-rules.ts `nodesToKeep`): they are stored as the decision's
+ *    `keep`, in that same write, and its reason says so. Counters are the same with or
+ *    without it.
  *
  * Running it again for an attempt already decided returns the recorded decision. Returns
  * the state with `decision` and without the wait's result or error.
@@ -64,9 +70,11 @@ export async function evaluatePolicy(
     const capacityWaitSeconds = await secondsWaitingForCapacity(store, job, number, clock);
     const decided = decideRecovery({ policy: job.spec.resources.jobRecovery, counters: job.counters, outcome, random, capacityWaitSeconds });
     const next = nextTaskAfter(job, decided);
-    const decision = next?.decision ?? decided;
+    const chosen = next?.decision ?? decided;
+    const keep = await keptNodes(store, job, attempt, outcome, chosen);
+    const decision = keep === null ? chosen : { ...chosen, reason: `${chosen.reason}; relaunch ${describeKeep(keep, job.spec.numNodes)}` };
     const at = nowIso(clock);
-    const stored = toStoredDecision(decision, at);
+    const stored = toStoredDecision(decision, at, keep);
     await store.recordDecision(
       jobId,
       number,
@@ -113,7 +121,9 @@ function outcomeOfAwaitError(attempt: AttemptRecord, spec: TaskSpec, awaitError:
       if (silent.length > 0) {
         const boot = formatDuration(spec.resources.jobRecovery.bootTimeoutSeconds ?? DEFAULT_BOOT_TIMEOUT_SECONDS);
         const from = `${silentNodes(silent, spec.numNodes)} in the ${secondsSince(attempt.startedAt)} s since launch`;
-        return { kind: 'LOST', reason: `no heartbeat from ${from} (boot_timeout ${boot})`, neverBooted: true };
+        // The silent nodes are the ones that went; the others booted and may be kept.
+        const nodes = silent.length < spec.numNodes ? { nodes: silent } : {};
+        return { kind: 'LOST', reason: `no heartbeat from ${from} (boot_timeout ${boot})`, neverBooted: true, ...nodes };
       }
       return { kind: 'LOST', reason: `no heartbeat for ${secondsSince(attempt.lastHeartbeatAt ?? attempt.startedAt)} s` };
     }
@@ -174,7 +184,7 @@ function named(spec: TaskSpec): string {
   return spec.name === null ? '' : ` (${spec.name})`;
 }
 
-function toStoredDecision(decision: RecoveryDecision, decidedAt: string): StoredDecision {
+function toStoredDecision(decision: RecoveryDecision, decidedAt: string, keep: KeptNodes | null): StoredDecision {
   return {
     action: decision.action,
     rule: decision.rule,
@@ -183,7 +193,29 @@ function toStoredDecision(decision: RecoveryDecision, decidedAt: string): Stored
     delaySeconds: decision.delaySeconds,
     decidedAt,
     counters: decision.counters,
+    ...(keep === null ? {} : { keep }),
   };
+}
+
+/**
+ * The nodes of the decided attempt its relaunch runs on again (lib/reuse-rules.ts
+ * nodesToKeep), or null. None when a standby a warning started for the attempt exists
+ * (launch_on_warning): the relaunch takes that standby, or launches past it, never on
+ * these nodes. The decision and its counters are the same either way.
+ */
+async function keptNodes(store: JobStore, job: JobRecord, attempt: AttemptRecord, outcome: AttemptOutcome, decision: RecoveryDecision): Promise<KeptNodes | null> {
+  const { keep } = nodesToKeep({
+    policy: job.spec.resources.jobRecovery,
+    decision,
+    outcome,
+    market: attempt.market,
+    placement: attempt.placement,
+    instances: attempt.instances,
+    numNodes: job.spec.numNodes,
+  });
+  if (keep === null) return null;
+  if ((await standbyOf(store, job.jobId, attempt.attempt)) !== null) return null;
+  return keep;
 }
 
 /** The state the Choice reads: the decision, and whether to continue as a new execution. */

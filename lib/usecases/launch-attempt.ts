@@ -2,7 +2,7 @@
 
 import { ConcurrentUpdateError } from '../errors.ts';
 import { secondsUntil } from '../launch-pace.ts';
-import type { AttemptRecord, JobRecord } from '../model.ts';
+import type { AttemptRecord, JobRecord, KeptNodes } from '../model.ts';
 import type { JobStore, LaunchRequest } from '../ports.ts';
 import { hashSecret, newCallbackSecret } from '../secrets.ts';
 import { isHolding, isReleased, whyNotAdopt } from '../standby-rules.ts';
@@ -34,6 +34,12 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  *   `job.counters.market`, told where earlier attempts ran (newest first) so a strategy
  *   can move on. No capacity or a failed precheck end the attempt as LAUNCH_FAILED;
  *   the policy turns that into FAILED_NO_RESOURCE or FAILED_PRECHECKS.
+ * - When the decision on attempt `state.attempt` kept nodes (`keep`: restart in place, or
+ *   the survivors of a partial loss), compute runs the new attempt on them and launches
+ *   only the ranks they do not cover (LaunchRequest.keep); only those take from the pace.
+ *   Every path that does not launch on them (a standby taken, a cancel, no capacity, a
+ *   failed precheck) releases them: a node is never held through a wait; so does a launch
+ *   that placed the attempt without some of them (found gone, or launched anew).
  *
  * Safe to run again (the machine retries this Lambda when it dies, times out or is
  * throttled):
@@ -55,13 +61,24 @@ export async function launchAttempt(
   deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock' | 'secrets' | 'pace'>,
 ): Promise<WorkflowState> {
   const { store, compute, clock } = deps;
+  const keep = await keptBy(store, given);
+  const releaseKept = async (): Promise<void> => {
+    if (keep !== null) await compute.release(given.jobId, given.attempt, keep.nodes);
+  };
   const taken = await takeStandby(deps, given);
-  if ('adopted' in taken) return taken.adopted;
+  if ('adopted' in taken) {
+    await releaseKept();
+    return taken.adopted;
+  }
   const { state } = taken;
   const job = await store.getJob(state.jobId);
   const finished = await finishedLaunch(store, state, job);
-  if (finished !== null) return finished;
-  const paced = await paceLaunch(deps, state, job);
+  if (finished !== null) {
+    // Its launch failed or was cancelled after its kept nodes were asked for: let them go.
+    if (finished.launched === false) await releaseKept();
+    return finished;
+  }
+  const paced = await paceLaunch(deps, state, job, keep?.nodes.length ?? 0);
   if (paced !== null) return paced;
   const claim = await claimLaunch(store, job, state.attempt + 1, nowIso(clock));
   const attempt =
@@ -79,6 +96,7 @@ export async function launchAttempt(
 
   if (claim.cancelled) {
     await store.endAttempt(state.jobId, attempt, { kind: 'CANCELLED' }, nowIso(clock));
+    await releaseKept();
     return next;
   }
 
@@ -92,12 +110,15 @@ export async function launchAttempt(
       history: await placementHistory(store, state.jobId, attempt),
       callbackSecret: secret,
       ...(await secretsOf(deps, claim.job)),
+      ...(keep === null ? {} : { keep: { placement: keep.placement, nodes: keep.nodes } }),
     };
     launched = await compute.launch(request);
   } catch (error) {
     const outcome = launchFailure(error);
     if (outcome === null) throw error;
     await store.endAttempt(state.jobId, attempt, outcome, nowIso(clock));
+    // A wait for capacity (or a job that cannot launch) never holds nodes: they are paid for.
+    await releaseKept();
     return next;
   }
   try {
@@ -105,9 +126,22 @@ export async function launchAttempt(
   } catch (error) {
     // Instances nobody can find again would outlive the job: give them back first.
     await compute.release(state.jobId, attempt, launched.instances);
+    await releaseKept();
     throw error;
   }
+  // A kept node the launch did not run on (found gone, or replaced) serves nothing now.
+  const unused = (keep?.nodes ?? []).filter((node) => !launched.instances.some((placed) => placed.instanceId === node.instanceId));
+  if (unused.length > 0) await compute.release(given.jobId, given.attempt, unused);
   return { ...next, launched: true, bootTimeoutSeconds: bootTimeoutOf(claim.job) };
+}
+
+/**
+ * The nodes the decision on attempt `state.attempt` keeps for this launch (its `keep`), or
+ * null: none kept, or no attempt before this one.
+ */
+async function keptBy(store: JobStore, state: WorkflowState): Promise<KeptNodes | null> {
+  if (state.attempt < 1) return null;
+  return (await store.getAttempt(state.jobId, state.attempt)).decision?.keep ?? null;
 }
 
 /**
@@ -176,10 +210,14 @@ async function paceLaunch(
   deps: Pick<UseCaseDeps, 'store' | 'clock' | 'pace'>,
   state: WorkflowState,
   job: JobRecord,
+  kept: number,
 ): Promise<WorkflowState | null> {
   if (state.launchReserved === true || job.status === JobStatus.CANCELLING || job.status === JobStatus.STARTING) return null;
+  // Kept nodes launch nothing: only the ones launched anew take from the pace.
+  const launching = job.spec.numNodes - kept;
+  if (launching <= 0) return null;
   const now = deps.clock.now().getTime();
-  const waitSeconds = secondsUntil(await deps.pace.reserve(job.spec.numNodes, now, job.jobId), now);
+  const waitSeconds = secondsUntil(await deps.pace.reserve(launching, now, job.jobId), now);
   if (waitSeconds === 0) return null;
   // A cancel that landed while this step ran found no Wait to stop: it is seen now, and
   // the launch goes on to end the attempt CANCELLED instead of waiting first.

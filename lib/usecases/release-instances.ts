@@ -8,7 +8,10 @@ import { nowIso, type UseCaseDeps } from './deps.ts';
 import { releaseStandbyOf } from './standby-attempt.ts';
 
 /**
- * Terminates the instances of the attempt in `state`, recorded or not. When the decision
+ * Terminates the instances of the attempt in `state`, recorded or not, but the nodes its
+ * decision keeps for the relaunch (`keep`: restart in place, survivors of a partial loss),
+ * which are held instead (compute.hold: their agents stop the job and ask what is next;
+ * LaunchAttempt runs the next attempt on them, or releases them). When the decision
  * does not relaunch the job (it succeeded, failed, was cancelled, or a pipeline moves on to
  * its next task), the standby a warning started for the attempt (launch_on_warning) is not
  * needed: it is released, charged to nothing, and its instances terminated too; a relaunch
@@ -22,9 +25,19 @@ export async function releaseInstances(state: WorkflowState, deps: Pick<UseCaseD
   if (state.attempt >= 1) {
     const attempt = await store.getAttempt(state.jobId, state.attempt);
     if (attempt.instances.length > 0 && attempt.stopAskedAt === undefined) await store.noteStopAsked(state.jobId, state.attempt, nowIso(deps.clock));
-    // Even with no instances recorded: a launch whose Lambda died before setInstances may
-    // have started some, and compute also finds an attempt's instances by their tags.
-    await compute.release(state.jobId, state.attempt, attempt.instances);
+    const keep = attempt.decision?.keep;
+    if (keep === undefined) {
+      // Even with no instances recorded: a launch whose Lambda died before setInstances may
+      // have started some, and compute also finds an attempt's instances by their tags.
+      await compute.release(state.jobId, state.attempt, attempt.instances);
+    } else {
+      // Kept nodes are told first (their agents stop the job and ask what is next), then
+      // every other instance of the attempt goes, by tag too, but never a kept one.
+      await compute.hold(state.jobId, state.attempt, { placement: keep.placement, nodes: keep.nodes });
+      const kept = keep.nodes.map((node) => node.instanceId);
+      const others = attempt.instances.filter((instance) => !kept.includes(instance.instanceId));
+      await compute.release(state.jobId, state.attempt, others, { except: kept });
+    }
     const { decision } = state;
     if (decision !== undefined && !relaunches(decision)) {
       await releaseStandbyOf(deps, state.jobId, state.attempt, `not needed: attempt ${state.attempt} was decided ${decision.action} (${decision.reason})`);

@@ -48,7 +48,10 @@ export const SWEEP_BUDGET_SECONDS = 180;
  *
  * - belong to a job the table does not hold (deleted, or another deployment's table);
  * - belong to an attempt the job never recorded, or to a job that has ended;
- * - belong to an attempt that ended more than SWEEP_GRACE_SECONDS ago.
+ * - belong to an attempt that ended more than SWEEP_GRACE_SECONDS ago;
+ * - were held for a relaunch (the attempt's decision kept them) whose job has ended, or
+ *   whose next attempt was placed (or failed to launch) without them: at once. A held node
+ *   whose next attempt is not placed yet is never taken within the grace.
  *
  * Instances launched less than SWEEP_GRACE_SECONDS ago are kept whatever they belong to
  * (their launch may not be recorded yet), and so is one with no attempt tag (it cannot be
@@ -127,6 +130,8 @@ async function whyRelease(store: JobStore, jobId: string, attempt: number, now: 
     if (error instanceof StaleAttemptError) return `attempt ${attempt} of job ${jobId} was never recorded`;
     throw error;
   }
+  const held = await whyReleaseHeld(store, job, record);
+  if (held !== undefined) return held;
   if (record.outcome !== null || isReleased(record)) {
     const endedAt = record.endedAt === null ? now : Date.parse(record.endedAt);
     const seconds = Math.floor((now - endedAt) / 1000);
@@ -136,4 +141,21 @@ async function whyRelease(store: JobStore, jobId: string, attempt: number, now: 
   }
   if (isTerminal(job.status)) return `job ${jobId} has ended (${job.status})`;
   return null;
+}
+
+/**
+ * For an ended attempt whose decision kept nodes for the relaunch (they stay tagged with it
+ * while held): why they go at once, null to leave them held, undefined to judge them as any
+ * ended attempt's (the grace). A held node goes once its job has ended, or once the next
+ * attempt was placed (or failed to launch) without it; while that attempt is not placed
+ * yet the node is held, within the grace.
+ */
+async function whyReleaseHeld(store: JobStore, job: JobRecord, record: AttemptRecord): Promise<string | null | undefined> {
+  if (record.decision?.keep === undefined || record.outcome === null) return undefined;
+  const which = `the nodes attempt ${record.attempt} of job ${job.jobId} kept for its relaunch`;
+  if (isTerminal(job.status)) return `${which} are not needed: the job has ended (${job.status})`;
+  if (job.attemptCount <= record.attempt) return undefined;
+  const latest = await store.getAttempt(job.jobId, job.attemptCount);
+  if (latest.placement === null && latest.outcome === null) return null;
+  return `${which} were left out of attempt ${latest.attempt}, which ${latest.placement === null ? `ended ${latest.outcome?.kind ?? ''} unplaced` : 'was placed'} without them`;
 }

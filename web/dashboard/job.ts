@@ -3,6 +3,7 @@
 // each attempt's decision with its reason, counters, placement and last output lines.
 
 import type { AttemptView, JobView } from '../../lib/views.ts';
+import { reusedNodesWords } from '../../lib/reused-nodes.ts';
 import type { RecoveryPolicy } from '../../lib/task-file/types.ts';
 import { isTerminal } from '../../lib/status.ts';
 import { capacityTries, capacityWaitLine } from '../../lib/capacity-tries.ts';
@@ -303,6 +304,8 @@ function attempts(job: JobView, config: PageConfig): HTMLElement {
     );
     const standby = standbyWords(attempt);
     if (standby !== null) item.append(el('p', { class: 'standby-note' }, standby));
+    const reused = reusedNodesWords(attempt);
+    if (reused !== null) item.append(el('p', { class: 'nodes-note' }, `Nodes: ${reused}`));
     const failed = attempt.agentFailure;
     if (failed !== null) {
       item.append(

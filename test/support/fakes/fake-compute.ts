@@ -20,6 +20,10 @@ export class FakeCompute implements Compute {
   readonly releases: { jobId: string; attempt: number; instances: readonly InstanceRef[]; except?: readonly string[] }[] = [];
   readonly holds: { jobId: string; attempt: number; nodes: readonly InstanceRef[] }[] = [];
   readonly #scripts: LaunchScript[] = [];
+  /** The attempt each live instance serves now (a kept node moves to the attempt that took it). */
+  readonly #serving = new Map<string, number>();
+  /** Instances gone (reclaimed, or released) since they were launched. */
+  readonly #gone = new Set<string>();
 
   /** Queues what the next launches do, in order. */
   scriptLaunch(...scripts: LaunchScript[]): this {
@@ -27,15 +31,40 @@ export class FakeCompute implements Compute {
     return this;
   }
 
+  /**
+   * With `request.keep`, the kept nodes still running serve this attempt (reusedFrom: the
+   * attempt they served), and only the ranks they do not cover are launched, in the kept
+   * placement; a kept node gone (`reclaim`) is launched anew.
+   */
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     this.launches.push(request);
-    const script = this.#scripts.shift() ?? { placement: DEFAULT_PLACEMENT };
+    const script = this.#scripts.shift() ?? { placement: request.keep?.placement ?? DEFAULT_PLACEMENT };
     if ('error' in script) throw script.error;
-    return { placement: script.placement, instances: instancesFor(request) };
+    const kept = new Map<number, InstanceRef>();
+    for (const node of request.keep?.nodes ?? []) {
+      const served = this.#serving.get(node.instanceId);
+      if (served === undefined || this.#gone.has(node.instanceId)) continue;
+      kept.set(node.nodeRank, { instanceId: node.instanceId, nodeRank: node.nodeRank, privateIp: node.privateIp, reusedFrom: served });
+    }
+    const instances = instancesFor(request).map((fresh) => kept.get(fresh.nodeRank) ?? fresh);
+    for (const instance of instances) this.#serving.set(instance.instanceId, request.attempt);
+    return { placement: script.placement, instances };
   }
 
+  /** Records the release; the instances named go, but those in `except`. */
   async release(jobId: string, attempt: number, instances: readonly InstanceRef[], options?: { readonly except?: readonly string[] }): Promise<void> {
     this.releases.push({ jobId, attempt, instances, ...(options?.except === undefined ? {} : { except: options.except }) });
+    for (const instance of instances) if (!(options?.except ?? []).includes(instance.instanceId)) this.#gone.add(instance.instanceId);
+  }
+
+  /** An instance reclaimed by EC2 (or lost): a launch that would keep it launches its rank anew. */
+  reclaim(instanceId: string): void {
+    this.#gone.add(instanceId);
+  }
+
+  /** Whether an instance this fake launched is still running (neither released nor reclaimed). */
+  isRunning(instanceId: string): boolean {
+    return this.#serving.has(instanceId) && !this.#gone.has(instanceId);
   }
 
   async hold(jobId: string, attempt: number, keep: { readonly nodes: readonly InstanceRef[] }): Promise<void> {

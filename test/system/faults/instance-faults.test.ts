@@ -143,7 +143,7 @@ describe('faults injected into real runs', () => {
       { attempt: 1, outcome: 'LOST', decision: 'RECOVER' },
       { attempt: 2, outcome: 'EXITED', exitCodes: [0], decision: 'SUCCEED' },
     ]);
-    expect(job.attempts[0]?.outcome).toEqual({ kind: 'LOST', reason: `instance local-${job.jobId}-1-0 was terminated` });
+    expect(job.attempts[0]?.outcome).toEqual({ kind: 'LOST', reason: `instance local-${job.jobId}-1-0 was terminated`, nodes: [0] });
     expect(reportCodes(job.attempts)[0]).toEqual(['setup:0@0']);
     const first = t.runtime.deps.compute.emitted.filter((e) => e.event.instanceId === `local-${job.jobId}-1-0`);
     expect(first.map((e) => [e.event.state, e.delivered])).toEqual([

@@ -14,7 +14,8 @@ import {
 import { GetParameterCommand } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-vitest/extend';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { Ec2Compute } from '../../../lib/adapters/ec2-compute.ts';
 import { handler as launchAttempt } from '../../../functions/launch-attempt/handler.ts';
 import { handler as onExecutionEnded } from '../../../functions/on-execution-ended/handler.ts';
 import { handler as recordControllerFailure } from '../../../functions/record-controller-failure/handler.ts';
@@ -105,6 +106,34 @@ describe('release-instances', () => {
     const state = { jobId: 'j-1', attempt: 1, attemptsInExecution: 1, launched: true };
     expect(await releaseInstances(state)).toEqual(state);
     expect(ec2).toHaveReceivedCommandWith(TerminateInstancesCommand, { InstanceIds: ['i-0abc'] });
+  });
+});
+
+describe('release-instances with nodes kept for the relaunch', () => {
+  it('tags the kept node held and releases the attempt with it excepted, in the function that only releases', async () => {
+    // The deployed release function has RELEASE_CONFIG, not COMPUTE_CONFIG.
+    delete process.env[EnvVar.computeConfig];
+    process.env[EnvVar.releaseConfig] = JSON.stringify({ namePrefix: 'relaunch', regions: ['us-east-1'], releaseChecks: 1 });
+    const release = vi.spyOn(Ec2Compute.prototype, 'release').mockResolvedValue(undefined);
+    try {
+      await givenJob('j-1', JobStatus.RUNNING);
+      await givenAttempt('j-1', 1, { instances: [instance('i-0kept'), { ...instance('i-0gone'), nodeRank: 1 }] });
+      const store = world.store();
+      const at = new Date().toISOString();
+      await store.endAttempt('j-1', 1, { kind: 'LOST', reason: 'instance i-0gone was terminated', nodes: [1] }, at);
+      const placement = { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' };
+      const keep = { nodes: [instance('i-0kept')], placement, setup: 'rerun' as const, replace: [{ nodeRank: 1, why: 'lost' }] };
+      const decision = { action: 'RECOVER' as const, rule: 'PREEMPTED_OR_LOST' as const, status: JobStatus.RECOVERING, reason: 'lost', delaySeconds: 0, decidedAt: at, keep };
+      await store.recordDecision('j-1', 1, decision, (await store.getJob('j-1')).counters, { from: JobStatus.RUNNING, to: JobStatus.RECOVERING, reason: 'lost', attempt: 1, at });
+
+      await releaseInstances({ jobId: 'j-1', attempt: 1, attemptsInExecution: 1, launched: true });
+
+      expect(ec2).toHaveReceivedCommandWith(CreateTagsCommand, { Resources: ['i-0kept'], Tags: [{ Key: TagKey.heldAfter, Value: '1' }] });
+      expect(release).toHaveBeenCalledWith('j-1', 1, [expect.objectContaining({ instanceId: 'i-0gone' })], { except: ['i-0kept'] });
+    } finally {
+      release.mockRestore();
+      delete process.env[EnvVar.releaseConfig];
+    }
   });
 });
 

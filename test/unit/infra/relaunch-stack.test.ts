@@ -615,7 +615,7 @@ describe('JobApi', () => {
 
   it('gives each agent route a throttle of its own, so users polling cannot use up the heartbeats\' share', () => {
     const agentRoutes = ROUTES.filter((route) => route.auth === 'agent-secret');
-    expect(agentRoutes.map((route) => route.name).sort()).toEqual(['agentShipper', 'dataCredentials', 'heartbeat', 'holdOrRun', 'logCredentials', 'reportPhase']);
+    expect(agentRoutes.map((route) => route.name).sort()).toEqual(['agentShipper', 'dataCredentials', 'heartbeat', 'holdOrRun', 'logCredentials', 'nextAttempt', 'reportPhase']);
     const stage = Object.values(template.findResources('AWS::ApiGateway::Stage'))[0] as Resource;
     const settings = stage.Properties.MethodSettings as Record<string, unknown>[];
     for (const route of agentRoutes) {

@@ -124,3 +124,31 @@ describe('the gap before a run', () => {
     expect(runStartOf(standby({ reports: [setupOk] }))).toBeNull();
   });
 });
+
+describe('an attempt with reused nodes starts when every node is set up', () => {
+  const twoNodes = (overrides: Partial<JobRecord> = {}): JobRecord => job({ spec: taskSpec({ numNodes: 2, resources: { useSpot: true } }), attemptCount: 2, ...overrides });
+  const setup0 = (nodeRank: number, reportedAt: string) => ({ nodeRank, phase: 'setup' as const, exitCode: 0, outputTail: '', reportedAt });
+  const reused = (reports: AttemptRecord['reports']): AttemptRecord =>
+    attempt(2, {
+      instances: [
+        { instanceId: 'i-kept', nodeRank: 0, privateIp: '10.0.0.1', reusedFrom: 1 },
+        { instanceId: 'i-new', nodeRank: 1, privateIp: '10.0.0.2' },
+      ],
+      reports,
+    });
+
+  it('holds the kept node set up first until its replacement has reported setup 0, then says go', () => {
+    expect(runSignal(twoNodes(), reused([setup0(0, T0)]))).toEqual({ run: 'hold', reason: 'attempt 2 of job j-1 waits for node 1 to finish setup: it runs on reused nodes, and starts when every node is up' });
+    expect(runSignal(twoNodes(), reused([setup0(0, T0), setup0(1, T1)]))).toMatchObject({ run: 'go' });
+  });
+
+  it('starts its run with the last node set up', () => {
+    expect(runStartOf(reused([setup0(0, T0)]))).toBeNull();
+    expect(runStartOf(reused([setup0(1, T2), setup0(0, T1)]))).toBe(T2);
+  });
+
+  it('an attempt on fresh nodes goes at once, as before', () => {
+    const fresh = attempt(2, { instances: [{ instanceId: 'i-a', nodeRank: 0, privateIp: null }, { instanceId: 'i-b', nodeRank: 1, privateIp: null }], reports: [setup0(0, T0)] });
+    expect(runSignal(twoNodes(), fresh)).toMatchObject({ run: 'go' });
+  });
+});

@@ -100,3 +100,19 @@ describe("a local node's look at spot/instance-action", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe("a kept local node's routes", () => {
+  function ask(instance: LocalInstance, path: string): Promise<ApiResponse | null> {
+    const nodes: NodeDirectory = { instance: () => instance, runStarted: () => undefined, secretParameters: new LocalSecretParameters() };
+    const request = { method: 'POST', path: `/_node/${instance.instanceId}/${instance.routeToken}${path}`, headers: {}, body: '{"nodeRank":0}' };
+    return answerNodeRequest(nodes, request, async () => ({ statusCode: 200, headers: {}, body: '{"next":"wait","reason":"r"}' }));
+  }
+
+  it('reach next for an attempt they served before, and no other route of it', async () => {
+    const moved = { ...localInstance(), attempt: 2 };
+    expect((await ask(moved, '/jobs/job/attempts/1/next'))?.statusCode).toBe(200);
+    expect((await ask(moved, '/jobs/job/attempts/2/next'))?.statusCode).toBe(200);
+    expect((await ask(moved, '/jobs/job/attempts/1/report'))?.statusCode).toBe(403);
+    expect((await ask(moved, '/jobs/job/attempts/3/next'))?.statusCode).toBe(403);
+  });
+});

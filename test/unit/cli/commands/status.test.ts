@@ -2,7 +2,7 @@
 // from records the use cases wrote.
 
 import { describe, expect, it } from 'vitest';
-import { attemptDuration, standbys } from '../../../../cli/commands/status.ts';
+import { attemptDuration, reusedNodes, standbys } from '../../../../cli/commands/status.ts';
 import { StateName } from '../../../../lib/workflow/contract.ts';
 import { awaitAttempt } from '../../../../lib/usecases/await-attempt.ts';
 import { evaluatePolicy } from '../../../../lib/usecases/evaluate-policy.ts';
@@ -68,5 +68,18 @@ describe("an attempt's DURATION", () => {
     expect(attemptDuration(after(1.44))).toBe('1.4s');
     expect(attemptDuration(after(119.6))).toBe('1m 59s');
     expect(attemptDuration(after(3725))).toBe('1h 02m');
+  });
+});
+
+describe('status of the nodes a relaunch reused', () => {
+  it('names, per node, the attempt it was reused from or that it is new; nothing for attempts on fresh nodes', async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2, recovery: { reuseNodes: { reuse: true, setup: 'skip' } } }));
+    await report(h, 1, 'setup', 0, 0);
+    await report(h, 1, 'setup', 0, 1);
+    await onInstanceEvent({ instanceId: fakeInstanceId(JOB_ID, 1, 1), kind: 'STATE_CHANGE', state: 'terminated', time: h.clock.now().toISOString() }, h.deps);
+    await launchAttempt(await decide(h, 1), h.deps);
+
+    expect(reusedNodes((await getJob(JOB_ID, h.deps)).attempts)).toEqual(['', 'attempt 2: node 0 reused from attempt 1, node 1 new']);
   });
 });

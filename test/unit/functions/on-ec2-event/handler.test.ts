@@ -50,7 +50,7 @@ describe('on-ec2-event', () => {
     expect(await handler(interruption('i-0abc'))).toMatchObject({ action: 'ignored' });
     expect(sfn).toHaveReceivedCommandTimes(SendTaskSuccessCommand, 1);
     expect(sfn).toHaveReceivedCommandWith(SendTaskSuccessCommand, { taskToken: 'token-1', output: '{"outcome":"PREEMPTED"}' });
-    expect((await world.store().getAttempt('j-1', 1)).outcome).toEqual({ kind: 'PREEMPTED' });
+    expect((await world.store().getAttempt('j-1', 1)).outcome).toEqual({ kind: 'PREEMPTED', nodes: [0] });
   });
 
   it('ends the attempt LOST when an instance terminates with no warning', async () => {

@@ -200,6 +200,22 @@ describe('agent callbacks', () => {
   });
 });
 
+describe('POST /jobs/{id}/attempts/{n}/next', () => {
+  it("answers an ended attempt's node with its own secret, refuses a wrong one, and names a bad body's field", async () => {
+    const h = harness();
+    const secret = await running(h);
+    expect((await call(h, agent(secret, { nodeRank: 0, phase: 'run', exitCode: 3, outputTail: '' }))).statusCode).toBe(200);
+
+    const asked = await call(h, agent(secret, { nodeRank: 0 }, 1, 'next'));
+    expect(asked.statusCode).toBe(200);
+    expect(asked.json).toMatchObject({ next: expect.stringMatching(/^(wait|stop)$/), reason: expect.any(String) });
+    expect((await call(h, agent('wrong', { nodeRank: 0 }, 1, 'next'))).statusCode).toBe(401);
+    const bad = await call(h, agent(secret, { nodeRank: 'zero' }, 1, 'next'));
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json?.issues).toEqual([expect.objectContaining({ path: 'nodeRank' })]);
+  });
+});
+
 describe('POST /jobs/{id}/attempts/{n}/data-credentials', () => {
   const ISSUED = { Version: 1, AccessKeyId: 'ASIADATA', SecretAccessKey: 's', SessionToken: 't', Expiration: '2026-12-03T15:00:00.000Z' } as const;
 

@@ -116,10 +116,10 @@ describe('evaluatePolicy', () => {
   });
 
   it.each([
-    { heard: [0, 2], names: 'node 1 of 3' },
-    { heard: [1], names: 'nodes 0, 2 of 3' },
-    { heard: [], names: 'any of the 3 nodes' },
-  ])('names the nodes never heard from ($names) when the boot clock runs out', async ({ heard, names }) => {
+    { heard: [0, 2], names: 'node 1 of 3', nodes: { nodes: [1] } },
+    { heard: [1], names: 'nodes 0, 2 of 3', nodes: { nodes: [0, 2] } },
+    { heard: [], names: 'any of the 3 nodes', nodes: {} },
+  ])('names the nodes never heard from ($names) when the boot clock runs out, as the nodes that went', async ({ heard, names, nodes }) => {
     const h = harness();
     const state = await givenLaunched(h, taskSpec({ numNodes: 3 }));
     for (const rank of heard) await h.store.recordHeartbeat(JOB_ID, 1, h.clock.now().toISOString(), rank);
@@ -129,6 +129,7 @@ describe('evaluatePolicy', () => {
       kind: 'LOST',
       reason: `no heartbeat from ${names} in the 600 s since launch (boot_timeout 10m)`,
       neverBooted: true,
+      ...nodes,
     });
   });
 

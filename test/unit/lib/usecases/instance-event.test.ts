@@ -45,7 +45,7 @@ describe('onInstanceEvent', () => {
     const result = await onInstanceEvent({ ...terminated, state }, h.deps);
     expect(result.action).toBe('ended');
     const verb = state.startsWith('stop') ? 'stopped' : 'terminated';
-    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: `instance ${INSTANCE} was ${verb}` });
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: `instance ${INSTANCE} was ${verb}`, nodes: [0] });
     expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'LOST' } }]);
   });
 
@@ -138,7 +138,7 @@ describe('onInstanceEvent', () => {
     const worker = fakeInstanceId(JOB_ID, 1, 1);
 
     expect((await onInstanceEvent({ ...terminated, instanceId: worker }, h.deps)).action).toBe('ended');
-    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'PREEMPTED' });
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'PREEMPTED', nodes: [1] });
   });
 
   it('ends the attempt LOST when an instance goes before its node\'s final report; that node\'s late report is refused', async () => {
@@ -154,7 +154,7 @@ describe('onInstanceEvent', () => {
     // An agent shuts down only once its final report is stored, so this instance did not
     // shut itself down: a report arriving now cannot be told from one racing a reclaim.
     await expect(report(h, 1, 'run', 0, 1)).rejects.toThrow(StaleAttemptError);
-    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: `instance ${worker} was terminated` });
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'LOST', reason: `instance ${worker} was terminated`, nodes: [1] });
   });
 
   it.each([

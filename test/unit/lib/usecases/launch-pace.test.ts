@@ -116,3 +116,17 @@ describe('launchAttempt with the launch pace', () => {
     expect(await launchAttempt(waiting, h.deps)).toMatchObject({ attempt: 2, launched: true });
   });
 });
+
+describe('launchAttempt with the launch pace and kept nodes', () => {
+  it('charges only the nodes launched anew: a restart in place on every node takes no slot', async () => {
+    const h = harness(new InMemoryJobStore(), PACE);
+    await givenJob(h, taskSpec({ numNodes: 4, recovery: { reuseNodes: { reuse: true, setup: 'skip' }, recoverOnExitCodes: [29] } }));
+    const first = await launchAndAwait(h, initialState());
+    await report(h, 1, 'run', 29, 0);
+    const decided = await evaluatePolicy(first, h.deps);
+    // The bucket has not refilled: a launch of 4 fresh nodes would wait for a slot.
+
+    expect(await launchAttempt(decided, h.deps)).toMatchObject({ attempt: 2, launched: true });
+    expect(h.compute.launches).toHaveLength(2);
+  });
+});

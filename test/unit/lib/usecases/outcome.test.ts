@@ -134,8 +134,11 @@ describe('outcomeFromReports', () => {
 const WARNED = '2026-03-01T12:05:00.000Z';
 const gone = (nodeRank: number, how = 'terminated'): GoneNode => ({ nodeRank, instanceId: `i-${nodeRank}`, how });
 const facts = (warned: boolean, ...goneNodes: GoneNode[]): AttemptFacts => ({ interruptionNoticedAt: warned ? WARNED : null, gone: goneNodes });
-const lost = (nodeRank: number, how = 'terminated'): AttemptOutcome => ({ kind: 'LOST', reason: `instance i-${nodeRank} was ${how}` });
+/** LOST naming the first node gone early; `nodes`: every rank gone early, which the relaunch replaces. */
+const lost = (nodeRank: number, how = 'terminated', nodes: number[] = [nodeRank]): AttemptOutcome => ({ kind: 'LOST', reason: `instance i-${nodeRank} was ${how}`, nodes });
 const PREEMPTED: AttemptOutcome = { kind: 'PREEMPTED' };
+/** PREEMPTED with the ranks seen gone before their final report. */
+const preemptedGone = (...nodes: number[]): AttemptOutcome => ({ kind: 'PREEMPTED', nodes });
 const exited = (phase: Phase, ...codes: number[]): AttemptOutcome => ({
   kind: 'EXITED',
   phase,
@@ -176,15 +179,16 @@ describe('decideAttempt: which fact decides an attempt, messages in any order', 
     { row: 'W', name: 'two nodes, both failed inside the wait: decided at once on both', numNodes: 2, reports: [r(1, 'run', 3), r(0, 'run', 42)], facts: { ...facts(false), now: '2026-03-01T12:00:00.000Z' }, expected: exited('run', 42, 3) },
     { row: 'W', name: "two nodes, an agent's failure: decided at once, no wait", numNodes: 2, reports: [pullFailed(1)], facts: { ...facts(false), now: '2026-03-01T12:00:00.000Z' }, expected: AGENT_FAILED_ON(1) },
     // Row 3: a node gone before its final report, warning on record.
-    { row: '3', name: 'one node, warning, then the instance went with no report: preempted', numNodes: 1, reports: [], facts: facts(true, gone(0)), expected: PREEMPTED },
-    { row: '3', name: 'one node, warning, setup 0, instance gone in run: preempted', numNodes: 1, reports: [r(0, 'setup', 0)], facts: facts(true, gone(0)), expected: PREEMPTED },
-    { row: '3', name: 'two nodes, warning, one reported 0, the other\'s instance went: preempted', numNodes: 2, reports: [r(0, 'run', 0)], facts: facts(true, gone(1)), expected: PREEMPTED },
+    { row: '3', name: 'one node, warning, then the instance went with no report: preempted', numNodes: 1, reports: [], facts: facts(true, gone(0)), expected: preemptedGone(0) },
+    { row: '3', name: 'one node, warning, setup 0, instance gone in run: preempted', numNodes: 1, reports: [r(0, 'setup', 0)], facts: facts(true, gone(0)), expected: preemptedGone(0) },
+    { row: '3', name: 'two nodes, warning, one reported 0, the other\'s instance went: preempted, naming that node', numNodes: 2, reports: [r(0, 'run', 0)], facts: facts(true, gone(1)), expected: preemptedGone(1) },
+    { row: '3', name: 'four nodes, warning, node 2 gone, another reports 1: preempted, naming only node 2', numNodes: 4, reports: [r(0, 'run', 1)], facts: facts(true, gone(2)), expected: preemptedGone(2) },
     // Row 4: a node gone before its final report, no warning.
     { row: '4', name: 'one node, instance gone with no report: lost, naming the instance', numNodes: 1, reports: [], facts: facts(false, gone(0)), expected: lost(0) },
     { row: '4', name: 'one node, setup 0 then the instance stopped: lost, saying how', numNodes: 1, reports: [r(0, 'setup', 0)], facts: facts(false, gone(0, 'stopped')), expected: lost(0, 'stopped') },
     { row: '4', name: 'two nodes, one reported 0 and its instance went, the other\'s went before its report: lost (that one)', numNodes: 2, reports: [r(0, 'run', 0)], facts: facts(false, gone(0), gone(1)), expected: lost(1) },
     { row: '4', name: 'two nodes, one gone early, the other reports 1: lost, whatever the other\'s code', numNodes: 2, reports: [r(0, 'run', 1)], facts: facts(false, gone(1)), expected: lost(1) },
-    { row: '4', name: 'three nodes, two gone early: lost, the first one named', numNodes: 3, reports: [r(1, 'run', 0)], facts: facts(false, gone(2), gone(0)), expected: lost(2) },
+    { row: '4', name: 'three nodes, two gone early: lost, the first one named, both replaced', numNodes: 3, reports: [r(1, 'run', 0)], facts: facts(false, gone(2), gone(0)), expected: lost(2, 'terminated', [0, 2]) },
     // Row 5: a final code non-zero, no warning, no node gone early: the reports decide.
     { row: '5', name: 'one node, run 29: exited with 29', numNodes: 1, reports: [r(0, 'setup', 0), r(0, 'run', 29)], facts: facts(false), expected: exited('run', 29) },
     { row: '5', name: 'one node, run 1 stored, its instance gone after: exited with 1', numNodes: 1, reports: [r(0, 'run', 1)], facts: facts(false, gone(0)), expected: exited('run', 1) },
@@ -205,7 +209,8 @@ describe('decideAttempt: which fact decides an attempt, messages in any order', 
     { row: '6', name: 'two nodes, warning, one reported 0: runs on', numNodes: 2, reports: [r(0, 'setup', 0), r(0, 'run', 0), r(1, 'setup', 0)], facts: facts(true), expected: null },
     // A stopped run (its tail, no code) is no final report: it decides nothing.
     { row: '6', name: 'one node, warning, setup 0, run stopped by the notice: runs on until the instance goes', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(true), expected: null },
-    { row: '3', name: 'one node, warning, run stopped, instance gone: preempted', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(true, gone(0)), expected: PREEMPTED },
+    { row: '3', name: 'one node, warning, run stopped, instance gone: preempted', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(true, gone(0)), expected: preemptedGone(0) },
+    { row: '2', name: 'four nodes, node 2 stopped by the notice, then a peer exits 1: preempted, naming the warned node', numNodes: 4, reports: [stoppedRun(2), r(0, 'run', 1)], facts: facts(true), expected: preemptedGone(2) },
     { row: '4', name: 'one node, run stopped (a shutdown), instance gone: lost', numNodes: 1, reports: [r(0, 'setup', 0), stoppedRun(0)], facts: facts(false, gone(0)), expected: lost(0) },
     { row: '1', name: 'two nodes, one run 0 and one stopped, no instance gone: runs on', numNodes: 2, reports: [r(0, 'run', 0), stoppedRun(1)], facts: facts(false), expected: null },
     // Out of range: ignored.

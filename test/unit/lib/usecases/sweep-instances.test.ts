@@ -5,7 +5,10 @@ import { describe, expect, it } from 'vitest';
 import type { InstanceInventory, TaggedInstance } from '../../../../lib/ports.ts';
 import { SWEEP_BUDGET_SECONDS, SWEEP_GRACE_SECONDS, sweepInstances } from '../../../../lib/usecases/sweep-instances.ts';
 import { fakeInstanceId } from '../../../support/fakes/fake-compute.ts';
-import { givenJob, givenLaunched, harness, initialState, JOB_ID, launchAndAwait, report, type Harness } from '../../../support/usecases-harness.ts';
+import { evaluatePolicy } from '../../../../lib/usecases/evaluate-policy.ts';
+import { releaseInstances } from '../../../../lib/usecases/release-instances.ts';
+import type { WorkflowState } from '../../../../lib/workflow/contract.ts';
+import { givenJob, givenLaunched, harness, initialState, JOB_ID, launchAndAwait, report, taskSpec, type Harness } from '../../../support/usecases-harness.ts';
 
 /** An inventory that lists what the test put in it. */
 class ListedInventory implements InstanceInventory {
@@ -118,5 +121,44 @@ describe('sweepInstances', () => {
     await h.store.changeStatus(JOB_ID, { from: 'STARTING', to: 'FAILED_CONTROLLER', reason: 'test', attempt: 1, at });
     const result = await sweep(h, new ListedInventory([tagged(h, JOB_ID, 1, 60)]));
     expect(result.released.map((r) => r.reason)).toEqual([`job ${JOB_ID} has ended (FAILED_CONTROLLER)`]);
+  });
+
+  describe('nodes held for the relaunch', () => {
+    const REUSE = { reuseNodes: { reuse: true, setup: 'skip' as const }, recoverOnExitCodes: [29] };
+
+    /** A one-node job whose attempt 1 exited 29 and was decided: its node is kept and held. */
+    async function held(): Promise<{ h: Harness; state: WorkflowState }> {
+      const h = harness();
+      const launched = await givenLaunched(h, taskSpec({ recovery: REUSE }));
+      await report(h, 1, 'setup', 0);
+      await report(h, 1, 'run', 29);
+      const state = await releaseInstances(await evaluatePolicy(launched, h.deps), h.deps);
+      h.compute.releases.length = 0;
+      return { h, state };
+    }
+
+    it('never takes a held node of a live job whose next attempt is not placed, within the grace', async () => {
+      const { h } = await held();
+      h.clock.advance(SWEEP_GRACE_SECONDS - 60);
+      const result = await sweep(h, new ListedInventory([tagged(h, JOB_ID, 1, 30)]));
+      expect(h.compute.releases).toEqual([]);
+      expect(result).toMatchObject({ kept: 1, released: [] });
+    });
+
+    it('releases a held node at once when its job has ended', async () => {
+      const { h } = await held();
+      await h.store.changeStatus(JOB_ID, { from: 'RECOVERING', to: 'FAILED_CONTROLLER', reason: 'the test', attempt: 1, at: h.clock.now().toISOString() });
+      const result = await sweep(h, new ListedInventory([tagged(h, JOB_ID, 1, 30)]));
+      expect(result.released.map((r) => r.reason)).toEqual([`the nodes attempt 1 of job ${JOB_ID} kept for its relaunch are not needed: the job has ended (FAILED_CONTROLLER)`]);
+    });
+
+    it('releases at once a held node the next attempt was placed without', async () => {
+      const { h, state } = await held();
+      h.compute.reclaim(fakeInstanceId(JOB_ID, 1, 0));
+      await launchAndAwait(h, state);
+      // Found gone by the launch, yet still listed (EC2 lists a terminated instance a while).
+      const result = await sweep(h, new ListedInventory([tagged(h, JOB_ID, 1, 30)]));
+      expect(result.released.map((r) => r.reason)).toEqual([`the nodes attempt 1 of job ${JOB_ID} kept for its relaunch were left out of attempt 2, which was placed without them`]);
+    });
   });
 });

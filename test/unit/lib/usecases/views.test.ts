@@ -119,8 +119,22 @@ describe('toJobView', () => {
       ],
     };
     expect(toJobView(job(), [placed]).attempts[0]?.instances).toEqual([
-      { nodeRank: 0, instanceId: 'i-0aaaaaaaaaaaaaaaa' },
-      { nodeRank: 1, instanceId: 'i-0bbbbbbbbbbbbbbbb' },
+      { nodeRank: 0, instanceId: 'i-0aaaaaaaaaaaaaaaa', reusedFrom: null },
+      { nodeRank: 1, instanceId: 'i-0bbbbbbbbbbbbbbbb', reusedFrom: null },
+    ]);
+  });
+
+  it('names, per node, the attempt a reused node served before, and null for a new one', () => {
+    const relaunched: AttemptRecord = {
+      ...attempt(2, null),
+      instances: [
+        { instanceId: 'i-0aaaaaaaaaaaaaaaa', nodeRank: 0, privateIp: '10.0.0.1', reusedFrom: 1 },
+        { instanceId: 'i-0cccccccccccccccc', nodeRank: 1, privateIp: '10.0.0.3' },
+      ],
+    };
+    expect(toJobView(job(), [relaunched]).attempts[0]?.instances).toEqual([
+      { nodeRank: 0, instanceId: 'i-0aaaaaaaaaaaaaaaa', reusedFrom: 1 },
+      { nodeRank: 1, instanceId: 'i-0cccccccccccccccc', reusedFrom: null },
     ]);
   });
 

@@ -1,0 +1,14 @@
+// Which nodes of an attempt a relaunch reused, in words: pure, with no import but a type, so
+// the jobs page's script (web/dashboard) bundles it as the CLI's status does.
+
+import type { AttemptView } from './views.ts';
+
+/**
+ * Which nodes of an attempt a relaunch reused and which are new (`node 0 reused from
+ * attempt 1, node 1 new`), as status and the jobs page print it; null for an attempt whose
+ * every node is new.
+ */
+export function reusedNodesWords(attempt: Pick<AttemptView, 'instances'>): string | null {
+  if (!attempt.instances.some((node) => (node.reusedFrom ?? null) !== null)) return null;
+  return attempt.instances.map((node) => `node ${node.nodeRank} ${(node.reusedFrom ?? null) === null ? 'new' : `reused from attempt ${node.reusedFrom}`}`).join(', ');
+}
