@@ -212,6 +212,8 @@ async function keptNodes(store: JobStore, job: JobRecord, attempt: AttemptRecord
     placement: attempt.placement,
     instances: attempt.instances,
     numNodes: job.spec.numNodes,
+    // setup: skip holds only where setup exited 0 (ran, or was skipped on a node that ran it before).
+    setupDone: attempt.reports.filter((report) => report.phase === 'setup' && report.exitCode === 0).map((report) => report.nodeRank),
   });
   if (keep === null) return null;
   if ((await standbyOf(store, job.jobId, attempt.attempt)) !== null) return null;

@@ -100,6 +100,19 @@ describe('the decision keeps nodes', () => {
     expect(keep?.replace).toEqual([{ nodeRank: 1, why: 'exited 42, a bad_node_exit_codes code' }]);
   });
 
+  it('setup skip holds only where setup exited 0: a node still in setup when its peer\'s run failed runs it again', async () => {
+    const { h, state } = await running(2);
+    await report(h, 1, 'setup', 0, 0);
+    await report(h, 1, 'run', 29, 0);
+    h.clock.advance(5);
+
+    await evaluatePolicy(state, h.deps);
+
+    const keep = (await h.store.getAttempt(JOB_ID, 1)).decision?.keep;
+    expect(keep?.nodes.map((node) => node.nodeRank)).toEqual([0, 1]);
+    expect(keep?.setup).toBe('rerun');
+  });
+
   it('keeps nothing under the default strategy, nor for a decision that ends the job', async () => {
     const fresh = await running(1, { recoverOnExitCodes: [29] });
     await runCodes(fresh.h, 1, [29]);
