@@ -13,6 +13,7 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { ApiRequest, ApiResponse } from '../lib/http/index.ts';
 import { headerValue, matchRoute } from '../lib/http/index.ts';
+import { nextPath } from '../lib/agent/protocol.ts';
 import { LOCAL_INSTANCE_TYPE, LOCAL_REGION, type LocalInstance } from './process-compute.ts';
 import { credentialsDocument, LOCAL_INSTANCE_ROLE, type LocalSecretParameters } from './secret-parameters.ts';
 
@@ -67,15 +68,19 @@ export async function answerNodeRequest(
   }
 
   const match = matchRoute(request.method, path);
-  if (match === undefined || !('route' in match) || match.route.auth !== 'agent-secret') {
-    return text(403, 'a node reaches only the agent routes of the API');
-  }
-  if (match.params.id !== instance.jobId || match.params.n !== String(instance.attempt)) {
-    return text(403, `a node reaches only the routes of its own attempt (attempt ${instance.attempt} of ${instance.jobId})`);
+  const route = match !== undefined && 'route' in match ? match : undefined;
+  // A node kept for the next attempt may ask again what to do next as the attempt it served
+  // (its agent asks until it is told, and the compute moves it meanwhile); that route alone.
+  const askingNext = instance.servedBefore !== null && request.method === 'POST' && path === nextPath(instance.jobId, instance.servedBefore);
+  if (!askingNext) {
+    if (route === undefined || route.route.auth !== 'agent-secret') return text(403, 'a node reaches only the agent routes of the API');
+    if (route.params.id !== instance.jobId || route.params.n !== String(instance.attempt)) {
+      return text(403, `a node reaches only the routes of its own attempt (attempt ${instance.attempt} of ${instance.jobId})`);
+    }
   }
   const response = await api({ ...request, path });
   if (instance.networkCut) return null;
-  if ((match.route.name === 'reportPhase' || match.route.name === 'holdOrRun') && response.statusCode < 300 && saysGo(response.body)) nodes.runStarted(instance.instanceId);
+  if ((route?.route.name === 'reportPhase' || route?.route.name === 'holdOrRun') && response.statusCode < 300 && saysGo(response.body)) nodes.runStarted(instance.instanceId);
   return response;
 }
 

@@ -81,16 +81,32 @@ describe('--chaos, refused in this process', () => {
   it.each([
     ['--chaos', ['--chaos', 'chaos.yaml']],
     ['--preempt-attempts', ['--preempt-attempts', '1']],
+    ['--boot', ['--boot', '30s']],
+    ['a chaos file with only a boot', ['--chaos', 'boot.yaml']],
   ])('%s is refused for a job submitted through an API, before any request', async (_option, args) => {
     const dir = await tempDir('chaos');
     await writeTask(dir, 'chaos.yaml', 'faults: [{attempt: 1, drop_events: true}]\n');
+    await writeTask(dir, 'boot.yaml', 'boot: 20s\n');
     const io = bufferIo();
     // Port 9 (discard): nothing listens, so a request made anyway would fail differently.
-    const argv = ['node', 'relaunch', 'run', TASK, '--api', 'http://127.0.0.1:9', ...args.map((arg) => (arg === 'chaos.yaml' ? join(dir, arg) : arg))];
+    const argv = ['node', 'relaunch', 'run', TASK, '--api', 'http://127.0.0.1:9', ...args.map((arg) => (arg.endsWith('.yaml') ? join(dir, arg) : arg))];
     expect(await main(argv, io)).toBe(2);
     expect(io.stderr).toEqual([
-      'error: --chaos: chaos (--chaos, --preempt-attempts) applies only to a runtime in this process or one given it by `relaunch serve --chaos`, not to a job submitted through an API',
+      'error: --chaos: chaos (--chaos, --preempt-attempts, --boot) applies only to a runtime in this process or one given it by `relaunch serve --chaos`, not to a job submitted through an API',
     ]);
+  });
+
+  it.each([
+    ['30', 'expected a duration such as 500ms, 2s, 1m or 1h, got "30": add a unit, such as 30s or 30ms'],
+    ['soon', 'expected a duration such as 500ms, 2s, 1m or 1h, got "soon"'],
+    ['2d', 'expected a duration such as 500ms, 2s, 1m or 1h, got "2d"'],
+  ])('--boot %s is exit 2 naming --boot, nothing opened', async (value, message) => {
+    const dir = await tempDir('chaos');
+    const data = join(dir, 'data');
+    const io = bufferIo();
+    expect(await main(['node', 'relaunch', 'run', TASK, '--data-dir', data, '--boot', value], io)).toBe(2);
+    expect(io.stderr).toEqual([`error: --boot: ${message}`]);
+    expect(existsSync(data)).toBe(false);
   });
 
   it('an empty chaos file through an API is no chaos: it goes on to the request', async () => {

@@ -16,6 +16,7 @@ function localInstance(): LocalInstance {
     instanceId: 'local-job-1-0',
     jobId: 'job',
     attempt: 1,
+    servedBefore: null,
     rank: 0,
     rootDir: '/nonexistent',
     tags: new Map(),
@@ -98,5 +99,36 @@ describe("a local node's look at spot/instance-action", () => {
     wakeHeldNoticeLooks(instance);
     expect(await Promise.all(looks.map(settled))).toEqual(['no answer', 'no answer']);
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe("a kept node's routes once it serves the next attempt", () => {
+  /** The node's API request: the API's answer, or 'no answer'; every path the API was asked is in `asked`. */
+  async function ask(instance: LocalInstance, path: string, asked: string[]): Promise<number | 'no answer'> {
+    const nodes: NodeDirectory = { instance: () => instance, runStarted: () => undefined, secretParameters: new LocalSecretParameters() };
+    const request = { method: 'POST', path: `/_node/${instance.instanceId}/${instance.routeToken}${path}`, headers: {}, body: '{"nodeRank":0}' };
+    const answer = await answerNodeRequest(nodes, request, async (forwarded) => {
+      asked.push(forwarded.path);
+      return { statusCode: 200, headers: {}, body: '{}' };
+    });
+    return answer === null ? 'no answer' : answer.statusCode;
+  }
+
+  it("reaches the next route of the attempt it served before, and no other of that attempt's", async () => {
+    const instance = { ...localInstance(), attempt: 2, servedBefore: 1 };
+    const asked: string[] = [];
+    expect(await ask(instance, '/jobs/job/attempts/1/next', asked)).toBe(200);
+    expect(await ask(instance, '/jobs/job/attempts/1/report', asked)).toBe(403);
+    expect(await ask(instance, '/jobs/job/attempts/1/heartbeat', asked)).toBe(403);
+    expect(await ask(instance, '/jobs/other/attempts/1/next', asked)).toBe(403);
+    expect(await ask(instance, '/jobs/job/attempts/2/heartbeat', asked)).toBe(200);
+    expect(asked).toEqual(['/jobs/job/attempts/1/next', '/jobs/job/attempts/2/heartbeat']);
+  });
+
+  it('a node launched for its attempt reaches no earlier attempt at all', async () => {
+    const instance = { ...localInstance(), attempt: 2 };
+    const asked: string[] = [];
+    expect(await ask(instance, '/jobs/job/attempts/1/next', asked)).toBe(403);
+    expect(asked).toEqual([]);
   });
 });
