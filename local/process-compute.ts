@@ -529,6 +529,7 @@ export class LocalProcessCompute implements Compute {
     if (instance.state !== 'pending') return;
     const gate = instance.child.stdio[4];
     if (gate === null || gate === undefined || !('write' in gate)) return;
+    // A launcher gone meanwhile (killed from outside) closed its end: its exit ends the instance.
     gate.on('error', () => undefined);
     gate.end('boot\n');
     instance.state = 'running';
@@ -579,6 +580,8 @@ export class LocalProcessCompute implements Compute {
     if (instance.state === 'shutting-down' || instance.state === 'terminated') return instance.terminated;
     for (const timer of instance.timers) clearTimeout(timer);
     instance.timers.clear();
+    // A node still booting: its launcher reads the end of its pipe and ends without the agent.
+    if (instance.state === 'pending') instance.child.stdio[4]?.destroy();
     const work = (async () => {
       if (options.abrupt === true) {
         instance.networkCut = true;

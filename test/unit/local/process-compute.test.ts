@@ -81,6 +81,22 @@ describe('the emulated boot of a new node', () => {
     expect(states[0]).toBe('running');
   });
 
+  it('a node released while it boots ends without its agent ever starting, and is never running', SLOW, async () => {
+    const t = await open({ chaos: { faults: [], bootMs: 600_000 } });
+    const { compute } = t.runtime.deps;
+    const { spec } = parseTaskFile('run: echo never\n');
+    const request = { jobId: 'j-compute-boot', attempt: 1, spec, market: 'on-demand', history: [], callbackSecret: 'secret' } as const;
+    const launched = await compute.launch(request);
+    const [node] = launched.instances;
+    const instance = held(t, node?.instanceId ?? '');
+    expect(instance.state).toBe('pending');
+    expect(alive(instance.pgid)).toBe(true);
+    await compute.release('j-compute-boot', 1, launched.instances);
+    expect(compute.instance(instance.instanceId)).toBeUndefined();
+    expect(agentStarted(instance)).toBe(false);
+    expect(compute.emitted.filter((e) => e.event.instanceId === instance.instanceId).map((e) => e.event.state)).toEqual(['shutting-down', 'terminated']);
+  });
+
   it('without a boot, starts the agent as the launch returns', SLOW, async () => {
     const t = await open();
     const { compute } = t.runtime.deps;
