@@ -69,12 +69,15 @@ export async function answerNodeRequest(
 
   const match = matchRoute(request.method, path);
   const route = match !== undefined && 'route' in match ? match : undefined;
-  // A node kept for the next attempt may ask again what to do next as the attempt it served
-  // (its agent asks until it is told, and the compute moves it meanwhile); that route alone.
+  // A node kept for the next attempt still reaches the attempt it served, as on EC2, where
+  // nothing but the API stands between an agent and a route: its agent asks there what to
+  // do next until it is told (and the compute moves it meanwhile), and a report of the old
+  // attempt that comes late gets the API's own answer (the attempt is over), not the network's.
   const askingNext = instance.servedBefore !== null && request.method === 'POST' && path === nextPath(instance.jobId, instance.servedBefore);
   if (!askingNext) {
     if (route === undefined || route.route.auth !== 'agent-secret') return text(403, 'a node reaches only the agent routes of the API');
-    if (route.params.id !== instance.jobId || route.params.n !== String(instance.attempt)) {
+    const ownAttempt = route.params.n === String(instance.attempt) || (instance.servedBefore !== null && route.params.n === String(instance.servedBefore));
+    if (route.params.id !== instance.jobId || !ownAttempt) {
       return text(403, `a node reaches only the routes of its own attempt (attempt ${instance.attempt} of ${instance.jobId})`);
     }
   }

@@ -114,15 +114,17 @@ describe("a kept node's routes once it serves the next attempt", () => {
     return answer === null ? 'no answer' : answer.statusCode;
   }
 
-  it("reaches the next route of the attempt it served before, and no other of that attempt's", async () => {
-    const instance = { ...localInstance(), attempt: 2, servedBefore: 1 };
+  it('reaches the routes of the attempt it served before (the API answers them), and of no other attempt or job', async () => {
+    const instance = { ...localInstance(), attempt: 3, servedBefore: 2 };
     const asked: string[] = [];
-    expect(await ask(instance, '/jobs/job/attempts/1/next', asked)).toBe(200);
+    expect(await ask(instance, '/jobs/job/attempts/2/next', asked)).toBe(200);
+    expect(await ask(instance, '/jobs/job/attempts/2/report', asked)).toBe(200);
+    expect(await ask(instance, '/jobs/job/attempts/3/heartbeat', asked)).toBe(200);
     expect(await ask(instance, '/jobs/job/attempts/1/report', asked)).toBe(403);
-    expect(await ask(instance, '/jobs/job/attempts/1/heartbeat', asked)).toBe(403);
-    expect(await ask(instance, '/jobs/other/attempts/1/next', asked)).toBe(403);
-    expect(await ask(instance, '/jobs/job/attempts/2/heartbeat', asked)).toBe(200);
-    expect(asked).toEqual(['/jobs/job/attempts/1/next', '/jobs/job/attempts/2/heartbeat']);
+    expect(await ask(instance, '/jobs/job/attempts/1/next', asked)).toBe(403);
+    expect(await ask(instance, '/jobs/other/attempts/2/next', asked)).toBe(403);
+    expect(await ask(instance, '/jobs/other/attempts/2/report', asked)).toBe(403);
+    expect(asked).toEqual(['/jobs/job/attempts/2/next', '/jobs/job/attempts/2/report', '/jobs/job/attempts/3/heartbeat']);
   });
 
   it('a node launched for its attempt reaches no earlier attempt at all', async () => {
