@@ -8,8 +8,8 @@
 // For each job it reads, from the job's record alone (lib/accounting/timeline.ts), the gap
 // from the end of attempt 1's run (the latest run end of its nodes when every node has
 // one, else the attempt's end: a node released before it reported has none) to attempt
-// 2's run start (every node's setup over with exit 0), and how many nodes attempt 2
-// launched (its instances without reusedFrom). Variants alternate, so a busy moment of the
+// 2's run start (every node's setup over with exit 0), that gap in parts (PARTS), and how
+// many nodes attempt 2 launched (its instances without reusedFrom). Variants alternate, so a busy moment of the
 // machine falls on both alike. One JSON line per case; the goals are checked on medians.
 //
 // `npm run bench -- restart` (about 20 minutes: 4 x 5 jobs of 30-65 s). For a try:
@@ -54,7 +54,17 @@ interface RestartRun {
   readonly gapMs: number;
   /** Nodes attempt 2 launched (not kept from attempt 1). */
   readonly launched: number;
+  /** The gap in parts, in ms, adding up to it (PARTS). */
+  readonly parts: Readonly<Record<Part, number>>;
 }
+
+/**
+ * Where the gap goes: attempt 1's run end to attempt 2's launch (the controller: decide,
+ * release, hold), the launch to its last node running (the boot), to every node's first
+ * heartbeat (the agents' start), to every node's setup over, to run's start (the go).
+ */
+const PARTS = ['controller', 'boot', 'agentStart', 'setup', 'go'] as const;
+type Part = (typeof PARTS)[number];
 
 /** Each variant's runs, or why one could not run. */
 type VariantResult = { readonly runs: readonly RestartRun[] } | { readonly error: string };
@@ -121,9 +131,13 @@ async function restartedJob(restartCase: RestartCase, variant: Variant): Promise
       throw new Error(`the job ended ${job.status} with attempts ${shape}`);
     }
     if (errors.length > 0) throw new Error(`the runtime failed: ${errorMessage(errors[0])}`);
-    const runStart = attemptTimeline(second).runStartAt;
-    if (runStart === null) throw new Error("attempt 2's run never started");
-    return { gapMs: runStart - runEndOf(first), launched: second.instances.filter((node) => node.reusedFrom === undefined).length };
+    const next = attemptTimeline(second);
+    if (next.runStartAt === null || next.upAt === null || next.setupEndAt === null) throw new Error("attempt 2's run never started");
+    const runEnd = runEndOf(first);
+    const running = Math.max(next.launchRequestedAt, ...next.nodes.map((node) => node.runningAt));
+    const marks = [runEnd, next.launchRequestedAt, running, next.upAt, next.setupEndAt, next.runStartAt];
+    const parts = Object.fromEntries(PARTS.map((part, i) => [part, (marks[i + 1] as number) - (marks[i] as number)])) as Record<Part, number>;
+    return { gapMs: next.runStartAt - runEnd, launched: second.instances.filter((node) => node.reusedFrom === undefined).length, parts };
   } finally {
     await runtime.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -161,6 +175,7 @@ function summary(result: VariantResult | null): unknown {
   return {
     medianGapSeconds: seconds(median(result.runs.map((run) => run.gapMs))),
     gapsSeconds: result.runs.map((run) => seconds(run.gapMs)),
+    medianPartsSeconds: Object.fromEntries(PARTS.map((part) => [part, seconds(median(result.runs.map((run) => run.parts[part])))])),
     nodesLaunched: result.runs.map((run) => run.launched),
   };
 }

@@ -339,11 +339,15 @@ export class LocalProcessCompute implements Compute {
     return previous;
   }
 
-  /** Tags the kept nodes with the attempt that ended (TagKey.heldAfter), as EC2 would; their agents poll it. */
+  /**
+   * Tags the kept nodes with the attempt that ended (TagKey.heldAfter), as EC2 would; their
+   * agents poll it. A node that serves another attempt by now (a hold said again after the
+   * next attempt took it) is left alone: the tag would stop that attempt's job.
+   */
   async hold(jobId: string, attempt: number, keep: { readonly nodes: readonly InstanceRef[] }): Promise<void> {
     for (const node of keep.nodes) {
       const instance = this.instances.get(node.instanceId);
-      if (instance === undefined || instance.jobId !== jobId || instance.state === 'terminated') continue;
+      if (instance === undefined || instance.jobId !== jobId || instance.attempt !== attempt || instance.state === 'terminated') continue;
       instance.tags.set(TagKey.heldAfter, String(attempt));
     }
   }

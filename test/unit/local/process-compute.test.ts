@@ -175,7 +175,9 @@ describe('a launch that keeps nodes of the attempt before', () => {
     expect(reused.tags.has(TagKey.heldAfter)).toBe(false);
     expect(await secretOf(t, reused)).toBe(agentSecretValue('secret-of-attempt-2', { TOKEN: 'token-2' }));
 
-    // Attempt 1's release, again (a sweep): the node is attempt 2's now.
+    // Attempt 1's hold and release, again (a retry, a sweep): the node is attempt 2's now.
+    await compute.hold(jobId, 1, keep);
+    expect(reused.tags.has(TagKey.heldAfter)).toBe(false);
     await compute.release(jobId, 1, first.instances);
     expect(held(t, kept0.instanceId).state).toBe('running');
     for (const id of ['local-j-compute-keep-2-1', 'local-j-compute-keep-2-2']) await waitUntilRunning(t, id);
