@@ -53,6 +53,20 @@ describe.concurrent('--chaos with a bad file', { timeout: SLOW }, () => {
   });
 });
 
+describe('--boot through the real binary', { timeout: SLOW }, () => {
+  it("reaches the background runtime: the job's node runs from its boot's end, and the job as usual", async () => {
+    const dir = await tempDir('chaos');
+    const data = join(dir, 'data');
+    const task = await writeTask(dir, 'task.yaml', 'run: echo booted\n');
+    const result = await runCli(['run', task, '--data-dir', data, '--boot', '2s', '--json'], { cwd: dir });
+    expect(result.code, result.stderr).toBe(0);
+    const view = JSON.parse(result.stdout) as { status: string; account: { attempts: { launchRequestedAt: string; nodes: { runningAt: string }[] }[] } };
+    expect(view.status).toBe('SUCCEEDED');
+    const [attempt] = view.account.attempts;
+    expect(Date.parse(attempt?.nodes[0]?.runningAt ?? '')).toBeGreaterThanOrEqual(Date.parse(attempt?.launchRequestedAt ?? '') + 2_000);
+  });
+});
+
 // The same paths in this process (no spawn), for the other ways a chaos file is refused.
 describe('--chaos, refused in this process', () => {
   it('names a missing chaos file', async () => {
