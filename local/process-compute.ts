@@ -299,15 +299,17 @@ export class LocalProcessCompute implements Compute {
 
   /**
    * The request's kept nodes this attempt can run on, by rank: this job's, running, not
-   * warned of an interruption (it goes soon), of an earlier attempt, one per rank of the
-   * task. Any other is launched anew.
+   * warned of an interruption (it goes soon), of an earlier attempt (or moved to this one
+   * by a launch that is being tried again), one per rank of the task. Any other is
+   * launched anew.
    */
   private keptInstances(request: LaunchRequest): Map<number, LocalInstance> {
     const kept = new Map<number, LocalInstance>();
     for (const node of request.keep?.nodes ?? []) {
       const instance = this.instances.get(node.instanceId);
       if (instance === undefined || instance.jobId !== request.jobId || instance.state !== 'running') continue;
-      if (instance.interruptionNotice !== null || instance.attempt >= request.attempt) continue;
+      const movedHere = instance.attempt === request.attempt && instance.servedBefore !== null;
+      if (instance.interruptionNotice !== null || (instance.attempt >= request.attempt && !movedHere)) continue;
       if (instance.rank !== node.nodeRank || node.nodeRank >= request.spec.numNodes || kept.has(node.nodeRank)) continue;
       kept.set(node.nodeRank, instance);
     }
@@ -322,6 +324,11 @@ export class LocalProcessCompute implements Compute {
    * attempt it served.
    */
   private moveToAttempt(instance: LocalInstance, request: LaunchRequest, ips: readonly string[]): number {
+    // Moved already (the launch is tried again): its secret is said again, the rest stands.
+    if (instance.attempt === request.attempt && instance.servedBefore !== null) {
+      this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId), agentSecretValue(request.callbackSecret, request.secrets), instance.arn);
+      return instance.servedBefore;
+    }
     const previous = instance.attempt;
     for (const timer of instance.timers) clearTimeout(timer);
     instance.timers.clear();

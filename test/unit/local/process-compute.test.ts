@@ -212,6 +212,11 @@ describe('a launch that keeps nodes of the attempt before', () => {
     await compute.release(jobId, 1, first.instances, { except: first.instances.map((node) => node.instanceId) });
     const second = await compute.launch(request(2, keep));
     expect(second.instances.map((node) => [node.instanceId, node.reusedFrom])).toEqual(first.instances.map((node) => [node.instanceId, 1]));
+    // The launch tried again (its record's write failed, say): the same nodes, nothing started twice.
+    const again = await compute.launch({ ...request(2, keep), callbackSecret: 'secret-of-attempt-2-again' });
+    expect(again.instances).toEqual(second.instances.map((node) => ({ ...node, runningAt: expect.any(String) })));
+    expect(await secretOf(t, held(t, rank(first, 1).instanceId))).toBe(agentSecretValue('secret-of-attempt-2-again', { TOKEN: 'token-2' }));
+    expect(held(t, rank(first, 1).instanceId).servedBefore).toBe(1);
     await compute.release(jobId, 2, second.instances);
     expect(compute.secretParameters.size).toBe(0);
   });
