@@ -9,13 +9,14 @@ import { hostileYamlBenchmark } from './hostile-yaml.ts';
 import { localRuntimeBenchmark } from './local.ts';
 import { logsBenchmark } from './logs.ts';
 import { logShipBenchmark } from './log-ship.ts';
+import { restartBenchmark } from './restart.ts';
 import { scaleBenchmark } from './scale.ts';
 import { transactionsBenchmark } from './transactions.ts';
 import { userDataBenchmark } from './user-data.ts';
 import { warmRelaunchBenchmark } from './warm-relaunch.ts';
 import type { Benchmark } from './types.ts';
 
-const BENCHMARKS: readonly Benchmark[] = [bundlesBenchmark, cliStartBenchmark, userDataBenchmark, localRuntimeBenchmark, transactionsBenchmark, hostileYamlBenchmark, logsBenchmark, logShipBenchmark, scaleBenchmark, warmRelaunchBenchmark];
+const BENCHMARKS: readonly Benchmark[] = [bundlesBenchmark, cliStartBenchmark, userDataBenchmark, localRuntimeBenchmark, transactionsBenchmark, hostileYamlBenchmark, logsBenchmark, logShipBenchmark, scaleBenchmark, warmRelaunchBenchmark, restartBenchmark];
 const words = process.argv.slice(2).map((word) => word.toLowerCase());
 const chosen = words.length === 0 ? BENCHMARKS : BENCHMARKS.filter((b) => words.some((word) => b.name.toLowerCase().includes(word)));
 if (chosen.length === 0) {

@@ -27,6 +27,7 @@ import { FileJobLogs } from '../local/file-job-logs.ts';
 import type { JobSummary, JobView } from '../lib/views.ts';
 import type { LocalRuntime, LocalSubmitOptions } from '../local/runtime.ts';
 import { chaosFileText, LOCAL_EVENTS_PREFIX, LOCAL_SUBMIT_PATH, type LocalSubmitBody } from '../local/local-routes.ts';
+import { hasChaos } from '../local/chaos.ts';
 import { SubmitRecord, submissionFingerprint } from './submit-record.ts';
 
 /**
@@ -257,13 +258,13 @@ export class HttpJobsClient implements JobsClient {
 
   async submit(body: string, options: LocalSubmitOptions): Promise<{ jobId: string; warnings: readonly SpecWarning[] }> {
     if (this.local !== null) return this.submitLocally(body, options, this.local.dataDir);
-    // The API takes only the task: faults would be dropped without a word.
-    if ((options.chaos?.faults ?? []).length > 0) {
+    // The API takes only the task: faults (and a boot) would be dropped without a word.
+    if (hasChaos(options.chaos)) {
       throw new InvalidInputError([
         {
           path: '--chaos',
           message:
-            'chaos (--chaos, --preempt-attempts) applies only to a runtime in this process or one given it by `relaunch serve --chaos`, not to a job submitted through an API',
+            'chaos (--chaos, --preempt-attempts, --boot) applies only to a runtime in this process or one given it by `relaunch serve --chaos`, not to a job submitted through an API',
         },
       ]);
     }
@@ -280,12 +281,11 @@ export class HttpJobsClient implements JobsClient {
    * running the same command again gets its job.
    */
   private async submitLocally(task: string, options: LocalSubmitOptions, dataDir: string): Promise<{ jobId: string; warnings: readonly SpecWarning[] }> {
-    const faults = options.chaos?.faults ?? [];
     const body: LocalSubmitBody = {
       task,
       envOverrides: options.envOverrides ?? {},
       secretOverrides: options.secretOverrides ?? {},
-      chaos: faults.length === 0 ? null : chaosFileText({ faults }),
+      chaos: hasChaos(options.chaos) ? chaosFileText(options.chaos ?? { faults: [] }) : null,
     };
     // Secrets count by their hash: the record in the data folder never holds one.
     const fingerprint = submissionFingerprint({ ...body, secretOverrides: submissionFingerprint(body.secretOverrides) });

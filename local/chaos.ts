@@ -1,6 +1,6 @@
 // What the local runtime does with a chaos plan (lib/chaos-file/ holds the file's format):
-// no plan, `--preempt-attempts` as a plan, plans merged, faults checked against the task's
-// nodes, and the faults of one attempt.
+// no plan, `--preempt-attempts` and `--boot` as a plan, plans merged, faults checked against
+// the task's nodes, and the faults of one attempt.
 
 import { MAX_ATTEMPT, type ChaosFault, type ChaosPlan } from '../lib/chaos-file/types.ts';
 import { InvalidInputError, type InputIssue } from '../lib/errors.ts';
@@ -44,9 +44,18 @@ export function preemptAttemptsPlan(attempts: readonly number[]): ChaosPlan {
   };
 }
 
-/** Both plans' faults, `a`'s first. */
+/** Whether the plan does anything: a fault, or a boot longer than none. */
+export function hasChaos(plan: ChaosPlan | undefined): boolean {
+  return plan !== undefined && (plan.faults.length > 0 || (plan.bootMs ?? 0) > 0);
+}
+
+/**
+ * Both plans' faults, `a`'s first, and `b`'s boot where it gives one, else `a`'s: the
+ * narrower plan wins (a job's over `relaunch serve --chaos`, `--boot` over the file's).
+ */
 export function mergeChaos(a: ChaosPlan, b: ChaosPlan): ChaosPlan {
-  return { faults: [...a.faults, ...b.faults] };
+  const bootMs = b.bootMs ?? a.bootMs;
+  return { faults: [...a.faults, ...b.faults], ...(bootMs === undefined ? {} : { bootMs }) };
 }
 
 /**

@@ -147,7 +147,7 @@ export function chaosFileText(plan: ChaosPlan): string {
         return { attempt: fault.attempt, drop_events: true };
     }
   });
-  return JSON.stringify({ faults });
+  return JSON.stringify({ ...(plan.bootMs === undefined ? {} : { boot: ms(plan.bootMs) }), faults });
 }
 
 function pathOf(path: string): string {

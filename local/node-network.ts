@@ -13,6 +13,7 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { ApiRequest, ApiResponse } from '../lib/http/index.ts';
 import { headerValue, matchRoute } from '../lib/http/index.ts';
+import { nextPath } from '../lib/agent/protocol.ts';
 import { LOCAL_INSTANCE_TYPE, LOCAL_REGION, type LocalInstance } from './process-compute.ts';
 import { credentialsDocument, LOCAL_INSTANCE_ROLE, type LocalSecretParameters } from './secret-parameters.ts';
 
@@ -67,26 +68,23 @@ export async function answerNodeRequest(
   }
 
   const match = matchRoute(request.method, path);
-  if (match === undefined || !('route' in match) || match.route.auth !== 'agent-secret') {
-    return text(403, 'a node reaches only the agent routes of the API');
-  }
-  if (match.params.id !== instance.jobId || !(match.params.n === String(instance.attempt) || askedNextOfEarlier(match.route.name, match.params.n, instance.attempt))) {
-    return text(403, `a node reaches only the routes of its own attempt (attempt ${instance.attempt} of ${instance.jobId})`);
+  const route = match !== undefined && 'route' in match ? match : undefined;
+  // A node kept for the next attempt still reaches the attempt it served, as on EC2, where
+  // nothing but the API stands between an agent and a route: its agent asks there what to
+  // do next until it is told (and the compute moves it meanwhile), and a report of the old
+  // attempt that comes late gets the API's own answer (the attempt is over), not the network's.
+  const askingNext = instance.servedBefore !== null && request.method === 'POST' && path === nextPath(instance.jobId, instance.servedBefore);
+  if (!askingNext) {
+    if (route === undefined || route.route.auth !== 'agent-secret') return text(403, 'a node reaches only the agent routes of the API');
+    const ownAttempt = route.params.n === String(instance.attempt) || (instance.servedBefore !== null && route.params.n === String(instance.servedBefore));
+    if (route.params.id !== instance.jobId || !ownAttempt) {
+      return text(403, `a node reaches only the routes of its own attempt (attempt ${instance.attempt} of ${instance.jobId})`);
+    }
   }
   const response = await api({ ...request, path });
   if (instance.networkCut) return null;
-  if ((match.route.name === 'reportPhase' || match.route.name === 'holdOrRun') && response.statusCode < 300 && saysGo(response.body)) nodes.runStarted(instance.instanceId);
+  if ((route?.route.name === 'reportPhase' || route?.route.name === 'holdOrRun') && response.statusCode < 300 && saysGo(response.body)) nodes.runStarted(instance.instanceId);
   return response;
-}
-
-/**
- * Whether a node asks what is next after an earlier attempt it served: a kept node runs the
- * next attempt (its instance moved on to it) and may still ask for the one before, whose
- * secret alone opens that route.
- */
-function askedNextOfEarlier(route: string, given: string | undefined, current: number): boolean {
-  const attempt = Number(given);
-  return route === 'nextAttempt' && Number.isInteger(attempt) && attempt >= 1 && attempt < current;
 }
 
 /** Whether a path's token is the node's, compared in constant time (its length is no secret). */

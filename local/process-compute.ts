@@ -2,7 +2,9 @@
 // attempt is a local "instance": the real agent script (the user data EC2 runs) in a
 // process group and a folder of its own, reaching the local API over HTTP through its
 // own network path, with stand-ins for IMDS and for `shutdown`. The compute emits what
-// EventBridge delivers about an instance, and injects the chaos plan's faults.
+// EventBridge delivers about an instance, and injects the chaos plan's faults, the
+// emulated boot of a new node among them. A node an attempt keeps from the one before
+// (restart in place) is the same running agent, moved to the new attempt.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -13,7 +15,7 @@ import { localPriceOf } from '../lib/accounting/prices.ts';
 import { agentMounts } from '../lib/agent/mounts.ts';
 import { renderAgentScript, shellQuote } from '../lib/agent/script.ts';
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn } from '../lib/agent/secret-parameter.ts';
-import { nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
+import { NODE_IPS_TAG_PREFIX, nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
 import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
 import type { InstanceRef } from '../lib/model.ts';
 import { resourceChoices } from '../lib/launch-plan.ts';
@@ -55,16 +57,22 @@ export interface LocalProcessComputeOptions {
   readonly onError?: (error: unknown) => void;
 }
 
-/** An instance's life, as EC2 names its states. */
-export type LocalInstanceState = 'running' | 'shutting-down' | 'terminated';
+/** An instance's life, as EC2 names its states: `pending` while its emulated boot lasts. */
+export type LocalInstanceState = 'pending' | 'running' | 'shutting-down' | 'terminated';
 
 /** One node of one attempt. */
 export interface LocalInstance {
   readonly instanceId: string;
   readonly jobId: string;
-  readonly attempt: number;
+  /** The attempt it serves: a node kept for the next attempt moves to it (launch with `keep`). */
+  attempt: number;
+  /**
+   * The attempt it served before this one, when it was kept (its `next` route stays open
+   * to it: the agent may ask again once it has moved); null for a node launched for it.
+   */
+  servedBefore: number | null;
   readonly rank: number;
-  /** The node's folder: the agent's root, with its scripts, logs and reports. */
+  /** The node's folder (of the attempt it was launched for): the agent's root, with its scripts, logs and reports. */
   readonly rootDir: string;
   /** Instance tags, as IMDS serves them under `tags/instance/` (a hold adds one, as CreateTags would). */
   readonly tags: Map<string, string>;
@@ -91,7 +99,10 @@ export interface LocalInstance {
    * instance stops running: each is woken by calling it.
    */
   readonly heldNoticeLooks: Set<() => void>;
-  /** The agent process, leader of the node's process group. */
+  /**
+   * The node's launcher, leader of its process group: it runs the agent at once, or once
+   * its emulated boot is over (it waits on a pipe the compute writes to then).
+   */
   readonly child: ChildProcess;
   /** The group's id (the agent's pid); 0 when the process could not be started. */
   readonly pgid: number;
@@ -190,8 +201,11 @@ function shutdownStandIn(rootDir: string): string {
  */
 const NODE_LAUNCHER = [
   'if [ -n "$2" ]; then echo "$$" >"$2/cgroup.procs"; fi',
-  '( cat <&3 >/dev/null; if [ -n "$2" ]; then echo 1 >"$2/cgroup.kill"; fi; if read -r g t <phase.group; then s=; if read -r s </proc/"$g"/stat; then read -r -a s <<<"${s##*) }"; s=${s[19]}; fi; if [ -z "$s" ] || [ -z "$t" ] || [ "$s" = "$t" ]; then kill -KILL -- "-$g"; fi; fi; kill -KILL -- "-$$" ) 3<&3 >/dev/null 2>&1 &',
+  '( cat <&3 >/dev/null; if [ -n "$2" ]; then echo 1 >"$2/cgroup.kill"; fi; if read -r g t <phase.group; then s=; if read -r s </proc/"$g"/stat; then read -r -a s <<<"${s##*) }"; s=${s[19]}; fi; if [ -z "$s" ] || [ -z "$t" ] || [ "$s" = "$t" ]; then kill -KILL -- "-$g"; fi; fi; kill -KILL -- "-$$" ) 3<&3 4<&- >/dev/null 2>&1 &',
   'exec 3<&-',
+  // A booting node ($3): the agent starts once the runtime writes a line on fd 4 (its boot
+  // is over); a runtime gone first closes the pipe, and the node ends without running it.
+  'if [ "$3" = booting ]; then read -r _ <&4 || exit 0; exec 4<&-; fi',
   'bash "$1" 2>>agent.log',
   'exit "$?"',
 ].join('\n');
@@ -220,67 +234,142 @@ export class LocalProcessCompute implements Compute {
   constructor(private readonly options: LocalProcessComputeOptions) {}
 
   /**
-   * Starts every node of the attempt as a process group. With candidates (`any_of`,
+   * Starts the nodes of the attempt as process groups. With candidates (`any_of`,
    * `ordered`, several markets) a local machine is none of them: the attempt runs as the
    * first one (resourceChoices' preference: its accelerators count as the node's GPUs),
    * and the placement records its market and entry.
+   *
+   * With `keep`, the kept nodes still running are the same agents, moved to this attempt
+   * (moveToAttempt: no boot, their secret rewritten, reusedFrom set), and only the ranks
+   * they do not cover are started, in the kept placement; a kept node that is gone, going
+   * or warned is started anew. No capacity (the chaos plan's) leaves the kept nodes as
+   * they were, for the caller to release. A new node's emulated boot (the plan's bootMs)
+   * makes it `pending` that long, and its runningAt is the boot's end; the launch does not
+   * wait for it, as RunInstances does not (AwaitBoot waits, on boot_timeout's clock).
    */
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { jobId, attempt } = request;
     const choice = resourceChoices(request.spec.resources, request.market)[0];
     const spec = choice === undefined ? request.spec : { ...request.spec, resources: choice.resources };
     if (this.closing) throw new Error('the local runtime is shutting down');
-    const faults = faultsOfAttempt(this.chaosOf(jobId), attempt);
-    await this.findCapacity(request, faults);
+    const kept = this.keptInstances(request);
+    const missing = Array.from({ length: spec.numNodes }, (_, rank) => rank).filter((rank) => !kept.has(rank));
+    const plan = this.chaosOf(jobId);
+    // A relaunch that keeps every node launches nothing, so it asks EC2 for no capacity.
+    if (missing.length > 0) await this.findCapacity(request, faultsOfAttempt(plan, attempt));
     if (this.closing) throw new Error('the local runtime is shutting down');
     const workDir = jobWorkDir(this.options.dataDir, jobId);
     mkdirSync(workDir, { recursive: true });
     const ips = Array.from({ length: spec.numNodes }, () => '127.0.0.1');
+    const bootMs = plan.bootMs ?? 0;
     const started: LocalInstance[] = [];
     try {
-      for (let rank = 0; rank < spec.numNodes; rank += 1) {
-        started.push(this.startNode({ ...request, spec }, rank, workDir, ips));
-      }
+      for (const rank of missing) started.push(this.startNode({ ...request, spec }, rank, workDir, ips, bootMs));
       await Promise.all(started.map((instance) => spawned(instance.child)));
     } catch (error) {
       await Promise.all(started.map((instance) => this.terminate(instance)));
       throw new PrecheckError(`could not start the nodes of attempt ${attempt}: ${errorMessage(error)}`);
     }
-    // Every node's process is up: the local instance is running (lib/accounting counts from here).
-    const runningAt = new Date();
+    // Every new node's process is up: the local instance is running (lib/accounting counts
+    // from here), or it will be once its boot is over. A kept node serves this attempt from now.
+    const now = Date.now();
+    const reusedFrom = new Map([...kept].map(([rank, instance]) => [rank, this.moveToAttempt(instance, request, ips)]));
+    const nodes = [...started, ...kept.values()].sort((a, b) => a.rank - b.rank);
     return {
-      placement: {
+      placement: request.keep?.placement ?? {
         region: LOCAL_REGION,
         zone: null,
         instanceType: LOCAL_INSTANCE_TYPE,
         ...(choice?.entry == null ? {} : { market: choice.market, entry: choice.entry }),
         price: localPriceOf(spec.resources, choice?.market ?? request.market),
       },
-      instances: started.map((instance) => ({
-        instanceId: instance.instanceId,
-        nodeRank: instance.rank,
-        privateIp: '127.0.0.1',
-        processGroupId: instance.pgid,
-        runningAt: runningAt.toISOString(),
-      })),
+      instances: nodes.map((instance) => {
+        const from = reusedFrom.get(instance.rank);
+        return {
+          instanceId: instance.instanceId,
+          nodeRank: instance.rank,
+          privateIp: '127.0.0.1',
+          processGroupId: instance.pgid,
+          runningAt: new Date(from === undefined ? now + bootMs : now).toISOString(),
+          ...(from === undefined ? {} : { reusedFrom: from }),
+        };
+      }),
     };
   }
 
-  /** Tags the kept nodes with the attempt that ended (TagKey.heldAfter), as EC2 would; their agents poll it. */
+  /**
+   * The request's kept nodes this attempt can run on, by rank: this job's, running, not
+   * warned of an interruption (it goes soon), of an earlier attempt (or moved to this one
+   * by a launch that is being tried again), one per rank of the task. Any other is
+   * launched anew.
+   */
+  private keptInstances(request: LaunchRequest): Map<number, LocalInstance> {
+    const kept = new Map<number, LocalInstance>();
+    for (const node of request.keep?.nodes ?? []) {
+      const instance = this.instances.get(node.instanceId);
+      if (instance === undefined || instance.jobId !== request.jobId || instance.state !== 'running') continue;
+      const movedHere = instance.attempt === request.attempt && instance.servedBefore !== null;
+      if (instance.interruptionNotice !== null || (instance.attempt >= request.attempt && !movedHere)) continue;
+      if (instance.rank !== node.nodeRank || node.nodeRank >= request.spec.numNodes || kept.has(node.nodeRank)) continue;
+      kept.set(node.nodeRank, instance);
+    }
+    return kept;
+  }
+
+  /**
+   * Moves a kept node to the request's attempt, as EC2's launcher does with CreateTags and
+   * PutParameter: its tags name the new attempt and peers (held-after removed), its secret
+   * parameter holds the new attempt's callback secret and the job's secrets, and the faults
+   * of the attempt it served are called off (the new attempt's apply to it). Returns the
+   * attempt it served.
+   */
+  private moveToAttempt(instance: LocalInstance, request: LaunchRequest, ips: readonly string[]): number {
+    // Moved already (the launch is tried again): its secret is said again, the rest stands.
+    if (instance.attempt === request.attempt && instance.servedBefore !== null) {
+      this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId), agentSecretValue(request.callbackSecret, request.secrets), instance.arn);
+      return instance.servedBefore;
+    }
+    const previous = instance.attempt;
+    for (const timer of instance.timers) clearTimeout(timer);
+    instance.timers.clear();
+    instance.networkCut = false;
+    instance.servedBefore = previous;
+    instance.attempt = request.attempt;
+    for (const key of [...instance.tags.keys()]) if (key.startsWith(NODE_IPS_TAG_PREFIX)) instance.tags.delete(key);
+    instance.tags.delete(TagKey.heldAfter);
+    instance.tags.set(TagKey.attempt, String(request.attempt));
+    instance.tags.set(TagKey.nodeRank, String(instance.rank));
+    for (const tag of nodeIpsTags(ips)) instance.tags.set(tag.Key, tag.Value);
+    this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId), agentSecretValue(request.callbackSecret, request.secrets), instance.arn);
+    // It is up already: the new attempt's faults that count from a node's start count from now.
+    this.scheduleFaults(instance, 'boot');
+    return previous;
+  }
+
+  /**
+   * Tags the kept nodes with the attempt that ended (TagKey.heldAfter), as EC2 would; their
+   * agents poll it. A node that serves another attempt by now (a hold said again after the
+   * next attempt took it) is left alone: the tag would stop that attempt's job.
+   */
   async hold(jobId: string, attempt: number, keep: { readonly nodes: readonly InstanceRef[] }): Promise<void> {
     for (const node of keep.nodes) {
       const instance = this.instances.get(node.instanceId);
-      if (instance === undefined || instance.jobId !== jobId || instance.state === 'terminated') continue;
+      if (instance === undefined || instance.jobId !== jobId || instance.attempt !== attempt || instance.state === 'terminated') continue;
       instance.tags.set(TagKey.heldAfter, String(attempt));
     }
   }
 
-  async release(jobId: string, attempt: number, recorded: readonly InstanceRef[]): Promise<void> {
-    const known = [...this.instances.values()].filter((i) => i.jobId === jobId && i.attempt === attempt);
+  /**
+   * Terminates the attempt's instances but those in `except` (kept for the next attempt);
+   * a node kept and moved to a later attempt is that attempt's, not this one's.
+   */
+  async release(jobId: string, attempt: number, recorded: readonly InstanceRef[], options: { readonly except?: readonly string[] } = {}): Promise<void> {
+    const except = new Set(options.except ?? []);
+    const known = [...this.instances.values()].filter((i) => i.jobId === jobId && i.attempt === attempt && !except.has(i.instanceId));
     await Promise.all(known.map((instance) => this.terminate(instance)));
     // Instances a runtime that is gone started: found by their mark, and their containers by name.
     for (const ref of recorded) {
-      if (this.started.has(ref.instanceId) || ref.processGroupId === undefined) continue;
+      if (this.started.has(ref.instanceId) || ref.processGroupId === undefined || except.has(ref.instanceId)) continue;
       killMarked(ref.instanceId, ref.processGroupId);
       removeNodeCgroup(ref.instanceId);
       await removeContainer(ref.instanceId);
@@ -348,7 +437,7 @@ export class LocalProcessCompute implements Compute {
     );
   }
 
-  private startNode(request: LaunchRequest, rank: number, workDir: string, ips: readonly string[]): LocalInstance {
+  private startNode(request: LaunchRequest, rank: number, workDir: string, ips: readonly string[], bootMs: number): LocalInstance {
     const { jobId, attempt, spec } = request;
     const instanceId = localInstanceId(jobId, attempt, rank);
     const rootDir = nodeDir(this.options.dataDir, jobId, attempt, rank);
@@ -397,11 +486,12 @@ export class LocalProcessCompute implements Compute {
       ...nodeIpsTags(ips).map((tag): [string, string] => [tag.Key, tag.Value]),
     ]);
     const cgroup = makeNodeCgroup(instanceId);
-    const child = spawn('bash', ['-c', NODE_LAUNCHER, 'relaunch-node', scriptFile, cgroup ?? ''], {
+    const booting = bootMs > 0;
+    const child = spawn('bash', ['-c', NODE_LAUNCHER, 'relaunch-node', scriptFile, cgroup ?? '', booting ? 'booting' : ''], {
       cwd: rootDir,
       env: { ...process.env, [INSTANCE_MARK]: instanceId },
       detached: true,
-      stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
+      stdio: booting ? ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] : ['ignore', 'ignore', 'ignore', 'pipe'],
     });
     let markTerminated = (): void => undefined;
     const terminated = new Promise<void>((resolve) => {
@@ -411,6 +501,7 @@ export class LocalProcessCompute implements Compute {
       instanceId,
       jobId,
       attempt,
+      servedBefore: null,
       rank,
       rootDir,
       tags,
@@ -419,7 +510,7 @@ export class LocalProcessCompute implements Compute {
       arn,
       credentials: newNodeCredentials(),
       container: spec.resources.containerImage !== undefined,
-      state: 'running',
+      state: booting ? 'pending' : 'running',
       networkCut: false,
       interruptionNotice: null,
       heldNoticeLooks: new Set(),
@@ -431,12 +522,30 @@ export class LocalProcessCompute implements Compute {
     };
     this.instances.set(instanceId, instance);
     this.started.add(instanceId);
-    child.once('spawn', () => void this.emit(instance, { kind: 'STATE_CHANGE', state: 'running' }));
-    this.scheduleFaults(instance, 'boot');
+    if (booting) {
+      // Cleared with the instance's other timers when it ends during its boot.
+      this.schedule(instance, bootMs, () => this.bootOver(instance));
+    } else {
+      child.once('spawn', () => void this.emit(instance, { kind: 'STATE_CHANGE', state: 'running' }));
+      this.scheduleFaults(instance, 'boot');
+    }
     // The agent ended: it shut the instance down, or it died. Either way the instance goes.
     child.once('exit', () => void this.terminate(instance));
     child.once('error', () => undefined);
     return instance;
+  }
+
+  /** A new node's emulated boot is over: its launcher starts the agent, and the instance runs. */
+  private bootOver(instance: LocalInstance): void {
+    if (instance.state !== 'pending') return;
+    const gate = instance.child.stdio[4];
+    if (gate === null || gate === undefined || !('write' in gate)) return;
+    // A launcher gone meanwhile (killed from outside) closed its end: its exit ends the instance.
+    gate.on('error', () => undefined);
+    gate.end('boot\n');
+    instance.state = 'running';
+    void this.emit(instance, { kind: 'STATE_CHANGE', state: 'running' });
+    this.scheduleFaults(instance, 'boot');
   }
 
   /** Applies one fault to a node whose run has started. */
@@ -479,9 +588,11 @@ export class LocalProcessCompute implements Compute {
    * lost instance) cuts its network and kills at once, and emits only `terminated`. Idempotent: resolves when the instance is gone.
    */
   private terminate(instance: LocalInstance, options: { abrupt?: boolean } = {}): Promise<void> {
-    if (instance.state !== 'running') return instance.terminated;
+    if (instance.state === 'shutting-down' || instance.state === 'terminated') return instance.terminated;
     for (const timer of instance.timers) clearTimeout(timer);
     instance.timers.clear();
+    // A node still booting: its launcher reads the end of its pipe and ends without the agent.
+    if (instance.state === 'pending') instance.child.stdio[4]?.destroy();
     const work = (async () => {
       if (options.abrupt === true) {
         instance.networkCut = true;

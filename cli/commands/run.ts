@@ -22,6 +22,7 @@ import { ensureLocalBuckets, markCreatedBuckets, removeCreatedBuckets } from '..
 import type { ChaosPlan } from '../../lib/chaos-file/types.ts';
 import { chaosIssuesForTask, mergeChaos, NO_CHAOS, preemptAttemptsPlan } from '../../local/chaos.ts';
 import { readChaosFile } from '../chaos-file.ts';
+import { parseDuration } from '../../lib/chaos-file/parse.ts';
 import { markSetupNoticeShown, setupNotice } from '../setup-notice.ts';
 
 /** Options of `relaunch run`. */
@@ -33,6 +34,8 @@ export interface RunOptions extends TargetOptions, LaunchOverrides {
   readonly secret?: readonly string[];
   readonly preemptAttempts?: readonly number[];
   readonly chaos?: string;
+  /** `--boot`: every new node's emulated boot, in ms (the chaos plan's bootMs). */
+  readonly boot?: number;
 }
 
 /** The `run` subcommand. */
@@ -49,7 +52,8 @@ export function runCommand(io: Io): Command {
       .option('--env <KEY[=VALUE]>', "set or override an env of the task: KEY=VALUE, or KEY for this shell's $KEY (repeatable)", collect, [])
       .option('--secret <NAME[=VALUE]>', "give a secret of the task: NAME takes this shell's $NAME, NAME=VALUE the value (repeatable)", collect, [])
       .option('--preempt-attempts <list>', 'interrupt these attempts as a spot preemption would (local only), e.g. 1,3', attemptList)
-      .option('--chaos <file>', 'inject the faults of this chaos file: preemptions, lost or silent nodes, no capacity... (local only)'),
+      .option('--chaos <file>', 'inject the faults of this chaos file: preemptions, lost or silent nodes, no capacity... (local only)')
+      .option('--boot <duration>', "emulate each new node's boot: its process starts this long after its launch, e.g. 30s; a node kept for the next attempt gets none (local only)", bootDuration),
   ).action(async (file: string, options: RunOptions) => exitWith(await runTask(file, options, io)));
 }
 
@@ -243,12 +247,14 @@ interface SubmittedSources {
 }
 
 /**
- * The faults to inject: the chaos file's, then `--preempt-attempts`'s. Read before anything
- * is opened, so a bad file or a node the task lacks ends the command with nothing submitted.
+ * The faults to inject: the chaos file's, then `--preempt-attempts`'s; `--boot` over the
+ * file's `boot`. Read before anything is opened, so a bad file or a node the task lacks
+ * ends the command with nothing submitted.
  */
 async function chaosOf(options: RunOptions, numNodes: number): Promise<ChaosPlan> {
   const file = options.chaos === undefined ? NO_CHAOS : await readChaosFile(options.chaos);
-  const plan = mergeChaos(file, preemptAttemptsPlan(options.preemptAttempts ?? []));
+  const fromOptions = preemptAttemptsPlan(options.preemptAttempts ?? []);
+  const plan = mergeChaos(file, options.boot === undefined ? fromOptions : { ...fromOptions, bootMs: options.boot });
   const issues = chaosIssuesForTask(plan, numNodes);
   if (issues.length > 0) throw new InvalidInputError(issues);
   return plan;
@@ -299,6 +305,11 @@ export function parseSecrets(given: readonly string[], environment: NodeJS.Proce
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
+}
+
+/** `--boot 30s` → 30000; anything but a duration is a usage error naming `--boot`. */
+export function bootDuration(value: string): number {
+  return parseDuration(value, '--boot');
 }
 
 /** `1,3` → [1, 3]; anything else is a usage error. */

@@ -85,7 +85,7 @@ const ENTRY_KEYS: readonly string[] = ['attempt', ...FAULT_KINDS];
 
 /** The keys each mapping of the file takes, and where each key belongs, for unknown keys. */
 const KEYS: Readonly<Record<string, readonly string[]>> = {
-  file: ['faults'],
+  file: ['faults', 'boot'],
   entry: ENTRY_KEYS,
   preempt: Object.keys(preemptShape),
   rebalance: Object.keys(nodeFaultShape),
@@ -94,6 +94,7 @@ const KEYS: Readonly<Record<string, readonly string[]>> = {
 };
 const HOME: Readonly<Record<string, string>> = {
   faults: 'at the top of the file',
+  boot: 'at the top of the file',
   ...Object.fromEntries(ENTRY_KEYS.map((key) => [key, 'in an entry of the faults list'])),
   node: 'inside preempt, rebalance, lose or silence',
   after: 'inside preempt, rebalance, lose or silence',
@@ -191,15 +192,23 @@ function readEntry(value: unknown, index: number, lines: LineTable, problems: Pr
 }
 
 /** The plan a file's data stands for; every problem found goes to `problems`. */
-function readPlan(value: unknown, lines: LineTable, problems: Problem[]): ChaosFault[] {
+function readPlan(value: unknown, lines: LineTable, problems: Problem[]): ChaosPlan {
   if (!isMapping(value)) {
     problems.push({ path: [], message: expectedGot('a chaos file (a mapping with a faults list)', value) });
-    return [];
+    return { faults: [] };
   }
-  for (const key of Object.keys(value).filter((name) => name !== 'faults')) {
+  for (const key of Object.keys(value).filter((name) => !(KEYS.file as readonly string[]).includes(name))) {
     problems.push({ path: [key], message: unknownKey('file', key) });
   }
-  const list = value.faults;
+  const bootMs = Object.hasOwn(value, 'boot') ? readDuration(value.boot, (message) => void problems.push({ path: ['boot'], message })) : undefined;
+  const boot = bootMs === undefined ? {} : { bootMs };
+  // A file may give only the boot: its faults are then none.
+  if (!Object.hasOwn(value, 'faults') && Object.hasOwn(value, 'boot')) return { faults: [], ...boot };
+  return { faults: readFaults(value.faults, lines, problems), ...boot };
+}
+
+/** The `faults` list's faults; every problem found goes to `problems`. */
+function readFaults(list: unknown, lines: LineTable, problems: Problem[]): ChaosFault[] {
   if (!Array.isArray(list)) {
     problems.push({ path: ['faults'], message: expectedGot('a list of faults (each a mapping with attempt and one fault)', list) });
     return [];
@@ -249,8 +258,9 @@ function placed(problems: readonly Problem[], lines: LineTable): InputIssue[] {
 }
 
 /**
- * Parses a chaos file's text into a plan, faults in the file's order, each with its
- * `source` (index in `faults`, line). Defaults: `node` 0, `after` 0s, `warning` 2s.
+ * Parses a chaos file's text into a plan: its `boot` (bootMs, absent when not given) and
+ * its faults in the file's order, each with its `source` (index in `faults`, line).
+ * Defaults: `node` 0, `after` 0s, `warning` 15s (DEFAULT_PREEMPT_WARNING_MS).
  *
  * @throws InvalidInputError carrying every problem at once, each with its path (such as
  *   `faults[2].preempt.after`) and line: YAML syntax, several documents, a file too large
@@ -260,10 +270,10 @@ function placed(problems: readonly Problem[], lines: LineTable): InputIssue[] {
 export function parseChaosFile(text: string): ChaosPlan {
   const { value, lines, problems: readProblems } = readChaosYaml(text);
   const found: Problem[] = [];
-  const faults = readPlan(value, lines, found);
+  const plan = readPlan(value, lines, found);
   // A value reading could not make (a dangling alias) is reported once, by the reading.
   const covered = new Set(readProblems.map((problem) => formatPath(problem.path)));
   const problems = [...readProblems, ...found.filter((problem) => !covered.has(formatPath(problem.path)))];
   if (problems.length > 0) throw new InvalidInputError(placed(problems, lines));
-  return { faults };
+  return plan;
 }

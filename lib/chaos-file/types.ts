@@ -53,6 +53,13 @@ export type ChaosFault =
 /** The faults to inject, in the order they were given (a file's, then the options'). */
 export interface ChaosPlan {
   readonly faults: readonly ChaosFault[];
+  /**
+   * The emulated boot of every new node, in ms (`boot`, or `relaunch run --boot`): a local
+   * node's process starts this long after its launch (the instance `pending` meanwhile), as
+   * an EC2 instance takes its boot before its agent runs. A node an attempt keeps from the
+   * one before (restart in place) is running already and gets none. Absent or 0: at once.
+   */
+  readonly bootMs?: number;
 }
 
 

@@ -53,6 +53,20 @@ describe.concurrent('--chaos with a bad file', { timeout: SLOW }, () => {
   });
 });
 
+describe('--boot through the real binary', { timeout: SLOW }, () => {
+  it("reaches the background runtime: the job's node runs from its boot's end, and the job as usual", async () => {
+    const dir = await tempDir('chaos');
+    const data = join(dir, 'data');
+    const task = await writeTask(dir, 'task.yaml', 'run: echo booted\n');
+    const result = await runCli(['run', task, '--data-dir', data, '--boot', '2s', '--json'], { cwd: dir });
+    expect(result.code, result.stderr).toBe(0);
+    const view = JSON.parse(result.stdout) as { status: string; account: { attempts: { launchRequestedAt: string; nodes: { runningAt: string }[] }[] } };
+    expect(view.status).toBe('SUCCEEDED');
+    const [attempt] = view.account.attempts;
+    expect(Date.parse(attempt?.nodes[0]?.runningAt ?? '')).toBeGreaterThanOrEqual(Date.parse(attempt?.launchRequestedAt ?? '') + 2_000);
+  });
+});
+
 // The same paths in this process (no spawn), for the other ways a chaos file is refused.
 describe('--chaos, refused in this process', () => {
   it('names a missing chaos file', async () => {
@@ -81,16 +95,32 @@ describe('--chaos, refused in this process', () => {
   it.each([
     ['--chaos', ['--chaos', 'chaos.yaml']],
     ['--preempt-attempts', ['--preempt-attempts', '1']],
+    ['--boot', ['--boot', '30s']],
+    ['a chaos file with only a boot', ['--chaos', 'boot.yaml']],
   ])('%s is refused for a job submitted through an API, before any request', async (_option, args) => {
     const dir = await tempDir('chaos');
     await writeTask(dir, 'chaos.yaml', 'faults: [{attempt: 1, drop_events: true}]\n');
+    await writeTask(dir, 'boot.yaml', 'boot: 20s\n');
     const io = bufferIo();
     // Port 9 (discard): nothing listens, so a request made anyway would fail differently.
-    const argv = ['node', 'relaunch', 'run', TASK, '--api', 'http://127.0.0.1:9', ...args.map((arg) => (arg === 'chaos.yaml' ? join(dir, arg) : arg))];
+    const argv = ['node', 'relaunch', 'run', TASK, '--api', 'http://127.0.0.1:9', ...args.map((arg) => (arg.endsWith('.yaml') ? join(dir, arg) : arg))];
     expect(await main(argv, io)).toBe(2);
     expect(io.stderr).toEqual([
-      'error: --chaos: chaos (--chaos, --preempt-attempts) applies only to a runtime in this process or one given it by `relaunch serve --chaos`, not to a job submitted through an API',
+      'error: --chaos: chaos (--chaos, --preempt-attempts, --boot) applies only to a runtime in this process or one given it by `relaunch serve --chaos`, not to a job submitted through an API',
     ]);
+  });
+
+  it.each([
+    ['30', 'expected a duration such as 500ms, 2s, 1m or 1h, got "30": add a unit, such as 30s or 30ms'],
+    ['soon', 'expected a duration such as 500ms, 2s, 1m or 1h, got "soon"'],
+    ['2d', 'expected a duration such as 500ms, 2s, 1m or 1h, got "2d"'],
+  ])('--boot %s is exit 2 naming --boot, nothing opened', async (value, message) => {
+    const dir = await tempDir('chaos');
+    const data = join(dir, 'data');
+    const io = bufferIo();
+    expect(await main(['node', 'relaunch', 'run', TASK, '--data-dir', data, '--boot', value], io)).toBe(2);
+    expect(io.stderr).toEqual([`error: --boot: ${message}`]);
+    expect(existsSync(data)).toBe(false);
   });
 
   it('an empty chaos file through an API is no chaos: it goes on to the request', async () => {

@@ -43,6 +43,15 @@ describe('plans', () => {
     expect(mergeChaos(NO_CHAOS, NO_CHAOS)).toEqual({ faults: [] });
   });
 
+  it("merges the boot: the second plan's when it gives one, else the first's", () => {
+    const serve = parseChaosFile('boot: 20s');
+    const run = parseChaosFile('boot: 1s');
+    expect(mergeChaos(serve, run).bootMs).toBe(1_000);
+    expect(mergeChaos(serve, preemptAttemptsPlan([1])).bootMs).toBe(20_000);
+    expect(mergeChaos(NO_CHAOS, run).bootMs).toBe(1_000);
+    expect(mergeChaos(NO_CHAOS, NO_CHAOS)).not.toHaveProperty('bootMs');
+  });
+
   it('picks the faults of one attempt, in the plan order', () => {
     const plan = parseChaosFile('faults:\n  - {attempt: 2, lose: {}}\n  - {attempt: 1, drop_events: true}\n  - {attempt: 2, no_capacity: 1}');
     expect(faultsOfAttempt(plan, 2).map((fault) => fault.kind)).toEqual(['lose', 'no_capacity']);

@@ -33,6 +33,14 @@ describe('chaosFileText', () => {
   ])('%s: parsed back, the same plan', (_what, plan) => {
     expect(bare(parseChaosFile(chaosFileText(plan)))).toEqual(bare(plan));
   });
+
+  it('carries the boot, alone or beside faults', () => {
+    expect(parseChaosFile(chaosFileText({ faults: [], bootMs: 20_000 }))).toEqual({ faults: [], bootMs: 20_000 });
+    const plan: ChaosPlan = { faults: [{ kind: 'drop_events', attempt: 1 }], bootMs: 1_500 };
+    const back = parseChaosFile(chaosFileText(plan));
+    expect(bare(back)).toEqual(bare(plan));
+    expect(back.bootMs).toBe(1_500);
+  });
 });
 
 describe('parseSubmitBody', () => {

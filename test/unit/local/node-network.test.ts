@@ -16,6 +16,7 @@ function localInstance(): LocalInstance {
     instanceId: 'local-job-1-0',
     jobId: 'job',
     attempt: 1,
+    servedBefore: null,
     rank: 0,
     rootDir: '/nonexistent',
     tags: new Map(),
@@ -101,18 +102,35 @@ describe("a local node's look at spot/instance-action", () => {
   });
 });
 
-describe("a kept local node's routes", () => {
-  function ask(instance: LocalInstance, path: string): Promise<ApiResponse | null> {
+describe("a kept node's routes once it serves the next attempt", () => {
+  /** The node's API request: the API's answer, or 'no answer'; every path the API was asked is in `asked`. */
+  async function ask(instance: LocalInstance, path: string, asked: string[]): Promise<number | 'no answer'> {
     const nodes: NodeDirectory = { instance: () => instance, runStarted: () => undefined, secretParameters: new LocalSecretParameters() };
     const request = { method: 'POST', path: `/_node/${instance.instanceId}/${instance.routeToken}${path}`, headers: {}, body: '{"nodeRank":0}' };
-    return answerNodeRequest(nodes, request, async () => ({ statusCode: 200, headers: {}, body: '{"next":"wait","reason":"r"}' }));
+    const answer = await answerNodeRequest(nodes, request, async (forwarded) => {
+      asked.push(forwarded.path);
+      return { statusCode: 200, headers: {}, body: '{}' };
+    });
+    return answer === null ? 'no answer' : answer.statusCode;
   }
 
-  it('reach next for an attempt they served before, and no other route of it', async () => {
-    const moved = { ...localInstance(), attempt: 2 };
-    expect((await ask(moved, '/jobs/job/attempts/1/next'))?.statusCode).toBe(200);
-    expect((await ask(moved, '/jobs/job/attempts/2/next'))?.statusCode).toBe(200);
-    expect((await ask(moved, '/jobs/job/attempts/1/report'))?.statusCode).toBe(403);
-    expect((await ask(moved, '/jobs/job/attempts/3/next'))?.statusCode).toBe(403);
+  it('reaches the routes of the attempt it served before (the API answers them), and of no other attempt or job', async () => {
+    const instance = { ...localInstance(), attempt: 3, servedBefore: 2 };
+    const asked: string[] = [];
+    expect(await ask(instance, '/jobs/job/attempts/2/next', asked)).toBe(200);
+    expect(await ask(instance, '/jobs/job/attempts/2/report', asked)).toBe(200);
+    expect(await ask(instance, '/jobs/job/attempts/3/heartbeat', asked)).toBe(200);
+    expect(await ask(instance, '/jobs/job/attempts/1/report', asked)).toBe(403);
+    expect(await ask(instance, '/jobs/job/attempts/1/next', asked)).toBe(403);
+    expect(await ask(instance, '/jobs/other/attempts/2/next', asked)).toBe(403);
+    expect(await ask(instance, '/jobs/other/attempts/2/report', asked)).toBe(403);
+    expect(asked).toEqual(['/jobs/job/attempts/2/next', '/jobs/job/attempts/2/report', '/jobs/job/attempts/3/heartbeat']);
+  });
+
+  it('a node launched for its attempt reaches no earlier attempt at all', async () => {
+    const instance = { ...localInstance(), attempt: 2 };
+    const asked: string[] = [];
+    expect(await ask(instance, '/jobs/job/attempts/1/next', asked)).toBe(403);
+    expect(asked).toEqual([]);
   });
 });

@@ -158,7 +158,7 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
       { path: 'attempt', message: 'unknown key here: attempt goes in an entry of the faults list', line: 1 },
     ]],
     ['a __proto__ key at the top level', '__proto__: {faults: []}\nfaults: []', [
-      { path: '__proto__', message: 'unknown key; expected faults', line: 1 },
+      { path: '__proto__', message: 'unknown key; expected faults, boot', line: 1 },
     ]],
     ['faults with no value', 'faults:', [{ path: 'faults', message: `${LIST}, got null`, line: 1 }]],
     ['faults a mapping', 'faults: {attempt: 1}', [{ path: 'faults', message: `${LIST}, got a mapping`, line: 1 }]],
@@ -405,6 +405,31 @@ describe('parseChaosFile: invalid files name the path, the problem and the line'
     expect(() => parseChaosFile('faults:\n  - attempt: 1\n    lose: {node: -1}')).toThrow(
       `faults[0].lose.node: ${NODE}, got -1 (line 3)`,
     );
+  });
+});
+
+describe('parseChaosFile: boot, the emulated boot of every new node', () => {
+  it.each<[string, string, { faults: readonly ChaosFault[]; bootMs?: number }]>([
+    ['boot alone: no faults', 'boot: 30s', { faults: [], bootMs: 30_000 }],
+    ['boot beside faults', 'boot: 500ms\nfaults: [{attempt: 1, drop_events: true}]', { faults: [{ kind: 'drop_events', attempt: 1, source: { index: 0, line: 2 } }], bootMs: 500 }],
+    ['boot 0s: none', 'boot: 0s\nfaults: []', { faults: [], bootMs: 0 }],
+    ['no boot: the plan has none', 'faults: []', { faults: [] }],
+  ])('%s', (_name, text, plan) => {
+    expect(parseChaosFile(text)).toEqual(plan);
+  });
+
+  it.each<[string, string, readonly InputIssue[]]>([
+    ['a bare number', 'boot: 30', [{ path: 'boot', message: `${DURATION}, got 30: add a unit, such as 30s or 30ms`, line: 1 }]],
+    ['a word', 'boot: slow', [{ path: 'boot', message: `${DURATION}, got "slow"`, line: 1 }]],
+    ['no value', 'boot:', [{ path: 'boot', message: `${DURATION}, got null`, line: 1 }]],
+    ['longer than a day', 'boot: 25h', [{ path: 'boot', message: 'expected a duration of at most 24h, got "25h"', line: 1 }]],
+    ['a list', 'boot: [1s]\nfaults: []', [{ path: 'boot', message: `${DURATION}, got a list`, line: 1 }]],
+    ['inside an entry', 'faults:\n  - attempt: 1\n    boot: 1s\n    drop_events: true', [
+      { path: 'faults[0].boot', message: 'unknown key here: boot goes at the top of the file', line: 3 },
+    ]],
+    ['misspelt', 'bot: 1s\nfaults: []', [{ path: 'bot', message: 'unknown key, did you mean `boot`?', line: 1 }]],
+  ])('refuses %s, naming boot', (_name, text, issues) => {
+    expect(issuesOf(() => parseChaosFile(text))).toEqual(issues);
   });
 });
 
