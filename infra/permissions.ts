@@ -145,11 +145,11 @@ export function grantCompute(grantee: iam.IGrantable, scope: LaunchScope, access
     resources: ec2Arns(scope, 'instance/*'),
     conditions: ownedByThisDeployment(scope),
   });
-  // A release holds the nodes a relaunch keeps (Compute.hold); the launch that takes them
-  // removes the mark. Only that one tag, only on this deployment's instances.
+  // A release holds the nodes a relaunch keeps (Compute.hold). Only that one tag, only on
+  // this deployment's instances; it is never removed (it names the attempt that ended).
   allow(grantee, {
     sid: 'MarkHeldNodes',
-    actions: ['ec2:CreateTags', 'ec2:DeleteTags'],
+    actions: ['ec2:CreateTags'],
     resources: ec2Arns(scope, 'instance/*'),
     conditions: { ...ownedByThisDeployment(scope), 'ForAllValues:StringEquals': { 'aws:TagKeys': [TagKey.heldAfter] } },
   });

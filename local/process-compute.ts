@@ -336,7 +336,8 @@ export class LocalProcessCompute implements Compute {
     instance.servedBefore = previous;
     instance.attempt = request.attempt;
     for (const key of [...instance.tags.keys()]) if (key.startsWith(NODE_IPS_TAG_PREFIX)) instance.tags.delete(key);
-    instance.tags.delete(TagKey.heldAfter);
+    // The held-after tag stays, as on EC2: it names the attempt that ended, which the agent
+    // may not have seen yet (a launch can follow the hold within milliseconds).
     instance.tags.set(TagKey.attempt, String(request.attempt));
     instance.tags.set(TagKey.nodeRank, String(instance.rank));
     for (const tag of nodeIpsTags(ips)) instance.tags.set(tag.Key, tag.Value);

@@ -54,7 +54,6 @@
 import {
   CreateFleetCommand,
   CreateTagsCommand,
-  DeleteTagsCommand,
   DescribeInstancesCommand,
   TerminateInstancesCommand,
   type CreateFleetCommandInput,
@@ -322,18 +321,14 @@ export class Ec2Compute implements Compute {
 
   /**
    * Makes `nodes` (kept and new, every rank of the attempt) this attempt's: each tagged with
-   * the attempt, its rank and every IP; the kept ones' held-after tag removed; every node's
-   * parameter holding this attempt's secret (a kept node's is rewritten).
+   * the attempt, its rank and every IP; every node's parameter holding this attempt's secret
+   * (a kept node's is rewritten). A kept node's held-after tag stays: it names the attempt
+   * that ended, which its agent may not have seen yet (it polls every few seconds, and this
+   * launch can come within a second of the hold), and no later attempt's number.
    */
   private async joinNodes(request: LaunchRequest, region: string, account: string | undefined, nodes: readonly InstanceRef[]): Promise<void> {
     const kept = nodes.filter((node) => node.reusedFrom !== undefined);
     await this.tagNodes(region, nodes, kept.length === 0 ? [] : [{ Key: TagKey.attempt, Value: String(request.attempt) }]);
-    if (kept.length > 0) {
-      const Resources = kept.map((node) => node.instanceId);
-      await this.withRetries(`EC2 DeleteTags in ${region} (${TagKey.heldAfter})`, () =>
-        this.deps.ec2(region).send(new DeleteTagsCommand({ Resources, Tags: [{ Key: TagKey.heldAfter }] })),
-      );
-    }
     await this.putSecrets(request, region, account, nodes);
   }
 

@@ -132,7 +132,8 @@ describe('Ec2Compute with kept nodes, on moto', () => {
       expect(tag(instance, TagKey.attempt)).toBe('2');
       expect(tag(instance, TagKey.nodeRank)).toBe(String(node.nodeRank));
       expect(tag(instance, `${NODE_IPS_TAG_PREFIX}0`)).toBe(ips);
-      expect(tag(instance, TagKey.heldAfter)).toBeUndefined();
+      // The mark stays on the kept nodes, naming the attempt that ended (their agents may not have seen it yet).
+      expect(tag(instance, TagKey.heldAfter)).toBe(node.reusedFrom === undefined ? undefined : '1');
       expect(await secretOf(node.instanceId)).toBe('secret-of-attempt-2');
       const tags = await ssm.send(new ListTagsForResourceCommand({ ResourceType: 'Parameter', ResourceId: agentSecretName(agentSecretPath(PREFIX), node.instanceId) }));
       expect(tags.TagList).toContainEqual({ Key: TagKey.attempt, Value: '2' });

@@ -246,16 +246,16 @@ describe('IAM', () => {
       { ...OWNED_HERE, 'ForAllValues:StringLike': { 'aws:TagKeys': [TagKey.nodeRank, 'relaunch:node-ips:*', TagKey.attempt] } },
       { ...OWNED_HERE, 'ForAllValues:StringEquals': { 'aws:TagKeys': [TagKey.heldAfter] } },
     ]);
-    // The release marks the kept nodes (Compute.hold); the launch that takes them removes the mark.
+    // The release marks the kept nodes (Compute.hold); the mark is never removed.
     for (const name of ['launch-attempt', 'release-instances'] as const) {
-      for (const action of ['ec2:CreateTags', 'ec2:DeleteTags']) {
+      for (const action of ['ec2:CreateTags']) {
         expect(withAction(statementsOf(name), action).find((s) => s.Sid === 'MarkHeldNodes')?.Condition, `${name} ${action}`).toEqual({
           ...OWNED_HERE,
           'ForAllValues:StringEquals': { 'aws:TagKeys': [TagKey.heldAfter] },
         });
       }
     }
-    expect(withAction(statementsOf('launch-attempt'), 'ec2:DeleteTags').map((s) => s.Sid)).toEqual(['MarkHeldNodes']);
+    expect(withAction(statementsOf('launch-attempt'), 'ec2:DeleteTags')).toEqual([]);
   });
 
   it('terminates only instances tagged as this deployment\'s jobs, and only from the compute functions', () => {
