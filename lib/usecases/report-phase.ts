@@ -16,7 +16,7 @@ import { settleAfterReport } from './settle-attempt.ts';
  */
 export type ReportPhaseInput = AgentCredentials & { readonly phase: Phase; readonly outputTail: string } & (
     | { readonly exitCode: number; readonly agentFailure?: undefined; readonly setupMs?: number }
-    | { readonly agentFailure: AgentFailure; readonly exitCode?: undefined }
+    | { readonly agentFailure: AgentFailure; readonly exitCode?: undefined; readonly setupMs?: undefined }
   );
 
 /**
