@@ -122,6 +122,11 @@ describe('a job’s time by cause, for each rule of docs/recovery.md', () => {
       [[{ boot: 30 }, { setup: 20, ran: 12 }, { preempt: 100 }], [{ boot: 30 }, { setup: 20, ran: 18 }, { run: 50, code: 0 }]],
       { queued: 5, boot: 60, agent: 10, setup: 30, preempted: 100, useful: 50, controller: 2 },
     ],
+    [
+      'an agent that failed a step before setup (AGENT_FAILED): all of it the agent’s, with or without durations',
+      [[{ boot: 30 }, { agentFailure: 20 }], [{ boot: 30 }, { setup: 20, ran: 20 }, { run: 50, code: 0 }]],
+      { queued: 5, boot: 60, agent: 20, setup: 20, useful: 50, controller: 2 },
+    ],
     ['a failing setup counts its own time as setup', [[{ boot: 30 }, { setup: 20, code: 3, ran: 4 }]], { queued: 5, boot: 30, agent: 16, setup: 4, controller: 1 }],
   ])('splits the agent’s own steps from setup by the setup report’s duration: %s', async (_name, attempts, expected) => {
     const { account } = await jobWith({}, attempts, { queued: 5 });

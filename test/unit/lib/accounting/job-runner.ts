@@ -21,6 +21,7 @@ export type Step =
   | { readonly boot: number; readonly progress?: { step: number; ageSeconds: number } }
   /** `ran`: how long setup itself ran, as the agent says in its report (per node, or the same on each); absent as from an older agent. */
   | { readonly setup: number; readonly code?: number; readonly ran?: number | readonly number[] }
+  | { readonly agentFailure: number }
   | { readonly run: number; readonly code: number }
   | { readonly beat: number; readonly progress?: { step: number; ageSeconds: number } }
   | { readonly preempt: number }
@@ -45,6 +46,10 @@ async function onNodes(h: Harness, attempt: number, numNodes: number, step: Step
       if (ran === undefined) await report(h, attempt, 'setup', step.code ?? 0, nodeRank, jobId);
       else await reportPhase({ jobId, attempt, nodeRank, phase: 'setup', exitCode: step.code ?? 0, setupMs: ran * 1000, outputTail: '', secret }, h.deps);
     }
+  } else if ('agentFailure' in step) {
+    h.clock.advance(step.agentFailure);
+    const agentFailure = { step: 'image-pull', error: 'could not pull x:1' } as const;
+    for (const nodeRank of ranks) await reportPhase({ jobId, attempt, nodeRank, phase: 'setup', agentFailure, outputTail: '', secret }, h.deps);
   } else if ('run' in step) {
     h.clock.advance(step.run);
     for (const nodeRank of ranks) await report(h, attempt, 'run', step.code, nodeRank, jobId);
