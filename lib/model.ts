@@ -144,6 +144,12 @@ interface ReportBase {
 /** A phase that ran, and its exit code. */
 export interface PhaseReport extends ReportBase {
   readonly exitCode: number;
+  /**
+   * Setup's only: how long the task's setup itself ran on the node, in ms, as its agent
+   * measured it (0: skipped on a node kept from the attempt before). Absent from an
+   * agent's report from before it was sent.
+   */
+  readonly setupMs?: number;
   readonly agentFailure?: undefined;
   readonly stopped?: undefined;
 }

@@ -610,7 +610,9 @@ class Simulation {
       this.apiCall('report', MODEL.lambdaMs[LambdaName.api] as number, async () => {
         if (!instance.alive) return;
         try {
-          await reportPhase({ ...credentials, phase, exitCode, outputTail: '' }, this.deps);
+          // setup's report says how long setup ran, as the agent's does (it is stored with it).
+          const ran = phase === 'setup' ? { setupMs: MODEL.setupSeconds * 1000 } : {};
+          await reportPhase({ ...credentials, phase, exitCode, ...ran, outputTail: '' }, this.deps);
         } catch (error) {
           if (!(error instanceof StaleAttemptError)) throw error;
         }

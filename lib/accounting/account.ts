@@ -17,7 +17,10 @@ import { attemptTimeline, ms, type AttemptTimeline } from './timeline.ts';
  *   recover_on_exit_codes; any other failing exit; a cancel), from its last progress on;
  * - `running`: run time of the attempt still running, not yet known useful or lost;
  * - `boot`: from the launch request to every node's first heartbeat;
- * - `setup`: from there to every node's setup over (the agent's own steps, then `setup`);
+ * - `agent`: from there to the first node's setup start: the agent's own steps before setup
+ *   (credentials, installs, mounts, the image's pull), or its going on to the next attempt
+ *   on a kept node; 0 when no report says how long setup ran (then `setup` holds them);
+ * - `setup`: from there to every node's setup over;
  * - `standby`: a warm relaunch's standby holding, ready, until told to run;
  * - `capacity`: launches that found no capacity, and the waits before the next try;
  * - `backoff`: restart_backoff's wait before a relaunch;
@@ -33,6 +36,7 @@ export const TIME_CAUSES = [
   'cancelled',
   'running',
   'boot',
+  'agent',
   'setup',
   'standby',
   'capacity',
@@ -142,11 +146,13 @@ function attemptSegments(attempt: AttemptRecord, timeline: AttemptTimeline, from
   if (attempt.placement === null) return [{ from: start, to: end, cause: 'controller', attempt: at }];
   const up = clamp(timeline.upAt ?? end, start, end);
   const setupEnd = clamp(timeline.setupEndAt ?? end, up, end);
+  const setupStart = clamp(timeline.setupStartAt ?? up, up, setupEnd);
   const runStart = clamp(timeline.runStartAt ?? end, setupEnd, end);
   const cause = runCause(attempt);
   const segments: Segment[] = [
     { from: start, to: up, cause: 'boot', attempt: at },
-    { from: up, to: setupEnd, cause: 'setup', attempt: at },
+    { from: up, to: setupStart, cause: 'agent', attempt: at },
+    { from: setupStart, to: setupEnd, cause: 'setup', attempt: at },
     { from: setupEnd, to: runStart, cause: attempt.standby ? 'standby' : 'setup', attempt: at },
   ];
   const progress = ms(attempt.progress?.at);

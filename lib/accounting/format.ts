@@ -15,6 +15,7 @@ export const CAUSE_WORDS: Readonly<Record<TimeCause, string>> = {
   cancelled: 'lost to the cancel',
   running: 'running',
   boot: 'boot',
+  agent: 'agent steps',
   setup: 'setup',
   standby: 'standby holding',
   capacity: 'waiting for capacity',

@@ -2,7 +2,7 @@
 // relaunch was told of (launch, instance up, first heartbeat, reports, run start, stop,
 // instance gone), none read from a clock.
 
-import { isPhaseEnd, type AttemptRecord, type NodeReport } from '../model.ts';
+import { isAgentFailure, isPhaseEnd, isStopped, type AttemptRecord, type NodeReport } from '../model.ts';
 
 /** One node's points, in milliseconds since the epoch; null where it never happened or was not recorded. */
 export interface NodeTimeline {
@@ -11,6 +11,14 @@ export interface NodeTimeline {
   /** The instance up (local: the process started; EC2: LaunchTime); the launch request when not recorded. */
   readonly runningAt: number;
   readonly firstHeartbeatAt: number | null;
+  /**
+   * Setup's start: the setup report's time less how long setup itself ran (its `setupMs`,
+   * measured by the agent), no earlier than the node's first heartbeat (else its instance
+   * up); what came before it on the node was the agent's own steps. An agent's failure
+   * before setup: its report's time (no setup ran). null without a duration (an agent from
+   * before it sent one) or a setup report.
+   */
+  readonly setupStartAt: number | null;
   /** Setup's end: the node's setup report (its exit code, or its agent's failure). */
   readonly setupEndAt: number | null;
   /** Run's start: the standby's go, else the node's setup report, when setup exited 0. */
@@ -33,6 +41,11 @@ export interface AttemptTimeline {
   readonly launchRequestedAt: number;
   /** Every node's first heartbeat in (the attempt's boot over); null while one is missing. */
   readonly upAt: number | null;
+  /**
+   * The first node's setup started (until then every node was booting or in its agent's
+   * own steps); null while one node's start is unknown (no report yet, or no duration in it).
+   */
+  readonly setupStartAt: number | null;
   /** Every node's setup over; null while one is missing. */
   readonly setupEndAt: number | null;
   /**
@@ -63,6 +76,23 @@ function latestOfAll(values: readonly (number | null)[]): number | null {
   return Math.max(...(values as number[]));
 }
 
+/** The earliest of the values, or null when any is null or there are none. */
+function earliestOfAll(values: readonly (number | null)[]): number | null {
+  if (values.length === 0 || values.some((value) => value === null)) return null;
+  return Math.min(...(values as number[]));
+}
+
+/**
+ * When setup started on a node, from its setup report (ended at `endAt`): `setupMs` before
+ * it, not before `floor` (the node's first heartbeat: a longer figure is a clock's error);
+ * the report's own time for an agent's failure (setup never ran); null with no `setupMs`.
+ */
+function setupStartOf(setup: NodeReport, endAt: number, floor: number): number | null {
+  if (isAgentFailure(setup)) return endAt;
+  if (isStopped(setup) || setup.setupMs === undefined) return null;
+  return Math.min(endAt, Math.max(floor, endAt - setup.setupMs));
+}
+
 /** The attempt's timeline, from its record alone. */
 export function attemptTimeline(attempt: AttemptRecord): AttemptTimeline {
   const launchRequestedAt = ms(attempt.startedAt) ?? 0;
@@ -73,12 +103,15 @@ export function attemptTimeline(attempt: AttemptRecord): AttemptTimeline {
     const run = phaseReport(attempt.reports, instance.nodeRank, 'run');
     const setupEndAt = setup !== undefined && isPhaseEnd(setup) ? ms(setup.reportedAt) : null;
     const setupOk = setup !== undefined && setup.exitCode === 0;
+    const runningAt = ms(instance.runningAt) ?? launchRequestedAt;
+    const firstHeartbeatAt = ms(marks?.firstHeartbeatAt);
     const runStartAt = !setupOk ? null : attempt.standby !== null && attempt.standby !== undefined ? heldRunStart : setupEndAt;
     return {
       nodeRank: instance.nodeRank,
       instanceId: instance.instanceId,
-      runningAt: ms(instance.runningAt) ?? launchRequestedAt,
-      firstHeartbeatAt: ms(marks?.firstHeartbeatAt),
+      runningAt,
+      firstHeartbeatAt,
+      setupStartAt: setup === undefined || setupEndAt === null ? null : setupStartOf(setup, setupEndAt, firstHeartbeatAt ?? runningAt),
       setupEndAt,
       runStartAt,
       runEndAt: run === undefined ? null : ms(run.reportedAt),
@@ -92,6 +125,7 @@ export function attemptTimeline(attempt: AttemptRecord): AttemptTimeline {
     attempt: attempt.attempt,
     launchRequestedAt,
     upAt: latestOfAll(nodes.map((node) => node.firstHeartbeatAt)),
+    setupStartAt: earliestOfAll(nodes.map((node) => node.setupStartAt)),
     setupEndAt: latestOfAll(nodes.map((node) => node.setupEndAt)),
     runStartAt,
     stopAskedAt: ms(attempt.stopAskedAt),

@@ -20,6 +20,8 @@ export interface NodeTimelineView {
   readonly instanceId: string;
   readonly runningAt: string;
   readonly firstHeartbeatAt: string | null;
+  /** Setup's start: its report's time less how long setup ran, as the agent measured it. */
+  readonly setupStartAt: string | null;
   readonly setupEndAt: string | null;
   readonly runStartAt: string | null;
   readonly runEndAt: string | null;
@@ -31,6 +33,8 @@ export interface AttemptTimelineView {
   readonly attempt: number;
   readonly launchRequestedAt: string;
   readonly upAt: string | null;
+  /** The first node's setup started; before it, from upAt, the agent's own steps. */
+  readonly setupStartAt: string | null;
   readonly setupEndAt: string | null;
   readonly runStartAt: string | null;
   readonly stopAskedAt: string | null;
@@ -108,6 +112,7 @@ export function toAccountView(account: JobAccount, attempts: readonly AttemptRec
     attempt: t.attempt,
     launchRequestedAt: new Date(t.launchRequestedAt).toISOString(),
     upAt: iso(t.upAt),
+    setupStartAt: iso(t.setupStartAt),
     setupEndAt: iso(t.setupEndAt),
     runStartAt: iso(t.runStartAt),
     stopAskedAt: iso(t.stopAskedAt),
@@ -117,6 +122,7 @@ export function toAccountView(account: JobAccount, attempts: readonly AttemptRec
       instanceId: n.instanceId,
       runningAt: new Date(n.runningAt).toISOString(),
       firstHeartbeatAt: iso(n.firstHeartbeatAt),
+      setupStartAt: iso(n.setupStartAt),
       setupEndAt: iso(n.setupEndAt),
       runStartAt: iso(n.runStartAt),
       runEndAt: iso(n.runEndAt),

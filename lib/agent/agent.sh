@@ -2243,11 +2243,12 @@ send_report() {
   done
 }
 
-# Reports phase $1's exit code $2, with the end of its log.
+# Reports phase $1's exit code $2, with the end of its log; for setup, $3 is how long it
+# ran in ms (0 skipped; never below 0, which the API would refuse).
 report() {
   local body="$ROOT_DIR/$1.report.json"
-  printf '{"nodeRank":%d,"phase":"%s","exitCode":%d,"outputTail":%s}' \
-    "$NODE_RANK" "$1" "$2" "$(output_tail "$ROOT_DIR/$1.log")" >"$body"
+  printf '{"nodeRank":%d,"phase":"%s","exitCode":%d%s,"outputTail":%s}' \
+    "$NODE_RANK" "$1" "$2" "${3:+,\"setupMs\":$3}" "$(output_tail "$ROOT_DIR/$1.log")" >"$body"
   send_report "$1" "$body" "$1 exit code $2"
 }
 
@@ -2314,15 +2315,20 @@ may_run() {
   done
 }
 
-# Runs the attempt's job on this node: setup (with $1 skip, only its report: it ran on this
+# Runs the attempt's job on this node: setup (with $1 skip, only its report, 0 ms: it ran on this
 # node in the attempt before, and its log says so: become_next), then, if setup exited 0
-# and the API says go, run; each reported. Returns once the job is over on this node.
+# and the API says go, run; each reported (setup with the ms it ran). Returns once the job
+# is over on this node.
 run_job() {
+  local from
   if [ "$1" = skip ]; then
-    report setup 0 || return
+    report setup 0 0 || return
   else
+    clock_ms
+    from=$REPLY_NOW_MS
     run_phase setup || return
-    if ! report setup "$REPLY_PHASE_CODE" || (( REPLY_PHASE_CODE != 0 )); then return; fi
+    clock_ms
+    if ! report setup "$REPLY_PHASE_CODE" $(( REPLY_NOW_MS > from ? REPLY_NOW_MS - from : 0 )) || (( REPLY_PHASE_CODE != 0 )); then return; fi
   fi
   may_run || return
   log "job $JOB_ID attempt $ATTEMPT node $NODE_RANK of $NUM_NODES: run"

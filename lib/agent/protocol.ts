@@ -229,6 +229,12 @@ export type StopCause = (typeof STOP_CAUSES)[number];
  */
 export const STOPPED_REPORT_RETRY_SECONDS = 15;
 
+/**
+ * The longest setup a report may say it ran, in ms: 30 days. A setup runs no longer than its
+ * job may, and a figure past this is a broken clock, not a setup.
+ */
+export const SETUP_MS_MAX = 30 * 24 * 3600 * 1000;
+
 const agentFailure = z.object({
   step: z.enum(AGENT_STEPS as [AgentStep, ...AgentStep[]]),
   error: z.string().check(z.maxLength(AGENT_ERROR_MAX_LENGTH)),
@@ -254,6 +260,15 @@ export const ReportBodySchema = z
     agentFailure: z.optional(agentFailure),
     /** What stopped the phase before it exited; absent when it exited (or the agent failed). */
     stopped: z.optional(z.enum(STOP_CAUSES)),
+    /**
+     * How long setup itself ran on the node, in ms, as the agent measured it around the task's
+     * `setup` (0 when it skipped setup on a node kept from the attempt before): with the
+     * report's time it dates setup's start apart from the agent's own steps before it.
+     * Only on a setup report with its exit code; absent from an agent from before it.
+     */
+    setupMs: z.optional(
+      z.number({ error: 'expected a whole number of ms' }).check(z.int('expected a whole number of ms'), z.minimum(0, 'expected 0 or more ms'), z.maximum(SETUP_MS_MAX, `expected at most ${SETUP_MS_MAX} ms (30 days)`)),
+    ),
     /** The last OUTPUT_TAIL_LINES lines of stdout and stderr, at most OUTPUT_TAIL_MAX_BYTES. */
     outputTail: z.string().check(z.maxLength(OUTPUT_TAIL_MAX_BYTES)),
   })
@@ -268,6 +283,9 @@ export const ReportBodySchema = z
         context.addIssue({ code: 'custom', path: ['agentFailure'], message: 'expected either exitCode or agentFailure, got both', input: body });
       } else if (body.agentFailure !== undefined && body.phase !== 'setup') {
         context.addIssue({ code: 'custom', path: ['phase'], message: `expected setup with agentFailure (the agent's steps come before it), got ${body.phase}`, input: body });
+      } else if (body.setupMs !== undefined && (body.phase !== 'setup' || body.exitCode === undefined)) {
+        const got = body.phase !== 'setup' ? `on ${body.phase}` : body.stopped !== undefined ? 'with stopped' : 'with agentFailure';
+        context.addIssue({ code: 'custom', path: ['setupMs'], message: `expected setupMs only on a setup report with its exit code, got it ${got}`, input: body });
       }
     }),
   );

@@ -102,12 +102,12 @@ const HANDLERS: Readonly<Record<RouteName, RouteHandler>> = {
     return json(200, deps.sources);
   },
   async reportPhase(request, params, deps) {
-    const { nodeRank, phase, outputTail, exitCode, agentFailure, stopped } = parseBody(ReportBodySchema, request.body);
+    const { nodeRank, phase, outputTail, exitCode, agentFailure, stopped, setupMs } = parseBody(ReportBodySchema, request.body);
     const who = { ...credentials(request, params, nodeRank), phase, outputTail };
     // The schema lets through exactly one of the three (an old agent's exitCode beside agentFailure aside).
     if (stopped !== undefined) return json(200, await reportStoppedPhase({ ...who, stopped }, deps));
     if (agentFailure !== undefined) return json(200, await reportPhase({ ...who, agentFailure }, deps));
-    if (exitCode !== undefined) return json(200, await reportPhase({ ...who, exitCode }, deps));
+    if (exitCode !== undefined) return json(200, await reportPhase({ ...who, exitCode, ...(setupMs === undefined ? {} : { setupMs }) }, deps));
     throw new InvalidInputError([{ path: 'exitCode', message: 'expected an exit code 0-255, or agentFailure when the agent failed before setup' }]);
   },
 };

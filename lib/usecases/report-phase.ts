@@ -15,8 +15,8 @@ import { settleAfterReport } from './settle-attempt.ts';
  * in setup's place, the failure of one of its agent's own steps.
  */
 export type ReportPhaseInput = AgentCredentials & { readonly phase: Phase; readonly outputTail: string } & (
-    | { readonly exitCode: number; readonly agentFailure?: undefined }
-    | { readonly agentFailure: AgentFailure; readonly exitCode?: undefined }
+    | { readonly exitCode: number; readonly agentFailure?: undefined; readonly setupMs?: number }
+    | { readonly agentFailure: AgentFailure; readonly exitCode?: undefined; readonly setupMs?: undefined }
   );
 
 /**
@@ -93,7 +93,7 @@ export async function reportPhase(
   const reportedAt = nowIso(clock);
   const report: NodeReport =
     input.agentFailure === undefined
-      ? { nodeRank: input.nodeRank, phase: input.phase, exitCode: input.exitCode, outputTail, reportedAt }
+      ? { nodeRank: input.nodeRank, phase: input.phase, exitCode: input.exitCode, ...setupTime(input), outputTail, reportedAt }
       : { nodeRank: input.nodeRank, phase: 'setup', agentFailure: { step: input.agentFailure.step, error: input.agentFailure.error }, outputTail, reportedAt };
   const added = await store.addReport(input.jobId, input.attempt, report);
   if (added.duplicate) {
@@ -170,6 +170,11 @@ async function answer(
   const { run, reason } = runSignal(job, attempt);
   if (run === 'go' && attempt.standby !== null && attempt.standby !== undefined) await deps.store.noteRunStart(job.jobId, attempt.attempt, nowIso(deps.clock));
   return { status, run, reason };
+}
+
+/** A setup report's `setupMs`, when its agent sent one (only setup's is stored: it dates setup's start). */
+function setupTime(input: ReportPhaseInput): { setupMs?: number } {
+  return input.phase === 'setup' && input.setupMs !== undefined ? { setupMs: input.setupMs } : {};
 }
 
 function sameSlot(report: NodeReport, input: Pick<ReportPhaseInput, 'nodeRank' | 'phase'>): boolean {

@@ -118,7 +118,17 @@ export class FakeApi {
     await new Promise<void>((resolve) => this.server?.close(() => resolve()));
   }
 
+  /** Every report's body as parsed, but for a setup's `setupMs` (a time the machine's load sets): read it from `setupTimes`. */
   get reports(): ReportBody[] {
+    return this.parsedReports().map(({ setupMs: _measured, ...report }) => report);
+  }
+
+  /** Each report's `setupMs`, in order (undefined where a report has none). */
+  get setupTimes(): (number | undefined)[] {
+    return this.parsedReports().map((report) => report.setupMs);
+  }
+
+  private parsedReports(): ReportBody[] {
     return this.requests.filter((r) => r.path.endsWith('/report')).map((r) => ReportBodySchema.parse(JSON.parse(r.body)));
   }
 

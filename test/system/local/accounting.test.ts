@@ -92,6 +92,32 @@ describe('a real local job’s account, under chaos', () => {
     expect(t.errors).toEqual([]);
   });
 
+  it('the agent’s setup report dates setup’s start: its steps before setup are counted apart from setup', async () => {
+    const t = await open();
+    const job = await runToEnd(
+      t,
+      yaml`
+        resources:
+          instance_type: m6i.large
+          use_spot: true
+        setup: sleep 1
+        run: echo done
+      `,
+    );
+
+    expect(job.view.status).toBe('SUCCEEDED');
+    const account = expectAccounted(job.view.account);
+    const [node] = account.attempts[0]?.nodes ?? [];
+    expect(typeof node?.setupStartAt).toBe('string');
+    const start = Date.parse(node?.setupStartAt as string);
+    expect(start).toBeGreaterThanOrEqual(Date.parse(node?.firstHeartbeatAt as string));
+    expect(start).toBeLessThanOrEqual(Date.parse(node?.setupEndAt as string));
+    expect(account.attempts[0]?.setupStartAt).toBe(node?.setupStartAt);
+    // The second setup slept is in boot, the agent's steps or setup, whatever the machine's load.
+    expect(account.seconds.boot + account.seconds.agent + account.seconds.setup).toBeGreaterThanOrEqual(1);
+    expect(t.errors).toEqual([]);
+  });
+
   it('a warm standby: its instance-hours beside the warned attempt are counted apart', async () => {
     const t = await open();
     const chaos = 'faults:\n  - attempt: 1\n    preempt: {after: 1s, warning: 4s}\n';

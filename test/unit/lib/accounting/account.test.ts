@@ -113,6 +113,50 @@ describe('a job’s time by cause, for each rule of docs/recovery.md', () => {
     ]);
   });
 
+  it.each<[string, readonly Attempt[], Partial<Record<TimeCause, number>>]>([
+    ['setup ran 15 s of the 20 s after the first heartbeat: 5 s were the agent’s own steps', [[{ boot: 30 }, { setup: 20, ran: 15 }, { run: 50, code: 0 }]], { queued: 5, boot: 30, agent: 5, setup: 15, useful: 50, controller: 1 }],
+    ['a setup skipped on a kept node (0 ms): all of it the agent’s', [[{ boot: 30 }, { setup: 20, ran: 0 }, { run: 50, code: 0 }]], { queued: 5, boot: 30, agent: 20, useful: 50, controller: 1 }],
+    ['a setup longer than the node was up is clamped to its first heartbeat', [[{ boot: 30 }, { setup: 20, ran: 3600 }, { run: 50, code: 0 }]], { queued: 5, boot: 30, setup: 20, useful: 50, controller: 1 }],
+    [
+      'a preemption, then success, each attempt split',
+      [[{ boot: 30 }, { setup: 20, ran: 12 }, { preempt: 100 }], [{ boot: 30 }, { setup: 20, ran: 18 }, { run: 50, code: 0 }]],
+      { queued: 5, boot: 60, agent: 10, setup: 30, preempted: 100, useful: 50, controller: 2 },
+    ],
+    [
+      'an agent that failed a step before setup (AGENT_FAILED): all of it the agent’s, with or without durations',
+      [[{ boot: 30 }, { agentFailure: 20 }], [{ boot: 30 }, { setup: 20, ran: 20 }, { run: 50, code: 0 }]],
+      { queued: 5, boot: 60, agent: 20, setup: 20, useful: 50, controller: 2 },
+    ],
+    ['a failing setup counts its own time as setup', [[{ boot: 30 }, { setup: 20, code: 3, ran: 4 }]], { queued: 5, boot: 30, agent: 16, setup: 4, controller: 1 }],
+  ])('splits the agent’s own steps from setup by the setup report’s duration: %s', async (_name, attempts, expected) => {
+    const { account } = await jobWith({}, attempts, { queued: 5 });
+
+    expect(nonZero(account)).toEqual(expected);
+    expect(Math.abs(sumOf(account) - account.wallSeconds)).toBeLessThan(1);
+  });
+
+  it('dates each node’s setup start by its report, and the attempt’s by the first node to start setup', async () => {
+    const { account } = await jobWith({}, [[{ boot: 30 }, { setup: 20, ran: [15, 5] }, { run: 50, code: 0 }]], { numNodes: 2 });
+    const t0 = account.submittedAt;
+    const [attempt] = account.timelines;
+
+    expect(attempt?.nodes.map((node) => [node.nodeRank, node.setupStartAt, node.setupEndAt])).toEqual([
+      [0, t0 + 35_000, t0 + 50_000],
+      [1, t0 + 45_000, t0 + 50_000],
+    ]);
+    expect(attempt).toMatchObject({ upAt: t0 + 30_000, setupStartAt: t0 + 35_000, setupEndAt: t0 + 50_000 });
+    expect(nonZero(account)).toEqual({ boot: 30, agent: 5, setup: 15, useful: 50, controller: 1 });
+    expect(Math.abs(sumOf(account) - account.wallSeconds)).toBeLessThan(1);
+  });
+
+  it('leaves setup’s start unknown for an agent that sends no duration: the agent’s steps stay inside setup', async () => {
+    const { account } = await jobWith({}, [ok]);
+
+    expect(account.timelines[0]).toMatchObject({ setupStartAt: null, nodes: [{ setupStartAt: null }] });
+    expect(account.seconds.agent).toBe(0);
+    expect(account.seconds.setup).toBe(20);
+  });
+
   it('counts instance-seconds per node against the useful ones', async () => {
     const { account } = await jobWith({}, [[{ boot: 30 }, { setup: 20 }, { preempt: 100 }], ok], { numNodes: 2 });
 

@@ -55,6 +55,24 @@ describe('the account where users look', () => {
     ]);
   });
 
+  it('shows the agent’s own steps apart from setup in the breakdown and in --json, with each node’s setup start', async () => {
+    const job = await viewOf([[{ boot: 30 }, { setup: 20, ran: 15 }, { run: 50, code: 0 }]]);
+    const account = job.account!;
+
+    const text = accountLines(account).join('\n');
+    expect(text).toMatch(/agent steps\s+5\.0s \(5%\)/);
+    expect(text).toMatch(/setup\s+15\.0s \(14%\)/);
+    expect(account.seconds).toMatchObject({ boot: 30, agent: 5, setup: 15, useful: 50 });
+    const launch = Date.parse(account.attempts[0]!.launchRequestedAt);
+    expect(account.attempts[0]).toMatchObject({ setupStartAt: new Date(launch + 35_000).toISOString(), nodes: [{ setupStartAt: new Date(launch + 35_000).toISOString() }] });
+    expect(account.attempts[0]?.segments.map((s) => [s.cause, s.seconds])).toEqual([
+      ['boot', 30],
+      ['agent', 5],
+      ['setup', 15],
+      ['useful', 50],
+    ]);
+  });
+
   it("prices relaunch validate's candidates per instance-hour: on demand from the table, spot estimated", () => {
     const lines = candidatePriceLines(
       [

@@ -9,6 +9,7 @@ import { heartbeat } from '../../../../lib/usecases/heartbeat.ts';
 import { onInstanceEvent } from '../../../../lib/usecases/instance-event.ts';
 import { launchAttempt } from '../../../../lib/usecases/launch-attempt.ts';
 import { releaseInstances } from '../../../../lib/usecases/release-instances.ts';
+import { reportPhase } from '../../../../lib/usecases/report-phase.ts';
 import type { JobStore } from '../../../../lib/ports.ts';
 import type { RecoveryPolicy } from '../../../../lib/task-file/types.ts';
 import { AwaitResultSchema, type WorkflowState } from '../../../../lib/workflow/contract.ts';
@@ -18,7 +19,9 @@ import { givenJob, harness, initialState, JOB_ID, report, taskSpec, tokenFor, ty
 /** One step of what happens on the attempt's nodes, each after `seconds` of the test's clock. */
 export type Step =
   | { readonly boot: number; readonly progress?: { step: number; ageSeconds: number } }
-  | { readonly setup: number; readonly code?: number }
+  /** `ran`: how long setup itself ran, as the agent says in its report (per node, or the same on each); absent as from an older agent. */
+  | { readonly setup: number; readonly code?: number; readonly ran?: number | readonly number[] }
+  | { readonly agentFailure: number }
   | { readonly run: number; readonly code: number }
   | { readonly beat: number; readonly progress?: { step: number; ageSeconds: number } }
   | { readonly preempt: number }
@@ -38,7 +41,15 @@ async function onNodes(h: Harness, attempt: number, numNodes: number, step: Step
     }
   } else if ('setup' in step) {
     h.clock.advance(step.setup);
-    for (const nodeRank of ranks) await report(h, attempt, 'setup', step.code ?? 0, nodeRank, jobId);
+    for (const nodeRank of ranks) {
+      const ran = typeof step.ran === 'number' ? step.ran : step.ran?.[nodeRank];
+      if (ran === undefined) await report(h, attempt, 'setup', step.code ?? 0, nodeRank, jobId);
+      else await reportPhase({ jobId, attempt, nodeRank, phase: 'setup', exitCode: step.code ?? 0, setupMs: ran * 1000, outputTail: '', secret }, h.deps);
+    }
+  } else if ('agentFailure' in step) {
+    h.clock.advance(step.agentFailure);
+    const agentFailure = { step: 'image-pull', error: 'could not pull x:1' } as const;
+    for (const nodeRank of ranks) await reportPhase({ jobId, attempt, nodeRank, phase: 'setup', agentFailure, outputTail: '', secret }, h.deps);
   } else if ('run' in step) {
     h.clock.advance(step.run);
     for (const nodeRank of ranks) await report(h, attempt, 'run', step.code, nodeRank, jobId);

@@ -57,6 +57,29 @@ describe('the agent script', () => {
     }
   });
 
+  it('says in the setup report how long setup itself ran, in whole ms, and in no other report', async () => {
+    await runAgent({ spec: spec({ setup: 'sleep 1; echo set up', run: 'echo running' }), nodeRank: 0 });
+
+    expect(api.reports.map((report) => report.phase)).toEqual(['setup', 'run']);
+    const [setupMs, runMs] = api.setupTimes;
+    // At least the second setup slept; a busy machine only makes it longer.
+    expect(Number.isInteger(setupMs)).toBe(true);
+    expect(setupMs).toBeGreaterThanOrEqual(1000);
+    expect(runMs).toBeUndefined();
+  });
+
+  it('says a failing setup ran too, and a task with no setup ran 0 ms or more', async () => {
+    await runAgent({ spec: spec({ setup: 'exit 3' }), nodeRank: 0 });
+    await runAgent({ spec: spec({ setup: null }), nodeRank: 0 });
+
+    expect(api.reports.map((report) => [report.phase, report.exitCode])).toEqual([
+      ['setup', 3],
+      ['setup', 0],
+      ['run', 0],
+    ]);
+    expect(api.setupTimes.slice(0, 2).map((ms) => typeof ms === 'number' && ms >= 0)).toEqual([true, true]);
+  });
+
   it('gives the job its envs and the RELAUNCH_/SKYPILOT_ variables, never the secret', async () => {
     const envs = {
       PLAIN: 'value',

@@ -99,6 +99,9 @@ describe('a node the task reuses, once its job is over', () => {
       { nodeRank: 1, phase: 'setup', exitCode: 0, outputTail: 'relaunch: setup skipped: it ran on this node in attempt 3' },
       { nodeRank: 1, phase: 'run', exitCode: 0, outputTail: 'running attempt 4' },
     ]);
+    // The skipped setup ran for 0 ms: the time before its report was the agent's.
+    expect(api.setupTimes[2]).toBe(0);
+    expect(typeof api.setupTimes[0]).toBe('number');
     expect(readFileSync(join(dir, 'setup-runs'), 'utf8')).toBe('ran\n');
     // Attempt 3's routes with its secret only, attempt 4's with the new one only: the old
     // secret is never sent on the new attempt's routes.

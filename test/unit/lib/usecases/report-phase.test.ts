@@ -35,6 +35,23 @@ describe('reportPhase', () => {
     expect(h.workflow.closings).toEqual([]);
   });
 
+  it("stores how long setup itself ran with the setup report, and a repeat with it is a duplicate; a report without it (an older agent) is stored without", async () => {
+    const h = harness();
+    await givenLaunched(h, taskSpec({ numNodes: 2 }));
+    const credentials = { jobId: JOB_ID, attempt: 1, phase: 'setup', exitCode: 0, outputTail: '', secret: h.compute.secretFor(JOB_ID, 1) } as const;
+
+    await reportPhase({ ...credentials, nodeRank: 0, setupMs: 41_250 }, h.deps);
+    expect(await reportPhase({ ...credentials, nodeRank: 0, setupMs: 41_250 }, h.deps)).toMatchObject({ status: 'duplicate' });
+    await reportPhase({ ...credentials, nodeRank: 1 }, h.deps);
+
+    const attempt = await h.store.getAttempt(JOB_ID, 1);
+    const at = h.clock.now().toISOString();
+    expect(attempt.reports).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 0, setupMs: 41_250, outputTail: '', reportedAt: at },
+      { nodeRank: 1, phase: 'setup', exitCode: 0, outputTail: '', reportedAt: at },
+    ]);
+  });
+
   it('ends the attempt on the deciding report and resumes the waiting task with the outcome', async () => {
     const h = harness();
     await givenLaunched(h);
