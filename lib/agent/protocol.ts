@@ -230,8 +230,9 @@ export type StopCause = (typeof STOP_CAUSES)[number];
 export const STOPPED_REPORT_RETRY_SECONDS = 15;
 
 /**
- * The longest setup a report may say it ran, in ms: 30 days. A setup runs no longer than its
- * job may, and a figure past this is a broken clock, not a setup.
+ * The longest setup a report is taken to say it ran, in ms: 30 days. A figure past it (a
+ * node's clock that jumped) is stored as this bound, never refused: the report carries the
+ * exit code, which must not be lost over a timing figure.
  */
 export const SETUP_MS_MAX = 30 * 24 * 3600 * 1000;
 
@@ -267,7 +268,10 @@ export const ReportBodySchema = z
      * Only on a setup report with its exit code; absent from an agent from before it.
      */
     setupMs: z.optional(
-      z.number({ error: 'expected a whole number of ms' }).check(z.int('expected a whole number of ms'), z.minimum(0, 'expected 0 or more ms'), z.maximum(SETUP_MS_MAX, `expected at most ${SETUP_MS_MAX} ms (30 days)`)),
+      z.pipe(
+        z.number({ error: 'expected a whole number of ms' }).check(z.int('expected a whole number of ms'), z.minimum(0, 'expected 0 or more ms'), z.maximum(Number.MAX_SAFE_INTEGER, 'expected a whole number of ms')),
+        z.transform((ms) => Math.min(ms, SETUP_MS_MAX)),
+      ),
     ),
     /** The last OUTPUT_TAIL_LINES lines of stdout and stderr, at most OUTPUT_TAIL_MAX_BYTES. */
     outputTail: z.string().check(z.maxLength(OUTPUT_TAIL_MAX_BYTES)),
