@@ -107,13 +107,18 @@ const REPLACE_LOST: RestartCase = {
     ].join('\n'),
 };
 
-/** The end of the attempt's run: its nodes' latest run end when every node has one, else the attempt's end. */
+/**
+ * The end of the attempt's run: when the attempt ended (a node's code, or its instance gone),
+ * which is when the job stopped making progress; its nodes' latest run end only when the
+ * attempt's end was not noted. Not the survivors' own stops: on kept nodes those come a
+ * moment after the end (each sees the hold), and counting from them would shorten the gap.
+ */
 function runEndOf(attempt: AttemptRecord): number {
   const timeline = attemptTimeline(attempt);
+  if (timeline.endedAt !== null) return timeline.endedAt;
   const ends = timeline.nodes.map((node) => node.runEndAt);
   if (ends.length > 0 && ends.every((end) => end !== null)) return Math.max(...(ends as number[]));
-  if (timeline.endedAt === null) throw new Error(`attempt ${attempt.attempt} has no end`);
-  return timeline.endedAt;
+  throw new Error(`attempt ${attempt.attempt} has no end`);
 }
 
 async function restartedJob(restartCase: RestartCase, variant: Variant): Promise<RestartRun> {
