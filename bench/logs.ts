@@ -38,7 +38,7 @@ export const logsBenchmark: Benchmark = {
       const logOf = (rank: number, bytes: number): PhaseLog => {
         const file = path.join(dir, `node-${rank}-${bytes}.log`);
         writeFileSync(file, LINE.repeat(bytes / LINE.length));
-        return { rank, phase: 'run', file, truncatedMark: path.join(dir, `node-${rank}.truncated`) };
+        return { key: `${rank}/${bytes}`, rank, phase: 'run', file, truncatedMark: path.join(dir, `node-${rank}.truncated`) };
       };
       const single = medianReadMs([logOf(0, SINGLE_NODE_BYTES)]);
       const two = medianReadMs([logOf(0, TWO_NODE_BYTES), logOf(1, TWO_NODE_BYTES)]);

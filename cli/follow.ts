@@ -308,8 +308,8 @@ export class LogTail {
     for (const log of logs) {
       const names = [...(attempt === undefined ? [] : [`attempt ${attempt}`]), ...(several ? [`node ${log.rank}`] : [])];
       const prefix = names.length === 0 ? '' : `(${names.join(', ')}) `;
-      const continues = this.midLine.has(log.file);
-      const read = this.appended(log.file);
+      const continues = this.midLine.has(log.key);
+      const read = this.appended(log.key, log.file);
       const text = this.options.dropShellNotices === true ? withoutShellNotices(read, continues) : read;
       if (text !== '') {
         // Only a name goes in front of each line: a single node's log (tens of MB, say) is
@@ -318,23 +318,24 @@ export class LogTail {
         out += continues ? lines : prefix + lines;
       }
       if (read !== '') {
-        if (read.endsWith('\n')) this.midLine.delete(log.file);
-        else this.midLine.add(log.file);
+        if (read.endsWith('\n')) this.midLine.delete(log.key);
+        else this.midLine.add(log.key);
       }
-      if (!this.noted.has(log.file) && existsSync(log.truncatedMark)) {
-        this.noted.add(log.file);
-        if (this.midLine.delete(log.file)) out += '\n';
+      if (!this.noted.has(log.key) && existsSync(log.truncatedMark)) {
+        this.noted.add(log.key);
+        if (this.midLine.delete(log.key)) out += '\n';
         out += `relaunch: node ${log.rank}'s ${log.phase} output stops here: its log could not be written (is the disk full?); the job went on\n`;
       }
     }
     return out;
   }
 
-  private appended(file: string): string {
-    const from = this.offsets.get(file) ?? 0;
+  /** What `file` gained past the offset kept for `key` (a log keeps its offset when its node renames it on moving on). */
+  private appended(key: string, file: string): string {
+    const from = this.offsets.get(key) ?? 0;
     const read = readLogFrom(file, () => from);
     if (read === null || read.size <= from) return '';
-    this.offsets.set(file, read.size);
+    this.offsets.set(key, read.size);
     return read.text;
   }
 }

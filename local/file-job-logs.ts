@@ -1,13 +1,13 @@
 // FileJobLogs: the local runtime's JobLogReader. A node's output is the log file its agent
-// writes (`<node folder>/<phase>.log`), read from a byte offset, so `relaunch logs` and the
+// writes (`<node folder>/<phase>.log`, or the attempt's name for it once a kept node moved
+// on: paths.ts attemptFile), read from a byte offset, so `relaunch logs` and the
 // jobs page read a local job through the same route and pages as a deployed one.
 
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import path from 'node:path';
 import { InvalidInputError } from '../lib/errors.ts';
 import type { JobLogPage, JobLogReader } from '../lib/ports.ts';
 import type { JobLogStream } from '../lib/job-log-names.ts';
-import { nodeDir } from './paths.ts';
+import { attemptFile } from './paths.ts';
 
 /** The JobLogReader of a local runtime's data folder. */
 export class FileJobLogs implements JobLogReader {
@@ -21,7 +21,7 @@ export class FileJobLogs implements JobLogReader {
    */
   async read(stream: JobLogStream, position: string | null, maxBytes: number): Promise<JobLogPage> {
     const from = offsetOf(position);
-    const file = path.join(nodeDir(this.dataDir, stream.jobId, stream.attempt, stream.nodeRank), `${stream.phase}.log`);
+    const file = attemptFile(this.dataDir, stream.jobId, stream.attempt, stream.nodeRank, stream.phase, 'log');
     let fd: number;
     try {
       fd = openSync(file, 'r');

@@ -6,13 +6,12 @@
 // it, so nothing a node reported is lost with the runtime that ran it.
 
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
-import path from 'node:path';
 import type { AttemptRecord, NodeReport } from '../lib/model.ts';
 import type { Phase } from '../lib/policy/types.ts';
 import { STOP_CAUSES } from '../lib/agent/protocol.ts';
 import { keepTail, storedTailMaxBytes } from '../lib/report-tail.ts';
 import * as z from '../lib/zod.ts';
-import { nodeDir } from './paths.ts';
+import { attemptFile } from './paths.ts';
 
 /** The largest report file read: the agent's output tail is at most a few KiB. */
 const MAX_REPORT_FILE_BYTES = 1024 * 1024;
@@ -41,21 +40,22 @@ const StoppedFileSchema = z.strictObject({
  * stopped report (`<phase>.stopped.json`), as the agent never writes both for one phase
  * and a code, when there is one, is what decides. A file that is missing, too large, not
  * JSON, or not a report of that node and phase is no report: the agent writes each whole
- * before it sends it, so any other file was not written by it.
+ * before it sends it, so any other file was not written by it. A node kept for a later
+ * attempt keeps this attempt's files under its name (paths.ts attemptFile).
  */
 export function leftReports(dataDir: string, attempt: AttemptRecord, numNodes: number, at: string): NodeReport[] {
   const found: NodeReport[] = [];
   const maxTail = storedTailMaxBytes(numNodes);
   for (const { nodeRank } of attempt.instances) {
-    const dir = nodeDir(dataDir, attempt.jobId, attempt.attempt, nodeRank);
+    const file = (phase: Phase, rest: string) => attemptFile(dataDir, attempt.jobId, attempt.attempt, nodeRank, phase, rest);
     for (const phase of PHASES) {
       if (attempt.reports.some((report) => report.nodeRank === nodeRank && report.phase === phase)) continue;
-      const ended = reportFile(path.join(dir, `${phase}.report.json`), ReportFileSchema, nodeRank, phase);
+      const ended = reportFile(file(phase, 'report.json'), ReportFileSchema, nodeRank, phase);
       if (ended !== null) {
         found.push({ nodeRank, phase, exitCode: ended.exitCode, outputTail: keepTail(ended.outputTail, maxTail), reportedAt: at });
         continue;
       }
-      const stopped = reportFile(path.join(dir, `${phase}.stopped.json`), StoppedFileSchema, nodeRank, phase);
+      const stopped = reportFile(file(phase, 'stopped.json'), StoppedFileSchema, nodeRank, phase);
       if (stopped !== null) found.push({ nodeRank, phase, stopped: stopped.stopped, outputTail: keepTail(stopped.outputTail, maxTail), reportedAt: at });
     }
   }

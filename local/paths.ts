@@ -2,7 +2,7 @@
 // each job's working folder, for the compute that writes them and the commands that read
 // them.
 
-import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, readSync, renameSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { Phase } from '../lib/policy/types.ts';
 
@@ -53,6 +53,8 @@ export function nodeDiskDir(dataDir: string, jobId: string, attempt: number, ran
 
 /** One phase's output on one node, as the agent writes it. */
 export interface PhaseLog {
+  /** `<attempt>/<rank>/<phase>`: names the log whatever its file is called (a kept node renames it when it moves on). */
+  readonly key: string;
   readonly rank: number;
   readonly phase: Phase;
   readonly file: string;
@@ -64,16 +66,100 @@ export interface PhaseLog {
 export function attemptLogs(dataDir: string, jobId: string, attempt: number): PhaseLog[] {
   const dir = attemptDir(dataDir, jobId, attempt);
   if (!existsSync(dir)) return [];
-  const ranks = readdirSync(dir)
-    .filter((entry) => /^[0-9]+$/.test(entry))
-    .map(Number)
+  // A kept node's folder in a later attempt is a link to the folder it was launched in.
+  const ranks = readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => /^[0-9]+$/.test(entry.name) && (entry.isDirectory() || entry.isSymbolicLink()))
+    .map((entry) => Number(entry.name))
     .sort((a, b) => a - b);
   return ranks.flatMap((rank) =>
-    (['setup', 'run'] as const).map((phase) => {
-      const file = path.join(nodeDir(dataDir, jobId, attempt, rank), `${phase}.log`);
-      return { rank, phase, file, truncatedMark: `${file}.truncated` };
-    }),
+    (['setup', 'run'] as const).map((phase) => ({
+      key: `${attempt}/${rank}/${phase}`,
+      rank,
+      phase,
+      file: attemptFile(dataDir, jobId, attempt, rank, phase, 'log'),
+      truncatedMark: attemptFile(dataDir, jobId, attempt, rank, phase, 'log.truncated'),
+    })),
   );
+}
+
+/**
+ * `<dataDir>/nodes/<jobId>/<attempt>/<rank>/attempt`: the attempt a node serves, written by
+ * its agent when it moves to the next one (restart in place). A node that never moved has none.
+ */
+export const NODE_ATTEMPT_FILE = 'attempt';
+
+/**
+ * The file `<phase>.<rest>` (`run.log`, `setup.report.json`, ...) of attempt `attempt` on
+ * node `rank`. A node kept for the next attempt is the same agent in the same folder (the
+ * later attempt's folder is a link to it): when it moves on, its agent renames the ended
+ * attempt's files to `<phase>.attempt-<n>.<rest>` and writes the attempt it now serves into
+ * NODE_ATTEMPT_FILE. So the attempt's file is its renamed one when that exists; else the
+ * plain name, but only while the folder serves this attempt (its mark says so, or it has no
+ * mark and is not a link: the node's own launch folder); else the renamed name, which does
+ * not exist (the node has not moved to the attempt yet, or the phase wrote nothing in it).
+ * Re-resolve on every read: the name changes when the node moves.
+ */
+export function attemptFile(dataDir: string, jobId: string, attempt: number, rank: number, phase: Phase, rest: string): string {
+  const dir = nodeDir(dataDir, jobId, attempt, rank);
+  const renamed = path.join(dir, `${phase}.attempt-${attempt}.${rest}`);
+  if (existsSync(renamed)) return renamed;
+  return servesAttempt(dataDir, jobId, attempt, rank) ? path.join(dir, `${phase}.${rest}`) : renamed;
+}
+
+/**
+ * Whether node `rank`'s folder of attempt `attempt` is, right now, the folder of a node
+ * serving that attempt (see attemptFile): false once the node moved to a later attempt, and
+ * for a kept node's link until its agent has moved to this one. A folder that does not exist
+ * serves it (nothing else can be there).
+ */
+export function servesAttempt(dataDir: string, jobId: string, attempt: number, rank: number): boolean {
+  const dir = nodeDir(dataDir, jobId, attempt, rank);
+  let mark: string;
+  try {
+    mark = readFileSync(path.join(dir, NODE_ATTEMPT_FILE), 'utf8').trim();
+  } catch {
+    try {
+      return !lstatSync(dir).isSymbolicLink();
+    } catch {
+      return true;
+    }
+  }
+  return mark === String(attempt);
+}
+
+/**
+ * Makes node `rank`'s folder of `attempt` a link to `target` (the folder of the attempt the
+ * kept node was launched for), relative, so the data folder can move. Said again (a launch
+ * tried again) it leaves a link to the same folder as it is and points one to another folder
+ * at `target`; it never replaces a real folder there (one a node was launched in).
+ */
+export function linkNodeDir(dataDir: string, jobId: string, attempt: number, rank: number, target: string): void {
+  const link = nodeDir(dataDir, jobId, attempt, rank);
+  const to = path.relative(path.dirname(link), path.resolve(target));
+  mkdirSync(path.dirname(link), { recursive: true });
+  let existing: string | null;
+  try {
+    existing = lstatSync(link).isSymbolicLink() ? readlinkSync(link) : '';
+  } catch {
+    existing = null;
+  }
+  // Linked here already, or a real folder (never replaced).
+  if (existing === to || existing === '') return;
+  if (existing === null) {
+    try {
+      symlinkSync(to, link);
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      // Made between the look and the link: look again.
+      linkNodeDir(dataDir, jobId, attempt, rank, target);
+      return;
+    }
+  }
+  // A link elsewhere: replaced whole, by a rename over it.
+  const fresh = `${link}.link-${process.pid}`;
+  symlinkSync(to, fresh);
+  renameSync(fresh, link);
 }
 
 function attemptDir(dataDir: string, jobId: string, attempt: number): string {

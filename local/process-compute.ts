@@ -25,7 +25,7 @@ import { INSTANCE_GONE_STATES, type InstanceEvent } from '../lib/usecases/instan
 import { HEARTBEAT_TIMEOUT_SECONDS } from '../lib/workflow/contract.ts';
 import type { ChaosFault, ChaosPlan } from '../lib/chaos-file/types.ts';
 import { faultsOfAttempt, NO_CHAOS } from './chaos.ts';
-import { jobWorkDir, nodeDir, nodeDiskDir, sourcesDir } from './paths.ts';
+import { jobWorkDir, linkNodeDir, nodeDir, nodeDiskDir, sourcesDir } from './paths.ts';
 import { localMountPlaces } from './mounts.ts';
 import { INSTANCE_MARK, killMarked, makeNodeCgroup, markedProcesses, processGroupOf, removeNodeCgroup, signalGroup, signalMarked } from './process-groups.ts';
 import { removeContainer } from './docker.ts';
@@ -324,6 +324,9 @@ export class LocalProcessCompute implements Compute {
    * attempt it served.
    */
   private moveToAttempt(instance: LocalInstance, request: LaunchRequest, ips: readonly string[]): number {
+    // The new attempt's folder of this rank is the node's own folder (the agent's root, where
+    // it keeps writing): readers find the attempt's files through it (paths.ts attemptFile).
+    linkNodeDir(this.options.dataDir, request.jobId, request.attempt, instance.rank, instance.rootDir);
     // Moved already (the launch is tried again): its secret is said again, the rest stands.
     if (instance.attempt === request.attempt && instance.servedBefore !== null) {
       this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId), agentSecretValue(request.callbackSecret, request.secrets), instance.arn);

@@ -11,7 +11,7 @@ import { InvalidInputError } from '../../lib/errors.ts';
 import { isTerminal } from '../../lib/status.ts';
 import { WORKDIR_PATH } from '../../lib/task-file/mounts.ts';
 import type { AttemptView, InstanceView, JobView } from '../../lib/views.ts';
-import { jobWorkDir, nodeDir, nodeDiskDir } from '../../local/paths.ts';
+import { jobWorkDir, nodeDir, nodeDiskDir, servesAttempt } from '../../local/paths.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { jobRefArgument, resolveJob, type JobRef } from '../job-id.ts';
@@ -158,6 +158,11 @@ async function localShell(dataDir: string, jobId: string, node: NodeOfJob, comma
   const rank = node.instance.nodeRank;
   const root = nodeDir(dataDir, jobId, attempt, rank);
   const envFile = path.join(root, 'env.sh');
+  // A node kept for the next attempt rewrites its env.sh when it moves to it: until then the
+  // folder (a link to the one it was launched in) holds the attempt before's variables.
+  if (!servesAttempt(dataDir, jobId, attempt, rank)) {
+    throw new InvalidInputError([{ path: '--node', message: `node ${rank} of attempt ${attempt} is a node kept from the attempt before that has not moved to this one yet (its folder holds that attempt's variables): try again in a moment` }]);
+  }
   if (!existsSync(envFile)) {
     throw new InvalidInputError([{ path: '--node', message: `node ${rank} of attempt ${attempt} has not started its agent yet (no ${envFile}): try again in a moment` }]);
   }

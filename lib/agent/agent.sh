@@ -1951,7 +1951,8 @@ next_attempt() {
 }
 
 # Makes this node the node the API's `run` answer (file $1) names, of the attempt it names:
-# the ended attempt's logs kept as <phase>.attempt-<n>.log, every callback URL and log
+# the ended attempt's logs, truncated marks and reports kept as <phase>.attempt-<n>.<rest>
+# and the attempt it serves written into `attempt`, every callback URL and log
 # stream the new attempt's, its rank, the nodes' IPs and the job's environment, its
 # callback secret (the instance's parameter, rewritten for it: read until it is no longer
 # the ended attempt's, which is never sent on the new attempt's routes), a first heartbeat
@@ -1961,7 +1962,7 @@ next_attempt() {
 # REPLY_NEXT_SETUP saying whether setup runs again (rerun) or was skipped (skip): a node
 # with a container, which is new, runs it again.
 become_next() {
-  local text='' old=$ATTEMPT new rank nodes ips setup name from to was=$SECRET deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
+  local text='' old=$ATTEMPT new rank nodes ips setup name rest from to was=$SECRET deadline=$(( SECONDS + DISCOVERY_TIMEOUT_SECONDS ))
   local pattern='"nodeIps"[[:space:]]*:[[:space:]]*\[([^]]*)\]'
   IFS= read -r -d '' text <"$1"
   json_integer attempt "$text"
@@ -1981,9 +1982,16 @@ become_next() {
     return 1
   fi
   log "this node is node $rank of $nodes of attempt $new (it served attempt $old)"
+  # The ended attempt's files keep its number in their names, and `attempt` says which one
+  # this folder serves now (written whole: a reader never sees half of it), before anything
+  # of the new attempt is written: readers (local/paths.ts attemptFile) take the plain names
+  # as the attempt's that `attempt` names.
   for name in setup run; do
-    if [ -f "$ROOT_DIR/$name.log" ]; then mv -f "$ROOT_DIR/$name.log" "$ROOT_DIR/$name.attempt-$old.log"; fi
+    for rest in log log.truncated report.json stopped.json; do
+      if [ -e "$ROOT_DIR/$name.$rest" ]; then mv -f "$ROOT_DIR/$name.$rest" "$ROOT_DIR/$name.attempt-$old.$rest"; fi
+    done
   done
+  printf '%s\n' "$new" >"$ROOT_DIR/attempt.next" && mv -f "$ROOT_DIR/attempt.next" "$ROOT_DIR/attempt"
   from="/attempts/$old/"
   to="/attempts/$new/"
   for name in HEARTBEAT_URL REPORT_URL HOLD_URL DATA_CREDENTIALS_URL LOG_CREDENTIALS_URL LIBRARY_URL NEXT_URL; do

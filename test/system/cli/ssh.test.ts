@@ -109,6 +109,18 @@ describe('relaunch ssh on a deployed stack', { timeout: SLOW }, () => {
 
 /** Runs until cancelled; its envs are what the shell must see. */
 const WAITING = ['name: waits', 'envs:', '  GREETING: hello there', 'run: touch ready && exec sleep 600', ''].join('\n');
+/** Exits 3 on attempt 1, which restarts it in place on the same node; attempt 2 waits. */
+const RESTARTED_IN_PLACE = [
+  'name: restarted-in-place',
+  'resources:',
+  '  job_recovery:',
+  '    recover_on_exit_codes: [3]',
+  '    reuse_nodes: {setup: skip}',
+  'run: |',
+  '  if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exit 3; fi',
+  '  touch ready && exec sleep 600',
+  '',
+].join('\n');
 const WITH_WORKDIR = ['name: waits-in-workdir', 'workdir: ./project', 'run: touch ready && exec sleep 600', ''].join('\n');
 
 describe('relaunch ssh on a local job', { timeout: SLOW }, () => {
@@ -157,6 +169,14 @@ describe('relaunch ssh on a local job', { timeout: SLOW }, () => {
     const ended = await cli('ssh', jobId);
     expect(ended.code).toBe(2);
     expect(ended.stderr.trim()).toBe(`error: <job>: job ${jobId} ended CANCELLED: its nodes are gone (relaunch logs ${jobId} shows what they wrote)`);
+  });
+
+  it("opens the node a restart in place kept with the attempt it serves now: its folder of attempt 2 links to attempt 1's", async () => {
+    const jobId = await started('in-place.yaml', RESTARTED_IN_PLACE, (id) => jobWorkDir(data, id));
+    const run = await cli('ssh', jobId, '--', 'echo "$RELAUNCH_ATTEMPT|$SKYPILOT_TASK_ID"');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe(`2|${jobId}-2\n`);
+    expect((await cli('cancel', jobId)).code).toBe(0);
   });
 
   it("opens a task with a workdir in the node's copy of it, its home the node's own", async () => {

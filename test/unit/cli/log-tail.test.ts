@@ -2,7 +2,7 @@
 // phase's log gained since the last look, each line named by its node when there are
 // several, and a note where a log stops because the disk was full.
 
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ const dir = mkdtempSync(join(tmpdir(), 'relaunch-log-tail-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function phaseLog(name: string, rank: number): PhaseLog {
-  return { rank, phase: 'run', file: join(dir, `${name}.log`), truncatedMark: join(dir, `${name}.truncated`) };
+  return { key: `${name}/${rank}`, rank, phase: 'run', file: join(dir, `${name}.log`), truncatedMark: join(dir, `${name}.truncated`) };
 }
 
 describe('LogTail', () => {
@@ -65,5 +65,17 @@ describe('LogTail', () => {
     appendFileSync(log.file, ' words\nTerminated\n');
     expect(live.read([log])).toBe(' words\n');
     expect(new LogTail().read([log])).toBe('working\nTerminated\nTerminated\nstopping: Terminated\nlast words\nTerminated\n');
+  });
+
+  it('follows a log by its key, not its file: renamed when its node moves on to the next attempt, it is not read again from its start', () => {
+    const before = phaseLog('moving', 0);
+    writeFileSync(before.file, 'attempt 1 line\n');
+    const tail = new LogTail();
+    expect(tail.read([before])).toBe('attempt 1 line\n');
+    const after = { ...before, file: join(dir, 'moving.attempt-1.log') };
+    renameSync(before.file, after.file);
+    expect(tail.read([after])).toBe('');
+    appendFileSync(after.file, 'last line\n');
+    expect(tail.read([after])).toBe('last line\n');
   });
 });

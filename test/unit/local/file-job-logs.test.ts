@@ -1,13 +1,13 @@
 // The local runtime's job log reader: a node's phase log read a page at a time from a byte
 // offset, pages cut at whole lines (or whole characters), never a byte lost or read twice.
 
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../../lib/errors.ts';
 import { FileJobLogs } from '../../../local/file-job-logs.ts';
-import { nodeDir } from '../../../local/paths.ts';
+import { linkNodeDir, nodeDir } from '../../../local/paths.ts';
 
 const JOB = 'j-00file0000-logs00';
 const STREAM = { jobId: JOB, attempt: 1, nodeRank: 1, phase: 'run' } as const;
@@ -64,6 +64,21 @@ describe('FileJobLogs', () => {
     const refused = await new FileJobLogs(dataDir).read(STREAM, position, 1024).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(InvalidInputError);
     expect((refused as InvalidInputError).issues[0]?.path).toBe('cursor');
+  });
+
+  it("reads a kept node's log of each attempt, before and after it moved on: never the other attempt's", async () => {
+    const logs = new FileJobLogs(dataDir);
+    const next = { ...STREAM, attempt: 2 };
+    const dir = nodeDir(dataDir, JOB, 1, 1);
+    writeFileSync(file, 'attempt 1\n');
+    linkNodeDir(dataDir, JOB, 2, 1, dir);
+    // Moved by the compute, not yet by its agent: attempt 2 has no output.
+    expect((await logs.read(next, null, 1024)).text).toBe('');
+    renameSync(file, path.join(dir, 'run.attempt-1.log'));
+    writeFileSync(path.join(dir, 'attempt'), '2\n');
+    writeFileSync(file, 'attempt 2\n');
+    expect((await logs.read(STREAM, null, 1024)).text).toBe('attempt 1\n');
+    expect((await logs.read(next, null, 1024)).text).toBe('attempt 2\n');
   });
 
   it('has no console page', () => {

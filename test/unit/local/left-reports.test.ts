@@ -2,13 +2,13 @@
 // runtime when it is the agent's own report of that node and phase, and nothing else is.
 
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { JobStore } from '../../../lib/ports.ts';
 import { leftReports } from '../../../local/left-reports.ts';
-import { nodeDir } from '../../../local/paths.ts';
+import { linkNodeDir, nodeDir } from '../../../local/paths.ts';
 import { attemptRecord } from '../../support/fixtures/records.ts';
 import { stored, useLocalRuntimes, waitFor, waitUntilAwaiting, yaml } from '../../support/local-harness.ts';
 
@@ -71,6 +71,21 @@ describe('leftReports', () => {
   ])('takes no stopped report from a file with %s', (_what, content) => {
     write(0, 'run', content, 'stopped');
     expect(leftReports(dataDir, attemptRecord(JOB, 1, AT, { instances: [instance(0)] }), 1, AT)).toEqual([]);
+  });
+
+  it("reads a kept node's report of each attempt from its one folder: attempt 1's renamed when it moved on, attempt 2's through the link", () => {
+    write(0, 'run', { nodeRank: 0, phase: 'run', exitCode: 3, outputTail: 'attempt 1\n' });
+    const dir = nodeDir(dataDir, JOB, 1, 0);
+    linkNodeDir(dataDir, JOB, 2, 0, dir);
+    const second = attemptRecord(JOB, 2, AT, { instances: [{ ...instance(0), reusedFrom: 1 }] });
+    // Moved by the compute, not yet by its agent: attempt 1's report is not attempt 2's.
+    expect(leftReports(dataDir, second, 1, AT)).toEqual([]);
+    renameSync(path.join(dir, 'run.report.json'), path.join(dir, 'run.attempt-1.report.json'));
+    writeFileSync(path.join(dir, 'attempt'), '2\n');
+    write(0, 'run', { nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'attempt 2\n' });
+    const first = attemptRecord(JOB, 1, AT, { instances: [instance(0)] });
+    expect(leftReports(dataDir, first, 1, AT)).toEqual([{ nodeRank: 0, phase: 'run', exitCode: 3, outputTail: 'attempt 1\n', reportedAt: AT }]);
+    expect(leftReports(dataDir, second, 1, AT)).toEqual([{ nodeRank: 0, phase: 'run', exitCode: 0, outputTail: 'attempt 2\n', reportedAt: AT }]);
   });
 
   it('skips a report the attempt has already stored', () => {

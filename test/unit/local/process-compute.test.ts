@@ -5,7 +5,7 @@
 // ranks it does not cover are launched. Assertions are on states and the order things
 // happen in, never on how long they took.
 
-import { existsSync } from 'node:fs';
+import { existsSync, lstatSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import { TagKey } from '../../../lib/agent/tags.ts';
 import type { InstanceRef } from '../../../lib/model.ts';
 import type { LaunchRequest, LaunchResult } from '../../../lib/ports.ts';
 import { parseTaskFile } from '../../../lib/task-file/parse.ts';
+import { nodeDir } from '../../../local/paths.ts';
 import { LOCAL_SECRET_PATH, type LocalInstance } from '../../../local/process-compute.ts';
 import { alive, finish, useLocalRuntimes, waitFor, yaml, type TestRuntime } from '../../support/local-harness.ts';
 
@@ -175,6 +176,11 @@ describe('a launch that keeps nodes of the attempt before', () => {
     // The mark stays, naming attempt 1: its agent may not have seen it yet.
     expect(reused.tags.get(TagKey.heldAfter)).toBe('1');
     expect(await secretOf(t, reused)).toBe(agentSecretValue('secret-of-attempt-2', { TOKEN: 'token-2' }));
+    // Attempt 2's folder of the kept rank is a link to the node's own folder; a new rank's is its own.
+    const { dataDir } = t.runtime;
+    expect(lstatSync(nodeDir(dataDir, jobId, 2, 0)).isSymbolicLink()).toBe(true);
+    expect(realpathSync(nodeDir(dataDir, jobId, 2, 0))).toBe(realpathSync(reused.rootDir));
+    expect(lstatSync(nodeDir(dataDir, jobId, 2, 1)).isSymbolicLink()).toBe(false);
 
     // Attempt 1's hold and release, again (a retry, a sweep): the node is attempt 2's now.
     reused.tags.delete(TagKey.heldAfter);
@@ -219,6 +225,7 @@ describe('a launch that keeps nodes of the attempt before', () => {
     expect(again.instances).toEqual(second.instances.map((node) => ({ ...node, runningAt: expect.any(String) })));
     expect(await secretOf(t, held(t, rank(first, 1).instanceId))).toBe(agentSecretValue('secret-of-attempt-2-again', { TOKEN: 'token-2' }));
     expect(held(t, rank(first, 1).instanceId).servedBefore).toBe(1);
+    for (const node of first.instances) expect(realpathSync(nodeDir(t.runtime.dataDir, jobId, 2, node.nodeRank))).toBe(realpathSync(held(t, node.instanceId).rootDir));
     await compute.release(jobId, 2, second.instances);
     expect(compute.secretParameters.size).toBe(0);
   });

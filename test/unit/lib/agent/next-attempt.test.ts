@@ -205,6 +205,31 @@ describe('a node the task reuses, once its job is over', () => {
     expect(api.nexts).toHaveLength(1);
   });
 
+  it("keeps every file of the ended attempt under its number (log, truncated mark, report, stopped report) and writes the attempt it serves, before the new attempt's", async () => {
+    api.nextAnswers = [runNext('skip')];
+    rotateSecretOnRun();
+    const root = join(dir, 'agent');
+    const run = `if [ "$RELAUNCH_ATTEMPT" = 3 ]; then trap "" TERM; echo working 3; : >"${root}/run.log.truncated"; touch "$DUMP_DIR/run-started"; while :; do sleep 0.1; done; fi; echo "running attempt $RELAUNCH_ATTEMPT"; cat "${root}/attempt"`;
+    const agent = await startAgent(node(reusing({ run })));
+    await waitFor('run to start', () => (existsSync(join(dir, 'run-started')) ? true : undefined));
+    api.metadata[`tags/instance/${TagKey.heldAfter}`] = '3';
+    const result = await agent.done;
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    const json = (name: string) => JSON.parse(readFileSync(join(root, name), 'utf8')) as unknown;
+    expect(json('setup.attempt-3.report.json')).toEqual({ nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: 'setting up' });
+    expect(json('run.attempt-3.stopped.json')).toEqual({ nodeRank: 0, phase: 'run', stopped: 'held', outputTail: 'working 3' });
+    expect(readFileSync(join(root, 'run.attempt-3.log'), 'utf8')).toBe('working 3\n');
+    expect(existsSync(join(root, 'run.attempt-3.log.truncated'))).toBe(true);
+    expect(existsSync(join(root, 'run.log.truncated'))).toBe(false);
+    expect(existsSync(join(root, 'run.stopped.json'))).toBe(false);
+    // Attempt 4's own, the mark written before its run started.
+    expect(readFileSync(join(root, 'attempt'), 'utf8')).toBe('4\n');
+    expect(readFileSync(join(root, 'run.log'), 'utf8')).toBe('running attempt 4\n4\n');
+    expect(json('run.report.json')).toEqual({ nodeRank: 1, phase: 'run', exitCode: 0, outputTail: 'running attempt 4\n4' });
+    expect(json('setup.report.json')).toMatchObject({ nodeRank: 1, phase: 'setup', exitCode: 0 });
+  });
+
   it('stops setup too when the held tag names its attempt, reported stopped (held), and never runs run', async () => {
     const agent = await startAgent(node(reusing({ setup: 'echo preparing; touch "$DUMP_DIR/setup-started"; sleep 1000', run: 'touch "$DUMP_DIR/run-started"' })));
     await waitFor('setup to start', () => (existsSync(join(dir, 'setup-started')) ? true : undefined));
