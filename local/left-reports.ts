@@ -8,7 +8,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import type { AttemptRecord, NodeReport } from '../lib/model.ts';
 import type { Phase } from '../lib/policy/types.ts';
-import { STOP_CAUSES } from '../lib/agent/protocol.ts';
+import { SETUP_MS_MAX, STOP_CAUSES } from '../lib/agent/protocol.ts';
 import { keepTail, storedTailMaxBytes } from '../lib/report-tail.ts';
 import * as z from '../lib/zod.ts';
 import { attemptFile } from './paths.ts';
@@ -23,6 +23,8 @@ const ReportFileSchema = z.object({
   nodeRank: z.number().check(z.int(), z.minimum(0)),
   phase: z.enum(['setup', 'run']),
   exitCode: z.number().check(z.int(), z.minimum(0), z.maximum(255)),
+  /** How long setup itself ran (a setup report's; lib/agent/protocol.ts): dates setup's start. */
+  setupMs: z.optional(z.number().check(z.int(), z.minimum(0))),
   outputTail: z.string(),
 });
 
@@ -52,7 +54,8 @@ export function leftReports(dataDir: string, attempt: AttemptRecord, numNodes: n
       if (attempt.reports.some((report) => report.nodeRank === nodeRank && report.phase === phase)) continue;
       const ended = reportFile(file(phase, 'report.json'), ReportFileSchema, nodeRank, phase);
       if (ended !== null) {
-        found.push({ nodeRank, phase, exitCode: ended.exitCode, outputTail: keepTail(ended.outputTail, maxTail), reportedAt: at });
+        const setupTime = phase === 'setup' && ended.setupMs !== undefined ? { setupMs: Math.min(ended.setupMs, SETUP_MS_MAX) } : {};
+        found.push({ nodeRank, phase, exitCode: ended.exitCode, outputTail: keepTail(ended.outputTail, maxTail), reportedAt: at, ...setupTime });
         continue;
       }
       const stopped = reportFile(file(phase, 'stopped.json'), StoppedFileSchema, nodeRank, phase);

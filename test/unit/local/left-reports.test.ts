@@ -32,7 +32,7 @@ function write(rank: number, phase: string, content: string | object, kind: 'rep
 
 describe('leftReports', () => {
   it("reads each node's setup and run reports that the attempt lacks, setup first", () => {
-    write(0, 'setup', { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '' });
+    write(0, 'setup', { nodeRank: 0, phase: 'setup', exitCode: 0, setupMs: 4_250, outputTail: '' });
     write(0, 'run', { nodeRank: 0, phase: 'run', exitCode: 3, outputTail: 'boom\n' });
     write(1, 'run', { nodeRank: 1, phase: 'run', exitCode: 0, outputTail: '' });
     const attempt = attemptRecord(JOB, 1, AT, {
@@ -40,7 +40,8 @@ describe('leftReports', () => {
       reports: [{ nodeRank: 1, phase: 'setup', exitCode: 0, outputTail: '', reportedAt: AT }],
     });
     expect(leftReports(dataDir, attempt, 2, AT)).toEqual([
-      { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: '', reportedAt: AT },
+      // How long setup ran comes with it, so the timeline dates setup's start as the API would.
+      { nodeRank: 0, phase: 'setup', exitCode: 0, setupMs: 4_250, outputTail: '', reportedAt: AT },
       { nodeRank: 0, phase: 'run', exitCode: 3, outputTail: 'boom\n', reportedAt: AT },
       { nodeRank: 1, phase: 'run', exitCode: 0, outputTail: '', reportedAt: AT },
     ]);

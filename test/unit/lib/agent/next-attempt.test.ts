@@ -217,7 +217,7 @@ describe('a node the task reuses, once its job is over', () => {
 
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
     const json = (name: string) => JSON.parse(readFileSync(join(root, name), 'utf8')) as unknown;
-    expect(json('setup.attempt-3.report.json')).toEqual({ nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: 'setting up' });
+    expect(json('setup.attempt-3.report.json')).toEqual({ setupMs: expect.any(Number), nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: 'setting up' });
     expect(json('run.attempt-3.stopped.json')).toEqual({ nodeRank: 0, phase: 'run', stopped: 'held', outputTail: 'working 3' });
     expect(readFileSync(join(root, 'run.attempt-3.log'), 'utf8')).toBe('working 3\n');
     expect(existsSync(join(root, 'run.attempt-3.log.truncated'))).toBe(true);
