@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { LogTail } from '../../../cli/follow.ts';
 import { FileJobLogs } from '../../../local/file-job-logs.ts';
 import { attemptLogs } from '../../../local/paths.ts';
-import { processesOfJob } from '../faults/world.ts';
+import { chaos, processesOfJob } from '../faults/world.ts';
 import { runToEnd, useLocalRuntimes, yaml } from '../../support/local-harness.ts';
 
 const open = useLocalRuntimes();
@@ -52,6 +52,56 @@ describe('a restart in place on the local runtime', () => {
     expect(new LogTail().read(attemptLogs(t.dataDir, job.jobId, 1).filter((log) => log.phase === 'run'))).toBe('run of attempt 1\n');
     expect(new LogTail().read(attemptLogs(t.dataDir, job.jobId, 2).filter((log) => log.phase === 'run'))).toBe('run of attempt 2\n');
 
+    expect(processesOfJob(job.jobId)).toEqual([]);
+    expect(t.errors).toEqual([]);
+  });
+
+  it('replaces only the preempted node of four: the survivors run attempt 2 with their ranks, setup again (FAILOVER)', SLOW, async () => {
+    const t = await open();
+    const job = await runToEnd(
+      t,
+      yaml`
+        num_nodes: 4
+        resources:
+          use_spot: true
+          job_recovery:
+            strategy: FAILOVER
+        setup: echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
+        run: |
+          if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
+          echo "node $RELAUNCH_NODE_RANK of $RELAUNCH_NUM_NODES in attempt $RELAUNCH_ATTEMPT"
+      `,
+      {
+        chaos: chaos`
+          faults:
+            - attempt: 1
+              preempt: {node: 2, after: 1s, warning: 1s}
+        `,
+      },
+    );
+
+    expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
+    expect(job.view.attempts).toMatchObject([
+      { attempt: 1, outcome: 'PREEMPTED', decision: 'RECOVER' },
+      { attempt: 2, outcome: 'EXITED', exitCodes: [0, 0, 0, 0], decision: 'SUCCEED' },
+    ]);
+    const [first, second] = job.attempts;
+    expect(first?.outcome).toEqual({ kind: 'PREEMPTED', nodes: [2] });
+    expect(first?.decision?.keep?.nodes.map((node) => node.nodeRank)).toEqual([0, 1, 3]);
+    const byRank = (attempt: typeof first, rank: number) => attempt?.instances.find((node) => node.nodeRank === rank);
+    for (const rank of [0, 1, 3]) {
+      expect(byRank(second, rank)).toMatchObject({ instanceId: byRank(first, rank)?.instanceId, reusedFrom: 1 });
+    }
+    expect(byRank(second, 2)?.instanceId).not.toBe(byRank(first, 2)?.instanceId);
+    expect(byRank(second, 2)?.reusedFrom).toBeUndefined();
+
+    // Setup ran again on every node of attempt 2 (SkyPilot's FAILOVER), each with its own rank.
+    const reader = new FileJobLogs(t.dataDir);
+    for (const rank of [0, 1, 2, 3]) {
+      const read = async (phase: 'setup' | 'run') => (await reader.read({ jobId: job.jobId, attempt: 2, nodeRank: rank, phase }, null, 64 * 1024)).text;
+      expect(await read('setup')).toBe(`setup of attempt 2 on node ${rank}\n`);
+      expect(await read('run')).toBe(`node ${rank} of 4 in attempt 2\n`);
+    }
     expect(processesOfJob(job.jobId)).toEqual([]);
     expect(t.errors).toEqual([]);
   });
