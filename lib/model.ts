@@ -301,6 +301,12 @@ export interface AttemptRecord {
   readonly nodeMarks?: Readonly<Record<string, NodeMarks>>;
   /** When the controller first asked the attempt's instances to stop (its release); absent: never. */
   readonly stopAskedAt?: string;
+  /**
+   * When the release of the attempt's instances (all but the nodes its decision keeps)
+   * resolved: they were gone or going. Noted once; absent: not released yet, every node
+   * kept, or an attempt recorded before it was noted.
+   */
+  readonly instancesGoneAt?: string;
   /** The job's last progress, as a heartbeat brought it; absent: the job wrote none. */
   readonly progress?: ProgressMark;
 }

@@ -106,6 +106,8 @@ export interface JobStore {
   recordHeartbeat(jobId: string, attempt: number, at: string, nodeRank: number, progress?: ProgressMark): Promise<AttemptRecord>;
   /** Notes when the controller first asked the attempt's instances to stop (kept once, ended or not). */
   noteStopAsked(jobId: string, attempt: number, at: string): Promise<void>;
+  /** Notes when the attempt's released instances were gone (kept once: the first note wins, ended or not). */
+  noteInstancesGone(jobId: string, attempt: number, at: string): Promise<void>;
   /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
   noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
   /** Notes EC2's rebalance recommendation (first one wins, none once ended); returns the attempt. */

@@ -246,6 +246,11 @@ export class MeteredJobStore implements JobStore {
     return this.inner.noteStopAsked(jobId, attempt, at);
   }
 
+  async noteInstancesGone(jobId: string, attempt: number, at: string): Promise<void> {
+    await this.#attemptUpdate(jobId, attempt);
+    return this.inner.noteInstancesGone(jobId, attempt, at);
+  }
+
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
     await this.#attemptUpdate(jobId, attempt);
     return this.inner.noteInterruption(jobId, attempt, at);

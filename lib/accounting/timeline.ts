@@ -26,11 +26,13 @@ export interface NodeTimeline {
   /** Run's end: the node's run report (an exit code, or stopped). */
   readonly runEndAt: number | null;
   /**
-   * The instance gone, as the record implies it without a write of its own (one per node
-   * would pass the budget of two writes per attempt): the node's final report, after which
-   * its agent shuts the instance down at once; null without one (the attempt's end then
-   * stands for it: the instance's going decided it for a lost or preempted node, and the
-   * controller stops a node its peer's failure ended within the second after).
+   * The instance gone: the earliest the record knows it by. The node's final report (its
+   * agent shuts the instance down at once after it); the attempt's end for a node its
+   * outcome names preempted or lost (that going ended it); else the attempt's
+   * instancesGoneAt, when the release of its instances resolved (one write per attempt, not
+   * per node), for every node the decision did not keep. null otherwise: a kept node (it
+   * goes with a later attempt), or an attempt recorded before instancesGoneAt was noted
+   * (the attempt's end then stands for it).
    */
   readonly goneAt: number | null;
 }
@@ -97,6 +99,9 @@ function setupStartOf(setup: NodeReport, endAt: number, floor: number): number |
 export function attemptTimeline(attempt: AttemptRecord): AttemptTimeline {
   const launchRequestedAt = ms(attempt.startedAt) ?? 0;
   const heldRunStart = ms(attempt.runStartedAt);
+  const kept = new Set((attempt.decision?.keep?.nodes ?? []).map((node) => node.instanceId));
+  const released = ms(attempt.instancesGoneAt);
+  const wentEarly = goneNodesOf(attempt);
   const nodes: NodeTimeline[] = attempt.instances.map((instance) => {
     const marks = attempt.nodeMarks?.[String(instance.nodeRank)];
     const setup = phaseReport(attempt.reports, instance.nodeRank, 'setup');
@@ -115,7 +120,11 @@ export function attemptTimeline(attempt: AttemptRecord): AttemptTimeline {
       setupEndAt,
       runStartAt,
       runEndAt: run === undefined ? null : ms(run.reportedAt),
-      goneAt: finalReportAt(attempt.reports, instance.nodeRank),
+      goneAt: earliestKnown([
+        finalReportAt(attempt.reports, instance.nodeRank),
+        wentEarly.has(instance.nodeRank) ? ms(attempt.endedAt) : null,
+        kept.has(instance.instanceId) ? null : released,
+      ]),
     };
   });
   const isStandby = attempt.standby !== null && attempt.standby !== undefined;
@@ -140,4 +149,17 @@ function finalReportAt(reports: readonly NodeReport[], nodeRank: number): number
   const final = reports.filter((r) => r.nodeRank === nodeRank && (r.phase === 'run' || r.stopped !== undefined || (isPhaseEnd(r) && r.exitCode !== 0)));
   const times = final.map((r) => ms(r.reportedAt)).filter((at): at is number => at !== null);
   return times.length === 0 ? null : Math.min(...times);
+}
+
+/** The ranks whose instance's going (preempted, lost) ended the attempt, as its outcome names them. */
+function goneNodesOf(attempt: AttemptRecord): ReadonlySet<number> {
+  const outcome = attempt.outcome;
+  if (outcome === null || (outcome.kind !== 'PREEMPTED' && outcome.kind !== 'LOST')) return new Set();
+  return new Set(outcome.nodes ?? []);
+}
+
+/** The earliest of the values known (not null), or null when none is. */
+function earliestKnown(values: readonly (number | null)[]): number | null {
+  const known = values.filter((value): value is number => value !== null);
+  return known.length === 0 ? null : Math.min(...known);
 }

@@ -153,6 +153,11 @@ export class InMemoryJobStore implements JobStore {
     if (current.stopAskedAt === undefined) this.#replaceAttempt({ ...current, stopAskedAt: at });
   }
 
+  async noteInstancesGone(jobId: string, attempt: number, at: string): Promise<void> {
+    const current = this.#attempt(jobId, attempt);
+    if (current.instancesGoneAt === undefined) this.#replaceAttempt({ ...current, instancesGoneAt: at });
+  }
+
 
   async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
     const current = this.#attempt(jobId, attempt);

@@ -26,6 +26,7 @@ export async function releaseInstances(state: WorkflowState, deps: Pick<UseCaseD
     const attempt = await store.getAttempt(state.jobId, state.attempt);
     if (attempt.instances.length > 0 && attempt.stopAskedAt === undefined) await store.noteStopAsked(state.jobId, state.attempt, nowIso(deps.clock));
     const keep = attempt.decision?.keep;
+    let released = attempt.instances;
     if (keep === undefined) {
       // Even with no instances recorded: a launch whose Lambda died before setInstances may
       // have started some, and compute also finds an attempt's instances by their tags.
@@ -37,7 +38,11 @@ export async function releaseInstances(state: WorkflowState, deps: Pick<UseCaseD
       const kept = keep.nodes.map((node) => node.instanceId);
       const others = attempt.instances.filter((instance) => !kept.includes(instance.instanceId));
       await compute.release(state.jobId, state.attempt, others, { except: kept });
+      released = others;
     }
+    // The release resolved: its instances are gone or going (the timeline's "instance gone").
+    // Once: a retry finds it noted; kept nodes go with a later attempt, and are not counted.
+    if (released.length > 0 && attempt.instancesGoneAt === undefined) await store.noteInstancesGone(state.jobId, state.attempt, nowIso(deps.clock));
     const { decision } = state;
     if (decision !== undefined && !relaunches(decision)) {
       await releaseStandbyOf(deps, state.jobId, state.attempt, `not needed: attempt ${state.attempt} was decided ${decision.action} (${decision.reason})`);

@@ -462,6 +462,16 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         });
       });
 
+      it('notes the instances gone once, after the attempt ended too; absent until then', async () => {
+        await runningJobWithAttempt();
+        expect((await store.getAttempt('job-1', 1)).instancesGoneAt).toBeUndefined();
+        await store.endAttempt('job-1', 1, exited, T2);
+        await store.noteInstancesGone('job-1', 1, T3);
+        await store.noteInstancesGone('job-1', 1, T0);
+
+        expect((await store.getAttempt('job-1', 1)).instancesGoneAt).toBe(T3);
+      });
+
       race('keeps every node of concurrent first heartbeats', async () => {
         await runningJobWithAttempt();
         await Promise.all(Array.from({ length: 8 }, (_, rank) => store.recordHeartbeat('job-1', 1, T2, rank)));

@@ -174,6 +174,7 @@ const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
   'endedAt',
   'nodeMarks',
   'stopAskedAt',
+  'instancesGoneAt',
   'progress',
 ]);
 
@@ -277,7 +278,7 @@ export function eventCountOf(item: Item): number {
  * (`standby`, `rebalanceNoticedAt`, `runStartedAt`) are absent when they have none.
  */
 export function toAttempt(item: Item): AttemptRecord {
-  const { task, standby, rebalanceNoticedAt, runStartedAt, nodesHeardFrom, nodeMarks: _none, stopAskedAt, progress, ...attempt } = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
+  const { task, standby, rebalanceNoticedAt, runStartedAt, nodesHeardFrom, nodeMarks: _none, stopAskedAt, instancesGoneAt, progress, ...attempt } = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
   const marks = nodeMarksOf(item);
   // A number set reads as a Set; the record holds the ranks in order.
   const heardFrom = nodesHeardFrom === null ? [] : [...(nodesHeardFrom as unknown as ReadonlySet<number>)].sort((a, b) => a - b);
@@ -290,6 +291,7 @@ export function toAttempt(item: Item): AttemptRecord {
     ...(runStartedAt === null || runStartedAt === undefined ? {} : { runStartedAt }),
     ...(marks === null ? {} : { nodeMarks: marks }),
     ...(stopAskedAt === null || stopAskedAt === undefined ? {} : { stopAskedAt }),
+    ...(instancesGoneAt === null || instancesGoneAt === undefined ? {} : { instancesGoneAt }),
     ...(progress === null || progress === undefined ? {} : { progress }),
   };
 }

@@ -347,6 +347,11 @@ export class DynamoJobStore implements JobStore {
     await this.#updateAttempt(jobId, attempt, write, (current) => current);
   }
 
+  async noteInstancesGone(jobId: string, attempt: number, at: string): Promise<void> {
+    const write = { key: keys.attempt(jobId, attempt), setIfAbsent: { instancesGoneAt: at }, condition: when.ITEM_EXISTS };
+    await this.#updateAttempt(jobId, attempt, write, (current) => current);
+  }
+
   async noteRunStart(jobId: string, attempt: number, at: string): Promise<void> {
     const write = { key: keys.attempt(jobId, attempt), set: { runStartedAt: at }, condition: when.RUN_START_UNSET };
     await this.#updateAttempt(jobId, attempt, write, (current) => current);

@@ -143,9 +143,9 @@ describe.concurrent('status and logs of a finished job, through `relaunch serve`
     const result = await cli('status', job.jobId, '--json');
     expect(result.code, result.stderr).toBe(0);
     // run prints the job as it ends; the data folder's runtime, in the background, then
-    // releases the last attempt's node and records when it asked it to stop.
+    // releases the last attempt's node and records when it asked it to stop and when it was gone.
     const beforeRelease = (value: unknown): unknown =>
-      JSON.parse(JSON.stringify(value), (key: string, field: unknown) => (key === 'stopAskedAt' ? null : field));
+      JSON.parse(JSON.stringify(value), (key: string, field: unknown) => (key === 'stopAskedAt' || key === 'instancesGoneAt' ? null : field));
     expect(beforeRelease(parseStdout(result))).toEqual(beforeRelease(job));
   });
 

@@ -89,6 +89,10 @@ describe('a real local job’s account, under chaos', () => {
     expect(job.view.status).toBe('SUCCEEDED');
     const account = expectAccounted(job.view.account);
     expect(account.seconds.restarted).toBeGreaterThan(0.5);
+    // Attempt 1's node was released (a fresh one ran attempt 2): its going noted once the release resolved.
+    const [first] = job.attempts;
+    expect(typeof first?.instancesGoneAt).toBe('string');
+    expect(Date.parse(first?.instancesGoneAt as string)).toBeGreaterThanOrEqual(Date.parse(first?.stopAskedAt as string));
     expect(t.errors).toEqual([]);
   });
 

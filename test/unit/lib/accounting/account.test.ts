@@ -100,10 +100,10 @@ describe('a job’s time by cause, for each rule of docs/recovery.md', () => {
     const [first, second] = account.timelines;
 
     expect(first).toMatchObject({ launchRequestedAt: t0, upAt: t0 + 30_000, setupEndAt: t0 + 50_000, runStartAt: t0 + 50_000, endedAt: t0 + 150_000, stopAskedAt: t0 + 151_000 });
-    // Preempted: no final report from either node; the attempt's end stands for their going.
+    // Node 0 preempted: its going ended the attempt. Node 1 went when the release resolved (noted once).
     expect(first?.nodes.map((node) => [node.nodeRank, node.firstHeartbeatAt, node.goneAt])).toEqual([
-      [0, t0 + 30_000, null],
-      [1, t0 + 30_000, null],
+      [0, t0 + 30_000, t0 + 150_000],
+      [1, t0 + 30_000, t0 + 151_000],
     ]);
     expect(second).toMatchObject({ launchRequestedAt: t0 + 151_000, upAt: t0 + 181_000, setupEndAt: t0 + 201_000, runStartAt: t0 + 201_000, endedAt: t0 + 251_000 });
     // Each node's agent shuts its instance down on its run report.
@@ -160,10 +160,11 @@ describe('a job’s time by cause, for each rule of docs/recovery.md', () => {
   it('counts instance-seconds per node against the useful ones', async () => {
     const { account } = await jobWith({}, [[{ boot: 30 }, { setup: 20 }, { preempt: 100 }], ok], { numNodes: 2 });
 
-    // Attempt 1: both nodes from 0 s to the attempt's end at 150 s. Attempt 2: 151 s to their run reports at 251 s.
-    expect(account.instanceSeconds).toBe(2 * 150 + 2 * 100);
+    // Attempt 1: node 0 from 0 s to its preemption at 150 s, node 1 to its release at 151 s.
+    // Attempt 2: 151 s to their run reports at 251 s.
+    expect(account.instanceSeconds).toBe(150 + 151 + 2 * 100);
     expect(account.usefulInstanceSeconds).toBe(2 * 50);
-    expect(account.instanceRatio).toBe(5);
+    expect(account.instanceRatio).toBe(501 / 100);
     expect(account.recoveries).toBe(1);
   });
 });
