@@ -88,6 +88,18 @@ const EXAMPLE_RUNS = [
     ],
   },
   {
+    example: 'restart-in-place',
+    args: ['--boot', '2s'],
+    exitStatus: 0,
+    job: { status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 },
+    attempts: [
+      { outcome: 'EXITED', phase: 'run', exitCodes: [29], decision: 'RESTART', reason: expect.stringContaining('in place on the same node, setup skipped') },
+      { outcome: 'EXITED', phase: 'run', exitCodes: [0], decision: 'SUCCEED' },
+    ],
+    // Attempt 2 ran on attempt 1's node without its setup.
+    logs: [{ attempt: 2, has: ['setup skipped: it ran on this node in attempt 1', 'finished the work'], lacks: ["installing the job's dependencies"] }],
+  },
+  {
     example: 'checkpointing',
     args: [],
     exitStatus: 0,
