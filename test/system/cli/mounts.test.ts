@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../../lib/views.ts';
 import { killStrayClis, parseStdout, runCli, runInProcess, SLOW, tempDir, writeTask } from '../../support/cli.ts';
+import { waitFor } from '../../support/fixtures/wait.ts';
 
 afterAll(() => {
   killStrayClis();
@@ -193,6 +194,10 @@ run: |
       const second = await runInProcess(['logs', view.jobId, '--attempt', '2', '--data-dir', state]);
       expect(second.stdout).toContain('resumed at 3 after a1');
       // Gone after the job: the bucket run created for it, its mark, and the nameless folder.
+      // The background runtime deletes them once the job's execution has ended, as the stack's
+      // EventBridge rule does, which may be a moment after `run` has seen the job end.
+      const left = [join(state, 'buckets', 'scratch-ckpt-7'), join(state, 'buckets', '.created', 'scratch-ckpt-7'), join(state, 'buckets', 'relaunch-local', 'mounts', view.jobId)];
+      await waitFor('the job\'s persistent: false mounts to be deleted', () => (left.some((folder) => existsSync(folder)) ? undefined : true));
       expect(existsSync(join(state, 'buckets', 'scratch-ckpt-7'))).toBe(false);
       expect(existsSync(join(state, 'buckets', '.created', 'scratch-ckpt-7'))).toBe(false);
       expect(existsSync(join(state, 'buckets', 'relaunch-local', 'mounts', view.jobId))).toBe(false);
