@@ -54,9 +54,22 @@ describe('cancel at any moment, through a real server', () => {
     ['while it runs', 'running'],
     ['twice while it runs', 'running-twice'],
     ['during its restart backoff', 'backoff'],
+    ['whose nodes are held for a restart in place during its backoff', 'held'],
   ])('cancels a job %s', { timeout: 60_000 }, async (_name, moment) => {
     const task =
-      moment === 'backoff'
+      moment === 'held'
+        ? yaml`
+            num_nodes: 2
+            resources:
+              job_recovery:
+                recover_on_exit_codes: [29]
+                reuse_nodes: {setup: skip}
+                restart_backoff: {initial_seconds: 120, factor: 1, max_seconds: 120, jitter: none}
+            run: |
+              if [ "$RELAUNCH_NODE_RANK" -eq 1 ]; then exit 29; fi
+              sleep 300
+          `
+        : moment === 'backoff'
         ? yaml`
             resources:
               job_recovery:
@@ -69,6 +82,8 @@ describe('cancel at any moment, through a real server', () => {
     await waitFor(`${jobId} to reach the moment`, async () => {
       const current = await server.job(jobId);
       if (moment === 'backoff') return current.status === 'RECOVERING' ? true : undefined;
+      // Held: the backoff has begun, and both nodes' agents are still up, waiting to be told what next.
+      if (moment === 'held') return current.status === 'RECOVERING' && processesOfJob(jobId).length > 0 && processesOfJob(jobId).every((p) => p.command !== 'sleep 300') ? true : undefined;
       return current.status === 'RUNNING' && processesOfJob(jobId).some((p) => p.command === 'sleep 300') ? true : undefined;
     });
     expect(await server.cancel(jobId)).toBe(202);
