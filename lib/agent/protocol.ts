@@ -1,5 +1,6 @@
 // The agent's callbacks: routes, bodies and answers, written once for the agent and the API.
 
+import type { ReuseSetup } from '../task-file/types.ts';
 import * as z from '../zod.ts';
 
 /**
@@ -140,7 +141,7 @@ export type NextAnswer =
       readonly numNodes: number;
       /** Every node's private IP, rank 0 first. */
       readonly nodeIps: readonly string[];
-      readonly setup: 'rerun' | 'skip';
+      readonly setup: ReuseSetup;
     };
 
 /** `POST .../data-credentials`: the node asking, as a heartbeat names it. */

@@ -3,6 +3,7 @@
 
 import type { NextAnswer } from '../agent/protocol.ts';
 import type { AttemptRecord, JobRecord } from '../model.ts';
+import type { ReuseSetup } from '../task-file/types.ts';
 import { isEnding } from '../status.ts';
 import { authorizeAgent, type AgentCredentials } from './agent.ts';
 import type { UseCaseDeps } from './deps.ts';
@@ -52,7 +53,7 @@ function answerFor(
   attempt: AttemptRecord,
   latest: AttemptRecord,
   instanceId: string,
-  setup: 'rerun' | 'skip',
+  setup: ReuseSetup,
   say: { readonly stop: (why: string) => NextAnswer; readonly wait: (why: string) => NextAnswer },
 ): NextAnswer {
   const serving = latest.instances.find((node) => node.instanceId === instanceId && node.reusedFrom === attempt.attempt);
