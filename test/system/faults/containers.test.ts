@@ -14,6 +14,7 @@ import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentSecretName, agentSecretValue } from '../../../lib/agent/secret-parameter.ts';
 import { decideRecovery, initialCounters } from '../../../lib/policy/decide.ts';
+import { recoveryPolicy } from '../../support/fixtures/specs.ts';
 import { waitFor } from '../../support/fixtures/wait.ts';
 import { parseStdout, runCli, startCli, tempDir, writeTask } from '../../support/cli.ts';
 import type { JobView } from '../../../lib/views.ts';
@@ -57,6 +58,39 @@ describe.skipIf(unavailable !== null)(`containers on a real Docker daemon${unava
   const containers = () => daemon.docker('ps', '-a', '--filter', `name=${CONTAINER}`, '--format', '{{.Names}}').trim();
   /** A file the job wrote in the agent's folder (the work folder without a workdir, mounted at the same path). */
   const written = (name: string) => readFileSync(join(dir, 'agent', name), 'utf8');
+
+  it('restarts in place on the same node: the container of the ended attempt and what it left running are removed and proved gone, a new one runs setup again and the next attempt', async () => {
+    const next = 'a4b4c4d4'.repeat(8);
+    api.nextAnswers = [{ next: 'run', reason: 'restart in place', attempt: 4, nodeRank: 1, numNodes: 2, nodeIps: ['10.0.1.1', '10.0.1.2'], setup: 'skip' }];
+    api.onNext = (_count, answer) => {
+      if (typeof answer === 'object' && answer.next === 'run') setTimeout(() => api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), next, INSTANCE_ARN), 300);
+    };
+    const task = spec(
+      {
+        numNodes: 2,
+        setup: 'test -e /.dockerenv && echo "setup of attempt $RELAUNCH_ATTEMPT" >> setups',
+        // Attempt 3 leaves a daemon behind in its container, out of its session.
+        run: 'if [ "$RELAUNCH_ATTEMPT" -eq 3 ]; then setsid sleep 1733 >/dev/null 2>&1 < /dev/null & fi; echo "run of attempt $RELAUNCH_ATTEMPT as node $RELAUNCH_NODE_RANK" >> runs',
+      },
+      { containerImage: IMAGE, jobRecovery: recoveryPolicy({ reuseNodes: { reuse: true, setup: 'skip' } }) },
+    );
+
+    const result = await runAgent({ spec: task, nodeRank: 0, interruptionPollSeconds: 0.1, holdPollSeconds: 0.05, stopGraceSeconds: 1, proofSeconds: 20 }, path());
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.map((r) => [r.nodeRank, r.phase, r.exitCode])).toEqual([
+      [0, 'setup', 0],
+      [0, 'run', 0],
+      [1, 'setup', 0],
+      [1, 'run', 0],
+    ]);
+    // Setup ran again in the new container (whatever it installed went with the old one).
+    expect(written('setups')).toBe('setup of attempt 3\nsetup of attempt 4\n');
+    expect(written('runs')).toBe('run of attempt 3 as node 0\nrun of attempt 4 as node 1\n');
+    // No container is left, and neither is attempt 3's daemon.
+    expect(containers()).toBe('');
+    expect(execFileSync('sh', ['-c', 'pgrep -f "^sleep 1733$" || true'], { encoding: 'utf8' }).trim()).toBe('');
+  });
 
   it('runs setup and run in the container with the envs, the secrets, the work folder and the file mounts, then removes it', async () => {
     api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), agentSecretValue(SECRET, { HF_TOKEN: 'hf_planted' }), INSTANCE_ARN);
