@@ -250,6 +250,12 @@ export interface StandbyMark {
   readonly releasedAt?: string;
   /** Why it was let go: not needed (the attempt before it succeeded, the job was cancelled), or not launched. */
   readonly releaseReason?: string;
+  /**
+   * A standby of the warned node alone (`reuse_nodes` on, docs/recovery.md): the nodes of
+   * attempt `for` it was launched beside, which join it when it is adopted, the relaunch
+   * keeping exactly them; it launched only the ranks they do not cover. Absent: a whole set.
+   */
+  readonly beside?: readonly InstanceRef[];
 }
 
 /** One launch of a job, from placement to outcome and decision. */
@@ -282,12 +288,16 @@ export interface AttemptRecord {
   readonly nodesHeardFrom: readonly number[];
   /** When EC2 warned that a spot instance of this attempt will be reclaimed. */
   readonly interruptionNoticedAt: string | null;
+  /** The rank of the node that warning named; absent when none did (or before it was kept). */
+  readonly interruptionNode?: number;
   /**
    * When EC2 recommended rebalancing away from an instance of this attempt; noted only for
    * a job with `launch_on_warning: rebalance` (it asks for a standby, and decides nothing).
    * null or absent: none.
    */
   readonly rebalanceNoticedAt?: string | null;
+  /** The rank of the node that recommendation named; absent when none did. */
+  readonly rebalanceNode?: number;
   /** Set when this attempt is a standby (launch_on_warning); null or absent for any other. */
   readonly standby?: StandbyMark | null;
   /**

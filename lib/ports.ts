@@ -108,10 +108,13 @@ export interface JobStore {
   noteStopAsked(jobId: string, attempt: number, at: string): Promise<void>;
   /** Notes when the attempt's released instances were gone (kept once: the first note wins, ended or not). */
   noteInstancesGone(jobId: string, attempt: number, at: string): Promise<void>;
-  /** Notes EC2's spot interruption warning (first one wins); returns the attempt. */
-  noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
-  /** Notes EC2's rebalance recommendation (first one wins, none once ended); returns the attempt. */
-  noteRebalance(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
+  /**
+   * Notes EC2's spot interruption warning, and the rank of the node it named when known, in
+   * one write (first one wins); returns the attempt.
+   */
+  noteInterruption(jobId: string, attempt: number, at: string, nodeRank?: number): Promise<AttemptRecord>;
+  /** Notes EC2's rebalance recommendation and its node's rank, as noteInterruption (none once ended). */
+  noteRebalance(jobId: string, attempt: number, at: string, nodeRank?: number): Promise<AttemptRecord>;
 
   /**
    * Starts attempt `attempt.attempt` as a standby (its `standby` mark set) beside the live
@@ -123,9 +126,11 @@ export interface JobStore {
   /**
    * Makes standby `attempt` the job's live attempt: attemptCount moves from `attempt - 1`
    * to `attempt` and the standby is marked adopted at `at`, in one write, only while it is
-   * neither adopted nor released. ConcurrentUpdateError otherwise.
+   * neither adopted nor released. ConcurrentUpdateError otherwise. `kept`: the nodes of
+   * the attempt before that join it (a standby launched beside them, reusedFrom set), added
+   * to its instances with their instance index moved to it, in that same write.
    */
-  adoptStandby(jobId: string, attempt: number, at: string): Promise<AttemptRecord>;
+  adoptStandby(jobId: string, attempt: number, at: string, kept?: readonly InstanceRef[]): Promise<AttemptRecord>;
   /**
    * Lets standby `attempt` go unused: marked released at `at` for `reason` (and ended then,
    * unless it had ended already), only while it is neither adopted nor released. Returns
@@ -311,6 +316,16 @@ export interface LaunchRequest {
    * node is new, placed as the strategy says.
    */
   readonly keep?: { readonly placement: Placement; readonly nodes: readonly InstanceRef[] };
+  /**
+   * A standby of the warned node alone (StandbyMark.beside): `nodes` still serve the live
+   * attempt and join this one only when it is adopted (Compute.join). The launch places
+   * only the ranks they do not cover, in `placement` beside them, every node's IP known to
+   * the new ones; it writes this attempt's secret to their parameters too (their agents read
+   * it only once told to run it), and leaves their tags and instances alone. A node of
+   * theirs found gone is not replaced: the relaunch, which replaces it, lets such a
+   * standby go. Absent (and always with `keep`): an ordinary launch.
+   */
+  readonly beside?: { readonly placement: Placement; readonly nodes: readonly InstanceRef[] };
 }
 
 /** A launch that worked. */
@@ -337,6 +352,13 @@ export interface Compute {
    * (`POST .../next`). On EC2 and locally, the held-after tag (lib/agent/tags.ts). Idempotent.
    */
   hold(jobId: string, attempt: number, keep: { readonly placement: Placement; readonly nodes: readonly InstanceRef[] }): Promise<void>;
+  /**
+   * Makes the kept nodes among `nodes` (reusedFrom set) serve `attempt`, an adopted standby
+   * launched beside them (LaunchRequest.beside): each tagged with the attempt, and every
+   * node with its rank and every IP, as a launch with `keep` would; their secret is the
+   * standby's already, written by its launch. `nodes` are all the attempt's. Idempotent.
+   */
+  join(jobId: string, attempt: number, placement: Placement, nodes: readonly InstanceRef[]): Promise<void>;
 }
 
 /** A live instance that carries relaunch's job tag, as EC2 describes it. */

@@ -240,7 +240,15 @@ class Simulation {
         return [name, new TokenBucket(chosen.burst, chosen.perSecond)];
       }),
     ) as Record<keyof typeof AWS_LIMITS, TokenBucket>;
-    const compute: Compute = { launch: (request) => this.launch(request), release: (jobId, attempt) => this.release(jobId, attempt), hold: (jobId, attempt) => this.release(jobId, attempt) };
+    // The simulated jobs reuse no node (no reuse_nodes, no FAILOVER): join is never asked for.
+    const compute: Compute = {
+      launch: (request) => this.launch(request),
+      release: (jobId, attempt) => this.release(jobId, attempt),
+      hold: (jobId, attempt) => this.release(jobId, attempt),
+      join: async (jobId, attempt) => {
+        throw new Error(`the scale simulation reuses no node, yet job ${jobId} attempt ${attempt} asked to join kept nodes`);
+      },
+    };
     const pace = new MeteredLaunchPace(new MemoryLaunchPace(options.pace), this.meter, options.pace);
     this.sfn = new StepFunctionsSim(
       options.asl,

@@ -114,6 +114,9 @@ function releasingCompute(scope: ReleaseEnvConfig, ec2: (region: string) => EC2C
     },
     release: (jobId, attempt, instances, options) => releaser.release(jobId, attempt, instances, options),
     hold: (jobId, attempt, keep) => releaser.hold(jobId, attempt, keep),
+    join: async () => {
+      throw new ConfigurationError(`this function releases instances only: it has ${EnvVar.releaseConfig}, not ${EnvVar.computeConfig}`);
+    },
   };
 }
 

@@ -159,16 +159,16 @@ export class InMemoryJobStore implements JobStore {
   }
 
 
-  async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+  async noteInterruption(jobId: string, attempt: number, at: string, nodeRank?: number): Promise<AttemptRecord> {
     const current = this.#attempt(jobId, attempt);
     if (current.interruptionNoticedAt !== null || current.outcome !== null) return current;
-    return this.#replaceAttempt({ ...current, interruptionNoticedAt: at });
+    return this.#replaceAttempt({ ...current, interruptionNoticedAt: at, ...(nodeRank === undefined ? {} : { interruptionNode: nodeRank }) });
   }
 
-  async noteRebalance(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+  async noteRebalance(jobId: string, attempt: number, at: string, nodeRank?: number): Promise<AttemptRecord> {
     const current = this.#attempt(jobId, attempt);
     if ((current.rebalanceNoticedAt ?? null) !== null || current.outcome !== null) return current;
-    return this.#replaceAttempt({ ...current, rebalanceNoticedAt: at });
+    return this.#replaceAttempt({ ...current, rebalanceNoticedAt: at, ...(nodeRank === undefined ? {} : { rebalanceNode: nodeRank }) });
   }
 
   async putStandby(attempt: AttemptRecord): Promise<void> {
@@ -181,14 +181,17 @@ export class InMemoryJobStore implements JobStore {
     this.#own(attempt.jobId, attempt.attempt, attempt.instances);
   }
 
-  async adoptStandby(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+  async adoptStandby(jobId: string, attempt: number, at: string, kept: readonly InstanceRef[] = []): Promise<AttemptRecord> {
     const stored = this.#stored(jobId);
     const current = stored.attempts.get(attempt);
     if (current === undefined || !isHolding(current) || stored.job.attemptCount !== attempt - 1) {
       throw rules.standbySettledError(jobId, attempt, 'adopted');
     }
     stored.job = frozenCopy({ ...stored.job, attemptCount: attempt });
-    return this.#replaceAttempt({ ...current, standby: { ...(current.standby as StandbyMark), adoptedAt: at } });
+    const instances = [...current.instances, ...kept].sort((a, b) => a.nodeRank - b.nodeRank);
+    const adopted = this.#replaceAttempt({ ...current, instances, standby: { ...(current.standby as StandbyMark), adoptedAt: at } });
+    this.#own(jobId, attempt, kept);
+    return adopted;
   }
 
   async releaseStandby(jobId: string, attempt: number, at: string, reason: string): Promise<{ attempt: AttemptRecord; released: boolean }> {

@@ -168,7 +168,9 @@ const ATTEMPT_FIELDS = allFields<AttemptRecord>()([
   'lastHeartbeatAt',
   'nodesHeardFrom',
   'interruptionNoticedAt',
+  'interruptionNode',
   'rebalanceNoticedAt',
+  'rebalanceNode',
   'standby',
   'runStartedAt',
   'endedAt',
@@ -275,10 +277,10 @@ export function eventCountOf(item: Item): number {
 /**
  * An attempt item as a record; an attempt stored before a field existed gets its empty
  * value, one of a one-task job has no `task`, and the fields only some attempts have
- * (`standby`, `rebalanceNoticedAt`, `runStartedAt`) are absent when they have none.
+ * (`standby`, `rebalanceNoticedAt`, the warned nodes, `runStartedAt`) are absent when they have none.
  */
 export function toAttempt(item: Item): AttemptRecord {
-  const { task, standby, rebalanceNoticedAt, runStartedAt, nodesHeardFrom, nodeMarks: _none, stopAskedAt, instancesGoneAt, progress, ...attempt } = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
+  const { task, standby, rebalanceNoticedAt, interruptionNode, rebalanceNode, runStartedAt, nodesHeardFrom, nodeMarks: _none, stopAskedAt, instancesGoneAt, progress, ...attempt } = fromItem<AttemptRecord>(item, ATTEMPT_FIELDS);
   const marks = nodeMarksOf(item);
   // A number set reads as a Set; the record holds the ranks in order.
   const heardFrom = nodesHeardFrom === null ? [] : [...(nodesHeardFrom as unknown as ReadonlySet<number>)].sort((a, b) => a - b);
@@ -288,6 +290,8 @@ export function toAttempt(item: Item): AttemptRecord {
     ...(task === null || task === undefined ? {} : { task }),
     ...(standby === null || standby === undefined ? {} : { standby }),
     ...(rebalanceNoticedAt === null || rebalanceNoticedAt === undefined ? {} : { rebalanceNoticedAt }),
+    ...(interruptionNode === null || interruptionNode === undefined ? {} : { interruptionNode }),
+    ...(rebalanceNode === null || rebalanceNode === undefined ? {} : { rebalanceNode }),
     ...(runStartedAt === null || runStartedAt === undefined ? {} : { runStartedAt }),
     ...(marks === null ? {} : { nodeMarks: marks }),
     ...(stopAskedAt === null || stopAskedAt === undefined ? {} : { stopAskedAt }),

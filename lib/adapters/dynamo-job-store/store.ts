@@ -278,17 +278,23 @@ export class DynamoJobStore implements JobStore {
     throw rules.endedError(jobId, attempt, 'a heartbeat');
   }
 
-  async noteInterruption(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
-    return this.#noteOnce(jobId, attempt, 'interruptionNoticedAt', at);
+  async noteInterruption(jobId: string, attempt: number, at: string, nodeRank?: number): Promise<AttemptRecord> {
+    return this.#noteOnce(jobId, attempt, 'interruptionNoticedAt', at, nodeRank === undefined ? {} : { interruptionNode: nodeRank });
   }
 
-  async noteRebalance(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
-    return this.#noteOnce(jobId, attempt, 'rebalanceNoticedAt', at);
+  async noteRebalance(jobId: string, attempt: number, at: string, nodeRank?: number): Promise<AttemptRecord> {
+    return this.#noteOnce(jobId, attempt, 'rebalanceNoticedAt', at, nodeRank === undefined ? {} : { rebalanceNode: nodeRank });
   }
 
-  /** Notes EC2's word on an attempt that has not ended, the first time only. */
-  #noteOnce(jobId: string, attempt: number, field: 'interruptionNoticedAt' | 'rebalanceNoticedAt', at: string): Promise<AttemptRecord> {
-    const write = { key: keys.attempt(jobId, attempt), set: { [field]: at }, condition: when.firstNotice(field) };
+  /** Notes EC2's word on an attempt that has not ended, and the node it named, the first time only. */
+  #noteOnce(
+    jobId: string,
+    attempt: number,
+    field: 'interruptionNoticedAt' | 'rebalanceNoticedAt',
+    at: string,
+    node: { interruptionNode?: number } | { rebalanceNode?: number },
+  ): Promise<AttemptRecord> {
+    const write = { key: keys.attempt(jobId, attempt), set: { [field]: at, ...node }, condition: when.firstNotice(field) };
     return this.#updateAttempt(jobId, attempt, write, (current) => current);
   }
 
@@ -309,10 +315,13 @@ export class DynamoJobStore implements JobStore {
     throw rules.standbyOutOfSequenceError(jobId, job.attemptCount, attempt.attempt);
   }
 
-  async adoptStandby(jobId: string, attempt: number, at: string): Promise<AttemptRecord> {
+  async adoptStandby(jobId: string, attempt: number, at: string, kept: readonly InstanceRef[] = []): Promise<AttemptRecord> {
+    // Kept nodes join its instances, and their index moves to it, in the write that adopts it.
+    const joined = kept.length === 0 ? {} : { instances: [...(await this.getAttempt(jobId, attempt)).instances, ...kept].sort((a, b) => a.nodeRank - b.nodeRank) };
     const refusal = await this.#transact([
       this.#writes.inTransaction(advanceAttemptCount(jobId, attempt)),
-      this.#writes.inTransaction({ key: keys.attempt(jobId, attempt), set: { 'standby.adoptedAt': at }, condition: when.STANDBY_UNSETTLED }),
+      this.#writes.inTransaction({ key: keys.attempt(jobId, attempt), set: { 'standby.adoptedAt': at, ...joined }, condition: when.STANDBY_UNSETTLED }),
+      ...this.#instancePuts(jobId, attempt, kept),
     ]);
     if (refusal !== null) {
       await this.#attemptFrom(refusal.item(1), jobId, attempt);

@@ -19,6 +19,7 @@ export class FakeCompute implements Compute {
   readonly launches: LaunchRequest[] = [];
   readonly releases: { jobId: string; attempt: number; instances: readonly InstanceRef[]; except?: readonly string[] }[] = [];
   readonly holds: { jobId: string; attempt: number; nodes: readonly InstanceRef[] }[] = [];
+  readonly joins: { jobId: string; attempt: number; nodes: readonly InstanceRef[] }[] = [];
   readonly #scripts: LaunchScript[] = [];
   /** The attempt each live instance serves now (a kept node moves to the attempt that took it). */
   readonly #serving = new Map<string, number>();
@@ -34,7 +35,9 @@ export class FakeCompute implements Compute {
   /**
    * With `request.keep`, the kept nodes still running serve this attempt (reusedFrom: the
    * attempt they served), and only the ranks they do not cover are launched, in the kept
-   * placement; a kept node gone (`reclaim`) is launched anew.
+   * placement; a kept node gone (`reclaim`) is launched anew. With `request.beside` (a
+   * standby of the warned node alone), only the ranks those nodes do not cover are
+   * launched, and they keep serving the attempt they serve until join.
    */
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     this.launches.push(request);
@@ -46,7 +49,10 @@ export class FakeCompute implements Compute {
       if (served === undefined || this.#gone.has(node.instanceId)) continue;
       kept.set(node.nodeRank, { instanceId: node.instanceId, nodeRank: node.nodeRank, privateIp: node.privateIp, reusedFrom: served });
     }
-    const instances = instancesFor(request).map((fresh) => kept.get(fresh.nodeRank) ?? fresh);
+    const beside = new Set((request.beside?.nodes ?? []).map((node) => node.nodeRank));
+    const instances = instancesFor(request)
+      .filter((fresh) => !beside.has(fresh.nodeRank))
+      .map((fresh) => kept.get(fresh.nodeRank) ?? fresh);
     for (const instance of instances) this.#serving.set(instance.instanceId, request.attempt);
     return { placement: script.placement, instances };
   }
@@ -69,6 +75,12 @@ export class FakeCompute implements Compute {
 
   async hold(jobId: string, attempt: number, keep: { readonly nodes: readonly InstanceRef[] }): Promise<void> {
     this.holds.push({ jobId, attempt, nodes: keep.nodes });
+  }
+
+  /** Records the join; the kept nodes among `nodes` serve `attempt` from now. */
+  async join(jobId: string, attempt: number, _placement: Placement, nodes: readonly InstanceRef[]): Promise<void> {
+    this.joins.push({ jobId, attempt, nodes });
+    for (const node of nodes) if (node.reusedFrom !== undefined) this.#serving.set(node.instanceId, attempt);
   }
 
   /** The callback secret the agent of that attempt was given. */
