@@ -2,7 +2,7 @@
 // nodes that were lost or are bad. Pure: the controller (EvaluateRecoveryPolicy) and
 // `relaunch simulate` decide with it alike. docs/recovery.md says why each rule is so.
 
-import type { InstanceRef, KeptNodes, Placement } from './model.ts';
+import type { AttemptRecord, InstanceRef, KeptNodes, Placement, WarningKind } from './model.ts';
 import { RecoveryAction, type AttemptOutcome, type Market, type RecoveryDecision } from './policy/types.ts';
 import type { RecoveryPolicy, ReuseSetup } from './task-file/types.ts';
 
@@ -148,4 +148,32 @@ function replacedNodes(outcome: AttemptOutcome, badCodes: readonly number[]): Ma
     case 'CANCELLED':
       return null;
   }
+}
+
+/**
+ * The nodes a standby for the `on` warning on live attempt `warned` is launched beside, or
+ * null for a standby of a whole new set. With reuse on, a warning that named one node of
+ * several gets a standby of that node alone, in the others' placement: when the warned
+ * node goes, the relaunch keeps the others (nodesToKeep) and they join the standby, so only
+ * the warned node's replacement boots, and it boots during the warning. A whole set when
+ * reuse is off, the job has one node, the warning named no node, the relaunch would run on
+ * another market, or the attempt does not have one instance for each other rank.
+ */
+export function standbyBeside(
+  policy: RecoveryPolicy,
+  warned: Pick<AttemptRecord, 'placement' | 'instances' | 'market' | 'interruptionNode' | 'rebalanceNode'>,
+  on: WarningKind,
+  market: Market,
+  numNodes: number,
+): { readonly placement: Placement; readonly nodes: readonly InstanceRef[] } | null {
+  const rank = on === 'interruption' ? warned.interruptionNode : warned.rebalanceNode;
+  if (!reuseChoice(policy).reuse || numNodes < 2 || warned.placement === null || warned.market !== market || rank === undefined) return null;
+  const nodes: InstanceRef[] = [];
+  for (let other = 0; other < numNodes; other += 1) {
+    const node = warned.instances.find((instance) => instance.nodeRank === other);
+    if (other === rank) continue;
+    if (node === undefined) return null;
+    nodes.push(node);
+  }
+  return nodes.length === numNodes - 1 ? { placement: warned.placement, nodes } : null;
 }

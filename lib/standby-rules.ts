@@ -2,7 +2,7 @@
 // whether the relaunch may take it, what its nodes are told, and how long a job went
 // without a running `run`.
 
-import type { AttemptRecord, JobRecord, WarningKind } from './model.ts';
+import type { AttemptRecord, InstanceRef, JobRecord, KeptNodes, WarningKind } from './model.ts';
 import type { RecoveryCounters } from './policy/types.ts';
 import type { RecoveryPolicy } from './task-file/types.ts';
 import { isEnding } from './status.ts';
@@ -62,9 +62,11 @@ export function isReleased(attempt: AttemptRecord): boolean {
  * charge the job a recovery the same job without launch_on_warning never needs, so it is
  * let go, charged to nothing, and the relaunch launches fresh. A standby whose own setup
  * failed is taken all the same: it is the next attempt, and the policy decides it as it
- * would any other.
+ * would any other. A standby of the warned node alone (its `beside` nodes) is taken only by
+ * a relaunch that keeps exactly those nodes (`keep`, the decision's), for they are the rest
+ * of it; otherwise the relaunch runs as it would without it.
  */
-export function whyNotAdopt(job: JobRecord, standby: AttemptRecord): string | null {
+export function whyNotAdopt(job: JobRecord, standby: AttemptRecord, keep: KeptNodes | null = null): string | null {
   if (isReleased(standby)) return `it was released (${standby.standby?.releaseReason ?? 'no reason recorded'})`;
   const ended = standby.outcome;
   if (ended?.kind === 'LOST') return `it was lost while it held (${ended.reason})`;
@@ -72,14 +74,25 @@ export function whyNotAdopt(job: JobRecord, standby: AttemptRecord): string | nu
   if (standby.market !== job.counters.market) return `the next attempt runs ${job.counters.market}, and the standby ${standby.market}`;
   const task = job.pipeline === null || job.pipeline === undefined ? null : job.pipeline.current;
   if ((standby.task ?? null) !== task) return `the job has moved on to task ${(task ?? 0) + 1}`;
+  const beside = standby.standby?.beside;
+  if (beside === undefined) return null;
+  const warned = standby.standby?.for ?? standby.attempt - 1;
+  if (keep === null) return `it was launched beside nodes ${ranksOf(beside)} of attempt ${warned}, and the relaunch keeps none`;
+  const ids = (nodes: readonly InstanceRef[]): string => nodes.map((node) => node.instanceId).sort().join(' ');
+  if (ids(keep.nodes) !== ids(beside)) return `it was launched beside nodes ${ranksOf(beside)} of attempt ${warned}, and the relaunch keeps nodes ${ranksOf(keep.nodes)}`;
   return null;
+}
+
+/** Nodes' ranks in words: `0, 1, 3`. */
+function ranksOf(nodes: readonly InstanceRef[]): string {
+  return nodes.map((node) => node.nodeRank).sort((a, b) => a - b).join(', ');
 }
 
 /**
  * What a node of `attempt` is told: `go` only while the attempt is the job's live one and
  * has not ended, the job is neither over nor being cancelled, for an attempt with reused
- * nodes once every node has reported setup 0 (`hold` until then: setupPending), and, for a
- * standby, once it was adopted (which happens only after the attempt before it has ended and the policy
+ * nodes (a standby that nodes joined included) once every node has reported setup 0
+ * (`hold` until then: setupPending), and, for a standby, once it was adopted (which happens only after the attempt before it has ended and the policy
  * relaunched the job); `hold` while it is a standby after the live attempt; `stop`
  * otherwise. Messages may arrive in any order, and the job and the attempt may be read a
  * moment apart (a standby adopted or released between the two reads): such a pair is
@@ -93,18 +106,20 @@ export function runSignal(job: JobRecord, attempt: AttemptRecord): RunAnswer {
   if (attempt.outcome !== null) return { run: 'stop', reason: `${which} has ended (${attempt.outcome.kind})` };
   if (isEnding(job.status)) return { run: 'stop', reason: `job ${job.jobId} is ${job.status}` };
   const mark = attempt.standby;
+  const pending = setupPending(attempt, job.spec.numNodes);
+  const setUp: RunAnswer = {
+    run: 'hold',
+    reason: `${which} waits for node${pending.length === 1 ? '' : 's'} ${pending.join(', ')} to finish setup: it runs on reused nodes, and starts when every node is up`,
+  };
   if (mark === null || mark === undefined) {
     if (attempt.attempt !== job.attemptCount) return stale;
-    const pending = setupPending(attempt, job.spec.numNodes);
-    if (pending.length > 0) {
-      const nodes = `node${pending.length === 1 ? '' : 's'} ${pending.join(', ')}`;
-      return { run: 'hold', reason: `${which} waits for ${nodes} to finish setup: it runs on reused nodes, and starts when every node is up` };
-    }
-    return { run: 'go', reason: `${which} is the live attempt` };
+    return pending.length > 0 ? setUp : { run: 'go', reason: `${which} is the live attempt` };
   }
   if (mark.adoptedAt === undefined) return attempt.attempt >= job.attemptCount && attempt.attempt <= job.attemptCount + 1 ? hold : stale;
   if (attempt.attempt > job.attemptCount) return hold;
-  return attempt.attempt === job.attemptCount ? { run: 'go', reason: `${which} is the live attempt: attempt ${mark.for} has ended and the job relaunched` } : stale;
+  if (attempt.attempt !== job.attemptCount) return stale;
+  // A standby of the warned node alone runs once the nodes that joined it have set up too.
+  return pending.length > 0 ? setUp : { run: 'go', reason: `${which} is the live attempt: attempt ${mark.for} has ended and the job relaunched` };
 }
 
 /** Whether an attempt runs on a node kept from the attempt before it (restart in place, or a survivor). */

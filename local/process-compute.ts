@@ -17,7 +17,7 @@ import { renderAgentScript, shellQuote } from '../lib/agent/script.ts';
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn } from '../lib/agent/secret-parameter.ts';
 import { NODE_IPS_TAG_PREFIX, nodeIpsTags, TagKey } from '../lib/agent/tags.ts';
 import { NoCapacityError, PrecheckError } from '../lib/errors.ts';
-import type { InstanceRef } from '../lib/model.ts';
+import type { InstanceRef, Placement } from '../lib/model.ts';
 import { resourceChoices } from '../lib/launch-plan.ts';
 import type { Compute, LaunchRequest, LaunchResult } from '../lib/ports.ts';
 import { errorMessage } from '../lib/usecases/deps.ts';
@@ -246,6 +246,11 @@ export class LocalProcessCompute implements Compute {
    * they were, for the caller to release. A new node's emulated boot (the plan's bootMs)
    * makes it `pending` that long, and its runningAt is the boot's end; the launch does not
    * wait for it, as RunInstances does not (AwaitBoot waits, on boot_timeout's clock).
+   *
+   * With `beside` (a standby of the warned node alone), only the ranks its nodes do not
+   * cover are started, in its placement; those nodes keep serving the attempt they serve
+   * (join moves them), and their secret parameters get this attempt's secret now, as EC2's
+   * launcher rewrites them.
    */
   async launch(request: LaunchRequest): Promise<LaunchResult> {
     const { jobId, attempt } = request;
@@ -253,7 +258,8 @@ export class LocalProcessCompute implements Compute {
     const spec = choice === undefined ? request.spec : { ...request.spec, resources: choice.resources };
     if (this.closing) throw new Error('the local runtime is shutting down');
     const kept = this.keptInstances(request);
-    const missing = Array.from({ length: spec.numNodes }, (_, rank) => rank).filter((rank) => !kept.has(rank));
+    const beside = new Set((request.beside?.nodes ?? []).map((node) => node.nodeRank));
+    const missing = Array.from({ length: spec.numNodes }, (_, rank) => rank).filter((rank) => !kept.has(rank) && !beside.has(rank));
     const plan = this.chaosOf(jobId);
     // A relaunch that keeps every node launches nothing, so it asks EC2 for no capacity.
     if (missing.length > 0) await this.findCapacity(request, faultsOfAttempt(plan, attempt));
@@ -273,10 +279,16 @@ export class LocalProcessCompute implements Compute {
     // Every new node's process is up: the local instance is running (lib/accounting counts
     // from here), or it will be once its boot is over. A kept node serves this attempt from now.
     const now = Date.now();
-    const reusedFrom = new Map([...kept].map(([rank, instance]) => [rank, this.moveToAttempt(instance, request, ips)]));
+    const secret = agentSecretValue(request.callbackSecret, request.secrets);
+    const reusedFrom = new Map([...kept].map(([rank, instance]) => [rank, this.moveToAttempt(instance, request, ips, secret)]));
+    for (const node of request.beside?.nodes ?? []) {
+      const instance = this.instances.get(node.instanceId);
+      if (instance?.jobId !== jobId || instance.state !== 'running') continue;
+      this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId), secret, instance.arn);
+    }
     const nodes = [...started, ...kept.values()].sort((a, b) => a.rank - b.rank);
     return {
-      placement: request.keep?.placement ?? {
+      placement: request.keep?.placement ?? request.beside?.placement ?? {
         region: LOCAL_REGION,
         zone: null,
         instanceType: LOCAL_INSTANCE_TYPE,
@@ -317,19 +329,36 @@ export class LocalProcessCompute implements Compute {
   }
 
   /**
-   * Moves a kept node to the request's attempt, as EC2's launcher does with CreateTags and
-   * PutParameter: its tags name the new attempt and peers (held-after removed), its secret
-   * parameter holds the new attempt's callback secret and the job's secrets, and the faults
-   * of the attempt it served are called off (the new attempt's apply to it). Returns the
-   * attempt it served.
+   * The kept nodes among `nodes` (reusedFrom set) serve `attempt` from now, an adopted
+   * standby launched beside them: moved as a launch with `keep` moves them, but for their
+   * secret, which that standby's launch wrote. A node gone, or not this job's, is left.
    */
-  private moveToAttempt(instance: LocalInstance, request: LaunchRequest, ips: readonly string[]): number {
+  async join(jobId: string, attempt: number, _placement: Placement, nodes: readonly InstanceRef[]): Promise<void> {
+    const ips = nodes.map(() => '127.0.0.1');
+    for (const node of nodes) {
+      const instance = this.instances.get(node.instanceId);
+      if (node.reusedFrom === undefined || instance?.jobId !== jobId || instance.state !== 'running' || instance.attempt > attempt) continue;
+      this.moveToAttempt(instance, { jobId, attempt }, ips, null);
+    }
+  }
+
+  /**
+   * Moves a kept node to `to`'s attempt, as EC2's launcher does with CreateTags and
+   * PutParameter: its tags name the new attempt and peers (held-after removed), its secret
+   * parameter holds `secret` (the new attempt's callback secret and the job's secrets;
+   * null: written already), and the faults of the attempt it served are called off (the
+   * new attempt's apply to it). Returns the attempt it served.
+   */
+  private moveToAttempt(instance: LocalInstance, to: { readonly jobId: string; readonly attempt: number }, ips: readonly string[], secret: string | null): number {
+    const saySecret = (): void => {
+      if (secret !== null) this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId), secret, instance.arn);
+    };
     // The new attempt's folder of this rank is the node's own folder (the agent's root, where
     // it keeps writing): readers find the attempt's files through it (paths.ts attemptFile).
-    linkNodeDir(this.options.dataDir, request.jobId, request.attempt, instance.rank, instance.rootDir);
+    linkNodeDir(this.options.dataDir, to.jobId, to.attempt, instance.rank, instance.rootDir);
     // Moved already (the launch is tried again): its secret is said again, the rest stands.
-    if (instance.attempt === request.attempt && instance.servedBefore !== null) {
-      this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId), agentSecretValue(request.callbackSecret, request.secrets), instance.arn);
+    if (instance.attempt === to.attempt && instance.servedBefore !== null) {
+      saySecret();
       return instance.servedBefore;
     }
     const previous = instance.attempt;
@@ -337,14 +366,14 @@ export class LocalProcessCompute implements Compute {
     instance.timers.clear();
     instance.networkCut = false;
     instance.servedBefore = previous;
-    instance.attempt = request.attempt;
+    instance.attempt = to.attempt;
     for (const key of [...instance.tags.keys()]) if (key.startsWith(NODE_IPS_TAG_PREFIX)) instance.tags.delete(key);
     // The held-after tag stays, as on EC2: it names the attempt that ended, which the agent
     // may not have seen yet (a launch can follow the hold within milliseconds).
-    instance.tags.set(TagKey.attempt, String(request.attempt));
+    instance.tags.set(TagKey.attempt, String(to.attempt));
     instance.tags.set(TagKey.nodeRank, String(instance.rank));
     for (const tag of nodeIpsTags(ips)) instance.tags.set(tag.Key, tag.Value);
-    this.secretParameters.put(agentSecretName(LOCAL_SECRET_PATH, instance.instanceId), agentSecretValue(request.callbackSecret, request.secrets), instance.arn);
+    saySecret();
     // It is up already: the new attempt's faults that count from a node's start count from now.
     this.scheduleFaults(instance, 'boot');
     return previous;

@@ -199,9 +199,11 @@ function toStoredDecision(decision: RecoveryDecision, decidedAt: string, keep: K
 
 /**
  * The nodes of the decided attempt its relaunch runs on again (lib/reuse-rules.ts
- * nodesToKeep), or null. None when a standby a warning started for the attempt exists
- * (launch_on_warning): the relaunch takes that standby, or launches past it, never on
- * these nodes. The decision and its counters are the same either way.
+ * nodesToKeep), or null. None when a standby of a whole set a warning started for the
+ * attempt exists (launch_on_warning): the relaunch takes that standby, or launches past
+ * it, never on these nodes. A standby of the warned node alone (launched beside the
+ * others) leaves them to this rule: the relaunch takes it when the nodes kept are the ones
+ * it was launched beside. The decision and its counters are the same either way.
  */
 async function keptNodes(store: JobStore, job: JobRecord, attempt: AttemptRecord, outcome: AttemptOutcome, decision: RecoveryDecision): Promise<KeptNodes | null> {
   const { keep } = nodesToKeep({
@@ -216,7 +218,8 @@ async function keptNodes(store: JobStore, job: JobRecord, attempt: AttemptRecord
     setupDone: attempt.reports.filter((report) => report.phase === 'setup' && report.exitCode === 0).map((report) => report.nodeRank),
   });
   if (keep === null) return null;
-  if ((await standbyOf(store, job.jobId, attempt.attempt)) !== null) return null;
+  const standby = await standbyOf(store, job.jobId, attempt.attempt);
+  if (standby !== null && standby.standby?.beside === undefined) return null;
   return keep;
 }
 

@@ -80,19 +80,20 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
   }
   if (job.attemptCount !== attempt.attempt && !standby) return ignored(`${where} is stale: attempt ${job.attemptCount} is the live one`);
   if (attempt.outcome !== null) return ignored(`${where} has already ended (${attempt.outcome.kind})`);
+  const nodeRank = attempt.instances.find((instance) => instance.instanceId === event.instanceId)?.nodeRank;
 
   if (event.kind === 'REBALANCE_RECOMMENDATION') {
     if (standby || job.spec.resources.jobRecovery.launchOnWarning !== 'rebalance') {
       return ignored(`${where}: a rebalance recommendation for ${event.instanceId} decides nothing${standby ? ' for a standby' : " (the job's launch_on_warning is not rebalance)"}`);
     }
     if ((attempt.rebalanceNoticedAt ?? null) !== null) return ignored(`${where}: rebalance recommendation already noted at ${attempt.rebalanceNoticedAt}`);
-    const noted = await store.noteRebalance(attempt.jobId, attempt.attempt, event.time);
+    const noted = await store.noteRebalance(attempt.jobId, attempt.attempt, event.time, nodeRank);
     return { action: 'noted', reason: `${where}: rebalance recommendation for ${event.instanceId}${await standbyAsked(deps, job, noted)}` };
   }
 
   if (event.kind === 'SPOT_INTERRUPTION_WARNING') {
     if (attempt.interruptionNoticedAt !== null) return ignored(`${where}: interruption already noted at ${attempt.interruptionNoticedAt}`);
-    const noted = await store.noteInterruption(attempt.jobId, attempt.attempt, event.time);
+    const noted = await store.noteInterruption(attempt.jobId, attempt.attempt, event.time, nodeRank);
     const settled = await settleAttempt(noted, job.spec, [], event.time, deps);
     if (settled.ended) return ended(where, settled.outcome);
     if (settled.attempt.outcome !== null) return ignored(`${where} ended meanwhile (${settled.attempt.outcome.kind})`);
@@ -102,7 +103,6 @@ export async function onInstanceEvent(event: InstanceEvent, deps: Pick<UseCaseDe
 
   const how = event.state === undefined ? undefined : (INSTANCE_GONE_STATES as Readonly<Record<string, string>>)[event.state];
   if (how === undefined) return ignored(`instance ${event.instanceId} is ${event.state ?? 'in an unnamed state'}, not gone`);
-  const nodeRank = attempt.instances.find((instance) => instance.instanceId === event.instanceId)?.nodeRank;
   if (nodeRank === undefined) return ignored(`instance ${event.instanceId} is none of the nodes of ${where}`);
   const settled = await settleAttempt(attempt, job.spec, [{ nodeRank, instanceId: event.instanceId, how }], event.time, deps);
   if (settled.ended) return ended(where, settled.outcome);

@@ -22,8 +22,10 @@ export const INTERRUPTED_LAUNCH_REASON = 'its launch was interrupted before the 
  *
  * - When a warning on attempt `state.attempt` started a standby (launch_on_warning), the
  *   relaunch takes it as the next attempt, launching nothing (takeStandby): its nodes have
- *   run setup and go on to run as soon as they ask. A standby it may not take (another
- *   market, a later task, released) is let go, and the launch goes on past its number.
+ *   run setup and go on to run as soon as they ask. A standby of the warned node alone is
+ *   joined by the kept nodes it was launched beside. A standby it may not take (another
+ *   market, a later task, released, other nodes kept) is let go, and the launch goes on
+ *   past its number.
  * - First the launch takes its nodes from the shared launch pace (paceLaunch): when the
  *   pace gives it a later slot, nothing else happens and the machine waits for the slot
  *   in WaitForLaunchPace, then runs this step again, which launches at once.
@@ -65,9 +67,10 @@ export async function launchAttempt(
   const releaseKept = async (): Promise<void> => {
     if (keep !== null) await compute.release(given.jobId, given.attempt, keep.nodes);
   };
-  const taken = await takeStandby(deps, given);
+  const taken = await takeStandby(deps, given, keep);
   if ('adopted' in taken) {
-    await releaseKept();
+    // Kept nodes that joined the standby serve it; any other kept node serves nothing.
+    if (!taken.joined) await releaseKept();
     return taken.adopted;
   }
   const { state } = taken;
@@ -149,7 +152,9 @@ async function keptBy(store: JobStore, state: WorkflowState): Promise<KeptNodes 
  *
  * - one that whyNotAdopt allows is adopted (the job STARTING, as for any launch; its
  *   attemptCount moved to the standby in the same write as its mark), and the answer is
- *   the state for it, launched, with what is left of its boot_timeout;
+ *   the state for it, launched, with what is left of its boot_timeout; a standby of the
+ *   warned node alone is joined by the kept nodes (`keep`) in that same write, their
+ *   instance index moved to it, and then on compute (their tags), and `joined` says so;
  * - one it does not (another market, a later task), or one the job is cancelled under, is
  *   released and retired: the launch goes on as attempt `standby + 1`, from a state that
  *   counts the standby's number as used;
@@ -161,20 +166,24 @@ async function keptBy(store: JobStore, state: WorkflowState): Promise<KeptNodes 
 async function takeStandby(
   deps: Pick<UseCaseDeps, 'store' | 'compute' | 'clock'>,
   state: WorkflowState,
-): Promise<{ adopted: WorkflowState } | { state: WorkflowState }> {
+  keep: KeptNodes | null,
+): Promise<{ adopted: WorkflowState; joined: boolean } | { state: WorkflowState }> {
   const { store, compute, clock } = deps;
   const standby = await standbyOf(store, state.jobId, state.attempt);
   if (standby === null) return { state };
   const past: WorkflowState = { jobId: state.jobId, attempt: standby.attempt, attemptsInExecution: state.attemptsInExecution + 1 };
   let job = await store.getJob(state.jobId);
-  if (standby.standby?.adoptedAt !== undefined) return { adopted: adoptedState(job, standby, past, clock.now()) };
+  if (standby.standby?.adoptedAt !== undefined) return { adopted: adoptedState(job, await joined(compute, standby), past, clock.now()), joined: standby.standby.beside !== undefined };
   if (isHolding(standby)) {
-    const why = job.status === JobStatus.CANCELLING ? 'the job was cancelled' : whyNotAdopt(job, standby);
+    const why = job.status === JobStatus.CANCELLING ? 'the job was cancelled' : whyNotAdopt(job, standby, keep);
     if (why === null) {
       const claim = await claimLaunch(store, job, standby.attempt, nowIso(clock), `taking standby attempt ${standby.attempt} (${standby.market}), started on the ${WARNING_WORDS[standby.standby?.on ?? 'interruption']} of attempt ${state.attempt}`);
       if (!claim.cancelled) {
-        const adopted = await store.adoptStandby(state.jobId, standby.attempt, nowIso(clock));
-        return { adopted: adoptedState(claim.job, adopted, past, clock.now()) };
+        const at = nowIso(clock);
+        // The nodes it was launched beside (whyNotAdopt: the ones kept) serve it from now.
+        const kept = standby.standby?.beside === undefined ? [] : (keep?.nodes ?? []).map((node) => ({ ...node, reusedFrom: state.attempt, runningAt: at }));
+        const adopted = await store.adoptStandby(state.jobId, standby.attempt, at, kept);
+        return { adopted: adoptedState(claim.job, await joined(compute, adopted), past, clock.now()), joined: kept.length > 0 };
       }
       job = claim.job;
     }
@@ -189,13 +198,26 @@ async function takeStandby(
 }
 
 /**
+ * Moves the kept nodes of an adopted standby of the warned node alone to it on compute
+ * (their tags: Compute.join), again on a retried step; nothing for any other standby.
+ * Returns the standby.
+ */
+async function joined(compute: UseCaseDeps['compute'], standby: AttemptRecord): Promise<AttemptRecord> {
+  if (standby.standby?.beside !== undefined && standby.placement !== null && standby.instances.some((node) => node.reusedFrom !== undefined)) {
+    await compute.join(standby.jobId, standby.attempt, standby.placement, standby.instances);
+  }
+  return standby;
+}
+
+/**
  * The state for an adopted standby: launched, with the boot_timeout left since its launch
  * (at least 1 s) while a node has not been heard from; AwaitBoot resumes at once otherwise.
+ * Nodes that joined it start on this attempt now, so it gets the whole boot_timeout.
  */
 function adoptedState(job: JobRecord, standby: AttemptRecord, past: WorkflowState, now: Date): WorkflowState {
   const elapsed = Math.floor((now.getTime() - Date.parse(standby.startedAt)) / 1000);
-  const left = nodesNotHeardFrom(standby, job.spec.numNodes).length === 0 ? bootTimeoutOf(job) : Math.max(1, bootTimeoutOf(job) - elapsed);
-  return { ...past, launched: true, bootTimeoutSeconds: left };
+  const whole = nodesNotHeardFrom(standby, job.spec.numNodes).length === 0 || standby.instances.some((node) => node.reusedFrom !== undefined);
+  return { ...past, launched: true, bootTimeoutSeconds: whole ? bootTimeoutOf(job) : Math.max(1, bootTimeoutOf(job) - elapsed) };
 }
 
 /**

@@ -6,6 +6,7 @@ import { secondsUntil } from '../launch-pace.ts';
 import type { AttemptRecord, JobRecord, WarningKind } from '../model.ts';
 import type { JobStore, LaunchRequest } from '../ports.ts';
 import { hashSecret, newCallbackSecret } from '../secrets.ts';
+import { standbyBeside } from '../reuse-rules.ts';
 import { isHolding, isReleased, recoveriesLeft, runSignal, standbyAskedBy, type RunAnswer } from '../standby-rules.ts';
 import { JobStatus } from '../status.ts';
 import { StateName, WorkflowError, type LaunchStandbyInput, type StandbyResult } from '../workflow/contract.ts';
@@ -54,7 +55,10 @@ export async function askForStandby(deps: Pick<UseCaseDeps, 'store' | 'workflow'
  * `standbyFor`, which a warning asked for (standbyAskedBy), with LaunchAttempt's own
  * machinery: the job's market and candidates, the strategy's placement (the warned attempt
  * counts as preempted, so EAGER_NEXT_REGION moves away from its zone and type), and the
- * shared launch pace. Its nodes run setup and hold before run (runSignal).
+ * shared launch pace. Its nodes run setup and hold before run (runSignal). With reuse on
+ * and a warning that named one node of several (standbyBeside), the standby is that
+ * node's replacement alone, launched beside the attempt's other nodes in their placement,
+ * which join it if the relaunch keeps them (LaunchAttempt's takeStandby).
  *
  * - Nothing is launched when the warned attempt has ended or is no longer the live one,
  *   no warning asks for a standby, max_recoveries leaves no relaunch after a preemption
@@ -92,8 +96,11 @@ export async function launchStandby(
     return notLaunched(`no warning on attempt ${live} asks for a standby`);
   }
 
+  // With reuse on, the warned node's replacement alone, beside the attempt's other nodes.
+  const beside = standbyBeside(job.spec.resources.jobRecovery, warned, asked, job.counters.market, job.spec.numNodes);
   const secret = newCallbackSecret();
-  const standby: AttemptRecord = { ...newAttempt(job, number, hashSecret(secret), nowIso(clock)), standby: { for: live, on: asked } };
+  const mark = { for: live, on: asked, ...(beside === null ? {} : { beside: beside.nodes }) };
+  const standby: AttemptRecord = { ...newAttempt(job, number, hashSecret(secret), nowIso(clock)), standby: mark };
   try {
     await store.putStandby(standby);
   } catch (error) {
@@ -104,7 +111,7 @@ export async function launchStandby(
   }
 
   const now = clock.now().getTime();
-  const seconds = secondsUntil(await deps.pace.reserve(job.spec.numNodes, now, jobId), now);
+  const seconds = secondsUntil(await deps.pace.reserve(job.spec.numNodes - (beside?.nodes.length ?? 0), now, jobId), now);
   if (seconds > 0) {
     await deps.pace.release(jobId, now);
     return released(deps, standby, `not launched: the shared launch pace has no slot for ${seconds} s; the next attempt launches once attempt ${live} is decided`);
@@ -123,6 +130,7 @@ export async function launchStandby(
       ],
       callbackSecret: secret,
       ...(await secretsOf(deps, job)),
+      ...(beside === null ? {} : { beside }),
     };
     launched = await compute.launch(request);
   } catch (error) {
@@ -138,7 +146,8 @@ export async function launchStandby(
   }
   const { placement } = launched;
   const where = `${placement.market ?? job.counters.market}, ${placement.instanceType} in ${placement.zone ?? placement.region}`;
-  return { attempt: number, launched: true, reason: `attempt ${number} launched (${where}) as the standby of attempt ${live}, on its ${WARNING_WORDS[asked]}` };
+  const of = beside === null ? `attempt ${live}` : `${launched.instances.map((node) => `node ${node.nodeRank}`).join(', ')} of attempt ${live}, beside its other nodes`;
+  return { attempt: number, launched: true, reason: `attempt ${number} launched (${where}) as the standby of ${of}, on its ${WARNING_WORDS[asked]}` };
 }
 
 /** The answer for a standby an earlier run of LaunchStandby (or a racing one) wrote. */

@@ -3,7 +3,7 @@
 
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ConcurrentUpdateError, IllegalTransitionError, JobNotFoundError, StaleAttemptError } from '../../lib/errors.ts';
-import type { AttemptRecord, JobRecord, NodeReport, StoredDecision } from '../../lib/model.ts';
+import type { AttemptRecord, InstanceRef, JobRecord, NodeReport, StoredDecision } from '../../lib/model.ts';
 import type { AttemptOutcome, RecoveryCounters } from '../../lib/policy/types.ts';
 import { basisOf } from '../../lib/outcome.ts';
 import type { IdempotencyClaim, JobStore, StatusChange } from '../../lib/ports.ts';
@@ -486,6 +486,17 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         await store.endAttempt('job-1', 2, exited, T2);
         expect((await store.noteInterruption('job-1', 2, T3)).interruptionNoticedAt).toBeNull();
       });
+
+      it('keeps the node the first warning named with it, and none named by a later one', async () => {
+        await runningJobWithAttempt();
+        expect((await store.getAttempt('job-1', 1)).interruptionNode).toBeUndefined();
+        expect((await store.noteInterruption('job-1', 1, T1, 2)).interruptionNode).toBe(2);
+        expect((await store.noteInterruption('job-1', 1, T2, 0)).interruptionNode).toBe(2);
+        expect((await store.noteRebalance('job-1', 1, T1, 0)).rebalanceNode).toBe(0);
+        expect((await store.noteRebalance('job-1', 1, T2, 3)).rebalanceNode).toBe(0);
+        const noted = await store.getAttempt('job-1', 1);
+        expect([noted.interruptionNoticedAt, noted.interruptionNode, noted.rebalanceNoticedAt, noted.rebalanceNode]).toEqual([T1, 2, T1, 0]);
+      });
     });
 
     describe('reports', () => {
@@ -770,6 +781,34 @@ export function describeJobStoreContract(name: string, makeStore: JobStoreFactor
         await expect(store.adoptStandby('job-1', 2, T3)).rejects.toBeInstanceOf(ConcurrentUpdateError);
         expect((await store.releaseStandby('job-1', 2, T3, 'too late')).released).toBe(false);
         expect((await store.getAttempt('job-1', 2)).standby).toEqual({ for: 1, on: 'interruption', adoptedAt: T3 });
+      });
+
+      it("adopts a standby of the warned node alone with the nodes kept beside it: in its instances and found by them, in the adoption's one write", async () => {
+        await runningJobWithAttempt();
+        const placement = { region: 'us-east-1', zone: 'us-east-1a', instanceType: 'm5.large' };
+        const old = [0, 1, 2].map((rank) => ({ instanceId: `i-old-${rank}`, nodeRank: rank, privateIp: `10.0.0.${rank + 1}` }));
+        await store.setInstances('job-1', 1, placement, old);
+        const beside = [old[0], old[2]] as InstanceRef[];
+        await store.putStandby(standby({ standby: { for: 1, on: 'interruption', beside } }));
+        await store.setInstances('job-1', 2, placement, [{ instanceId: 'i-new-1', nodeRank: 1, privateIp: '10.0.0.9' }]);
+        expect((await store.findAttemptByInstance('i-old-0'))?.attempt).toBe(1);
+
+        const kept = beside.map((node) => ({ ...node, reusedFrom: 1, runningAt: T3 }));
+        const adopted = await store.adoptStandby('job-1', 2, T3, kept);
+        expect(adopted.instances.map((node) => [node.instanceId, node.nodeRank, node.reusedFrom])).toEqual([
+          ['i-old-0', 0, 1],
+          ['i-new-1', 1, undefined],
+          ['i-old-2', 2, 1],
+        ]);
+        expect(adopted.standby).toEqual({ for: 1, on: 'interruption', beside, adoptedAt: T3 });
+        expect(await store.getAttempt('job-1', 2)).toEqual(adopted);
+        // An EC2 event on a kept node ends the attempt it serves now.
+        expect((await store.findAttemptByInstance('i-old-0'))?.attempt).toBe(2);
+        expect((await store.findAttemptByInstance('i-old-2'))?.attempt).toBe(2);
+        expect((await store.findAttemptByInstance('i-old-1'))?.attempt).toBe(1);
+        // A second adoption is refused and moves nothing.
+        await expect(store.adoptStandby('job-1', 2, T3, kept)).rejects.toBeInstanceOf(ConcurrentUpdateError);
+        expect((await store.getAttempt('job-1', 2)).instances).toHaveLength(3);
       });
 
       it('releases a standby once, ended then, and refuses its heartbeats and new reports after', async () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { InstanceRef, Placement } from '../../../lib/model.ts';
 import { decideRecovery, initialCounters } from '../../../lib/policy/decide.ts';
 import { RecoveryAction, type AttemptOutcome, type Market, type RecoveryDecision } from '../../../lib/policy/types.ts';
-import { describeKeep, describeReuseChoice, MAX_HOLD_SECONDS, nodesToKeep, reuseChoice, type KeepInput } from '../../../lib/reuse-rules.ts';
+import { describeKeep, describeReuseChoice, MAX_HOLD_SECONDS, nodesToKeep, reuseChoice, standbyBeside, type KeepInput } from '../../../lib/reuse-rules.ts';
 import type { RecoveryPolicy } from '../../../lib/task-file/types.ts';
 import { recoveryPolicy } from '../../support/fixtures/specs.ts';
 
@@ -205,5 +205,33 @@ describe('describeKeep', () => {
   it('names each replaced node with why, and the kept ones', () => {
     const keep = { nodes: instances(4).filter((node) => node.nodeRank === 3), placement: PLACEMENT, setup: 'skip' as const, replace: [{ nodeRank: 0, why: 'lost' }, { nodeRank: 1, why: 'lost' }, { nodeRank: 2, why: 'preempted' }] };
     expect(describeKeep(keep, 4)).toBe('keeps node 3 and replaces node 0 (lost), node 1 (lost), node 2 (preempted), setup skipped');
+  });
+});
+
+describe('standbyBeside', () => {
+  /** Attempt 1 of four nodes on spot, node 2 warned of an interruption. */
+  const warned = { placement: PLACEMENT, instances: instances(4), market: 'spot' as Market, interruptionNode: 2 };
+
+  it('a warning on node 2 of 4 with reuse on: a standby of node 2 alone, beside nodes 0, 1 and 3 in their placement', () => {
+    const beside = standbyBeside(FAILOVER, warned, 'interruption', 'spot', 4);
+    expect(beside?.placement).toBe(PLACEMENT);
+    expect(beside?.nodes.map((node) => node.instanceId)).toEqual(['i-node0', 'i-node1', 'i-node3']);
+  });
+
+  it('the rebalance recommendation names its own node', () => {
+    expect(standbyBeside(REUSE_SKIP, { ...warned, rebalanceNode: 0 }, 'rebalance', 'spot', 4)?.nodes.map((node) => node.nodeRank)).toEqual([1, 2, 3]);
+    expect(standbyBeside(REUSE_SKIP, warned, 'rebalance', 'spot', 4)).toBeNull();
+  });
+
+  it.each<[string, RecoveryPolicy, Partial<typeof warned> & { interruptionNode?: number }, Market, number]>([
+    ['reuse off (the default strategy): a whole set', EAGER, {}, 'spot', 4],
+    ['one node: a whole set', FAILOVER, { instances: instances(1), interruptionNode: 0 }, 'spot', 1],
+    ['the warning named no node', FAILOVER, { interruptionNode: undefined }, 'spot', 4],
+    ['the relaunch would run on another market', FAILOVER, {}, 'on-demand', 4],
+    ['the attempt was never placed', FAILOVER, { placement: null as unknown as Placement }, 'spot', 4],
+    ['a rank other than the warned one has no instance on record', FAILOVER, { instances: instances(4).filter((node) => node.nodeRank !== 1) }, 'spot', 4],
+  ])('%s', (_name, policy, fields, market, numNodes) => {
+    const { interruptionNode, ...rest } = { ...warned, ...fields };
+    expect(standbyBeside(policy, { ...rest, ...(interruptionNode === undefined ? {} : { interruptionNode }) }, 'interruption', market, numNodes)).toBeNull();
   });
 });

@@ -93,6 +93,18 @@ describe('whether the relaunch takes the standby', () => {
     expect(whyNotAdopt(job(fields), record)).toBe(expected);
   });
 
+  it('a standby of the warned node alone is taken only by a relaunch that keeps exactly the nodes it was launched beside', () => {
+    const node = (rank: number) => ({ instanceId: `i-old-${rank}`, nodeRank: rank, privateIp: null });
+    const keep = (...ranks: number[]) => ({ nodes: ranks.map(node), placement: { region: 'us-east-1', zone: null, instanceType: 'm5.large' }, setup: 'rerun' as const, replace: [] });
+    const beside = standby({ standby: { for: 1, on: 'interruption', beside: [node(0), node(2)] } });
+    expect(whyNotAdopt(job(), beside, keep(2, 0))).toBeNull();
+    expect(whyNotAdopt(job(), beside, null)).toBe('it was launched beside nodes 0, 2 of attempt 1, and the relaunch keeps none');
+    expect(whyNotAdopt(job(), beside, keep(0))).toBe('it was launched beside nodes 0, 2 of attempt 1, and the relaunch keeps nodes 0');
+    expect(whyNotAdopt(job(), beside, keep(0, 1, 2))).toBe('it was launched beside nodes 0, 2 of attempt 1, and the relaunch keeps nodes 0, 1, 2');
+    // A whole set takes no kept node.
+    expect(whyNotAdopt(job(), standby(), null)).toBeNull();
+  });
+
   it('a pipeline that moved on to its next task does not take a standby of the task before', () => {
     const piped = job({ pipeline: { name: null, tasks: [taskSpec(), taskSpec()], current: 1 } });
     expect(whyNotAdopt(piped, standby({ task: 0 }))).toBe('the job has moved on to task 2');
@@ -145,6 +157,14 @@ describe('an attempt with reused nodes starts when every node is set up', () => 
   it('starts its run with the last node set up', () => {
     expect(runStartOf(reused([setup0(0, T0)]))).toBeNull();
     expect(runStartOf(reused([setup0(1, T2), setup0(0, T1)]))).toBe(T2);
+  });
+
+  it('an adopted standby that kept nodes joined holds its new node until they are set up too', () => {
+    const adopted = (reports: AttemptRecord['reports']): AttemptRecord => ({ ...reused(reports), standby: { for: 1, on: 'interruption', adoptedAt: T0 } });
+    expect(runSignal(twoNodes(), adopted([setup0(1, T0)]))).toEqual({ run: 'hold', reason: 'attempt 2 of job j-1 waits for node 0 to finish setup: it runs on reused nodes, and starts when every node is up' });
+    expect(runSignal(twoNodes(), adopted([setup0(1, T0), setup0(0, T1)]))).toEqual({ run: 'go', reason: 'attempt 2 of job j-1 is the live attempt: attempt 1 has ended and the job relaunched' });
+    // Not adopted yet: a standby, whatever its nodes' setups.
+    expect(runSignal(twoNodes({ attemptCount: 1 }), { ...reused([setup0(1, T0), setup0(0, T1)]), standby: { for: 1, on: 'interruption' } })).toMatchObject({ run: 'hold' });
   });
 
   it('an attempt on fresh nodes goes at once, as before', () => {

@@ -139,20 +139,125 @@ describe('the decision keeps nodes', () => {
   });
 });
 
-describe('a standby and kept nodes', () => {
-  it('keeps no node when a warning started a standby for the attempt: the relaunch takes the standby', async () => {
-    const { h, state } = await running(2, { ...REUSE, launchOnWarning: true });
-    for (const rank of [0, 1]) await heartbeat({ jobId: JOB_ID, attempt: 1, nodeRank: rank, secret: h.compute.secretFor(JOB_ID, 1) }, h.deps);
-    await awaitAttempt({ jobId: JOB_ID, attempt: 1, taskToken: 'await-1', state: StateName.AwaitAttempt }, h.deps);
-    await onInstanceEvent({ instanceId: fakeInstanceId(JOB_ID, 1, 1), kind: 'SPOT_INTERRUPTION_WARNING', time: h.clock.now().toISOString() }, h.deps);
+describe('a standby of the warned node alone, and the nodes kept beside it', () => {
+  /** Attempt 1 of `numNodes` nodes runs under reuse and `launch_on_warning`, every node heard from and set up, AwaitAttempt waiting. */
+  async function warmRunning(numNodes: number, recovery: Partial<RecoveryPolicy> = {}): Promise<{ h: Harness; state: WorkflowState }> {
+    const started = await running(numNodes, { ...REUSE, launchOnWarning: true, ...recovery });
+    for (let rank = 0; rank < numNodes; rank += 1) {
+      await heartbeat({ jobId: JOB_ID, attempt: 1, nodeRank: rank, secret: started.h.compute.secretFor(JOB_ID, 1) }, started.h.deps);
+      await report(started.h, 1, 'setup', 0, rank);
+    }
+    await awaitAttempt({ jobId: JOB_ID, attempt: 1, taskToken: 'await-1', state: StateName.AwaitAttempt }, started.h.deps);
+    return started;
+  }
+
+  /** EC2's word on node `rank` of attempt 1. */
+  function event(h: Harness, rank: number, kind: 'SPOT_INTERRUPTION_WARNING' | 'REBALANCE_RECOMMENDATION' | 'STATE_CHANGE') {
+    const instanceId = fakeInstanceId(JOB_ID, 1, rank);
+    return onInstanceEvent({ instanceId, kind, ...(kind === 'STATE_CHANGE' ? { state: 'terminated' } : {}), time: h.clock.now().toISOString() }, h.deps);
+  }
+
+  it('node 1 of 3 warned: its replacement alone boots during the warning; nodes 0 and 2 are kept, join it, and the job runs on all three', async () => {
+    const { h, state } = await warmRunning(3);
+    await event(h, 1, 'SPOT_INTERRUPTION_WARNING');
+    expect((await h.store.getAttempt(JOB_ID, 1)).interruptionNode).toBe(1);
+
+    const standby = await launchStandby({ jobId: JOB_ID, standbyFor: 1 }, h.deps);
+
+    expect(standby.reason).toBe('attempt 2 launched (spot, m5.large in us-east-1a) as the standby of node 1 of attempt 1, beside its other nodes, on its spot interruption warning');
+    const old = (await h.store.getAttempt(JOB_ID, 1)).instances;
+    expect(h.compute.launches[1]?.beside).toEqual({ placement: (await h.store.getAttempt(JOB_ID, 1)).placement, nodes: [old[0], old[2]] });
+    const held = await h.store.getAttempt(JOB_ID, 2);
+    expect(held.instances.map((node) => node.nodeRank)).toEqual([1]);
+    expect(held.standby).toEqual({ for: 1, on: 'interruption', beside: [old[0], old[2]] });
+    // The new node boots and sets up while attempt 1 runs on: it holds.
+    await heartbeat({ jobId: JOB_ID, attempt: 2, nodeRank: 1, secret: h.compute.secretFor(JOB_ID, 2) }, h.deps);
+    expect(await report(h, 2, 'setup', 0, 1)).toMatchObject({ run: 'hold' });
+
+    await event(h, 1, 'STATE_CHANGE');
+    const decided = await decideAndRelease(h, state);
+    expect(decided.decision?.reason).toMatch(/keeps nodes 0, 2 and replaces node 1 \(preempted\), setup skipped$/);
+    expect(h.compute.holds.map((hold) => hold.nodes.map((node) => node.nodeRank))).toEqual([[0, 2]]);
+    expect(await askNext(h, 1, 0)).toMatchObject({ next: 'wait' });
+
+    const next = await launchAttempt(decided, h.deps);
+
+    expect(next).toMatchObject({ attempt: 2, launched: true });
+    // Nothing launched: the standby was the replacement, and the kept nodes joined it.
+    expect(h.compute.launches).toHaveLength(2);
+    const adopted = await h.store.getAttempt(JOB_ID, 2);
+    expect(adopted.instances.map((node) => [node.instanceId, node.reusedFrom])).toEqual([
+      [old[0]?.instanceId, 1],
+      [fakeInstanceId(JOB_ID, 2, 1), undefined],
+      [old[2]?.instanceId, 1],
+    ]);
+    expect(h.compute.joins).toEqual([{ jobId: JOB_ID, attempt: 2, nodes: adopted.instances }]);
+    expect(h.compute.isRunning(old[0]?.instanceId as string)).toBe(true);
+    expect((await h.store.findAttemptByInstance(old[2]?.instanceId as string))?.attempt).toBe(2);
+    expect(await askNext(h, 1, 2)).toMatchObject({ next: 'run', attempt: 2, nodeRank: 2, nodeIps: ['10.0.0.1', '10.0.0.2', '10.0.0.3'], setup: 'skip' });
+
+    // The new node holds until the kept ones have set up (or skipped it), with the standby's secret.
+    expect(await holdOrRun({ jobId: JOB_ID, attempt: 2, nodeRank: 1, secret: h.compute.secretFor(JOB_ID, 2) }, h.deps)).toMatchObject({ run: 'hold' });
+    await expect(heartbeat({ jobId: JOB_ID, attempt: 2, nodeRank: 0, secret: h.compute.secretFor(JOB_ID, 1) }, h.deps)).rejects.toBeInstanceOf(UnauthorizedError);
+    await report(h, 2, 'setup', 0, 0);
+    expect(await report(h, 2, 'setup', 0, 2)).toMatchObject({ run: 'go' });
+    expect(await holdOrRun({ jobId: JOB_ID, attempt: 2, nodeRank: 1, secret: h.compute.secretFor(JOB_ID, 2) }, h.deps)).toMatchObject({ run: 'go' });
+    expect((await h.store.getJob(JOB_ID)).counters).toMatchObject({ recoveryCount: 1, restartsOnErrors: 0 });
+
+    // A retried LaunchAttempt answers the same and joins again, launching nothing.
+    expect(await launchAttempt(decided, h.deps)).toEqual(next);
+    expect(h.compute.joins).toHaveLength(2);
+    expect(h.compute.launches).toHaveLength(2);
+  });
+
+  it('a relaunch that keeps no node (which node went is not known) lets the standby go and launches fresh', async () => {
+    const { h, state } = await warmRunning(2);
+    await event(h, 1, 'SPOT_INTERRUPTION_WARNING');
     await launchStandby({ jobId: JOB_ID, standbyFor: 1 }, h.deps);
-    await onInstanceEvent({ instanceId: fakeInstanceId(JOB_ID, 1, 1), kind: 'STATE_CHANGE', state: 'terminated', time: h.clock.now().toISOString() }, h.deps);
+    // A code after the warning is a preemption, but one no instance event names.
+    await report(h, 1, 'run', 1, 0);
+
+    const decided = await decideAndRelease(h, state);
+    expect((await h.store.getAttempt(JOB_ID, 1)).decision?.keep).toBeUndefined();
+    const next = await launchAttempt(decided, h.deps);
+
+    expect((await h.store.getAttempt(JOB_ID, 2)).standby?.releaseReason).toBe('not used: it was launched beside nodes 0 of attempt 1, and the relaunch keeps none; attempt 3 launches instead');
+    expect(next).toMatchObject({ attempt: 3, launched: true });
+    expect(h.compute.launches[2]).toMatchObject({ attempt: 3 });
+    expect(h.compute.launches[2]?.keep).toBeUndefined();
+    expect(h.compute.joins).toEqual([]);
+  });
+
+  it('a rebalance recommendation no interruption follows, then exit 29: the relaunch keeps both nodes, so the standby is let go and the job restarts in place', async () => {
+    const { h, state } = await warmRunning(2, { launchOnWarning: 'rebalance' });
+    await event(h, 1, 'REBALANCE_RECOMMENDATION');
+    await launchStandby({ jobId: JOB_ID, standbyFor: 1 }, h.deps);
+    expect((await h.store.getAttempt(JOB_ID, 2)).standby).toMatchObject({ on: 'rebalance', beside: [{ nodeRank: 0 }] });
+    await report(h, 1, 'run', 29, 0);
+
+    const decided = await decideAndRelease(h, state);
+    const next = await launchAttempt(decided, h.deps);
+
+    expect((await h.store.getAttempt(JOB_ID, 2)).standby?.releaseReason).toBe('not used: it was launched beside nodes 0 of attempt 1, and the relaunch keeps nodes 0, 1; attempt 3 launches instead');
+    expect(next).toMatchObject({ attempt: 3, launched: true });
+    expect((await h.store.getAttempt(JOB_ID, 3)).instances.map((node) => node.reusedFrom)).toEqual([1, 1]);
+    expect(h.compute.releases.filter((release) => release.attempt === 2)).toHaveLength(1);
+  });
+
+  it('keeps no node when the standby is a whole set (reuse off): the relaunch takes the standby', async () => {
+    const { h, state } = await warmRunning(2, { reuseNodes: { reuse: false, setup: 'rerun' } });
+    await event(h, 1, 'SPOT_INTERRUPTION_WARNING');
+    await launchStandby({ jobId: JOB_ID, standbyFor: 1 }, h.deps);
+    expect(h.compute.launches[1]?.beside).toBeUndefined();
+    await event(h, 1, 'STATE_CHANGE');
 
     const decided = await decideAndRelease(h, state);
 
     expect(decided.decision?.action).toBe('RECOVER');
     expect((await h.store.getAttempt(JOB_ID, 1)).decision?.keep).toBeUndefined();
     expect(h.compute.holds).toEqual([]);
+    expect(await launchAttempt(decided, h.deps)).toMatchObject({ attempt: 2, launched: true });
+    expect((await h.store.getAttempt(JOB_ID, 2)).instances.map((node) => node.nodeRank)).toEqual([0, 1]);
   });
 });
 
