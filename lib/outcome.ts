@@ -8,6 +8,11 @@ import type { AttemptOutcome, NodeExit } from './policy/types.ts';
 export interface AttemptFacts {
   /** When EC2 warned that an instance of the attempt will be reclaimed; null when it has not. */
   readonly interruptionNoticedAt: string | null;
+  /**
+   * The rank of the node that warning named, when known: a preemption names it among the
+   * nodes that went (its instance is reclaimed), though it reported a code first.
+   */
+  readonly warnedNode?: number;
   /** Nodes whose instance went away (terminated, stopped), as far as the caller knows. */
   readonly gone: readonly GoneNode[];
   /**
@@ -96,7 +101,8 @@ export function decideAttempt(numNodes: number, reports: readonly NodeReport[], 
   const first = goneEarly[0];
   if (!final) {
     if (facts.interruptionNoticedAt !== null && (failures.length > 0 || first !== undefined)) {
-      return withNodes({ kind: 'PREEMPTED' }, [...goneEarly.map((node) => node.nodeRank), ...noticed(reports, numNodes, finals)]);
+      const warned = facts.warnedNode !== undefined && inRangeRank(facts.warnedNode, numNodes) ? [facts.warnedNode] : [];
+      return withNodes({ kind: 'PREEMPTED' }, [...goneEarly.map((node) => node.nodeRank), ...noticed(reports, numNodes, finals), ...warned]);
     }
     if (first !== undefined) return withNodes({ kind: 'LOST', reason: `instance ${first.instanceId} was ${first.how}` }, goneEarly.map((node) => node.nodeRank));
   }

@@ -50,6 +50,7 @@ export async function settleAttempt(
   while (current.outcome === null) {
     const facts = {
       interruptionNoticedAt: current.interruptionNoticedAt,
+      ...(current.interruptionNode === undefined ? {} : { warnedNode: current.interruptionNode }),
       gone,
       finalCodes: spec.resources.jobRecovery.failOnExitCodes,
       ...(options.waitForPeers === false ? {} : { now: at }),

@@ -105,4 +105,55 @@ describe('a restart in place on the local runtime', () => {
     expect(processesOfJob(job.jobId)).toEqual([]);
     expect(t.errors).toEqual([]);
   });
+
+  it("with launch_on_warning: node 1 of 3 warned, its replacement alone boots during the warning, and the survivors join it as attempt 2", SLOW, async () => {
+    const t = await open();
+    const job = await runToEnd(
+      t,
+      yaml`
+        num_nodes: 3
+        resources:
+          use_spot: true
+          job_recovery:
+            strategy: FAILOVER
+            launch_on_warning: true
+        setup: echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
+        run: |
+          if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
+          echo "node $RELAUNCH_NODE_RANK of $RELAUNCH_NUM_NODES in attempt $RELAUNCH_ATTEMPT"
+      `,
+      {
+        chaos: chaos`
+          faults:
+            - attempt: 1
+              preempt: {node: 1, after: 1s, warning: 8s}
+        `,
+      },
+    );
+
+    expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
+    const [first, second] = job.attempts;
+    expect(first).toMatchObject({ outcome: { kind: 'PREEMPTED', nodes: [1] }, interruptionNode: 1 });
+    expect(second?.standby).toMatchObject({ for: 1, on: 'interruption', adoptedAt: expect.any(String) });
+    // One node launched, for rank 1, beside the other two.
+    const standbyLaunch = t.launches.find((launch) => launch.attempt === 2);
+    expect(standbyLaunch?.beside?.nodes.map((node) => node.nodeRank)).toEqual([0, 2]);
+    expect(t.launches.filter((launch) => launch.attempt > 2)).toEqual([]);
+    const byRank = (attempt: typeof first, rank: number) => attempt?.instances.find((node) => node.nodeRank === rank);
+    for (const rank of [0, 2]) expect(byRank(second, rank)).toMatchObject({ instanceId: byRank(first, rank)?.instanceId, reusedFrom: 1 });
+    expect(byRank(second, 1)?.reusedFrom).toBeUndefined();
+    // The replacement was launched on the warning, before attempt 1 ended (the warned node's
+    // agent stops at once on a warning shorter than its grace period, which ends the attempt).
+    expect(Date.parse(second?.startedAt ?? '')).toBeLessThan(Date.parse(first?.endedAt ?? ''));
+    expect(Date.parse(first?.interruptionNoticedAt ?? '')).toBeLessThanOrEqual(Date.parse(second?.startedAt ?? ''));
+
+    const reader = new FileJobLogs(t.dataDir);
+    for (const rank of [0, 1, 2]) {
+      const read = async (phase: 'setup' | 'run') => (await reader.read({ jobId: job.jobId, attempt: 2, nodeRank: rank, phase }, null, 64 * 1024)).text;
+      expect(await read('setup')).toBe(`setup of attempt 2 on node ${rank}\n`);
+      expect(await read('run')).toBe(`node ${rank} of 3 in attempt 2\n`);
+    }
+    expect(processesOfJob(job.jobId)).toEqual([]);
+    expect(t.errors).toEqual([]);
+  });
 });

@@ -266,7 +266,7 @@ describe.each(STORES)('a message stored between another\'s decision and its end 
     expect(w.h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
   });
 
-  it('a failing report decided with no warning, then a warning is noted: the attempt ends PREEMPTED, the code kept', async () => {
+  it('a failing report decided with no warning, then a warning is noted: the attempt ends PREEMPTED naming the warned node, the code kept', async () => {
     const later: { world?: World } = {};
     const store = pausingBeforeEnd(make(), (outcome) => outcome.kind === 'EXITED', () => deliver(later.world as World, warning(1)));
     const w = await world(store, 2);
@@ -275,7 +275,7 @@ describe.each(STORES)('a message stored between another\'s decision and its end 
     expect(await deliver(w, run(0, 1))).toBe('accepted');
 
     const attempt = await w.h.store.getAttempt(w.jobId, 1);
-    expect(attempt.outcome).toEqual({ kind: 'PREEMPTED' });
+    expect(attempt.outcome).toEqual({ kind: 'PREEMPTED', nodes: [1] });
     expect(attempt.reports.map((r) => [r.nodeRank, r.phase, r.exitCode])).toEqual([[0, 'run', 1]]);
     expect(w.h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'PREEMPTED' } }]);
     expect((await getJob(w.jobId, w.h.deps)).attempts[0]).toMatchObject({ outcome: 'PREEMPTED', phase: 'run', exitCodes: [1, null] });

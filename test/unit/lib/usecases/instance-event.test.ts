@@ -128,7 +128,7 @@ describe('onInstanceEvent', () => {
     expect(h.workflow.closings).toEqual([{ kind: 'resume', taskToken: tokenFor(1), output: { outcome: 'EXITED' } }]);
   });
 
-  it('multi-node, warned: an instance going before its node\'s final report ends the attempt PREEMPTED, the other node done or not', async () => {
+  it('multi-node, warned: an instance going before its node\'s final report ends the attempt PREEMPTED, the other node done or not; the warned node is named as going too', async () => {
     const h = harness();
     await givenLaunched(h, taskSpec({ numNodes: 2 }));
     await onInstanceEvent(warning, h.deps);
@@ -138,7 +138,7 @@ describe('onInstanceEvent', () => {
     const worker = fakeInstanceId(JOB_ID, 1, 1);
 
     expect((await onInstanceEvent({ ...terminated, instanceId: worker }, h.deps)).action).toBe('ended');
-    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'PREEMPTED', nodes: [1] });
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'PREEMPTED', nodes: [0, 1] });
   });
 
   it('ends the attempt LOST when an instance goes before its node\'s final report; that node\'s late report is refused', async () => {

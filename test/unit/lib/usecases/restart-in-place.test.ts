@@ -210,14 +210,28 @@ describe('a standby of the warned node alone, and the nodes kept beside it', () 
     expect(h.compute.launches).toHaveLength(2);
   });
 
-  it('a relaunch that keeps no node (which node went is not known) lets the standby go and launches fresh', async () => {
+  it("report first: a code after the warning is a preemption that names the warned node, so the others are kept and join its standby", async () => {
     const { h, state } = await warmRunning(2);
     await event(h, 1, 'SPOT_INTERRUPTION_WARNING');
     await launchStandby({ jobId: JOB_ID, standbyFor: 1 }, h.deps);
-    // A code after the warning is a preemption, but one no instance event names.
     await report(h, 1, 'run', 1, 0);
+    h.clock.advance(60);
 
     const decided = await decideAndRelease(h, state);
+
+    expect((await h.store.getAttempt(JOB_ID, 1)).outcome).toEqual({ kind: 'PREEMPTED', nodes: [1] });
+    expect(await launchAttempt(decided, h.deps)).toMatchObject({ attempt: 2, launched: true });
+    expect((await h.store.getAttempt(JOB_ID, 2)).instances.map((node) => [node.nodeRank, node.reusedFrom])).toEqual([[0, 1], [1, undefined]]);
+    expect(h.compute.launches).toHaveLength(2);
+  });
+
+  it('a relaunch that keeps no node (the heartbeats stopped: which node went is not known) lets the standby go and launches fresh', async () => {
+    const { h, state } = await warmRunning(2);
+    await event(h, 1, 'SPOT_INTERRUPTION_WARNING');
+    await launchStandby({ jobId: JOB_ID, standbyFor: 1 }, h.deps);
+    h.clock.advance(600);
+
+    const decided = await decideAndRelease(h, { ...state, awaitError: { Error: 'States.HeartbeatTimeout', Cause: 'no heartbeat' } });
     expect((await h.store.getAttempt(JOB_ID, 1)).decision?.keep).toBeUndefined();
     const next = await launchAttempt(decided, h.deps);
 
