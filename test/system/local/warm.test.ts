@@ -269,3 +269,57 @@ describe("the warned node's report and its instance's end, in both orders", MULT
     expect(existsSync(path.join(nodeDir(t.dataDir, jobId, 2, 0), 'run.log'))).toBe(true);
   });
 });
+
+describe('a standby of the warned node alone (reuse on)', MULTI_ATTEMPT, () => {
+  it('boots and sets up node 1 while both nodes of the warned attempt work on; node 0 is kept and joins it, and both run attempt 2', async () => {
+    const t = await open();
+    // Node 1, warned, works until the test lets it go, then fails (a code after the warning
+    // is its preemption); node 0 works until it is stopped.
+    const { jobId } = await t.runtime.submit(
+      yaml`
+        num_nodes: 2
+        resources:
+          use_spot: true
+          job_recovery:
+            strategy: FAILOVER
+            launch_on_warning: true
+        setup: echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
+        run: |
+          echo "$RELAUNCH_ATTEMPT $RELAUNCH_NODE_RANK $(date +%s%3N)" >> runs
+          if [ "$RELAUNCH_ATTEMPT" -eq 1 ] && [ "$RELAUNCH_NODE_RANK" -eq 1 ]; then
+            while [ ! -f release-old ]; do sleep 0.05; done
+            exit 1
+          fi
+          if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
+          echo "node $RELAUNCH_NODE_RANK of attempt $RELAUNCH_ATTEMPT"
+      `,
+      { chaos: preempted('60s', 1) },
+    );
+    const held = await standbyHolding(t, jobId, 1);
+    expect(held.instances.map((node) => node.nodeRank)).toEqual([1]);
+    expect(held.standby?.beside?.map((node) => node.nodeRank)).toEqual([0]);
+    // Attempt 1 is still the live one, at work, while the replacement holds.
+    expect((await t.runtime.deps.store.getAttempt(jobId, 1)).outcome).toBeNull();
+    expect((await t.runtime.deps.store.getJob(jobId)).attemptCount).toBe(1);
+    releaseOld(t, jobId);
+    const job = await finish(t, jobId);
+
+    expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
+    const [old, standby] = job.attempts as [AttemptRecord, AttemptRecord];
+    expect(old.outcome).toEqual({ kind: 'PREEMPTED', nodes: [1] });
+    expect(old.decision?.keep?.nodes.map((node) => node.nodeRank)).toEqual([0]);
+    // The replacement set up during the warning, before the warned attempt ended.
+    const replacementSetup = standby.reports.find((report) => report.nodeRank === 1 && report.phase === 'setup');
+    expect(Date.parse(replacementSetup?.reportedAt ?? '')).toBeLessThan(Date.parse(old.endedAt ?? ''));
+    expect(standby.instances.map((node) => [node.nodeRank, node.instanceId === old.instances[node.nodeRank]?.instanceId, node.reusedFrom])).toEqual([
+      [0, true, 1],
+      [1, false, undefined],
+    ]);
+    // One launch for the relaunch, of one node; both nodes ran attempt 2, after attempt 1 ended.
+    expect(t.launches.map((launch) => [launch.attempt, launch.beside?.nodes.length ?? 0])).toEqual([[1, 0], [2, 1]]);
+    const runs = runStarts(t, jobId).filter((run) => run.attempt === 2);
+    expect(runs.map((run) => run.node).sort()).toEqual([0, 1]);
+    for (const run of runs) expect(run.at).toBeGreaterThanOrEqual(Date.parse(old.endedAt ?? ''));
+    expect(t.errors).toEqual([]);
+  });
+});
