@@ -989,8 +989,8 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
   const placement: Placement = { region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot', unavailable: ['x (spot): InsufficientInstanceCapacity'] };
   /** Four nodes of attempt 1: i-k0..i-k3, ranks 0..3. */
   const attempt1: InstanceRef[] = [0, 1, 2, 3].map((rank) => ({ instanceId: `i-k${rank}`, nodeRank: rank, privateIp: `10.0.1.${rank}`, runningAt: '2026-01-01T00:00:00.000Z' }));
-  /** What EC2 says of each kept node: its state, and the placement group the cluster runs in. */
-  let kept: Map<string, { state: string; group?: string; attempt?: string }>;
+  /** What EC2 says of each kept node: its state, the placement group the cluster runs in, the attempt its tag names, its IP when not the recorded one. */
+  let kept: Map<string, { state: string; group?: string; attempt?: string; ip?: string }>;
 
   beforeEach(() => {
     kept = new Map();
@@ -1006,7 +1006,7 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
           {
             InstanceId: id,
             InstanceType: 'p4d.24xlarge',
-            PrivateIpAddress: recorded.privateIp as string,
+            PrivateIpAddress: node.ip ?? (recorded.privateIp as string),
             State: { Name: node.state },
             Placement: { AvailabilityZone: 'us-east-1b', ...(node.group === undefined ? {} : { GroupName: node.group }) },
             Tags: [{ Key: 'relaunch:attempt', Value: node.attempt ?? '1' }],
@@ -1016,6 +1016,18 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
       return { Reservations: [{ OwnerId: ACCOUNT, Instances: instances }] };
     });
   });
+
+  /** The nodes were described by id, and only this deployment's instances of this job taken, whatever ids the request names. */
+  function expectDescribedAsOwn(ids: readonly string[]): void {
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeInstancesCommand, {
+      Filters: [
+        { Name: 'instance-id', Values: [...ids] },
+        { Name: 'tag:relaunch:deployment', Values: ['relaunch'] },
+        { Name: 'tag:relaunch:job-id', Values: ['job-1'] },
+        { Name: 'instance-state-name', Values: ['pending', 'running'] },
+      ],
+    });
+  }
 
   function keepRequest(nodes: readonly InstanceRef[], numNodes = 4): LaunchRequest {
     return request(spec({ instanceType: 'p4d.24xlarge', networkTier: 'best' }, { numNodes }), { keep: { placement, nodes }, market: 'on-demand' });
@@ -1042,15 +1054,7 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
       { instanceId: 'i-k3', nodeRank: 3, privateIp: '10.0.1.3', reusedFrom: 1 },
     ]);
     expect(result.placement).toMatchObject({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' });
-    // Only this deployment's instances of this job are taken, whatever ids the request names.
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeInstancesCommand, {
-      Filters: [
-        { Name: 'instance-id', Values: ['i-k0', 'i-k1', 'i-k3'] },
-        { Name: 'tag:relaunch:deployment', Values: ['relaunch'] },
-        { Name: 'tag:relaunch:job-id', Values: ['job-1'] },
-        { Name: 'instance-state-name', Values: ['pending', 'running'] },
-      ],
-    });
+    expectDescribedAsOwn(['i-k0', 'i-k1', 'i-k3']);
   });
 
   it('moves the kept nodes to the new attempt: attempt, rank and IP tags, held-after left naming the attempt that ended, their parameter overwritten then tagged', async () => {
@@ -1159,155 +1163,119 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
     expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
     expect(ssm['us-east-1']).toHaveReceivedCommandExactlyOnceWith(DeleteParametersCommand, { Names: ['/relaunch/agent-secrets/i-1'] });
   });
-});
 
-describe("Ec2Compute.launch beside the live attempt's nodes (request.beside: a standby of the warned node alone)", () => {
-  const placement: Placement = { region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot', unavailable: ['x (spot): InsufficientInstanceCapacity'] };
-  /** Four nodes of attempt 1, the live one: i-k0..i-k3, ranks 0..3; node 2 was warned. */
-  const attempt1: InstanceRef[] = [0, 1, 2, 3].map((rank) => ({ instanceId: `i-k${rank}`, nodeRank: rank, privateIp: `10.0.1.${rank}`, runningAt: '2026-01-01T00:00:00.000Z' }));
-  const others = attempt1.filter((node) => node.nodeRank !== 2);
-  /** What EC2 says of each node of attempt 1: its state, and its IP when it differs from the recorded one. */
-  let live: Map<string, { state: string; ip?: string }>;
+  describe("beside the live attempt's nodes instead (request.beside: a standby of the warned node alone)", () => {
+    /** Attempt 1 is the live one; node 2 was warned. */
+    const others = attempt1.filter((node) => node.nodeRank !== 2);
 
-  beforeEach(() => {
-    live = new Map();
-    ec2['us-east-1'].on(DescribeInstancesCommand).callsFake((input: DescribeInstancesCommandInput) => {
-      const ids = input.Filters?.find((filter) => filter.Name === 'instance-id')?.Values;
-      if (ids === undefined) return describeWorld(input);
-      const states = input.Filters?.find((filter) => filter.Name === 'instance-state-name')?.Values ?? [];
-      const instances = ids.flatMap((id) => {
-        const node = live.get(id);
-        const recorded = attempt1.find((ref) => ref.instanceId === id);
-        if (node === undefined || recorded === undefined || !states.includes(node.state)) return [];
-        return [
-          {
-            InstanceId: id,
-            InstanceType: 'p4d.24xlarge',
-            PrivateIpAddress: node.ip ?? (recorded.privateIp as string),
-            State: { Name: node.state },
-            Placement: { AvailabilityZone: 'us-east-1b', GroupName: 'relaunch-cluster-pg' },
-            Tags: [{ Key: 'relaunch:attempt', Value: '1' }],
-          },
-        ];
-      });
-      return { Reservations: [{ OwnerId: ACCOUNT, Instances: instances }] };
-    });
-  });
-
-  function besideRequest(nodes: readonly InstanceRef[], numNodes = 4): LaunchRequest {
-    return request(spec({ instanceType: 'p4d.24xlarge', networkTier: 'best' }, { numNodes }), { beside: { placement, nodes }, market: 'on-demand' });
-  }
-
-  it("launches one fleet for the warned rank only, in the other nodes' zone, type, market and placement group; the result names the new node alone", async () => {
-    for (const node of others) live.set(node.instanceId, { state: 'running' });
-
-    const result = await compute().launch(besideRequest(others));
-
-    const [fleet, more] = fleetInputs('us-east-1');
-    expect(more).toBeUndefined();
-    expect(fleet?.LaunchTemplateConfigs?.[0]?.Overrides).toEqual([{ InstanceType: 'p4d.24xlarge', SubnetId: 'subnet-east-b', Placement: { GroupName: 'relaunch-cluster-pg' } }]);
-    expect(fleet?.TargetCapacitySpecification).toEqual({ TotalTargetCapacity: 1, SpotTargetCapacity: 1, DefaultTargetCapacityType: 'spot' });
-    expect(result.instances).toEqual([{ instanceId: 'i-1', nodeRank: 2, privateIp: '10.0.0.1' }]);
-    expect(result.placement).toMatchObject({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' });
-    expect(result.placement.unavailable).toBeUndefined();
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeInstancesCommand, {
-      Filters: [
-        { Name: 'instance-id', Values: ['i-k0', 'i-k1', 'i-k3'] },
-        { Name: 'tag:relaunch:deployment', Values: ['relaunch'] },
-        { Name: 'tag:relaunch:job-id', Values: ['job-1'] },
-        { Name: 'instance-state-name', Values: ['pending', 'running'] },
-      ],
-    });
-    expect(ec2['us-east-1']).toHaveReceivedCommand(DeleteLaunchTemplateCommand);
-  });
-
-  it("tags the new node alone, with every node's IP; writes the standby's secret to every parameter, the other nodes' overwritten; their tags untouched", async () => {
-    live.set('i-k0', { state: 'running' });
-    live.set('i-k1', { state: 'running', ip: '10.0.9.1' });
-    live.set('i-k3', { state: 'running' });
-
-    await compute().launch(besideRequest(others));
-
-    // Node 1's IP as EC2 describes it now, the others' as recorded.
-    const ips = { Key: 'relaunch:node-ips:0', Value: '10.0.1.0 10.0.9.1 10.0.0.1 10.0.1.3' };
-    expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(CreateTagsCommand, { Resources: ['i-1'], Tags: [{ Key: 'relaunch:node-rank', Value: '2' }, ips] });
-    expect(ec2['us-east-1']).toHaveReceivedCommandTimes(CreateTagsCommand, 1);
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
-    const puts = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input);
-    for (const id of ['i-k0', 'i-k1', 'i-k3']) {
-      expect(puts.find((put) => put.Name === `/relaunch/agent-secrets/${id}`)).toEqual({
-        Name: `/relaunch/agent-secrets/${id}`,
-        Value: 'cb-secret',
-        Type: 'SecureString',
-        Tier: 'Intelligent-Tiering',
-        Overwrite: true,
-      });
-      expect(ssm['us-east-1']).toHaveReceivedCommandWith(AddTagsToResourceCommand, {
-        ResourceType: 'Parameter',
-        ResourceId: `/relaunch/agent-secrets/${id}`,
-        Tags: [
-          { Key: 'relaunch:instance-arn', Value: `arn:aws:ec2:us-east-1:${ACCOUNT}:instance/${id}` },
-          { Key: 'relaunch:job-id', Value: 'job-1' },
-          { Key: 'relaunch:attempt', Value: '2' },
-        ],
-      });
+    function besideRequest(nodes: readonly InstanceRef[], numNodes = 4): LaunchRequest {
+      return request(spec({ instanceType: 'p4d.24xlarge', networkTier: 'best' }, { numNodes }), { beside: { placement, nodes }, market: 'on-demand' });
     }
-    expect(puts.find((put) => put.Name === '/relaunch/agent-secrets/i-1')).toMatchObject({ Value: 'cb-secret', Tags: expect.any(Array) });
-    expect(puts.find((put) => put.Name === '/relaunch/agent-secrets/i-1')?.Overwrite).toBeUndefined();
-    expect(puts).toHaveLength(4);
-  });
 
-  it('skips a node EC2 no longer shows running: not launched anew, not terminated, its parameter neither rewritten nor deleted; its recorded IP still listed', async () => {
-    live.set('i-k0', { state: 'running' });
-    live.set('i-k1', { state: 'stopping' });
-    live.set('i-k3', { state: 'running' });
+    it("launches one fleet for the warned rank only, in the other nodes' zone, type, market and placement group; the result names the new node alone", async () => {
+      for (const node of others) kept.set(node.instanceId, { state: 'running', group: 'relaunch-cluster-pg' });
 
-    const result = await compute().launch(besideRequest(others));
+      const result = await compute().launch(besideRequest(others));
 
-    expect(fleetInputs('us-east-1')[0]?.TargetCapacitySpecification).toMatchObject({ TotalTargetCapacity: 1 });
-    expect(result.instances.map((node) => [node.nodeRank, node.instanceId])).toEqual([[2, 'i-1']]);
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
-    expect(ssm['us-east-1']).not.toHaveReceivedCommand(DeleteParametersCommand);
-    const written = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input.Name);
-    expect(written.sort()).toEqual(['/relaunch/agent-secrets/i-1', '/relaunch/agent-secrets/i-k0', '/relaunch/agent-secrets/i-k3']);
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateTagsCommand, {
-      Resources: ['i-1'],
-      Tags: [{ Key: 'relaunch:node-rank', Value: '2' }, { Key: 'relaunch:node-ips:0', Value: '10.0.1.0 10.0.1.1 10.0.0.1 10.0.1.3' }],
+      const [fleet, more] = fleetInputs('us-east-1');
+      expect(more).toBeUndefined();
+      expect(fleet?.LaunchTemplateConfigs?.[0]?.Overrides).toEqual([{ InstanceType: 'p4d.24xlarge', SubnetId: 'subnet-east-b', Placement: { GroupName: 'relaunch-cluster-pg' } }]);
+      expect(fleet?.TargetCapacitySpecification).toEqual({ TotalTargetCapacity: 1, SpotTargetCapacity: 1, DefaultTargetCapacityType: 'spot' });
+      expect(result.instances).toEqual([{ instanceId: 'i-1', nodeRank: 2, privateIp: '10.0.0.1' }]);
+      expect(result.placement).toMatchObject({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' });
+      expect(result.placement.unavailable).toBeUndefined();
+      expectDescribedAsOwn(['i-k0', 'i-k1', 'i-k3']);
+      expect(ec2['us-east-1']).toHaveReceivedCommand(DeleteLaunchTemplateCommand);
     });
-  });
 
-  it('names the nodes beside when there is no capacity, leaves them and their parameters alone, and deletes the templates', async () => {
-    for (const node of others) live.set(node.instanceId, { state: 'running' });
-    ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetFails(input));
+    it("tags the new node alone, with every node's IP; writes the standby's secret to every parameter, the other nodes' overwritten; their tags untouched", async () => {
+      kept.set('i-k0', { state: 'running' });
+      kept.set('i-k1', { state: 'running', ip: '10.0.9.1' });
+      kept.set('i-k3', { state: 'running' });
 
-    await expect(compute().launch(besideRequest(others))).rejects.toThrow(
-      new NoCapacityError(
-        "no capacity for job job-1 attempt 2 beside the live attempt's 3 running nodes (spot, 1 node of p4d.24xlarge in us-east-1b): tried p4d.24xlarge in us-east-1b (spot): InsufficientInstanceCapacity",
-      ),
-    );
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateTagsCommand);
-    expect(ssm['us-east-1']).not.toHaveReceivedCommand(PutParameterCommand);
-    expect(ec2['us-east-1']).toHaveReceivedCommand(DeleteLaunchTemplateCommand);
-  });
+      await compute().launch(besideRequest(others));
 
-  it('refuses, before calling AWS: nodes in a region the deployment does not launch in, nodes covering every rank, and keep with beside', async () => {
-    const elsewhere = { ...besideRequest(others), beside: { placement: { ...placement, region: 'eu-west-1' }, nodes: others } };
-    await expect(compute().launch(elsewhere)).rejects.toThrow(
-      new PrecheckError(
-        'beside.placement.region: the nodes of job job-1 that attempt 2 goes beside run in eu-west-1, where this deployment does not launch (it launches in us-east-1, us-west-2)',
-      ),
-    );
-    for (const region of REGIONS) expect(ec2[region].calls()).toEqual([]);
+      // Node 1's IP as EC2 describes it now, the others' as recorded.
+      const ips = { Key: 'relaunch:node-ips:0', Value: '10.0.1.0 10.0.9.1 10.0.0.1 10.0.1.3' };
+      expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(CreateTagsCommand, { Resources: ['i-1'], Tags: [{ Key: 'relaunch:node-rank', Value: '2' }, ips] });
+      expect(ec2['us-east-1']).toHaveReceivedCommandTimes(CreateTagsCommand, 1);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+      const puts = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input);
+      for (const id of ['i-k0', 'i-k1', 'i-k3']) {
+        expect(puts.find((put) => put.Name === `/relaunch/agent-secrets/${id}`)).toEqual({
+          Name: `/relaunch/agent-secrets/${id}`,
+          Value: 'cb-secret',
+          Type: 'SecureString',
+          Tier: 'Intelligent-Tiering',
+          Overwrite: true,
+        });
+        expect(ssm['us-east-1']).toHaveReceivedCommandWith(AddTagsToResourceCommand, {
+          ResourceType: 'Parameter',
+          ResourceId: `/relaunch/agent-secrets/${id}`,
+          Tags: [
+            { Key: 'relaunch:instance-arn', Value: `arn:aws:ec2:us-east-1:${ACCOUNT}:instance/${id}` },
+            { Key: 'relaunch:job-id', Value: 'job-1' },
+            { Key: 'relaunch:attempt', Value: '2' },
+          ],
+        });
+      }
+      expect(puts.find((put) => put.Name === '/relaunch/agent-secrets/i-1')).toMatchObject({ Value: 'cb-secret', Tags: expect.any(Array) });
+      expect(puts.find((put) => put.Name === '/relaunch/agent-secrets/i-1')?.Overwrite).toBeUndefined();
+      expect(puts).toHaveLength(4);
+    });
 
-    await expect(compute().launch(besideRequest(attempt1))).rejects.toThrow(
-      new InvalidInputError([
-        { path: 'beside.nodes', message: 'expected nodes of fewer than all 4 ranks of job job-1, the standby launching the ranks they do not cover; got every rank' },
-      ]),
-    );
-    const both = { ...besideRequest(others), keep: { placement, nodes: others } };
-    await expect(compute().launch(both)).rejects.toThrow(/^beside: a launch keeps nodes \(keep\) or goes beside a live attempt's \(beside\), not both/);
-    expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
+    it('skips a node EC2 no longer shows running: not launched anew, not terminated, its parameter neither rewritten nor deleted; its recorded IP still listed', async () => {
+      kept.set('i-k0', { state: 'running' });
+      kept.set('i-k1', { state: 'stopping' });
+      kept.set('i-k3', { state: 'running' });
+
+      const result = await compute().launch(besideRequest(others));
+
+      expect(fleetInputs('us-east-1')[0]?.TargetCapacitySpecification).toMatchObject({ TotalTargetCapacity: 1 });
+      expect(result.instances.map((node) => [node.nodeRank, node.instanceId])).toEqual([[2, 'i-1']]);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+      expect(ssm['us-east-1']).not.toHaveReceivedCommand(DeleteParametersCommand);
+      const written = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input.Name);
+      expect(written.sort()).toEqual(['/relaunch/agent-secrets/i-1', '/relaunch/agent-secrets/i-k0', '/relaunch/agent-secrets/i-k3']);
+      expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateTagsCommand, {
+        Resources: ['i-1'],
+        Tags: [{ Key: 'relaunch:node-rank', Value: '2' }, { Key: 'relaunch:node-ips:0', Value: '10.0.1.0 10.0.1.1 10.0.0.1 10.0.1.3' }],
+      });
+    });
+
+    it('names the nodes beside when there is no capacity, leaves them and their parameters alone, and deletes the templates', async () => {
+      for (const node of others) kept.set(node.instanceId, { state: 'running', group: 'relaunch-cluster-pg' });
+      ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetFails(input));
+
+      await expect(compute().launch(besideRequest(others))).rejects.toThrow(
+        new NoCapacityError(
+          "no capacity for job job-1 attempt 2 beside the live attempt's 3 running nodes (spot, 1 node of p4d.24xlarge in us-east-1b): tried p4d.24xlarge in us-east-1b (spot): InsufficientInstanceCapacity",
+        ),
+      );
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateTagsCommand);
+      expect(ssm['us-east-1']).not.toHaveReceivedCommand(PutParameterCommand);
+      expect(ec2['us-east-1']).toHaveReceivedCommand(DeleteLaunchTemplateCommand);
+    });
+
+    it('refuses, before calling AWS: nodes in a region the deployment does not launch in, nodes covering every rank, and keep with beside', async () => {
+      const elsewhere = { ...besideRequest(others), beside: { placement: { ...placement, region: 'eu-west-1' }, nodes: others } };
+      await expect(compute().launch(elsewhere)).rejects.toThrow(
+        new PrecheckError(
+          'beside.placement.region: the nodes of job job-1 that attempt 2 goes beside run in eu-west-1, where this deployment does not launch (it launches in us-east-1, us-west-2)',
+        ),
+      );
+      for (const region of REGIONS) expect(ec2[region].calls()).toEqual([]);
+
+      await expect(compute().launch(besideRequest(attempt1))).rejects.toThrow(
+        new InvalidInputError([
+          { path: 'beside.nodes', message: 'expected nodes of fewer than all 4 ranks of job job-1, the standby launching the ranks they do not cover; got every rank' },
+        ]),
+      );
+      const both = { ...besideRequest(others), keep: { placement, nodes: others } };
+      await expect(compute().launch(both)).rejects.toThrow(/^beside: a launch keeps nodes \(keep\) or goes beside a live attempt's \(beside\), not both/);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
+    });
   });
 });
 
