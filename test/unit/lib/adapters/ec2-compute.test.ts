@@ -1243,6 +1243,15 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
       });
     });
 
+    it("launches in the placement's zone when none of the nodes beside runs any more, its secret in its own parameter alone", async () => {
+      const result = await compute().launch(besideRequest(others));
+
+      expect(overridesOf(fleetInputs('us-east-1')[0])).toEqual(['us-east-1b/p4d.24xlarge']);
+      expect(result.instances.map((node) => [node.nodeRank, node.instanceId])).toEqual([[2, 'i-1']]);
+      expect(ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input.Name)).toEqual(['/relaunch/agent-secrets/i-1']);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+    });
+
     it('names the nodes beside when there is no capacity, leaves them and their parameters alone, and deletes the templates', async () => {
       for (const node of others) kept.set(node.instanceId, { state: 'running', group: 'relaunch-cluster-pg' });
       ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetFails(input));
