@@ -41,6 +41,14 @@
 // held-after mark removed; its secret parameter overwritten with the new attempt's). A
 // release with `except` leaves those nodes and their secrets alone.
 //
+// A standby of the warned node alone (request.beside, launch_on_warning with node reuse):
+// the live attempt's other nodes still run its job, so the launch places only the ranks
+// they do not cover, as beside kept nodes, and writes the standby's secret to their
+// parameters (their agents read it only once told to run the standby), but leaves their
+// tags alone: the janitor, EC2's events and the held-after mark read those for the attempt
+// they serve. A node of theirs found gone is skipped, neither replaced nor given up (its
+// attempt's release takes it). `join`, at the standby's adoption, moves their tags.
+//
 // Ports (`resources.ports`) are opened by the stack, not here (infra/constructs/
 // job-instances.ts): a task asking for a port the deployment does not open is refused
 // before anything launches.
@@ -65,7 +73,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { agentSecretName, agentSecretPath, agentSecretValue, instanceArn, SECRET_OWNER_TAG } from '../agent/secret-parameter.ts';
 import { nodeIpsTags, TagKey } from '../agent/tags.ts';
-import { errorMessage, InstancesStillRunningError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
+import { errorMessage, InstancesStillRunningError, InvalidInputError, NoCapacityError, PrecheckError, UnexpectedCloudResponseError } from '../errors.ts';
 import type { InstanceRef, Placement } from '../model.ts';
 import { planFleets, type FleetOverride, type FleetPlan } from '../launch-plan.ts';
 import type { Market } from '../policy/types.ts';
@@ -135,11 +143,21 @@ interface Survivor {
   readonly groupName: string | null;
 }
 
-/** A fleet launched beside kept nodes: the ranks it fills (in instance-id order), the kept nodes, their placement group. */
+/** Nodes a launch goes beside: kept ones that move to it (request.keep), or a live attempt's that stay with it until join (request.beside). */
+interface Neighbours {
+  readonly placement: Placement;
+  readonly nodes: readonly InstanceRef[];
+}
+
+/**
+ * A fleet launched beside other nodes: the ranks it fills (in instance-id order), their
+ * placement group, and what makes the launched nodes and their neighbours the attempt's,
+ * which answers the nodes the launch result names.
+ */
 interface Joining {
   readonly ranks: readonly number[];
-  readonly survivors: readonly InstanceRef[];
   readonly groupName: string | null;
+  readonly settle: (launched: readonly InstanceRef[], account: string | undefined) => Promise<readonly InstanceRef[]>;
 }
 
 /** EC2 as the Compute port. */
@@ -174,10 +192,14 @@ export class Ec2Compute implements Compute {
     assertPortsOpen(spec, this.config.openPorts ?? []);
     const [unreachable] = nodeTrafficProblems(spec, this.config.nodeToNodeTraffic ?? true);
     if (unreachable !== undefined) throw new PrecheckError(`${unreachable.path}: ${unreachable.message}`);
+    if (request.keep !== undefined && request.beside !== undefined) {
+      throw new InvalidInputError([{ path: 'beside', message: `a launch keeps nodes (keep) or goes beside a live attempt's (beside), not both; job ${request.jobId} attempt ${request.attempt} has both` }]);
+    }
     if (request.keep !== undefined && request.keep.nodes.length > 0) {
       const launched = await this.launchBesideKept(request, request.keep);
       if (launched !== null) return launched;
     }
+    if (request.beside !== undefined && request.beside.nodes.length > 0) return this.launchBesideLive(request, request.beside);
     // Ports are opened only by the stack's own security group, in its region (the first):
     // a task that asks for some is never placed where they would stay shut.
     const regions = (spec.resources.ports ?? []).length > 0 ? this.config.regions.slice(0, 1) : this.config.regions;
@@ -208,18 +230,119 @@ export class Ec2Compute implements Compute {
    * node's parameter holds this attempt's secret. Null when no kept node still runs: the
    * launch is then an ordinary one, placed as the strategy says.
    */
-  private async launchBesideKept(request: LaunchRequest, keep: NonNullable<LaunchRequest['keep']>): Promise<LaunchResult | null> {
+  private async launchBesideKept(request: LaunchRequest, keep: Neighbours): Promise<LaunchResult | null> {
     const { region } = keep.placement;
-    if (!this.config.regions.some((config) => config.region === region)) {
-      throw new PrecheckError(
-        `keep.placement.region: the kept nodes of job ${request.jobId} run in ${region}, where this deployment does not launch (it launches in ${this.config.regions.map((config) => config.region).join(', ')})`,
-      );
+    this.assertLaunchRegion(region, 'keep.placement.region', `the kept nodes of job ${request.jobId}`);
+    const { survivors, account } = await this.survivorsOf(request, keep);
+    await this.giveUpKept(region, keep.nodes.filter((node) => !survivors.some((survivor) => survivor.node.instanceId === node.instanceId)));
+    if (survivors.length === 0) return null;
+    const kept = survivors.map((survivor) => survivor.node);
+    const joined = async (launched: readonly InstanceRef[], launchedAccount: string | undefined) => {
+      const nodes = byRank([...kept, ...launched]);
+      await this.joinNodes(request, region, launchedAccount ?? account, nodes);
+      return nodes;
+    };
+    const ranks = missingRanks(request.spec.numNodes, kept);
+    if (ranks.length === 0) {
+      const { unavailable: _unavailable, ...placement } = keep.placement;
+      return { placement, instances: await joined([], account) };
     }
-    const numNodes = request.spec.numNodes;
-    const kept = keep.nodes.filter((node) => node.nodeRank >= 0 && node.nodeRank < numNodes);
-    const { running, account } = await this.describeKept(region, request.jobId, kept.map((node) => node.instanceId));
+    return this.launchMissing(request, keep.placement, survivors, `its ${plural(survivors.length, 'kept node')}`, { ranks, settle: joined });
+  }
+
+  /**
+   * A standby of the warned node alone (request.beside): one fleet for the ranks the live
+   * attempt's other nodes do not cover, beside them as a fleet beside kept nodes is, every
+   * node's IP (as EC2 describes a running one, else as recorded) in the new nodes' tags.
+   * The new nodes get their rank, IPs and secret; the running neighbours only this
+   * attempt's secret in their parameters, their tags untouched: they serve the live attempt
+   * until `join`. A neighbour EC2 no longer shows running belongs to the live attempt's
+   * release: not launched anew, not terminated, its parameter left as it is. The result
+   * names the new nodes alone.
+   */
+  private async launchBesideLive(request: LaunchRequest, beside: Neighbours): Promise<LaunchResult> {
+    const { region } = beside.placement;
+    this.assertLaunchRegion(region, 'beside.placement.region', `the nodes of job ${request.jobId} that attempt ${request.attempt} goes beside`);
+    const { given, survivors } = await this.survivorsOf(request, beside);
+    const ranks = missingRanks(request.spec.numNodes, given);
+    if (ranks.length === 0) {
+      throw new InvalidInputError([
+        {
+          path: 'beside.nodes',
+          message: `expected nodes of fewer than all ${request.spec.numNodes} ranks of job ${request.jobId}, the standby launching the ranks they do not cover; got every rank`,
+        },
+      ]);
+    }
+    const running = survivors.map((survivor) => survivor.node);
+    // One node a rank for the IP list: the running one, as EC2 describes it, else the first recorded.
+    const neighbours = [...new Set(given.map((node) => node.nodeRank))].map(
+      (rank) => running.find((node) => node.nodeRank === rank) ?? (given.find((node) => node.nodeRank === rank) as InstanceRef),
+    );
+    const settle = async (launched: readonly InstanceRef[], account: string | undefined) => {
+      await this.tagNodes(region, launched, { ipsOf: byRank([...neighbours, ...launched]) });
+      await this.putSecrets(request, region, account, [...launched, ...running]);
+      return launched;
+    };
+    return this.launchMissing(request, beside.placement, survivors, `the live attempt's ${plural(running.length, 'running node')}`, { ranks, settle });
+  }
+
+  /**
+   * One fleet for the ranks `joining` fills, beside `survivors` (the neighbours still
+   * running): in their zone (else the placement's), their type, market and placement group.
+   * NoCapacityError names them (`beside`) when EC2 cannot fill it; the attempt's launch
+   * templates are deleted either way.
+   */
+  private async launchMissing(
+    request: LaunchRequest,
+    placement: Placement,
+    survivors: readonly Survivor[],
+    beside: string,
+    joining: Omit<Joining, 'groupName'>,
+  ): Promise<LaunchResult> {
+    const { region, instanceType } = placement;
+    const zone = this.configuredZone(region, survivors[0]?.zone ?? null) ?? this.configuredZone(region, placement.zone);
+    const fleet: FleetPlan = {
+      region,
+      market: placement.market ?? request.market,
+      overrides: [{ zone, instanceType, entry: placement.entry ?? null }],
+      prioritized: false,
+    };
+    const image = await this.images.image(region, request.spec, instanceType);
+    if (image === null) throw new PrecheckError(`no image for ${instanceType} in ${region}, where job ${request.jobId} attempt ${request.attempt} launches beside ${beside}`);
+    const templates = new AttemptLaunchTemplates({ ec2: this.deps.ec2, retrying: this.withRetries, namePrefix: this.config.namePrefix }, request);
+    try {
+      const groupName = survivors.find((survivor) => survivor.groupName !== null)?.groupName ?? null;
+      const attempted = await this.tryFleet(request, fleet, 0, [{ override: fleet.overrides[0] as FleetOverride, image }], templates, { ...joining, groupName });
+      if ('launched' in attempted) return attempted.launched;
+      throw new NoCapacityError(
+        `no capacity for job ${request.jobId} attempt ${request.attempt} beside ${beside} ` +
+          `(${fleet.market}, ${plural(joining.ranks.length, 'node')} of ${instanceType} in ${zone ?? region}): tried ${capped(attempted.failures).join(', ')}`,
+      );
+    } finally {
+      await templates.deleteAll();
+    }
+  }
+
+  /** Refuses nodes in a region this deployment does not launch in, naming `field` and `who` they are. */
+  private assertLaunchRegion(region: string, field: string, who: string): void {
+    if (this.config.regions.some((config) => config.region === region)) return;
+    throw new PrecheckError(
+      `${field}: ${who} run in ${region}, where this deployment does not launch (it launches in ${this.config.regions.map((config) => config.region).join(', ')})`,
+    );
+  }
+
+  /**
+   * The given nodes within the task's ranks, and those of them EC2 still shows pending or
+   * running (one a rank) as the new attempt records them: their IP as EC2 describes it,
+   * reused from the attempt their tag names; and the account that owns them.
+   */
+  private async survivorsOf(request: LaunchRequest, neighbours: Neighbours): Promise<{ given: InstanceRef[]; survivors: Survivor[]; account: string | undefined }> {
+    const { region } = neighbours.placement;
+    const given = neighbours.nodes.filter((node) => node.nodeRank >= 0 && node.nodeRank < request.spec.numNodes);
+    if (given.length === 0) return { given, survivors: [], account: undefined };
+    const { running, account } = await this.describeKept(region, request.jobId, given.map((node) => node.instanceId));
     const survivors: Survivor[] = [];
-    for (const node of kept) {
+    for (const node of given) {
       const instance = running.get(node.instanceId);
       if (instance === undefined || survivors.some((survivor) => survivor.node.nodeRank === node.nodeRank)) continue;
       // The attempt it served, from its tag; a retried launch finds the tag already moved to this one.
@@ -239,36 +362,7 @@ export class Ec2Compute implements Compute {
         groupName: instance.Placement?.GroupName === undefined || instance.Placement.GroupName === '' ? null : instance.Placement.GroupName,
       });
     }
-    await this.giveUpKept(region, keep.nodes.filter((node) => !survivors.some((survivor) => survivor.node.instanceId === node.instanceId)));
-    if (survivors.length === 0) return null;
-    const ranks = Array.from({ length: numNodes }, (_, rank) => rank).filter((rank) => !survivors.some((survivor) => survivor.node.nodeRank === rank));
-    if (ranks.length === 0) {
-      const nodes = survivors.map((survivor) => survivor.node).sort((a, b) => a.nodeRank - b.nodeRank);
-      await this.joinNodes(request, region, account, nodes);
-      const { unavailable: _unavailable, ...placement } = keep.placement;
-      return { placement, instances: nodes };
-    }
-    const zone = this.configuredZone(region, survivors[0]?.zone ?? null) ?? this.configuredZone(region, keep.placement.zone);
-    const fleet: FleetPlan = {
-      region,
-      market: keep.placement.market ?? request.market,
-      overrides: [{ zone, instanceType: keep.placement.instanceType, entry: keep.placement.entry ?? null }],
-      prioritized: false,
-    };
-    const image = await this.images.image(region, request.spec, keep.placement.instanceType);
-    if (image === null) throw new PrecheckError(`no image for ${keep.placement.instanceType} in ${region}, where the kept nodes of job ${request.jobId} run`);
-    const templates = new AttemptLaunchTemplates({ ec2: this.deps.ec2, retrying: this.withRetries, namePrefix: this.config.namePrefix }, request);
-    try {
-      const joining: Joining = { ranks, survivors: survivors.map((survivor) => survivor.node), groupName: survivors.find((survivor) => survivor.groupName !== null)?.groupName ?? null };
-      const attempted = await this.tryFleet(request, fleet, 0, [{ override: fleet.overrides[0] as FleetOverride, image }], templates, joining);
-      if ('launched' in attempted) return attempted.launched;
-      throw new NoCapacityError(
-        `no capacity for job ${request.jobId} attempt ${request.attempt} beside its ${survivors.length} kept node${survivors.length === 1 ? '' : 's'} ` +
-          `(${fleet.market}, ${ranks.length} node${ranks.length === 1 ? '' : 's'} of ${keep.placement.instanceType} in ${zone ?? region}): tried ${capped(attempted.failures).join(', ')}`,
-      );
-    } finally {
-      await templates.deleteAll();
-    }
+    return { given, survivors, account };
   }
 
   /**
@@ -327,9 +421,13 @@ export class Ec2Compute implements Compute {
    * launch can come within a second of the hold), and no later attempt's number.
    */
   private async joinNodes(request: LaunchRequest, region: string, account: string | undefined, nodes: readonly InstanceRef[]): Promise<void> {
-    const kept = nodes.filter((node) => node.reusedFrom !== undefined);
-    await this.tagNodes(region, nodes, kept.length === 0 ? [] : [{ Key: TagKey.attempt, Value: String(request.attempt) }]);
+    await this.moveTags(region, request.attempt, nodes);
     await this.putSecrets(request, region, account, nodes);
+  }
+
+  /** Every node tagged with its rank and every IP, and the kept ones (reusedFrom set) with `attempt`, which they serve from now. */
+  private async moveTags(region: string, attempt: number, nodes: readonly InstanceRef[]): Promise<void> {
+    await this.tagNodes(region, nodes, { keptTags: [{ Key: TagKey.attempt, Value: String(attempt) }] });
   }
 
   private async launchFleets(request: LaunchRequest, plan: readonly FleetPlan[], templates: AttemptLaunchTemplates): Promise<LaunchResult> {
@@ -401,6 +499,19 @@ export class Ec2Compute implements Compute {
     }
   }
 
+  /**
+   * Makes the kept nodes among `nodes` (reusedFrom set) serve `attempt`, an adopted standby
+   * launched beside them: the attempt tag on each, and every node's rank and every IP, as
+   * a launch with `keep` tags them. Their parameters hold the standby's secret already
+   * (its launch wrote it), so no SSM call. Idempotent: the same tags again.
+   */
+  async join(jobId: string, attempt: number, placement: Placement, nodes: readonly InstanceRef[]): Promise<void> {
+    const { region } = placement;
+    this.assertLaunchRegion(region, 'placement.region', `the nodes joining job ${jobId} attempt ${attempt}`);
+    for (const node of nodes) this.launchedIn.set(node.instanceId, region);
+    await this.moveTags(region, attempt, byRank(nodes));
+  }
+
   /** Tags the kept nodes with the attempt that ended (TagKey.heldAfter), which their agents poll. */
   async hold(jobId: string, attempt: number, keep: { readonly placement: Placement; readonly nodes: readonly InstanceRef[] }): Promise<void> {
     if (keep.nodes.length === 0) return;
@@ -464,12 +575,12 @@ export class Ec2Compute implements Compute {
         privateIp: instance.PrivateIpAddress ?? null,
         ...(instance.LaunchTime === undefined ? {} : { runningAt: instance.LaunchTime.toISOString() }),
       }));
-      const nodes = joining === undefined ? launched : [...joining.survivors, ...launched].sort((a, b) => a.nodeRank - b.nodeRank);
+      let nodes: readonly InstanceRef[] = launched;
       if (joining === undefined) {
-        await this.tagNodes(region, nodes);
-        await this.putSecrets(request, region, account, nodes);
+        await this.tagNodes(region, launched);
+        await this.putSecrets(request, region, account, launched);
       } else {
-        await this.joinNodes(request, region, account, nodes);
+        nodes = await joining.settle(launched, account);
       }
       const first = instances[0];
       const zone = first?.Placement?.AvailabilityZone ?? null;
@@ -622,10 +733,18 @@ export class Ec2Compute implements Compute {
     }
   }
 
-  /** Tags each node with its rank and every node's IP, which its agent reads from IMDS. */
-  private async tagNodes(region: string, nodes: readonly InstanceRef[], keptTags: readonly { Key: string; Value: string }[] = []): Promise<void> {
-    const ips = nodes.map((node) => node.privateIp);
-    if (ips.some((ip) => ip === null)) throw new UnexpectedCloudResponseError(`EC2 returned instances without a private IP in ${region}`);
+  /**
+   * Tags each node with its rank and the IP of every node of `ipsOf` (rank order; by
+   * default `nodes` themselves), which its agent reads from IMDS; a kept node among them
+   * (reusedFrom set) with `keptTags` too.
+   */
+  private async tagNodes(
+    region: string,
+    nodes: readonly InstanceRef[],
+    { ipsOf = nodes, keptTags = [] }: { readonly ipsOf?: readonly InstanceRef[]; readonly keptTags?: readonly { Key: string; Value: string }[] } = {},
+  ): Promise<void> {
+    const ips = ipsOf.map((node) => node.privateIp);
+    if (ips.some((ip) => ip === null)) throw new UnexpectedCloudResponseError(`nodes without a private IP in ${region}: ${ipsOf.filter((node) => node.privateIp === null).map((node) => node.instanceId).join(', ')}`);
     const ipTags = nodeIpsTags(ips as string[]);
     for (const node of nodes) {
       // A kept node carries the attempt it served until now: it moves to this one.
@@ -704,6 +823,21 @@ export function fleetClientToken(request: Pick<LaunchRequest, 'jobId' | 'attempt
  * both are stored with the job (DynamoDB's 400 KB item).
  */
 export const MAX_LISTED_FAILURES = 40;
+
+/** The nodes in rank order. */
+function byRank(nodes: readonly InstanceRef[]): InstanceRef[] {
+  return [...nodes].sort((a, b) => a.nodeRank - b.nodeRank);
+}
+
+/** The ranks of a task of `numNodes` that none of `nodes` covers. */
+function missingRanks(numNodes: number, nodes: readonly InstanceRef[]): number[] {
+  return Array.from({ length: numNodes }, (_, rank) => rank).filter((rank) => !nodes.some((node) => node.nodeRank === rank));
+}
+
+/** `1 kept node`, `3 kept nodes`. */
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
 
 /** The first MAX_LISTED_FAILURES, then how many more. */
 function capped(failures: readonly string[]): string[] {

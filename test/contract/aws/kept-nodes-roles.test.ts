@@ -1,7 +1,9 @@
 // Nodes kept for the next attempt, through a deployed stack's own functions on moto: the
 // release function holds them and releases the rest, the launch function launches beside
 // them, each with the compute its handler builds (functions/shared/deps.ts) and every AWS
-// call checked against that function's role (the world's IAM check after each test).
+// call checked against that function's role (the world's IAM check after each test). The
+// launch function also runs LaunchStandby (infra/lambda-catalog.ts): its standby of a
+// warned node beside the live attempt's others, and the join at the standby's adoption.
 
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -70,5 +72,30 @@ describe("kept nodes through the functions' own roles", () => {
     await stack.asFunction(LambdaName.releaseInstances, (deps) => deps.compute().release('job-roles', 2, []));
     const gone = await world().instances(stack.deployment.region, { [TagKey.jobId]: 'job-roles' });
     expect(gone.filter((instance) => instance.State?.Name === 'running')).toEqual([]);
+  });
+
+  it("the launch function launches a standby of the warned node beside the live attempt's others, and joins them at adoption", async () => {
+    const first = await stack.asFunction(LambdaName.launchAttempt, (deps) => deps.compute().launch(request(1, { jobId: 'job-standby' })));
+    const beside = first.instances.filter((node) => node.nodeRank !== 2);
+
+    const standby = await stack.asFunction(LambdaName.launchAttempt, (deps) => deps.compute().launch(request(2, { jobId: 'job-standby', beside: { placement: first.placement, nodes: beside } })));
+
+    expect(standby.instances.map((node) => node.nodeRank)).toEqual([2]);
+    const ssm = new SSMClient({ region: stack.deployment.region, endpoint: world().moto.endpoint });
+    for (const node of [...beside, ...standby.instances]) {
+      const parameter = await ssm.send(new GetParameterCommand({ Name: agentSecretName(agentSecretPath(stack.deployment.namePrefix), node.instanceId), WithDecryption: true }));
+      expect(parameter.Parameter?.Value).toBe('secret-2');
+    }
+    ssm.destroy();
+    const attemptOf = async () =>
+      new Map((await world().instances(stack.deployment.region, { [TagKey.jobId]: 'job-standby' })).map((instance) => [instance.InstanceId, tagOf(instance, TagKey.attempt)]));
+    for (const node of beside) expect((await attemptOf()).get(node.instanceId)).toBe('1');
+
+    const joined = [...beside.map((node) => ({ ...node, reusedFrom: 1 })), ...standby.instances];
+    await stack.asFunction(LambdaName.launchAttempt, (deps) => deps.compute().join('job-standby', 2, standby.placement, joined));
+
+    const after = await attemptOf();
+    for (const node of joined) expect(after.get(node.instanceId)).toBe('2');
+    expect(after.get(first.instances.find((node) => node.nodeRank === 2)?.instanceId)).toBe('1');
   });
 });

@@ -33,7 +33,7 @@ import type { Ec2ComputeConfig } from '../../../../lib/workflow/resources.ts';
 import { aliasParameter, DEFAULT_IMAGE_PARAMETERS } from '../../../../lib/adapters/ec2-images.ts';
 import { LAMBDA_NEEDS, LambdaName } from '../../../../infra/lambda-catalog.ts';
 import { authorizationHeader } from '../../../../lib/agent/protocol.ts';
-import { NoCapacityError, PrecheckError, TransientError, UnexpectedCloudResponseError } from '../../../../lib/errors.ts';
+import { InvalidInputError, NoCapacityError, PrecheckError, TransientError, UnexpectedCloudResponseError } from '../../../../lib/errors.ts';
 import { parseTaskFile } from '../../../../lib/task-file/parse.ts';
 import { SsmParameters } from '../../../../lib/adapters/ssm-parameters.ts';
 import type { InstanceRef, Placement } from '../../../../lib/model.ts';
@@ -989,8 +989,8 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
   const placement: Placement = { region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot', unavailable: ['x (spot): InsufficientInstanceCapacity'] };
   /** Four nodes of attempt 1: i-k0..i-k3, ranks 0..3. */
   const attempt1: InstanceRef[] = [0, 1, 2, 3].map((rank) => ({ instanceId: `i-k${rank}`, nodeRank: rank, privateIp: `10.0.1.${rank}`, runningAt: '2026-01-01T00:00:00.000Z' }));
-  /** What EC2 says of each kept node: its state, and the placement group the cluster runs in. */
-  let kept: Map<string, { state: string; group?: string; attempt?: string }>;
+  /** What EC2 says of each kept node: its state, the placement group the cluster runs in, the attempt its tag names, its IP when not the recorded one. */
+  let kept: Map<string, { state: string; group?: string; attempt?: string; ip?: string }>;
 
   beforeEach(() => {
     kept = new Map();
@@ -1006,7 +1006,7 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
           {
             InstanceId: id,
             InstanceType: 'p4d.24xlarge',
-            PrivateIpAddress: recorded.privateIp as string,
+            PrivateIpAddress: node.ip ?? (recorded.privateIp as string),
             State: { Name: node.state },
             Placement: { AvailabilityZone: 'us-east-1b', ...(node.group === undefined ? {} : { GroupName: node.group }) },
             Tags: [{ Key: 'relaunch:attempt', Value: node.attempt ?? '1' }],
@@ -1016,6 +1016,18 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
       return { Reservations: [{ OwnerId: ACCOUNT, Instances: instances }] };
     });
   });
+
+  /** The nodes were described by id, and only this deployment's instances of this job taken, whatever ids the request names. */
+  function expectDescribedAsOwn(ids: readonly string[]): void {
+    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeInstancesCommand, {
+      Filters: [
+        { Name: 'instance-id', Values: [...ids] },
+        { Name: 'tag:relaunch:deployment', Values: ['relaunch'] },
+        { Name: 'tag:relaunch:job-id', Values: ['job-1'] },
+        { Name: 'instance-state-name', Values: ['pending', 'running'] },
+      ],
+    });
+  }
 
   function keepRequest(nodes: readonly InstanceRef[], numNodes = 4): LaunchRequest {
     return request(spec({ instanceType: 'p4d.24xlarge', networkTier: 'best' }, { numNodes }), { keep: { placement, nodes }, market: 'on-demand' });
@@ -1042,15 +1054,7 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
       { instanceId: 'i-k3', nodeRank: 3, privateIp: '10.0.1.3', reusedFrom: 1 },
     ]);
     expect(result.placement).toMatchObject({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' });
-    // Only this deployment's instances of this job are taken, whatever ids the request names.
-    expect(ec2['us-east-1']).toHaveReceivedCommandWith(DescribeInstancesCommand, {
-      Filters: [
-        { Name: 'instance-id', Values: ['i-k0', 'i-k1', 'i-k3'] },
-        { Name: 'tag:relaunch:deployment', Values: ['relaunch'] },
-        { Name: 'tag:relaunch:job-id', Values: ['job-1'] },
-        { Name: 'instance-state-name', Values: ['pending', 'running'] },
-      ],
-    });
+    expectDescribedAsOwn(['i-k0', 'i-k1', 'i-k3']);
   });
 
   it('moves the kept nodes to the new attempt: attempt, rank and IP tags, held-after left naming the attempt that ended, their parameter overwritten then tagged', async () => {
@@ -1158,6 +1162,167 @@ describe('Ec2Compute.launch beside kept nodes (request.keep)', () => {
     await expect(compute().launch(keepRequest([attempt1[0] as InstanceRef], 2))).rejects.toThrow(/UnauthorizedOperation/);
     expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(TerminateInstancesCommand, { InstanceIds: ['i-1'] });
     expect(ssm['us-east-1']).toHaveReceivedCommandExactlyOnceWith(DeleteParametersCommand, { Names: ['/relaunch/agent-secrets/i-1'] });
+  });
+
+  describe("beside the live attempt's nodes instead (request.beside: a standby of the warned node alone)", () => {
+    /** Attempt 1 is the live one; node 2 was warned. */
+    const others = attempt1.filter((node) => node.nodeRank !== 2);
+
+    function besideRequest(nodes: readonly InstanceRef[], numNodes = 4): LaunchRequest {
+      return request(spec({ instanceType: 'p4d.24xlarge', networkTier: 'best' }, { numNodes }), { beside: { placement, nodes }, market: 'on-demand' });
+    }
+
+    it("launches one fleet for the warned rank only, in the other nodes' zone, type, market and placement group; the result names the new node alone", async () => {
+      for (const node of others) kept.set(node.instanceId, { state: 'running', group: 'relaunch-cluster-pg' });
+
+      const result = await compute().launch(besideRequest(others));
+
+      const [fleet, more] = fleetInputs('us-east-1');
+      expect(more).toBeUndefined();
+      expect(fleet?.LaunchTemplateConfigs?.[0]?.Overrides).toEqual([{ InstanceType: 'p4d.24xlarge', SubnetId: 'subnet-east-b', Placement: { GroupName: 'relaunch-cluster-pg' } }]);
+      expect(fleet?.TargetCapacitySpecification).toEqual({ TotalTargetCapacity: 1, SpotTargetCapacity: 1, DefaultTargetCapacityType: 'spot' });
+      expect(result.instances).toEqual([{ instanceId: 'i-1', nodeRank: 2, privateIp: '10.0.0.1' }]);
+      expect(result.placement).toMatchObject({ region: 'us-east-1', zone: 'us-east-1b', instanceType: 'p4d.24xlarge', market: 'spot' });
+      expect(result.placement.unavailable).toBeUndefined();
+      expectDescribedAsOwn(['i-k0', 'i-k1', 'i-k3']);
+      expect(ec2['us-east-1']).toHaveReceivedCommand(DeleteLaunchTemplateCommand);
+    });
+
+    it("tags the new node alone, with every node's IP; writes the standby's secret to every parameter, the other nodes' overwritten; their tags untouched", async () => {
+      kept.set('i-k0', { state: 'running' });
+      kept.set('i-k1', { state: 'running', ip: '10.0.9.1' });
+      kept.set('i-k3', { state: 'running' });
+
+      await compute().launch(besideRequest(others));
+
+      // Node 1's IP as EC2 describes it now, the others' as recorded.
+      const ips = { Key: 'relaunch:node-ips:0', Value: '10.0.1.0 10.0.9.1 10.0.0.1 10.0.1.3' };
+      expect(ec2['us-east-1']).toHaveReceivedCommandExactlyOnceWith(CreateTagsCommand, { Resources: ['i-1'], Tags: [{ Key: 'relaunch:node-rank', Value: '2' }, ips] });
+      expect(ec2['us-east-1']).toHaveReceivedCommandTimes(CreateTagsCommand, 1);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+      const puts = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input);
+      for (const id of ['i-k0', 'i-k1', 'i-k3']) {
+        expect(puts.find((put) => put.Name === `/relaunch/agent-secrets/${id}`)).toEqual({
+          Name: `/relaunch/agent-secrets/${id}`,
+          Value: 'cb-secret',
+          Type: 'SecureString',
+          Tier: 'Intelligent-Tiering',
+          Overwrite: true,
+        });
+        expect(ssm['us-east-1']).toHaveReceivedCommandWith(AddTagsToResourceCommand, {
+          ResourceType: 'Parameter',
+          ResourceId: `/relaunch/agent-secrets/${id}`,
+          Tags: [
+            { Key: 'relaunch:instance-arn', Value: `arn:aws:ec2:us-east-1:${ACCOUNT}:instance/${id}` },
+            { Key: 'relaunch:job-id', Value: 'job-1' },
+            { Key: 'relaunch:attempt', Value: '2' },
+          ],
+        });
+      }
+      expect(puts.find((put) => put.Name === '/relaunch/agent-secrets/i-1')).toMatchObject({ Value: 'cb-secret', Tags: expect.any(Array) });
+      expect(puts.find((put) => put.Name === '/relaunch/agent-secrets/i-1')?.Overwrite).toBeUndefined();
+      expect(puts).toHaveLength(4);
+    });
+
+    it('skips a node EC2 no longer shows running: not launched anew, not terminated, its parameter neither rewritten nor deleted; its recorded IP still listed', async () => {
+      kept.set('i-k0', { state: 'running' });
+      kept.set('i-k1', { state: 'stopping' });
+      kept.set('i-k3', { state: 'running' });
+
+      const result = await compute().launch(besideRequest(others));
+
+      expect(fleetInputs('us-east-1')[0]?.TargetCapacitySpecification).toMatchObject({ TotalTargetCapacity: 1 });
+      expect(result.instances.map((node) => [node.nodeRank, node.instanceId])).toEqual([[2, 'i-1']]);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+      expect(ssm['us-east-1']).not.toHaveReceivedCommand(DeleteParametersCommand);
+      const written = ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input.Name);
+      expect(written.sort()).toEqual(['/relaunch/agent-secrets/i-1', '/relaunch/agent-secrets/i-k0', '/relaunch/agent-secrets/i-k3']);
+      expect(ec2['us-east-1']).toHaveReceivedCommandWith(CreateTagsCommand, {
+        Resources: ['i-1'],
+        Tags: [{ Key: 'relaunch:node-rank', Value: '2' }, { Key: 'relaunch:node-ips:0', Value: '10.0.1.0 10.0.1.1 10.0.0.1 10.0.1.3' }],
+      });
+    });
+
+    it("launches in the placement's zone when none of the nodes beside runs any more, its secret in its own parameter alone", async () => {
+      const result = await compute().launch(besideRequest(others));
+
+      expect(overridesOf(fleetInputs('us-east-1')[0])).toEqual(['us-east-1b/p4d.24xlarge']);
+      expect(result.instances.map((node) => [node.nodeRank, node.instanceId])).toEqual([[2, 'i-1']]);
+      expect(ssm['us-east-1'].commandCalls(PutParameterCommand).map((call) => call.args[0].input.Name)).toEqual(['/relaunch/agent-secrets/i-1']);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+    });
+
+    it('names the nodes beside when there is no capacity, leaves them and their parameters alone, and deletes the templates', async () => {
+      for (const node of others) kept.set(node.instanceId, { state: 'running', group: 'relaunch-cluster-pg' });
+      ec2['us-east-1'].on(CreateFleetCommand).callsFake((input: CreateFleetCommandInput) => fleetFails(input));
+
+      await expect(compute().launch(besideRequest(others))).rejects.toThrow(
+        new NoCapacityError(
+          "no capacity for job job-1 attempt 2 beside the live attempt's 3 running nodes (spot, 1 node of p4d.24xlarge in us-east-1b): tried p4d.24xlarge in us-east-1b (spot): InsufficientInstanceCapacity",
+        ),
+      );
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(TerminateInstancesCommand);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateTagsCommand);
+      expect(ssm['us-east-1']).not.toHaveReceivedCommand(PutParameterCommand);
+      expect(ec2['us-east-1']).toHaveReceivedCommand(DeleteLaunchTemplateCommand);
+    });
+
+    it('refuses, before calling AWS: nodes in a region the deployment does not launch in, nodes covering every rank, and keep with beside', async () => {
+      const elsewhere = { ...besideRequest(others), beside: { placement: { ...placement, region: 'eu-west-1' }, nodes: others } };
+      await expect(compute().launch(elsewhere)).rejects.toThrow(
+        new PrecheckError(
+          'beside.placement.region: the nodes of job job-1 that attempt 2 goes beside run in eu-west-1, where this deployment does not launch (it launches in us-east-1, us-west-2)',
+        ),
+      );
+      for (const region of REGIONS) expect(ec2[region].calls()).toEqual([]);
+
+      await expect(compute().launch(besideRequest(attempt1))).rejects.toThrow(
+        new InvalidInputError([
+          { path: 'beside.nodes', message: 'expected nodes of fewer than all 4 ranks of job job-1, the standby launching the ranks they do not cover; got every rank' },
+        ]),
+      );
+      const both = { ...besideRequest(others), keep: { placement, nodes: others } };
+      await expect(compute().launch(both)).rejects.toThrow(/^beside: a launch keeps nodes \(keep\) or goes beside a live attempt's \(beside\), not both/);
+      expect(ec2['us-east-1']).not.toHaveReceivedCommand(CreateFleetCommand);
+    });
+  });
+});
+
+describe('Ec2Compute.join (an adopted standby takes the nodes it was launched beside)', () => {
+  const placement: Placement = { region: 'us-west-2', zone: 'us-west-2a', instanceType: 'm6i.large', market: 'spot' };
+  const nodes: InstanceRef[] = [
+    { instanceId: 'i-0', nodeRank: 0, privateIp: '10.0.0.10', reusedFrom: 1 },
+    { instanceId: 'i-new', nodeRank: 1, privateIp: '10.0.0.11', runningAt: '2026-01-01T00:00:00.000Z' },
+    { instanceId: 'i-2', nodeRank: 2, privateIp: '10.0.0.12', reusedFrom: 1 },
+  ];
+  const ips = { Key: 'relaunch:node-ips:0', Value: '10.0.0.10 10.0.0.11 10.0.0.12' };
+
+  it('tags each kept node with the attempt, every node with its rank and every IP, in their region; no SSM call; the same again when repeated', async () => {
+    const ec2Compute = compute();
+    for (const round of [1, 2]) {
+      await ec2Compute.join('job-1', 2, placement, [nodes[2], nodes[0], nodes[1]] as InstanceRef[]);
+
+      expect(ec2['us-west-2']).toHaveReceivedCommandTimes(CreateTagsCommand, 3 * round);
+      expect(ec2['us-west-2']).toHaveReceivedCommandWith(CreateTagsCommand, { Resources: ['i-0'], Tags: [{ Key: 'relaunch:attempt', Value: '2' }, { Key: 'relaunch:node-rank', Value: '0' }, ips] });
+      expect(ec2['us-west-2']).toHaveReceivedCommandWith(CreateTagsCommand, { Resources: ['i-new'], Tags: [{ Key: 'relaunch:node-rank', Value: '1' }, ips] });
+      expect(ec2['us-west-2']).toHaveReceivedCommandWith(CreateTagsCommand, { Resources: ['i-2'], Tags: [{ Key: 'relaunch:attempt', Value: '2' }, { Key: 'relaunch:node-rank', Value: '2' }, ips] });
+    }
+    for (const region of REGIONS) expect(ssm[region].calls()).toEqual([]);
+    expect(ec2['us-east-1'].calls()).toEqual([]);
+  });
+
+  it('refuses nodes in a region the deployment does not launch in, naming placement.region, before calling AWS', async () => {
+    await expect(compute().join('job-1', 2, { ...placement, region: 'eu-west-1' }, nodes)).rejects.toThrow(
+      new PrecheckError('placement.region: the nodes joining job job-1 attempt 2 run in eu-west-1, where this deployment does not launch (it launches in us-east-1, us-west-2)'),
+    );
+    for (const region of REGIONS) expect(ec2[region].calls()).toEqual([]);
+  });
+
+  it('names the node whose IP is not known, tagging none', async () => {
+    await expect(compute().join('job-1', 2, placement, [...nodes.slice(0, 2), { instanceId: 'i-2', nodeRank: 2, privateIp: null, reusedFrom: 1 }])).rejects.toThrow(
+      new UnexpectedCloudResponseError('nodes without a private IP in us-west-2: i-2'),
+    );
+    expect(ec2['us-west-2']).not.toHaveReceivedCommand(CreateTagsCommand);
   });
 });
 
