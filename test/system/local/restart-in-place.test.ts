@@ -1,14 +1,16 @@
 // A restart in place, run for real on the local runtime: the job exits with a code in
 // recover_on_exit_codes on attempt 1, and attempt 2 runs on the same node (the same agent,
 // setup skipped). Each attempt's output is its own, read as `relaunch logs` and `run` read
-// it, though both attempts' files are in the one folder the node was launched in.
+// it, though both attempts' files are in the one folder the node was launched in. And a
+// preempted node of several replaced alone, after the preemption or, with launch_on_warning,
+// on its warning: the survivors keep their ranks and run attempt 2.
 
 import { describe, expect, it } from 'vitest';
 import { LogTail } from '../../../cli/follow.ts';
 import { FileJobLogs } from '../../../local/file-job-logs.ts';
 import { attemptLogs } from '../../../local/paths.ts';
-import { chaos, processesOfJob } from '../faults/world.ts';
-import { runToEnd, useLocalRuntimes, yaml } from '../../support/local-harness.ts';
+import { processesOfJob } from '../faults/world.ts';
+import { runToEnd, useLocalRuntimes, yaml, type FinishedJob, type TestRuntime } from '../../support/local-harness.ts';
 
 const open = useLocalRuntimes();
 
@@ -58,102 +60,79 @@ describe('a restart in place on the local runtime', () => {
 
   it('replaces only the preempted node of four: the survivors run attempt 2 with their ranks, setup again (FAILOVER)', SLOW, async () => {
     const t = await open();
-    const job = await runToEnd(
-      t,
-      yaml`
-        num_nodes: 4
-        resources:
-          use_spot: true
-          job_recovery:
-            strategy: FAILOVER
-        setup: echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
-        run: |
-          if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
-          echo "node $RELAUNCH_NODE_RANK of $RELAUNCH_NUM_NODES in attempt $RELAUNCH_ATTEMPT"
-      `,
-      {
-        chaos: chaos`
-          faults:
-            - attempt: 1
-              preempt: {node: 2, after: 1s, warning: 1s}
-        `,
-      },
-    );
+    const job = await survivorsOfPreemption(t, { numNodes: 4, node: 2, warning: '1s', launchOnWarning: false });
 
-    expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
     expect(job.view.attempts).toMatchObject([
       { attempt: 1, outcome: 'PREEMPTED', decision: 'RECOVER' },
       { attempt: 2, outcome: 'EXITED', exitCodes: [0, 0, 0, 0], decision: 'SUCCEED' },
     ]);
-    const [first, second] = job.attempts;
-    expect(first?.outcome).toEqual({ kind: 'PREEMPTED', nodes: [2] });
-    expect(first?.decision?.keep?.nodes.map((node) => node.nodeRank)).toEqual([0, 1, 3]);
-    const byRank = (attempt: typeof first, rank: number) => attempt?.instances.find((node) => node.nodeRank === rank);
-    for (const rank of [0, 1, 3]) {
-      expect(byRank(second, rank)).toMatchObject({ instanceId: byRank(first, rank)?.instanceId, reusedFrom: 1 });
-    }
-    expect(byRank(second, 2)?.instanceId).not.toBe(byRank(first, 2)?.instanceId);
-    expect(byRank(second, 2)?.reusedFrom).toBeUndefined();
-
-    // Setup ran again on every node of attempt 2 (SkyPilot's FAILOVER), each with its own rank.
-    const reader = new FileJobLogs(t.dataDir);
-    for (const rank of [0, 1, 2, 3]) {
-      const read = async (phase: 'setup' | 'run') => (await reader.read({ jobId: job.jobId, attempt: 2, nodeRank: rank, phase }, null, 64 * 1024)).text;
-      expect(await read('setup')).toBe(`setup of attempt 2 on node ${rank}\n`);
-      expect(await read('run')).toBe(`node ${rank} of 4 in attempt 2\n`);
-    }
-    expect(processesOfJob(job.jobId)).toEqual([]);
-    expect(t.errors).toEqual([]);
+    expect(job.attempts[0]?.decision?.keep?.nodes.map((node) => node.nodeRank)).toEqual([0, 1, 3]);
+    expect(t.launches.map((launch) => [launch.attempt, launch.keep?.nodes.length ?? 0])).toEqual([[1, 0], [2, 3]]);
   });
 
-  it("with launch_on_warning: node 1 of 3 warned, its replacement alone boots during the warning, and the survivors join it as attempt 2", SLOW, async () => {
+  it('with launch_on_warning: node 1 of 3 warned, its replacement alone launched on the warning, and the survivors join it as attempt 2', SLOW, async () => {
     const t = await open();
-    const job = await runToEnd(
-      t,
-      yaml`
-        num_nodes: 3
-        resources:
-          use_spot: true
-          job_recovery:
-            strategy: FAILOVER
-            launch_on_warning: true
-        setup: echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
-        run: |
-          if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
-          echo "node $RELAUNCH_NODE_RANK of $RELAUNCH_NUM_NODES in attempt $RELAUNCH_ATTEMPT"
-      `,
-      {
-        chaos: chaos`
-          faults:
-            - attempt: 1
-              preempt: {node: 1, after: 1s, warning: 8s}
-        `,
-      },
-    );
+    const job = await survivorsOfPreemption(t, { numNodes: 3, node: 1, warning: '8s', launchOnWarning: true });
 
-    expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
     const [first, second] = job.attempts;
-    expect(first).toMatchObject({ outcome: { kind: 'PREEMPTED', nodes: [1] }, interruptionNode: 1 });
+    expect(first?.interruptionNode).toBe(1);
     expect(second?.standby).toMatchObject({ for: 1, on: 'interruption', adoptedAt: expect.any(String) });
-    // One node launched, for rank 1, beside the other two.
-    const standbyLaunch = t.launches.find((launch) => launch.attempt === 2);
-    expect(standbyLaunch?.beside?.nodes.map((node) => node.nodeRank)).toEqual([0, 2]);
-    expect(t.launches.filter((launch) => launch.attempt > 2)).toEqual([]);
-    const byRank = (attempt: typeof first, rank: number) => attempt?.instances.find((node) => node.nodeRank === rank);
-    for (const rank of [0, 2]) expect(byRank(second, rank)).toMatchObject({ instanceId: byRank(first, rank)?.instanceId, reusedFrom: 1 });
-    expect(byRank(second, 1)?.reusedFrom).toBeUndefined();
-    // The replacement was launched on the warning, before attempt 1 ended (the warned node's
-    // agent stops at once on a warning shorter than its grace period, which ends the attempt).
-    expect(Date.parse(second?.startedAt ?? '')).toBeLessThan(Date.parse(first?.endedAt ?? ''));
+    // One launch for the relaunch, of rank 1 beside the other two, before attempt 1 ended
+    // (the warned node's agent stops at once on a warning shorter than its grace period,
+    // which ends the attempt).
+    expect(t.launches.map((launch) => [launch.attempt, launch.beside?.nodes.map((node) => node.nodeRank) ?? []])).toEqual([[1, []], [2, [0, 2]]]);
     expect(Date.parse(first?.interruptionNoticedAt ?? '')).toBeLessThanOrEqual(Date.parse(second?.startedAt ?? ''));
-
-    const reader = new FileJobLogs(t.dataDir);
-    for (const rank of [0, 1, 2]) {
-      const read = async (phase: 'setup' | 'run') => (await reader.read({ jobId: job.jobId, attempt: 2, nodeRank: rank, phase }, null, 64 * 1024)).text;
-      expect(await read('setup')).toBe(`setup of attempt 2 on node ${rank}\n`);
-      expect(await read('run')).toBe(`node ${rank} of 3 in attempt 2\n`);
-    }
-    expect(processesOfJob(job.jobId)).toEqual([]);
-    expect(t.errors).toEqual([]);
+    expect(Date.parse(second?.startedAt ?? '')).toBeLessThan(Date.parse(first?.endedAt ?? ''));
   });
 });
+
+/**
+ * A FAILOVER job of `numNodes` whose `node` of attempt 1 is preempted (warned 1 s into its
+ * run, gone `warning` later) and whose attempt 2 prints each node's rank, run to its end;
+ * checks what holds with and without `launch_on_warning`: SUCCEEDED after one recovery, the
+ * warned node replaced and every other one kept with its rank and instance, setup run again
+ * on every node, and nothing of the job left running.
+ */
+async function survivorsOfPreemption(
+  t: TestRuntime,
+  options: { readonly numNodes: number; readonly node: number; readonly warning: string; readonly launchOnWarning: boolean },
+): Promise<FinishedJob> {
+  const job = await runToEnd(
+    t,
+    yaml`
+      num_nodes: ${options.numNodes}
+      resources:
+        use_spot: true
+        job_recovery:
+          strategy: FAILOVER
+          launch_on_warning: ${options.launchOnWarning}
+      setup: echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
+      run: |
+        if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
+        echo "node $RELAUNCH_NODE_RANK of $RELAUNCH_NUM_NODES in attempt $RELAUNCH_ATTEMPT"
+    `,
+    { chaos: { faults: [{ kind: 'preempt', attempt: 1, node: options.node, afterMs: 1000, warningMs: Number(options.warning.replace('s', '')) * 1000 }] } },
+  );
+
+  expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
+  const [first, second] = job.attempts;
+  expect(first?.outcome).toEqual({ kind: 'PREEMPTED', nodes: [options.node] });
+  const byRank = (attempt: typeof first, rank: number) => attempt?.instances.find((node) => node.nodeRank === rank);
+  const ranks = Array.from({ length: options.numNodes }, (_, rank) => rank);
+  for (const rank of ranks.filter((rank) => rank !== options.node)) {
+    expect(byRank(second, rank)).toMatchObject({ instanceId: byRank(first, rank)?.instanceId, reusedFrom: 1 });
+  }
+  expect(byRank(second, options.node)?.instanceId).not.toBe(byRank(first, options.node)?.instanceId);
+  expect(byRank(second, options.node)?.reusedFrom).toBeUndefined();
+
+  // Setup ran again on every node of attempt 2 (SkyPilot's FAILOVER), each with its own rank.
+  const reader = new FileJobLogs(t.dataDir);
+  for (const rank of ranks) {
+    const read = async (phase: 'setup' | 'run') => (await reader.read({ jobId: job.jobId, attempt: 2, nodeRank: rank, phase }, null, 64 * 1024)).text;
+    expect(await read('setup')).toBe(`setup of attempt 2 on node ${rank}\n`);
+    expect(await read('run')).toBe(`node ${rank} of ${options.numNodes} in attempt 2\n`);
+  }
+  expect(processesOfJob(job.jobId)).toEqual([]);
+  expect(t.errors).toEqual([]);
+  return job;
+}
