@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { capacityWaitLine } from '../lib/capacity-tries.ts';
 import type { JobEvent } from '../lib/model.ts';
+import { standbyOfWords } from '../lib/reused-nodes.ts';
 import { isTerminal, JobStatus } from '../lib/status.ts';
 import type { AttemptView, JobView } from '../lib/views.ts';
 import type { Io } from './exit.ts';
@@ -191,7 +192,7 @@ class Progress {
     for (const attempt of view.attempts) {
       const placed = attempt.placement !== null || attempt.outcome !== null;
       if (placed && !this.launched.has(attempt.attempt)) {
-        const standby = attempt.standby === null ? '' : ` as the standby of attempt ${attempt.standby.for}`;
+        const standby = attempt.standby === null ? '' : ` as the standby of ${standbyOfWords(attempt.standby)}`;
         const at = latest(attempt.startedAt, startingAt(events, attempt.attempt));
         if (progress) entries.push({ at, order: ORDER.launched, text: `${stamp(at)} attempt ${attempt.attempt} ${where(attempt)}${standby}` });
         this.launched.add(attempt.attempt);
@@ -223,12 +224,15 @@ class Progress {
 
   /**
    * What the attempt's logs gained: from the data folder's files, else through the API;
-   * given `label`, each line says its attempt.
+   * given `label`, each line says its attempt. Every line of a job of several nodes says its
+   * node (unless one was asked for), though an attempt has one node's log so far (a
+   * standby of one warned node, or a node that started before its peers).
    */
   private async output(view: JobView, attempt: AttemptView, label: number | undefined): Promise<string> {
-    if (this.client.dataDir !== null) return this.logs.read(nodeLogs(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt), this.options.node), label);
+    const labelNodes = view.numNodes > 1 && this.options.node === undefined ? true : undefined;
+    if (this.client.dataDir !== null) return this.logs.read(nodeLogs(attemptLogs(this.client.dataDir, this.jobId, attempt.attempt), this.options.node), label, labelNodes);
     if (!this.readsApi || attempt.placement === null) return '';
-    return this.apiLogs.read(attempt.attempt, attemptNodes(view, attempt, this.options.node), label);
+    return this.apiLogs.read(attempt.attempt, attemptNodes(view, attempt, this.options.node), label, labelNodes);
   }
 }
 
@@ -302,8 +306,8 @@ export class LogTail {
    */
   constructor(private readonly options: { readonly dropShellNotices?: boolean } = {}) {}
 
-  read(logs: readonly PhaseLog[], attempt?: number): string {
-    const several = new Set(logs.map((log) => log.rank)).size > 1;
+  read(logs: readonly PhaseLog[], attempt?: number, labelNodes?: boolean): string {
+    const several = labelNodes ?? new Set(logs.map((log) => log.rank)).size > 1;
     let out = '';
     for (const log of logs) {
       const names = [...(attempt === undefined ? [] : [`attempt ${attempt}`]), ...(several ? [`node ${log.rank}`] : [])];
@@ -387,12 +391,12 @@ export class ApiLogTail {
   /** Set once the API answered that it has no log route (a stack deployed before it): nothing more is asked. */
   private unserved = false;
 
-  /** Given `label`, each line says its attempt too, as LogTail's do. */
-  async read(attempt: number, nodes: readonly number[], label?: number): Promise<string> {
+  /** Given `label`, each line says its attempt too, and with `labelNodes` its node, as LogTail's do. */
+  async read(attempt: number, nodes: readonly number[], label?: number, labelNodes?: boolean): Promise<string> {
     const readLog = this.client.readLog?.bind(this.client);
     if (readLog === undefined || this.unserved) return '';
     try {
-      return await this.readNodes(readLog, attempt, nodes, label);
+      return await this.readNodes(readLog, attempt, nodes, label, labelNodes ?? nodes.length > 1);
     } catch (error) {
       // API Gateway answers 403 for a route its stack lacks; an older `relaunch serve`, 404.
       const unserved = (error instanceof ApiError && error.statusCode === 403) || error instanceof JobNotFoundError;
@@ -402,8 +406,7 @@ export class ApiLogTail {
     }
   }
 
-  private async readNodes(readLog: NonNullable<JobsClient['readLog']>, attempt: number, nodes: readonly number[], label: number | undefined): Promise<string> {
-    const several = nodes.length > 1;
+  private async readNodes(readLog: NonNullable<JobsClient['readLog']>, attempt: number, nodes: readonly number[], label: number | undefined, several: boolean): Promise<string> {
     let out = '';
     for (const nodeRank of nodes) {
       for (const phase of ['setup', 'run'] as const satisfies readonly ShippedPhase[]) {

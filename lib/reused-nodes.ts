@@ -1,7 +1,7 @@
-// Which nodes of an attempt a relaunch reused, in words: pure, with no import but a type, so
+// Which nodes of an attempt a relaunch reused, and which a standby joins, in words: pure, with no import but a type, so
 // the jobs page's script (web/dashboard) bundles it as the CLI's status does.
 
-import type { AttemptView } from './views.ts';
+import type { AttemptView, StandbyView } from './views.ts';
 
 /**
  * Which nodes of an attempt a relaunch reused and which are new (`node 0 reused from
@@ -11,4 +11,13 @@ import type { AttemptView } from './views.ts';
 export function reusedNodesWords(attempt: Pick<AttemptView, 'instances'>): string | null {
   if (!attempt.instances.some((node) => (node.reusedFrom ?? null) !== null)) return null;
   return attempt.instances.map((node) => `node ${node.nodeRank} ${(node.reusedFrom ?? null) === null ? 'new' : `reused from attempt ${node.reusedFrom}`}`).join(', ');
+}
+
+/**
+ * Whose standby an attempt is, as run, status, logs and the jobs page print it: `attempt 1`,
+ * or `attempt 1, beside its nodes 0, 2` for a standby of the warned node alone.
+ */
+export function standbyOfWords(standby: Pick<StandbyView, 'for'> & Partial<Pick<StandbyView, 'beside'>>): string {
+  const beside = standby.beside ?? null;
+  return beside === null ? `attempt ${standby.for}` : `attempt ${standby.for}, beside its nodes ${beside.join(', ')}`;
 }

@@ -88,6 +88,11 @@ export interface StandbyView {
   readonly releasedAt: string | null;
   /** Why it was let go (`not needed: ...`, `not launched: ...`, `not used: ...`); null unless released. */
   readonly releaseReason: string | null;
+  /**
+   * For a standby of the warned node alone: the ranks of the attempt's nodes it was launched
+   * beside, which join it when it is adopted; null for a standby of a whole set.
+   */
+  readonly beside: readonly number[] | null;
 }
 
 /** The counters a person reads after a decision (RecoveryCounters' budgets, without streaks). */
@@ -269,6 +274,7 @@ function standbyView(attempt: AttemptRecord): StandbyView | null {
     adoptedAt: mark.adoptedAt ?? null,
     releasedAt: mark.releasedAt ?? null,
     releaseReason: mark.releaseReason ?? null,
+    beside: mark.beside === undefined ? null : mark.beside.map((node) => node.nodeRank).sort((a, b) => a - b),
   };
 }
 

@@ -9,6 +9,7 @@ import { openTarget, withTargetOptions, type Target, type TargetOptions } from '
 import { jobRefArgument, resolveJob, type JobRef } from '../job-id.ts';
 import { exitWith, ExitStatus, reportError, subcommand, type Io } from '../exit.ts';
 import { ApiLogTail, attemptNodes, followJob, LogTail, nodeLogs } from '../follow.ts';
+import { standbyOfWords } from '../../lib/reused-nodes.ts';
 import type { AttemptView, JobView } from '../../lib/views.ts';
 import { attemptLogs } from '../../local/paths.ts';
 import { controllerTimeline, formatTimeline } from '../controller-log.ts';
@@ -129,7 +130,7 @@ function latestThatRan(job: JobView): number {
 function standbyNote(attempt: AttemptView | undefined): string | null {
   const standby = attempt?.standby ?? null;
   if (attempt === undefined || standby === null) return null;
-  const which = `attempt ${attempt.attempt} was the standby of attempt ${standby.for}`;
+  const which = `attempt ${attempt.attempt} was the standby of ${standbyOfWords(standby)}`;
   switch (standby.state) {
     case 'holding':
       return `(${which}: its setup ran beside attempt ${standby.for}; it holds before run until attempt ${standby.for} is decided)`;

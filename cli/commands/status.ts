@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { accountLines } from '../../lib/accounting/format.ts';
 import type { JobStatus } from '../../lib/status.ts';
 import type { AttemptView, JobSummary, JobView } from '../../lib/views.ts';
-import { reusedNodesWords } from '../../lib/reused-nodes.ts';
+import { reusedNodesWords, standbyOfWords } from '../../lib/reused-nodes.ts';
 import { openTarget, withTargetOptions, type Target, type TargetOptions } from '../context.ts';
 import { jobRefArgument, resolveJob, type JobRef } from '../job-id.ts';
 import type { JobsClient } from '../jobs-client.ts';
@@ -145,7 +145,7 @@ export function standbys(attempts: readonly AttemptView[]): string[] {
   const lines = attempts.flatMap((attempt) => {
     const standby = attempt.standby;
     if (standby === null) return [];
-    const started = `attempt ${attempt.attempt}: the standby of attempt ${standby.for}, started on its ${standby.on === 'rebalance' ? 'rebalance recommendation' : 'spot interruption warning'}`;
+    const started = `attempt ${attempt.attempt}: the standby of ${standbyOfWords(standby)}, started on its ${standby.on === 'rebalance' ? 'rebalance recommendation' : 'spot interruption warning'}`;
     switch (standby.state) {
       case 'holding':
         return [`${started}; holding before run until attempt ${standby.for} is decided`];

@@ -3,7 +3,7 @@
 // each attempt's decision with its reason, counters, placement and last output lines.
 
 import type { AttemptView, JobView } from '../../lib/views.ts';
-import { reusedNodesWords } from '../../lib/reused-nodes.ts';
+import { reusedNodesWords, standbyOfWords } from '../../lib/reused-nodes.ts';
 import type { RecoveryPolicy } from '../../lib/task-file/types.ts';
 import { isTerminal } from '../../lib/status.ts';
 import { capacityTries, capacityWaitLine } from '../../lib/capacity-tries.ts';
@@ -215,7 +215,7 @@ function timeline(job: JobView): HTMLElement {
 function standbyStrip(attempt: AttemptView, node: number, from: number, to: number, at: (ms: number) => string, width: (from: number, to: number) => string): HTMLElement {
   const standby = attempt.standby as NonNullable<AttemptView['standby']>;
   const state = standby.state === 'released' ? `released unused: ${standby.releaseReason ?? ''}` : standby.state === 'holding' ? 'holding before run' : 'taken as the next attempt';
-  const words = `attempt ${attempt.attempt}, node ${node}: the standby of attempt ${standby.for}, ${state}; ${formatDuration(to - from)}`;
+  const words = `attempt ${attempt.attempt}, node ${node}: the standby of ${standbyOfWords(standby)}, ${state}; ${formatDuration(to - from)}`;
   const strip = el('div', { class: `standby standby-${standby.state}`, title: words, 'aria-label': words, 'data-standby': String(attempt.attempt), 'data-node': String(node), 'data-state': standby.state });
   strip.style.left = at(from);
   strip.style.width = width(from, to);
@@ -353,7 +353,7 @@ function outcomeWords(attempt: AttemptView): string {
 function standbyWords(attempt: AttemptView): string | null {
   const standby = attempt.standby;
   if (standby === null) return null;
-  const started = `The standby of attempt ${standby.for}, started on its ${standby.on === 'rebalance' ? 'rebalance recommendation' : 'spot interruption warning'}`;
+  const started = `The standby of ${standbyOfWords(standby)}, started on its ${standby.on === 'rebalance' ? 'rebalance recommendation' : 'spot interruption warning'}`;
   switch (standby.state) {
     case 'holding':
       return `${started}: its setup runs beside attempt ${standby.for}, and it holds before run until attempt ${standby.for} is decided.`;

@@ -81,7 +81,7 @@ describe('controllerTimeline', () => {
       attempt: 3,
       startedAt: T(1),
       endedAt: T(20),
-      standby: { for: 2, on: 'interruption', state: 'released', adoptedAt: null, releasedAt: T(20), releaseReason: 'not needed: attempt 2 was decided SUCCEED' },
+      standby: { for: 2, on: 'interruption', state: 'released', adoptedAt: null, releasedAt: T(20), releaseReason: 'not needed: attempt 2 was decided SUCCEED', beside: null },
     });
     const failed = attempt({
       attempt: 1,

@@ -90,4 +90,46 @@ describe.concurrent('relaunch run, status and logs of a job with a standby', { t
     expect(standbyLogs.stdout).toContain('setup of attempt 2');
     expect(standbyLogs.stdout).toContain('(attempt 2 was the standby of attempt 1: released without running run, charged to nothing: not needed: ');
   });
+
+  it('show a standby of the warned node alone: the nodes it is launched beside, its node in every line, and the survivor reused', async () => {
+    const dir = await tempDir('warm');
+    const data = join(dir, 'data');
+    // Node 1 of attempt 1, warned, stops once the standby has set up; node 0 works until held.
+    const task = await writeTask(
+      dir,
+      'task.yaml',
+      `num_nodes: 2
+resources:
+  use_spot: true
+  job_recovery:
+    strategy: FAILOVER
+    launch_on_warning: true
+setup: |
+  echo "setup of attempt $RELAUNCH_ATTEMPT"
+  if [ "$RELAUNCH_ATTEMPT" -eq 2 ]; then touch standby-ready; fi
+run: |
+  if [ "$RELAUNCH_ATTEMPT" -eq 1 ] && [ "$RELAUNCH_NODE_RANK" -eq 0 ]; then exec sleep 600; fi
+  if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then
+    trap 'while [ ! -f standby-ready ]; do sleep 0.05; done; exit 0' TERM
+    while [ ! -f standby-ready ]; do sleep 0.05; done
+  fi
+  echo "run of attempt $RELAUNCH_ATTEMPT"
+`,
+    );
+    const chaos = await writeTask(dir, 'chaos.yaml', 'faults:\n  - attempt: 1\n    preempt: {node: 1, after: 0s, warning: 10s}\n');
+    const ran = await runCli(['run', task, '--data-dir', data, '--chaos', chaos], { cwd: dir });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ attempt 2 launched \(spot, local-process in local\) as the standby of attempt 1, beside its nodes 0$/m);
+    expect(ran.stdout).toContain('(attempt 2, node 1) setup of attempt 2\n');
+    expect(ran.stdout).toContain('(attempt 2, node 0) run of attempt 2\n');
+    expect(ran.stdout).toMatch(/ SUCCEEDED after 2 attempts; recoveries: 1, restarts on errors: 0 of 0$/m);
+    const jobId = /^(j-\S+) SUCCEEDED/m.exec(ran.stdout)?.[1] as string;
+
+    const status = await runInProcess(['status', jobId, '--data-dir', data]);
+    const lines = status.stdout.split('\n');
+    expect(lines).toContainEqual(expect.stringMatching(/^attempt 2: the standby of attempt 1, beside its nodes 0, started on its spot interruption warning; taken as the next attempt at /));
+    expect(lines).toContain('attempt 2: node 0 reused from attempt 1, node 1 new');
+    const view = parseStdout<JobView>(await runInProcess(['status', jobId, '--json', '--data-dir', data]));
+    expect(view.attempts[1]?.standby).toMatchObject({ for: 1, state: 'adopted', beside: [0] });
+  });
 });

@@ -27,6 +27,13 @@ describe('LogTail', () => {
     expect(tail.read([log])).toBe(' and more\nfour\n');
   });
 
+  it("names the node of a job of several nodes when asked, though only one node's log is read", () => {
+    const worker = phaseLog('lone-worker', 1);
+    writeFileSync(worker.file, 'x\n');
+    expect(new LogTail().read([worker], 2, true)).toBe('(attempt 2, node 1) x\n');
+    expect(new LogTail().read([worker], 2)).toBe('(attempt 2) x\n');
+  });
+
   it("names each node's lines, empty ones aside, and carries a line cut between two looks on without naming it again", () => {
     const head = phaseLog('head', 0);
     const worker = phaseLog('worker', 1);

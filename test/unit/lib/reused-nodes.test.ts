@@ -1,7 +1,7 @@
 // The words status and the jobs page use for the nodes a relaunch reused.
 
 import { describe, expect, it } from 'vitest';
-import { reusedNodesWords } from '../../../lib/reused-nodes.ts';
+import { reusedNodesWords, standbyOfWords } from '../../../lib/reused-nodes.ts';
 
 describe('reusedNodesWords', () => {
   it('names each node: the attempt it was reused from, or new', () => {
@@ -16,5 +16,14 @@ describe('reusedNodesWords', () => {
   it('says nothing of an attempt on new nodes only, or of a view from an API that predates reuse', () => {
     expect(reusedNodesWords({ instances: [{ nodeRank: 0, instanceId: 'i-a', reusedFrom: null }] })).toBeNull();
     expect(reusedNodesWords({ instances: [{ nodeRank: 0, instanceId: 'i-a' }] })).toBeNull();
+  });
+});
+
+describe('standbyOfWords', () => {
+  it('names the attempt a standby is for, and the nodes a standby of the warned node alone joins', () => {
+    expect(standbyOfWords({ for: 1, beside: null })).toBe('attempt 1');
+    expect(standbyOfWords({ for: 3, beside: [0, 2] })).toBe('attempt 3, beside its nodes 0, 2');
+    // A view from an API that predates it has no `beside`.
+    expect(standbyOfWords({ for: 2 })).toBe('attempt 2');
   });
 });
