@@ -1881,7 +1881,9 @@ prove_gone() {
       fi
     fi
     if (( ${#alive[@]} == 0 )); then
-      if [ -n "$CGROUP_DIR" ]; then rmdir "$CGROUP_DIR/attempt-$ATTEMPT-"* 2>/dev/null; fi
+      # Their folder too (the next attempt makes it again): rmdir refuses a cgroup with one
+      # beneath it, so the cgroup a local node runs in would outlive the node.
+      if [ -n "$CGROUP_DIR" ]; then rmdir "$CGROUP_DIR/attempt-$ATTEMPT-"* "$CGROUP_DIR" 2>/dev/null; fi
       return 0
     fi
     clock_ms
