@@ -451,6 +451,19 @@ describe.skipIf(!cgroup2.available)(`a reused node whose agent runs on cgroup v2
     expect(atNext[1]).toEqual({ daemon: false, cgroups: [`/${cgroup.name}`] });
     expect(cgroup.list()).toEqual([`/${cgroup.name}`]);
   });
+
+  it('leaves no cgroup of its own when it is shut down (SIGTERM) while a phase runs', async () => {
+    const run = 'cat /proc/self/cgroup >"$DUMP_DIR/run.cgroup"; touch "$DUMP_DIR/run-started"; while :; do sleep 0.1; done';
+    const agent = await startAgent(node(reusing({ run })), undefined, undefined, cgroup.launcher);
+    await waitFor('run to start', () => (existsSync(join(dir, 'run-started')) ? true : undefined));
+    expect(unifiedCgroup('run.cgroup')).toBe(`/${cgroup.name}/relaunch-phases/attempt-3-run`);
+    process.kill(agent.pid, 'SIGTERM');
+    const result = await agent.done;
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.at(-1)).toEqual({ nodeRank: 0, phase: 'run', stopped: 'shutdown', outputTail: '' });
+    expect(cgroup.list()).toEqual([`/${cgroup.name}`]);
+  });
 });
 
 const hidden = withoutCgroup2();
