@@ -1808,6 +1808,13 @@ phase_mark() {
   fi
 }
 
+# At the node's end: the phases' cgroups that hold no process are removed, and their folder
+# once it is empty, as a proof removes them (a phase stopped by a shutdown leaves its own).
+remove_phase_cgroups() {
+  cgroup_dir
+  if [ -n "$CGROUP_DIR" ]; then rmdir "$CGROUP_DIR/attempt-"* "$CGROUP_DIR" 2>/dev/null; fi
+}
+
 # Process $1 in words: its pid and command line (at most 80 bytes of it).
 describe_pid() {
   local command=''
@@ -1881,7 +1888,9 @@ prove_gone() {
       fi
     fi
     if (( ${#alive[@]} == 0 )); then
-      if [ -n "$CGROUP_DIR" ]; then rmdir "$CGROUP_DIR/attempt-$ATTEMPT-"* 2>/dev/null; fi
+      # Their folder too (the next attempt makes it again): rmdir refuses a cgroup with one
+      # beneath it, so the cgroup a local node runs in would outlive the node.
+      if [ -n "$CGROUP_DIR" ]; then rmdir "$CGROUP_DIR/attempt-$ATTEMPT-"* "$CGROUP_DIR" 2>/dev/null; fi
       return 0
     fi
     clock_ms
@@ -2423,6 +2432,7 @@ end_node() {
   if [ -n "$stopped" ] && [ -n "$STOP_CAUSE" ]; then report_stopped "$stopped"; fi
   container_remove
   unmount_buckets
+  if (( LIBRARY_LOADED )); then remove_phase_cgroups; fi
   stop_helper "$DATA_PID"
   stop_helper "$WATCH_PID"
   finish_shippers end

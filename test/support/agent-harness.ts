@@ -388,12 +388,15 @@ const CLOUD_INIT_STAND_IN = 'bash "$1"; printf "%s\\n" "$?" >"$2/agent.exit"';
  * gives the rank gets node IPs too, unless it says otherwise. The parent leads a process
  * group of its own, so a run that outlives `deadlineMs` is killed with that group, and
  * whatever left it is killed after the test (`useAgentWorld`): a hang fails the test
- * instead of leaking a process.
+ * instead of leaking a process. A `launcher` (a command and its arguments, which end by
+ * exec'ing the arguments after them) starts the cloud-init stand-in, in a mount namespace or
+ * cgroup of the test's (test/support/cgroup2.ts); it keeps the stand-in's pid.
  */
 export async function startAgent(
   params: Partial<AgentScriptParams> & Pick<AgentScriptParams, 'spec'>,
   pathEnv?: string,
   deadlineMs = AGENT_DEADLINE_MS,
+  launcher: readonly string[] = [],
 ): Promise<StartedAgent> {
   const nodeIps = params.nodeRank === undefined ? undefined : Array.from({ length: params.spec.numNodes }, (_, rank) => `10.0.0.${rank + 1}`);
   const script = renderAgentScript({
@@ -411,7 +414,8 @@ export async function startAgent(
   });
   const file = join(dir, 'agent.sh');
   writeFileSync(file, script);
-  const parent = spawn('bash', ['-c', CLOUD_INIT_STAND_IN, 'cloud-init', file, dir], {
+  const [command = 'bash', ...args] = [...launcher, 'bash', '-c', CLOUD_INIT_STAND_IN, 'cloud-init', file, dir];
+  const parent = spawn(command, args, {
     cwd: dir,
     env: { PATH: pathEnv ?? MACHINE_PATH, HOME: dir, DUMP_DIR: dir },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -442,12 +446,13 @@ export async function startAgent(
   const parentPid = parent.pid ?? 0;
   let parentEnded = false;
   parent.once('exit', () => (parentEnded = true));
-  // The parent's one child is the agent (0: it has ended already, and its parent with it).
+  // The parent's child that runs `bash <script>` is the agent (0: it has ended already, and
+  // its parent with it); a launcher's own children (a mount) come before it.
   const pid = await waitFor('the agent to start', () => {
     if (parentEnded) return 0;
     try {
-      const child = readFileSync(`/proc/${parentPid}/task/${parentPid}/children`, 'utf8').trim();
-      return child === '' ? undefined : Number(child.split(' ')[0]);
+      const children = readFileSync(`/proc/${parentPid}/task/${parentPid}/children`, 'utf8').trim().split(' ').filter((child) => child !== '');
+      return children.map(Number).find((child) => readFileSync(`/proc/${child}/cmdline`, 'utf8') === `bash\0${file}\0`);
     } catch {
       return undefined;
     }
@@ -456,8 +461,13 @@ export async function startAgent(
 }
 
 /** Starts the agent as `startAgent` does and waits until its parent has ended. */
-export async function runAgent(params: Partial<AgentScriptParams> & Pick<AgentScriptParams, 'spec'>, pathEnv?: string, deadlineMs = AGENT_DEADLINE_MS): Promise<AgentRun> {
-  return (await startAgent(params, pathEnv, deadlineMs)).done;
+export async function runAgent(
+  params: Partial<AgentScriptParams> & Pick<AgentScriptParams, 'spec'>,
+  pathEnv?: string,
+  deadlineMs = AGENT_DEADLINE_MS,
+  launcher: readonly string[] = [],
+): Promise<AgentRun> {
+  return (await startAgent(params, pathEnv, deadlineMs, launcher)).done;
 }
 
 /** Every live process a test's agent left (its environment names the test's folder), killed. */

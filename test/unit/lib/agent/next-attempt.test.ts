@@ -4,9 +4,10 @@
 // attempt as the launch does.
 
 import { spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HeartbeatBodySchema, type NextAnswer } from '../../../../lib/agent/protocol.ts';
 import { renderAgentScript } from '../../../../lib/agent/script.ts';
 import { agentSecretName } from '../../../../lib/agent/secret-parameter.ts';
@@ -14,6 +15,7 @@ import { TagKey } from '../../../../lib/agent/tags.ts';
 import { jobEnvironment } from '../../../../lib/job-env.ts';
 import type { AgentScriptParams } from '../../../../lib/agent/script.ts';
 import type { Resources, ReuseNodes, TaskSpec } from '../../../../lib/task-file/types.ts';
+import { cgroup2Support, TestCgroup, withoutCgroup2 } from '../../../support/cgroup2.ts';
 import { recoveryPolicy } from '../../../support/fixtures/specs.ts';
 import { waitFor } from '../../../support/fixtures/wait.ts';
 import {
@@ -60,9 +62,11 @@ function runNext(setup: 'skip' | 'rerun'): NextAnswer {
 /**
  * Rewrites the instance's parameter for attempt 4 once the API has answered `run`, a
  * moment after (the agent reads the old secret first, and must read again until it changes).
+ * `onNext`, when given, is told of each `next` first.
  */
-function rotateSecretOnRun(): void {
+function rotateSecretOnRun(onNext?: () => void): void {
   api.onNext = (_count, answer) => {
+    onNext?.();
     if (typeof answer === 'object' && answer.next === 'run') {
       setTimeout(() => api.parameters.put(agentSecretName(SECRET_PATH, INSTANCE_ID), NEW_SECRET, INSTANCE_ARN), 300);
     }
@@ -330,6 +334,162 @@ describe('a node the task reuses, once its job is over', () => {
     expect(result).toMatchObject({ exitCode: 0, shutDown: true });
     expect(api.nexts).toEqual([]);
     expect(api.requests.filter((r) => r.path.endsWith('/shipper'))).toEqual([]);
+  });
+});
+
+/** A sleep no other test runs: the escaped daemon's command line is this run's own. */
+const DAEMON = `sleep ${randomInt(100_000, 999_999)}`;
+
+/**
+ * A task whose attempt 3 run leaves a daemon out of everything that marks it as the job's
+ * (`env -i`: no mark; `setsid`: a session and group of its own) that ignores SIGTERM, and
+ * exits 29. The run writes the daemon's pid, its cgroup, environment, group and session, and
+ * its own; attempt 4's setup writes whether the daemon is alive then, and its own cgroup.
+ */
+function leavingADaemon(): TaskSpec {
+  const setup = `if [ "$RELAUNCH_ATTEMPT" = 4 ]; then
+  state=$(ps -o stat= -p "$(cat "$DUMP_DIR/daemon.pid")")
+  case $state in ''|Z*) echo dead ;; *) echo "alive ($state)" ;; esac >"$DUMP_DIR/daemon-at-4"
+  cat /proc/self/cgroup >"$DUMP_DIR/setup-4.cgroup"
+fi
+echo setting up`;
+  const run = `if [ "$RELAUNCH_ATTEMPT" = 3 ]; then
+  env -i setsid sh -c 'trap "" TERM; exec ${DAEMON}' </dev/null >/dev/null 2>&1 &
+  daemon=$!
+  echo "$daemon" >"$DUMP_DIR/daemon.pid"
+  until [ "$(tr '\\0' ' ' </proc/$daemon/cmdline)" = '${DAEMON} ' ]; do sleep 0.05; done
+  cat /proc/$daemon/cgroup >"$DUMP_DIR/daemon.cgroup"
+  tr '\\0' '\\n' </proc/$daemon/environ >"$DUMP_DIR/daemon.env"
+  ps -o pgid= -o sid= -p "$daemon" -p $$ >"$DUMP_DIR/groups"
+  cat /proc/self/cgroup >"$DUMP_DIR/run.cgroup"
+  echo left a daemon
+  exit 29
+fi
+echo "running attempt $RELAUNCH_ATTEMPT"`;
+  return reusing({ setup, run }, {}, { reuse: true, setup: 'rerun' });
+}
+
+/** The cgroup v2 path in a copy of /proc/<pid>/cgroup the job wrote to `file` (its `0::` line). */
+function unifiedCgroup(file: string): string | undefined {
+  const line = readFileSync(join(dir, file), 'utf8').split('\n').find((entry) => entry.startsWith('0::'));
+  return line?.slice('0::'.length);
+}
+
+/** The daemon's pid, as its run wrote it. */
+const daemonPid = () => Number(readFileSync(join(dir, 'daemon.pid'), 'utf8'));
+
+/** Whether process `pid` is alive (a zombie is dead). */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').charAt(0) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** The daemon killed, if this test's run left it alive: `env -i` took away the DUMP_DIR by which the world finds a test's processes. */
+function killDaemon(): void {
+  const file = join(dir, 'daemon.pid');
+  if (!existsSync(file)) return;
+  const pid = Number(readFileSync(file, 'utf8'));
+  try {
+    if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim() === DAEMON) process.kill(pid, 'SIGKILL');
+  } catch {
+    // Gone already.
+  }
+}
+
+/** What the daemon's run wrote: its environment, and its group and session beside the run's. */
+function daemonEscaped(): { environment: string[]; groups: string[][] } {
+  const groups = readFileSync(join(dir, 'groups'), 'utf8').trim().split('\n').map((line) => line.trim().split(/\s+/));
+  return { environment: readFileSync(join(dir, 'daemon.env'), 'utf8').split('\n').filter((line) => line !== ''), groups };
+}
+
+const cgroup2 = cgroup2Support();
+
+describe.skipIf(!cgroup2.available)(`a reused node whose agent runs on cgroup v2${cgroup2.available ? '' : ` (skipped: ${cgroup2.reason})`}`, () => {
+  let cgroup: TestCgroup;
+
+  beforeEach(() => {
+    cgroup = new TestCgroup();
+    cgroup.create();
+  });
+
+  afterEach(() => {
+    killDaemon();
+    // Whatever happened, no cgroup of this test is left: each is removed, and seen gone.
+    cgroup.remove();
+    expect(cgroup.list()).toEqual([]);
+  });
+
+  it('kills an env -i setsid daemon that ignores SIGTERM, found only by its phase cgroup, before the next attempt; the phase cgroups go with it', async () => {
+    const atNext: { daemon: boolean; cgroups: string[] }[] = [];
+    api.nextAnswers = [runNext('rerun')];
+    rotateSecretOnRun(() => atNext.push({ daemon: alive(daemonPid()), cgroups: cgroup.list() }));
+    const result = await runAgent(node(leavingADaemon()), undefined, undefined, cgroup.launcher);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    const phases = `/${cgroup.name}/relaunch-phases`;
+    // The daemon escaped the mark and the run's group and session: only the cgroup holds it.
+    const escaped = daemonEscaped();
+    expect(escaped.environment.filter((entry) => entry.startsWith('RELAUNCH_'))).toEqual([]);
+    expect(escaped.groups[0]).not.toEqual(escaped.groups[1]);
+    expect(unifiedCgroup('daemon.cgroup')).toBe(`${phases}/attempt-3-run`);
+    expect(unifiedCgroup('run.cgroup')).toBe(`${phases}/attempt-3-run`);
+    // Dead when the API was first asked (the proof comes first), attempt 3's cgroups and
+    // their folder removed.
+    expect(atNext[0]).toEqual({ daemon: false, cgroups: [`/${cgroup.name}`] });
+    expect(readFileSync(join(dir, 'daemon-at-4'), 'utf8')).toBe('dead\n');
+    expect(unifiedCgroup('setup-4.cgroup')).toBe(`${phases}/attempt-4-setup`);
+    expect(api.reports).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: 'setting up' },
+      { nodeRank: 0, phase: 'run', exitCode: 29, outputTail: 'left a daemon' },
+      { nodeRank: 1, phase: 'setup', exitCode: 0, outputTail: 'setting up' },
+      { nodeRank: 1, phase: 'run', exitCode: 0, outputTail: 'running attempt 4' },
+    ]);
+    // Attempt 4's removed at its own proof: at the node's end, only the test's is left.
+    expect(atNext[1]).toEqual({ daemon: false, cgroups: [`/${cgroup.name}`] });
+    expect(cgroup.list()).toEqual([`/${cgroup.name}`]);
+  });
+
+  it('leaves no cgroup of its own when it is shut down (SIGTERM) while a phase runs', async () => {
+    const run = 'cat /proc/self/cgroup >"$DUMP_DIR/run.cgroup"; touch "$DUMP_DIR/run-started"; while :; do sleep 0.1; done';
+    const agent = await startAgent(node(reusing({ run })), undefined, undefined, cgroup.launcher);
+    await waitFor('run to start', () => (existsSync(join(dir, 'run-started')) ? true : undefined));
+    expect(unifiedCgroup('run.cgroup')).toBe(`/${cgroup.name}/relaunch-phases/attempt-3-run`);
+    process.kill(agent.pid, 'SIGTERM');
+    const result = await agent.done;
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    expect(api.reports.at(-1)).toEqual({ nodeRank: 0, phase: 'run', stopped: 'shutdown', outputTail: '' });
+    expect(cgroup.list()).toEqual([`/${cgroup.name}`]);
+  });
+});
+
+const hidden = withoutCgroup2();
+
+describe.skipIf('reason' in hidden)(`a reused node whose agent finds no cgroup v2${'reason' in hidden ? ` (skipped: ${hidden.reason})` : ''}`, () => {
+  afterEach(killDaemon);
+
+  it('cannot see an env -i setsid daemon: the proof passes with it alive, and it outlives the node', async () => {
+    const atNext: boolean[] = [];
+    api.nextAnswers = [runNext('rerun')];
+    rotateSecretOnRun(() => atNext.push(alive(daemonPid())));
+    const result = await runAgent(node(leavingADaemon()), undefined, undefined, 'launcher' in hidden ? hidden.launcher : []);
+
+    expect(result).toMatchObject({ exitCode: 0, shutDown: true });
+    const escaped = daemonEscaped();
+    expect(escaped.environment.filter((entry) => entry.startsWith('RELAUNCH_'))).toEqual([]);
+    expect(escaped.groups[0]).not.toEqual(escaped.groups[1]);
+    expect(atNext).toEqual([true, true]);
+    expect(readFileSync(join(dir, 'daemon-at-4'), 'utf8')).toMatch(/^alive /);
+    expect(api.reports).toEqual([
+      { nodeRank: 0, phase: 'setup', exitCode: 0, outputTail: 'setting up' },
+      { nodeRank: 0, phase: 'run', exitCode: 29, outputTail: 'left a daemon' },
+      { nodeRank: 1, phase: 'setup', exitCode: 0, outputTail: 'setting up' },
+      { nodeRank: 1, phase: 'run', exitCode: 0, outputTail: 'running attempt 4' },
+    ]);
+    expect(alive(daemonPid())).toBe(true);
   });
 });
 
