@@ -14,7 +14,7 @@
 // a runtime that died left, with nothing but the instance ids it stored.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 
 /** The environment variable that marks every process of a local node. */
@@ -104,7 +104,19 @@ export function removeNodeCgroup(instanceId: string): void {
   if (folder !== null) removeCgroup(folder);
 }
 
+/**
+ * Removes the cgroup and those beneath it, deepest first (rmdir refuses a cgroup with one
+ * beneath it): the agent's phase cgroups under a node's, should it have ended before it
+ * removed them.
+ */
 function removeCgroup(folder: string): void {
+  let entries: Dirent[] = [];
+  try {
+    entries = readdirSync(folder, { withFileTypes: true });
+  } catch {
+    // Gone already.
+  }
+  for (const entry of entries) if (entry.isDirectory()) removeCgroup(path.join(folder, entry.name));
   try {
     rmdirSync(folder);
   } catch {
@@ -149,15 +161,23 @@ export function markedProcesses(instanceId: string, pgid: number): number[] {
 /** The pids in the node's cgroup (zombies among them), none where it has none. */
 function cgroupMembers(instanceId: string): number[] {
   const folder = nodeCgroupPath(instanceId);
-  if (folder === null) return [];
+  return folder === null ? [] : membersBeneath(folder);
+}
+
+/** The pids in a cgroup and in those beneath it (the agent's phase cgroups under a node's). */
+function membersBeneath(folder: string): number[] {
+  let own: number[] = [];
+  let entries: Dirent[];
   try {
-    return readFileSync(path.join(folder, 'cgroup.procs'), 'utf8')
+    own = readFileSync(path.join(folder, 'cgroup.procs'), 'utf8')
       .split('\n')
       .filter((line) => line !== '')
       .map(Number);
+    entries = readdirSync(folder, { withFileTypes: true });
   } catch {
-    return [];
+    return own;
   }
+  return [...own, ...entries.filter((entry) => entry.isDirectory()).flatMap((entry) => membersBeneath(path.join(folder, entry.name)))];
 }
 
 /**

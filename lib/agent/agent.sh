@@ -1778,15 +1778,23 @@ held_look() {
 
 # The folder under which each phase gets a cgroup of its own, in CGROUP_DIR: beneath the
 # agent's own cgroup (a local node's cgroup then still holds all of it), where the agent is
-# root and cgroup v2 is mounted at /sys/fs/cgroup; empty elsewhere (the mark and the groups
-# find the phases' processes then).
+# root and cgroup v2 is mounted (at /sys/fs/cgroup, or at /sys/fs/cgroup/unified beside v1's
+# controllers); empty elsewhere (the mark and the groups find the phases' processes then).
 cgroup_dir() {
-  local line
+  local line mount=''
   CGROUP_DIR=''
-  if (( EUID != 0 )) || [ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" != cgroup2fs ]; then return; fi
+  if (( EUID != 0 )); then return; fi
+  # The last cgroup2 mount in the table: one mounted later over the same place hides those before.
+  while IFS= read -r line; do
+    if [[ ${line#* - } == 'cgroup2 '* ]]; then
+      read -r _ _ _ _ mount _ <<<"${line%% - *}"
+    fi
+  done </proc/self/mountinfo
+  # A mount point the table escapes (\040 for a space) is not used.
+  if [[ -z $mount || $mount == *\\* ]] || [ "$(stat -f -c %T "$mount" 2>/dev/null)" != cgroup2fs ]; then return; fi
   while IFS= read -r line; do
     if [[ $line == 0::/* ]]; then
-      CGROUP_DIR=/sys/fs/cgroup${line#0::}
+      CGROUP_DIR=$mount${line#0::}
       CGROUP_DIR=${CGROUP_DIR%/}/relaunch-phases
     fi
   done </proc/self/cgroup

@@ -1,6 +1,7 @@
 // A daemon a job starts out of everything that marks it as the job's: a new session
 // (setsid) and an empty environment (env -i), so neither the node's process group nor its
-// RELAUNCH_INSTANCE_ID reaches it. It must still not outlive its node.
+// RELAUNCH_INSTANCE_ID reaches it. It must still not outlive its node, nor, on a node a
+// restart in place reuses, the attempt that started it.
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
@@ -48,5 +49,29 @@ describe.skipIf(tracking.kind !== 'cgroup')(`a daemon started with env -i setsid
 
     expect(job.view.status).toBe('SUCCEEDED');
     await waitFor('the daemon to be gone', () => (processesRunning(daemon).length === 0 ? true : undefined), 15_000);
+  });
+
+  it('is killed before the next attempt starts on its node, in a restart in place, though it ignores SIGTERM', { timeout: 60_000 }, async () => {
+    const t = await open();
+    const job = await runToEnd(t, yaml`
+      resources:
+        job_recovery:
+          recover_on_exit_codes: [3]
+          reuse_nodes: {setup: skip}
+      run: |
+        if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then
+          env -i setsid sh -c 'trap "" TERM; exec ${daemon}' </dev/null >/dev/null 2>&1 &
+          while [ -z "$(pgrep -fx '${daemon}')" ]; do sleep 0.05; done
+          pgrep -fx '${daemon}' > daemon.pid
+          exit 3
+        fi
+        # A zombie (killed, not yet reaped by whoever it was orphaned to) is gone.
+        state=$(ps -o stat= -p "$(cat daemon.pid)")
+        case $state in "" | Z*) echo "attempt 2: the daemon of attempt 1 is gone" ;; *) echo "attempt 2: the daemon of attempt 1 is alive ($state)" ;; esac
+    `);
+
+    expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1 });
+    expect(job.attempts[1]?.instances[0]?.reusedFrom).toBe(1);
+    expect(job.attempts[1]?.reports.find((report) => report.phase === 'run')?.outputTail).toBe('attempt 2: the daemon of attempt 1 is gone');
   });
 });
