@@ -11,14 +11,13 @@ import { runToEnd, useLocalRuntimes, yaml } from '../../support/local-harness.ts
 const open = useLocalRuntimes();
 
 /** A spot job on m6i.large whose attempt 1 sleeps (the chaos ends it) and later ones exit `code`. */
-function task(recovery: string, options: { laterCode?: number; launchOnWarning?: boolean } = {}): string {
+function task(recovery: string, options: { laterCode?: number } = {}): string {
   return yaml`
     resources:
       instance_type: m6i.large
       use_spot: true
       job_recovery:
         ${recovery}
-        ${options.launchOnWarning === true ? 'launch_on_warning: true' : ''}
     setup: echo setting up
     run: |
       if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then echo 3 > "$RELAUNCH_PROGRESS_FILE"; sleep 30; fi
@@ -124,8 +123,25 @@ describe('a real local job’s account, under chaos', () => {
 
   it('a warm standby: its instance-hours beside the warned attempt are counted apart', async () => {
     const t = await open();
-    const chaos = 'faults:\n  - attempt: 1\n    preempt: {after: 1s, warning: 4s}\n';
-    const job = await runToEnd(t, task('max_restarts_on_errors: 0', { launchOnWarning: true }), { chaos: parseChaosFile(chaos) });
+    // The notice stops attempt 1's run, which ends only once the standby has set up (or its
+    // instance goes at the warning's end), so the two overlap whatever the machine's load.
+    const warm = yaml`
+      resources:
+        instance_type: m6i.large
+        use_spot: true
+        job_recovery:
+          launch_on_warning: true
+      setup: |
+        if [ "$RELAUNCH_ATTEMPT" -eq 2 ]; then touch standby-ready; fi
+      run: |
+        if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then
+          trap 'while [ ! -f standby-ready ]; do sleep 0.05; done; exit 0' TERM
+          while :; do sleep 0.05; done
+        fi
+        echo done
+    `;
+    const chaos = 'faults:\n  - attempt: 1\n    preempt: {after: 1s, warning: 10s}\n';
+    const job = await runToEnd(t, warm, { chaos: parseChaosFile(chaos) });
 
     expect(job.view.status).toBe('SUCCEEDED');
     const account = expectAccounted(job.view.account);
