@@ -72,14 +72,12 @@ describe('a restart in place on the local runtime', () => {
 
   it('with launch_on_warning: node 1 of 3 warned, its replacement alone launched on the warning, and the survivors join it as attempt 2', SLOW, async () => {
     const t = await open();
-    const job = await survivorsOfPreemption(t, { numNodes: 3, node: 1, warning: '8s', launchOnWarning: true });
+    const job = await survivorsOfPreemption(t, { numNodes: 3, node: 1, warning: '20s', launchOnWarning: true });
 
     const [first, second] = job.attempts;
     expect(first?.interruptionNode).toBe(1);
     expect(second?.standby).toMatchObject({ for: 1, on: 'interruption', adoptedAt: expect.any(String) });
-    // One launch for the relaunch, of rank 1 beside the other two, before attempt 1 ended
-    // (the warned node's agent stops at once on a warning shorter than its grace period,
-    // which ends the attempt).
+    // One launch for the relaunch, of rank 1 beside the other two, before attempt 1 ended.
     expect(t.launches.map((launch) => [launch.attempt, launch.beside?.nodes.map((node) => node.nodeRank) ?? []])).toEqual([[1, []], [2, [0, 2]]]);
     expect(Date.parse(first?.interruptionNoticedAt ?? '')).toBeLessThanOrEqual(Date.parse(second?.startedAt ?? ''));
     expect(Date.parse(second?.startedAt ?? '')).toBeLessThan(Date.parse(first?.endedAt ?? ''));
@@ -88,7 +86,10 @@ describe('a restart in place on the local runtime', () => {
 
 /**
  * A FAILOVER job of `numNodes` whose `node` of attempt 1 is preempted (warned 1 s into its
- * run, gone `warning` later) and whose attempt 2 prints each node's rank, run to its end;
+ * run, gone `warning` later) and whose attempt 2 prints each node's rank, run to its end.
+ * With launch_on_warning, the warned node's run, once stopped, ends only when attempt 2's
+ * node of its rank has set up (or its instance goes), so the standby is launched before
+ * attempt 1 ends whatever the machine's load;
  * checks what holds with and without `launch_on_warning`: SUCCEEDED after one recovery, the
  * warned node replaced and every other one kept with its rank and instance, setup run again
  * on every node, and nothing of the job left running.
@@ -106,8 +107,14 @@ async function survivorsOfPreemption(
         job_recovery:
           strategy: FAILOVER
           launch_on_warning: ${options.launchOnWarning}
-      setup: echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
+      setup: |
+        echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
+        if [ "$RELAUNCH_ATTEMPT" -eq 2 ] && [ "$RELAUNCH_NODE_RANK" -eq ${options.node} ]; then touch replacement-ready; fi
       run: |
+        if [ "$RELAUNCH_ATTEMPT" -eq 1 ] && [ "$RELAUNCH_NODE_RANK" -eq ${options.node} ] && ${options.launchOnWarning}; then
+          trap 'while [ ! -f replacement-ready ]; do sleep 0.05; done; exit 0' TERM
+          while :; do sleep 0.05; done
+        fi
         if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
         echo "node $RELAUNCH_NODE_RANK of $RELAUNCH_NUM_NODES in attempt $RELAUNCH_ATTEMPT"
     `,
