@@ -167,13 +167,14 @@ export function standbyBeside(
   numNodes: number,
 ): { readonly placement: Placement; readonly nodes: readonly InstanceRef[] } | null {
   const rank = on === 'interruption' ? warned.interruptionNode : warned.rebalanceNode;
-  if (!reuseChoice(policy).reuse || numNodes < 2 || warned.placement === null || warned.market !== market || rank === undefined) return null;
+  if (!reuseChoice(policy).reuse || numNodes < 2 || warned.placement === null || warned.market !== market) return null;
+  if (rank === undefined || !Number.isInteger(rank) || rank < 0 || rank >= numNodes) return null;
   const nodes: InstanceRef[] = [];
   for (let other = 0; other < numNodes; other += 1) {
-    const node = warned.instances.find((instance) => instance.nodeRank === other);
     if (other === rank) continue;
+    const node = warned.instances.find((instance) => instance.nodeRank === other);
     if (node === undefined) return null;
     nodes.push(node);
   }
-  return nodes.length === numNodes - 1 ? { placement: warned.placement, nodes } : null;
+  return { placement: warned.placement, nodes };
 }

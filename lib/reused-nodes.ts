@@ -15,9 +15,10 @@ export function reusedNodesWords(attempt: Pick<AttemptView, 'instances'>): strin
 
 /**
  * Whose standby an attempt is, as run, status, logs and the jobs page print it: `attempt 1`,
- * or `attempt 1, beside its nodes 0, 2` for a standby of the warned node alone.
+ * or `attempt 1, beside its nodes 0, 2` (`its node 0`) for a standby of the warned node alone.
  */
 export function standbyOfWords(standby: Pick<StandbyView, 'for'> & Partial<Pick<StandbyView, 'beside'>>): string {
   const beside = standby.beside ?? null;
-  return beside === null ? `attempt ${standby.for}` : `attempt ${standby.for}, beside its nodes ${beside.join(', ')}`;
+  if (beside === null) return `attempt ${standby.for}`;
+  return `attempt ${standby.for}, beside its node${beside.length === 1 ? '' : 's'} ${beside.join(', ')}`;
 }

@@ -77,15 +77,15 @@ export function whyNotAdopt(job: JobRecord, standby: AttemptRecord, keep: KeptNo
   const beside = standby.standby?.beside;
   if (beside === undefined) return null;
   const warned = standby.standby?.for ?? standby.attempt - 1;
-  if (keep === null) return `it was launched beside nodes ${ranksOf(beside)} of attempt ${warned}, and the relaunch keeps none`;
+  if (keep === null) return `it was launched beside ${nodesWords(beside)} of attempt ${warned}, and the relaunch keeps none`;
   const ids = (nodes: readonly InstanceRef[]): string => nodes.map((node) => node.instanceId).sort().join(' ');
-  if (ids(keep.nodes) !== ids(beside)) return `it was launched beside nodes ${ranksOf(beside)} of attempt ${warned}, and the relaunch keeps nodes ${ranksOf(keep.nodes)}`;
+  if (ids(keep.nodes) !== ids(beside)) return `it was launched beside ${nodesWords(beside)} of attempt ${warned}, and the relaunch keeps ${nodesWords(keep.nodes)}`;
   return null;
 }
 
-/** Nodes' ranks in words: `0, 1, 3`. */
-function ranksOf(nodes: readonly InstanceRef[]): string {
-  return nodes.map((node) => node.nodeRank).sort((a, b) => a - b).join(', ');
+/** Nodes by rank in words: `node 0`, `nodes 0, 1, 3`. */
+function nodesWords(nodes: readonly InstanceRef[]): string {
+  return `node${nodes.length === 1 ? '' : 's'} ${nodes.map((node) => node.nodeRank).sort((a, b) => a - b).join(', ')}`;
 }
 
 /**

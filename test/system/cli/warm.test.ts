@@ -119,7 +119,7 @@ run: |
     const chaos = await writeTask(dir, 'chaos.yaml', 'faults:\n  - attempt: 1\n    preempt: {node: 1, after: 0s, warning: 10s}\n');
     const ran = await runCli(['run', task, '--data-dir', data, '--chaos', chaos], { cwd: dir });
     expect(ran.code, ran.stderr).toBe(0);
-    expect(ran.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ attempt 2 launched \(spot, local-process in local\) as the standby of attempt 1, beside its nodes 0$/m);
+    expect(ran.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ attempt 2 launched \(spot, local-process in local\) as the standby of attempt 1, beside its node 0$/m);
     expect(ran.stdout).toContain('(attempt 2, node 1) setup of attempt 2\n');
     expect(ran.stdout).toContain('(attempt 2, node 0) run of attempt 2\n');
     expect(ran.stdout).toMatch(/ SUCCEEDED after 2 attempts; recoveries: 1, restarts on errors: 0 of 0$/m);
@@ -127,7 +127,7 @@ run: |
 
     const status = await runInProcess(['status', jobId, '--data-dir', data]);
     const lines = status.stdout.split('\n');
-    expect(lines).toContainEqual(expect.stringMatching(/^attempt 2: the standby of attempt 1, beside its nodes 0, started on its spot interruption warning; taken as the next attempt at /));
+    expect(lines).toContainEqual(expect.stringMatching(/^attempt 2: the standby of attempt 1, beside its node 0, started on its spot interruption warning; taken as the next attempt at /));
     expect(lines).toContain('attempt 2: node 0 reused from attempt 1, node 1 new');
     const view = parseStdout<JobView>(await runInProcess(['status', jobId, '--json', '--data-dir', data]));
     expect(view.attempts[1]?.standby).toMatchObject({ for: 1, state: 'adopted', beside: [0] });

@@ -227,6 +227,7 @@ describe('standbyBeside', () => {
     ['reuse off (the default strategy): a whole set', EAGER, {}, 'spot', 4],
     ['one node: a whole set', FAILOVER, { instances: instances(1), interruptionNode: 0 }, 'spot', 1],
     ['the warning named no node', FAILOVER, { interruptionNode: undefined }, 'spot', 4],
+    ['the warning named a rank outside the task', FAILOVER, { interruptionNode: 4 }, 'spot', 4],
     ['the relaunch would run on another market', FAILOVER, {}, 'on-demand', 4],
     ['the attempt was never placed', FAILOVER, { placement: null as unknown as Placement }, 'spot', 4],
     ['a rank other than the warned one has no instance on record', FAILOVER, { instances: instances(4).filter((node) => node.nodeRank !== 1) }, 'spot', 4],

@@ -23,6 +23,7 @@ describe('standbyOfWords', () => {
   it('names the attempt a standby is for, and the nodes a standby of the warned node alone joins', () => {
     expect(standbyOfWords({ for: 1, beside: null })).toBe('attempt 1');
     expect(standbyOfWords({ for: 3, beside: [0, 2] })).toBe('attempt 3, beside its nodes 0, 2');
+    expect(standbyOfWords({ for: 1, beside: [0] })).toBe('attempt 1, beside its node 0');
     // A view from an API that predates it has no `beside`.
     expect(standbyOfWords({ for: 2 })).toBe('attempt 2');
   });

@@ -99,7 +99,7 @@ describe('whether the relaunch takes the standby', () => {
     const beside = standby({ standby: { for: 1, on: 'interruption', beside: [node(0), node(2)] } });
     expect(whyNotAdopt(job(), beside, keep(2, 0))).toBeNull();
     expect(whyNotAdopt(job(), beside, null)).toBe('it was launched beside nodes 0, 2 of attempt 1, and the relaunch keeps none');
-    expect(whyNotAdopt(job(), beside, keep(0))).toBe('it was launched beside nodes 0, 2 of attempt 1, and the relaunch keeps nodes 0');
+    expect(whyNotAdopt(job(), beside, keep(0))).toBe('it was launched beside nodes 0, 2 of attempt 1, and the relaunch keeps node 0');
     expect(whyNotAdopt(job(), beside, keep(0, 1, 2))).toBe('it was launched beside nodes 0, 2 of attempt 1, and the relaunch keeps nodes 0, 1, 2');
     // A whole set takes no kept node.
     expect(whyNotAdopt(job(), standby(), null)).toBeNull();

@@ -235,7 +235,7 @@ describe('a standby of the warned node alone, and the nodes kept beside it', () 
     expect((await h.store.getAttempt(JOB_ID, 1)).decision?.keep).toBeUndefined();
     const next = await launchAttempt(decided, h.deps);
 
-    expect((await h.store.getAttempt(JOB_ID, 2)).standby?.releaseReason).toBe('not used: it was launched beside nodes 0 of attempt 1, and the relaunch keeps none; attempt 3 launches instead');
+    expect((await h.store.getAttempt(JOB_ID, 2)).standby?.releaseReason).toBe('not used: it was launched beside node 0 of attempt 1, and the relaunch keeps none; attempt 3 launches instead');
     expect(next).toMatchObject({ attempt: 3, launched: true });
     expect(h.compute.launches[2]).toMatchObject({ attempt: 3 });
     expect(h.compute.launches[2]?.keep).toBeUndefined();
@@ -252,7 +252,7 @@ describe('a standby of the warned node alone, and the nodes kept beside it', () 
     const decided = await decideAndRelease(h, state);
     const next = await launchAttempt(decided, h.deps);
 
-    expect((await h.store.getAttempt(JOB_ID, 2)).standby?.releaseReason).toBe('not used: it was launched beside nodes 0 of attempt 1, and the relaunch keeps nodes 0, 1; attempt 3 launches instead');
+    expect((await h.store.getAttempt(JOB_ID, 2)).standby?.releaseReason).toBe('not used: it was launched beside node 0 of attempt 1, and the relaunch keeps nodes 0, 1; attempt 3 launches instead');
     expect(next).toMatchObject({ attempt: 3, launched: true });
     expect((await h.store.getAttempt(JOB_ID, 3)).instances.map((node) => node.reusedFrom)).toEqual([1, 1]);
     expect(h.compute.releases.filter((release) => release.attempt === 2)).toHaveLength(1);
