@@ -6,7 +6,7 @@ import type { InstanceRef, NodeReport, Placement, WarningKind } from './model.ts
 import { decideAttempt, type AttemptFacts } from './outcome.ts';
 import { decideRecovery, initialCounters } from './policy/decide.ts';
 import { RecoveryAction, type AttemptOutcome, type Phase, type RecoveryCounters, type RecoveryDecision } from './policy/types.ts';
-import { nodesToKeep, reuseChoice } from './reuse-rules.ts';
+import { nodesToKeep, reuseChoice, standbyBeside } from './reuse-rules.ts';
 import { recoveriesLeft } from './standby-rules.ts';
 import type { RecoveryPolicy, ReuseSetup, TaskSpec } from './task-file/types.ts';
 import { isTerminal, JobStatus } from './status.ts';
@@ -73,7 +73,7 @@ export interface SimulationResult {
 
 /** The event forms, as error messages and help text name them. */
 export const EVENT_FORMS =
-  `exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt, lost, preempt@NODE or lost@NODE (NODE a rank, or ranks joined by +), agent:STEP or agent:STEP@NODE (the agent failed before setup; STEP is one of ${AGENT_STEPS.join(', ')}), warn or rebalance (before the event that ends the attempt), gone:N, nocap or noboot`;
+  `exit:N, exit:N+M (one code per node), setup:N, setup:N+M, preempt, lost, preempt@NODE or lost@NODE (NODE a rank, or ranks joined by +), agent:STEP or agent:STEP@NODE (the agent failed before setup; STEP is one of ${AGENT_STEPS.join(', ')}), warn or rebalance (before the event that ends the attempt; warn@NODE or rebalance@NODE: on that node), gone:N, nocap or noboot`;
 
 /**
  * What backoff jitter draws when the caller gives no random source: the midpoint, so the
@@ -99,6 +99,8 @@ export interface SimulatedAttempt {
   readonly outcome: AttemptOutcome;
   /** The warning before its end (an interruption warning over a rebalance recommendation), or null. */
   readonly warning: WarningKind | null;
+  /** The node that warning named (`warn@NODE`, `rebalance@NODE`); absent when it named none. */
+  readonly warnedNode?: number;
 }
 
 /**
@@ -118,7 +120,7 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
   let waitedForCapacity = 0;
   const decisions: SimulatedDecision[] = [];
   const showNodes = nodesShown(policy);
-  for (const { first, last, outcome, warning } of attempts) {
+  for (const { first, last, outcome, warning, warnedNode } of attempts) {
     if (isTerminal(status)) {
       throw new InvalidInputError([
         {
@@ -128,9 +130,12 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
       ]);
     }
     const decision = decideRecovery({ policy, counters, outcome, random, capacityWaitSeconds: waitedForCapacity });
-    const standby = standbyFate(policy, warning, decision, counters);
     const relaunch = decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER;
-    const nodes = showNodes && relaunch ? simulatedNodes(policy, decision, outcome, counters.market, spec.numNodes) : undefined;
+    const beside = standbyBeside(policy, simulatedWarned(spec.numNodes, counters.market, warning, warnedNode), warning ?? 'interruption', counters.market, spec.numNodes);
+    const picked = showNodes && relaunch ? simulatedNodes(policy, decision, outcome, counters.market, spec.numNodes) : undefined;
+    const standby = standbyFate(policy, warning, decision, counters, beside === null ? null : { warnedNode: warnedNode as number, kept: picked?.kept ?? [], numNodes: spec.numNodes });
+    // A standby of a whole set takes the relaunch's place: it keeps no node (as EvaluateRecoveryPolicy decides).
+    const nodes = picked !== undefined && standby !== undefined && standby !== null && beside === null ? wholeStandbyNodes(spec.numNodes) : picked;
     counters = decision.counters;
     status = decision.status;
     endedAt = last + 1;
@@ -157,8 +162,7 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
  */
 function simulatedNodes(policy: RecoveryPolicy, decision: RecoveryDecision, outcome: AttemptOutcome, market: RecoveryCounters['market'], numNodes: number): SimulatedNodes {
   const ranks = Array.from({ length: numNodes }, (_, rank) => rank);
-  const instances: InstanceRef[] =
-    outcome.kind === 'LAUNCH_FAILED' ? [] : ranks.map((nodeRank) => ({ instanceId: `simulated node ${nodeRank}`, nodeRank, privateIp: null }));
+  const instances = outcome.kind === 'LAUNCH_FAILED' ? [] : simulatedInstances(numNodes);
   const setupDone =
     outcome.kind !== 'EXITED' ? undefined : outcome.phase === 'run' ? ranks : outcome.nodes.filter((node) => node.exitCode === 0).map((node) => node.rank);
   const result = nodesToKeep({ policy, decision, outcome, market, placement: SIMULATED_PLACEMENT, instances, numNodes, ...(setupDone === undefined ? {} : { setupDone }) });
@@ -170,17 +174,47 @@ function simulatedNodes(policy: RecoveryPolicy, decision: RecoveryDecision, outc
 /**
  * What the controller does with the standby a warning started (launch_on_warning), as
  * LaunchAttempt decides it: taken by a relaunch on the market it was launched on, let go
- * otherwise. undefined for a task without the option (the key is left out), null when no
- * warning asked for one, or when max_recoveries left no relaunch after a preemption
- * (`counters` are those before the decision): none is launched then.
+ * otherwise; a standby of the warned node alone (`partial`) only by a relaunch that keeps
+ * every other node. undefined for a task without the option (the key is left out), null
+ * when no warning asked for one, or when max_recoveries left no relaunch after a
+ * preemption (`counters` are those before the decision): none is launched then.
  */
-function standbyFate(policy: RecoveryPolicy, warning: WarningKind | null, decision: RecoveryDecision, counters: RecoveryCounters): 'adopted' | 'released' | null | undefined {
+function standbyFate(
+  policy: RecoveryPolicy,
+  warning: WarningKind | null,
+  decision: RecoveryDecision,
+  counters: RecoveryCounters,
+  partial: { readonly warnedNode: number; readonly kept: readonly number[]; readonly numNodes: number } | null,
+): 'adopted' | 'released' | null | undefined {
   const option = policy.launchOnWarning ?? false;
   if (option === false) return undefined;
   if (warning === null || (warning === 'rebalance' && option !== 'rebalance')) return null;
   if (recoveriesLeft(policy, counters) === 0) return null;
   const relaunch = decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER;
-  return relaunch && decision.market === counters.market ? 'adopted' : 'released';
+  if (!relaunch || decision.market !== counters.market) return 'released';
+  if (partial === null) return 'adopted';
+  const others = Array.from({ length: partial.numNodes }, (_, rank) => rank).filter((rank) => rank !== partial.warnedNode);
+  const kept = [...partial.kept].sort((a, b) => a - b);
+  return kept.length === others.length && kept.every((rank, index) => rank === others[index]) ? 'adopted' : 'released';
+}
+
+/**
+ * The attempt a simulated warning fell on, as standbyBeside reads it: placed, with one
+ * instance per rank, on the job's market, and the rank the warning named.
+ */
+function simulatedWarned(numNodes: number, market: RecoveryCounters['market'], warning: WarningKind | null, warnedNode: number | undefined): Parameters<typeof standbyBeside>[1] {
+  const node = warnedNode === undefined ? {} : warning === 'rebalance' ? { rebalanceNode: warnedNode } : { interruptionNode: warnedNode };
+  return { placement: SIMULATED_PLACEMENT, instances: simulatedInstances(numNodes), market, ...node };
+}
+
+/** Every rank's instance in a simulated attempt. */
+function simulatedInstances(numNodes: number): InstanceRef[] {
+  return Array.from({ length: numNodes }, (_, nodeRank) => ({ instanceId: `simulated node ${nodeRank}`, nodeRank, privateIp: null }));
+}
+
+/** The nodes of a relaunch that takes a standby of a whole set: every one of them new. */
+function wholeStandbyNodes(numNodes: number): SimulatedNodes {
+  return { kept: [], launched: Array.from({ length: numNodes }, (_, rank) => rank), setup: null, reason: 'fresh nodes: the standby is a whole new set, launched on the warning' };
 }
 
 /**
@@ -203,11 +237,16 @@ export function parseEvents(
   let warnedAt: number | undefined;
   /** Whether that attempt had an interruption warning, or a rebalance recommendation only. */
   let interrupted = false;
+  /** The node its first interruption warning named, else its first rebalance recommendation's (the first of each is noted, as the runtime notes it). */
+  let interruptionNode: number | undefined;
+  let rebalanceNode: number | undefined;
   events.forEach((event, index) => {
     const parsed = parseEvent(event, numNodes, bootTimeoutSeconds, finalCodes);
-    if (parsed === WARN || parsed === REBALANCE) {
+    if (typeof parsed === 'object') {
+      if (parsed.warning === 'interruption' && !interrupted) interruptionNode = parsed.node;
+      if (parsed.warning === 'rebalance' && warnedAt === undefined) rebalanceNode = parsed.node;
       warnedAt ??= index;
-      interrupted ||= parsed === WARN;
+      interrupted ||= parsed.warning === 'interruption';
       return;
     }
     // A rebalance recommendation decides nothing: only an interruption warning is a fact of the end.
@@ -216,11 +255,17 @@ export function parseEvents(
         ? `"${event}" follows a ${events[warnedAt] ?? 'warn'}, but a warning comes from a running instance and nocap is a launch that found none; put ${events[warnedAt] ?? 'warn'} right before the event that ends a running attempt`
         : typeof parsed === 'string'
           ? parsed
-          : parsed(interrupted);
+          : parsed(interrupted, interrupted ? interruptionNode : undefined);
+    const warnedNode = interrupted ? interruptionNode : rebalanceNode;
     if (typeof outcome === 'string') issues.push({ path: `event ${index + 1}`, message: outcome });
-    else attempts.push({ first: warnedAt ?? index, last: index, outcome, warning: interrupted ? 'interruption' : warnedAt === undefined ? null : 'rebalance' });
+    else {
+      const warning = interrupted ? 'interruption' : warnedAt === undefined ? null : 'rebalance';
+      attempts.push({ first: warnedAt ?? index, last: index, outcome, warning, ...(warning === null || warnedNode === undefined ? {} : { warnedNode }) });
+    }
     warnedAt = undefined;
     interrupted = false;
+    interruptionNode = undefined;
+    rebalanceNode = undefined;
   });
   if (warnedAt !== undefined) {
     const word = events[warnedAt] ?? 'warn';
@@ -233,14 +278,19 @@ export function parseEvents(
   return attempts;
 }
 
-const WARN = Symbol('warn');
-const REBALANCE = Symbol('rebalance');
+/** A `warn` or `rebalance` event, and the node it names (`warn@NODE`). */
+interface WarningEvent {
+  readonly warning: WarningKind;
+  readonly node?: number;
+}
 
 /**
- * How an attempt ended, given whether EC2 warned of an interruption first, or what is
- * wrong with that warning.
+ * How an attempt ended, given whether EC2 warned of an interruption first (and which node
+ * the warning named, if it did), or what is wrong with that warning.
  */
-type AttemptEnd = (warned: boolean) => AttemptOutcome | string;
+type AttemptEnd = (warned: boolean, warnedNode?: number) => AttemptOutcome | string;
+
+const WARNING_EVENT = /^(warn|rebalance)(?:@(\d+))?$/;
 
 const EXIT_EVENT = /^(exit|setup):(\d+(?:\+\d+)*)$/;
 const GONE_EVENT = /^gone:(\d+)$/;
@@ -250,10 +300,11 @@ const AGENT_EVENT = /^agent:([a-z-]+)(?:@(\d+))?$/;
 /** The error a simulated agent failure reports. */
 const SIMULATED_AGENT_ERROR = 'simulated';
 
-/** Facts of a simulated attempt: a warning on record or not, and the nodes whose instance went. */
-function facts(warned: boolean, finalCodes: readonly number[], goneRank?: number): AttemptFacts {
+/** Facts of a simulated attempt: a warning on record or not (and the node it named), and the nodes whose instance went. */
+function facts(warned: boolean, finalCodes: readonly number[], warnedNode: number | undefined, goneRank?: number): AttemptFacts {
   const gone = goneRank === undefined ? [] : [{ nodeRank: goneRank, instanceId: `of node ${goneRank}`, how: 'terminated' }];
-  return { interruptionNoticedAt: warned ? '1970-01-01T00:00:00.000Z' : null, gone, finalCodes };
+  const named = warned && warnedNode !== undefined ? { warnedNode } : {};
+  return { interruptionNoticedAt: warned ? '1970-01-01T00:00:00.000Z' : null, gone, finalCodes, ...named };
 }
 
 /**
@@ -267,15 +318,19 @@ function decided(numNodes: number, reports: readonly NodeReport[], attemptFacts:
 }
 
 /** One event: a warning, how an attempt ended, or what is wrong with the event. */
-function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number, finalCodes: readonly number[]): typeof WARN | typeof REBALANCE | AttemptEnd | string {
+function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number, finalCodes: readonly number[]): WarningEvent | AttemptEnd | string {
   // A heartbeat deadline with a warning on record ends the attempt PREEMPTED, as the
   // controller decides it (lib/usecases/evaluate-policy.ts).
   const unlessWarned = (outcome: AttemptOutcome): AttemptEnd => (warned) => (warned ? { kind: 'PREEMPTED' } : outcome);
+  const warning = WARNING_EVENT.exec(event);
+  if (warning !== null) {
+    const kind: WarningKind = warning[1] === 'warn' ? 'interruption' : 'rebalance';
+    if (warning[2] === undefined) return { warning: kind };
+    const rank = Number(warning[2]);
+    if (rank >= numNodes) return `"${event}": node ${rank} is not one of the task's ${plural(numNodes, 'node')} (ranks 0 to ${numNodes - 1})`;
+    return { warning: kind, node: rank };
+  }
   switch (event) {
-    case 'warn':
-      return WARN;
-    case 'rebalance':
-      return REBALANCE;
     case 'nocap':
       return () => ({ kind: 'LAUNCH_FAILED', cause: 'NO_RESOURCE', reason: NO_CAPACITY });
     case 'preempt':
@@ -295,7 +350,7 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number,
     }
     // As the runtime decides it: AGENT_FAILED, or PREEMPTED with a warning on record.
     const report: NodeReport = { nodeRank: rank, phase: 'setup', agentFailure: { step, error: SIMULATED_AGENT_ERROR }, outputTail: '', reportedAt: '' };
-    return (warned) => decided(numNodes, [report], facts(warned, finalCodes));
+    return (warned, warnedNode) => decided(numNodes, [report], facts(warned, finalCodes, warnedNode));
   }
   const gone = GONE_EVENT.exec(event);
   if (gone !== null) {
@@ -304,7 +359,10 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number,
       return `"${event}": node ${rank} is not one of the task's ${plural(numNodes, 'node')} (ranks 0 to ${numNodes - 1})`;
     }
     // The instance-event use case knows which node's instance went: the outcome names it.
-    return (warned) => naming(decided(numNodes, [], facts(warned, finalCodes, rank)), [rank]);
+    return (warned, warnedNode) => {
+      const outcome = decided(numNodes, [], facts(warned, finalCodes, warnedNode, rank));
+      return outcome.kind === 'PREEMPTED' ? outcome : naming(outcome, [rank]);
+    };
   }
   const named = NAMED_EVENT.exec(event);
   if (named !== null) {
@@ -315,8 +373,10 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number,
     }
     const repeated = ranks.find((rank, index) => ranks.indexOf(rank) !== index);
     if (repeated !== undefined) return `"${event}": node ${repeated} is named twice; name each node once`;
-    if (named[1] === 'preempt') return () => ({ kind: 'PREEMPTED', nodes: ranks });
-    return (warned) => (warned ? { kind: 'PREEMPTED', nodes: ranks } : { kind: 'LOST', reason: 'heartbeat lost', nodes: ranks });
+    // The warned node goes too (its instance is reclaimed), as the runtime names it.
+    const withWarned = (warnedNode: number | undefined): number[] => (warnedNode === undefined ? ranks : [...new Set([...ranks, warnedNode])].sort((a, b) => a - b));
+    if (named[1] === 'preempt') return (warned, warnedNode) => ({ kind: 'PREEMPTED', nodes: withWarned(warned ? warnedNode : undefined) });
+    return (warned, warnedNode) => (warned ? { kind: 'PREEMPTED', nodes: withWarned(warnedNode) } : { kind: 'LOST', reason: 'heartbeat lost', nodes: ranks });
   }
   const match = EXIT_EVENT.exec(event);
   if (match === null) return `expected ${EVENT_FORMS}; got "${event}"`;
@@ -339,7 +399,7 @@ function parseEvent(event: string, numNodes: number, bootTimeoutSeconds: number,
   // or one is in fail_on_exit_codes);
   // without one, every node's own code stands, none taken for a casualty of another.
   const reports = codes.map((exitCode, nodeRank): NodeReport => ({ nodeRank, phase, exitCode, outputTail: '', reportedAt: '' }));
-  return (warned) => (warned ? decided(numNodes, reports, facts(true, finalCodes)) : exited);
+  return (warned, warnedNode) => (warned ? decided(numNodes, reports, facts(true, finalCodes, warnedNode)) : exited);
 }
 
 /** A preemption or a loss with the ranks of the nodes it took; any other outcome as it is. */

@@ -24,7 +24,9 @@ Events (each ends one attempt, except warn):
   preempt@N, lost@N   the same, of node N only (preempt@1+3: nodes 1 and 3):
                       a relaunch that reuses nodes keeps the others
   warn                an interruption warning: the next event's attempt ends
-                      PREEMPTED unless every node exits 0 (warn exit:0+1)
+                      PREEMPTED unless every node exits 0 (warn exit:0+1);
+                      warn@N: on node N, which a relaunch that reuses nodes
+                      replaces (its standby is node N alone)
   rebalance           a rebalance recommendation: decides nothing; with
                       launch_on_warning: rebalance it starts a standby, as warn
                       does with launch_on_warning (shown with each decision)

@@ -92,4 +92,42 @@ describe('simulate against a real run', () => {
       recoveryCount: last?.recoveryCount,
     });
   });
+
+  it('decides alike with a standby of the warned node alone: the warned node replaced, the others kept and joining the standby', { timeout: 90_000 }, async () => {
+    const t = await open();
+    // Node 1 is warned 1 s into its run; once the notice stops it, its run ends only when its
+    // replacement has set up, so the standby is launched before attempt 1 ends.
+    const task = yaml`
+      num_nodes: 2
+      resources:
+        use_spot: true
+        job_recovery:
+          strategy: FAILOVER
+          launch_on_warning: true
+      setup: |
+        if [ "$RELAUNCH_ATTEMPT" -eq 2 ] && [ "$RELAUNCH_NODE_RANK" -eq 1 ]; then touch replacement-ready; fi
+      run: |
+        if [ "$RELAUNCH_ATTEMPT" -eq 1 ] && [ "$RELAUNCH_NODE_RANK" -eq 1 ]; then
+          trap 'while [ ! -f replacement-ready ]; do sleep 0.05; done; exit 0' TERM
+          while :; do sleep 0.05; done
+        fi
+        if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
+    `;
+    const job = await runToEnd(t, task, { chaos: { faults: [{ kind: 'preempt', attempt: 1, node: 1, afterMs: 1000, warningMs: 20_000 }] } });
+    const [first, second] = job.attempts;
+    // The run produced the events the case is about.
+    expect(first?.interruptionNode).toBe(1);
+    expect(first?.outcome).toEqual({ kind: 'PREEMPTED', nodes: [1] });
+    expect(job.view.attempts.map(eventOf)).toEqual(['preempt', 'exit:0+0']);
+
+    const simulated = simulate(parseTaskFile(task).spec, ['warn@1', 'preempt@1', 'exit:0+0']);
+
+    // The controller appends the nodes it keeps to the decision's reason; simulate prints them apart.
+    const withNodes = simulated.decisions.map((d) => (d.nodes === undefined || d.nodes.kept.length === 0 ? d.reason : `${d.reason}; relaunch ${d.nodes.reason}`));
+    expect(job.attempts.map((a) => a.decision?.reason)).toEqual(withNodes);
+    expect(first?.decision?.keep?.nodes.map((node) => node.nodeRank)).toEqual(simulated.decisions[0]?.nodes?.kept);
+    expect(second?.standby?.adoptedAt).toEqual(expect.any(String));
+    expect(simulated.decisions[0]?.standby).toBe('adopted');
+    expect(job.view.status).toBe(simulated.final.status);
+  });
 });

@@ -270,6 +270,36 @@ describe('simulate: a standby (launch_on_warning)', () => {
   });
 });
 
+describe('simulate: a standby of the warned node alone (launch_on_warning with reuse)', () => {
+  const warm = spec({ strategy: 'FAILOVER', launchOnWarning: true, maxRestartsOnErrors: 1 }, 4);
+  const rows = (events: string[]) => simulate(warm, events).decisions.map((d) => [d.event, d.standby, d.nodes?.kept, d.nodes?.launched]);
+
+  it('warn@2 then node 2 preempted: the standby of node 2 is taken, nodes 0, 1 and 3 kept', () => {
+    expect(rows(['warn@2', 'preempt@2', 'exit:0+0+0+0'])[0]).toEqual(['warn@2 preempt@2', 'adopted', [0, 1, 3], [2]]);
+  });
+
+  it('a code after warn@2 is a preemption that names node 2, so the same standby is taken', () => {
+    expect(rows(['warn@2', 'exit:1+0+0+0', 'exit:0+0+0+0'])[0]).toEqual(['warn@2 exit:1+0+0+0', 'adopted', [0, 1, 3], [2]]);
+  });
+
+  it('warn@1 but node 2 preempted: both go, the relaunch keeps other nodes than the standby was launched beside, and lets it go', () => {
+    expect(rows(['warn@1', 'preempt@2', 'exit:0+0+0+0'])[0]).toEqual(['warn@1 preempt@2', 'released', [0, 3], [1, 2]]);
+  });
+
+  it('a rebalance@1 no interruption follows, then exit 29 on a code the job restarts on: every node kept, the standby let go', () => {
+    const task = spec({ strategy: 'FAILOVER', launchOnWarning: 'rebalance', recoverOnExitCodes: [29] }, 2);
+    expect(simulate(task, ['rebalance@1', 'exit:29+0', 'exit:0+0']).decisions[0]).toMatchObject({ standby: 'released', nodes: { kept: [0, 1], launched: [] } });
+  });
+
+  it('a warn that names no node starts a whole set, and the relaunch keeps no node', () => {
+    expect(rows(['warn', 'preempt@2', 'exit:0+0+0+0'])[0]).toEqual(['warn preempt@2', 'adopted', [], [0, 1, 2, 3]]);
+  });
+
+  it('refuses a warned node the task does not have', () => {
+    expect(issuesOf(() => simulate(warm, ['warn@4', 'exit:0+0+0+0']))).toEqual([{ path: 'event 1', message: '"warn@4": node 4 is not one of the task\'s 4 nodes (ranks 0 to 3)' }]);
+  });
+});
+
 describe('simulate: bad input', () => {
   it.each([
     ['an unknown word', ['reboot'], 1, [{ path: 'event 1', message: `expected ${EVENT_FORMS}; got "reboot"` }]],
