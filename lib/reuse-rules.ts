@@ -56,6 +56,12 @@ export interface KeepInput {
    * outcome is read (an attempt that ended in setup runs it again).
    */
   readonly setupDone?: readonly number[];
+  /**
+   * Whether a warning on the attempt started a standby of a whole new set of nodes
+   * (launch_on_warning without a standby of the warned node alone: standbyBeside): the
+   * relaunch takes it, or launches past it, and keeps no node. Absent: none did.
+   */
+  readonly wholeStandby?: boolean;
 }
 
 /** The nodes kept, or why none is, in a sentence. */
@@ -68,8 +74,9 @@ export type KeepResult = { readonly keep: KeptNodes; readonly reason: string } |
  * code in `bad_node_exit_codes`, or when its code never arrived; every other node is kept.
  * Nothing is kept for a decision that does not relaunch, one that waits longer than
  * MAX_HOLD_SECONDS, one that moves to another market, a launch that found no capacity (the
- * nodes held for it are released), or an outcome that does not say which node went (a
- * heartbeat timeout); nor when every node would be replaced.
+ * nodes held for it are released), an attempt a standby of a whole set stands in for, or an
+ * outcome that does not say which node went (a heartbeat timeout); nor when every node
+ * would be replaced.
  */
 export function nodesToKeep(input: KeepInput): KeepResult {
   const { policy, decision, outcome, placement, numNodes } = input;
@@ -86,6 +93,7 @@ export function nodesToKeep(input: KeepInput): KeepResult {
     return none(`fresh nodes: the ${decision.delaySeconds} s wait before the relaunch is longer than the ${MAX_HOLD_SECONDS} s a node is held`);
   }
   if (decision.market !== input.market) return none(`fresh nodes: the relaunch moves from ${input.market} to ${decision.market}`);
+  if (input.wholeStandby === true) return none('fresh nodes: the standby is a whole new set, launched on the warning');
   const replaced = replacedNodes(outcome, policy.badNodeExitCodes ?? []);
   if (replaced === null) return none('fresh nodes: which node went is not known');
   const replace = [...replaced].filter(([nodeRank]) => inRange(nodeRank)).map(([nodeRank, why]) => ({ nodeRank, why }));

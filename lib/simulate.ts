@@ -132,10 +132,9 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
     const decision = decideRecovery({ policy, counters, outcome, random, capacityWaitSeconds: waitedForCapacity });
     const relaunch = decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER;
     const beside = standbyBeside(policy, simulatedWarned(spec.numNodes, counters.market, warning, warnedNode), warning ?? 'interruption', counters.market, spec.numNodes);
-    const picked = showNodes && relaunch ? simulatedNodes(policy, decision, outcome, counters.market, spec.numNodes) : undefined;
-    const standby = standbyFate(policy, warning, decision, counters, beside === null ? null : { warnedNode: warnedNode as number, kept: picked?.kept ?? [], numNodes: spec.numNodes });
-    // A standby of a whole set takes the relaunch's place: it keeps no node (as EvaluateRecoveryPolicy decides).
-    const nodes = picked !== undefined && standby !== undefined && standby !== null && beside === null ? wholeStandbyNodes(spec.numNodes) : picked;
+    const launched = standbyLaunched(policy, warning, counters);
+    const nodes = showNodes && relaunch ? simulatedNodes(policy, decision, outcome, counters.market, spec.numNodes, launched && beside === null) : undefined;
+    const standby = standbyFate(policy, warning, decision, counters, beside === null ? null : { warnedNode: warnedNode as number, kept: nodes?.kept ?? [], numNodes: spec.numNodes });
     counters = decision.counters;
     status = decision.status;
     endedAt = last + 1;
@@ -160,12 +159,12 @@ export function simulate(spec: TaskSpec, events: readonly string[], random: () =
  * had exited 0 on every node that reached run (an exit:N event) or whose setup exited 0
  * (a setup:N event); what other events leave of setup is not known, as in the runtime.
  */
-function simulatedNodes(policy: RecoveryPolicy, decision: RecoveryDecision, outcome: AttemptOutcome, market: RecoveryCounters['market'], numNodes: number): SimulatedNodes {
+function simulatedNodes(policy: RecoveryPolicy, decision: RecoveryDecision, outcome: AttemptOutcome, market: RecoveryCounters['market'], numNodes: number, wholeStandby: boolean): SimulatedNodes {
   const ranks = Array.from({ length: numNodes }, (_, rank) => rank);
   const instances = outcome.kind === 'LAUNCH_FAILED' ? [] : simulatedInstances(numNodes);
   const setupDone =
     outcome.kind !== 'EXITED' ? undefined : outcome.phase === 'run' ? ranks : outcome.nodes.filter((node) => node.exitCode === 0).map((node) => node.rank);
-  const result = nodesToKeep({ policy, decision, outcome, market, placement: SIMULATED_PLACEMENT, instances, numNodes, ...(setupDone === undefined ? {} : { setupDone }) });
+  const result = nodesToKeep({ policy, decision, outcome, market, placement: SIMULATED_PLACEMENT, instances, numNodes, wholeStandby, ...(setupDone === undefined ? {} : { setupDone }) });
   if (result.keep === null) return { kept: [], launched: ranks, setup: null, reason: result.reason };
   const kept = result.keep.nodes.map((node) => node.nodeRank);
   return { kept, launched: ranks.filter((rank) => !kept.includes(rank)), setup: result.keep.setup, reason: result.reason };
@@ -186,10 +185,8 @@ function standbyFate(
   counters: RecoveryCounters,
   partial: { readonly warnedNode: number; readonly kept: readonly number[]; readonly numNodes: number } | null,
 ): 'adopted' | 'released' | null | undefined {
-  const option = policy.launchOnWarning ?? false;
-  if (option === false) return undefined;
-  if (warning === null || (warning === 'rebalance' && option !== 'rebalance')) return null;
-  if (recoveriesLeft(policy, counters) === 0) return null;
+  if ((policy.launchOnWarning ?? false) === false) return undefined;
+  if (!standbyLaunched(policy, warning, counters)) return null;
   const relaunch = decision.action === RecoveryAction.RESTART || decision.action === RecoveryAction.RECOVER;
   if (!relaunch || decision.market !== counters.market) return 'released';
   if (partial === null) return 'adopted';
@@ -212,9 +209,14 @@ function simulatedInstances(numNodes: number): InstanceRef[] {
   return Array.from({ length: numNodes }, (_, nodeRank) => ({ instanceId: `simulated node ${nodeRank}`, nodeRank, privateIp: null }));
 }
 
-/** The nodes of a relaunch that takes a standby of a whole set: every one of them new. */
-function wholeStandbyNodes(numNodes: number): SimulatedNodes {
-  return { kept: [], launched: Array.from({ length: numNodes }, (_, rank) => rank), setup: null, reason: 'fresh nodes: the standby is a whole new set, launched on the warning' };
+/**
+ * Whether the attempt's warning started a standby (launch_on_warning): one that asks for
+ * it, while max_recoveries leaves a relaunch after a preemption (`counters` before the decision).
+ */
+function standbyLaunched(policy: RecoveryPolicy, warning: WarningKind | null, counters: RecoveryCounters): boolean {
+  const option = policy.launchOnWarning ?? false;
+  if (option === false || warning === null || (warning === 'rebalance' && option !== 'rebalance')) return false;
+  return recoveriesLeft(policy, counters) !== 0;
 }
 
 /**

@@ -206,6 +206,7 @@ function toStoredDecision(decision: RecoveryDecision, decidedAt: string, keep: K
  * it was launched beside. The decision and its counters are the same either way.
  */
 async function keptNodes(store: JobStore, job: JobRecord, attempt: AttemptRecord, outcome: AttemptOutcome, decision: RecoveryDecision): Promise<KeptNodes | null> {
+  const standby = await standbyOf(store, job.jobId, attempt.attempt);
   const { keep } = nodesToKeep({
     policy: job.spec.resources.jobRecovery,
     decision,
@@ -216,10 +217,8 @@ async function keptNodes(store: JobStore, job: JobRecord, attempt: AttemptRecord
     numNodes: job.spec.numNodes,
     // setup: skip holds only where setup exited 0 (ran, or was skipped on a node that ran it before).
     setupDone: attempt.reports.filter((report) => report.phase === 'setup' && report.exitCode === 0).map((report) => report.nodeRank),
+    wholeStandby: standby !== null && standby.standby?.beside === undefined,
   });
-  if (keep === null) return null;
-  const standby = await standbyOf(store, job.jobId, attempt.attempt);
-  if (standby !== null && standby.standby?.beside === undefined) return null;
   return keep;
 }
 

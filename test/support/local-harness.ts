@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { waitFor } from './fixtures/wait.ts';
 import { afterEach, vi } from 'vitest';
+import type { ChaosPlan } from '../../lib/chaos-file/types.ts';
 import type { AttemptRecord, JobEvent, JobRecord } from '../../lib/model.ts';
 import type { LaunchRequest } from '../../lib/ports.ts';
 import { getJob } from '../../lib/usecases/index.ts';
@@ -175,3 +176,36 @@ export function yaml(strings: TemplateStringsArray, ...values: unknown[]): strin
 }
 
 export { waitFor };
+
+/**
+ * A FAILOVER job of `numNodes` spot nodes whose `node` is preempted in attempt 1 (warned 1 s
+ * into its run, gone `warningSeconds` later), its other nodes working on until they are
+ * stopped, and whose attempt 2 prints each node's setup and run. With launch_on_warning,
+ * the warned node's run, once stopped, ends only when attempt 2's node of its rank has set
+ * up (or its instance goes), so the standby is launched before attempt 1 ends whatever the
+ * machine's load.
+ */
+export function preemptedNodeJob(options: { readonly numNodes: number; readonly node: number; readonly warningSeconds: number; readonly launchOnWarning: boolean }): {
+  readonly task: string;
+  readonly chaos: ChaosPlan;
+} {
+  const task = yaml`
+    num_nodes: ${options.numNodes}
+    resources:
+      use_spot: true
+      job_recovery:
+        strategy: FAILOVER
+        launch_on_warning: ${options.launchOnWarning}
+    setup: |
+      echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
+      if [ "$RELAUNCH_ATTEMPT" -eq 2 ] && [ "$RELAUNCH_NODE_RANK" -eq ${options.node} ]; then touch replacement-ready; fi
+    run: |
+      if [ "$RELAUNCH_ATTEMPT" -eq 1 ] && [ "$RELAUNCH_NODE_RANK" -eq ${options.node} ] && ${options.launchOnWarning}; then
+        trap 'while [ ! -f replacement-ready ]; do sleep 0.05; done; exit 0' TERM
+        while :; do sleep 0.05; done
+      fi
+      if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
+      echo "node $RELAUNCH_NODE_RANK of $RELAUNCH_NUM_NODES in attempt $RELAUNCH_ATTEMPT"
+  `;
+  return { task, chaos: { faults: [{ kind: 'preempt', attempt: 1, node: options.node, afterMs: 1000, warningMs: options.warningSeconds * 1000 }] } };
+}

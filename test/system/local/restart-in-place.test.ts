@@ -10,7 +10,7 @@ import { LogTail } from '../../../cli/follow.ts';
 import { FileJobLogs } from '../../../local/file-job-logs.ts';
 import { attemptLogs } from '../../../local/paths.ts';
 import { processesOfJob } from '../faults/world.ts';
-import { runToEnd, useLocalRuntimes, yaml, type FinishedJob, type TestRuntime } from '../../support/local-harness.ts';
+import { preemptedNodeJob, runToEnd, useLocalRuntimes, yaml, type FinishedJob, type TestRuntime } from '../../support/local-harness.ts';
 
 const open = useLocalRuntimes();
 
@@ -60,7 +60,7 @@ describe('a restart in place on the local runtime', () => {
 
   it('replaces only the preempted node of four: the survivors run attempt 2 with their ranks, setup again (FAILOVER)', SLOW, async () => {
     const t = await open();
-    const job = await survivorsOfPreemption(t, { numNodes: 4, node: 2, warning: '1s', launchOnWarning: false });
+    const job = await survivorsOfPreemption(t, { numNodes: 4, node: 2, warningSeconds: 1, launchOnWarning: false });
 
     expect(job.view.attempts).toMatchObject([
       { attempt: 1, outcome: 'PREEMPTED', decision: 'RECOVER' },
@@ -72,7 +72,7 @@ describe('a restart in place on the local runtime', () => {
 
   it('with launch_on_warning: node 1 of 3 warned, its replacement alone launched on the warning, and the survivors join it as attempt 2', SLOW, async () => {
     const t = await open();
-    const job = await survivorsOfPreemption(t, { numNodes: 3, node: 1, warning: '20s', launchOnWarning: true });
+    const job = await survivorsOfPreemption(t, { numNodes: 3, node: 1, warningSeconds: 20, launchOnWarning: true });
 
     const [first, second] = job.attempts;
     expect(first?.interruptionNode).toBe(1);
@@ -85,41 +85,14 @@ describe('a restart in place on the local runtime', () => {
 });
 
 /**
- * A FAILOVER job of `numNodes` whose `node` of attempt 1 is preempted (warned 1 s into its
- * run, gone `warning` later) and whose attempt 2 prints each node's rank, run to its end.
- * With launch_on_warning, the warned node's run, once stopped, ends only when attempt 2's
- * node of its rank has set up (or its instance goes), so the standby is launched before
- * attempt 1 ends whatever the machine's load;
- * checks what holds with and without `launch_on_warning`: SUCCEEDED after one recovery, the
- * warned node replaced and every other one kept with its rank and instance, setup run again
- * on every node, and nothing of the job left running.
+ * Runs preemptedNodeJob to its end and checks what holds with and without
+ * `launch_on_warning`: SUCCEEDED after one recovery, the warned node replaced and every other
+ * one kept with its rank and instance, setup run again on every node, and nothing of the job
+ * left running.
  */
-async function survivorsOfPreemption(
-  t: TestRuntime,
-  options: { readonly numNodes: number; readonly node: number; readonly warning: string; readonly launchOnWarning: boolean },
-): Promise<FinishedJob> {
-  const job = await runToEnd(
-    t,
-    yaml`
-      num_nodes: ${options.numNodes}
-      resources:
-        use_spot: true
-        job_recovery:
-          strategy: FAILOVER
-          launch_on_warning: ${options.launchOnWarning}
-      setup: |
-        echo "setup of attempt $RELAUNCH_ATTEMPT on node $RELAUNCH_NODE_RANK"
-        if [ "$RELAUNCH_ATTEMPT" -eq 2 ] && [ "$RELAUNCH_NODE_RANK" -eq ${options.node} ]; then touch replacement-ready; fi
-      run: |
-        if [ "$RELAUNCH_ATTEMPT" -eq 1 ] && [ "$RELAUNCH_NODE_RANK" -eq ${options.node} ] && ${options.launchOnWarning}; then
-          trap 'while [ ! -f replacement-ready ]; do sleep 0.05; done; exit 0' TERM
-          while :; do sleep 0.05; done
-        fi
-        if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
-        echo "node $RELAUNCH_NODE_RANK of $RELAUNCH_NUM_NODES in attempt $RELAUNCH_ATTEMPT"
-    `,
-    { chaos: { faults: [{ kind: 'preempt', attempt: 1, node: options.node, afterMs: 1000, warningMs: Number(options.warning.replace('s', '')) * 1000 }] } },
-  );
+async function survivorsOfPreemption(t: TestRuntime, options: Parameters<typeof preemptedNodeJob>[0]): Promise<FinishedJob> {
+  const { task, chaos } = preemptedNodeJob(options);
+  const job = await runToEnd(t, task, { chaos });
 
   expect(job.view).toMatchObject({ status: 'SUCCEEDED', recoveryCount: 1, restartsOnErrors: 0 });
   const [first, second] = job.attempts;

@@ -6,7 +6,7 @@ import { simulate } from '../../../lib/simulate.ts';
 import { parseTaskFile } from '../../../lib/task-file/parse.ts';
 import type { AttemptView } from '../../../lib/views.ts';
 import { NO_CHAOS, preemptAttemptsPlan } from '../../../local/chaos.ts';
-import { runToEnd, useLocalRuntimes, yaml } from '../../support/local-harness.ts';
+import { preemptedNodeJob, runToEnd, useLocalRuntimes, yaml } from '../../support/local-harness.ts';
 
 const open = useLocalRuntimes();
 
@@ -95,25 +95,8 @@ describe('simulate against a real run', () => {
 
   it('decides alike with a standby of the warned node alone: the warned node replaced, the others kept and joining the standby', { timeout: 90_000 }, async () => {
     const t = await open();
-    // Node 1 is warned 1 s into its run; once the notice stops it, its run ends only when its
-    // replacement has set up, so the standby is launched before attempt 1 ends.
-    const task = yaml`
-      num_nodes: 2
-      resources:
-        use_spot: true
-        job_recovery:
-          strategy: FAILOVER
-          launch_on_warning: true
-      setup: |
-        if [ "$RELAUNCH_ATTEMPT" -eq 2 ] && [ "$RELAUNCH_NODE_RANK" -eq 1 ]; then touch replacement-ready; fi
-      run: |
-        if [ "$RELAUNCH_ATTEMPT" -eq 1 ] && [ "$RELAUNCH_NODE_RANK" -eq 1 ]; then
-          trap 'while [ ! -f replacement-ready ]; do sleep 0.05; done; exit 0' TERM
-          while :; do sleep 0.05; done
-        fi
-        if [ "$RELAUNCH_ATTEMPT" -eq 1 ]; then exec sleep 600; fi
-    `;
-    const job = await runToEnd(t, task, { chaos: { faults: [{ kind: 'preempt', attempt: 1, node: 1, afterMs: 1000, warningMs: 20_000 }] } });
+    const { task, chaos } = preemptedNodeJob({ numNodes: 2, node: 1, warningSeconds: 20, launchOnWarning: true });
+    const job = await runToEnd(t, task, { chaos });
     const [first, second] = job.attempts;
     // The run produced the events the case is about.
     expect(first?.interruptionNode).toBe(1);

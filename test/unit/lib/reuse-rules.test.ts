@@ -198,6 +198,12 @@ describe('nodesToKeep', () => {
       expect(decision.market).toBe('on-demand');
       expect(nodesToKeep(input({ policy, decision, outcome, numNodes: 2 })).reason).toBe('fresh nodes: the relaunch moves from spot to on-demand');
     });
+
+    it('a standby of a whole set stands in for the relaunch: no node kept', () => {
+      const outcome: AttemptOutcome = { kind: 'PREEMPTED', nodes: [1] };
+      expect(nodesToKeep(input({ decision: RECOVER, outcome, numNodes: 2, wholeStandby: true }))).toEqual({ keep: null, reason: 'fresh nodes: the standby is a whole new set, launched on the warning' });
+      expect(nodesToKeep(input({ decision: RECOVER, outcome, numNodes: 2, wholeStandby: false })).keep?.nodes.map((node) => node.nodeRank)).toEqual([0]);
+    });
   });
 });
 
