@@ -110,18 +110,24 @@ export function removeNodeCgroup(instanceId: string): void {
  * removed them.
  */
 function removeCgroup(folder: string): void {
-  let entries: Dirent[] = [];
+  for (const cgroup of cgroupsBeneath(folder).reverse()) {
+    try {
+      rmdirSync(cgroup);
+    } catch {
+      // Gone already, or a process is still in it: the next release or runtime tries again.
+    }
+  }
+}
+
+/** The cgroup and every cgroup beneath it, each before those beneath it; [] when it is gone. */
+function cgroupsBeneath(folder: string): string[] {
+  let entries: Dirent[];
   try {
     entries = readdirSync(folder, { withFileTypes: true });
   } catch {
-    // Gone already.
+    return [];
   }
-  for (const entry of entries) if (entry.isDirectory()) removeCgroup(path.join(folder, entry.name));
-  try {
-    rmdirSync(folder);
-  } catch {
-    // Gone already, or a process is still in it: the next release or runtime tries again.
-  }
+  return [folder, ...entries.filter((entry) => entry.isDirectory()).flatMap((entry) => cgroupsBeneath(path.join(folder, entry.name)))];
 }
 
 /**
@@ -166,18 +172,16 @@ function cgroupMembers(instanceId: string): number[] {
 
 /** The pids in a cgroup and in those beneath it (the agent's phase cgroups under a node's). */
 function membersBeneath(folder: string): number[] {
-  let own: number[] = [];
-  let entries: Dirent[];
-  try {
-    own = readFileSync(path.join(folder, 'cgroup.procs'), 'utf8')
-      .split('\n')
-      .filter((line) => line !== '')
-      .map(Number);
-    entries = readdirSync(folder, { withFileTypes: true });
-  } catch {
-    return own;
-  }
-  return [...own, ...entries.filter((entry) => entry.isDirectory()).flatMap((entry) => membersBeneath(path.join(folder, entry.name)))];
+  return cgroupsBeneath(folder).flatMap((cgroup) => {
+    try {
+      return readFileSync(path.join(cgroup, 'cgroup.procs'), 'utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+        .map(Number);
+    } catch {
+      return [];
+    }
+  });
 }
 
 /**
