@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobView } from '../../../lib/views.ts';
+import { DataDirInUseError } from '../../../local/owner-lock.ts';
 import { LocalRuntime } from '../../../local/runtime.ts';
 import { killStrayClis, parseStdout, removeTempDirs, runCli, runInProcess, serverInfo, SLOW, tempDir, waitFor, writeTask } from '../../support/cli.ts';
 
@@ -70,9 +71,17 @@ describe('secrets', () => {
       expect(parseStdout<JobView & { spec?: { secretNames?: string[] } }>(status)).toBeDefined();
       // The job's records as stored (the database's files may be compressed, so they are
       // read through the store): the job with its spec, each attempt, the audit trail.
-      // Once the background runtime that ran the job has gone idle and let the folder go.
+      // Once the background runtime that ran the job has gone idle and let the folder go:
+      // its server.json goes a moment before its lock, so the open is tried until it takes it.
       await waitFor('the background runtime to go once idle', () => (serverInfo(data) === undefined ? true : undefined));
-      const runtime = await LocalRuntime.open({ dataDir: data });
+      const runtime = await waitFor('the folder\'s lock to be free', async () => {
+        try {
+          return await LocalRuntime.open({ dataDir: data });
+        } catch (error) {
+          if (error instanceof DataDirInUseError) return undefined;
+          throw error;
+        }
+      });
       const { store } = runtime.deps;
       const job = await store.getJob(view.jobId);
       const records = JSON.stringify([job, await store.getAttempt(view.jobId, 1), await store.getAttempt(view.jobId, 2), await store.listEvents(view.jobId)]);
